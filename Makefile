@@ -1,0 +1,36 @@
+# Every target creates .venv when missing and installs the project into it first.
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-stamp
+
+.PHONY: run test test-slow lint bench demo clean
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q --disable-pip-version-check -e '.[server,test]'
+	touch $(STAMP)
+
+run: $(STAMP)
+	$(VENV)/bin/sessionquery serve --sample-corpus
+
+demo: $(STAMP)
+	$(VENV)/bin/sessionquery demo
+
+test: $(STAMP)
+	$(VENV)/bin/pytest -q
+
+test-slow: $(STAMP)
+	$(VENV)/bin/pytest -q -m slow
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check contracts worker tests bench
+	$(VENV)/bin/ruff format --check contracts worker tests bench
+	$(VENV)/bin/mypy
+
+bench: $(STAMP)
+	$(PY) -m bench.store
+	$(PY) -m bench.ingest
+	$(PY) -m bench.tools
+
+clean:
+	rm -rf $(VENV) .sessionquery .pytest_cache .mypy_cache

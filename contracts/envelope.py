@@ -1,0 +1,82 @@
+"""Request and reply envelopes for ``sessionquery.tool.<tool>``.
+
+``arguments`` is what the model wrote and is validated per tool by the worker.
+``execution`` is trusted: the runtime sets it, and NATS permissions decide who may publish.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from contracts.errors import ErrorCode
+from contracts.ids import Id
+
+
+class AgentIdentity(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    session_id: Id
+    agent_id: Id | None = None
+
+
+class Execution(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    agent: AgentIdentity | None = None
+    # The seq of the current step/start: the search excludes it and everything after.
+    step_start_seq: int | None = Field(default=None, ge=1)
+    # Absolute deadline, epoch milliseconds.
+    deadline_ms: int | None = Field(default=None, ge=0)
+
+
+class ToolRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    request_id: Id
+    execution: Execution = Field(default_factory=Execution)
+    # Validated strictly per tool by the worker, never here.
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+class SpillLocator(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    bucket: str
+    name: str
+    size: int
+    digest: str  # "SHA-256=<urlsafe base64>", as the object store records it
+    hint: str
+
+
+class ErrorBody(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    code: ErrorCode
+    message: str
+
+
+class ToolReply(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    request_id: str
+    status: Literal["ok", "error"]
+    content: str | None = None
+    spill: SpillLocator | None = None
+    error: ErrorBody | None = None
+
+    @classmethod
+    def ok(cls, request_id: str, content: str, spill: SpillLocator | None = None) -> ToolReply:
+        return cls(request_id=request_id, status="ok", content=content, spill=spill)
+
+    @classmethod
+    def failure(cls, request_id: str, code: ErrorCode, message: str) -> ToolReply:
+        return cls(
+            request_id=request_id, status="error", error=ErrorBody(code=code, message=message)
+        )
+
+    def to_json(self) -> bytes:
+        import orjson
+
+        return orjson.dumps(self.model_dump(mode="json", exclude_none=True))

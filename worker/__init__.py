@@ -1,0 +1,1 @@
+"""The session query worker: store (index), tools (model-facing), runtime (NATS)."""

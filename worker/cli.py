@@ -1,0 +1,49 @@
+"""``sessionquery``: one command, a subcommand per job.
+
+Each subcommand lives in the module that owns its domain and exposes two callables:
+``add_arguments(parser)`` and ``run(args) -> int`` (the exit code). Modules are imported
+only when their subcommand runs, so ``sessionquery --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+SUBCOMMANDS: dict[str, tuple[str, str]] = {
+    "serve": ("worker.runtime.serve", "run the worker (embedded nats-server when no URL)"),
+    "import": ("worker.runtime.importer", "publish a JSONL file of events to the stream"),
+    "purge": ("worker.store.maintenance", "remove sessions from the index (bumps the epoch)"),
+    "call": ("worker.runtime.call_command", "call one tool over NATS and print the reply"),
+    "manifest": ("worker.runtime.call_command", "print the tool manifest"),
+    "demo": ("worker.runtime.demo", "embedded server, sample corpus, each tool once"),
+}
+
+
+def build_parser(requested: str | None = None) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="sessionquery", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name, (module_name, help_text) in SUBCOMMANDS.items():
+        sub_parser = sub.add_parser(name, help=help_text, description=help_text)
+        sub_parser.set_defaults(_module=module_name)
+        # Only the requested subcommand's module is imported to add its arguments.
+        if name == requested:
+            module = importlib.import_module(module_name)
+            add = getattr(module, f"add_{name}_arguments", None) or module.add_arguments
+            add(sub_parser)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    requested = args_list[0] if args_list and args_list[0] in SUBCOMMANDS else None
+    args = build_parser(requested).parse_args(args_list)
+    module = importlib.import_module(args._module)
+    run = getattr(module, f"run_{args.command}", None) or module.run
+    return int(run(args) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""The NATS runtime: service registration, lanes, cancellation, spill, embedded server."""

@@ -1,0 +1,335 @@
+"""The ``SessionQueryService`` protocol and its result types.
+
+This is the record's ``ctx.sessionQuery`` interface. The tools import this module, never the
+SQLite provider. Every method takes the execution signal: a provider checks it before
+starting, interrupts running backend work when it fires, waits for that work to settle, and
+then raises the signal's error unchanged.
+
+Times are epoch milliseconds (UTC). Ranges are inclusive at both ends; ``None`` means open.
+Every read that returns a payload also returns the header of its session *from the same
+read transaction*, so callers can re-check authorization on the same observation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from worker.signals import ExecutionSignal
+
+Availability = Literal["live", "persisted"]
+SurfaceName = Literal["user", "assistant", "tool", "system"]
+
+
+@dataclass(frozen=True, slots=True)
+class Generation:
+    """``seq``: last applied SESSIONS stream sequence. ``epoch``: bumped by purge/reindex."""
+
+    epoch: int
+    seq: int
+
+
+@dataclass(frozen=True, slots=True)
+class SessionHeader:
+    session_id: str
+    cwd: str | None
+    parent_session_id: str | None
+    availability: Availability
+    created_ms: int | None  # time of the first event (normally session/start)
+    updated_ms: int | None  # time of the latest event
+    last_seq: int  # highest contiguous seq held in the index
+    event_count: int
+
+
+@dataclass(frozen=True, slots=True)
+class TitleObservation:
+    """A session's header and latest folded title, read together."""
+
+    header: SessionHeader
+    title: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class EventRef:
+    session_id: str
+    seq: int
+
+
+@dataclass(frozen=True, slots=True)
+class EventSummary:
+    session_id: str
+    seq: int
+    event_id: str
+    type: str
+    surface: SurfaceName
+    time_ms: int
+    # The start of the event's searchable text, whitespace collapsed, bounded (~240 chars).
+    preview: str
+
+
+@dataclass(frozen=True, slots=True)
+class StoredEvent:
+    summary: EventSummary
+    # The event exactly as it was received on the stream (UTF-8 JSON text).
+    raw_json: str
+
+    def payload(self) -> dict[str, Any]:
+        import orjson
+
+        value = orjson.loads(self.raw_json)
+        payload = value.get("payload", {}) if isinstance(value, dict) else {}
+        return payload if isinstance(payload, dict) else {}
+
+
+@dataclass(frozen=True, slots=True)
+class SessionFilter:
+    """Session-level filters for cross-session search. Lists are ORed, fields ANDed."""
+
+    session_ids: tuple[str, ...] | None = None
+    # None: no parent clause. Otherwise a session matches when its parent is one of these,
+    # or (with include_roots) when it has no parent.
+    parent_session_ids: tuple[str, ...] | None = None
+    include_roots: bool = False
+    created_from_ms: int | None = None
+    created_to_ms: int | None = None
+    updated_from_ms: int | None = None
+    updated_to_ms: int | None = None
+    availability: tuple[Availability, ...] | None = None
+    # Scope, not a filter: sessions that are never returned (the caller's own).
+    exclude_session_ids: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class EventFilter:
+    types: tuple[str, ...] | None = None
+    surfaces: tuple[SurfaceName, ...] | None = None
+    time_from_ms: int | None = None
+    time_to_ms: int | None = None
+    # Only meaningful for single-session search.
+    seq_from: int | None = None
+    seq_to: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SessionHit:
+    header: SessionHeader
+    # The session's strongest matching event; the session's score is this event's score.
+    event: EventSummary
+    excerpt: str  # provider snippet with [ and ] around matched terms
+    score: float  # bm25: lower is better
+    matching_events: int  # matching events in this session after filters
+
+
+@dataclass(frozen=True, slots=True)
+class SessionSearchPage:
+    hits: tuple[SessionHit, ...]
+    # Opaque; bound to ``generation``. None when there are no more pages.
+    next_cursor: str | None
+    generation: Generation
+    # True when the query matched events in scope but the filters removed every one.
+    # Only computed for an empty first page.
+    filtered_out: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class EventHit:
+    event: EventSummary
+    excerpt: str
+    score: float
+
+
+@dataclass(frozen=True, slots=True)
+class EventSearchPage:
+    header: SessionHeader  # from the same read transaction as ``hits``
+    hits: tuple[EventHit, ...]
+    next_cursor: str | None
+    generation: Generation
+    filtered_out: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class LineageNode:
+    header: SessionHeader
+    children: tuple[LineageNode, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Lineage:
+    """Complete, cycle-safe lineage of one session, read in one transaction."""
+
+    target: SessionHeader
+    # Nearest parent first, up to the root. Stops before a session already seen (cycle).
+    ancestors: tuple[SessionHeader, ...]
+    # The parent id the chain ends on when that session is not in the index.
+    missing_ancestor_id: str | None
+    # Recursive descendant trees; a session already placed in the result is not repeated.
+    descendants: tuple[LineageNode, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class LinkedEvent:
+    """An event at the other end of a relation, with its session's header (same observation).
+
+    ``header`` is None when that session is not in the index; ``event`` is None when the
+    session is known but that seq is not.
+    """
+
+    ref: EventRef
+    header: SessionHeader | None
+    event: EventSummary | None
+
+
+@dataclass(frozen=True, slots=True)
+class EventRelations:
+    header: SessionHeader
+    # None when the session exists but holds no event at that seq.
+    event: EventSummary | None
+    # Positional replacements in the same session, transitively, nearest first.
+    replaces: tuple[EventSummary, ...] = ()  # what this event took the place of
+    replaced_by: tuple[EventSummary, ...] = ()  # what took this event's place
+    # Direct citations only.
+    cites: tuple[LinkedEvent, ...] = ()  # sources this event was derived from
+    cited_by: tuple[LinkedEvent, ...] = ()  # events derived from this one
+
+
+@dataclass(frozen=True, slots=True)
+class EventWindow:
+    header: SessionHeader
+    # None when the session exists but holds no event at that seq.
+    target: StoredEvent | None
+    before: tuple[StoredEvent, ...] = ()  # ascending seq
+    after: tuple[StoredEvent, ...] = ()  # ascending seq
+
+
+@dataclass(frozen=True, slots=True)
+class ServiceLimits:
+    max_event_window: int = 50  # per side, for read_event's before/after
+    max_page_size: int = 100
+
+
+@runtime_checkable
+class SessionQueryService(Protocol):
+    """Read-only queries over the session index. All methods are safe to call concurrently."""
+
+    @property
+    def limits(self) -> ServiceLimits: ...
+
+    async def generation(self, *, signal: ExecutionSignal) -> Generation: ...
+
+    async def search_sessions(
+        self,
+        query: str,
+        *,
+        cwd: str,
+        sessions: SessionFilter,
+        events: EventFilter,
+        cursor: str | None,
+        page_size: int,
+        signal: ExecutionSignal,
+    ) -> SessionSearchPage:
+        """Full-text search across the sessions whose cwd equals ``cwd``, grouped by session.
+
+        The cwd filter is applied inside SQL before any LIMIT. ``query`` is the model's text,
+        compiled by the allow-list compiler (``InvalidQuery`` when nothing is searchable).
+        A cursor from another epoch raises ``GenerationChanged``.
+        """
+        ...
+
+    async def search_events(
+        self,
+        query: str,
+        *,
+        session_id: str,
+        events: EventFilter,
+        cursor: str | None,
+        page_size: int,
+        signal: ExecutionSignal,
+    ) -> EventSearchPage | None:
+        """Full-text search inside one session; None when the session is not indexed."""
+        ...
+
+    async def latest_seq_of_type(
+        self, session_id: str, event_type: str, *, signal: ExecutionSignal
+    ) -> int | None:
+        """Seq of the session's latest event of ``event_type`` (e.g. ``step/start``)."""
+        ...
+
+    async def lineage(self, session_id: str, *, signal: ExecutionSignal) -> Lineage | None: ...
+
+    async def event_relations(
+        self, session_id: str, seq: int, *, signal: ExecutionSignal
+    ) -> EventRelations | None:
+        """None when the session is not indexed."""
+        ...
+
+    async def read_event(
+        self,
+        session_id: str,
+        seq: int,
+        *,
+        before: int,
+        after: int,
+        signal: ExecutionSignal,
+    ) -> EventWindow | None:
+        """The target event and up to ``before``/``after`` neighbours (bounded by limits).
+
+        None when the session is not indexed.
+        """
+        ...
+
+    async def read_titles(
+        self, session_ids: Sequence[str], *, signal: ExecutionSignal
+    ) -> Mapping[str, TitleObservation]:
+        """Headers and latest titles for many sessions in one read transaction.
+
+        Ids not in the index are absent from the result.
+        """
+        ...
+
+    async def wait_for_seq(self, session_id: str, seq: int, *, signal: ExecutionSignal) -> None:
+        """Return once the index holds ``session_id`` through ``seq``; the signal bounds it."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class IngestItem:
+    """One message from the SESSIONS stream, for the index writer."""
+
+    stream_seq: int
+    data: bytes  # the raw message body
+
+
+@dataclass(frozen=True, slots=True)
+class Rejected:
+    stream_seq: int
+    data: bytes
+    reason: str  # precise and human-readable: it goes to the dead-letter subject
+
+
+@dataclass(frozen=True, slots=True)
+class ApplyResult:
+    applied: int
+    duplicates: int
+    rejected: tuple[Rejected, ...] = field(default_factory=tuple)
+    last_stream_seq: int = 0
+
+
+class SessionIndexWriter(Protocol):
+    """The single writer of the index, used by ingestion and maintenance commands."""
+
+    async def last_stream_seq(self) -> int:
+        """The SESSIONS stream sequence through which the index is complete."""
+        ...
+
+    async def apply(self, items: Sequence[IngestItem]) -> ApplyResult:
+        """Validate and apply a batch in one transaction, storing the last stream sequence
+        in the same transaction. Duplicate ``(session_id, seq)`` is a no-op; invalid events
+        are returned as ``rejected`` with a reason and the rest still apply."""
+        ...
+
+    async def purge(
+        self, *, session_ids: Sequence[str] = (), older_than_ms: int | None = None
+    ) -> int:
+        """Remove sessions from the index, bump the epoch, return how many were removed."""
+        ...

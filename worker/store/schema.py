@@ -1,0 +1,116 @@
+"""The SQLite schema of the index, shared by the writer and the readers.
+
+One file, WAL mode. ``events`` is the external content of the FTS5 table ``events_fts``
+(rowid = ``events.id``). Each FTS row carries a workspace token in its ``ws`` column so a
+cross-session query can match ``ws:<token> AND (query)``: that cuts the rows FTS5 scores.
+The token is only a pre-filter; the exact ``sessions.cwd = ?`` comparison in SQL stays the
+authority.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+from typing import Final
+
+SCHEMA_VERSION: Final = 1
+
+# unicode61 (not trigram): measured several times faster to ingest and query, and several
+# times smaller (see DESIGN.md floors and bench/store.py). Identifiers and paths stay
+# findable because the query compiler turns each term into a phrase of its tokens:
+# "src/worker/store.py" matches the adjacent tokens src worker store py.
+TOKENIZER: Final = "unicode61 remove_diacritics 2"
+
+DDL: Final = f"""
+CREATE TABLE IF NOT EXISTS meta (
+    key   TEXT PRIMARY KEY,
+    value INTEGER NOT NULL
+);
+INSERT OR IGNORE INTO meta (key, value) VALUES
+    ('schema_version', {SCHEMA_VERSION}), ('stream_seq', 0), ('epoch', 1);
+
+CREATE TABLE IF NOT EXISTS sessions (
+    session_id        TEXT PRIMARY KEY,
+    cwd               TEXT,
+    ws                TEXT NOT NULL,
+    parent_session_id TEXT,
+    title             TEXT,
+    availability      TEXT NOT NULL DEFAULT 'live'
+                      CHECK (availability IN ('live', 'persisted')),
+    created_ms        INTEGER,
+    updated_ms        INTEGER,
+    last_seq          INTEGER NOT NULL DEFAULT 0,
+    event_count       INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS sessions_cwd ON sessions (cwd);
+CREATE INDEX IF NOT EXISTS sessions_parent ON sessions (parent_session_id);
+
+CREATE TABLE IF NOT EXISTS events (
+    id         INTEGER PRIMARY KEY,
+    session_id TEXT NOT NULL,
+    seq        INTEGER NOT NULL,
+    event_id   TEXT NOT NULL,
+    type       TEXT NOT NULL,
+    surface    TEXT NOT NULL,
+    time_ms    INTEGER NOT NULL,
+    stream_seq INTEGER NOT NULL,
+    ws         TEXT NOT NULL,
+    body       TEXT NOT NULL,
+    raw_json   TEXT NOT NULL,
+    UNIQUE (session_id, seq)
+);
+CREATE INDEX IF NOT EXISTS events_session_type ON events (session_id, type, seq);
+
+-- (session_id, seq) took the place of (session_id, replaced_seq).
+CREATE TABLE IF NOT EXISTS replacements (
+    session_id   TEXT NOT NULL,
+    seq          INTEGER NOT NULL,
+    replaced_seq INTEGER NOT NULL,
+    PRIMARY KEY (session_id, seq, replaced_seq)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS replacements_back ON replacements (session_id, replaced_seq);
+
+-- (session_id, seq) was derived from (cited_session_id, cited_seq).
+CREATE TABLE IF NOT EXISTS citations (
+    session_id       TEXT NOT NULL,
+    seq              INTEGER NOT NULL,
+    cited_session_id TEXT NOT NULL,
+    cited_seq        INTEGER NOT NULL,
+    PRIMARY KEY (session_id, seq, cited_session_id, cited_seq)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS citations_back ON citations (cited_session_id, cited_seq);
+
+CREATE VIRTUAL TABLE IF NOT EXISTS events_fts USING fts5 (
+    ws, body,
+    content = 'events', content_rowid = 'id',
+    tokenize = '{TOKENIZER}'
+);
+"""
+
+# bm25 column weights: the workspace token never contributes to the score.
+BM25: Final = "bm25(events_fts, 0.0, 1.0)"
+
+
+def workspace_token(cwd: str | None) -> str:
+    """The FTS pre-filter token for a cwd: derived from the cwd only, never from a query."""
+    if cwd is None:
+        return "wsnone"
+    return "ws" + hashlib.sha256(cwd.encode("utf-8", "surrogatepass")).hexdigest()[:20]
+
+
+def connect(path: str) -> sqlite3.Connection:
+    """A plain sqlite3 connection with the pragmas every connection of the index uses."""
+    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    configure(conn)
+    return conn
+
+
+def configure(conn: sqlite3.Connection) -> None:
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA synchronous = NORMAL")
+    conn.execute("PRAGMA foreign_keys = OFF")
+    conn.execute("PRAGMA busy_timeout = 5000")
+
+
+def create(conn: sqlite3.Connection) -> None:
+    conn.executescript(DDL)

@@ -1,0 +1,58 @@
+"""What the tools package gives the runtime: definitions, configuration, one error type.
+
+The runtime knows nothing else of the tools. ``run`` returns the canonical plain text of a
+successful result; every failure is a ``ToolError`` with a known code and a model-safe
+message. A cancelled or timed-out execution is also a ``ToolError`` (CANCELLED carries the
+exact cancel reason as its message).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from contracts.envelope import Execution
+from contracts.errors import ErrorCode
+from worker.signals import ExecutionSignal
+
+ExecutionMode = Literal["exclusive", "parallel"]
+
+ToolRun = Callable[[Mapping[str, Any], Execution, ExecutionSignal], Awaitable[str]]
+
+
+class ToolError(Exception):
+    """A model-facing failure: ``code`` and ``message`` go into the reply as they are."""
+
+    def __init__(self, code: ErrorCode, message: str) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.message = message
+
+
+@dataclass(frozen=True, slots=True)
+class ToolConfig:
+    max_search_results: int = 100
+    search_timeout_ms: int = 30_000
+    persisted_inspect_concurrency: int = 4
+    # Internal provider page size; the model never sees it.
+    provider_page_size: int = 25
+
+
+@dataclass(frozen=True, slots=True)
+class ToolDefinition:
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+    execution: ExecutionMode
+    run: ToolRun
+    read_only: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSet:
+    tools: tuple[ToolDefinition, ...]
+    prompt_section: str
+
+    def get(self, name: str) -> ToolDefinition | None:
+        return next((tool for tool in self.tools if tool.name == name), None)
