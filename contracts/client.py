@@ -1,0 +1,284 @@
+"""A small async requester client for the session query worker.
+
+Depends only on nats-py and ``contracts``, so an agent runtime can import it without the
+worker. It speaks exactly the wire contract in DESIGN.md: one request subject per tool,
+``sessionquery.cancel`` broadcasts, ``sessionquery.manifest``, and the spill object store.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import hashlib
+import time
+import uuid
+from typing import Any, Final
+
+import orjson
+from nats.aio.client import Client as NATS
+from nats.aio.msg import Msg
+from nats.errors import NoRespondersError
+from nats.errors import TimeoutError as NatsTimeoutError
+from nats.js import api
+from nats.js.errors import NotFoundError, ObjectNotFoundError
+from pydantic import ValidationError
+
+from contracts.envelope import Execution, SpillLocator, ToolReply, ToolRequest
+from contracts.subjects import TOOL_NAMES, Subjects
+
+# Search runs under a 30 s deadline by default; the reply may take a little longer.
+DEFAULT_TIMEOUT_S: Final = 35.0
+# Margin past an explicit deadline: the worker answers TIMEOUT itself once it passes.
+DEADLINE_MARGIN_S: Final = 2.0
+# Bytes of chunks requested per pull, well under nats-py's pending-bytes limit (128 MiB).
+FETCH_WINDOW_BYTES: Final = 32 * 1024 * 1024
+DIGEST_PREFIX: Final = "SHA-256="
+
+
+class SessionQueryClientError(Exception):
+    """A transport or protocol failure, not a tool result (those are ``ToolReply``)."""
+
+
+class NoWorkerError(SessionQueryClientError):
+    """Nobody subscribes to the subject: no worker is running on this NATS."""
+
+
+class ReplyTimeoutError(SessionQueryClientError):
+    """No reply within the timeout."""
+
+
+class SpillFetchError(SessionQueryClientError):
+    """A spilled result could not be read."""
+
+
+class SpillDigestMismatch(SpillFetchError):
+    """The bytes read do not match the digest: the object is corrupt or was replaced."""
+
+
+def new_request_id() -> str:
+    return "r-" + uuid.uuid4().hex
+
+
+class SessionQueryClient:
+    """Call the five tools, cancel, read the manifest, and fetch spilled results."""
+
+    def __init__(self, nc: NATS, subjects: Subjects | None = None) -> None:
+        self._nc = nc
+        self.subjects = subjects or Subjects()
+
+    async def call(
+        self,
+        tool: str,
+        arguments: dict[str, Any],
+        execution: Execution | dict[str, Any],
+        *,
+        request_id: str | None = None,
+        timeout: float | None = None,  # noqa: ASYNC109 - the NATS request's own timeout
+    ) -> ToolReply:
+        """Send one tool request and return its reply (``status`` ok or error).
+
+        Cancelling the awaiting task broadcasts a cancel for this request, so the worker
+        stops the work rather than finishing it for nobody.
+        """
+        if tool not in TOOL_NAMES:
+            raise ValueError(f"unknown tool {tool!r}; expected one of: {', '.join(TOOL_NAMES)}")
+        if not isinstance(execution, Execution):
+            execution = Execution.model_validate(execution)
+        request = ToolRequest(
+            request_id=request_id or new_request_id(),
+            execution=execution,
+            arguments=arguments,
+        )
+        body = orjson.dumps(request.model_dump(mode="json", exclude_none=True))
+        wait = timeout if timeout is not None else _timeout_for(execution)
+        try:
+            msg = await self._nc.request(self.subjects.tool(tool), body, timeout=wait)
+        except NoRespondersError:
+            raise NoWorkerError(
+                f"no session query worker answers {self.subjects.tool(tool)}"
+            ) from None
+        except NatsTimeoutError:
+            raise ReplyTimeoutError(
+                f"no reply to {request.request_id} within {wait:.1f} s"
+            ) from None
+        except asyncio.CancelledError:
+            await self._cancel_quietly(request.request_id, "requester cancelled")
+            raise
+        return _parse_reply(msg)
+
+    async def cancel(self, request_id: str, reason: str) -> None:
+        """Broadcast a cancel: whichever worker holds the request stops it with ``reason``."""
+        payload = orjson.dumps({"request_id": request_id, "reason": reason})
+        await self._nc.publish(self.subjects.cancel, payload)
+        await self._nc.flush()
+
+    async def manifest(self, *, timeout: float = 5.0) -> dict[str, Any]:  # noqa: ASYNC109
+        """Tool definitions (names, descriptions, schemas, execution modes) and the prompt."""
+        try:
+            msg = await self._nc.request(self.subjects.manifest, b"", timeout=timeout)
+        except NoRespondersError:
+            raise NoWorkerError(
+                f"no session query worker answers {self.subjects.manifest}"
+            ) from None
+        except NatsTimeoutError:
+            raise ReplyTimeoutError(f"no manifest within {timeout:.1f} s") from None
+        try:
+            value = orjson.loads(msg.data)
+        except orjson.JSONDecodeError:
+            raise SessionQueryClientError("the manifest reply is not JSON") from None
+        if not isinstance(value, dict):
+            raise SessionQueryClientError("the manifest reply is not a JSON object")
+        return value
+
+    async def fetch_spilled(
+        self,
+        locator: SpillLocator,
+        *,
+        timeout: float = 30.0,  # noqa: ASYNC109 - bounds the pulls, not one await
+    ) -> bytes:
+        """The whole spilled result, digest-verified.
+
+        nats-py's ``ObjectStore.get`` grows its result by concatenation and stalls on flow
+        control; this reads the chunks through a temporary pull consumer into a buffer
+        allocated once at the object's size.
+        """
+        js = self._nc.jetstream()
+        try:
+            store = await js.object_store(locator.bucket)
+            info = await store.get_info(locator.name)
+        except (ObjectNotFoundError, NotFoundError):
+            raise SpillFetchError(
+                f"spilled result {locator.bucket}/{locator.name} not found (it may have expired)"
+            ) from None
+        if info.size != locator.size or (info.digest or "") != locator.digest:
+            raise SpillDigestMismatch(
+                f"spilled result {locator.name} does not match its locator "
+                f"(size {info.size} vs {locator.size})"
+            )
+        if not info.nuid:
+            raise SpillFetchError(f"spilled result {locator.name} has no chunks recorded")
+        expected = _decode_digest(locator.digest)
+        data, digest = await _read_chunks(
+            self._nc,
+            stream=f"OBJ_{locator.bucket}",
+            subject=f"$O.{locator.bucket}.C.{info.nuid}",
+            size=locator.size,
+            chunks=int(info.chunks or 0),
+            timeout=timeout,
+        )
+        if digest != expected:
+            raise SpillDigestMismatch(
+                f"spilled result {locator.name}: SHA-256 of the bytes read does not match "
+                f"{locator.digest}"
+            )
+        return data
+
+    async def _cancel_quietly(self, request_id: str, reason: str) -> None:
+        # The connection may already be gone; the worker's deadline still bounds the work.
+        with contextlib.suppress(Exception):
+            await asyncio.shield(self.cancel(request_id, reason))
+
+
+def _timeout_for(execution: Execution) -> float:
+    if execution.deadline_ms is None:
+        return DEFAULT_TIMEOUT_S
+    remaining = execution.deadline_ms / 1000 - time.time()
+    return max(0.1, remaining) + DEADLINE_MARGIN_S
+
+
+def _parse_reply(msg: Msg) -> ToolReply:
+    try:
+        return ToolReply.model_validate_json(msg.data)
+    except ValidationError:
+        headers = msg.headers or {}
+        detail = headers.get("Nats-Service-Error") or "not a tool reply"
+        raise SessionQueryClientError(f"malformed reply: {detail}") from None
+
+
+def _decode_digest(digest: str) -> bytes:
+    if not digest.upper().startswith(DIGEST_PREFIX):
+        raise SpillFetchError(f"unsupported digest {digest!r}; expected {DIGEST_PREFIX}...")
+    encoded = digest[len(DIGEST_PREFIX) :]
+    try:
+        return base64.urlsafe_b64decode(encoded + "=" * (-len(encoded) % 4))
+    except ValueError:
+        raise SpillFetchError(f"malformed digest {digest!r}") from None
+
+
+async def _read_chunks(
+    nc: NATS,
+    *,
+    stream: str,
+    subject: str,
+    size: int,
+    chunks: int,
+    timeout: float,  # noqa: ASYNC109
+) -> tuple[bytes, bytes]:
+    """Pull every chunk of one object in order into a preallocated buffer."""
+    buffer = bytearray(size)
+    view = memoryview(buffer)
+    hasher = hashlib.sha256()
+    if size == 0:
+        return b"", hasher.digest()
+    js = nc.jetstream()
+    consumer = await js._jsm.add_consumer(
+        stream,
+        config=api.ConsumerConfig(
+            filter_subject=subject,
+            deliver_policy=api.DeliverPolicy.ALL,
+            ack_policy=api.AckPolicy.NONE,
+            # A consumer left by a crashed client disappears by itself.
+            inactive_threshold=max(5.0, timeout),
+            mem_storage=True,
+            num_replicas=1,
+        ),
+    )
+    name = consumer.name
+    assert name is not None
+    inbox = nc.new_inbox()
+    sub = await nc.subscribe(inbox)
+    next_subject = f"{js._prefix}.CONSUMER.MSG.NEXT.{stream}.{name}"
+    chunk_size = max(1, -(-size // max(chunks, 1)))
+    window = max(1, FETCH_WINDOW_BYTES // chunk_size)
+    offset = 0
+    received = 0
+    deadline = time.monotonic() + timeout
+    try:
+        while offset < size:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise SpillFetchError(f"reading the spilled result took over {timeout:.0f} s")
+            want = max(1, min(window, chunks - received)) if chunks else window
+            request = {"batch": want, "expires": int(remaining * 1e9)}
+            await nc.publish(next_subject, orjson.dumps(request), reply=inbox)
+            got = 0
+            while got < want and offset < size:
+                try:
+                    msg = await sub.next_msg(timeout=max(0.01, deadline - time.monotonic()))
+                except NatsTimeoutError:
+                    raise SpillFetchError(
+                        f"reading the spilled result took over {timeout:.0f} s"
+                    ) from None
+                if msg.headers and msg.headers.get(api.Header.STATUS):
+                    # 404/408: the pull ended early (nothing more yet, or it expired).
+                    break
+                end = offset + len(msg.data)
+                if end > size:
+                    raise SpillDigestMismatch("the spilled result is larger than recorded")
+                view[offset:end] = msg.data
+                hasher.update(msg.data)
+                offset = end
+                got += 1
+                received += 1
+                if offset < size and msg.metadata.num_pending == 0:
+                    raise SpillDigestMismatch("the spilled result is shorter than recorded")
+        if offset != size:
+            raise SpillDigestMismatch("the spilled result is shorter than recorded")
+    finally:
+        view.release()
+        await sub.unsubscribe()
+        # Best effort: inactive_threshold removes a consumer left behind anyway.
+        with contextlib.suppress(Exception):
+            await js._jsm.delete_consumer(stream, name)
+    return bytes(buffer), hasher.digest()

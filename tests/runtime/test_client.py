@@ -1,0 +1,190 @@
+"""The requester client against a real nats-server: calls, cancel, manifest, spill fetch."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import hashlib
+import os
+import time
+from typing import Any
+
+import orjson
+import pytest
+from nats.aio.client import Client as NATS
+from nats.aio.msg import Msg
+from nats.js.api import ObjectMeta, ObjectMetaOptions
+
+from contracts.client import (
+    NoWorkerError,
+    SessionQueryClient,
+    SpillDigestMismatch,
+    SpillFetchError,
+)
+from contracts.envelope import Execution, SpillLocator, ToolReply, ToolRequest
+from contracts.errors import ErrorCode
+from contracts.subjects import TOOL_NAMES, Subjects
+
+
+async def _echo_responder(nc: NATS, subjects: Subjects, seen: list[ToolRequest]) -> None:
+    """A stand-in worker: answers each tool with what it received."""
+
+    async def handle(msg: Msg) -> None:
+        request = ToolRequest.model_validate_json(msg.data)
+        seen.append(request)
+        tool = msg.subject.rsplit(".", 1)[1]
+        if request.arguments.get("fail"):
+            reply = ToolReply.failure(request.request_id, ErrorCode.NOT_FOUND, "no such session")
+        else:
+            reply = ToolReply.ok(request.request_id, f"{tool}: {orjson.dumps(request.arguments)!r}")
+        await msg.respond(reply.to_json())
+
+    await nc.subscribe(f"{subjects.prefix}.tool.*", cb=handle)
+
+
+async def test_call_sends_the_contract_envelope(nc: NATS, subjects: Subjects) -> None:
+    seen: list[ToolRequest] = []
+    await _echo_responder(nc, subjects, seen)
+    client = SessionQueryClient(nc, subjects)
+    reply = await client.call(
+        "session_search",
+        {"query": "flaky test"},
+        {"agent": {"session_id": "s-abc"}, "step_start_seq": 5},
+    )
+    assert reply.status == "ok"
+    assert reply.content is not None and reply.content.startswith("session_search:")
+    assert seen[0].request_id.startswith("r-")
+    assert seen[0].request_id == reply.request_id
+    assert seen[0].execution.agent is not None
+    assert seen[0].execution.agent.session_id == "s-abc"
+    assert seen[0].execution.step_start_seq == 5
+    assert seen[0].arguments == {"query": "flaky test"}
+
+    fixed = await client.call(
+        "session_event_read",
+        {"fail": True},
+        Execution(),
+        request_id="r-fixed",
+    )
+    assert fixed.request_id == "r-fixed"
+    assert fixed.status == "error"
+    assert fixed.error is not None and fixed.error.code is ErrorCode.NOT_FOUND
+
+
+async def test_call_refuses_unknown_tool_and_reports_no_worker(
+    nc: NATS, subjects: Subjects
+) -> None:
+    client = SessionQueryClient(nc, subjects)
+    with pytest.raises(ValueError, match="unknown tool"):
+        await client.call("session_delete", {}, {})
+    with pytest.raises(NoWorkerError, match="no session query worker"):
+        await client.call(TOOL_NAMES[0], {"query": "x"}, {})
+    with pytest.raises(NoWorkerError):
+        await client.manifest()
+
+
+async def test_cancel_broadcasts_request_id_and_reason(nc: NATS, subjects: Subjects) -> None:
+    got: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+
+    async def on_cancel(msg: Msg) -> None:
+        await got.put(orjson.loads(msg.data))
+
+    await nc.subscribe(subjects.cancel, cb=on_cancel)
+    await SessionQueryClient(nc, subjects).cancel("r-1", "user pressed stop")
+    assert await asyncio.wait_for(got.get(), 5) == {
+        "request_id": "r-1",
+        "reason": "user pressed stop",
+    }
+
+
+async def test_cancelling_a_pending_call_broadcasts_a_cancel(nc: NATS, subjects: Subjects) -> None:
+    arrived = asyncio.Event()
+    cancels: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+
+    async def hold(msg: Msg) -> None:
+        arrived.set()  # never answers
+
+    async def on_cancel(msg: Msg) -> None:
+        await cancels.put(orjson.loads(msg.data))
+
+    await nc.subscribe(subjects.tool("session_trace"), cb=hold)
+    await nc.subscribe(subjects.cancel, cb=on_cancel)
+    client = SessionQueryClient(nc, subjects)
+    task = asyncio.create_task(client.call("session_trace", {}, {}, request_id="r-held"))
+    await asyncio.wait_for(arrived.wait(), 5)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert (await asyncio.wait_for(cancels.get(), 5))["request_id"] == "r-held"
+
+
+async def test_manifest_returns_the_json_object(nc: NATS, subjects: Subjects) -> None:
+    manifest = {"tools": [{"name": n} for n in TOOL_NAMES], "prompt_section": "p"}
+
+    async def handle(msg: Msg) -> None:
+        await msg.respond(orjson.dumps(manifest))
+
+    await nc.subscribe(subjects.manifest, cb=handle)
+    assert await SessionQueryClient(nc, subjects).manifest() == manifest
+
+
+async def _put_object(nc: NATS, bucket: str, name: str, data: bytes) -> SpillLocator:
+    js = nc.jetstream()
+    store = await js.create_object_store(bucket)
+    meta = ObjectMeta(name=name, options=ObjectMetaOptions(max_chunk_size=1024 * 1024))
+    info = await store.put(name, data, meta=meta)
+    assert info.digest is not None
+    return SpillLocator(
+        bucket=bucket, name=name, size=info.size, digest=info.digest, hint="fetch it"
+    )
+
+
+async def test_fetch_spilled_round_trips_16_mib(nc: NATS, subjects: Subjects) -> None:
+    data = os.urandom(16 * 1024 * 1024 - 12345)  # not a whole number of chunks
+    locator = await _put_object(nc, subjects.spill_bucket, "result-1", data)
+    started = time.perf_counter()
+    fetched = await SessionQueryClient(nc, subjects).fetch_spilled(locator)
+    elapsed = time.perf_counter() - started
+    assert fetched == data
+    # Informational only (machines are noisy); bench/ holds the throughput target.
+    print(f"fetched 16 MiB at {len(data) / elapsed / 2**20:.0f} MiB/s")
+    small = await _put_object(nc, subjects.spill_bucket + "-s", "tiny", b"hello\n")
+    assert await SessionQueryClient(nc, subjects).fetch_spilled(small) == b"hello\n"
+
+
+async def test_fetch_spilled_detects_digest_mismatch(nc: NATS, subjects: Subjects) -> None:
+    data = os.urandom(3 * 1024 * 1024)
+    locator = await _put_object(nc, subjects.spill_bucket, "result-2", data)
+    client = SessionQueryClient(nc, subjects)
+    wrong = base64.urlsafe_b64encode(hashlib.sha256(b"other").digest()).decode()
+    with pytest.raises(SpillDigestMismatch):
+        await client.fetch_spilled(locator.model_copy(update={"digest": f"SHA-256={wrong}"}))
+
+    # Tamper with the stored record itself: the chunks no longer hash to what it claims.
+    js = nc.jetstream()
+    info = await (await js.object_store(subjects.spill_bucket)).get_info("result-2")
+    record = {
+        "name": info.name,
+        "bucket": info.bucket,
+        "nuid": info.nuid,
+        "size": info.size,
+        "chunks": info.chunks,
+        "digest": f"SHA-256={wrong}",
+    }
+    meta_subject = f"$O.{subjects.spill_bucket}.M." + base64.urlsafe_b64encode(b"result-2").decode()
+    await js.publish(meta_subject, orjson.dumps(record), headers={"Nats-Rollup": "sub"})
+    tampered = locator.model_copy(update={"digest": f"SHA-256={wrong}"})
+    with pytest.raises(SpillDigestMismatch, match="SHA-256 of the bytes read"):
+        await client.fetch_spilled(tampered)
+    # The true digest no longer agrees with the record either.
+    with pytest.raises(SpillDigestMismatch):
+        await client.fetch_spilled(locator)
+
+
+async def test_fetch_spilled_missing_object(nc: NATS, subjects: Subjects) -> None:
+    await _put_object(nc, subjects.spill_bucket, "present", b"x")
+    missing = SpillLocator(
+        bucket=subjects.spill_bucket, name="absent", size=1, digest="SHA-256=AA==", hint=""
+    )
+    with pytest.raises(SpillFetchError, match="not found"):
+        await SessionQueryClient(nc, subjects).fetch_spilled(missing)
