@@ -298,6 +298,8 @@ class IngestItem:
 
     stream_seq: int
     data: bytes  # the raw message body
+    # The subject it arrived on; when given, its last token must equal the session_id.
+    subject: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

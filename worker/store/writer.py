@@ -1,0 +1,477 @@
+"""The single writer of the index: validates and applies batches of stream messages.
+
+One aiosqlite connection. Each ``apply`` is one ``BEGIN IMMEDIATE`` transaction that also
+stores the highest stream sequence of the batch (``meta.stream_seq``), so a crash replays
+the batch instead of losing or doubling it; items at or below the stored sequence are
+skipped as already applied.
+
+Validation decisions (each rejection carries a one-line reason for the dead-letter subject):
+
+- A session starts with ``session/start`` at seq 1; any other first event is an unknown
+  session, and a later ``session/start`` is refused.
+- Seqs are contiguous: seq <= last stored seq is a duplicate (a no-op, delivery is
+  at-least-once); a seq beyond last + 1 is a gap.
+- ``session/end`` closes the log: later seqs are refused, so ``persisted`` stays true and a
+  persisted session never changes under a reader.
+- ``replaces`` must name earlier positions of the same session.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Final
+
+import aiosqlite
+import structlog
+from pydantic import ValidationError
+
+from contracts.events import SessionEvent
+from contracts.ids import ID_PATTERN
+from worker.store import schema
+from worker.store.protocol import (
+    ApplyResult,
+    Availability,
+    Generation,
+    IngestItem,
+    Rejected,
+    SessionIndexWriter,
+)
+from worker.store.text import searchable_text
+
+log = structlog.get_logger(__name__)
+
+MAX_INT64: Final = 2**63 - 1
+MAX_REASON_CHARS: Final = 1000
+# SQLite's default limit on host parameters is 32766; stay far below it.
+_CHUNK: Final = 500
+
+_SESSION_COLUMNS: Final = (
+    "session_id, cwd, ws, parent_session_id, title, availability,"
+    " created_ms, updated_ms, last_seq, event_count"
+)
+_UPSERT_SESSION: Final = f"""
+INSERT INTO sessions ({_SESSION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (session_id) DO UPDATE SET
+    title = excluded.title, availability = excluded.availability,
+    updated_ms = excluded.updated_ms, last_seq = excluded.last_seq,
+    event_count = excluded.event_count
+"""
+_INSERT_EVENT: Final = """
+INSERT INTO events (id, session_id, seq, event_id, type, surface, time_ms, stream_seq,
+                    ws, body, raw_json)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+"""
+
+
+@dataclass(slots=True)
+class _Session:
+    """A session's header while a batch folds into it (mutable on purpose, batch-local)."""
+
+    session_id: str
+    cwd: str | None
+    ws: str
+    parent_session_id: str | None
+    title: str | None
+    availability: Availability
+    created_ms: int | None
+    updated_ms: int | None
+    last_seq: int
+    event_count: int
+
+    def row(self) -> tuple[Any, ...]:
+        return (
+            self.session_id,
+            self.cwd,
+            self.ws,
+            self.parent_session_id,
+            self.title,
+            self.availability,
+            self.created_ms,
+            self.updated_ms,
+            self.last_seq,
+            self.event_count,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class _Parsed:
+    item: IngestItem
+    event: SessionEvent
+    raw_json: str
+
+
+class SqliteIndexWriter(SessionIndexWriter):
+    """The index's only writer. Use ``await SqliteIndexWriter.open(path)``."""
+
+    def __init__(
+        self, conn: aiosqlite.Connection, *, text_cap_bytes: int, max_event_bytes: int
+    ) -> None:
+        self._conn = conn
+        self._text_cap_bytes = text_cap_bytes
+        self._max_event_bytes = max_event_bytes
+        self._lock = asyncio.Lock()  # apply and purge never interleave their transactions
+        self._listeners: list[Callable[[], None]] = []
+
+    @classmethod
+    async def open(
+        cls,
+        path: str | Path,
+        *,
+        text_cap_bytes: int = 64 * 1024,
+        max_event_bytes: int = 1024 * 1024,
+    ) -> SqliteIndexWriter:
+        location = str(path)
+
+        def connector() -> sqlite3.Connection:
+            conn = schema.connect(location)
+            schema.create(conn)
+            return conn
+
+        conn = await aiosqlite.Connection(connector, 64)
+        return cls(conn, text_cap_bytes=text_cap_bytes, max_event_bytes=max_event_bytes)
+
+    async def close(self) -> None:
+        await self._conn.close()
+
+    async def __aenter__(self) -> SqliteIndexWriter:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    def add_commit_listener(self, callback: Callable[[], None]) -> None:
+        """Called after every committed apply or purge (e.g. the readers' notify_commit)."""
+        self._listeners.append(callback)
+
+    async def last_stream_seq(self) -> int:
+        return await self._meta("stream_seq")
+
+    async def generation(self) -> Generation:
+        return Generation(epoch=await self._meta("epoch"), seq=await self._meta("stream_seq"))
+
+    async def _meta(self, key: str) -> int:
+        async with self._conn.execute("SELECT value FROM meta WHERE key = ?", (key,)) as cur:
+            row = await cur.fetchone()
+        return int(row[0]) if row else 0
+
+    # -- apply ---------------------------------------------------------------------------
+
+    async def apply(self, items: Sequence[IngestItem]) -> ApplyResult:
+        if not items:
+            return ApplyResult(
+                applied=0, duplicates=0, last_stream_seq=await self.last_stream_seq()
+            )
+        # Parsing needs no database: do it before taking the write lock.
+        parsed: list[_Parsed | Rejected] = [self._parse(item) for item in items]
+        async with self._lock:
+            await self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                result = await self._apply_locked(parsed)
+                await self._conn.execute("COMMIT")
+            except BaseException:
+                await self._rollback()
+                raise
+        self._notify()
+        return result
+
+    async def _apply_locked(self, parsed: list[_Parsed | Rejected]) -> ApplyResult:
+        stored_seq = await self._meta("stream_seq")
+        fresh = [p for p in parsed if _stream_seq(p) > stored_seq]
+        skipped = len(parsed) - len(fresh)
+        sessions = await self._load_sessions(
+            {p.event.session_id for p in fresh if isinstance(p, _Parsed)}
+        )
+        async with self._conn.execute("SELECT coalesce(max(id), 0) FROM events") as cur:
+            row = await cur.fetchone()
+        next_id = int(row[0]) + 1 if row else 1
+
+        events: list[tuple[Any, ...]] = []
+        fts: list[tuple[int, str, str]] = []
+        replacements: list[tuple[str, int, int]] = []
+        citations: list[tuple[str, int, str, int]] = []
+        touched: dict[str, _Session] = {}
+        rejected: list[Rejected] = []
+        duplicates = skipped
+        for p in fresh:
+            if isinstance(p, Rejected):
+                rejected.append(p)
+                continue
+            ev = p.event
+            session = sessions.get(ev.session_id)
+            if session is not None and ev.seq <= session.last_seq:
+                duplicates += 1
+                continue
+            outcome = self._fold(session, ev)
+            if isinstance(outcome, str):
+                rejected.append(_reject(p.item, outcome))
+                continue
+            session = outcome
+            sessions[ev.session_id] = session
+            touched[ev.session_id] = session
+            body = searchable_text(ev.payload, self._text_cap_bytes)
+            row_id = next_id
+            next_id += 1
+            events.append(
+                (
+                    row_id,
+                    ev.session_id,
+                    ev.seq,
+                    ev.event_id,
+                    ev.type,
+                    ev.surface.value,
+                    ev.time_ms,
+                    p.item.stream_seq,
+                    session.ws,
+                    body,
+                    p.raw_json,
+                )
+            )
+            fts.append((row_id, session.ws, body))
+            replacements.extend((ev.session_id, ev.seq, pos) for pos in set(ev.replaces))
+            citations.extend((ev.session_id, ev.seq, c.session_id, c.seq) for c in ev.cites)
+
+        conn = self._conn
+        if events:
+            await conn.executemany(_INSERT_EVENT, events)
+            await conn.executemany("INSERT INTO events_fts (rowid, ws, body) VALUES (?, ?, ?)", fts)
+        if replacements:
+            await conn.executemany(
+                "INSERT OR IGNORE INTO replacements (session_id, seq, replaced_seq)"
+                " VALUES (?, ?, ?)",
+                replacements,
+            )
+        if citations:
+            await conn.executemany(
+                "INSERT OR IGNORE INTO citations (session_id, seq, cited_session_id, cited_seq)"
+                " VALUES (?, ?, ?, ?)",
+                citations,
+            )
+        if touched:
+            await conn.executemany(_UPSERT_SESSION, [s.row() for s in touched.values()])
+        last = max(stored_seq, max(_stream_seq(p) for p in parsed))
+        if last != stored_seq:
+            await conn.execute("UPDATE meta SET value = ? WHERE key = 'stream_seq'", (last,))
+        return ApplyResult(
+            applied=len(events),
+            duplicates=duplicates,
+            rejected=tuple(rejected),
+            last_stream_seq=last,
+        )
+
+    def _parse(self, item: IngestItem) -> _Parsed | Rejected:
+        size = len(item.data)
+        if size > self._max_event_bytes:
+            return _reject(item, f"oversized: {size} bytes > limit {self._max_event_bytes} bytes")
+        try:
+            text = item.data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            return _reject(item, f"invalid JSON: not UTF-8 at byte {exc.start}")
+        try:
+            event = SessionEvent.model_validate_json(text)
+        except ValidationError as exc:
+            return _reject(item, _describe(exc))
+        if item.subject is not None and item.subject.rsplit(".", 1)[-1] != event.session_id:
+            return _reject(
+                item,
+                f"subject {item.subject} does not match session_id {event.session_id}",
+            )
+        for cite in event.cites:
+            if cite.seq > MAX_INT64:
+                return _reject(item, f"contract violation: cites seq {cite.seq} out of range")
+        for pos in event.replaces:
+            if pos >= event.seq:
+                return _reject(
+                    item,
+                    f"contract violation: replaces {pos} at seq {event.seq}:"
+                    " replaces names earlier positions of the same session",
+                )
+        return _Parsed(item=item, event=event, raw_json=text)
+
+    def _fold(self, session: _Session | None, ev: SessionEvent) -> _Session | str:
+        """The session's header with ``ev`` folded in, or why ``ev`` is refused."""
+        sid = ev.session_id
+        if session is None:
+            if ev.type != "session/start":
+                return f"unknown session {sid}: seq {ev.seq} ({ev.type}) before its session/start"
+            if ev.seq != 1:
+                return f"session/start at seq {ev.seq} in session {sid}: it must be seq 1"
+            cwd = ev.payload.get("cwd")
+            if cwd is not None and not isinstance(cwd, str):
+                return "contract violation: session/start payload.cwd must be a string or null"
+            parent = ev.payload.get("parent_session_id")
+            if parent is not None and not (isinstance(parent, str) and _is_id(parent)):
+                return (
+                    "contract violation: session/start payload.parent_session_id must be"
+                    f" an id matching {ID_PATTERN} or null"
+                )
+            return _Session(
+                session_id=sid,
+                cwd=cwd,
+                ws=schema.workspace_token(cwd),
+                parent_session_id=parent,
+                title=None,
+                availability="live",
+                created_ms=ev.time_ms,
+                updated_ms=ev.time_ms,
+                last_seq=1,
+                event_count=1,
+            )
+        if session.availability == "persisted":
+            return (
+                f"session {sid} ended at seq {session.last_seq}:"
+                f" seq {ev.seq} arrived after its session/end"
+            )
+        if ev.seq != session.last_seq + 1:
+            return f"gap in session {sid}: expected seq {session.last_seq + 1}, got {ev.seq}"
+        if ev.type == "session/start":
+            return f"session/start at seq {ev.seq} in session {sid}: it must be seq 1"
+        title = session.title
+        if ev.type == "session/title":
+            new_title = ev.payload.get("title")
+            if new_title is not None and not isinstance(new_title, str):
+                return "contract violation: session/title payload.title must be a string"
+            title = new_title
+        updated = ev.time_ms if session.updated_ms is None else max(session.updated_ms, ev.time_ms)
+        return _Session(
+            session_id=sid,
+            cwd=session.cwd,
+            ws=session.ws,
+            parent_session_id=session.parent_session_id,
+            title=title,
+            availability="persisted" if ev.type == "session/end" else "live",
+            created_ms=session.created_ms,
+            updated_ms=updated,
+            last_seq=ev.seq,
+            event_count=session.event_count + 1,
+        )
+
+    async def _load_sessions(self, ids: Iterable[str]) -> dict[str, _Session]:
+        wanted = sorted(ids)
+        found: dict[str, _Session] = {}
+        for start in range(0, len(wanted), _CHUNK):
+            chunk = wanted[start : start + _CHUNK]
+            marks = ",".join("?" * len(chunk))
+            sql = f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE session_id IN ({marks})"
+            async with self._conn.execute(sql, chunk) as cur:
+                for r in await cur.fetchall():
+                    found[r[0]] = _Session(*r)
+        return found
+
+    # -- purge ---------------------------------------------------------------------------
+
+    async def purge(
+        self, *, session_ids: Sequence[str] = (), older_than_ms: int | None = None
+    ) -> int:
+        """Remove the named sessions and those last updated before ``older_than_ms``.
+
+        Relations recorded by the removed sessions go with them; citations other sessions
+        hold towards them stay (the read side reports those sessions as not indexed).
+        The epoch is bumped only when something was removed.
+        """
+        if not session_ids and older_than_ms is None:
+            return 0
+        conn = self._conn
+        async with self._lock:
+            await conn.execute("BEGIN IMMEDIATE")
+            try:
+                await conn.execute(
+                    "CREATE TEMP TABLE IF NOT EXISTS purge_ids (session_id TEXT PRIMARY KEY)"
+                )
+                await conn.execute("DELETE FROM temp.purge_ids")
+                if session_ids:
+                    await conn.executemany(
+                        "INSERT OR IGNORE INTO temp.purge_ids SELECT session_id FROM sessions"
+                        " WHERE session_id = ?",
+                        [(sid,) for sid in session_ids],
+                    )
+                if older_than_ms is not None:
+                    await conn.execute(
+                        "INSERT OR IGNORE INTO temp.purge_ids SELECT session_id FROM sessions"
+                        " WHERE updated_ms < ?",
+                        (older_than_ms,),
+                    )
+                async with conn.execute("SELECT count(*) FROM temp.purge_ids") as cur:
+                    row = await cur.fetchone()
+                count = int(row[0]) if row else 0
+                if count:
+                    await self._delete_purged()
+                await conn.execute("DELETE FROM temp.purge_ids")
+                await conn.execute("COMMIT")
+            except BaseException:
+                await self._rollback()
+                raise
+        if count:
+            log.info("sessions purged", count=count)
+            self._notify()
+        return count
+
+    async def _delete_purged(self) -> None:
+        conn = self._conn
+        scope = "session_id IN (SELECT session_id FROM temp.purge_ids)"
+        # External-content FTS5: the index is told exactly what it held for each row.
+        await conn.execute(
+            "INSERT INTO events_fts (events_fts, rowid, ws, body)"
+            f" SELECT 'delete', id, ws, body FROM events WHERE {scope}"
+        )
+        await conn.execute(f"DELETE FROM events WHERE {scope}")
+        await conn.execute(f"DELETE FROM replacements WHERE {scope}")
+        await conn.execute(f"DELETE FROM citations WHERE {scope}")
+        await conn.execute(f"DELETE FROM sessions WHERE {scope}")
+        await conn.execute("UPDATE meta SET value = value + 1 WHERE key = 'epoch'")
+
+    # -- helpers -------------------------------------------------------------------------
+
+    async def _rollback(self) -> None:
+        try:
+            await self._conn.execute("ROLLBACK")
+        except sqlite3.Error:
+            log.warning("rollback failed", exc_info=True)
+
+    def _notify(self) -> None:
+        for callback in self._listeners:
+            try:
+                callback()
+            except Exception:
+                # A listener's failure must not undo or fail a committed write.
+                log.exception("commit listener failed")
+
+
+def _stream_seq(p: _Parsed | Rejected) -> int:
+    return p.item.stream_seq if isinstance(p, _Parsed) else p.stream_seq
+
+
+def _reject(item: IngestItem, reason: str) -> Rejected:
+    reason = " ".join(reason.split())  # one line: it travels in a NATS header
+    if len(reason) > MAX_REASON_CHARS:
+        reason = reason[: MAX_REASON_CHARS - 3] + "..."
+    return Rejected(stream_seq=item.stream_seq, data=item.data, reason=reason)
+
+
+def _describe(exc: ValidationError) -> str:
+    errors = exc.errors(include_input=False, include_url=False, include_context=False)
+    invalid_json = [e for e in errors if e["type"] == "json_invalid"]
+    if invalid_json:
+        msg = str(invalid_json[0]["msg"]).removeprefix("Invalid JSON: ")
+        return f"invalid JSON: {msg}"
+    parts = []
+    for e in errors:
+        loc = ".".join(str(x) for x in e["loc"]) or "event"
+        parts.append(f"{loc}: {e['msg']}")
+    return "contract violation: " + "; ".join(parts)
+
+
+_ID_CHARS: Final = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
+
+
+def _is_id(value: str) -> bool:
+    return 1 <= len(value) <= 128 and all(c in _ID_CHARS for c in value)
