@@ -1,0 +1,369 @@
+"""The index writer against a real SQLite file: folding, duplicates, rejects, relations, purge."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from worker.store.integrity import check_integrity, content_checksum
+from worker.store.protocol import IngestItem
+from worker.store.text import searchable_text
+from worker.store.writer import SqliteIndexWriter
+
+T0 = "2026-12-02T09:00:00Z"
+
+
+def event(session_id: str, seq: int, type_: str = "message/user", /, **fields: Any) -> bytes:
+    body: dict[str, Any] = {
+        "session_id": session_id,
+        "seq": seq,
+        "event_id": f"e-{session_id}-{seq}",
+        "type": type_,
+        "surface": "user",
+        "time": f"2026-12-02T09:{seq // 60 % 60:02d}:{seq % 60:02d}Z",
+        "payload": {"text": f"hello {session_id} {seq}"},
+    }
+    body.update(fields)
+    return orjson.dumps(body)
+
+
+def start(session_id: str, cwd: str | None = "/work/a", parent: str | None = None) -> bytes:
+    payload: dict[str, Any] = {"cwd": cwd}
+    if parent is not None:
+        payload["parent_session_id"] = parent
+    return event(session_id, 1, "session/start", surface="system", payload=payload)
+
+
+def items(*bodies: bytes, first: int = 1) -> list[IngestItem]:
+    return [IngestItem(stream_seq=first + i, data=b) for i, b in enumerate(bodies)]
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    return tmp_path / "index.sqlite"
+
+
+@pytest.fixture
+async def writer(db: Path) -> AsyncIterator[SqliteIndexWriter]:
+    async with await SqliteIndexWriter.open(db, text_cap_bytes=64, max_event_bytes=2048) as w:
+        yield w
+
+
+def query(db: Path, sql: str, *args: Any) -> list[tuple[Any, ...]]:
+    conn = sqlite3.connect(db)
+    try:
+        return list(conn.execute(sql, args))
+    finally:
+        conn.close()
+
+
+def header(db: Path, session_id: str) -> dict[str, Any]:
+    conn = sqlite3.connect(db)
+    conn.row_factory = sqlite3.Row
+    try:
+        row = conn.execute("SELECT * FROM sessions WHERE session_id = ?", (session_id,)).fetchone()
+        return dict(row)
+    finally:
+        conn.close()
+
+
+async def test_headers_fold_start_title_end(writer: SqliteIndexWriter, db: Path) -> None:
+    result = await writer.apply(
+        items(
+            start("s-1", cwd="/work/a", parent="s-0"),
+            event("s-1", 2, "session/title", payload={"title": "first"}),
+            event("s-1", 3),
+            event("s-1", 4, "session/title", payload={"title": "second"}),
+        )
+    )
+    assert (result.applied, result.duplicates, result.rejected) == (4, 0, ())
+    h = header(db, "s-1")
+    assert h["cwd"] == "/work/a"
+    assert h["parent_session_id"] == "s-0"
+    assert h["title"] == "second"
+    assert h["availability"] == "live"
+    assert h["last_seq"] == 4 and h["event_count"] == 4
+    assert h["created_ms"] == 1796202001000  # 2026-12-02T09:00:01Z
+    assert h["updated_ms"] == 1796202004000
+
+    await writer.apply(items(event("s-1", 5, "session/end", surface="system"), first=5))
+    h = header(db, "s-1")
+    assert h["availability"] == "persisted"
+    assert h["last_seq"] == 5 and h["updated_ms"] == 1796202005000
+
+
+async def test_updated_is_the_latest_time_not_the_last_event(
+    writer: SqliteIndexWriter, db: Path
+) -> None:
+    await writer.apply(
+        items(
+            start("s-1"),
+            event("s-1", 2, time="2026-12-03T00:00:00Z"),
+            event("s-1", 3, time="2026-12-02T10:00:00+01:00"),
+        )
+    )
+    assert header(db, "s-1")["updated_ms"] == 1796256000000
+
+
+async def test_session_without_cwd(writer: SqliteIndexWriter, db: Path) -> None:
+    await writer.apply(items(event("s-1", 1, "session/start", payload={})))
+    h = header(db, "s-1")
+    assert h["cwd"] is None and h["parent_session_id"] is None and h["ws"] == "wsnone"
+
+
+async def test_stored_event_is_byte_exact_and_searchable(
+    writer: SqliteIndexWriter, db: Path
+) -> None:
+    raw = b'{"session_id":"s-1",  "seq":1,"event_id":"e","type":"session/start",' + (
+        b'"surface":"system","time":"2026-12-02T09:00:00Z","payload":{"cwd":"/w","n":"\\u00e9t\\u00e9"}}'
+    )
+    await writer.apply(items(raw))
+    [(raw_json, body, ws)] = query(db, "SELECT raw_json, body, ws FROM events")
+    assert raw_json == raw.decode()
+    assert body == "/w\nété"
+    hits = query(db, "SELECT rowid FROM events_fts WHERE events_fts MATCH 'ete'")
+    assert len(hits) == 1
+    assert query(db, "SELECT ws FROM sessions") == [(ws,)]
+
+
+async def test_duplicates_are_ignored(writer: SqliteIndexWriter, db: Path) -> None:
+    first = await writer.apply(items(start("s-1"), event("s-1", 2), event("s-1", 2)))
+    assert (first.applied, first.duplicates) == (2, 1)
+    # Redelivered under new stream sequences (a republish): still one copy each.
+    again = await writer.apply(items(start("s-1"), event("s-1", 2, payload={"x": "y"}), first=4))
+    assert (again.applied, again.duplicates, again.rejected) == (0, 2, ())
+    assert query(db, "SELECT count(*) FROM events") == [(2,)]
+    assert header(db, "s-1")["event_count"] == 2
+    assert check_integrity(db) == []
+
+
+async def test_replayed_stream_sequences_are_skipped(writer: SqliteIndexWriter, db: Path) -> None:
+    batch = items(start("s-1"), event("s-1", 2), b"not json")
+    first = await writer.apply(batch)
+    assert first.last_stream_seq == 3 and len(first.rejected) == 1
+    replay = await writer.apply(batch)
+    # Already applied: no second reject either, so a replay does not dead-letter twice.
+    assert (replay.applied, replay.duplicates, replay.rejected) == (0, 3, ())
+    assert await writer.last_stream_seq() == 3
+
+
+async def test_stream_seq_counts_rejected_and_duplicates(writer: SqliteIndexWriter) -> None:
+    await writer.apply(items(start("s-1")))
+    result = await writer.apply(items(start("s-1"), b"{", first=7))
+    assert result.last_stream_seq == 8
+    assert await writer.last_stream_seq() == 8
+
+
+@pytest.mark.parametrize(
+    ("bodies", "fragment"),
+    [
+        ([b"x" * 2049], "oversized: 2049 bytes > limit 2048 bytes"),
+        ([b'{"session_id": '], "invalid JSON: "),
+        ([b"\xff\xfe"], "invalid JSON: not UTF-8 at byte 0"),
+        ([event("s-1", 1, "session/start", seq="1")], "contract violation: seq: "),
+        ([event("s-1", 1, "session/start", surface="robot")], "surface must be one of"),
+        ([event("bad id", 1, "session/start")], "contract violation: session_id: "),
+        ([event("s-1", 1, "session/start", time="2026-12-02T09:00:00")], "time: "),
+        ([event("s-1", 1, "session/start", extra=1)], "extra: Extra inputs are not permitted"),
+        ([b"[1]"], "contract violation: event: "),
+        ([event("s-1", 3)], "unknown session s-1: seq 3 (message/user) before its session/start"),
+        ([event("s-1", 2, "session/start")], "session/start at seq 2 in session s-1"),
+        ([start("s-1"), event("s-1", 2, "session/start")], "it must be seq 1"),
+        ([start("s-1"), event("s-1", 4)], "gap in session s-1: expected seq 2, got 4"),
+        (
+            [start("s-1"), event("s-1", 2, "session/end"), event("s-1", 3)],
+            "session s-1 ended at seq 2: seq 3 arrived after its session/end",
+        ),
+        ([start("s-1"), event("s-1", 2, replaces=[2])], "replaces names earlier positions"),
+        ([event("s-1", 1, "session/start", payload={"cwd": 5})], "payload.cwd must be a string"),
+        (
+            [event("s-1", 1, "session/start", payload={"parent_session_id": "a/b"})],
+            "payload.parent_session_id must be an id",
+        ),
+        (
+            [start("s-1"), event("s-1", 2, "session/title", payload={"title": ["x"]})],
+            "payload.title must be a string",
+        ),
+        ([event("s-1", 1, "session/start", cites=[{"session_id": "s", "seq": 0}])], "cites.0.seq"),
+    ],
+)
+async def test_each_reject_reason(
+    writer: SqliteIndexWriter, db: Path, bodies: list[bytes], fragment: str
+) -> None:
+    result = await writer.apply(items(*bodies))
+    assert len(result.rejected) == 1
+    [rejected] = result.rejected
+    assert fragment in rejected.reason
+    assert "\n" not in rejected.reason
+    assert rejected.stream_seq == len(bodies) and rejected.data == bodies[-1]
+    assert result.applied == len(bodies) - 1
+    assert check_integrity(db) == []
+
+
+async def test_subject_must_match_the_session(writer: SqliteIndexWriter, db: Path) -> None:
+    result = await writer.apply(
+        [
+            IngestItem(1, start("s-1"), subject="sessions.events.s-1"),
+            IngestItem(2, start("s-2"), subject="sessions.events.s-1"),
+        ]
+    )
+    assert result.applied == 1
+    assert [r.reason for r in result.rejected] == [
+        "subject sessions.events.s-1 does not match session_id s-2"
+    ]
+
+
+async def test_rejects_do_not_stop_good_events(writer: SqliteIndexWriter, db: Path) -> None:
+    result = await writer.apply(
+        items(start("s-1"), b"junk", event("s-1", 2), event("s-9", 5), event("s-1", 3))
+    )
+    assert result.applied == 3 and len(result.rejected) == 2
+    assert query(db, "SELECT seq FROM events ORDER BY seq") == [(1,), (2,), (3,)]
+
+
+async def test_relations_are_stored(writer: SqliteIndexWriter, db: Path) -> None:
+    await writer.apply(
+        items(
+            start("s-1"),
+            event("s-1", 2),
+            event("s-1", 3),
+            event(
+                "s-1",
+                4,
+                "compaction",
+                replaces=[2, 3, 3],
+                cites=[{"session_id": "s-1", "seq": 2}, {"session_id": "s-other", "seq": 9}],
+            ),
+        )
+    )
+    assert query(db, "SELECT * FROM replacements ORDER BY replaced_seq") == [
+        ("s-1", 4, 2),
+        ("s-1", 4, 3),
+    ]
+    assert query(db, "SELECT * FROM citations ORDER BY cited_session_id") == [
+        ("s-1", 4, "s-1", 2),
+        ("s-1", 4, "s-other", 9),
+    ]
+
+
+async def test_text_is_capped_per_event(writer: SqliteIndexWriter, db: Path) -> None:
+    await writer.apply(items(start("s-1"), event("s-1", 2, payload={"a": "é" * 100})))
+    [(body,)] = query(db, "SELECT body FROM events WHERE seq = 2")
+    assert body == "é" * 32  # 64 bytes of UTF-8
+    assert check_integrity(db) == []
+
+
+def test_searchable_text_walks_values_not_keys() -> None:
+    payload = {"tool": "bash", "args": {"cmd": ["ls", "-la"], "n": 3, "ok": True}, "x": None}
+    assert searchable_text(payload, 1000) == "bash\nls\n-la"
+    assert searchable_text({"keyword": 1}, 1000) == ""
+
+
+@pytest.mark.parametrize("cap", [0, 1, 2, 3, 4, 5, 7, 11])
+def test_searchable_text_cuts_on_a_character_boundary(cap: int) -> None:
+    text = searchable_text({"a": "aé€😀", "b": "z"}, cap)
+    encoded = text.encode("utf-8")
+    assert len(encoded) <= cap
+    assert "aé€😀\nz".startswith(text)
+    # Maximal: one more character would not fit.
+    full = "aé€😀\nz"
+    if len(text) < len(full):
+        assert len(full[: len(text) + 1].encode("utf-8")) > cap
+
+
+def test_searchable_text_survives_deep_nesting() -> None:
+    payload: Any = "deep"
+    for _ in range(5000):
+        payload = [payload]
+    assert searchable_text({"v": payload}, 100) == "deep"
+
+
+async def test_purge_by_id_removes_everything_and_bumps_epoch(
+    writer: SqliteIndexWriter, db: Path
+) -> None:
+    notified: list[int] = []
+    writer.add_commit_listener(lambda: notified.append(1))
+    await writer.apply(
+        items(
+            start("s-1"),
+            event("s-1", 2, replaces=[1], cites=[{"session_id": "s-2", "seq": 1}]),
+            start("s-2"),
+            event("s-2", 2, cites=[{"session_id": "s-1", "seq": 2}]),
+        )
+    )
+    before = await writer.generation()
+    kept = query(db, "SELECT session_id, seq, raw_json FROM events WHERE session_id = 's-2'")
+    assert await writer.purge(session_ids=["s-1", "s-missing"]) == 1
+    after = await writer.generation()
+    assert after.epoch == before.epoch + 1 and after.seq == before.seq
+    assert query(db, "SELECT session_id FROM sessions") == [("s-2",)]
+    assert query(db, "SELECT count(*) FROM events WHERE session_id = 's-1'") == [(0,)]
+    assert query(db, "SELECT count(*) FROM replacements") == [(0,)]
+    # s-2's citation of s-1 belongs to s-2 and stays.
+    assert query(db, "SELECT session_id FROM citations") == [("s-2",)]
+    # The FTS rows went with the events: s-1's text no longer matches, s-2's does.
+    assert query(db, "SELECT count(*) FROM events_fts WHERE events_fts MATCH 'hello'") == [(1,)]
+    assert query(db, "SELECT count(*) FROM events_fts WHERE events_fts MATCH '\"s 1\"'") == [(0,)]
+    assert check_integrity(db) == []
+    assert content_checksum(db)[0] == len(kept) == 2
+    assert len(notified) == 2  # one apply, one purge
+
+
+async def test_purge_older_than(writer: SqliteIndexWriter, db: Path) -> None:
+    await writer.apply(
+        items(
+            start("s-old"),
+            event("s-old", 2, time="2026-01-01T00:00:00Z"),
+            start("s-new"),
+            event("s-new", 2, time="2026-12-24T00:00:00Z"),
+        )
+    )
+    # s-old's latest event is 2026-12-02T09:00:01Z (its start), s-new's is 12-24.
+    assert await writer.purge(older_than_ms=1797000000000) == 1
+    assert query(db, "SELECT session_id FROM sessions") == [("s-new",)]
+    assert check_integrity(db) == []
+
+
+async def test_purge_of_nothing_keeps_the_epoch(writer: SqliteIndexWriter) -> None:
+    await writer.apply(items(start("s-1")))
+    epoch = (await writer.generation()).epoch
+    assert await writer.purge(session_ids=["s-none"]) == 0
+    assert await writer.purge() == 0
+    assert (await writer.generation()).epoch == epoch
+
+
+async def test_a_purged_session_can_start_again(writer: SqliteIndexWriter, db: Path) -> None:
+    await writer.apply(items(start("s-1"), event("s-1", 2)))
+    await writer.purge(session_ids=["s-1"])
+    result = await writer.apply(items(start("s-1", cwd="/work/b"), first=3))
+    assert result.applied == 1
+    assert header(db, "s-1")["cwd"] == "/work/b"
+    assert check_integrity(db) == []
+
+
+async def test_state_survives_reopen(db: Path) -> None:
+    async with await SqliteIndexWriter.open(db) as w:
+        await w.apply(items(start("s-1"), event("s-1", 2)))
+    async with await SqliteIndexWriter.open(db) as w:
+        assert await w.last_stream_seq() == 2
+        result = await w.apply(items(event("s-1", 2), event("s-1", 3), first=3))
+        assert (result.applied, result.duplicates) == (1, 1)
+
+
+async def test_integrity_check_detects_a_missing_fts_row(db: Path) -> None:
+    async with await SqliteIndexWriter.open(db) as w:
+        await w.apply(items(start("s-1")))
+    conn = sqlite3.connect(db)
+    conn.execute(
+        "INSERT INTO events (id, session_id, seq, event_id, type, surface, time_ms,"
+        " stream_seq, ws, body, raw_json) VALUES (99, 's-x', 1, 'e', 't', 'user', 0, 9,"
+        " 'ws', 'orphan text', '{}')"
+    )
+    conn.commit()
+    conn.close()
+    assert check_integrity(db) != []
