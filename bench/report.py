@@ -1,0 +1,208 @@
+"""What every bench shares: percentiles, ratio checks, the result table and JSON, NATS.
+
+A check compares a measurement with a floor measured in the same run; its ratio is
+``measured / floor`` and passes when it is on the right side of the target. Nothing here
+asserts: a bench prints PASS or MISS and records both numbers.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import platform
+import tempfile
+import time
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Literal
+from urllib.parse import urlparse
+
+OUT_DIR = Path(__file__).resolve().parent / "out"
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """Nearest-rank percentile (q in 0..100); NaN for no values."""
+    if not values:
+        return math.nan
+    ordered = sorted(values)
+    rank = max(1, math.ceil(q / 100 * len(ordered)))
+    return ordered[min(rank, len(ordered)) - 1]
+
+
+@dataclass(frozen=True, slots=True)
+class Latency:
+    """Milliseconds."""
+
+    n: int
+    p50: float
+    p99: float
+    mean: float
+
+    @classmethod
+    def of(cls, seconds: Sequence[float]) -> Latency:
+        ms = [s * 1000 for s in seconds]
+        mean = sum(ms) / len(ms) if ms else math.nan
+        return cls(n=len(ms), p50=percentile(ms, 50), p99=percentile(ms, 99), mean=mean)
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    name: str
+    measured: float
+    floor: float
+    unit: str
+    # "max": ratio must be <= target (latency); "min": ratio must be >= target (throughput).
+    kind: Literal["max", "min"]
+    target: float
+
+    @property
+    def ratio(self) -> float:
+        return self.measured / self.floor if self.floor else math.inf
+
+    @property
+    def passed(self) -> bool:
+        if self.kind == "max":
+            return self.ratio <= self.target
+        return self.ratio >= self.target
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "ratio": self.ratio, "passed": self.passed}
+
+
+@dataclass(frozen=True, slots=True)
+class Absolute:
+    """A check against a fixed number rather than a floor (e.g. spill fetch MiB/s)."""
+
+    name: str
+    measured: float
+    unit: str
+    kind: Literal["max", "min"]
+    target: float
+
+    @property
+    def passed(self) -> bool:
+        return self.measured <= self.target if self.kind == "max" else self.measured >= self.target
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "passed": self.passed}
+
+
+def format_table(
+    title: str, checks: Sequence[Check | Absolute], info: dict[str, Any] | None = None
+) -> str:
+    lines = [title, "=" * len(title)]
+    for key, value in (info or {}).items():
+        lines.append(f"  {key}: {_fmt(value)}")
+    header = f"{'check':<34} {'measured':>12} {'floor':>12} {'ratio':>8} {'target':>9}  result"
+    lines += ["", header, "-" * len(header)]
+    for c in checks:
+        op = "<=" if c.kind == "max" else ">="
+        result = "PASS" if c.passed else "MISS"
+        if isinstance(c, Check):
+            lines.append(
+                f"{c.name:<34} {_fmt(c.measured):>12} {_fmt(c.floor):>12} "
+                f"{c.ratio:>7.2f}x {op}{c.target:>6.2f}x  {result}   ({c.unit})"
+            )
+        else:
+            lines.append(
+                f"{c.name:<34} {_fmt(c.measured):>12} {'-':>12} {'-':>8} "
+                f"{op}{_fmt(c.target):>7}  {result}   ({c.unit})"
+            )
+    return "\n".join(lines)
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "nan"
+        return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.3g}"
+    return str(value)
+
+
+def result_dict(
+    name: str,
+    *,
+    params: dict[str, Any],
+    checks: Sequence[Check | Absolute],
+    measurements: dict[str, Any],
+) -> dict[str, Any]:
+    return {
+        "bench": name,
+        "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "machine": {"python": platform.python_version(), "cpus": os.cpu_count()},
+        "params": params,
+        "checks": [c.as_dict() for c in checks],
+        "measurements": measurements,
+        "passed": all(c.passed for c in checks),
+    }
+
+
+def write_result(result: dict[str, Any], out_dir: Path | None = None) -> Path:
+    directory = out_dir or OUT_DIR
+    directory.mkdir(parents=True, exist_ok=True)
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    path = directory / f"{result['bench']}-{stamp}.json"
+    path.write_text(json.dumps(result, indent=2, default=_json_default))
+    return path
+
+
+def _json_default(value: Any) -> Any:
+    if hasattr(value, "__dataclass_fields__"):
+        return asdict(value)
+    if isinstance(value, Path):
+        return str(value)
+    raise TypeError(f"not JSON serializable: {type(value).__name__}")
+
+
+def require_loopback(url: str) -> str:
+    """Benches and load runs target this machine only."""
+    for part in url.split(","):
+        host = urlparse(part.strip()).hostname
+        if host not in LOOPBACK_HOSTS:
+            raise SystemExit(f"refusing non-loopback NATS URL {part.strip()!r}: benches are local")
+    return url
+
+
+@asynccontextmanager
+async def nats_url(explicit: str | None = None) -> AsyncIterator[str]:
+    """``explicit`` or ``NATS_URL`` when given (loopback only); else a nats-server we start."""
+    url = explicit or os.environ.get("NATS_URL")
+    if url:
+        yield require_loopback(url)
+        return
+    from worker.runtime.embedded_server import EmbeddedNatsServer
+
+    with tempfile.TemporaryDirectory(prefix="sq-bench-nats-") as tmp:
+        server = EmbeddedNatsServer(store_dir=Path(tmp))
+        server.start()
+        try:
+            yield server.url
+        finally:
+            server.stop()
+
+
+def bench_subjects(tag: str) -> Any:
+    """Fresh stream, consumer and bucket names, so a run never meets an earlier one."""
+    from contracts.subjects import Subjects
+
+    t = f"{tag}{os.getpid()}{int(time.time() * 1000) % 10_000_000}"
+    return Subjects(
+        prefix=f"sqb{t}",
+        events_stream=f"SESSIONS_B{t}",
+        events_prefix=f"evb{t}.events",
+        deadletter=f"evb{t}.deadletter",
+        search_stream=f"SEARCH_B{t}",
+        search_consumer=f"search-b{t}",
+        spill_bucket=f"spill-b{t}",
+    )
+
+
+def db_size_bytes(path: Path) -> int:
+    """The index file plus its WAL and shared-memory files."""
+    return sum(
+        p.stat().st_size for p in (path, Path(f"{path}-wal"), Path(f"{path}-shm")) if p.exists()
+    )
