@@ -1,0 +1,141 @@
+"""The model-facing session query tools: the public composition root.
+
+``register_tools`` gives the runtime the five read-only tools (schemas, descriptions,
+execution modes, ``run``) and the prompt section. Everything else in this package is
+internal. The tools depend on the ``SessionQueryService`` protocol only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import BaseModel
+from structlog.typing import FilteringBoundLogger
+
+from contracts.envelope import Execution
+from worker.signals import ExecutionSignal
+from worker.store import SessionQueryService
+from worker.tools import input as args_input
+from worker.tools.definitions import (
+    ExecutionMode,
+    ToolConfig,
+    ToolDefinition,
+    ToolError,
+    ToolRun,
+    ToolSet,
+)
+from worker.tools.operations import Operations
+from worker.tools.prompt import PROMPT_SECTION
+from worker.tools.service_boundary import ServiceBoundary
+
+__all__ = [
+    "PROMPT_SECTION",
+    "ToolConfig",
+    "ToolDefinition",
+    "ToolError",
+    "ToolSet",
+    "register_tools",
+]
+
+_DESCRIPTIONS: Mapping[str, str] = {
+    "session_search": (
+        "Full-text search over earlier sessions of this workspace (not the current one), "
+        "grouped by session, best match first. Each hit shows the session id, title, "
+        "availability, created/updated times, parent, and its strongest matching event "
+        "(seq, type, surface, time) with an excerpt. Optional filters narrow by session ids, "
+        "parents, root sessions, times, availability, event types, surfaces and event times."
+    ),
+    "session_event_search": (
+        "Full-text search inside one session, returning matching events (seq, type, "
+        "surface, time, excerpt), best first. Defaults to the current session, whose "
+        "current step is never searched."
+    ),
+    "session_trace": (
+        "The lineage of a session (default: the current one): its complete ancestor chain "
+        "and every descendant sub-session, recursively, with titles."
+    ),
+    "session_event_trace": (
+        "Every known replacement of one event (what it replaced, what replaced it, "
+        "transitively) and every event it cites or that cites it."
+    ),
+    "session_event_read": (
+        "Read one event exactly, as its complete original JSON; before/after add that many "
+        "neighbouring events as one-line summaries (default: the event only)."
+    ),
+}
+
+
+def _schema(model: type[BaseModel]) -> dict[str, Any]:
+    schema = model.model_json_schema()
+    schema.pop("title", None)
+    for prop in schema.get("properties", {}).values():
+        prop.pop("title", None)
+    return schema
+
+
+def register_tools(
+    service: SessionQueryService,
+    config: ToolConfig = ToolConfig(),  # noqa: B008 - frozen, so a shared default is safe
+    *,
+    logger: FilteringBoundLogger | None = None,
+) -> ToolSet:
+    """The five tools over ``service``. Searches are ``exclusive``, the rest ``parallel``."""
+    operations = Operations(service=service, boundary=ServiceBoundary(logger), config=config)
+    table: tuple[tuple[str, type[BaseModel], ExecutionMode, ToolRun], ...] = (
+        (
+            "session_search",
+            args_input.SessionSearchArguments,
+            "exclusive",
+            operations.session_search,
+        ),
+        (
+            "session_event_search",
+            args_input.SessionEventSearchArguments,
+            "exclusive",
+            operations.session_event_search,
+        ),
+        ("session_trace", args_input.SessionTraceArguments, "parallel", operations.session_trace),
+        (
+            "session_event_trace",
+            args_input.SessionEventTraceArguments,
+            "parallel",
+            operations.session_event_trace,
+        ),
+        (
+            "session_event_read",
+            args_input.SessionEventReadArguments,
+            "parallel",
+            operations.session_event_read,
+        ),
+    )
+    tools = tuple(
+        ToolDefinition(
+            name=name,
+            description=_DESCRIPTIONS[name],
+            input_schema=_schema(model),
+            execution=mode,
+            run=_guarded(name, run, operations.boundary),
+            read_only=True,
+        )
+        for name, model, mode, run in table
+    )
+    return ToolSet(tools=tools, prompt_section=PROMPT_SECTION)
+
+
+def _guarded(name: str, run: ToolRun, boundary: ServiceBoundary) -> ToolRun:
+    """Whatever escapes a workflow reaches the model only as a known code."""
+
+    async def guarded(
+        arguments: Mapping[str, Any], execution: Execution, signal: ExecutionSignal
+    ) -> str:
+        try:
+            return await run(arguments, execution, signal)
+        except ToolError:
+            raise
+        except Exception as exc:
+            # Provider failures are translated at the boundary, so this is a bug: log it
+            # and answer with the fixed code (or the abort, which always wins).
+            raise boundary.translate(name, signal, exc) from None
+
+    return guarded

@@ -1,0 +1,301 @@
+"""Caller identity, workspace authorization, title access, and lineage projection.
+
+The caller comes only from the trusted ``execution.agent`` identity; its cwd comes from the
+index. A target is authorized only when its observed cwd equals the caller's byte for byte;
+a caller without cwd may inspect only its own session. Every payload is re-checked against
+the header returned with that same observation before it is rendered.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Final
+
+from contracts.envelope import Execution
+from contracts.errors import ErrorCode
+from worker.signals import ExecutionSignal
+from worker.store import Lineage, LineageNode, SessionHeader, SessionQueryService
+from worker.tools.definitions import ToolError
+from worker.tools.service_boundary import ServiceBoundary, raise_if_aborted
+
+STEP_START: Final = "step/start"
+
+
+@dataclass(frozen=True, slots=True)
+class Caller:
+    session_id: str
+    cwd: str | None
+
+
+def no_identity() -> ToolError:
+    return ToolError(
+        ErrorCode.NO_IDENTITY,
+        "This tool needs the calling session's identity, and the execution carries none.",
+    )
+
+
+def not_found(session_id: str) -> ToolError:
+    """The one answer for a session that is missing *or* outside the workspace.
+
+    It depends only on what the model supplied, so the two cases cannot be told apart.
+    """
+    return ToolError(ErrorCode.NOT_FOUND, f"Session {session_id} was not found in this workspace.")
+
+
+def event_not_found(session_id: str, seq: int) -> ToolError:
+    """An authorized session without that event (only ever said about visible sessions)."""
+    return ToolError(ErrorCode.NOT_FOUND, f"Session {session_id} has no event at seq {seq}.")
+
+
+def is_authorized(caller: Caller, header: SessionHeader) -> bool:
+    if caller.cwd is None:
+        return header.session_id == caller.session_id and header.cwd is None
+    return header.cwd is not None and header.cwd == caller.cwd
+
+
+def check_observation(caller: Caller, requested_id: str, header: SessionHeader | None) -> None:
+    """Fail closed, exactly as not found, unless this observation is of an authorized
+    session with the requested id."""
+    if header is None or header.session_id != requested_id or not is_authorized(caller, header):
+        raise not_found(requested_id)
+
+
+async def resolve_caller(
+    service: SessionQueryService,
+    boundary: ServiceBoundary,
+    execution: Execution,
+    signal: ExecutionSignal,
+) -> Caller:
+    agent = execution.agent
+    if agent is None or not agent.session_id:
+        raise no_identity()
+    session_id = agent.session_id
+    step = execution.step_start_seq
+    if step is not None and step - 1 >= 1:
+        # Read-your-writes: a session that just started can search itself.
+        await boundary.call(
+            "wait_for_seq",
+            signal,
+            lambda: service.wait_for_seq(session_id, step - 1, signal=signal),
+        )
+    observed = await boundary.call(
+        "read_titles", signal, lambda: service.read_titles([session_id], signal=signal)
+    )
+    observation = observed.get(session_id)
+    if observation is None or observation.header.session_id != session_id:
+        # Unknown caller: its workspace is unknown, so nothing can be authorized.
+        raise ToolError(
+            ErrorCode.NO_IDENTITY,
+            f"The calling session {session_id} is not in the session index yet, so its "
+            "workspace is unknown. Try again after its first events are recorded.",
+        )
+    return Caller(session_id=session_id, cwd=observation.header.cwd)
+
+
+async def preflight(
+    service: SessionQueryService,
+    boundary: ServiceBoundary,
+    caller: Caller,
+    session_id: str,
+    signal: ExecutionSignal,
+) -> SessionHeader:
+    """Authorize a direct target before reading it (the read's own header is checked too)."""
+    observed = await boundary.call(
+        "read_titles", signal, lambda: service.read_titles([session_id], signal=signal)
+    )
+    observation = observed.get(session_id)
+    header = observation.header if observation is not None else None
+    check_observation(caller, session_id, header)
+    assert header is not None
+    return header
+
+
+async def authorized_subset(
+    service: SessionQueryService,
+    boundary: ServiceBoundary,
+    caller: Caller,
+    session_ids: Iterable[str],
+    signal: ExecutionSignal,
+) -> tuple[str, ...]:
+    """The given ids (deduplicated, in order) whose headers are in the caller's workspace.
+
+    Missing and foreign ids are dropped alike.
+    """
+    wanted = tuple(dict.fromkeys(session_ids))
+    if not wanted:
+        return ()
+    observed = await boundary.call(
+        "read_titles", signal, lambda: service.read_titles(list(wanted), signal=signal)
+    )
+    kept: list[str] = []
+    for session_id in wanted:
+        observation = observed.get(session_id)
+        if (
+            observation is not None
+            and observation.header.session_id == session_id
+            and is_authorized(caller, observation.header)
+        ):
+            kept.append(session_id)
+    return tuple(kept)
+
+
+# --- titles ---
+
+
+@dataclass(frozen=True, slots=True)
+class TitleInfo:
+    """The small value a title worker keeps per id; the full observation is released.
+
+    ``visible``: the observation's header is in the caller's workspace (None: unknown,
+    because the title could not be read).
+    """
+
+    title: str | None
+    visible: bool | None
+
+    @property
+    def available(self) -> bool:
+        return self.visible is not None
+
+
+UNAVAILABLE: Final = TitleInfo(title=None, visible=None)
+
+
+class TitleMismatch(Exception):
+    """A title observation of a session that should be visible is not: fail closed."""
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__(session_id)
+        self.session_id = session_id
+
+
+async def fetch_titles(
+    service: SessionQueryService,
+    boundary: ServiceBoundary,
+    caller: Caller,
+    session_ids: Iterable[str],
+    signal: ExecutionSignal,
+    *,
+    concurrency: int,
+    expect_visible: frozenset[str] = frozenset(),
+) -> dict[str, TitleInfo]:
+    """Titles for every unique id, each read once, by at most ``concurrency`` workers.
+
+    Each worker projects its observation to a ``TitleInfo`` before dequeuing the next id.
+    A failed or missing title becomes ``UNAVAILABLE``; an id in ``expect_visible`` whose
+    observation is outside the workspace raises ``TitleMismatch``. Once the signal fires
+    (or a worker fails closed) no queued id is started, and every started read settles
+    before this returns or raises.
+    """
+    queue = deque(dict.fromkeys(session_ids))
+    results: dict[str, TitleInfo] = {}
+    stop = False
+
+    async def worker() -> None:
+        nonlocal stop
+        while queue and not stop and not signal.aborted:
+            session_id = queue.popleft()
+            try:
+                info = await _read_title(service, boundary, caller, session_id, signal)
+                if session_id in expect_visible and info.visible is False:
+                    raise TitleMismatch(session_id)
+            except BaseException:
+                stop = True
+                raise
+            results[session_id] = info
+
+    workers = [asyncio.create_task(worker()) for _ in range(max(1, min(concurrency, len(queue))))]
+    try:
+        outcomes = await asyncio.gather(*workers, return_exceptions=True)
+    except asyncio.CancelledError:
+        # Our own task was cancelled: stop the workers and still wait for them to settle.
+        stop = True
+        for task in workers:
+            task.cancel()
+        await asyncio.gather(*workers, return_exceptions=True)
+        raise
+    raise_if_aborted(signal)
+    for outcome in outcomes:
+        if isinstance(outcome, BaseException):
+            raise outcome
+    return results
+
+
+async def _read_title(
+    service: SessionQueryService,
+    boundary: ServiceBoundary,
+    caller: Caller,
+    session_id: str,
+    signal: ExecutionSignal,
+) -> TitleInfo:
+    try:
+        observed = await boundary.call(
+            "read_titles", signal, lambda: service.read_titles([session_id], signal=signal)
+        )
+        observation = observed.get(session_id)
+        if observation is None or observation.header.session_id != session_id:
+            return UNAVAILABLE
+        title = observation.title
+        if title is not None and not isinstance(title, str):
+            boundary.log_failure("read_titles", TypeError("malformed title"))
+            title = None
+        return TitleInfo(title=title, visible=is_authorized(caller, observation.header))
+    except ToolError as exc:
+        if exc.code in (ErrorCode.CANCELLED, ErrorCode.TIMEOUT):
+            raise
+        # Already logged by the boundary; the rest of the result stands.
+        return UNAVAILABLE
+
+
+# --- lineage projection ---
+
+
+@dataclass(frozen=True, slots=True)
+class VisibleLineage:
+    """The part of a lineage the caller may see. Hidden sessions leave no id behind."""
+
+    target: SessionHeader
+    ancestors: tuple[SessionHeader, ...]  # nearest parent first, all authorized
+    # True when the chain goes on beyond the last shown ancestor (missing or foreign alike).
+    continues_hidden: bool
+    descendants: tuple[LineageNode, ...]  # authorized subtrees only
+
+
+def project_lineage(caller: Caller, requested_id: str, lineage: Lineage) -> VisibleLineage:
+    check_observation(caller, requested_id, lineage.target)
+    shown: list[SessionHeader] = []
+    continues_hidden = False
+    for ancestor in lineage.ancestors:
+        if not is_authorized(caller, ancestor):
+            continues_hidden = True
+            break
+        shown.append(ancestor)
+    else:
+        continues_hidden = lineage.missing_ancestor_id is not None
+    return VisibleLineage(
+        target=lineage.target,
+        ancestors=tuple(shown),
+        continues_hidden=continues_hidden,
+        descendants=_prune(caller, lineage.descendants),
+    )
+
+
+def _prune(caller: Caller, nodes: tuple[LineageNode, ...]) -> tuple[LineageNode, ...]:
+    return tuple(
+        LineageNode(header=node.header, children=_prune(caller, node.children))
+        for node in nodes
+        if is_authorized(caller, node.header)
+    )
+
+
+def lineage_ids(lineage: VisibleLineage) -> list[str]:
+    ids = [lineage.target.session_id, *(a.session_id for a in lineage.ancestors)]
+    stack = list(lineage.descendants)
+    while stack:
+        node = stack.pop()
+        ids.append(node.header.session_id)
+        stack.extend(node.children)
+    return ids
