@@ -74,7 +74,9 @@ class SessionPlan:
 
 
 def workspace_paths(config: CorpusConfig) -> tuple[str, ...]:
-    rng = random.Random(config.seed * 7919 + 1)
+    # Independent of the seed: a second corpus (e.g. extra events under load) with another
+    # seed has new session ids but lands in the same workspaces.
+    rng = random.Random(7919)
     paths = []
     for i in range(config.workspaces):
         project = vocab.PROJECTS[i % len(vocab.PROJECTS)]
