@@ -41,10 +41,16 @@ class WorkerConfig:
     search_max_ack_pending: int = 64
     search_max_deliver: int = 3
     search_ack_wait_ms: int = 30_000
+    # Searches waiting in the work-queue stream before enqueueing answers OVERLOADED.
+    search_queue_max_msgs: int = 10_000
+    # Replicas of the streams and bucket the runtime creates (3 on a 3-node cluster).
+    stream_replicas: int = 1
     # Spill
     spill_threshold_bytes: int = 64 * 1024
     spill_preview_bytes: int = 4 * 1024
     spill_ttl_s: int = 24 * 3600
+    # Graceful stop: in-flight work gets this long before it is cancelled.
+    shutdown_grace_ms: int = 30_000
     # Service discovery
     service_version: str = "0.1.0"
 
