@@ -1,0 +1,149 @@
+"""The benches at tiny sizes: the generator is deterministic and valid, each bench runs.
+
+No timing assertions: only that each bench produces a result with the expected keys.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from bench import corpus, floors, report
+from contracts.events import SessionEvent
+
+TINY = corpus.CorpusConfig(sessions=20, events=30, workspaces=3, seed=5)
+
+
+def _digest(config: corpus.CorpusConfig) -> str:
+    h = hashlib.sha256()
+    for event in corpus.generate(config):
+        h.update(corpus.encode(event))
+    return h.hexdigest()
+
+
+def test_generator_is_deterministic_and_seed_dependent() -> None:
+    assert _digest(TINY) == _digest(TINY)
+    other = corpus.CorpusConfig(sessions=20, events=30, workspaces=3, seed=6)
+    assert _digest(other) != _digest(TINY)
+
+
+def test_generator_is_valid_against_the_contract() -> None:
+    events = [SessionEvent.model_validate_json(corpus.encode(e)) for e in corpus.generate(TINY)]
+    assert len(events) == TINY.total_events
+    by_session: dict[str, list[SessionEvent]] = defaultdict(list)
+    for ev in events:
+        by_session[ev.session_id].append(ev)
+    plans = {p.session_id: p for p in corpus.plan_sessions(TINY)}
+    assert set(by_session) == set(plans)
+    seen_start: set[str] = set()
+    cwd_of: dict[str, str] = {}
+    types: set[str] = set()
+    for ev in events:  # stream order
+        types.add(ev.type)
+        if ev.type == "session/start":
+            cwd = ev.payload["cwd"]
+            cwd_of[ev.session_id] = cwd
+            parent = ev.payload.get("parent_session_id")
+            if parent is not None:
+                # the parent exists, started earlier, and shares the workspace
+                assert parent in seen_start
+                assert cwd_of[parent] == cwd
+            seen_start.add(ev.session_id)
+        else:
+            assert ev.session_id in seen_start
+        for cite in ev.cites:
+            assert cite.session_id != ev.session_id
+            assert cwd_of[cite.session_id] == cwd_of[ev.session_id]
+            assert cite.seq <= plans[cite.session_id].events
+        assert all(pos < ev.seq for pos in ev.replaces)
+    for sid, evs in by_session.items():
+        assert [e.seq for e in evs] == list(range(1, len(evs) + 1))
+        assert evs[0].type == "session/start"
+        assert evs[1].type == "session/title"
+        ended = evs[-1].type == "session/end"
+        assert ended == plans[sid].ended
+        assert [e.time for e in evs] == sorted(e.time for e in evs)
+        assert all(e.time.utcoffset() is not None for e in evs)
+    assert {"tool/call", "tool/result", "message/user", "message/assistant", "step/start"} <= types
+    assert len({p.cwd for p in plans.values()}) <= TINY.workspaces
+
+
+def test_generator_writes_jsonl_and_sidecar(tmp_path: Path) -> None:
+    out = tmp_path / "c.jsonl"
+    assert corpus.write_jsonl(TINY, out) == TINY.total_events
+    lines = out.read_bytes().splitlines()
+    assert orjson.loads(lines[0])["type"] == "session/start"
+    config, plans = corpus.load_sidecar(corpus.sidecar_path(out))
+    assert config == TINY
+    assert plans == corpus.plan_sessions(TINY)
+
+
+def test_corpus_has_lineage_and_relations_at_default_shape() -> None:
+    config = corpus.CorpusConfig(sessions=120, events=80, seed=3)
+    plans = corpus.plan_sessions(config)
+    parented = sum(1 for p in plans if p.parent_session_id)
+    assert 0.15 < parented / len(plans) < 0.45
+    assert 0.65 < sum(p.ended for p in plans) / len(plans) < 0.95
+    compactions = cites = 0
+    for event in corpus.generate(config):
+        compactions += event["type"] == "compaction"
+        cites += bool(event.get("cites"))
+    assert compactions > 0 and cites > 0
+
+
+def test_raw_ingest_floor_fills_the_schema(tmp_path: Path) -> None:
+    db = tmp_path / "floor.sqlite"
+    result = floors.raw_ingest(corpus.generate(TINY), db, batch=100)
+    assert result.events == TINY.total_events
+    assert result.seconds > 0 and result.db_bytes > 0
+    from worker.store import schema
+    from worker.store.integrity import check_integrity
+
+    conn = schema.connect(str(db))
+    try:
+        assert conn.execute("SELECT count(*) FROM events").fetchone()[0] == TINY.total_events
+        assert conn.execute("SELECT count(*) FROM sessions").fetchone()[0] == TINY.sessions
+    finally:
+        conn.close()
+    assert check_integrity(db) == []
+    # The floor query finds words the corpus certainly contains in that workspace.
+    cwd = corpus.plan_sessions(TINY)[0].cwd
+    fts = floors.raw_fts(db, [floors.Query(cwd=cwd, text="pytest")])
+    assert fts["rows"] > 0
+    assert set(fts["latency_ms"]) == {"n", "p50", "p99", "mean"}
+
+
+def _assert_result_shape(result: dict[str, Any], bench: str) -> None:
+    assert result["bench"] == bench
+    assert {"params", "checks", "measurements", "passed", "machine", "at"} <= set(result)
+    for check in result["checks"]:
+        assert {"name", "measured", "target", "passed"} <= set(check)
+
+
+async def test_floors_bench_end_to_end(nats_url: str, tmp_path: Path) -> None:
+    result = await floors.run(
+        TINY, queries=10, echo_sequential=20, echo_parallel=200, url=nats_url, work_dir=tmp_path
+    )
+    _assert_result_shape(result, "floors")
+    m = result["measurements"]
+    assert m["raw_ingest"]["events"] == TINY.total_events
+    assert m["echo"]["throughput_rps"] > 0
+    assert m["echo"]["sequential_ms"]["n"] == 20
+    assert report.write_result(result, tmp_path).exists()
+
+
+def test_report_checks_and_loopback_rule() -> None:
+    slow = report.Check("x", measured=3.0, floor=2.0, unit="ms", kind="max", target=1.2)
+    assert not slow.passed and slow.ratio == pytest.approx(1.5)
+    fast = report.Check("y", measured=60.0, floor=100.0, unit="ev/s", kind="min", target=0.5)
+    assert fast.passed
+    assert "MISS" in report.format_table("t", [slow, fast])
+    assert report.percentile([1.0, 2.0, 3.0, 4.0], 50) == 2.0
+    with pytest.raises(SystemExit):
+        report.require_loopback("nats://10.0.0.1:4222")
+    assert report.require_loopback("nats://127.0.0.1:4222")
