@@ -1,0 +1,904 @@
+"""The SQLite FTS5 provider of ``SessionQueryService``: a pool of aiosqlite readers.
+
+Every operation takes one reader from the pool (waiting is the backpressure), runs in ONE
+read transaction on it, and returns the session header read in that same transaction with
+every payload. The execution signal is checked before taking a reader and before each
+statement; while a statement runs, an abort interrupts it (``sqlite3_interrupt``), the
+statement is always awaited to settle, the transaction is rolled back so the reader stays
+usable, and the signal's own error is raised unchanged. An error never becomes an empty
+result.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import contextlib
+import dataclasses
+import hashlib
+import re
+import sqlite3
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Final, TypeVar
+
+import aiosqlite
+import orjson
+
+from worker.signals import ExecutionSignal
+from worker.store import schema
+from worker.store.errors import GenerationChanged, InvalidCursor, StoreError
+from worker.store.fts_query import compile_query
+from worker.store.protocol import (
+    EventFilter,
+    EventHit,
+    EventRef,
+    EventRelations,
+    EventSearchPage,
+    EventSummary,
+    EventWindow,
+    Generation,
+    Lineage,
+    LineageNode,
+    LinkedEvent,
+    ServiceLimits,
+    SessionFilter,
+    SessionHeader,
+    SessionHit,
+    SessionSearchPage,
+    StoredEvent,
+    TitleObservation,
+)
+
+T = TypeVar("T")
+Row = tuple[Any, ...]
+
+PREVIEW_CHARS: Final = 240
+# Enough of the body to fill a collapsed preview without pulling a 64 KiB body per row.
+_PREVIEW_SOURCE_CHARS: Final = 1000
+_SNIPPET: Final = "snippet(events_fts, 1, '[', ']', '…', 16)"
+# Another process may commit (no in-process notification), so waiting also polls.
+WAIT_POLL_S: Final = 0.05
+# An interrupt that lands before the statement starts is a no-op in SQLite: repeat it
+# until the statement settles.
+_INTERRUPT_RETRY_S: Final = 0.02
+# Ancestor chains are followed up to this many hops (a cycle ends far earlier).
+MAX_LINEAGE_DEPTH: Final = 10_000
+_CURSOR_VERSION: Final = 1
+_WS: Final = re.compile(r"\s+")
+
+_HEADER_COLS: Final = (
+    "s.session_id, s.cwd, s.parent_session_id, s.availability, s.created_ms, s.updated_ms,"
+    " s.last_seq, s.event_count"
+)
+_HEADER_WIDTH: Final = 8
+_EVENT_COLS: Final = (
+    f"e.session_id, e.seq, e.event_id, e.type, e.surface, e.time_ms,"
+    f" substr(e.body, 1, {_PREVIEW_SOURCE_CHARS})"
+)
+_EVENT_WIDTH: Final = 7
+
+
+class SqliteSessionStore:
+    """``SessionQueryService`` over one SQLite index file. Safe for concurrent use."""
+
+    def __init__(self, *, readers: Sequence[aiosqlite.Connection], limits: ServiceLimits) -> None:
+        self._limits = limits
+        self._readers = tuple(readers)
+        self._pool: asyncio.Queue[aiosqlite.Connection] = asyncio.Queue()
+        for conn in self._readers:
+            self._pool.put_nowait(conn)
+        self._loop = asyncio.get_running_loop()
+        self._committed = asyncio.Event()
+        self._closed = False
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    @classmethod
+    async def open(
+        cls,
+        path: str | Path,
+        *,
+        readers: int = 4,
+        limits: ServiceLimits = ServiceLimits(),  # noqa: B008 - frozen, shared safely
+    ) -> SqliteSessionStore:
+        if readers < 1:
+            raise ValueError("readers must be at least 1")
+        location = str(path)
+        await asyncio.to_thread(_create_schema, location)
+        conns: list[aiosqlite.Connection] = []
+        try:
+            for _ in range(readers):
+                conns.append(await aiosqlite.Connection(lambda: _connect_reader(location), 64))
+        except BaseException:
+            for conn in conns:
+                await conn.close()
+            raise
+        return cls(readers=conns, limits=limits)
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        for conn in self._readers:
+            with contextlib.suppress(Exception):
+                await conn.close()
+
+    async def __aenter__(self) -> SqliteSessionStore:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    @property
+    def limits(self) -> ServiceLimits:
+        return self._limits
+
+    def notify_commit(self) -> None:
+        """Wake ``wait_for_seq`` waiters now; the in-process writer calls this on commit."""
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is self._loop:
+            self._wake()
+        else:
+            self._loop.call_soon_threadsafe(self._wake)
+
+    def _wake(self) -> None:
+        # Waiters hold the previous event; a fresh one serves the next round.
+        self._committed.set()
+        self._committed = asyncio.Event()
+
+    # -- simple reads ------------------------------------------------------------------
+
+    async def generation(self, *, signal: ExecutionSignal) -> Generation:
+        async def work(tx: _Tx) -> Generation:
+            return await _generation(tx)
+
+        return await self._read(signal, work)
+
+    async def latest_seq_of_type(
+        self, session_id: str, event_type: str, *, signal: ExecutionSignal
+    ) -> int | None:
+        async def work(tx: _Tx) -> int | None:
+            rows = await tx.fetch(
+                "SELECT max(seq) FROM events WHERE session_id = ? AND type = ?",
+                (session_id, event_type),
+            )
+            value = rows[0][0]
+            return int(value) if value is not None else None
+
+        return await self._read(signal, work)
+
+    async def read_titles(
+        self, session_ids: Sequence[str], *, signal: ExecutionSignal
+    ) -> Mapping[str, TitleObservation]:
+        ids = list(dict.fromkeys(session_ids))
+
+        async def work(tx: _Tx) -> dict[str, TitleObservation]:
+            if not ids:
+                return {}
+            # One JSON parameter instead of an IN list: no host-parameter limit to chunk for.
+            rows = await tx.fetch(
+                f"SELECT {_HEADER_COLS}, s.title FROM sessions s"
+                " WHERE s.session_id IN (SELECT value FROM json_each(?))",
+                (_json_list(ids),),
+            )
+            found: dict[str, TitleObservation] = {}
+            for row in rows:
+                header = _header(row)
+                found[header.session_id] = TitleObservation(header, row[_HEADER_WIDTH])
+            return found
+
+        return await self._read(signal, work)
+
+    async def read_event(
+        self,
+        session_id: str,
+        seq: int,
+        *,
+        before: int,
+        after: int,
+        signal: ExecutionSignal,
+    ) -> EventWindow | None:
+        cap = self._limits.max_event_window
+        before = max(0, min(before, cap))
+        after = max(0, min(after, cap))
+
+        async def work(tx: _Tx) -> EventWindow | None:
+            header = await _read_header(tx, session_id)
+            if header is None:
+                return None
+            rows = await tx.fetch(
+                f"SELECT {_EVENT_COLS}, e.raw_json FROM events e"
+                " WHERE e.session_id = ? AND e.seq BETWEEN ? AND ? ORDER BY e.seq",
+                (session_id, seq - before, seq + after),
+            )
+            events = [StoredEvent(_summary(row), row[_EVENT_WIDTH]) for row in rows]
+            target = next((ev for ev in events if ev.summary.seq == seq), None)
+            return EventWindow(
+                header=header,
+                target=target,
+                before=tuple(ev for ev in events if ev.summary.seq < seq),
+                after=tuple(ev for ev in events if ev.summary.seq > seq),
+            )
+
+        return await self._read(signal, work)
+
+    async def wait_for_seq(self, session_id: str, seq: int, *, signal: ExecutionSignal) -> None:
+        async def work(tx: _Tx) -> int:
+            rows = await tx.fetch(
+                "SELECT last_seq FROM sessions WHERE session_id = ?", (session_id,)
+            )
+            return int(rows[0][0]) if rows else 0
+
+        while True:
+            signal.raise_if_aborted()
+            # Taken before the read, so a commit between the read and the wait still wakes.
+            committed = self._committed
+            if await self._read(signal, work) >= seq:
+                return
+            aborted = asyncio.ensure_future(signal.wait())
+            woken = asyncio.ensure_future(committed.wait())
+            try:
+                await asyncio.wait(
+                    {aborted, woken}, timeout=WAIT_POLL_S, return_when=asyncio.FIRST_COMPLETED
+                )
+            finally:
+                aborted.cancel()
+                woken.cancel()
+
+    # -- lineage and relations ---------------------------------------------------------
+
+    async def lineage(self, session_id: str, *, signal: ExecutionSignal) -> Lineage | None:
+        async def work(tx: _Tx) -> Lineage | None:
+            chain = await tx.fetch(
+                f"""
+                WITH RECURSIVE chain(depth, sid) AS (
+                    SELECT 0, ?
+                    UNION ALL
+                    SELECT chain.depth + 1, p.parent_session_id
+                    FROM chain JOIN sessions p ON p.session_id = chain.sid
+                    WHERE p.parent_session_id IS NOT NULL AND chain.depth < ?
+                )
+                SELECT chain.sid, {_HEADER_COLS}
+                FROM chain LEFT JOIN sessions s ON s.session_id = chain.sid
+                ORDER BY chain.depth
+                """,
+                (session_id, MAX_LINEAGE_DEPTH),
+            )
+            if not chain or chain[0][1] is None:
+                return None
+            target = _header(chain[0][1:])
+            placed = {target.session_id}
+            ancestors: list[SessionHeader] = []
+            missing: str | None = None
+            for row in chain[1:]:
+                if row[0] in placed:
+                    break  # a cycle: the chain came back to a session already placed
+                if row[1] is None:
+                    missing = row[0]
+                    break
+                ancestors.append(_header(row[1:]))
+                placed.add(row[0])
+            tree = await tx.fetch(
+                f"""
+                WITH RECURSIVE tree(sid) AS (
+                    SELECT ?
+                    UNION
+                    SELECT c.session_id FROM tree JOIN sessions c ON c.parent_session_id = tree.sid
+                )
+                SELECT {_HEADER_COLS} FROM tree JOIN sessions s ON s.session_id = tree.sid
+                ORDER BY s.created_ms, s.session_id
+                """,
+                (session_id,),
+            )
+            descendants = _descendant_trees(target.session_id, [_header(r) for r in tree], placed)
+            return Lineage(
+                target=target,
+                ancestors=tuple(ancestors),
+                missing_ancestor_id=missing,
+                descendants=descendants,
+            )
+
+        return await self._read(signal, work)
+
+    async def event_relations(
+        self, session_id: str, seq: int, *, signal: ExecutionSignal
+    ) -> EventRelations | None:
+        async def work(tx: _Tx) -> EventRelations | None:
+            header = await _read_header(tx, session_id)
+            if header is None:
+                return None
+            target = await tx.fetch(
+                f"SELECT {_EVENT_COLS} FROM events e WHERE e.session_id = ? AND e.seq = ?",
+                (session_id, seq),
+            )
+            replaces = await self._replacements(tx, session_id, seq, backward=True)
+            replaced_by = await self._replacements(tx, session_id, seq, backward=False)
+            cites = await _linked(
+                tx,
+                "SELECT c.cited_session_id, c.cited_seq FROM citations c"
+                " WHERE c.session_id = ? AND c.seq = ?",
+                session_id,
+                seq,
+            )
+            cited_by = await _linked(
+                tx,
+                "SELECT c.session_id, c.seq FROM citations c"
+                " WHERE c.cited_session_id = ? AND c.cited_seq = ?",
+                session_id,
+                seq,
+            )
+            return EventRelations(
+                header=header,
+                event=_summary(target[0]) if target else None,
+                replaces=replaces,
+                replaced_by=replaced_by,
+                cites=cites,
+                cited_by=cited_by,
+            )
+
+        return await self._read(signal, work)
+
+    @staticmethod
+    async def _replacements(
+        tx: _Tx, session_id: str, seq: int, *, backward: bool
+    ) -> tuple[EventSummary, ...]:
+        # UNION (not UNION ALL) discards a position already reached, so a cycle ends.
+        step_from, step_to = ("seq", "replaced_seq") if backward else ("replaced_seq", "seq")
+        rows = await tx.fetch(
+            f"""
+            WITH RECURSIVE reach(pos) AS (
+                SELECT ?
+                UNION
+                SELECT r.{step_to} FROM reach
+                JOIN replacements r ON r.session_id = ? AND r.{step_from} = reach.pos
+            )
+            SELECT {_EVENT_COLS} FROM reach
+            JOIN events e ON e.session_id = ? AND e.seq = reach.pos
+            WHERE reach.pos <> ?
+            ORDER BY abs(reach.pos - ?), reach.pos
+            """,
+            (seq, session_id, session_id, seq, seq),
+        )
+        return tuple(_summary(row) for row in rows)
+
+    # -- search ------------------------------------------------------------------------
+
+    async def search_sessions(
+        self,
+        query: str,
+        *,
+        cwd: str,
+        sessions: SessionFilter,
+        events: EventFilter,
+        cursor: str | None,
+        page_size: int,
+        signal: ExecutionSignal,
+    ) -> SessionSearchPage:
+        """Cross-session search. ``events.seq_from/seq_to`` only apply to one session, so
+        they are ignored here."""
+        signal.raise_if_aborted()
+        compiled = compile_query(query)
+        size = self._page_size(page_size)
+        binding = _binding("sessions", query, cwd, sessions, events)
+        match = f'ws:"{schema.workspace_token(cwd)}" AND body:({compiled})'
+
+        async def work(tx: _Tx) -> SessionSearchPage:
+            current = await _generation(tx)
+            snap, offset = _resume(cursor, binding, current)
+            scope_sql, params = _session_scope(match, snap, sessions)
+            event_sql = _event_filter_sql(events, params, with_seq=False)
+            if sessions.session_ids is not None:
+                # Narrows the rows FTS5 hands over before grouping, not only after.
+                params["ids"] = _json_list(sessions.session_ids)
+                event_sql += " AND e.session_id IN (SELECT value FROM json_each(:ids))"
+            session_sql = _session_filter_sql(sessions, params)
+            params.update(cwd=cwd, limit=size + 1, offset=offset)
+            rows = await tx.fetch(
+                f"""
+                WITH m AS (
+                    SELECT e.session_id AS sid, e.id AS eid, {schema.BM25} AS score
+                    FROM events_fts JOIN events e ON e.id = events_fts.rowid
+                    WHERE {scope_sql}{event_sql}
+                ),
+                g AS (
+                    -- A session's score is its best event's; that event's id comes along.
+                    SELECT sid, eid, min(score) AS score, count(*) AS n FROM m GROUP BY sid
+                )
+                SELECT g.eid, g.score, g.n, {_HEADER_COLS}, {_EVENT_COLS}
+                FROM g
+                JOIN sessions s ON s.session_id = g.sid
+                JOIN events e ON e.id = g.eid
+                WHERE s.cwd = :cwd{session_sql}
+                ORDER BY g.score, g.sid
+                LIMIT :limit OFFSET :offset
+                """,
+                params,
+            )
+            page, more = rows[:size], len(rows) > size
+            excerpts = await _excerpts(tx, match, [row[0] for row in page])
+            hits = tuple(
+                SessionHit(
+                    header=_header(row[3 : 3 + _HEADER_WIDTH]),
+                    event=_summary(row[3 + _HEADER_WIDTH :]),
+                    excerpt=excerpts.get(row[0], ""),
+                    score=float(row[1]),
+                    matching_events=int(row[2]),
+                )
+                for row in page
+            )
+            filtered_out = False
+            if not hits and offset == 0 and (event_sql or session_sql):
+                filtered_out = await _any_match(
+                    tx,
+                    f"""
+                    SELECT 1 FROM events_fts
+                    JOIN events e ON e.id = events_fts.rowid
+                    JOIN sessions s ON s.session_id = e.session_id
+                    WHERE {scope_sql} AND s.cwd = :cwd LIMIT 1
+                    """,
+                    params,
+                )
+            generation = Generation(current.epoch, snap)
+            return SessionSearchPage(
+                hits=hits,
+                next_cursor=_cursor(generation, offset + size, binding) if more else None,
+                generation=generation,
+                filtered_out=filtered_out,
+            )
+
+        return await self._read(signal, work)
+
+    async def search_events(
+        self,
+        query: str,
+        *,
+        session_id: str,
+        events: EventFilter,
+        cursor: str | None,
+        page_size: int,
+        signal: ExecutionSignal,
+    ) -> EventSearchPage | None:
+        signal.raise_if_aborted()
+        compiled = compile_query(query)
+        size = self._page_size(page_size)
+        binding = _binding("events", query, session_id, None, events)
+
+        async def work(tx: _Tx) -> EventSearchPage | None:
+            found = await tx.fetch(
+                f"SELECT {_HEADER_COLS}, s.ws FROM sessions s WHERE s.session_id = ?",
+                (session_id,),
+            )
+            if not found:
+                return None
+            header = _header(found[0])
+            current = await _generation(tx)
+            snap, offset = _resume(cursor, binding, current)
+            # The session's own workspace token narrows the rows FTS5 has to score.
+            match = f'ws:"{found[0][_HEADER_WIDTH]}" AND body:({compiled})'
+            params: dict[str, Any] = {"match": match, "snap": snap, "sid": session_id}
+            scope_sql = "events_fts MATCH :match AND e.session_id = :sid AND e.stream_seq <= :snap"
+            event_sql = _event_filter_sql(events, params, with_seq=True)
+            params.update(limit=size + 1, offset=offset)
+            rows = await tx.fetch(
+                f"""
+                SELECT e.id, {schema.BM25} AS score, {_EVENT_COLS}
+                FROM events_fts JOIN events e ON e.id = events_fts.rowid
+                WHERE {scope_sql}{event_sql}
+                ORDER BY score, e.seq
+                LIMIT :limit OFFSET :offset
+                """,
+                params,
+            )
+            page, more = rows[:size], len(rows) > size
+            excerpts = await _excerpts(tx, match, [row[0] for row in page])
+            hits = tuple(
+                EventHit(
+                    event=_summary(row[2:]), excerpt=excerpts.get(row[0], ""), score=float(row[1])
+                )
+                for row in page
+            )
+            filtered_out = False
+            if not hits and offset == 0 and event_sql:
+                filtered_out = await _any_match(
+                    tx,
+                    f"SELECT 1 FROM events_fts JOIN events e ON e.id = events_fts.rowid"
+                    f" WHERE {scope_sql} LIMIT 1",
+                    params,
+                )
+            generation = Generation(current.epoch, snap)
+            return EventSearchPage(
+                header=header,
+                hits=hits,
+                next_cursor=_cursor(generation, offset + size, binding) if more else None,
+                generation=generation,
+                filtered_out=filtered_out,
+            )
+
+        return await self._read(signal, work)
+
+    def _page_size(self, page_size: int) -> int:
+        return max(1, min(page_size, self._limits.max_page_size))
+
+    # -- transactions ------------------------------------------------------------------
+
+    async def _read(self, signal: ExecutionSignal, work: Callable[[_Tx], Awaitable[T]]) -> T:
+        async with self._reader(signal) as conn:
+            tx = _Tx(conn, signal)
+            await tx.fetch("BEGIN")
+            try:
+                result = await work(tx)
+                await tx.fetch("COMMIT")
+            except BaseException:
+                await _rollback(conn)
+                raise
+            return result
+
+    @contextlib.asynccontextmanager
+    async def _reader(self, signal: ExecutionSignal) -> AsyncIterator[aiosqlite.Connection]:
+        signal.raise_if_aborted()
+        if self._closed:
+            raise StoreError("the session store is closed")
+        conn = await self._take(signal)
+        try:
+            yield conn
+        finally:
+            self._pool.put_nowait(conn)
+
+    async def _take(self, signal: ExecutionSignal) -> aiosqlite.Connection:
+        with contextlib.suppress(asyncio.QueueEmpty):
+            return self._pool.get_nowait()
+        getter = asyncio.ensure_future(self._pool.get())
+        aborted = asyncio.ensure_future(signal.wait())
+        try:
+            await asyncio.wait({getter, aborted}, return_when=asyncio.FIRST_COMPLETED)
+        except BaseException:
+            self._drop(getter)
+            raise
+        finally:
+            aborted.cancel()
+        if signal.aborted:
+            self._drop(getter)
+            assert signal.error is not None
+            raise signal.error
+        return getter.result()
+
+    def _drop(self, getter: asyncio.Future[aiosqlite.Connection]) -> None:
+        """Give up a pending pool get; a reader it already obtained goes straight back."""
+        if not getter.done():
+            getter.cancel()
+        elif not getter.cancelled() and getter.exception() is None:
+            self._pool.put_nowait(getter.result())
+
+
+class _Tx:
+    """Statements of one read transaction, each interruptible by the signal."""
+
+    __slots__ = ("_conn", "_signal")
+
+    def __init__(self, conn: aiosqlite.Connection, signal: ExecutionSignal) -> None:
+        self._conn = conn
+        self._signal = signal
+
+    async def fetch(self, sql: str, params: Sequence[Any] | Mapping[str, Any] = ()) -> list[Row]:
+        signal = self._signal
+        signal.raise_if_aborted()
+        running = asyncio.ensure_future(_fetchall(self._conn, sql, params))
+        aborted = asyncio.ensure_future(signal.wait())
+        try:
+            await asyncio.wait({running, aborted}, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            await _settle(self._conn, running)
+            raise
+        finally:
+            aborted.cancel()
+        if not running.done():
+            await _settle(self._conn, running)
+        if signal.aborted:
+            if not running.cancelled():
+                running.exception()  # retrieved: the abort, not 'interrupted', is the answer
+            assert signal.error is not None
+            raise signal.error
+        try:
+            return running.result()
+        except sqlite3.Error as exc:
+            raise StoreError(f"index read failed: {exc}") from exc
+
+
+async def _fetchall(
+    conn: aiosqlite.Connection, sql: str, params: Sequence[Any] | Mapping[str, Any]
+) -> list[Row]:
+    # No row factory is set, so rows are plain tuples.
+    rows: Iterable[Any] = await conn.execute_fetchall(sql, params)
+    return list(rows)
+
+
+async def _settle(conn: aiosqlite.Connection, running: asyncio.Future[list[Row]]) -> None:
+    """Interrupt the running statement until it has settled; never leave it behind."""
+    while not running.done():
+        await conn.interrupt()
+        await asyncio.wait({running}, timeout=_INTERRUPT_RETRY_S)
+
+
+async def _rollback(conn: aiosqlite.Connection) -> None:
+    # No transaction may be open (BEGIN failed, or COMMIT ended it): nothing to undo then.
+    with contextlib.suppress(sqlite3.Error, ValueError):
+        if conn.in_transaction:
+            await conn.execute("ROLLBACK")
+
+
+def _create_schema(path: str) -> None:
+    conn = schema.connect(path)
+    try:
+        schema.create(conn)
+    finally:
+        conn.close()
+
+
+def _connect_reader(path: str) -> sqlite3.Connection:
+    conn = schema.connect(path)
+    conn.execute("PRAGMA query_only = 1")
+    return conn
+
+
+# -- statements shared by several operations -----------------------------------------------
+
+
+async def _generation(tx: _Tx) -> Generation:
+    rows = await tx.fetch(
+        "SELECT (SELECT value FROM meta WHERE key = 'epoch'),"
+        " (SELECT value FROM meta WHERE key = 'stream_seq')"
+    )
+    epoch, seq = rows[0]
+    return Generation(epoch=int(epoch or 0), seq=int(seq or 0))
+
+
+async def _read_header(tx: _Tx, session_id: str) -> SessionHeader | None:
+    rows = await tx.fetch(
+        f"SELECT {_HEADER_COLS} FROM sessions s WHERE s.session_id = ?", (session_id,)
+    )
+    return _header(rows[0]) if rows else None
+
+
+async def _linked(tx: _Tx, refs_sql: str, session_id: str, seq: int) -> tuple[LinkedEvent, ...]:
+    rows = await tx.fetch(
+        f"""
+        WITH refs(rsid, rseq) AS ({refs_sql})
+        SELECT refs.rsid, refs.rseq, {_HEADER_COLS}, {_EVENT_COLS}
+        FROM refs
+        LEFT JOIN sessions s ON s.session_id = refs.rsid
+        LEFT JOIN events e ON e.session_id = refs.rsid AND e.seq = refs.rseq
+        ORDER BY refs.rsid, refs.rseq
+        """,
+        (session_id, seq),
+    )
+    linked = []
+    for row in rows:
+        head, ev = row[2 : 2 + _HEADER_WIDTH], row[2 + _HEADER_WIDTH :]
+        linked.append(
+            LinkedEvent(
+                ref=EventRef(row[0], int(row[1])),
+                header=_header(head) if head[0] is not None else None,
+                event=_summary(ev) if ev[0] is not None else None,
+            )
+        )
+    return tuple(linked)
+
+
+async def _excerpts(tx: _Tx, match: str, event_ids: list[int]) -> dict[int, str]:
+    """Snippets for the page's chosen events only, under the same MATCH."""
+    if not event_ids:
+        return {}
+    rows = await tx.fetch(
+        f"SELECT rowid, {_SNIPPET} FROM events_fts"
+        " WHERE events_fts MATCH ? AND rowid IN (SELECT value FROM json_each(?))",
+        (match, _json_list(event_ids)),
+    )
+    return {int(rowid): text or "" for rowid, text in rows}
+
+
+async def _any_match(tx: _Tx, sql: str, params: Mapping[str, Any]) -> bool:
+    return bool(await tx.fetch(sql, params))
+
+
+def _session_scope(match: str, snap: int, sessions: SessionFilter) -> tuple[str, dict[str, Any]]:
+    """The scope every cross-session row is in: the MATCH, the snapshot, the exclusions
+    (the caller's own session is scope, not a filter: ``filtered_out`` keeps it out)."""
+    params: dict[str, Any] = {"match": match, "snap": snap}
+    sql = "events_fts MATCH :match AND e.stream_seq <= :snap"
+    if sessions.exclude_session_ids:
+        params["exclude"] = _json_list(sessions.exclude_session_ids)
+        sql += " AND e.session_id NOT IN (SELECT value FROM json_each(:exclude))"
+    return sql, params
+
+
+def _event_filter_sql(events: EventFilter, params: dict[str, Any], *, with_seq: bool) -> str:
+    sql = ""
+    if events.types is not None:
+        params["types"] = _json_list(events.types)
+        sql += " AND e.type IN (SELECT value FROM json_each(:types))"
+    if events.surfaces is not None:
+        params["surfaces"] = _json_list(events.surfaces)
+        sql += " AND e.surface IN (SELECT value FROM json_each(:surfaces))"
+    if events.time_from_ms is not None:
+        params["time_from"] = events.time_from_ms
+        sql += " AND e.time_ms >= :time_from"
+    if events.time_to_ms is not None:
+        params["time_to"] = events.time_to_ms
+        sql += " AND e.time_ms <= :time_to"
+    if with_seq and events.seq_from is not None:
+        params["seq_from"] = events.seq_from
+        sql += " AND e.seq >= :seq_from"
+    if with_seq and events.seq_to is not None:
+        params["seq_to"] = events.seq_to
+        sql += " AND e.seq <= :seq_to"
+    return sql
+
+
+def _session_filter_sql(sessions: SessionFilter, params: dict[str, Any]) -> str:
+    """Filters on the session header (``session_ids`` narrows the events instead)."""
+    sql = ""
+    if sessions.parent_session_ids is not None:
+        clauses = []
+        if sessions.parent_session_ids:
+            params["parents"] = _json_list(sessions.parent_session_ids)
+            clauses.append("s.parent_session_id IN (SELECT value FROM json_each(:parents))")
+        if sessions.include_roots:
+            clauses.append("s.parent_session_id IS NULL")
+        # No authorized parent and no root marker: the clause matches nothing, on purpose.
+        sql += " AND (" + (" OR ".join(clauses) if clauses else "0") + ")"
+    for column, key, op, value in (
+        ("created_ms", "created_from", ">=", sessions.created_from_ms),
+        ("created_ms", "created_to", "<=", sessions.created_to_ms),
+        ("updated_ms", "updated_from", ">=", sessions.updated_from_ms),
+        ("updated_ms", "updated_to", "<=", sessions.updated_to_ms),
+    ):
+        if value is not None:
+            params[key] = value
+            sql += f" AND s.{column} {op} :{key}"
+    if sessions.availability is not None:
+        params["availability"] = _json_list(sessions.availability)
+        sql += " AND s.availability IN (SELECT value FROM json_each(:availability))"
+    return sql
+
+
+# -- rows to results -----------------------------------------------------------------------
+
+
+def _header(row: Sequence[Any]) -> SessionHeader:
+    return SessionHeader(
+        session_id=row[0],
+        cwd=row[1],
+        parent_session_id=row[2],
+        availability=row[3],
+        created_ms=row[4],
+        updated_ms=row[5],
+        last_seq=int(row[6]),
+        event_count=int(row[7]),
+    )
+
+
+def _summary(row: Sequence[Any]) -> EventSummary:
+    return EventSummary(
+        session_id=row[0],
+        seq=int(row[1]),
+        event_id=row[2],
+        type=row[3],
+        surface=row[4],
+        time_ms=int(row[5]),
+        preview=preview(row[6]),
+    )
+
+
+def preview(body: str) -> str:
+    """The start of an event's searchable text, whitespace collapsed, bounded."""
+    text = _WS.sub(" ", body).strip()
+    return text if len(text) <= PREVIEW_CHARS else text[: PREVIEW_CHARS - 1] + "…"
+
+
+def _descendant_trees(
+    root: str, headers: Iterable[SessionHeader], placed: set[str]
+) -> tuple[LineageNode, ...]:
+    """Trees under ``root``; each session appears once, none of ``placed`` again.
+
+    Built without recursion (a chain may be thousands deep): first choose each session's
+    place breadth-first, then assemble nodes from the deepest level up.
+    """
+    children: dict[str, list[SessionHeader]] = {}
+    for header in headers:
+        if header.parent_session_id is not None:
+            children.setdefault(header.parent_session_id, []).append(header)
+    seen = set(placed)
+    levels: list[list[tuple[str, list[SessionHeader]]]] = []  # (parent id, placed children)
+    frontier = [root]
+    while frontier:
+        level: list[tuple[str, list[SessionHeader]]] = []
+        for parent in frontier:
+            kids = [h for h in children.get(parent, ()) if h.session_id not in seen]
+            seen.update(h.session_id for h in kids)
+            level.append((parent, kids))
+        levels.append(level)
+        frontier = [h.session_id for _, kids in level for h in kids]
+    built: dict[str, tuple[LineageNode, ...]] = {}  # parent id -> its finished subtrees
+    for level in reversed(levels):
+        for parent, kids in level:
+            built[parent] = tuple(LineageNode(h, built.pop(h.session_id, ())) for h in kids)
+    return built.get(root, ())
+
+
+# -- cursors -------------------------------------------------------------------------------
+
+
+def _binding(
+    kind: str,
+    query: str,
+    scope: str,
+    sessions: SessionFilter | None,
+    events: EventFilter,
+) -> str:
+    """A short hash of everything a cursor's pages must share."""
+    material = orjson.dumps(
+        {
+            "k": kind,
+            "q": query,
+            "s": scope,
+            "sf": dataclasses.asdict(sessions) if sessions is not None else None,
+            "ef": dataclasses.asdict(events),
+        },
+        option=orjson.OPT_SORT_KEYS,
+    )
+    return hashlib.sha256(material).hexdigest()[:16]
+
+
+def _cursor(generation: Generation, offset: int, binding: str) -> str:
+    body = orjson.dumps(
+        {
+            "v": _CURSOR_VERSION,
+            "e": generation.epoch,
+            "g": generation.seq,
+            "o": offset,
+            "h": binding,
+        }
+    )
+    return base64.urlsafe_b64encode(body).decode("ascii").rstrip("=")
+
+
+def _resume(cursor: str | None, binding: str, current: Generation) -> tuple[int, int]:
+    """(snapshot seq, offset) for this page; the first page snapshots the current seq."""
+    if cursor is None:
+        return current.seq, 0
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        value = orjson.loads(raw)
+    except (binascii.Error, ValueError, TypeError) as exc:
+        raise InvalidCursor("the cursor does not decode") from exc
+    if (
+        not isinstance(value, dict)
+        or value.get("v") != _CURSOR_VERSION
+        or value.get("h") != binding
+        or not all(_is_count(value.get(key)) for key in ("e", "g", "o"))
+    ):
+        raise InvalidCursor("the cursor does not belong to this query")
+    if value["e"] != current.epoch:
+        raise GenerationChanged(
+            f"the index changed destructively (epoch {value['e']} -> {current.epoch})"
+        )
+    return int(value["g"]), int(value["o"])
+
+
+def _is_count(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _json_list(values: Iterable[object]) -> str:
+    return orjson.dumps(list(values)).decode("utf-8")
