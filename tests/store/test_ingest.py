@@ -1,0 +1,286 @@
+"""Ingestion: the actor's batching and backpressure, and the JetStream binding end to end."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from nats.aio.client import Client as NATS
+from nats.aio.msg import Msg
+from nats.js.api import StorageType
+
+from contracts.subjects import Subjects
+from worker.runtime.ingest_consumer import (
+    REASON_HEADER,
+    STREAM_SEQ_HEADER,
+    EventConsumer,
+    ensure_events_stream,
+)
+from worker.store.ingest import IngestActor
+from worker.store.integrity import check_integrity
+from worker.store.protocol import ApplyResult, IngestItem, Rejected
+from worker.store.writer import SqliteIndexWriter
+
+
+def event(session_id: str, seq: int, type_: str = "message/user", /, **fields: Any) -> bytes:
+    body: dict[str, Any] = {
+        "session_id": session_id,
+        "seq": seq,
+        "event_id": f"e-{seq}",
+        "type": type_,
+        "surface": "user",
+        "time": "2026-12-02T09:00:00Z",
+        "payload": {"text": f"hello {seq}"},
+    }
+    if type_ == "session/start":
+        body["payload"] = {"cwd": "/work/a"}
+    body.update(fields)
+    return orjson.dumps(body)
+
+
+def count(db: Path, sql: str) -> int:
+    conn = sqlite3.connect(db)
+    try:
+        return int(conn.execute(sql).fetchone()[0])
+    finally:
+        conn.close()
+
+
+# -- the actor, with a real writer ------------------------------------------------------
+
+
+@pytest.fixture
+async def writer(tmp_path: Path) -> AsyncIterator[SqliteIndexWriter]:
+    async with await SqliteIndexWriter.open(tmp_path / "index.sqlite") as w:
+        yield w
+
+
+async def test_actor_batches_and_dead_letters(writer: SqliteIndexWriter) -> None:
+    dead: list[Rejected] = []
+
+    async def sink(r: Rejected) -> None:
+        dead.append(r)
+
+    actor = IngestActor(writer, dead_letter=sink, batch_size=3, batch_ms=1000)
+    bodies = [event("s", 1, "session/start"), b"{", *(event("s", n) for n in range(2, 7))]
+    for i, body in enumerate(bodies, start=1):
+        await actor.put(IngestItem(i, body))
+    actor.stop()
+    await actor.run()  # drains the mailbox, then returns
+    stats = actor.stats
+    assert (stats.applied, stats.dead_lettered, stats.last_stream_seq) == (6, 1, 7)
+    assert stats.batches == 3  # 7 items in batches of at most 3
+    assert [r.stream_seq for r in dead] == [2]
+    assert await writer.last_stream_seq() == 7
+
+
+async def test_actor_put_waits_for_room(writer: SqliteIndexWriter) -> None:
+    async def sink(r: Rejected) -> None:
+        pass
+
+    actor = IngestActor(writer, dead_letter=sink, mailbox_size=2)
+    await actor.put(IngestItem(1, event("s", 1, "session/start")))
+    await actor.put(IngestItem(2, event("s", 2)))
+    blocked = asyncio.create_task(actor.put(IngestItem(3, event("s", 3))))
+    await asyncio.sleep(0.05)
+    assert not blocked.done()  # the mailbox is full: the producer waits
+    runner = asyncio.create_task(actor.run())
+    await blocked
+    await actor.wait_applied(3)
+    actor.stop()
+    await runner
+    assert actor.stats.applied == 3
+
+
+class FlakyWriter:
+    """A writer whose first applies fail: the fault the actor must survive."""
+
+    def __init__(self, inner: SqliteIndexWriter, failures: int) -> None:
+        self.inner = inner
+        self.failures = failures
+        self.calls = 0
+
+    async def last_stream_seq(self) -> int:
+        return await self.inner.last_stream_seq()
+
+    async def apply(self, items: Sequence[IngestItem]) -> ApplyResult:
+        self.calls += 1
+        if self.calls <= self.failures:
+            raise sqlite3.OperationalError("database is locked")
+        return await self.inner.apply(items)
+
+    async def purge(
+        self, *, session_ids: Sequence[str] = (), older_than_ms: int | None = None
+    ) -> int:
+        return await self.inner.purge(session_ids=session_ids, older_than_ms=older_than_ms)
+
+
+async def test_actor_retries_a_failed_batch(writer: SqliteIndexWriter, tmp_path: Path) -> None:
+    async def sink(r: Rejected) -> None:
+        pass
+
+    flaky = FlakyWriter(writer, failures=2)
+    actor = IngestActor(flaky, dead_letter=sink)
+    await actor.put(IngestItem(1, event("s", 1, "session/start")))
+    actor.stop()
+    await actor.run()
+    assert flaky.calls == 3
+    assert actor.stats.apply_failures == 2 and actor.stats.applied == 1
+    assert count(tmp_path / "index.sqlite", "SELECT count(*) FROM events") == 1
+
+
+async def test_a_failing_dead_letter_sink_does_not_stop_ingestion(
+    writer: SqliteIndexWriter,
+) -> None:
+    async def sink(r: Rejected) -> None:
+        raise ConnectionError("nats down")
+
+    actor = IngestActor(writer, dead_letter=sink)
+    for i, body in enumerate([b"x", event("s", 1, "session/start")], start=1):
+        await actor.put(IngestItem(i, body))
+    actor.stop()
+    await actor.run()
+    assert actor.stats.dead_letter_failures == 1 and actor.stats.applied == 1
+
+
+# -- JetStream end to end ---------------------------------------------------------------
+
+
+async def test_ensure_stream_creates_once_and_keeps_an_existing_one(
+    nc: NATS, subjects: Subjects
+) -> None:
+    js = nc.jetstream()
+    await ensure_events_stream(js, subjects)
+    info = await js.stream_info(subjects.events_stream)
+    assert info.config.subjects == [subjects.events_wildcard]
+    assert info.config.storage == StorageType.FILE
+    await js.publish(subjects.events("s"), b"kept")
+    await ensure_events_stream(js, subjects)  # does not clobber
+    assert (await js.stream_info(subjects.events_stream)).state.messages == 1
+    await js.delete_stream(subjects.events_stream)
+
+
+async def run_consumer(
+    nc: NATS, writer: SqliteIndexWriter, subjects: Subjects
+) -> tuple[EventConsumer, asyncio.Task[None]]:
+    consumer = EventConsumer(nc, writer, subjects=subjects, batch_ms=10, fetch_timeout_s=0.2)
+    return consumer, asyncio.create_task(consumer.run())
+
+
+async def test_good_events_land_and_bad_ones_are_dead_lettered(
+    nc: NATS, subjects: Subjects, tmp_path: Path
+) -> None:
+    js = nc.jetstream()
+    await ensure_events_stream(js, subjects)
+    dead: list[Msg] = []
+    got_all = asyncio.Event()
+
+    async def on_dead(msg: Msg) -> None:
+        dead.append(msg)
+        if len(dead) == 6:
+            got_all.set()
+
+    await nc.subscribe(subjects.deadletter, cb=on_dead)
+    await nc.flush()
+
+    oversized = event("s-a", 4, payload={"text": "x" * 2000})
+    published: list[tuple[str, bytes]] = [
+        ("s-a", event("s-a", 1, "session/start")),
+        ("s-a", event("s-a", 2)),
+        ("s-a", b"not json at all"),
+        ("s-a", event("s-a", 3, seq="3")),  # wrong type
+        ("s-a", event("s-a", 3, surface="robot")),  # closed set
+        ("s-a", event("s-a", 3)),
+        ("s-a", event("s-a", 9)),  # gap
+        ("s-b", event("s-b", 2)),  # unknown session
+        ("s-a", oversized),
+        ("s-a", event("s-a", 2)),  # duplicate: no-op, not dead-lettered
+        ("s-a", event("s-a", 4, "session/end")),
+    ]
+    for session_id, body in published:
+        await js.publish(subjects.events(session_id), body)
+
+    db = tmp_path / "index.sqlite"
+    async with await SqliteIndexWriter.open(db, max_event_bytes=1024) as writer:
+        consumer, task = await run_consumer(nc, writer, subjects)
+        await asyncio.wait_for(consumer.actor.wait_applied(len(published)), 20)
+        await asyncio.wait_for(got_all.wait(), 20)
+        consumer.stop()
+        await task
+        stats = consumer.actor.stats
+
+    assert (stats.applied, stats.duplicates, stats.dead_lettered) == (4, 1, 6)
+    assert count(db, "SELECT count(*) FROM events WHERE session_id = 's-a'") == 4
+    assert count(db, "SELECT availability = 'persisted' FROM sessions") == 1
+    reasons = {
+        int(m.headers[STREAM_SEQ_HEADER]): m.headers[REASON_HEADER] for m in dead if m.headers
+    }
+    assert reasons[3].startswith("invalid JSON: ")
+    assert reasons[4].startswith("contract violation: seq: ")
+    assert "surface must be one of" in reasons[5]
+    assert reasons[7] == "gap in session s-a: expected seq 4, got 9"
+    assert reasons[8].startswith("unknown session s-b")
+    assert reasons[9].startswith(f"oversized: {len(oversized)} bytes > limit 1024 bytes")
+    # The original body travels with its reason.
+    assert {m.data for m in dead} == {published[i - 1][1] for i in reasons}
+    assert check_integrity(db) == []
+    await js.delete_stream(subjects.events_stream)
+
+
+async def test_resumes_from_the_stored_stream_seq(
+    nc: NATS, subjects: Subjects, tmp_path: Path
+) -> None:
+    js = nc.jetstream()
+    await ensure_events_stream(js, subjects)
+    db = tmp_path / "index.sqlite"
+    await js.publish(subjects.events("s"), event("s", 1, "session/start"))
+    await js.publish(subjects.events("s"), event("s", 2))
+    async with await SqliteIndexWriter.open(db) as writer:
+        consumer, task = await run_consumer(nc, writer, subjects)
+        await asyncio.wait_for(consumer.actor.wait_applied(2), 20)
+        consumer.stop()
+        await task
+    await js.publish(subjects.events("s"), event("s", 3))
+    async with await SqliteIndexWriter.open(db) as writer:
+        consumer, task = await run_consumer(nc, writer, subjects)
+        await asyncio.wait_for(consumer.actor.wait_applied(3), 20)
+        consumer.stop()
+        await task
+        # Only the new message was delivered: nothing was replayed as a duplicate.
+        assert (consumer.actor.stats.applied, consumer.actor.stats.duplicates) == (1, 0)
+    assert count(db, "SELECT count(*) FROM events") == 3
+    await js.delete_stream(subjects.events_stream)
+
+
+async def test_a_lost_consumer_is_recreated_from_the_last_sequence(
+    nc: NATS, subjects: Subjects, tmp_path: Path
+) -> None:
+    js = nc.jetstream()
+    await ensure_events_stream(js, subjects)
+    db = tmp_path / "index.sqlite"
+    await js.publish(subjects.events("s"), event("s", 1, "session/start"))
+    async with await SqliteIndexWriter.open(db) as writer:
+        consumer, task = await run_consumer(nc, writer, subjects)
+        await asyncio.wait_for(consumer.actor.wait_applied(1), 20)
+        # The server forgets the consumer (as after a restart of a memory consumer).
+        names = [c.name async for c in _consumers(js, subjects.events_stream)]
+        assert len(names) == 1
+        await js.delete_consumer(subjects.events_stream, names[0])
+        for n in range(2, 6):
+            await js.publish(subjects.events("s"), event("s", n))
+        await asyncio.wait_for(consumer.actor.wait_applied(5), 30)
+        consumer.stop()
+        await task
+        assert consumer.consumers_created >= 2
+    assert count(db, "SELECT count(*) FROM events") == 5
+    await js.delete_stream(subjects.events_stream)
+
+
+async def _consumers(js: Any, stream: str) -> AsyncIterator[Any]:
+    for info in await js.consumers_info(stream):
+        yield info

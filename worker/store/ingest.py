@@ -1,0 +1,205 @@
+"""The ingest actor: a bounded mailbox of stream messages, applied in batches.
+
+Pure asyncio (no nats import): the JetStream binding in ``worker.runtime.ingest_consumer``
+feeds the mailbox and supplies the dead-letter sink. A batch is up to ``batch_size`` items,
+or what arrived within ``batch_ms`` after its first item. A failed apply (the database was
+busy, the disk was full) is retried with backoff: the writer rolled the batch back, and no
+item may be skipped.
+
+Dead letters are sent after their batch committed. A crash between the commit and the send
+loses those dead letters (the index itself is exact); a replay never sends them twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, replace
+from typing import Final
+
+import structlog
+
+from worker.store.protocol import IngestItem, Rejected, SessionIndexWriter
+
+log = structlog.get_logger(__name__)
+
+DeadLetterSink = Callable[[Rejected], Awaitable[None]]
+
+_RETRY_FIRST_S: Final = 0.05
+_RETRY_MAX_S: Final = 5.0
+
+
+@dataclass(frozen=True, slots=True)
+class IngestStats:
+    applied: int = 0
+    duplicates: int = 0
+    dead_lettered: int = 0
+    dead_letter_failures: int = 0
+    batches: int = 0
+    apply_failures: int = 0
+    last_stream_seq: int = 0
+
+
+class IngestActor:
+    """Drains its mailbox into the writer. ``put`` waits for room (backpressure)."""
+
+    def __init__(
+        self,
+        writer: SessionIndexWriter,
+        *,
+        dead_letter: DeadLetterSink,
+        mailbox_size: int = 5000,
+        batch_size: int = 500,
+        batch_ms: int = 50,
+        progress_every_s: float = 10.0,
+    ) -> None:
+        if batch_size < 1 or mailbox_size < 1:
+            raise ValueError("batch_size and mailbox_size must be at least 1")
+        self._writer = writer
+        self._dead_letter = dead_letter
+        self.mailbox: asyncio.Queue[IngestItem] = asyncio.Queue(maxsize=mailbox_size)
+        self._batch_size = batch_size
+        self._batch_s = batch_ms / 1000
+        self._progress_every_s = progress_every_s
+        self._stats = IngestStats()
+        self._stopping = asyncio.Event()
+        self._progress = asyncio.Condition()
+
+    @property
+    def stats(self) -> IngestStats:
+        return self._stats
+
+    async def put(self, item: IngestItem) -> None:
+        await self.mailbox.put(item)
+
+    def stop(self) -> None:
+        """Ask ``run`` to return once the mailbox is drained."""
+        self._stopping.set()
+
+    async def start_from_writer(self) -> int:
+        """Adopt the writer's stored stream sequence; returns the next one to consume."""
+        last = await self._writer.last_stream_seq()
+        if last > self._stats.last_stream_seq:
+            self._stats = replace(self._stats, last_stream_seq=last)
+        return last + 1
+
+    async def wait_applied(self, stream_seq: int) -> None:
+        """Return once every stream sequence through ``stream_seq`` has been applied."""
+        async with self._progress:
+            await self._progress.wait_for(lambda: self._stats.last_stream_seq >= stream_seq)
+
+    async def run(self) -> None:
+        last_log = time.monotonic()
+        logged = self._stats
+        while True:
+            batch = await self._next_batch()
+            if not batch:
+                log.info("ingest stopped", **_fields(self._stats))
+                return
+            await self._apply(batch)
+            now = time.monotonic()
+            if now - last_log >= self._progress_every_s:
+                rate = (self._stats.applied - logged.applied) / (now - last_log)
+                log.info("ingest progress", rate_per_s=round(rate), **_fields(self._stats))
+                last_log, logged = now, self._stats
+
+    async def _next_batch(self) -> list[IngestItem]:
+        first = await self._get(None)
+        if first is None:
+            return []
+        batch = [first]
+        deadline = asyncio.get_running_loop().time() + self._batch_s
+        while len(batch) < self._batch_size:
+            try:
+                batch.append(self.mailbox.get_nowait())
+                continue
+            except asyncio.QueueEmpty:
+                pass
+            remaining = deadline - asyncio.get_running_loop().time()
+            if remaining <= 0 or self._stopping.is_set():
+                break
+            item = await self._get(remaining)
+            if item is None:
+                break
+            batch.append(item)
+        return batch
+
+    async def _get(self, wait_s: float | None) -> IngestItem | None:
+        """The next item; None on timeout, or when stopping and the mailbox is empty."""
+        try:
+            return self.mailbox.get_nowait()
+        except asyncio.QueueEmpty:
+            if self._stopping.is_set():
+                return None
+        getter = asyncio.ensure_future(self.mailbox.get())
+        stopper = asyncio.ensure_future(self._stopping.wait())
+        try:
+            await asyncio.wait(
+                {getter, stopper}, timeout=wait_s, return_when=asyncio.FIRST_COMPLETED
+            )
+        finally:
+            stopper.cancel()
+            if not getter.done():
+                # A cancelled get leaves its item in the queue.
+                getter.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await getter
+        if getter.done() and not getter.cancelled():
+            return getter.result()
+        return None
+
+    async def _apply(self, batch: list[IngestItem]) -> None:
+        delay = _RETRY_FIRST_S
+        while True:
+            try:
+                result = await self._writer.apply(batch)
+                break
+            except Exception:
+                self._stats = replace(self._stats, apply_failures=self._stats.apply_failures + 1)
+                log.exception(
+                    "ingest batch failed; retrying",
+                    first_stream_seq=batch[0].stream_seq,
+                    size=len(batch),
+                    retry_in_s=delay,
+                )
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, _RETRY_MAX_S)
+        sent = failed = 0
+        for rejected in result.rejected:
+            try:
+                await self._dead_letter(rejected)
+                sent += 1
+            except Exception:
+                failed += 1
+                log.exception(
+                    "dead letter not delivered",
+                    stream_seq=rejected.stream_seq,
+                    reason=rejected.reason,
+                )
+            else:
+                log.warning(
+                    "event dead-lettered", stream_seq=rejected.stream_seq, reason=rejected.reason
+                )
+        s = self._stats
+        self._stats = IngestStats(
+            applied=s.applied + result.applied,
+            duplicates=s.duplicates + result.duplicates,
+            dead_lettered=s.dead_lettered + sent,
+            dead_letter_failures=s.dead_letter_failures + failed,
+            batches=s.batches + 1,
+            apply_failures=s.apply_failures,
+            last_stream_seq=max(s.last_stream_seq, result.last_stream_seq),
+        )
+        async with self._progress:
+            self._progress.notify_all()
+
+
+def _fields(stats: IngestStats) -> dict[str, int]:
+    return {
+        "applied": stats.applied,
+        "duplicates": stats.duplicates,
+        "dead_lettered": stats.dead_lettered,
+        "last_stream_seq": stats.last_stream_seq,
+    }
