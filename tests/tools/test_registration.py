@@ -1,0 +1,69 @@
+"""register_tools: the five tools, their schemas, execution modes and the prompt section."""
+
+from __future__ import annotations
+
+import json
+
+from contracts.subjects import SEARCH_TOOLS, TOOL_NAMES
+from worker.tools import ToolSet, register_tools
+from worker.tools.definitions import ToolDefinition
+
+from tests.tools.fakes import FakeService
+
+
+def tool_set() -> ToolSet:
+    return register_tools(FakeService())
+
+
+def test_registration_exposes_the_five_tools_read_only() -> None:
+    tools = tool_set()
+    assert tuple(tool.name for tool in tools.tools) == TOOL_NAMES
+    assert all(tool.read_only for tool in tools.tools)
+
+
+def test_exclusive_search_and_parallel_exact_read_classification() -> None:
+    modes = {tool.name: tool.execution for tool in tool_set().tools}
+    assert {name for name, mode in modes.items() if mode == "exclusive"} == SEARCH_TOOLS
+    assert modes["session_trace"] == modes["session_event_trace"] == "parallel"
+    assert modes["session_event_read"] == "parallel"
+
+
+def test_schemas_describe_every_field_and_expose_no_cursor() -> None:
+    for tool in tool_set().tools:
+        schema = tool.input_schema
+        assert schema["type"] == "object" and schema["additionalProperties"] is False
+        for name, prop in schema["properties"].items():
+            assert prop.get("description"), f"{tool.name}.{name} has no description"
+        text = json.dumps(schema)
+        for word in ("cursor", "offset", "page_size", "limit", "cwd"):
+            assert f'"{word}"' not in text
+        assert tool.description
+
+
+def test_schema_required_fields() -> None:
+    required = {tool.name: tool.input_schema.get("required", []) for tool in tool_set().tools}
+    assert required["session_search"] == ["query"]
+    assert required["session_event_search"] == ["query"]
+    assert required["session_trace"] == []
+    assert required["session_event_trace"] == ["seq"]
+    assert required["session_event_read"] == ["seq"]
+
+
+def test_schema_timestamps_are_strings() -> None:
+    tool = tool_set().get("session_search")
+    assert isinstance(tool, ToolDefinition)
+    created = tool.input_schema["properties"]["created_after"]
+    assert {"type": "string", "format": "date-time"} in created["anyOf"]
+
+
+def test_prompt_section_teaches_search_then_trace_and_read() -> None:
+    prompt = tool_set().prompt_section
+    for name in TOOL_NAMES:
+        assert name in prompt
+    assert prompt.index("session_search") < prompt.index("session_event_read")
+    assert len(prompt) < 2000  # concise
+
+
+def test_disposable_registration_is_independent() -> None:
+    first, second = register_tools(FakeService()), register_tools(FakeService())
+    assert first.tools[0].run is not second.tools[0].run
