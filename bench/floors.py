@@ -186,22 +186,38 @@ def fts_match(query: Query) -> str:
     return f'ws:"{schema.workspace_token(query.cwd)}" AND body:({compile_query(query.text)})'
 
 
+class RawFts:
+    """The floor query on one plain sqlite3 connection of the index."""
+
+    def __init__(self, db_path: Path) -> None:
+        self.conn = schema.connect(str(db_path))
+
+    def query(self, query: Query) -> tuple[float, int]:
+        """(seconds, rows) of one run; the MATCH text is built outside the timing."""
+        match = fts_match(query)
+        t0 = time.perf_counter()
+        rows = len(self.conn.execute(RAW_FTS_SQL, (match,)).fetchall())
+        return time.perf_counter() - t0, rows
+
+    def close(self) -> None:
+        self.conn.close()
+
+
 def raw_fts(db_path: Path, queries: Sequence[Query], *, rounds: int = 1) -> dict[str, Any]:
-    """Run each query ``rounds`` times on one connection; one latency sample per run."""
-    conn = schema.connect(str(db_path))
+    """Run each query ``rounds`` times; one latency sample per run."""
+    fts = RawFts(db_path)
     samples: list[float] = []
     rows = 0
     try:
-        for query in queries[: min(len(queries), 3)]:  # warm the page cache
-            conn.execute(RAW_FTS_SQL, (fts_match(query),)).fetchall()
+        for query in queries[:3]:  # warm the page cache
+            fts.query(query)
         for _ in range(rounds):
             for query in queries:
-                match = fts_match(query)
-                t0 = time.perf_counter()
-                rows += len(conn.execute(RAW_FTS_SQL, (match,)).fetchall())
-                samples.append(time.perf_counter() - t0)
+                seconds, found = fts.query(query)
+                samples.append(seconds)
+                rows += found
     finally:
-        conn.close()
+        fts.close()
     return {"latency_ms": asdict(Latency.of(samples)), "rows": rows, "samples": samples}
 
 

@@ -141,6 +141,19 @@ def result_dict(
     }
 
 
+def checks_of(result: dict[str, Any]) -> list[Check | Absolute]:
+    """The checks of a result dict, rebuilt for printing."""
+    checks: list[Check | Absolute] = []
+    for c in result["checks"]:
+        if "floor" in c:
+            checks.append(
+                Check(c["name"], c["measured"], c["floor"], c["unit"], c["kind"], c["target"])
+            )
+        else:
+            checks.append(Absolute(c["name"], c["measured"], c["unit"], c["kind"], c["target"]))
+    return checks
+
+
 def write_result(result: dict[str, Any], out_dir: Path | None = None) -> Path:
     directory = out_dir or OUT_DIR
     directory.mkdir(parents=True, exist_ok=True)
