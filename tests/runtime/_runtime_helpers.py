@@ -1,0 +1,189 @@
+"""Helpers for the runtime tests: a small configurable ToolSet and request plumbing.
+
+The tools here stand in for the real ones so the lanes can be tested on their own: they
+record when they start and end, can hold until released or cancelled, produce text of a
+given size, and fail on request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+from nats.aio.client import Client as NATS
+from nats.aio.msg import Msg
+
+from contracts.envelope import Execution
+from contracts.errors import ErrorCode
+from contracts.subjects import Subjects
+from worker.runtime.config import WorkerConfig
+from worker.signals import DeadlineExceeded, ExecutionSignal
+from worker.tools.definitions import ToolDefinition, ToolError, ToolSet
+
+SEARCHES = ("session_search", "session_event_search")
+EXACT = ("session_trace", "session_event_trace", "session_event_read")
+
+
+@dataclass
+class Recorder:
+    """What the test tools saw; shared by every tool of one ToolSet."""
+
+    label: str = "w"
+    started: list[str] = field(default_factory=list)
+    finished: list[str] = field(default_factory=list)
+    running: int = 0
+    max_running: dict[str, int] = field(default_factory=dict)
+    release: asyncio.Event = field(default_factory=asyncio.Event)
+    started_event: asyncio.Event = field(default_factory=asyncio.Event)
+    barrier: asyncio.Barrier | None = None
+    echo_started: bool = False  # print STARTED lines (for the subprocess worker)
+
+    async def wait_started(self, tag: str, timeout: float = 10.0) -> None:
+        async with asyncio.timeout(timeout):
+            while tag not in self.started:
+                self.started_event.clear()
+                await self.started_event.wait()
+
+    async def wait_started_count(self, count: int, timeout: float = 10.0) -> None:
+        async with asyncio.timeout(timeout):
+            while len(self.started) < count:
+                self.started_event.clear()
+                await self.started_event.wait()
+
+
+async def _abortable(signal: ExecutionSignal, awaitable: Any) -> None:
+    """Await ``awaitable`` unless the signal fires first; then raise like a real tool."""
+    task = asyncio.ensure_future(awaitable)
+    aborted = asyncio.ensure_future(signal.wait())
+    try:
+        await asyncio.wait({task, aborted}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        task.cancel()
+        aborted.cancel()
+    if signal.error is not None:
+        if isinstance(signal.error, DeadlineExceeded):
+            raise ToolError(ErrorCode.TIMEOUT, "The search deadline passed.")
+        raise ToolError(ErrorCode.CANCELLED, signal.error.reason)
+
+
+def make_tool(name: str, recorder: Recorder) -> ToolDefinition:
+    mode = "exclusive" if name in SEARCHES else "parallel"
+
+    async def run(args: Mapping[str, Any], execution: Execution, signal: ExecutionSignal) -> str:
+        tag = str(args.get("tag", ""))
+        recorder.started.append(tag)
+        recorder.running += 1
+        recorder.max_running[mode] = max(recorder.max_running.get(mode, 0), recorder.running)
+        recorder.started_event.set()
+        if recorder.echo_started:
+            print(f"STARTED {tag}", flush=True)
+        try:
+            if args.get("raise") == "internal":
+                raise RuntimeError("secret internal detail: /var/db/index.sqlite locked")
+            if args.get("raise") == "tool_error":
+                raise ToolError(ErrorCode.NOT_FOUND, "No such session in this workspace.")
+            if args.get("barrier") and recorder.barrier is not None:
+                await _abortable(signal, recorder.barrier.wait())
+            hold_in = args.get("hold_in")
+            if args.get("hold") or (hold_in is not None and hold_in == recorder.label):
+                await _abortable(signal, recorder.release.wait())
+            if sleep := args.get("sleep"):
+                await _abortable(signal, asyncio.sleep(float(sleep)))
+            if size := args.get("size"):
+                return text_of_size(int(size))
+            return f"{name} {tag} by {recorder.label}"
+        finally:
+            recorder.running -= 1
+            recorder.finished.append(tag)
+
+    return ToolDefinition(
+        name=name,
+        description=f"test stand-in for {name}",
+        input_schema={"type": "object", "properties": {"tag": {"type": "string"}}},
+        execution=mode,
+        run=run,
+    )
+
+
+def make_toolset(recorder: Recorder) -> ToolSet:
+    names = (*SEARCHES, *EXACT)
+    return ToolSet(
+        tools=tuple(make_tool(n, recorder) for n in names), prompt_section="test prompt"
+    )
+
+
+def text_of_size(size: int) -> str:
+    """Numbered lines of ASCII (with one multi-byte char per line), exactly ``size`` bytes."""
+    lines: list[str] = []
+    total = 0
+    n = 0
+    while total < size:
+        line = f"line {n:06d} é {'x' * 80}\n"
+        lines.append(line)
+        total += len(line.encode())
+        n += 1
+    data = "".join(lines).encode()[:size]
+    return data.decode("utf-8", errors="ignore")
+
+
+def config_for(subjects: Subjects, tmp_path: Path, **over: Any) -> WorkerConfig:
+    values: dict[str, Any] = {
+        "db_path": tmp_path / f"index-{uuid.uuid4().hex[:6]}.sqlite",
+        "subjects": subjects,
+        "parallel_pool_size": 4,
+        "parallel_queue_size": 4,
+        "search_ack_wait_ms": 5_000,
+        "shutdown_grace_ms": 10_000,
+    }
+    values.update(over)
+    return WorkerConfig(**values)
+
+
+def body(
+    request_id: str | None = None,
+    *,
+    deadline_ms: int | None = None,
+    session_id: str = "s-caller",
+    **arguments: Any,
+) -> bytes:
+    execution: dict[str, Any] = {"agent": {"session_id": session_id}}
+    if deadline_ms is not None:
+        execution["deadline_ms"] = deadline_ms
+    return orjson.dumps(
+        {
+            "request_id": request_id or new_id(),
+            "execution": execution,
+            "arguments": arguments,
+        }
+    )
+
+
+def new_id() -> str:
+    return "r-" + uuid.uuid4().hex[:16]
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+async def call(
+    nc: NATS, subjects: Subjects, tool: str, data: bytes, timeout: float = 15.0
+) -> tuple[dict[str, Any], Msg]:
+    msg = await nc.request(subjects.tool(tool), data, timeout=timeout)
+    return orjson.loads(msg.data), msg
+
+
+async def cancel(nc: NATS, subjects: Subjects, request_id: str, reason: str) -> None:
+    await nc.publish(subjects.cancel, orjson.dumps({"request_id": request_id, "reason": reason}))
+    await nc.flush()
+
+
+def python() -> str:
+    return sys.executable

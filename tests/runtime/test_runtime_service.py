@@ -1,0 +1,150 @@
+"""The micro service: discovery, manifest, each tool over a plain NATS request, replies."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import orjson
+import pytest
+from nats.aio.client import Client as NATS
+
+from contracts.errors import MICRO_STATUS, TOOL_FAILED_MESSAGE, ErrorCode
+from contracts.subjects import SERVICE_NAME, TOOL_NAMES, Subjects
+from worker.runtime.worker import Worker
+from tests.runtime._runtime_helpers import Recorder, body, call, config_for, make_toolset
+
+
+@pytest.fixture
+async def worker(nc: NATS, subjects: Subjects, tmp_path: Path) -> AsyncIterator[Worker]:
+    w = await Worker.start(
+        nc, config_for(subjects, tmp_path), tools=make_toolset(Recorder()), index=False
+    )
+    try:
+        yield w
+    finally:
+        await w.stop()
+
+
+async def _all_answers(nc: NATS, subject: str) -> list[dict[str, object]]:
+    # $SRV.* subjects are shared by every test's services: collect all, pick ours.
+    inbox = nc.new_inbox()
+    sub = await nc.subscribe(inbox)
+    await nc.publish(subject, b"", reply=inbox)
+    answers = []
+    try:
+        while True:
+            msg = await sub.next_msg(timeout=0.5)
+            answers.append(json.loads(msg.data))
+    except TimeoutError:
+        pass
+    finally:
+        await sub.unsubscribe()
+    return answers
+
+
+async def test_each_tool_answers_a_plain_nats_request(nc: NATS, worker: Worker) -> None:
+    subjects = worker.config.subjects
+    for tool in TOOL_NAMES:
+        reply, msg = await call(nc, subjects, tool, body("r-each-" + tool, tag="t1"))
+        assert reply == {
+            "request_id": "r-each-" + tool,
+            "status": "ok",
+            "content": f"{tool} t1 by w",
+        }
+        assert not (msg.headers or {}).get("Nats-Service-Error")
+
+
+async def test_ping_info_stats_discover_the_service_with_tool_metadata(
+    nc: NATS, worker: Worker
+) -> None:
+    assert worker.service is not None
+    sid = worker.service.id
+    pings = await _all_answers(nc, f"$SRV.PING.{SERVICE_NAME}")
+    assert any(p["id"] == sid and p["name"] == SERVICE_NAME for p in pings)
+
+    msg = await nc.request(f"$SRV.INFO.{SERVICE_NAME}.{sid}", b"", timeout=5)
+    info = json.loads(msg.data)
+    endpoints = {e["name"]: e for e in info["endpoints"]}
+    subjects = worker.config.subjects
+    for tool in TOOL_NAMES:
+        assert endpoints[tool]["subject"] == subjects.tool(tool)
+        assert endpoints[tool]["metadata"]["read_only"] == "true"
+    assert endpoints["session_search"]["metadata"]["execution"] == "exclusive"
+    assert endpoints["session_event_search"]["metadata"]["execution"] == "exclusive"
+    assert endpoints["session_event_read"]["metadata"]["execution"] == "parallel"
+    assert endpoints["manifest"]["subject"] == subjects.manifest
+
+    await call(nc, subjects, "session_trace", body(tag="x"))
+    msg = await nc.request(f"$SRV.STATS.{SERVICE_NAME}.{sid}", b"", timeout=5)
+    stats = {e["name"]: e for e in json.loads(msg.data)["endpoints"]}
+    assert stats["session_trace"]["num_requests"] == 1
+
+
+async def test_manifest_lists_tools_schemas_modes_and_prompt(nc: NATS, worker: Worker) -> None:
+    msg = await nc.request(worker.config.subjects.manifest, b"", timeout=5)
+    manifest = orjson.loads(msg.data)
+    assert manifest["prompt_section"] == "test prompt"
+    tools = {t["name"]: t for t in manifest["tools"]}
+    assert set(tools) == set(TOOL_NAMES)
+    for tool in tools.values():
+        assert set(tool) == {"name", "description", "input_schema", "execution", "read_only"}
+        assert tool["read_only"] is True
+        assert tool["input_schema"]["type"] == "object"
+    assert tools["session_search"]["execution"] == "exclusive"
+    assert tools["session_trace"]["execution"] == "parallel"
+
+
+@pytest.mark.parametrize("tool", ["session_search", "session_event_read"])
+async def test_a_bad_envelope_is_invalid_arguments_with_micro_headers(
+    nc: NATS, worker: Worker, tool: str
+) -> None:
+    subjects = worker.config.subjects
+    bad = orjson.dumps({"request_id": "r-bad", "execution": {"deadline_ms": -5}})
+    reply, msg = await call(nc, subjects, tool, bad)
+    assert reply["status"] == "error"
+    assert reply["request_id"] == "r-bad"
+    assert reply["error"]["code"] == ErrorCode.INVALID_ARGUMENTS
+    assert "execution.deadline_ms" in reply["error"]["message"]
+    assert msg.headers is not None
+    assert msg.headers["Nats-Service-Error-Code"] == "400"
+    assert msg.headers["Nats-Service-Error"] == reply["error"]["message"]
+
+    reply, _ = await call(nc, subjects, tool, b"not json {")
+    assert reply == {
+        "request_id": "",
+        "status": "error",
+        "error": {"code": "SESSION_QUERY_INVALID_ARGUMENTS", "message": reply["error"]["message"]},
+    }
+    # An invalid id is not echoed back.
+    reply, _ = await call(nc, subjects, tool, orjson.dumps({"request_id": "bad id!"}))
+    assert reply["request_id"] == ""
+
+
+@pytest.mark.parametrize("tool", ["session_event_search", "session_event_trace"])
+async def test_internal_failures_never_reach_the_reply(
+    nc: NATS, worker: Worker, tool: str
+) -> None:
+    subjects = worker.config.subjects
+    reply, msg = await call(nc, subjects, tool, body("r-int", raise_="x", **{"raise": "internal"}))
+    assert reply == {
+        "request_id": "r-int",
+        "status": "error",
+        "error": {"code": ErrorCode.TOOL_FAILED.value, "message": TOOL_FAILED_MESSAGE},
+    }
+    assert b"secret" not in msg.data and b"sqlite" not in msg.data
+    assert msg.headers is not None
+    assert "secret" not in str(msg.headers)
+    assert msg.headers["Nats-Service-Error-Code"] == MICRO_STATUS[ErrorCode.TOOL_FAILED]
+
+
+async def test_tool_errors_pass_through_with_their_code(nc: NATS, worker: Worker) -> None:
+    subjects = worker.config.subjects
+    reply, msg = await call(nc, subjects, "session_trace", body("r-nf", **{"raise": "tool_error"}))
+    assert reply["error"] == {
+        "code": "SESSION_QUERY_NOT_FOUND",
+        "message": "No such session in this workspace.",
+    }
+    assert msg.headers is not None
+    assert msg.headers["Nats-Service-Error-Code"] == "404"

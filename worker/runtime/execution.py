@@ -1,0 +1,94 @@
+"""Running one tool request: the same steps for both lanes.
+
+Run the tool under its signal, map every outcome to a reply (ToolError as it is; an abort
+with its exact reason; anything else as the fixed TOOL_FAILED, logged with its cause), and
+pass a success through the spill step. Internal error text never reaches a reply.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import structlog
+from nats.aio.client import Client as NATS
+from nats.errors import MaxPayloadError
+
+from contracts.envelope import ToolRequest
+from contracts.errors import ErrorCode
+from worker.runtime import replies
+from worker.runtime.logs import request_context
+from worker.runtime.replies import EncodedReply
+from worker.runtime.spill import Spiller
+from worker.signals import DeadlineExceeded, ExecutionAborted, ExecutionSignal
+from worker.tools.definitions import ToolDefinition, ToolError
+
+log = structlog.get_logger("worker.runtime.execution")
+
+
+def aborted_reply(request_id: str, error: ExecutionAborted, *, started: bool) -> EncodedReply:
+    if isinstance(error, DeadlineExceeded):
+        message = replies.RUN_TIMEOUT_MESSAGE if started else replies.QUEUE_TIMEOUT_MESSAGE
+        return replies.error(request_id, ErrorCode.TIMEOUT, message)
+    return replies.error(request_id, ErrorCode.CANCELLED, error.reason)
+
+
+@dataclass(frozen=True, slots=True)
+class Executor:
+    spiller: Spiller
+
+    async def execute(
+        self, tool: ToolDefinition, request: ToolRequest, signal: ExecutionSignal
+    ) -> EncodedReply:
+        """The reply for ``request``. Never raises (except task cancellation)."""
+        # Every line logged while serving it, in any layer, carries request_id and tool.
+        with request_context(request_id=request.request_id, tool=tool.name):
+            return await self._execute(tool, request, signal)
+
+    async def _execute(
+        self, tool: ToolDefinition, request: ToolRequest, signal: ExecutionSignal
+    ) -> EncodedReply:
+        rid = request.request_id
+        bound = log.bind(request_id=rid, tool=tool.name)
+        if signal.error is not None:
+            bound.info("not started", reason=signal.error.reason)
+            return aborted_reply(rid, signal.error, started=False)
+        started = time.perf_counter()
+        try:
+            text = await tool.run(request.arguments, request.execution, signal)
+        except ToolError as exc:
+            reply = replies.error(rid, exc.code, exc.message)
+            bound.info("tool error", code=exc.code.value, ms=_ms(started))
+            return reply
+        except ExecutionAborted as exc:
+            bound.info("aborted", reason=exc.reason, ms=_ms(started))
+            return aborted_reply(rid, exc, started=True)
+        except Exception:
+            bound.exception("tool failed", ms=_ms(started))
+            return replies.tool_failed(rid)
+        finally:
+            signal.close()
+        # A result that lands after a cancel is still a cancelled execution.
+        if signal.error is not None and not isinstance(signal.error, DeadlineExceeded):
+            return aborted_reply(rid, signal.error, started=True)
+        try:
+            reply = await self.spiller.reply(rid, text)
+        except Exception:
+            bound.exception("spill failed")
+            return replies.tool_failed(rid)
+        bound.info("ok", ms=_ms(started), spilled=reply.spilled)
+        return reply
+
+
+def _ms(started: float) -> float:
+    return round((time.perf_counter() - started) * 1000, 2)
+
+
+async def send(nc: NATS, subject: str, reply: EncodedReply, *, request_id: str) -> None:
+    """Publish ``reply``; on a payload the server refuses, send TOOL_FAILED instead."""
+    try:
+        await nc.publish(subject, reply.data, headers=reply.headers)
+    except MaxPayloadError:
+        log.exception("reply too large to publish", request_id=request_id)
+        fallback = replies.tool_failed(request_id)
+        await nc.publish(subject, fallback.data, headers=fallback.headers)

@@ -1,0 +1,304 @@
+"""The search lane: a JetStream work queue shared by the fleet, one search at a time.
+
+The two search endpoints put each request on the work-queue stream (``Nats-Msg-Id`` = the
+request id, so a resent request is not run twice) with the requester's reply subject and
+the effective deadline in headers. One durable pull consumer is shared by every worker;
+each worker fetches ONE message, runs it alone, answers the original requester, then acks.
+``in_progress()`` heartbeats keep a long search from being redelivered mid-run; a worker
+that dies mid-search leaves its message unacked, so after ``ack_wait`` another worker gets
+it. Expired and cancelled requests are answered and terminated without running; on the
+last delivery of a message that keeps killing its workers, it is answered TOOL_FAILED and
+terminated.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Final
+
+import nats.errors
+import structlog
+from nats.aio.client import Client as NATS
+from nats.aio.msg import Msg
+from nats.js import JetStreamContext, api
+from nats.js.errors import APIError, BadRequestError, NotFoundError
+
+from contracts.errors import ErrorCode
+from contracts.subjects import Subjects
+from worker.runtime import replies
+from worker.runtime.cancellation import CancellationRegistry
+from worker.runtime.deadlines import effective_deadline_ms, expired, signal_until
+from worker.runtime.execution import Executor, send
+from worker.runtime.replies import BadEnvelope, parse_request
+from worker.tools.definitions import ToolDefinition, ToolSet
+
+log = structlog.get_logger("worker.runtime.search_lane")
+
+MSG_ID_HEADER: Final = "Nats-Msg-Id"
+REPLY_HEADER: Final = "Sessionquery-Reply"
+DEADLINE_HEADER: Final = "Sessionquery-Deadline-Ms"
+# How long one pull request waits; also bounds how long stop() waits for an idle loop.
+FETCH_POLL_S: Final = 0.5
+ENQUEUE_TIMEOUT_S: Final = 5.0
+ACTOR_NAME: Final = "search-fetch"
+
+
+class SearchLane:
+    def __init__(
+        self,
+        nc: NATS,
+        *,
+        subjects: Subjects,
+        toolset: ToolSet,
+        executor: Executor,
+        registry: CancellationRegistry,
+        default_timeout_ms: int | None,
+        max_ack_pending: int,
+        max_deliver: int,
+        ack_wait_ms: int,
+        queue_max_msgs: int = -1,
+        replicas: int = 1,
+    ) -> None:
+        self._nc = nc
+        self._js: JetStreamContext = nc.jetstream()
+        self._subjects = subjects
+        self._toolset = toolset
+        self._executor = executor
+        self._registry = registry
+        self._default_timeout_ms = default_timeout_ms
+        self._max_ack_pending = max_ack_pending
+        self._max_deliver = max_deliver
+        self._ack_wait_s = ack_wait_ms / 1000.0
+        self._queue_max_msgs = queue_max_msgs
+        self._replicas = replicas
+        self._stopping = asyncio.Event()
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self.running: str | None = None  # request id of the search running now
+        self.completed = 0
+
+    # -- setup -------------------------------------------------------------------------
+
+    async def ensure(self) -> None:
+        """Create the work-queue stream and the durable consumer when missing."""
+        stream = self._subjects.search_stream
+        try:
+            await self._js.stream_info(stream)
+        except NotFoundError:
+            config = api.StreamConfig(
+                name=stream,
+                subjects=[self._subjects.search_queue + ".>"],
+                retention=api.RetentionPolicy.WORK_QUEUE,
+                storage=api.StorageType.FILE,
+                max_msgs=self._queue_max_msgs,
+                discard=api.DiscardPolicy.NEW,
+                num_replicas=self._replicas,
+            )
+            with contextlib.suppress(BadRequestError):  # created concurrently
+                await self._js.add_stream(config)
+        consumer = self._subjects.search_consumer
+        try:
+            info = await self._js.consumer_info(stream, consumer)
+        except NotFoundError:
+            info = await self._js.add_consumer(
+                stream,
+                api.ConsumerConfig(
+                    durable_name=consumer,
+                    ack_policy=api.AckPolicy.EXPLICIT,
+                    deliver_policy=api.DeliverPolicy.ALL,
+                    max_ack_pending=self._max_ack_pending,
+                    max_deliver=self._max_deliver,
+                    ack_wait=self._ack_wait_s,
+                ),
+            )
+        # The fleet shares one consumer: whoever created it set these.
+        if info.config.max_deliver is not None:
+            self._max_deliver = info.config.max_deliver
+        if info.config.ack_wait is not None:
+            self._ack_wait_s = info.config.ack_wait
+
+    # -- the endpoint side -------------------------------------------------------------
+
+    async def enqueue(self, tool: ToolDefinition, msg: Msg) -> None:
+        """The endpoint handler: put the request on the work queue, or answer at once."""
+        if not msg.reply:
+            log.warning("request without a reply subject ignored", tool=tool.name)
+            return
+        try:
+            request = parse_request(msg.data)
+        except BadEnvelope as bad:
+            await send(self._nc, msg.reply, bad.reply(), request_id=bad.request_id)
+            return
+        rid = request.request_id
+        bound = log.bind(request_id=rid, tool=tool.name)
+        if (reason := self._registry.cancelled_reason(rid)) is not None:
+            await self._answer(msg.reply, replies.error(rid, ErrorCode.CANCELLED, reason), rid)
+            return
+        deadline_ms = effective_deadline_ms(
+            request.execution, default_timeout_ms=self._default_timeout_ms
+        )
+        if expired(deadline_ms):
+            reply = replies.error(rid, ErrorCode.TIMEOUT, replies.QUEUE_TIMEOUT_MESSAGE)
+            await self._answer(msg.reply, reply, rid)
+            return
+        headers = {MSG_ID_HEADER: rid, REPLY_HEADER: msg.reply}
+        if deadline_ms is not None:
+            headers[DEADLINE_HEADER] = str(deadline_ms)
+        try:
+            ack = await self._js.publish(
+                self._subjects.search_queue_subject(tool.name),
+                msg.data,
+                headers=headers,
+                stream=self._subjects.search_stream,
+                timeout=ENQUEUE_TIMEOUT_S,
+            )
+        except APIError as exc:
+            full = "maximum" in (exc.description or "").lower()
+            bound.warning("enqueue refused", overloaded=full, err_code=exc.err_code)
+            reply = replies.overloaded(rid) if full else replies.tool_failed(rid)
+            await self._answer(msg.reply, reply, rid)
+            return
+        except (TimeoutError, nats.errors.TimeoutError):
+            bound.warning("enqueue timed out")
+            await self._answer(msg.reply, replies.overloaded(rid), rid)
+            return
+        except Exception:
+            bound.exception("enqueue failed")
+            await self._answer(msg.reply, replies.tool_failed(rid), rid)
+            return
+        if ack.duplicate:
+            bound.info("duplicate request id refused")
+            reply = replies.error(rid, ErrorCode.INVALID_ARGUMENTS, replies.DUPLICATE_MESSAGE)
+            await self._answer(msg.reply, reply, rid)
+            return
+        bound.debug("search enqueued", stream_seq=ack.seq)
+
+    # -- the fetch loop (an actor) -----------------------------------------------------
+
+    async def run(self) -> None:
+        """Fetch and run one search at a time until ``stop``. Supervised: errors restart it."""
+        if self._stopping.is_set():
+            return
+        await self.ensure()
+        sub = await self._subscribe()
+        reconnects = self._reconnects()
+        try:
+            while not self._stopping.is_set():
+                if self._reconnects() != reconnects:
+                    # After a reconnect the old pull subscription may be gone on the server.
+                    log.info("re-creating the search pull subscription after a reconnect")
+                    await _quiet_unsubscribe(sub)
+                    await self.ensure()
+                    sub = await self._subscribe()
+                    reconnects = self._reconnects()
+                try:
+                    msgs = await sub.fetch(1, timeout=FETCH_POLL_S)
+                except (TimeoutError, nats.errors.TimeoutError):
+                    continue
+                for msg in msgs:
+                    if self._stopping.is_set():
+                        # Fetched as we stopped: hand it straight to another worker.
+                        with contextlib.suppress(Exception):
+                            await msg.nak()
+                        continue
+                    await self._process(msg)
+        finally:
+            await _quiet_unsubscribe(sub)
+
+    async def stop(self) -> None:
+        """Take no more searches; returns after the running one is answered and acked."""
+        self._stopping.set()
+        await self._idle.wait()
+
+    async def _subscribe(self) -> JetStreamContext.PullSubscription:
+        return await self._js.pull_subscribe_bind(
+            durable=self._subjects.search_consumer, stream=self._subjects.search_stream
+        )
+
+    def _reconnects(self) -> int:
+        return int(self._nc.stats.get("reconnects", 0))
+
+    async def _process(self, msg: Msg) -> None:
+        self._idle.clear()
+        try:
+            await self._process_one(msg)
+        finally:
+            self.running = None
+            self._idle.set()
+
+    async def _process_one(self, msg: Msg) -> None:
+        headers = msg.headers or {}
+        rid = headers.get(MSG_ID_HEADER, "")
+        reply_to = headers.get(REPLY_HEADER)
+        tool = self._toolset.get(msg.subject.rsplit(".", 1)[-1])
+        bound = log.bind(request_id=rid, tool=tool.name if tool else msg.subject)
+        if not reply_to or tool is None or not rid:
+            bound.error("malformed search queue message terminated")
+            await msg.term()
+            return
+        try:
+            request = parse_request(msg.data)
+        except BadEnvelope as bad:
+            await self._answer(reply_to, bad.reply(), rid)
+            await msg.term()
+            return
+        deadline_ms = _int_or_none(headers.get(DEADLINE_HEADER))
+        delivered = msg.metadata.num_delivered or 1
+        if (reason := self._registry.cancelled_reason(rid)) is not None:
+            bound.info("queued search cancelled", reason=reason)
+            await self._answer(reply_to, replies.error(rid, ErrorCode.CANCELLED, reason), rid)
+            await msg.term()
+            return
+        if expired(deadline_ms):
+            bound.info("queued search expired")
+            reply = replies.error(rid, ErrorCode.TIMEOUT, replies.QUEUE_TIMEOUT_MESSAGE)
+            await self._answer(reply_to, reply, rid)
+            await msg.term()
+            return
+        if delivered > 1 and delivered >= self._max_deliver:
+            # Earlier attempts died without answering: do not let it kill another worker.
+            bound.error("search gave up after repeated failed deliveries", delivered=delivered)
+            await self._answer(reply_to, replies.tool_failed(rid), rid)
+            await msg.term()
+            return
+        self.running = rid
+        signal = signal_until(deadline_ms)
+        heartbeat = asyncio.create_task(self._heartbeat(msg), name=f"in-progress:{rid}")
+        try:
+            with self._registry.hold(rid, signal):
+                reply = await self._executor.execute(tool, request, signal)
+        finally:
+            heartbeat.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await heartbeat
+        await self._answer(reply_to, reply, rid)
+        # Ack only after the reply is on the wire: a crash before here means redelivery.
+        await msg.ack()
+        self.completed += 1
+
+    async def _heartbeat(self, msg: Msg) -> None:
+        interval = max(0.05, self._ack_wait_s / 3)
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                await msg.in_progress()
+            except Exception:
+                log.warning("in_progress heartbeat failed", exc_info=True)
+
+    async def _answer(self, subject: str, reply: replies.EncodedReply, rid: str) -> None:
+        await send(self._nc, subject, reply, request_id=rid)
+
+
+def _int_or_none(value: str | None) -> int | None:
+    if value is None:
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        return None
+
+
+async def _quiet_unsubscribe(sub: JetStreamContext.PullSubscription) -> None:
+    with contextlib.suppress(Exception):
+        await sub.unsubscribe()

@@ -1,0 +1,147 @@
+"""The ``session-query`` nats.micro service: one endpoint per tool, plus the manifest.
+
+Endpoints carry each tool's execution mode and read-only flag as metadata, so
+``$SRV.INFO`` describes the tools; ``$SRV.PING/INFO/STATS`` are answered by nats.micro.
+Every endpoint handler is wrapped so that nothing internal can reach a reply: nats.micro
+would otherwise answer an escaped exception with its ``repr``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import orjson
+import structlog
+from nats.aio.client import Client as NATS
+from nats.aio.msg import Msg
+from nats.micro import add_service
+from nats.micro.request import Request
+from nats.micro.service import EndpointConfig, Service
+
+from contracts.subjects import SERVICE_NAME, Subjects
+from worker.runtime import replies
+from worker.runtime.execution import send
+from worker.tools.definitions import ToolDefinition, ToolSet
+
+log = structlog.get_logger("worker.runtime.service")
+
+MsgHandler = Callable[[ToolDefinition, Msg], Awaitable[None]]
+
+MANIFEST_ENDPOINT = "manifest"
+
+
+def manifest_of(toolset: ToolSet) -> dict[str, Any]:
+    return {
+        "tools": [
+            {
+                "name": tool.name,
+                "description": tool.description,
+                "input_schema": tool.input_schema,
+                "execution": tool.execution,
+                "read_only": tool.read_only,
+            }
+            for tool in toolset.tools
+        ],
+        "prompt_section": toolset.prompt_section,
+    }
+
+
+def endpoint_metadata(tool: ToolDefinition) -> dict[str, str]:
+    # micro metadata values are strings.
+    return {
+        "tool": tool.name,
+        "execution": tool.execution,
+        "read_only": "true" if tool.read_only else "false",
+        "lane": "search-queue" if tool.execution == "exclusive" else "parallel-pool",
+    }
+
+
+class ToolService:
+    """The registered micro service; ``drain_endpoints`` stops intake, ``stop`` ends it."""
+
+    def __init__(self, nc: NATS, service: Service, manifest: bytes) -> None:
+        self._nc = nc
+        self.micro = service
+        self.manifest = manifest
+
+    @property
+    def id(self) -> str:
+        return self.micro.id
+
+    @classmethod
+    async def start(
+        cls,
+        nc: NATS,
+        *,
+        toolset: ToolSet,
+        subjects: Subjects,
+        version: str,
+        route: Callable[[ToolDefinition], MsgHandler],
+    ) -> ToolService:
+        service = await add_service(
+            nc,
+            name=SERVICE_NAME,
+            version=version,
+            description="Read-only search, trace and read tools over earlier agent sessions",
+            metadata={"subject_prefix": subjects.prefix, "manifest": subjects.manifest},
+        )
+        manifest = orjson.dumps(manifest_of(toolset))
+        self = cls(nc, service, manifest)
+        for tool in toolset.tools:
+            await service.add_endpoint(
+                EndpointConfig(
+                    name=tool.name,
+                    subject=subjects.tool(tool.name),
+                    handler=self._guard(tool, route(tool)),
+                    metadata=endpoint_metadata(tool),
+                )
+            )
+        await service.add_endpoint(
+            EndpointConfig(
+                name=MANIFEST_ENDPOINT,
+                subject=subjects.manifest,
+                handler=self._manifest,
+                metadata={"kind": "manifest", "tools": ",".join(t.name for t in toolset.tools)},
+            )
+        )
+        await nc.flush()
+        return self
+
+    def _guard(self, tool: ToolDefinition, handler: MsgHandler) -> Callable[[Request], Any]:
+        async def handle(request: Request) -> None:
+            msg = request._msg  # the lanes need the raw message (reply subject, headers)
+            try:
+                await handler(tool, msg)
+            except Exception:
+                log.exception("endpoint handler failed", tool=tool.name)
+                if msg.reply:
+                    rid = replies.request_id_of(msg.data)
+                    with contextlib.suppress(Exception):
+                        await send(self._nc, msg.reply, replies.tool_failed(rid), request_id=rid)
+
+        return handle
+
+    async def _manifest(self, request: Request) -> None:
+        with contextlib.suppress(ValueError):  # no reply subject: nobody to answer
+            await request.respond(self.manifest)
+
+    async def drain_endpoints(self) -> None:
+        """Stop taking requests, but handle those already delivered to this process.
+
+        nats.micro has no public drain; draining each endpoint's subscription lets the
+        already-received requests through the handlers, then removes the interest.
+        """
+        for endpoint in list(self.micro._endpoints):
+            sub = endpoint._subscription
+            if sub is not None:
+                with contextlib.suppress(Exception):
+                    await sub.drain()
+                endpoint._subscription = None
+        self.micro._endpoints = []
+
+    async def stop(self) -> None:
+        await self.drain_endpoints()
+        with contextlib.suppress(Exception):
+            await self.micro.stop()

@@ -1,0 +1,287 @@
+"""The worker: the index, ingestion, the tools and the NATS runtime, composed.
+
+``Worker.start`` opens the store and the writer, starts ingestion (supervised), builds the
+tools over the store, binds the spill bucket, registers the micro service, and starts the
+search lane and the cancel listener. ``stop`` is graceful and loses nothing: intake stops
+first (endpoint subscriptions drained, the search pull subscription ended), in-flight work
+finishes and is answered and acked, then the service and the index close. The caller owns
+``nc`` and closes it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from dataclasses import dataclass
+from typing import Any, Final
+
+import structlog
+from nats.aio.client import Client as NATS
+from nats.aio.msg import Msg
+
+from worker.runtime.actors import Supervisor
+from worker.runtime.cancellation import CancellationRegistry, CancelListener
+from worker.runtime.config import WorkerConfig
+from worker.runtime.execution import Executor
+from worker.runtime.parallel_lane import ParallelLane
+from worker.runtime.search_lane import ACTOR_NAME as SEARCH_ACTOR
+from worker.runtime.search_lane import FETCH_POLL_S, SearchLane
+from worker.runtime.service import MsgHandler, ToolService
+from worker.runtime.spill import Spiller, SpillPolicy
+from worker.tools.definitions import ToolDefinition, ToolSet
+
+log = structlog.get_logger("worker.runtime.worker")
+
+SHUTDOWN_REASON: Final = "the worker is shutting down"
+INGEST_ACTOR: Final = "ingest"
+CANCEL_ACTOR: Final = "cancel-listener"
+
+
+@dataclass(frozen=True, slots=True)
+class InFlight:
+    """What the worker holds right now, for tests and stats."""
+
+    searches: int  # 0 or 1: searches never overlap within a worker
+    parallel_running: int
+    parallel_waiting: int
+
+    @property
+    def total(self) -> int:
+        return self.searches + self.parallel_running + self.parallel_waiting
+
+
+class Worker:
+    def __init__(
+        self,
+        nc: NATS,
+        config: WorkerConfig,
+        *,
+        toolset: ToolSet,
+        registry: CancellationRegistry,
+        supervisor: Supervisor,
+        search: SearchLane,
+        parallel: ParallelLane,
+        cancel_listener: CancelListener,
+        index: _Index | None,
+    ) -> None:
+        self.nc = nc
+        self.config = config
+        self.toolset = toolset
+        self.registry = registry
+        self.supervisor = supervisor
+        self.search = search
+        self.parallel = parallel
+        self._cancel_listener = cancel_listener
+        self._index = index
+        self.service: ToolService | None = None
+        self._stopped = False
+
+    @classmethod
+    async def start(
+        cls,
+        nc: NATS,
+        config: WorkerConfig,
+        *,
+        tools: ToolSet | None = None,
+        index: bool = True,
+    ) -> Worker:
+        """Start serving. ``index=False`` (only with ``tools``) runs the runtime without
+        opening the SQLite index or ingesting, for tests of the lanes."""
+        if tools is None and not index:
+            raise ValueError("the real tools need the index: pass tools= or index=True")
+        supervisor = Supervisor()
+        opened: _Index | None = None
+        if index:
+            opened = await _Index.open(nc, config, supervisor)
+        try:
+            toolset = tools
+            if toolset is None:
+                assert opened is not None
+                toolset = opened.register_tools(config)
+            js = nc.jetstream()
+            spiller = await Spiller.bind(
+                nc,
+                js,
+                SpillPolicy(
+                    bucket=config.subjects.spill_bucket,
+                    threshold_bytes=config.spill_threshold_bytes,
+                    preview_bytes=config.spill_preview_bytes,
+                    ttl_s=config.spill_ttl_s,
+                    replicas=config.stream_replicas,
+                ),
+            )
+            executor = Executor(spiller=spiller)
+            registry = CancellationRegistry()
+            search = SearchLane(
+                nc,
+                subjects=config.subjects,
+                toolset=toolset,
+                executor=executor,
+                registry=registry,
+                default_timeout_ms=config.tools.search_timeout_ms,
+                max_ack_pending=config.search_max_ack_pending,
+                max_deliver=config.search_max_deliver,
+                ack_wait_ms=config.search_ack_wait_ms,
+                queue_max_msgs=config.search_queue_max_msgs,
+                replicas=config.stream_replicas,
+            )
+            parallel = ParallelLane(
+                nc,
+                executor=executor,
+                registry=registry,
+                supervisor=supervisor,
+                pool_size=config.parallel_pool_size,
+                queue_size=config.parallel_queue_size,
+                default_timeout_ms=config.exact_timeout_ms,
+            )
+            listener = CancelListener(nc, config.subjects.cancel, registry)
+            worker = cls(
+                nc,
+                config,
+                toolset=toolset,
+                registry=registry,
+                supervisor=supervisor,
+                search=search,
+                parallel=parallel,
+                cancel_listener=listener,
+                index=opened,
+            )
+            # Cancels must be heard before the first request can arrive.
+            await listener.subscribe()
+            supervisor.start(CANCEL_ACTOR, listener.run)
+            await search.ensure()
+            parallel.start()
+            worker.service = await ToolService.start(
+                nc,
+                toolset=toolset,
+                subjects=config.subjects,
+                version=config.service_version,
+                route=worker._route,
+            )
+            supervisor.start(SEARCH_ACTOR, search.run)
+        except BaseException:
+            await supervisor.stop_all()
+            if opened is not None:
+                await opened.close()
+            raise
+        log.info(
+            "worker serving",
+            service_id=worker.service.id,
+            prefix=config.subjects.prefix,
+            tools=[t.name for t in toolset.tools],
+        )
+        return worker
+
+    def _route(self, tool: ToolDefinition) -> MsgHandler:
+        if tool.execution == "exclusive":
+            return self._enqueue_search
+        return self.parallel.handle
+
+    async def _enqueue_search(self, tool: ToolDefinition, msg: Msg) -> None:
+        await self.search.enqueue(tool, msg)
+
+    def in_flight(self) -> InFlight:
+        return InFlight(
+            searches=1 if self.search.running is not None else 0,
+            parallel_running=self.parallel.running,
+            parallel_waiting=self.parallel.waiting,
+        )
+
+    async def stop(self) -> None:
+        """Graceful: stop intake, finish and answer in-flight work, ack, then close."""
+        if self._stopped:
+            return
+        self._stopped = True
+        log.info("worker stopping", in_flight=self.in_flight().total)
+        # 1. No new work: endpoints drained (already-delivered requests still handled).
+        if self.service is not None:
+            await self.service.drain_endpoints()
+        # 2. In-flight work finishes within the grace period, else it is cancelled.
+        grace = self.config.shutdown_grace_ms / 1000.0
+        finishing = asyncio.gather(self.search.stop(), self.parallel.drain())
+        try:
+            await asyncio.wait_for(asyncio.shield(finishing), timeout=grace)
+        except TimeoutError:
+            log.warning("grace period over; cancelling in-flight work")
+            self.registry.cancel_all(SHUTDOWN_REASON)
+            await finishing
+        # The fetch loop ends within one poll (its pull subscription is unsubscribed).
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.supervisor.wait(SEARCH_ACTOR), FETCH_POLL_S * 3)
+        await self.supervisor.stop(SEARCH_ACTOR)
+        # 3. Replies and acks are on the wire before anything closes.
+        with contextlib.suppress(Exception):
+            await self.nc.flush()
+        await self.parallel.stop()
+        await self.supervisor.stop(CANCEL_ACTOR)
+        await self._cancel_listener.close()
+        if self.service is not None:
+            await self.service.stop()
+        await self.supervisor.stop_all()
+        if self._index is not None:
+            await self._index.close()
+        log.info("worker stopped")
+
+    async def __aenter__(self) -> Worker:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+
+class _Index:
+    """The SQLite index (readers and the one writer) and its ingestion from JetStream."""
+
+    def __init__(self, store: Any, writer: Any, consumer: Any, supervisor: Supervisor) -> None:
+        self.store = store
+        self.writer = writer
+        self.consumer = consumer
+        self._supervisor = supervisor
+
+    @classmethod
+    async def open(cls, nc: NATS, config: WorkerConfig, supervisor: Supervisor) -> _Index:
+        # Imported here: the lanes run (index=False) without the SQLite modules.
+        from worker.runtime.ingest_consumer import EventConsumer
+        from worker.store.protocol import ServiceLimits
+        from worker.store.sqlite import SqliteSessionStore
+        from worker.store.writer import SqliteIndexWriter
+
+        config.db_path.parent.mkdir(parents=True, exist_ok=True)
+        writer = await SqliteIndexWriter.open(
+            config.db_path,
+            text_cap_bytes=config.text_cap_bytes,
+            max_event_bytes=config.max_event_bytes,
+        )
+        try:
+            store = await SqliteSessionStore.open(
+                config.db_path,
+                readers=config.readers,
+                limits=ServiceLimits(max_event_window=config.max_event_window),
+            )
+        except BaseException:
+            await writer.close()
+            raise
+        writer.add_commit_listener(store.notify_commit)
+        consumer = EventConsumer(
+            nc,
+            writer,
+            subjects=config.subjects,
+            batch_size=config.ingest_batch_size,
+            batch_ms=config.ingest_batch_ms,
+        )
+        supervisor.start(INGEST_ACTOR, consumer.run)
+        return cls(store, writer, consumer, supervisor)
+
+    def register_tools(self, config: WorkerConfig) -> ToolSet:
+        from worker.tools import register_tools
+
+        return register_tools(self.store, config.tools)
+
+    async def close(self) -> None:
+        self.consumer.stop()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._supervisor.wait(INGEST_ACTOR), 10.0)
+        await self._supervisor.stop(INGEST_ACTOR)
+        with contextlib.suppress(Exception):
+            await self.store.close()
+        await self.writer.close()
