@@ -269,32 +269,14 @@ class SqliteIndexWriter(SessionIndexWriter):
         )
 
     def _parse(self, item: IngestItem) -> _Parsed | Rejected:
-        size = len(item.data)
-        if size > self._max_event_bytes:
-            return _reject(item, f"oversized: {size} bytes > limit {self._max_event_bytes} bytes")
-        try:
-            text = item.data.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            return _reject(item, f"invalid JSON: not UTF-8 at byte {exc.start}")
-        try:
-            event = SessionEvent.model_validate_json(text)
-        except ValidationError as exc:
-            return _reject(item, _describe(exc))
+        outcome = parse_event(item.data, max_event_bytes=self._max_event_bytes)
+        if isinstance(outcome, str):
+            return _reject(item, outcome)
+        event, text = outcome
         if item.subject is not None and item.subject.rsplit(".", 1)[-1] != event.session_id:
             return _reject(
-                item,
-                f"subject {item.subject} does not match session_id {event.session_id}",
+                item, f"subject {item.subject} does not match session_id {event.session_id}"
             )
-        for cite in event.cites:
-            if cite.seq > MAX_INT64:
-                return _reject(item, f"contract violation: cites seq {cite.seq} out of range")
-        for pos in event.replaces:
-            if pos >= event.seq:
-                return _reject(
-                    item,
-                    f"contract violation: replaces {pos} at seq {event.seq}:"
-                    " replaces names earlier positions of the same session",
-                )
         return _Parsed(item=item, event=event, raw_json=text)
 
     def _fold(self, session: _Session | None, ev: SessionEvent) -> _Session | str:
@@ -305,15 +287,9 @@ class SqliteIndexWriter(SessionIndexWriter):
                 return f"unknown session {sid}: seq {ev.seq} ({ev.type}) before its session/start"
             if ev.seq != 1:
                 return f"session/start at seq {ev.seq} in session {sid}: it must be seq 1"
+            # Shapes were checked by parse_event.
             cwd = ev.payload.get("cwd")
-            if cwd is not None and not isinstance(cwd, str):
-                return "contract violation: session/start payload.cwd must be a string or null"
             parent = ev.payload.get("parent_session_id")
-            if parent is not None and not (isinstance(parent, str) and _is_id(parent)):
-                return (
-                    "contract violation: session/start payload.parent_session_id must be"
-                    f" an id matching {ID_PATTERN} or null"
-                )
             return _Session(
                 session_id=sid,
                 cwd=cwd,
@@ -337,10 +313,7 @@ class SqliteIndexWriter(SessionIndexWriter):
             return f"session/start at seq {ev.seq} in session {sid}: it must be seq 1"
         title = session.title
         if ev.type == "session/title":
-            new_title = ev.payload.get("title")
-            if new_title is not None and not isinstance(new_title, str):
-                return "contract violation: session/title payload.title must be a string"
-            title = new_title
+            title = ev.payload.get("title")
         updated = ev.time_ms if session.updated_ms is None else max(session.updated_ms, ev.time_ms)
         return _Session(
             session_id=sid,
@@ -444,6 +417,46 @@ class SqliteIndexWriter(SessionIndexWriter):
             except Exception:
                 # A listener's failure must not undo or fail a committed write.
                 log.exception("commit listener failed")
+
+
+def parse_event(data: bytes, *, max_event_bytes: int) -> tuple[SessionEvent, str] | str:
+    """The event and its text, or why it is refused. Checks one message alone: the session
+    checks (unknown session, gaps, ...) need the index and happen in ``apply``."""
+    size = len(data)
+    if size > max_event_bytes:
+        return f"oversized: {size} bytes > limit {max_event_bytes} bytes"
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return f"invalid JSON: not UTF-8 at byte {exc.start}"
+    try:
+        event = SessionEvent.model_validate_json(text)
+    except ValidationError as exc:
+        return _describe(exc)
+    for cite in event.cites:
+        if cite.seq > MAX_INT64:
+            return f"contract violation: cites seq {cite.seq} out of range"
+    for pos in event.replaces:
+        if pos >= event.seq:
+            return (
+                f"contract violation: replaces {pos} at seq {event.seq}:"
+                " replaces names earlier positions of the same session"
+            )
+    if event.type == "session/start":
+        cwd = event.payload.get("cwd")
+        if cwd is not None and not isinstance(cwd, str):
+            return "contract violation: session/start payload.cwd must be a string or null"
+        parent = event.payload.get("parent_session_id")
+        if parent is not None and not (isinstance(parent, str) and _is_id(parent)):
+            return (
+                "contract violation: session/start payload.parent_session_id must be"
+                f" an id matching {ID_PATTERN} or null"
+            )
+    elif event.type == "session/title":
+        title = event.payload.get("title")
+        if title is not None and not isinstance(title, str):
+            return "contract violation: session/title payload.title must be a string"
+    return event, text
 
 
 def _stream_seq(p: _Parsed | Rejected) -> int:
