@@ -406,7 +406,7 @@ class SqliteSessionStore:
             params.update(cwd=cwd, limit=size + 1, offset=offset)
             rows = await tx.fetch(
                 f"""
-                WITH m AS (
+                WITH m AS MATERIALIZED (  -- not flattened: bm25() needs its MATCH
                     SELECT e.session_id AS sid, e.id AS eid, {schema.BM25} AS score
                     FROM events_fts JOIN events e ON e.id = events_fts.rowid
                     WHERE {scope_sql}{event_sql}
