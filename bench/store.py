@@ -92,7 +92,11 @@ async def measure(
     raw_s: list[float] = []
     hits = raw_rows = 0
 
-    async def provider(query: floors.Query) -> None:
+    # Queries where one side found something and the other nothing: a bench that times an
+    # empty answer on one side only would be comparing different work.
+    disagreements: list[str] = []
+
+    async def provider(query: floors.Query) -> int:
         nonlocal hits
         signal = ExecutionSignal.after(30.0)
         t0 = time.perf_counter()
@@ -108,12 +112,14 @@ async def measure(
         provider_s.append(time.perf_counter() - t0)
         signal.close()
         hits += len(page.hits)
+        return len(page.hits)
 
-    def floor(query: floors.Query) -> None:
+    def floor(query: floors.Query) -> int:
         nonlocal raw_rows
         seconds, rows = raw.query(query)
         raw_s.append(seconds)
         raw_rows += rows
+        return rows
 
     try:
         for query in queries[:3]:  # warm both paths' caches alike
@@ -125,11 +131,13 @@ async def measure(
         for round_no in range(rounds):
             for query in queries:
                 if round_no % 2 == 0:
-                    floor(query)
-                    await provider(query)
+                    rows = floor(query)
+                    found = await provider(query)
                 else:
-                    await provider(query)
-                    floor(query)
+                    found = await provider(query)
+                    rows = floor(query)
+                if round_no == 0 and bool(rows) != bool(found):
+                    disagreements.append(query.text)
     finally:
         raw.close()
         await store.close()
@@ -138,6 +146,7 @@ async def measure(
         "raw_ms": asdict(Latency.of(raw_s)),
         "provider_hits": hits,
         "raw_rows": raw_rows,
+        "disagreements": disagreements,
     }
 
 
@@ -193,6 +202,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "DB MiB per million events": m["db_mib_per_million_events"],
         "samples per side": m["provider_ms"]["n"],
         "provider hits / raw rows": f"{m['provider_hits']} / {m['raw_rows']}",
+        "queries found by one side only": len(m["disagreements"]),
     }
     title = f"store: {config.sessions} sessions x {config.events} events"
     print(format_table(title, checks_of(result), info))

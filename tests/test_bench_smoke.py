@@ -147,3 +147,33 @@ def test_report_checks_and_loopback_rule() -> None:
     with pytest.raises(SystemExit):
         report.require_loopback("nats://10.0.0.1:4222")
     assert report.require_loopback("nats://127.0.0.1:4222")
+
+
+async def test_ingest_bench_end_to_end(nats_url: str, tmp_path: Path) -> None:
+    from bench import ingest
+
+    result = await ingest.run(TINY, url=nats_url, work_dir=tmp_path, timeout_s=60)
+    _assert_result_shape(result, "ingest")
+    m = result["measurements"]
+    assert m["published"] == TINY.total_events
+    assert m["actor"]["applied"] == TINY.total_events
+    assert m["actor"]["dead_lettered"] == 0
+    assert m["floor"]["events"] == TINY.total_events
+    assert [c["name"] for c in result["checks"]] == ["ingest events/s (actor vs raw)"]
+
+
+async def test_store_bench_end_to_end(tmp_path: Path) -> None:
+    from bench import store
+
+    db = tmp_path / "kept.sqlite"
+    result = await store.run(TINY, queries=10, rounds=2, db=db, work_dir=tmp_path)
+    _assert_result_shape(result, "store")
+    m = result["measurements"]
+    assert m["events"] == TINY.total_events
+    assert m["provider_ms"]["n"] == m["raw_ms"]["n"] == 20
+    assert m["db_mib_per_million_events"] > 0
+    assert m["disagreements"] == []  # provider and floor find the same queries
+    assert len(result["checks"]) == 2
+    # A second run reuses the kept index instead of rebuilding it.
+    again = await store.run(TINY, queries=5, rounds=1, db=db, work_dir=tmp_path)
+    assert again["measurements"]["build_s"] == 0.0
