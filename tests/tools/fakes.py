@@ -13,15 +13,19 @@ from typing import Any
 from worker.signals import ExecutionSignal
 from worker.store import (
     EventFilter,
+    EventHit,
+    EventRelations,
     EventSearchPage,
+    EventSummary,
     EventWindow,
     Generation,
     Lineage,
-    EventRelations,
     ServiceLimits,
     SessionFilter,
     SessionHeader,
+    SessionHit,
     SessionSearchPage,
+    StoredEvent,
     TitleObservation,
 )
 
@@ -208,8 +212,72 @@ class FakeService:
     async def _default_generation(self, **_: Any) -> Generation:
         return GEN
 
+    async def _default_lineage(self, *, session_id: str, **_: Any) -> Lineage | None:
+        value = self.headers.get(session_id)
+        if value is None:
+            return None
+        return Lineage(target=value, ancestors=(), missing_ancestor_id=None, descendants=())
+
+    async def _default_event_relations(
+        self, *, session_id: str, seq: int, **_: Any
+    ) -> EventRelations | None:
+        value = self.headers.get(session_id)
+        if value is None:
+            return None
+        return EventRelations(header=value, event=summary(session_id, seq))
+
+    async def _default_read_event(
+        self, *, session_id: str, seq: int, **_: Any
+    ) -> EventWindow | None:
+        value = self.headers.get(session_id)
+        if value is None:
+            return None
+        return EventWindow(header=value, target=stored(session_id, seq))
+
 
 async def settle() -> None:
     """Let every ready task run a few steps (no timing involved)."""
     for _ in range(20):
         await asyncio.sleep(0)
+
+
+def summary(
+    session_id: str,
+    seq: int,
+    *,
+    type_: str = "tool/result",
+    surface: str = "tool",
+    preview: str = "preview text",
+) -> EventSummary:
+    return EventSummary(
+        session_id=session_id,
+        seq=seq,
+        event_id=f"e-{session_id}-{seq}",
+        type=type_,
+        surface=surface,  # type: ignore[arg-type]
+        time_ms=1_796_200_000_000 + seq * 1000,
+        preview=preview,
+    )
+
+
+def session_hit(value: SessionHeader, seq: int = 3) -> SessionHit:
+    return SessionHit(
+        header=value,
+        event=summary(value.session_id, seq),
+        excerpt=f"the [flaky] test in {value.session_id}",
+        score=-1.0,
+        matching_events=2,
+    )
+
+
+def event_hit(session_id: str, seq: int) -> EventHit:
+    return EventHit(event=summary(session_id, seq), excerpt=f"[match] at {seq}", score=-1.0)
+
+
+def stored(session_id: str, seq: int) -> StoredEvent:
+    raw = (
+        '{"session_id":"%s","seq":%d,"event_id":"e-%s-%d","type":"tool/result",'
+        '"surface":"tool","time":"2026-12-02T09:25:49.123Z","payload":{"output":"ok"}}'
+        % (session_id, seq, session_id, seq)
+    )
+    return StoredEvent(summary=summary(session_id, seq), raw_json=raw)

@@ -81,9 +81,7 @@ def test_argument_validation_ids_and_positions() -> None:
 
 
 def test_argument_validation_ranges_in_order() -> None:
-    message = invalid(
-        SessionEventSearchArguments, {"query": "x", "from_seq": 9, "to_seq": 3}
-    )
+    message = invalid(SessionEventSearchArguments, {"query": "x", "from_seq": 9, "to_seq": 3})
     assert "from_seq must not be later than to_seq" in message
     message = invalid(
         SessionSearchArguments,

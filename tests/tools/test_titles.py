@@ -1,0 +1,211 @@
+"""Title enrichment: one-scan bounded batching, projection before dequeue, queued-work
+suppression, started-worker quiescence, per-header validation and title fallbacks."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import weakref
+from typing import Any
+
+from contracts.errors import ErrorCode
+from worker.signals import ExecutionSignal
+from worker.store import SessionSearchPage, TitleObservation
+from worker.tools import ToolConfig
+
+from tests.tools.fakes import CALLER, GEN, OTHER_CWD, FakeService, header, session_hit, settle
+from tests.tools.helpers import run_tool, tool_error
+from tests.tools.test_service_boundary import BadStr, RecordingLogger
+
+HITS = [f"s-{n}" for n in range(10)]
+
+
+class Observations(dict[str, TitleObservation]):
+    """A read_titles result that can be watched for release (plain dicts take no weakref)."""
+
+
+def search_service(parents: dict[str, str] | None = None) -> FakeService:
+    service = FakeService.with_caller()
+    for sid in HITS:
+        service.add(header(sid, parent=(parents or {}).get(sid)), f"Title of {sid}")
+
+    async def search(**_: Any) -> SessionSearchPage:
+        hits = tuple(session_hit(service.headers[sid]) for sid in HITS)
+        return SessionSearchPage(hits=hits, next_cursor=None, generation=GEN)
+
+    service.overrides["search_sessions"] = search
+    return service
+
+
+def title_calls(service: FakeService) -> list[list[str]]:
+    """read_titles calls after the caller's own identity lookup."""
+    calls = [c.args["session_ids"] for c in service.calls_of("read_titles")]
+    assert calls[0] == [CALLER]
+    return calls[1:]
+
+
+async def test_one_scan_bounded_title_batching() -> None:
+    # Every hit shares one of two parents: each unique id is read exactly once.
+    service = search_service({sid: ("s-0" if n % 2 else "s-1") for n, sid in enumerate(HITS)})
+    in_flight = peak = 0
+    gate = asyncio.Event()
+
+    async def read_titles(*, session_ids: list[str], signal: ExecutionSignal) -> Any:
+        nonlocal in_flight, peak
+        if session_ids != [CALLER]:
+            in_flight += 1
+            peak = max(peak, in_flight)
+            if peak == 3:
+                gate.set()
+            await gate.wait()  # hold the first workers so they overlap
+            in_flight -= 1
+        return await service._default_read_titles(session_ids=session_ids, signal=signal)
+
+    service.overrides["read_titles"] = read_titles
+    text = await run_tool(
+        service,
+        "session_search",
+        {"query": "x"},
+        config=ToolConfig(persisted_inspect_concurrency=3),
+    )
+    calls = title_calls(service)
+    assert all(len(ids) == 1 for ids in calls)
+    assert sorted(ids[0] for ids in calls) == sorted(HITS)  # parents are hits: no re-read
+    assert peak == 3
+    assert '"Title of s-7"' in text
+
+
+async def test_projection_before_dequeue() -> None:
+    service = search_service()
+    released: list[bool] = []
+    previous: list[weakref.ref[Observations]] = []
+
+    async def read_titles(*, session_ids: list[str], signal: ExecutionSignal) -> Any:
+        if previous:
+            gc.collect()
+            released.append(previous[-1]() is None)
+        result = Observations(
+            await service._default_read_titles(session_ids=session_ids, signal=signal)
+        )
+        if session_ids != [CALLER]:
+            previous.append(weakref.ref(result))
+        return result
+
+    service.overrides["read_titles"] = read_titles
+    await run_tool(
+        service,
+        "session_search",
+        {"query": "x"},
+        config=ToolConfig(persisted_inspect_concurrency=1),
+    )
+    assert len(released) == len(HITS) - 1
+    assert all(released), "a worker kept a full observation while reading the next id"
+
+
+async def test_queued_work_suppression_and_started_worker_quiescence() -> None:
+    service = search_service()
+    started: list[str] = []
+    settled: list[str] = []
+    two_started, release = asyncio.Event(), asyncio.Event()
+
+    async def read_titles(*, session_ids: list[str], signal: ExecutionSignal) -> Any:
+        if session_ids != [CALLER]:
+            started.append(session_ids[0])
+            if len(started) == 2:
+                two_started.set()
+            await release.wait()  # a backend that ignores cancellation
+            settled.append(session_ids[0])
+        return await service._default_read_titles(session_ids=session_ids, signal=signal)
+
+    service.overrides["read_titles"] = read_titles
+    signal = ExecutionSignal()
+    task = asyncio.create_task(
+        tool_error(
+            service,
+            "session_search",
+            {"query": "x"},
+            signal=signal,
+            config=ToolConfig(persisted_inspect_concurrency=2),
+        )  # fmt: skip
+    )
+    await two_started.wait()
+    signal.cancel("user interrupted")
+    await settle()
+    assert not task.done(), "the execution failed before started title reads settled"
+    release.set()
+    error = await task
+    assert (error.code, error.message) == (ErrorCode.CANCELLED, "user interrupted")
+    assert len(started) == 2 and sorted(settled) == sorted(started)  # no queued id started
+
+
+async def test_title_fallbacks_failure_and_missing_title_keep_the_result() -> None:
+    service = search_service()
+    service.titles["s-3"] = None
+    logger = RecordingLogger()
+
+    async def read_titles(*, session_ids: list[str], signal: ExecutionSignal) -> Any:
+        if session_ids == ["s-5"]:
+            raise BadStr()
+        if session_ids == ["s-6"]:
+            raise RuntimeError("disk I/O error at /var/lib/secret")
+        if session_ids == ["s-7"]:
+            return {}
+        return await service._default_read_titles(session_ids=session_ids, signal=signal)
+
+    service.overrides["read_titles"] = read_titles
+    text = await run_tool(service, "session_search", {"query": "x"}, logger=logger)
+    lines = {line.split(" ")[1]: line for line in text.splitlines() if line[:1].isdigit()}
+    assert '"Title of s-4"' in lines["s-4"]
+    assert "(untitled)" in lines["s-3"]
+    for sid in ("s-5", "s-6", "s-7"):
+        assert "(title unavailable)" in lines[sid]
+    assert "secret" not in text
+    assert len(logger.events) == 2  # both failures logged through the sanitizer
+
+
+async def test_per_header_validation_title_of_a_moved_session_fails_closed() -> None:
+    service = search_service()
+
+    async def read_titles(*, session_ids: list[str], signal: ExecutionSignal) -> Any:
+        if session_ids == ["s-4"]:
+            return {"s-4": TitleObservation(header=header("s-4", OTHER_CWD), title="moved")}
+        return await service._default_read_titles(session_ids=session_ids, signal=signal)
+
+    service.overrides["read_titles"] = read_titles
+    error = await tool_error(service, "session_search", {"query": "x"})
+    assert error.code is ErrorCode.NOT_FOUND
+    assert "moved" not in error.message and "s-4" not in error.message
+
+
+async def test_per_header_validation_direct_tool_title_mismatch_is_not_found() -> None:
+    service = FakeService.with_caller(header("s-t"))
+    reads = 0
+
+    async def read_titles(*, session_ids: list[str], signal: ExecutionSignal) -> Any:
+        nonlocal reads
+        if session_ids == ["s-t"]:
+            reads += 1
+            if reads == 2:  # the title read, after the preflight
+                return {"s-t": TitleObservation(header=header("s-t", OTHER_CWD), title="x")}
+        return await service._default_read_titles(session_ids=session_ids, signal=signal)
+
+    service.overrides["read_titles"] = read_titles
+    error = await tool_error(service, "session_event_read", {"session_id": "s-t", "seq": 2})
+    missing = await tool_error(
+        FakeService.with_caller(), "session_event_read", {"session_id": "s-t", "seq": 2}
+    )
+    assert (error.code, error.message) == (missing.code, missing.message)
+
+
+async def test_parent_outside_the_workspace_is_not_named() -> None:
+    service = search_service({"s-2": "s-far-parent", "s-3": "s-gone-parent", "s-4": "s-1"})
+    service.add(header("s-far-parent", OTHER_CWD), "secret title")
+    text = await run_tool(service, "session_search", {"query": "x"})
+    assert "s-far-parent" not in text and "secret title" not in text
+    assert "s-gone-parent" not in text
+    blocks = text.split("\n\n")
+    far = next(b for b in blocks if b.startswith("3. s-2 "))
+    gone = next(b for b in blocks if b.startswith("4. s-3 "))
+    assert "parent: not available in this workspace" in far
+    assert "parent: not available in this workspace" in gone
+    assert 'parent: s-1 "Title of s-1"' in next(b for b in blocks if b.startswith("5. s-4 "))
