@@ -276,8 +276,8 @@ def event_hit(session_id: str, seq: int) -> EventHit:
 
 def stored(session_id: str, seq: int) -> StoredEvent:
     raw = (
-        '{"session_id":"%s","seq":%d,"event_id":"e-%s-%d","type":"tool/result",'
-        '"surface":"tool","time":"2026-12-02T09:25:49.123Z","payload":{"output":"ok"}}'
-        % (session_id, seq, session_id, seq)
+        f'{{"session_id":"{session_id}","seq":{seq},"event_id":"e-{session_id}-{seq}",'
+        '"type":"tool/result","surface":"tool","time":"2026-12-02T09:25:49.123Z",'
+        '"payload":{"output":"ok"}}'
     )
     return StoredEvent(summary=summary(session_id, seq), raw_json=raw)

@@ -7,11 +7,10 @@ from typing import Any
 import pytest
 
 from contracts.envelope import AgentIdentity, Execution
+from tests.tools.fakes import CALLER
 from worker.signals import ExecutionSignal
 from worker.store import SessionQueryService
 from worker.tools import ToolConfig, ToolError, register_tools
-
-from tests.tools.fakes import CALLER
 
 
 def as_caller(session_id: str = CALLER, step_start_seq: int | None = None) -> Execution:

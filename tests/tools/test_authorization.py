@@ -13,19 +13,6 @@ import pytest
 
 from contracts.envelope import Execution
 from contracts.errors import ErrorCode
-from worker.signals import ExecutionSignal
-from worker.store import (
-    EventRelations,
-    EventSearchPage,
-    EventWindow,
-    Lineage,
-    LineageNode,
-    LinkedEvent,
-    EventRef,
-    SessionSearchPage,
-    TitleObservation,
-)
-
 from tests.tools.fakes import (
     CALLER,
     CWD,
@@ -39,6 +26,18 @@ from tests.tools.fakes import (
     summary,
 )
 from tests.tools.helpers import as_caller, outcome, run_tool, tool_error
+from worker.signals import ExecutionSignal
+from worker.store import (
+    EventRef,
+    EventRelations,
+    EventSearchPage,
+    EventWindow,
+    Lineage,
+    LineageNode,
+    LinkedEvent,
+    SessionSearchPage,
+    TitleObservation,
+)
 
 TARGET = "s-target"
 

@@ -5,10 +5,9 @@ from __future__ import annotations
 import json
 
 from contracts.subjects import SEARCH_TOOLS, TOOL_NAMES
+from tests.tools.fakes import FakeService
 from worker.tools import ToolSet, register_tools
 from worker.tools.definitions import ToolDefinition
-
-from tests.tools.fakes import FakeService
 
 
 def tool_set() -> ToolSet:

@@ -9,13 +9,12 @@ import weakref
 from typing import Any
 
 from contracts.errors import ErrorCode
-from worker.signals import ExecutionSignal
-from worker.store import SessionSearchPage, TitleObservation
-from worker.tools import ToolConfig
-
 from tests.tools.fakes import CALLER, GEN, OTHER_CWD, FakeService, header, session_hit, settle
 from tests.tools.helpers import run_tool, tool_error
 from tests.tools.test_service_boundary import BadStr, RecordingLogger
+from worker.signals import ExecutionSignal
+from worker.store import SessionSearchPage, TitleObservation
+from worker.tools import ToolConfig
 
 HITS = [f"s-{n}" for n in range(10)]
 
@@ -126,7 +125,7 @@ async def test_queued_work_suppression_and_started_worker_quiescence() -> None:
             {"query": "x"},
             signal=signal,
             config=ToolConfig(persisted_inspect_concurrency=2),
-        )  # fmt: skip
+        )
     )
     await two_started.wait()
     signal.cancel("user interrupted")
