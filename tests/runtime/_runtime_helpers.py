@@ -8,10 +8,11 @@ given size, and fail on request.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import sys
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -45,14 +46,14 @@ class Recorder:
     barrier: asyncio.Barrier | None = None
     echo_started: bool = False  # print STARTED lines (for the subprocess worker)
 
-    async def wait_started(self, tag: str, timeout: float = 10.0) -> None:
-        async with asyncio.timeout(timeout):
+    async def wait_started(self, tag: str, within: float = 10.0) -> None:
+        async with asyncio.timeout(within):
             while tag not in self.started:
                 self.started_event.clear()
                 await self.started_event.wait()
 
-    async def wait_started_count(self, count: int, timeout: float = 10.0) -> None:
-        async with asyncio.timeout(timeout):
+    async def wait_started_count(self, count: int, within: float = 10.0) -> None:
+        async with asyncio.timeout(within):
             while len(self.started) < count:
                 self.started_event.clear()
                 await self.started_event.wait()
@@ -114,9 +115,7 @@ def make_tool(name: str, recorder: Recorder) -> ToolDefinition:
 
 def make_toolset(recorder: Recorder) -> ToolSet:
     names = (*SEARCHES, *EXACT)
-    return ToolSet(
-        tools=tuple(make_tool(n, recorder) for n in names), prompt_section="test prompt"
-    )
+    return ToolSet(tools=tuple(make_tool(n, recorder) for n in names), prompt_section="test prompt")
 
 
 def text_of_size(size: int) -> str:
@@ -174,9 +173,9 @@ def now_ms() -> int:
 
 
 async def call(
-    nc: NATS, subjects: Subjects, tool: str, data: bytes, timeout: float = 15.0
+    nc: NATS, subjects: Subjects, tool: str, data: bytes, within: float = 15.0
 ) -> tuple[dict[str, Any], Msg]:
-    msg = await nc.request(subjects.tool(tool), data, timeout=timeout)
+    msg = await nc.request(subjects.tool(tool), data, timeout=within)
     return orjson.loads(msg.data), msg
 
 
@@ -187,3 +186,15 @@ async def cancel(nc: NATS, subjects: Subjects, request_id: str, reason: str) -> 
 
 def python() -> str:
     return sys.executable
+
+
+async def until(predicate: Callable[[], Awaitable[bool] | bool], within: float = 10.0) -> None:
+    """Wait until ``predicate`` holds (a bounded wait, not a timing assertion)."""
+    async with asyncio.timeout(within):
+        while True:
+            result = predicate()
+            if inspect.isawaitable(result):
+                result = await result
+            if result:
+                return
+            await asyncio.sleep(0.01)

@@ -12,8 +12,8 @@ from nats.aio.client import Client as NATS
 
 from contracts.errors import MICRO_STATUS, TOOL_FAILED_MESSAGE, ErrorCode
 from contracts.subjects import SERVICE_NAME, TOOL_NAMES, Subjects
-from worker.runtime.worker import Worker
 from tests.runtime._runtime_helpers import Recorder, body, call, config_for, make_toolset
+from worker.runtime.worker import Worker
 
 
 @pytest.fixture
@@ -123,9 +123,7 @@ async def test_a_bad_envelope_is_invalid_arguments_with_micro_headers(
 
 
 @pytest.mark.parametrize("tool", ["session_event_search", "session_event_trace"])
-async def test_internal_failures_never_reach_the_reply(
-    nc: NATS, worker: Worker, tool: str
-) -> None:
+async def test_internal_failures_never_reach_the_reply(nc: NATS, worker: Worker, tool: str) -> None:
     subjects = worker.config.subjects
     reply, msg = await call(nc, subjects, tool, body("r-int", raise_="x", **{"raise": "internal"}))
     assert reply == {
