@@ -8,6 +8,8 @@ from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
 
+import nats
+import nats.errors
 import orjson
 import pytest
 from nats.aio.client import Client as NATS
@@ -15,6 +17,7 @@ from nats.aio.msg import Msg
 from nats.js.api import StorageType
 
 from contracts.subjects import Subjects
+from worker.runtime.embedded_server import EmbeddedNatsServer
 from worker.runtime.ingest_consumer import (
     REASON_HEADER,
     STREAM_SEQ_HEADER,
@@ -284,3 +287,40 @@ async def test_a_lost_consumer_is_recreated_from_the_last_sequence(
 async def _consumers(js: Any, stream: str) -> AsyncIterator[Any]:
     for info in await js.consumers_info(stream):
         yield info
+
+
+async def test_ingestion_continues_across_a_nats_server_restart(
+    own_nats_server: EmbeddedNatsServer, subjects: Subjects, tmp_path: Path
+) -> None:
+    nc = await nats.connect(own_nats_server.url, max_reconnect_attempts=-1, reconnect_time_wait=0.1)
+    try:
+        js = nc.jetstream()
+        await ensure_events_stream(js, subjects)
+        await js.publish(subjects.events("s"), event("s", 1, "session/start"))
+        db = tmp_path / "index.sqlite"
+        async with await SqliteIndexWriter.open(db) as writer:
+            consumer, task = await run_consumer(nc, writer, subjects)
+            await asyncio.wait_for(consumer.actor.wait_applied(1), 20)
+            own_nats_server.stop()
+            own_nats_server.start()  # same port and store: the stream survives
+            for n in range(2, 5):
+                await _publish_retrying(js, subjects.events("s"), event("s", n))
+            await asyncio.wait_for(consumer.actor.wait_applied(4), 30)
+            consumer.stop()
+            await task
+            # The restarted server forgot the memory consumer: ingestion made a new one.
+            assert consumer.consumers_created >= 2
+        assert count(db, "SELECT count(*) FROM events") == 4
+        assert count(db, "SELECT last_seq FROM sessions") == 4
+    finally:
+        await nc.close()
+
+
+async def _publish_retrying(js: Any, subject: str, body: bytes) -> None:
+    for _ in range(100):
+        try:
+            await js.publish(subject, body, timeout=1)
+            return
+        except (TimeoutError, nats.errors.Error):
+            await asyncio.sleep(0.1)  # the client is still reconnecting
+    raise AssertionError("publish never succeeded after the restart")
