@@ -22,7 +22,7 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 import orjson
 
@@ -231,22 +231,35 @@ async def echo(
     parallel: int = 20_000,
     in_flight: int = 64,
     size: int = 1024,
-    subject: str | None = None,
+    responder: Literal["process", "inline"] = "process",
 ) -> dict[str, Any]:
-    """Raw nats-py request/reply to an echo subscriber on its own connection."""
+    """Raw nats-py request/reply to an echo responder.
+
+    ``process``: the responder is a child process (as the worker is in the tools bench), so
+    requester and responder do not share one interpreter; ``inline``: same event loop.
+    """
     import nats
 
-    subject = subject or f"sqbench.echo.{random.getrandbits(40):x}"
-    server_nc = await nats.connect(url)
-    client_nc = await nats.connect(url)
-    payload = bytes(random.getrandbits(8) for _ in range(size))
+    from bench.child import ChildProcess, echo_args
 
-    async def handler(msg: Any) -> None:
-        await msg.respond(msg.data)
+    subject = f"sqbench.echo.{random.getrandbits(40):x}"
+    payload = random.Random(5).randbytes(size)
+    child: ChildProcess | None = None
+    server_nc: Any = None
+    sub: Any = None
+    if responder == "process":
+        child = ChildProcess(echo_args(url, subject))
+        await child.start()
+    else:
+        server_nc = await nats.connect(url)
 
-    sub = await server_nc.subscribe(subject, cb=handler)
-    try:
+        async def handler(msg: Any) -> None:
+            await msg.respond(msg.data)
+
+        sub = await server_nc.subscribe(subject, cb=handler)
         await server_nc.flush()
+    client_nc = await nats.connect(url)
+    try:
         for _ in range(50):  # warm-up
             await client_nc.request(subject, payload, timeout=5)
         samples = []
@@ -256,13 +269,18 @@ async def echo(
             samples.append(time.perf_counter() - t0)
         throughput = await _throughput(client_nc, subject, payload, parallel, in_flight)
     finally:
-        await sub.unsubscribe()
         await client_nc.close()
-        await server_nc.close()
+        if sub is not None:
+            await sub.unsubscribe()
+        if server_nc is not None:
+            await server_nc.close()
+        if child is not None:
+            await child.stop()
     return {
         "sequential_ms": asdict(Latency.of(samples)),
         "throughput_rps": throughput,
         "in_flight": in_flight,
+        "responder": responder,
         "samples": samples,
     }
 

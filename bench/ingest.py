@@ -29,6 +29,7 @@ from bench.report import (
     db_size_bytes,
     format_table,
     nats_url,
+    quiet_worker_logs,
     result_dict,
     write_result,
 )
@@ -128,6 +129,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=1800.0, help="bound on the ingest wait")
     args = parser.parse_args(argv)
     config = corpus.config_from_args(args)
+    logs = quiet_worker_logs("ingest")
     result = asyncio.run(run(config, url=args.nats_url, timeout_s=args.timeout))
     m = result["measurements"]
     info = {
@@ -139,7 +141,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     }
     title = f"ingest: {config.sessions} sessions x {config.events} events"
     print(format_table(title, checks_of(result), info))
-    print(f"\nresult: {write_result(result)}")
+    print(f"\nresult: {write_result(result)}\nworker log: {logs}")
     return 0
 
 

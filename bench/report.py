@@ -171,6 +171,17 @@ def _json_default(value: Any) -> Any:
     raise TypeError(f"not JSON serializable: {type(value).__name__}")
 
 
+def quiet_worker_logs(bench: str) -> Path:
+    """Worker logs as JSON lines to a file under bench/out (as a deployment would ship
+    them), so the console shows the table and per-request lines do not cost a terminal."""
+    from worker.runtime.logs import configure_logging
+
+    OUT_DIR.mkdir(parents=True, exist_ok=True)
+    path = OUT_DIR / f"{bench}-worker.log"
+    configure_logging(json=True, stream=path.open("a", encoding="utf-8"))
+    return path
+
+
 def require_loopback(url: str) -> str:
     """Benches and load runs target this machine only."""
     for part in url.split(","):

@@ -1,0 +1,177 @@
+"""Child processes for benches: a real ``Worker``, or a raw nats-py echo responder.
+
+A deployment runs the worker in its own process; so do the benches, so the requesting
+side and the serving side do not share one interpreter (and one core). The echo floor's
+responder runs the same way, so floor and measurement see the same topology.
+
+``python -m bench.child worker --nats-url URL --db PATH --subjects JSON [--set k=v ...]``
+``python -m bench.child echo --nats-url URL --subject SUBJECT``
+
+Each prints ``READY <pid>`` on stdout once serving and stops cleanly on SIGTERM.
+Parents use ``ChildProcess``; it only ever signals the pid it started.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass
+class ChildProcess:
+    """One child started by a bench; ``stop`` signals exactly that pid."""
+
+    args: list[str]
+    log_path: Path | None = None
+    process: asyncio.subprocess.Process | None = field(default=None, init=False)
+
+    @property
+    def pid(self) -> int:
+        assert self.process is not None
+        return self.process.pid
+
+    async def start(self, ready_s: float = 60.0) -> int:
+        env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+        stderr: Any = subprocess.DEVNULL
+        if self.log_path is not None:
+            stderr = self.log_path.open("ab")
+        self.process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "bench.child",
+            *self.args,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=stderr,
+            env=env,
+            cwd=str(REPO_ROOT),
+        )
+        if self.log_path is not None:
+            stderr.close()
+        assert self.process.stdout is not None
+        try:
+            line = await asyncio.wait_for(self.process.stdout.readline(), ready_s)
+        except TimeoutError:
+            await self.stop()
+            raise RuntimeError(f"bench child {self.args[0]} not ready in {ready_s} s") from None
+        if not line.startswith(b"READY"):
+            await self.stop()
+            raise RuntimeError(f"bench child {self.args[0]} failed to start (see its log)")
+        return self.pid
+
+    async def stop(self, grace_s: float = 30.0) -> int | None:
+        proc, self.process = self.process, None
+        if proc is None:
+            return None
+        if proc.returncode is None:
+            os.kill(proc.pid, signal.SIGTERM)
+            try:
+                await asyncio.wait_for(proc.wait(), grace_s)
+            except TimeoutError:
+                os.kill(proc.pid, signal.SIGKILL)
+                await proc.wait()
+        return proc.returncode
+
+
+def worker_args(url: str, db: Path, subjects: Any, **settings: int) -> list[str]:
+    names = json.dumps(asdict(subjects))
+    args = ["worker", "--nats-url", url, "--db", str(db), "--subjects", names]
+    for key, value in settings.items():
+        args += ["--set", f"{key}={value}"]
+    return args
+
+
+def echo_args(url: str, subject: str) -> list[str]:
+    return ["echo", "--nats-url", url, "--subject", subject]
+
+
+async def _serve_worker(args: argparse.Namespace) -> None:
+    import nats
+
+    from contracts.subjects import Subjects
+    from worker.runtime.config import WorkerConfig
+    from worker.runtime.logs import configure_logging
+    from worker.runtime.worker import Worker
+
+    configure_logging(json=True)  # stderr: the parent points it at a log file
+    overrides: dict[str, Any] = {}
+    for item in args.set:
+        key, _, value = item.partition("=")
+        overrides[key] = int(value)
+    config = WorkerConfig(
+        db_path=Path(args.db), subjects=Subjects(**json.loads(args.subjects)), **overrides
+    )
+    nc = await nats.connect(args.nats_url, name="sessionquery-bench-worker")
+    stop = _stop_event()
+    worker = await Worker.start(nc, config)
+    _ready()
+    try:
+        await stop.wait()
+    finally:
+        await worker.stop()
+        await nc.close()
+
+
+async def _serve_echo(args: argparse.Namespace) -> None:
+    import nats
+
+    nc = await nats.connect(args.nats_url, name="sessionquery-bench-echo")
+    stop = _stop_event()
+
+    async def handler(msg: Any) -> None:
+        await msg.respond(msg.data)
+
+    sub = await nc.subscribe(args.subject, cb=handler)
+    await nc.flush()
+    _ready()
+    try:
+        await stop.wait()
+    finally:
+        with contextlib.suppress(Exception):
+            await sub.unsubscribe()
+        await nc.close()
+
+
+def _stop_event() -> asyncio.Event:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    return stop
+
+
+def _ready() -> None:
+    sys.stdout.write(f"READY {os.getpid()}\n")
+    sys.stdout.flush()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.child", description=__doc__)
+    sub = parser.add_subparsers(dest="mode", required=True)
+    w = sub.add_parser("worker")
+    w.add_argument("--nats-url", required=True)
+    w.add_argument("--db", required=True)
+    w.add_argument("--subjects", required=True, help="Subjects as JSON")
+    w.add_argument("--set", action="append", default=[], help="integer WorkerConfig field")
+    e = sub.add_parser("echo")
+    e.add_argument("--nats-url", required=True)
+    e.add_argument("--subject", required=True)
+    args = parser.parse_args(argv)
+    serve = _serve_worker if args.mode == "worker" else _serve_echo
+    asyncio.run(serve(args))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,343 @@
+"""Tools bench: each tool end to end over NATS through a real ``Worker``, against floors
+measured in the same run on the same nats-server and the same index file.
+
+1. Publish the corpus to a fresh SESSIONS stream; start a ``Worker`` (its own connection,
+   a fresh index) and wait until it has ingested the stream.
+2. Floors: raw nats-py echo (1 KiB; sequential p50/p99, throughput with 64 in flight) and
+   the raw FTS5 query on the worker's index file.
+3. Each tool called ``samples`` times in turn (sequential) with realistic arguments over
+   the corpus plan (``bench.loadgen.RequestMaker``, callers and targets in one workspace).
+4. ``session_event_read`` with 64 in flight; the worker's parallel queue is sized so 64 in
+   flight fit (pool 8 running + waiting room), OVERLOADED replies are counted, not timed.
+5. Spill: a 16 MiB result stored by the worker's spill step (``Spiller.store``) and read
+   back with ``SessionQueryClient.fetch_spilled`` (digest verified).
+
+Targets: searches <= 1.3x (raw FTS5 + echo); traces and reads <= 2x echo (p50 and p99);
+reads with 64 in flight >= 0.5x echo throughput; spill fetch >= 200 MiB/s.
+``python -m bench.tools --sessions 200 --events 250``
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import sqlite3
+import statistics
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any, Final
+
+from bench import corpus, floors
+from bench.child import ChildProcess, worker_args
+from bench.loadgen import RequestMaker, RssSampler
+from bench.report import (
+    OUT_DIR,
+    Absolute,
+    Check,
+    Latency,
+    bench_subjects,
+    checks_of,
+    format_table,
+    nats_url,
+    result_dict,
+    write_result,
+)
+
+SEARCH_TARGET: Final = 1.3
+EXACT_TARGET: Final = 2.0
+THROUGHPUT_TARGET: Final = 0.5
+SPILL_MIB_S_TARGET: Final = 200.0
+SEARCH_TOOLS: Final = ("session_search", "session_event_search")
+EXACT_TOOLS: Final = ("session_trace", "session_event_trace", "session_event_read")
+
+
+def _stream_seq(db: Path) -> int:
+    conn = sqlite3.connect(str(db))
+    try:
+        row = conn.execute("SELECT value FROM meta WHERE key = 'stream_seq'").fetchone()
+        return int(row[0]) if row else 0
+    except sqlite3.OperationalError:
+        return 0  # the schema is not created yet
+    finally:
+        conn.close()
+
+
+async def wait_ingested(db: Path, last_seq: int, timeout_s: float) -> float:
+    """Poll the index's stored stream seq (its own connection); returns seconds waited."""
+    t0 = time.perf_counter()
+    while await asyncio.to_thread(_stream_seq, db) < last_seq:
+        if time.perf_counter() - t0 > timeout_s:
+            raise TimeoutError(f"the worker did not ingest {last_seq} events in {timeout_s} s")
+        await asyncio.sleep(0.2)
+    return time.perf_counter() - t0
+
+
+async def call_sequential(
+    client: Any, maker: RequestMaker, tool: str, samples: int
+) -> dict[str, Any]:
+    latencies: list[float] = []
+    codes: Counter[str] = Counter()
+    for _ in range(samples):
+        arguments, caller = maker.request(tool)
+        execution = {"agent": {"session_id": caller.session_id}}
+        t0 = time.perf_counter()
+        reply = await client.call(tool, arguments, execution)
+        latencies.append(time.perf_counter() - t0)
+        codes["ok" if reply.status == "ok" else reply.error.code.value] += 1
+    return {"latency_ms": asdict(Latency.of(latencies)), "replies": dict(codes)}
+
+
+async def reads_in_flight(
+    client: Any, maker: RequestMaker, total: int, in_flight: int
+) -> dict[str, Any]:
+    codes: Counter[str] = Counter()
+    remaining = total
+
+    async def lane() -> None:
+        nonlocal remaining
+        while remaining > 0:
+            remaining -= 1
+            arguments, caller = maker.request("session_event_read")
+            reply = await client.call(
+                "session_event_read", arguments, {"agent": {"session_id": caller.session_id}}
+            )
+            codes["ok" if reply.status == "ok" else reply.error.code.value] += 1
+
+    t0 = time.perf_counter()
+    await asyncio.gather(*(lane() for _ in range(in_flight)))
+    elapsed = time.perf_counter() - t0
+    return {
+        "replies": dict(codes),
+        "seconds": elapsed,
+        "ok_per_s": codes["ok"] / elapsed if elapsed else 0.0,
+        "in_flight": in_flight,
+    }
+
+
+async def spill_fetch(
+    nc: Any, client: Any, bucket: str, *, mib: int, rounds: int = 3
+) -> dict[str, Any]:
+    """Store ``mib`` MiB through the worker's spill step, fetch it back ``rounds`` times."""
+    from worker.runtime.config import WorkerConfig
+    from worker.runtime.spill import Spiller, SpillPolicy
+
+    defaults = WorkerConfig()
+    spiller = await Spiller.bind(
+        nc,
+        nc.jetstream(),
+        SpillPolicy(
+            bucket=bucket,
+            threshold_bytes=defaults.spill_threshold_bytes,
+            preview_bytes=defaults.spill_preview_bytes,
+            ttl_s=defaults.spill_ttl_s,
+        ),
+    )
+    data = _spill_text(mib * 2**20)
+    t0 = time.perf_counter()
+    locator = await spiller.store(data)
+    put_s = time.perf_counter() - t0
+    rates = []
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        fetched = await client.fetch_spilled(locator)
+        elapsed = time.perf_counter() - t0
+        if fetched != data:
+            raise RuntimeError("spill fetch returned different bytes")
+        rates.append(len(data) / 2**20 / elapsed)
+    return {
+        "bytes": len(data),
+        "put_mib_per_s": len(data) / 2**20 / put_s,
+        "fetch_mib_per_s": rates,
+        "fetch_mib_per_s_median": statistics.median(rates),
+    }
+
+
+def _spill_text(size: int) -> bytes:
+    """Realistic result text (corpus JSON lines), exactly ``size`` bytes."""
+    parts: list[bytes] = []
+    total = 0
+    for event in corpus.generate(corpus.CorpusConfig(sessions=400, events=200, seed=99)):
+        line = corpus.encode(event) + b"\n"
+        parts.append(line)
+        total += len(line)
+        if total >= size:
+            break
+    data = b"".join(parts)
+    while len(data) < size:
+        data += data
+    return data[:size]
+
+
+async def run(
+    config: corpus.CorpusConfig,
+    *,
+    samples: int = 200,
+    parallel_reads: int = 3000,
+    in_flight: int = 64,
+    spill_mib: int = 16,
+    echo_sequential: int = 2000,
+    echo_parallel: int = 20_000,
+    url: str | None = None,
+    work_dir: Path | None = None,
+    ingest_timeout_s: float = 1800.0,
+    worker_log: Path | None = None,
+) -> dict[str, Any]:
+    import nats
+
+    from contracts.client import SessionQueryClient
+    from worker.runtime.config import WorkerConfig
+
+    subjects = bench_subjects("tools")
+    plans = corpus.plan_sessions(config)
+    measurements: dict[str, Any] = {}
+    defaults = WorkerConfig()
+    with tempfile.TemporaryDirectory(prefix="sq-bench-tools-", dir=work_dir) as tmp:
+        db = Path(tmp) / "index.sqlite"
+        async with nats_url(url) as resolved:
+            nc = await nats.connect(resolved)
+            js = nc.jetstream()
+            # The worker serves from its own process, as deployed; 64 reads in flight must
+            # fit its parallel lane (running slots plus waiting room).
+            worker = ChildProcess(
+                worker_args(
+                    resolved,
+                    db,
+                    subjects,
+                    parallel_queue_size=max(defaults.parallel_queue_size, in_flight),
+                ),
+                log_path=worker_log or Path(tmp) / "worker.log",
+            )
+            sampler: RssSampler | None = None
+            try:
+                t0 = time.perf_counter()
+                published = await corpus.publish_corpus(js, subjects, config)
+                measurements["publish_s"] = time.perf_counter() - t0
+                last_seq = (await js.stream_info(subjects.events_stream)).state.last_seq
+                pid = await worker.start()
+                measurements["ingest_wait_s"] = await wait_ingested(db, last_seq, ingest_timeout_s)
+                measurements["events"] = published
+
+                echo = await floors.echo(
+                    resolved, sequential=echo_sequential, parallel=echo_parallel
+                )
+                echo.pop("samples")
+                queries = floors.sample_queries(config, samples)
+                fts = floors.raw_fts(db, queries)
+                fts.pop("samples")
+                measurements["floors"] = {"echo": echo, "raw_fts": fts}
+
+                sampler = RssSampler([pid])
+                sampler.start()
+                client = SessionQueryClient(nc, subjects)
+                maker = RequestMaker(plans, foreign_share=0.0, seed=3)
+                per_tool = {}
+                for tool in (*SEARCH_TOOLS, *EXACT_TOOLS):
+                    per_tool[tool] = await call_sequential(client, maker, tool, samples)
+                measurements["tools"] = per_tool
+                measurements["reads_in_flight"] = await reads_in_flight(
+                    client, maker, parallel_reads, in_flight
+                )
+                measurements["spill"] = await spill_fetch(
+                    nc, client, subjects.spill_bucket, mib=spill_mib
+                )
+            finally:
+                if sampler is not None:
+                    measurements["worker_rss"] = [asdict(r) for r in await sampler.stop()]
+                measurements["worker_exit"] = await worker.stop()
+                for stream in (subjects.events_stream, subjects.search_stream):
+                    with contextlib.suppress(Exception):
+                        await js.delete_stream(stream)
+                with contextlib.suppress(Exception):
+                    await js.delete_object_store(subjects.spill_bucket)
+                await nc.close()
+    params = {
+        **asdict(config),
+        "samples": samples,
+        "parallel_reads": parallel_reads,
+        "in_flight": in_flight,
+        "spill_mib": spill_mib,
+    }
+    checks = _checks(measurements)
+    return result_dict("tools", params=params, checks=checks, measurements=measurements)
+
+
+def _checks(m: dict[str, Any]) -> list[Check | Absolute]:
+    echo = m["floors"]["echo"]
+    seq_echo = echo["sequential_ms"]
+    fts = m["floors"]["raw_fts"]["latency_ms"]
+    checks: list[Check | Absolute] = []
+    for tool in SEARCH_TOOLS:
+        lat = m["tools"][tool]["latency_ms"]
+        for q in ("p50", "p99"):
+            floor = fts[q] + seq_echo[q]
+            checks.append(Check(f"{tool} {q}", lat[q], floor, "ms", "max", SEARCH_TARGET))
+    for tool in EXACT_TOOLS:
+        lat = m["tools"][tool]["latency_ms"]
+        for q in ("p50", "p99"):
+            checks.append(Check(f"{tool} {q}", lat[q], seq_echo[q], "ms", "max", EXACT_TARGET))
+    checks.append(
+        Check(
+            f"reads, {m['reads_in_flight']['in_flight']} in flight",
+            m["reads_in_flight"]["ok_per_s"],
+            echo["throughput_rps"],
+            "req/s",
+            "min",
+            THROUGHPUT_TARGET,
+        )
+    )
+    checks.append(
+        Absolute(
+            f"spill fetch {m['spill']['bytes'] // 2**20} MiB",
+            m["spill"]["fetch_mib_per_s_median"],
+            "MiB/s",
+            "min",
+            SPILL_MIB_S_TARGET,
+        )
+    )
+    return checks
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.tools", description=__doc__)
+    corpus.add_size_arguments(parser)
+    parser.add_argument("--samples", type=int, default=200, help="sequential calls per tool")
+    parser.add_argument("--parallel-reads", type=int, default=3000)
+    parser.add_argument("--in-flight", type=int, default=64)
+    parser.add_argument("--spill-mib", type=int, default=16)
+    parser.add_argument("--nats-url", default=None)
+    args = parser.parse_args(argv)
+    config = corpus.config_from_args(args)
+    logs = OUT_DIR / "tools-worker.log"
+    result = asyncio.run(
+        run(
+            config,
+            samples=args.samples,
+            parallel_reads=args.parallel_reads,
+            in_flight=args.in_flight,
+            spill_mib=args.spill_mib,
+            url=args.nats_url,
+            worker_log=logs,
+        )
+    )
+    m = result["measurements"]
+    info: dict[str, Any] = {"events": m["events"], "ingest wait s": m["ingest_wait_s"]}
+    for tool, t in m["tools"].items():
+        info[f"{tool} replies"] = t["replies"]
+    info["reads in flight replies"] = m["reads_in_flight"]["replies"]
+    info["spill put MiB/s"] = m["spill"]["put_mib_per_s"]
+    for rss in m.get("worker_rss", []):
+        info[f"worker {rss['pid']} peak RSS MiB"] = rss["peak_kib"] / 1024
+    title = f"tools: {config.sessions} sessions x {config.events} events, over NATS"
+    print(format_table(title, checks_of(result), info))
+    print(f"\nresult: {write_result(result)}\nworker log: {logs}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
