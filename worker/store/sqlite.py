@@ -64,8 +64,6 @@ WAIT_POLL_S: Final = 0.05
 # An interrupt that lands before the statement starts is a no-op in SQLite: repeat it
 # until the statement settles.
 _INTERRUPT_RETRY_S: Final = 0.02
-# Ancestor chains are followed up to this many hops (a cycle ends far earlier).
-MAX_LINEAGE_DEPTH: Final = 10_000
 _CURSOR_VERSION: Final = 1
 _WS: Final = re.compile(r"\s+")
 
@@ -260,35 +258,38 @@ class SqliteSessionStore:
 
     async def lineage(self, session_id: str, *, signal: ExecutionSignal) -> Lineage | None:
         async def work(tx: _Tx) -> Lineage | None:
+            # UNION (not UNION ALL) discards a session already reached, so a cycle ends;
+            # the order is restored below by following parent ids from the target.
             chain = await tx.fetch(
                 f"""
-                WITH RECURSIVE chain(depth, sid) AS (
-                    SELECT 0, ?
-                    UNION ALL
-                    SELECT chain.depth + 1, p.parent_session_id
+                WITH RECURSIVE chain(sid) AS (
+                    SELECT ?
+                    UNION
+                    SELECT p.parent_session_id
                     FROM chain JOIN sessions p ON p.session_id = chain.sid
-                    WHERE p.parent_session_id IS NOT NULL AND chain.depth < ?
+                    WHERE p.parent_session_id IS NOT NULL
                 )
                 SELECT chain.sid, {_HEADER_COLS}
                 FROM chain LEFT JOIN sessions s ON s.session_id = chain.sid
-                ORDER BY chain.depth
                 """,
-                (session_id, MAX_LINEAGE_DEPTH),
+                (session_id,),
             )
-            if not chain or chain[0][1] is None:
+            known = {row[0]: _header(row[1:]) for row in chain if row[1] is not None}
+            target = known.get(session_id)
+            if target is None:
                 return None
-            target = _header(chain[0][1:])
             placed = {target.session_id}
             ancestors: list[SessionHeader] = []
             missing: str | None = None
-            for row in chain[1:]:
-                if row[0] in placed:
-                    break  # a cycle: the chain came back to a session already placed
-                if row[1] is None:
-                    missing = row[0]
+            parent = target.parent_session_id
+            while parent is not None and parent not in placed:  # placed again: a cycle
+                header = known.get(parent)
+                if header is None:
+                    missing = parent
                     break
-                ancestors.append(_header(row[1:]))
-                placed.add(row[0])
+                ancestors.append(header)
+                placed.add(parent)
+                parent = header.parent_session_id
             tree = await tx.fetch(
                 f"""
                 WITH RECURSIVE tree(sid) AS (
