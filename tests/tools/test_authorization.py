@@ -26,7 +26,6 @@ from tests.tools.fakes import (
     summary,
 )
 from tests.tools.helpers import as_caller, outcome, run_tool, tool_error
-from worker.signals import ExecutionSignal
 from worker.store import (
     EventRef,
     EventRelations,
@@ -36,7 +35,6 @@ from worker.store import (
     LineageNode,
     LinkedEvent,
     SessionSearchPage,
-    TitleObservation,
 )
 
 TARGET = "s-target"
@@ -199,35 +197,44 @@ async def test_oracle_resistance_missing_and_foreign_ids_give_identical_bytes(
 # --- changed-observation rejection (the header is swapped between check and use) ---
 
 
-def swap_after_preflight(service: FakeService) -> None:
-    """The target passes the preflight, then every later observation sees it moved."""
-    original = service.overrides.copy()
-    preflights = 0
+def moved_target(service: FakeService) -> FakeService:
+    """Preflight and title reads see TARGET in the workspace; the read itself sees it moved.
 
-    async def read_titles(*, session_ids: list[str], signal: ExecutionSignal) -> Any:
-        nonlocal preflights
-        if session_ids == [TARGET]:
-            preflights += 1
-            if preflights == 1:
-                return {TARGET: TitleObservation(header=header(TARGET), title="t")}
-        return {
-            sid: TitleObservation(header=service.headers[sid], title="t")
-            for sid in session_ids
-            if sid in service.headers
-        }
+    Only the check of the header returned with the same observation can catch this.
+    """
+    moved = header(TARGET, OTHER_CWD)
 
-    service.overrides["read_titles"] = read_titles
-    assert original  # serving_target installed the readers
+    async def search_events(**_: Any) -> EventSearchPage:
+        return EventSearchPage(
+            header=moved, hits=(event_hit(TARGET, 3),), next_cursor=None, generation=GEN
+        )
+
+    async def lineage(**_: Any) -> Lineage:
+        return Lineage(target=moved, ancestors=(), missing_ancestor_id=None, descendants=())
+
+    async def event_relations(*, seq: int, **_: Any) -> EventRelations:
+        return EventRelations(header=moved, event=summary(TARGET, seq))
+
+    async def read_event(*, seq: int, **_: Any) -> EventWindow:
+        return EventWindow(header=moved, target=stored(TARGET, seq))
+
+    service.overrides.update(
+        search_events=search_events,
+        lineage=lineage,
+        event_relations=event_relations,
+        read_event=read_event,
+    )
+    return service
 
 
 @pytest.mark.parametrize("tool,arguments", DIRECT_CALLS)
 async def test_changed_observation_rejection(tool: str, arguments: dict[str, Any]) -> None:
-    # The index holds the target in another workspace; only the preflight saw it as ours.
-    swapped = serving_target(FakeService.with_caller(header(TARGET, OTHER_CWD)))
-    swap_after_preflight(swapped)
+    swapped = moved_target(FakeService.with_caller(header(TARGET)))
     error = await tool_error(swapped, tool, arguments)
     missing = await tool_error(serving_target(FakeService.with_caller()), tool, arguments)
     assert outcome(error) == outcome(missing)
+    # The payload was never rendered: titles were not even fetched after the bad read.
+    assert len(swapped.calls_of("read_titles")) == 2  # caller identity + preflight
 
 
 async def test_changed_observation_rejection_on_a_later_search_page() -> None:
