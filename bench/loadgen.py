@@ -81,6 +81,7 @@ class LoadReport:
     per_tool: dict[str, ToolStats]
     rss: tuple[WorkerRss, ...] = ()
     extra_events_published: int = 0
+    extra_publish_error: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -262,7 +263,8 @@ async def run_load(
     stop_at = t0 + seconds
     sampler = RssSampler(worker_pids, rss_interval)
     sampler.start()
-    publisher = asyncio.create_task(_publish_extra(nc, subjects, extra, extra_rate, stop_at))
+    publisher = _ExtraPublisher(nc, subjects, extra)
+    publishing = asyncio.create_task(publisher.run(extra_rate, stop_at))
 
     async def lane() -> None:
         nonlocal budget
@@ -292,7 +294,7 @@ async def run_load(
         await asyncio.gather(*(lane() for _ in range(max(1, concurrency))))
     finally:
         elapsed = time.monotonic() - t0
-        published = await _finish(publisher)
+        published = await publisher.finish(publishing)
         rss = await sampler.stop()
     per_tool = {
         tool: ToolStats(
@@ -321,35 +323,44 @@ async def run_load(
         per_tool=per_tool,
         rss=rss,
         extra_events_published=published,
+        extra_publish_error=publisher.error,
     )
 
 
-async def _publish_extra(
-    nc: Any, subjects: Subjects, extra: corpus.CorpusConfig | None, rate: float, stop_at: float
-) -> int:
-    if extra is None:
-        return 0
-    js = nc.jetstream()
-    await corpus.ensure_events_stream(js, subjects)
-    count = 0
-    burst = 50  # paced in small bursts: ingestion runs beside the queries, not instead
-    events = corpus.generate(extra)
-    while time.monotonic() < stop_at:
-        chunk = [e for _, e in zip(range(burst), events, strict=False)]
-        if not chunk:
-            break
-        count += await corpus.publish_events(js, subjects, chunk, max_in_flight=burst)
-        await asyncio.sleep(burst / rate)
-    return count
+class _ExtraPublisher:
+    """Publishes a second corpus during the load, paced; ``count`` survives cancellation."""
 
+    def __init__(self, nc: Any, subjects: Subjects, extra: corpus.CorpusConfig | None) -> None:
+        self.nc = nc
+        self.subjects = subjects
+        self.extra = extra
+        self.count = 0
+        self.error: str | None = None
 
-async def _finish(task: asyncio.Task[int]) -> int:
-    if not task.done():
-        task.cancel()
-    try:
-        return await task
-    except asyncio.CancelledError:
-        return 0
+    async def run(self, rate: float, stop_at: float) -> None:
+        if self.extra is None:
+            return
+        js = self.nc.jetstream()
+        await corpus.ensure_events_stream(js, self.subjects)
+        burst = 50  # small paced bursts: ingestion runs beside the queries, not instead
+        events = corpus.generate(self.extra)
+        while time.monotonic() < stop_at:
+            chunk = [e for _, e in zip(range(burst), events, strict=False)]
+            if not chunk:
+                return
+            self.count += await corpus.publish_events(js, self.subjects, chunk, max_in_flight=burst)
+            await asyncio.sleep(burst / rate)
+
+    async def finish(self, task: asyncio.Task[None]) -> int:
+        if not task.done():
+            task.cancel()
+        try:
+            await task
+        except asyncio.CancelledError:
+            pass
+        except Exception as exc:  # reported, not raised: the load's numbers still stand
+            self.error = f"{type(exc).__name__}: {exc}"
+        return self.count
 
 
 def format_report(report: LoadReport) -> str:
@@ -358,7 +369,8 @@ def format_report(report: LoadReport) -> str:
         f"in {report.seconds:.1f} s = {report.answered / max(report.seconds, 1e-9):.0f} req/s",
         f"errors by code: {report.errors_by_code or 'none'}",
         f"transport failures: {report.transport_errors or 'none'}",
-        f"extra events published during the load: {report.extra_events_published}",
+        f"extra events published during the load: {report.extra_events_published}"
+        + (f" (stopped: {report.extra_publish_error})" if report.extra_publish_error else ""),
         "",
         f"{'tool':<22} {'sent':>6} {'answered':>8} {'ok':>6} {'p50 ms':>8} {'p99 ms':>8}  errors",
     ]

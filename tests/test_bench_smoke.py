@@ -177,3 +177,80 @@ async def test_store_bench_end_to_end(tmp_path: Path) -> None:
     # A second run reuses the kept index instead of rebuilding it.
     again = await store.run(TINY, queries=5, rounds=1, db=db, work_dir=tmp_path)
     assert again["measurements"]["build_s"] == 0.0
+
+
+async def test_tools_bench_end_to_end(nats_url: str, tmp_path: Path) -> None:
+    from bench import tools
+
+    result = await tools.run(
+        TINY,
+        samples=4,
+        parallel_reads=32,
+        in_flight=8,
+        spill_mib=1,
+        echo_sequential=20,
+        echo_parallel=200,
+        url=nats_url,
+        work_dir=tmp_path,
+        ingest_timeout_s=60,
+    )
+    _assert_result_shape(result, "tools")
+    m = result["measurements"]
+    assert m["events"] == TINY.total_events
+    for tool in (*tools.SEARCH_TOOLS, *tools.EXACT_TOOLS):
+        # real ids over a fully ingested corpus: every call is answered ok
+        assert m["tools"][tool]["replies"] == {"ok": 4}, tool
+    assert m["reads_in_flight"]["replies"] == {"ok": 32}
+    assert m["spill"]["bytes"] == 2**20
+    assert m["worker_exit"] == 0  # stopped gracefully by SIGTERM
+    assert m["worker_rss"][0]["peak_kib"] > 0
+    names = [c["name"] for c in result["checks"]]
+    assert len(names) == 2 * 5 + 2 and names[-1].startswith("spill fetch")
+
+
+async def test_loadgen_drives_all_tools_while_ingesting(nats_url: str, tmp_path: Path) -> None:
+    import nats
+
+    from bench import child, loadgen, tools
+
+    subjects = report.bench_subjects("load")
+    nc = await nats.connect(nats_url)
+    js = nc.jetstream()
+    worker = child.ChildProcess(
+        child.worker_args(nats_url, tmp_path / "index.sqlite", subjects),
+        log_path=tmp_path / "worker.log",
+    )
+    try:
+        await corpus.publish_corpus(js, subjects, TINY)
+        pid = await worker.start()
+        await tools.wait_ingested(tmp_path / "index.sqlite", TINY.total_events, 60)
+        extra = corpus.CorpusConfig(sessions=4, events=30, workspaces=TINY.workspaces, seed=77)
+        result = await loadgen.run_load(
+            nc,
+            subjects,
+            corpus.plan_sessions(TINY),
+            requests=80,
+            seconds=30,
+            concurrency=4,
+            foreign_share=0.2,
+            worker_pids=[pid],
+            rss_interval=0.05,
+            extra=extra,
+            extra_rate=2000,
+        )
+    finally:
+        await worker.stop()
+        await js.delete_stream(subjects.events_stream)
+        await nc.close()
+    assert result.sent == 80
+    assert result.transport_errors == {}
+    assert result.answered == 80
+    assert set(result.per_tool) == set(loadgen.DEFAULT_MIX)
+    assert all(s.sent > 0 for s in result.per_tool.values())
+    # foreign and missing targets answer NOT_FOUND; nothing else fails
+    assert set(result.errors_by_code) <= {"SESSION_QUERY_NOT_FOUND"}
+    assert result.ok + sum(result.errors_by_code.values()) == result.answered
+    assert result.extra_events_published > 0
+    (rss,) = result.rss
+    assert rss.pid == pid and rss.samples > 0 and rss.peak_kib > 0
+    assert "session_event_read" in loadgen.format_report(result)
