@@ -149,10 +149,10 @@ def body(
     request_id: str | None = None,
     *,
     deadline_ms: int | None = None,
-    session_id: str = "s-caller",
+    caller: str = "s-caller",
     **arguments: Any,
 ) -> bytes:
-    execution: dict[str, Any] = {"agent": {"session_id": session_id}}
+    execution: dict[str, Any] = {"agent": {"session_id": caller}}
     if deadline_ms is not None:
         execution["deadline_ms"] = deadline_ms
     return orjson.dumps(

@@ -187,6 +187,12 @@ class Worker:
             parallel_waiting=self.parallel.waiting,
         )
 
+    async def indexed_through(self) -> int | None:
+        """The SESSIONS stream sequence the index is complete through (None: no index)."""
+        if self._index is None:
+            return None
+        return int(await self._index.writer.last_stream_seq())
+
     async def stop(self) -> None:
         """Graceful: stop intake, finish and answer in-flight work, ack, then close."""
         if self._stopped:
