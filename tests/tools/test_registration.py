@@ -6,6 +6,7 @@ import json
 
 from contracts.subjects import SEARCH_TOOLS, TOOL_NAMES
 from tests.tools.fakes import FakeService
+from worker.store import ServiceLimits
 from worker.tools import ToolSet, register_tools
 from worker.tools.definitions import ToolDefinition
 
@@ -52,7 +53,8 @@ def test_schema_timestamps_are_strings() -> None:
     tool = tool_set().get("session_search")
     assert isinstance(tool, ToolDefinition)
     created = tool.input_schema["properties"]["created_after"]
-    assert {"type": "string", "format": "date-time"} in created["anyOf"]
+    assert created["type"] == "string" and created["format"] == "date-time"
+    assert "null" not in json.dumps(tool.input_schema)
 
 
 def test_prompt_section_teaches_search_then_trace_and_read() -> None:
@@ -66,3 +68,11 @@ def test_prompt_section_teaches_search_then_trace_and_read() -> None:
 def test_disposable_registration_is_independent() -> None:
     first, second = register_tools(FakeService()), register_tools(FakeService())
     assert first.tools[0].run is not second.tools[0].run
+
+
+def test_event_read_schema_states_the_service_window_limit() -> None:
+    service = FakeService(limits_value=ServiceLimits(max_event_window=7))
+    tool = register_tools(service).get("session_event_read")
+    assert tool is not None
+    assert tool.input_schema["properties"]["before"]["maximum"] == 7
+    assert tool.input_schema["properties"]["after"]["maximum"] == 7

@@ -67,10 +67,29 @@ _DESCRIPTIONS: Mapping[str, str] = {
 
 
 def _schema(model: type[BaseModel]) -> dict[str, Any]:
+    """The model's JSON Schema, flattened for a model to read: an optional field is shown as
+    its plain type (omitting it is how a model says "none"), without generated titles."""
     schema = model.model_json_schema()
     schema.pop("title", None)
-    for prop in schema.get("properties", {}).values():
+    properties: dict[str, dict[str, Any]] = schema.get("properties", {})
+    for name, prop in list(properties.items()):
         prop.pop("title", None)
+        variants = prop.get("anyOf")
+        if isinstance(variants, list):
+            concrete = [v for v in variants if v != {"type": "null"}]
+            if len(concrete) == 1 and len(concrete) < len(variants):
+                flat = {k: v for k, v in prop.items() if k not in ("anyOf", "default")}
+                properties[name] = {**concrete[0], **flat}
+    return schema
+
+
+def _with_window_limit(schema: dict[str, Any], service: SessionQueryService) -> dict[str, Any]:
+    """Show the service's event-window bound on before/after, so the model need not guess."""
+    properties = schema.get("properties", {})
+    if "before" in properties and "after" in properties:
+        limit = service.limits.max_event_window
+        for name in ("before", "after"):
+            properties[name]["maximum"] = limit
     return schema
 
 
@@ -113,7 +132,7 @@ def register_tools(
         ToolDefinition(
             name=name,
             description=_DESCRIPTIONS[name],
-            input_schema=_schema(model),
+            input_schema=_with_window_limit(_schema(model), service),
             execution=mode,
             run=_guarded(name, run, operations.boundary),
             read_only=True,
