@@ -28,6 +28,7 @@ from worker.runtime.sample_corpus import (
     WEBSITE,
 )
 from worker.signals import ExecutionSignal
+from worker.tools import ToolConfig
 
 GOLDEN = Path(__file__).parent / "golden"
 CURRENT_STEP = 8  # the caller's latest step/start in the sample corpus
@@ -303,3 +304,22 @@ async def test_website_caller_sees_its_own_workspace(index: Index) -> None:
     assert WEB_ROOT in text and PAY_ROOT not in text
     trace = await call(index, "session_trace", {}, execution=as_caller(WEB_CHILD))
     assert WEB_ROOT in trace and WEBSITE not in trace
+
+
+async def test_internal_paging_over_sqlite_cursors(index: Index) -> None:
+    small = ToolConfig(provider_page_size=2, max_search_results=5)
+    full = await call(index, "session_event_search", {"query": "refund", "session_id": PAY_ROOT})
+    capped = await call(
+        index, "session_event_search", {"query": "refund", "session_id": PAY_ROOT}, config=small
+    )
+    assert "Found 5 events" in capped and "Showing the first 5 events" in capped
+
+    # The pages followed internally give the same best-first order as one big page.
+    def seqs(text: str) -> list[str]:
+        return [line.split(" ")[1] for line in text.splitlines() if line.startswith("seq ")]
+
+    assert seqs(capped) == seqs(full)[:5]
+    one_by_one = await call(
+        index, "session_search", {"query": "refund"}, config=ToolConfig(provider_page_size=1)
+    )
+    assert one_by_one == await call(index, "session_search", {"query": "refund"})
