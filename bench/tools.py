@@ -79,12 +79,20 @@ async def wait_ingested(db: Path, last_seq: int, timeout_s: float) -> float:
 
 
 async def call_sequential(
-    client: Any, maker: RequestMaker, tool: str, samples: int
+    client: Any,
+    maker: RequestMaker,
+    tool: str,
+    samples: int,
+    queries: list[floors.Query] | None = None,
 ) -> dict[str, Any]:
+    """``samples`` calls one after another; search queries are appended to ``queries``
+    (with the caller's workspace), so the raw FTS5 floor runs exactly the same ones."""
     latencies: list[float] = []
     codes: Counter[str] = Counter()
     for _ in range(samples):
         arguments, caller = maker.request(tool)
+        if queries is not None and "query" in arguments:
+            queries.append(floors.Query(cwd=caller.cwd, text=arguments["query"]))
         execution = {"agent": {"session_id": caller.session_id}}
         t0 = time.perf_counter()
         reply = await client.call(tool, arguments, execution)
@@ -227,19 +235,21 @@ async def run(
                     resolved, sequential=echo_sequential, parallel=echo_parallel
                 )
                 echo.pop("samples")
-                queries = floors.sample_queries(config, samples)
-                fts = floors.raw_fts(db, queries)
-                fts.pop("samples")
-                measurements["floors"] = {"echo": echo, "raw_fts": fts}
 
                 sampler = RssSampler([pid])
                 sampler.start()
                 client = SessionQueryClient(nc, subjects)
                 maker = RequestMaker(plans, foreign_share=0.0, seed=3)
                 per_tool = {}
+                searched: list[floors.Query] = []
                 for tool in (*SEARCH_TOOLS, *EXACT_TOOLS):
-                    per_tool[tool] = await call_sequential(client, maker, tool, samples)
+                    sink = searched if tool == "session_search" else None
+                    per_tool[tool] = await call_sequential(client, maker, tool, samples, sink)
                 measurements["tools"] = per_tool
+                # The floor query runs the very queries session_search ran, same index file.
+                fts = floors.raw_fts(db, searched)
+                fts.pop("samples")
+                measurements["floors"] = {"echo": echo, "raw_fts": fts}
                 measurements["reads_in_flight"] = await reads_in_flight(
                     client, maker, parallel_reads, in_flight
                 )
