@@ -288,3 +288,27 @@ async def test_searches_still_served_after_the_server_restarts(
         await worker.stop()
         await nc_w.close()
         await requester.close()
+
+
+async def test_in_progress_heartbeats_keep_a_long_search_from_redelivery(
+    nats_url: str, subjects: Subjects, tmp_path: Path
+) -> None:
+    requester = await nats.connect(nats_url)
+    nc_a, nc_b = await nats.connect(nats_url), await nats.connect(nats_url)
+    recorders = [Recorder(label="A"), Recorder(label="B")]
+    workers: list[Worker] = []
+    try:
+        for conn, recorder in zip((nc_a, nc_b), recorders, strict=True):
+            config = config_for(subjects, tmp_path, search_ack_wait_ms=600)
+            workers.append(
+                await Worker.start(conn, config, tools=make_toolset(recorder), index=False)
+            )
+        # Runs for more than three ack_wait periods; the idle other worker is waiting.
+        reply, _ = await call(requester, subjects, "session_search", body(tag="long", sleep=2.0))
+    finally:
+        for worker in workers:
+            await worker.stop()
+        for conn in (requester, nc_a, nc_b):
+            await conn.close()
+    assert reply["status"] == "ok"
+    assert sum(r.started.count("long") for r in recorders) == 1
