@@ -195,3 +195,23 @@ async def test_foreign_cancellation_without_our_signal_is_generic() -> None:
     # An ExecutionCancelled whose signal is not ours carries internal text.
     error = await fail_with(ServiceBoundary(RecordingLogger()), ExecutionCancelled(SECRET))  # type: ignore[arg-type]
     assert (error.code, error.message) == (ErrorCode.TOOL_FAILED, TOOL_FAILED_MESSAGE)
+
+
+class Unprintable:
+    def __str__(self) -> str:
+        raise RuntimeError("boom")
+
+    def __repr__(self) -> str:
+        raise RuntimeError("boom")
+
+
+async def test_diagnostic_redaction_unprintable_argument_inside_an_ordinary_error() -> None:
+    logger = RecordingLogger()
+    outer = RuntimeError("outer /var/lib/secret")
+    outer.__context__ = KeyError(Unprintable())
+    error = await fail_with(ServiceBoundary(logger), outer)  # type: ignore[arg-type]
+    assert (error.code, error.message) == (ErrorCode.TOOL_FAILED, TOOL_FAILED_MESSAGE)
+    assert logger.events[0][1]["chain"] == [
+        "RuntimeError: outer /var/lib/secret",
+        f"KeyError: {UNPRINTABLE}",
+    ]
