@@ -59,9 +59,13 @@ def _session_line(header: SessionHeader, titles: Mapping[str, TitleInfo]) -> str
     )
 
 
-def _event_line(event: EventSummary, *, with_session: bool = False) -> str:
+def _event_head(event: EventSummary, *, with_session: bool = False) -> str:
     where = f"{event.session_id} seq {event.seq}" if with_session else f"seq {event.seq}"
-    head = f"{where} · {event.type} · {event.surface} · {format_time(event.time_ms)}"
+    return f"{where} · {event.type} · {event.surface} · {format_time(event.time_ms)}"
+
+
+def _event_line(event: EventSummary, *, with_session: bool = False) -> str:
+    head = _event_head(event, with_session=with_session)
     preview = _one_line(event.preview)
     return f"{head} — {preview}" if preview else head
 
@@ -101,7 +105,7 @@ def render_session_search(
         lines.append(f"{number}. {_session_line(header, titles)}")
         lines.append(f"   parent: {_parent(header, titles)}")
         lines.append(
-            f"   strongest match: {_event_line(hit.event).split(' — ', 1)[0]} "
+            f"   strongest match: {_event_head(hit.event)} "
             f"({_count(hit.matching_events, 'matching event')})"
         )
         lines.append(f"   {_one_line(hit.excerpt)}")
@@ -159,9 +163,7 @@ def render_event_search(
     for hit in hits:
         event = hit.event
         lines.append("")
-        lines.append(
-            f"seq {event.seq} · {event.type} · {event.surface} · {format_time(event.time_ms)}"
-        )
+        lines.append(_event_head(event))
         lines.append(f"  {_one_line(hit.excerpt)}")
     lines.append("")
     if outcome.capped:
