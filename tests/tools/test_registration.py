@@ -76,3 +76,28 @@ def test_event_read_schema_states_the_service_window_limit() -> None:
     assert tool is not None
     assert tool.input_schema["properties"]["before"]["maximum"] == 7
     assert tool.input_schema["properties"]["after"]["maximum"] == 7
+
+
+def test_tools_import_only_the_protocol_never_sqlite_or_nats() -> None:
+    import ast
+    from pathlib import Path
+
+    import worker.tools
+
+    allowed = ("contracts", "worker.signals", "worker.store", "worker.tools", "pydantic",
+               "pydantic_core", "structlog", "__future__")  # fmt: skip
+    forbidden = ("worker.store.sqlite", "worker.store.writer", "worker.store.ingest")
+    stdlib = {"asyncio", "collections", "contextlib", "dataclasses", "datetime", "math",
+              "typing"}  # fmt: skip
+    for path in Path(worker.tools.__file__).parent.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module]
+            for name in names:
+                assert not name.startswith(forbidden), f"{path.name} imports {name}"
+                assert name.split(".")[0] in stdlib or name.startswith(allowed), (
+                    f"{path.name} imports {name}"
+                )
