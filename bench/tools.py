@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import json
 import sqlite3
 import statistics
 import sys
@@ -166,6 +167,64 @@ async def spill_fetch(
     }
 
 
+BIG_SESSION: Final = "bench-big-output"
+
+
+def _big_session(cwd: str) -> list[dict[str, Any]]:
+    """A session whose one tool result is near the 1 MiB event limit: reading it exactly
+    makes a reply over the spill threshold, so the worker's own spill step runs."""
+    output = _spill_text(900 * 1024).decode()
+    start = corpus.iso_ms(corpus.ORIGIN_MS)
+    return [
+        {
+            "session_id": BIG_SESSION,
+            "seq": 1,
+            "event_id": "big-1",
+            "type": "session/start",
+            "surface": "system",
+            "time": start,
+            "payload": {"cwd": cwd},
+        },
+        {
+            "session_id": BIG_SESSION,
+            "seq": 2,
+            "event_id": "big-2",
+            "type": "tool/result",
+            "surface": "tool",
+            "time": start,
+            "payload": {"tool": "bash", "output": output},
+        },
+    ]
+
+
+async def spilled_read(
+    client: Any, caller: corpus.SessionPlan, big: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """One exact read whose reply spills, then its spill fetched: the generic step end to
+    end through a tool (informational; the 16 MiB check above is the target)."""
+    t0 = time.perf_counter()
+    reply = await client.call(
+        "session_event_read",
+        {"session_id": BIG_SESSION, "seq": 2},
+        {"agent": {"session_id": caller.session_id}},
+    )
+    call_ms = (time.perf_counter() - t0) * 1000
+    if reply.status != "ok" or reply.spill is None:
+        return {"spilled": False, "status": reply.status, "call_ms": call_ms}
+    t0 = time.perf_counter()
+    text = await client.fetch_spilled(reply.spill)
+    fetch_ms = (time.perf_counter() - t0) * 1000
+    return {
+        "spilled": True,
+        "call_ms": call_ms,
+        "fetch_ms": fetch_ms,
+        "size": reply.spill.size,
+        "preview_bytes": len((reply.content or "").encode()),
+        # The exact event is rendered as JSON: look for the output's start as JSON text.
+        "holds_output": json.dumps(big[1]["payload"]["output"][:1000])[1:-1] in text.decode(),
+    }
+
+
 def _spill_text(size: int) -> bytes:
     """Realistic result text (corpus JSON lines), exactly ``size`` bytes."""
     parts: list[bytes] = []
@@ -225,6 +284,8 @@ async def run(
             try:
                 t0 = time.perf_counter()
                 published = await corpus.publish_corpus(js, subjects, config)
+                big = _big_session(plans[0].cwd)
+                await corpus.publish_events(js, subjects, big)
                 measurements["publish_s"] = time.perf_counter() - t0
                 last_seq = (await js.stream_info(subjects.events_stream)).state.last_seq
                 pid = await worker.start()
@@ -256,6 +317,7 @@ async def run(
                 measurements["spill"] = await spill_fetch(
                     nc, client, subjects.spill_bucket, mib=spill_mib
                 )
+                measurements["spilled_read"] = await spilled_read(client, plans[0], big)
             finally:
                 if sampler is not None:
                     measurements["worker_rss"] = [asdict(r) for r in await sampler.stop()]
@@ -341,6 +403,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         info[f"{tool} replies"] = t["replies"]
     info["reads in flight replies"] = m["reads_in_flight"]["replies"]
     info["spill put MiB/s"] = m["spill"]["put_mib_per_s"]
+    info["spilled read (call ms, fetch ms)"] = (
+        f"{m['spilled_read'].get('call_ms', 0):.1f}, {m['spilled_read'].get('fetch_ms', 0):.1f}"
+        f" of {m['spilled_read'].get('size')} bytes"
+    )
     for rss in m.get("worker_rss", []):
         info[f"worker {rss['pid']} peak RSS MiB"] = rss["peak_kib"] / 1024
     title = f"tools: {config.sessions} sessions x {config.events} events, over NATS"

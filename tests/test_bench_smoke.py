@@ -202,6 +202,9 @@ async def test_tools_bench_end_to_end(nats_url: str, tmp_path: Path) -> None:
         assert m["tools"][tool]["replies"] == {"ok": 4}, tool
     assert m["reads_in_flight"]["replies"] == {"ok": 32}
     assert m["spill"]["bytes"] == 2**20
+    spilled = m["spilled_read"]
+    assert spilled["spilled"] and spilled["holds_output"]
+    assert spilled["size"] > 900 * 1024 > spilled["preview_bytes"]
     assert m["worker_exit"] == 0  # stopped gracefully by SIGTERM
     assert m["worker_rss"][0]["peak_kib"] > 0
     names = [c["name"] for c in result["checks"]]
