@@ -80,6 +80,8 @@ async def test_ping_info_stats_discover_the_service_with_tool_metadata(
     msg = await nc.request(f"$SRV.STATS.{SERVICE_NAME}.{sid}", b"", timeout=5)
     stats = {e["name"]: e for e in json.loads(msg.data)["endpoints"]}
     assert stats["session_trace"]["num_requests"] == 1
+    assert stats["session_trace"]["data"]["lane"] == "parallel-pool"
+    assert stats["session_search"]["data"] == {"lane": "search-queue", "running": False}
 
 
 async def test_manifest_lists_tools_schemas_modes_and_prompt(nc: NATS, worker: Worker) -> None:

@@ -18,7 +18,7 @@ from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 from nats.micro import add_service
 from nats.micro.request import Request
-from nats.micro.service import EndpointConfig, Service
+from nats.micro.service import EndpointConfig, EndpointStats, Service
 
 from contracts.subjects import SERVICE_NAME, Subjects
 from worker.runtime import replies
@@ -79,13 +79,19 @@ class ToolService:
         subjects: Subjects,
         version: str,
         route: Callable[[ToolDefinition], MsgHandler],
+        stats: Callable[[str], dict[str, Any]] | None = None,
     ) -> ToolService:
+        def stats_data(endpoint: EndpointStats) -> dict[str, Any] | None:
+            # $SRV.STATS shows each endpoint's lane state beside nats.micro's counters.
+            return stats(endpoint.name) if stats is not None else None
+
         service = await add_service(
             nc,
             name=SERVICE_NAME,
             version=version,
             description="Read-only search, trace and read tools over earlier agent sessions",
             metadata={"subject_prefix": subjects.prefix, "manifest": subjects.manifest},
+            stats_handler=stats_data,
         )
         manifest = orjson.dumps(manifest_of(toolset))
         self = cls(nc, service, manifest)
@@ -136,8 +142,13 @@ class ToolService:
         for endpoint in list(self.micro._endpoints):
             sub = endpoint._subscription
             if sub is not None:
-                with contextlib.suppress(Exception):
+                try:
                     await sub.drain()
+                except Exception:
+                    # Not drained (e.g. mid-reconnect): at least stop the intake.
+                    log.warning("endpoint drain failed; unsubscribing", exc_info=True)
+                    with contextlib.suppress(Exception):
+                        await sub.unsubscribe()
                 endpoint._subscription = None
         self.micro._endpoints = []
 

@@ -157,6 +157,7 @@ class Worker:
                 subjects=config.subjects,
                 version=config.service_version,
                 route=worker._route,
+                stats=worker._endpoint_stats,
             )
             supervisor.start(SEARCH_ACTOR, search.run)
         except BaseException:
@@ -179,6 +180,19 @@ class Worker:
 
     async def _enqueue_search(self, tool: ToolDefinition, msg: Msg) -> None:
         await self.search.enqueue(tool, msg)
+
+    def _endpoint_stats(self, endpoint: str) -> dict[str, Any]:
+        tool = self.toolset.get(endpoint)
+        if tool is None:
+            return {}
+        if tool.execution == "exclusive":
+            return {"lane": "search-queue", "running": self.search.running is not None}
+        return {
+            "lane": "parallel-pool",
+            "running": self.parallel.running,
+            "waiting": self.parallel.waiting,
+            "overloaded": self.parallel.overloaded,
+        }
 
     def in_flight(self) -> InFlight:
         return InFlight(
