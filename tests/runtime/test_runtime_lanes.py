@@ -162,3 +162,37 @@ async def test_a_request_past_its_deadline_is_not_started(
     }
     assert msg.headers is not None and msg.headers["Nats-Service-Error-Code"] == "504"
     assert recorder.started == []
+
+
+async def test_a_full_search_queue_answers_overloaded_at_once(
+    nc: NATS, subjects: Subjects, tmp_path: Path
+) -> None:
+    recorder = Recorder()
+    config = config_for(subjects, tmp_path, search_queue_max_msgs=2)
+    worker = await Worker.start(nc, config, tools=make_toolset(recorder), index=False)
+    try:
+        running = asyncio.create_task(
+            call(nc, subjects, "session_search", body(tag="run", hold=True))
+        )
+        await recorder.wait_started("run")
+        waiting = asyncio.create_task(call(nc, subjects, "session_search", body(tag="wait")))
+        js = nc.jetstream()
+
+        async def two_in_stream() -> bool:
+            return (await js.stream_info(subjects.search_stream)).state.messages == 2
+
+        await until(two_in_stream)
+        reply, msg = await call(nc, subjects, "session_event_search", body("r-full", tag="x"))
+        assert not running.done()
+        assert reply["error"] == {
+            "code": ErrorCode.OVERLOADED.value,
+            "message": replies.OVERLOADED_MESSAGE,
+        }
+        assert msg.headers is not None and msg.headers["Nats-Service-Error-Code"] == "503"
+        recorder.release.set()
+        assert (await running)[0]["status"] == "ok"
+        assert (await waiting)[0]["status"] == "ok"
+    finally:
+        recorder.release.set()
+        await worker.stop()
+    assert "x" not in recorder.started
