@@ -29,6 +29,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+import nats.errors
+
 from bench import corpus, vocabulary
 from bench.report import Latency, require_loopback, write_result
 from contracts.client import SessionQueryClient, SessionQueryClientError
@@ -41,6 +43,8 @@ DEFAULT_MIX: Final[Mapping[str, float]] = {
     "session_event_trace": 0.15,
     "session_event_read": 0.20,
 }
+# Transport failures other than the client's own (reconnecting, closed, stale connection).
+_TRANSPORT_FAULTS: Final = (nats.errors.Error, ConnectionError, TimeoutError)
 # RSS counts as flat when the last quarter's mean is within this of the first quarter's.
 FLAT_GROWTH: Final = 1.25
 FLAT_SLACK_KIB: Final = 16 * 1024
@@ -281,7 +285,9 @@ async def run_load(
             started = time.perf_counter()
             try:
                 reply = await client.call(tool, arguments, execution)
-            except SessionQueryClientError as exc:
+            except (SessionQueryClientError, *_TRANSPORT_FAULTS) as exc:
+                # Counted by kind: under fault injection (a NATS restart) a request may fail
+                # in transit; the load goes on and the report says how many and why.
                 tally.transport[type(exc).__name__] += 1
                 continue
             tally.latencies.append(time.perf_counter() - started)

@@ -257,3 +257,15 @@ async def test_loadgen_drives_all_tools_while_ingesting(nats_url: str, tmp_path:
     (rss,) = result.rss
     assert rss.pid == pid and rss.samples > 0 and rss.peak_kib > 0
     assert "session_event_read" in loadgen.format_report(result)
+
+
+async def test_loadgen_counts_transport_failures_without_a_worker(nc: Any, subjects: Any) -> None:
+    from bench import loadgen
+
+    result = await loadgen.run_load(
+        nc, subjects, corpus.plan_sessions(TINY), requests=12, seconds=10, concurrency=3
+    )
+    assert result.sent == 12
+    assert result.answered == 0
+    assert result.transport_errors == {"NoWorkerError": 12}
+    assert all(s.latency_ms.n == 0 for s in result.per_tool.values())
