@@ -19,9 +19,13 @@ import contextlib
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
-from collections.abc import Sequence
+import tempfile
+import time
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -94,6 +98,84 @@ def worker_args(url: str, db: Path, subjects: Any, **settings: int) -> list[str]
 
 def echo_args(url: str, subject: str) -> list[str]:
     return ["echo", "--nats-url", url, "--subject", subject]
+
+
+def _stream_seq(db: Path) -> int:
+    conn = sqlite3.connect(str(db))
+    try:
+        row = conn.execute("SELECT value FROM meta WHERE key = 'stream_seq'").fetchone()
+        return int(row[0]) if row else 0
+    except sqlite3.OperationalError:
+        return 0  # the schema is not created yet
+    finally:
+        conn.close()
+
+
+async def wait_ingested(db: Path, last_seq: int, timeout_s: float) -> float:
+    """Poll an index's stored stream seq (own connection) until ``last_seq``; seconds waited."""
+    t0 = time.perf_counter()
+    while await asyncio.to_thread(_stream_seq, db) < last_seq:
+        if time.perf_counter() - t0 > timeout_s:
+            raise TimeoutError(f"the worker did not ingest {last_seq} events in {timeout_s} s")
+        await asyncio.sleep(0.2)
+    return time.perf_counter() - t0
+
+
+@dataclass(frozen=True)
+class Fleet:
+    url: str
+    subjects: Any
+    nc: Any  # the requesting side's connection
+    pids: tuple[int, ...]
+    work_dir: Path
+
+
+@asynccontextmanager
+async def local_fleet(
+    config: Any,
+    *,
+    workers: int = 1,
+    url: str | None = None,
+    work_dir: Path | None = None,
+    ingest_timeout_s: float = 1800.0,
+    **settings: int,
+) -> AsyncIterator[Fleet]:
+    """A corpus published to fresh streams and ``workers`` worker processes (each its own
+    index, as replicas are) that have ingested it; nats-server started unless ``url``."""
+    import nats
+
+    from bench import corpus
+    from bench.report import bench_subjects, nats_url
+
+    async with nats_url(url) as resolved:
+        with tempfile.TemporaryDirectory(prefix="sq-bench-fleet-", dir=work_dir) as tmp:
+            root = Path(tmp)
+            subjects = bench_subjects("fleet")
+            nc = await nats.connect(resolved, max_reconnect_attempts=-1, reconnect_time_wait=0.5)
+            js = nc.jetstream()
+            children = [
+                ChildProcess(
+                    worker_args(resolved, root / f"worker{i}.sqlite", subjects, **settings),
+                    log_path=root / f"worker{i}.log",
+                )
+                for i in range(workers)
+            ]
+            try:
+                await corpus.publish_corpus(js, subjects, config)
+                last = (await js.stream_info(subjects.events_stream)).state.last_seq
+                pids = [await child.start() for child in children]
+                for i in range(workers):
+                    await wait_ingested(root / f"worker{i}.sqlite", last, ingest_timeout_s)
+                yield Fleet(resolved, subjects, nc, tuple(pids), root)
+            finally:
+                for child in children:
+                    await child.stop()
+                for stream in (subjects.events_stream, subjects.search_stream):
+                    with contextlib.suppress(Exception):
+                        await js.delete_stream(stream)
+                with contextlib.suppress(Exception):
+                    await js.delete_object_store(subjects.spill_bucket)
+                await nc.close()
 
 
 async def _serve_worker(args: argparse.Namespace) -> None:

@@ -413,6 +413,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(prog="python -m bench.loadgen", description=__doc__)
     parser.add_argument("--nats-url", default=os.environ.get("NATS_URL"), required=False)
+    parser.add_argument(
+        "--local",
+        type=int,
+        metavar="WORKERS",
+        help="self-contained: publish the corpus to fresh streams and start this many worker "
+        "processes (and a nats-server unless --nats-url), then load them",
+    )
     parser.add_argument("--sidecar", type=Path, help="plan written by python -m bench.corpus")
     corpus.add_size_arguments(parser, sessions=200, events=100)
     parser.add_argument("--requests", type=int, default=2000)
@@ -429,9 +436,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--events-prefix", default="sessions.events")
     parser.add_argument("--seed-load", type=int, default=1)
     args = parser.parse_args(argv)
-    if not args.nats_url:
-        parser.error("--nats-url (or NATS_URL) is required")
-    require_loopback(args.nats_url)
+    if not args.nats_url and not args.local:
+        parser.error("--nats-url (or NATS_URL) is required without --local")
+    if args.nats_url:
+        require_loopback(args.nats_url)
     if args.sidecar:
         config, plans = corpus.load_sidecar(args.sidecar)
     else:
@@ -449,24 +457,36 @@ def main(argv: Sequence[str] | None = None) -> int:
         prefix=args.prefix, events_stream=args.events_stream, events_prefix=args.events_prefix
     )
 
+    def load(nc: Any, subjects: Subjects, pids: Sequence[int]) -> Any:
+        return run_load(
+            nc,
+            subjects,
+            plans,
+            requests=args.requests,
+            seconds=args.seconds,
+            concurrency=args.concurrency,
+            mix=_parse_mix(args.mix),
+            request_timeout=args.request_timeout,
+            foreign_share=args.foreign_share,
+            worker_pids=pids,
+            extra=extra,
+            extra_rate=args.extra_rate,
+            seed=args.seed_load,
+        )
+
     async def go() -> LoadReport:
+        if args.local:
+            from bench.child import local_fleet
+
+            async with local_fleet(config, workers=args.local, url=args.nats_url) as fleet:
+                report: LoadReport = await load(
+                    fleet.nc, fleet.subjects, [*fleet.pids, *args.worker_pid]
+                )
+                return report
         nc = await nats.connect(args.nats_url, max_reconnect_attempts=-1, reconnect_time_wait=0.5)
         try:
-            return await run_load(
-                nc,
-                subjects,
-                plans,
-                requests=args.requests,
-                seconds=args.seconds,
-                concurrency=args.concurrency,
-                mix=_parse_mix(args.mix),
-                request_timeout=args.request_timeout,
-                foreign_share=args.foreign_share,
-                worker_pids=args.worker_pid,
-                extra=extra,
-                extra_rate=args.extra_rate,
-                seed=args.seed_load,
-            )
+            report = await load(nc, subjects, args.worker_pid)
+            return report
         finally:
             await nc.close()
 

@@ -23,7 +23,6 @@ import argparse
 import asyncio
 import contextlib
 import json
-import sqlite3
 import statistics
 import sys
 import tempfile
@@ -35,7 +34,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from bench import corpus, floors
-from bench.child import ChildProcess, worker_args
+from bench.child import ChildProcess, wait_ingested, worker_args
 from bench.loadgen import RequestMaker, RssSampler
 from bench.report import (
     OUT_DIR,
@@ -56,27 +55,6 @@ THROUGHPUT_TARGET: Final = 0.5
 SPILL_MIB_S_TARGET: Final = 200.0
 SEARCH_TOOLS: Final = ("session_search", "session_event_search")
 EXACT_TOOLS: Final = ("session_trace", "session_event_trace", "session_event_read")
-
-
-def _stream_seq(db: Path) -> int:
-    conn = sqlite3.connect(str(db))
-    try:
-        row = conn.execute("SELECT value FROM meta WHERE key = 'stream_seq'").fetchone()
-        return int(row[0]) if row else 0
-    except sqlite3.OperationalError:
-        return 0  # the schema is not created yet
-    finally:
-        conn.close()
-
-
-async def wait_ingested(db: Path, last_seq: int, timeout_s: float) -> float:
-    """Poll the index's stored stream seq (its own connection); returns seconds waited."""
-    t0 = time.perf_counter()
-    while await asyncio.to_thread(_stream_seq, db) < last_seq:
-        if time.perf_counter() - t0 > timeout_s:
-            raise TimeoutError(f"the worker did not ingest {last_seq} events in {timeout_s} s")
-        await asyncio.sleep(0.2)
-    return time.perf_counter() - t0
 
 
 async def call_sequential(

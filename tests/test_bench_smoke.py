@@ -214,7 +214,7 @@ async def test_tools_bench_end_to_end(nats_url: str, tmp_path: Path) -> None:
 async def test_loadgen_drives_all_tools_while_ingesting(nats_url: str, tmp_path: Path) -> None:
     import nats
 
-    from bench import child, loadgen, tools
+    from bench import child, loadgen
 
     subjects = report.bench_subjects("load")
     nc = await nats.connect(nats_url)
@@ -226,7 +226,7 @@ async def test_loadgen_drives_all_tools_while_ingesting(nats_url: str, tmp_path:
     try:
         await corpus.publish_corpus(js, subjects, TINY)
         pid = await worker.start()
-        await tools.wait_ingested(tmp_path / "index.sqlite", TINY.total_events, 60)
+        await child.wait_ingested(tmp_path / "index.sqlite", TINY.total_events, 60)
         extra = corpus.CorpusConfig(sessions=4, events=30, workspaces=TINY.workspaces, seed=77)
         result = await loadgen.run_load(
             nc,
