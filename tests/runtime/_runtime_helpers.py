@@ -26,7 +26,7 @@ from contracts.errors import ErrorCode
 from contracts.subjects import Subjects
 from worker.runtime.config import WorkerConfig
 from worker.signals import DeadlineExceeded, ExecutionSignal
-from worker.tools.definitions import ToolDefinition, ToolError, ToolSet
+from worker.tools.definitions import ExecutionMode, ToolDefinition, ToolError, ToolSet
 
 SEARCHES = ("session_search", "session_event_search")
 EXACT = ("session_trace", "session_event_trace", "session_event_read")
@@ -75,7 +75,7 @@ async def _abortable(signal: ExecutionSignal, awaitable: Any) -> None:
 
 
 def make_tool(name: str, recorder: Recorder) -> ToolDefinition:
-    mode = "exclusive" if name in SEARCHES else "parallel"
+    mode: ExecutionMode = "exclusive" if name in SEARCHES else "parallel"
 
     async def run(args: Mapping[str, Any], execution: Execution, signal: ExecutionSignal) -> str:
         tag = str(args.get("tag", ""))
@@ -145,13 +145,11 @@ def config_for(subjects: Subjects, tmp_path: Path, **over: Any) -> WorkerConfig:
     return WorkerConfig(**values)
 
 
-def body(
-    request_id: str | None = None,
-    *,
-    deadline_ms: int | None = None,
-    caller: str = "s-caller",
-    **arguments: Any,
-) -> bytes:
+def body(request_id: str | None = None, **arguments: Any) -> bytes:
+    """An envelope; ``deadline_ms`` and ``caller`` go to ``execution``, the rest are
+    the tool's arguments."""
+    deadline_ms = arguments.pop("deadline_ms", None)
+    caller = arguments.pop("caller", "s-caller")
     execution: dict[str, Any] = {"agent": {"session_id": caller}}
     if deadline_ms is not None:
         execution["deadline_ms"] = deadline_ms

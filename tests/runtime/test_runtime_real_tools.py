@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -54,7 +55,7 @@ async def test_each_real_tool_answers_over_nats(nc: NATS, worker: Worker) -> Non
     assert [t["name"] for t in manifest["tools"]] == list(TOOL_NAMES)
     assert manifest["prompt_section"]
 
-    arguments = {
+    arguments: dict[str, dict[str, Any]] = {
         "session_search": {"query": "refund flake"},
         "session_event_search": {"query": "retry", "session_id": PAY_CHILD},
         "session_trace": {},
@@ -78,11 +79,12 @@ async def test_a_foreign_id_and_a_missing_id_answer_with_identical_bytes(
 ) -> None:
     subjects = worker.config.subjects
     for tool in ("session_event_read", "session_trace", "session_event_search"):
-        args: dict[str, object] = {
+        per_tool: dict[str, dict[str, Any]] = {
             "session_event_read": {"seq": 1},
             "session_trace": {},
             "session_event_search": {"query": "static"},
-        }[tool]
+        }
+        args = per_tool[tool]
         foreign, foreign_msg = await call(
             nc, subjects, tool, body("r-f-" + tool, caller=DEMO_CALLER, session_id=WEB_ROOT, **args)
         )
