@@ -1,0 +1,50 @@
+"""A real worker (index, ingestion, the five tools) in its own process, for fault tests.
+
+``python -m tests.reliability._worker_main '<json spec>'`` with ``url`` (comma-separated
+seeds), ``subjects`` (the Subjects fields), ``db`` and optional ``config`` (WorkerConfig
+integer overrides). Connects like ``sessionquery serve`` does (reconnect forever), logs
+JSON lines to stderr (the parent points it at a file; level from SESSIONQUERY_LOG_LEVEL),
+prints ``READY <pid>`` once serving, and stops gracefully on SIGTERM.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from contracts.subjects import Subjects
+from worker.runtime.config import WorkerConfig
+from worker.runtime.connection import NatsOptions, connect
+from worker.runtime.logs import configure_logging
+from worker.runtime.worker import Worker
+
+
+async def main(spec: dict[str, Any]) -> int:
+    configure_logging(json=True)
+    nc = await connect(NatsOptions(url=spec["url"], name=f"reliability-{spec.get('label', 'w')}"))
+    config = WorkerConfig(
+        db_path=Path(spec["db"]),
+        subjects=Subjects(**spec["subjects"]),
+        **spec.get("config", {}),
+    )
+    worker = await Worker.start(nc, config)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    sys.stdout.write(f"READY {os.getpid()}\n")
+    sys.stdout.flush()
+    await stop.wait()
+    await worker.stop()
+    await nc.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(asyncio.run(main(orjson.loads(sys.argv[1]))))
