@@ -1,0 +1,169 @@
+"""``sessionquery call`` and ``sessionquery manifest``: the requester side from a shell.
+
+``call`` prints a tool's rendered text (a spilled result is fetched and printed whole); an
+error reply prints ``CODE: message`` on stderr and exits 1. Both need a NATS URL.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+import time
+from typing import Any
+
+import orjson
+from nats.aio.client import Client as NATS
+from nats.errors import NoServersError
+from nats.errors import TimeoutError as NatsTimeoutError
+
+from contracts.client import SessionQueryClient, SessionQueryClientError
+from contracts.envelope import AgentIdentity, Execution
+from contracts.subjects import TOOL_NAMES, Subjects
+from worker.runtime.connection import add_nats_arguments, connect, options_from_args
+
+EXIT_ERROR_REPLY = 1
+EXIT_USAGE = 2
+
+NO_URL_MESSAGE = (
+    "sessionquery: no NATS URL: pass --nats-url or set NATS_URL "
+    "(`sessionquery serve` prints the URL of the server it starts)"
+)
+
+
+def _add_common(parser: argparse.ArgumentParser) -> None:
+    add_nats_arguments(parser)
+    parser.add_argument(
+        "--subject-prefix",
+        default=os.environ.get("SESSIONQUERY_SUBJECT_PREFIX", "sessionquery"),
+        help="subject prefix of the worker (env SESSIONQUERY_SUBJECT_PREFIX)",
+    )
+
+
+def add_call_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("tool", choices=TOOL_NAMES, help="the tool to call")
+    parser.add_argument(
+        "arguments",
+        help="the tool arguments as one JSON object, as a model would write them ('{}')",
+    )
+    parser.add_argument(
+        "--session", required=True, help="the calling agent's session id (execution identity)"
+    )
+    parser.add_argument("--agent", default=None, help="the calling agent's id")
+    parser.add_argument(
+        "--step-start-seq",
+        type=int,
+        default=None,
+        help="seq of the caller's current step/start (excluded from its own-session search)",
+    )
+    deadline = parser.add_mutually_exclusive_group()
+    deadline.add_argument(
+        "--deadline-ms", type=int, default=None, help="absolute deadline, epoch milliseconds"
+    )
+    deadline.add_argument(
+        "--timeout-ms", type=int, default=None, help="deadline as milliseconds from now"
+    )
+    parser.add_argument("--request-id", default=None, help="default: a fresh random id")
+    _add_common(parser)
+
+
+def add_manifest_arguments(parser: argparse.ArgumentParser) -> None:
+    _add_common(parser)
+
+
+def run_call(args: argparse.Namespace) -> int:
+    if not args.nats_url:
+        print(NO_URL_MESSAGE, file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        arguments = orjson.loads(args.arguments)
+    except orjson.JSONDecodeError as exc:
+        print(f"sessionquery: the arguments are not valid JSON: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    if not isinstance(arguments, dict):
+        print("sessionquery: the arguments must be one JSON object", file=sys.stderr)
+        return EXIT_USAGE
+    deadline_ms = args.deadline_ms
+    if args.timeout_ms is not None:
+        deadline_ms = int(time.time() * 1000) + args.timeout_ms
+    try:
+        execution = Execution(
+            agent=AgentIdentity(session_id=args.session, agent_id=args.agent),
+            step_start_seq=args.step_start_seq,
+            deadline_ms=deadline_ms,
+        )
+    except ValueError as exc:
+        print(f"sessionquery: invalid execution: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    return asyncio.run(_call(args, execution, arguments))
+
+
+def run_manifest(args: argparse.Namespace) -> int:
+    if not args.nats_url:
+        print(NO_URL_MESSAGE, file=sys.stderr)
+        return EXIT_USAGE
+    return asyncio.run(_manifest(args))
+
+
+async def _connect(args: argparse.Namespace) -> NATS | None:
+    try:
+        # One attempt: a shell command should fail fast, not retry forever.
+        return await connect(
+            options_from_args(args),
+            allow_reconnect=False,
+            max_reconnect_attempts=1,
+            error_cb=_quiet,
+        )
+    except (OSError, NoServersError, NatsTimeoutError) as exc:
+        print(f"sessionquery: cannot connect to NATS at {args.nats_url}: {exc}", file=sys.stderr)
+        return None
+
+
+async def _quiet(exc: Exception) -> None:
+    # The failure is reported once, by _connect; nats-py would log each attempt.
+    return None
+
+
+async def _call(args: argparse.Namespace, execution: Execution, arguments: dict[str, Any]) -> int:
+    nc = await _connect(args)
+    if nc is None:
+        return EXIT_ERROR_REPLY
+    try:
+        client = SessionQueryClient(nc, Subjects(prefix=args.subject_prefix))
+        reply = await client.call(args.tool, arguments, execution, request_id=args.request_id)
+        if reply.status == "error" or reply.error is not None:
+            code = reply.error.code.value if reply.error else "SESSION_QUERY_TOOL_FAILED"
+            message = reply.error.message if reply.error else ""
+            print(f"{code}: {message}", file=sys.stderr)
+            return EXIT_ERROR_REPLY
+        text = reply.content or ""
+        if reply.spill is not None:
+            text = (await client.fetch_spilled(reply.spill)).decode("utf-8", "replace")
+        _print_text(text)
+        return 0
+    except SessionQueryClientError as exc:
+        print(f"sessionquery: {exc}", file=sys.stderr)
+        return EXIT_ERROR_REPLY
+    finally:
+        await nc.close()
+
+
+async def _manifest(args: argparse.Namespace) -> int:
+    nc = await _connect(args)
+    if nc is None:
+        return EXIT_ERROR_REPLY
+    try:
+        manifest = await SessionQueryClient(nc, Subjects(prefix=args.subject_prefix)).manifest()
+    except SessionQueryClientError as exc:
+        print(f"sessionquery: {exc}", file=sys.stderr)
+        return EXIT_ERROR_REPLY
+    finally:
+        await nc.close()
+    _print_text(orjson.dumps(manifest, option=orjson.OPT_INDENT_2).decode())
+    return 0
+
+
+def _print_text(text: str) -> None:
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    sys.stdout.flush()
