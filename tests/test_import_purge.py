@@ -57,7 +57,7 @@ def import_args(path: Path, nats_url: str, subjects: Subjects) -> list[str]:
 
 async def ingest_all(nc: NATS, db: Path, subjects: Subjects, through: int) -> tuple[int, int]:
     async with await SqliteIndexWriter.open(db) as writer:
-        consumer = EventConsumer(nc, writer, subjects=subjects, batch_ms=10, fetch_timeout_s=0.2)
+        consumer = EventConsumer(nc, writer, subjects=subjects, batch_ms=10, idle_heartbeat_s=0.5)
         task = asyncio.create_task(consumer.run())
         await asyncio.wait_for(consumer.actor.wait_applied(through), 20)
         consumer.stop()

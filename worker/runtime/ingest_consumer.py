@@ -1,10 +1,13 @@
 """Ingestion from JetStream: the SESSIONS stream into the index, exactly once.
 
 The position lives in the index (``meta.stream_seq``, written in the same transaction as the
-events), never on the server: each run creates an ephemeral pull consumer starting at the
-stored sequence + 1, with no acks. When the consumer is lost (a server restart, a long
-disconnect) a new one is created from the last sequence handed to the actor, and anything
-redelivered below it is dropped here; the writer skips any overlap that remains.
+events), never on the server: each run creates an ephemeral push consumer (memory, no acks,
+flow control, heartbeats) starting at the stored sequence + 1. When that consumer may have
+lost a message (a sequence gap, a heartbeat that disagrees, silence after a server restart)
+it is replaced by a new one from the next stream sequence to hand on; anything delivered
+again below it is dropped here, and the writer skips any overlap that remains.
+Backpressure: the message callback waits for room in the actor's mailbox, which holds back
+the flow-control answer, so the server pauses.
 
 Run alone (the crash test does): ``python -m worker.runtime.ingest_consumer --db PATH``.
 """
@@ -23,8 +26,17 @@ import nats.errors
 import nats.js.errors
 import structlog
 from nats.aio.client import Client as NATS
+from nats.aio.msg import Msg
+from nats.aio.subscription import Subscription
 from nats.js import JetStreamContext
-from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy, StorageType, StreamConfig
+from nats.js.api import (
+    AckPolicy,
+    ConsumerConfig,
+    DeliverPolicy,
+    Header,
+    StorageType,
+    StreamConfig,
+)
 
 from contracts.subjects import Subjects
 from worker.store.ingest import IngestActor
@@ -36,8 +48,6 @@ log = structlog.get_logger(__name__)
 REASON_HEADER: Final = "Sessionquery-Reason"
 STREAM_SEQ_HEADER: Final = "Sessionquery-Stream-Seq"
 TRUNCATED_HEADER: Final = "Sessionquery-Truncated"
-# Idle fetches before checking that the consumer still exists on the server.
-_IDLE_FETCHES_BEFORE_CHECK: Final = 5
 _RETRY_MAX_S: Final = 5.0
 
 
@@ -73,13 +83,11 @@ class EventConsumer:
         batch_size: int = 500,
         batch_ms: int = 50,
         mailbox_size: int = 5000,
-        fetch_batch: int = 500,
-        fetch_timeout_s: float = 1.0,
+        idle_heartbeat_s: float = 2.0,
     ) -> None:
         self._nc = nc
         self._subjects = subjects
-        self._fetch_batch = fetch_batch
-        self._fetch_timeout_s = fetch_timeout_s
+        self._idle_heartbeat_s = idle_heartbeat_s
         self.actor = IngestActor(
             writer,
             dead_letter=self._dead_letter,
@@ -131,55 +139,22 @@ class EventConsumer:
     async def _pump(self, js: JetStreamContext) -> None:
         delay = 0.1
         while True:
+            feed = _Feed(self, js)
             try:
-                psub = await js.pull_subscribe(
-                    self._subjects.events_wildcard,
-                    stream=self._subjects.events_stream,
-                    config=ConsumerConfig(
-                        deliver_policy=DeliverPolicy.BY_START_SEQUENCE,
-                        opt_start_seq=self._next_seq,
-                        ack_policy=AckPolicy.NONE,
-                        inactive_threshold=60.0,
-                        mem_storage=True,
-                    ),
-                )
+                await feed.open()
             except Exception:
                 log.warning("ingest consumer not created; retrying", exc_info=True)
+                await feed.close()
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, _RETRY_MAX_S)
                 continue
             self.consumers_created += 1
             delay = 0.1
             try:
-                await self._drain(psub)
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                log.warning(
-                    "ingest consumer lost; recreating", from_seq=self._next_seq, exc_info=True
-                )
-                await asyncio.sleep(delay)
+                reason = await feed.watch()
+                log.warning("ingest consumer reset", reason=reason, from_seq=self._next_seq)
             finally:
-                await _discard(js, psub)
-
-    async def _drain(self, psub: JetStreamContext.PullSubscription) -> None:
-        idle = 0
-        while True:
-            try:
-                msgs = await psub.fetch(self._fetch_batch, timeout=self._fetch_timeout_s)
-            except nats.errors.TimeoutError:
-                idle += 1
-                if idle >= _IDLE_FETCHES_BEFORE_CHECK:
-                    idle = 0
-                    await psub.consumer_info()  # raises when the server forgot it
-                continue
-            idle = 0
-            for msg in msgs:
-                seq = msg.metadata.sequence.stream
-                if seq < self._next_seq:
-                    continue  # delivered again by a recreated consumer
-                await self.actor.put(IngestItem(stream_seq=seq, data=msg.data, subject=msg.subject))
-                self._next_seq = seq + 1
+                await feed.close()
 
     async def _dead_letter(self, rejected: Rejected) -> None:
         headers = {REASON_HEADER: rejected.reason, STREAM_SEQ_HEADER: str(rejected.stream_seq)}
@@ -191,13 +166,139 @@ class EventConsumer:
         await self._nc.publish(self._subjects.deadletter, body, headers=headers)
 
 
-async def _discard(js: JetStreamContext, psub: JetStreamContext.PullSubscription) -> None:
-    # Best effort: the server drops an idle ephemeral consumer by itself anyway.
-    with contextlib.suppress(Exception):
-        info = await psub.consumer_info()
-        await js.delete_consumer(info.stream_name, info.name)
-    with contextlib.suppress(Exception):
-        await psub.unsubscribe()
+class _Feed:
+    """One push consumer (flow control, heartbeats, no acks) and its subscription.
+
+    Written out rather than nats-py's ordered consumer because that one, with a callback,
+    answers a held-back flow-control request only on a 250 ms poll, which stalls ingestion
+    whenever the mailbox is full. Here the request is answered as soon as every message
+    before it has been handed to the actor. Any sign of a lost message (a consumer sequence
+    gap, a heartbeat disagreeing on the last delivered sequence, silence) ends the feed; the
+    pump then opens a new one from the next stream sequence.
+    """
+
+    def __init__(self, owner: EventConsumer, js: JetStreamContext) -> None:
+        self._owner = owner
+        self._js = js
+        self._nc = owner._nc
+        self._inbox = self._nc.new_inbox()
+        self._sub: Subscription | None = None
+        self._consumer: str | None = None
+        self._dseq = 0  # last consumer sequence handed on
+        self._ended: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        self._last_activity = asyncio.get_running_loop().time()
+        self._busy = False  # waiting for mailbox room: silence is then expected
+
+    async def open(self) -> None:
+        owner = self._owner
+        # Subscribe first, so nothing the new consumer sends is missed.
+        self._sub = await self._nc.subscribe(self._inbox, cb=self._on_message)
+        info = await self._js.add_consumer(
+            owner._subjects.events_stream,
+            config=ConsumerConfig(
+                deliver_subject=self._inbox,
+                filter_subject=owner._subjects.events_wildcard,
+                deliver_policy=DeliverPolicy.BY_START_SEQUENCE,
+                opt_start_seq=owner._next_seq,
+                ack_policy=AckPolicy.NONE,
+                max_deliver=1,
+                flow_control=True,
+                idle_heartbeat=owner._idle_heartbeat_s,
+                inactive_threshold=max(30.0, owner._idle_heartbeat_s * 10),
+                mem_storage=True,
+                num_replicas=1,
+            ),
+        )
+        self._consumer = info.name
+        self._last_activity = asyncio.get_running_loop().time()
+
+    async def watch(self) -> str:
+        """Wait until the feed must be replaced; returns why."""
+        loop = asyncio.get_running_loop()
+        silence = self._owner._idle_heartbeat_s * 3
+        while not self._ended.done():
+            await asyncio.wait({self._ended}, timeout=self._owner._idle_heartbeat_s)
+            if not self._busy and loop.time() - self._last_activity > silence:
+                self._end("no messages or heartbeats from the consumer")
+        return self._ended.result()
+
+    def _end(self, reason: str) -> None:
+        if not self._ended.done():
+            self._ended.set_result(reason)
+
+    async def close(self) -> None:
+        self._end("closed")
+        if self._sub is not None:
+            with contextlib.suppress(Exception):
+                await self._sub.unsubscribe()
+        if self._consumer is not None:
+            # Best effort: the server drops an inactive consumer by itself anyway.
+            with contextlib.suppress(Exception):
+                await self._js.delete_consumer(self._owner._subjects.events_stream, self._consumer)
+
+    async def _on_message(self, msg: Msg) -> None:
+        if self._ended.done():
+            return
+        self._last_activity = asyncio.get_running_loop().time()
+        headers = msg.headers
+        if not msg.data and headers and headers.get(Header.STATUS) == "100":
+            await self._on_control(msg, headers)
+            return
+        sequences = _sequences(msg.reply)
+        if sequences is None:
+            return  # not a stream message
+        stream_seq, consumer_seq = sequences
+        if consumer_seq != self._dseq + 1:
+            self._end(f"consumer sequence gap: expected {self._dseq + 1}, got {consumer_seq}")
+            return
+        self._dseq = consumer_seq
+        owner = self._owner
+        if stream_seq < owner._next_seq:
+            return  # already handed on by an earlier feed
+        item = IngestItem(stream_seq=stream_seq, data=msg.data, subject=msg.subject)
+        mailbox = owner.actor.mailbox
+        if mailbox.full():
+            self._busy = True
+            try:
+                # Waiting for room holds back the next flow-control answer: backpressure.
+                await mailbox.put(item)
+            finally:
+                self._busy = False
+                self._last_activity = asyncio.get_running_loop().time()
+        else:
+            mailbox.put_nowait(item)
+        owner._next_seq = stream_seq + 1
+
+    async def _on_control(self, msg: Msg, headers: dict[str, str]) -> None:
+        if msg.reply:
+            # A flow-control request: every message before it has been handed on.
+            await self._nc.publish(msg.reply)
+            return
+        if stalled := headers.get(Header.CONSUMER_STALLED):
+            await self._nc.publish(stalled)
+        last = headers.get(Header.LAST_CONSUMER)
+        if last is not None and int(last) != self._dseq:
+            self._end(f"heartbeat reports consumer sequence {last}, last received {self._dseq}")
+
+
+def _sequences(reply: str) -> tuple[int, int] | None:
+    """(stream, consumer) sequences from a JetStream delivery's ack subject, or None.
+
+    ``$JS.ACK.<stream>.<consumer>.<delivered>.<sseq>.<dseq>.<ts>.<pending>``, or the newer
+    form with domain and account hash after ``ACK`` (and a trailing token). Parsed here
+    rather than through ``msg.metadata``, which also builds a datetime: this is per message.
+    """
+    if not reply.startswith("$JS.ACK."):
+        return None
+    tokens = reply.split(".")
+    try:
+        if len(tokens) == 9:
+            return int(tokens[5]), int(tokens[6])
+        if len(tokens) >= 11:
+            return int(tokens[7]), int(tokens[8])
+    except ValueError:
+        return None
+    return None
 
 
 # -- module entry point -------------------------------------------------------------------

@@ -15,13 +15,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Final
+from typing import Any, Final, Protocol, runtime_checkable
 
 import structlog
 
-from worker.store.protocol import IngestItem, Rejected, SessionIndexWriter
+from worker.store.protocol import ApplyResult, IngestItem, Rejected, SessionIndexWriter
 
 log = structlog.get_logger(__name__)
 
@@ -29,6 +29,15 @@ DeadLetterSink = Callable[[Rejected], Awaitable[None]]
 
 _RETRY_FIRST_S: Final = 0.05
 _RETRY_MAX_S: Final = 5.0
+
+
+@runtime_checkable
+class BatchPreparer(Protocol):
+    """A writer that can check a batch (CPU only) apart from writing it (I/O)."""
+
+    def prepare(self, items: Sequence[IngestItem]) -> Any: ...
+
+    async def apply_prepared(self, batch: Any) -> ApplyResult: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,17 +102,30 @@ class IngestActor:
     async def run(self) -> None:
         last_log = time.monotonic()
         logged = self._stats
-        while True:
-            batch = await self._next_batch()
-            if not batch:
-                log.info("ingest stopped", **_fields(self._stats))
-                return
-            await self._apply(batch)
+        batch = await self._next_batch()
+        prepared = self._prepare(batch)
+        while batch:
+            # Commits stay strictly in order (a retried batch is never overtaken); only the
+            # next batch's collection and parsing overlap the commit running in SQLite.
+            commit = asyncio.create_task(self._apply(batch, prepared))
+            try:
+                following = await self._next_batch()
+                following_prepared = self._prepare(following)
+            finally:
+                await commit
+            batch, prepared = following, following_prepared
             now = time.monotonic()
             if now - last_log >= self._progress_every_s:
                 rate = (self._stats.applied - logged.applied) / (now - last_log)
                 log.info("ingest progress", rate_per_s=round(rate), **_fields(self._stats))
                 last_log, logged = now, self._stats
+        log.info("ingest stopped", **_fields(self._stats))
+
+    def _prepare(self, batch: list[IngestItem]) -> object | None:
+        if batch and isinstance(self._writer, BatchPreparer):
+            prepared: object = self._writer.prepare(batch)
+            return prepared
+        return None
 
     async def _next_batch(self) -> list[IngestItem]:
         first = await self._get(None)
@@ -150,11 +172,14 @@ class IngestActor:
             return getter.result()
         return None
 
-    async def _apply(self, batch: list[IngestItem]) -> None:
+    async def _apply(self, batch: list[IngestItem], prepared: object | None) -> None:
         delay = _RETRY_FIRST_S
         while True:
             try:
-                result = await self._writer.apply(batch)
+                if prepared is not None and isinstance(self._writer, BatchPreparer):
+                    result = await self._writer.apply_prepared(prepared)
+                else:
+                    result = await self._writer.apply(batch)
                 break
             except Exception:
                 self._stats = replace(self._stats, apply_failures=self._stats.apply_failures + 1)

@@ -103,6 +103,19 @@ class _Parsed:
     item: IngestItem
     event: SessionEvent
     raw_json: str
+    body: str  # searchable text
+    time_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class PreparedBatch:
+    """A batch checked message by message, ready for ``apply_prepared``.
+
+    Preparing needs no database, so ingestion prepares the next batch while the previous
+    one is being written.
+    """
+
+    items: tuple[_Parsed | Rejected, ...]
 
 
 class SqliteIndexWriter(SessionIndexWriter):
@@ -167,12 +180,17 @@ class SqliteIndexWriter(SessionIndexWriter):
     # -- apply ---------------------------------------------------------------------------
 
     async def apply(self, items: Sequence[IngestItem]) -> ApplyResult:
-        if not items:
+        return await self.apply_prepared(self.prepare(items))
+
+    def prepare(self, items: Sequence[IngestItem]) -> PreparedBatch:
+        return PreparedBatch(items=tuple(self._parse(item) for item in items))
+
+    async def apply_prepared(self, batch: PreparedBatch) -> ApplyResult:
+        parsed = batch.items
+        if not parsed:
             return ApplyResult(
                 applied=0, duplicates=0, last_stream_seq=await self.last_stream_seq()
             )
-        # Parsing needs no database: do it before taking the write lock.
-        parsed: list[_Parsed | Rejected] = [self._parse(item) for item in items]
         async with self._lock:
             await self._conn.execute("BEGIN IMMEDIATE")
             try:
@@ -184,7 +202,7 @@ class SqliteIndexWriter(SessionIndexWriter):
         self._notify()
         return result
 
-    async def _apply_locked(self, parsed: list[_Parsed | Rejected]) -> ApplyResult:
+    async def _apply_locked(self, parsed: tuple[_Parsed | Rejected, ...]) -> ApplyResult:
         stored_seq = await self._meta("stream_seq")
         fresh = [p for p in parsed if _stream_seq(p) > stored_seq]
         skipped = len(parsed) - len(fresh)
@@ -211,14 +229,14 @@ class SqliteIndexWriter(SessionIndexWriter):
             if session is not None and ev.seq <= session.last_seq:
                 duplicates += 1
                 continue
-            outcome = self._fold(session, ev)
+            outcome = self._fold(session, ev, p.time_ms)
             if isinstance(outcome, str):
                 rejected.append(_reject(p.item, outcome))
                 continue
             session = outcome
             sessions[ev.session_id] = session
             touched[ev.session_id] = session
-            body = searchable_text(ev.payload, self._text_cap_bytes)
+            body = p.body
             row_id = next_id
             next_id += 1
             events.append(
@@ -229,7 +247,7 @@ class SqliteIndexWriter(SessionIndexWriter):
                     ev.event_id,
                     ev.type,
                     ev.surface.value,
-                    ev.time_ms,
+                    p.time_ms,
                     p.item.stream_seq,
                     session.ws,
                     body,
@@ -277,9 +295,15 @@ class SqliteIndexWriter(SessionIndexWriter):
             return _reject(
                 item, f"subject {item.subject} does not match session_id {event.session_id}"
             )
-        return _Parsed(item=item, event=event, raw_json=text)
+        return _Parsed(
+            item=item,
+            event=event,
+            raw_json=text,
+            body=searchable_text(event.payload, self._text_cap_bytes),
+            time_ms=event.time_ms,
+        )
 
-    def _fold(self, session: _Session | None, ev: SessionEvent) -> _Session | str:
+    def _fold(self, session: _Session | None, ev: SessionEvent, time_ms: int) -> _Session | str:
         """The session's header with ``ev`` folded in, or why ``ev`` is refused."""
         sid = ev.session_id
         if session is None:
@@ -297,8 +321,8 @@ class SqliteIndexWriter(SessionIndexWriter):
                 parent_session_id=parent,
                 title=None,
                 availability="live",
-                created_ms=ev.time_ms,
-                updated_ms=ev.time_ms,
+                created_ms=time_ms,
+                updated_ms=time_ms,
                 last_seq=1,
                 event_count=1,
             )
@@ -311,22 +335,16 @@ class SqliteIndexWriter(SessionIndexWriter):
             return f"gap in session {sid}: expected seq {session.last_seq + 1}, got {ev.seq}"
         if ev.type == "session/start":
             return f"session/start at seq {ev.seq} in session {sid}: it must be seq 1"
-        title = session.title
+        # Every check passed: fold in place (the object is batch-local).
         if ev.type == "session/title":
-            title = ev.payload.get("title")
-        updated = ev.time_ms if session.updated_ms is None else max(session.updated_ms, ev.time_ms)
-        return _Session(
-            session_id=sid,
-            cwd=session.cwd,
-            ws=session.ws,
-            parent_session_id=session.parent_session_id,
-            title=title,
-            availability="persisted" if ev.type == "session/end" else "live",
-            created_ms=session.created_ms,
-            updated_ms=updated,
-            last_seq=ev.seq,
-            event_count=session.event_count + 1,
-        )
+            session.title = ev.payload.get("title")
+        elif ev.type == "session/end":
+            session.availability = "persisted"
+        if session.updated_ms is None or time_ms > session.updated_ms:
+            session.updated_ms = time_ms
+        session.last_seq = ev.seq
+        session.event_count += 1
+        return session
 
     async def _load_sessions(self, ids: Iterable[str]) -> dict[str, _Session]:
         wanted = sorted(ids)
