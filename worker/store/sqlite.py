@@ -1,12 +1,16 @@
-"""The SQLite FTS5 provider of ``SessionQueryService``: a pool of aiosqlite readers.
+"""The SQLite FTS5 provider of ``SessionQueryService``: a pool of reader connections.
 
-Every operation takes one reader from the pool (waiting is the backpressure), runs in ONE
-read transaction on it, and returns the session header read in that same transaction with
-every payload. The execution signal is checked before taking a reader and before each
-statement; while a statement runs, an abort interrupts it (``sqlite3_interrupt``), the
-statement is always awaited to settle, the transaction is rolled back so the reader stays
-usable, and the signal's own error is raised unchanged. An error never becomes an empty
-result.
+Every operation takes one reader from the pool (waiting is the backpressure) and runs as ONE
+read transaction on it, returning the session header read in that same transaction with
+every payload. The whole transaction runs in a single hop to a reader thread: a hop per
+statement (aiosqlite's model) measured ~0.2 ms each on a loaded 2-core machine, five per
+search, which alone put the provider at ~2x a raw FTS5 query on a mid-sized index.
+
+Cancellation: the signal is checked before taking a reader and before each statement; when
+it fires mid-transaction, the running statement is interrupted (``sqlite3_interrupt``,
+repeated until the hop settles, since an interrupt landing between statements is a no-op),
+the hop is always awaited, the transaction is rolled back so the reader stays usable, and
+the signal's own error is raised unchanged. An error never becomes an empty result.
 """
 
 from __future__ import annotations
@@ -19,12 +23,13 @@ import dataclasses
 import hashlib
 import re
 import sqlite3
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
+import threading
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Final, TypeVar
 
-import aiosqlite
 import orjson
 
 from worker.signals import ExecutionSignal
@@ -82,12 +87,17 @@ _EVENT_WIDTH: Final = 7
 class SqliteSessionStore:
     """``SessionQueryService`` over one SQLite index file. Safe for concurrent use."""
 
-    def __init__(self, *, readers: Sequence[aiosqlite.Connection], limits: ServiceLimits) -> None:
+    def __init__(self, *, readers: Sequence[sqlite3.Connection], limits: ServiceLimits) -> None:
         self._limits = limits
         self._readers = tuple(readers)
-        self._pool: asyncio.Queue[aiosqlite.Connection] = asyncio.Queue()
+        self._pool: asyncio.Queue[sqlite3.Connection] = asyncio.Queue()
         for conn in self._readers:
             self._pool.put_nowait(conn)
+        # One thread per reader: a reader is used by one operation at a time, so a hop
+        # never queues behind another.
+        self._threads = ThreadPoolExecutor(
+            max_workers=len(self._readers), thread_name_prefix="sessionquery-reader"
+        )
         self._loop = asyncio.get_running_loop()
         self._committed = asyncio.Event()
         self._closed = False
@@ -105,24 +115,18 @@ class SqliteSessionStore:
         if readers < 1:
             raise ValueError("readers must be at least 1")
         location = str(path)
-        await asyncio.to_thread(_create_schema, location)
-        conns: list[aiosqlite.Connection] = []
-        try:
-            for _ in range(readers):
-                conns.append(await aiosqlite.Connection(lambda: _connect_reader(location), 64))
-        except BaseException:
-            for conn in conns:
-                await conn.close()
-            raise
+        conns = await asyncio.to_thread(_connect_readers, location, readers)
         return cls(readers=conns, limits=limits)
 
     async def close(self) -> None:
+        """Close every reader once it is back in the pool (running reads finish first)."""
         if self._closed:
             return
         self._closed = True
-        for conn in self._readers:
-            with contextlib.suppress(Exception):
-                await conn.close()
+        for _ in self._readers:
+            conn = await self._pool.get()
+            await self._loop.run_in_executor(self._threads, conn.close)
+        self._threads.shutdown(wait=False)
 
     async def __aenter__(self) -> SqliteSessionStore:
         return self
@@ -158,16 +162,16 @@ class SqliteSessionStore:
     # -- simple reads ------------------------------------------------------------------
 
     async def generation(self, *, signal: ExecutionSignal) -> Generation:
-        async def work(tx: _Tx) -> Generation:
-            return await _generation(tx)
+        def work(tx: _Tx) -> Generation:
+            return _generation(tx)
 
         return await self._read(signal, work)
 
     async def latest_seq_of_type(
         self, session_id: str, event_type: str, *, signal: ExecutionSignal
     ) -> int | None:
-        async def work(tx: _Tx) -> int | None:
-            rows = await tx.fetch(
+        def work(tx: _Tx) -> int | None:
+            rows = tx.fetch(
                 "SELECT max(seq) FROM events WHERE session_id = ? AND type = ?",
                 (session_id, event_type),
             )
@@ -181,11 +185,11 @@ class SqliteSessionStore:
     ) -> Mapping[str, TitleObservation]:
         ids = list(dict.fromkeys(session_ids))
 
-        async def work(tx: _Tx) -> dict[str, TitleObservation]:
+        def work(tx: _Tx) -> dict[str, TitleObservation]:
             if not ids:
                 return {}
             # One JSON parameter instead of an IN list: no host-parameter limit to chunk for.
-            rows = await tx.fetch(
+            rows = tx.fetch(
                 f"SELECT {_HEADER_COLS}, s.title FROM sessions s"
                 " WHERE s.session_id IN (SELECT value FROM json_each(?))",
                 (_json_list(ids),),
@@ -211,11 +215,11 @@ class SqliteSessionStore:
         before = max(0, min(before, cap))
         after = max(0, min(after, cap))
 
-        async def work(tx: _Tx) -> EventWindow | None:
-            header = await _read_header(tx, session_id)
+        def work(tx: _Tx) -> EventWindow | None:
+            header = _read_header(tx, session_id)
             if header is None:
                 return None
-            rows = await tx.fetch(
+            rows = tx.fetch(
                 f"SELECT {_EVENT_COLS}, e.raw_json FROM events e"
                 " WHERE e.session_id = ? AND e.seq BETWEEN ? AND ? ORDER BY e.seq",
                 (session_id, seq - before, seq + after),
@@ -232,10 +236,8 @@ class SqliteSessionStore:
         return await self._read(signal, work)
 
     async def wait_for_seq(self, session_id: str, seq: int, *, signal: ExecutionSignal) -> None:
-        async def work(tx: _Tx) -> int:
-            rows = await tx.fetch(
-                "SELECT last_seq FROM sessions WHERE session_id = ?", (session_id,)
-            )
+        def work(tx: _Tx) -> int:
+            rows = tx.fetch("SELECT last_seq FROM sessions WHERE session_id = ?", (session_id,))
             return int(rows[0][0]) if rows else 0
 
         while True:
@@ -257,10 +259,10 @@ class SqliteSessionStore:
     # -- lineage and relations ---------------------------------------------------------
 
     async def lineage(self, session_id: str, *, signal: ExecutionSignal) -> Lineage | None:
-        async def work(tx: _Tx) -> Lineage | None:
+        def work(tx: _Tx) -> Lineage | None:
             # UNION (not UNION ALL) discards a session already reached, so a cycle ends;
             # the order is restored below by following parent ids from the target.
-            chain = await tx.fetch(
+            chain = tx.fetch(
                 f"""
                 WITH RECURSIVE chain(sid) AS (
                     SELECT ?
@@ -290,7 +292,7 @@ class SqliteSessionStore:
                 ancestors.append(header)
                 placed.add(parent)
                 parent = header.parent_session_id
-            tree = await tx.fetch(
+            tree = tx.fetch(
                 f"""
                 WITH RECURSIVE tree(sid) AS (
                     SELECT ?
@@ -315,24 +317,24 @@ class SqliteSessionStore:
     async def event_relations(
         self, session_id: str, seq: int, *, signal: ExecutionSignal
     ) -> EventRelations | None:
-        async def work(tx: _Tx) -> EventRelations | None:
-            header = await _read_header(tx, session_id)
+        def work(tx: _Tx) -> EventRelations | None:
+            header = _read_header(tx, session_id)
             if header is None:
                 return None
-            target = await tx.fetch(
+            target = tx.fetch(
                 f"SELECT {_EVENT_COLS} FROM events e WHERE e.session_id = ? AND e.seq = ?",
                 (session_id, seq),
             )
-            replaces = await self._replacements(tx, session_id, seq, backward=True)
-            replaced_by = await self._replacements(tx, session_id, seq, backward=False)
-            cites = await _linked(
+            replaces = self._replacements(tx, session_id, seq, backward=True)
+            replaced_by = self._replacements(tx, session_id, seq, backward=False)
+            cites = _linked(
                 tx,
                 "SELECT c.cited_session_id, c.cited_seq FROM citations c"
                 " WHERE c.session_id = ? AND c.seq = ?",
                 session_id,
                 seq,
             )
-            cited_by = await _linked(
+            cited_by = _linked(
                 tx,
                 "SELECT c.session_id, c.seq FROM citations c"
                 " WHERE c.cited_session_id = ? AND c.cited_seq = ?",
@@ -351,12 +353,12 @@ class SqliteSessionStore:
         return await self._read(signal, work)
 
     @staticmethod
-    async def _replacements(
+    def _replacements(
         tx: _Tx, session_id: str, seq: int, *, backward: bool
     ) -> tuple[EventSummary, ...]:
         # UNION (not UNION ALL) discards a position already reached, so a cycle ends.
         step_from, step_to = ("seq", "replaced_seq") if backward else ("replaced_seq", "seq")
-        rows = await tx.fetch(
+        rows = tx.fetch(
             f"""
             WITH RECURSIVE reach(pos) AS (
                 SELECT ?
@@ -394,8 +396,8 @@ class SqliteSessionStore:
         binding = _binding("sessions", query, cwd, sessions, events)
         match = f'ws:"{schema.workspace_token(cwd)}" AND body:({compiled})'
 
-        async def work(tx: _Tx) -> SessionSearchPage:
-            current = await _generation(tx)
+        def work(tx: _Tx) -> SessionSearchPage:
+            current = _generation(tx)
             snap, offset = _resume(cursor, binding, current)
             scope_sql, params = _session_scope(match, snap, sessions)
             event_sql = _event_filter_sql(events, params, with_seq=False)
@@ -405,7 +407,7 @@ class SqliteSessionStore:
                 event_sql += " AND e.session_id IN (SELECT value FROM json_each(:ids))"
             session_sql = _session_filter_sql(sessions, params)
             params.update(cwd=cwd, limit=size + 1, offset=offset)
-            rows = await tx.fetch(
+            rows = tx.fetch(
                 f"""
                 WITH m AS MATERIALIZED (  -- not flattened: bm25() needs its MATCH
                     SELECT e.session_id AS sid, e.id AS eid, {schema.BM25} AS score
@@ -427,7 +429,7 @@ class SqliteSessionStore:
                 params,
             )
             page, more = rows[:size], len(rows) > size
-            excerpts = await _excerpts(tx, match, [row[0] for row in page])
+            excerpts = _excerpts(tx, match, [row[0] for row in page])
             hits = tuple(
                 SessionHit(
                     header=_header(row[3 : 3 + _HEADER_WIDTH]),
@@ -440,7 +442,7 @@ class SqliteSessionStore:
             )
             filtered_out = False
             if not hits and offset == 0 and (event_sql or session_sql):
-                filtered_out = await _any_match(
+                filtered_out = _any_match(
                     tx,
                     f"""
                     SELECT 1 FROM events_fts
@@ -475,15 +477,15 @@ class SqliteSessionStore:
         size = self._page_size(page_size)
         binding = _binding("events", query, session_id, None, events)
 
-        async def work(tx: _Tx) -> EventSearchPage | None:
-            found = await tx.fetch(
+        def work(tx: _Tx) -> EventSearchPage | None:
+            found = tx.fetch(
                 f"SELECT {_HEADER_COLS}, s.ws FROM sessions s WHERE s.session_id = ?",
                 (session_id,),
             )
             if not found:
                 return None
             header = _header(found[0])
-            current = await _generation(tx)
+            current = _generation(tx)
             snap, offset = _resume(cursor, binding, current)
             # The session's own workspace token narrows the rows FTS5 has to score.
             match = f'ws:"{found[0][_HEADER_WIDTH]}" AND body:({compiled})'
@@ -491,7 +493,7 @@ class SqliteSessionStore:
             scope_sql = "events_fts MATCH :match AND e.session_id = :sid AND e.stream_seq <= :snap"
             event_sql = _event_filter_sql(events, params, with_seq=True)
             params.update(limit=size + 1, offset=offset)
-            rows = await tx.fetch(
+            rows = tx.fetch(
                 f"""
                 SELECT e.id, {schema.BM25} AS score, {_EVENT_COLS}
                 FROM events_fts JOIN events e ON e.id = events_fts.rowid
@@ -502,7 +504,7 @@ class SqliteSessionStore:
                 params,
             )
             page, more = rows[:size], len(rows) > size
-            excerpts = await _excerpts(tx, match, [row[0] for row in page])
+            excerpts = _excerpts(tx, match, [row[0] for row in page])
             hits = tuple(
                 EventHit(
                     event=_summary(row[2:]), excerpt=excerpts.get(row[0], ""), score=float(row[1])
@@ -511,7 +513,7 @@ class SqliteSessionStore:
             )
             filtered_out = False
             if not hits and offset == 0 and event_sql:
-                filtered_out = await _any_match(
+                filtered_out = _any_match(
                     tx,
                     f"SELECT 1 FROM events_fts JOIN events e ON e.id = events_fts.rowid"
                     f" WHERE {scope_sql} LIMIT 1",
@@ -533,20 +535,49 @@ class SqliteSessionStore:
 
     # -- transactions ------------------------------------------------------------------
 
-    async def _read(self, signal: ExecutionSignal, work: Callable[[_Tx], Awaitable[T]]) -> T:
+    async def _read(self, signal: ExecutionSignal, work: Callable[[_Tx], T]) -> T:
+        """Run ``work`` as one read transaction on a reader, bounded by ``signal``."""
         async with self._reader(signal) as conn:
-            tx = _Tx(conn, signal)
-            await tx.fetch("BEGIN")
+            stop = threading.Event()
+            running = self._loop.run_in_executor(self._threads, _transaction, conn, work, stop)
+            aborted = asyncio.ensure_future(signal.wait())
+            pending: set[asyncio.Future[Any]] = {running, aborted}
             try:
-                result = await work(tx)
-                await tx.fetch("COMMIT")
-            except BaseException:
-                await _rollback(conn)
+                await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+            except asyncio.CancelledError:
+                await self._abandon(conn, running, stop)
                 raise
-            return result
+            finally:
+                aborted.cancel()
+            if not running.done():
+                await self._abandon(conn, running, stop)
+            elif signal.aborted or running.exception() is not None:
+                await self._run(_rollback, conn)
+            if signal.aborted:
+                running.exception()  # retrieved: the abort, not 'interrupted', is the answer
+                assert signal.error is not None
+                raise signal.error
+            try:
+                return running.result()
+            except sqlite3.Error as exc:
+                raise StoreError(f"index read failed: {exc}") from exc
+
+    async def _abandon(
+        self, conn: sqlite3.Connection, running: asyncio.Future[Any], stop: threading.Event
+    ) -> None:
+        """Stop the transaction: no new statement starts, the running one is interrupted
+        until the hop has settled, then the transaction is rolled back."""
+        stop.set()
+        while not running.done():
+            conn.interrupt()
+            await asyncio.wait({running}, timeout=_INTERRUPT_RETRY_S)
+        await self._run(_rollback, conn)
+
+    async def _run(self, fn: Callable[[sqlite3.Connection], T], conn: sqlite3.Connection) -> T:
+        return await self._loop.run_in_executor(self._threads, fn, conn)
 
     @contextlib.asynccontextmanager
-    async def _reader(self, signal: ExecutionSignal) -> AsyncIterator[aiosqlite.Connection]:
+    async def _reader(self, signal: ExecutionSignal) -> AsyncIterator[sqlite3.Connection]:
         signal.raise_if_aborted()
         if self._closed:
             raise StoreError("the session store is closed")
@@ -556,7 +587,7 @@ class SqliteSessionStore:
         finally:
             self._pool.put_nowait(conn)
 
-    async def _take(self, signal: ExecutionSignal) -> aiosqlite.Connection:
+    async def _take(self, signal: ExecutionSignal) -> sqlite3.Connection:
         with contextlib.suppress(asyncio.QueueEmpty):
             return self._pool.get_nowait()
         getter = asyncio.ensure_future(self._pool.get())
@@ -574,7 +605,7 @@ class SqliteSessionStore:
             raise signal.error
         return getter.result()
 
-    def _drop(self, getter: asyncio.Future[aiosqlite.Connection]) -> None:
+    def _drop(self, getter: asyncio.Future[sqlite3.Connection]) -> None:
         """Give up a pending pool get; a reader it already obtained goes straight back."""
         if not getter.done():
             getter.cancel()
@@ -582,60 +613,40 @@ class SqliteSessionStore:
             self._pool.put_nowait(getter.result())
 
 
+class _Stopped(Exception):
+    """The signal fired between statements: the transaction starts nothing more."""
+
+
 class _Tx:
-    """Statements of one read transaction, each interruptible by the signal."""
+    """The statements of one read transaction, run on the reader's thread."""
 
-    __slots__ = ("_conn", "_signal")
+    __slots__ = ("_conn", "_stop")
 
-    def __init__(self, conn: aiosqlite.Connection, signal: ExecutionSignal) -> None:
+    def __init__(self, conn: sqlite3.Connection, stop: threading.Event) -> None:
         self._conn = conn
-        self._signal = signal
+        self._stop = stop
 
-    async def fetch(self, sql: str, params: Sequence[Any] | Mapping[str, Any] = ()) -> list[Row]:
-        signal = self._signal
-        signal.raise_if_aborted()
-        running = asyncio.ensure_future(_fetchall(self._conn, sql, params))
-        aborted = asyncio.ensure_future(signal.wait())
-        try:
-            await asyncio.wait({running, aborted}, return_when=asyncio.FIRST_COMPLETED)
-        except asyncio.CancelledError:
-            await _settle(self._conn, running)
-            raise
-        finally:
-            aborted.cancel()
-        if not running.done():
-            await _settle(self._conn, running)
-        if signal.aborted:
-            if not running.cancelled():
-                running.exception()  # retrieved: the abort, not 'interrupted', is the answer
-            assert signal.error is not None
-            raise signal.error
-        try:
-            return running.result()
-        except sqlite3.Error as exc:
-            raise StoreError(f"index read failed: {exc}") from exc
+    def fetch(self, sql: str, params: Sequence[Any] | Mapping[str, Any] = ()) -> list[Row]:
+        if self._stop.is_set():
+            raise _Stopped
+        # No row factory is set, so rows are plain tuples.
+        return self._conn.execute(sql, params).fetchall()
 
 
-async def _fetchall(
-    conn: aiosqlite.Connection, sql: str, params: Sequence[Any] | Mapping[str, Any]
-) -> list[Row]:
-    # No row factory is set, so rows are plain tuples.
-    rows: Iterable[Any] = await conn.execute_fetchall(sql, params)
-    return list(rows)
+def _transaction(conn: sqlite3.Connection, work: Callable[[_Tx], T], stop: threading.Event) -> T:
+    """BEGIN, the work, COMMIT. On failure the caller rolls back (after any interrupt)."""
+    tx = _Tx(conn, stop)
+    tx.fetch("BEGIN")
+    result = work(tx)
+    tx.fetch("COMMIT")
+    return result
 
 
-async def _settle(conn: aiosqlite.Connection, running: asyncio.Future[list[Row]]) -> None:
-    """Interrupt the running statement until it has settled; never leave it behind."""
-    while not running.done():
-        await conn.interrupt()
-        await asyncio.wait({running}, timeout=_INTERRUPT_RETRY_S)
-
-
-async def _rollback(conn: aiosqlite.Connection) -> None:
+def _rollback(conn: sqlite3.Connection) -> None:
     # No transaction may be open (BEGIN failed, or COMMIT ended it): nothing to undo then.
-    with contextlib.suppress(sqlite3.Error, ValueError):
+    with contextlib.suppress(sqlite3.Error):
         if conn.in_transaction:
-            await conn.execute("ROLLBACK")
+            conn.execute("ROLLBACK")
 
 
 def _create_schema(path: str) -> None:
@@ -646,17 +657,26 @@ def _create_schema(path: str) -> None:
         conn.close()
 
 
-def _connect_reader(path: str) -> sqlite3.Connection:
-    conn = schema.connect(path)
-    conn.execute("PRAGMA query_only = 1")
-    return conn
+def _connect_readers(path: str, count: int) -> list[sqlite3.Connection]:
+    _create_schema(path)  # a short-lived connection, so readers never write
+    conns: list[sqlite3.Connection] = []
+    try:
+        for _ in range(count):
+            conn = schema.connect(path)  # isolation_level=None: BEGIN/COMMIT are explicit
+            conns.append(conn)
+            conn.execute("PRAGMA query_only = 1")
+    except BaseException:
+        for conn in conns:
+            conn.close()
+        raise
+    return conns
 
 
 # -- statements shared by several operations -----------------------------------------------
 
 
-async def _generation(tx: _Tx) -> Generation:
-    rows = await tx.fetch(
+def _generation(tx: _Tx) -> Generation:
+    rows = tx.fetch(
         "SELECT (SELECT value FROM meta WHERE key = 'epoch'),"
         " (SELECT value FROM meta WHERE key = 'stream_seq')"
     )
@@ -664,15 +684,13 @@ async def _generation(tx: _Tx) -> Generation:
     return Generation(epoch=int(epoch or 0), seq=int(seq or 0))
 
 
-async def _read_header(tx: _Tx, session_id: str) -> SessionHeader | None:
-    rows = await tx.fetch(
-        f"SELECT {_HEADER_COLS} FROM sessions s WHERE s.session_id = ?", (session_id,)
-    )
+def _read_header(tx: _Tx, session_id: str) -> SessionHeader | None:
+    rows = tx.fetch(f"SELECT {_HEADER_COLS} FROM sessions s WHERE s.session_id = ?", (session_id,))
     return _header(rows[0]) if rows else None
 
 
-async def _linked(tx: _Tx, refs_sql: str, session_id: str, seq: int) -> tuple[LinkedEvent, ...]:
-    rows = await tx.fetch(
+def _linked(tx: _Tx, refs_sql: str, session_id: str, seq: int) -> tuple[LinkedEvent, ...]:
+    rows = tx.fetch(
         f"""
         WITH refs(rsid, rseq) AS ({refs_sql})
         SELECT refs.rsid, refs.rseq, {_HEADER_COLS}, {_EVENT_COLS}
@@ -696,20 +714,26 @@ async def _linked(tx: _Tx, refs_sql: str, session_id: str, seq: int) -> tuple[Li
     return tuple(linked)
 
 
-async def _excerpts(tx: _Tx, match: str, event_ids: list[int]) -> dict[int, str]:
-    """Snippets for the page's chosen events only, under the same MATCH."""
+def _excerpts(tx: _Tx, match: str, event_ids: list[int]) -> dict[int, str]:
+    """Snippets for the page's chosen events only, under the same MATCH.
+
+    One rowid range for FTS5 (a single scan of the match) with the exact ids as a plain
+    filter (``+rowid``): an ``IN`` that FTS5 sees would re-run the MATCH once per id, which
+    measured about 4x slower for a page of 100.
+    """
     if not event_ids:
         return {}
-    rows = await tx.fetch(
+    rows = tx.fetch(
         f"SELECT rowid, {_SNIPPET} FROM events_fts"
-        " WHERE events_fts MATCH ? AND rowid IN (SELECT value FROM json_each(?))",
-        (match, _json_list(event_ids)),
+        " WHERE events_fts MATCH ? AND rowid BETWEEN ? AND ?"
+        " AND +rowid IN (SELECT value FROM json_each(?))",
+        (match, min(event_ids), max(event_ids), _json_list(event_ids)),
     )
     return {int(rowid): text or "" for rowid, text in rows}
 
 
-async def _any_match(tx: _Tx, sql: str, params: Mapping[str, Any]) -> bool:
-    return bool(await tx.fetch(sql, params))
+def _any_match(tx: _Tx, sql: str, params: Mapping[str, Any]) -> bool:
+    return bool(tx.fetch(sql, params))
 
 
 def _session_scope(match: str, snap: int, sessions: SessionFilter) -> tuple[str, dict[str, Any]]:
