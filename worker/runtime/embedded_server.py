@@ -48,6 +48,9 @@ class EmbeddedNatsServer:
     cluster_port: int | None = None
     routes: tuple[str, ...] = ()
     extra_args: tuple[str, ...] = ()
+    # Own process session: a terminal's Ctrl-C then reaches only the parent, which can stop
+    # its clients gracefully before stopping the server.
+    new_session: bool = False
     process: subprocess.Popen[bytes] | None = field(default=None, init=False)
     url: str = field(default="", init=False)
     monitor_url: str = field(default="", init=False)
@@ -78,7 +81,9 @@ class EmbeddedNatsServer:
                 args += ["--routes", ",".join(self.routes)]
         args += list(self.extra_args)
         log = open(self.store_dir / "nats-server.log", "ab")  # noqa: SIM115 - owned by child
-        self.process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
+        self.process = subprocess.Popen(
+            args, stdout=log, stderr=subprocess.STDOUT, start_new_session=self.new_session
+        )
         log.close()
         deadline = time.monotonic() + timeout
         ports_file = ports_dir / f"nats-server_{self.process.pid}.ports"

@@ -1,0 +1,327 @@
+"""``sessionquery serve``: run the worker until SIGTERM/SIGINT.
+
+With no ``--nats-url`` / ``NATS_URL`` it starts an embedded nats-server on 127.0.0.1 with
+JetStream under ``./.sessionquery/`` and stops it on exit. Every ``WorkerConfig`` field has a
+flag; each defaults to its ``SESSIONQUERY_<FIELD>`` environment variable, then to the built-in
+default. Shutdown is graceful: the worker stops taking work and answers what it holds, then
+the connection drains, then the embedded server (if any) stops.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import dataclasses
+import os
+import shlex
+import signal
+import socket
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Final
+
+import orjson
+import structlog
+from nats.aio.client import Client as NATS
+
+from contracts.subjects import Subjects
+from worker.runtime.config import ENV_PREFIX, WorkerConfig
+from worker.runtime.connection import NatsOptions, add_nats_arguments, connect, options_from_args
+from worker.tools.definitions import ToolConfig
+
+log = structlog.get_logger("worker.runtime.serve")
+
+DEFAULT_HOME: Final = Path(".sessionquery")
+DEFAULT_EMBEDDED_PORT: Final = 4222
+DRAIN_TIMEOUT_S: Final = 10.0
+# Fields set another way (subjects by --subject-prefix; tools field by field).
+_NOT_FLAGS: Final = frozenset({"subjects", "tools"})
+# Short aliases for the flags people type most.
+_ALIASES: Final = {"db_path": ("--db",), "max_search_results": ("--max-results",)}
+
+
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def _config_fields() -> list[tuple[str, dataclasses.Field[Any], Any]]:
+    """(group, field, default) for every scalar field of WorkerConfig and ToolConfig."""
+    out: list[tuple[str, dataclasses.Field[Any], Any]] = []
+    worker_defaults = WorkerConfig()
+    for f in dataclasses.fields(WorkerConfig):
+        if f.name not in _NOT_FLAGS:
+            out.append(("worker", f, getattr(worker_defaults, f.name)))
+    tool_defaults = ToolConfig()
+    for f in dataclasses.fields(ToolConfig):
+        out.append(("tools", f, getattr(tool_defaults, f.name)))
+    return out
+
+
+def _kind(value: Any) -> type:
+    if isinstance(value, bool):
+        raise TypeError("boolean config fields need an explicit flag")
+    if isinstance(value, int):
+        return int
+    if isinstance(value, Path):
+        return Path
+    return str
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_nats_arguments(parser)
+    config = parser.add_argument_group(
+        "worker configuration", "each flag defaults to its SESSIONQUERY_* variable"
+    )
+    for _group, f, default in _config_fields():
+        env = ENV_PREFIX + f.name.upper()
+        config.add_argument(
+            _flag(f.name),
+            *_ALIASES.get(f.name, ()),
+            dest=f"cfg_{f.name}",
+            type=_kind(default),
+            default=None,
+            metavar=f.name.split("_")[-1].upper(),
+            help=f"env {env} (default {os.environ.get(env, default)})",
+        )
+    config.add_argument(
+        "--subject-prefix",
+        default=os.environ.get(ENV_PREFIX + "SUBJECT_PREFIX"),
+        help=f"env {ENV_PREFIX}SUBJECT_PREFIX (default sessionquery)",
+    )
+    embedded = parser.add_argument_group("embedded nats-server (when no NATS URL is given)")
+    embedded.add_argument(
+        "--home",
+        type=Path,
+        default=Path(os.environ.get(ENV_PREFIX + "HOME", DEFAULT_HOME)),
+        help="directory for the embedded server's JetStream store (default ./.sessionquery)",
+    )
+    embedded.add_argument(
+        "--embedded-port",
+        type=int,
+        default=None,
+        help=f"client port (default {DEFAULT_EMBEDDED_PORT} when free, else any free port)",
+    )
+    parser.add_argument(
+        "--sample-corpus",
+        action="store_true",
+        help="publish the shipped sample corpus (two workspaces) before serving",
+    )
+    parser.add_argument("--log-level", default="info", help="debug, info, warning, error")
+    parser.add_argument(
+        "--log-format",
+        choices=("json", "console"),
+        default=None,
+        help="default: console on a terminal, else JSON lines",
+    )
+
+
+def config_from_args(args: argparse.Namespace) -> WorkerConfig:
+    """Environment first, then flags; flags win."""
+    config = WorkerConfig.from_env()
+    worker_values: dict[str, Any] = {}
+    tool_values: dict[str, Any] = {}
+    for group, f, _default in _config_fields():
+        value = getattr(args, f"cfg_{f.name}", None)
+        if value is not None:
+            (worker_values if group == "worker" else tool_values)[f.name] = value
+    if args.subject_prefix:
+        worker_values["subjects"] = dataclasses.replace(config.subjects, prefix=args.subject_prefix)
+    if tool_values:
+        worker_values["tools"] = dataclasses.replace(config.tools, **tool_values)
+    return dataclasses.replace(config, **worker_values)
+
+
+def run(args: argparse.Namespace) -> int:
+    from worker.runtime.logs import configure_logging
+
+    json_logs = None if args.log_format is None else args.log_format == "json"
+    try:
+        configure_logging(json=json_logs, level=args.log_level)
+        config = config_from_args(args)
+    except (ValueError, TypeError) as exc:
+        print(f"sessionquery serve: {exc}", file=sys.stderr)
+        return 2
+    return asyncio.run(
+        serve(
+            config,
+            options_from_args(args),
+            home=args.home,
+            embedded_port=args.embedded_port,
+            sample_corpus=args.sample_corpus,
+        )
+    )
+
+
+async def serve(
+    config: WorkerConfig,
+    options: NatsOptions,
+    *,
+    home: Path = DEFAULT_HOME,
+    embedded_port: int | None = None,
+    sample_corpus: bool = False,
+    stop: asyncio.Event | None = None,
+) -> int:
+    """Serve until ``stop`` is set (by default: on SIGTERM or SIGINT). Returns the exit code."""
+    from worker.runtime.embedded_server import EmbeddedNatsServer, EmbeddedServerError
+
+    embedded: EmbeddedNatsServer | None = None
+    if options.url is None:
+        port = embedded_port if embedded_port is not None else _default_port()
+        # Its own session: a terminal's Ctrl-C reaches us only, so we stop the worker first
+        # and the server last rather than losing in-flight replies.
+        embedded = EmbeddedNatsServer(
+            store_dir=home / "nats",
+            port=port,
+            server_name="sessionquery-embedded",
+            new_session=True,
+        )
+        try:
+            await asyncio.to_thread(embedded.start)
+        except EmbeddedServerError as exc:
+            print(f"sessionquery serve: {exc}", file=sys.stderr)
+            return 1
+        options = options.with_url(embedded.url)
+        _say(f"nats-server (embedded) listening on {embedded.url}; JetStream under {home}/nats")
+        _say(f"  connect with: export NATS_URL={embedded.url}")
+    stop = stop or _signal_event()
+    try:
+        nc = await connect(options)
+    except Exception as exc:
+        print(f"sessionquery serve: cannot connect to NATS: {exc}", file=sys.stderr)
+        if embedded is not None:
+            await asyncio.to_thread(embedded.stop)
+        return 1
+    try:
+        return await _serve_connected(nc, config, options, stop, sample_corpus=sample_corpus)
+    finally:
+        await _close(nc)
+        if embedded is not None:
+            await asyncio.to_thread(embedded.stop)
+            log.info("embedded nats-server stopped")
+
+
+async def _serve_connected(
+    nc: NATS,
+    config: WorkerConfig,
+    options: NatsOptions,
+    stop: asyncio.Event,
+    *,
+    sample_corpus: bool,
+) -> int:
+    from worker.runtime.worker import Worker
+
+    if sample_corpus:
+        from worker.runtime import sample_corpus as sample
+
+        count, _last = await publish_sample_corpus(nc, config.subjects)
+        _say(f"sample corpus: {count} events published to stream {config.subjects.events_stream}")
+        _say("  try:")
+        _say("    " + example_command(options.url or "", config.subjects))
+        _say(f"  (caller {sample.DEMO_CALLER} works in {sample.PAYMENTS})")
+    worker = await Worker.start(nc, config)
+    _say(
+        f"serving the five session query tools on {config.subjects.prefix}.tool.* "
+        f"(index {config.db_path}); Ctrl-C or SIGTERM stops"
+    )
+    try:
+        await stop.wait()
+    finally:
+        log.info("shutdown requested")
+        await worker.stop()
+    return 0
+
+
+async def publish_sample_corpus(nc: NATS, subjects: Subjects) -> tuple[int, int]:
+    """Publish the sample corpus; returns (events, last stream sequence).
+
+    Idempotent: each event carries ``Nats-Msg-Id`` so a re-run within the stream's duplicate
+    window is dropped by the server; beyond it the index stores each (session, seq) once.
+    """
+    from worker.runtime.ingest_consumer import ensure_events_stream
+    from worker.runtime.sample_corpus import message_id, sample_events
+
+    js = nc.jetstream()
+    await ensure_events_stream(js, subjects)
+    last = 0
+    events = sample_events()
+    for event in events:
+        ack = await js.publish(
+            subjects.events(event["session_id"]),
+            orjson.dumps(event),
+            headers={"Nats-Msg-Id": message_id(event)},
+        )
+        last = max(last, ack.seq)
+    return len(events), last
+
+
+def example_command(url: str, subjects: Subjects) -> str:
+    from worker.runtime import sample_corpus as sample
+
+    argv = ["sessionquery", "call", "session_search", "--nats-url", url]
+    if subjects.prefix != Subjects().prefix:
+        argv += ["--subject-prefix", subjects.prefix]
+    argv += ["--session", sample.DEMO_CALLER]
+    argv += ["--step-start-seq", str(current_step_start(sample.DEMO_CALLER))]
+    argv.append('{"query": "flaky refund test"}')
+    return " ".join(shlex.quote(a) for a in argv)
+
+
+def current_step_start(session_id: str) -> int:
+    """Seq of the latest ``step/start`` of a sample session (its current step)."""
+    from worker.runtime.sample_corpus import sample_events
+
+    seqs = [
+        int(e["seq"])
+        for e in sample_events()
+        if e["session_id"] == session_id and e["type"] == "step/start"
+    ]
+    return max(seqs)
+
+
+def _default_port() -> int:
+    """4222 when free, so the printed URL is the usual one; else any free port."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        try:
+            probe.bind(("127.0.0.1", DEFAULT_EMBEDDED_PORT))
+        except OSError:
+            return -1
+    return DEFAULT_EMBEDDED_PORT
+
+
+def _signal_event() -> asyncio.Event:
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+
+    def requested(signum: signal.Signals) -> None:
+        _say(f"{signum.name}: stopping gracefully (again to force)")
+        stop.set()
+        # A second signal falls back to the default: immediate exit.
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.remove_signal_handler(sig)
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, requested, sig)
+    return stop
+
+
+async def _close(nc: NATS) -> None:
+    # drain() flushes what we still owe the server; it can hang after a batched fetch,
+    # so it is bounded and close() always follows.
+    with contextlib.suppress(Exception):
+        await asyncio.wait_for(nc.drain(), DRAIN_TIMEOUT_S)
+    with contextlib.suppress(Exception):
+        await nc.close()
+
+
+def _say(line: str) -> None:
+    """Human-facing lines on stdout (logs go to stderr)."""
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="sessionquery serve", description=__doc__)
+    add_arguments(parser)
+    return run(parser.parse_args(argv))
