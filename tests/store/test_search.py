@@ -3,7 +3,10 @@ writer). Filters are checked against a plain-Python model of the same corpus."""
 
 from __future__ import annotations
 
+import base64
+import json
 import random
+import sqlite3
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -13,7 +16,7 @@ import pytest
 from tests.store._corpus_read import BASE_MS, Corpus, bulk_matches, bump_epoch, corpus_and_store
 from worker.signals import ExecutionSignal
 from worker.store import schema
-from worker.store.errors import GenerationChanged, InvalidCursor, InvalidQuery
+from worker.store.errors import GenerationChanged, InvalidCursor, InvalidQuery, StoreError
 from worker.store.protocol import (
     EventFilter,
     EventSearchPage,
@@ -405,6 +408,15 @@ async def test_a_foreign_or_broken_cursor_is_invalid(
     for bad in ("", "!!!", "bm90IGpzb24", cursor[:-3], cursor + "AAAA"):
         with pytest.raises(InvalidCursor):
             await search(store, "needle", page_size=2, cursor=bad)
+    # Well-formed but forged numbers: out of SQLite's range, or negative.
+    fields = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+    for key, value in (("g", 2**70), ("o", -1), ("e", "1"), ("o", True)):
+        forged = base64.urlsafe_b64encode(json.dumps({**fields, key: value}).encode()).decode()
+        with pytest.raises(InvalidCursor):
+            await search(store, "needle", page_size=2, cursor=forged)
+    far = base64.urlsafe_b64encode(json.dumps({**fields, "o": 10**12}).encode()).decode()
+    beyond = await search(store, "needle", page_size=2, cursor=far)
+    assert beyond.hits == () and beyond.next_cursor is None
     # A cursor is bound to its query, scope and filters.
     with pytest.raises(InvalidCursor):
         await search(store, "text", page_size=2, cursor=cursor)
@@ -471,3 +483,19 @@ async def test_search_events_in_one_session(env: tuple[Corpus, SqliteSessionStor
     )
     assert none is not None and none.hits == () and not none.filtered_out
     assert await events(sid="missing") is None
+
+
+async def test_a_broken_index_is_an_error_not_an_empty_result(
+    env: tuple[Corpus, SqliteSessionStore],
+) -> None:
+    corpus, store = env
+    await uniform_corpus(corpus, ["m00"])
+    assert (await search(store, "needle")).hits
+    conn = sqlite3.connect(corpus.path, isolation_level=None)
+    try:
+        conn.execute("DROP TABLE events_fts")
+    finally:
+        conn.close()
+    with pytest.raises(StoreError):
+        await search(store, "needle")
+    assert (await store.generation(signal=ExecutionSignal())).seq > 0  # the reader still works

@@ -571,6 +571,8 @@ class SqliteSessionStore:
         while not running.done():
             conn.interrupt()
             await asyncio.wait({running}, timeout=_INTERRUPT_RETRY_S)
+        if not running.cancelled():
+            running.exception()  # retrieved: 'interrupted' is expected here, not news
         await self._run(_rollback, conn)
 
     async def _run(self, fn: Callable[[sqlite3.Connection], T], conn: sqlite3.Connection) -> T:
@@ -922,7 +924,8 @@ def _resume(cursor: str | None, binding: str, current: Generation) -> tuple[int,
 
 
 def _is_count(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+    # Bounded to SQLite's INTEGER range, so a forged value cannot overflow a binding.
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**63
 
 
 def _json_list(values: Iterable[object]) -> str:
