@@ -1,0 +1,241 @@
+"""The CLI as a user runs it: ``serve`` (embedded default), ``call``, ``manifest``; and logs.
+
+One ``serve --sample-corpus`` subprocess with its own embedded nats-server is shared by the
+module; the last test stops it with SIGTERM and checks it exits 0 and took its server down.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import logging
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import nats
+import orjson
+import pytest
+import structlog
+
+from contracts.client import SessionQueryClient
+from contracts.envelope import AgentIdentity, Execution
+from contracts.subjects import TOOL_NAMES, Subjects
+from worker.runtime.logs import configure_logging, request_context
+from worker.runtime.sample_corpus import DEMO_CALLER, PAY_ROOT, WEB_CHILD, WEB_ROOT
+
+CLI = [sys.executable, "-m", "worker.cli"]
+STEP = "8"  # the demo caller's current step/start
+SPILL_THRESHOLD = 2048
+START_LIMIT_S = 60  # a hang guard, not an assertion on speed
+
+
+@dataclass
+class Served:
+    process: subprocess.Popen[str]
+    url: str
+    home: Path
+    stdout_lines: list[str]
+
+
+def _env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("NATS_", "SESSIONQUERY_"))}
+    env["SESSIONQUERY_LOG_FORMAT"] = "json"
+    return env
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    home = tmp_path_factory.mktemp("serve")
+    process = subprocess.Popen(
+        [
+            *CLI, "serve", "--sample-corpus", "--embedded-port", "-1",
+            "--home", str(home / "state"), "--db", str(home / "index.sqlite"),
+            "--spill-threshold-bytes", str(SPILL_THRESHOLD), "--spill-preview-bytes", "512",
+        ],
+        cwd=home, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+    )  # fmt: skip
+    lines: list[str] = []
+    url = ""
+    deadline = time.monotonic() + START_LIMIT_S
+    assert process.stdout is not None
+    try:
+        while time.monotonic() < deadline:
+            line = process.stdout.readline()
+            if not line:
+                break
+            lines.append(line)
+            if match := re.search(r"listening on (nats://\S+);", line):
+                url = match.group(1)
+            if line.startswith("serving the five"):
+                break
+        assert url and lines[-1].startswith("serving"), "".join(lines)
+        yield Served(process=process, url=url, home=home, stdout_lines=lines)
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+def _cli(*args: str, url: str | None) -> subprocess.CompletedProcess[str]:
+    env = _env()
+    if url:
+        env["NATS_URL"] = url
+    return subprocess.run(
+        [*CLI, *args], env=env, capture_output=True, text=True, timeout=START_LIMIT_S
+    )
+
+
+def test_serve_prints_url_and_a_ready_to_paste_example(served: Served) -> None:
+    text = "".join(served.stdout_lines)
+    assert served.url.startswith("nats://127.0.0.1:")
+    example = next(line.strip() for line in served.stdout_lines if "sessionquery call" in line)
+    assert f"--session {DEMO_CALLER}" in example and served.url in example
+    assert "sample corpus: 66 events published" in text
+
+
+def test_call_prints_rendered_text(served: Served) -> None:
+    done = _cli(
+        "call", "session_search", "--session", DEMO_CALLER, "--step-start-seq", STEP,
+        '{"query": "flaky refund test"}', url=served.url,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert PAY_ROOT in done.stdout
+    assert "Fix flaky refund idempotency test" in done.stdout
+    assert WEB_ROOT not in done.stdout and WEB_CHILD not in done.stdout
+
+
+def test_call_error_reply_prints_code_and_exits_1(served: Served) -> None:
+    foreign = _cli(
+        "call", "session_event_read", "--session", DEMO_CALLER,
+        json.dumps({"session_id": WEB_ROOT, "seq": 1}), url=served.url,
+    )  # fmt: skip
+    assert foreign.returncode == 1
+    assert foreign.stderr.startswith("SESSION_QUERY_NOT_FOUND: ")
+    assert foreign.stdout == ""
+    missing = _cli(
+        "call", "session_event_read", "--session", DEMO_CALLER,
+        json.dumps({"session_id": "s-not-there", "seq": 1}), url=served.url,
+    )  # fmt: skip
+    assert missing.stderr.replace("s-not-there", "<id>") == foreign.stderr.replace(WEB_ROOT, "<id>")
+    invalid = _cli(
+        "call", "session_event_read", "--session", DEMO_CALLER,
+        '{"session_id": "s-x", "seq": 1, "workspace": "/etc"}', url=served.url,
+    )  # fmt: skip
+    assert invalid.returncode == 1
+    assert invalid.stderr.startswith("SESSION_QUERY_INVALID_ARGUMENTS: ")
+
+
+def test_call_usage_errors_are_precise(served: Served) -> None:
+    no_url = _cli("call", "session_trace", "--session", DEMO_CALLER, "{}", url=None)
+    assert no_url.returncode == 2
+    assert "no NATS URL: pass --nats-url or set NATS_URL" in no_url.stderr
+    bad_json = _cli("call", "session_trace", "--session", DEMO_CALLER, "{oops", url=served.url)
+    assert bad_json.returncode == 2
+    assert "not valid JSON" in bad_json.stderr
+    not_object = _cli("call", "session_trace", "--session", DEMO_CALLER, "[1]", url=served.url)
+    assert not_object.returncode == 2
+    no_manifest_url = _cli("manifest", url=None)
+    assert no_manifest_url.returncode == 2 and "no NATS URL" in no_manifest_url.stderr
+
+
+def test_manifest_prints_the_five_tools(served: Served) -> None:
+    done = _cli("manifest", url=served.url)
+    assert done.returncode == 0, done.stderr
+    manifest = json.loads(done.stdout)
+    assert [tool["name"] for tool in manifest["tools"]] == list(TOOL_NAMES)
+    assert manifest["prompt_section"]
+
+
+def test_spilled_result_is_fetched_and_printed_whole(served: Served) -> None:
+    args = json.dumps({"session_id": PAY_ROOT, "seq": 7, "before": 6, "after": 8})
+
+    async def via_client() -> tuple[bool, str, int]:
+        nc = await nats.connect(served.url)
+        try:
+            client = SessionQueryClient(nc, Subjects())
+            execution = Execution(agent=AgentIdentity(session_id=DEMO_CALLER))
+            reply = await client.call("session_event_read", orjson.loads(args), execution)
+            assert reply.status == "ok" and reply.content is not None
+            assert reply.spill is not None
+            whole = (await client.fetch_spilled(reply.spill)).decode()
+            return len(reply.content.encode()) <= 1024, whole, reply.spill.size
+        finally:
+            await nc.close()
+
+    preview_bounded, whole, size = asyncio.run(via_client())
+    assert preview_bounded
+    assert size > SPILL_THRESHOLD and len(whole.encode()) == size
+    done = _cli("call", "session_event_read", "--session", DEMO_CALLER, args, url=served.url)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == whole if whole.endswith("\n") else done.stdout == whole + "\n"
+    assert "1 failed, 13 passed in 0.41s" in done.stdout
+
+
+def test_serve_answers_srv_ping_and_exits_0_on_sigterm(served: Served) -> None:
+    async def ping() -> dict[str, object]:
+        nc = await nats.connect(served.url)
+        try:
+            reply = await nc.request("$SRV.PING.session-query", b"", timeout=5)
+            return dict(orjson.loads(reply.data))
+        finally:
+            await nc.close()
+
+    pong = asyncio.run(ping())
+    assert pong["name"] == "session-query"
+    assert pong["type"] == "io.nats.micro.v1.ping_response"
+
+    served.process.send_signal(signal.SIGTERM)
+    assert served.process.wait(START_LIMIT_S) == 0
+    assert served.process.stdout is not None
+    tail = served.process.stdout.read()
+    assert "SIGTERM: stopping gracefully" in tail
+
+    async def server_gone() -> bool:
+        try:
+            nc = await nats.connect(
+                served.url, allow_reconnect=False, max_reconnect_attempts=1, connect_timeout=2
+            )
+        except Exception:
+            return True
+        await nc.close()
+        return False
+
+    assert asyncio.run(server_gone()), "the embedded nats-server outlived serve"
+
+
+def test_log_lines_of_a_request_carry_its_id_and_tool() -> None:
+    stream = io.StringIO()
+    configure_logging(json=True, level="info", stream=stream)
+    try:
+        log = structlog.get_logger("test")
+        with request_context(request_id="r-log-1", tool="session_trace"):
+            log.info("started", extra_field=1)
+            logging.getLogger("nats.something").warning("from the standard library")
+            log.info("odd value", value=object())  # must still render
+        log.info("outside")
+        log.debug("filtered out")
+    finally:
+        configure_logging(json=True, level="warning", stream=sys.stderr)
+    lines = [json.loads(line) for line in stream.getvalue().splitlines()]
+    assert [line["event"] for line in lines] == [
+        "started",
+        "from the standard library",
+        "odd value",
+        "outside",
+    ]
+    for line in lines[:3]:
+        assert line["request_id"] == "r-log-1" and line["tool"] == "session_trace"
+        assert "timestamp" in line and "level" in line
+    assert "request_id" not in lines[3]
