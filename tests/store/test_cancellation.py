@@ -9,6 +9,7 @@ can see that SQLite really stopped, rather than trusting how long the call took.
 from __future__ import annotations
 
 import asyncio
+import random
 import threading
 import time
 from collections.abc import AsyncIterator
@@ -207,3 +208,30 @@ async def test_concurrent_reads_share_the_pool(tmp_path: Path) -> None:
         pages = await asyncio.gather(*(search(store, ExecutionSignal()) for _ in range(12)))
         assert all(len(p.hits) == 10 for p in pages)
         assert len({p.hits for p in pages}) == 1
+
+
+async def test_many_reads_cancelled_at_random_points_leave_the_pool_whole(
+    tmp_path: Path,
+) -> None:
+    rng = random.Random(5)
+    async with corpus_and_store(tmp_path, readers=3) as (corpus, store):
+        for s in range(40):
+            corpus.start(f"s{s}")
+            for i in range(40):
+                corpus.say(f"s{s}", f"needle {i} in the haystack")
+        await corpus.flush()
+        signals = [ExecutionSignal() for _ in range(60)]
+        tasks = [asyncio.create_task(search(store, signal)) for signal in signals]
+        for i, signal in enumerate(signals):
+            if rng.random() < 0.6:
+                await asyncio.sleep(rng.random() * 0.003)
+                signal.cancel(f"cancel {i}")
+        outcomes = await asyncio.wait_for(asyncio.gather(*tasks, return_exceptions=True), BOUND_S)
+        for signal, outcome in zip(signals, outcomes, strict=True):
+            if isinstance(outcome, BaseException):
+                assert outcome is signal.error  # only the exact cancel, never another error
+            else:
+                assert len(outcome.hits) == 10
+        assert store._pool.qsize() == 3  # every reader came back exactly once
+        pages = await asyncio.gather(*(search(store, ExecutionSignal()) for _ in range(6)))
+        assert len({page.hits for page in pages}) == 1

@@ -3,15 +3,18 @@ writer). Filters are checked against a plain-Python model of the same corpus."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import random
 import sqlite3
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tests.store._corpus_read import BASE_MS, Corpus, bulk_matches, bump_epoch, corpus_and_store
 from worker.signals import ExecutionSignal
@@ -499,3 +502,55 @@ async def test_a_broken_index_is_an_error_not_an_empty_result(
     with pytest.raises(StoreError):
         await search(store, "needle")
     assert (await store.generation(signal=ExecutionSignal())).seq > 0  # the reader still works
+
+
+# -- arbitrary queries through the provider ------------------------------------------------
+
+QUERY_TEXT = st.one_of(
+    st.text(alphabet=st.characters(exclude_categories=("Cs",)), max_size=40),
+    st.lists(
+        st.sampled_from(['"', "(", ")", "*", "^", ":", "-", "NEAR", "OR", "NOT", "needle", " "]),
+        max_size=15,
+    ).map("".join),
+)
+
+
+@pytest.fixture
+def provider_loop(tmp_path: Path) -> Iterator[tuple[asyncio.AbstractEventLoop, SqliteSessionStore]]:
+    """A loop of this test's own, so hypothesis can drive the async provider per example."""
+    loop = asyncio.new_event_loop()
+    manager = corpus_and_store(tmp_path)
+    corpus, store = loop.run_until_complete(manager.__aenter__())
+    loop.run_until_complete(uniform_corpus(corpus, ["m0", "m1"]))
+    try:
+        yield loop, store
+    finally:
+        loop.run_until_complete(manager.__aexit__(None, None, None))
+        loop.close()
+
+
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(text=QUERY_TEXT)
+def test_any_query_is_a_page_or_invalid_query(
+    provider_loop: tuple[asyncio.AbstractEventLoop, SqliteSessionStore], text: str
+) -> None:
+    loop, store = provider_loop
+    try:
+        page = loop.run_until_complete(search(store, text))
+    except InvalidQuery:
+        return
+    assert all(hit.header.cwd == MAIN for hit in page.hits)
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(junk=st.lists(st.text(alphabet="()*^:+{}.,;!?/\\'", min_size=1, max_size=4), max_size=6))
+def test_syntax_noise_around_a_word_still_finds_it(
+    provider_loop: tuple[asyncio.AbstractEventLoop, SqliteSessionStore], junk: list[str]
+) -> None:
+    loop, store = provider_loop
+    page = loop.run_until_complete(search(store, " ".join(["needle", *junk])))
+    assert [hit.header.session_id for hit in page.hits] == ["m0", "m1"]
