@@ -56,8 +56,13 @@ class WorkerProcess:
     log: Path
     label: str = "w"
     config: Mapping[str, int] = field(default_factory=dict)
+    # Hold the N-th fetched search forever (a stuck backend), to be killed holding it.
+    hold_fetch: int = 0
     process: asyncio.subprocess.Process | None = field(default=None, init=False)
     pid: int = field(default=0, init=False)
+    # stdout after READY: ``FETCHED <label> <rid> <delivered>`` and ``HOLDING <label> <rid>``.
+    lines: list[str] = field(default_factory=list, init=False)
+    _reader: asyncio.Task[None] | None = field(default=None, init=False)
 
     async def start(self, ready_s: float = 60.0) -> int:
         spec = {
@@ -66,6 +71,7 @@ class WorkerProcess:
             "db": str(self.db),
             "label": self.label,
             "config": dict(self.config),
+            "hold_fetch": self.hold_fetch,
         }
         env = {**os.environ, "PYTHONPATH": str(REPO), "SESSIONQUERY_LOG_LEVEL": "debug"}
         with self.log.open("ab") as err:
@@ -89,7 +95,32 @@ class WorkerProcess:
             await self.kill()
             raise AssertionError(f"worker {self.label} did not start:\n{self.log_tail()}")
         self.pid = self.process.pid
+        self._reader = asyncio.create_task(self._read(self.process.stdout))
         return self.pid
+
+    async def _read(self, stdout: asyncio.StreamReader) -> None:
+        while line := await stdout.readline():
+            self.lines.append(line.decode().strip())
+
+    def fetched(self) -> list[tuple[str, str, int]]:
+        """(label, request id, delivery count) of every search this process fetched."""
+        out = []
+        for line in self.lines:
+            if line.startswith("FETCHED "):
+                _, label, rid, delivered = line.split()
+                out.append((label, rid, int(delivered)))
+        return out
+
+    async def wait_holding(self, within: float = 30.0) -> str:
+        """The request id this process is holding (``hold_fetch``)."""
+
+        def holding() -> str | None:
+            for line in self.lines:
+                if line.startswith("HOLDING "):
+                    return line.split()[2]
+            return None
+
+        return await poll(lambda: value_of(holding()), lambda rid: rid is not None, within) or ""
 
     @property
     def alive(self) -> bool:
@@ -130,6 +161,11 @@ class WorkerProcess:
 
     def log_tail(self, chars: int = 4000) -> str:
         return self.log.read_text(errors="replace")[-chars:] if self.log.exists() else ""
+
+
+async def value_of(value: T) -> T:
+    """An awaitable of a value at hand, for ``poll`` probes of plain state."""
+    return value
 
 
 def accepted_searches(workers: Sequence[WorkerProcess]) -> set[str]:

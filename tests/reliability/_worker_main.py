@@ -17,11 +17,13 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+from nats.aio.msg import Msg
 
 from contracts.subjects import Subjects
 from worker.runtime.config import WorkerConfig
 from worker.runtime.connection import NatsOptions, connect
 from worker.runtime.logs import configure_logging
+from worker.runtime.search_lane import MSG_ID_HEADER
 from worker.runtime.worker import Worker
 
 
@@ -34,6 +36,7 @@ async def main(spec: dict[str, Any]) -> int:
         **spec.get("config", {}),
     )
     worker = await Worker.start(nc, config)
+    _trace_fetches(worker, str(spec.get("label", "w")), int(spec.get("hold_fetch", 0)))
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -44,6 +47,26 @@ async def main(spec: dict[str, Any]) -> int:
     await worker.stop()
     await nc.close()
     return 0
+
+
+def _trace_fetches(worker: Worker, label: str, hold_fetch: int) -> None:
+    """Print each search the lane fetches (with its delivery count), so a test can see a
+    redelivery; with ``hold_fetch`` the N-th one hangs, like a stuck backend, until killed."""
+    lane = worker.search
+    process_one = lane._process_one
+    fetched = 0
+
+    async def traced(msg: Msg) -> None:
+        nonlocal fetched
+        fetched += 1
+        rid = (msg.headers or {}).get(MSG_ID_HEADER, "-")
+        print(f"FETCHED {label} {rid} {msg.metadata.num_delivered or 1}", flush=True)
+        if fetched == hold_fetch:
+            print(f"HOLDING {label} {rid}", flush=True)
+            await asyncio.Event().wait()
+        await process_one(msg)
+
+    setattr(lane, "_process_one", traced)  # noqa: B010 - instrumentation of this process only
 
 
 if __name__ == "__main__":
