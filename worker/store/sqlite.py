@@ -638,6 +638,8 @@ class _Tx:
 def _transaction(conn: sqlite3.Connection, work: Callable[[_Tx], T], stop: threading.Event) -> T:
     """BEGIN, the work, COMMIT. On failure the caller rolls back (after any interrupt)."""
     tx = _Tx(conn, stop)
+    if conn.in_transaction:  # a rollback that failed earlier must not poison the reader
+        conn.execute("ROLLBACK")
     tx.fetch("BEGIN")
     result = work(tx)
     tx.fetch("COMMIT")
