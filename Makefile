@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: run test test-slow lint bench demo clean
+.PHONY: run test test-slow lint bench demo cluster clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -15,6 +15,10 @@ run: $(STAMP)
 
 demo: $(STAMP)
 	$(VENV)/bin/sessionquery demo
+
+# compose.yaml's topology as local processes: 3 clustered nats-servers, 2 workers, seeder, load.
+cluster: $(STAMP)
+	$(PY) -m deploy.local_cluster --seconds 30 --requests 2000
 
 test: $(STAMP)
 	$(VENV)/bin/pytest -q

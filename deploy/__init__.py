@@ -1,0 +1,1 @@
+"""Deployment: the compose topology as local processes (deploy.local_cluster)."""
