@@ -483,7 +483,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     fleet.nc, fleet.subjects, [*fleet.pids, *args.worker_pid]
                 )
                 return report
-        nc = await nats.connect(args.nats_url, max_reconnect_attempts=-1, reconnect_time_wait=0.5)
+        servers = [u.strip() for u in args.nats_url.split(",")]  # a cluster: all its nodes
+        nc = await nats.connect(servers, max_reconnect_attempts=-1, reconnect_time_wait=0.5)
         try:
             report = await load(nc, subjects, args.worker_pid)
             return report
