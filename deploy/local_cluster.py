@@ -154,28 +154,11 @@ class LocalCluster:
 
     async def _ensure_streams(self) -> None:
         """The events stream with R replicas, before anything else creates it as R1."""
-        import nats
-        from nats.js.api import StorageType, StreamConfig
-        from nats.js.errors import NotFoundError
+        from deploy.streams import ensure_replicated_events_stream
 
-        nc = await nats.connect(self.urls, connect_timeout=5, max_reconnect_attempts=5)
-        try:
-            js = nc.jetstream(timeout=20)
-            try:
-                await js.stream_info(self.subjects.events_stream)
-            except NotFoundError:
-                # The same config as worker.runtime.ingest_consumer.ensure_events_stream,
-                # plus the replicas; an existing stream is left as is there.
-                await js.add_stream(
-                    StreamConfig(
-                        name=self.subjects.events_stream,
-                        subjects=[self.subjects.events_wildcard],
-                        storage=StorageType.FILE,
-                        num_replicas=self.replicas,
-                    )
-                )
-        finally:
-            await nc.close()
+        await ensure_replicated_events_stream(
+            self.urls, replicas=self.replicas, subjects=self.subjects
+        )
 
     def kill_node(self, i: int) -> None:
         """SIGKILL node ``i`` (our own child, by pid)."""

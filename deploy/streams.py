@@ -1,0 +1,75 @@
+"""Create the events stream with N replicas before anything else creates it as R1.
+
+``sessionquery import`` and the workers create the SESSIONS stream when it is missing, with
+one replica; on a cluster it must be R3, so deployments run this first (compose's
+``streams`` service, ``deploy.local_cluster``). The search queue and the spill bucket are
+created by the workers themselves with ``SESSIONQUERY_STREAM_REPLICAS``.
+
+    python -m deploy.streams --nats-url nats://nats1:4222 --replicas 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+from collections.abc import Sequence
+
+from contracts.subjects import Subjects
+
+
+async def ensure_replicated_events_stream(
+    urls: Sequence[str], *, replicas: int, subjects: Subjects | None = None
+) -> bool:
+    """Create the events stream with ``replicas`` when missing; True when it was created.
+
+    The same configuration as ``worker.runtime.ingest_consumer.ensure_events_stream`` (which
+    leaves an existing stream as it is), plus the replicas.
+    """
+    import nats
+    from nats.js.api import StorageType, StreamConfig
+    from nats.js.errors import NotFoundError
+
+    subjects = subjects or Subjects()
+    nc = await nats.connect(list(urls), connect_timeout=5, max_reconnect_attempts=10)
+    try:
+        js = nc.jetstream(timeout=20)
+        try:
+            info = await js.stream_info(subjects.events_stream)
+        except NotFoundError:
+            await js.add_stream(
+                StreamConfig(
+                    name=subjects.events_stream,
+                    subjects=[subjects.events_wildcard],
+                    storage=StorageType.FILE,
+                    num_replicas=replicas,
+                )
+            )
+            return True
+        if (info.config.num_replicas or 1) != replicas:
+            print(
+                f"deploy.streams: {subjects.events_stream} exists with "
+                f"{info.config.num_replicas} replicas (wanted {replicas}); left as is",
+                file=sys.stderr,
+            )
+        return False
+    finally:
+        await nc.close()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m deploy.streams", description=__doc__)
+    parser.add_argument("--nats-url", default=os.environ.get("NATS_URL"), help="env NATS_URL")
+    parser.add_argument("--replicas", type=int, default=3)
+    args = parser.parse_args(argv)
+    if not args.nats_url:
+        parser.error("--nats-url (or NATS_URL) is required")
+    urls = [u.strip() for u in args.nats_url.split(",")]
+    created = asyncio.run(ensure_replicated_events_stream(urls, replicas=args.replicas))
+    print(f"events stream {'created' if created else 'already present'} (R{args.replicas})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
