@@ -324,3 +324,42 @@ async def _publish_retrying(js: Any, subject: str, body: bytes) -> None:
         except (TimeoutError, nats.errors.Error):
             await asyncio.sleep(0.1)  # the client is still reconnecting
     raise AssertionError("publish never succeeded after the restart")
+
+
+class FailsFirstPrepare(FlakyWriter):
+    """Preparing the first batch raises: the actor, and so the run, fails mid-flight."""
+
+    def __init__(self, inner: SqliteIndexWriter) -> None:
+        super().__init__(inner, failures=0)
+        self.prepares = 0
+
+    def prepare(self, items: Sequence[IngestItem]) -> Any:
+        self.prepares += 1
+        if self.prepares == 1:
+            raise RuntimeError("bug")
+        return self.inner.prepare(items)
+
+    async def apply_prepared(self, batch: Any) -> ApplyResult:
+        return await self.inner.apply_prepared(batch)
+
+
+async def test_run_again_after_a_failure_resumes(
+    nc: NATS, subjects: Subjects, tmp_path: Path
+) -> None:
+    js = nc.jetstream()
+    await ensure_events_stream(js, subjects)
+    await js.publish(subjects.events("s"), event("s", 1, "session/start"))
+    db = tmp_path / "index.sqlite"
+    async with await SqliteIndexWriter.open(db) as writer:
+        flaky = FailsFirstPrepare(writer)
+        consumer = EventConsumer(nc, flaky, subjects=subjects, idle_heartbeat_s=0.5)  # type: ignore[arg-type]
+        with pytest.raises(RuntimeError, match="bug"):
+            await consumer.run()
+        await js.publish(subjects.events("s"), event("s", 2))
+        task = asyncio.create_task(consumer.run())  # what a supervisor does
+        await asyncio.wait_for(consumer.actor.wait_applied(2), 20)
+        consumer.stop()
+        await task
+    # The failed batch was never committed, so the second run delivered it again.
+    assert count(db, "SELECT count(*) FROM events") == 2
+    await js.delete_stream(subjects.events_stream)

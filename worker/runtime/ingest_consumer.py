@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import os
 import signal
 import sys
 from collections.abc import Sequence
@@ -103,7 +104,14 @@ class EventConsumer:
         self._stopping.set()
 
     async def run(self) -> None:
-        """Consume until ``stop``; then apply what is in the mailbox and return."""
+        """Consume until ``stop``; then apply what is in the mailbox and return.
+
+        Safe to call again after a failure (a supervisor's restart): it resumes from the
+        index's stored stream sequence.
+        """
+        if self._stopping.is_set():
+            return
+        self.actor.reopen()
         js = self._nc.jetstream()
         await self._retrying(lambda: ensure_events_stream(js, self._subjects))
         self._next_seq = await self.actor.start_from_writer()
@@ -322,12 +330,23 @@ def build_parser() -> argparse.ArgumentParser:
 def add_subject_arguments(parser: argparse.ArgumentParser) -> None:
     """Stream and subject names, for tests and deployments with their own names."""
     defaults = Subjects()
+    env = os.environ.get
     group = parser.add_argument_group("stream and subjects")
-    group.add_argument("--stream", default=defaults.events_stream, help="events stream name")
     group.add_argument(
-        "--events-prefix", default=defaults.events_prefix, help="events subject prefix"
+        "--stream",
+        default=env("SESSIONQUERY_EVENTS_STREAM", defaults.events_stream),
+        help="events stream name (env SESSIONQUERY_EVENTS_STREAM)",
     )
-    group.add_argument("--deadletter", default=defaults.deadletter, help="dead-letter subject")
+    group.add_argument(
+        "--events-prefix",
+        default=env("SESSIONQUERY_EVENTS_PREFIX", defaults.events_prefix),
+        help="events subject prefix (env SESSIONQUERY_EVENTS_PREFIX)",
+    )
+    group.add_argument(
+        "--deadletter",
+        default=env("SESSIONQUERY_DEADLETTER", defaults.deadletter),
+        help="dead-letter subject (env SESSIONQUERY_DEADLETTER)",
+    )
 
 
 def subjects_from_args(args: argparse.Namespace) -> Subjects:

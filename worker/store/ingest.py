@@ -87,6 +87,10 @@ class IngestActor:
         """Ask ``run`` to return once the mailbox is drained."""
         self._stopping.set()
 
+    def reopen(self) -> None:
+        """Allow ``run`` again after a stop (a supervisor restarting ingestion)."""
+        self._stopping.clear()
+
     async def start_from_writer(self) -> int:
         """Adopt the writer's stored stream sequence; returns the next one to consume."""
         last = await self._writer.last_stream_seq()

@@ -151,6 +151,8 @@ class SqliteIndexWriter(SessionIndexWriter):
         location = str(path)
 
         def connector() -> sqlite3.Connection:
+            if location != ":memory:" and not location.startswith("file:"):
+                Path(location).parent.mkdir(parents=True, exist_ok=True)
             conn = schema.connect(location)
             schema.create(conn)
             return conn
