@@ -60,6 +60,10 @@ CREATE TABLE IF NOT EXISTS events (
     UNIQUE (session_id, seq)
 );
 CREATE INDEX IF NOT EXISTS events_session_type ON events (session_id, type, seq);
+-- Search's view of a matched event, covering: scoring thousands of matches then reads this
+-- compact index instead of the wide events rows (measured ~20% off a common-term search).
+CREATE INDEX IF NOT EXISTS events_scope
+    ON events (id, session_id, seq, stream_seq, type, surface, time_ms);
 
 -- (session_id, seq) took the place of (session_id, replaced_seq).
 CREATE TABLE IF NOT EXISTS replacements (

@@ -82,6 +82,9 @@ _EVENT_COLS: Final = (
     f" substr(e.body, 1, {_PREVIEW_SOURCE_CHARS})"
 )
 _EVENT_WIDTH: Final = 7
+# The compact covering index of schema.py for the per-match join (the planner otherwise
+# takes the rowid of the wide events table).
+_SCOPE_INDEX: Final = "INDEXED BY events_scope"
 
 
 class SqliteSessionStore:
@@ -411,20 +414,26 @@ class SqliteSessionStore:
                 f"""
                 WITH m AS MATERIALIZED (  -- not flattened: bm25() needs its MATCH
                     SELECT e.session_id AS sid, e.id AS eid, {schema.BM25} AS score
-                    FROM events_fts JOIN events e ON e.id = events_fts.rowid
+                    FROM events_fts JOIN events e {_SCOPE_INDEX} ON e.id = events_fts.rowid
                     WHERE {scope_sql}{event_sql}
                 ),
                 g AS (
                     -- A session's score is its best event's; that event's id comes along.
                     SELECT sid, eid, min(score) AS score, count(*) AS n FROM m GROUP BY sid
+                ),
+                page AS (
+                    SELECT g.sid, g.eid, g.score, g.n
+                    FROM g JOIN sessions s ON s.session_id = g.sid
+                    WHERE s.cwd = :cwd{session_sql}
+                    ORDER BY g.score, g.sid
+                    LIMIT :limit OFFSET :offset
                 )
-                SELECT g.eid, g.score, g.n, {_HEADER_COLS}, {_EVENT_COLS}
-                FROM g
-                JOIN sessions s ON s.session_id = g.sid
-                JOIN events e ON e.id = g.eid
-                WHERE s.cwd = :cwd{session_sql}
-                ORDER BY g.score, g.sid
-                LIMIT :limit OFFSET :offset
+                -- Wide columns only for the page's rows.
+                SELECT page.eid, page.score, page.n, {_HEADER_COLS}, {_EVENT_COLS}
+                FROM page
+                JOIN sessions s ON s.session_id = page.sid
+                JOIN events e ON e.id = page.eid
+                ORDER BY page.score, page.sid
                 """,
                 params,
             )
@@ -446,7 +455,7 @@ class SqliteSessionStore:
                     tx,
                     f"""
                     SELECT 1 FROM events_fts
-                    JOIN events e ON e.id = events_fts.rowid
+                    JOIN events e {_SCOPE_INDEX} ON e.id = events_fts.rowid
                     JOIN sessions s ON s.session_id = e.session_id
                     WHERE {scope_sql} AND s.cwd = :cwd LIMIT 1
                     """,
@@ -479,27 +488,46 @@ class SqliteSessionStore:
 
         def work(tx: _Tx) -> EventSearchPage | None:
             found = tx.fetch(
-                f"SELECT {_HEADER_COLS}, s.ws FROM sessions s WHERE s.session_id = ?",
+                f"SELECT {_HEADER_COLS}, s.ws,"
+                " (SELECT min(id) FROM events WHERE session_id = s.session_id),"
+                " (SELECT max(id) FROM events WHERE session_id = s.session_id)"
+                " FROM sessions s WHERE s.session_id = ?",
                 (session_id,),
             )
             if not found:
                 return None
             header = _header(found[0])
+            ws, lo, hi = found[0][_HEADER_WIDTH:]
             current = _generation(tx)
             snap, offset = _resume(cursor, binding, current)
-            # The session's own workspace token narrows the rows FTS5 has to score.
-            match = f'ws:"{found[0][_HEADER_WIDTH]}" AND body:({compiled})'
-            params: dict[str, Any] = {"match": match, "snap": snap, "sid": session_id}
-            scope_sql = "events_fts MATCH :match AND e.session_id = :sid AND e.stream_seq <= :snap"
+            # The session's workspace token and the rowid span of its events narrow what
+            # FTS5 has to score to (roughly) this session, not its whole workspace.
+            match = f'ws:"{ws}" AND body:({compiled})'
+            params: dict[str, Any] = {
+                "match": match,
+                "snap": snap,
+                "sid": session_id,
+                "lo": lo if lo is not None else 0,
+                "hi": hi if hi is not None else -1,
+            }
+            scope_sql = (
+                "events_fts MATCH :match AND events_fts.rowid BETWEEN :lo AND :hi"
+                " AND e.session_id = :sid AND e.stream_seq <= :snap"
+            )
             event_sql = _event_filter_sql(events, params, with_seq=True)
             params.update(limit=size + 1, offset=offset)
             rows = tx.fetch(
                 f"""
-                SELECT e.id, {schema.BM25} AS score, {_EVENT_COLS}
-                FROM events_fts JOIN events e ON e.id = events_fts.rowid
-                WHERE {scope_sql}{event_sql}
-                ORDER BY score, e.seq
-                LIMIT :limit OFFSET :offset
+                WITH hits AS MATERIALIZED (  -- not flattened: bm25() needs its MATCH
+                    SELECT e.id AS eid, e.seq AS seq, {schema.BM25} AS score
+                    FROM events_fts JOIN events e {_SCOPE_INDEX} ON e.id = events_fts.rowid
+                    WHERE {scope_sql}{event_sql}
+                    ORDER BY score, e.seq
+                    LIMIT :limit OFFSET :offset
+                )
+                SELECT hits.eid, hits.score, {_EVENT_COLS}
+                FROM hits JOIN events e ON e.id = hits.eid
+                ORDER BY hits.score, hits.seq
                 """,
                 params,
             )
@@ -515,7 +543,8 @@ class SqliteSessionStore:
             if not hits and offset == 0 and event_sql:
                 filtered_out = _any_match(
                     tx,
-                    f"SELECT 1 FROM events_fts JOIN events e ON e.id = events_fts.rowid"
+                    f"SELECT 1 FROM events_fts"
+                    f" JOIN events e {_SCOPE_INDEX} ON e.id = events_fts.rowid"
                     f" WHERE {scope_sql} LIMIT 1",
                     params,
                 )
