@@ -583,7 +583,8 @@ class SqliteSessionStore:
             elif signal.aborted or running.exception() is not None:
                 await self._run(_rollback, conn)
             if signal.aborted:
-                running.exception()  # retrieved: the abort, not 'interrupted', is the answer
+                if not running.cancelled():
+                    running.exception()  # retrieved: the abort, not 'interrupted', answers
                 assert signal.error is not None
                 raise signal.error
             try:
