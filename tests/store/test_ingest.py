@@ -185,7 +185,7 @@ async def test_good_events_land_and_bad_ones_are_dead_lettered(
 
     async def on_dead(msg: Msg) -> None:
         dead.append(msg)
-        if len(dead) == 6:
+        if len(dead) == 7:
             got_all.set()
 
     await nc.subscribe(subjects.deadletter, cb=on_dead)
@@ -204,6 +204,7 @@ async def test_good_events_land_and_bad_ones_are_dead_lettered(
         ("s-a", oversized),
         ("s-a", event("s-a", 2)),  # duplicate: no-op, not dead-lettered
         ("s-a", event("s-a", 4, "session/end")),
+        ("s-a", event("s-a", 5, **{"clé": 1})),  # a non-ASCII field name in the reason
     ]
     for session_id, body in published:
         await js.publish(subjects.events(session_id), body)
@@ -217,7 +218,7 @@ async def test_good_events_land_and_bad_ones_are_dead_lettered(
         await task
         stats = consumer.actor.stats
 
-    assert (stats.applied, stats.duplicates, stats.dead_lettered) == (4, 1, 6)
+    assert (stats.applied, stats.duplicates, stats.dead_lettered) == (4, 1, 7)
     assert count(db, "SELECT count(*) FROM events WHERE session_id = 's-a'") == 4
     assert count(db, "SELECT availability = 'persisted' FROM sessions") == 1
     reasons = {
@@ -229,6 +230,7 @@ async def test_good_events_land_and_bad_ones_are_dead_lettered(
     assert reasons[7] == "gap in session s-a: expected seq 4, got 9"
     assert reasons[8].startswith("unknown session s-b")
     assert reasons[9].startswith(f"oversized: {len(oversized)} bytes > limit 1024 bytes")
+    assert reasons[12] == "contract violation: cl\\xe9: Extra inputs are not permitted"
     # The original body travels with its reason.
     assert {m.data for m in dead} == {published[i - 1][1] for i in reasons}
     assert check_integrity(db) == []

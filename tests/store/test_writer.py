@@ -346,6 +346,17 @@ async def test_a_purged_session_can_start_again(writer: SqliteIndexWriter, db: P
     assert check_integrity(db) == []
 
 
+async def test_close_twice_is_harmless(db: Path) -> None:
+    writer = await SqliteIndexWriter.open(db)
+    await writer.close()
+    await writer.close()
+
+
+async def test_open_creates_the_directory(tmp_path: Path) -> None:
+    async with await SqliteIndexWriter.open(tmp_path / "a" / "b" / "index.sqlite") as w:
+        assert await w.last_stream_seq() == 0
+
+
 async def test_state_survives_reopen(db: Path) -> None:
     async with await SqliteIndexWriter.open(db) as w:
         await w.apply(items(start("s-1"), event("s-1", 2)))

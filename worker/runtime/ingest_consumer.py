@@ -165,7 +165,9 @@ class EventConsumer:
                 await feed.close()
 
     async def _dead_letter(self, rejected: Rejected) -> None:
-        headers = {REASON_HEADER: rejected.reason, STREAM_SEQ_HEADER: str(rejected.stream_seq)}
+        # Header values stay ASCII (a reason may quote a field name from the message).
+        reason = rejected.reason.encode("ascii", "backslashreplace").decode("ascii")
+        headers = {REASON_HEADER: reason, STREAM_SEQ_HEADER: str(rejected.stream_seq)}
         body = rejected.data
         room = self._nc.max_payload - 4096  # headers need their share of the message
         if len(body) > room:

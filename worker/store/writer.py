@@ -139,6 +139,7 @@ class SqliteIndexWriter(SessionIndexWriter):
         self._max_event_bytes = max_event_bytes
         self._lock = asyncio.Lock()  # apply and purge never interleave their transactions
         self._listeners: list[Callable[[], None]] = []
+        self._closed = False
 
     @classmethod
     async def open(
@@ -167,6 +168,9 @@ class SqliteIndexWriter(SessionIndexWriter):
 
     async def close(self) -> None:
         async with self._lock:
+            if self._closed:
+                return
+            self._closed = True
             await self._run(self._conn.close)
         self._executor.shutdown(wait=True)
 
