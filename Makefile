@@ -27,9 +27,10 @@ test-slow: $(STAMP)
 	$(VENV)/bin/pytest -q -m slow
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check contracts worker tests bench
-	$(VENV)/bin/ruff format --check contracts worker tests bench
+	$(VENV)/bin/ruff check contracts worker tests bench deploy
+	$(VENV)/bin/ruff format --check contracts worker tests bench deploy
 	$(VENV)/bin/mypy
+	$(VENV)/bin/mypy deploy
 
 bench: $(STAMP)
 	$(PY) -m bench.store

@@ -239,3 +239,27 @@ def test_log_lines_of_a_request_carry_its_id_and_tool() -> None:
         assert line["request_id"] == "r-log-1" and line["tool"] == "session_trace"
         assert "timestamp" in line and "level" in line
     assert "request_id" not in lines[3]
+
+
+def test_serve_config_flags_win_over_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    import argparse
+
+    from worker.runtime.serve import add_arguments, config_from_args
+
+    monkeypatch.setenv("SESSIONQUERY_READERS", "3")
+    monkeypatch.setenv("SESSIONQUERY_PARALLEL_POOL_SIZE", "5")
+    monkeypatch.setenv("SESSIONQUERY_SEARCH_TIMEOUT_MS", "7000")
+    monkeypatch.delenv("SESSIONQUERY_DB_PATH", raising=False)
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    args = parser.parse_args(
+        ["--readers", "6", "--max-results", "40", "--subject-prefix", "sqx", "--home", "/tmp/h"]
+    )
+    config = config_from_args(args)
+    assert config.readers == 6  # flag over env
+    assert config.parallel_pool_size == 5  # env over default
+    assert config.tools.search_timeout_ms == 7000 and config.tools.max_search_results == 40
+    assert config.subjects.prefix == "sqx" and config.subjects.events_stream == "SESSIONS"
+    assert config.db_path == Path("/tmp/h/index.sqlite")
+    explicit = config_from_args(parser.parse_args(["--db", "/tmp/x.sqlite"]))
+    assert explicit.db_path == Path("/tmp/x.sqlite")

@@ -82,7 +82,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
             dest=f"cfg_{f.name}",
             type=_kind(default),
             default=None,
-            metavar=f.name.split("_")[-1].upper(),
+            metavar={int: "N", Path: "PATH"}.get(_kind(default), "TEXT"),
             help=f"env {env} (default {os.environ.get(env, default)})",
         )
     config.add_argument(
@@ -95,7 +95,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--home",
         type=Path,
         default=Path(os.environ.get(ENV_PREFIX + "HOME", DEFAULT_HOME)),
-        help="directory for the embedded server's JetStream store (default ./.sessionquery)",
+        help="state directory: the embedded server's JetStream store and, unless --db is "
+        "given, the index (default ./.sessionquery)",
     )
     embedded.add_argument(
         "--embedded-port",
@@ -126,6 +127,10 @@ def config_from_args(args: argparse.Namespace) -> WorkerConfig:
         value = getattr(args, f"cfg_{f.name}", None)
         if value is not None:
             (worker_values if group == "worker" else tool_values)[f.name] = value
+    home = getattr(args, "home", DEFAULT_HOME)
+    if "db_path" not in worker_values and ENV_PREFIX + "DB_PATH" not in os.environ:
+        # The index sits beside the embedded server's store unless placed elsewhere.
+        worker_values["db_path"] = home / "index.sqlite"
     if args.subject_prefix:
         worker_values["subjects"] = dataclasses.replace(config.subjects, prefix=args.subject_prefix)
     if tool_values:
