@@ -22,7 +22,13 @@ import structlog
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 from nats.js import JetStreamContext, api
-from nats.js.errors import APIError, BadRequestError, NotFoundError
+from nats.js.errors import (
+    APIError,
+    BadRequestError,
+    NoStreamResponseError,
+    NotFoundError,
+    ServiceUnavailableError,
+)
 
 from contracts.errors import ErrorCode
 from contracts.subjects import Subjects
@@ -146,13 +152,7 @@ class SearchLane:
         if deadline_ms is not None:
             headers[DEADLINE_HEADER] = str(deadline_ms)
         try:
-            ack = await self._js.publish(
-                self._subjects.search_queue_subject(tool.name),
-                msg.data,
-                headers=headers,
-                stream=self._subjects.search_stream,
-                timeout=ENQUEUE_TIMEOUT_S,
-            )
+            ack = await self._publish(self._subjects.search_queue_subject(tool.name), msg, headers)
         except APIError as exc:
             full = "maximum" in (exc.description or "").lower()
             bound.warning("enqueue refused", overloaded=full, err_code=exc.err_code)
@@ -173,6 +173,30 @@ class SearchLane:
             await self._answer(msg.reply, reply, rid)
             return
         bound.debug("search enqueued", stream_seq=ack.seq)
+
+    async def _publish(self, subject: str, msg: Msg, headers: dict[str, str]) -> api.PubAck:
+        """Put one request on the work queue within ``ENQUEUE_TIMEOUT_S``.
+
+        While the stream has no leader (a cluster node lost, an election: no responders,
+        or 503 unavailable) the publish is retried with the same ``Nats-Msg-Id``, which the
+        stream deduplicates; past the bound it raises ``TimeoutError`` (OVERLOADED)."""
+        loop = asyncio.get_running_loop()
+        give_up = loop.time() + ENQUEUE_TIMEOUT_S
+        delay = 0.05
+        while True:
+            try:
+                return await self._js.publish(
+                    subject,
+                    msg.data,
+                    headers=headers,
+                    stream=self._subjects.search_stream,
+                    timeout=max(0.05, give_up - loop.time()),
+                )
+            except (NoStreamResponseError, ServiceUnavailableError):
+                if loop.time() + delay >= give_up:
+                    raise TimeoutError from None
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 0.5)
 
     # -- the fetch loop (an actor) -----------------------------------------------------
 
