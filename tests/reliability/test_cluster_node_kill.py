@@ -1,0 +1,166 @@
+"""One node of a three-node NATS cluster (R3 streams) SIGKILLed under load.
+
+Two workers and the requester use the whole cluster (every node a seed); the events
+stream, the search work queue and the spill bucket have three replicas. The node leading
+the search work queue is killed while the five tools and ingestion run. Zero accepted
+searches may be lost, and each worker's index must hold exactly what was published
+(count and checksum against the stream), integrity clean.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import nats
+import pytest
+
+from bench import corpus
+from contracts.subjects import SEARCH_TOOLS, Subjects
+from tests.reliability._cluster import LocalCluster, wait_jetstream
+from tests.reliability._harness import (
+    NO_REPLY,
+    NO_RESPONDERS,
+    OK,
+    EventFeed,
+    MixedLoad,
+    Requester,
+    WorkerProcess,
+    accepted_searches,
+    check_ingest,
+    drained,
+    ensure_events_stream,
+    extra_corpus,
+    small_corpus,
+    until_sent,
+    wait_indexed,
+)
+from tests.runtime._runtime_helpers import until
+
+REPLICAS = 3
+EXPECTED = {OK, "SESSION_QUERY_NOT_FOUND", "SESSION_QUERY_TIMEOUT"}
+# Only around the kill: a request or reply in flight through the dead node, a JetStream
+# publish that timed out while the stream elected a new leader.
+OUTAGE = {NO_REPLY, NO_RESPONDERS, "SESSION_QUERY_OVERLOADED"}
+
+
+def _searches_ok(load: MixedLoad) -> int:
+    return sum(load.tally.outcomes[t][OK] for t in SEARCH_TOOLS if t in load.tally.outcomes)
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[LocalCluster]:
+    nodes = LocalCluster(tmp_path / "cluster").start()
+    try:
+        yield nodes
+    finally:
+        nodes.stop()
+
+
+async def node_kill_under_load(
+    cluster: LocalCluster,
+    subjects: Subjects,
+    tmp_path: Path,
+    *,
+    per_phase: int,
+    extra_sessions: int,
+) -> dict[str, Any]:
+    base = small_corpus()
+    seeds = cluster.urls.split(",")
+    nc = await nats.connect(servers=seeds, max_reconnect_attempts=-1, reconnect_time_wait=0.1)
+    settings = {"stream_replicas": REPLICAS, "search_ack_wait_ms": 5000}
+    workers = [
+        WorkerProcess(
+            cluster.urls,
+            subjects,
+            tmp_path / f"{label}.sqlite",
+            tmp_path / f"{label}.log",
+            label=label,
+            config=settings,
+        )
+        for label in ("A", "B")
+    ]
+    try:
+        js = nc.jetstream()
+        await wait_jetstream(nc)
+        await ensure_events_stream(js, subjects, replicas=REPLICAS)
+        feed = EventFeed(nc, subjects, base)
+        feed.start(rate=5000)
+        await feed.wait()
+        for w in workers:
+            await w.start()
+        for w in workers:
+            await wait_indexed(w.db, feed.published)
+        requester = await Requester(nc, subjects).open()
+        load = MixedLoad(requester, corpus.plan_sessions(base), lanes=6, requests=per_phase * 20)
+        extra = EventFeed(nc, subjects, extra_corpus(base, extra_sessions, seed=55))
+        extra.start(rate=100)
+        load.start()
+        await until_sent(load, per_phase)
+
+        search_info = await js.stream_info(subjects.search_stream)
+        events_info = await js.stream_info(subjects.events_stream)
+        assert search_info.config.num_replicas == events_info.config.num_replicas == REPLICAS
+        assert search_info.cluster is not None and search_info.cluster.leader
+        victim = search_info.cluster.leader
+        await asyncio.to_thread(cluster.node(victim).kill)
+        killed_at_sent = load.sent()
+
+        searches_ok_at_kill = _searches_ok(load)
+        await until_sent(load, killed_at_sent + per_phase, within=120)
+        # Serving searches again after the kill (the work queue has a new leader).
+        await until(lambda: _searches_ok(load) >= searches_ok_at_kill + 20, within=120)
+        tally = await load.stop()
+        await extra.wait(within=180)
+        await drained(nc, subjects, within=90)
+
+        accepted = accepted_searches(workers)
+        answered = {rid for rid, got in requester.replies.items() if got}
+        total_events = feed.published + extra.published
+        checks = [await check_ingest(nc, subjects, w.db, total_events) for w in workers]
+        new_leader = (await js.stream_info(subjects.search_stream)).cluster
+        result = {
+            "killed_node": victim,
+            "searches_ok_after_kill": _searches_ok(load) - searches_ok_at_kill,
+            "search_stream_leader_after": new_leader.leader if new_leader else None,
+            **tally.summary(),
+            "searches_accepted": len(accepted),
+            "searches_accepted_lost": sorted(accepted - answered),
+            "events_published": total_events,
+            "publish_retries": extra.retries,
+            "ingest": {w.label: c for w, c in zip(workers, checks, strict=True)},
+        }
+        print(json.dumps(result, default=repr, indent=1))
+        assert all(w.alive for w in workers), [w.log_tail() for w in workers]
+        assert accepted, "the load put searches on the work queue"
+        assert not accepted - answered, sorted(accepted - answered)
+        codes = set(tally.total())
+        assert codes <= EXPECTED | OUTAGE, codes
+        outage = sum(n for code, n in tally.total().items() if code in OUTAGE)
+        assert outage < len(tally.by_request) // 4, tally.summary()
+        for check in checks:
+            assert check.stream_events == check.distinct_in_stream == total_events
+            assert check.indexed_events == total_events
+            assert check.checksum_equal
+            assert check.integrity_problems == ()
+        return result
+    finally:
+        for w in workers:
+            await w.stop()
+        await nc.close()
+
+
+async def test_a_killed_node_loses_no_queued_search_and_no_event(
+    cluster: LocalCluster, subjects: Subjects, tmp_path: Path
+) -> None:
+    await node_kill_under_load(cluster, subjects, tmp_path, per_phase=150, extra_sessions=12)
+
+
+@pytest.mark.slow
+async def test_a_killed_node_under_longer_load(
+    cluster: LocalCluster, subjects: Subjects, tmp_path: Path
+) -> None:
+    await node_kill_under_load(cluster, subjects, tmp_path, per_phase=800, extra_sessions=60)
