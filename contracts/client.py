@@ -13,6 +13,7 @@ import contextlib
 import hashlib
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Final
 
 import orjson
@@ -136,7 +137,7 @@ class SessionQueryClient:
         locator: SpillLocator,
         *,
         timeout: float = 30.0,  # noqa: ASYNC109 - bounds the pulls, not one await
-    ) -> bytes:
+    ) -> bytearray:
         """The whole spilled result, digest-verified.
 
         nats-py's ``ObjectStore.get`` grows its result by concatenation and stalls on flow
@@ -214,13 +215,13 @@ async def _read_chunks(
     size: int,
     chunks: int,
     timeout: float,  # noqa: ASYNC109
-) -> tuple[bytes, bytes]:
+) -> tuple[bytearray, bytes]:
     """Pull every chunk of one object in order into a preallocated buffer."""
     buffer = bytearray(size)
     view = memoryview(buffer)
     hasher = hashlib.sha256()
     if size == 0:
-        return b"", hasher.digest()
+        return buffer, hasher.digest()
     js = nc.jetstream()
     consumer = await js._jsm.add_consumer(
         stream,
@@ -239,6 +240,9 @@ async def _read_chunks(
     inbox = nc.new_inbox()
     sub = await nc.subscribe(inbox)
     next_subject = f"{js._prefix}.CONSUMER.MSG.NEXT.{stream}.{name}"
+    loop = asyncio.get_running_loop()
+    hash_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="spill-sha256")
+    hashing: asyncio.Future[None] | None = None
     chunk_size = max(1, -(-size // max(chunks, 1)))
     window = max(1, FETCH_WINDOW_BYTES // chunk_size)
     offset = 0
@@ -267,7 +271,9 @@ async def _read_chunks(
                 if end > size:
                     raise SpillDigestMismatch("the spilled result is larger than recorded")
                 view[offset:end] = msg.data
-                hasher.update(msg.data)
+                # hashlib releases the GIL: hash on another core while the next chunk arrives;
+                # one worker thread keeps the updates in order.
+                hashing = loop.run_in_executor(hash_thread, hasher.update, msg.data)
                 offset = end
                 got += 1
                 received += 1
@@ -275,10 +281,14 @@ async def _read_chunks(
                     raise SpillDigestMismatch("the spilled result is shorter than recorded")
         if offset != size:
             raise SpillDigestMismatch("the spilled result is shorter than recorded")
+        if hashing is not None:
+            await hashing
     finally:
+        hash_thread.shutdown(wait=False, cancel_futures=True)
         view.release()
         await sub.unsubscribe()
         # Best effort: inactive_threshold removes a consumer left behind anyway.
         with contextlib.suppress(Exception):
             await js._jsm.delete_consumer(stream, name)
-    return bytes(buffer), hasher.digest()
+    # The buffer itself: copying 16 MiB into an immutable bytes would cost as much as hashing.
+    return buffer, hasher.digest()
