@@ -7,6 +7,7 @@ import base64
 import hashlib
 import os
 import time
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -188,3 +189,40 @@ async def test_fetch_spilled_missing_object(nc: NATS, subjects: Subjects) -> Non
     )
     with pytest.raises(SpillFetchError, match="not found"):
         await SessionQueryClient(nc, subjects).fetch_spilled(missing)
+
+
+async def test_client_against_a_real_worker(nc: NATS, subjects: Subjects, tmp_path: Path) -> None:
+    from tests.runtime._runtime_helpers import until
+    from worker.runtime.config import WorkerConfig
+    from worker.runtime.sample_corpus import DEMO_CALLER, PAY_ROOT, WEB_ROOT
+    from worker.runtime.serve import publish_sample_corpus
+    from worker.runtime.worker import Worker
+
+    _count, last_seq = await publish_sample_corpus(nc, subjects)
+    worker = await Worker.start(
+        nc, WorkerConfig(db_path=tmp_path / "index.sqlite", subjects=subjects)
+    )
+    try:
+
+        async def indexed() -> bool:
+            return (await worker.indexed_through() or 0) >= last_seq
+
+        await until(indexed, within=30)
+        client = SessionQueryClient(nc, subjects)
+        manifest = await client.manifest()
+        assert [t["name"] for t in manifest["tools"]] == list(TOOL_NAMES)
+        caller = {"agent": {"session_id": DEMO_CALLER}, "step_start_seq": 8}
+        found = await client.call("session_search", {"query": "idempotency"}, caller)
+        assert found.status == "ok" and found.content is not None
+        assert PAY_ROOT in found.content and WEB_ROOT not in found.content
+        foreign = await client.call(
+            "session_event_read", {"session_id": WEB_ROOT, "seq": 1}, caller
+        )
+        assert foreign.error is not None and foreign.error.code is ErrorCode.NOT_FOUND
+        # A deadline already past is not started: the worker answers TIMEOUT at once.
+        late = await client.call(
+            "session_trace", {}, {**caller, "deadline_ms": int(time.time() * 1000) - 1000}
+        )
+        assert late.error is not None and late.error.code is ErrorCode.TIMEOUT
+    finally:
+        await worker.stop()
