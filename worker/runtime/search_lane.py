@@ -48,6 +48,9 @@ DEADLINE_HEADER: Final = "Sessionquery-Deadline-Ms"
 FETCH_POLL_S: Final = 0.5
 ENQUEUE_TIMEOUT_S: Final = 5.0
 ACTOR_NAME: Final = "search-fetch"
+TOO_LARGE_MESSAGE: Final = (
+    "The request is too large to queue for a search; send a shorter query and fewer filters."
+)
 
 
 class SearchLane:
@@ -151,6 +154,15 @@ class SearchLane:
         headers = {MSG_ID_HEADER: rid, REPLY_HEADER: msg.reply}
         if deadline_ms is not None:
             headers[DEADLINE_HEADER] = str(deadline_ms)
+        # js.publish adds this header itself; it counts against max_payload too.
+        sent = {**headers, "Nats-Expected-Stream": self._subjects.search_stream}
+        if _encoded_size(msg.data, sent) > self._nc.max_payload:
+            # nats-py checks only the payload against max_payload; the server counts the
+            # headers too and closes the whole connection on a violation.
+            bound.info("request too large to enqueue", size=len(msg.data))
+            reply = replies.error(rid, ErrorCode.INVALID_ARGUMENTS, TOO_LARGE_MESSAGE)
+            await self._answer(msg.reply, reply, rid)
+            return
         try:
             ack = await self._publish(self._subjects.search_queue_subject(tool.name), msg, headers)
         except APIError as exc:
@@ -326,3 +338,11 @@ def _int_or_none(value: str | None) -> int | None:
 async def _quiet_unsubscribe(sub: JetStreamContext.PullSubscription) -> None:
     with contextlib.suppress(Exception):
         await sub.unsubscribe()
+
+
+def _encoded_size(data: bytes, headers: dict[str, str]) -> int:
+    """Bytes the server counts against max_payload: the header block plus the payload."""
+    block = b"NATS/1.0\r\n" + b"".join(
+        f"{key}: {value}\r\n".encode() for key, value in headers.items()
+    )
+    return len(block) + 2 + len(data)
