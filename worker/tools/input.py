@@ -63,7 +63,10 @@ Timestamp = Annotated[
 
 SessionId = Annotated[str, Field(pattern=ID_PATTERN)]
 EventType = Annotated[str, Field(min_length=1, max_length=128)]
-Seq = Annotated[int, Field(ge=1)]
+# Seqs are contiguous from 1, so no real one comes near this; the bound keeps a seq and its
+# read window (seq +- before/after) inside SQLite's 64-bit integers.
+MAX_SEQ = 2**62
+Seq = Annotated[int, Field(ge=1, le=MAX_SEQ)]
 
 _ID_DESCRIPTION = "a session id (letters, digits, '_' and '-')"
 
