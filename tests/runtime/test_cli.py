@@ -263,3 +263,16 @@ def test_serve_config_flags_win_over_env(monkeypatch: pytest.MonkeyPatch) -> Non
     assert config.db_path == Path("/tmp/h/index.sqlite")
     explicit = config_from_args(parser.parse_args(["--db", "/tmp/x.sqlite"]))
     assert explicit.db_path == Path("/tmp/x.sqlite")
+
+
+async def test_publishing_the_sample_corpus_twice_adds_nothing(
+    nc: nats.aio.client.Client, subjects: Subjects
+) -> None:
+    from worker.runtime.sample_corpus import sample_events
+    from worker.runtime.serve import publish_sample_corpus
+
+    first = await publish_sample_corpus(nc, subjects)
+    assert first == (len(sample_events()), len(sample_events()))
+    assert await publish_sample_corpus(nc, subjects) == (0, first[1])
+    info = await nc.jetstream().stream_info(subjects.events_stream)
+    assert info.state.messages == len(sample_events())

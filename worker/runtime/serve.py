@@ -221,7 +221,10 @@ async def _serve_connected(
         from worker.runtime import sample_corpus as sample
 
         count, _last = await publish_sample_corpus(nc, config.subjects)
-        _say(f"sample corpus: {count} events published to stream {config.subjects.events_stream}")
+        _say(
+            f"sample corpus: {count} events published to stream {config.subjects.events_stream}"
+            + ("" if count else " (already there)")
+        )
         _say("  try:")
         _say("    " + example_command(options.url or "", config.subjects))
         _say(f"  (caller {sample.DEMO_CALLER} works in {sample.PAYMENTS})")
@@ -239,26 +242,41 @@ async def _serve_connected(
 
 
 async def publish_sample_corpus(nc: NATS, subjects: Subjects) -> tuple[int, int]:
-    """Publish the sample corpus; returns (events, last stream sequence).
+    """Publish the sample corpus; returns (events published, last stream sequence).
 
-    Idempotent: each event carries ``Nats-Msg-Id`` so a re-run within the stream's duplicate
-    window is dropped by the server; beyond it the index stores each (session, seq) once.
+    Idempotent: a session whose last event the stream already holds is skipped, and each
+    event carries ``Nats-Msg-Id`` so a concurrent re-run is dropped by the server; the
+    index stores each (session, seq) once in any case.
     """
+    from nats.js.errors import NotFoundError
+
     from worker.runtime.ingest_consumer import ensure_events_stream
     from worker.runtime.sample_corpus import message_id, sample_events
 
     js = nc.jetstream()
     await ensure_events_stream(js, subjects)
+    by_session: dict[str, list[dict[str, Any]]] = {}
+    for event in sample_events():
+        by_session.setdefault(event["session_id"], []).append(event)
     last = 0
-    events = sample_events()
-    for event in events:
-        ack = await js.publish(
-            subjects.events(event["session_id"]),
-            orjson.dumps(event),
-            headers={"Nats-Msg-Id": message_id(event)},
-        )
-        last = max(last, ack.seq)
-    return len(events), last
+    published = 0
+    for session_id, events in by_session.items():
+        try:
+            held = await js.get_last_msg(subjects.events_stream, subjects.events(session_id))
+        except NotFoundError:
+            held = None
+        if held is not None and held.data and orjson.loads(held.data).get("seq") == len(events):
+            last = max(last, int(held.seq or 0))
+            continue
+        for event in events:
+            ack = await js.publish(
+                subjects.events(session_id),
+                orjson.dumps(event),
+                headers={"Nats-Msg-Id": message_id(event)},
+            )
+            last = max(last, ack.seq)
+            published += 1
+    return published, last
 
 
 def example_command(url: str, subjects: Subjects) -> str:
