@@ -135,6 +135,12 @@ def test_call_error_reply_prints_code_and_exits_1(served: Served) -> None:
     )  # fmt: skip
     assert invalid.returncode == 1
     assert invalid.stderr.startswith("SESSION_QUERY_INVALID_ARGUMENTS: ")
+    # --deadline-ms is absolute (epoch ms): one long past is answered TIMEOUT, not run.
+    late = _cli(
+        "call", "session_trace", "--session", DEMO_CALLER, "--deadline-ms", "1", "{}",
+        url=served.url,
+    )  # fmt: skip
+    assert late.returncode == 1 and late.stderr.startswith("SESSION_QUERY_TIMEOUT: ")
 
 
 def test_call_usage_errors_are_precise(served: Served) -> None:
