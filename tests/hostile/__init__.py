@@ -1,0 +1,1 @@
+"""Proof under hostile input: fuzzed arguments, oracles, workspace isolation, bad events."""
