@@ -166,7 +166,7 @@ class SearchLane:
         try:
             ack = await self._publish(self._subjects.search_queue_subject(tool.name), msg, headers)
         except APIError as exc:
-            full = "maximum" in (exc.description or "").lower()
+            full = _queue_full(exc)
             bound.warning("enqueue refused", overloaded=full, err_code=exc.err_code)
             reply = replies.overloaded(rid) if full else replies.tool_failed(rid)
             await self._answer(msg.reply, reply, rid)
@@ -204,7 +204,9 @@ class SearchLane:
                     stream=self._subjects.search_stream,
                     timeout=max(0.05, give_up - loop.time()),
                 )
-            except (NoStreamResponseError, ServiceUnavailableError):
+            except (NoStreamResponseError, ServiceUnavailableError) as exc:
+                if _queue_full(exc):
+                    raise  # 503 too, but a full queue: answered OVERLOADED at once
                 if loop.time() + delay >= give_up:
                     raise TimeoutError from None
                 await asyncio.sleep(delay)
@@ -324,6 +326,10 @@ class SearchLane:
 
     async def _answer(self, subject: str, reply: replies.EncodedReply, rid: str) -> None:
         await send(self._nc, subject, reply, request_id=rid)
+
+
+def _queue_full(exc: Exception) -> bool:
+    return isinstance(exc, APIError) and "maximum" in (exc.description or "").lower()
 
 
 def _int_or_none(value: str | None) -> int | None:
