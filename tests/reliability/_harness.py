@@ -56,8 +56,10 @@ class WorkerProcess:
     log: Path
     label: str = "w"
     config: Mapping[str, int] = field(default_factory=dict)
-    # Hold the N-th fetched search forever (a stuck backend), to be killed holding it.
+    # The N-th fetched search waits ``hold_s`` before it runs (a slow backend); with
+    # ``hold_s`` 0 it hangs (a stuck backend), to be killed holding it.
     hold_fetch: int = 0
+    hold_s: float = 0.0
     process: asyncio.subprocess.Process | None = field(default=None, init=False)
     pid: int = field(default=0, init=False)
     # stdout after READY: ``FETCHED <label> <rid> <delivered>`` and ``HOLDING <label> <rid>``.
@@ -72,6 +74,7 @@ class WorkerProcess:
             "label": self.label,
             "config": dict(self.config),
             "hold_fetch": self.hold_fetch,
+            "hold_s": self.hold_s,
         }
         env = {**os.environ, "PYTHONPATH": str(REPO), "SESSIONQUERY_LOG_LEVEL": "debug"}
         with self.log.open("ab") as err:

@@ -36,7 +36,12 @@ async def main(spec: dict[str, Any]) -> int:
         **spec.get("config", {}),
     )
     worker = await Worker.start(nc, config)
-    _trace_fetches(worker, str(spec.get("label", "w")), int(spec.get("hold_fetch", 0)))
+    _trace_fetches(
+        worker,
+        str(spec.get("label", "w")),
+        int(spec.get("hold_fetch", 0)),
+        float(spec.get("hold_s", 0.0)),
+    )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -49,9 +54,10 @@ async def main(spec: dict[str, Any]) -> int:
     return 0
 
 
-def _trace_fetches(worker: Worker, label: str, hold_fetch: int) -> None:
+def _trace_fetches(worker: Worker, label: str, hold_fetch: int, hold_s: float) -> None:
     """Print each search the lane fetches (with its delivery count), so a test can see a
-    redelivery; with ``hold_fetch`` the N-th one hangs, like a stuck backend, until killed."""
+    redelivery; with ``hold_fetch`` the N-th one waits ``hold_s`` before it runs, like a
+    slow backend (0: hangs like a stuck one, until killed)."""
     lane = worker.search
     process_one = lane._process_one
     fetched = 0
@@ -63,7 +69,10 @@ def _trace_fetches(worker: Worker, label: str, hold_fetch: int) -> None:
         print(f"FETCHED {label} {rid} {msg.metadata.num_delivered or 1}", flush=True)
         if fetched == hold_fetch:
             print(f"HOLDING {label} {rid}", flush=True)
-            await asyncio.Event().wait()
+            if hold_s > 0:
+                await asyncio.sleep(hold_s)
+            else:
+                await asyncio.Event().wait()
         await process_one(msg)
 
     setattr(lane, "_process_one", traced)  # noqa: B010 - instrumentation of this process only
