@@ -37,7 +37,6 @@ from bench import corpus, floors
 from bench.child import ChildProcess, wait_ingested, worker_args
 from bench.loadgen import RequestMaker, RssSampler
 from bench.report import (
-    OUT_DIR,
     Absolute,
     Check,
     Latency,
@@ -45,6 +44,7 @@ from bench.report import (
     checks_of,
     format_table,
     nats_url,
+    quiet_worker_logs,
     result_dict,
     write_result,
 )
@@ -363,7 +363,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--nats-url", default=None)
     args = parser.parse_args(argv)
     config = corpus.config_from_args(args)
-    logs = OUT_DIR / "tools-worker.log"
+    # The worker process and this one (its spill step in the 16 MiB check) log to one file.
+    logs = quiet_worker_logs("tools")
     result = asyncio.run(
         run(
             config,
