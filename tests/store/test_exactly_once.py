@@ -154,9 +154,14 @@ async def test_exactly_once_across_sigkills(
 
     db = tmp_path / "index.sqlite"
     log = tmp_path / "ingester.log"
-    targets = sorted(rng.sample(range(total // 20, total - total // 20), KILLS))
+    # One target in each of KILLS spans, leaving room at the end so the last kill still
+    # lands while there is work left.
+    span = (total - 4000) // KILLS
+    targets = [rng.randrange(1000 + i * span, 1000 + (i + 1) * span - 1500) for i in range(KILLS)]
     killed_at: list[int] = []
     for target in targets:
+        # Past what the last run committed, so this run is killed while it ingests.
+        target = min(max(target, committed_stream_seq(db) + rng.randint(200, 1000)), total - 3000)
         proc = start_ingester(db, nats_url, subjects, log)
         try:
             await wait_until(
@@ -164,7 +169,7 @@ async def test_exactly_once_across_sigkills(
                 f"ingest to pass stream seq {target}",
             )
             assert proc.poll() is None, log.read_text()[-4000:]
-            await asyncio.sleep(rng.uniform(0, 0.03))  # land somewhere inside a batch
+            await asyncio.sleep(rng.uniform(0, 0.01))  # land somewhere inside a batch
             os.kill(proc.pid, signal.SIGKILL)
         finally:
             if proc.poll() is None:
@@ -173,8 +178,8 @@ async def test_exactly_once_across_sigkills(
         assert proc.returncode == -signal.SIGKILL
         killed_at.append(committed_stream_seq(db))
     print(f"targets={targets} committed at kill={killed_at}")
-    # At least one kill happened before ingestion had finished.
-    assert min(killed_at) < total
+    # Every kill came while ingestion had work left, each one later than the one before.
+    assert killed_at == sorted(set(killed_at)) and killed_at[-1] < total
 
     proc = start_ingester(db, nats_url, subjects, log)
     try:
