@@ -1,0 +1,284 @@
+"""Two workspaces, interleaved ingestion and tool calls: nothing of B ever reaches A.
+
+A hypothesis state machine (bounded: a few runs of a few dozen steps, a fresh Worker per
+run) publishes sessions and events to both workspaces while calling all five tools as
+sessions of workspace A. Workspace B's sessions carry canary words in every event and
+title, some of its sessions have parents in A, some of A's have parents in B, and events
+cite across the boundary. Every reply to an A caller is checked: no B session id, event id,
+title or canary word (beyond an id the caller itself named), and a well-formed reply.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any, ClassVar
+
+from hypothesis import HealthCheck, Phase, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    initialize,
+    invariant,
+    rule,
+    run_state_machine_as_test,
+)
+
+from contracts.errors import ErrorCode
+from tests.hostile._harness import (
+    LiveWorker,
+    LogWatch,
+    LoopThread,
+    Reply,
+    SessionLog,
+    encode,
+    reply_problems,
+)
+
+ALPHA = "/work/iso/alpha"
+BETA = "/work/iso/beta"
+# Words in both workspaces, so a search that leaked would find B's copy.
+SHARED = ("ledger", "refund", "kettle", "webhook", "flaky", "retry")
+A_WORDS = ("amberfox", "azurehawk", "applewren")
+# A caller whose session/start is not indexed yet has no workspace (NO_IDENTITY); a search
+# racing ingestion may report a changed corpus.
+ALLOWED_CODES = {
+    ErrorCode.NOT_FOUND.value,
+    ErrorCode.INVALID_ARGUMENTS.value,
+    ErrorCode.NO_IDENTITY.value,
+    ErrorCode.GENERATION_CHANGED.value,
+}
+TALLY: Counter[str] = Counter()
+
+
+def canary(n: int) -> str:
+    return f"bcanary{n:03d}"
+
+
+class IsolationMachine(RuleBasedStateMachine):
+    loop: ClassVar[LoopThread]
+    nats_url: ClassVar[str]
+    db_dir: ClassVar[Path]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.logs = LogWatch().__enter__()
+        self.live = self.loop.run(LiveWorker.start(self.nats_url, self.db_dir))
+        self.sessions: dict[str, SessionLog] = {}
+        self.workspace: dict[str, str] = {}
+        self.ended: set[str] = set()
+        self.b_secrets: set[str] = set()
+        self.counter = 0
+
+    def teardown(self) -> None:
+        try:
+            self.loop.run(self.live.stop())
+        finally:
+            self.logs.__exit__(None, None, None)
+
+    # -- ingestion -------------------------------------------------------------------
+
+    def _next(self) -> int:
+        self.counter += 1
+        return self.counter
+
+    def _new_session(self, ws: str, parent: str | None) -> str:
+        n = self._next()
+        sid = f"s-{'a' if ws == ALPHA else 'b'}-{n:03d}"
+        log = SessionLog(sid, ws, parent=parent)
+        if ws == BETA:
+            title = f"Beta secret {canary(n)}"
+            self.b_secrets.update({sid, f"e-{sid}-", canary(n), title})
+        else:
+            title = f"Alpha work {n}"
+        log.title(title)
+        self.sessions[sid] = log
+        self.workspace[sid] = ws
+        self.loop.run(self.live.publish(log.events))
+        return sid
+
+    @initialize()
+    def start_workspaces(self) -> None:
+        self.caller = self._new_session(ALPHA, None)
+        self._add(self.caller, "the caller asks about the ledger refund")
+        self.sessions[self.caller].step()
+        self.loop.run(self.live.publish(self.sessions[self.caller].events[-1:]))
+        self._new_session(BETA, None)
+
+    def _add(
+        self,
+        sid: str,
+        text: str,
+        cites: list[tuple[str, int]] | None = None,
+        replaces: list[int] | None = None,
+    ) -> None:
+        log = self.sessions[sid]
+        if self.workspace[sid] == BETA:
+            text = f"{text} {canary(int(sid[-3:]))}"
+            self.b_secrets.add(canary(int(sid[-3:])))
+        ev = log.say(text, cites=cites or (), replaces=replaces or ())
+        self.loop.run(self.live.publish([ev]))
+
+    @rule(
+        data=st.data(),
+        in_beta=st.booleans(),
+        parent_kind=st.sampled_from(("none", "alpha", "beta")),
+    )
+    def new_session(self, data: st.DataObject, in_beta: bool, parent_kind: str) -> None:
+        parent = None
+        if parent_kind != "none":
+            ws = ALPHA if parent_kind == "alpha" else BETA
+            candidates = sorted(s for s, w in self.workspace.items() if w == ws)
+            parent = data.draw(st.sampled_from(candidates))
+        self._new_session(BETA if in_beta else ALPHA, parent)
+
+    @rule(data=st.data())
+    def add_event(self, data: st.DataObject) -> None:
+        open_ids = sorted(s for s in self.sessions if s not in self.ended)
+        sid = data.draw(st.sampled_from(open_ids))
+        words = data.draw(st.lists(st.sampled_from(SHARED + A_WORDS), min_size=1, max_size=4))
+        cites: list[tuple[str, int]] = []
+        if data.draw(st.booleans()):
+            # Any event of any session, across the boundary too.
+            other = data.draw(st.sampled_from(sorted(self.sessions)))
+            cites.append((other, data.draw(st.integers(1, self.sessions[other].last_seq))))
+        replaces: list[int] = []
+        last = self.sessions[sid].last_seq
+        if last >= 3 and data.draw(st.booleans()):
+            replaces = [data.draw(st.integers(3, last))]
+        self._add(sid, " ".join(words), cites, replaces)
+
+    @rule(data=st.data())
+    def end_session(self, data: st.DataObject) -> None:
+        open_ids = sorted(s for s in self.sessions if s not in self.ended and s != self.caller)
+        if not open_ids:
+            return
+        sid = data.draw(st.sampled_from(open_ids))
+        self.ended.add(sid)
+        self.loop.run(self.live.publish([self.sessions[sid].end()]))
+
+    @rule()
+    def settle(self) -> None:
+        self.loop.run(self.live.caught_up())
+
+    # -- the five tools, as sessions of A ---------------------------------------------
+
+    def _alpha_caller(self, data: st.DataObject) -> str:
+        alphas = sorted(s for s, w in self.workspace.items() if w == ALPHA)
+        return data.draw(st.sampled_from([self.caller, *alphas]))
+
+    def _any_id(self, data: st.DataObject) -> str:
+        return data.draw(st.sampled_from([*sorted(self.sessions), "s-x-999"]))
+
+    def _seq(self, data: st.DataObject, sid: str) -> int:
+        log = self.sessions.get(sid)
+        return data.draw(st.integers(1, (log.last_seq if log else 3) + 1))
+
+    def _call(self, tool: str, arguments: dict[str, Any], caller: str) -> None:
+        step = None
+        if caller == self.caller:
+            step = self.sessions[caller].last_seq
+        reply = self.loop.run(self.live.call(tool, arguments, caller=caller, step_start_seq=step))
+        TALLY[tool] += 1
+        self._check(reply, arguments, tool)
+
+    def _check(self, reply: Reply, arguments: dict[str, Any], tool: str) -> None:
+        assert reply_problems(reply, encode(arguments).decode()) == [], (tool, reply.body)
+        assert reply.ok or reply.code in ALLOWED_CODES, (tool, arguments, reply.body)
+        text = reply.data.decode() + " ".join(reply.headers.values())
+        # The caller may see ids it named itself echoed back; nothing else of B.
+        for named in _strings(arguments):
+            text = text.replace(named, "<named>")
+        leaked = sorted(secret for secret in self.b_secrets if secret in text)
+        assert leaked == [], (tool, arguments, leaked, reply.text)
+
+    @rule(data=st.data(), filtered=st.sampled_from(("none", "sessions", "parents", "roots")))
+    def session_search(self, data: st.DataObject, filtered: str) -> None:
+        words = data.draw(st.lists(st.sampled_from(SHARED + A_WORDS), min_size=1, max_size=2))
+        query = data.draw(st.sampled_from((" ".join(words), " OR ".join(words))))
+        arguments: dict[str, Any] = {"query": query}
+        ids = data.draw(st.lists(st.sampled_from(sorted(self.sessions)), min_size=1, max_size=3))
+        if filtered == "sessions":
+            arguments["session_ids"] = ids
+        elif filtered in ("parents", "roots"):
+            arguments["parent_session_ids"] = ids
+            arguments["include_root_sessions"] = filtered == "roots"
+        self._call("session_search", arguments, self._alpha_caller(data))
+
+    @rule(data=st.data())
+    def session_event_search(self, data: st.DataObject) -> None:
+        arguments: dict[str, Any] = {"query": data.draw(st.sampled_from(SHARED + A_WORDS))}
+        if data.draw(st.booleans()):
+            arguments["session_id"] = self._any_id(data)
+        self._call("session_event_search", arguments, self._alpha_caller(data))
+
+    @rule(data=st.data())
+    def session_trace(self, data: st.DataObject) -> None:
+        arguments: dict[str, Any] = {}
+        if data.draw(st.booleans()):
+            arguments["session_id"] = self._any_id(data)
+        self._call("session_trace", arguments, self._alpha_caller(data))
+
+    @rule(data=st.data())
+    def session_event_trace(self, data: st.DataObject) -> None:
+        sid = self._any_id(data)
+        arguments = {"session_id": sid, "seq": self._seq(data, sid)}
+        self._call("session_event_trace", arguments, self._alpha_caller(data))
+
+    @rule(data=st.data())
+    def session_event_read(self, data: st.DataObject) -> None:
+        sid = self._any_id(data)
+        arguments = {
+            "session_id": sid,
+            "seq": self._seq(data, sid),
+            "before": data.draw(st.integers(0, 5)),
+            "after": data.draw(st.integers(0, 5)),
+        }
+        self._call("session_event_read", arguments, self._alpha_caller(data))
+
+    @invariant()
+    def nothing_went_unhandled(self) -> None:
+        assert self.logs.unhandled() == []
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return []
+
+
+def test_workspace_b_never_reaches_an_alpha_caller(nats_url: str, tmp_path: Path) -> None:
+    loop = LoopThread()
+    IsolationMachine.loop = loop
+    IsolationMachine.nats_url = nats_url
+    IsolationMachine.db_dir = tmp_path
+    TALLY.clear()
+    try:
+        run_state_machine_as_test(
+            IsolationMachine,
+            settings=settings(
+                max_examples=10,
+                stateful_step_count=40,
+                deadline=None,
+                database=None,
+                # Bounded time: a failure prints its steps; shrinking a stateful run with a
+                # worker per run can take minutes.
+                phases=[Phase.explicit, Phase.generate],
+                suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+            ),
+        )
+    finally:
+        loop.close()
+    print("\nisolation tool calls:", dict(TALLY))
+    # Every tool was exercised (a run that never called one proves nothing about it).
+    assert set(TALLY) == {
+        "session_search",
+        "session_event_search",
+        "session_trace",
+        "session_event_trace",
+        "session_event_read",
+    }, TALLY
