@@ -7,8 +7,10 @@ node is only ever stopped or killed by the pid it was started with.
 from __future__ import annotations
 
 import asyncio
+import json
 import socket
 import time
+import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -56,6 +58,17 @@ class LocalCluster:
 
     def node(self, name: str) -> EmbeddedNatsServer:
         return next(n for n in self.nodes if n.server_name == name)
+
+    def node_of_port(self, port: int) -> EmbeddedNatsServer | None:
+        return next((n for n in self.nodes if n.url.endswith(f":{port}")), None)
+
+    def clients_on(self, node: EmbeddedNatsServer) -> list[str]:
+        """Names of the client connections this node holds (from its /connz)."""
+        if node.process is None:
+            return []
+        with urllib.request.urlopen(f"{node.monitor_url}/connz?limit=1024", timeout=5) as r:
+            data = json.loads(r.read())
+        return [str(c.get("name", "")) for c in data.get("connections") or []]
 
     def stop(self) -> None:
         for n in self.nodes:

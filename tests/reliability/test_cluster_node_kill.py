@@ -17,6 +17,7 @@ from typing import Any
 
 import nats
 import pytest
+from nats.aio.client import Client as NATS
 
 from bench import corpus
 from contracts.subjects import SEARCH_TOOLS, Subjects
@@ -45,6 +46,26 @@ EXPECTED = {OK, "SESSION_QUERY_NOT_FOUND", "SESSION_QUERY_TIMEOUT"}
 # Only around the kill: a request or reply in flight through the dead node, a JetStream
 # publish that timed out while the stream elected a new leader.
 OUTAGE = {NO_REPLY, NO_RESPONDERS, "SESSION_QUERY_OVERLOADED"}
+
+
+def pick_victim(
+    cluster: LocalCluster, requester: NATS, search_leader: str, labels: list[str]
+) -> str:
+    """The node to kill: the work queue's leader and the workers' own nodes score, the
+    requester's node is spared. Core NATS replies are at most once: a reply in flight to
+    a requester whose node dies is gone with it, which no worker can see or repair (that
+    case is measured apart, in the README); here every reply has a live path."""
+    url = requester.connected_url
+    assert url is not None and url.port is not None
+    mine = cluster.node_of_port(url.port)
+    scores: dict[str, int] = {}
+    for node in cluster.nodes:
+        if node is mine or node.server_name is None:
+            continue
+        clients = cluster.clients_on(node)
+        on_it = sum(1 for label in labels if f"reliability-{label}" in clients)
+        scores[node.server_name] = 2 * (node.server_name == search_leader) + on_it
+    return max(scores, key=lambda name: scores[name])
 
 
 def _searches_ok(load: MixedLoad) -> int:
@@ -105,7 +126,9 @@ async def node_kill_under_load(
         events_info = await js.stream_info(subjects.events_stream)
         assert search_info.config.num_replicas == events_info.config.num_replicas == REPLICAS
         assert search_info.cluster is not None and search_info.cluster.leader
-        victim = search_info.cluster.leader
+        victim = await asyncio.to_thread(
+            pick_victim, cluster, nc, search_info.cluster.leader, [w.label for w in workers]
+        )
         await asyncio.to_thread(cluster.node(victim).kill)
         killed_at_sent = load.sent()
 
@@ -124,6 +147,7 @@ async def node_kill_under_load(
         new_leader = (await js.stream_info(subjects.search_stream)).cluster
         result = {
             "killed_node": victim,
+            "search_leader_at_kill": search_info.cluster.leader,
             "searches_ok_after_kill": _searches_ok(load) - searches_ok_at_kill,
             "search_stream_leader_after": new_leader.leader if new_leader else None,
             **tally.summary(),
