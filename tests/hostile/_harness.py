@@ -113,10 +113,10 @@ def event(
         "time": f"2026-12-01T10:{minute % 60:02d}:{seq % 60:02d}.000Z",
         "payload": dict(payload or {}),
     }
-    if replaces := list(replaces):
-        value["replaces"] = replaces
-    if cites := [{"session_id": s, "seq": q} for s, q in cites]:
-        value["cites"] = cites
+    if positions := list(replaces):
+        value["replaces"] = positions
+    if sources := [{"session_id": s, "seq": q} for s, q in cites]:
+        value["cites"] = sources
     return value
 
 
