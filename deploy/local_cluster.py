@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from contracts.subjects import Subjects
+from worker.runtime.connection import open_connection
 from worker.runtime.embedded_server import EmbeddedNatsServer
 
 LOOPBACK: Final = "127.0.0.1"
@@ -289,9 +290,7 @@ class LocalCluster:
         return out, asyncio.run(self._last_stream_seq())
 
     async def _last_stream_seq(self) -> int:
-        import nats
-
-        nc = await nats.connect(self.urls, connect_timeout=5, max_reconnect_attempts=5)
+        nc = await open_connection(self.urls, connect_timeout=5, max_reconnect_attempts=5)
         try:
             info = await nc.jetstream(timeout=20).stream_info(self.subjects.events_stream)
             return int(info.state.last_seq)
@@ -303,7 +302,6 @@ class LocalCluster:
         return asyncio.run(self._stream_replicas())
 
     async def _stream_replicas(self) -> dict[str, int]:
-        import nats
         from nats.js.errors import NotFoundError
 
         names = (
@@ -311,7 +309,7 @@ class LocalCluster:
             self.subjects.search_stream,
             f"OBJ_{self.subjects.spill_bucket}",
         )
-        nc = await nats.connect(self.urls, connect_timeout=5, max_reconnect_attempts=5)
+        nc = await open_connection(self.urls, connect_timeout=5, max_reconnect_attempts=5)
         try:
             js = nc.jetstream(timeout=20)
             out: dict[str, int] = {}

@@ -14,11 +14,11 @@ from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import nats
 import pytest
 from nats.aio.client import Client as NATS
 
 from contracts.subjects import Subjects
+from worker.runtime.connection import open_connection
 from worker.runtime.embedded_server import EmbeddedNatsServer, EmbeddedServerError
 
 
@@ -89,7 +89,7 @@ def subjects(unique: str) -> Subjects:
 
 @pytest.fixture
 async def nc(nats_url: str) -> AsyncIterator[NATS]:
-    client = await nats.connect(nats_url, connect_timeout=5, max_reconnect_attempts=5)
+    client = await open_connection(nats_url, connect_timeout=5, max_reconnect_attempts=5)
     try:
         yield client
     finally:

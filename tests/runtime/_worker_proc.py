@@ -13,16 +13,16 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import nats
 import orjson
 
 from contracts.subjects import Subjects
 from tests.runtime._runtime_helpers import Recorder, config_for, make_toolset
+from worker.runtime.connection import open_connection
 from worker.runtime.worker import Worker
 
 
 async def main(spec: dict[str, Any]) -> int:
-    nc = await nats.connect(spec["url"], max_reconnect_attempts=-1)
+    nc = await open_connection(spec["url"], max_reconnect_attempts=-1)
     subjects = Subjects(**spec["subjects"])
     config = config_for(subjects, Path(spec.get("tmp", ".")), **spec.get("config", {}))
     recorder = Recorder(label=spec["label"], echo_started=True)

@@ -28,6 +28,7 @@ import structlog
 from contracts.client import SessionQueryClient
 from contracts.envelope import AgentIdentity, Execution
 from contracts.subjects import TOOL_NAMES, Subjects
+from worker.runtime.connection import open_connection
 from worker.runtime.logs import configure_logging, request_context
 from worker.runtime.sample_corpus import DEMO_CALLER, PAY_ROOT, WEB_CHILD, WEB_ROOT
 
@@ -168,7 +169,7 @@ def test_spilled_result_is_fetched_and_printed_whole(served: Served) -> None:
     args = json.dumps({"session_id": PAY_ROOT, "seq": 7, "before": 6, "after": 8})
 
     async def via_client() -> tuple[bool, str, int]:
-        nc = await nats.connect(served.url)
+        nc = await open_connection(served.url)
         try:
             client = SessionQueryClient(nc, Subjects())
             execution = Execution(agent=AgentIdentity(session_id=DEMO_CALLER))
@@ -191,7 +192,7 @@ def test_spilled_result_is_fetched_and_printed_whole(served: Served) -> None:
 
 def test_serve_answers_srv_ping_and_exits_0_on_sigterm(served: Served) -> None:
     async def ping() -> dict[str, object]:
-        nc = await nats.connect(served.url)
+        nc = await open_connection(served.url)
         try:
             reply = await nc.request("$SRV.PING.session-query", b"", timeout=5)
             return dict(orjson.loads(reply.data))
@@ -210,7 +211,7 @@ def test_serve_answers_srv_ping_and_exits_0_on_sigterm(served: Served) -> None:
 
     async def server_gone() -> bool:
         try:
-            nc = await nats.connect(
+            nc = await open_connection(
                 served.url, allow_reconnect=False, max_reconnect_attempts=1, connect_timeout=2
             )
         except Exception:

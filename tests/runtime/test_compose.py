@@ -10,13 +10,13 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-import nats
 import pytest
 import yaml
 
 from contracts.client import SessionQueryClient
 from contracts.envelope import AgentIdentity, Execution
 from deploy.local_cluster import CorpusSize, LocalCluster
+from worker.runtime.connection import open_connection
 
 ROOT = Path(__file__).resolve().parents[2]
 NODES = ("nats1", "nats2", "nats3")
@@ -144,7 +144,7 @@ def test_local_cluster_runs_the_topology_and_survives_a_node_loss(tmp_path: Path
         assert session_id is not None
 
         async def call(url: str, tool: str, arguments: dict[str, Any]) -> str:
-            nc = await nats.connect(url, connect_timeout=5, max_reconnect_attempts=20)
+            nc = await open_connection(url, connect_timeout=5, max_reconnect_attempts=20)
             try:
                 reply = await SessionQueryClient(nc).call(
                     tool,

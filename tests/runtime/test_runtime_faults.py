@@ -11,7 +11,6 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-import nats
 import orjson
 from nats.aio.client import Client as NATS
 
@@ -26,6 +25,7 @@ from tests.runtime._runtime_helpers import (
     python,
     until,
 )
+from worker.runtime.connection import open_connection
 from worker.runtime.embedded_server import EmbeddedNatsServer
 from worker.runtime.search_lane import MSG_ID_HEADER, REPLY_HEADER
 from worker.runtime.worker import Worker
@@ -76,8 +76,8 @@ async def wait_line(stream: asyncio.StreamReader, text: str, within: float = 10.
 async def test_stop_mid_load_answers_every_request_it_holds(
     nats_url: str, subjects: Subjects, tmp_path: Path
 ) -> None:
-    requester = await nats.connect(nats_url)
-    nc_w = await nats.connect(nats_url)
+    requester = await open_connection(nats_url)
+    nc_w = await open_connection(nats_url)
     recorder = Recorder(label="A")
     config = config_for(subjects, tmp_path, parallel_pool_size=4, parallel_queue_size=16)
     worker = await Worker.start(nc_w, config, tools=make_toolset(recorder), index=False)
@@ -106,8 +106,8 @@ async def test_stop_mid_load_answers_every_request_it_holds(
 async def test_stop_leaves_queued_searches_for_the_next_worker(
     nats_url: str, subjects: Subjects, tmp_path: Path
 ) -> None:
-    requester = await nats.connect(nats_url)
-    nc_a, nc_b = await nats.connect(nats_url), await nats.connect(nats_url)
+    requester = await open_connection(nats_url)
+    nc_a, nc_b = await open_connection(nats_url), await open_connection(nats_url)
     rec_a = Recorder(label="A")
     worker_a = await Worker.start(
         nc_a, config_for(subjects, tmp_path), tools=make_toolset(rec_a), index=False
@@ -148,8 +148,8 @@ async def test_stop_leaves_queued_searches_for_the_next_worker(
 async def test_a_search_on_a_killed_worker_is_redelivered_and_answered_by_another(
     nats_url: str, subjects: Subjects, tmp_path: Path
 ) -> None:
-    requester = await nats.connect(nats_url)
-    nc_b = await nats.connect(nats_url)
+    requester = await open_connection(nats_url)
+    nc_b = await open_connection(nats_url)
     worker_b: Worker | None = None
     try:
         async with worker_process(nats_url, subjects, tmp_path, "A", search_ack_wait_ms=2000) as (
@@ -190,7 +190,7 @@ async def test_a_search_on_a_killed_worker_is_redelivered_and_answered_by_anothe
 async def test_sigterm_mid_load_answers_the_requests_in_flight(
     nats_url: str, subjects: Subjects, tmp_path: Path
 ) -> None:
-    requester = await nats.connect(nats_url)
+    requester = await open_connection(nats_url)
     try:
         async with worker_process(nats_url, subjects, tmp_path, "A") as (proc, out):
             pending = [
@@ -263,8 +263,8 @@ async def test_searches_still_served_after_the_server_restarts(
 ) -> None:
     url = own_nats_server.url
     opts: dict[str, Any] = {"max_reconnect_attempts": -1, "reconnect_time_wait": 0.2}
-    nc_w = await nats.connect(url, **opts)
-    requester = await nats.connect(url, **opts)
+    nc_w = await open_connection(url, **opts)
+    requester = await open_connection(url, **opts)
     worker = await Worker.start(
         nc_w, config_for(subjects, tmp_path), tools=make_toolset(Recorder()), index=False
     )
@@ -293,8 +293,8 @@ async def test_searches_still_served_after_the_server_restarts(
 async def test_in_progress_heartbeats_keep_a_long_search_from_redelivery(
     nats_url: str, subjects: Subjects, tmp_path: Path
 ) -> None:
-    requester = await nats.connect(nats_url)
-    nc_a, nc_b = await nats.connect(nats_url), await nats.connect(nats_url)
+    requester = await open_connection(nats_url)
+    nc_a, nc_b = await open_connection(nats_url), await open_connection(nats_url)
     recorders = [Recorder(label="A"), Recorder(label="B")]
     workers: list[Worker] = []
     try:

@@ -6,7 +6,6 @@ import asyncio
 from collections import Counter
 from pathlib import Path
 
-import nats
 import pytest
 from nats.aio.client import Client as NATS
 
@@ -22,6 +21,7 @@ from tests.runtime._runtime_helpers import (
     until,
 )
 from worker.runtime import replies
+from worker.runtime.connection import open_connection
 from worker.runtime.worker import Worker
 
 
@@ -108,7 +108,7 @@ async def test_overload_is_answered_at_once_while_the_pool_is_busy(
 async def test_two_workers_share_searches_and_reads(
     nats_url: str, subjects: Subjects, tmp_path: Path
 ) -> None:
-    connections = [await nats.connect(nats_url) for _ in range(3)]
+    connections = [await open_connection(nats_url) for _ in range(3)]
     requester, nc_a, nc_b = connections
     workers: list[Worker] = []
     try:

@@ -17,6 +17,7 @@ from nats.aio.msg import Msg
 from nats.js.api import StorageType
 
 from contracts.subjects import Subjects
+from worker.runtime.connection import open_connection
 from worker.runtime.embedded_server import EmbeddedNatsServer
 from worker.runtime.ingest_consumer import (
     REASON_HEADER,
@@ -296,7 +297,9 @@ async def _consumers(js: Any, stream: str) -> AsyncIterator[Any]:
 async def test_ingestion_continues_across_a_nats_server_restart(
     own_nats_server: EmbeddedNatsServer, subjects: Subjects, tmp_path: Path
 ) -> None:
-    nc = await nats.connect(own_nats_server.url, max_reconnect_attempts=-1, reconnect_time_wait=0.1)
+    nc = await open_connection(
+        own_nats_server.url, max_reconnect_attempts=-1, reconnect_time_wait=0.1
+    )
     try:
         js = nc.jetstream()
         await ensure_events_stream(js, subjects)

@@ -22,6 +22,7 @@ from contracts.client import SessionQueryClient
 from contracts.envelope import AgentIdentity, Execution
 from contracts.subjects import Subjects
 from worker.runtime import sample_corpus as sample
+from worker.runtime.connection import open_connection
 
 INGEST_WAIT_S: Final = 30.0
 
@@ -67,9 +68,7 @@ async def demo(home: Path, *, out: Any = None) -> int:
     server = EmbeddedNatsServer(store_dir=home / "nats", new_session=True)
     await asyncio.to_thread(server.start)
     try:
-        import nats
-
-        nc = await nats.connect(server.url, connect_timeout=5, max_reconnect_attempts=3)
+        nc = await open_connection(server.url, connect_timeout=5, max_reconnect_attempts=3)
         try:
             subjects = Subjects()
             count, last_seq = await publish_sample_corpus(nc, subjects)
