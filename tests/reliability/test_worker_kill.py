@@ -44,7 +44,13 @@ EXPECTED = {OK, "SESSION_QUERY_NOT_FOUND"}
 
 
 async def kill_under_load(
-    nats_url: str, subjects: Subjects, tmp_path: Path, *, per_phase: int, extra_sessions: int
+    nats_url: str,
+    subjects: Subjects,
+    tmp_path: Path,
+    *,
+    per_phase: int,
+    extra_sessions: int,
+    hold_at: int,
 ) -> dict[str, Any]:
     base = small_corpus()
     nc = await nats.connect(nats_url, max_reconnect_attempts=-1, reconnect_time_wait=0.1)
@@ -56,8 +62,8 @@ async def kill_under_load(
             label=label, config=settings, hold_fetch=hold,
         )  # fmt: skip
 
-    # A hangs on its 20th search: killed mid-search, after serving for a while.
-    a = worker("A", "a.sqlite", hold=20)
+    # A hangs on its hold_at-th search: killed mid-search, after serving for a while.
+    a = worker("A", "a.sqlite", hold=hold_at)
     b = worker("B", "b.sqlite")
     a2 = worker("A2", "a.sqlite")  # A restarted on the same index file
     try:
@@ -134,9 +140,13 @@ async def kill_under_load(
 async def test_sigkill_under_load_redelivers_and_ingestion_resumes_exactly_once(
     nats_url: str, subjects: Subjects, tmp_path: Path
 ) -> None:
-    await kill_under_load(nats_url, subjects, tmp_path, per_phase=100, extra_sessions=12)
+    await kill_under_load(
+        nats_url, subjects, tmp_path, per_phase=100, extra_sessions=12, hold_at=20
+    )
 
 
 @pytest.mark.slow
 async def test_sigkill_under_longer_load(nats_url: str, subjects: Subjects, tmp_path: Path) -> None:
-    await kill_under_load(nats_url, subjects, tmp_path, per_phase=600, extra_sessions=60)
+    await kill_under_load(
+        nats_url, subjects, tmp_path, per_phase=600, extra_sessions=60, hold_at=250
+    )
