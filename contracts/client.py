@@ -30,6 +30,8 @@ from contracts.subjects import TOOL_NAMES, Subjects
 
 # Search runs under a 30 s deadline by default; the reply may take a little longer.
 DEFAULT_TIMEOUT_S: Final = 35.0
+# How long "no responders" is retried before the caller hears NoWorkerError.
+NO_RESPONDERS_RETRY_S: Final = 1.0
 # Margin past an explicit deadline: the worker answers TIMEOUT itself once it passes.
 DEADLINE_MARGIN_S: Final = 2.0
 # Bytes of chunks requested per pull, well under nats-py's pending-bytes limit (128 MiB).
@@ -94,7 +96,7 @@ class SessionQueryClient:
         body = orjson.dumps(request.model_dump(mode="json", exclude_none=True))
         wait = timeout if timeout is not None else _timeout_for(execution)
         try:
-            msg = await self._nc.request(self.subjects.tool(tool), body, timeout=wait)
+            msg = await self._request(self.subjects.tool(tool), body, wait)
         except NoRespondersError:
             raise NoWorkerError(
                 f"no session query worker answers {self.subjects.tool(tool)}"
@@ -108,6 +110,25 @@ class SessionQueryClient:
             raise
         return _parse_reply(msg)
 
+    async def _request(self, subject: str, body: bytes, wait: float) -> Msg:
+        """A request that retries "no responders" briefly, within ``wait``.
+
+        A worker may be restarting, and a connection's first request can be answered "no
+        responders" spuriously (see worker.runtime.connection.open_connection). Retrying
+        is safe: nothing was delivered.
+        """
+        loop = asyncio.get_running_loop()
+        give_up = loop.time() + min(wait, NO_RESPONDERS_RETRY_S)
+        delay = 0.02
+        while True:
+            try:
+                return await self._nc.request(subject, body, timeout=wait)
+            except NoRespondersError:
+                if loop.time() + delay >= give_up:
+                    raise
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 0.2)
+
     async def cancel(self, request_id: str, reason: str) -> None:
         """Broadcast a cancel: whichever worker holds the request stops it with ``reason``."""
         payload = orjson.dumps({"request_id": request_id, "reason": reason})
@@ -117,7 +138,7 @@ class SessionQueryClient:
     async def manifest(self, *, timeout: float = 5.0) -> dict[str, Any]:  # noqa: ASYNC109
         """Tool definitions (names, descriptions, schemas, execution modes) and the prompt."""
         try:
-            msg = await self._nc.request(self.subjects.manifest, b"", timeout=timeout)
+            msg = await self._request(self.subjects.manifest, b"", timeout)
         except NoRespondersError:
             raise NoWorkerError(
                 f"no session query worker answers {self.subjects.manifest}"
