@@ -26,7 +26,7 @@ from worker.tools.definitions import (
     ToolSet,
 )
 from worker.tools.operations import Operations
-from worker.tools.prompt import PROMPT_SECTION
+from worker.tools.prompt import PROMPT_SECTION, prompt_section
 from worker.tools.service_boundary import ServiceBoundary
 
 __all__ = [
@@ -139,7 +139,7 @@ def register_tools(
         )
         for name, model, mode, run in table
     )
-    return ToolSet(tools=tools, prompt_section=PROMPT_SECTION)
+    return ToolSet(tools=tools, prompt_section=prompt_section(config.max_search_results))
 
 
 def _guarded(name: str, run: ToolRun, boundary: ServiceBoundary) -> ToolRun:

@@ -85,8 +85,9 @@ class SessionSearchArguments(_Arguments):
         max_length=MAX_QUERY_CHARS,
         description=(
             "Words or phrases to find in earlier sessions' events (messages, tool calls and "
-            'results). Terms are ANDed; use "double quotes" for an exact phrase and OR between '
-            "terms for alternatives. Paths and identifiers work as written."
+            'results). Terms are ANDed; use "double quotes" for an exact phrase, OR between '
+            "terms for alternatives and a leading - to exclude a term. Paths and identifiers "
+            "work as written."
         ),
     )
     session_ids: list[SessionId] | None = Field(
@@ -158,7 +159,7 @@ class SessionEventSearchArguments(_Arguments):
         max_length=MAX_QUERY_CHARS,
         description=(
             'Words or phrases to find. Terms are ANDed; use "double quotes" for an exact '
-            "phrase and OR between terms for alternatives."
+            "phrase, OR between terms for alternatives and a leading - to exclude a term."
         ),
     )
     session_id: SessionId | None = Field(

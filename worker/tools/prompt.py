@@ -4,22 +4,30 @@ from __future__ import annotations
 
 from typing import Final
 
-PROMPT_SECTION: Final = """\
+_TEMPLATE: Final = """\
 ## Prior session history
 
 Earlier agent sessions in this workspace are searchable. Before redoing work, or when the \
 user refers to something done before ("like last time", "the fix from yesterday"), look it up:
 
 1. session_search finds earlier sessions of this workspace by full-text query (words are \
-ANDed, "quoted phrases" are exact, OR gives alternatives) and optional filters; each hit \
-shows the session, its strongest matching event (seq) and an excerpt. Your current session \
-is not included.
+ANDed, "quoted phrases" are exact, OR gives alternatives, -word excludes) and optional \
+filters; each hit shows the session, its strongest matching event (seq) and an excerpt. \
+Your current session is not included.
 2. session_event_search searches inside one session (by default your own, excluding the \
 current step) to find the exact events.
 3. session_event_read reads one event exactly (session_id, seq), with before/after for \
 surrounding context; session_event_trace shows what an event replaced or was replaced by \
 and what it cites; session_trace shows a session's parent chain and sub-sessions.
 
-Results are complete up to 100 matches; when a search says it was capped, narrow the \
+Results are complete up to {max_results} matches; when a search says it was capped, narrow the \
 query or filters instead of paging. Only sessions of this workspace are ever visible.\
 """
+
+
+def prompt_section(max_results: int = 100) -> str:
+    """The section, stating the configured search cap the model will meet."""
+    return _TEMPLATE.format(max_results=max_results)
+
+
+PROMPT_SECTION: Final = prompt_section()
