@@ -13,6 +13,7 @@ Three properties, each for every tool:
 from __future__ import annotations
 
 import string
+import time
 import uuid
 from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime, timedelta, timezone
@@ -480,4 +481,75 @@ def test_a_seq_past_sqlite_integers_is_not_found_or_invalid(
         )
     )
     assert ranged.code in (None, ErrorCode.INVALID_ARGUMENTS.value), ranged.body
+    assert logs.unhandled(mark) == []
+
+
+ENVELOPES: tuple[tuple[str, Any, str | None], ...] = (
+    ("agent id too long", {"agent": {"session_id": CALLER, "agent_id": "x" * 200}}, "INVALID"),
+    ("session id not a string", {"agent": {"session_id": 5}}, "INVALID"),
+    ("session id with a subject wildcard", {"agent": {"session_id": "s-a-*"}}, "INVALID"),
+    ("execution not an object", "nope", "INVALID"),
+    ("no agent", {"agent": None}, "NO_IDENTITY"),
+    ("unknown caller", {"agent": {"session_id": "s-nobody"}}, "NO_IDENTITY"),
+    (
+        "step_start_seq past 64 bits",
+        {"agent": {"session_id": CALLER}, "step_start_seq": 2**64},
+        "INVALID",
+    ),
+    ("deadline past 64 bits", {"agent": {"session_id": CALLER}, "deadline_ms": 2**64 - 1}, None),
+    ("a workspace in execution", {"agent": {"session_id": CALLER}, "cwd": "/work/beta"}, "INVALID"),
+)
+
+
+@pytest.mark.parametrize(
+    ("name", "execution", "expected"), ENVELOPES, ids=[e[0] for e in ENVELOPES]
+)
+@pytest.mark.parametrize("tool", ["session_search", "session_event_read"])
+def test_a_hostile_envelope_gets_a_known_reply(
+    tool: str,
+    name: str,
+    execution: Any,
+    expected: str | None,
+    live: LiveWorker,
+    loop: LoopThread,
+    logs: LogWatch,
+) -> None:
+    mark = logs.mark()
+    data = encode(
+        {
+            "request_id": "r-" + uuid.uuid4().hex,
+            "execution": execution,
+            "arguments": GOOD_ARGUMENTS[tool],
+        }
+    )
+    reply = loop.run(live.call_raw(tool, data))
+    assert reply_problems(reply, "") == [], (name, reply.body)
+    if expected is None:
+        assert reply.ok, (name, reply.body)
+    else:
+        assert reply.code is not None and expected in reply.code, (name, reply.body)
+    assert logs.unhandled(mark) == []
+
+
+@pytest.mark.parametrize("tool", ["session_event_search", "session_event_read"])
+def test_a_step_start_past_the_index_expires_at_its_deadline(
+    tool: str, live: LiveWorker, loop: LoopThread, logs: LogWatch
+) -> None:
+    """Read-your-writes waits for the caller's session to reach step_start_seq - 1; a step
+    the index never gets to is answered TIMEOUT at the deadline, never left hanging."""
+    mark = logs.mark()
+    for step in (100, 2**63 - 1):
+        data = encode(
+            {
+                "request_id": "r-" + uuid.uuid4().hex,
+                "execution": {
+                    "agent": {"session_id": CALLER},
+                    "step_start_seq": step,
+                    "deadline_ms": int(time.time() * 1000) + 300,
+                },
+                "arguments": {"query": "warming"} if "search" in tool else {"seq": 1},
+            }
+        )
+        reply = loop.run(live.call_raw(tool, data, within=20))
+        assert reply.code == ErrorCode.TIMEOUT.value, (step, reply.body)
     assert logs.unhandled(mark) == []
