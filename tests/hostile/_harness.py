@@ -482,11 +482,14 @@ def two_workspace_corpus() -> Corpus:
     orphan = SessionLog(A_ORPHAN, ALPHA, parent=B_ROOT)
     orphan.title("Alpha orphan")
     words["nectarine"] = (A_ORPHAN, orphan.say("nectarine notes, parent elsewhere")["seq"])
+    # Non-ASCII words: diacritics, and a CJK run the tokenizer keeps as one token.
+    words["crème"] = (A_ORPHAN, orphan.say("the crème layer of the cache")["seq"])
+    words["東京"] = (A_ORPHAN, orphan.say("deploy to 東京 region first")["seq"])
 
     b_root = SessionLog(B_ROOT, BETA)
     b_root.title("Beta secret ledger")
     b_root.say("obsidiancanary zebrafish marmalade periwinkle huckleberry nectarine")
-    b_root.say("tangerinevault gooseberry compactor", cites=[(A_ROOT, 3)])
+    b_root.say("tangerinevault gooseberry compactor crème 東京", cites=[(A_ROOT, 3)])
     b_root.say("zebrafish again in beta", replaces=[2])
 
     b_child = SessionLog(B_CHILD, BETA, parent=A_ROOT)

@@ -12,7 +12,6 @@ Three properties, each for every tool:
 
 from __future__ import annotations
 
-import string
 import time
 import uuid
 from collections.abc import Iterator, Mapping
@@ -386,7 +385,9 @@ def wrapped_word(draw: st.DrawFn) -> tuple[str, str]:
     word = draw(st.sampled_from(WORDS))
     before = draw(st.text(alphabet=_WRAP, max_size=4))
     after = draw(st.text(alphabet=_WRAP + "-", max_size=4))
-    term = before + draw(st.sampled_from((word, word.upper(), word.capitalize()))) + after
+    # Case variants only for ASCII: the tokenizer folds case by simple rules, not Python's.
+    variants = (word, word.upper(), word.capitalize()) if word.isascii() else (word,)
+    term = before + draw(st.sampled_from(variants)) + after
     if draw(st.booleans()):
         term = '"' + term + '"'
     if draw(st.booleans()):
@@ -431,7 +432,7 @@ def test_the_corpus_words_are_distinct_per_workspace() -> None:
     assert len(set(CORPUS.words.values())) == len(CORPUS.words)
     assert all(session in A_SESSIONS and session != CALLER for session, _ in CORPUS.words.values())
     assert A_ROOT in {session for session, _ in CORPUS.words.values()}
-    assert set(string.ascii_lowercase) >= set("".join(WORDS))
+    assert any(not word.isascii() for word in WORDS)
 
 
 @pytest.mark.parametrize("tool", TOOL_NAMES)
