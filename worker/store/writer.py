@@ -337,7 +337,7 @@ class SqliteIndexWriter(SessionIndexWriter):
             item=item,
             event=event,
             raw_json=text,
-            body=searchable_text(event.payload, self._text_cap_bytes),
+            body=searchable_text(_indexed_payload(event), self._text_cap_bytes),
             time_ms=event.time_ms,
         )
 
@@ -497,6 +497,15 @@ def parse_event(data: bytes, *, max_event_bytes: int) -> tuple[SessionEvent, str
         if title is not None and not isinstance(title, str):
             return "contract violation: session/title payload.title must be a string"
     return event, text
+
+
+def _indexed_payload(event: SessionEvent) -> dict[str, Any]:
+    """The payload whose strings are searchable. A session/start's parent id is lineage (the
+    sessions table holds it), not text: indexed, it would show in excerpts and previews even
+    when the parent belongs to another workspace, whose ids are never printed."""
+    if event.type == "session/start" and "parent_session_id" in event.payload:
+        return {k: v for k, v in event.payload.items() if k != "parent_session_id"}
+    return event.payload
 
 
 def _stream_seq(p: _Parsed | Rejected) -> int:
