@@ -11,6 +11,8 @@ from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Final, Generic, TypeVar
 
+from pydantic_core import from_json
+
 from contracts.envelope import Execution
 from contracts.errors import ErrorCode
 from worker.signals import ExecutionSignal
@@ -24,11 +26,13 @@ from worker.store import (
     SessionHit,
     SessionQueryService,
     SessionSearchPage,
+    StoredEvent,
 )
 from worker.store.fts_query import compile_query
 from worker.tools import input as args_input
 from worker.tools.definitions import ToolConfig, ToolError
 from worker.tools.presentation import (
+    HIDDEN_PARENT,
     SearchOutcome,
     render_event_read,
     render_event_search,
@@ -457,7 +461,17 @@ class Operations:
         ):
             raise not_found(target)  # events of another session: a broken observation
         titles = await self._titles(caller, [target], target, signal)
-        return render_event_read(window, stored, titles, before=before, after=after)
+        text = render_event_read(window, stored, titles, before=before, after=after)
+        # The exact JSON may name other sessions (its parent, cited sources); those outside
+        # the workspace (or missing, alike) are never printed.
+        referenced = _referenced_sessions(stored, window.header.parent_session_id)
+        if not referenced:
+            return text
+        visible = await authorized_subset(service, boundary, caller, referenced, signal)
+        for session_id in referenced:
+            if session_id not in visible:
+                text = text.replace(f'"{session_id}"', f'"{HIDDEN_PARENT}"')
+        return text
 
     async def _titles(
         self,
@@ -479,3 +493,20 @@ class Operations:
             )
         except TitleMismatch:
             raise not_found(target) from None
+
+
+def _referenced_sessions(stored: StoredEvent, parent_session_id: str | None) -> tuple[str, ...]:
+    """Other sessions the event's exact JSON names: a session/start's parent, cited sources."""
+    own = stored.summary.session_id
+    ids: list[str] = []
+    if stored.summary.type == "session/start" and parent_session_id:
+        ids.append(parent_session_id)
+    try:
+        raw = from_json(stored.raw_json)
+    except ValueError:
+        raw = None
+    cites = raw.get("cites") if isinstance(raw, dict) else None
+    for cite in cites if isinstance(cites, list) else ():
+        if isinstance(cite, dict) and isinstance(cite.get("session_id"), str):
+            ids.append(cite["session_id"])
+    return tuple(sid for sid in dict.fromkeys(ids) if sid != own)
