@@ -11,9 +11,11 @@ title or canary word (beyond an id the caller itself named), and a well-formed r
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
+import pytest
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
@@ -26,14 +28,25 @@ from hypothesis.stateful import (
 
 from contracts.errors import ErrorCode
 from tests.hostile._harness import (
+    A_CHILD,
+    A_ORPHAN,
+    B_CANARIES,
+    B_CHILD,
+    B_ROOT,
+    CALLER,
+    Corpus,
     LiveWorker,
     LogWatch,
     LoopThread,
     Reply,
     SessionLog,
     encode,
+    live_worker,
     reply_problems,
+    two_workspace_corpus,
 )
+
+CORPUS: Corpus = two_workspace_corpus()
 
 ALPHA = "/work/iso/alpha"
 BETA = "/work/iso/beta"
@@ -282,3 +295,57 @@ def test_workspace_b_never_reaches_an_alpha_caller(nats_url: str, tmp_path: Path
         "session_event_trace",
         "session_event_read",
     }, TALLY
+
+
+# -- fixed cases: references from A's own events to B ------------------------------------
+
+
+@pytest.fixture(scope="module")
+def corpus_worker(
+    nats_url: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[LoopThread, LiveWorker]]:
+    loop = LoopThread()
+    try:
+        with live_worker(
+            loop, nats_url, tmp_path_factory.mktemp("iso-fixed"), events=CORPUS.events
+        ) as live:
+            yield loop, live
+    finally:
+        loop.close()
+
+
+# An A session whose parent is B's root, and an A event that cites a B event: A's own data
+# names B's ids; no tool may print them (lineage "never prints its id").
+REFERENCE_CASES: tuple[tuple[str, str, dict[str, Any]], ...] = (
+    (
+        "read the start of a session whose parent is in B",
+        "session_event_read",
+        {"session_id": A_ORPHAN, "seq": 1},
+    ),
+    (
+        "neighbours include that start",
+        "session_event_read",
+        {"session_id": A_ORPHAN, "seq": 2, "before": 1},
+    ),
+    ("read an event citing B", "session_event_read", {"session_id": A_CHILD, "seq": 3}),
+    ("search hits that start", "session_event_search", {"query": "alpha", "session_id": A_ORPHAN}),
+    ("search across sessions hits it", "session_search", {"query": "work alpha"}),
+    ("trace the event citing B", "session_event_trace", {"session_id": A_CHILD, "seq": 3}),
+    ("trace the session", "session_trace", {"session_id": A_ORPHAN}),
+)
+
+
+@pytest.mark.parametrize(
+    ("name", "tool", "arguments"), REFERENCE_CASES, ids=[c[0] for c in REFERENCE_CASES]
+)
+def test_references_from_workspace_a_to_b_are_never_printed(
+    name: str,
+    tool: str,
+    arguments: dict[str, Any],
+    corpus_worker: tuple[LoopThread, LiveWorker],
+) -> None:
+    loop, live = corpus_worker
+    reply = loop.run(live.call(tool, arguments, caller=CALLER, step_start_seq=CORPUS.caller_step))
+    assert reply.ok, (name, reply.body)
+    for secret in (B_ROOT, B_CHILD, *B_CANARIES):
+        assert secret not in reply.text, (name, secret, reply.text)
