@@ -256,3 +256,41 @@ def test_the_comparison_can_fail_a_visible_id_answers_differently(
     missing = loop.run(live.call_raw(case.tool, _body(case, case.missing, missing_rid)))
     assert visible.ok
     assert _masked(visible, visible_rid, A_ROOT) != _masked(missing, missing_rid, M_ROOT)
+
+
+@pytest.fixture(scope="module")
+def spilling(
+    loop: LoopThread, nats_url: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[LiveWorker]:
+    """A worker that spills everything over 256 bytes, so ok replies go through spill."""
+    with live_worker(
+        loop,
+        nats_url,
+        tmp_path_factory.mktemp("hostile-oracle-spill"),
+        events=CORPUS.events,
+        spill_threshold_bytes=256,
+        spill_preview_bytes=128,
+    ) as worker:
+        yield worker
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_spilled_or_not_foreign_and_missing_look_the_same(
+    case: Case, spilling: LiveWorker, loop: LoopThread
+) -> None:
+    foreign_rid, missing_rid = _request_id(), _request_id()
+    foreign = loop.run(spilling.call_raw(case.tool, _body(case, case.foreign, foreign_rid)))
+    missing = loop.run(spilling.call_raw(case.tool, _body(case, case.missing, missing_rid)))
+    assert foreign.spilled == missing.spilled
+
+    def unnamed(reply: Reply, rid: str, sid: str) -> tuple[bytes, dict[str, str], bool]:
+        data, headers, spilled = _masked(reply, rid, sid)
+        # The object name is random per result; the size and digest must still agree.
+        name = str(reply.body.get("spill", {}).get("name", "")).encode()
+        return (data.replace(name, b"<object>") if name else data), headers, spilled
+
+    assert unnamed(foreign, foreign_rid, case.foreign_id) == unnamed(
+        missing, missing_rid, case.missing_id
+    ), (foreign.body, missing.body)
+    if case.name in ("search-session-ids-mixed", "search-parents-and-roots"):
+        assert foreign.spilled, foreign.body  # the ok results are long enough to spill
