@@ -326,6 +326,7 @@ def test_schema_generated_arguments_get_a_known_reply(
         seen[tool] = seen.get(tool, 0) + 1
 
     run()
+    print(f"\n{tool}: {seen[tool]} schema-generated requests")
     assert seen[tool] >= EXAMPLES // 2
 
 
@@ -338,13 +339,17 @@ def test_arbitrary_json_arguments_get_a_known_reply(
     schemas: dict[str, dict[str, Any]],
 ) -> None:
     properties = schemas[tool].get("properties", {})
+    sent: list[int] = []
 
     @FUZZ
     @given(arguments=arbitrary_arguments(properties))
     def run(arguments: Any) -> None:
         check_argument_fuzz(live, loop, logs, tool, arguments)
+        sent.append(len(encode(arguments)))
 
     run()
+    print(f"\n{tool}: {len(sent)} arbitrary requests, largest arguments {max(sent)} bytes")
+    assert len(sent) >= EXAMPLES // 2
 
 
 @pytest.mark.parametrize("tool", TOOL_NAMES)
