@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import dataclasses
 import os
+import random
 import signal
 import sqlite3
 import sys
@@ -454,6 +455,8 @@ class MixedLoad:
         wait_s: float = 30.0,
         seed: int = 3,
         mix: Mapping[str, float] = DEFAULT_MIX,
+        short_deadline_s: float = 1.5,
+        short_share: float = 0.0,
     ) -> None:
         self.requester = requester
         self.maker = RequestMaker(plans, foreign_share=0.05, seed=seed)
@@ -462,6 +465,10 @@ class MixedLoad:
         self.deadline_s = deadline_s
         self.wait_s = wait_s
         self.mix = mix
+        # A share of callers in a hurry: their searches may expire while queued (TIMEOUT).
+        self.short_deadline_s = short_deadline_s
+        self.short_share = short_share
+        self._rng = random.Random(seed)
         self.tally = Tally()
         self._stop = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
@@ -480,8 +487,10 @@ class MixedLoad:
             tool = self.maker.tool(self.mix)
             arguments, caller = self.maker.request(tool)
             t0 = time.perf_counter()
+            short = self._rng.random() < self.short_share
+            deadline_s = self.short_deadline_s if short else self.deadline_s
             rid, outcome = await self.requester.call(
-                tool, arguments, caller.session_id, deadline_s=self.deadline_s, wait_s=self.wait_s
+                tool, arguments, caller.session_id, deadline_s=deadline_s, wait_s=self.wait_s
             )
             self.tally.add(tool, rid, outcome, time.perf_counter() - t0)
             if outcome in (NO_REPLY, NO_RESPONDERS):

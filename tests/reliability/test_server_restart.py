@@ -69,7 +69,9 @@ async def restart_under_load(
         await wait_indexed(worker.db, feed.published)
         plans = corpus.plan_sessions(base)
         requester = await Requester(nc, subjects).open()
-        load = MixedLoad(requester, plans, lanes=6, requests=per_phase * (restarts + 2) * 10)
+        load = MixedLoad(
+            requester, plans, lanes=6, requests=per_phase * (restarts + 2) * 10, short_share=0.1
+        )
         extra = EventFeed(nc, subjects, extra_corpus(base, extra_sessions, seed=99))
         extra.start(rate=100)
         load.start()
