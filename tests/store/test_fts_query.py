@@ -83,7 +83,9 @@ def fts5_tokens(conn: sqlite3.Connection, text: str) -> int:
         ('foo -"a phrase" -x', '("foo") NOT "a phrase" NOT "x"'),
         ("src/worker/store.py", '"src/worker/store.py"'),
         ('foo.bar("x")', '"foo.bar(""x"")"'),
-        ("NEAR(a b) AND c NOT d", '"NEAR(a" AND "b)" AND "AND" AND "c" AND "NOT" AND "d"'),
+        ("NEAR(a b) AND c NOT d", '"NEAR(a" AND "b)" AND "c" AND "NOT" AND "d"'),
+        ("refund AND ledger", '"refund" AND "ledger"'),  # a bare AND is implied, dropped
+        ('"AND" and', '"AND" AND "and"'),  # quoted or lower case, it is a word
         ("a* ^b col:c {x}", '"a*" AND "^b" AND "col:c" AND "{x}"'),
         ("or a", '"or" AND "a"'),  # lower-case or is a word
         ("a OR", '"a"'),  # dangling OR has nothing to join

@@ -7,6 +7,8 @@ Supported syntax, and nothing else:
 - ``OR`` (upper case, between two terms) binds the adjacent terms: ``a b OR c d`` is
   ``a AND (b OR c) AND d``
 - a leading ``-`` excludes a term: ``-foo``, ``-"a phrase"``
+- a bare upper-case ``AND`` is dropped: terms are ANDed anyway, and a model that writes
+  ``refund AND ledger`` means exactly that, not the word "and"
 
 Every other character is literal text. Each term becomes an FTS5 string literal, so
 ``src/worker/store.py``, ``foo.bar()``, ``NEAR``, ``*``, ``^`` and ``:`` are plain text; the
@@ -89,6 +91,8 @@ def _lex(text: str) -> list[_Term | _Or]:
         word = text[start:end]
         if word == "OR" and not excluded:
             items.append(_OR)
+        elif word == "AND" and not excluded:
+            pass
         else:
             items.append(_Term(word, excluded))
         i = end
