@@ -147,6 +147,15 @@ class Operations:
 
     # --- searches ---
 
+    async def _caller(self, execution: Execution, signal: ExecutionSignal) -> Caller:
+        return await resolve_caller(
+            self.service,
+            self.boundary,
+            execution,
+            signal,
+            catch_up_timeout_ms=self.config.catch_up_timeout_ms,
+        )
+
     def _search_signal(self, signal: ExecutionSignal) -> ExecutionSignal:
         return signal.child(timeout=self.config.search_timeout_ms / 1000)
 
@@ -184,7 +193,7 @@ class Operations:
         signal: ExecutionSignal,
     ) -> str:
         service, boundary = self.service, self.boundary
-        caller = await resolve_caller(service, boundary, execution, signal)
+        caller = await self._caller(execution, signal)
         if caller.cwd is None:
             return (
                 "This session has no recorded workspace (cwd), so no other session is "
@@ -288,7 +297,7 @@ class Operations:
         signal: ExecutionSignal,
     ) -> str:
         service, boundary = self.service, self.boundary
-        caller = await resolve_caller(service, boundary, execution, signal)
+        caller = await self._caller(execution, signal)
         target = args.session_id or caller.session_id
         own = target == caller.session_id
         if not own:
@@ -373,7 +382,7 @@ class Operations:
             "session_trace", args_input.SessionTraceArguments, arguments
         )
         service, boundary = self.service, self.boundary
-        caller = await resolve_caller(service, boundary, execution, signal)
+        caller = await self._caller(execution, signal)
         target = args.session_id or caller.session_id
         await preflight(service, boundary, caller, target, signal)
         lineage = await boundary.call(
@@ -392,7 +401,7 @@ class Operations:
             "session_event_trace", args_input.SessionEventTraceArguments, arguments
         )
         service, boundary = self.service, self.boundary
-        caller = await resolve_caller(service, boundary, execution, signal)
+        caller = await self._caller(execution, signal)
         target = args.session_id or caller.session_id
         await preflight(service, boundary, caller, target, signal)
         relations = await boundary.call(
@@ -443,7 +452,7 @@ class Operations:
                     f"{window_limit} (the event window limit).",
                 )
         service, boundary = self.service, self.boundary
-        caller = await resolve_caller(service, boundary, execution, signal)
+        caller = await self._caller(execution, signal)
         target = args.session_id or caller.session_id
         await preflight(service, boundary, caller, target, signal)
         window = await boundary.call(

@@ -68,6 +68,8 @@ async def resolve_caller(
     boundary: ServiceBoundary,
     execution: Execution,
     signal: ExecutionSignal,
+    *,
+    catch_up_timeout_ms: int | None = None,
 ) -> Caller:
     agent = execution.agent
     if agent is None or not agent.session_id:
@@ -76,11 +78,7 @@ async def resolve_caller(
     step = execution.step_start_seq
     if step is not None and step - 1 >= 1:
         # Read-your-writes: a session that just started can search itself.
-        await boundary.call(
-            "wait_for_seq",
-            signal,
-            lambda: service.wait_for_seq(session_id, step - 1, signal=signal),
-        )
+        await _catch_up(service, boundary, session_id, step - 1, signal, catch_up_timeout_ms)
     observed = await boundary.call(
         "read_titles", signal, lambda: service.read_titles([session_id], signal=signal)
     )
@@ -93,6 +91,33 @@ async def resolve_caller(
             "workspace is unknown. Try again after its first events are recorded.",
         )
     return Caller(session_id=session_id, cwd=observation.header.cwd)
+
+
+async def _catch_up(
+    service: SessionQueryService,
+    boundary: ServiceBoundary,
+    session_id: str,
+    seq: int,
+    signal: ExecutionSignal,
+    timeout_ms: int | None,
+) -> None:
+    waiting = signal.child(timeout=None if timeout_ms is None else timeout_ms / 1000)
+    try:
+        await boundary.call(
+            "wait_for_seq",
+            waiting,
+            lambda: service.wait_for_seq(session_id, seq, signal=waiting),
+        )
+    except ToolError as exc:
+        if exc.code is ErrorCode.TIMEOUT and not signal.aborted:
+            raise ToolError(
+                ErrorCode.TIMEOUT,
+                f"The session index has not yet recorded this session up to seq {seq} "
+                "(the event before the current step); retry shortly.",
+            ) from None
+        raise
+    finally:
+        waiting.close()
 
 
 async def preflight(
