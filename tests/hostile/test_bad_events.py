@@ -129,8 +129,7 @@ def bad_events(caller_next_seq: int) -> list[Bad]:
 
 
 def ingest_stats(live: LiveWorker) -> IngestStats:
-    # The counters of the ingest actor; the Worker has no public accessor for them yet.
-    stats = live.worker._index.consumer.actor.stats  # type: ignore[union-attr]
+    stats = live.worker.ingest_stats()
     assert isinstance(stats, IngestStats)
     return stats
 

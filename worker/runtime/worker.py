@@ -28,6 +28,7 @@ from worker.runtime.search_lane import ACTOR_NAME as SEARCH_ACTOR
 from worker.runtime.search_lane import FETCH_POLL_S, SearchLane
 from worker.runtime.service import MsgHandler, ToolService
 from worker.runtime.spill import Spiller, SpillPolicy
+from worker.store.ingest import IngestStats
 from worker.tools.definitions import ToolDefinition, ToolSet
 
 log = structlog.get_logger("worker.runtime.worker")
@@ -200,6 +201,13 @@ class Worker:
             parallel_running=self.parallel.running,
             parallel_waiting=self.parallel.waiting,
         )
+
+    def ingest_stats(self) -> IngestStats | None:
+        """Ingestion counters: applied, duplicates, dead-lettered (None: no index)."""
+        if self._index is None:
+            return None
+        stats: IngestStats = self._index.consumer.actor.stats
+        return stats
 
     async def indexed_through(self) -> int | None:
         """The SESSIONS stream sequence the index is complete through (None: no index)."""
