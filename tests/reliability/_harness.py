@@ -539,16 +539,3 @@ def extra_corpus(base: corpus.CorpusConfig, sessions: int, seed: int) -> corpus.
     return corpus.CorpusConfig(
         sessions=sessions, events=base.events, workspaces=base.workspaces, seed=seed
     )
-
-
-def unique_subjects(tag: str) -> Subjects:
-    t = tag.upper()
-    return Subjects(
-        prefix=f"rel{tag}",
-        events_stream=f"RELEV_{t}",
-        events_prefix=f"relev{tag}.events",
-        deadletter=f"relev{tag}.deadletter",
-        search_stream=f"RELSQ_{t}",
-        search_consumer=f"relsq-{tag}",
-        spill_bucket=f"relspill-{tag}",
-    )
