@@ -150,6 +150,46 @@ async def measure(
     }
 
 
+async def measure_paging(
+    db: Path, queries: Sequence[floors.Query], *, page_size: int, results: int = 100
+) -> dict[str, Any]:
+    """What a search tool pays to collect ``results`` hits in pages of ``page_size``
+    (following cursors, as the tool does): informational, no target."""
+    from worker.signals import ExecutionSignal
+    from worker.store.protocol import EventFilter, SessionFilter
+    from worker.store.sqlite import SqliteSessionStore
+
+    store = await SqliteSessionStore.open(db, readers=1)
+    samples: list[float] = []
+    pages = 0
+    try:
+        for query in queries:
+            t0 = time.perf_counter()
+            cursor: str | None = None
+            collected = 0
+            while True:
+                signal = ExecutionSignal.after(30.0)
+                page = await store.search_sessions(
+                    query.text,
+                    cwd=query.cwd,
+                    sessions=SessionFilter(),
+                    events=EventFilter(),
+                    cursor=cursor,
+                    page_size=page_size,
+                    signal=signal,
+                )
+                signal.close()
+                pages += 1
+                collected += len(page.hits)
+                cursor = page.next_cursor
+                if cursor is None or collected >= results:
+                    break
+            samples.append(time.perf_counter() - t0)
+    finally:
+        await store.close()
+    return {"page_size": page_size, "pages": pages, "latency_ms": asdict(Latency.of(samples))}
+
+
 async def run(
     config: corpus.CorpusConfig,
     *,
@@ -158,6 +198,7 @@ async def run(
     page_size: int = DEFAULT_PAGE_SIZE,
     db: Path | None = None,
     work_dir: Path | None = None,
+    follow_pages: int | None = None,
 ) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="sq-bench-store-", dir=work_dir) as tmp:
         path = db or Path(tmp) / "index.sqlite"
@@ -165,6 +206,8 @@ async def run(
         size = db_size_bytes(path)
         sample = floors.sample_queries(config, queries)
         m = await measure(path, sample, rounds=rounds, page_size=page_size)
+        if follow_pages:
+            m["paged"] = await measure_paging(path, sample, page_size=follow_pages)
     provider, raw = m["provider_ms"], m["raw_ms"]
     checks = [
         Check("search p50 (provider vs raw)", provider["p50"], raw["p50"], "ms", "max", TARGET),
@@ -190,13 +233,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--page-size", type=int, default=DEFAULT_PAGE_SIZE)
     parser.add_argument("--db", type=Path, help="index file to build once and reuse")
+    parser.add_argument(
+        "--follow-pages",
+        type=int,
+        metavar="N",
+        help="also time collecting 100 results in provider pages of N, as the tool does",
+    )
     args = parser.parse_args(argv)
     config = corpus.config_from_args(args)
     result = asyncio.run(
-        run(config, queries=args.queries, rounds=args.rounds, page_size=args.page_size, db=args.db)
+        run(
+            config,
+            queries=args.queries,
+            rounds=args.rounds,
+            page_size=args.page_size,
+            db=args.db,
+            follow_pages=args.follow_pages,
+        )
     )
     m = result["measurements"]
-    info = {
+    info: dict[str, Any] = {
         "events": m["events"],
         "index build events/s (writer)": m["build_events_per_s"] or "reused",
         "DB MiB per million events": m["db_mib_per_million_events"],
@@ -204,6 +260,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         "provider hits / raw rows": f"{m['provider_hits']} / {m['raw_rows']}",
         "queries found by one side only": len(m["disagreements"]),
     }
+    if "paged" in m:
+        paged = m["paged"]
+        info[f"100 results in pages of {paged['page_size']}: p50 / p99 ms"] = (
+            f"{paged['latency_ms']['p50']:.1f} / {paged['latency_ms']['p99']:.1f}"
+            f" ({paged['pages']} pages)"
+        )
     title = f"store: {config.sessions} sessions x {config.events} events"
     print(format_table(title, checks_of(result), info))
     print(f"\nresult: {write_result(result)}")

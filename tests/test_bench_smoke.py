@@ -166,13 +166,14 @@ async def test_store_bench_end_to_end(tmp_path: Path) -> None:
     from bench import store
 
     db = tmp_path / "kept.sqlite"
-    result = await store.run(TINY, queries=10, rounds=2, db=db, work_dir=tmp_path)
+    result = await store.run(TINY, queries=10, rounds=2, db=db, work_dir=tmp_path, follow_pages=2)
     _assert_result_shape(result, "store")
     m = result["measurements"]
     assert m["events"] == TINY.total_events
     assert m["provider_ms"]["n"] == m["raw_ms"]["n"] == 20
     assert m["db_mib_per_million_events"] > 0
     assert m["disagreements"] == []  # provider and floor find the same queries
+    assert m["paged"]["pages"] >= 10 and m["paged"]["latency_ms"]["n"] == 10
     assert len(result["checks"]) == 2
     # A second run reuses the kept index instead of rebuilding it.
     again = await store.run(TINY, queries=5, rounds=1, db=db, work_dir=tmp_path)
