@@ -50,7 +50,7 @@ def nats_endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NatsEndp
     except EmbeddedServerError:
         if not _docker_answers():
             raise
-        from testcontainers.nats import NatsContainer  # type: ignore[import-untyped]
+        from testcontainers.nats import NatsContainer
 
         with NatsContainer(command="-js") as container:
             yield NatsEndpoint(url=container.nats_uri())

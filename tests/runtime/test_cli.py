@@ -20,10 +20,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import nats
 import orjson
 import pytest
 import structlog
+from nats.aio.client import Client as NATS
 
 from contracts.client import SessionQueryClient
 from contracts.envelope import AgentIdentity, Execution
@@ -273,7 +273,7 @@ def test_serve_config_flags_win_over_env(monkeypatch: pytest.MonkeyPatch) -> Non
 
 
 async def test_publishing_the_sample_corpus_twice_adds_nothing(
-    nc: nats.aio.client.Client, subjects: Subjects
+    nc: NATS, subjects: Subjects
 ) -> None:
     from worker.runtime.sample_corpus import sample_events
     from worker.runtime.serve import publish_sample_corpus

@@ -175,7 +175,7 @@ SYNTAX = st.sampled_from(
      "a", "b", "é", "_", "/", ".", "\u0301", "ws", "body", "NEAR(", "''", "\\"]
 )  # fmt: skip
 ANY_TEXT = st.one_of(
-    st.text(alphabet=st.characters(exclude_categories=("Cs",)), max_size=60),
+    st.text(alphabet=st.characters(codec="utf-8"), max_size=60),
     st.lists(SYNTAX, max_size=25).map("".join),
     st.lists(SYNTAX, max_size=12).map(" ".join),
 )
@@ -209,7 +209,7 @@ WORD = st.text(
     max_size=8,
 )
 PLAIN_TEXT = st.text(
-    alphabet=st.characters(exclude_categories=("Cs",), exclude_characters='"-'), max_size=60
+    alphabet=st.characters(codec="utf-8", exclude_characters='"-'), max_size=60
 ).filter(lambda t: "OR" not in t.split())
 
 
