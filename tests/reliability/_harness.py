@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, TypeVar
 
+import nats.errors
 import orjson
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
@@ -288,12 +289,25 @@ class EventFeed:
 
 async def stream_contents(nc: NATS, subjects: Subjects) -> list[tuple[str, int, str]]:
     """What the events stream holds, read back through a temporary consumer."""
+    for attempt in range(5):
+        try:
+            return await _read_stream(nc, subjects)
+        except nats.errors.TimeoutError:
+            # A cluster that just lost a node can be slow to create the consumer; this is
+            # the test reading its evidence, so it may ask again.
+            if attempt == 4:
+                raise
+            await asyncio.sleep(1.0)
+    raise AssertionError("unreachable")
+
+
+async def _read_stream(nc: NATS, subjects: Subjects) -> list[tuple[str, int, str]]:
     js = nc.jetstream()
     total = (await js.stream_info(subjects.events_stream)).state.messages
     psub = await js.pull_subscribe(
         subjects.events_wildcard,
         stream=subjects.events_stream,
-        config=ConsumerConfig(ack_policy=AckPolicy.NONE, mem_storage=True),
+        config=ConsumerConfig(ack_policy=AckPolicy.NONE, mem_storage=True, num_replicas=1),
     )
     held: list[tuple[str, int, str]] = []
     try:
