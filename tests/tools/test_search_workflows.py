@@ -49,8 +49,9 @@ async def test_internal_paging_follows_cursors_and_deduplicates() -> None:
     assert "Found 4 sessions" in text
     assert text.count("s-2 ") == 1
     assert "Showing the first" not in text
-    # The model-facing page size is never the provider's concern of the model.
-    assert {c.args["page_size"] for c in service.calls_of("search_sessions")} == {25}
+    # The model-facing page size is never the provider's concern of the model; the
+    # provider gets ToolConfig.provider_page_size (100 by default).
+    assert {c.args["page_size"] for c in service.calls_of("search_sessions")} == {100}
 
 
 async def test_internal_paging_page_size_is_bounded_by_service_limits() -> None:

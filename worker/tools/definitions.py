@@ -39,8 +39,10 @@ class ToolConfig:
     # so one runtime that sends a step the index never reaches cannot hold a search lane
     # for the whole search deadline.
     catch_up_timeout_ms: int = 5_000
-    # Internal provider page size; the model never sees it.
-    provider_page_size: int = 25
+    # Internal provider page size; the model never sees it. Equal to the default
+    # max_search_results, so a search is one provider query (every page re-scores every
+    # match); pages are still followed when the cap is set higher.
+    provider_page_size: int = 100
 
 
 @dataclass(frozen=True, slots=True)
