@@ -1,5 +1,8 @@
 """Title enrichment: one-scan bounded batching, projection before dequeue, queued-work
-suppression, started-worker quiescence, per-header validation and title fallbacks."""
+suppression, started-worker quiescence, per-header validation and title fallbacks.
+
+The unique ids are read in at most ``persisted_inspect_concurrency`` chunks, one
+observation each; a chunk whose read fails is retried one id at a time."""
 
 from __future__ import annotations
 
@@ -68,18 +71,22 @@ async def test_one_scan_bounded_title_batching() -> None:
         config=ToolConfig(persisted_inspect_concurrency=3),
     )
     calls = title_calls(service)
-    assert all(len(ids) == 1 for ids in calls)
-    assert sorted(ids[0] for ids in calls) == sorted(HITS)  # parents are hits: no re-read
+    assert len(calls) == 3  # one observation per chunk, at most the concurrency
+    read = [sid for ids in calls for sid in ids]
+    assert sorted(read) == sorted(HITS)  # each once; parents are hits: no re-read
     assert peak == 3
     assert '"Title of s-7"' in text
 
 
 async def test_projection_before_dequeue() -> None:
+    # One worker, its chunk read fails: it dequeues the ids one by one.
     service = search_service()
     released: list[bool] = []
     previous: list[weakref.ref[Observations]] = []
 
     async def read_titles(*, session_ids: list[str], signal: ExecutionSignal) -> Any:
+        if len(session_ids) > 1:
+            raise RuntimeError("chunk read failed")
         if previous:
             gc.collect()
             released.append(previous[-1]() is None)
@@ -91,12 +98,13 @@ async def test_projection_before_dequeue() -> None:
         return result
 
     service.overrides["read_titles"] = read_titles
-    await run_tool(
+    text = await run_tool(
         service,
         "session_search",
         {"query": "x"},
         config=ToolConfig(persisted_inspect_concurrency=1),
     )
+    assert '"Title of s-7"' in text
     assert len(released) == len(HITS) - 1
     assert all(released), "a worker kept a full observation while reading the next id"
 
@@ -137,19 +145,60 @@ async def test_queued_work_suppression_and_started_worker_quiescence() -> None:
     assert len(started) == 2 and sorted(settled) == sorted(started)  # no queued id started
 
 
+async def test_queued_work_suppression_in_per_id_retries() -> None:
+    # Both chunk reads fail, so each worker queues its ids one by one: after the cancel,
+    # none of the queued ids starts, and the two started reads settle first.
+    service = search_service()
+    started: list[str] = []
+    settled: list[str] = []
+    two_started, release = asyncio.Event(), asyncio.Event()
+
+    async def read_titles(*, session_ids: list[str], signal: ExecutionSignal) -> Any:
+        if len(session_ids) > 1:
+            raise RuntimeError("chunk read failed")
+        if session_ids != [CALLER]:
+            started.append(session_ids[0])
+            if len(started) == 2:
+                two_started.set()
+            await release.wait()
+            settled.append(session_ids[0])
+        return await service._default_read_titles(session_ids=session_ids, signal=signal)
+
+    service.overrides["read_titles"] = read_titles
+    signal = ExecutionSignal()
+    task = asyncio.create_task(
+        tool_error(
+            service,
+            "session_search",
+            {"query": "x"},
+            signal=signal,
+            config=ToolConfig(persisted_inspect_concurrency=2),
+        )
+    )
+    await two_started.wait()
+    signal.cancel("user interrupted")
+    await settle()
+    assert not task.done(), "the execution failed before started title reads settled"
+    release.set()
+    error = await task
+    assert (error.code, error.message) == (ErrorCode.CANCELLED, "user interrupted")
+    assert len(started) == 2 and sorted(settled) == sorted(started)  # no queued id started
+
+
 async def test_title_fallbacks_failure_and_missing_title_keep_the_result() -> None:
     service = search_service()
     service.titles["s-3"] = None
     logger = RecordingLogger()
 
     async def read_titles(*, session_ids: list[str], signal: ExecutionSignal) -> Any:
-        if session_ids == ["s-5"]:
+        # A read that includes s-5 or s-6 fails (the chunk, then that id alone); s-7's
+        # observation is missing from every read.
+        if "s-5" in session_ids:
             raise BadStr()
-        if session_ids == ["s-6"]:
+        if "s-6" in session_ids:
             raise RuntimeError("disk I/O error at /var/lib/secret")
-        if session_ids == ["s-7"]:
-            return {}
-        return await service._default_read_titles(session_ids=session_ids, signal=signal)
+        found = await service._default_read_titles(session_ids=session_ids, signal=signal)
+        return {sid: obs for sid, obs in found.items() if sid != "s-7"}
 
     service.overrides["read_titles"] = read_titles
     text = await run_tool(service, "session_search", {"query": "x"}, logger=logger)
@@ -159,16 +208,19 @@ async def test_title_fallbacks_failure_and_missing_title_keep_the_result() -> No
     for sid in ("s-5", "s-6", "s-7"):
         assert "(title unavailable)" in lines[sid]
     assert "secret" not in text
-    assert len(logger.events) == 2  # both failures logged through the sanitizer
+    # Every failure logged through the sanitizer: the two failed chunks (s-3..s-5 and
+    # s-6..s-7 of four chunks) and the two ids that failed alone when retried.
+    assert len(logger.events) == 4
 
 
 async def test_per_header_validation_title_of_a_moved_session_fails_closed() -> None:
     service = search_service()
 
     async def read_titles(*, session_ids: list[str], signal: ExecutionSignal) -> Any:
-        if session_ids == ["s-4"]:
-            return {"s-4": TitleObservation(header=header("s-4", OTHER_CWD), title="moved")}
-        return await service._default_read_titles(session_ids=session_ids, signal=signal)
+        found = dict(await service._default_read_titles(session_ids=session_ids, signal=signal))
+        if "s-4" in session_ids:
+            found["s-4"] = TitleObservation(header=header("s-4", OTHER_CWD), title="moved")
+        return found
 
     service.overrides["read_titles"] = read_titles
     error = await tool_error(service, "session_search", {"query": "x"})

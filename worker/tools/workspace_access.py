@@ -17,7 +17,13 @@ from typing import Final
 from contracts.envelope import Execution
 from contracts.errors import ErrorCode
 from worker.signals import ExecutionSignal
-from worker.store import Lineage, LineageNode, SessionHeader, SessionQueryService
+from worker.store import (
+    Lineage,
+    LineageNode,
+    SessionHeader,
+    SessionQueryService,
+    TitleObservation,
+)
 from worker.tools.definitions import ToolError
 from worker.tools.service_boundary import ServiceBoundary, raise_if_aborted
 
@@ -209,30 +215,48 @@ async def fetch_titles(
 ) -> dict[str, TitleInfo]:
     """Titles for every unique id, each read once, by at most ``concurrency`` workers.
 
-    Each worker projects its observation to a ``TitleInfo`` before dequeuing the next id.
+    The unique ids are split into at most ``concurrency`` chunks, each read as one
+    observation (a provider call per id cost a thread hop each). A chunk whose read fails
+    falls back to one read per id, so a failure stays isolated to the id that causes it.
+    Each worker projects its observation to ``TitleInfo`` values before dequeuing more work.
     A failed or missing title becomes ``UNAVAILABLE``; an id in ``expect_visible`` whose
     observation is outside the workspace raises ``TitleMismatch``. Once the signal fires
-    (or a worker fails closed) no queued id is started, and every started read settles
+    (or a worker fails closed) no queued read is started, and every started read settles
     before this returns or raises.
     """
-    queue = deque(dict.fromkeys(session_ids))
+    unique = list(dict.fromkeys(session_ids))
+    workers_count = max(1, min(concurrency, len(unique)))
+    queue = deque(_chunks(unique, workers_count))
     results: dict[str, TitleInfo] = {}
     stop = False
 
+    def keep(session_id: str, info: TitleInfo) -> None:
+        if session_id in expect_visible and info.visible is False:
+            raise TitleMismatch(session_id)
+        results[session_id] = info
+
     async def worker() -> None:
         nonlocal stop
-        while queue and not stop and not signal.aborted:
-            session_id = queue.popleft()
-            try:
-                info = await _read_title(service, boundary, caller, session_id, signal)
-                if session_id in expect_visible and info.visible is False:
-                    raise TitleMismatch(session_id)
-            except BaseException:
-                stop = True
-                raise
-            results[session_id] = info
+        try:
+            while queue and not stop and not signal.aborted:
+                chunk = queue.popleft()
+                infos = await _read_chunk(service, boundary, caller, chunk, signal)
+                if infos is not None:
+                    for session_id in chunk:
+                        keep(session_id, infos[session_id])
+                    del infos  # projected values only are kept
+                    continue
+                for session_id in chunk:  # the chunk failed: isolate the failure per id
+                    if stop or signal.aborted:
+                        break
+                    keep(
+                        session_id, await _read_title(service, boundary, caller, session_id, signal)
+                    )
+        except BaseException:
+            stop = True
+            raise
 
-    workers = [asyncio.create_task(worker()) for _ in range(max(1, min(concurrency, len(queue))))]
+    workers = [asyncio.create_task(worker()) for _ in range(workers_count)]
     try:
         outcomes = await asyncio.gather(*workers, return_exceptions=True)
     except asyncio.CancelledError:
@@ -249,6 +273,59 @@ async def fetch_titles(
     return results
 
 
+def _chunks(ids: list[str], count: int) -> list[list[str]]:
+    """``ids`` in ``count`` contiguous chunks of near-equal size (none empty)."""
+    size, extra = divmod(len(ids), count)
+    chunks: list[list[str]] = []
+    start = 0
+    for index in range(count):
+        end = start + size + (1 if index < extra else 0)
+        if end > start:
+            chunks.append(ids[start:end])
+        start = end
+    return chunks
+
+
+async def _read_chunk(
+    service: SessionQueryService,
+    boundary: ServiceBoundary,
+    caller: Caller,
+    chunk: list[str],
+    signal: ExecutionSignal,
+) -> dict[str, TitleInfo] | None:
+    """One observation of a chunk, projected per id; None when the read itself failed."""
+    if len(chunk) == 1:
+        return {chunk[0]: await _read_title(service, boundary, caller, chunk[0], signal)}
+    try:
+        observed = await boundary.call(
+            "read_titles", signal, lambda: service.read_titles(list(chunk), signal=signal)
+        )
+        return {sid: _project(boundary, caller, sid, observed.get(sid)) for sid in chunk}
+    except ToolError as exc:
+        if exc.code in (ErrorCode.CANCELLED, ErrorCode.TIMEOUT):
+            raise
+        return None  # already logged by the boundary; retried per id
+    except Exception as exc:
+        # A malformed observation (not a mapping): retried per id, where it is contained.
+        boundary.log_failure("read_titles", exc)
+        return None
+
+
+def _project(
+    boundary: ServiceBoundary,
+    caller: Caller,
+    session_id: str,
+    observation: TitleObservation | None,
+) -> TitleInfo:
+    if observation is None or observation.header.session_id != session_id:
+        return UNAVAILABLE
+    title = observation.title
+    if title is not None and not isinstance(title, str):
+        boundary.log_failure("read_titles", TypeError("malformed title"))
+        title = None
+    return TitleInfo(title=title, visible=is_authorized(caller, observation.header))
+
+
 async def _read_title(
     service: SessionQueryService,
     boundary: ServiceBoundary,
@@ -260,14 +337,7 @@ async def _read_title(
         observed = await boundary.call(
             "read_titles", signal, lambda: service.read_titles([session_id], signal=signal)
         )
-        observation = observed.get(session_id)
-        if observation is None or observation.header.session_id != session_id:
-            return UNAVAILABLE
-        title = observation.title
-        if title is not None and not isinstance(title, str):
-            boundary.log_failure("read_titles", TypeError("malformed title"))
-            title = None
-        return TitleInfo(title=title, visible=is_authorized(caller, observation.header))
+        return _project(boundary, caller, session_id, observed.get(session_id))
     except ToolError as exc:
         if exc.code in (ErrorCode.CANCELLED, ErrorCode.TIMEOUT):
             raise
