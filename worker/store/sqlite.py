@@ -2,9 +2,12 @@
 
 Every operation takes one reader from the pool (waiting is the backpressure) and runs as ONE
 read transaction on it, returning the session header read in that same transaction with
-every payload. The whole transaction runs in a single hop to a reader thread: a hop per
-statement (aiosqlite's model) measured ~0.2 ms each on a loaded 2-core machine, five per
-search, which alone put the provider at ~2x a raw FTS5 query on a mid-sized index.
+every payload. Searches and lineage (whose cost grows with the corpus or a chain) run the
+whole transaction in a single hop to a reader thread: a hop per statement (aiosqlite's
+model) measured ~0.2 ms each on a loaded 2-core machine, five per search, which alone put
+the provider at ~2x a raw FTS5 query on a mid-sized index. Lookups by key whose size is
+bounded (headers and titles, an event window, an event's relations, a session's latest
+seq) run on the event loop's thread instead, where they cost less than the hop would.
 
 Cancellation: the signal is checked before taking a reader and before each statement; when
 it fires mid-transaction, the running statement is interrupted (``sqlite3_interrupt``,
@@ -168,7 +171,7 @@ class SqliteSessionStore:
         def work(tx: _Tx) -> Generation:
             return _generation(tx)
 
-        return await self._read(signal, work)
+        return await self._read_now(signal, work)
 
     async def latest_seq_of_type(
         self, session_id: str, event_type: str, *, signal: ExecutionSignal
@@ -181,7 +184,7 @@ class SqliteSessionStore:
             value = rows[0][0]
             return int(value) if value is not None else None
 
-        return await self._read(signal, work)
+        return await self._read_now(signal, work)
 
     async def read_titles(
         self, session_ids: Sequence[str], *, signal: ExecutionSignal
@@ -203,7 +206,7 @@ class SqliteSessionStore:
                 found[header.session_id] = TitleObservation(header, row[_HEADER_WIDTH])
             return found
 
-        return await self._read(signal, work)
+        return await self._read_now(signal, work)
 
     async def read_event(
         self,
@@ -236,7 +239,7 @@ class SqliteSessionStore:
                 after=tuple(ev for ev in events if ev.summary.seq > seq),
             )
 
-        return await self._read(signal, work)
+        return await self._read_now(signal, work)
 
     async def wait_for_seq(self, session_id: str, seq: int, *, signal: ExecutionSignal) -> None:
         def work(tx: _Tx) -> int:
@@ -247,7 +250,7 @@ class SqliteSessionStore:
             signal.raise_if_aborted()
             # Taken before the read, so a commit between the read and the wait still wakes.
             committed = self._committed
-            if await self._read(signal, work) >= seq:
+            if await self._read_now(signal, work) >= seq:
                 return
             aborted = asyncio.ensure_future(signal.wait())
             woken = asyncio.ensure_future(committed.wait())
@@ -353,7 +356,7 @@ class SqliteSessionStore:
                 cited_by=cited_by,
             )
 
-        return await self._read(signal, work)
+        return await self._read_now(signal, work)
 
     @staticmethod
     def _replacements(
@@ -564,6 +567,24 @@ class SqliteSessionStore:
 
     # -- transactions ------------------------------------------------------------------
 
+    async def _read_now(self, signal: ExecutionSignal, work: Callable[[_Tx], T]) -> T:
+        """Run a short, index-bounded ``work`` as one read transaction on the event loop's
+        own thread. For a lookup by key a hop to a reader thread costs several times the
+        read itself: the executor round trip, plus GIL hand-offs between the reader and the
+        loop that, with a few readers busy, delayed every socket write of the loop (~1 ms
+        each measured under 64 reads in flight). Nothing awaits inside, so the signal
+        cannot fire mid-transaction; it is checked before, while a reader is awaited."""
+        async with self._reader(signal) as conn:
+            signal.raise_if_aborted()
+            try:
+                return _transaction(conn, work, _NEVER_STOPPED)
+            except sqlite3.Error as exc:
+                _rollback(conn)
+                raise StoreError(f"index read failed: {exc}") from exc
+            except BaseException:
+                _rollback(conn)
+                raise
+
     async def _read(self, signal: ExecutionSignal, work: Callable[[_Tx], T]) -> T:
         """Run ``work`` as one read transaction on a reader, bounded by ``signal``."""
         async with self._reader(signal) as conn:
@@ -647,6 +668,10 @@ class SqliteSessionStore:
 
 class _Stopped(Exception):
     """The signal fired between statements: the transaction starts nothing more."""
+
+
+# The stop flag of a transaction run on the loop's thread: nothing can set it meanwhile.
+_NEVER_STOPPED: Final = threading.Event()
 
 
 class _Tx:
