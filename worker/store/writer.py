@@ -65,6 +65,10 @@ ON CONFLICT (session_id) DO UPDATE SET
     updated_ms = excluded.updated_ms, last_seq = excluded.last_seq,
     event_count = excluded.event_count
 """
+_INSERT_FTS: Final = (
+    "INSERT INTO events_fts (rowid, ws, body) SELECT id, ws, body FROM events"
+    " WHERE id BETWEEN ? AND ?"
+)
 _INSERT_EVENT: Final = """
 INSERT INTO events (id, session_id, seq, event_id, type, surface, time_ms, stream_seq,
                     ws, body, raw_json)
@@ -104,11 +108,25 @@ class _Session:
 
 @dataclass(slots=True)  # not frozen: built once per event, and a frozen __init__ is slower
 class _Parsed:
+    """What the write needs of one checked event, flat: the pydantic model and its payload
+    tree are dropped at once instead of surviving until the commit, where the cyclic GC
+    would walk them (measured a large share of the preparation time)."""
+
     item: IngestItem
-    event: SessionEvent
+    session_id: str
+    seq: int
+    event_id: str
+    type: str
+    surface: str
+    time_ms: int
     raw_json: str
     body: str  # searchable text
-    time_ms: int
+    replaces: tuple[int, ...]
+    cites: tuple[tuple[str, int], ...]
+    # Header fields carried by the payload (shapes checked by parse_event).
+    cwd: str | None = None  # session/start
+    parent_session_id: str | None = None  # session/start
+    title: str | None = None  # session/title
 
 
 @dataclass(frozen=True, slots=True)
@@ -246,14 +264,11 @@ class SqliteIndexWriter(SessionIndexWriter):
         stored_seq = self._meta("stream_seq")
         fresh = [p for p in parsed if _stream_seq(p) > stored_seq]
         skipped = len(parsed) - len(fresh)
-        sessions = self._load_sessions(
-            {p.event.session_id for p in fresh if isinstance(p, _Parsed)}
-        )
+        sessions = self._load_sessions({p.session_id for p in fresh if isinstance(p, _Parsed)})
         row = conn.execute("SELECT coalesce(max(id), 0) FROM events").fetchone()
         next_id = int(row[0]) + 1 if row else 1
 
         events: list[tuple[Any, ...]] = []
-        fts: list[tuple[int, str, str]] = []
         replacements: list[tuple[str, int, int]] = []
         citations: list[tuple[str, int, str, int]] = []
         touched: dict[str, _Session] = {}
@@ -263,43 +278,48 @@ class SqliteIndexWriter(SessionIndexWriter):
             if isinstance(p, Rejected):
                 rejected.append(p)
                 continue
-            ev = p.event
-            session = sessions.get(ev.session_id)
-            if session is not None and ev.seq <= session.last_seq:
+            sid = p.session_id
+            session = sessions.get(sid)
+            if session is not None and p.seq <= session.last_seq:
                 duplicates += 1
                 continue
-            outcome = self._fold(session, ev, p.time_ms)
+            outcome = self._fold(session, p)
             if isinstance(outcome, str):
                 rejected.append(_reject(p.item, outcome))
                 continue
             session = outcome
-            sessions[ev.session_id] = session
-            touched[ev.session_id] = session
-            body = p.body
-            row_id = next_id
-            next_id += 1
+            sessions[sid] = session
+            touched[sid] = session
             events.append(
                 (
-                    row_id,
-                    ev.session_id,
-                    ev.seq,
-                    ev.event_id,
-                    ev.type,
-                    ev.surface.value,
+                    next_id,
+                    sid,
+                    p.seq,
+                    p.event_id,
+                    p.type,
+                    p.surface,
                     p.time_ms,
                     p.item.stream_seq,
                     session.ws,
-                    body,
+                    p.body,
                     p.raw_json,
                 )
             )
-            fts.append((row_id, session.ws, body))
-            replacements.extend((ev.session_id, ev.seq, pos) for pos in set(ev.replaces))
-            citations.extend((ev.session_id, ev.seq, c.session_id, c.seq) for c in ev.cites)
+            next_id += 1
+            if p.replaces:
+                replacements.extend((sid, p.seq, pos) for pos in p.replaces)
+            if p.cites:
+                citations.extend((sid, p.seq, c_sid, c_seq) for c_sid, c_seq in p.cites)
 
         if events:
             conn.executemany(_INSERT_EVENT, events)
-            conn.executemany("INSERT INTO events_fts (rowid, ws, body) VALUES (?, ?, ?)", fts)
+            # One statement for the batch's FTS rows (the rows just inserted, ids contiguous):
+            # SQLite tokenizes them all in one call that releases the GIL once, instead of a
+            # GIL hand-off per row that stalls behind the event loop's Python work.
+            conn.executemany(
+                "INSERT INTO events_fts (rowid, ws, body) VALUES (?, ?, ?)",
+                [(e[0], e[8], e[9]) for e in events],
+            )
         if replacements:
             conn.executemany(
                 "INSERT OR IGNORE INTO replacements (session_id, seq, replaced_seq)"
@@ -333,15 +353,29 @@ class SqliteIndexWriter(SessionIndexWriter):
             return _reject(
                 item, f"subject {item.subject} does not match session_id {event.session_id}"
             )
-        return _Parsed(
-            item=item,
-            event=event,
-            raw_json=text,
-            body=searchable_text(_indexed_payload(event), self._text_cap_bytes),
-            time_ms=event.time_ms,
+        payload = event.payload
+        kind = event.type
+        parsed = _Parsed(
+            item,
+            event.session_id,
+            event.seq,
+            event.event_id,
+            kind,
+            event.surface.value,
+            event.time_ms,
+            text,
+            searchable_text(_indexed_payload(event), self._text_cap_bytes),
+            tuple(dict.fromkeys(event.replaces)) if event.replaces else (),
+            tuple((c.session_id, c.seq) for c in event.cites) if event.cites else (),
         )
+        if kind == "session/start":
+            parsed.cwd = payload.get("cwd")
+            parsed.parent_session_id = payload.get("parent_session_id")
+        elif kind == "session/title":
+            parsed.title = payload.get("title")
+        return parsed
 
-    def _fold(self, session: _Session | None, ev: SessionEvent, time_ms: int) -> _Session | str:
+    def _fold(self, session: _Session | None, ev: _Parsed) -> _Session | str:
         """The session's header with ``ev`` folded in, or why ``ev`` is refused."""
         sid = ev.session_id
         if session is None:
@@ -349,18 +383,16 @@ class SqliteIndexWriter(SessionIndexWriter):
                 return f"unknown session {sid}: seq {ev.seq} ({ev.type}) before its session/start"
             if ev.seq != 1:
                 return f"session/start at seq {ev.seq} in session {sid}: it must be seq 1"
-            # Shapes were checked by parse_event.
-            cwd = ev.payload.get("cwd")
-            parent = ev.payload.get("parent_session_id")
+            cwd = ev.cwd
             return _Session(
                 session_id=sid,
                 cwd=cwd,
                 ws=schema.workspace_token(cwd),
-                parent_session_id=parent,
+                parent_session_id=ev.parent_session_id,
                 title=None,
                 availability="live",
-                created_ms=time_ms,
-                updated_ms=time_ms,
+                created_ms=ev.time_ms,
+                updated_ms=ev.time_ms,
                 last_seq=1,
                 event_count=1,
             )
@@ -375,11 +407,11 @@ class SqliteIndexWriter(SessionIndexWriter):
             return f"session/start at seq {ev.seq} in session {sid}: it must be seq 1"
         # Every check passed: fold in place (the object is batch-local).
         if ev.type == "session/title":
-            session.title = ev.payload.get("title")
+            session.title = ev.title
         elif ev.type == "session/end":
             session.availability = "persisted"
-        if session.updated_ms is None or time_ms > session.updated_ms:
-            session.updated_ms = time_ms
+        if session.updated_ms is None or ev.time_ms > session.updated_ms:
+            session.updated_ms = ev.time_ms
         session.last_seq = ev.seq
         session.event_count += 1
         return session
