@@ -316,10 +316,7 @@ class SqliteIndexWriter(SessionIndexWriter):
             # One statement for the batch's FTS rows (the rows just inserted, ids contiguous):
             # SQLite tokenizes them all in one call that releases the GIL once, instead of a
             # GIL hand-off per row that stalls behind the event loop's Python work.
-            conn.executemany(
-                "INSERT INTO events_fts (rowid, ws, body) VALUES (?, ?, ?)",
-                [(e[0], e[8], e[9]) for e in events],
-            )
+            conn.execute(_INSERT_FTS, (events[0][0], events[-1][0]))
         if replacements:
             conn.executemany(
                 "INSERT OR IGNORE INTO replacements (session_id, seq, replaced_seq)"
