@@ -256,6 +256,17 @@ async def fetch_titles(
             stop = True
             raise
 
+    if workers_count == 1:
+        # One worker needs no task of its own: awaited here, it settles before we return.
+        failure: Exception | None = None
+        try:
+            await worker()
+        except Exception as exc:
+            failure = exc
+        raise_if_aborted(signal)
+        if failure is not None:
+            raise failure
+        return results
     workers = [asyncio.create_task(worker()) for _ in range(workers_count)]
     try:
         outcomes = await asyncio.gather(*workers, return_exceptions=True)
