@@ -234,7 +234,8 @@ async def test_changed_observation_rejection(tool: str, arguments: dict[str, Any
     missing = await tool_error(serving_target(FakeService.with_caller()), tool, arguments)
     assert outcome(error) == outcome(missing)
     # The payload was never rendered: titles were not even fetched after the bad read.
-    assert len(swapped.calls_of("read_titles")) == 2  # caller identity + preflight
+    # Caller identity and preflight are one observation; nothing was read after it.
+    assert [c.args["session_ids"] for c in swapped.calls_of("read_titles")] == [[CALLER, TARGET]]
 
 
 async def test_changed_observation_rejection_on_a_later_search_page() -> None:

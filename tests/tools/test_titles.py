@@ -236,7 +236,7 @@ async def test_per_header_validation_direct_tool_title_mismatch_is_not_found() -
         nonlocal reads
         if session_ids == ["s-t"]:
             reads += 1
-            if reads == 2:  # the title read, after the preflight
+            if reads == 1:  # the title read (the preflight reads s-t with the caller)
                 return {"s-t": TitleObservation(header=header("s-t", OTHER_CWD), title="x")}
         return await service._default_read_titles(session_ids=session_ids, signal=signal)
 

@@ -60,6 +60,7 @@ from worker.tools.workspace_access import (
     preflight,
     project_lineage,
     resolve_caller,
+    resolve_caller_and_target,
 )
 
 # A bound on provider round trips per search, beside the count cap and the deadline, so a
@@ -146,6 +147,20 @@ class Operations:
     config: ToolConfig
 
     # --- searches ---
+
+    async def _caller_and_target(
+        self, execution: Execution, signal: ExecutionSignal, requested_id: str | None
+    ) -> tuple[Caller, str]:
+        """The caller and the authorized direct target, in one provider call."""
+        caller, target, _ = await resolve_caller_and_target(
+            self.service,
+            self.boundary,
+            execution,
+            signal,
+            requested_id,
+            catch_up_timeout_ms=self.config.catch_up_timeout_ms,
+        )
+        return caller, target
 
     async def _caller(self, execution: Execution, signal: ExecutionSignal) -> Caller:
         return await resolve_caller(
@@ -297,11 +312,8 @@ class Operations:
         signal: ExecutionSignal,
     ) -> str:
         service, boundary = self.service, self.boundary
-        caller = await self._caller(execution, signal)
-        target = args.session_id or caller.session_id
+        caller, target = await self._caller_and_target(execution, signal, args.session_id)
         own = target == caller.session_id
-        if not own:
-            await preflight(service, boundary, caller, target, signal)
         events = args_input.event_filter(
             event_types=args.event_types,
             event_surfaces=args.event_surfaces,
@@ -382,9 +394,7 @@ class Operations:
             "session_trace", args_input.SessionTraceArguments, arguments
         )
         service, boundary = self.service, self.boundary
-        caller = await self._caller(execution, signal)
-        target = args.session_id or caller.session_id
-        await preflight(service, boundary, caller, target, signal)
+        caller, target = await self._caller_and_target(execution, signal, args.session_id)
         lineage = await boundary.call(
             "lineage", signal, lambda: service.lineage(target, signal=signal)
         )
@@ -401,9 +411,7 @@ class Operations:
             "session_event_trace", args_input.SessionEventTraceArguments, arguments
         )
         service, boundary = self.service, self.boundary
-        caller = await self._caller(execution, signal)
-        target = args.session_id or caller.session_id
-        await preflight(service, boundary, caller, target, signal)
+        caller, target = await self._caller_and_target(execution, signal, args.session_id)
         relations = await boundary.call(
             "event_relations",
             signal,
@@ -452,9 +460,7 @@ class Operations:
                     f"{window_limit} (the event window limit).",
                 )
         service, boundary = self.service, self.boundary
-        caller = await self._caller(execution, signal)
-        target = args.session_id or caller.session_id
-        await preflight(service, boundary, caller, target, signal)
+        caller, target = await self._caller_and_target(execution, signal, args.session_id)
         window = await boundary.call(
             "read_event",
             signal,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Final
 
@@ -77,6 +77,47 @@ async def resolve_caller(
     *,
     catch_up_timeout_ms: int | None = None,
 ) -> Caller:
+    session_id = await _identity(service, boundary, execution, signal, catch_up_timeout_ms)
+    observed = await boundary.call(
+        "read_titles", signal, lambda: service.read_titles([session_id], signal=signal)
+    )
+    return _caller_of(session_id, observed)
+
+
+async def resolve_caller_and_target(
+    service: SessionQueryService,
+    boundary: ServiceBoundary,
+    execution: Execution,
+    signal: ExecutionSignal,
+    requested_id: str | None,
+    *,
+    catch_up_timeout_ms: int | None = None,
+) -> tuple[Caller, str, SessionHeader]:
+    """The caller, the direct target (``requested_id``, else the caller's own session) and
+    its authorized header, from ONE observation of both headers: the preflight of a
+    direct tool costs no provider call of its own. The payload read after it is still
+    re-checked against its own header."""
+    session_id = await _identity(service, boundary, execution, signal, catch_up_timeout_ms)
+    target = requested_id or session_id
+    ids = [session_id] if target == session_id else [session_id, target]
+    observed = await boundary.call(
+        "read_titles", signal, lambda: service.read_titles(ids, signal=signal)
+    )
+    caller = _caller_of(session_id, observed)  # an unknown caller fails before the target
+    observation = observed.get(target)
+    header = observation.header if observation is not None else None
+    check_observation(caller, target, header)
+    assert header is not None
+    return caller, target, header
+
+
+async def _identity(
+    service: SessionQueryService,
+    boundary: ServiceBoundary,
+    execution: Execution,
+    signal: ExecutionSignal,
+    catch_up_timeout_ms: int | None,
+) -> str:
     agent = execution.agent
     if agent is None or not agent.session_id:
         raise no_identity()
@@ -85,9 +126,10 @@ async def resolve_caller(
     if step is not None and step - 1 >= 1:
         # Read-your-writes: a session that just started can search itself.
         await _catch_up(service, boundary, session_id, step - 1, signal, catch_up_timeout_ms)
-    observed = await boundary.call(
-        "read_titles", signal, lambda: service.read_titles([session_id], signal=signal)
-    )
+    return session_id
+
+
+def _caller_of(session_id: str, observed: Mapping[str, TitleObservation]) -> Caller:
     observation = observed.get(session_id)
     if observation is None or observation.header.session_id != session_id:
         # Unknown caller: its workspace is unknown, so nothing can be authorized.
