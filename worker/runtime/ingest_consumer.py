@@ -196,7 +196,9 @@ class _Feed:
         self._consumer: str | None = None
         self._dseq = 0  # last consumer sequence handed on
         self._ended: asyncio.Future[str] = asyncio.get_running_loop().create_future()
-        self._last_activity = asyncio.get_running_loop().time()
+        # Messages seen so far: ``watch`` compares it between heartbeat periods to notice
+        # silence (a counter, since reading the clock for every message costs more).
+        self._received = 0
         self._busy = False  # waiting for mailbox room: silence is then expected
 
     async def open(self) -> None:
@@ -220,15 +222,18 @@ class _Feed:
             ),
         )
         self._consumer = info.name
-        self._last_activity = asyncio.get_running_loop().time()
 
     async def watch(self) -> str:
         """Wait until the feed must be replaced; returns why."""
         loop = asyncio.get_running_loop()
         silence = self._owner._idle_heartbeat_s * 3
+        seen, last_activity = self._received, loop.time()
         while not self._ended.done():
             await asyncio.wait({self._ended}, timeout=self._owner._idle_heartbeat_s)
-            if not self._busy and loop.time() - self._last_activity > silence:
+            now = loop.time()
+            if self._busy or self._received != seen:
+                seen, last_activity = self._received, now
+            elif now - last_activity > silence:
                 self._end("no messages or heartbeats from the consumer")
         return self._ended.result()
 
@@ -247,13 +252,16 @@ class _Feed:
                 await self._js.delete_consumer(self._owner._subjects.events_stream, self._consumer)
 
     async def _on_message(self, msg: Msg) -> None:
+        # Runs for every message: kept to the few steps each one needs.
         if self._ended.done():
             return
-        self._last_activity = asyncio.get_running_loop().time()
-        headers = msg.headers
-        if not msg.data and headers and headers.get(Header.STATUS) == "100":
-            await self._on_control(msg, headers)
-            return
+        self._received += 1
+        data = msg.data
+        if not data:
+            headers = msg.headers
+            if headers and headers.get(Header.STATUS) == "100":
+                await self._on_control(msg, headers)
+                return
         sequences = _sequences(msg.reply)
         if sequences is None:
             return  # not a stream message
@@ -265,18 +273,16 @@ class _Feed:
         owner = self._owner
         if stream_seq < owner._next_seq:
             return  # already handed on by an earlier feed
-        item = IngestItem(stream_seq=stream_seq, data=msg.data, subject=msg.subject)
-        mailbox = owner.actor.mailbox
-        if mailbox.full():
+        item = IngestItem(stream_seq, data, msg.subject)
+        try:
+            owner.actor.mailbox.put_nowait(item)
+        except asyncio.QueueFull:
             self._busy = True
             try:
                 # Waiting for room holds back the next flow-control answer: backpressure.
-                await mailbox.put(item)
+                await owner.actor.mailbox.put(item)
             finally:
                 self._busy = False
-                self._last_activity = asyncio.get_running_loop().time()
-        else:
-            mailbox.put_nowait(item)
         owner._next_seq = stream_seq + 1
 
     async def _on_control(self, msg: Msg, headers: dict[str, str]) -> None:
