@@ -607,15 +607,23 @@ class SqliteSessionStore:
         async with self._reader(signal) as conn:
             stop = threading.Event()
             running = self._loop.run_in_executor(self._threads, _transaction, conn, work, stop)
-            aborted = asyncio.ensure_future(signal.wait())
-            pending: set[asyncio.Future[Any]] = {running, aborted}
+            # Woken by whichever comes first, the hop's end or the signal, through plain
+            # callbacks (a task per hop waiting on the signal cost more than a small read).
+            woken: asyncio.Future[None] = self._loop.create_future()
+
+            def wake(_: object) -> None:
+                if not woken.done():
+                    woken.set_result(None)
+
+            running.add_done_callback(wake)
+            remove = signal.on_abort(wake)
             try:
-                await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+                await woken
             except asyncio.CancelledError:
                 await self._abandon(conn, running, stop)
                 raise
             finally:
-                aborted.cancel()
+                remove()
             if not running.done():
                 await self._abandon(conn, running, stop)
             elif signal.aborted or running.exception() is not None:
