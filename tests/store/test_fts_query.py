@@ -203,14 +203,16 @@ def test_text_without_tokens_is_refused(db: sqlite3.Connection, text: str) -> No
             compile_query(text)
 
 
+OPERATORS = frozenset({"OR", "AND"})
 WORD = st.text(
     alphabet=st.characters(categories=("Lu", "Ll", "Lo", "Nd"), max_codepoint=0x2FFF),
     min_size=1,
     max_size=8,
-)
+).filter(lambda w: w not in OPERATORS)
+# Bare upper-case OR and AND are operators, not text.
 PLAIN_TEXT = st.text(
     alphabet=st.characters(codec="utf-8", exclude_characters='"-'), max_size=60
-).filter(lambda t: "OR" not in t.split())
+).filter(lambda t: not OPERATORS.intersection(t.split()))
 
 
 @SETTINGS
