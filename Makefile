@@ -30,7 +30,7 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check contracts worker tests bench deploy
 	$(VENV)/bin/ruff format --check contracts worker tests bench deploy
 	$(VENV)/bin/mypy
-	$(VENV)/bin/mypy deploy
+	$(VENV)/bin/mypy deploy bench tests
 
 bench: $(STAMP)
 	$(PY) -m bench.store

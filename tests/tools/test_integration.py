@@ -124,12 +124,13 @@ async def test_cross_session_search_never_shows_another_workspace(index: Index) 
 
 
 async def test_exact_workspace_authorization_foreign_targets_are_not_found(index: Index) -> None:
-    for tool, arguments in [
+    cases: list[tuple[str, dict[str, Any]]] = [
         ("session_trace", {"session_id": WEB_ROOT}),
         ("session_event_trace", {"session_id": WEB_ROOT, "seq": 2}),
         ("session_event_read", {"session_id": WEB_ROOT, "seq": 2}),
         ("session_event_search", {"query": "hugo", "session_id": WEB_ROOT}),
-    ]:
+    ]
+    for tool, arguments in cases:
         code, _ = await fail(index, tool, arguments)
         assert code == ErrorCode.NOT_FOUND.value
 
@@ -143,7 +144,7 @@ async def test_oracle_resistance_missing_and_foreign_give_identical_bytes(
         ("session_event_read", {"session_id": WEB_ROOT, "seq": 2, "after": 3}),
         ("session_event_search", {"query": "hugo", "session_id": WEB_ROOT}),
     ]
-    searches = [
+    searches: list[dict[str, Any]] = [
         {"query": "flaky", "parent_session_ids": [WEB_ROOT]},
         {"query": "flaky", "parent_session_ids": [WEB_ROOT], "include_root_sessions": True},
         {"query": "flaky", "session_ids": [WEB_CHILD]},

@@ -215,11 +215,12 @@ async def test_current_step_exclusion_not_applied_to_other_sessions() -> None:
 async def test_signal_forwarding_exact_signal_for_direct_tools() -> None:
     service = FakeService.with_caller(header("s-t"))
     signal = ExecutionSignal()
-    for tool, arguments in [
+    cases: list[tuple[str, dict[str, Any]]] = [
         ("session_trace", {"session_id": "s-t"}),
         ("session_event_trace", {"session_id": "s-t", "seq": 2}),
         ("session_event_read", {"session_id": "s-t", "seq": 2}),
-    ]:
+    ]
+    for tool, arguments in cases:
         await run_tool(service, tool, arguments, signal=signal)
     assert service.calls and all(call.signal is signal for call in service.calls)
 

@@ -128,8 +128,8 @@ async def test_classification_invalid_query_keeps_its_model_safe_message() -> No
 
 async def test_classification_failure_returns_generic_code() -> None:
     class Weird(InvalidQuery):
-        @property  # type: ignore[misc]
-        def args(self) -> Any:
+        @property
+        def args(self) -> Any:  # type: ignore[override]
             raise RuntimeError("classification explodes")
 
     error = await fail_with(ServiceBoundary(RecordingLogger()), Weird())  # type: ignore[arg-type]
