@@ -12,11 +12,13 @@ from dataclasses import dataclass
 
 import structlog
 from nats.aio.client import Client as NATS
+from nats.aio.msg import Msg
 from nats.errors import MaxPayloadError
 
 from contracts.envelope import ToolRequest
 from contracts.errors import ErrorCode
 from worker.runtime import replies
+from worker.runtime.cancellation import CancellationRegistry
 from worker.runtime.logs import request_context
 from worker.runtime.replies import EncodedReply
 from worker.runtime.spill import Spiller
@@ -82,6 +84,26 @@ class Executor:
 
 def _ms(started: float) -> float:
     return round((time.perf_counter() - started) * 1000, 2)
+
+
+async def admit(
+    nc: NATS, registry: CancellationRegistry, tool: ToolDefinition, msg: Msg
+) -> ToolRequest | None:
+    """The start every endpoint handler shares: the parsed request, or None when it was
+    already answered (bad envelope, cancelled before it arrived) or cannot be answered."""
+    if not msg.reply:
+        log.warning("request without a reply subject ignored", tool=tool.name)
+        return None
+    try:
+        request = replies.parse_request(msg.data)
+    except replies.BadEnvelope as bad:
+        await send(nc, msg.reply, bad.reply(), request_id=bad.request_id)
+        return None
+    rid = request.request_id
+    if (reason := registry.cancelled_reason(rid)) is not None:
+        await send(nc, msg.reply, replies.error(rid, ErrorCode.CANCELLED, reason), request_id=rid)
+        return None
+    return request
 
 
 async def send(nc: NATS, subject: str, reply: EncodedReply, *, request_id: str) -> None:

@@ -16,13 +16,11 @@ from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 
 from contracts.envelope import ToolRequest
-from contracts.errors import ErrorCode
 from worker.runtime import replies
 from worker.runtime.actors import Mailbox, Supervisor
 from worker.runtime.cancellation import CancellationRegistry
 from worker.runtime.deadlines import effective_deadline_ms, signal_until
-from worker.runtime.execution import Executor, send
-from worker.runtime.replies import BadEnvelope, parse_request
+from worker.runtime.execution import Executor, admit, send
 from worker.signals import ExecutionSignal
 from worker.tools.definitions import ToolDefinition
 
@@ -80,19 +78,10 @@ class ParallelLane:
 
     async def handle(self, tool: ToolDefinition, msg: Msg) -> None:
         """The endpoint handler: admit or answer at once. Must stay quick."""
-        if not msg.reply:
-            log.warning("request without a reply subject ignored", tool=tool.name)
-            return
-        try:
-            request = parse_request(msg.data)
-        except BadEnvelope as bad:
-            await send(self._nc, msg.reply, bad.reply(), request_id=bad.request_id)
+        request = await admit(self._nc, self._registry, tool, msg)
+        if request is None or not msg.reply:
             return
         rid = request.request_id
-        if (reason := self._registry.cancelled_reason(rid)) is not None:
-            reply = replies.error(rid, ErrorCode.CANCELLED, reason)
-            await send(self._nc, msg.reply, reply, request_id=rid)
-            return
         # The deadline starts now: time spent waiting for a slot counts against it.
         deadline_ms = effective_deadline_ms(
             request.execution, default_timeout_ms=self._default_timeout_ms

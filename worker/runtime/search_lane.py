@@ -35,7 +35,7 @@ from contracts.subjects import Subjects
 from worker.runtime import replies
 from worker.runtime.cancellation import CancellationRegistry
 from worker.runtime.deadlines import effective_deadline_ms, expired, signal_until
-from worker.runtime.execution import Executor, send
+from worker.runtime.execution import Executor, admit, send
 from worker.runtime.replies import BadEnvelope, parse_request
 from worker.tools.definitions import ToolDefinition, ToolSet
 
@@ -131,19 +131,11 @@ class SearchLane:
 
     async def enqueue(self, tool: ToolDefinition, msg: Msg) -> None:
         """The endpoint handler: put the request on the work queue, or answer at once."""
-        if not msg.reply:
-            log.warning("request without a reply subject ignored", tool=tool.name)
-            return
-        try:
-            request = parse_request(msg.data)
-        except BadEnvelope as bad:
-            await send(self._nc, msg.reply, bad.reply(), request_id=bad.request_id)
+        request = await admit(self._nc, self._registry, tool, msg)
+        if request is None or not msg.reply:
             return
         rid = request.request_id
         bound = log.bind(request_id=rid, tool=tool.name)
-        if (reason := self._registry.cancelled_reason(rid)) is not None:
-            await self._answer(msg.reply, replies.error(rid, ErrorCode.CANCELLED, reason), rid)
-            return
         deadline_ms = effective_deadline_ms(
             request.execution, default_timeout_ms=self._default_timeout_ms
         )
