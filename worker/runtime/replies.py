@@ -45,8 +45,13 @@ class EncodedReply:
 
 
 def ok(request_id: str, content: str, spill: SpillLocator | None = None) -> EncodedReply:
+    if spill is None:
+        # Every exact reply takes this path: the same bytes ToolReply.to_json() writes
+        # (fields in model order, None left out), without building and dumping a model.
+        body = orjson.dumps({"request_id": request_id, "status": "ok", "content": content})
+        return EncodedReply(body, None)
     body = ToolReply.ok(request_id, content, spill).to_json()
-    return EncodedReply(body, None, spilled=spill is not None)
+    return EncodedReply(body, None, spilled=True)
 
 
 def error(request_id: str, code: ErrorCode, message: str) -> EncodedReply:
