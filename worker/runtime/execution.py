@@ -51,22 +51,22 @@ class Executor:
         self, tool: ToolDefinition, request: ToolRequest, signal: ExecutionSignal
     ) -> EncodedReply:
         rid = request.request_id
-        bound = log.bind(request_id=rid, tool=tool.name)
+        # request_context (execute) already tags these lines with request_id and tool.
         if signal.error is not None:
-            bound.info("not started", reason=signal.error.reason)
+            log.info("not started", reason=signal.error.reason)
             return aborted_reply(rid, signal.error, started=False)
         started = time.perf_counter()
         try:
             text = await tool.run(request.arguments, request.execution, signal)
         except ToolError as exc:
             reply = replies.error(rid, exc.code, exc.message)
-            bound.info("tool error", code=exc.code.value, ms=_ms(started))
+            log.info("tool error", code=exc.code.value, ms=_ms(started))
             return reply
         except ExecutionAborted as exc:
-            bound.info("aborted", reason=exc.reason, ms=_ms(started))
+            log.info("aborted", reason=exc.reason, ms=_ms(started))
             return aborted_reply(rid, exc, started=True)
         except Exception:
-            bound.exception("tool failed", ms=_ms(started))
+            log.exception("tool failed", ms=_ms(started))
             return replies.tool_failed(rid)
         finally:
             signal.close()
@@ -76,9 +76,9 @@ class Executor:
         try:
             reply = await self.spiller.reply(rid, text)
         except Exception:
-            bound.exception("spill failed")
+            log.exception("spill failed")
             return replies.tool_failed(rid)
-        bound.info("ok", ms=_ms(started), spilled=reply.spilled)
+        log.info("ok", ms=_ms(started), spilled=reply.spilled)
         return reply
 
 
