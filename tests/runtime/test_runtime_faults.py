@@ -114,8 +114,9 @@ async def test_stop_leaves_queued_searches_for_the_next_worker(
     )
     worker_b: Worker | None = None
     try:
+        # Long enough that the three below are queued behind it even on a loaded machine.
         running = asyncio.create_task(
-            call(requester, subjects, "session_search", body(tag="s0", sleep=0.3))
+            call(requester, subjects, "session_search", body(tag="s0", sleep=1.0))
         )
         await rec_a.wait_started("s0")
         queued = [
