@@ -116,7 +116,9 @@ async def node_kill_under_load(
         for w in workers:
             await wait_indexed(w.db, feed.published)
         requester = await Requester(nc, subjects).open()
-        load = MixedLoad(requester, corpus.plan_sessions(base), lanes=6, requests=per_phase * 20)
+        # The phases below end the load; the budget only bounds it. On a quiet machine six
+        # lanes send ~300 requests/s, so it must outlast the redelivery wait (ack_wait + 30 s).
+        load = MixedLoad(requester, corpus.plan_sessions(base), lanes=6, requests=per_phase * 200)
         extra = EventFeed(nc, subjects, extra_corpus(base, extra_sessions, seed=55))
         extra.start(rate=100)
         load.start()

@@ -76,7 +76,9 @@ async def kill_under_load(
         for w in (a, b):
             await wait_indexed(w.db, feed.published)
         requester = await Requester(nc, subjects).open()
-        load = MixedLoad(requester, corpus.plan_sessions(base), lanes=6, requests=per_phase * 20)
+        # The phases below end the load; the budget only bounds it. On a quiet machine six
+        # lanes send ~300 requests/s, so it must outlast the redelivery wait (ack_wait + 30 s).
+        load = MixedLoad(requester, corpus.plan_sessions(base), lanes=6, requests=per_phase * 200)
         extra = EventFeed(nc, subjects, extra_corpus(base, extra_sessions, seed=77))
         extra.start(rate=150)
         load.start()
