@@ -20,16 +20,22 @@ import socket
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import orjson
 import structlog
 from nats.aio.client import Client as NATS
+from nats.errors import NoRespondersError
+from nats.errors import TimeoutError as NatsTimeoutError
+from nats.js.errors import ServiceUnavailableError
 
 from contracts.subjects import Subjects
 from worker.runtime.config import ENV_PREFIX, WorkerConfig
 from worker.runtime.connection import NatsOptions, add_nats_arguments, connect, options_from_args
 from worker.tools.definitions import ToolConfig
+
+if TYPE_CHECKING:
+    from worker.runtime.worker import Worker
 
 log = structlog.get_logger("worker.runtime.serve")
 
@@ -207,6 +213,34 @@ async def serve(
             log.info("embedded nats-server stopped")
 
 
+# A clustered JetStream answers its API only once its meta leader is elected, and a stream
+# leader may be moving: the worker's setup is retried for this long before serve gives up.
+STARTUP_RETRY_S: Final = 60.0
+
+
+async def start_when_ready(
+    nc: NATS, config: WorkerConfig, stop: asyncio.Event, *, within: float = STARTUP_RETRY_S
+) -> Worker | None:
+    """``Worker.start``, retried while JetStream is not ready; None if stopped meanwhile."""
+    from worker.runtime.worker import Worker
+
+    loop = asyncio.get_running_loop()
+    give_up = loop.time() + within
+    delay = 0.25
+    while True:
+        try:
+            return await Worker.start(nc, config)
+        except (NatsTimeoutError, NoRespondersError, ServiceUnavailableError) as exc:
+            if loop.time() + delay >= give_up:
+                raise
+            log.warning("JetStream not ready; retrying worker start", error=type(exc).__name__)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), delay)
+        if stop.is_set():
+            return None
+        delay = min(delay * 2, 5.0)
+
+
 async def _serve_connected(
     nc: NATS,
     config: WorkerConfig,
@@ -215,7 +249,6 @@ async def _serve_connected(
     *,
     sample_corpus: bool,
 ) -> int:
-    from worker.runtime.worker import Worker
 
     if sample_corpus:
         from worker.runtime import sample_corpus as sample
@@ -228,7 +261,9 @@ async def _serve_connected(
         _say("  try:")
         _say("    " + example_command(options.url or "", config.subjects))
         _say(f"  (caller {sample.DEMO_CALLER} works in {sample.PAYMENTS})")
-    worker = await Worker.start(nc, config)
+    worker = await start_when_ready(nc, config, stop)
+    if worker is None:
+        return 0
     _say(
         f"serving the five session query tools on {config.subjects.prefix}.tool.* "
         f"(index {config.db_path}); Ctrl-C or SIGTERM stops"
