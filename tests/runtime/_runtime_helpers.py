@@ -25,6 +25,7 @@ from contracts.envelope import Execution
 from contracts.errors import ErrorCode
 from contracts.subjects import Subjects
 from worker.runtime.config import WorkerConfig
+from worker.runtime.worker import Worker
 from worker.signals import DeadlineExceeded, ExecutionSignal
 from worker.tools.definitions import ExecutionMode, ToolDefinition, ToolError, ToolSet
 
@@ -116,6 +117,17 @@ def make_tool(name: str, recorder: Recorder) -> ToolDefinition:
 def make_toolset(recorder: Recorder) -> ToolSet:
     names = (*SEARCHES, *EXACT)
     return ToolSet(tools=tuple(make_tool(n, recorder) for n in names), prompt_section="test prompt")
+
+
+async def start_recorded_worker(
+    nc: NATS, subjects: Subjects, tmp_path: Path, **config: Any
+) -> tuple[Recorder, Worker]:
+    """A worker without an index, running the recording test tools; the caller stops it."""
+    recorder = Recorder()
+    worker = await Worker.start(
+        nc, config_for(subjects, tmp_path, **config), tools=make_toolset(recorder), index=False
+    )
+    return recorder, worker
 
 
 def text_of_size(size: int) -> str:

@@ -11,18 +11,15 @@ from nats.aio.client import Client as NATS
 from contracts.errors import ErrorCode
 from contracts.subjects import Subjects
 from tests.runtime._runtime_helpers import (
-    Recorder,
     body,
     call,
     cancel,
-    config_for,
-    make_toolset,
     now_ms,
+    start_recorded_worker,
     until,
 )
 from worker.runtime import replies
 from worker.runtime.cancellation import CancellationRegistry, parse_cancel
-from worker.runtime.worker import Worker
 from worker.signals import ExecutionSignal
 
 REASON = "user pressed Esc: « stop » — step 12"
@@ -32,10 +29,7 @@ REASON = "user pressed Esc: « stop » — step 12"
 async def test_cancel_of_a_running_request_replies_with_the_exact_reason(
     nc: NATS, subjects: Subjects, tmp_path: Path, tool: str
 ) -> None:
-    recorder = Recorder()
-    worker = await Worker.start(
-        nc, config_for(subjects, tmp_path), tools=make_toolset(recorder), index=False
-    )
+    recorder, worker = await start_recorded_worker(nc, subjects, tmp_path)
     try:
         pending = asyncio.create_task(call(nc, subjects, tool, body("r-run", tag="run", hold=True)))
         await recorder.wait_started("run")
@@ -56,10 +50,7 @@ async def test_cancel_of_a_running_request_replies_with_the_exact_reason(
 async def test_cancel_of_a_queued_search_terminates_it_without_running(
     nc: NATS, subjects: Subjects, tmp_path: Path
 ) -> None:
-    recorder = Recorder()
-    worker = await Worker.start(
-        nc, config_for(subjects, tmp_path), tools=make_toolset(recorder), index=False
-    )
+    recorder, worker = await start_recorded_worker(nc, subjects, tmp_path)
     try:
         first = asyncio.create_task(
             call(nc, subjects, "session_search", body("r-first", tag="first", hold=True))
@@ -96,10 +87,7 @@ async def test_cancel_of_a_queued_search_terminates_it_without_running(
 async def test_a_cancel_that_arrives_before_the_request_stops_it(
     nc: NATS, subjects: Subjects, tmp_path: Path
 ) -> None:
-    recorder = Recorder()
-    worker = await Worker.start(
-        nc, config_for(subjects, tmp_path), tools=make_toolset(recorder), index=False
-    )
+    recorder, worker = await start_recorded_worker(nc, subjects, tmp_path)
     try:
         await cancel(nc, subjects, "r-early", "not needed any more")
         await until(lambda: worker.registry.cancelled_reason("r-early") is not None)
@@ -117,10 +105,7 @@ async def test_a_cancel_that_arrives_before_the_request_stops_it(
 async def test_a_search_whose_deadline_passes_in_the_queue_is_not_run(
     nc: NATS, subjects: Subjects, tmp_path: Path
 ) -> None:
-    recorder = Recorder()
-    worker = await Worker.start(
-        nc, config_for(subjects, tmp_path), tools=make_toolset(recorder), index=False
-    )
+    recorder, worker = await start_recorded_worker(nc, subjects, tmp_path)
     try:
         first = asyncio.create_task(
             call(nc, subjects, "session_search", body("r-long", tag="long", hold=True))
@@ -147,10 +132,7 @@ async def test_a_search_whose_deadline_passes_in_the_queue_is_not_run(
 async def test_a_deadline_reached_while_running_times_out(
     nc: NATS, subjects: Subjects, tmp_path: Path
 ) -> None:
-    recorder = Recorder()
-    worker = await Worker.start(
-        nc, config_for(subjects, tmp_path), tools=make_toolset(recorder), index=False
-    )
+    recorder, worker = await start_recorded_worker(nc, subjects, tmp_path)
     try:
         reply, _ = await call(
             nc,

@@ -18,6 +18,7 @@ from tests.runtime._runtime_helpers import (
     config_for,
     make_toolset,
     now_ms,
+    start_recorded_worker,
     until,
 )
 from worker.runtime import replies
@@ -28,10 +29,7 @@ from worker.runtime.worker import Worker
 async def test_two_searches_sent_together_never_overlap(
     nc: NATS, subjects: Subjects, tmp_path: Path
 ) -> None:
-    recorder = Recorder()
-    worker = await Worker.start(
-        nc, config_for(subjects, tmp_path), tools=make_toolset(recorder), index=False
-    )
+    recorder, worker = await start_recorded_worker(nc, subjects, tmp_path)
     try:
         results = await asyncio.gather(
             call(nc, subjects, "session_search", body(tag="a", sleep=0.3)),
@@ -146,10 +144,7 @@ async def test_two_workers_share_searches_and_reads(
 async def test_a_request_past_its_deadline_is_not_started(
     nc: NATS, subjects: Subjects, tmp_path: Path, tool: str
 ) -> None:
-    recorder = Recorder()
-    worker = await Worker.start(
-        nc, config_for(subjects, tmp_path), tools=make_toolset(recorder), index=False
-    )
+    recorder, worker = await start_recorded_worker(nc, subjects, tmp_path)
     try:
         reply, msg = await call(
             nc, subjects, tool, body("r-late", tag="late", deadline_ms=now_ms() - 1000)
