@@ -329,6 +329,13 @@ class IngestCheck:
     checksum_equal: bool
     integrity_problems: tuple[str, ...]
 
+    def assert_exact(self, published: int) -> None:
+        """Zero lost or doubled: the index holds what the stream holds, once each, intact."""
+        assert self.stream_events == self.distinct_in_stream == published, self
+        assert self.indexed_events == published, self
+        assert self.checksum_equal, self
+        assert self.integrity_problems == (), self
+
 
 async def check_ingest(nc: NATS, subjects: Subjects, db: Path, expected: int) -> IngestCheck:
     """The index against the stream: counts, checksum, SQLite and FTS5 integrity."""

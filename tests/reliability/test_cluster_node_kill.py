@@ -168,10 +168,7 @@ async def node_kill_under_load(
         outage = sum(n for code, n in tally.total().items() if code in OUTAGE)
         assert outage < len(tally.by_request) // 4, tally.summary()
         for check in checks:
-            assert check.stream_events == check.distinct_in_stream == total_events
-            assert check.indexed_events == total_events
-            assert check.checksum_equal
-            assert check.integrity_problems == ()
+            check.assert_exact(total_events)
         return result
     finally:
         for w in workers:

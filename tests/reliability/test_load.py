@@ -85,8 +85,7 @@ async def load_two_workers(
             assert rss.alive_at_end and rss.samples >= 8
             assert rss.flat, rss
         for check in checks:
-            assert check.stream_events == check.indexed_events == total
-            assert check.checksum_equal and check.integrity_problems == ()
+            check.assert_exact(total)
     finally:
         for w in workers:
             await w.stop()
