@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 from typing import Final
 
 import nats.errors
@@ -34,7 +35,7 @@ from contracts.errors import ErrorCode
 from contracts.subjects import Subjects
 from worker.runtime import replies
 from worker.runtime.cancellation import CancellationRegistry
-from worker.runtime.deadlines import effective_deadline_ms, expired, signal_until
+from worker.runtime.deadlines import effective_deadline_ms, expired, loop_time_of, signal_until
 from worker.runtime.execution import Executor, admit, send
 from worker.runtime.replies import BadEnvelope, parse_request
 from worker.tools.definitions import ToolDefinition, ToolSet
@@ -46,7 +47,12 @@ REPLY_HEADER: Final = "Sessionquery-Reply"
 DEADLINE_HEADER: Final = "Sessionquery-Deadline-Ms"
 # How long one pull request waits; also bounds how long stop() waits for an idle loop.
 FETCH_POLL_S: Final = 0.5
-ENQUEUE_TIMEOUT_S: Final = 5.0
+# A lost cluster node can leave the work-queue stream leaderless for a Raft election
+# (nats-server waits 4-9 s before calling one; measured 7.4 s on the local cluster), so
+# the enqueue waits out an election, within the request's own deadline.
+ENQUEUE_TIMEOUT_S: Final = 15.0
+# One attempt's wait for its PubAck: a publish sent to a leader that just died is retried.
+PUBLISH_ATTEMPT_S: Final = 2.0
 ACTOR_NAME: Final = "search-fetch"
 TOO_LARGE_MESSAGE: Final = (
     "The request is too large to queue for a search; send a shorter query and fewer filters."
@@ -156,7 +162,9 @@ class SearchLane:
             await self._answer(msg.reply, reply, rid)
             return
         try:
-            ack = await self._publish(self._subjects.search_queue_subject(tool.name), msg, headers)
+            ack = await self._publish(
+                self._subjects.search_queue_subject(tool.name), msg, headers, deadline_ms
+            )
         except APIError as exc:
             full = _queue_full(exc)
             bound.warning("enqueue refused", overloaded=full, err_code=exc.err_code)
@@ -165,7 +173,11 @@ class SearchLane:
             return
         except (TimeoutError, nats.errors.TimeoutError):
             bound.warning("enqueue timed out")
-            await self._answer(msg.reply, replies.overloaded(rid), rid)
+            if expired(deadline_ms):
+                reply = replies.error(rid, ErrorCode.TIMEOUT, replies.QUEUE_TIMEOUT_MESSAGE)
+            else:
+                reply = replies.overloaded(rid)
+            await self._answer(msg.reply, reply, rid)
             return
         except Exception:
             bound.exception("enqueue failed")
@@ -178,31 +190,44 @@ class SearchLane:
             return
         bound.debug("search enqueued", stream_seq=ack.seq)
 
-    async def _publish(self, subject: str, msg: Msg, headers: dict[str, str]) -> api.PubAck:
-        """Put one request on the work queue within ``ENQUEUE_TIMEOUT_S``.
+    async def _publish(
+        self, subject: str, msg: Msg, headers: dict[str, str], deadline_ms: int | None
+    ) -> api.PubAck:
+        """Put one request on the work queue within ``ENQUEUE_TIMEOUT_S`` and its deadline.
 
         While the stream has no leader (a cluster node lost, an election: no responders,
-        or 503 unavailable) the publish is retried with the same ``Nats-Msg-Id``, which the
-        stream deduplicates; past the bound it raises ``TimeoutError`` (OVERLOADED)."""
+        503 unavailable, or an attempt that times out) the publish is retried with the same
+        ``Nats-Msg-Id``, which the stream deduplicates; past the bound it raises
+        ``TimeoutError``. After a timed-out attempt the request may have landed with its
+        ack lost, so a duplicate ack then means "ours", not a reused request id."""
         loop = asyncio.get_running_loop()
         give_up = loop.time() + ENQUEUE_TIMEOUT_S
+        if deadline_ms is not None:
+            give_up = min(give_up, loop_time_of(deadline_ms))
         delay = 0.05
+        maybe_landed = False
         while True:
             try:
-                return await self._js.publish(
+                ack = await self._js.publish(
                     subject,
                     msg.data,
                     headers=headers,
                     stream=self._subjects.search_stream,
-                    timeout=max(0.05, give_up - loop.time()),
+                    timeout=max(0.05, min(PUBLISH_ATTEMPT_S, give_up - loop.time())),
                 )
             except (NoStreamResponseError, ServiceUnavailableError) as exc:
                 if _queue_full(exc):
                     raise  # 503 too, but a full queue: answered OVERLOADED at once
-                if loop.time() + delay >= give_up:
-                    raise TimeoutError from None
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, 0.5)
+            except (TimeoutError, nats.errors.TimeoutError):
+                maybe_landed = True
+            else:
+                if maybe_landed and ack.duplicate:
+                    return dataclasses.replace(ack, duplicate=False)
+                return ack
+            if loop.time() + delay >= give_up:
+                raise TimeoutError
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 0.5)
 
     # -- the fetch loop (an actor) -----------------------------------------------------
 
