@@ -65,8 +65,8 @@ class ToolStats:
 class WorkerRss:
     pid: int
     samples: int
-    peak_kib: int
-    hwm_kib: int  # the kernel's own high-water mark (VmHWM) at the end
+    peak_kib: int  # of RssAnon samples: the worker's own memory
+    hwm_kib: int  # the kernel's high-water mark of VmRSS (with mapped index pages) at the end
     first_quarter_kib: float
     last_quarter_kib: float
     flat: bool
@@ -161,7 +161,11 @@ class RequestMaker:
 
 
 def read_rss_kib(pid: int) -> tuple[int, int] | None:
-    """(VmRSS, VmHWM) in KiB from /proc, or None when the process is gone."""
+    """(RssAnon, VmHWM) in KiB from /proc, or None when the process is gone.
+
+    RssAnon is the process's own memory, what a leak grows. The index is read through a
+    memory map, so VmRSS also counts the index pages touched so far: shared, reclaimable
+    page cache that grows with the index file, not with the worker; VmHWM includes them."""
     try:
         text = Path(f"/proc/{pid}/status").read_text()
     except OSError:
@@ -169,11 +173,11 @@ def read_rss_kib(pid: int) -> tuple[int, int] | None:
     values = {}
     for line in text.splitlines():
         key, _, rest = line.partition(":")
-        if key in ("VmRSS", "VmHWM"):
+        if key in ("VmRSS", "VmHWM", "RssAnon"):
             values[key] = int(rest.split()[0])
     if "VmRSS" not in values:
         return None
-    return values["VmRSS"], values.get("VmHWM", values["VmRSS"])
+    return values.get("RssAnon", values["VmRSS"]), values.get("VmHWM", values["VmRSS"])
 
 
 class RssSampler:
@@ -387,8 +391,9 @@ def format_report(report: LoadReport) -> str:
         )
     for w in report.rss:
         lines.append(
-            f"worker pid {w.pid}: peak RSS {w.peak_kib / 1024:.1f} MiB (VmHWM "
-            f"{w.hwm_kib / 1024:.1f}), first quarter {w.first_quarter_kib / 1024:.1f} MiB, "
+            f"worker pid {w.pid}: peak RSS {w.peak_kib / 1024:.1f} MiB anon (VmHWM "
+            f"{w.hwm_kib / 1024:.1f} with mapped index pages), "
+            f"first quarter {w.first_quarter_kib / 1024:.1f} MiB, "
             f"last quarter {w.last_quarter_kib / 1024:.1f} MiB, "
             f"{'flat' if w.flat else 'GROWING'}, {w.samples} samples"
             + ("" if w.alive_at_end else ", exited during the run")

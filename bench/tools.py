@@ -387,7 +387,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         f" of {m['spilled_read'].get('size')} bytes"
     )
     for rss in m.get("worker_rss", []):
-        info[f"worker {rss['pid']} peak RSS MiB"] = rss["peak_kib"] / 1024
+        info[f"worker {rss['pid']} peak anon RSS MiB"] = rss["peak_kib"] / 1024
     title = f"tools: {config.sessions} sessions x {config.events} events, over NATS"
     print(format_table(title, checks_of(result), info))
     print(f"\nresult: {write_result(result)}\nworker log: {logs}")

@@ -63,7 +63,7 @@ async def load_two_workers(
             concurrency=8,
             request_timeout=30.0,
             worker_pids=[w.pid for w in workers],
-            rss_interval=0.2,
+            rss_interval=0.1,  # >= 8 samples even when the bounded load ends in ~1 s
             extra=extra,
             extra_rate=300.0,
         )
