@@ -12,7 +12,7 @@ import pytest
 from tests.store._corpus_read import Corpus, bulk_matches, corpus_and_store
 from worker.signals import DeadlineExceeded, ExecutionCancelled, ExecutionSignal
 from worker.store.protocol import LineageNode, ServiceLimits
-from worker.store.sqlite import PREVIEW_CHARS, SqliteSessionStore
+from worker.store.sqlite import LOOP_LINEAGE_ROWS, PREVIEW_CHARS, SqliteSessionStore
 
 
 @pytest.fixture
@@ -70,6 +70,30 @@ async def test_deep_chain_both_ways(env: tuple[Corpus, SqliteSessionStore]) -> N
     middle = await store.lineage("d100", signal=sig())
     assert middle is not None
     assert len(middle.ancestors) == 100 and len(walk(middle.descendants)) == 99
+
+
+@pytest.mark.parametrize("size", [LOOP_LINEAGE_ROWS - 1, LOOP_LINEAGE_ROWS, LOOP_LINEAGE_ROWS + 1])
+async def test_lineage_is_whole_at_the_loop_thread_cap(
+    env: tuple[Corpus, SqliteSessionStore], size: int
+) -> None:
+    """A walk capped on the loop thread and one read again on a reader give the whole
+    lineage: chains and trees of exactly the cap's size, and one row either side."""
+    corpus, store = env
+    corpus.start("k0")
+    for i in range(1, size):
+        corpus.start(f"k{i}", parent=f"k{i - 1}")
+    corpus.start("fan")
+    for i in range(size - 1):
+        corpus.start(f"f{i:03d}", parent="fan")
+    await corpus.flush()
+
+    bottom = await store.lineage(f"k{size - 1}", signal=sig())
+    assert bottom is not None
+    assert [h.session_id for h in bottom.ancestors] == [f"k{i}" for i in range(size - 2, -1, -1)]
+    top = await store.lineage("k0", signal=sig())
+    assert top is not None and walk(top.descendants) == [f"k{i}" for i in range(1, size)]
+    fan = await store.lineage("fan", signal=sig())
+    assert fan is not None and ids(fan.descendants) == [f"f{i:03d}" for i in range(size - 1)]
 
 
 async def test_wide_tree(env: tuple[Corpus, SqliteSessionStore]) -> None:
