@@ -82,14 +82,16 @@ async def test_stop_mid_load_answers_every_request_it_holds(
     config = config_for(subjects, tmp_path, parallel_pool_size=4, parallel_queue_size=16)
     worker = await Worker.start(nc_w, config, tools=make_toolset(recorder), index=False)
     try:
+        # Long enough that all 13 are held at once even when the search's pass through the
+        # work queue is slow on a loaded machine (0.2 s was seen to miss the overlap).
         reads = [
             asyncio.create_task(
-                call(requester, subjects, "session_event_read", body(tag=f"r{i}", sleep=0.2))
+                call(requester, subjects, "session_event_read", body(tag=f"r{i}", sleep=1.0))
             )
             for i in range(12)
         ]
         search = asyncio.create_task(
-            call(requester, subjects, "session_search", body(tag="s0", sleep=0.3))
+            call(requester, subjects, "session_search", body(tag="s0", sleep=1.5))
         )
         await until(lambda: worker.in_flight().total == 13)
         await worker.stop()
