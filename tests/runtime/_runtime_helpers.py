@@ -20,7 +20,9 @@ from typing import Any
 import orjson
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
+from nats.errors import NoRespondersError
 
+from contracts.client import NO_RESPONDERS_RETRY_S
 from contracts.envelope import Execution
 from contracts.errors import ErrorCode
 from contracts.subjects import Subjects
@@ -185,8 +187,21 @@ def now_ms() -> int:
 async def call(
     nc: NATS, subjects: Subjects, tool: str, data: bytes, within: float = 15.0
 ) -> tuple[dict[str, Any], Msg]:
-    msg = await nc.request(subjects.tool(tool), data, timeout=within)
-    return orjson.loads(msg.data), msg
+    """A plain NATS request, retrying "no responders" within ``NO_RESPONDERS_RETRY_S`` as
+    ``SessionQueryClient`` does: right after a worker starts, a loaded server was seen to
+    answer a first request "no responders" (full-suite runs after tests/reliability), and
+    the request then never reached the worker. Nothing is delivered on that answer."""
+    loop = asyncio.get_running_loop()
+    give_up = loop.time() + NO_RESPONDERS_RETRY_S
+    while True:
+        try:
+            msg = await nc.request(subjects.tool(tool), data, timeout=within)
+        except NoRespondersError:
+            if loop.time() >= give_up:
+                raise
+            await asyncio.sleep(0.02)
+            continue
+        return orjson.loads(msg.data), msg
 
 
 async def cancel(nc: NATS, subjects: Subjects, request_id: str, reason: str) -> None:
