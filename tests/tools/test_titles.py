@@ -109,13 +109,18 @@ async def test_projection_before_dequeue() -> None:
     assert all(released), "a worker kept a full observation while reading the next id"
 
 
-async def test_queued_work_suppression_and_started_worker_quiescence() -> None:
+async def _cancel_while_two_title_reads_run(*, chunk_reads_fail: bool) -> None:
+    """Cancel a search while two title reads have started and hang: the failure waits for
+    them to settle, and no queued id starts. With ``chunk_reads_fail`` every chunk read
+    fails, so each worker falls back to its ids one by one."""
     service = search_service()
     started: list[str] = []
     settled: list[str] = []
     two_started, release = asyncio.Event(), asyncio.Event()
 
     async def read_titles(*, session_ids: list[str], signal: ExecutionSignal) -> Any:
+        if chunk_reads_fail and len(session_ids) > 1:
+            raise RuntimeError("chunk read failed")
         if session_ids != [CALLER]:
             started.append(session_ids[0])
             if len(started) == 2:
@@ -145,44 +150,12 @@ async def test_queued_work_suppression_and_started_worker_quiescence() -> None:
     assert len(started) == 2 and sorted(settled) == sorted(started)  # no queued id started
 
 
+async def test_queued_work_suppression_and_started_worker_quiescence() -> None:
+    await _cancel_while_two_title_reads_run(chunk_reads_fail=False)
+
+
 async def test_queued_work_suppression_in_per_id_retries() -> None:
-    # Both chunk reads fail, so each worker queues its ids one by one: after the cancel,
-    # none of the queued ids starts, and the two started reads settle first.
-    service = search_service()
-    started: list[str] = []
-    settled: list[str] = []
-    two_started, release = asyncio.Event(), asyncio.Event()
-
-    async def read_titles(*, session_ids: list[str], signal: ExecutionSignal) -> Any:
-        if len(session_ids) > 1:
-            raise RuntimeError("chunk read failed")
-        if session_ids != [CALLER]:
-            started.append(session_ids[0])
-            if len(started) == 2:
-                two_started.set()
-            await release.wait()
-            settled.append(session_ids[0])
-        return await service._default_read_titles(session_ids=session_ids, signal=signal)
-
-    service.overrides["read_titles"] = read_titles
-    signal = ExecutionSignal()
-    task = asyncio.create_task(
-        tool_error(
-            service,
-            "session_search",
-            {"query": "x"},
-            signal=signal,
-            config=ToolConfig(persisted_inspect_concurrency=2),
-        )
-    )
-    await two_started.wait()
-    signal.cancel("user interrupted")
-    await settle()
-    assert not task.done(), "the execution failed before started title reads settled"
-    release.set()
-    error = await task
-    assert (error.code, error.message) == (ErrorCode.CANCELLED, "user interrupted")
-    assert len(started) == 2 and sorted(settled) == sorted(started)  # no queued id started
+    await _cancel_while_two_title_reads_run(chunk_reads_fail=True)
 
 
 async def test_title_fallbacks_failure_and_missing_title_keep_the_result() -> None:
