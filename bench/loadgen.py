@@ -338,7 +338,11 @@ async def run_load(
 
 
 class _ExtraPublisher:
-    """Publishes a second corpus during the load, paced; ``count`` survives cancellation."""
+    """Publishes a second corpus during the load, paced, until told to stop.
+
+    Stopping waits for the burst in flight instead of cancelling it: a cancelled burst may
+    already sit in the stream while ``count`` never heard of it.
+    """
 
     def __init__(self, nc: Any, subjects: Subjects, extra: corpus.CorpusConfig | None) -> None:
         self.nc = nc
@@ -346,6 +350,7 @@ class _ExtraPublisher:
         self.extra = extra
         self.count = 0
         self.error: str | None = None
+        self._stopping = asyncio.Event()
 
     async def run(self, rate: float, stop_at: float) -> None:
         if self.extra is None:
@@ -354,20 +359,18 @@ class _ExtraPublisher:
         await corpus.ensure_events_stream(js, self.subjects)
         burst = 50  # small paced bursts: ingestion runs beside the queries, not instead
         events = corpus.generate(self.extra)
-        while time.monotonic() < stop_at:
+        while not self._stopping.is_set() and time.monotonic() < stop_at:
             chunk = [e for _, e in zip(range(burst), events, strict=False)]
             if not chunk:
                 return
             self.count += await corpus.publish_events(js, self.subjects, chunk, max_in_flight=burst)
-            await asyncio.sleep(burst / rate)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stopping.wait(), burst / rate)
 
     async def finish(self, task: asyncio.Task[None]) -> int:
-        if not task.done():
-            task.cancel()
+        self._stopping.set()
         try:
             await task
-        except asyncio.CancelledError:
-            pass
         except Exception as exc:  # reported, not raised: the load's numbers still stand
             self.error = f"{type(exc).__name__}: {exc}"
         return self.count
