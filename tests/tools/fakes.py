@@ -137,6 +137,7 @@ class FakeService:
         cursor: str | None,
         page_size: int,
         signal: ExecutionSignal,
+        scope_to_seq: int | None = None,
     ) -> EventSearchPage | None:
         return await self._dispatch(
             "search_events",
@@ -146,6 +147,7 @@ class FakeService:
             events=events,
             cursor=cursor,
             page_size=page_size,
+            scope_to_seq=scope_to_seq,
         )
 
     async def latest_seq_of_type(

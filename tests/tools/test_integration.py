@@ -224,6 +224,16 @@ async def test_current_step_exclusion_over_sqlite(index: Index) -> None:
     assert "seq 5" in earlier
 
 
+async def test_current_step_exclusion_with_a_filter_is_not_filtered_out(index: Index) -> None:
+    """Matches in the current step are out of scope: with a model filter the reply must not
+    claim that the filters removed them."""
+    text = await call(
+        index, "session_event_search", {"query": "flaky refund", "event_types": ["tool/result"]}
+    )
+    assert "No event before the current step" in text
+    assert "filters removed" not in text
+
+
 async def test_current_step_exclusion_without_step_start_seq(index: Index) -> None:
     text = await call(
         index, "session_event_search", {"query": "flaky refund"}, execution=as_caller(DEMO_CALLER)

@@ -161,12 +161,13 @@ async def test_unsearchable_query_is_an_argument_error_not_no_results() -> None:
 
 
 @pytest.mark.parametrize(
-    "arguments,expected_to",
-    [({}, 56), ({"to_seq": 80}, 56), ({"to_seq": 10}, 10), ({"from_seq": 5}, 56)],
+    "arguments,model_to",
+    [({}, None), ({"to_seq": 80}, 80), ({"to_seq": 10}, 10), ({"from_seq": 5}, None)],
 )
 async def test_current_step_exclusion_with_step_start_seq(
-    arguments: dict[str, Any], expected_to: int
+    arguments: dict[str, Any], model_to: int | None
 ) -> None:
+    """The current step is the search's scope; the model's range stays a filter of its own."""
     service = FakeService.with_caller()
     await run_tool(
         service, "session_event_search", {"query": "x", **arguments},
@@ -174,7 +175,8 @@ async def test_current_step_exclusion_with_step_start_seq(
     )  # fmt: skip
     (call,) = service.calls_of("search_events")
     assert call.args["session_id"] == CALLER
-    assert call.args["events"].seq_to == expected_to
+    assert call.args["scope_to_seq"] == 56
+    assert call.args["events"].seq_to == model_to
 
 
 async def test_current_step_exclusion_without_step_start_seq_uses_latest_step() -> None:
@@ -186,7 +188,7 @@ async def test_current_step_exclusion_without_step_start_seq_uses_latest_step() 
 
     service.overrides["latest_seq_of_type"] = latest
     await run_tool(service, "session_event_search", {"query": "x", "session_id": CALLER})
-    assert service.calls_of("search_events")[0].args["events"].seq_to == 39
+    assert service.calls_of("search_events")[0].args["scope_to_seq"] == 39
 
 
 async def test_current_step_exclusion_empty_range_searches_nothing() -> None:
@@ -205,7 +207,8 @@ async def test_current_step_exclusion_not_applied_to_other_sessions() -> None:
         service, "session_event_search", {"query": "x", "session_id": "s-t"},
         execution=as_caller(step_start_seq=57),
     )  # fmt: skip
-    assert service.calls_of("search_events")[0].args["events"].seq_to is None
+    (call,) = service.calls_of("search_events")
+    assert call.args["events"].seq_to is None and call.args["scope_to_seq"] is None
     assert service.calls_of("latest_seq_of_type") == []
 
 

@@ -245,8 +245,14 @@ class SessionQueryService(Protocol):
         cursor: str | None,
         page_size: int,
         signal: ExecutionSignal,
+        scope_to_seq: int | None = None,
     ) -> EventSearchPage | None:
-        """Full-text search inside one session; None when the session is not indexed."""
+        """Full-text search inside one session; None when the session is not indexed.
+
+        ``scope_to_seq`` bounds what the search can see at all (the caller's current step
+        is not part of its own history), unlike ``events.seq_to``, a filter: ``filtered_out``
+        only reports matches that the filters removed inside the scope.
+        """
         ...
 
     async def latest_seq_of_type(

@@ -507,11 +507,13 @@ class SqliteSessionStore:
         cursor: str | None,
         page_size: int,
         signal: ExecutionSignal,
+        scope_to_seq: int | None = None,
     ) -> EventSearchPage | None:
         signal.raise_if_aborted()
         compiled = compile_query(query)
         size = self._page_size(page_size)
-        binding = _binding("events", query, session_id, None, events)
+        scope = session_id if scope_to_seq is None else f"{session_id}:{scope_to_seq}"
+        binding = _binding("events", query, scope, None, events)
 
         def work(tx: _Tx) -> EventSearchPage | None:
             found = tx.fetch(
@@ -541,6 +543,9 @@ class SqliteSessionStore:
                 "events_fts MATCH :match AND events_fts.rowid BETWEEN :lo AND :hi"
                 " AND e.session_id = :sid AND e.stream_seq <= :snap"
             )
+            if scope_to_seq is not None:
+                params["scope_to"] = scope_to_seq
+                scope_sql += " AND e.seq <= :scope_to"
             event_sql = _event_filter_sql(events, params, with_seq=True)
             params.update(limit=size + 1, offset=offset)
             rows = tx.fetch(

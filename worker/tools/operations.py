@@ -324,10 +324,13 @@ class Operations:
         )
         model_filters = args_input.has_model_filters(events)
         limit = self.config.max_search_results
+        # The current step is out of scope, not filtered: a match there must not turn an
+        # empty result into "the filters removed every match".
+        scope_to_seq: int | None = None
         if own:
-            last_prior = await self._last_prior_seq(caller, execution, signal)
-            if last_prior is not None:
-                seq_to = last_prior if events.seq_to is None else min(events.seq_to, last_prior)
+            scope_to_seq = await self._last_prior_seq(caller, execution, signal)
+            if scope_to_seq is not None:
+                seq_to = scope_to_seq if events.seq_to is None else min(events.seq_to, scope_to_seq)
                 if seq_to < 1 or (events.seq_from is not None and events.seq_from > seq_to):
                     header = await preflight(service, boundary, caller, target, signal)
                     titles = await self._titles(caller, [target], target, signal)
@@ -335,7 +338,6 @@ class Operations:
                     return render_event_search(
                         args.query, header, (), titles, nothing, limit=limit, own_session=True
                     )
-                events = replace(events, seq_to=seq_to)
         page_size = self._page_size(self._limits())
         headers: list[SessionHeader] = []
 
@@ -350,6 +352,7 @@ class Operations:
                     cursor=cursor,
                     page_size=page_size,
                     signal=signal,
+                    scope_to_seq=scope_to_seq,
                 ),
             )
             # Re-check the header observed with *this* page before anything from it is used.
