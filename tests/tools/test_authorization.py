@@ -9,7 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from contracts.envelope import Execution
 from contracts.errors import ErrorCode
@@ -36,6 +39,7 @@ from worker.store import (
     LinkedEvent,
     SessionSearchPage,
 )
+from worker.tools.workspace_access import redact_session_ids
 
 TARGET = "s-target"
 
@@ -359,3 +363,63 @@ async def test_hidden_boundary_event_trace_omits_missing_and_foreign_citations()
     assert a == b
     assert "s-src seq 4" in a and "s-far" not in a
     assert "seq 2 · message/assistant" in a
+
+
+# --- redaction of hidden ids in exact JSON ---
+
+MARKER = "marker-for-a-hidden-id"  # longer than any generated text, so never a collision
+_IDS = st.sampled_from(["s-hidden", "s-seen", "hidden", "s-hidden-2"])
+_JSON_VALUES = st.recursive(
+    st.none() | st.integers(-(2**53), 2**53) | st.text(max_size=12) | _IDS,
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6) | _IDS, inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+
+
+def _escape_all(text: str, upper: bool) -> str:
+    units = text.encode("utf-16-be")
+    hexes = (units[i : i + 2].hex() for i in range(0, len(units), 2))
+    return '"' + "".join("\\u" + (h.upper() if upper else h) for h in hexes) + '"'
+
+
+def _spell(value: Any, data: st.DataObject) -> str:
+    """JSON text of ``value`` where each string is written plainly or fully \\u-escaped."""
+    if isinstance(value, str):
+        if data.draw(st.booleans()):
+            return _escape_all(value, upper=data.draw(st.booleans()))
+        return orjson.dumps(value).decode()
+    if isinstance(value, list):
+        return "[" + ",".join(_spell(v, data) for v in value) + "]"
+    if isinstance(value, dict):
+        members = (f"{_spell(k, data)}:{_spell(v, data)}" for k, v in value.items())
+        return "{" + ",".join(members) + "}"
+    return orjson.dumps(value).decode()
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for k, v in value.items() for s in (*_strings(k), *_strings(v))]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return []
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=_JSON_VALUES, escape=st.data())
+def test_redaction_hides_every_spelling_of_a_hidden_id_and_keeps_the_rest(
+    value: Any, escape: st.DataObject
+) -> None:
+    raw = _spell(value, escape)
+    out = redact_session_ids(raw, frozenset({"s-hidden"}), MARKER)
+    strings = _strings(orjson.loads(out))
+    assert "s-hidden" not in strings
+    assert strings.count(MARKER) >= _strings(value).count("s-hidden")
+    # Nothing else moves: with nothing hidden the text is returned byte for byte, and a
+    # document without the hidden id is untouched.
+    assert redact_session_ids(raw, frozenset(), MARKER) == raw
+    if "s-hidden" not in _strings(value):
+        assert out == raw

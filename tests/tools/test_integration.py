@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
 from contracts.errors import ErrorCode
@@ -28,6 +29,7 @@ from worker.runtime.sample_corpus import (
     WEBSITE,
 )
 from worker.signals import ExecutionSignal
+from worker.store.protocol import IngestItem
 from worker.tools import ToolConfig
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -210,6 +212,51 @@ async def test_hidden_boundary_pruning_over_sqlite(tmp_path: Path) -> None:
         )
         assert "lineage continues" in below
         assert "s-mid-foreign" not in below and "s-top" not in below
+
+
+def _escaped(session_id: str) -> str:
+    """A JSON string spelling every character of the id as a \\u escape, upper-case hex."""
+    return '"' + "".join(f"\\u{ord(c):04X}" for c in session_id) + '"'
+
+
+def _json_strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for k, v in value.items() for s in (*_json_strings(k), *_json_strings(v))]
+    if isinstance(value, list):
+        return [s for v in value for s in _json_strings(v)]
+    return []
+
+
+async def test_hidden_ids_spelled_with_json_escapes_are_never_printed(tmp_path: Path) -> None:
+    """The exact JSON hides a foreign parent or citation however the publisher spelled it."""
+    async with sqlite_index(tmp_path, sample=False) as index:
+        await index.apply([start("s-foreign", "/w/b"), start("s-caller", "/w/a")])
+        raw = [
+            orjson.dumps(start("s-orphan", "/w/a", parent="s-foreign")),
+            orjson.dumps(
+                event("s-orphan", 2, "message/assistant", {"text": "from elsewhere"},
+                      cites=[("s-foreign", 1), ("s-caller", 1)])
+            ),
+        ]  # fmt: skip
+        items = []
+        for data in raw:
+            index.stream_seq += 1
+            escaped = data.replace(b'"s-foreign"', _escaped("s-foreign").encode())
+            assert escaped != data
+            items.append(IngestItem(stream_seq=index.stream_seq, data=escaped))
+        assert not (await index.writer.apply(items)).rejected
+        for seq in (1, 2):
+            text = await run_tool(
+                index.store, "session_event_read", {"session_id": "s-orphan", "seq": seq},
+                execution=as_caller("s-caller"),
+            )  # fmt: skip
+            exact = text.split("Exact event JSON:\n", 1)[1].split("\n", 1)[0]
+            strings = _json_strings(orjson.loads(exact))
+            assert "s-foreign" not in strings and "not available in this workspace" in strings
+            assert "s-foreign" not in text
+        assert "s-caller" in strings  # a visible citation stays as it was
 
 
 # --- current-step exclusion ---

@@ -87,7 +87,7 @@ def test_tools_import_only_the_protocol_never_sqlite_or_nats() -> None:
     allowed = ("contracts", "worker.signals", "worker.store", "worker.tools", "pydantic",
                "pydantic_core", "structlog", "__future__")  # fmt: skip
     forbidden = ("worker.store.sqlite", "worker.store.writer", "worker.store.ingest")
-    stdlib = {"asyncio", "collections", "contextlib", "dataclasses", "datetime", "math",
+    stdlib = {"asyncio", "collections", "contextlib", "dataclasses", "datetime", "math", "re",
               "typing"}  # fmt: skip
     for path in Path(worker.tools.__file__).parent.glob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):

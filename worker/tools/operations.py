@@ -59,6 +59,7 @@ from worker.tools.workspace_access import (
     not_found,
     preflight,
     project_lineage,
+    redact_session_ids,
     resolve_caller,
     resolve_caller_and_target,
 )
@@ -479,17 +480,15 @@ class Operations:
         ):
             raise not_found(target)  # events of another session: a broken observation
         titles = await self._titles(caller, [target], target, signal)
-        text = render_event_read(window, stored, titles, before=before, after=after)
         # The exact JSON may name other sessions (its parent, cited sources); those outside
         # the workspace (or missing, alike) are never printed.
         referenced = _referenced_sessions(stored, window.header.parent_session_id)
-        if not referenced:
-            return text
-        visible = await authorized_subset(service, boundary, caller, referenced, signal)
-        for session_id in referenced:
-            if session_id not in visible:
-                text = text.replace(f'"{session_id}"', f'"{HIDDEN_PARENT}"')
-        return text
+        if referenced:
+            visible = await authorized_subset(service, boundary, caller, referenced, signal)
+            hidden = frozenset(referenced).difference(visible)
+            raw = redact_session_ids(stored.raw_json, hidden, HIDDEN_PARENT)
+            stored = replace(stored, raw_json=raw)
+        return render_event_read(window, stored, titles, before=before, after=after)
 
     async def _titles(
         self,

@@ -9,10 +9,13 @@ the header returned with that same observation before it is rendered.
 from __future__ import annotations
 
 import asyncio
+import re
 from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Final
+
+from pydantic_core import from_json
 
 from contracts.envelope import Execution
 from contracts.errors import ErrorCode
@@ -54,6 +57,35 @@ def not_found(session_id: str) -> ToolError:
 def event_not_found(session_id: str, seq: int) -> ToolError:
     """An authorized session without that event (only ever said about visible sessions)."""
     return ToolError(ErrorCode.NOT_FOUND, f"Session {session_id} has no event at seq {seq}.")
+
+
+# One JSON string token: outside strings JSON has no quote, so a left-to-right scan only
+# ever starts a match at a string's opening quote.
+_JSON_STRING: Final = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
+
+
+def redact_session_ids(raw_json: str, hidden: frozenset[str], marker: str) -> str:
+    """``raw_json`` with every string whose *decoded* value is a hidden session id replaced
+    by ``marker``; every other byte stays exact.
+
+    Comparing decoded values, not text, matters: a publisher may spell an id with JSON
+    escapes (``"s-\\u0062"``), and that must not print a hidden id either.
+    """
+    if not hidden:
+        return raw_json
+    quoted = '"' + marker + '"'
+
+    def hide(token: re.Match[str]) -> str:
+        text = token.group()
+        if "\\" not in text:
+            return quoted if text[1:-1] in hidden else text
+        try:
+            value = from_json(text)
+        except ValueError:
+            return text
+        return quoted if value in hidden else text
+
+    return _JSON_STRING.sub(hide, raw_json)
 
 
 def is_authorized(caller: Caller, header: SessionHeader) -> bool:
