@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Final
 
 import pytest
 from hypothesis import HealthCheck, Phase, settings
@@ -62,6 +62,7 @@ ALLOWED_CODES = {
     ErrorCode.GENERATION_CHANGED.value,
 }
 TALLY: Counter[str] = Counter()
+SEARCH_FILTERS: Final = ("none", "sessions", "parents", "roots")
 
 
 def canary(n: int) -> str:
@@ -110,13 +111,22 @@ class IsolationMachine(RuleBasedStateMachine):
         self.loop.run(self.live.publish(log.events))
         return sid
 
-    @initialize()
-    def start_workspaces(self) -> None:
+    @initialize(data=st.data())
+    def start_workspaces(self, data: st.DataObject) -> None:
         self.caller = self._new_session(ALPHA, None)
         self._add(self.caller, "the caller asks about the ledger refund")
         self.sessions[self.caller].step()
         self.loop.run(self.live.publish(self.sessions[self.caller].events[-1:]))
         self._new_session(BETA, None)
+        # Swarm testing may switch a rule off for a whole run: every tool still runs once.
+        self.session_search(data, data.draw(st.sampled_from(SEARCH_FILTERS)))
+        for tool in (
+            self.session_event_search,
+            self.session_trace,
+            self.session_event_trace,
+            self.session_event_read,
+        ):
+            tool(data)
 
     def _add(
         self,
@@ -205,7 +215,7 @@ class IsolationMachine(RuleBasedStateMachine):
         leaked = sorted(secret for secret in self.b_secrets if secret in text)
         assert leaked == [], (tool, arguments, leaked, reply.text)
 
-    @rule(data=st.data(), filtered=st.sampled_from(("none", "sessions", "parents", "roots")))
+    @rule(data=st.data(), filtered=st.sampled_from(SEARCH_FILTERS))
     def session_search(self, data: st.DataObject, filtered: str) -> None:
         words = data.draw(st.lists(st.sampled_from(SHARED + A_WORDS), min_size=1, max_size=2))
         query = data.draw(st.sampled_from((" ".join(words), " OR ".join(words))))
