@@ -9,14 +9,17 @@ from __future__ import annotations
 import asyncio
 import gc
 import weakref
+from collections.abc import Callable
 from typing import Any
+
+import pytest
 
 from contracts.errors import ErrorCode
 from tests.tools.fakes import CALLER, GEN, OTHER_CWD, FakeService, header, session_hit, settle
 from tests.tools.helpers import run_tool, tool_error
 from tests.tools.test_service_boundary import BadStr, RecordingLogger
 from worker.signals import ExecutionSignal
-from worker.store import SessionSearchPage, TitleObservation
+from worker.store import SessionHeader, SessionSearchPage, TitleObservation
 from worker.tools import ToolConfig
 
 HITS = [f"s-{n}" for n in range(10)]
@@ -184,6 +187,48 @@ async def test_title_fallbacks_failure_and_missing_title_keep_the_result() -> No
     # Every failure logged through the sanitizer: the two failed chunks (s-3..s-5 and
     # s-6..s-7 of four chunks) and the two ids that failed alone when retried.
     assert len(logger.events) == 4
+
+
+@pytest.mark.parametrize(
+    "malformed",
+    [
+        pytest.param(lambda h: TitleObservation(header=h, title=42), id="title-not-text"),  # type: ignore[arg-type]
+        pytest.param(lambda h: "garbage", id="observation-not-an-observation"),
+        pytest.param(lambda h: TitleObservation(header=None, title="x"), id="no-header"),  # type: ignore[arg-type]
+    ],
+)
+async def test_title_fallbacks_malformed_observation_stays_with_its_id(
+    malformed: Callable[[SessionHeader], Any],
+) -> None:
+    service = search_service()
+    logger = RecordingLogger()
+
+    async def read_titles(*, session_ids: list[str], signal: ExecutionSignal) -> Any:
+        found = dict(await service._default_read_titles(session_ids=session_ids, signal=signal))
+        if "s-3" in found:
+            found["s-3"] = malformed(service.headers["s-3"])
+        return found
+
+    service.overrides["read_titles"] = read_titles
+    text = await run_tool(service, "session_search", {"query": "x"}, logger=logger)
+    lines = {line.split(" ")[1]: line for line in text.splitlines() if line[:1].isdigit()}
+    assert "(title unavailable)" in lines["s-3"]
+    assert '"Title of s-4"' in lines["s-4"]
+    assert len(logger.events) == 1
+
+
+async def test_per_header_validation_malformed_title_of_a_moved_session_fails_closed() -> None:
+    service = search_service()
+
+    async def read_titles(*, session_ids: list[str], signal: ExecutionSignal) -> Any:
+        found = dict(await service._default_read_titles(session_ids=session_ids, signal=signal))
+        if "s-4" in session_ids:
+            found["s-4"] = TitleObservation(header=header("s-4", OTHER_CWD), title=7)  # type: ignore[arg-type]
+        return found
+
+    service.overrides["read_titles"] = read_titles
+    error = await tool_error(service, "session_search", {"query": "x"})
+    assert error.code is ErrorCode.NOT_FOUND
 
 
 async def test_per_header_validation_title_of_a_moved_session_fails_closed() -> None:

@@ -402,13 +402,23 @@ def _project(
     session_id: str,
     observation: TitleObservation | None,
 ) -> TitleInfo:
-    if observation is None or observation.header.session_id != session_id:
+    if observation is None:
         return UNAVAILABLE
+    # A malformed observation stays isolated to its id, like a failed read: the rest of the
+    # result stands. The header is checked before the title, so a moved session whose title
+    # is also malformed still fails closed.
+    header = getattr(observation, "header", None)
+    if not isinstance(observation, TitleObservation) or not isinstance(header, SessionHeader):
+        boundary.log_failure("read_titles", TypeError("malformed title observation"))
+        return UNAVAILABLE
+    if header.session_id != session_id:
+        return UNAVAILABLE
+    visible = is_authorized(caller, header)
     title = observation.title
     if title is not None and not isinstance(title, str):
         boundary.log_failure("read_titles", TypeError("malformed title"))
-        title = None
-    return TitleInfo(title=title, visible=is_authorized(caller, observation.header))
+        return UNAVAILABLE if visible else TitleInfo(title=None, visible=False)
+    return TitleInfo(title=title, visible=visible)
 
 
 async def _read_title(
