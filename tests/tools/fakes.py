@@ -28,6 +28,7 @@ from worker.store import (
     StoredEvent,
     TitleObservation,
 )
+from worker.store.fts_query import compile_query
 
 CWD = "/home/dev/payments"
 OTHER_CWD = "/home/dev/website"
@@ -87,6 +88,9 @@ class FakeService:
     def add(self, value: SessionHeader, title: str | None = None) -> None:
         self.headers[value.session_id] = value
         self.titles[value.session_id] = title
+
+    def check_query(self, query: str) -> None:
+        compile_query(query)  # the provider's own rules: the fake searches as it would
 
     def calls_of(self, method: str) -> list[Call]:
         return [call for call in self.calls if call.method == method]

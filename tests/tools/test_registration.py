@@ -86,7 +86,14 @@ def test_tools_import_only_the_protocol_never_sqlite_or_nats() -> None:
 
     allowed = ("contracts", "worker.signals", "worker.store", "worker.tools", "pydantic",
                "pydantic_core", "structlog", "__future__")  # fmt: skip
-    forbidden = ("worker.store.sqlite", "worker.store.writer", "worker.store.ingest")
+    # The provider's FTS5 dialect and schema are its own: the tools ask through the protocol.
+    forbidden = (
+        "worker.store.sqlite",
+        "worker.store.writer",
+        "worker.store.ingest",
+        "worker.store.fts_query",
+        "worker.store.schema",
+    )
     stdlib = {"asyncio", "collections", "contextlib", "dataclasses", "datetime", "math", "re",
               "typing"}  # fmt: skip
     for path in Path(worker.tools.__file__).parent.glob("*.py"):

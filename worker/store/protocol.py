@@ -217,6 +217,11 @@ class SessionQueryService(Protocol):
 
     async def generation(self, *, signal: ExecutionSignal) -> Generation: ...
 
+    def check_query(self, query: str) -> None:
+        """Raise ``InvalidQuery`` (with a model-readable message) when ``query`` has nothing
+        the provider can search. No I/O: the searches raise the same for the same text."""
+        ...
+
     async def search_sessions(
         self,
         query: str,

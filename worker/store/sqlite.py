@@ -407,6 +407,9 @@ class SqliteSessionStore:
 
     # -- search ------------------------------------------------------------------------
 
+    def check_query(self, query: str) -> None:
+        compile_query(query)
+
     async def search_sessions(
         self,
         query: str,

@@ -28,7 +28,6 @@ from worker.store import (
     SessionSearchPage,
     StoredEvent,
 )
-from worker.store.fts_query import compile_query
 from worker.tools import input as args_input
 from worker.tools.definitions import ToolConfig, ToolError
 from worker.tools.presentation import (
@@ -127,17 +126,17 @@ async def collect_pages(
     return Collected(hits=tuple(hits), capped=capped, filtered_out=filtered_out)
 
 
-def _validate_query(boundary: ServiceBoundary, query: str) -> None:
-    """Compile up front: an unsearchable query is an argument error, never "no results"."""
+def _validate_query(service: SessionQueryService, boundary: ServiceBoundary, query: str) -> None:
+    """Check up front: an unsearchable query is an argument error, never "no results"."""
     try:
-        compile_query(query)
+        service.check_query(query)
     except InvalidQuery as exc:
         message = exc.args[0] if exc.args and isinstance(exc.args[0], str) else None
         raise ToolError(
             ErrorCode.INVALID_ARGUMENTS, message or "The query has nothing searchable."
         ) from None
     except Exception as exc:
-        boundary.log_failure("compile_query", exc)
+        boundary.log_failure("check_query", exc)
         raise tool_failed() from None
 
 
@@ -195,7 +194,7 @@ class Operations:
             "session_search", args_input.SessionSearchArguments, arguments
         )
         request = args_input.session_search_request(args)
-        _validate_query(self.boundary, request.query)
+        _validate_query(self.service, self.boundary, request.query)
         search_signal = self._search_signal(signal)
         try:
             return await self._session_search(request, execution, search_signal)
@@ -299,7 +298,7 @@ class Operations:
         args = args_input.parse_arguments(
             "session_event_search", args_input.SessionEventSearchArguments, arguments
         )
-        _validate_query(self.boundary, args.query)
+        _validate_query(self.service, self.boundary, args.query)
         search_signal = self._search_signal(signal)
         try:
             return await self._session_event_search(args, execution, search_signal)
