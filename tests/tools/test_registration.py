@@ -6,8 +6,10 @@ import json
 
 from contracts.subjects import SEARCH_TOOLS, TOOL_NAMES
 from tests.tools.fakes import FakeService
+from tests.tools.helpers import as_caller
+from worker.signals import ExecutionSignal
 from worker.store import ServiceLimits
-from worker.tools import ToolSet, register_tools
+from worker.tools import ToolConfig, ToolSet, register_tools
 from worker.tools.definitions import ToolDefinition
 
 
@@ -62,12 +64,24 @@ def test_prompt_section_teaches_search_then_trace_and_read() -> None:
     for name in TOOL_NAMES:
         assert name in prompt
     assert prompt.index("session_search") < prompt.index("session_event_read")
+    # Excerpts mark matches with brackets, which read like code unless the model is told.
+    assert "matched terms in [brackets]" in prompt
     assert len(prompt) < 2000  # concise
 
 
-def test_disposable_registration_is_independent() -> None:
-    first, second = register_tools(FakeService()), register_tools(FakeService())
-    assert first.tools[0].run is not second.tools[0].run
+async def test_disposable_registration_is_independent() -> None:
+    """Two registrations share no state: each runs against its own service and config."""
+    services = (FakeService.with_caller(), FakeService.with_caller())
+    first = register_tools(services[0], ToolConfig(max_search_results=7))
+    second = register_tools(services[1], ToolConfig(max_search_results=9))
+    assert "up to 7 matches" in first.prompt_section
+    assert "up to 9 matches" in second.prompt_section
+    # Each registration calls only its own service.
+    for tools, expected in ((first, [1, 0]), (second, [1, 1])):
+        search = tools.get("session_search")
+        assert search is not None
+        await search.run({"query": "x"}, as_caller(), ExecutionSignal())
+        assert [len(s.calls_of("search_sessions")) for s in services] == expected
 
 
 def test_event_read_schema_states_the_service_window_limit() -> None:

@@ -300,3 +300,32 @@ async def test_backend_quiescence_after_cancel() -> None:
     error = await task
     assert finished == [True]
     assert (error.code, error.message) == (ErrorCode.CANCELLED, "stop now")
+
+
+# --- the record's defaults, as the tools run them ---
+
+
+async def test_defaults_match_the_record() -> None:
+    """100 results, a 30 s search deadline, at most 4 title workers, with no configuration."""
+    config = ToolConfig()
+    assert (
+        config.max_search_results,
+        config.search_timeout_ms,
+        config.persisted_inspect_concurrency,
+    ) == (100, 30_000, 4)
+    ids = [f"s-{n:03d}" for n in range(150)]
+    paged_sessions(service := FakeService.with_caller(), [ids[:100], ids[100:]])
+    remaining: list[float] = []
+
+    async def read_titles(*, session_ids: list[str], signal: ExecutionSignal) -> Any:
+        remaining.append(signal.remaining() or 0.0)
+        return await service._default_read_titles(session_ids=session_ids, signal=signal)
+
+    service.overrides["read_titles"] = read_titles
+    text = await run_tool(service, "session_search", {"query": "x"})  # the default config
+    assert "Found 100 sessions" in text and "s-100" not in text
+    assert "Showing the first 100 sessions" in text
+    # The caller's own header read, then the 100 hits' titles in at most 4 observations.
+    assert len(service.calls_of("read_titles")) == 1 + 4
+    # The search's child signal carries the 30 s deadline (seconds, not milliseconds).
+    assert remaining and all(29.0 < left <= 30.0 for left in remaining)

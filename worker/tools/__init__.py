@@ -43,13 +43,14 @@ _DESCRIPTIONS: Mapping[str, str] = {
         "Full-text search over earlier sessions of this workspace (not the current one), "
         "grouped by session, best match first. Each hit shows the session id, title, "
         "availability, created/updated times, parent, and its strongest matching event "
-        "(seq, type, surface, time) with an excerpt. Optional filters narrow by session ids, "
-        "parents, root sessions, times, availability, event types, surfaces and event times."
+        "(seq, type, surface, time) with an excerpt, matched terms in [brackets]. Optional "
+        "filters narrow by session ids, parents, root sessions, times, availability, event "
+        "types, surfaces and event times."
     ),
     "session_event_search": (
         "Full-text search inside one session, returning matching events (seq, type, "
-        "surface, time, excerpt), best first. Defaults to the current session, whose "
-        "current step is never searched."
+        "surface, time, excerpt with matched terms in [brackets]), best first. Defaults to "
+        "the current session, whose current step is never searched."
     ),
     "session_trace": (
         "The lineage of a session (default: the current one): its complete ancestor chain "

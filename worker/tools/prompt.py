@@ -12,8 +12,8 @@ user refers to something done before ("like last time", "the fix from yesterday"
 
 1. session_search finds earlier sessions of this workspace by full-text query (words are \
 ANDed, "quoted phrases" are exact, OR gives alternatives, -word excludes) and optional \
-filters; each hit shows the session, its strongest matching event (seq) and an excerpt. \
-Your current session is not included.
+filters; each hit shows the session, its strongest matching event (seq) and an excerpt \
+with the matched terms in [brackets]. Your current session is not included.
 2. session_event_search searches inside one session (by default your own, excluding the \
 current step) to find the exact events.
 3. session_event_read reads one event exactly (session_id, seq), with before/after for \
