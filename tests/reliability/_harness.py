@@ -138,11 +138,24 @@ class WorkerProcess:
             os.kill(self.process.pid, signal.SIGKILL)
             await self.process.wait()
 
+    def pause(self) -> None:
+        """SIGSTOP (our own child, by pid): its event loop stops, the kernel and the server
+        hold what arrives meanwhile."""
+        assert self.process is not None and self.alive
+        os.kill(self.process.pid, signal.SIGSTOP)
+
+    def resume(self) -> None:
+        """SIGCONT after ``pause``."""
+        if self.alive:
+            assert self.process is not None
+            os.kill(self.process.pid, signal.SIGCONT)
+
     async def stop(self, grace_s: float = 30.0) -> int | None:
         """SIGTERM and wait (graceful stop); SIGKILL after ``grace_s``."""
         if self.process is None:
             return None
         if self.process.returncode is None:
+            self.resume()  # a paused process would not act on SIGTERM
             os.kill(self.process.pid, signal.SIGTERM)
             try:
                 await asyncio.wait_for(self.process.wait(), grace_s)
@@ -250,6 +263,11 @@ class EventFeed:
 
     def start(self, rate: float = 400.0, burst: int = 25) -> None:
         self._task = asyncio.create_task(self._run(rate, burst))
+
+    @property
+    def running(self) -> bool:
+        """Started and still publishing."""
+        return self._task is not None and not self._task.done()
 
     async def wait(self, within: float = 120.0) -> int:
         assert self._task is not None
