@@ -62,7 +62,9 @@ ALLOWED_CODES = {
     ErrorCode.INVALID_ARGUMENTS.value,
     ErrorCode.NO_IDENTITY.value,
 }
-TALLY: Counter[str] = Counter()
+TALLY: Counter[str] = Counter()  # calls per tool
+CODES: Counter[str] = Counter()  # outcomes: ok or the error code
+RUNS: Counter[str] = Counter()  # state-machine runs (a fresh worker each)
 
 
 def canary(n: int) -> str:
@@ -76,6 +78,7 @@ class IsolationMachine(RuleBasedStateMachine):
 
     def __init__(self) -> None:
         super().__init__()
+        RUNS["runs"] += 1
         self.logs = LogWatch().__enter__()
         self.live = self.loop.run(LiveWorker.start(self.nats_url, self.db_dir))
         self.sessions: dict[str, SessionLog] = {}
@@ -194,6 +197,7 @@ class IsolationMachine(RuleBasedStateMachine):
             step = self.sessions[caller].last_seq
         reply = self.loop.run(self.live.call(tool, arguments, caller=caller, step_start_seq=step))
         TALLY[tool] += 1
+        CODES["ok" if reply.ok else str(reply.code)] += 1
         self._check(reply, arguments, tool)
 
     def _check(self, reply: Reply, arguments: dict[str, Any], tool: str) -> None:
@@ -271,6 +275,8 @@ def test_workspace_b_never_reaches_an_alpha_caller(nats_url: str, tmp_path: Path
     IsolationMachine.nats_url = nats_url
     IsolationMachine.db_dir = tmp_path
     TALLY.clear()
+    CODES.clear()
+    RUNS.clear()
     try:
         run_state_machine_as_test(
             IsolationMachine,
@@ -287,7 +293,10 @@ def test_workspace_b_never_reaches_an_alpha_caller(nats_url: str, tmp_path: Path
         )
     finally:
         loop.close()
-    print("\nisolation tool calls:", dict(TALLY))
+    print(
+        f"\nisolation: {RUNS['runs']} runs, {TALLY.total()} tool calls {dict(TALLY)},"
+        f" outcomes {dict(CODES.most_common())}"
+    )
     # Every tool was exercised (a run that never called one proves nothing about it).
     assert set(TALLY) == {
         "session_search",
