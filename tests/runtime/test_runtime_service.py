@@ -81,7 +81,16 @@ async def test_ping_info_stats_discover_the_service_with_tool_metadata(
     stats = {e["name"]: e for e in json.loads(msg.data)["endpoints"]}
     assert stats["session_trace"]["num_requests"] == 1
     assert stats["session_trace"]["data"]["lane"] == "parallel-pool"
-    assert stats["session_search"]["data"] == {"lane": "search-queue", "running": False}
+    # The endpoints subscribe with the worker's own pending limits, not nats-py's defaults.
+    config = worker.config
+    assert stats["session_search"]["data"] == {
+        "lane": "search-queue",
+        "running": False,
+        "pending_msgs_limit": config.endpoint_pending_msgs,
+        "pending_bytes_limit": max(config.endpoint_pending_bytes, 2 * nc.max_payload),
+        "slow_consumer_dropped": 0,
+    }
+    assert stats["session_trace"]["data"]["pending_msgs_limit"] == 2048
 
 
 async def test_manifest_lists_tools_schemas_modes_and_prompt(nc: NATS, worker: Worker) -> None:
