@@ -157,3 +157,26 @@ async def test_tool_errors_pass_through_with_their_code(nc: NATS, worker: Worker
     }
     assert msg.headers is not None
     assert msg.headers["Nats-Service-Error-Code"] == "404"
+
+
+async def test_the_slow_consumer_handler_is_chained_while_serving_and_restored_after(
+    nc: NATS, subjects: Subjects, tmp_path: Path
+) -> None:
+    seen: list[Exception] = []
+
+    async def own(exc: Exception) -> None:
+        seen.append(exc)
+
+    nc._error_cb = own
+    worker = await Worker.start(
+        nc, config_for(subjects, tmp_path), tools=make_toolset(Recorder()), index=False
+    )
+    try:
+        assert nc._error_cb == worker.slow_consumers._on_error
+        # Any other error still reaches the connection's own callback.
+        other = RuntimeError("not a slow consumer")
+        await nc._error_cb(other)
+        assert seen == [other]
+    finally:
+        await worker.stop()
+    assert nc._error_cb is own

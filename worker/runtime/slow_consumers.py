@@ -95,9 +95,11 @@ class SlowConsumerWatch:
             self._nc._error_cb = self._on_error
 
     def uninstall(self) -> None:
+        # Restored only while this handler is the one installed; when another was put in
+        # front of it since, this one stays in that chain and keeps forwarding.
         if self._previous is not None and self._nc._error_cb == self._on_error:
             self._nc._error_cb = self._previous
-        self._previous = None
+            self._previous = None
 
     def answer_dropped_requests(self, sub: Subscription) -> None:
         """Requests this subscription drops are answered OVERLOADED (tool endpoints)."""
