@@ -287,7 +287,11 @@ class LocalCluster:
             ],
             timeout=timeout,
         )  # fmt: skip
-        return out, asyncio.run(self._last_stream_seq())
+        return out, self.last_stream_seq()
+
+    def last_stream_seq(self) -> int:
+        """The events stream's last sequence."""
+        return asyncio.run(self._last_stream_seq())
 
     async def _last_stream_seq(self) -> int:
         nc = await open_connection(self.urls, connect_timeout=5, max_reconnect_attempts=5)
@@ -327,9 +331,13 @@ class LocalCluster:
         requests: int,
         seconds: float,
         concurrency: int = 8,
+        extra_sessions: int = 0,
+        extra_rate: float = 300.0,
         extra: Sequence[str] = (),
     ) -> subprocess.CompletedProcess[str]:
-        """Run the load generator against the cluster (bounded by requests and seconds)."""
+        """Run the load generator against the cluster (bounded by requests and seconds);
+        with ``extra_sessions`` it publishes that many new sessions at ``extra_rate`` events/s
+        while the load runs, so ingestion runs beside the queries."""
         argv = [
             sys.executable, "-m", "bench.loadgen",
             "--nats-url", self.urls[0],
@@ -342,6 +350,8 @@ class LocalCluster:
         ]  # fmt: skip
         for pid in self.worker_pids:
             argv += ["--worker-pid", str(pid)]
+        if extra_sessions:
+            argv += ["--extra-sessions", str(extra_sessions), "--extra-rate", str(extra_rate)]
         argv += list(extra)
         return _run(argv, timeout=seconds + 120, check=False)
 
@@ -401,12 +411,13 @@ def _run(
     return done
 
 
-def _summary(cluster: LocalCluster, last_seq: int, load: Any, elapsed: float) -> str:
+def _summary(cluster: LocalCluster, seeded: int, last_seq: int, load: Any, elapsed: float) -> str:
     lines = [
         "",
         "local cluster summary",
         f"  nats nodes: {len(cluster.servers)} ({', '.join(cluster.urls)})",
-        f"  events in {cluster.subjects.events_stream}: {last_seq}",
+        f"  events in {cluster.subjects.events_stream}: {last_seq} ({seeded} seeded,"
+        f" {last_seq - seeded} published during the load)",
         "  stream replicas: "
         + ", ".join(f"{name} R{n}" for name, n in cluster.stream_replicas().items()),
     ]
@@ -429,6 +440,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--sessions", type=int, default=CorpusSize.sessions)
     parser.add_argument("--events", type=int, default=CorpusSize.events, help="per session")
     parser.add_argument("--workspaces", type=int, default=CorpusSize.workspaces)
+    parser.add_argument(
+        "--extra-sessions",
+        type=int,
+        default=20,
+        help="new sessions published while the load runs (ingestion under load; 0: none)",
+    )
+    parser.add_argument("--extra-rate", type=float, default=300.0, help="their events/s")
     parser.add_argument("--dir", type=Path, default=None, help="keep state here (default: tmp)")
     args = parser.parse_args(argv)
     if args.seconds <= 0 or args.requests < 1 or not 1 <= args.workers <= 8:
@@ -449,12 +467,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         cluster.wait_indexed(last_seq)
         print(f"load: up to {args.requests} requests in {args.seconds:.0f} s", flush=True)
         load = cluster.load(
-            corpus, requests=args.requests, seconds=args.seconds, concurrency=args.concurrency
+            corpus,
+            requests=args.requests,
+            seconds=args.seconds,
+            concurrency=args.concurrency,
+            extra_sessions=args.extra_sessions,
+            extra_rate=args.extra_rate,
         )
         print(load.stdout, flush=True)
         if load.returncode != 0:
             print(load.stderr[-4000:], file=sys.stderr)
-        print(_summary(cluster, last_seq, load, time.monotonic() - started), flush=True)
+        after = cluster.last_stream_seq()
+        cluster.wait_indexed(after)  # what the load published is indexed too
+        summary = _summary(cluster, last_seq, after, load, time.monotonic() - started)
+        print(summary, flush=True)
         return 0 if load.returncode == 0 else 1
     return 1  # unreachable; ExitStack does not swallow exceptions
 

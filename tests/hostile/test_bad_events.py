@@ -226,6 +226,15 @@ async def _run(live: LiveWorker, watcher: NATS, logs: LogWatch) -> None:
 
     # Counted: the dead letters and the duplicate.
     after = ingest_stats(live)
+    print(f"\ndead letters: {len(letters)} for {len(bad)} bad events; by reason:")
+    for seq, item in sorted(seqs.items()):
+        print(f"  {item.name}: {(by_seq[seq].headers or {})[REASON_HEADER]}")
+    print(
+        f"counted: dead_lettered +{after.dead_lettered - before.dead_lettered},"
+        f" duplicates +{after.duplicates - before.duplicates},"
+        f" applied +{after.applied - before.applied} (good {len(good)});"
+        f" tool replies meanwhile {answered_during}, all ok"
+    )
     assert after.dead_lettered - before.dead_lettered == len(bad)
     assert after.duplicates - before.duplicates >= 1
     assert after.applied - before.applied == len(good)

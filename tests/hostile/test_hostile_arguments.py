@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections import Counter
 from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
@@ -298,7 +299,8 @@ def schemas(live: LiveWorker, loop: LoopThread) -> dict[str, dict[str, Any]]:
 
 def check_argument_fuzz(
     live: LiveWorker, loop: LoopThread, logs: LogWatch, tool: str, arguments: Any
-) -> None:
+) -> str:
+    """Send one fuzzed request and check its reply; its outcome (``ok`` or the code)."""
     assume(live.fits(arguments))
     mark = logs.mark()
     reply = loop.run(live.call(tool, arguments, caller=CALLER, step_start_seq=CORPUS.caller_step))
@@ -307,6 +309,11 @@ def check_argument_fuzz(
     # Bad arguments are the model's fault, never the tool's.
     assert reply.code != ErrorCode.TOOL_FAILED.value, (tool, arguments)
     assert logs.unhandled(mark) == [], (tool, arguments)
+    return "ok" if reply.ok else str(reply.code)
+
+
+def outcomes_line(outcomes: Counter[str]) -> str:
+    return ", ".join(f"{code} {n}" for code, n in outcomes.most_common())
 
 
 @pytest.mark.parametrize("tool", TOOL_NAMES)
@@ -317,17 +324,17 @@ def test_schema_generated_arguments_get_a_known_reply(
     logs: LogWatch,
     schemas: dict[str, dict[str, Any]],
 ) -> None:
-    seen: dict[str, int] = {}
+    outcomes: Counter[str] = Counter()
 
     @FUZZ
     @given(arguments=from_schema(schemas[tool]))
     def run(arguments: Any) -> None:
-        check_argument_fuzz(live, loop, logs, tool, arguments)
-        seen[tool] = seen.get(tool, 0) + 1
+        outcomes[check_argument_fuzz(live, loop, logs, tool, arguments)] += 1
 
     run()
-    print(f"\n{tool}: {seen[tool]} schema-generated requests")
-    assert seen[tool] >= EXAMPLES // 2
+    seen = outcomes.total()
+    print(f"\n{tool}: {seen} schema-generated requests: {outcomes_line(outcomes)}")
+    assert seen >= EXAMPLES // 2
 
 
 @pytest.mark.parametrize("tool", TOOL_NAMES)
@@ -340,15 +347,19 @@ def test_arbitrary_json_arguments_get_a_known_reply(
 ) -> None:
     properties = schemas[tool].get("properties", {})
     sent: list[int] = []
+    outcomes: Counter[str] = Counter()
 
     @FUZZ
     @given(arguments=arbitrary_arguments(properties))
     def run(arguments: Any) -> None:
-        check_argument_fuzz(live, loop, logs, tool, arguments)
+        outcomes[check_argument_fuzz(live, loop, logs, tool, arguments)] += 1
         sent.append(len(encode(arguments)))
 
     run()
-    print(f"\n{tool}: {len(sent)} arbitrary requests, largest arguments {max(sent)} bytes")
+    print(
+        f"\n{tool}: {len(sent)} arbitrary requests, largest arguments {max(sent)} bytes:"
+        f" {outcomes_line(outcomes)}"
+    )
     assert len(sent) >= EXAMPLES // 2
 
 
@@ -448,7 +459,8 @@ def test_a_request_at_the_payload_limit_is_refused_and_the_worker_keeps_serving(
     server's max_payload must be refused politely, not get the worker's connection closed."""
     mark = logs.mark()
     limit = live.nc.max_payload
-    for size in (limit - 600, limit - 200, limit - 40):
+    sizes = (limit - 600, limit - 200, limit - 40)
+    for size in sizes:
         prefix: dict[str, Any] = {
             "request_id": "r-" + uuid.uuid4().hex[:12],
             "execution": {"agent": {"session_id": CALLER}},
@@ -465,6 +477,7 @@ def test_a_request_at_the_payload_limit_is_refused_and_the_worker_keeps_serving(
     assert still.ok, still.body
     assert live.nc.is_connected
     assert logs.unhandled(mark) == []
+    print(f"\n{tool}: bodies of {sizes} bytes (max_payload {limit}) refused INVALID_ARGUMENTS")
 
 
 @pytest.mark.parametrize("seq", [MAX_SEQ - 1, MAX_SEQ, 2**63 - 1, 2**63, 2**64 - 1, 2**64])

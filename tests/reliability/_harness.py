@@ -43,6 +43,15 @@ REPO: Final = Path(__file__).resolve().parents[2]
 NO_REPLY: Final = "NO_REPLY"
 NO_RESPONDERS: Final = "NO_RESPONDERS"
 OK: Final = "ok"
+# A caller backs off this long after no reply or no responders: longer than the worker's
+# reconnect wait (0.5 s + 0.1 s jitter, worker.runtime.connection), so while the worker
+# re-subscribes after an outage a lane sees "no responders" once or twice, not every 50 ms.
+OUTAGE_BACKOFF_S: Final = 1.0
+# What one fault (a server restart, a node killed) can cost one MixedLoad lane, which has
+# one request in flight at a time: that request lost with the connection (NO_REPLY, then the
+# lane waits wait_s), up to two "no responders" while the worker re-subscribes (the backoff
+# above), and one search whose enqueue gave up while JetStream was away (OVERLOADED).
+OUTAGE_PER_LANE_PER_FAULT: Final = 4
 
 
 # -- worker processes ----------------------------------------------------------------------
@@ -138,11 +147,24 @@ class WorkerProcess:
             os.kill(self.process.pid, signal.SIGKILL)
             await self.process.wait()
 
+    def pause(self) -> None:
+        """SIGSTOP (our own child, by pid): its event loop stops, the kernel and the server
+        hold what arrives meanwhile."""
+        assert self.process is not None and self.alive
+        os.kill(self.process.pid, signal.SIGSTOP)
+
+    def resume(self) -> None:
+        """SIGCONT after ``pause``."""
+        if self.alive:
+            assert self.process is not None
+            os.kill(self.process.pid, signal.SIGCONT)
+
     async def stop(self, grace_s: float = 30.0) -> int | None:
         """SIGTERM and wait (graceful stop); SIGKILL after ``grace_s``."""
         if self.process is None:
             return None
         if self.process.returncode is None:
+            self.resume()  # a paused process would not act on SIGTERM
             os.kill(self.process.pid, signal.SIGTERM)
             try:
                 await asyncio.wait_for(self.process.wait(), grace_s)
@@ -250,6 +272,11 @@ class EventFeed:
 
     def start(self, rate: float = 400.0, burst: int = 25) -> None:
         self._task = asyncio.create_task(self._run(rate, burst))
+
+    @property
+    def running(self) -> bool:
+        """Started and still publishing."""
+        return self._task is not None and not self._task.done()
 
     async def wait(self, within: float = 120.0) -> int:
         assert self._task is not None
@@ -515,10 +542,14 @@ class MixedLoad:
             )
             self.tally.add(tool, rid, outcome, time.perf_counter() - t0)
             if outcome in (NO_REPLY, NO_RESPONDERS):
-                await asyncio.sleep(0.05)  # a caller backs off while nobody answers
+                await asyncio.sleep(OUTAGE_BACKOFF_S)  # a caller backs off while nobody answers
 
     def sent(self) -> int:
         return len(self.tally.by_request)
+
+    def outage_bound(self, faults: int) -> int:
+        """The most outage outcomes ``faults`` faults can cause (OUTAGE_PER_LANE_PER_FAULT)."""
+        return self.lanes * faults * OUTAGE_PER_LANE_PER_FAULT
 
 
 async def until_sent(load: MixedLoad, count: int, within: float = 60.0) -> None:

@@ -165,8 +165,10 @@ async def node_kill_under_load(
         assert not accepted - answered, sorted(accepted - answered)
         codes = set(tally.total())
         assert codes <= EXPECTED | OUTAGE, codes
+        # Bounded by the faults, not by the volume of load: each lane has one request in
+        # flight, so a fault costs it a few outcomes at most (OUTAGE_PER_LANE_PER_FAULT).
         outage = sum(n for code, n in tally.total().items() if code in OUTAGE)
-        assert outage < len(tally.by_request) // 4, tally.summary()
+        assert outage <= load.outage_bound(faults=1), (outage, tally.summary())
         for check in checks:
             check.assert_exact(total_events)
         return result

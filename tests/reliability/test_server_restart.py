@@ -122,9 +122,10 @@ async def restart_under_load(
         assert not lost, f"accepted searches never answered: {sorted(lost)}"
         codes = set(tally.total())
         assert codes <= TOOL_CODES | OUTAGE, codes
-        # Outage outcomes only around the restarts, never the bulk of the load.
+        # Bounded by the faults, not by the volume of load: each lane has one request in
+        # flight, so a fault costs it a few outcomes at most (OUTAGE_PER_LANE_PER_FAULT).
         outage = sum(n for code, n in tally.total().items() if code in OUTAGE)
-        assert outage < len(tally.by_request) // 4, tally.summary()
+        assert outage <= load.outage_bound(faults=restarts), (outage, tally.summary())
         for tool in SEARCH_TOOLS:
             assert tally.outcomes[tool][OK] > 0
         ingest.assert_exact(feed.published + extra.published)

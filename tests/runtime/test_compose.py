@@ -82,6 +82,8 @@ def test_seeder_and_load_generator(compose: dict[str, Any]) -> None:
     assert flags["--nats-url"] == "nats://127.0.0.1:4222"
     assert loadgen["network_mode"] == "service:nats1"
     assert int(flags["--requests"]) > 0 and float(flags["--seconds"]) > 0
+    # Ingestion runs while the load does.
+    assert int(flags["--extra-sessions"]) > 0 and float(flags["--extra-rate"]) > 0
     assert flags["--sidecar"].startswith("/corpus/")
     assert loadgen["depends_on"]["seeder"]["condition"] == "service_completed_successfully"
     assert set(compose["volumes"]) >= {"corpus", *NODES}
@@ -135,9 +137,15 @@ def test_local_cluster_runs_the_topology_and_survives_a_node_loss(tmp_path: Path
             "SESSIONQUERY_SEARCH": 3,
             "OBJ_sessionquery-spill": 3,
         }
-        load = cluster.load(corpus, requests=60, seconds=20, concurrency=4)
+        load = cluster.load(corpus, requests=60, seconds=20, concurrency=4, extra_sessions=3)
         assert load.returncode == 0, load.stderr[-2000:]
         assert "transport failures: none" in load.stdout
+        # Ingestion ran under the load, and both workers indexed what it published.
+        published = re.search(r"extra events published during the load: (\d+)", load.stdout)
+        assert published is not None and int(published.group(1)) > 0, load.stdout
+        after = cluster.last_stream_seq()
+        assert after == last_seq + int(published.group(1))
+        cluster.wait_indexed(after, timeout=60)
 
         caller = next(line for line in corpus.read_text().splitlines() if '"session/start"' in line)
         session_id = re.search(r'"session_id":"([^"]+)"', caller)

@@ -81,7 +81,16 @@ async def test_ping_info_stats_discover_the_service_with_tool_metadata(
     stats = {e["name"]: e for e in json.loads(msg.data)["endpoints"]}
     assert stats["session_trace"]["num_requests"] == 1
     assert stats["session_trace"]["data"]["lane"] == "parallel-pool"
-    assert stats["session_search"]["data"] == {"lane": "search-queue", "running": False}
+    # The endpoints subscribe with the worker's own pending limits, not nats-py's defaults.
+    config = worker.config
+    assert stats["session_search"]["data"] == {
+        "lane": "search-queue",
+        "running": False,
+        "pending_msgs_limit": config.endpoint_pending_msgs,
+        "pending_bytes_limit": max(config.endpoint_pending_bytes, 2 * nc.max_payload),
+        "slow_consumer_dropped": 0,
+    }
+    assert stats["session_trace"]["data"]["pending_msgs_limit"] == 2048
 
 
 async def test_manifest_lists_tools_schemas_modes_and_prompt(nc: NATS, worker: Worker) -> None:
@@ -148,3 +157,26 @@ async def test_tool_errors_pass_through_with_their_code(nc: NATS, worker: Worker
     }
     assert msg.headers is not None
     assert msg.headers["Nats-Service-Error-Code"] == "404"
+
+
+async def test_the_slow_consumer_handler_is_chained_while_serving_and_restored_after(
+    nc: NATS, subjects: Subjects, tmp_path: Path
+) -> None:
+    seen: list[Exception] = []
+
+    async def own(exc: Exception) -> None:
+        seen.append(exc)
+
+    nc._error_cb = own
+    worker = await Worker.start(
+        nc, config_for(subjects, tmp_path), tools=make_toolset(Recorder()), index=False
+    )
+    try:
+        assert nc._error_cb == worker.slow_consumers._on_error
+        # Any other error still reaches the connection's own callback.
+        other = RuntimeError("not a slow consumer")
+        await nc._error_cb(other)
+        assert seen == [other]
+    finally:
+        await worker.stop()
+    assert nc._error_cb is own

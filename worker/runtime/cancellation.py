@@ -21,6 +21,7 @@ from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
 
+from worker.runtime.slow_consumers import PendingLimits
 from worker.signals import ExecutionSignal
 
 log = structlog.get_logger("worker.runtime.cancellation")
@@ -115,16 +116,30 @@ def parse_cancel(data: bytes) -> tuple[str, str] | None:
 class CancelListener:
     """The actor that applies ``sessionquery.cancel`` broadcasts to the registry."""
 
-    def __init__(self, nc: NATS, subject: str, registry: CancellationRegistry) -> None:
+    def __init__(
+        self,
+        nc: NATS,
+        subject: str,
+        registry: CancellationRegistry,
+        pending: PendingLimits | None = None,
+    ) -> None:
         self._nc = nc
         self._subject = subject
         self._registry = registry
+        self._pending = pending
         self._sub: Subscription | None = None
 
     async def subscribe(self) -> None:
         """Subscribe and flush, so a cancel published after this returns is seen."""
         if self._sub is None:
-            self._sub = await self._nc.subscribe(self._subject)
+            if self._pending is None:
+                self._sub = await self._nc.subscribe(self._subject)
+            else:
+                self._sub = await self._nc.subscribe(
+                    self._subject,
+                    pending_msgs_limit=self._pending.msgs,
+                    pending_bytes_limit=self._pending.bytes,
+                )
             await self._nc.flush()
 
     async def run(self) -> None:

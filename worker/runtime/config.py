@@ -35,6 +35,12 @@ class WorkerConfig:
     # Parallel lane (traces and reads): running slots, plus waiting slots before OVERLOADED.
     parallel_pool_size: int = 8
     parallel_queue_size: int = 32
+    # Requests received but not yet handled, per subscription (tool and manifest endpoints,
+    # cancels, the search pull): past either limit nats-py drops the message as a slow
+    # consumer and a dropped tool request is answered OVERLOADED (runtime/slow_consumers.py).
+    # The byte limit is raised to twice the server's max_payload when below it.
+    endpoint_pending_msgs: int = 2048
+    endpoint_pending_bytes: int = 8 * 1024 * 1024
     # Default deadline for a trace or read whose request carries none.
     exact_timeout_ms: int = 30_000
     # Search lane (JetStream work queue, one durable pull consumer shared by the fleet).

@@ -38,6 +38,7 @@ from worker.runtime.cancellation import CancellationRegistry
 from worker.runtime.deadlines import effective_deadline_ms, expired, loop_time_of, signal_until
 from worker.runtime.execution import Executor, admit, send
 from worker.runtime.replies import BadEnvelope, parse_request
+from worker.runtime.slow_consumers import PendingLimits
 from worker.tools.definitions import ToolDefinition, ToolSet
 
 log = structlog.get_logger("worker.runtime.search_lane")
@@ -74,6 +75,7 @@ class SearchLane:
         ack_wait_ms: int,
         queue_max_msgs: int = -1,
         replicas: int = 1,
+        pending: PendingLimits | None = None,
     ) -> None:
         self._nc = nc
         self._js: JetStreamContext = nc.jetstream()
@@ -87,6 +89,7 @@ class SearchLane:
         self._ack_wait_s = ack_wait_ms / 1000.0
         self._queue_max_msgs = queue_max_msgs
         self._replicas = replicas
+        self._pending = pending
         self._stopping = asyncio.Event()
         self._idle = asyncio.Event()
         self._idle.set()
@@ -267,8 +270,16 @@ class SearchLane:
         await self._idle.wait()
 
     async def _subscribe(self) -> JetStreamContext.PullSubscription:
+        if self._pending is None:
+            return await self._js.pull_subscribe_bind(
+                durable=self._subjects.search_consumer, stream=self._subjects.search_stream
+            )
+        # One fetch at a time holds one message; the limits only make the bound explicit.
         return await self._js.pull_subscribe_bind(
-            durable=self._subjects.search_consumer, stream=self._subjects.search_stream
+            durable=self._subjects.search_consumer,
+            stream=self._subjects.search_stream,
+            pending_msgs_limit=self._pending.msgs,
+            pending_bytes_limit=self._pending.bytes,
         )
 
     def _reconnects(self) -> int:

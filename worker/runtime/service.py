@@ -9,6 +9,7 @@ would otherwise answer an escaped exception with its ``repr``.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -16,13 +17,15 @@ import orjson
 import structlog
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
+from nats.aio.subscription import Subscription
 from nats.micro import add_service
 from nats.micro.request import Request
-from nats.micro.service import EndpointConfig, EndpointStats, Service
+from nats.micro.service import Endpoint, EndpointConfig, EndpointStats, Service
 
 from contracts.subjects import SERVICE_NAME, Subjects
 from worker.runtime import replies
 from worker.runtime.execution import send
+from worker.runtime.slow_consumers import PendingLimits, SlowConsumerWatch
 from worker.tools.definitions import ToolDefinition, ToolSet
 
 log = structlog.get_logger("worker.runtime.service")
@@ -80,7 +83,13 @@ class ToolService:
         version: str,
         route: Callable[[ToolDefinition], MsgHandler],
         stats: Callable[[str], dict[str, Any]] | None = None,
+        pending: PendingLimits | None = None,
+        slow_consumers: SlowConsumerWatch | None = None,
     ) -> ToolService:
+        """Register the service; every endpoint subscribes with ``pending`` limits (nats-py's
+        defaults when None), and a tool request one of them drops as a slow consumer is
+        answered through ``slow_consumers``."""
+
         def stats_data(endpoint: EndpointStats) -> dict[str, Any] | None:
             # $SRV.STATS shows each endpoint's lane state beside nats.micro's counters.
             return stats(endpoint.name) if stats is not None else None
@@ -96,21 +105,29 @@ class ToolService:
         manifest = orjson.dumps(manifest_of(toolset))
         self = cls(nc, service, manifest)
         for tool in toolset.tools:
-            await service.add_endpoint(
+            sub = await add_endpoint(
+                nc,
+                service,
                 EndpointConfig(
                     name=tool.name,
                     subject=subjects.tool(tool.name),
                     handler=self._guard(tool, route(tool)),
                     metadata=endpoint_metadata(tool),
-                )
+                ),
+                pending,
             )
-        await service.add_endpoint(
+            if slow_consumers is not None:
+                slow_consumers.answer_dropped_requests(sub)
+        await add_endpoint(
+            nc,
+            service,
             EndpointConfig(
                 name=MANIFEST_ENDPOINT,
                 subject=subjects.manifest,
                 handler=self._manifest,
                 metadata={"kind": "manifest", "tools": ",".join(t.name for t in toolset.tools)},
-            )
+            ),
+            pending,
         )
         await nc.flush()
         return self
@@ -132,6 +149,14 @@ class ToolService:
     async def _manifest(self, request: Request) -> None:
         with contextlib.suppress(ValueError):  # no reply subject: nobody to answer
             await request.respond(self.manifest)
+
+    def pending_limits(self, endpoint: str) -> tuple[int, int] | None:
+        """(messages, bytes) the endpoint's subscription holds at most; None when gone."""
+        for item in self.micro._endpoints or []:
+            sub = item._subscription
+            if item._name == endpoint and sub is not None:
+                return sub._pending_msgs_limit, sub._pending_bytes_limit
+        return None
 
     async def drain_endpoints(self) -> None:
         """Stop taking requests, but handle those already delivered to this process.
@@ -156,3 +181,32 @@ class ToolService:
         await self.drain_endpoints()
         with contextlib.suppress(Exception):
             await self.micro.stop()
+
+
+async def add_endpoint(
+    nc: NATS, service: Service, config: EndpointConfig, pending: PendingLimits | None
+) -> Subscription:
+    """``Service.add_endpoint`` with explicit pending limits.
+
+    nats.micro subscribes its endpoints with nats-py's default limits and has no option for
+    them, so the endpoint is built the way ``add_endpoint`` builds it (nats-py 2.16: the
+    service's queue group, ``Endpoint._handle_request`` as the callback, the subscription
+    kept on the endpoint, the endpoint listed on the service) and subscribed here.
+    """
+    if pending is None:
+        await service.add_endpoint(config)
+        added: Subscription | None = service._endpoints[-1]._subscription
+        assert added is not None
+        return added
+    config = dataclasses.replace(config, queue_group=config.queue_group or service._queue_group)
+    endpoint = Endpoint(service, config)
+    sub: Subscription = await nc.subscribe(
+        endpoint._subject,
+        queue=endpoint._queue_group,
+        cb=endpoint._handle_request,
+        pending_msgs_limit=pending.msgs,
+        pending_bytes_limit=pending.bytes,
+    )
+    endpoint._subscription = sub
+    service._endpoints.append(endpoint)
+    return sub

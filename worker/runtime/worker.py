@@ -27,6 +27,7 @@ from worker.runtime.parallel_lane import ParallelLane
 from worker.runtime.search_lane import ACTOR_NAME as SEARCH_ACTOR
 from worker.runtime.search_lane import FETCH_POLL_S, SearchLane
 from worker.runtime.service import MsgHandler, ToolService
+from worker.runtime.slow_consumers import PendingLimits, SlowConsumerWatch
 from worker.runtime.spill import Spiller, SpillPolicy
 from worker.store.ingest import IngestStats
 from worker.tools.definitions import ToolDefinition, ToolSet
@@ -64,6 +65,7 @@ class Worker:
         parallel: ParallelLane,
         cancel_listener: CancelListener,
         index: _Index | None,
+        slow_consumers: SlowConsumerWatch,
     ) -> None:
         self.nc = nc
         self.config = config
@@ -74,6 +76,7 @@ class Worker:
         self.parallel = parallel
         self._cancel_listener = cancel_listener
         self._index = index
+        self.slow_consumers = slow_consumers
         self.service: ToolService | None = None
         self._stopped = False
 
@@ -91,6 +94,11 @@ class Worker:
         if tools is None and not index:
             raise ValueError("the real tools need the index: pass tools= or index=True")
         supervisor = Supervisor()
+        pending = PendingLimits.of(
+            config.endpoint_pending_msgs, config.endpoint_pending_bytes, nc.max_payload
+        )
+        slow_consumers = SlowConsumerWatch(nc, pending)
+        slow_consumers.install()
         opened: _Index | None = None
         if index:
             opened = await _Index.open(nc, config, supervisor)
@@ -125,6 +133,7 @@ class Worker:
                 ack_wait_ms=config.search_ack_wait_ms,
                 queue_max_msgs=config.search_queue_max_msgs,
                 replicas=config.stream_replicas,
+                pending=pending,
             )
             parallel = ParallelLane(
                 nc,
@@ -135,7 +144,7 @@ class Worker:
                 queue_size=config.parallel_queue_size,
                 default_timeout_ms=config.exact_timeout_ms,
             )
-            listener = CancelListener(nc, config.subjects.cancel, registry)
+            listener = CancelListener(nc, config.subjects.cancel, registry, pending)
             worker = cls(
                 nc,
                 config,
@@ -146,6 +155,7 @@ class Worker:
                 parallel=parallel,
                 cancel_listener=listener,
                 index=opened,
+                slow_consumers=slow_consumers,
             )
             # Cancels must be heard before the first request can arrive.
             await listener.subscribe()
@@ -159,12 +169,15 @@ class Worker:
                 version=config.service_version,
                 route=worker._route,
                 stats=worker._endpoint_stats,
+                pending=pending,
+                slow_consumers=slow_consumers,
             )
             supervisor.start(SEARCH_ACTOR, search.run)
         except BaseException:
             await supervisor.stop_all()
             if opened is not None:
                 await opened.close()
+            slow_consumers.uninstall()
             raise
         log.info(
             "worker serving",
@@ -186,13 +199,23 @@ class Worker:
         tool = self.toolset.get(endpoint)
         if tool is None:
             return {}
+        # The subscription's own limits, and the requests it dropped as a slow consumer.
+        limits = self.service.pending_limits(endpoint) if self.service is not None else None
+        intake = {
+            "pending_msgs_limit": limits[0] if limits else None,
+            "pending_bytes_limit": limits[1] if limits else None,
+            "slow_consumer_dropped": self.slow_consumers.dropped[
+                self.config.subjects.tool(endpoint)
+            ],
+        }
         if tool.execution == "exclusive":
-            return {"lane": "search-queue", "running": self.search.running is not None}
+            return {"lane": "search-queue", "running": self.search.running is not None, **intake}
         return {
             "lane": "parallel-pool",
             "running": self.parallel.running,
             "waiting": self.parallel.waiting,
             "overloaded": self.parallel.overloaded,
+            **intake,
         }
 
     def in_flight(self) -> InFlight:
@@ -248,7 +271,8 @@ class Worker:
         await self.supervisor.stop_all()
         if self._index is not None:
             await self._index.close()
-        log.info("worker stopped")
+        self.slow_consumers.uninstall()
+        log.info("worker stopped", slow_consumer_dropped=self.slow_consumers.dropped_total)
 
     async def __aenter__(self) -> Worker:
         return self
