@@ -9,7 +9,9 @@ measured in the same run on the same nats-server and the same index file.
    the corpus plan (``bench.loadgen.RequestMaker``, callers and targets in one workspace).
 4. ``session_event_read`` with 64 in flight; the worker's parallel queue is sized so 64 in
    flight fit (pool 8 running + waiting room), OVERLOADED replies are counted, not timed.
-5. Spill: a 16 MiB result stored by the worker's spill step (``Spiller.store``) and read
+5. The in-process ceiling beside step 4: the same read mix through the tool layer alone
+   (no NATS), on the worker's index file, 64 at a time, in this process (informational).
+6. Spill: a 16 MiB result stored by the worker's spill step (``Spiller.store``) and read
    back with ``SessionQueryClient.fetch_spilled`` (digest verified).
 
 Targets: searches <= 1.3x (raw FTS5 + echo); traces and reads <= 2x echo (p50 and p99);
@@ -103,6 +105,51 @@ async def reads_in_flight(
         "replies": dict(codes),
         "seconds": elapsed,
         "ok_per_s": codes["ok"] / elapsed if elapsed else 0.0,
+        "in_flight": in_flight,
+    }
+
+
+async def reads_in_process(
+    db: Path, maker: RequestMaker, total: int, in_flight: int
+) -> dict[str, Any]:
+    """The ceiling of one CPython process for the 64-in-flight check: the same read mix
+    through the tool layer alone (store, authorization, rendering; no NATS, envelope,
+    lanes, logging or reply), on the worker's index file, ``in_flight`` at a time, in
+    this process once the NATS phases are over."""
+    from contracts.envelope import Execution
+    from worker.signals import ExecutionSignal
+    from worker.store.sqlite import SqliteSessionStore
+    from worker.tools import register_tools
+
+    store = await SqliteSessionStore.open(db)
+    try:
+        toolset = register_tools(store)
+        tool = toolset.get("session_event_read")
+        assert tool is not None
+        calls = []
+        for _ in range(total):
+            arguments, caller = maker.request("session_event_read")
+            calls.append((arguments, Execution(agent={"session_id": caller.session_id})))
+        for arguments, execution in calls[: min(100, total)]:  # warm-up: caches, statements
+            await tool.run(arguments, execution, ExecutionSignal())
+        pending = iter(calls)
+
+        async def lane() -> int:
+            done = 0
+            for arguments, execution in pending:
+                await tool.run(arguments, execution, ExecutionSignal())
+                done += 1
+            return done
+
+        t0 = time.perf_counter()
+        finished = sum(await asyncio.gather(*(lane() for _ in range(in_flight))))
+        elapsed = time.perf_counter() - t0
+    finally:
+        await store.close()
+    return {
+        "reads": finished,
+        "seconds": elapsed,
+        "per_s": finished / elapsed if elapsed else 0.0,
         "in_flight": in_flight,
     }
 
@@ -292,6 +339,10 @@ async def run(
                 measurements["reads_in_flight"] = await reads_in_flight(
                     client, maker, parallel_reads, in_flight
                 )
+                # The in-process ceiling, measured after the NATS phases (no NATS load).
+                measurements["reads_in_process"] = await reads_in_process(
+                    db, RequestMaker(plans, foreign_share=0.0, seed=4), parallel_reads, in_flight
+                )
                 measurements["spill"] = await spill_fetch(
                     nc, client, subjects.spill_bucket, mib=spill_mib
                 )
@@ -381,6 +432,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     for tool, t in m["tools"].items():
         info[f"{tool} replies"] = t["replies"]
     info["reads in flight replies"] = m["reads_in_flight"]["replies"]
+    ceiling = m["reads_in_process"]["per_s"]
+    echo_rps = m["floors"]["echo"]["throughput_rps"]
+    info["reads in-process ceiling (tool layer, no NATS) req/s"] = (
+        f"{ceiling:,.0f} = {ceiling / echo_rps:.2f}x echo; over NATS "
+        f"{m['reads_in_flight']['ok_per_s']:,.0f} = "
+        f"{m['reads_in_flight']['ok_per_s'] / ceiling:.2f}x the ceiling"
+    )
     info["spill put MiB/s"] = m["spill"]["put_mib_per_s"]
     info["spilled read (call ms, fetch ms)"] = (
         f"{m['spilled_read'].get('call_ms', 0):.1f}, {m['spilled_read'].get('fetch_ms', 0):.1f}"

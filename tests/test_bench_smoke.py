@@ -202,6 +202,7 @@ async def test_tools_bench_end_to_end(nats_url: str, tmp_path: Path) -> None:
         # real ids over a fully ingested corpus: every call is answered ok
         assert m["tools"][tool]["replies"] == {"ok": 4}, tool
     assert m["reads_in_flight"]["replies"] == {"ok": 32}
+    assert m["reads_in_process"]["reads"] == 32 and m["reads_in_process"]["per_s"] > 0
     assert m["spill"]["bytes"] == 2**20
     spilled = m["spilled_read"]
     assert spilled["spilled"] and spilled["holds_output"]

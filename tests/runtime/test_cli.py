@@ -283,3 +283,22 @@ async def test_publishing_the_sample_corpus_twice_adds_nothing(
     assert await publish_sample_corpus(nc, subjects) == (0, first[1])
     info = await nc.jetstream().stream_info(subjects.events_stream)
     assert info.state.messages == len(sample_events())
+
+
+def test_a_json_log_line_always_renders_and_stays_ascii() -> None:
+    from worker.runtime.logs import render_json
+
+    hard: list[dict[object, object]] = [
+        {"event": "ok", "ms": 0.25, "spilled": False},
+        {"event": "non-ascii", "value": "café ☕"},
+        {"event": "surrogate", "value": "\ud800"},  # orjson refuses it
+        {"event": "big", "value": 2**70},  # past 64 bits
+        {"event": "object", "value": object(), 3: "int key"},
+    ]
+    for event_dict in hard:
+        line = render_json(None, "info", dict(event_dict))  # type: ignore[arg-type]
+        assert line.isascii() and "\n" not in line
+        parsed = json.loads(line)
+        assert parsed["event"] == event_dict["event"]
+        assert set(parsed) == {str(key) for key in event_dict}
+    assert json.loads(render_json(None, "info", {"v": "café"}))["v"] == "café"

@@ -85,3 +85,29 @@ async def test_mailbox_wakes_every_waiting_taker() -> None:
     for item in "abc":
         assert box.offer(item)
     assert sorted(await asyncio.gather(*takers)) == ["a", "b", "c"]
+
+
+async def test_mailbox_offer_wakes_one_taker() -> None:
+    box: Mailbox[str] = Mailbox(4)
+    takers = [asyncio.create_task(box.take()) for _ in range(3)]
+    await asyncio.sleep(0)
+    assert box.offer("a")
+    await asyncio.sleep(0)
+    await asyncio.sleep(0)
+    done = [t for t in takers if t.done()]
+    assert [t.result() for t in done] == ["a"]  # the other two still wait, not re-woken
+    for task in takers:
+        task.cancel()
+    await asyncio.gather(*takers, return_exceptions=True)
+
+
+async def test_mailbox_wake_of_a_cancelled_taker_passes_on() -> None:
+    box: Mailbox[str] = Mailbox(4)
+    first = asyncio.create_task(box.take())
+    second = asyncio.create_task(box.take())
+    await asyncio.sleep(0)
+    assert box.offer("a")  # wakes `first`, which is cancelled before it runs
+    first.cancel()
+    assert await asyncio.wait_for(second, 1) == "a"
+    with pytest.raises(asyncio.CancelledError):
+        await first

@@ -167,9 +167,11 @@ async def test_waiting_for_a_reader_is_abortable(
     holder = asyncio.create_task(search(store, holder_signal))
     await started(crawl)  # the only reader is busy
     queued_signal = ExecutionSignal()
-    queued = asyncio.create_task(store.generation(signal=queued_signal))
+    # A second search waits for the reader; key lookups do not (their own connection).
+    queued = asyncio.create_task(search(store, queued_signal))
     await asyncio.sleep(0.01)
     assert not queued.done()  # backpressure: it waits for the reader
+    assert (await store.generation(signal=ExecutionSignal())).seq > 0
     queued_signal.cancel("queued request cancelled")
     with pytest.raises(ExecutionCancelled) as info:
         await asyncio.wait_for(queued, BOUND_S)

@@ -127,7 +127,9 @@ class Mailbox(Generic[T]):
         self.capacity = capacity
         self._items: deque[T] = deque()
         self._open = 0
-        self._ready = asyncio.Event()
+        # One future per waiting taker, woken one at a time: an Event woke every idle
+        # runner per offer (8 task steps for one request, 7 of them for nothing).
+        self._takers: deque[asyncio.Future[None]] = deque()
         self._idle = asyncio.Event()
         self._idle.set()
 
@@ -147,17 +149,31 @@ class Mailbox(Generic[T]):
         self._open += 1
         self._idle.clear()
         self._items.append(item)
-        self._ready.set()
+        self._wake_one()
         return True
 
     async def take(self) -> T:
         while not self._items:
-            self._ready.clear()
-            await self._ready.wait()
+            taker: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            self._takers.append(taker)
+            try:
+                await taker
+            except asyncio.CancelledError:
+                # Woken and cancelled before it ran: the wake-up goes to another taker.
+                if taker.done() and not taker.cancelled():
+                    self._wake_one()
+                raise
         item = self._items.popleft()
         if self._items:
-            self._ready.set()  # wake the next taker too
+            self._wake_one()  # more queued: the next taker too
         return item
+
+    def _wake_one(self) -> None:
+        while self._takers:
+            taker = self._takers.popleft()
+            if not taker.done():  # a cancelled taker is skipped
+                taker.set_result(None)
+                return
 
     def done(self) -> None:
         """An item taken earlier is handled: its place frees up."""

@@ -1,13 +1,15 @@
 """The SQLite FTS5 provider of ``SessionQueryService``: a pool of reader connections.
 
-Every operation takes one reader from the pool (waiting is the backpressure) and runs as ONE
-read transaction on it, returning the session header read in that same transaction with
-every payload. Searches and lineage (whose cost grows with the corpus or a chain) run the
-whole transaction in a single hop to a reader thread: a hop per statement (aiosqlite's
-model) measured ~0.2 ms each on a loaded 2-core machine, five per search, which alone put
-the provider at ~2x a raw FTS5 query on a mid-sized index. Lookups by key whose size is
+Every operation runs as ONE read transaction (or one SELECT, which reads one snapshot),
+returning the session header read in that same transaction with every payload. Searches
+take a reader from the pool (waiting is the backpressure). Searches and lineage (whose
+cost grows with the corpus or a chain) run the whole transaction in a single hop to a
+reader thread: a hop per statement (aiosqlite's model) measured ~0.2 ms each on a loaded
+2-core machine, five per search, which alone put the provider at ~2x a raw FTS5 query on
+a mid-sized index. Lookups by key whose size is
 bounded (headers and titles, an event window, an event's relations, a session's latest
-seq) run on the event loop's thread instead, where they cost less than the hop would.
+seq) run on the event loop's thread instead, on a connection of their own, where they
+cost less than the hop would.
 
 Cancellation: the signal is checked before taking a reader and before each statement; when
 it fires mid-transaction, the running statement is interrupted (``sqlite3_interrupt``,
@@ -93,6 +95,17 @@ _SCOPE_INDEX: Final = "INDEXED BY events_scope"
 LOOP_LINEAGE_ROWS: Final = 64
 
 
+_TITLES_BY_JSON: Final = (
+    f"SELECT {_HEADER_COLS}, s.title FROM sessions s"
+    " WHERE s.session_id IN (SELECT value FROM json_each(?))"
+)
+_TITLES_BY_KEYS: Final = tuple(
+    f"SELECT {_HEADER_COLS}, s.title FROM sessions s WHERE s.session_id "
+    + ("= ?" if n == 1 else "IN (" + ", ".join("?" * n) + ")")
+    for n in range(1, 9)
+)
+
+
 class _Truncated:
     """A lineage walk that reached its cap on the loop thread."""
 
@@ -103,9 +116,20 @@ _TRUNCATED: Final = _Truncated()
 class SqliteSessionStore:
     """``SessionQueryService`` over one SQLite index file. Safe for concurrent use."""
 
-    def __init__(self, *, readers: Sequence[sqlite3.Connection], limits: ServiceLimits) -> None:
+    def __init__(
+        self,
+        *,
+        readers: Sequence[sqlite3.Connection],
+        limits: ServiceLimits,
+        loop_reader: sqlite3.Connection,
+    ) -> None:
         self._limits = limits
         self._readers = tuple(readers)
+        # The key lookups run on the event loop's thread, one at a time (nothing awaits
+        # inside them), so one connection of their own serves them all: no pool round
+        # trip per lookup, no wait behind a search that holds every reader, and one
+        # connection's caches stay warm instead of four taking turns.
+        self._loop_reader = loop_reader
         self._pool: asyncio.Queue[sqlite3.Connection] = asyncio.Queue()
         for conn in self._readers:
             self._pool.put_nowait(conn)
@@ -131,8 +155,8 @@ class SqliteSessionStore:
         if readers < 1:
             raise ValueError("readers must be at least 1")
         location = str(path)
-        conns = await asyncio.to_thread(_connect_readers, location, readers)
-        return cls(readers=conns, limits=limits)
+        conns = await asyncio.to_thread(_connect_readers, location, readers + 1)
+        return cls(readers=conns[:-1], limits=limits, loop_reader=conns[-1])
 
     async def close(self) -> None:
         """Close every reader once it is back in the pool (running reads finish first)."""
@@ -142,6 +166,7 @@ class SqliteSessionStore:
         for _ in self._readers:
             conn = await self._pool.get()
             await self._loop.run_in_executor(self._threads, conn.close)
+        self._loop_reader.close()  # no lookup can be running: they never await
         self._threads.shutdown(wait=False)
 
     async def __aenter__(self) -> SqliteSessionStore:
@@ -204,12 +229,13 @@ class SqliteSessionStore:
         def work(tx: _Tx) -> dict[str, TitleObservation]:
             if not ids:
                 return {}
-            # One JSON parameter instead of an IN list: no host-parameter limit to chunk for.
-            rows = tx.fetch(
-                f"SELECT {_HEADER_COLS}, s.title FROM sessions s"
-                " WHERE s.session_id IN (SELECT value FROM json_each(?))",
-                (_json_list(ids),),
-            )
+            if len(ids) <= len(_TITLES_BY_KEYS):
+                # A few ids (a direct tool's caller and target): plain key lookups, about
+                # half the cost of json_each for one id.
+                rows = tx.fetch(_TITLES_BY_KEYS[len(ids) - 1], ids)
+            else:
+                # One JSON parameter instead of an IN list: no host-parameter limit.
+                rows = tx.fetch(_TITLES_BY_JSON, (_json_list(ids),))
             found: dict[str, TitleObservation] = {}
             for row in rows:
                 header = _header(row)
@@ -232,15 +258,23 @@ class SqliteSessionStore:
         after = max(0, min(after, cap))
 
         def work(tx: _Tx) -> EventWindow | None:
-            header = _read_header(tx, session_id)
-            if header is None:
-                return None
+            # The header and the window in ONE statement (one snapshot, no BEGIN/COMMIT):
+            # a row per event, the header repeated; one row of NULL events when none.
             rows = tx.fetch(
-                f"SELECT {_EVENT_COLS}, e.raw_json FROM events e"
-                " WHERE e.session_id = ? AND e.seq BETWEEN ? AND ? ORDER BY e.seq",
-                (session_id, seq - before, seq + after),
+                f"SELECT {_HEADER_COLS}, {_EVENT_COLS}, e.raw_json FROM sessions s"
+                " LEFT JOIN events e"
+                " ON e.session_id = s.session_id AND e.seq BETWEEN ? AND ?"
+                " WHERE s.session_id = ? ORDER BY e.seq",
+                (seq - before, seq + after, session_id),
             )
-            events = [StoredEvent(_summary(row), row[_EVENT_WIDTH]) for row in rows]
+            if not rows:
+                return None
+            header = _header(rows[0])
+            events = [
+                StoredEvent(_summary(row[_HEADER_WIDTH:]), row[_HEADER_WIDTH + _EVENT_WIDTH])
+                for row in rows
+                if row[_HEADER_WIDTH] is not None
+            ]
             target = next((ev for ev in events if ev.summary.seq == seq), None)
             return EventWindow(
                 header=header,
@@ -249,7 +283,7 @@ class SqliteSessionStore:
                 after=tuple(ev for ev in events if ev.summary.seq > seq),
             )
 
-        return await self._read_now(signal, work)
+        return await self._read_now(signal, work, one_statement=True)
 
     async def wait_for_seq(self, session_id: str, seq: int, *, signal: ExecutionSignal) -> None:
         def work(tx: _Tx) -> int:
@@ -282,7 +316,9 @@ class SqliteSessionStore:
         def work(tx: _Tx, cap: int) -> Lineage | _Truncated | None:
             # UNION (not UNION ALL) discards a session already reached, so a cycle ends;
             # the order is restored below by following parent ids from the target.
-            chain = tx.fetch(
+            # Both walks in ONE statement (one snapshot, no BEGIN/COMMIT); kind 0 rows are
+            # the chain (in no particular order), kind 1 rows the tree in creation order.
+            rows = tx.fetch(
                 f"""
                 WITH RECURSIVE chain(sid) AS (
                     SELECT :sid
@@ -291,13 +327,25 @@ class SqliteSessionStore:
                     FROM chain JOIN sessions p ON p.session_id = chain.sid
                     WHERE p.parent_session_id IS NOT NULL
                     LIMIT :cap
+                ),
+                tree(sid) AS (
+                    SELECT :sid
+                    UNION
+                    SELECT c.session_id FROM tree JOIN sessions c ON c.parent_session_id = tree.sid
+                    LIMIT :cap
                 )
-                SELECT chain.sid, {_HEADER_COLS}
+                SELECT 0 AS kind, chain.sid, {_HEADER_COLS}
                 FROM chain LEFT JOIN sessions s ON s.session_id = chain.sid
+                UNION ALL
+                SELECT 1, tree.sid, {_HEADER_COLS}
+                FROM tree JOIN sessions s ON s.session_id = tree.sid
+                ORDER BY 1, 7, 3
                 """,
                 {"sid": session_id, "cap": cap},
             )
-            if len(chain) == cap:
+            chain = [row[1:] for row in rows if row[0] == 0]
+            tree = [row[2:] for row in rows if row[0] == 1]
+            if len(chain) == cap or len(tree) == cap:
                 return _TRUNCATED
             known = {row[0]: _header(row[1:]) for row in chain if row[1] is not None}
             target = known.get(session_id)
@@ -315,21 +363,6 @@ class SqliteSessionStore:
                 ancestors.append(header)
                 placed.add(parent)
                 parent = header.parent_session_id
-            tree = tx.fetch(
-                f"""
-                WITH RECURSIVE tree(sid) AS (
-                    SELECT :sid
-                    UNION
-                    SELECT c.session_id FROM tree JOIN sessions c ON c.parent_session_id = tree.sid
-                    LIMIT :cap
-                )
-                SELECT {_HEADER_COLS} FROM tree JOIN sessions s ON s.session_id = tree.sid
-                ORDER BY s.created_ms, s.session_id
-                """,
-                {"sid": session_id, "cap": cap},
-            )
-            if len(tree) == cap:
-                return _TRUNCATED
             descendants = _descendant_trees(target.session_id, [_header(r) for r in tree], placed)
             return Lineage(
                 target=target,
@@ -338,7 +371,9 @@ class SqliteSessionStore:
                 descendants=descendants,
             )
 
-        found = await self._read_now(signal, lambda tx: work(tx, LOOP_LINEAGE_ROWS))
+        found = await self._read_now(
+            signal, lambda tx: work(tx, LOOP_LINEAGE_ROWS), one_statement=True
+        )
         if isinstance(found, _Truncated):
             found = await self._read(signal, lambda tx: work(tx, -1))  # -1: no LIMIT
         assert not isinstance(found, _Truncated)
@@ -348,13 +383,17 @@ class SqliteSessionStore:
         self, session_id: str, seq: int, *, signal: ExecutionSignal
     ) -> EventRelations | None:
         def work(tx: _Tx) -> EventRelations | None:
-            header = _read_header(tx, session_id)
-            if header is None:
-                return None
-            target = tx.fetch(
-                f"SELECT {_EVENT_COLS} FROM events e WHERE e.session_id = ? AND e.seq = ?",
-                (session_id, seq),
+            # The header with the event itself (LEFT JOIN: the event may be missing).
+            found = tx.fetch(
+                f"SELECT {_HEADER_COLS}, {_EVENT_COLS} FROM sessions s"
+                " LEFT JOIN events e ON e.session_id = s.session_id AND e.seq = ?"
+                " WHERE s.session_id = ?",
+                (seq, session_id),
             )
+            if not found:
+                return None
+            header = _header(found[0])
+            target = found[0][_HEADER_WIDTH:]
             replaces = self._replacements(tx, session_id, seq, backward=True)
             replaced_by = self._replacements(tx, session_id, seq, backward=False)
             cites = _linked(
@@ -373,7 +412,7 @@ class SqliteSessionStore:
             )
             return EventRelations(
                 header=header,
-                event=_summary(target[0]) if target else None,
+                event=_summary(target) if target[0] is not None else None,
                 replaces=replaces,
                 replaced_by=replaced_by,
                 cites=cites,
@@ -607,19 +646,16 @@ class SqliteSessionStore:
         read itself: the executor round trip, plus GIL hand-offs between the reader and the
         loop that, with a few readers busy, delayed every socket write of the loop (~1 ms
         each measured under 64 reads in flight). Nothing awaits inside, so the signal
-        cannot fire mid-transaction; it is checked before, while a reader is awaited.
+        cannot fire mid-transaction; it is checked before. These reads have a connection
+        of their own (``_loop_reader``), so they never wait for a reader.
 
         ``one_statement``: ``work`` runs a single SELECT, which SQLite already reads from
         one snapshot, so no explicit BEGIN/COMMIT is spent on it."""
         signal.raise_if_aborted()
         if self._closed:
             raise StoreError("the session store is closed")
+        conn = self._loop_reader
         try:
-            conn = self._pool.get_nowait()
-        except asyncio.QueueEmpty:
-            conn = await self._take(signal)
-        try:
-            signal.raise_if_aborted()
             if one_statement:
                 if conn.in_transaction:  # a rollback that failed earlier: do not read in it
                     conn.execute("ROLLBACK")
@@ -631,8 +667,6 @@ class SqliteSessionStore:
         except BaseException:
             _rollback(conn)
             raise
-        finally:
-            self._pool.put_nowait(conn)
 
     async def _read(self, signal: ExecutionSignal, work: Callable[[_Tx], T]) -> T:
         """Run ``work`` as one read transaction on a reader, bounded by ``signal``."""
@@ -798,11 +832,6 @@ def _generation(tx: _Tx) -> Generation:
     )
     epoch, seq = rows[0]
     return Generation(epoch=int(epoch or 0), seq=int(seq or 0))
-
-
-def _read_header(tx: _Tx, session_id: str) -> SessionHeader | None:
-    rows = tx.fetch(f"SELECT {_HEADER_COLS} FROM sessions s WHERE s.session_id = ?", (session_id,))
-    return _header(rows[0]) if rows else None
 
 
 def _linked(tx: _Tx, refs_sql: str, session_id: str, seq: int) -> tuple[LinkedEvent, ...]:
