@@ -1,11 +1,13 @@
 """The single writer of the index: validates and applies batches of stream messages.
 
-One sqlite3 connection on one dedicated thread. Each ``apply`` is one ``BEGIN IMMEDIATE``
-transaction, run as a single call on that thread, that also stores the highest stream
-sequence of the batch (``meta.stream_seq``), so a crash replays the batch instead of losing
-or doubling it; items at or below the stored sequence are skipped as already applied.
-(Not aiosqlite, whose one-hop-per-statement model left the SQLite thread idle while the
-event loop parsed the next batch: measured about half the throughput.)
+``WriterCore`` is the synchronous work on one sqlite3 connection. Each ``apply`` is one
+``BEGIN IMMEDIATE`` transaction that also stores the highest stream sequence of the batch
+(``meta.stream_seq``), so a crash replays the batch instead of losing or doubling it; items
+at or below the stored sequence are skipped as already applied. ``SqliteIndexWriter`` runs
+it on one dedicated thread of this process, a whole transaction as a single call (not
+aiosqlite, whose one-hop-per-statement model left the SQLite thread idle while the event
+loop parsed the next batch: measured about half the throughput);
+``worker.store.writer_process`` runs it in a child process.
 
 Validation decisions (each rejection carries a one-line reason for the dead-letter subject):
 
@@ -140,113 +142,55 @@ class PreparedBatch:
     items: tuple[_Parsed | Rejected, ...]
 
 
-class SqliteIndexWriter(SessionIndexWriter):
-    """The index's only writer. Use ``await SqliteIndexWriter.open(path)``."""
+class WriterCore:
+    """The writer's synchronous work on one sqlite3 connection: checking messages, applying
+    a batch in one transaction, purging. Not thread-safe: ``SqliteIndexWriter`` runs it on
+    one dedicated thread, the writer process (``worker.store.writer_process``) on its main
+    thread."""
 
     def __init__(
-        self,
-        conn: sqlite3.Connection,
-        executor: ThreadPoolExecutor,
-        *,
-        text_cap_bytes: int,
-        max_event_bytes: int,
+        self, conn: sqlite3.Connection, *, text_cap_bytes: int, max_event_bytes: int
     ) -> None:
-        self._conn = conn  # used only on ``executor``'s one thread
-        self._executor = executor
+        self.conn = conn
         self._text_cap_bytes = text_cap_bytes
         self._max_event_bytes = max_event_bytes
-        self._lock = asyncio.Lock()  # apply and purge never interleave their transactions
-        self._listeners: list[Callable[[], None]] = []
-        self._closed = False
 
     @classmethod
-    async def open(
-        cls,
-        path: str | Path,
-        *,
-        text_cap_bytes: int = 64 * 1024,
-        max_event_bytes: int = 1024 * 1024,
-    ) -> SqliteIndexWriter:
-        location = str(path)
-
-        def connector() -> sqlite3.Connection:
-            if location != ":memory:" and not location.startswith("file:"):
-                Path(location).parent.mkdir(parents=True, exist_ok=True)
-            conn = schema.connect(location)
-            schema.create(conn)
-            return conn
-
-        executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sessionquery-writer")
+    def open(cls, location: str | Path, *, text_cap_bytes: int, max_event_bytes: int) -> WriterCore:
+        location = str(location)
+        if location != ":memory:" and not location.startswith("file:"):
+            Path(location).parent.mkdir(parents=True, exist_ok=True)
+        conn = schema.connect(location)
         try:
-            conn = await asyncio.get_running_loop().run_in_executor(executor, connector)
+            schema.create(conn)
         except BaseException:
-            executor.shutdown(wait=False)
+            conn.close()
             raise
-        return cls(conn, executor, text_cap_bytes=text_cap_bytes, max_event_bytes=max_event_bytes)
+        return cls(conn, text_cap_bytes=text_cap_bytes, max_event_bytes=max_event_bytes)
 
-    async def close(self) -> None:
-        async with self._lock:
-            if self._closed:
-                return
-            self._closed = True
-            await self._run(self._conn.close)
-        self._executor.shutdown(wait=True)
+    def close(self) -> None:
+        self.conn.close()
 
-    async def _run(self, fn: Callable[..., _T], *args: Any) -> _T:
-        """Run ``fn`` on the writer thread. A whole transaction is one call: the thread then
-        never waits on the event loop between statements, and a cancelled caller cannot leave
-        a transaction half-done (the call runs to its commit or rollback)."""
-        return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
-
-    async def __aenter__(self) -> SqliteIndexWriter:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.close()
-
-    def add_commit_listener(self, callback: Callable[[], None]) -> None:
-        """Called after every committed apply or purge (e.g. the readers' notify_commit)."""
-        self._listeners.append(callback)
-
-    async def last_stream_seq(self) -> int:
-        return await self._run(self._meta, "stream_seq")
-
-    async def generation(self) -> Generation:
-        def read() -> Generation:
-            return Generation(epoch=self._meta("epoch"), seq=self._meta("stream_seq"))
-
-        return await self._run(read)
-
-    def _meta(self, key: str) -> int:
-        row = self._conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+    def meta(self, key: str) -> int:
+        row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return int(row[0]) if row else 0
 
-    # -- apply ---------------------------------------------------------------------------
+    def generation(self) -> Generation:
+        return Generation(epoch=self.meta("epoch"), seq=self.meta("stream_seq"))
 
-    async def apply(self, items: Sequence[IngestItem]) -> ApplyResult:
-        return await self.apply_prepared(self.prepare(items))
+    # -- apply ---------------------------------------------------------------------------
 
     def prepare(self, items: Sequence[IngestItem]) -> PreparedBatch:
         return PreparedBatch(items=tuple(self._parse(item) for item in items))
 
-    async def apply_prepared(self, batch: PreparedBatch) -> ApplyResult:
-        parsed = batch.items
-        if not parsed:
-            return ApplyResult(
-                applied=0, duplicates=0, last_stream_seq=await self.last_stream_seq()
-            )
-        async with self._lock:
-            result = await self._run(lambda: self._transaction(self._apply_sync, parsed))
-        self._notify()
-        return result
+    def apply(self, batch: PreparedBatch) -> ApplyResult:
+        """One transaction; the stored stream sequence moves with the events."""
+        if not batch.items:
+            return ApplyResult(applied=0, duplicates=0, last_stream_seq=self.meta("stream_seq"))
+        return self._transaction(self._apply_sync, batch.items)
 
     def _transaction(self, body: Callable[..., _T], *args: Any) -> _T:
-        conn = self._conn
+        conn = self.conn
         conn.execute("BEGIN IMMEDIATE")
         try:
             result = body(*args)
@@ -260,8 +204,8 @@ class SqliteIndexWriter(SessionIndexWriter):
         return result
 
     def _apply_sync(self, parsed: tuple[_Parsed | Rejected, ...]) -> ApplyResult:
-        conn = self._conn
-        stored_seq = self._meta("stream_seq")
+        conn = self.conn
+        stored_seq = self.meta("stream_seq")
         fresh = [p for p in parsed if _stream_seq(p) > stored_seq]
         skipped = len(parsed) - len(fresh)
         sessions = self._load_sessions({p.session_id for p in fresh if isinstance(p, _Parsed)})
@@ -420,15 +364,13 @@ class SqliteIndexWriter(SessionIndexWriter):
             chunk = wanted[start : start + _CHUNK]
             marks = ",".join("?" * len(chunk))
             sql = f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE session_id IN ({marks})"
-            for r in self._conn.execute(sql, chunk):
+            for r in self.conn.execute(sql, chunk):
                 found[r[0]] = _Session(*r)
         return found
 
     # -- purge ---------------------------------------------------------------------------
 
-    async def purge(
-        self, *, session_ids: Sequence[str] = (), older_than_ms: int | None = None
-    ) -> int:
+    def purge(self, session_ids: Sequence[str] = (), older_than_ms: int | None = None) -> int:
         """Remove the named sessions and those last updated before ``older_than_ms``.
 
         Relations recorded by the removed sessions go with them; citations other sessions
@@ -437,16 +379,10 @@ class SqliteIndexWriter(SessionIndexWriter):
         """
         if not session_ids and older_than_ms is None:
             return 0
-        async with self._lock:
-            ids = tuple(session_ids)
-            count = await self._run(lambda: self._transaction(self._purge_sync, ids, older_than_ms))
-        if count:
-            log.info("sessions purged", count=count)
-            self._notify()
-        return count
+        return self._transaction(self._purge_sync, tuple(session_ids), older_than_ms)
 
     def _purge_sync(self, session_ids: tuple[str, ...], older_than_ms: int | None) -> int:
-        conn = self._conn
+        conn = self.conn
         conn.execute("CREATE TEMP TABLE IF NOT EXISTS purge_ids (session_id TEXT PRIMARY KEY)")
         conn.execute("DELETE FROM temp.purge_ids")
         if session_ids:
@@ -477,15 +413,113 @@ class SqliteIndexWriter(SessionIndexWriter):
         conn.execute("DELETE FROM temp.purge_ids")
         return count
 
-    # -- helpers -------------------------------------------------------------------------
 
-    def _notify(self) -> None:
-        for callback in self._listeners:
-            try:
-                callback()
-            except Exception:
-                # A listener's failure must not undo or fail a committed write.
-                log.exception("commit listener failed")
+class SqliteIndexWriter(SessionIndexWriter):
+    """The index's only writer, on a thread of this process. Use
+    ``await SqliteIndexWriter.open(path)``. (The worker ingests through
+    ``worker.store.writer_process.ProcessIndexWriter``, the same work in a child process.)"""
+
+    def __init__(self, core: WriterCore, executor: ThreadPoolExecutor) -> None:
+        self._core = core  # used only on ``executor``'s one thread
+        self._executor = executor
+        self._lock = asyncio.Lock()  # apply and purge never interleave their transactions
+        self._listeners: list[Callable[[], None]] = []
+        self._closed = False
+
+    @classmethod
+    async def open(
+        cls,
+        path: str | Path,
+        *,
+        text_cap_bytes: int = 64 * 1024,
+        max_event_bytes: int = 1024 * 1024,
+    ) -> SqliteIndexWriter:
+        executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sessionquery-writer")
+        try:
+            core = await asyncio.get_running_loop().run_in_executor(
+                executor,
+                lambda: WriterCore.open(
+                    path, text_cap_bytes=text_cap_bytes, max_event_bytes=max_event_bytes
+                ),
+            )
+        except BaseException:
+            executor.shutdown(wait=False)
+            raise
+        return cls(core, executor)
+
+    async def close(self) -> None:
+        async with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            await self._run(self._core.close)
+        self._executor.shutdown(wait=True)
+
+    async def _run(self, fn: Callable[..., _T], *args: Any) -> _T:
+        """Run ``fn`` on the writer thread. A whole transaction is one call: the thread then
+        never waits on the event loop between statements, and a cancelled caller cannot leave
+        a transaction half-done (the call runs to its commit or rollback)."""
+        return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
+
+    async def __aenter__(self) -> SqliteIndexWriter:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    def add_commit_listener(self, callback: Callable[[], None]) -> None:
+        """Called after every committed apply or purge (e.g. the readers' notify_commit)."""
+        self._listeners.append(callback)
+
+    async def last_stream_seq(self) -> int:
+        return await self._run(self._core.meta, "stream_seq")
+
+    async def generation(self) -> Generation:
+        return await self._run(self._core.generation)
+
+    async def apply(self, items: Sequence[IngestItem]) -> ApplyResult:
+        return await self.apply_prepared(self.prepare(items))
+
+    def prepare(self, items: Sequence[IngestItem]) -> PreparedBatch:
+        # CPU only, on the caller's thread: ingestion prepares the next batch while the
+        # previous one is written.
+        return self._core.prepare(items)
+
+    async def apply_prepared(self, batch: PreparedBatch) -> ApplyResult:
+        if not batch.items:
+            return await self._run(self._core.apply, batch)
+        async with self._lock:
+            result = await self._run(self._core.apply, batch)
+        notify_listeners(self._listeners)
+        return result
+
+    async def purge(
+        self, *, session_ids: Sequence[str] = (), older_than_ms: int | None = None
+    ) -> int:
+        """Remove sessions (see ``WriterCore.purge``); the epoch is bumped when any went."""
+        if not session_ids and older_than_ms is None:
+            return 0
+        async with self._lock:
+            ids = tuple(session_ids)
+            count = await self._run(self._core.purge, ids, older_than_ms)
+        if count:
+            log.info("sessions purged", count=count)
+            notify_listeners(self._listeners)
+        return count
+
+
+def notify_listeners(listeners: Iterable[Callable[[], None]]) -> None:
+    for callback in listeners:
+        try:
+            callback()
+        except Exception:
+            # A listener's failure must not undo or fail a committed write.
+            log.exception("commit listener failed")
 
 
 # The model's own validator, called directly: ``model_validate_json`` adds about 1 us of
