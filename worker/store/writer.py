@@ -114,7 +114,8 @@ class _Parsed:
     tree are dropped at once instead of surviving until the commit, where the cyclic GC
     would walk them (measured a large share of the preparation time)."""
 
-    item: IngestItem
+    stream_seq: int
+    data: bytes  # the message as received (for a dead letter)
     session_id: str
     seq: int
     event_id: str
@@ -142,6 +143,92 @@ class PreparedBatch:
     items: tuple[_Parsed | Rejected, ...]
 
 
+def batch_rows(batch: PreparedBatch) -> list[tuple[Any, ...]]:
+    """A prepared batch as plain tuples (for the writer process's pipe): a rejected message
+    is ``(stream_seq, reason)``, a checked one ``_Parsed``'s fields after its data."""
+    rows: list[tuple[Any, ...]] = []
+    for p in batch.items:
+        if isinstance(p, Rejected):
+            rows.append((p.stream_seq, p.reason))
+        else:
+            rows.append(
+                (
+                    p.stream_seq,
+                    p.session_id,
+                    p.seq,
+                    p.event_id,
+                    p.type,
+                    p.surface,
+                    p.time_ms,
+                    p.raw_json,
+                    p.body,
+                    p.replaces,
+                    p.cites,
+                    p.cwd,
+                    p.parent_session_id,
+                    p.title,
+                )
+            )
+    return rows
+
+
+def batch_from_rows(rows: Sequence[tuple[Any, ...]]) -> PreparedBatch:
+    """``batch_rows`` undone; the messages' bytes stay with the sender (empty here)."""
+    items: list[_Parsed | Rejected] = []
+    for row in rows:
+        if len(row) == 2:
+            items.append(Rejected(row[0], b"", row[1]))
+        else:
+            items.append(_Parsed(row[0], b"", *row[1:]))
+    return PreparedBatch(items=tuple(items))
+
+
+class BatchChecker:
+    """Checks messages one by one (no database): CPU only, so it can run apart from the
+    transaction, on another thread or in another process."""
+
+    def __init__(self, *, text_cap_bytes: int, max_event_bytes: int) -> None:
+        self._text_cap_bytes = text_cap_bytes
+        self._max_event_bytes = max_event_bytes
+
+    def prepare(self, items: Sequence[IngestItem]) -> PreparedBatch:
+        return PreparedBatch(items=tuple(self._parse(item) for item in items))
+
+    def _parse(self, item: IngestItem) -> _Parsed | Rejected:
+        outcome = parse_event(item.data, max_event_bytes=self._max_event_bytes)
+        if isinstance(outcome, str):
+            return _reject(item.stream_seq, item.data, outcome)
+        event, text = outcome
+        if item.subject is not None and item.subject.rsplit(".", 1)[-1] != event.session_id:
+            return _reject(
+                item.stream_seq,
+                item.data,
+                f"subject {item.subject} does not match session_id {event.session_id}",
+            )
+        payload = event.payload
+        kind = event.type
+        parsed = _Parsed(
+            item.stream_seq,
+            item.data,
+            event.session_id,
+            event.seq,
+            event.event_id,
+            kind,
+            event.surface.value,
+            event.time_ms,
+            text,
+            searchable_text(_indexed_payload(event), self._text_cap_bytes),
+            tuple(dict.fromkeys(event.replaces)) if event.replaces else (),
+            tuple((c.session_id, c.seq) for c in event.cites) if event.cites else (),
+        )
+        if kind == "session/start":
+            parsed.cwd = payload.get("cwd")
+            parsed.parent_session_id = payload.get("parent_session_id")
+        elif kind == "session/title":
+            parsed.title = payload.get("title")
+        return parsed
+
+
 class WriterCore:
     """The writer's synchronous work on one sqlite3 connection: checking messages, applying
     a batch in one transaction, purging. Not thread-safe: ``SqliteIndexWriter`` runs it on
@@ -152,8 +239,7 @@ class WriterCore:
         self, conn: sqlite3.Connection, *, text_cap_bytes: int, max_event_bytes: int
     ) -> None:
         self.conn = conn
-        self._text_cap_bytes = text_cap_bytes
-        self._max_event_bytes = max_event_bytes
+        self.checker = BatchChecker(text_cap_bytes=text_cap_bytes, max_event_bytes=max_event_bytes)
 
     @classmethod
     def open(cls, location: str | Path, *, text_cap_bytes: int, max_event_bytes: int) -> WriterCore:
@@ -181,7 +267,7 @@ class WriterCore:
     # -- apply ---------------------------------------------------------------------------
 
     def prepare(self, items: Sequence[IngestItem]) -> PreparedBatch:
-        return PreparedBatch(items=tuple(self._parse(item) for item in items))
+        return self.checker.prepare(items)
 
     def apply(self, batch: PreparedBatch) -> ApplyResult:
         """One transaction; the stored stream sequence moves with the events."""
@@ -206,7 +292,7 @@ class WriterCore:
     def _apply_sync(self, parsed: tuple[_Parsed | Rejected, ...]) -> ApplyResult:
         conn = self.conn
         stored_seq = self.meta("stream_seq")
-        fresh = [p for p in parsed if _stream_seq(p) > stored_seq]
+        fresh = [p for p in parsed if p.stream_seq > stored_seq]
         skipped = len(parsed) - len(fresh)
         sessions = self._load_sessions({p.session_id for p in fresh if isinstance(p, _Parsed)})
         row = conn.execute("SELECT coalesce(max(id), 0) FROM events").fetchone()
@@ -229,7 +315,7 @@ class WriterCore:
                 continue
             outcome = self._fold(session, p)
             if isinstance(outcome, str):
-                rejected.append(_reject(p.item, outcome))
+                rejected.append(_reject(p.stream_seq, p.data, outcome))
                 continue
             session = outcome
             sessions[sid] = session
@@ -243,7 +329,7 @@ class WriterCore:
                     p.type,
                     p.surface,
                     p.time_ms,
-                    p.item.stream_seq,
+                    p.stream_seq,
                     session.ws,
                     p.body,
                     p.raw_json,
@@ -275,7 +361,7 @@ class WriterCore:
             )
         if touched:
             conn.executemany(_UPSERT_SESSION, [s.row() for s in touched.values()])
-        last = max(stored_seq, max(_stream_seq(p) for p in parsed))
+        last = max(stored_seq, max(p.stream_seq for p in parsed))
         if last != stored_seq:
             conn.execute("UPDATE meta SET value = ? WHERE key = 'stream_seq'", (last,))
         return ApplyResult(
@@ -284,37 +370,6 @@ class WriterCore:
             rejected=tuple(rejected),
             last_stream_seq=last,
         )
-
-    def _parse(self, item: IngestItem) -> _Parsed | Rejected:
-        outcome = parse_event(item.data, max_event_bytes=self._max_event_bytes)
-        if isinstance(outcome, str):
-            return _reject(item, outcome)
-        event, text = outcome
-        if item.subject is not None and item.subject.rsplit(".", 1)[-1] != event.session_id:
-            return _reject(
-                item, f"subject {item.subject} does not match session_id {event.session_id}"
-            )
-        payload = event.payload
-        kind = event.type
-        parsed = _Parsed(
-            item,
-            event.session_id,
-            event.seq,
-            event.event_id,
-            kind,
-            event.surface.value,
-            event.time_ms,
-            text,
-            searchable_text(_indexed_payload(event), self._text_cap_bytes),
-            tuple(dict.fromkeys(event.replaces)) if event.replaces else (),
-            tuple((c.session_id, c.seq) for c in event.cites) if event.cites else (),
-        )
-        if kind == "session/start":
-            parsed.cwd = payload.get("cwd")
-            parsed.parent_session_id = payload.get("parent_session_id")
-        elif kind == "session/title":
-            parsed.title = payload.get("title")
-        return parsed
 
     def _fold(self, session: _Session | None, ev: _Parsed) -> _Session | str:
         """The session's header with ``ev`` folded in, or why ``ev`` is refused."""
@@ -576,15 +631,11 @@ def _indexed_payload(event: SessionEvent) -> dict[str, Any]:
     return event.payload
 
 
-def _stream_seq(p: _Parsed | Rejected) -> int:
-    return p.item.stream_seq if isinstance(p, _Parsed) else p.stream_seq
-
-
-def _reject(item: IngestItem, reason: str) -> Rejected:
+def _reject(stream_seq: int, data: bytes, reason: str) -> Rejected:
     reason = " ".join(reason.split())  # one line: it travels in a NATS header
     if len(reason) > MAX_REASON_CHARS:
         reason = reason[: MAX_REASON_CHARS - 3] + "..."
-    return Rejected(stream_seq=item.stream_seq, data=item.data, reason=reason)
+    return Rejected(stream_seq=stream_seq, data=data, reason=reason)
 
 
 def _describe(exc: ValidationError) -> str:
