@@ -5,6 +5,7 @@ reported and replaced, and the worker runs this writer by default."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import sqlite3
@@ -108,6 +109,44 @@ async def test_same_results_as_the_thread_writer(tmp_path: Path) -> None:
     assert got.rejected[0].data == b"{not json"
     for db in ("thread.sqlite", "process.sqlite"):
         assert count(tmp_path / db, "SELECT count(*) FROM events_fts") == 3
+
+
+async def test_the_child_derives_the_same_searchable_text(tmp_path: Path) -> None:
+    """The child reads the text from the raw JSON again; it must match the checker's."""
+    payloads = [
+        {"cwd": "/w/a", "parent_session_id": "p-1", "note": "start text"},  # lineage not text
+        {"text": "caf\u00e9 \U0001f600 \\u escapes", "n": 2**70, "f": 1e308, "deep": [[["x"]]]},
+        {"tool": "bash", "output": "a" * 300, "nested": {"b": ["c", {"d": "e"}]}},
+        {},
+    ]
+    # json, not orjson: orjson cannot write an integer past 64 bits.
+    items = [
+        IngestItem(
+            i + 1,
+            json.dumps(
+                json.loads(event("s", i + 1, "session/start" if i == 0 else "tool/result"))
+                | {"payload": payload}
+            ).encode(),
+            "sessions.events.s",
+        )
+        for i, payload in enumerate(payloads)
+    ]
+    async with await SqliteIndexWriter.open(tmp_path / "t.sqlite", text_cap_bytes=256) as t:
+        await t.apply(items)
+    async with await ProcessIndexWriter.open(tmp_path / "p.sqlite", text_cap_bytes=256) as p:
+        await p.apply(items)
+
+    def bodies(db: Path) -> list[str]:
+        conn = sqlite3.connect(db)
+        try:
+            return [r[0] for r in conn.execute("SELECT body FROM events ORDER BY seq")]
+        finally:
+            conn.close()
+
+    expected = bodies(tmp_path / "t.sqlite")
+    assert bodies(tmp_path / "p.sqlite") == expected
+    assert "p-1" not in expected[0] and "start text" in expected[0]
+    assert len(expected[2].encode()) <= 256  # capped
 
 
 async def test_listeners_purge_and_generation(writer: ProcessIndexWriter, tmp_path: Path) -> None:

@@ -23,6 +23,7 @@ Validation decisions (each rejection carries a one-line reason for the dead-lett
 from __future__ import annotations
 
 import asyncio
+import json
 import sqlite3
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -31,6 +32,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Final, TypeVar
 
+import orjson
 import structlog
 from pydantic import ValidationError
 
@@ -123,7 +125,7 @@ class _Parsed:
     surface: str
     time_ms: int
     raw_json: str
-    body: str  # searchable text
+    body: str | None  # searchable text; None: left to the writer (``BatchChecker(text=)``)
     replaces: tuple[int, ...]
     cites: tuple[tuple[str, int], ...]
     # Header fields carried by the payload (shapes checked by parse_event).
@@ -187,9 +189,12 @@ class BatchChecker:
     """Checks messages one by one (no database): CPU only, so it can run apart from the
     transaction, on another thread or in another process."""
 
-    def __init__(self, *, text_cap_bytes: int, max_event_bytes: int) -> None:
+    def __init__(self, *, text_cap_bytes: int, max_event_bytes: int, text: bool = True) -> None:
         self._text_cap_bytes = text_cap_bytes
         self._max_event_bytes = max_event_bytes
+        # False: the searchable text is left for the writer to derive from the raw JSON
+        # (the writer process does, so the two sides of its pipe share the work evenly).
+        self._text = text
 
     def prepare(self, items: Sequence[IngestItem]) -> PreparedBatch:
         return PreparedBatch(items=tuple(self._parse(item) for item in items))
@@ -217,7 +222,9 @@ class BatchChecker:
             event.surface.value,
             event.time_ms,
             text,
-            searchable_text(_indexed_payload(event), self._text_cap_bytes),
+            searchable_text(_indexed_payload(event.type, event.payload), self._text_cap_bytes)
+            if self._text
+            else None,
             tuple(dict.fromkeys(event.replaces)) if event.replaces else (),
             tuple((c.session_id, c.seq) for c in event.cites) if event.cites else (),
         )
@@ -240,6 +247,7 @@ class WriterCore:
     ) -> None:
         self.conn = conn
         self.checker = BatchChecker(text_cap_bytes=text_cap_bytes, max_event_bytes=max_event_bytes)
+        self._text_cap_bytes = text_cap_bytes
 
     @classmethod
     def open(cls, location: str | Path, *, text_cap_bytes: int, max_event_bytes: int) -> WriterCore:
@@ -331,7 +339,7 @@ class WriterCore:
                     p.time_ms,
                     p.stream_seq,
                     session.ws,
-                    p.body,
+                    p.body if p.body is not None else self._text_of(p),
                     p.raw_json,
                 )
             )
@@ -369,6 +377,11 @@ class WriterCore:
             duplicates=duplicates,
             rejected=tuple(rejected),
             last_stream_seq=last,
+        )
+
+    def _text_of(self, p: _Parsed) -> str:
+        return searchable_text(
+            _indexed_payload(p.type, _payload_of(p.raw_json)), self._text_cap_bytes
         )
 
     def _fold(self, session: _Session | None, ev: _Parsed) -> _Session | str:
@@ -622,13 +635,25 @@ def parse_event(data: bytes, *, max_event_bytes: int) -> tuple[SessionEvent, str
     return event, text
 
 
-def _indexed_payload(event: SessionEvent) -> dict[str, Any]:
+def _indexed_payload(kind: str, payload: dict[str, Any]) -> dict[str, Any]:
     """The payload whose strings are searchable. A session/start's parent id is lineage (the
     sessions table holds it), not text: indexed, it would show in excerpts and previews even
     when the parent belongs to another workspace, whose ids are never printed."""
-    if event.type == "session/start" and "parent_session_id" in event.payload:
-        return {k: v for k, v in event.payload.items() if k != "parent_session_id"}
-    return event.payload
+    if kind == "session/start" and "parent_session_id" in payload:
+        return {k: v for k, v in payload.items() if k != "parent_session_id"}
+    return payload
+
+
+def _payload_of(raw_json: str) -> dict[str, Any]:
+    """The payload of an event that passed ``parse_event``, parsed again. orjson refuses a
+    few inputs pydantic accepts (integers past 64 bits, floats out of range: never text);
+    the standard library reads those. Strings come out the same from all three."""
+    try:
+        value = orjson.loads(raw_json)
+    except orjson.JSONDecodeError:
+        value = json.loads(raw_json)
+    payload: dict[str, Any] = value.get("payload", {})
+    return payload
 
 
 def _reject(stream_seq: int, data: bytes, reason: str) -> Rejected:

@@ -214,7 +214,10 @@ class ProcessIndexWriter(SessionIndexWriter):
         self._text_cap_bytes = text_cap_bytes
         self._max_event_bytes = max_event_bytes
         self._child: _Child | None = None
-        self._checker = BatchChecker(text_cap_bytes=text_cap_bytes, max_event_bytes=max_event_bytes)
+        # The child derives the searchable text: each side of the pipe then does about half.
+        self._checker = BatchChecker(
+            text_cap_bytes=text_cap_bytes, max_event_bytes=max_event_bytes, text=False
+        )
         self._starting = asyncio.Lock()  # one child started at a time, requests wait for it
         self._listeners: list[Callable[[], None]] = []
         self._closed = False
@@ -355,27 +358,37 @@ class ProcessIndexWriter(SessionIndexWriter):
     async def _read_replies(self, child: _Child) -> None:
         stdout = child.proc.stdout
         assert stdout is not None
+        code: int | None = None
         try:
-            while True:
-                reply = await _read_frame(stdout)
+            try:
+                while True:
+                    reply = await _read_frame(stdout)
+                    waiter = child.pending.popleft()
+                    if not waiter.done():
+                        waiter.set_result(reply)
+            except (ConnectionError, asyncio.IncompleteReadError):
+                pass  # the child exited
+            except Exception:
+                log.exception("unreadable reply from the writer process", pid=child.proc.pid)
+            child.alive = False
+            code = await _finish(child.proc, close_stdin=True)
+        finally:
+            # Whatever ended the replies (even this task's cancellation), nobody waits forever.
+            child.alive = False
+            lost = len(child.pending)
+            if lost or not self._closed:
+                log.error(
+                    "writer process exited",
+                    pid=child.proc.pid,
+                    returncode=code,
+                    requests_lost=lost,
+                )
+            while child.pending:
                 waiter = child.pending.popleft()
                 if not waiter.done():
-                    waiter.set_result(reply)
-        except (ConnectionError, asyncio.IncompleteReadError, IndexError):
-            pass
-        child.alive = False
-        lost = len(child.pending)
-        code = await _finish(child.proc, close_stdin=True)
-        if lost or not self._closed:
-            log.error(
-                "writer process exited", pid=child.proc.pid, returncode=code, requests_lost=lost
-            )
-        while child.pending:
-            waiter = child.pending.popleft()
-            if not waiter.done():
-                waiter.set_exception(
-                    WriterProcessError(f"the writer process exited (status {code})")
-                )
+                    waiter.set_exception(
+                        WriterProcessError(f"the writer process exited (status {code})")
+                    )
 
     async def _spawn(self) -> _Child:
         path = os.environ.get("PYTHONPATH")
