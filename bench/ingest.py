@@ -43,12 +43,13 @@ async def run(
     url: str | None = None,
     work_dir: Path | None = None,
     timeout_s: float = 1800.0,
+    writer_mode: str | None = None,
 ) -> dict[str, Any]:
     import nats
 
     from worker.runtime.config import WorkerConfig
     from worker.runtime.ingest_consumer import EventConsumer
-    from worker.store.writer import SqliteIndexWriter
+    from worker.store.writer_process import open_index_writer
 
     defaults = WorkerConfig()
     subjects = bench_subjects("ing")
@@ -63,8 +64,9 @@ async def run(
                 publish_s = time.perf_counter() - t0
                 last_seq = (await js.stream_info(subjects.events_stream)).state.last_seq
 
-                writer = await SqliteIndexWriter.open(
+                writer = await open_index_writer(
                     db,
+                    mode=writer_mode or defaults.ingest_writer,
                     text_cap_bytes=defaults.text_cap_bytes,
                     max_event_bytes=defaults.max_event_bytes,
                 )
@@ -119,7 +121,8 @@ async def run(
         },
         "floor": {**asdict(floor), "events_per_s": floor.events_per_s},
     }
-    return result_dict("ingest", params=asdict(config), checks=checks, measurements=measurements)
+    params = {**asdict(config), "writer": writer_mode or defaults.ingest_writer}
+    return result_dict("ingest", params=params, checks=checks, measurements=measurements)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -127,10 +130,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     corpus.add_size_arguments(parser)
     parser.add_argument("--nats-url", default=None)
     parser.add_argument("--timeout", type=float, default=1800.0, help="bound on the ingest wait")
+    parser.add_argument(
+        "--writer",
+        choices=("process", "thread"),
+        default=None,
+        help="where the index writer runs (default: the worker's, process)",
+    )
     args = parser.parse_args(argv)
     config = corpus.config_from_args(args)
     logs = quiet_worker_logs("ingest")
-    result = asyncio.run(run(config, url=args.nats_url, timeout_s=args.timeout))
+    result = asyncio.run(
+        run(config, url=args.nats_url, timeout_s=args.timeout, writer_mode=args.writer)
+    )
     m = result["measurements"]
     info = {
         "events": config.total_events,

@@ -357,7 +357,7 @@ async def test_run_again_after_a_failure_resumes(
     db = tmp_path / "index.sqlite"
     async with await SqliteIndexWriter.open(db) as writer:
         flaky = FailsFirstPrepare(writer)
-        consumer = EventConsumer(nc, flaky, subjects=subjects, idle_heartbeat_s=0.5)  # type: ignore[arg-type]
+        consumer = EventConsumer(nc, flaky, subjects=subjects, idle_heartbeat_s=0.5)
         with pytest.raises(RuntimeError, match="bug"):
             await consumer.run()
         await js.publish(subjects.events("s"), event("s", 2))

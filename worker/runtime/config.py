@@ -32,6 +32,9 @@ class WorkerConfig:
     # Ingestion
     ingest_batch_size: int = 500
     ingest_batch_ms: int = 50
+    # Where the index writer runs: "process" (a child process, so ingestion uses two cores)
+    # or "thread" (a thread of the worker: one core, no child process).
+    ingest_writer: str = "process"
     # Parallel lane (traces and reads): running slots, plus waiting slots before OVERLOADED.
     parallel_pool_size: int = 8
     parallel_queue_size: int = 32

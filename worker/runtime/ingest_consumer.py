@@ -41,8 +41,8 @@ from nats.js.api import (
 
 from contracts.subjects import Subjects
 from worker.store.ingest import IngestActor
-from worker.store.protocol import IngestItem, Rejected
-from worker.store.writer import SqliteIndexWriter
+from worker.store.protocol import IngestItem, Rejected, SessionIndexWriter
+from worker.store.writer_process import WRITER_MODES, open_index_writer
 
 log = structlog.get_logger(__name__)
 
@@ -78,7 +78,7 @@ class EventConsumer:
     def __init__(
         self,
         nc: NATS,
-        writer: SqliteIndexWriter,
+        writer: SessionIndexWriter,
         *,
         subjects: Subjects,
         batch_size: int = 500,
@@ -331,6 +331,12 @@ def build_parser() -> argparse.ArgumentParser:
     add_subject_arguments(parser)
     parser.add_argument("--batch-size", type=int, default=500)
     parser.add_argument("--batch-ms", type=int, default=50)
+    parser.add_argument(
+        "--writer",
+        choices=WRITER_MODES,
+        default=os.environ.get("SESSIONQUERY_INGEST_WRITER", "process"),
+        help="where the index writer runs (env SESSIONQUERY_INGEST_WRITER, default process)",
+    )
     add_nats_arguments(parser)
     return parser
 
@@ -367,7 +373,7 @@ async def _main(args: argparse.Namespace) -> int:
     from worker.runtime.connection import connect, options_from_args
 
     nc = await connect(options_from_args(args).with_url(args.nats_url or "nats://127.0.0.1:4222"))
-    writer = await SqliteIndexWriter.open(args.db)
+    writer = await open_index_writer(args.db, mode=args.writer)
     consumer = EventConsumer(
         nc,
         writer,

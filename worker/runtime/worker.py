@@ -296,11 +296,12 @@ class _Index:
         from worker.runtime.ingest_consumer import EventConsumer
         from worker.store.protocol import ServiceLimits
         from worker.store.sqlite import SqliteSessionStore
-        from worker.store.writer import SqliteIndexWriter
+        from worker.store.writer_process import open_index_writer
 
         config.db_path.parent.mkdir(parents=True, exist_ok=True)
-        writer = await SqliteIndexWriter.open(
+        writer = await open_index_writer(
             config.db_path,
+            mode=config.ingest_writer,
             text_cap_bytes=config.text_cap_bytes,
             max_event_bytes=config.max_event_bytes,
         )

@@ -21,7 +21,13 @@ from typing import Any, Final, Protocol, runtime_checkable
 
 import structlog
 
-from worker.store.protocol import ApplyResult, IngestItem, Rejected, SessionIndexWriter
+from worker.store.protocol import (
+    ApplyResult,
+    BatchNotAttempted,
+    IngestItem,
+    Rejected,
+    SessionIndexWriter,
+)
 
 log = structlog.get_logger(__name__)
 
@@ -38,6 +44,18 @@ class BatchPreparer(Protocol):
     def prepare(self, items: Sequence[IngestItem]) -> Any: ...
 
     async def apply_prepared(self, batch: Any) -> ApplyResult: ...
+
+
+@runtime_checkable
+class ChainedApplier(Protocol):
+    """A writer that takes a batch while the one before it is still being applied.
+
+    ``apply_chained`` queues the prepared batch behind the writer's previous apply and
+    tries it only if that one committed; otherwise it raises ``BatchNotAttempted``. The
+    writer then never waits on the event loop between two batches.
+    """
+
+    async def apply_chained(self, batch: Any) -> ApplyResult: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,23 +124,28 @@ class IngestActor:
     async def run(self) -> None:
         last_log = time.monotonic()
         logged = self._stats
-        batch = await self._next_batch()
-        prepared = self._prepare(batch)
-        while batch:
-            # Commits stay strictly in order (a retried batch is never overtaken); only the
-            # next batch's collection and parsing overlap the commit running in SQLite.
-            commit = asyncio.create_task(self._apply(batch, prepared))
-            try:
-                following = await self._next_batch()
-                following_prepared = self._prepare(following)
-            finally:
-                await commit
-            batch, prepared = following, following_prepared
-            now = time.monotonic()
-            if now - last_log >= self._progress_every_s:
-                rate = (self._stats.applied - logged.applied) / (now - last_log)
-                log.info("ingest progress", rate_per_s=round(rate), **_fields(self._stats))
-                last_log, logged = now, self._stats
+        # Up to two batches in flight: the newest is chained behind the previous commit when
+        # the writer can take it early, else it waits for it. Commits stay strictly in order
+        # (a retried batch is never overtaken); the next batch's collection and parsing
+        # overlap them.
+        inflight: list[asyncio.Task[None]] = []
+        try:
+            batch = await self._next_batch()
+            while batch:
+                previous = inflight[-1] if inflight else None
+                prepared = self._prepare(batch)
+                inflight.append(asyncio.create_task(self._apply(batch, prepared, previous)))
+                batch = await self._next_batch()
+                if len(inflight) > 1:
+                    await inflight.pop(0)
+                now = time.monotonic()
+                if now - last_log >= self._progress_every_s:
+                    rate = (self._stats.applied - logged.applied) / (now - last_log)
+                    log.info("ingest progress", rate_per_s=round(rate), **_fields(self._stats))
+                    last_log, logged = now, self._stats
+        finally:
+            for task in inflight:
+                await task
         log.info("ingest stopped", **_fields(self._stats))
 
     def _prepare(self, batch: list[IngestItem]) -> object | None:
@@ -176,15 +199,35 @@ class IngestActor:
             return getter.result()
         return None
 
-    async def _apply(self, batch: list[IngestItem], prepared: object | None) -> None:
+    async def _apply(
+        self,
+        batch: list[IngestItem],
+        prepared: object | None,
+        previous: asyncio.Task[None] | None,
+    ) -> None:
+        writer = self._writer
+        chained = (
+            prepared is not None
+            and previous is not None
+            and not previous.done()
+            and isinstance(writer, ChainedApplier)
+        )
+        if previous is not None and not chained:
+            await previous
         delay = _RETRY_FIRST_S
         while True:
             try:
-                if prepared is not None and isinstance(self._writer, BatchPreparer):
-                    result = await self._writer.apply_prepared(prepared)
+                if chained:
+                    assert isinstance(writer, ChainedApplier)
+                    result = await writer.apply_chained(prepared)
+                elif prepared is not None and isinstance(writer, BatchPreparer):
+                    result = await writer.apply_prepared(prepared)
                 else:
-                    result = await self._writer.apply(batch)
+                    result = await writer.apply(batch)
                 break
+            except BatchNotAttempted:
+                # The batch before failed, so this one was not tried: after that one.
+                pass
             except Exception:
                 self._stats = replace(self._stats, apply_failures=self._stats.apply_failures + 1)
                 log.exception(
@@ -195,6 +238,11 @@ class IngestActor:
                 )
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, _RETRY_MAX_S)
+            chained = False
+            if previous is not None:
+                await previous  # a retry never overtakes the batch before it
+        if previous is not None:
+            await previous  # dead letters and stats in batch order, too
         sent = failed = 0
         for rejected in result.rejected:
             try:

@@ -328,6 +328,11 @@ class ApplyResult:
     last_stream_seq: int = 0
 
 
+class BatchNotAttempted(Exception):
+    """A chained apply that the writer did not try because the batch before it failed;
+    nothing of it was written. Retry it after that batch."""
+
+
 class SessionIndexWriter(Protocol):
     """The single writer of the index, used by ingestion and maintenance commands."""
 

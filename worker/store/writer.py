@@ -1,11 +1,13 @@
 """The single writer of the index: validates and applies batches of stream messages.
 
-One sqlite3 connection on one dedicated thread. Each ``apply`` is one ``BEGIN IMMEDIATE``
-transaction, run as a single call on that thread, that also stores the highest stream
-sequence of the batch (``meta.stream_seq``), so a crash replays the batch instead of losing
-or doubling it; items at or below the stored sequence are skipped as already applied.
-(Not aiosqlite, whose one-hop-per-statement model left the SQLite thread idle while the
-event loop parsed the next batch: measured about half the throughput.)
+``WriterCore`` is the synchronous work on one sqlite3 connection. Each ``apply`` is one
+``BEGIN IMMEDIATE`` transaction that also stores the highest stream sequence of the batch
+(``meta.stream_seq``), so a crash replays the batch instead of losing or doubling it; items
+at or below the stored sequence are skipped as already applied. ``SqliteIndexWriter`` runs
+it on one dedicated thread of this process, a whole transaction as a single call (not
+aiosqlite, whose one-hop-per-statement model left the SQLite thread idle while the event
+loop parsed the next batch: measured about half the throughput);
+``worker.store.writer_process`` runs it in a child process.
 
 Validation decisions (each rejection carries a one-line reason for the dead-letter subject):
 
@@ -21,6 +23,7 @@ Validation decisions (each rejection carries a one-line reason for the dead-lett
 from __future__ import annotations
 
 import asyncio
+import json
 import sqlite3
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -29,6 +32,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Final, TypeVar
 
+import orjson
 import structlog
 from pydantic import ValidationError
 
@@ -112,7 +116,8 @@ class _Parsed:
     tree are dropped at once instead of surviving until the commit, where the cyclic GC
     would walk them (measured a large share of the preparation time)."""
 
-    item: IngestItem
+    stream_seq: int
+    data: bytes  # the message as received (for a dead letter)
     session_id: str
     seq: int
     event_id: str
@@ -120,7 +125,7 @@ class _Parsed:
     surface: str
     time_ms: int
     raw_json: str
-    body: str  # searchable text
+    body: str | None  # searchable text; None: left to the writer (``BatchChecker(text=)``)
     replaces: tuple[int, ...]
     cites: tuple[tuple[str, int], ...]
     # Header fields carried by the payload (shapes checked by parse_event).
@@ -140,113 +145,146 @@ class PreparedBatch:
     items: tuple[_Parsed | Rejected, ...]
 
 
-class SqliteIndexWriter(SessionIndexWriter):
-    """The index's only writer. Use ``await SqliteIndexWriter.open(path)``."""
+def batch_rows(batch: PreparedBatch) -> list[tuple[Any, ...]]:
+    """A prepared batch as plain tuples (for the writer process's pipe): a rejected message
+    is ``(stream_seq, reason)``, a checked one ``_Parsed``'s fields after its data."""
+    rows: list[tuple[Any, ...]] = []
+    for p in batch.items:
+        if isinstance(p, Rejected):
+            rows.append((p.stream_seq, p.reason))
+        else:
+            rows.append(
+                (
+                    p.stream_seq,
+                    p.session_id,
+                    p.seq,
+                    p.event_id,
+                    p.type,
+                    p.surface,
+                    p.time_ms,
+                    p.raw_json,
+                    p.body,
+                    p.replaces,
+                    p.cites,
+                    p.cwd,
+                    p.parent_session_id,
+                    p.title,
+                )
+            )
+    return rows
 
-    def __init__(
-        self,
-        conn: sqlite3.Connection,
-        executor: ThreadPoolExecutor,
-        *,
-        text_cap_bytes: int,
-        max_event_bytes: int,
-    ) -> None:
-        self._conn = conn  # used only on ``executor``'s one thread
-        self._executor = executor
+
+def batch_from_rows(rows: Sequence[tuple[Any, ...]]) -> PreparedBatch:
+    """``batch_rows`` undone; the messages' bytes stay with the sender (empty here)."""
+    items: list[_Parsed | Rejected] = []
+    for row in rows:
+        if len(row) == 2:
+            items.append(Rejected(row[0], b"", row[1]))
+        else:
+            items.append(_Parsed(row[0], b"", *row[1:]))
+    return PreparedBatch(items=tuple(items))
+
+
+class BatchChecker:
+    """Checks messages one by one (no database): CPU only, so it can run apart from the
+    transaction, on another thread or in another process."""
+
+    def __init__(self, *, text_cap_bytes: int, max_event_bytes: int, text: bool = True) -> None:
         self._text_cap_bytes = text_cap_bytes
         self._max_event_bytes = max_event_bytes
-        self._lock = asyncio.Lock()  # apply and purge never interleave their transactions
-        self._listeners: list[Callable[[], None]] = []
-        self._closed = False
-
-    @classmethod
-    async def open(
-        cls,
-        path: str | Path,
-        *,
-        text_cap_bytes: int = 64 * 1024,
-        max_event_bytes: int = 1024 * 1024,
-    ) -> SqliteIndexWriter:
-        location = str(path)
-
-        def connector() -> sqlite3.Connection:
-            if location != ":memory:" and not location.startswith("file:"):
-                Path(location).parent.mkdir(parents=True, exist_ok=True)
-            conn = schema.connect(location)
-            schema.create(conn)
-            return conn
-
-        executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sessionquery-writer")
-        try:
-            conn = await asyncio.get_running_loop().run_in_executor(executor, connector)
-        except BaseException:
-            executor.shutdown(wait=False)
-            raise
-        return cls(conn, executor, text_cap_bytes=text_cap_bytes, max_event_bytes=max_event_bytes)
-
-    async def close(self) -> None:
-        async with self._lock:
-            if self._closed:
-                return
-            self._closed = True
-            await self._run(self._conn.close)
-        self._executor.shutdown(wait=True)
-
-    async def _run(self, fn: Callable[..., _T], *args: Any) -> _T:
-        """Run ``fn`` on the writer thread. A whole transaction is one call: the thread then
-        never waits on the event loop between statements, and a cancelled caller cannot leave
-        a transaction half-done (the call runs to its commit or rollback)."""
-        return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
-
-    async def __aenter__(self) -> SqliteIndexWriter:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.close()
-
-    def add_commit_listener(self, callback: Callable[[], None]) -> None:
-        """Called after every committed apply or purge (e.g. the readers' notify_commit)."""
-        self._listeners.append(callback)
-
-    async def last_stream_seq(self) -> int:
-        return await self._run(self._meta, "stream_seq")
-
-    async def generation(self) -> Generation:
-        def read() -> Generation:
-            return Generation(epoch=self._meta("epoch"), seq=self._meta("stream_seq"))
-
-        return await self._run(read)
-
-    def _meta(self, key: str) -> int:
-        row = self._conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-        return int(row[0]) if row else 0
-
-    # -- apply ---------------------------------------------------------------------------
-
-    async def apply(self, items: Sequence[IngestItem]) -> ApplyResult:
-        return await self.apply_prepared(self.prepare(items))
+        # False: the searchable text is left for the writer to derive from the raw JSON
+        # (the writer process does, so the two sides of its pipe share the work evenly).
+        self._text = text
 
     def prepare(self, items: Sequence[IngestItem]) -> PreparedBatch:
         return PreparedBatch(items=tuple(self._parse(item) for item in items))
 
-    async def apply_prepared(self, batch: PreparedBatch) -> ApplyResult:
-        parsed = batch.items
-        if not parsed:
-            return ApplyResult(
-                applied=0, duplicates=0, last_stream_seq=await self.last_stream_seq()
+    def _parse(self, item: IngestItem) -> _Parsed | Rejected:
+        outcome = parse_event(item.data, max_event_bytes=self._max_event_bytes)
+        if isinstance(outcome, str):
+            return _reject(item.stream_seq, item.data, outcome)
+        event, text = outcome
+        if item.subject is not None and item.subject.rsplit(".", 1)[-1] != event.session_id:
+            return _reject(
+                item.stream_seq,
+                item.data,
+                f"subject {item.subject} does not match session_id {event.session_id}",
             )
-        async with self._lock:
-            result = await self._run(lambda: self._transaction(self._apply_sync, parsed))
-        self._notify()
-        return result
+        payload = event.payload
+        kind = event.type
+        parsed = _Parsed(
+            item.stream_seq,
+            item.data,
+            event.session_id,
+            event.seq,
+            event.event_id,
+            kind,
+            event.surface.value,
+            event.time_ms,
+            text,
+            searchable_text(_indexed_payload(event.type, event.payload), self._text_cap_bytes)
+            if self._text
+            else None,
+            tuple(dict.fromkeys(event.replaces)) if event.replaces else (),
+            tuple((c.session_id, c.seq) for c in event.cites) if event.cites else (),
+        )
+        if kind == "session/start":
+            parsed.cwd = payload.get("cwd")
+            parsed.parent_session_id = payload.get("parent_session_id")
+        elif kind == "session/title":
+            parsed.title = payload.get("title")
+        return parsed
+
+
+class WriterCore:
+    """The writer's synchronous work on one sqlite3 connection: checking messages, applying
+    a batch in one transaction, purging. Not thread-safe: ``SqliteIndexWriter`` runs it on
+    one dedicated thread, the writer process (``worker.store.writer_process``) on its main
+    thread."""
+
+    def __init__(
+        self, conn: sqlite3.Connection, *, text_cap_bytes: int, max_event_bytes: int
+    ) -> None:
+        self.conn = conn
+        self.checker = BatchChecker(text_cap_bytes=text_cap_bytes, max_event_bytes=max_event_bytes)
+        self._text_cap_bytes = text_cap_bytes
+
+    @classmethod
+    def open(cls, location: str | Path, *, text_cap_bytes: int, max_event_bytes: int) -> WriterCore:
+        location = str(location)
+        if location != ":memory:" and not location.startswith("file:"):
+            Path(location).parent.mkdir(parents=True, exist_ok=True)
+        conn = schema.connect(location)
+        try:
+            schema.create(conn)
+        except BaseException:
+            conn.close()
+            raise
+        return cls(conn, text_cap_bytes=text_cap_bytes, max_event_bytes=max_event_bytes)
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def meta(self, key: str) -> int:
+        row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return int(row[0]) if row else 0
+
+    def generation(self) -> Generation:
+        return Generation(epoch=self.meta("epoch"), seq=self.meta("stream_seq"))
+
+    # -- apply ---------------------------------------------------------------------------
+
+    def prepare(self, items: Sequence[IngestItem]) -> PreparedBatch:
+        return self.checker.prepare(items)
+
+    def apply(self, batch: PreparedBatch) -> ApplyResult:
+        """One transaction; the stored stream sequence moves with the events."""
+        if not batch.items:
+            return ApplyResult(applied=0, duplicates=0, last_stream_seq=self.meta("stream_seq"))
+        return self._transaction(self._apply_sync, batch.items)
 
     def _transaction(self, body: Callable[..., _T], *args: Any) -> _T:
-        conn = self._conn
+        conn = self.conn
         conn.execute("BEGIN IMMEDIATE")
         try:
             result = body(*args)
@@ -260,9 +298,9 @@ class SqliteIndexWriter(SessionIndexWriter):
         return result
 
     def _apply_sync(self, parsed: tuple[_Parsed | Rejected, ...]) -> ApplyResult:
-        conn = self._conn
-        stored_seq = self._meta("stream_seq")
-        fresh = [p for p in parsed if _stream_seq(p) > stored_seq]
+        conn = self.conn
+        stored_seq = self.meta("stream_seq")
+        fresh = [p for p in parsed if p.stream_seq > stored_seq]
         skipped = len(parsed) - len(fresh)
         sessions = self._load_sessions({p.session_id for p in fresh if isinstance(p, _Parsed)})
         row = conn.execute("SELECT coalesce(max(id), 0) FROM events").fetchone()
@@ -285,7 +323,7 @@ class SqliteIndexWriter(SessionIndexWriter):
                 continue
             outcome = self._fold(session, p)
             if isinstance(outcome, str):
-                rejected.append(_reject(p.item, outcome))
+                rejected.append(_reject(p.stream_seq, p.data, outcome))
                 continue
             session = outcome
             sessions[sid] = session
@@ -299,9 +337,9 @@ class SqliteIndexWriter(SessionIndexWriter):
                     p.type,
                     p.surface,
                     p.time_ms,
-                    p.item.stream_seq,
+                    p.stream_seq,
                     session.ws,
-                    p.body,
+                    p.body if p.body is not None else self._text_of(p),
                     p.raw_json,
                 )
             )
@@ -331,7 +369,7 @@ class SqliteIndexWriter(SessionIndexWriter):
             )
         if touched:
             conn.executemany(_UPSERT_SESSION, [s.row() for s in touched.values()])
-        last = max(stored_seq, max(_stream_seq(p) for p in parsed))
+        last = max(stored_seq, max(p.stream_seq for p in parsed))
         if last != stored_seq:
             conn.execute("UPDATE meta SET value = ? WHERE key = 'stream_seq'", (last,))
         return ApplyResult(
@@ -341,36 +379,10 @@ class SqliteIndexWriter(SessionIndexWriter):
             last_stream_seq=last,
         )
 
-    def _parse(self, item: IngestItem) -> _Parsed | Rejected:
-        outcome = parse_event(item.data, max_event_bytes=self._max_event_bytes)
-        if isinstance(outcome, str):
-            return _reject(item, outcome)
-        event, text = outcome
-        if item.subject is not None and item.subject.rsplit(".", 1)[-1] != event.session_id:
-            return _reject(
-                item, f"subject {item.subject} does not match session_id {event.session_id}"
-            )
-        payload = event.payload
-        kind = event.type
-        parsed = _Parsed(
-            item,
-            event.session_id,
-            event.seq,
-            event.event_id,
-            kind,
-            event.surface.value,
-            event.time_ms,
-            text,
-            searchable_text(_indexed_payload(event), self._text_cap_bytes),
-            tuple(dict.fromkeys(event.replaces)) if event.replaces else (),
-            tuple((c.session_id, c.seq) for c in event.cites) if event.cites else (),
+    def _text_of(self, p: _Parsed) -> str:
+        return searchable_text(
+            _indexed_payload(p.type, _payload_of(p.raw_json)), self._text_cap_bytes
         )
-        if kind == "session/start":
-            parsed.cwd = payload.get("cwd")
-            parsed.parent_session_id = payload.get("parent_session_id")
-        elif kind == "session/title":
-            parsed.title = payload.get("title")
-        return parsed
 
     def _fold(self, session: _Session | None, ev: _Parsed) -> _Session | str:
         """The session's header with ``ev`` folded in, or why ``ev`` is refused."""
@@ -420,15 +432,13 @@ class SqliteIndexWriter(SessionIndexWriter):
             chunk = wanted[start : start + _CHUNK]
             marks = ",".join("?" * len(chunk))
             sql = f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE session_id IN ({marks})"
-            for r in self._conn.execute(sql, chunk):
+            for r in self.conn.execute(sql, chunk):
                 found[r[0]] = _Session(*r)
         return found
 
     # -- purge ---------------------------------------------------------------------------
 
-    async def purge(
-        self, *, session_ids: Sequence[str] = (), older_than_ms: int | None = None
-    ) -> int:
+    def purge(self, session_ids: Sequence[str] = (), older_than_ms: int | None = None) -> int:
         """Remove the named sessions and those last updated before ``older_than_ms``.
 
         Relations recorded by the removed sessions go with them; citations other sessions
@@ -437,16 +447,10 @@ class SqliteIndexWriter(SessionIndexWriter):
         """
         if not session_ids and older_than_ms is None:
             return 0
-        async with self._lock:
-            ids = tuple(session_ids)
-            count = await self._run(lambda: self._transaction(self._purge_sync, ids, older_than_ms))
-        if count:
-            log.info("sessions purged", count=count)
-            self._notify()
-        return count
+        return self._transaction(self._purge_sync, tuple(session_ids), older_than_ms)
 
     def _purge_sync(self, session_ids: tuple[str, ...], older_than_ms: int | None) -> int:
-        conn = self._conn
+        conn = self.conn
         conn.execute("CREATE TEMP TABLE IF NOT EXISTS purge_ids (session_id TEXT PRIMARY KEY)")
         conn.execute("DELETE FROM temp.purge_ids")
         if session_ids:
@@ -477,15 +481,113 @@ class SqliteIndexWriter(SessionIndexWriter):
         conn.execute("DELETE FROM temp.purge_ids")
         return count
 
-    # -- helpers -------------------------------------------------------------------------
 
-    def _notify(self) -> None:
-        for callback in self._listeners:
-            try:
-                callback()
-            except Exception:
-                # A listener's failure must not undo or fail a committed write.
-                log.exception("commit listener failed")
+class SqliteIndexWriter(SessionIndexWriter):
+    """The index's only writer, on a thread of this process. Use
+    ``await SqliteIndexWriter.open(path)``. (The worker ingests through
+    ``worker.store.writer_process.ProcessIndexWriter``, the same work in a child process.)"""
+
+    def __init__(self, core: WriterCore, executor: ThreadPoolExecutor) -> None:
+        self._core = core  # used only on ``executor``'s one thread
+        self._executor = executor
+        self._lock = asyncio.Lock()  # apply and purge never interleave their transactions
+        self._listeners: list[Callable[[], None]] = []
+        self._closed = False
+
+    @classmethod
+    async def open(
+        cls,
+        path: str | Path,
+        *,
+        text_cap_bytes: int = 64 * 1024,
+        max_event_bytes: int = 1024 * 1024,
+    ) -> SqliteIndexWriter:
+        executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sessionquery-writer")
+        try:
+            core = await asyncio.get_running_loop().run_in_executor(
+                executor,
+                lambda: WriterCore.open(
+                    path, text_cap_bytes=text_cap_bytes, max_event_bytes=max_event_bytes
+                ),
+            )
+        except BaseException:
+            executor.shutdown(wait=False)
+            raise
+        return cls(core, executor)
+
+    async def close(self) -> None:
+        async with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            await self._run(self._core.close)
+        self._executor.shutdown(wait=True)
+
+    async def _run(self, fn: Callable[..., _T], *args: Any) -> _T:
+        """Run ``fn`` on the writer thread. A whole transaction is one call: the thread then
+        never waits on the event loop between statements, and a cancelled caller cannot leave
+        a transaction half-done (the call runs to its commit or rollback)."""
+        return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
+
+    async def __aenter__(self) -> SqliteIndexWriter:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    def add_commit_listener(self, callback: Callable[[], None]) -> None:
+        """Called after every committed apply or purge (e.g. the readers' notify_commit)."""
+        self._listeners.append(callback)
+
+    async def last_stream_seq(self) -> int:
+        return await self._run(self._core.meta, "stream_seq")
+
+    async def generation(self) -> Generation:
+        return await self._run(self._core.generation)
+
+    async def apply(self, items: Sequence[IngestItem]) -> ApplyResult:
+        return await self.apply_prepared(self.prepare(items))
+
+    def prepare(self, items: Sequence[IngestItem]) -> PreparedBatch:
+        # CPU only, on the caller's thread: ingestion prepares the next batch while the
+        # previous one is written.
+        return self._core.prepare(items)
+
+    async def apply_prepared(self, batch: PreparedBatch) -> ApplyResult:
+        if not batch.items:
+            return await self._run(self._core.apply, batch)
+        async with self._lock:
+            result = await self._run(self._core.apply, batch)
+        notify_listeners(self._listeners)
+        return result
+
+    async def purge(
+        self, *, session_ids: Sequence[str] = (), older_than_ms: int | None = None
+    ) -> int:
+        """Remove sessions (see ``WriterCore.purge``); the epoch is bumped when any went."""
+        if not session_ids and older_than_ms is None:
+            return 0
+        async with self._lock:
+            ids = tuple(session_ids)
+            count = await self._run(self._core.purge, ids, older_than_ms)
+        if count:
+            log.info("sessions purged", count=count)
+            notify_listeners(self._listeners)
+        return count
+
+
+def notify_listeners(listeners: Iterable[Callable[[], None]]) -> None:
+    for callback in listeners:
+        try:
+            callback()
+        except Exception:
+            # A listener's failure must not undo or fail a committed write.
+            log.exception("commit listener failed")
 
 
 # The model's own validator, called directly: ``model_validate_json`` adds about 1 us of
@@ -533,24 +635,32 @@ def parse_event(data: bytes, *, max_event_bytes: int) -> tuple[SessionEvent, str
     return event, text
 
 
-def _indexed_payload(event: SessionEvent) -> dict[str, Any]:
+def _indexed_payload(kind: str, payload: dict[str, Any]) -> dict[str, Any]:
     """The payload whose strings are searchable. A session/start's parent id is lineage (the
     sessions table holds it), not text: indexed, it would show in excerpts and previews even
     when the parent belongs to another workspace, whose ids are never printed."""
-    if event.type == "session/start" and "parent_session_id" in event.payload:
-        return {k: v for k, v in event.payload.items() if k != "parent_session_id"}
-    return event.payload
+    if kind == "session/start" and "parent_session_id" in payload:
+        return {k: v for k, v in payload.items() if k != "parent_session_id"}
+    return payload
 
 
-def _stream_seq(p: _Parsed | Rejected) -> int:
-    return p.item.stream_seq if isinstance(p, _Parsed) else p.stream_seq
+def _payload_of(raw_json: str) -> dict[str, Any]:
+    """The payload of an event that passed ``parse_event``, parsed again. orjson refuses a
+    few inputs pydantic accepts (integers past 64 bits, floats out of range: never text);
+    the standard library reads those. Strings come out the same from all three."""
+    try:
+        value = orjson.loads(raw_json)
+    except orjson.JSONDecodeError:
+        value = json.loads(raw_json)
+    payload: dict[str, Any] = value.get("payload", {})
+    return payload
 
 
-def _reject(item: IngestItem, reason: str) -> Rejected:
+def _reject(stream_seq: int, data: bytes, reason: str) -> Rejected:
     reason = " ".join(reason.split())  # one line: it travels in a NATS header
     if len(reason) > MAX_REASON_CHARS:
         reason = reason[: MAX_REASON_CHARS - 3] + "..."
-    return Rejected(stream_seq=item.stream_seq, data=item.data, reason=reason)
+    return Rejected(stream_seq=stream_seq, data=data, reason=reason)
 
 
 def _describe(exc: ValidationError) -> str:
