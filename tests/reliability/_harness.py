@@ -314,6 +314,19 @@ class EventFeed:
                 delay = min(delay * 2, 1.0)
 
 
+async def seed_then_start(
+    nc: NATS, subjects: Subjects, base: corpus.CorpusConfig, worker: WorkerProcess
+) -> EventFeed:
+    """Publish ``base`` to the events stream, start ``worker``, wait until it indexed all."""
+    await ensure_events_stream(nc.jetstream(), subjects)
+    feed = EventFeed(nc, subjects, base)
+    feed.start(rate=5000)
+    await feed.wait()
+    await worker.start()
+    await wait_indexed(worker.db, feed.published)
+    return feed
+
+
 async def stream_contents(nc: NATS, subjects: Subjects) -> list[tuple[str, int, str]]:
     """What the events stream holds, read back through a temporary consumer."""
     for attempt in range(5):

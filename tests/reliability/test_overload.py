@@ -23,12 +23,10 @@ from bench.loadgen import RequestMaker
 from contracts.subjects import SEARCH_TOOLS, Subjects
 from tests.reliability._harness import (
     OK,
-    EventFeed,
     Requester,
     WorkerProcess,
-    ensure_events_stream,
+    seed_then_start,
     small_corpus,
-    wait_indexed,
 )
 
 REQUEST_TIMEOUT_S = 30.0
@@ -84,12 +82,7 @@ async def overload(
         hold_s=SLOW_SEARCH_S,
     )
     try:
-        await ensure_events_stream(nc.jetstream(), subjects)
-        feed = EventFeed(nc, subjects, base)
-        feed.start(rate=5000)
-        await feed.wait()
-        await worker.start()
-        await wait_indexed(worker.db, feed.published)
+        await seed_then_start(nc, subjects, base, worker)
         requester = await Requester(nc, subjects).open()
         maker = RequestMaker(corpus.plan_sessions(base), seed=11)
         # Warm-up (exact tools: the first search is the slow one): readers, caches and

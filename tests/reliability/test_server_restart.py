@@ -29,11 +29,10 @@ from tests.reliability._harness import (
     accepted_searches,
     check_ingest,
     drained,
-    ensure_events_stream,
     extra_corpus,
+    seed_then_start,
     small_corpus,
     until_sent,
-    wait_indexed,
 )
 from worker.runtime.embedded_server import EmbeddedNatsServer
 
@@ -61,12 +60,7 @@ async def restart_under_load(
         config={"search_ack_wait_ms": 5000},
     )  # fmt: skip
     try:
-        await ensure_events_stream(nc.jetstream(), subjects)
-        feed = EventFeed(nc, subjects, base)
-        feed.start(rate=5000)
-        await feed.wait()
-        await worker.start()
-        await wait_indexed(worker.db, feed.published)
+        feed = await seed_then_start(nc, subjects, base, worker)
         plans = corpus.plan_sessions(base)
         requester = await Requester(nc, subjects).open()
         load = MixedLoad(

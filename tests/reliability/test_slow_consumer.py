@@ -29,14 +29,12 @@ from contracts.subjects import SEARCH_TOOLS, TOOL_NAMES, Subjects
 from tests.reliability._harness import (
     NO_REPLY,
     OK,
-    EventFeed,
     Requester,
     WorkerProcess,
-    ensure_events_stream,
     poll,
+    seed_then_start,
     small_corpus,
     value_of,
-    wait_indexed,
 )
 from worker.runtime.config import WorkerConfig
 
@@ -112,12 +110,7 @@ async def test_a_stopped_worker_sheds_a_burst_as_a_slow_consumer_and_keeps_servi
         config={"endpoint_pending_msgs": PENDING_MSGS},
     )
     try:
-        await ensure_events_stream(nc.jetstream(), subjects)
-        feed = EventFeed(nc, subjects, base)
-        feed.start(rate=5000)
-        await feed.wait()
-        await worker.start()
-        await wait_indexed(worker.db, feed.published)
+        await seed_then_start(nc, subjects, base, worker)
         requester = await Requester(nc, subjects).open()
         maker = RequestMaker(corpus.plan_sessions(base), seed=5)
 
