@@ -30,7 +30,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Final, TypeVar
+from typing import Any, Final, Self, TypeVar
 
 import orjson
 import structlog
@@ -482,7 +482,31 @@ class WriterCore:
         return count
 
 
-class SqliteIndexWriter(SessionIndexWriter):
+class WriterLifecycle:
+    """What both index writers share: commit listeners and ``async with`` closing."""
+
+    _listeners: list[Callable[[], None]]
+
+    async def close(self) -> None:
+        raise NotImplementedError
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    def add_commit_listener(self, callback: Callable[[], None]) -> None:
+        """Called after every committed apply or purge (e.g. the readers' notify_commit)."""
+        self._listeners.append(callback)
+
+
+class SqliteIndexWriter(WriterLifecycle, SessionIndexWriter):
     """The index's only writer, on a thread of this process. Use
     ``await SqliteIndexWriter.open(path)``. (The worker ingests through
     ``worker.store.writer_process.ProcessIndexWriter``, the same work in a child process.)"""
@@ -528,21 +552,6 @@ class SqliteIndexWriter(SessionIndexWriter):
         never waits on the event loop between statements, and a cancelled caller cannot leave
         a transaction half-done (the call runs to its commit or rollback)."""
         return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
-
-    async def __aenter__(self) -> SqliteIndexWriter:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.close()
-
-    def add_commit_listener(self, callback: Callable[[], None]) -> None:
-        """Called after every committed apply or purge (e.g. the readers' notify_commit)."""
-        self._listeners.append(callback)
 
     async def last_stream_seq(self) -> int:
         return await self._run(self._core.meta, "stream_seq")

@@ -56,7 +56,6 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
 from typing import BinaryIO, Final
 
 import orjson
@@ -74,6 +73,7 @@ from worker.store.writer import (
     BatchChecker,
     SqliteIndexWriter,
     WriterCore,
+    WriterLifecycle,
     batch_from_rows,
     batch_rows,
     notify_listeners,
@@ -198,7 +198,7 @@ class _Child:
         self.reader: asyncio.Task[None] | None = None
 
 
-class ProcessIndexWriter(SessionIndexWriter):
+class ProcessIndexWriter(WriterLifecycle, SessionIndexWriter):
     """The index's only writer, in a child process. Use ``await ProcessIndexWriter.open``.
 
     A request is written to the pipe in the caller's own step (a hop through the loop
@@ -241,21 +241,6 @@ class ProcessIndexWriter(SessionIndexWriter):
         """The running child's pid (for tests and diagnostics)."""
         child = self._child
         return child.proc.pid if child is not None and child.alive else None
-
-    async def __aenter__(self) -> ProcessIndexWriter:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.close()
-
-    def add_commit_listener(self, callback: Callable[[], None]) -> None:
-        """Called after every committed apply or purge (e.g. the readers' notify_commit)."""
-        self._listeners.append(callback)
 
     async def close(self) -> None:
         """Wait for the requests in flight, then end the child (EOF at a frame boundary)."""
