@@ -339,7 +339,7 @@ class SqliteSessionStore:
                 UNION ALL
                 SELECT 1, tree.sid, {_HEADER_COLS}
                 FROM tree JOIN sessions s ON s.session_id = tree.sid
-                ORDER BY 1, 7, 3
+                ORDER BY kind, created_ms, session_id
                 """,
                 {"sid": session_id, "cap": cap},
             )
