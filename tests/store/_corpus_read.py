@@ -122,7 +122,8 @@ def bulk_matches(
     text: str,
     prefix: str,
 ) -> None:
-    """Insert many matching events with plain SQL, in the schema's exact shape."""
+    """Insert many matching events with plain SQL, in the schema's exact shape (the
+    search index takes them at ``corpus.writer.sync_search()``)."""
     ws = schema.workspace_token(cwd)
     conn = schema.connect(str(path))
     try:
@@ -151,10 +152,6 @@ def bulk_matches(
             "INSERT INTO events (id, session_id, seq, event_id, type, surface, time_ms,"
             " stream_seq, ws, body, raw_json) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
             event_rows,
-        )
-        conn.executemany(
-            "INSERT INTO events_fts (rowid, ws, body) VALUES (?, ?, ?)",
-            [(r[0], r[8], r[9]) for r in event_rows],
         )
         conn.execute("UPDATE meta SET value = ? WHERE key = 'stream_seq'", (corpus.stream_seq,))
         conn.execute("COMMIT")

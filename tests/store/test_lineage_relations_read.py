@@ -350,11 +350,16 @@ async def test_wait_for_seq_polls_for_other_writers(
     corpus, store = env
     waiter = asyncio.create_task(store.wait_for_seq("far0", 4, signal=sig()))
     await asyncio.sleep(0)
-    # Another process's write: plain sqlite3, no in-process notification.
+    # Another process's write: plain sqlite3, no in-process notification; then its search
+    # index follows (the wait covers it too), still without a notification.
     await asyncio.to_thread(
         bulk_matches, corpus.path, corpus=corpus, cwd="/w/x", sessions=1,
         events_per_session=4, text="t", prefix="far",
     )  # fmt: skip
+    for _ in range(5):
+        await asyncio.sleep(0.06)  # past a poll: the store holds it, the search index not yet
+    assert not waiter.done()
+    await corpus.writer.sync_search()
     await asyncio.wait_for(waiter, timeout=30)
 
 

@@ -273,9 +273,9 @@ async def test_workspace_filter_applies_before_limit(
         token = schema.workspace_token(MAIN)
         conn.execute("UPDATE sessions SET ws = ? WHERE session_id LIKE 'twin%'", (token,))
         conn.execute("UPDATE events SET ws = ? WHERE session_id LIKE 'twin%'", (token,))
-        conn.execute("INSERT INTO events_fts (events_fts) VALUES ('rebuild')")
     finally:
         conn.close()
+    await corpus.writer.sync_search()
     page = await search(store, "needle", page_size=1)
     assert [hit.header.session_id for hit in page.hits] == ["mine"]
     assert page.next_cursor is None
@@ -496,7 +496,7 @@ async def test_a_broken_index_is_an_error_not_an_empty_result(
     assert (await search(store, "needle")).hits
     conn = sqlite3.connect(corpus.path, isolation_level=None)
     try:
-        conn.execute("DROP TABLE events_fts")
+        conn.execute("ALTER TABLE events RENAME TO events_gone")
     finally:
         conn.close()
     with pytest.raises(StoreError):

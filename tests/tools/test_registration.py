@@ -100,12 +100,13 @@ def test_tools_import_only_the_protocol_never_sqlite_or_nats() -> None:
 
     allowed = ("contracts", "worker.signals", "worker.store", "worker.tools", "pydantic",
                "pydantic_core", "structlog", "__future__")  # fmt: skip
-    # The provider's FTS5 dialect and schema are its own: the tools ask through the protocol.
+    # The provider's search engine and schema are its own: the tools ask through the protocol.
     forbidden = (
         "worker.store.sqlite",
         "worker.store.writer",
         "worker.store.ingest",
-        "worker.store.fts_query",
+        "worker.store.query",
+        "worker.store.search_index",
         "worker.store.schema",
     )
     stdlib = {"asyncio", "collections", "contextlib", "dataclasses", "datetime", "math", "re",

@@ -116,8 +116,8 @@ class SessionHit:
     header: SessionHeader
     # The session's strongest matching event; the session's score is this event's score.
     event: EventSummary
-    excerpt: str  # provider snippet with [ and ] around matched terms
-    score: float  # bm25: lower is better
+    excerpt: str  # the matched text, [ and ] around matched words
+    score: float  # lower is better
     matching_events: int  # matching events in this session after filters
 
 
@@ -130,6 +130,11 @@ class SessionSearchPage:
     # True when the query matched events in scope but the filters removed every one.
     # Only computed for an empty first page.
     filtered_out: bool = False
+    # No event held every content word: these are the best partial matches, ranked by how
+    # many of the query's words an event holds. ``unmatched`` names the query terms that
+    # match nothing in scope (first page only).
+    partial: bool = False
+    unmatched: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,6 +151,8 @@ class EventSearchPage:
     next_cursor: str | None
     generation: Generation
     filtered_out: bool = False
+    partial: bool = False
+    unmatched: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,10 +1,10 @@
 """The SQLite schema of the index, shared by the writer and the readers.
 
-One file, WAL mode. ``events`` is the external content of the FTS5 table ``events_fts``
-(rowid = ``events.id``). Each FTS row carries a workspace token in its ``ws`` column so a
-cross-session query can match ``ws:<token> AND (query)``: that cuts the rows FTS5 scores.
-The token is only a pre-filter; the exact ``sessions.cwd = ?`` comparison in SQL stays the
-authority.
+One file, WAL mode: the store of record for everything the tools read. Full-text search
+runs on a separate search index derived from ``events`` (``worker.store.search_index``),
+which follows ``events.id`` (``AUTOINCREMENT``: ids are never reused, even after a purge)
+and ``search_deletions``. Each row carries its workspace token ``ws`` (derived from the
+cwd); the exact ``sessions.cwd = ?`` comparison in SQL stays the authority.
 """
 
 from __future__ import annotations
@@ -13,13 +13,8 @@ import hashlib
 import sqlite3
 from typing import Final
 
-SCHEMA_VERSION: Final = 1
-
-# unicode61 (not trigram): measured several times faster to ingest and query, and several
-# times smaller (see DESIGN.md floors and bench/store.py). Identifiers and paths stay
-# findable because the query compiler turns each term into a phrase of its tokens:
-# "src/worker/store.py" matches the adjacent tokens src worker store py.
-TOKENIZER: Final = "unicode61 remove_diacritics 2"
+# 2: the search index moved out of SQLite (no events_fts; search_deletions, index_uid).
+SCHEMA_VERSION: Final = 2
 
 DDL: Final = f"""
 CREATE TABLE IF NOT EXISTS meta (
@@ -27,7 +22,9 @@ CREATE TABLE IF NOT EXISTS meta (
     value INTEGER NOT NULL
 );
 INSERT OR IGNORE INTO meta (key, value) VALUES
-    ('schema_version', {SCHEMA_VERSION}), ('stream_seq', 0), ('epoch', 1);
+    ('schema_version', {SCHEMA_VERSION}), ('stream_seq', 0), ('epoch', 1),
+    -- Which store file a search index was built from (random, never reused).
+    ('index_uid', random() & 4611686018427387903);
 
 CREATE TABLE IF NOT EXISTS sessions (
     session_id        TEXT PRIMARY KEY,
@@ -46,7 +43,7 @@ CREATE INDEX IF NOT EXISTS sessions_cwd ON sessions (cwd);
 CREATE INDEX IF NOT EXISTS sessions_parent ON sessions (parent_session_id);
 
 CREATE TABLE IF NOT EXISTS events (
-    id         INTEGER PRIMARY KEY,
+    id         INTEGER PRIMARY KEY AUTOINCREMENT,
     session_id TEXT NOT NULL,
     seq        INTEGER NOT NULL,
     event_id   TEXT NOT NULL,
@@ -60,11 +57,6 @@ CREATE TABLE IF NOT EXISTS events (
     UNIQUE (session_id, seq)
 );
 CREATE INDEX IF NOT EXISTS events_session_type ON events (session_id, type, seq);
--- Search's view of a matched event, covering: scoring thousands of matches then reads this
--- compact index instead of the wide events rows (measured ~20% off a common-term search).
-CREATE INDEX IF NOT EXISTS events_scope
-    ON events (id, session_id, seq, stream_seq, type, surface, time_ms);
-
 -- (session_id, seq) took the place of (session_id, replaced_seq).
 CREATE TABLE IF NOT EXISTS replacements (
     session_id   TEXT NOT NULL,
@@ -84,19 +76,17 @@ CREATE TABLE IF NOT EXISTS citations (
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS citations_back ON citations (cited_session_id, cited_seq);
 
-CREATE VIRTUAL TABLE IF NOT EXISTS events_fts USING fts5 (
-    ws, body,
-    content = 'events', content_rowid = 'id',
-    tokenize = '{TOKENIZER}'
+-- Sessions removed by purge, for the search index to delete in turn (it records the
+-- highest id it applied).
+CREATE TABLE IF NOT EXISTS search_deletions (
+    id         INTEGER PRIMARY KEY AUTOINCREMENT,
+    session_id TEXT NOT NULL
 );
 """
 
-# bm25 column weights: the workspace token never contributes to the score.
-BM25: Final = "bm25(events_fts, 0.0, 1.0)"
-
 
 def workspace_token(cwd: str | None) -> str:
-    """The FTS pre-filter token for a cwd: derived from the cwd only, never from a query."""
+    """The workspace token of a cwd: derived from the cwd only, never from a query."""
     if cwd is None:
         return "wsnone"
     return "ws" + hashlib.sha256(cwd.encode("utf-8", "surrogatepass")).hexdigest()[:20]

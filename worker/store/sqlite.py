@@ -21,12 +21,7 @@ the signal's own error is raised unchanged. An error never becomes an empty resu
 from __future__ import annotations
 
 import asyncio
-import base64
-import binascii
 import contextlib
-import dataclasses
-import hashlib
-import re
 import sqlite3
 import threading
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
@@ -35,15 +30,12 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Final, TypeVar
 
-import orjson
-
 from worker.signals import ExecutionSignal
-from worker.store import schema
-from worker.store.errors import GenerationChanged, InvalidCursor, StoreError
-from worker.store.fts_query import compile_query
+from worker.store import cursors, schema
+from worker.store import rows as rowmap
+from worker.store.errors import StoreError
 from worker.store.protocol import (
     EventFilter,
-    EventHit,
     EventRef,
     EventRelations,
     EventSearchPage,
@@ -56,51 +48,35 @@ from worker.store.protocol import (
     ServiceLimits,
     SessionFilter,
     SessionHeader,
-    SessionHit,
     SessionSearchPage,
     StoredEvent,
     TitleObservation,
 )
+from worker.store.query import compile_query
+from worker.store.rows import EVENT_COLS, EVENT_WIDTH, HEADER_COLS, HEADER_WIDTH
+from worker.store.rows import PREVIEW_CHARS as PREVIEW_CHARS  # re-exported for tests
+from worker.store.search_index import SearchIndexReader
+from worker.store.search_ops import SessionSearch, search_session_events
 
 T = TypeVar("T")
 Row = tuple[Any, ...]
 
-PREVIEW_CHARS: Final = 240
-# Enough of the body to fill a collapsed preview without pulling a 64 KiB body per row.
-_PREVIEW_SOURCE_CHARS: Final = 1000
-_SNIPPET: Final = "snippet(events_fts, 1, '[', ']', '…', 16)"
 # Another process may commit (no in-process notification), so waiting also polls.
 WAIT_POLL_S: Final = 0.05
 # An interrupt that lands before the statement starts is a no-op in SQLite: repeat it
 # until the statement settles.
 _INTERRUPT_RETRY_S: Final = 0.02
-_CURSOR_VERSION: Final = 1
-_WS: Final = re.compile(r"\s+")
-
-_HEADER_COLS: Final = (
-    "s.session_id, s.cwd, s.parent_session_id, s.availability, s.created_ms, s.updated_ms,"
-    " s.last_seq, s.event_count"
-)
-_HEADER_WIDTH: Final = 8
-_EVENT_COLS: Final = (
-    f"e.session_id, e.seq, e.event_id, e.type, e.surface, e.time_ms,"
-    f" substr(e.body, 1, {_PREVIEW_SOURCE_CHARS})"
-)
-_EVENT_WIDTH: Final = 7
-# The compact covering index of schema.py for the per-match join (the planner otherwise
-# takes the rowid of the wide events table).
-_SCOPE_INDEX: Final = "INDEXED BY events_scope"
 # Chain or tree rows a lineage walks on the event loop's thread before it is read again on
 # a reader thread (a hop measured ~0.1 ms of a ~0.3 ms session_trace).
 LOOP_LINEAGE_ROWS: Final = 64
 
 
 _TITLES_BY_JSON: Final = (
-    f"SELECT {_HEADER_COLS}, s.title FROM sessions s"
+    f"SELECT {HEADER_COLS}, s.title FROM sessions s"
     " WHERE s.session_id IN (SELECT value FROM json_each(?))"
 )
 _TITLES_BY_KEYS: Final = tuple(
-    f"SELECT {_HEADER_COLS}, s.title FROM sessions s WHERE s.session_id "
+    f"SELECT {HEADER_COLS}, s.title FROM sessions s WHERE s.session_id "
     + ("= ?" if n == 1 else "IN (" + ", ".join("?" * n) + ")")
     for n in range(1, 9)
 )
@@ -122,8 +98,11 @@ class SqliteSessionStore:
         readers: Sequence[sqlite3.Connection],
         limits: ServiceLimits,
         loop_reader: sqlite3.Connection,
+        location: str,
     ) -> None:
         self._limits = limits
+        self._location = location
+        self._search: SearchIndexReader | None = None
         self._readers = tuple(readers)
         # The key lookups run on the event loop's thread, one at a time (nothing awaits
         # inside them), so one connection of their own serves them all: no pool round
@@ -156,7 +135,7 @@ class SqliteSessionStore:
             raise ValueError("readers must be at least 1")
         location = str(path)
         conns = await asyncio.to_thread(_connect_readers, location, readers + 1)
-        return cls(readers=conns[:-1], limits=limits, loop_reader=conns[-1])
+        return cls(readers=conns[:-1], limits=limits, loop_reader=conns[-1], location=location)
 
     async def close(self) -> None:
         """Close every reader once it is back in the pool (running reads finish first)."""
@@ -235,11 +214,11 @@ class SqliteSessionStore:
                 rows = tx.fetch(_TITLES_BY_KEYS[len(ids) - 1], ids)
             else:
                 # One JSON parameter instead of an IN list: no host-parameter limit.
-                rows = tx.fetch(_TITLES_BY_JSON, (_json_list(ids),))
+                rows = tx.fetch(_TITLES_BY_JSON, (rowmap.json_list(ids),))
             found: dict[str, TitleObservation] = {}
             for row in rows:
-                header = _header(row)
-                found[header.session_id] = TitleObservation(header, row[_HEADER_WIDTH])
+                header = rowmap.header(row)
+                found[header.session_id] = TitleObservation(header, row[HEADER_WIDTH])
             return found
 
         return await self._read_now(signal, work, one_statement=True)
@@ -261,7 +240,7 @@ class SqliteSessionStore:
             # The header and the window in ONE statement (one snapshot, no BEGIN/COMMIT):
             # a row per event, the header repeated; one row of NULL events when none.
             rows = tx.fetch(
-                f"SELECT {_HEADER_COLS}, {_EVENT_COLS}, e.raw_json FROM sessions s"
+                f"SELECT {HEADER_COLS}, {EVENT_COLS}, e.raw_json FROM sessions s"
                 " LEFT JOIN events e"
                 " ON e.session_id = s.session_id AND e.seq BETWEEN ? AND ?"
                 " WHERE s.session_id = ? ORDER BY e.seq",
@@ -269,11 +248,11 @@ class SqliteSessionStore:
             )
             if not rows:
                 return None
-            header = _header(rows[0])
+            header = rowmap.header(rows[0])
             events = [
-                StoredEvent(_summary(row[_HEADER_WIDTH:]), row[_HEADER_WIDTH + _EVENT_WIDTH])
+                StoredEvent(rowmap.summary(row[HEADER_WIDTH:]), row[HEADER_WIDTH + EVENT_WIDTH])
                 for row in rows
-                if row[_HEADER_WIDTH] is not None
+                if row[HEADER_WIDTH] is not None
             ]
             target = next((ev for ev in events if ev.summary.seq == seq), None)
             return EventWindow(
@@ -286,15 +265,26 @@ class SqliteSessionStore:
         return await self._read_now(signal, work, one_statement=True)
 
     async def wait_for_seq(self, session_id: str, seq: int, *, signal: ExecutionSignal) -> None:
-        def work(tx: _Tx) -> int:
-            rows = tx.fetch("SELECT last_seq FROM sessions WHERE session_id = ?", (session_id,))
-            return int(rows[0][0]) if rows else 0
+        """Until the store holds ``session_id`` through ``seq``, and the search index has
+        taken that event too (read-your-writes covers searches)."""
+
+        def work(tx: _Tx) -> int | None:
+            found = tx.fetch(
+                "SELECT s.last_seq >= :seq, (SELECT id FROM events"
+                " WHERE session_id = :sid AND seq = :seq) FROM sessions s"
+                " WHERE s.session_id = :sid",
+                {"sid": session_id, "seq": seq},
+            )
+            if not found or not found[0][0]:
+                return None
+            return int(found[0][1] or 0)
 
         while True:
             signal.raise_if_aborted()
             # Taken before the read, so a commit between the read and the wait still wakes.
             committed = self._committed
-            if await self._read_now(signal, work, one_statement=True) >= seq:
+            event_id = await self._read_now(signal, work, one_statement=True)
+            if event_id is not None and self._search_has(event_id):
                 return
             aborted = asyncio.ensure_future(signal.wait())
             woken = asyncio.ensure_future(committed.wait())
@@ -305,6 +295,13 @@ class SqliteSessionStore:
             finally:
                 aborted.cancel()
                 woken.cancel()
+
+    def _search_has(self, event_id: int) -> bool:
+        if self._search is None:
+            self._search = SearchIndexReader.open(self._location)
+            if self._search is None:
+                return False
+        return self._search.refresh().event_id >= event_id
 
     # -- lineage and relations ---------------------------------------------------------
 
@@ -334,10 +331,10 @@ class SqliteSessionStore:
                     SELECT c.session_id FROM tree JOIN sessions c ON c.parent_session_id = tree.sid
                     LIMIT :cap
                 )
-                SELECT 0 AS kind, chain.sid, {_HEADER_COLS}
+                SELECT 0 AS kind, chain.sid, {HEADER_COLS}
                 FROM chain LEFT JOIN sessions s ON s.session_id = chain.sid
                 UNION ALL
-                SELECT 1, tree.sid, {_HEADER_COLS}
+                SELECT 1, tree.sid, {HEADER_COLS}
                 FROM tree JOIN sessions s ON s.session_id = tree.sid
                 ORDER BY kind, created_ms, session_id
                 """,
@@ -347,7 +344,7 @@ class SqliteSessionStore:
             tree = [row[2:] for row in rows if row[0] == 1]
             if len(chain) == cap or len(tree) == cap:
                 return _TRUNCATED
-            known = {row[0]: _header(row[1:]) for row in chain if row[1] is not None}
+            known = {row[0]: rowmap.header(row[1:]) for row in chain if row[1] is not None}
             target = known.get(session_id)
             if target is None:
                 return None
@@ -363,7 +360,9 @@ class SqliteSessionStore:
                 ancestors.append(header)
                 placed.add(parent)
                 parent = header.parent_session_id
-            descendants = _descendant_trees(target.session_id, [_header(r) for r in tree], placed)
+            descendants = _descendant_trees(
+                target.session_id, [rowmap.header(r) for r in tree], placed
+            )
             return Lineage(
                 target=target,
                 ancestors=tuple(ancestors),
@@ -385,15 +384,15 @@ class SqliteSessionStore:
         def work(tx: _Tx) -> EventRelations | None:
             # The header with the event itself (LEFT JOIN: the event may be missing).
             found = tx.fetch(
-                f"SELECT {_HEADER_COLS}, {_EVENT_COLS} FROM sessions s"
+                f"SELECT {HEADER_COLS}, {EVENT_COLS} FROM sessions s"
                 " LEFT JOIN events e ON e.session_id = s.session_id AND e.seq = ?"
                 " WHERE s.session_id = ?",
                 (seq, session_id),
             )
             if not found:
                 return None
-            header = _header(found[0])
-            target = found[0][_HEADER_WIDTH:]
+            header = rowmap.header(found[0])
+            target = found[0][HEADER_WIDTH:]
             replaces = self._replacements(tx, session_id, seq, backward=True)
             replaced_by = self._replacements(tx, session_id, seq, backward=False)
             cites = _linked(
@@ -412,7 +411,7 @@ class SqliteSessionStore:
             )
             return EventRelations(
                 header=header,
-                event=_summary(target) if target[0] is not None else None,
+                event=rowmap.summary(target) if target[0] is not None else None,
                 replaces=replaces,
                 replaced_by=replaced_by,
                 cites=cites,
@@ -435,19 +434,29 @@ class SqliteSessionStore:
                 SELECT r.{step_to} FROM reach
                 JOIN replacements r ON r.session_id = ? AND r.{step_from} = reach.pos
             )
-            SELECT {_EVENT_COLS} FROM reach
+            SELECT {EVENT_COLS} FROM reach
             JOIN events e ON e.session_id = ? AND e.seq = reach.pos
             WHERE reach.pos <> ?
             ORDER BY abs(reach.pos - ?), reach.pos
             """,
             (seq, session_id, session_id, seq, seq),
         )
-        return tuple(_summary(row) for row in rows)
+        return tuple(rowmap.summary(row) for row in rows)
 
     # -- search ------------------------------------------------------------------------
 
     def check_query(self, query: str) -> None:
         compile_query(query)
+
+    def _search_index(self) -> SearchIndexReader:
+        """The search index as of its latest commit (opened on first use: the writer
+        creates it)."""
+        if self._search is None:
+            self._search = SearchIndexReader.open(self._location)
+            if self._search is None:
+                raise StoreError("the search index is not built yet")
+        self._search.refresh()
+        return self._search
 
     async def search_sessions(
         self,
@@ -463,79 +472,38 @@ class SqliteSessionStore:
         """Cross-session search. ``events.seq_from/seq_to`` only apply to one session, so
         they are ignored here."""
         signal.raise_if_aborted()
-        compiled = compile_query(query)
+        plan = compile_query(query)
         size = self._page_size(page_size)
-        binding = _binding("sessions", query, cwd, sessions, events)
-        match = f'ws:"{schema.workspace_token(cwd)}" AND body:({compiled})'
+        binding = cursors.binding("sessions", query, cwd, sessions, events)
 
         def work(tx: _Tx) -> SessionSearchPage:
             current = _generation(tx)
-            snap, offset = _resume(cursor, binding, current)
-            scope_sql, params = _session_scope(match, snap, sessions)
-            event_sql = _event_filter_sql(events, params, with_seq=False)
-            if sessions.session_ids is not None:
-                # Narrows the rows FTS5 hands over before grouping, not only after.
-                params["ids"] = _json_list(sessions.session_ids)
-                event_sql += " AND e.session_id IN (SELECT value FROM json_each(:ids))"
-            session_sql = _session_filter_sql(sessions, params)
-            params.update(cwd=cwd, limit=size + 1, offset=offset)
-            rows = tx.fetch(
-                f"""
-                WITH m AS MATERIALIZED (  -- not flattened: bm25() needs its MATCH
-                    SELECT e.session_id AS sid, e.id AS eid, {schema.BM25} AS score
-                    FROM events_fts JOIN events e {_SCOPE_INDEX} ON e.id = events_fts.rowid
-                    WHERE {scope_sql}{event_sql}
-                ),
-                g AS (
-                    -- A session's score is its best event's; that event's id comes along.
-                    SELECT sid, eid, min(score) AS score, count(*) AS n FROM m GROUP BY sid
-                ),
-                page AS (
-                    SELECT g.sid, g.eid, g.score, g.n
-                    FROM g JOIN sessions s ON s.session_id = g.sid
-                    WHERE s.cwd = :cwd{session_sql}
-                    ORDER BY g.score, g.sid
-                    LIMIT :limit OFFSET :offset
-                )
-                -- Wide columns only for the page's rows.
-                SELECT page.eid, page.score, page.n, {_HEADER_COLS}, {_EVENT_COLS}
-                FROM page
-                JOIN sessions s ON s.session_id = page.sid
-                JOIN events e ON e.id = page.eid
-                ORDER BY page.score, page.sid
-                """,
-                params,
+            start = cursors.resume(cursor, binding, current)
+            snap = current.seq if start is None else start.snapshot_seq
+            search = SessionSearch(
+                tx.fetch,
+                self._search_index().searcher(),
+                plan,
+                cwd=cwd,
+                ws=schema.workspace_token(cwd),
+                sessions=sessions,
+                events=events,
+                snapshot_seq=snap,
             )
-            page, more = rows[:size], len(rows) > size
-            excerpts = _excerpts(tx, match, [row[0] for row in page])
-            hits = tuple(
-                SessionHit(
-                    header=_header(row[3 : 3 + _HEADER_WIDTH]),
-                    event=_summary(row[3 + _HEADER_WIDTH :]),
-                    excerpt=excerpts.get(row[0], ""),
-                    score=float(row[1]),
-                    matching_events=int(row[2]),
-                )
-                for row in page
-            )
-            filtered_out = False
-            if not hits and offset == 0 and (event_sql or session_sql):
-                filtered_out = _any_match(
-                    tx,
-                    f"""
-                    SELECT 1 FROM events_fts
-                    JOIN events e {_SCOPE_INDEX} ON e.id = events_fts.rowid
-                    JOIN sessions s ON s.session_id = e.session_id
-                    WHERE {scope_sql} AND s.cwd = :cwd LIMIT 1
-                    """,
-                    params,
-                )
+            offset = 0 if start is None else start.offset
+            found = search.page(offset, size, None if start is None else start.partial)
             generation = Generation(current.epoch, snap)
             return SessionSearchPage(
-                hits=hits,
-                next_cursor=_cursor(generation, offset + size, binding) if more else None,
+                hits=tuple(found.hits),
+                next_cursor=cursors.encode(
+                    generation, offset + size, binding, partial=found.partial
+                )
+                if found.more
+                else None,
                 generation=generation,
-                filtered_out=filtered_out,
+                filtered_out=found.filtered_out,
+                partial=found.partial,
+                unmatched=found.unmatched,
             )
 
         return await self._read(signal, work)
@@ -552,83 +520,47 @@ class SqliteSessionStore:
         scope_to_seq: int | None = None,
     ) -> EventSearchPage | None:
         signal.raise_if_aborted()
-        compiled = compile_query(query)
+        plan = compile_query(query)
         size = self._page_size(page_size)
         scope = session_id if scope_to_seq is None else f"{session_id}:{scope_to_seq}"
-        binding = _binding("events", query, scope, None, events)
+        binding = cursors.binding("events", query, scope, None, events)
 
         def work(tx: _Tx) -> EventSearchPage | None:
             found = tx.fetch(
-                f"SELECT {_HEADER_COLS}, s.ws,"
-                " (SELECT min(id) FROM events WHERE session_id = s.session_id),"
-                " (SELECT max(id) FROM events WHERE session_id = s.session_id)"
-                " FROM sessions s WHERE s.session_id = ?",
+                f"SELECT {rowmap.HEADER_COLS}, s.ws FROM sessions s WHERE s.session_id = ?",
                 (session_id,),
             )
             if not found:
                 return None
-            header = _header(found[0])
-            ws, lo, hi = found[0][_HEADER_WIDTH:]
+            header = rowmap.header(found[0])
             current = _generation(tx)
-            snap, offset = _resume(cursor, binding, current)
-            # The session's workspace token and the rowid span of its events narrow what
-            # FTS5 has to score to (roughly) this session, not its whole workspace.
-            match = f'ws:"{ws}" AND body:({compiled})'
-            params: dict[str, Any] = {
-                "match": match,
-                "snap": snap,
-                "sid": session_id,
-                "lo": lo if lo is not None else 0,
-                "hi": hi if hi is not None else -1,
-            }
-            scope_sql = (
-                "events_fts MATCH :match AND events_fts.rowid BETWEEN :lo AND :hi"
-                " AND e.session_id = :sid AND e.stream_seq <= :snap"
+            start = cursors.resume(cursor, binding, current)
+            snap = current.seq if start is None else start.snapshot_seq
+            offset = 0 if start is None else start.offset
+            page = search_session_events(
+                tx.fetch,
+                self._search_index().searcher(),
+                plan,
+                session_id=session_id,
+                ws=found[0][rowmap.HEADER_WIDTH],
+                events=events,
+                snapshot_seq=snap,
+                scope_to_seq=scope_to_seq,
+                offset=offset,
+                size=size,
+                partial=None if start is None else start.partial,
             )
-            if scope_to_seq is not None:
-                params["scope_to"] = scope_to_seq
-                scope_sql += " AND e.seq <= :scope_to"
-            event_sql = _event_filter_sql(events, params, with_seq=True)
-            params.update(limit=size + 1, offset=offset)
-            rows = tx.fetch(
-                f"""
-                WITH hits AS MATERIALIZED (  -- not flattened: bm25() needs its MATCH
-                    SELECT e.id AS eid, e.seq AS seq, {schema.BM25} AS score
-                    FROM events_fts JOIN events e {_SCOPE_INDEX} ON e.id = events_fts.rowid
-                    WHERE {scope_sql}{event_sql}
-                    ORDER BY score, e.seq
-                    LIMIT :limit OFFSET :offset
-                )
-                SELECT hits.eid, hits.score, {_EVENT_COLS}
-                FROM hits JOIN events e ON e.id = hits.eid
-                ORDER BY hits.score, hits.seq
-                """,
-                params,
-            )
-            page, more = rows[:size], len(rows) > size
-            excerpts = _excerpts(tx, match, [row[0] for row in page])
-            hits = tuple(
-                EventHit(
-                    event=_summary(row[2:]), excerpt=excerpts.get(row[0], ""), score=float(row[1])
-                )
-                for row in page
-            )
-            filtered_out = False
-            if not hits and offset == 0 and event_sql:
-                filtered_out = _any_match(
-                    tx,
-                    f"SELECT 1 FROM events_fts"
-                    f" JOIN events e {_SCOPE_INDEX} ON e.id = events_fts.rowid"
-                    f" WHERE {scope_sql} LIMIT 1",
-                    params,
-                )
             generation = Generation(current.epoch, snap)
             return EventSearchPage(
                 header=header,
-                hits=hits,
-                next_cursor=_cursor(generation, offset + size, binding) if more else None,
+                hits=tuple(page.hits),
+                next_cursor=cursors.encode(generation, offset + size, binding, partial=page.partial)
+                if page.more
+                else None,
                 generation=generation,
-                filtered_out=filtered_out,
+                filtered_out=page.filtered_out,
+                partial=page.partial,
+                unmatched=page.unmatched,
             )
 
         return await self._read(signal, work)
@@ -838,7 +770,7 @@ def _linked(tx: _Tx, refs_sql: str, session_id: str, seq: int) -> tuple[LinkedEv
     rows = tx.fetch(
         f"""
         WITH refs(rsid, rseq) AS ({refs_sql})
-        SELECT refs.rsid, refs.rseq, {_HEADER_COLS}, {_EVENT_COLS}
+        SELECT refs.rsid, refs.rseq, {HEADER_COLS}, {EVENT_COLS}
         FROM refs
         LEFT JOIN sessions s ON s.session_id = refs.rsid
         LEFT JOIN events e ON e.session_id = refs.rsid AND e.seq = refs.rseq
@@ -848,132 +780,18 @@ def _linked(tx: _Tx, refs_sql: str, session_id: str, seq: int) -> tuple[LinkedEv
     )
     linked = []
     for row in rows:
-        head, ev = row[2 : 2 + _HEADER_WIDTH], row[2 + _HEADER_WIDTH :]
+        head, ev = row[2 : 2 + HEADER_WIDTH], row[2 + HEADER_WIDTH :]
         linked.append(
             LinkedEvent(
                 ref=EventRef(row[0], int(row[1])),
-                header=_header(head) if head[0] is not None else None,
-                event=_summary(ev) if ev[0] is not None else None,
+                header=rowmap.header(head) if head[0] is not None else None,
+                event=rowmap.summary(ev) if ev[0] is not None else None,
             )
         )
     return tuple(linked)
 
 
-def _excerpts(tx: _Tx, match: str, event_ids: list[int]) -> dict[int, str]:
-    """Snippets for the page's chosen events only, under the same MATCH.
-
-    One rowid range for FTS5 (a single scan of the match) with the exact ids as a plain
-    filter (``+rowid``): an ``IN`` that FTS5 sees would re-run the MATCH once per id, which
-    measured about 4x slower for a page of 100.
-    """
-    if not event_ids:
-        return {}
-    rows = tx.fetch(
-        f"SELECT rowid, {_SNIPPET} FROM events_fts"
-        " WHERE events_fts MATCH ? AND rowid BETWEEN ? AND ?"
-        " AND +rowid IN (SELECT value FROM json_each(?))",
-        (match, min(event_ids), max(event_ids), _json_list(event_ids)),
-    )
-    return {int(rowid): text or "" for rowid, text in rows}
-
-
-def _any_match(tx: _Tx, sql: str, params: Mapping[str, Any]) -> bool:
-    return bool(tx.fetch(sql, params))
-
-
-def _session_scope(match: str, snap: int, sessions: SessionFilter) -> tuple[str, dict[str, Any]]:
-    """The scope every cross-session row is in: the MATCH, the snapshot, the exclusions
-    (the caller's own session is scope, not a filter: ``filtered_out`` keeps it out)."""
-    params: dict[str, Any] = {"match": match, "snap": snap}
-    sql = "events_fts MATCH :match AND e.stream_seq <= :snap"
-    if sessions.exclude_session_ids:
-        params["exclude"] = _json_list(sessions.exclude_session_ids)
-        sql += " AND e.session_id NOT IN (SELECT value FROM json_each(:exclude))"
-    return sql, params
-
-
-def _event_filter_sql(events: EventFilter, params: dict[str, Any], *, with_seq: bool) -> str:
-    sql = ""
-    if events.types is not None:
-        params["types"] = _json_list(events.types)
-        sql += " AND e.type IN (SELECT value FROM json_each(:types))"
-    if events.surfaces is not None:
-        params["surfaces"] = _json_list(events.surfaces)
-        sql += " AND e.surface IN (SELECT value FROM json_each(:surfaces))"
-    if events.time_from_ms is not None:
-        params["time_from"] = events.time_from_ms
-        sql += " AND e.time_ms >= :time_from"
-    if events.time_to_ms is not None:
-        params["time_to"] = events.time_to_ms
-        sql += " AND e.time_ms <= :time_to"
-    if with_seq and events.seq_from is not None:
-        params["seq_from"] = events.seq_from
-        sql += " AND e.seq >= :seq_from"
-    if with_seq and events.seq_to is not None:
-        params["seq_to"] = events.seq_to
-        sql += " AND e.seq <= :seq_to"
-    return sql
-
-
-def _session_filter_sql(sessions: SessionFilter, params: dict[str, Any]) -> str:
-    """Filters on the session header (``session_ids`` narrows the events instead)."""
-    sql = ""
-    if sessions.parent_session_ids is not None:
-        clauses = []
-        if sessions.parent_session_ids:
-            params["parents"] = _json_list(sessions.parent_session_ids)
-            clauses.append("s.parent_session_id IN (SELECT value FROM json_each(:parents))")
-        if sessions.include_roots:
-            clauses.append("s.parent_session_id IS NULL")
-        # No authorized parent and no root marker: the clause matches nothing, on purpose.
-        sql += " AND (" + (" OR ".join(clauses) if clauses else "0") + ")"
-    for column, key, op, value in (
-        ("created_ms", "created_from", ">=", sessions.created_from_ms),
-        ("created_ms", "created_to", "<=", sessions.created_to_ms),
-        ("updated_ms", "updated_from", ">=", sessions.updated_from_ms),
-        ("updated_ms", "updated_to", "<=", sessions.updated_to_ms),
-    ):
-        if value is not None:
-            params[key] = value
-            sql += f" AND s.{column} {op} :{key}"
-    if sessions.availability is not None:
-        params["availability"] = _json_list(sessions.availability)
-        sql += " AND s.availability IN (SELECT value FROM json_each(:availability))"
-    return sql
-
-
 # -- rows to results -----------------------------------------------------------------------
-
-
-def _header(row: Sequence[Any]) -> SessionHeader:
-    return SessionHeader(
-        session_id=row[0],
-        cwd=row[1],
-        parent_session_id=row[2],
-        availability=row[3],
-        created_ms=row[4],
-        updated_ms=row[5],
-        last_seq=int(row[6]),
-        event_count=int(row[7]),
-    )
-
-
-def _summary(row: Sequence[Any]) -> EventSummary:
-    return EventSummary(
-        session_id=row[0],
-        seq=int(row[1]),
-        event_id=row[2],
-        type=row[3],
-        surface=row[4],
-        time_ms=int(row[5]),
-        preview=preview(row[6]),
-    )
-
-
-def preview(body: str) -> str:
-    """The start of an event's searchable text, whitespace collapsed, bounded."""
-    text = _WS.sub(" ", body).strip()
-    return text if len(text) <= PREVIEW_CHARS else text[: PREVIEW_CHARS - 1] + "…"
 
 
 def _descendant_trees(
@@ -1004,72 +822,3 @@ def _descendant_trees(
         for parent, kids in level:
             built[parent] = tuple(LineageNode(h, built.pop(h.session_id, ())) for h in kids)
     return built.get(root, ())
-
-
-# -- cursors -------------------------------------------------------------------------------
-
-
-def _binding(
-    kind: str,
-    query: str,
-    scope: str,
-    sessions: SessionFilter | None,
-    events: EventFilter,
-) -> str:
-    """A short hash of everything a cursor's pages must share."""
-    material = orjson.dumps(
-        {
-            "k": kind,
-            "q": query,
-            "s": scope,
-            "sf": dataclasses.asdict(sessions) if sessions is not None else None,
-            "ef": dataclasses.asdict(events),
-        },
-        option=orjson.OPT_SORT_KEYS,
-    )
-    return hashlib.sha256(material).hexdigest()[:16]
-
-
-def _cursor(generation: Generation, offset: int, binding: str) -> str:
-    body = orjson.dumps(
-        {
-            "v": _CURSOR_VERSION,
-            "e": generation.epoch,
-            "g": generation.seq,
-            "o": offset,
-            "h": binding,
-        }
-    )
-    return base64.urlsafe_b64encode(body).decode("ascii").rstrip("=")
-
-
-def _resume(cursor: str | None, binding: str, current: Generation) -> tuple[int, int]:
-    """(snapshot seq, offset) for this page; the first page snapshots the current seq."""
-    if cursor is None:
-        return current.seq, 0
-    try:
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
-        value = orjson.loads(raw)
-    except (binascii.Error, ValueError, TypeError) as exc:
-        raise InvalidCursor("the cursor does not decode") from exc
-    if (
-        not isinstance(value, dict)
-        or value.get("v") != _CURSOR_VERSION
-        or value.get("h") != binding
-        or not all(_is_count(value.get(key)) for key in ("e", "g", "o"))
-    ):
-        raise InvalidCursor("the cursor does not belong to this query")
-    if value["e"] != current.epoch:
-        raise GenerationChanged(
-            f"the index changed destructively (epoch {value['e']} -> {current.epoch})"
-        )
-    return int(value["g"]), int(value["o"])
-
-
-def _is_count(value: object) -> bool:
-    # Bounded to SQLite's INTEGER range, so a forged value cannot overflow a binding.
-    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**63
-
-
-def _json_list(values: Iterable[object]) -> str:
-    return orjson.dumps(list(values)).decode("utf-8")

@@ -25,9 +25,11 @@ from __future__ import annotations
 import asyncio
 import json
 import sqlite3
+import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Final, Self, TypeVar
@@ -47,6 +49,7 @@ from worker.store.protocol import (
     Rejected,
     SessionIndexWriter,
 )
+from worker.store.search_index import SearchIndexWriter, search_index_path
 from worker.store.text import searchable_text
 
 log = structlog.get_logger(__name__)
@@ -69,10 +72,6 @@ ON CONFLICT (session_id) DO UPDATE SET
     updated_ms = excluded.updated_ms, last_seq = excluded.last_seq,
     event_count = excluded.event_count
 """
-_INSERT_FTS: Final = (
-    "INSERT INTO events_fts (rowid, ws, body) SELECT id, ws, body FROM events"
-    " WHERE id BETWEEN ? AND ?"
-)
 _INSERT_EVENT: Final = """
 INSERT INTO events (id, session_id, seq, event_id, type, surface, time_ms, stream_seq,
                     ws, body, raw_json)
@@ -243,11 +242,17 @@ class WriterCore:
     thread."""
 
     def __init__(
-        self, conn: sqlite3.Connection, *, text_cap_bytes: int, max_event_bytes: int
+        self,
+        conn: sqlite3.Connection,
+        *,
+        text_cap_bytes: int,
+        max_event_bytes: int,
+        search: SearchIndexWriter | None = None,
     ) -> None:
         self.conn = conn
         self.checker = BatchChecker(text_cap_bytes=text_cap_bytes, max_event_bytes=max_event_bytes)
         self._text_cap_bytes = text_cap_bytes
+        self.search = search
 
     @classmethod
     def open(cls, location: str | Path, *, text_cap_bytes: int, max_event_bytes: int) -> WriterCore:
@@ -257,13 +262,59 @@ class WriterCore:
         conn = schema.connect(location)
         try:
             schema.create(conn)
+            search = None
+            if location != ":memory:" and not location.startswith("file:"):
+                search = SearchIndexWriter(
+                    search_index_path(location), conn, body_cap_bytes=text_cap_bytes - 4
+                )
         except BaseException:
             conn.close()
             raise
-        return cls(conn, text_cap_bytes=text_cap_bytes, max_event_bytes=max_event_bytes)
+        return cls(
+            conn, text_cap_bytes=text_cap_bytes, max_event_bytes=max_event_bytes, search=search
+        )
 
     def close(self) -> None:
+        if self.search is not None:
+            self.search.close()
         self.conn.close()
+
+    # -- the search index ----------------------------------------------------------------
+
+    def follow_search(self, max_events: int, *, commit: bool) -> None:
+        """Bring the search index up to the store (a bounded step); committed when asked
+        or when the commit interval has passed. A failure is logged and retried on the
+        next step: the store's own commit already stands."""
+        search = self.search
+        if search is None:
+            return
+        try:
+            search.follow(max_events)
+            if commit or search.commit_due():
+                search.commit()
+        except Exception:
+            log.error("search index update failed; it will be retried", exc_info=True)
+            search.reset()
+
+    def catch_up_search(self) -> None:
+        """Index everything the store holds and the search index lacks (a rebuild after a
+        new or outdated search index), logging progress."""
+        if self.search is None or not self.search.behind:
+            return
+        started = time.monotonic()
+
+        def progress(done: int) -> None:
+            log.info("search index catching up", events=done)
+
+        total = self.search.catch_up(progress=progress)
+        log.info(
+            "search index caught up", events=total, seconds=round(time.monotonic() - started, 1)
+        )
+
+    def search_pending(self) -> bool:
+        """Whether the search index has uncommitted work or the store holds more."""
+        search = self.search
+        return search is not None and (search.dirty or search.behind)
 
     def meta(self, key: str) -> int:
         row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
@@ -277,11 +328,17 @@ class WriterCore:
     def prepare(self, items: Sequence[IngestItem]) -> PreparedBatch:
         return self.checker.prepare(items)
 
-    def apply(self, batch: PreparedBatch) -> ApplyResult:
-        """One transaction; the stored stream sequence moves with the events."""
+    def apply(self, batch: PreparedBatch, *, commit_search: bool = False) -> ApplyResult:
+        """One transaction; the stored stream sequence moves with the events. The search
+        index then takes the batch; it is committed now with ``commit_search``, else when
+        the commit interval passed (the writer process also commits when idle)."""
         if not batch.items:
             return ApplyResult(applied=0, duplicates=0, last_stream_seq=self.meta("stream_seq"))
-        return self._transaction(self._apply_sync, batch.items)
+        result = self._transaction(self._apply_sync, batch.items)
+        # The batch's own events (hot in the cache) plus some backlog, so a rebuild
+        # catches up even while batches keep coming.
+        self.follow_search(result.applied + 1000, commit=commit_search)
+        return result
 
     def _transaction(self, body: Callable[..., _T], *args: Any) -> _T:
         conn = self.conn
@@ -303,8 +360,13 @@ class WriterCore:
         fresh = [p for p in parsed if p.stream_seq > stored_seq]
         skipped = len(parsed) - len(fresh)
         sessions = self._load_sessions({p.session_id for p in fresh if isinstance(p, _Parsed)})
-        row = conn.execute("SELECT coalesce(max(id), 0) FROM events").fetchone()
-        next_id = int(row[0]) + 1 if row else 1
+        # The highest id ever given (AUTOINCREMENT's record): ids of purged events are
+        # never reused, so the search index's "every id up to N" stays true.
+        row = conn.execute(
+            "SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'events'), 0),"
+            " (SELECT coalesce(max(id), 0) FROM events))"
+        ).fetchone()
+        next_id = int(row[0]) + 1
 
         events: list[tuple[Any, ...]] = []
         replacements: list[tuple[str, int, int]] = []
@@ -351,10 +413,6 @@ class WriterCore:
 
         if events:
             conn.executemany(_INSERT_EVENT, events)
-            # One statement for the batch's FTS rows (the rows just inserted, ids contiguous):
-            # SQLite tokenizes them all in one call that releases the GIL once, instead of a
-            # GIL hand-off per row that stalls behind the event loop's Python work.
-            conn.execute(_INSERT_FTS, (events[0][0], events[-1][0]))
         if replacements:
             conn.executemany(
                 "INSERT OR IGNORE INTO replacements (session_id, seq, replaced_seq)"
@@ -447,7 +505,10 @@ class WriterCore:
         """
         if not session_ids and older_than_ms is None:
             return 0
-        return self._transaction(self._purge_sync, tuple(session_ids), older_than_ms)
+        count = self._transaction(self._purge_sync, tuple(session_ids), older_than_ms)
+        if count:
+            self.follow_search(0, commit=True)
+        return count
 
     def _purge_sync(self, session_ids: tuple[str, ...], older_than_ms: int | None) -> int:
         conn = self.conn
@@ -468,10 +529,9 @@ class WriterCore:
         count = int(conn.execute("SELECT count(*) FROM temp.purge_ids").fetchone()[0])
         if count:
             scope = "session_id IN (SELECT session_id FROM temp.purge_ids)"
-            # External-content FTS5: the index is told exactly what it held for each row.
+            # The search index deletes these in turn (search_index.SearchIndexWriter).
             conn.execute(
-                "INSERT INTO events_fts (events_fts, rowid, ws, body)"
-                f" SELECT 'delete', id, ws, body FROM events WHERE {scope}"
+                "INSERT INTO search_deletions (session_id) SELECT session_id FROM temp.purge_ids"
             )
             conn.execute(f"DELETE FROM events WHERE {scope}")
             conn.execute(f"DELETE FROM replacements WHERE {scope}")
@@ -534,6 +594,7 @@ class SqliteIndexWriter(WriterLifecycle, SessionIndexWriter):
                     path, text_cap_bytes=text_cap_bytes, max_event_bytes=max_event_bytes
                 ),
             )
+            await asyncio.get_running_loop().run_in_executor(executor, core.catch_up_search)
         except BaseException:
             executor.shutdown(wait=False)
             raise
@@ -556,6 +617,12 @@ class SqliteIndexWriter(WriterLifecycle, SessionIndexWriter):
     async def last_stream_seq(self) -> int:
         return await self._run(self._core.meta, "stream_seq")
 
+    async def sync_search(self) -> None:
+        """Bring the search index up to the store now (after writes made around the
+        writer, e.g. a bulk load or a restore)."""
+        async with self._lock:
+            await self._run(self._core.catch_up_search)
+
     async def generation(self) -> Generation:
         return await self._run(self._core.generation)
 
@@ -571,7 +638,8 @@ class SqliteIndexWriter(WriterLifecycle, SessionIndexWriter):
         if not batch.items:
             return await self._run(self._core.apply, batch)
         async with self._lock:
-            result = await self._run(self._core.apply, batch)
+            # On this thread writer searches see each batch at once (one commit per batch).
+            result = await self._run(partial(self._core.apply, commit_search=True), batch)
         notify_listeners(self._listeners)
         return result
 

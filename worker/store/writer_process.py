@@ -47,8 +47,10 @@ import argparse
 import asyncio
 import contextlib
 import ctypes
+import io
 import marshal
 import os
+import select
 import signal
 import struct
 import sys
@@ -446,9 +448,15 @@ def _grow_pipe(stdin: asyncio.StreamWriter) -> None:
 
 
 def serve(core: WriterCore, requests: BinaryIO, replies: BinaryIO) -> int:
-    """Answer requests until EOF; returns the exit status."""
+    """Answer requests until EOF; returns the exit status. Between requests, the search
+    index catches up with the store and commits (so searches see a batch within about
+    ``_IDLE_S`` of its store commit when the writer is idle, every commit interval when
+    busy)."""
     committed = False  # whether the last apply committed: a chained one needs it
     while True:
+        if core.search_pending() and not _readable(requests, _IDLE_S):
+            core.follow_search(_IDLE_FOLLOW_EVENTS, commit=True)
+            continue
         header = requests.read(HEADER.size)
         if not header:
             return 0  # EOF at a frame boundary: the parent closed us
@@ -473,6 +481,50 @@ def serve(core: WriterCore, requests: BinaryIO, replies: BinaryIO) -> int:
         replies.write(HEADER.pack(status, len(reply)))
         replies.write(reply)
         replies.flush()
+
+
+# A quiet pipe for this long means the writer is idle: commit the search index now.
+_IDLE_S: Final = 0.02
+_IDLE_FOLLOW_EVENTS: Final = 5000
+
+
+def _readable(requests: BinaryIO, timeout: float) -> bool:
+    """Whether a request is waiting. ``requests`` must not buffer ahead (``_ExactReader``)
+    or be in memory: select sees only the pipe."""
+    try:
+        fileno = requests.fileno()
+    except (AttributeError, OSError, ValueError):
+        return True  # in memory: everything is already there
+    ready, _, _ = select.select([fileno], [], [], timeout)
+    return bool(ready)
+
+
+class _ExactReader(io.RawIOBase):
+    """Unbuffered reads of exactly the bytes asked for (short only at EOF), so nothing
+    waits in a Python buffer where ``select`` cannot see it."""
+
+    def __init__(self, raw: BinaryIO) -> None:
+        super().__init__()
+        self._raw = raw
+
+    def fileno(self) -> int:
+        return self._raw.fileno()
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        if size < 0:
+            return self._raw.read()
+        chunks: list[bytes] = []
+        left = size
+        while left > 0:
+            chunk = self._raw.read(left)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
 
 
 def _handle(core: WriterCore, op: int, body: bytes) -> bytes:
@@ -522,7 +574,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     _die_with_parent(args.parent_pid)
     replies = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # stray output goes to stderr, never into a reply frame
-    requests = sys.stdin.buffer
+    requests: BinaryIO = _ExactReader(sys.stdin.buffer.raw)  # type: ignore[assignment,union-attr]
 
     from worker.runtime.logs import configure_logging
 

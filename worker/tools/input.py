@@ -85,9 +85,12 @@ class SessionSearchArguments(_Arguments):
         max_length=MAX_QUERY_CHARS,
         description=(
             "Words or phrases to find in earlier sessions' events (messages, tool calls and "
-            'results). Terms are ANDed; use "double quotes" for an exact phrase, OR between '
-            "terms for alternatives and a leading - to exclude a term. Paths and identifiers "
-            "work as written."
+            "results): key words, an error fragment, an identifier or path, or a plain "
+            "question. Events holding every word rank first; when none does, the best partial "
+            "matches are shown. Word forms, parts of identifiers (camelCase, snake_case, "
+            'paths) and words inside Chinese or Japanese text match. Use "double quotes" for '
+            "an exact phrase, OR between terms for alternatives and a leading - to exclude a "
+            "term."
         ),
     )
     session_ids: list[SessionId] | None = Field(
@@ -158,8 +161,9 @@ class SessionEventSearchArguments(_Arguments):
         min_length=1,
         max_length=MAX_QUERY_CHARS,
         description=(
-            'Words or phrases to find. Terms are ANDed; use "double quotes" for an exact '
-            "phrase, OR between terms for alternatives and a leading - to exclude a term."
+            "Words or phrases to find. Events holding every word rank first; when none does, "
+            'the best partial matches are shown. Use "double quotes" for an exact phrase, OR '
+            "between terms for alternatives and a leading - to exclude a term."
         ),
     )
     session_id: SessionId | None = Field(

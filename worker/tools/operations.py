@@ -81,6 +81,8 @@ class Collected(Generic[HitT]):
     hits: tuple[HitT, ...]
     capped: bool
     filtered_out: bool
+    partial: bool = False  # best partial matches: no event held every word
+    unmatched: tuple[str, ...] = ()  # query terms that match nothing in scope
 
 
 async def collect_pages(
@@ -97,6 +99,8 @@ async def collect_pages(
     hits: list[HitT] = []
     filtered_out = False
     capped = False
+    partial = False
+    unmatched: tuple[str, ...] = ()
     for number in range(MAX_PROVIDER_PAGES):
         page = await fetch(cursor)
         if epoch is None:
@@ -104,8 +108,10 @@ async def collect_pages(
         elif page.generation.epoch != epoch:
             raise ToolError(ErrorCode.GENERATION_CHANGED, GENERATION_CHANGED_MESSAGE)
         page_hits = hits_of(page)
-        if number == 0 and not page_hits:
-            filtered_out = page.filtered_out
+        if number == 0:
+            partial, unmatched = page.partial, page.unmatched
+            if not page_hits:
+                filtered_out = page.filtered_out
         for hit in page_hits:
             identity = key(hit)
             if identity in seen:
@@ -123,7 +129,13 @@ async def collect_pages(
             break
     else:
         capped = True
-    return Collected(hits=tuple(hits), capped=capped, filtered_out=filtered_out)
+    return Collected(
+        hits=tuple(hits),
+        capped=capped,
+        filtered_out=filtered_out,
+        partial=partial,
+        unmatched=unmatched,
+    )
 
 
 def _validate_query(service: SessionQueryService, boundary: ServiceBoundary, query: str) -> None:
@@ -283,6 +295,8 @@ class Operations:
             capped=collected.capped,
             filtered_out=collected.filtered_out,
             model_filters=args_input.has_model_filters(request.events, request.sessions),
+            partial=collected.partial,
+            unmatched=collected.unmatched,
         )
         return render_session_search(
             request.query,
@@ -370,6 +384,8 @@ class Operations:
             capped=collected.capped,
             filtered_out=collected.filtered_out,
             model_filters=model_filters,
+            partial=collected.partial,
+            unmatched=collected.unmatched,
         )
         return render_event_search(
             args.query, headers[-1], collected.hits, titles, outcome, limit=limit, own_session=own

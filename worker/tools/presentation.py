@@ -81,6 +81,19 @@ class SearchOutcome:
     capped: bool
     filtered_out: bool
     model_filters: bool
+    partial: bool = False
+    unmatched: tuple[str, ...] = ()
+
+
+def _partial_line(outcome: SearchOutcome) -> list[str]:
+    """The one line that says the hits are best partial matches, and what matched nothing."""
+    if not outcome.partial:
+        return []
+    line = "No event contains every word; best partial matches shown (most of the words first)."
+    if outcome.unmatched:
+        shown = ", ".join(_quote(term) for term in outcome.unmatched[:10])
+        line += f" No match at all for: {shown}."
+    return [line]
 
 
 def render_session_search(
@@ -99,6 +112,7 @@ def render_session_search(
             )
         return f"No earlier session in this workspace matches {_quote(query)}."
     lines = [f"Found {_count(len(hits), 'session')} matching {_quote(query)}, best match first."]
+    lines += _partial_line(outcome)
     for number, hit in enumerate(hits, start=1):
         header = hit.header
         lines.append("")
@@ -160,6 +174,7 @@ def render_event_search(
         f"Found {_count(len(hits), 'event')} matching {_quote(query)} in {session} "
         f"({header.availability}), best match first{scope}."
     ]
+    lines += _partial_line(outcome)
     for hit in hits:
         event = hit.event
         lines.append("")

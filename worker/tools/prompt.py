@@ -10,10 +10,14 @@ _TEMPLATE: Final = """\
 Earlier agent sessions in this workspace are searchable. Before redoing work, or when the \
 user refers to something done before ("like last time", "the fix from yesterday"), look it up:
 
-1. session_search finds earlier sessions of this workspace by full-text query (words are \
-ANDed, "quoted phrases" are exact, OR gives alternatives, -word excludes) and optional \
-filters; each hit shows the session, its strongest matching event (seq) and an excerpt \
-with the matched terms in [brackets]. Your current session is not included.
+1. session_search finds earlier sessions of this workspace by full-text query and optional \
+filters. Query with the distinctive words: an error fragment, an identifier, a path, or a \
+short plain question ("flaky date parsing test fix"). Events holding every word rank first; \
+when none holds them all, the best partial matches are shown and the reply says so. Word \
+forms, identifier parts and words in Chinese or Japanese text match; "quoted phrases" are \
+exact, OR gives alternatives, -word excludes. Each hit shows the session, its strongest \
+matching event (seq) and an excerpt with the matched terms in [brackets]. Your current \
+session is not included.
 2. session_event_search searches inside one session (by default your own, excluding the \
 current step) to find the exact events.
 3. session_event_read reads one event exactly (session_id, seq), with before/after for \

@@ -1,49 +1,44 @@
-"""The allow-list compiler from a model's search text to an FTS5 expression.
+"""The allow-list compiler from a model's search text to a query plan.
 
 Supported syntax, and nothing else:
 
-- words, ANDed: ``flaky test``
-- "double-quoted phrases": ``"connection refused"`` (an unbalanced quote runs to the end)
+- bare words: ``flaky test``. Every content word must match an event for an all-words
+  hit; function words ("where", "did", "we") are never required. When no event holds
+  every content word, the search falls back to the best partial matches.
+- "double-quoted phrases": ``"connection refused"`` (an unbalanced quote runs to the end),
+  matched as exact adjacent words
 - ``OR`` (upper case, between two terms) binds the adjacent terms: ``a b OR c d`` is
   ``a AND (b OR c) AND d``
 - a leading ``-`` excludes a term: ``-foo``, ``-"a phrase"``
-- a bare upper-case ``AND`` is dropped: terms are ANDed anyway, and a model that writes
-  ``refund AND ledger`` means exactly that, not the word "and"
+- a bare upper-case ``AND`` is dropped: terms are ANDed anyway
 
-Every other character is literal text. Each term becomes an FTS5 string literal, so
-``src/worker/store.py``, ``foo.bar()``, ``NEAR``, ``*``, ``^`` and ``:`` are plain text; the
-tokenizer turns a term into a phrase of adjacent tokens, which keeps identifiers and paths
-findable. A term with no token characters is dropped (an empty FTS5 phrase would match
-nothing and turn the whole query into "no results"); which characters make tokens is asked
-of FTS5 itself, so the answer agrees with the index's tokenizer exactly.
-
-The result is meant for the ``body`` column: the provider wraps it as
-``ws:"<token>" AND body:(<expression>)``.
+Every other character is literal text: the plan holds analysed words
+(``worker.store.analysis``), never query syntax of the search engine, so ``NEAR``, ``*``,
+``^``, ``:`` and quotes inside words are plain text. A bare term that analyses into
+several words (``src/worker/store.py``, ``foo.bar()``) is a phrase of them. A term with no
+word characters is dropped; a query left with nothing raises ``InvalidQuery``.
 """
 
 from __future__ import annotations
 
 import re
-import sqlite3
-import threading
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Final
 
-from worker.store import schema
+from worker.store import analysis
+from worker.store.analysis import Word
 from worker.store.errors import InvalidQuery
 
 _QUOTED_PREVIEW_CHARS: Final = 80
-# NUL ends an FTS5 query string early, and lone surrogates cannot be bound as UTF-8; both
-# are separators for the tokenizer anyway, so a space is the same text to FTS5.
+# Lone surrogates cannot be encoded; NUL is no word character anyway.
 _UNSAFE: Final = re.compile(r"[\x00\ud800-\udfff]")
-_ASCII_TOKEN_CHAR: Final = re.compile(r"[0-9A-Za-z]")
 
 
 @dataclass(frozen=True, slots=True)
 class _Term:
     text: str
     excluded: bool
+    quoted: bool = False
 
 
 class _Or:
@@ -53,8 +48,52 @@ class _Or:
 _OR: Final = _Or()
 
 
-def compile_query(text: str) -> str:
-    """Compile the model's ``text`` into an FTS5 expression, or raise ``InvalidQuery``."""
+@dataclass(frozen=True, slots=True)
+class PlanTerm:
+    """One term of the query as the model wrote it, analysed."""
+
+    text: str  # as written (for the reply's "No match at all for: ...")
+    words: tuple[Word, ...]
+    quoted: bool  # exact adjacent words only, no derived forms
+
+    @property
+    def function_word(self) -> bool:
+        return not self.quoted and len(self.words) == 1 and analysis.is_function_word(self.words[0])
+
+
+@dataclass(frozen=True, slots=True)
+class QueryPlan:
+    """Groups of alternatives (ORed inside, ANDed between) and excluded terms.
+
+    ``required`` are the groups an all-words hit must match: every group holding a content
+    term, or every group when the query is made of function words only.
+    """
+
+    groups: tuple[tuple[PlanTerm, ...], ...]
+    excluded: tuple[PlanTerm, ...]
+
+    @property
+    def required(self) -> tuple[tuple[PlanTerm, ...], ...]:
+        content = tuple(g for g in self.groups if not all(t.function_word for t in g))
+        return content or self.groups
+
+    @property
+    def natural_language(self) -> bool:
+        """A question or sentence rather than keywords: function words, or three or more
+        bare words."""
+        terms = [t for g in self.groups for t in g]
+        return any(t.function_word for t in terms) or (
+            len(terms) >= 3 and not any(t.quoted for t in terms)
+        )
+
+    @property
+    def optional(self) -> tuple[tuple[PlanTerm, ...], ...]:
+        required = self.required
+        return tuple(g for g in self.groups if g not in required)
+
+
+def compile_query(text: str) -> QueryPlan:
+    """Compile the model's ``text`` into a ``QueryPlan``, or raise ``InvalidQuery``."""
     items = [
         item
         for item in _lex(_UNSAFE.sub(" ", text))
@@ -63,10 +102,14 @@ def compile_query(text: str) -> str:
     groups, excluded = _group(items)
     if not groups:
         raise InvalidQuery(_nothing_searchable(text, had_excluded=bool(excluded)))
-    positive = " AND ".join(_group_expression(group) for group in groups)
-    if not excluded:
-        return positive
-    return f"({positive})" + "".join(f" NOT {_literal(term)}" for term in excluded)
+    return QueryPlan(
+        groups=tuple(tuple(_plan_term(t) for t in g) for g in groups),
+        excluded=tuple(_plan_term(t) for t in excluded),
+    )
+
+
+def _plan_term(term: _Term) -> PlanTerm:
+    return PlanTerm(text=term.text, words=tuple(analysis.words(term.text)), quoted=term.quoted)
 
 
 def _lex(text: str) -> list[_Term | _Or]:
@@ -82,7 +125,7 @@ def _lex(text: str) -> list[_Term | _Or]:
         if start < n and text[start] == '"':
             end = text.find('"', start + 1)
             end = n if end < 0 else end
-            items.append(_Term(text[start + 1 : end], excluded))
+            items.append(_Term(text[start + 1 : end], excluded, quoted=True))
             i = end + 1
             continue
         end = start
@@ -126,16 +169,6 @@ def _group(items: list[_Term | _Or]) -> tuple[list[list[_Term]], list[_Term]]:
     return groups, excluded
 
 
-def _group_expression(group: list[_Term]) -> str:
-    if len(group) == 1:
-        return _literal(group[0])
-    return "(" + " OR ".join(_literal(term) for term in group) + ")"
-
-
-def _literal(term: _Term) -> str:
-    return '"' + term.text.replace('"', '""') + '"'
-
-
 def _nothing_searchable(text: str, *, had_excluded: bool) -> str:
     if had_excluded:
         return (
@@ -154,35 +187,5 @@ def _nothing_searchable(text: str, *, had_excluded: bool) -> str:
 
 
 def has_tokens(term: str) -> bool:
-    """True when the index's tokenizer finds at least one token in ``term``."""
-    if term.isascii():
-        return _ASCII_TOKEN_CHAR.search(term) is not None
-    if _ASCII_TOKEN_CHAR.search(term) is not None:
-        return True
-    return _fts5_has_tokens(_UNSAFE.sub(" ", term))
-
-
-_probe_lock = threading.Lock()
-_probe_conn: sqlite3.Connection | None = None
-
-
-@lru_cache(maxsize=8192)
-def _fts5_has_tokens(term: str) -> bool:
-    # Unicode tables differ between Python and SQLite, and diacritic folding can leave no
-    # token at all, so FTS5 is asked directly: tokenize the term into a scratch table.
-    global _probe_conn
-    with _probe_lock:
-        if _probe_conn is None:
-            conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
-            conn.execute(
-                f"CREATE VIRTUAL TABLE probe USING fts5(body, tokenize = '{schema.TOKENIZER}')"
-            )
-            conn.execute("CREATE VIRTUAL TABLE probe_vocab USING fts5vocab(probe, 'row')")
-            _probe_conn = conn
-        conn = _probe_conn
-        conn.execute("INSERT INTO probe (rowid, body) VALUES (1, ?)", (term,))
-        try:
-            row = conn.execute("SELECT count(*) FROM probe_vocab").fetchone()
-        finally:
-            conn.execute("DELETE FROM probe WHERE rowid = 1")
-        return bool(row[0])
+    """True when ``term`` holds at least one word the index can find."""
+    return bool(analysis.words(term))

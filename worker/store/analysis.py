@@ -1,0 +1,477 @@
+"""Text analysis for the search index: the same at index time and at query time.
+
+A text becomes two token streams (positions are the order of each stream):
+
+- **exact**: each word lower-cased with diacritics folded, whole: ``maxAttempts`` ->
+  ``maxattempts``, ``src/worker/store.py`` -> ``src worker store py`` (punctuation splits,
+  so a path or dotted name is a phrase of its parts), an unspaced CJK run as one token;
+- **derived**: what a word is also findable by: the Snowball stem of each word (English
+  for Latin script, Russian for Cyrillic), the stemmed parts of an identifier
+  (``SqliteVectorIndex`` -> ``sqlit vector index``, ``max_attempts`` -> ``max attempt``),
+  and the overlapping character bigrams of a CJK run (``测试在`` -> ``测试 试在``).
+
+Exact tokens are searched with a higher weight, so the exact form ranks first. The work
+per word is cached: a corpus's vocabulary is Zipf-like, so almost every word is a dict hit
+after the first few thousand events.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from functools import cache
+from typing import Final
+
+import snowballstemmer
+
+# Longer "words" are hashes, base64 blobs and minified code: never searched for by parts.
+MAX_TOKEN_CHARS: Final = 64
+_CACHE_LIMIT: Final = 200_000
+
+_WORD: Final = re.compile(r"\w+")
+# Han, Hiragana, Katakana (with the half-width forms and the phonetic extensions), Hangul.
+_CJK_CLASS: Final = (
+    "\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9f"
+    "\uac00-\ud7af\u1100-\u11ff\u3130-\u318f"
+)
+_CJK_RUN: Final = re.compile(f"[{_CJK_CLASS}]+")
+_HAS_CJK: Final = re.compile(f"[{_CJK_CLASS}]")
+_CYRILLIC: Final = re.compile("[\u0400-\u04ff]")
+# Identifier parts: "HTTPServer" -> HTTP Server, "maxAttempts2" -> max Attempts2.
+_PART: Final = re.compile(r"[A-Z]+(?![a-z])\d*|[A-Z]?[a-z]+\d*|\d+|[^\W\d_A-Za-z]+\d*")
+
+# Function words: never required in a query, and they do not count as matched words.
+FUNCTION_WORDS: Final = frozenset(
+    [
+        "a",
+        "about",
+        "above",
+        "after",
+        "again",
+        "against",
+        "all",
+        "am",
+        "an",
+        "and",
+        "any",
+        "are",
+        "as",
+        "at",
+        "be",
+        "because",
+        "been",
+        "before",
+        "being",
+        "below",
+        "between",
+        "both",
+        "but",
+        "by",
+        "can",
+        "could",
+        "did",
+        "do",
+        "does",
+        "doing",
+        "down",
+        "during",
+        "each",
+        "few",
+        "for",
+        "from",
+        "further",
+        "had",
+        "has",
+        "have",
+        "having",
+        "he",
+        "her",
+        "here",
+        "hers",
+        "herself",
+        "him",
+        "himself",
+        "his",
+        "how",
+        "i",
+        "if",
+        "in",
+        "into",
+        "is",
+        "it",
+        "its",
+        "itself",
+        "just",
+        "me",
+        "more",
+        "most",
+        "my",
+        "myself",
+        "no",
+        "nor",
+        "not",
+        "now",
+        "of",
+        "off",
+        "on",
+        "once",
+        "only",
+        "or",
+        "other",
+        "our",
+        "ours",
+        "ourselves",
+        "out",
+        "over",
+        "own",
+        "same",
+        "she",
+        "should",
+        "so",
+        "some",
+        "such",
+        "than",
+        "that",
+        "the",
+        "their",
+        "theirs",
+        "them",
+        "themselves",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "those",
+        "through",
+        "to",
+        "too",
+        "under",
+        "until",
+        "up",
+        "very",
+        "was",
+        "we",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "while",
+        "who",
+        "whom",
+        "why",
+        "will",
+        "with",
+        "would",
+        "you",
+        "your",
+        "yours",
+        "yourself",
+        "yourselves",
+        "let",
+        "lets",
+        "us",
+        "got",
+        "get",
+        "also",
+        "ever",
+        "still",
+        "again",
+        "whats",
+        "wheres",
+        "hows",
+        "earlier",
+        "previously",
+        "и",
+        "в",
+        "во",
+        "не",
+        "что",
+        "он",
+        "на",
+        "я",
+        "с",
+        "со",
+        "как",
+        "а",
+        "то",
+        "все",
+        "она",
+        "так",
+        "его",
+        "но",
+        "да",
+        "ты",
+        "к",
+        "у",
+        "же",
+        "вы",
+        "за",
+        "бы",
+        "по",
+        "только",
+        "ее",
+        "мне",
+        "было",
+        "вот",
+        "от",
+        "меня",
+        "еще",
+        "нет",
+        "о",
+        "из",
+        "ему",
+        "теперь",
+        "когда",
+        "даже",
+        "ну",
+        "ли",
+        "если",
+        "уже",
+        "или",
+        "ни",
+        "быть",
+        "был",
+        "него",
+        "до",
+        "вас",
+        "нибудь",
+        "опять",
+        "уж",
+        "вам",
+        "ведь",
+        "там",
+        "потом",
+        "себя",
+        "ничего",
+        "ей",
+        "может",
+        "они",
+        "тут",
+        "где",
+        "есть",
+        "надо",
+        "ней",
+        "для",
+        "мы",
+        "тебя",
+        "их",
+        "чем",
+        "была",
+        "сам",
+        "чтоб",
+        "без",
+        "будто",
+        "чего",
+        "раз",
+        "тоже",
+        "себе",
+        "под",
+        "будет",
+        "ж",
+        "тогда",
+        "кто",
+        "этот",
+        "того",
+        "потому",
+        "этого",
+        "какой",
+        "совсем",
+        "ним",
+        "здесь",
+        "этом",
+        "один",
+        "почти",
+        "мой",
+        "тем",
+        "чтобы",
+        "нее",
+        "были",
+        "куда",
+        "зачем",
+        "всех",
+        "никогда",
+        "можно",
+        "при",
+        "наконец",
+        "два",
+        "об",
+        "другой",
+        "хоть",
+        "после",
+        "над",
+        "больше",
+        "тот",
+        "через",
+        "эти",
+        "нас",
+        "про",
+        "всего",
+        "них",
+        "какая",
+        "много",
+        "разве",
+        "три",
+        "эту",
+        "моя",
+        "впрочем",
+        "хорошо",
+        "свою",
+        "этой",
+        "перед",
+        "иногда",
+        "лучше",
+        "чуть",
+        "том",
+        "нельзя",
+        "такой",
+        "им",
+        "более",
+        "всегда",
+        "конечно",
+        "всю",
+        "между",
+        "мы",
+        "наш",
+    ]
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Word:
+    """One word of a text: its exact token and its derived tokens (in order)."""
+
+    exact: str
+    derived: tuple[str, ...]
+    cjk: bool = False
+
+
+@cache
+def _stemmer(language: str) -> Callable[[str], str]:
+    # snowballstemmer uses PyStemmer's C implementation when it is installed.
+    return snowballstemmer.stemmer(language).stemWord  # type: ignore[no-any-return]
+
+
+def fold(text: str) -> str:
+    """Lower-case with diacritics removed (as FTS5's ``remove_diacritics`` did)."""
+    lowered = text.lower()
+    if lowered.isascii():
+        return lowered
+    decomposed = unicodedata.normalize("NFKD", lowered)
+    return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+
+
+def _stem(lowered: str) -> str:
+    language = "russian" if _CYRILLIC.search(lowered) else "english"
+    return fold(_stemmer(language)(lowered))
+
+
+def _analyze_plain(word: str) -> Word:
+    """A word with no CJK characters."""
+    exact = fold(word)
+    if word.isascii():
+        parts = [p.lower() for chunk in word.split("_") for p in _PART.findall(chunk)]
+    else:  # folded first: case boundaries of other scripts are not identifier parts
+        parts = [p for p in exact.split("_") if p]
+    if len(parts) <= 1:
+        return Word(exact, (_stem(exact),))
+    return Word(exact, tuple(_stem(p) for p in parts))
+
+
+def _bigrams(run: str) -> tuple[str, ...]:
+    if len(run) == 1:
+        return (run,)
+    return tuple(run[i : i + 2] for i in range(len(run) - 1))
+
+
+def _analyze_mixed(word: str) -> list[Word]:
+    """A \\w+ run holding CJK characters: CJK runs and the plain words between them."""
+    words: list[Word] = []
+    pos = 0
+    for run in _CJK_RUN.finditer(word):
+        if run.start() > pos:
+            words.append(_analyze_plain(word[pos : run.start()]))
+        text = run.group()
+        words.append(Word(text, _bigrams(text), cjk=True))
+        pos = run.end()
+    if pos < len(word):
+        words.append(_analyze_plain(word[pos:]))
+    return words
+
+
+_cache: dict[str, tuple[Word, ...]] = {}
+
+
+def words_of_token(token: str) -> tuple[Word, ...]:
+    """The analysed words of one ``\\w+`` run (cached)."""
+    found = _cache.get(token)
+    if found is not None:
+        return found
+    if len(token) > MAX_TOKEN_CHARS:
+        result: tuple[Word, ...] = ()
+    elif _HAS_CJK.search(token):
+        result = tuple(w for w in _analyze_mixed(token) if w.exact.strip("_"))
+    else:
+        stripped = token.strip("_")
+        result = (_analyze_plain(stripped),) if stripped else ()
+    if len(_cache) >= _CACHE_LIMIT:
+        _cache.clear()
+    _cache[token] = result
+    return result
+
+
+def words(text: str) -> list[Word]:
+    """Every analysed word of ``text``, in order."""
+    found: list[Word] = []
+    for token in _WORD.findall(text):
+        found.extend(words_of_token(token))
+    return found
+
+
+# Per workspace prefix: token -> (exact fragment, derived fragment), prefix applied.
+_fragments: dict[str, dict[str, tuple[str, str]]] = {}
+_fragment_count = 0
+
+
+def _fragment(token: str, prefix: str) -> tuple[str, str]:
+    analysed = words_of_token(token)
+    exact = " ".join(prefix + w.exact for w in analysed)
+    derived = " ".join(prefix + d for w in analysed for d in w.derived)
+    return exact, derived
+
+
+def index_fields(text: str, prefix: str) -> tuple[str, str]:
+    """The exact and derived token streams of ``text`` for the index, each token prefixed
+    with the workspace's ``prefix`` and joined by spaces (the index splits on whitespace)."""
+    global _fragment_count
+    cache = _fragments.get(prefix)
+    if cache is None:
+        cache = _fragments[prefix] = {}
+    exact: list[str] = []
+    derived: list[str] = []
+    for token in _WORD.findall(text):
+        hit = cache.get(token)
+        if hit is None:
+            if _fragment_count >= _CACHE_LIMIT:
+                _fragments.clear()
+                _fragment_count = 0
+                cache = _fragments[prefix] = {}
+            hit = cache[token] = _fragment(token, prefix)
+            _fragment_count += 1
+        if hit[0]:
+            exact.append(hit[0])
+            derived.append(hit[1])
+    return " ".join(exact), " ".join(derived)
+
+
+def tokens_of(values: Iterable[Word]) -> tuple[list[str], list[str]]:
+    exact = [w.exact for w in values]
+    derived = [d for w in values for d in w.derived]
+    return exact, derived
+
+
+def is_function_word(word: Word) -> bool:
+    return not word.cjk and word.exact in FUNCTION_WORDS

@@ -1,0 +1,125 @@
+"""Excerpts: the part of an event's text where the query matched, matched words in [brackets].
+
+The search index stores no text, so the excerpt is cut from the store's text of the few
+events a page shows. One regular expression per query (an alternative per term, with
+the term's exact words, its stems as word prefixes, identifier parts at case boundaries
+and CJK bigrams) finds the matches in one pass; the window holding the most distinct
+terms wins.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Final
+
+from worker.store.query import PlanTerm, QueryPlan
+
+WINDOW_CHARS: Final = 120
+_CONTEXT_CHARS: Final = 30
+_MAX_MATCHES: Final = 400
+_WS: Final = re.compile(r"\s+")
+
+
+@dataclass(frozen=True, slots=True)
+class Highlighter:
+    pattern: re.Pattern[str] | None
+
+    def excerpt(self, text: str) -> str | None:
+        """The best window of ``text``, or None when nothing of the query is in it."""
+        if self.pattern is None or not text:
+            return None
+        spans: list[tuple[int, int, str]] = []
+        for match in self.pattern.finditer(text):
+            # Alternatives are named t<group>_<n>: a group counts once, however it matched.
+            spans.append((match.start(), match.end(), (match.lastgroup or "").split("_")[0]))
+            if len(spans) >= _MAX_MATCHES:
+                break
+        if not spans:
+            return None
+        first, last = _best_window(spans)
+        chosen = spans[first : last + 1]
+        start = max(0, chosen[0][0] - _CONTEXT_CHARS)
+        end = min(len(text), max(chosen[-1][1], chosen[0][0] + WINDOW_CHARS) + _CONTEXT_CHARS)
+        if len(text) <= WINDOW_CHARS + 2 * _CONTEXT_CHARS:
+            start, end = 0, len(text)  # short: all of it
+        if start > 0:  # begin at a word, not inside one
+            space = text.find(" ", start, chosen[0][0])
+            start = space + 1 if space >= 0 else chosen[0][0]
+        pieces: list[str] = ["…" if start > 0 else ""]
+        cursor = start
+        for s, e, _ in chosen:
+            if s < cursor:
+                continue  # overlapping matches: the first one is bracketed
+            pieces.append(text[cursor:s])
+            pieces.append("[" + text[s:e] + "]")
+            cursor = e
+        pieces.append(text[cursor:end])
+        if end < len(text):
+            pieces.append("…")
+        return _WS.sub(" ", "".join(pieces)).strip()
+
+
+def _best_window(spans: list[tuple[int, int, str]]) -> tuple[int, int]:
+    best = (0, 0)
+    best_terms = 0
+    j = 0
+    for i, (start, _, _) in enumerate(spans):
+        j = max(j, i)
+        while j + 1 < len(spans) and spans[j + 1][1] - start <= WINDOW_CHARS:
+            j += 1
+        terms = len({term for _, _, term in spans[i : j + 1]})
+        if terms > best_terms:
+            best, best_terms = (i, j), terms
+    return best
+
+
+def highlighter(plan: QueryPlan) -> Highlighter:
+    return _highlighter(plan)
+
+
+@lru_cache(maxsize=64)
+def _highlighter(plan: QueryPlan) -> Highlighter:
+    alternatives: list[str] = []
+    for number, group in enumerate(plan.groups):
+        for term in group:
+            body = _term_pattern(term)
+            if body:
+                alternatives.append(f"(?P<t{number}_{len(alternatives)}>{body})")
+    if not alternatives:
+        return Highlighter(None)
+    return Highlighter(re.compile("|".join(alternatives)))
+
+
+def _term_pattern(term: PlanTerm) -> str:
+    words = []
+    for word in term.words:
+        if word.cjk:
+            forms = [re.escape(word.exact)] + [re.escape(b) for b in word.derived]
+            words.append("(?:" + "|".join(forms) + ")")
+            continue
+        forms = [rf"(?<![^\W_]){re.escape(word.exact)}(?![^\W_])"]
+        if not term.quoted and len(word.derived) == 1:
+            forms.append(_part_pattern(word.derived[0]))
+        elif not term.quoted:  # an identifier: its parts in order, as the index matches them
+            forms.append(r"[_.\-]?".join(_part_pattern(d) for d in word.derived))
+        words.append("(?:" + "|".join(forms) + ")")
+    if not words:
+        return ""
+    if len(words) == 1:
+        return "(?i:" + words[0] + ")" if not term.words[0].cjk else words[0]
+    # Several words: the phrase, words separated by anything that is not a word character.
+    return "(?i:" + r"[\W_]+".join(words) + ")"
+
+
+def _part_pattern(stem: str) -> str:
+    """A stem as the start of a word, or of an identifier part after a case change."""
+    escaped = re.escape(stem)
+    rest = r"[^\W_]*"
+    at_word_start = rf"(?<![^\W_]){escaped}{rest}"
+    if not stem[:1].isalpha() or not stem.isascii():
+        return at_word_start
+    head, tail = re.escape(stem[0].upper()), re.escape(stem[1:])
+    at_part_start = rf"(?<=[a-z0-9_])(?-i:{head})(?i:{tail})[a-z0-9]*"
+    return f"(?:{at_word_start}|{at_part_start})"

@@ -1,0 +1,522 @@
+"""The search index: a tantivy index derived from the SQLite store, partitioned by workspace.
+
+SQLite stays the store of record and the authority; this index only proposes candidate
+event ids, which the store then checks in SQL (workspace, snapshot, filters) in the same
+read transaction that produces the payload.
+
+**Partitioning.** Every token is prefixed with its workspace's key (derived from the cwd,
+never from a query), so a term's posting list holds one workspace's events only: a
+workspace-scoped query reads its own workspace's postings, whatever the other workspaces
+hold. A worker can hold any subset of workspaces in one index.
+
+**Exactly once.** The index follows the store's ``events`` table by id (ids only grow:
+``AUTOINCREMENT``) and applies the store's ``search_deletions`` (written by purge in the
+purge's own transaction). Each commit also stores, in one reserved document, the highest
+event id and deletion id it covers and the store's stream sequence then, so after a crash
+at any point the follower resumes from what the index really holds: nothing is lost or
+doubled. An index of another version, or made from another store file (the store's
+``index_uid``), is rebuilt from the store.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import sqlite3
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+import orjson
+import structlog
+import tantivy
+
+from worker.store import analysis
+from worker.store.query import PlanTerm, QueryPlan
+from worker.store.text import searchable_text
+
+log = structlog.get_logger(__name__)
+
+SEARCH_INDEX_VERSION: Final = 1
+_VERSION_FILE: Final = "sessionquery-search.json"
+_TOKENIZER: Final = "sq_whitespace"
+# The reserved document holding the follower's position (ids never contain "~").
+_META_SID: Final = "~meta"
+# What one event contributes to the index at most: the whole event (events are at most
+# 1 MiB by the ingest limit), unlike the store's 64 KiB searchable-text column.
+INDEX_TEXT_CAP_BYTES: Final = 1 << 20
+# Exact forms score above derived ones.
+EXACT_BOOST: Final = 2.0
+# A partial match ranks first by how many query groups an event matches: each matched
+# group adds this constant, far above any relevance score, then relevance orders ties.
+GROUP_SCORE: Final = 1000.0
+_WRITER_HEAP_BYTES: Final = 64 * 2**20
+_FOLLOW_CHUNK: Final = 2000
+
+
+def search_index_path(db_path: str | Path) -> Path:
+    """The search index's directory, beside the store file."""
+    return Path(f"{db_path}.search")
+
+
+def workspace_key(ws: str) -> str:
+    """The token prefix of a workspace, from the store's workspace token (cwd-derived)."""
+    return ws[2:12] + ":"
+
+
+def _schema() -> tantivy.Schema:
+    builder = tantivy.SchemaBuilder()
+    builder.add_unsigned_field("id", indexed=True, fast=True)
+    builder.add_text_field("sid", tokenizer_name="raw", fast=True)
+    builder.add_text_field("ex", tokenizer_name=_TOKENIZER, index_option="position")
+    builder.add_text_field("nm", tokenizer_name=_TOKENIZER, index_option="position")
+    builder.add_text_field("type", tokenizer_name="raw")
+    builder.add_text_field("surface", tokenizer_name="raw")
+    builder.add_integer_field("time", indexed=True, fast=True)
+    builder.add_unsigned_field("seq", indexed=True, fast=True)
+    builder.add_unsigned_field("sseq", indexed=True, fast=True)
+    # The reserved document's position fields.
+    builder.add_unsigned_field("deleted", fast=True)
+    builder.add_unsigned_field("uid", fast=True)
+    return builder.build()
+
+
+SCHEMA: Final = _schema()
+
+
+def _open_index(path: Path) -> tantivy.Index:
+    index = tantivy.Index(SCHEMA, path=str(path), reuse=True)
+    index.register_tokenizer(
+        _TOKENIZER, tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.whitespace()).build()
+    )
+    return index
+
+
+@dataclass(frozen=True, slots=True)
+class Position:
+    """What a commit of the search index covers."""
+
+    event_id: int = 0  # every event with a smaller or equal id is indexed
+    deletion_id: int = 0  # every search deletion with a smaller or equal id is applied
+    stream_seq: int = 0  # the store's stream sequence when those were read
+    uid: int = 0  # the store file it follows
+
+
+def _read_position(searcher: tantivy.Searcher) -> Position:
+    query = tantivy.Query.term_query(SCHEMA, "sid", _META_SID)
+    hits = searcher.search(query, 1, count=False).hits
+    if not hits:
+        return Position()
+    address = [hits[0][1]]
+    return Position(
+        event_id=int(searcher.fast_field_values("id", address)[0] or 0),
+        deletion_id=int(searcher.fast_field_values("deleted", address)[0] or 0),
+        stream_seq=int(searcher.fast_field_values("sseq", address)[0] or 0),
+        uid=int(searcher.fast_field_values("uid", address)[0] or 0),
+    )
+
+
+# -- the writer's side ---------------------------------------------------------------------
+
+
+_EVENTS_AFTER: Final = """
+SELECT id, session_id, seq, type, surface, time_ms, stream_seq, ws, body,
+       CASE WHEN length(CAST(body AS BLOB)) >= :cap THEN raw_json END AS raw_json
+FROM events WHERE id > :after ORDER BY id LIMIT :limit
+"""
+
+
+class SearchIndexWriter:
+    """The follower that keeps the search index equal to the store. One per index; it runs
+    wherever the store's single writer runs, on that writer's connection."""
+
+    def __init__(
+        self,
+        path: Path,
+        conn: sqlite3.Connection,
+        *,
+        body_cap_bytes: int,
+        commit_interval_s: float = 0.25,
+    ) -> None:
+        self._path = path
+        self._conn = conn
+        self._body_cap = body_cap_bytes
+        self._commit_interval = commit_interval_s
+        uid = _store_uid(conn)
+        self._index = self._open_or_rebuild(uid)
+        self._writer = self._index.writer(heap_size=_WRITER_HEAP_BYTES, num_threads=1)
+        self._index.config_reader("Manual")
+        self._index.reload()
+        committed = _read_position(self._index.searcher())
+        self._position = Position(
+            committed.event_id, committed.deletion_id, committed.stream_seq, uid
+        )
+        self._committed = self._position
+        self._dirty = committed.uid != uid  # a fresh index records its uid at once
+        self._last_commit = time.monotonic()
+
+    def _open_or_rebuild(self, uid: int) -> tantivy.Index:
+        reason = _stale_reason(self._path, uid)
+        if reason is not None:
+            if self._path.exists():
+                log.warning("rebuilding the search index", path=str(self._path), reason=reason)
+                shutil.rmtree(self._path)
+            self._path.mkdir(parents=True)
+            (self._path / _VERSION_FILE).write_text(
+                json.dumps({"version": SEARCH_INDEX_VERSION, "uid": uid})
+            )
+        return _open_index(self._path)
+
+    @property
+    def position(self) -> Position:
+        return self._position
+
+    @property
+    def behind(self) -> bool:
+        """Whether the store holds events or deletions the index has not taken yet."""
+        row = self._conn.execute(
+            "SELECT (SELECT coalesce(max(id), 0) FROM events),"
+            " (SELECT coalesce(max(id), 0) FROM search_deletions)"
+        ).fetchone()
+        return bool(row[0] > self._position.event_id or row[1] > self._position.deletion_id)
+
+    @property
+    def dirty(self) -> bool:
+        return self._dirty
+
+    def follow(self, max_events: int = _FOLLOW_CHUNK) -> int:
+        """Take up to ``max_events`` new events (and every new deletion) from the store.
+        Nothing is visible to searches before ``commit``. Returns the events added."""
+        conn = self._conn
+        stream_seq = int(
+            conn.execute("SELECT value FROM meta WHERE key = 'stream_seq'").fetchone()[0]
+        )
+        deletion_id = self._apply_deletions()
+        rows = conn.execute(
+            _EVENTS_AFTER,
+            {"cap": self._body_cap, "after": self._position.event_id, "limit": max_events},
+        ).fetchall()
+        for row in rows:
+            self._writer.add_document(_document(row))
+        last_id = int(rows[-1][0]) if rows else self._position.event_id
+        if rows and len(rows) == max_events:
+            # More may follow: the stream sequence covered is the last added event's.
+            stream_seq = int(rows[-1][6])
+        if rows or deletion_id != self._position.deletion_id:
+            self._dirty = True
+        if self._dirty:
+            self._position = Position(last_id, deletion_id, stream_seq, self._position.uid)
+        return len(rows)
+
+    def _apply_deletions(self) -> int:
+        rows = self._conn.execute(
+            "SELECT id, session_id FROM search_deletions WHERE id > ? ORDER BY id",
+            (self._position.deletion_id,),
+        ).fetchall()
+        for _, session_id in rows:
+            self._writer.delete_documents_by_term("sid", session_id)
+        return int(rows[-1][0]) if rows else self._position.deletion_id
+
+    def commit(self) -> None:
+        """Publish what was added, with the position it covers, atomically."""
+        if not self._dirty:
+            return
+        position = self._position
+        self._writer.delete_documents_by_term("sid", _META_SID)
+        meta = tantivy.Document()
+        meta.add_text("sid", _META_SID)
+        meta.add_unsigned("id", position.event_id)
+        meta.add_unsigned("deleted", position.deletion_id)
+        meta.add_unsigned("sseq", position.stream_seq)
+        meta.add_unsigned("uid", position.uid)
+        self._writer.add_document(meta)
+        self._writer.commit()
+        self._committed = position
+        self._dirty = False
+        self._last_commit = time.monotonic()
+
+    def reset(self) -> None:
+        """Drop what was added since the last commit, and resume from that commit: a
+        failed step is then re-done whole, never half twice."""
+        self._writer.rollback()
+        self._position = self._committed
+        self._dirty = True  # re-commits the position: harmless, and always consistent
+
+    def commit_due(self) -> bool:
+        return self._dirty and time.monotonic() - self._last_commit >= self._commit_interval
+
+    def catch_up(self, *, progress: Callable[[int], None] | None = None) -> int:
+        """Follow until nothing is left, committing as it goes. Returns events added."""
+        total = 0
+        while True:
+            added = self.follow()
+            total += added
+            if added and progress is not None:
+                progress(total)
+            if added < _FOLLOW_CHUNK:
+                break
+            if self.commit_due():
+                self.commit()
+        self.commit()
+        return total
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self.commit()
+        with contextlib.suppress(Exception):
+            self._writer.wait_merging_threads()
+
+
+def _store_uid(conn: sqlite3.Connection) -> int:
+    row = conn.execute("SELECT value FROM meta WHERE key = 'index_uid'").fetchone()
+    return int(row[0]) if row else 0
+
+
+def _stale_reason(path: Path, uid: int) -> str | None:
+    version_file = path / _VERSION_FILE
+    try:
+        recorded = json.loads(version_file.read_text())
+    except FileNotFoundError:
+        return "missing"
+    except (OSError, ValueError):
+        return "unreadable version file"
+    if not isinstance(recorded, dict) or recorded.get("version") != SEARCH_INDEX_VERSION:
+        return f"version {recorded.get('version') if isinstance(recorded, dict) else '?'}"
+    if recorded.get("uid") != uid:
+        return "made from another store file"
+    return None
+
+
+def _document(row: Sequence[Any]) -> tantivy.Document:
+    event_id, session_id, seq, kind, surface, time_ms, stream_seq, ws, body, raw = row
+    text = body
+    if raw is not None:  # the store's column was cut: index the whole event
+        with contextlib.suppress(ValueError):
+            payload = orjson.loads(raw).get("payload")
+            text = searchable_text(payload, INDEX_TEXT_CAP_BYTES)
+    exact, derived = analysis.index_fields(text, workspace_key(ws))
+    doc = tantivy.Document()
+    doc.add_unsigned("id", event_id)
+    doc.add_text("sid", session_id)
+    doc.add_text("ex", exact)
+    doc.add_text("nm", derived)
+    doc.add_text("type", kind)
+    doc.add_text("surface", surface)
+    doc.add_integer("time", time_ms)
+    doc.add_unsigned("seq", seq)
+    doc.add_unsigned("sseq", stream_seq)
+    return doc
+
+
+# -- the readers' side ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    event_id: int
+    score: float  # higher is better
+    groups: int  # query groups the event matched (partial matches), else 0
+
+
+class SearchIndexReader:
+    """Searches of the index, as of its last commit. Thread-safe for concurrent searches."""
+
+    def __init__(self, path: Path) -> None:
+        self._path = path
+        self._index = _open_index(path)
+        self._index.config_reader("Manual")
+        self._meta_stamp: tuple[int, int] | None = None
+        self._searcher = self._index.searcher()
+        self._position = Position()
+        self.refresh()
+
+    @classmethod
+    def open(cls, db_path: str | Path) -> SearchIndexReader | None:
+        path = search_index_path(db_path)
+        if not (path / "meta.json").exists():
+            return None
+        return cls(path)
+
+    def refresh(self) -> Position:
+        """Take the latest commit when the index changed (one stat call otherwise)."""
+        try:
+            st = os.stat(self._path / "meta.json")
+        except FileNotFoundError:
+            return self._position
+        stamp = (st.st_mtime_ns, st.st_size)
+        if stamp != self._meta_stamp:
+            self._index.reload()
+            searcher = self._index.searcher()
+            self._position = _read_position(searcher)
+            self._searcher = searcher
+            self._meta_stamp = stamp
+        return self._position
+
+    @property
+    def position(self) -> Position:
+        return self._position
+
+    def searcher(self) -> tantivy.Searcher:
+        return self._searcher
+
+    def doc_count(self) -> int:
+        return int(self._searcher.num_docs)
+
+
+class QueryBuilder:
+    """Turns a ``QueryPlan`` into tantivy queries for one workspace's key."""
+
+    def __init__(self, plan: QueryPlan, ws: str) -> None:
+        self.plan = plan
+        self._key = workspace_key(ws)
+
+    def term(self, term: PlanTerm) -> tantivy.Query:
+        """What one term matches: exact words (boosted) or their derived forms."""
+        key = self._key
+        exact = [key + w.exact for w in term.words]
+        derived = [key + d for w in term.words for d in w.derived]
+        exact_q = _phrase("ex", exact)
+        if term.quoted and not any(w.cjk for w in term.words):
+            return exact_q
+        return tantivy.Query.boolean_query(
+            [
+                (tantivy.Occur.Should, tantivy.Query.boost_query(exact_q, EXACT_BOOST)),
+                (tantivy.Occur.Should, _phrase("nm", derived)),
+            ]
+        )
+
+    def group(self, group: Sequence[PlanTerm]) -> tantivy.Query:
+        if len(group) == 1:
+            return self.term(group[0])
+        return tantivy.Query.boolean_query([(tantivy.Occur.Should, self.term(t)) for t in group])
+
+    def all_words(self, scope: Sequence[tantivy.Query]) -> tantivy.Query:
+        """Every required group must match; optional (function-word) groups only rank."""
+        clauses = [(tantivy.Occur.Must, self.group(g)) for g in self.plan.required]
+        clauses += [(tantivy.Occur.Should, self.group(g)) for g in self.plan.optional]
+        return self._with(clauses, scope)
+
+    def partial(self, scope: Sequence[tantivy.Query]) -> tantivy.Query:
+        """Any required group; ranked by how many groups match, then relevance."""
+        clauses: list[tuple[tantivy.Occur, tantivy.Query]] = []
+        for group in self.plan.required:
+            query = self.group(group)
+            clauses.append(
+                (tantivy.Occur.Should, tantivy.Query.const_score_query(query, GROUP_SCORE))
+            )
+            clauses.append((tantivy.Occur.Should, query))
+        inner = tantivy.Query.boolean_query(clauses)
+        return self._with([(tantivy.Occur.Must, inner)], scope)
+
+    def one_group(self, group: Sequence[PlanTerm], scope: Sequence[tantivy.Query]) -> tantivy.Query:
+        return self._with([(tantivy.Occur.Must, self.group(group))], scope)
+
+    def _with(
+        self, clauses: list[tuple[tantivy.Occur, tantivy.Query]], scope: Sequence[tantivy.Query]
+    ) -> tantivy.Query:
+        clauses = list(clauses)
+        clauses += [(tantivy.Occur.Must, _filter(q)) for q in scope]
+        clauses += [(tantivy.Occur.MustNot, self.term(t)) for t in self.plan.excluded]
+        return tantivy.Query.boolean_query(clauses)
+
+
+def _phrase(field: str, tokens: Sequence[str]) -> tantivy.Query:
+    if len(tokens) == 1:
+        return tantivy.Query.term_query(SCHEMA, field, tokens[0])
+    return tantivy.Query.phrase_query(SCHEMA, field, list(tokens))
+
+
+def _filter(query: tantivy.Query) -> tantivy.Query:
+    """A clause that restricts without scoring."""
+    return tantivy.Query.const_score_query(query, 0.0)
+
+
+def scope_clauses(
+    *,
+    snapshot_seq: int,
+    session_ids: Sequence[str] | None = None,
+    exclude_session_ids: Sequence[str] = (),
+    types: Sequence[str] | None = None,
+    surfaces: Sequence[str] | None = None,
+    time_from_ms: int | None = None,
+    time_to_ms: int | None = None,
+    seq_from: int | None = None,
+    seq_to: int | None = None,
+) -> tuple[list[tantivy.Query], list[str]]:
+    """(restricting clauses, session ids to exclude). SQL re-checks every one of these."""
+    clauses = [_range("sseq", tantivy.FieldType.Unsigned, 0, snapshot_seq)]
+    if session_ids is not None:
+        clauses.append(tantivy.Query.term_set_query(SCHEMA, "sid", list(session_ids)))
+    if types is not None:
+        clauses.append(tantivy.Query.term_set_query(SCHEMA, "type", list(types)))
+    if surfaces is not None:
+        clauses.append(tantivy.Query.term_set_query(SCHEMA, "surface", list(surfaces)))
+    if time_from_ms is not None or time_to_ms is not None:
+        clauses.append(_range("time", tantivy.FieldType.Integer, time_from_ms, time_to_ms))
+    if seq_from is not None or seq_to is not None:
+        clauses.append(_range("seq", tantivy.FieldType.Unsigned, seq_from, seq_to))
+    return clauses, list(exclude_session_ids)
+
+
+def _range(field: str, kind: tantivy.FieldType, low: int | None, high: int | None) -> tantivy.Query:
+    if kind == tantivy.FieldType.Unsigned:
+        low = None if low is None else max(0, low)
+        if high is not None and high < 0:
+            return tantivy.Query.empty_query()
+    return tantivy.Query.range_query(SCHEMA, field, kind, low, high)
+
+
+def excluding(query: tantivy.Query, session_ids: Sequence[str]) -> tantivy.Query:
+    if not session_ids:
+        return query
+    return tantivy.Query.boolean_query(
+        [
+            (tantivy.Occur.Must, query),
+            (tantivy.Occur.MustNot, tantivy.Query.term_set_query(SCHEMA, "sid", list(session_ids))),
+        ]
+    )
+
+
+def top(
+    searcher: tantivy.Searcher, query: tantivy.Query, limit: int, offset: int = 0
+) -> list[Candidate]:
+    """The best ``limit`` events after ``offset``, best first."""
+    if limit <= 0:
+        return []
+    hits = searcher.search(query, limit, count=False, offset=offset).hits
+    if not hits:
+        return []
+    ids = searcher.fast_field_values("id", [address for _, address in hits])
+    return [
+        Candidate(int(event_id), float(score), int(score // GROUP_SCORE))
+        for (score, _), event_id in zip(hits, ids, strict=True)
+        if event_id is not None
+    ]
+
+
+def count(searcher: tantivy.Searcher, query: tantivy.Query) -> int:
+    found: int | None = searcher.search(query, 1, count=True).count  # type: ignore[attr-defined]
+    return int(found or 0)
+
+
+def session_counts(
+    searcher: tantivy.Searcher, query: tantivy.Query, session_ids: Sequence[str]
+) -> dict[str, int]:
+    """Matching events per session, for the named sessions only."""
+    if not session_ids:
+        return {}
+    scoped = tantivy.Query.boolean_query(
+        [
+            (tantivy.Occur.Must, query),
+            (tantivy.Occur.Must, tantivy.Query.term_set_query(SCHEMA, "sid", list(session_ids))),
+        ]
+    )
+    result = searcher.aggregate(
+        scoped, {"by_session": {"terms": {"field": "sid", "size": len(session_ids)}}}
+    )
+    buckets = result.get("by_session", {}).get("buckets", [])
+    return {str(b["key"]): int(b["doc_count"]) for b in buckets}

@@ -1,0 +1,409 @@
+"""The two searches, as steps inside one read transaction of the store.
+
+The search index proposes candidate event ids, best first; SQL then decides, in the same
+transaction that reads the payload, which candidates are in the caller's workspace (exact
+cwd equality), in the snapshot and inside the filters. The search index is never the
+authority: a candidate SQL does not confirm is dropped, and its session is excluded from
+the next round of candidates.
+
+Semantics: an all-words search first (every content word must match one event; function
+words only rank). When that finds nothing, the best partial matches: events ranked by how
+many of the query's word groups they hold, then relevance; the page then says so and
+names the terms that match nothing at all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import orjson
+import tantivy
+
+from worker.store import rows
+from worker.store.excerpt import Highlighter, highlighter
+from worker.store.protocol import EventFilter, EventHit, SessionFilter, SessionHit
+from worker.store.query import QueryPlan
+from worker.store.search_index import (
+    GROUP_SCORE,
+    INDEX_TEXT_CAP_BYTES,
+    SCHEMA,
+    Candidate,
+    QueryBuilder,
+    count,
+    excluding,
+    scope_clauses,
+    session_counts,
+    top,
+)
+from worker.store.text import searchable_text
+
+Fetch = Callable[[str, Mapping[str, Any]], list[tuple[Any, ...]]]
+
+# For natural-language queries, conversation (user and assistant messages) outranks tool
+# output of equal relevance, so a long log that mentions every word does not drown the
+# message that answers the question. Measured with bench.relevance (see bench/README.md).
+CONVERSATION_WEIGHT: Final = 1.5
+_CONVERSATION: Final = frozenset({"user", "assistant"})
+TITLE_TYPE: Final = "session/title"
+# Candidates per round, at least; rounds exclude the sessions already decided.
+_ROUND_MIN: Final = 200
+_ROUND_MAX: Final = 4000
+_MAX_ROUNDS: Final = 50
+# Candidates a page may skip and take at most: a page past this is empty (a model's
+# search stops at the tool's result cap long before).
+MAX_CANDIDATE_WINDOW: Final = 100_000
+
+
+@dataclass(frozen=True, slots=True)
+class _Checked:
+    """A candidate as SQL saw it."""
+
+    session_id: str
+    type: str
+    surface: str
+    ok: bool  # in the workspace, the snapshot and the filters
+
+
+def _rank_key(candidate: Candidate, surface: str, weigh: bool) -> tuple[int, float]:
+    """Best first: more query groups matched, then relevance (weighted for conversation
+    when ``weigh``)."""
+    relevance = candidate.score - candidate.groups * GROUP_SCORE
+    if weigh and surface in _CONVERSATION:
+        relevance *= CONVERSATION_WEIGHT
+    return (-candidate.groups, -relevance)
+
+
+@dataclass(slots=True)
+class _Found:
+    event_id: int
+    score: float
+    strongest: int | None = None  # the best event that is not the title, when seen
+
+
+@dataclass(slots=True)
+class SessionsResult:
+    hits: list[SessionHit]
+    more: bool
+    partial: bool
+    unmatched: tuple[str, ...] = ()
+    filtered_out: bool = False
+
+
+@dataclass(slots=True)
+class _Scope:
+    clauses: list[tantivy.Query]
+    excluded: list[str]
+    minimal: list[tantivy.Query] = field(default_factory=list)
+
+
+class SessionSearch:
+    """One page of ``search_sessions`` inside a read transaction."""
+
+    def __init__(
+        self,
+        fetch: Fetch,
+        searcher: tantivy.Searcher,
+        plan: QueryPlan,
+        *,
+        cwd: str,
+        ws: str,
+        sessions: SessionFilter,
+        events: EventFilter,
+        snapshot_seq: int,
+    ) -> None:
+        self._fetch = fetch
+        self._searcher = searcher
+        self._plan = plan
+        self._builder = QueryBuilder(plan, ws)
+        self._cwd = cwd
+        self._sessions = sessions
+        clauses, excluded = scope_clauses(
+            snapshot_seq=snapshot_seq,
+            session_ids=sessions.session_ids,
+            exclude_session_ids=sessions.exclude_session_ids,
+            types=events.types,
+            surfaces=events.surfaces,
+            time_from_ms=events.time_from_ms,
+            time_to_ms=events.time_to_ms,
+        )
+        minimal, _ = scope_clauses(snapshot_seq=snapshot_seq)
+        self._scope = _Scope(clauses, excluded, minimal)
+        self._params: dict[str, Any] = {"cwd": cwd, "snap": snapshot_seq}
+        check = rows.session_filter_sql(sessions, self._params)
+        check += rows.event_filter_sql(events, self._params, with_seq=False)
+        if sessions.session_ids is not None:
+            self._params["only"] = rows.json_list(sessions.session_ids)
+            check += " AND e.session_id IN (SELECT value FROM json_each(:only))"
+        self._check_sql = check
+        self._filtered = bool(check)
+
+    def page(self, offset: int, size: int, partial: bool | None) -> SessionsResult:
+        want = offset + size + 1
+        if want > MAX_CANDIDATE_WINDOW:
+            return SessionsResult(hits=[], more=False, partial=bool(partial))
+        query = self._builder.all_words(self._scope.clauses)
+        found = self._collect(query, want) if not partial else {}
+        if partial is None:  # a first page decides: all words, else best partial matches
+            partial = not found
+        if partial:
+            query = self._builder.partial(self._scope.clauses)
+            found = self._collect(query, want)
+        chosen = list(found.items())[offset : offset + size]
+        result = SessionsResult(
+            hits=self._hits(query, chosen), more=len(found) > offset + size, partial=partial
+        )
+        if offset == 0 and partial:
+            result.unmatched = self._unmatched()
+        if offset == 0 and not found and self._filtered:
+            result.filtered_out = self._matches_unfiltered()
+        return result
+
+    def _collect(self, query: tantivy.Query, want: int) -> dict[str, _Found]:
+        found: dict[str, _Found] = {}
+        decided: set[str] = set(self._scope.excluded)
+        size = min(max(_ROUND_MIN, 2 * want), _ROUND_MAX)
+        for _ in range(_MAX_ROUNDS):
+            candidates = top(self._searcher, excluding(query, sorted(decided)), size)
+            checked = self._check(candidates)
+            weigh = self._plan.natural_language
+            # Equal ranks go by session id: a stable order across pages.
+            ranked = sorted(
+                (c for c in candidates if c.event_id in checked),
+                key=lambda c: (
+                    *_rank_key(c, checked[c.event_id].surface, weigh),
+                    checked[c.event_id].session_id,
+                ),
+            )
+            for candidate in ranked:
+                seen = checked[candidate.event_id]
+                entry = found.get(seen.session_id)
+                if entry is not None:
+                    if entry.strongest is None and seen.type != TITLE_TYPE and seen.ok:
+                        entry.strongest = candidate.event_id
+                    continue
+                if seen.session_id in decided:
+                    continue
+                decided.add(seen.session_id)
+                if seen.ok:
+                    strongest = None if seen.type == TITLE_TYPE else candidate.event_id
+                    found[seen.session_id] = _Found(candidate.event_id, candidate.score, strongest)
+            if len(candidates) < size or len(found) >= want:
+                break
+        return found
+
+    def _check(self, candidates: Sequence[Candidate]) -> dict[int, _Checked]:
+        if not candidates:
+            return {}
+        params = dict(self._params, cand=rows.json_list(c.event_id for c in candidates))
+        found = self._fetch(
+            "SELECT e.id, e.session_id, e.type, e.surface,"
+            f" (s.cwd = :cwd AND e.stream_seq <= :snap{self._check_sql}) AS ok"
+            " FROM events e JOIN sessions s ON s.session_id = e.session_id"
+            " WHERE e.id IN (SELECT value FROM json_each(:cand))",
+            params,
+        )
+        return {int(r[0]): _Checked(r[1], r[2], r[3], bool(r[4])) for r in found}
+
+    def _hits(self, query: tantivy.Query, chosen: list[tuple[str, _Found]]) -> list[SessionHit]:
+        if not chosen:
+            return []
+        for session_id, entry in chosen:
+            if entry.strongest is None:  # only the title was seen: look past it
+                entry.strongest = self._best_not_title(query, session_id)
+        ids = [entry.strongest or entry.event_id for _, entry in chosen]
+        counts = session_counts(self._searcher, query, [sid for sid, _ in chosen])
+        loaded = load_events(self._fetch, ids, self._plan, cwd=self._cwd)
+        hits = []
+        for (session_id, entry), event_id in zip(chosen, ids, strict=True):
+            row = loaded.get(event_id)
+            if row is None:
+                continue
+            header, summary, excerpt = row
+            hits.append(
+                SessionHit(
+                    header=header,
+                    event=summary,
+                    excerpt=excerpt,
+                    score=-entry.score,
+                    matching_events=max(1, counts.get(session_id, 1)),
+                )
+            )
+        return hits
+
+    def _best_not_title(self, query: tantivy.Query, session_id: str) -> int | None:
+        narrowed = tantivy.Query.boolean_query(
+            [
+                (tantivy.Occur.Must, query),
+                (tantivy.Occur.Must, tantivy.Query.term_query(SCHEMA, "sid", session_id)),
+                (tantivy.Occur.MustNot, tantivy.Query.term_query(SCHEMA, "type", TITLE_TYPE)),
+            ]
+        )
+        best = top(self._searcher, narrowed, 1)
+        return best[0].event_id if best else None
+
+    def _unmatched(self) -> tuple[str, ...]:
+        missing: list[str] = []
+        for group in self._plan.required:
+            query = excluding(
+                self._builder.one_group(group, self._scope.minimal), self._scope.excluded
+            )
+            if count(self._searcher, query) == 0:
+                missing.extend(term.text for term in group)
+        return tuple(missing)
+
+    def _matches_unfiltered(self) -> bool:
+        query = excluding(self._builder.partial(self._scope.minimal), self._scope.excluded)
+        candidates = top(self._searcher, query, 50)
+        if not candidates:
+            return False
+        found = self._fetch(
+            "SELECT 1 FROM events e JOIN sessions s ON s.session_id = e.session_id"
+            " WHERE e.id IN (SELECT value FROM json_each(:cand)) AND s.cwd = :cwd LIMIT 1",
+            {"cand": rows.json_list(c.event_id for c in candidates), "cwd": self._cwd},
+        )
+        return bool(found)
+
+
+@dataclass(slots=True)
+class EventsResult:
+    hits: list[EventHit]
+    more: bool
+    partial: bool
+    unmatched: tuple[str, ...] = ()
+    filtered_out: bool = False
+
+
+def search_session_events(
+    fetch: Fetch,
+    searcher: tantivy.Searcher,
+    plan: QueryPlan,
+    *,
+    session_id: str,
+    ws: str,
+    events: EventFilter,
+    snapshot_seq: int,
+    scope_to_seq: int | None,
+    offset: int,
+    size: int,
+    partial: bool | None,
+) -> EventsResult:
+    """One page of ``search_events``: one session's events, best first."""
+    builder = QueryBuilder(plan, ws)
+    seq_to = events.seq_to
+    if scope_to_seq is not None:
+        seq_to = scope_to_seq if seq_to is None else min(seq_to, scope_to_seq)
+    clauses, _ = scope_clauses(
+        snapshot_seq=snapshot_seq,
+        session_ids=[session_id],
+        types=events.types,
+        surfaces=events.surfaces,
+        time_from_ms=events.time_from_ms,
+        time_to_ms=events.time_to_ms,
+        seq_from=events.seq_from,
+        seq_to=seq_to,
+    )
+    params: dict[str, Any] = {"sid": session_id, "snap": snapshot_seq}
+    check = rows.event_filter_sql(events, params, with_seq=True)
+    if scope_to_seq is not None:
+        params["scope_to"] = scope_to_seq
+        check += " AND e.seq <= :scope_to"
+
+    def run(query: tantivy.Query) -> list[tuple[Candidate, tuple[Any, ...]]]:
+        if offset + size + 1 > MAX_CANDIDATE_WINDOW:
+            return []
+        candidates = top(searcher, query, offset + size + 1)
+        found = fetch(
+            f"SELECT e.id, e.surface, {rows.EVENT_COLS} FROM events e"
+            " WHERE e.id IN (SELECT value FROM json_each(:cand)) AND e.session_id = :sid"
+            f" AND e.stream_seq <= :snap{check}",
+            dict(params, cand=rows.json_list(c.event_id for c in candidates)),
+        )
+        by_id = {int(r[0]): r for r in found}
+        kept = [(c, by_id[c.event_id]) for c in candidates if c.event_id in by_id]
+        weigh = plan.natural_language
+        kept.sort(key=lambda pair: (*_rank_key(pair[0], pair[1][1], weigh), pair[1][3]))
+        return kept
+
+    kept = run(builder.all_words(clauses)) if not partial else []
+    if partial is None:  # a first page decides: all words, else best partial matches
+        partial = not kept
+    if partial:
+        kept = run(builder.partial(clauses))
+    page = kept[offset : offset + size]
+    light = highlighter(plan)
+    bodies = _bodies(fetch, [c.event_id for c, _ in page], light)
+    hits = [
+        EventHit(
+            event=rows.summary(row[2:]),
+            excerpt=bodies.get(c.event_id) or rows.preview(row[-1]),
+            score=-c.score,
+        )
+        for c, row in page
+    ]
+    result = EventsResult(hits=hits, more=len(kept) > offset + size, partial=partial)
+    if offset == 0 and partial:
+        minimal, _ = scope_clauses(snapshot_seq=snapshot_seq, session_ids=[session_id])
+        result.unmatched = tuple(
+            term.text
+            for group in plan.required
+            if count(searcher, builder.one_group(group, minimal)) == 0
+            for term in group
+        )
+    if offset == 0 and not hits and check:
+        minimal, _ = scope_clauses(
+            snapshot_seq=snapshot_seq, session_ids=[session_id], seq_to=scope_to_seq
+        )
+        result.filtered_out = count(searcher, builder.partial(minimal)) > 0
+    return result
+
+
+def load_events(
+    fetch: Fetch, event_ids: Sequence[int], plan: QueryPlan, *, cwd: str
+) -> dict[int, tuple[Any, Any, str]]:
+    """Header, summary and excerpt of each event, still in ``cwd`` (checked again)."""
+    found = fetch(
+        f"SELECT e.id, {rows.HEADER_COLS}, {rows.EVENT_COLS} FROM events e"
+        " JOIN sessions s ON s.session_id = e.session_id"
+        " WHERE e.id IN (SELECT value FROM json_each(:ids)) AND s.cwd = :cwd",
+        {"ids": rows.json_list(event_ids), "cwd": cwd},
+    )
+    light = highlighter(plan)
+    excerpts = _bodies(fetch, [int(r[0]) for r in found], light)
+    loaded: dict[int, tuple[Any, Any, str]] = {}
+    for r in found:
+        header = rows.header(r[1 : 1 + rows.HEADER_WIDTH])
+        summary = rows.summary(r[1 + rows.HEADER_WIDTH :])
+        excerpt = excerpts.get(int(r[0])) or rows.preview(r[-1])
+        loaded[int(r[0])] = (header, summary, excerpt)
+    return loaded
+
+
+def _bodies(fetch: Fetch, event_ids: Iterable[int], light: Highlighter) -> dict[int, str]:
+    """Excerpts from each event's stored text, or from its whole payload when the match
+    lies past the stored text's cap (a long tool output)."""
+    ids = list(event_ids)
+    if not ids:
+        return {}
+    excerpts: dict[int, str] = {}
+    missing: list[int] = []
+    for event_id, body in fetch(
+        "SELECT id, body FROM events WHERE id IN (SELECT value FROM json_each(:ids))",
+        {"ids": rows.json_list(ids)},
+    ):
+        excerpt = light.excerpt(body)
+        if excerpt is None:
+            missing.append(int(event_id))
+        else:
+            excerpts[int(event_id)] = excerpt
+    if missing:
+        for event_id, raw in fetch(
+            "SELECT id, raw_json FROM events WHERE id IN (SELECT value FROM json_each(:ids))",
+            {"ids": rows.json_list(missing)},
+        ):
+            payload = orjson.loads(raw).get("payload")
+            excerpt = light.excerpt(searchable_text(payload, INDEX_TEXT_CAP_BYTES))
+            if excerpt is not None:
+                excerpts[int(event_id)] = excerpt
+    return excerpts
