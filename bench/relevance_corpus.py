@@ -299,7 +299,7 @@ QUESTIONS: Final = (
     (
         (
             "what was the fix for the memory leak in the image resizer",
-            "image resizer using too much memory",
+            "image resizer grows in memory",
         ),
         "The image resizer grows to 3 GB after an hour; looks like a memory leak.",
         "Found it: every resized image kept a reference in the LRU. The fix evicts by size, "
