@@ -874,6 +874,7 @@ class _Session:
         self.clock = start_ms
         self.text = corpus.SessionText(rng, cwd)
         self.events: list[dict[str, Any]] = []
+        self.steps = 0
         payload: dict[str, Any] = {"cwd": cwd, "model": rng.choice(("m-large", "m-fast"))}
         if parent is not None:
             payload["parent_session_id"] = parent
@@ -895,11 +896,8 @@ class _Session:
         self.clock += self.rng.randrange(200, 30_000)
 
     def user(self, text: str) -> None:
-        self.add(
-            "step/start",
-            "system",
-            {"step": sum(e["type"] == "step/start" for e in self.events) + 1},
-        )
+        self.steps += 1
+        self.add("step/start", "system", {"step": self.steps})
         self.add("message/user", "user", {"text": text})
 
     def assistant(self, text: str) -> None:
@@ -964,10 +962,12 @@ class _Builder:
         return cwd
 
     def session(self, sid: str, cwd: str, parent: str | None = None) -> _Session:
+        """A new session; a child (``parent`` given) gets its title from the copied events."""
         self.clock += 600_000 + self.rng.randrange(300_000)
         rng = random.Random(f"{self.config.seed}:{sid}")
         session = _Session(sid, cwd, self.clock, rng, parent)
-        session.add("session/title", "system", {"title": session.text.title()})
+        if parent is None:
+            session.add("session/title", "system", {"title": session.text.title()})
         self.sessions.append(session)
         return session
 
@@ -999,7 +999,6 @@ class _Builder:
         parent.end()
         for j, (c_user, c_reply, query) in enumerate(children):
             child = self.session(f"{sid}-c{j}", cwd, parent=sid)
-            del child.events[1:]  # a copy brings the parent's title, not a new one
             child.copy(parent, len(parent.events) - 1 if j == 0 else shared)
             child.plant((("user", c_user), ("assistant", c_reply)))
             child.filler(1)
