@@ -8,7 +8,8 @@ Analysis, the same for events and queries: runs of letters and digits (``_`` spl
 camelCase/PascalCase parts; Snowball stems (English, or Russian for Cyrillic words);
 overlapping character bigrams of Chinese, Japanese and Korean runs. A query drops English
 function words. An event's score is the number of distinct query terms it holds, then the
-sum of their inverse document frequencies; a session's score is its best event's.
+count of multi-part query words (paths, identifiers) it holds with adjacent parts, then
+the sum of their inverse document frequencies; a session's score is its best event's.
 """
 
 from __future__ import annotations
@@ -102,7 +103,13 @@ def missing_terms(query: str, payloads: Iterable[Any]) -> list[str]:
 @dataclass(frozen=True, slots=True)
 class _Doc:
     session_id: str
+    sequence: tuple[str, ...]  # the analysed terms in text order
     terms: frozenset[str]
+
+
+def _holds_phrase(sequence: tuple[str, ...], phrase: tuple[str, ...]) -> bool:
+    first, n = phrase[0], len(phrase)
+    return any(sequence[i : i + n] == phrase for i, term in enumerate(sequence) if term == first)
 
 
 class ReferenceRanker:
@@ -115,22 +122,28 @@ class ReferenceRanker:
             docs = self._docs.setdefault(cwd, [])
             df = self._df.setdefault(cwd, {})
             for payload in payloads:
-                terms = frozenset(analyze(payload_text(payload)))
-                docs.append(_Doc(sid, terms))
+                sequence = tuple(analyze(payload_text(payload)))
+                terms = frozenset(sequence)
+                docs.append(_Doc(sid, sequence, terms))
                 for term in terms:
                     df[term] = df.get(term, 0) + 1
 
     def rank(self, query: str, cwd: str, exclude: str, limit: int = 100) -> list[str]:
+        """Sessions by their best event: distinct query terms held, then how many of the
+        query's multi-part words (paths, identifiers) it holds as adjacent parts, then the
+        held terms' inverse document frequencies."""
         wanted = frozenset(analyze(query, query=True))
+        phrases = [p for w in query.split() if len(p := tuple(analyze(w, query=True))) > 1]
         docs = self._docs.get(cwd, [])
         df = self._df.get(cwd, {})
-        best: dict[str, tuple[int, float]] = {}
+        best: dict[str, tuple[int, int, float]] = {}
         for doc in docs:
             hit = wanted & doc.terms
             if not hit or doc.session_id == exclude:
                 continue
-            score = (len(hit), sum(math.log(1 + len(docs) / df[t]) for t in hit))
-            if score > best.get(doc.session_id, (0, 0.0)):
+            adjacent = sum(_holds_phrase(doc.sequence, p) for p in phrases if set(p) <= hit)
+            score = (len(hit), adjacent, sum(math.log(1 + len(docs) / df[t]) for t in hit))
+            if score > best.get(doc.session_id, (0, 0, 0.0)):
                 best[doc.session_id] = score
-        ordered = sorted(best.items(), key=lambda item: (-item[1][0], -item[1][1], item[0]))
+        ordered = sorted(best.items(), key=lambda item: (*(-x for x in item[1]), item[0]))
         return [sid for sid, _ in ordered[:limit]]
