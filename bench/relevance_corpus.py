@@ -9,7 +9,9 @@ Layout: a few workspaces, each with ``noise_sessions`` sessions of generated age
 one empty caller session (the session a query is asked from; it is excluded from results).
 For each needle, one session in a workspace holds the labelled content among generated
 filler steps, and one or more distractor sessions in the same workspace share some of the
-query's words but not all of them, so ranking matters. Needles are spread over the
+query's words but not all of them, so ranking matters (for every third natural-language
+question, one distractor is a tool output holding all its words scattered over grep hits:
+the conversational answer must not be drowned by it). Needles are spread over the
 workspaces round-robin in a seed-shuffled order.
 
 Categories (see ``CATEGORIES``): exact error fragments from tool output, identifier parts
@@ -33,6 +35,7 @@ from typing import Any, Final
 
 from bench import corpus
 from bench import vocabulary as vocab
+from bench.relevance_reference import FUNCTION_WORDS
 
 CATEGORIES: Final = (
     "error_fragment",
@@ -754,14 +757,21 @@ def _path_specs(rng: random.Random) -> list[Spec]:
 
 
 def _question_specs(rng: random.Random) -> list[Spec]:
-    return [
-        Spec(
-            turns=(("user", user), ("assistant", reply)),
-            queries=queries,
-            distractors=((("user", d_user), ("assistant", d_reply)),),
+    specs = []
+    for i, (queries, user, reply, d_user, d_reply) in enumerate(QUESTIONS):
+        distractors: tuple[tuple[Turn, ...], ...] = ((("user", d_user), ("assistant", d_reply)),)
+        if i % 3 == 0:
+            # Tool output that holds the question's words scattered among grep hits: the
+            # conversational answer must not be drowned by it (it may still rank first).
+            distractors += ((("code", _scattered_hits(rng, queries[0])),),)
+        specs.append(
+            Spec(
+                turns=(("user", user), ("assistant", reply)),
+                queries=queries,
+                distractors=distractors,
+            )
         )
-        for queries, user, reply, d_user, d_reply in QUESTIONS
-    ]
+    return specs
 
 
 def _word_form_specs(rng: random.Random) -> list[Spec]:
@@ -835,6 +845,20 @@ def _as_code(rng: random.Random, sentence: str) -> str:
     lines.insert(
         rng.randrange(len(lines) + 1), f"src/app/main.py:{rng.randint(1, 900)}: {sentence}"
     )
+    return "\n".join(lines)
+
+
+def _scattered_hits(rng: random.Random, question: str) -> str:
+    """About 100 grep hits with the question's content words spread over them."""
+    words = [w for w in question.split() if w.lower() not in FUNCTION_WORDS]
+    lines = [
+        f"src/{rng.choice(vocab.PACKAGES)}/{rng.choice(vocab.NOUNS)}.py:{rng.randint(1, 900)}: "
+        f"{vocab.snake(rng)}({vocab.snake(rng)})"
+        for _ in range(100)
+    ]
+    for word in words:
+        at = rng.randrange(len(lines))
+        lines[at] += f"  # {word}"
     return "\n".join(lines)
 
 
