@@ -266,7 +266,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "workspaces": len(m["workspaces"]),
         "labels with a query term the expected session lacks": len(m["unfindable_labels"]),
     }
-    print(format_table(f"relevance: seed {config.seed}", checks_of(result), info))
+    title = f"relevance (seed {config.seed}): the new search against success@5 >= {TARGET}"
+    print(format_table(title, checks_of(result), info))
     print(f"\nresult: {write_result(result)}")
     return 0
 
