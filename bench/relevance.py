@@ -144,6 +144,32 @@ def category_scores(
     return scores
 
 
+async def answer_all(
+    labelled: rc.RelevanceCorpus,
+    sessions: Sequence[tuple[str, str, list[Any]]],
+    work_dir: Path | None,
+) -> tuple[dict[str, list[Answer]], int, float]:
+    """Every query through each engine; also the events the store applied and the seconds
+    its index took to build."""
+    queries = labelled.queries
+    with tempfile.TemporaryDirectory(prefix="sq-bench-relevance-", dir=work_dir) as tmp:
+        db = Path(tmp) / "index.sqlite"
+        t0 = time.perf_counter()
+        applied = await asyncio.to_thread(build_store_index, labelled.events, db)
+        build_s = time.perf_counter() - t0
+        answers = {"new": await ask_store(db, queries)}
+    legacy = LegacyIndex(labelled.events)
+    try:
+        answers["baseline"] = ask_local(
+            queries, lambda q: legacy.search(q.query, cwd=q.cwd, exclude=q.caller)
+        )
+    finally:
+        legacy.close()
+    reference = ReferenceRanker(sessions)
+    answers["reference"] = ask_local(queries, lambda q: reference.rank(q.query, q.cwd, q.caller))
+    return answers, applied, build_s
+
+
 async def run(config: rc.RelevanceConfig, *, work_dir: Path | None = None) -> dict[str, Any]:
     t0 = time.perf_counter()
     labelled = rc.build(config)
@@ -156,22 +182,7 @@ async def run(config: rc.RelevanceConfig, *, work_dir: Path | None = None) -> di
         if (terms := missing_terms(q.query, payloads[q.expected]))
     }
     generate_s = time.perf_counter() - t0
-    with tempfile.TemporaryDirectory(prefix="sq-bench-relevance-", dir=work_dir) as tmp:
-        t0 = time.perf_counter()
-        applied = await asyncio.to_thread(
-            build_store_index, labelled.events, Path(tmp) / "index.sqlite"
-        )
-        build_s = time.perf_counter() - t0
-        answers = {"new": await ask_store(Path(tmp) / "index.sqlite", queries)}
-    legacy = LegacyIndex(labelled.events)
-    try:
-        answers["baseline"] = ask_local(
-            queries, lambda q: legacy.search(q.query, cwd=q.cwd, exclude=q.caller)
-        )
-    finally:
-        legacy.close()
-    reference = ReferenceRanker(sessions)
-    answers["reference"] = ask_local(queries, lambda q: reference.rank(q.query, q.cwd, q.caller))
+    answers, applied, build_s = await answer_all(labelled, sessions, work_dir)
     scores = {name: category_scores(queries, answers[name]) for name in ENGINES}
     checks = [
         Absolute(f"success@5 {category}", s["success_at_5"], "share", "min", TARGET)
