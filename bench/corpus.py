@@ -382,6 +382,11 @@ class _Text:
         return "\n".join(lines) + f"\n {len(files)} files changed"
 
 
+# Public name for generators that plant labelled content among this one's filler text
+# (bench.relevance_corpus).
+SessionText = _Text
+
+
 # --- writing a corpus ------------------------------------------------------------------------
 
 

@@ -271,3 +271,67 @@ async def test_loadgen_counts_transport_failures_without_a_worker(nc: Any, subje
     assert result.answered == 0
     assert result.transport_errors == {"NoWorkerError": 12}
     assert all(s.latency_ms.n == 0 for s in result.per_tool.values())
+
+
+async def test_relevance_bench_end_to_end(tmp_path: Path) -> None:
+    from bench import relevance, relevance_corpus
+
+    config = relevance_corpus.RelevanceConfig(
+        seed=3, noise_sessions=2, noise_events=12, long_kib=70, per_category=2
+    )
+    labelled = relevance_corpus.build(config)
+    again = relevance_corpus.build(config)
+    assert [corpus.encode(e) for e in labelled.events] == [corpus.encode(e) for e in again.events]
+    for event in labelled.events:
+        SessionEvent.model_validate_json(corpus.encode(event))
+    result = await relevance.run(config, work_dir=tmp_path)
+    _assert_result_shape(result, "relevance")
+    m = result["measurements"]
+    assert m["applied"] == m["events"] == len(labelled.events)
+    # every label's query terms occur in its expected session (in some analysed form)
+    assert m["unfindable_labels"] == []
+    categories = set(relevance_corpus.CATEGORIES)
+    for engine in relevance.ENGINES:
+        scores = m["scores"][engine]
+        assert set(scores) == categories, engine
+        assert sum(s["n"] for s in scores.values()) == m["queries"] == len(labelled.queries)
+        for s in scores.values():
+            assert {"success_at_1", "success_at_5", "mrr", "no_results"} <= set(s)
+    assert [c["name"] for c in result["checks"]] == [
+        f"success@5 {c}" for c in relevance_corpus.CATEGORIES
+    ]
+    record = m["per_query"][0]
+    assert {"category", "query", "expected", *relevance.ENGINES} <= set(record)
+    for line in relevance.format_misses(result, relevance.ENGINES).splitlines():
+        assert line == "no misses" or (line.startswith("[") and "top 5:" in line)
+    assert report.write_result(result, tmp_path).exists()
+
+
+def test_relevance_corpus_labels_hold_what_they_claim() -> None:
+    from bench import relevance_corpus
+
+    config = relevance_corpus.RelevanceConfig(
+        seed=4, noise_sessions=1, noise_events=8, long_kib=70, per_category=3
+    )
+    labelled = relevance_corpus.build(config)
+    sessions = {sid: (cwd, p) for sid, cwd, p in relevance_corpus.session_texts(labelled.events)}
+    for cwd, caller in labelled.callers.items():
+        assert sessions[caller] == (cwd, [{"cwd": cwd}])  # a caller holds nothing to find
+    for q in labelled.queries:
+        cwd, payloads = sessions[q.expected]
+        assert cwd == q.cwd and q.caller == labelled.callers[cwd]
+        if q.category == "long_output":
+            # the needle sits past the 64 KiB that today's index keeps of an event
+            line = next(line for line, query, _ in relevance_corpus.LONG_LINES if query == q.query)
+            outputs = [p["output"] for p in payloads if line in p.get("output", "")]
+            assert outputs and all(o.encode().find(line.encode()) > 65536 for o in outputs)
+        elif q.category != "fork":
+            # a distractor in the same workspace shares the needle's id prefix
+            assert sessions[f"{q.expected}-d0"][0] == cwd
+    children = [p for _, p in sessions.values() if "parent_session_id" in p[0]]
+    forks = [p for p in children if p[0]["parent_session_id"].startswith("r4-fork-")]
+    assert len(forks) == 2 * 3
+    for payloads in forks:
+        parent = sessions[payloads[0]["parent_session_id"]][1]
+        # a fork repeats its parent's title and first work verbatim, then continues
+        assert payloads[1:4] == parent[1:4] and payloads[-2] not in parent
