@@ -6,10 +6,11 @@ cwd equality), in the snapshot and inside the filters. The search index is never
 authority: a candidate SQL does not confirm is dropped, and its session is excluded from
 the next round of candidates.
 
-Semantics: an all-words search first (every content word must match one event; function
-words only rank). When that finds nothing, the best partial matches: events ranked by how
-many of the query's word groups they hold, then relevance; the page then says so and
-names the terms that match nothing at all.
+Semantics: for keywords, an all-words search first (every content word must match one
+event; function words only rank). When that finds nothing, and always for a natural-language
+question, the best partial matches: events ranked by how many of the query's word groups
+they hold, then relevance. When no event holds every word, the page says so and names the
+terms that match nothing at all.
 """
 
 from __future__ import annotations
@@ -77,6 +78,7 @@ def _rank_key(candidate: Candidate, surface: str, weigh: bool) -> tuple[int, flo
 
 @dataclass(slots=True)
 class _Found:
+    groups: int  # query groups the best event holds (partial ranking), else 0
     event_id: int
     score: float
     strongest: int | None = None  # the best event that is not the title, when seen
@@ -86,7 +88,8 @@ class _Found:
 class SessionsResult:
     hits: list[SessionHit]
     more: bool
-    partial: bool
+    ranked_partial: bool  # the query mode, for the cursor
+    partial: bool = False  # no event holds every word (the reply says so)
     unmatched: tuple[str, ...] = ()
     filtered_out: bool = False
 
@@ -142,7 +145,9 @@ class SessionSearch:
     def page(self, offset: int, size: int, partial: bool | None) -> SessionsResult:
         want = offset + size + 1
         if want > MAX_CANDIDATE_WINDOW:
-            return SessionsResult(hits=[], more=False, partial=bool(partial))
+            return SessionsResult(hits=[], more=False, ranked_partial=bool(partial))
+        if partial is None and self._plan.natural_language:
+            partial = True  # a question: rank by how many of its words an event holds
         query = self._builder.all_words(self._scope.clauses)
         found = self._collect(query, want) if not partial else {}
         if partial is None:  # a first page decides: all words, else best partial matches
@@ -152,9 +157,11 @@ class SessionSearch:
             found = self._collect(query, want)
         chosen = list(found.items())[offset : offset + size]
         result = SessionsResult(
-            hits=self._hits(query, chosen), more=len(found) > offset + size, partial=partial
+            hits=self._hits(query, chosen), more=len(found) > offset + size, ranked_partial=partial
         )
-        if offset == 0 and partial:
+        best = max((entry.groups for entry in found.values()), default=0)
+        if offset == 0 and partial and best < len(self._plan.required):
+            result.partial = True
             result.unmatched = self._unmatched()
         if offset == 0 and not found and self._filtered:
             result.filtered_out = self._matches_unfiltered()
@@ -188,7 +195,9 @@ class SessionSearch:
                 decided.add(seen.session_id)
                 if seen.ok:
                     strongest = None if seen.type == TITLE_TYPE else candidate.event_id
-                    found[seen.session_id] = _Found(candidate.event_id, candidate.score, strongest)
+                    found[seen.session_id] = _Found(
+                        candidate.groups, candidate.event_id, candidate.score, strongest
+                    )
             if len(candidates) < size or len(found) >= want:
                 break
         return found
@@ -270,7 +279,8 @@ class SessionSearch:
 class EventsResult:
     hits: list[EventHit]
     more: bool
-    partial: bool
+    ranked_partial: bool  # the query mode, for the cursor
+    partial: bool = False  # no event holds every word (the reply says so)
     unmatched: tuple[str, ...] = ()
     filtered_out: bool = False
 
@@ -326,6 +336,8 @@ def search_session_events(
         kept.sort(key=lambda pair: (*_rank_key(pair[0], pair[1][1], weigh), pair[1][3]))
         return kept
 
+    if partial is None and plan.natural_language:
+        partial = True  # a question: rank by how many of its words an event holds
     kept = run(builder.all_words(clauses)) if not partial else []
     if partial is None:  # a first page decides: all words, else best partial matches
         partial = not kept
@@ -342,8 +354,10 @@ def search_session_events(
         )
         for c, row in page
     ]
-    result = EventsResult(hits=hits, more=len(kept) > offset + size, partial=partial)
-    if offset == 0 and partial:
+    result = EventsResult(hits=hits, more=len(kept) > offset + size, ranked_partial=partial)
+    best = max((c.groups for c, _ in kept), default=0)
+    if offset == 0 and partial and best < len(plan.required):
+        result.partial = True
         minimal, _ = scope_clauses(snapshot_seq=snapshot_seq, session_ids=[session_id])
         result.unmatched = tuple(
             term.text

@@ -496,7 +496,7 @@ class SqliteSessionStore:
             return SessionSearchPage(
                 hits=tuple(found.hits),
                 next_cursor=cursors.encode(
-                    generation, offset + size, binding, partial=found.partial
+                    generation, offset + size, binding, partial=found.ranked_partial
                 )
                 if found.more
                 else None,
@@ -554,7 +554,9 @@ class SqliteSessionStore:
             return EventSearchPage(
                 header=header,
                 hits=tuple(page.hits),
-                next_cursor=cursors.encode(generation, offset + size, binding, partial=page.partial)
+                next_cursor=cursors.encode(
+                    generation, offset + size, binding, partial=page.ranked_partial
+                )
                 if page.more
                 else None,
                 generation=generation,
