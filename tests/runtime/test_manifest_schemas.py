@@ -15,7 +15,7 @@ from worker.runtime.service import manifest_of
 from worker.store.sqlite import SqliteSessionStore
 from worker.tools import ToolError, register_tools
 
-# The DESIGN.md request example, plus one realistic call per tool.
+# The docs/protocol.md request example, plus one realistic call per tool.
 EXAMPLES: dict[str, list[dict[str, Any]]] = {
     "session_search": [
         {"query": "flaky test", "event_types": ["tool/result"]},

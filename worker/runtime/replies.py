@@ -1,4 +1,4 @@
-"""Reply encoding: the JSON body of DESIGN.md plus the nats.micro error headers.
+"""Reply encoding: the JSON body of docs/protocol.md plus the nats.micro error headers.
 
 Every reply this worker sends is built here, so the wire shape has one owner. Error
 headers carry a single-line copy of the message (NATS headers cannot hold CR/LF); the body

@@ -16,7 +16,7 @@ from typing import Final
 SCHEMA_VERSION: Final = 1
 
 # unicode61 (not trigram): measured several times faster to ingest and query, and several
-# times smaller (see DESIGN.md floors and bench/store.py). Identifiers and paths stay
+# times smaller (see bench/README.md and bench/store.py). Identifiers and paths stay
 # findable because the query compiler turns each term into a phrase of its tokens:
 # "src/worker/store.py" matches the adjacent tokens src worker store py.
 TOKENIZER: Final = "unicode61 remove_diacritics 2"
