@@ -6,12 +6,16 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from contracts.errors import ErrorCode
 from contracts.ids import Id
+
+# Epoch milliseconds below this (1973-03-03 as ms; the year 5138 as seconds) are taken to
+# be seconds by mistake: an absolute deadline in ms is 13 digits today.
+MIN_DEADLINE_MS: Final = 100_000_000_000
 
 
 class AgentIdentity(BaseModel):
@@ -29,6 +33,17 @@ class Execution(BaseModel):
     step_start_seq: int | None = Field(default=None, ge=1)
     # Absolute deadline, epoch milliseconds.
     deadline_ms: int | None = Field(default=None, ge=0)
+
+    @field_validator("deadline_ms")
+    @classmethod
+    def _milliseconds(cls, value: int | None) -> int | None:
+        if value is not None and value < MIN_DEADLINE_MS:
+            raise ValueError(
+                f"deadline_ms is an absolute time in epoch milliseconds; {value} looks like "
+                f"epoch seconds or a duration (send seconds × 1000, e.g. {value * 1000} if "
+                f"it is epoch seconds)"
+            )
+        return value
 
 
 class ToolRequest(BaseModel):
