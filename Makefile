@@ -44,7 +44,7 @@ lint: $(TEST_STAMP)
 
 # docs/asyncapi.yaml is generated from the contract's models (a test checks it is current).
 asyncapi: $(TEST_STAMP)
-	$(PY) -m contracts.asyncapi > docs/asyncapi.yaml
+	$(PY) -m worker.asyncapi > docs/asyncapi.yaml
 
 bench: $(RUN_STAMP)
 	$(PY) -m bench.store

@@ -10,6 +10,7 @@ import jsonschema
 import pytest
 
 from contracts.errors import ErrorCode
+from contracts.messages import Manifest
 from contracts.subjects import SEARCH_TOOLS, TOOL_NAMES
 from worker.runtime.service import manifest_of
 from worker.store.sqlite import SqliteSessionStore
@@ -78,6 +79,8 @@ async def test_manifest_lists_the_five_tools_with_modes(manifest: Any) -> None:
         )
     assert "session_search" in doc["prompt_section"]
     assert doc["version"] == "0.0.0-test"
+    # The contract's model (and so docs/asyncapi.yaml) describes what the worker serves.
+    assert Manifest.model_validate(doc).model_dump() == doc
 
 
 def _format_validator(schema: dict[str, Any]) -> jsonschema.protocols.Validator:
