@@ -42,6 +42,41 @@ def test_the_readme_has_the_two_quickstart_blocks() -> None:
     assert README_URL in blocks[1]
 
 
+def test_the_readme_says_what_a_newcomer_needs() -> None:
+    readme = (ROOT / "README.md").read_text()
+    for needed in ("Python ≥ 3.11", "`purge`", "`--home", "`--embedded-port", "docs/protocol.md"):
+        assert needed in readme, needed
+
+
+def test_no_file_of_the_repository_refers_to_a_design_file_outside_it() -> None:
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT,
+        capture_output=True,
+        check=True,
+    ).stdout.decode()
+    # Spelled in two pieces so this file does not match itself.
+    outside = ("DESIGN" + ".md", "../" + "shared")
+    offenders = [
+        rel
+        for rel in filter(None, listed.split("\0"))
+        if (ROOT / rel).is_file()
+        and any(word in (ROOT / rel).read_text(errors="replace") for word in outside)
+    ]
+    assert offenders == []
+
+
+def test_help_says_what_the_program_does() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "worker.cli", "--help"], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0
+    assert done.stdout.startswith("usage: sessionquery")
+    assert "read-only tools that let language models search" in " ".join(done.stdout.split())
+    assert "docs/protocol.md" in done.stdout
+    assert "Each subcommand lives" not in done.stdout  # the developer note stays in the code
+
+
 def _venv() -> Path:
     venv = Path(os.environ.get("SESSIONQUERY_QUICKSTART_VENV", Path(sys.executable).parent.parent))
     if not (venv / "bin" / "sessionquery").exists():
