@@ -46,12 +46,14 @@ class Executor:
     ) -> EncodedReply:
         """The reply for ``request``. Never raises (except task cancellation)."""
         # Every line logged while serving it, in any layer, carries request_id and tool.
+        runs = signal.error is None  # else it is answered without running
         started = time.perf_counter_ns()
         try:
             with request_context(request_id=request.request_id, tool=tool.name):
                 return await self._execute(tool, request, signal)
         finally:
-            self.stats.record_run(tool.name, time.perf_counter_ns() - started)
+            if runs:
+                self.stats.record_run(tool.name, time.perf_counter_ns() - started)
 
     async def _execute(
         self, tool: ToolDefinition, request: ToolRequest, signal: ExecutionSignal
