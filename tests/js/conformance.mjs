@@ -90,7 +90,7 @@ try {
   assert.equal(found.request_id, body.request_id);
   ok("search");
 
-  // §3.4 the same NOT_FOUND for a foreign and a missing id.
+  // §4 the same NOT_FOUND for a foreign and a missing id.
   const foreign = await call("session_trace", envelope({ session_id: FOREIGN }));
   const missing = await call("session_trace", envelope({ session_id: "s-none" }));
   assert.equal(foreign.error.code, "SESSION_QUERY_NOT_FOUND");
