@@ -1,38 +1,52 @@
-# Every target creates .venv when missing and installs the project into it first.
+# Every target creates .venv when missing and installs the project into it first:
+# run, demo, cluster and bench install the worker and nats-server only; test and lint add
+# the test extras.
 VENV ?= .venv
 PY := $(VENV)/bin/python
-STAMP := $(VENV)/.installed-stamp
+# Where the install stamps live (the quick-start test points it elsewhere to reuse a venv).
+STAMPS ?= $(VENV)
+RUN_STAMP := $(STAMPS)/.installed-run
+TEST_STAMP := $(STAMPS)/.installed-test
 
-.PHONY: run test test-slow lint bench demo cluster clean
+.PHONY: run test test-slow lint bench demo cluster asyncapi clean
 
-$(STAMP): pyproject.toml
+$(RUN_STAMP): pyproject.toml
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q --disable-pip-version-check -e '.[server]'
+	touch $(RUN_STAMP)
+
+$(TEST_STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --disable-pip-version-check -e '.[server,test]'
-	touch $(STAMP)
+	touch $(TEST_STAMP) $(RUN_STAMP)
 
-run: $(STAMP)
+run: $(RUN_STAMP)
 	$(VENV)/bin/sessionquery serve --sample-corpus
 
-demo: $(STAMP)
+demo: $(RUN_STAMP)
 	$(VENV)/bin/sessionquery demo
 
 # compose.yaml's topology as local processes: 3 clustered nats-servers, 2 workers, seeder, load.
-cluster: $(STAMP)
+cluster: $(RUN_STAMP)
 	$(PY) -m deploy.local_cluster --seconds 30 --requests 2000
 
-test: $(STAMP)
+test: $(TEST_STAMP)
 	$(VENV)/bin/pytest -q
 
-test-slow: $(STAMP)
+test-slow: $(TEST_STAMP)
 	$(VENV)/bin/pytest -q -m slow
 
-lint: $(STAMP)
+lint: $(TEST_STAMP)
 	$(VENV)/bin/ruff check contracts worker tests bench deploy
 	$(VENV)/bin/ruff format --check contracts worker tests bench deploy
 	$(VENV)/bin/mypy
 	$(VENV)/bin/mypy deploy bench tests
 
-bench: $(STAMP)
+# docs/asyncapi.yaml is generated from the contract's models (a test checks it is current).
+asyncapi: $(TEST_STAMP)
+	$(PY) -m worker.asyncapi > docs/asyncapi.yaml
+
+bench: $(RUN_STAMP)
 	$(PY) -m bench.store
 	$(PY) -m bench.ingest
 	$(PY) -m bench.tools

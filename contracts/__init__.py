@@ -14,15 +14,19 @@ from contracts.envelope import (
 )
 from contracts.errors import ErrorCode
 from contracts.events import Cite, SessionEvent, Surface
+from contracts.messages import CancelRequest, Manifest, ManifestTool
 from contracts.subjects import TOOL_NAMES, Subjects
 
 __all__ = [
     "TOOL_NAMES",
     "AgentIdentity",
+    "CancelRequest",
     "Cite",
     "ErrorBody",
     "ErrorCode",
     "Execution",
+    "Manifest",
+    "ManifestTool",
     "SessionEvent",
     "SpillLocator",
     "Subjects",

@@ -1,7 +1,7 @@
 """A small async requester client for the session query worker.
 
 Depends only on nats-py and ``contracts``, so an agent runtime can import it without the
-worker. It speaks exactly the wire contract in DESIGN.md: one request subject per tool,
+worker. It speaks exactly the wire contract in docs/protocol.md: one request subject per tool,
 ``sessionquery.cancel`` broadcasts, ``sessionquery.manifest``, and the spill object store.
 """
 

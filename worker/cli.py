@@ -1,4 +1,4 @@
-"""``sessionquery``: one command, a subcommand per job.
+"""``sessionquery``: the command line of the Session Query Worker.
 
 Each subcommand lives in the module that owns its domain and exposes two callables:
 ``add_arguments(parser)`` and ``run(args) -> int`` (the exit code). Modules are imported
@@ -22,8 +22,27 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+DESCRIPTION = """\
+Session Query Worker: five read-only tools that let language models search, trace and read
+the logs of earlier agent sessions, served over NATS. Agent runtimes publish session events
+to the JetStream stream SESSIONS; the worker indexes them (SQLite, FTS5) and answers one
+request subject per tool (sessionquery.tool.<tool>), plus sessionquery.manifest (tool
+schemas and the prompt section) and sessionquery.cancel.
+
+Start here: `sessionquery serve --sample-corpus` (no NATS needed: it starts an embedded
+nats-server), then `sessionquery manifest` and `sessionquery call ...` from another
+terminal. The wire contract for clients in any language is docs/protocol.md."""
+
+EPILOG = "`sessionquery COMMAND --help` lists each command's options."
+
+
 def build_parser(requested: str | None = None) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="sessionquery", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="sessionquery",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, (module_name, help_text) in SUBCOMMANDS.items():
         sub_parser = sub.add_parser(name, help=help_text, description=help_text)

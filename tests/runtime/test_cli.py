@@ -138,7 +138,7 @@ def test_call_error_reply_prints_code_and_exits_1(served: Served) -> None:
     assert invalid.stderr.startswith("SESSION_QUERY_INVALID_ARGUMENTS: ")
     # --deadline-ms is absolute (epoch ms): one long past is answered TIMEOUT, not run.
     late = _cli(
-        "call", "session_trace", "--session", DEMO_CALLER, "--deadline-ms", "1", "{}",
+        "call", "session_trace", "--session", DEMO_CALLER, "--deadline-ms", "1000000000000", "{}",
         url=served.url,
     )  # fmt: skip
     assert late.returncode == 1 and late.stderr.startswith("SESSION_QUERY_TIMEOUT: ")

@@ -10,12 +10,13 @@ import jsonschema
 import pytest
 
 from contracts.errors import ErrorCode
+from contracts.messages import Manifest
 from contracts.subjects import SEARCH_TOOLS, TOOL_NAMES
 from worker.runtime.service import manifest_of
 from worker.store.sqlite import SqliteSessionStore
 from worker.tools import ToolError, register_tools
 
-# The DESIGN.md request example, plus one realistic call per tool.
+# The docs/protocol.md request example, plus one realistic call per tool.
 EXAMPLES: dict[str, list[dict[str, Any]]] = {
     "session_search": [
         {"query": "flaky test", "event_types": ["tool/result"]},
@@ -58,7 +59,7 @@ async def manifest(tmp_path: Path) -> Any:
     store = await SqliteSessionStore.open(tmp_path / "index.sqlite")
     try:
         toolset = register_tools(store)
-        yield toolset, manifest_of(toolset)
+        yield toolset, manifest_of(toolset, "0.0.0-test")
     finally:
         await store.close()
 
@@ -71,7 +72,36 @@ async def test_manifest_lists_the_five_tools_with_modes(manifest: Any) -> None:
         assert tool["execution"] == ("exclusive" if name in SEARCH_TOOLS else "parallel")
         assert tool["read_only"] is True
         jsonschema.Draft202012Validator.check_schema(tool["input_schema"])
+        assert tool["input_schema"]["$schema"] == "https://json-schema.org/draft/2020-12/schema"
+        # A standard validator picks the dialect from $schema.
+        assert jsonschema.validators.validator_for(tool["input_schema"]) is (
+            jsonschema.Draft202012Validator
+        )
     assert "session_search" in doc["prompt_section"]
+    assert doc["version"] == "0.0.0-test"
+    # The contract's model (and so docs/asyncapi.yaml) describes what the worker serves.
+    assert Manifest.model_validate(doc).model_dump() == doc
+
+
+def _format_validator(schema: dict[str, Any]) -> jsonschema.protocols.Validator:
+    """The validator $schema names, with formats checked (date-time needs rfc3339-validator,
+    a test dependency)."""
+    cls = jsonschema.validators.validator_for(schema)
+    return cls(schema, format_checker=cls.FORMAT_CHECKER)
+
+
+async def test_schemas_work_in_a_standard_validator_with_formats_enabled(manifest: Any) -> None:
+    _, doc = manifest
+    schemas = {tool["name"]: tool["input_schema"] for tool in doc["tools"]}
+    assert "date-time" in jsonschema.Draft202012Validator.FORMAT_CHECKER.checkers
+    for name, examples in EXAMPLES.items():
+        for example in examples:
+            _format_validator(schemas[name]).validate(example)
+    # Formats are enforced: a timestamp that is not RFC 3339 is refused by the schema too.
+    with pytest.raises(jsonschema.ValidationError, match="date-time"):
+        _format_validator(schemas["session_search"]).validate(
+            {"query": "x", "created_after": "yesterday"}
+        )
 
 
 async def test_schemas_accept_the_examples_and_so_does_the_worker(manifest: Any) -> None:

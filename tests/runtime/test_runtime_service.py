@@ -75,6 +75,15 @@ async def test_ping_info_stats_discover_the_service_with_tool_metadata(
     assert endpoints["session_event_search"]["metadata"]["execution"] == "exclusive"
     assert endpoints["session_event_read"]["metadata"]["execution"] == "parallel"
     assert endpoints["manifest"]["subject"] == subjects.manifest
+    # Where a client finds the rest of the protocol, from INFO alone.
+    assert info["version"] == worker.config.service_version
+    assert info["metadata"] == {
+        "subject_prefix": subjects.prefix,
+        "manifest": subjects.manifest,
+        "manifest_version": worker.config.service_version,
+        "cancel": subjects.cancel,
+        "protocol": "docs/protocol.md",
+    }
 
     await call(nc, subjects, "session_trace", body(tag="x"))
     msg = await nc.request(f"$SRV.STATS.{SERVICE_NAME}.{sid}", b"", timeout=5)
@@ -86,11 +95,45 @@ async def test_ping_info_stats_discover_the_service_with_tool_metadata(
     assert stats["session_search"]["data"] == {
         "lane": "search-queue",
         "running": False,
+        "processing_time_covers": "enqueue",
+        "run_count": 0,
+        "run_processing_time": 0,
+        "run_average_processing_time": 0,
         "pending_msgs_limit": config.endpoint_pending_msgs,
         "pending_bytes_limit": max(config.endpoint_pending_bytes, 2 * nc.max_payload),
         "slow_consumer_dropped": 0,
     }
     assert stats["session_trace"]["data"]["pending_msgs_limit"] == 2048
+    assert stats["session_trace"]["data"]["processing_time_covers"] == "admission"
+    assert stats["session_trace"]["data"]["run_count"] == 1
+    assert stats["session_trace"]["data"]["run_processing_time"] > 0
+
+
+async def _stats(nc: NATS, worker: Worker) -> dict[str, dict[str, object]]:
+    assert worker.service is not None
+    msg = await nc.request(f"$SRV.STATS.{SERVICE_NAME}.{worker.service.id}", b"", timeout=5)
+    return {e["name"]: e for e in json.loads(msg.data)["endpoints"]}
+
+
+async def test_stats_count_error_replies_and_the_searches_run(nc: NATS, worker: Worker) -> None:
+    subjects = worker.config.subjects
+    for n in range(3):
+        await call(nc, subjects, "session_trace", body(f"r-e{n}", **{"raise": "tool_error"}))
+    await call(nc, subjects, "session_event_read", b"[]")  # unreadable envelope
+    await call(nc, subjects, "session_search", body("r-s1", tag="s"))
+    await call(nc, subjects, "session_search", b"not json")
+    stats = await _stats(nc, worker)
+    assert stats["session_trace"]["num_errors"] == 3
+    assert stats["session_trace"]["last_error"] == "404:No such session in this workspace."
+    assert stats["session_event_read"]["num_errors"] == 1
+    assert str(stats["session_event_read"]["last_error"]).startswith("400:")
+    assert stats["session_search"]["num_errors"] == 1
+    assert stats["session_search"]["num_requests"] == 2
+    data = stats["session_search"]["data"]
+    assert isinstance(data, dict)
+    # The search ran to its reply: its run time is counted apart from the enqueue.
+    assert data["run_count"] == 1 and data["run_processing_time"] > 0
+    assert stats["session_event_search"]["num_errors"] == 0
 
 
 async def test_manifest_lists_tools_schemas_modes_and_prompt(nc: NATS, worker: Worker) -> None:
@@ -128,6 +171,20 @@ async def test_a_bad_envelope_is_invalid_arguments_with_micro_headers(
         "status": "error",
         "error": {"code": "SESSION_QUERY_INVALID_ARGUMENTS", "message": reply["error"]["message"]},
     }
+    # A body that is JSON but not an object, or a field of the wrong shape: the message
+    # names the field and never an internal class.
+    for bad_body in (b"[]", b'"text"', b'{"request_id": "r-x", "execution": []}'):
+        reply, msg = await call(nc, subjects, tool, bad_body)
+        assert reply["error"]["code"] == ErrorCode.INVALID_ARGUMENTS
+        assert "instance" not in reply["error"]["message"]
+        assert "ToolRequest" not in reply["error"]["message"]
+        assert "Execution" not in reply["error"]["message"]
+    # A deadline in seconds is refused with a message that says so.
+    seconds = orjson.dumps({"request_id": "r-sec", "execution": {"deadline_ms": 1796000000}})
+    reply, _ = await call(nc, subjects, tool, seconds)
+    assert reply["request_id"] == "r-sec"
+    assert "epoch milliseconds" in reply["error"]["message"]
+    assert "looks like epoch seconds" in reply["error"]["message"]
     # An invalid id is not echoed back.
     reply, _ = await call(nc, subjects, tool, orjson.dumps({"request_id": "bad id!"}))
     assert reply["request_id"] == ""

@@ -49,6 +49,9 @@ async def test_spill_round_trip_with_digest_and_preview_bounds(
     assert locator.digest == _digest(full)
     assert len(locator.name) >= 32  # random and unguessable
     assert "partial" in locator.hint and locator.name in locator.hint
+    # Neutral about the runtime: nothing a model cannot do, no function of one client.
+    assert "fetch_spilled" not in locator.hint and "client" not in locator.hint
+    assert "24 hours" in locator.hint or "seconds" in locator.hint
     preview = reply["content"].encode()
     assert 0 < len(preview) <= 1000
     assert preview.endswith(b"\n")
@@ -115,4 +118,30 @@ def test_preview_cuts_at_a_line_boundary_or_a_character_boundary() -> None:
     assert preview_of(data, 12) == "aaaa\nbbbb\n"
     assert preview_of(data, 100) == data.decode()
     one_line = ("é" * 10).encode()  # 20 bytes, no newline
-    assert preview_of(one_line, 5) == "éé"
+    assert preview_of(one_line, 5) == "éé"  # no room even for the marker
+
+
+def test_a_result_of_one_long_line_still_shows_its_start_with_a_marker() -> None:
+    # The shape of session_event_read of a 120 KB tool/result: two short lines, then the
+    # event's exact JSON on one line.
+    event_json = '{"payload":{"output":"' + "x" * 120_000 + '"}}'
+    text = f"Event seq 7 of session s-1\n\nExact event JSON:\n{event_json}\n"
+    preview = preview_of(text.encode(), 4096)
+    assert len(preview.encode()) <= 4096
+    lines = preview.splitlines()
+    assert lines[:3] == ["Event seq 7 of session s-1", "", "Exact event JSON:"]
+    shown = lines[3]
+    assert shown.startswith('{"payload":{"output":"xxx')
+    assert len(shown) > 900  # the line's start, not nothing
+    hidden = len(event_json) - 1000
+    assert shown.endswith(f" [… line cut: {hidden} more characters]")
+
+
+def test_each_long_line_is_cut_and_the_last_one_to_the_room_left() -> None:
+    text = "\n".join(f"{n}:" + "y" * 3000 for n in range(5)) + "\n"
+    preview = preview_of(text.encode(), 2500, line_chars=1000)
+    lines = preview.splitlines()
+    assert len(lines) == 3 and len(preview.encode()) <= 2500
+    assert lines[0].startswith("0:yyy") and lines[0].endswith("more characters]")
+    assert lines[1].startswith("1:yyy") and lines[1].endswith("more characters]")
+    assert lines[2].startswith("2:yyy") and "line cut" in lines[2]

@@ -7,6 +7,7 @@ per test. The caller is the live payments grandchild, in its current step.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -112,6 +113,17 @@ async def test_representative_rendering_session_event_read(index: Index) -> None
         index, "session_event_read", {"session_id": PAY_CHILD, "seq": 11, "before": 2, "after": 1}
     )
     check_golden("session_event_read", text)
+
+
+async def test_event_read_renders_multi_line_payload_text_below_the_exact_json(
+    index: Index,
+) -> None:
+    text = await call(index, "session_event_read", {"session_id": PAY_ROOT, "seq": 7})
+    check_golden("session_event_read_multiline", text)
+    exact = text.split("Exact event JSON:\n", 1)[1].split("\n", 1)[0]
+    # The exact JSON stays one line, byte for byte; the readable copy follows it.
+    assert json.loads(exact)["seq"] == 7
+    assert "\npayload.output:\n> ============================= test session starts" in text
 
 
 # --- workspace authority over the real provider ---

@@ -8,7 +8,7 @@ pass a success through the spill step. Internal error text never reaches a reply
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import structlog
 from nats.aio.client import Client as NATS
@@ -21,6 +21,7 @@ from worker.runtime import replies
 from worker.runtime.cancellation import CancellationRegistry
 from worker.runtime.logs import request_context
 from worker.runtime.replies import EncodedReply
+from worker.runtime.reply_stats import ReplyStats
 from worker.runtime.spill import Spiller
 from worker.signals import DeadlineExceeded, ExecutionAborted, ExecutionSignal
 from worker.tools.definitions import ToolDefinition, ToolError
@@ -38,14 +39,21 @@ def aborted_reply(request_id: str, error: ExecutionAborted, *, started: bool) ->
 @dataclass(frozen=True, slots=True)
 class Executor:
     spiller: Spiller
+    stats: ReplyStats = field(default_factory=ReplyStats)
 
     async def execute(
         self, tool: ToolDefinition, request: ToolRequest, signal: ExecutionSignal
     ) -> EncodedReply:
         """The reply for ``request``. Never raises (except task cancellation)."""
         # Every line logged while serving it, in any layer, carries request_id and tool.
-        with request_context(request_id=request.request_id, tool=tool.name):
-            return await self._execute(tool, request, signal)
+        runs = signal.error is None  # else it is answered without running
+        started = time.perf_counter_ns()
+        try:
+            with request_context(request_id=request.request_id, tool=tool.name):
+                return await self._execute(tool, request, signal)
+        finally:
+            if runs:
+                self.stats.record_run(tool.name, time.perf_counter_ns() - started)
 
     async def _execute(
         self, tool: ToolDefinition, request: ToolRequest, signal: ExecutionSignal
@@ -87,7 +95,11 @@ def _ms(started: float) -> float:
 
 
 async def admit(
-    nc: NATS, registry: CancellationRegistry, tool: ToolDefinition, msg: Msg
+    nc: NATS,
+    registry: CancellationRegistry,
+    tool: ToolDefinition,
+    msg: Msg,
+    stats: ReplyStats | None = None,
 ) -> ToolRequest | None:
     """The start every endpoint handler shares: the parsed request, or None when it was
     already answered (bad envelope, cancelled before it arrived) or cannot be answered."""
@@ -97,20 +109,34 @@ async def admit(
     try:
         request = replies.parse_request(msg.data)
     except replies.BadEnvelope as bad:
-        await send(nc, msg.reply, bad.reply(), request_id=bad.request_id)
+        await send(
+            nc, msg.reply, bad.reply(), request_id=bad.request_id, tool=tool.name, stats=stats
+        )
         return None
     rid = request.request_id
     if (reason := registry.cancelled_reason(rid)) is not None:
-        await send(nc, msg.reply, replies.error(rid, ErrorCode.CANCELLED, reason), request_id=rid)
+        reply = replies.error(rid, ErrorCode.CANCELLED, reason)
+        await send(nc, msg.reply, reply, request_id=rid, tool=tool.name, stats=stats)
         return None
     return request
 
 
-async def send(nc: NATS, subject: str, reply: EncodedReply, *, request_id: str) -> None:
-    """Publish ``reply``; on a payload the server refuses, send TOOL_FAILED instead."""
+async def send(
+    nc: NATS,
+    subject: str,
+    reply: EncodedReply,
+    *,
+    request_id: str,
+    tool: str = "",
+    stats: ReplyStats | None = None,
+) -> None:
+    """Publish ``reply``; on a payload the server refuses, send TOOL_FAILED instead. With
+    ``stats``, an error reply is counted for ``tool``'s endpoint."""
     try:
         await nc.publish(subject, reply.data, headers=reply.headers)
     except MaxPayloadError:
         log.exception("reply too large to publish", request_id=request_id)
-        fallback = replies.tool_failed(request_id)
-        await nc.publish(subject, fallback.data, headers=fallback.headers)
+        reply = replies.tool_failed(request_id)
+        await nc.publish(subject, reply.data, headers=reply.headers)
+    if stats is not None:
+        stats.record_reply(tool, reply)

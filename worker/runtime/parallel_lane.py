@@ -78,7 +78,7 @@ class ParallelLane:
 
     async def handle(self, tool: ToolDefinition, msg: Msg) -> None:
         """The endpoint handler: admit or answer at once. Must stay quick."""
-        request = await admit(self._nc, self._registry, tool, msg)
+        request = await admit(self._nc, self._registry, tool, msg, self._executor.stats)
         if request is None or not msg.reply:
             return
         rid = request.request_id
@@ -94,7 +94,14 @@ class ParallelLane:
             signal.close()
             self.overloaded += 1
             log.warning("parallel pool full", request_id=rid, tool=tool.name)
-            await send(self._nc, msg.reply, replies.overloaded(rid), request_id=rid)
+            await send(
+                self._nc,
+                msg.reply,
+                replies.overloaded(rid),
+                request_id=rid,
+                tool=tool.name,
+                stats=self._executor.stats,
+            )
 
     async def _runner(self) -> None:
         while True:
@@ -102,7 +109,14 @@ class ParallelLane:
             self._running += 1
             try:
                 reply = await self._executor.execute(job.tool, job.request, job.signal)
-                await send(self._nc, job.reply_to, reply, request_id=job.request.request_id)
+                await send(
+                    self._nc,
+                    job.reply_to,
+                    reply,
+                    request_id=job.request.request_id,
+                    tool=job.tool.name,
+                    stats=self._executor.stats,
+                )
             finally:
                 self._running -= 1
                 job.detach()

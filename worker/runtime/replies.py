@@ -1,4 +1,4 @@
-"""Reply encoding: the JSON body of DESIGN.md plus the nats.micro error headers.
+"""Reply encoding: the JSON body of docs/protocol.md plus the nats.micro error headers.
 
 Every reply this worker sends is built here, so the wire shape has one owner. Error
 headers carry a single-line copy of the message (NATS headers cannot hold CR/LF); the body
@@ -74,6 +74,14 @@ def error_headers(code: ErrorCode, message: str) -> dict[str, str]:
     return {ERROR_HEADER: line or code.value, ERROR_CODE_HEADER: MICRO_STATUS[code]}
 
 
+NOT_AN_OBJECT_MESSAGE: Final = (
+    "The request body must be a JSON object with request_id, execution and arguments."
+)
+# pydantic names the model class in some messages ("... or instance of Execution").
+_CLASS_MENTION: Final = re.compile(r",? or (an )?instance of \w+")
+_OBJECT_ERRORS: Final = frozenset({"model_type", "model_attributes_type", "dict_type"})
+
+
 class BadEnvelope(Exception):
     """The request body is not a valid envelope; ``reply`` answers it."""
 
@@ -92,9 +100,9 @@ def parse_request(data: bytes) -> ToolRequest:
         raw = orjson.loads(data)
     except orjson.JSONDecodeError:
         raise BadEnvelope("", "The request body is not valid JSON.") from None
-    request_id = ""
-    if isinstance(raw, dict) and isinstance(raw.get("request_id"), str):
-        request_id = raw["request_id"]
+    if not isinstance(raw, dict):
+        raise BadEnvelope("", NOT_AN_OBJECT_MESSAGE)
+    request_id = raw["request_id"] if isinstance(raw.get("request_id"), str) else ""
     try:
         return ToolRequest.model_validate(raw)
     except ValidationError as exc:
@@ -122,5 +130,8 @@ def _describe(exc: ValidationError) -> str:
     parts = []
     for err in exc.errors(include_url=False, include_input=False)[:5]:
         loc = ".".join(str(p) for p in err["loc"]) or "request"
-        parts.append(f"{loc}: {err['msg']}")
+        message = "must be a JSON object" if err["type"] in _OBJECT_ERRORS else err["msg"]
+        # A custom validator's message arrives as "Value error, <text>".
+        message = _CLASS_MENTION.sub("", message.removeprefix("Value error, "))
+        parts.append(f"{loc}: {message}")
     return "The request envelope is invalid: " + "; ".join(parts) + "."

@@ -140,7 +140,7 @@ class SearchLane:
 
     async def enqueue(self, tool: ToolDefinition, msg: Msg) -> None:
         """The endpoint handler: put the request on the work queue, or answer at once."""
-        request = await admit(self._nc, self._registry, tool, msg)
+        request = await admit(self._nc, self._registry, tool, msg, self._executor.stats)
         if request is None or not msg.reply:
             return
         rid = request.request_id
@@ -150,7 +150,7 @@ class SearchLane:
         )
         if expired(deadline_ms):
             reply = replies.error(rid, ErrorCode.TIMEOUT, replies.QUEUE_TIMEOUT_MESSAGE)
-            await self._answer(msg.reply, reply, rid)
+            await self._answer(msg.reply, reply, rid, tool)
             return
         headers = {MSG_ID_HEADER: rid, REPLY_HEADER: msg.reply}
         if deadline_ms is not None:
@@ -162,7 +162,7 @@ class SearchLane:
             # headers too and closes the whole connection on a violation.
             bound.info("request too large to enqueue", size=len(msg.data))
             reply = replies.error(rid, ErrorCode.INVALID_ARGUMENTS, TOO_LARGE_MESSAGE)
-            await self._answer(msg.reply, reply, rid)
+            await self._answer(msg.reply, reply, rid, tool)
             return
         try:
             ack = await self._publish(
@@ -172,7 +172,7 @@ class SearchLane:
             full = _queue_full(exc)
             bound.warning("enqueue refused", overloaded=full, err_code=exc.err_code)
             reply = replies.overloaded(rid) if full else replies.tool_failed(rid)
-            await self._answer(msg.reply, reply, rid)
+            await self._answer(msg.reply, reply, rid, tool)
             return
         except (TimeoutError, nats.errors.TimeoutError):
             bound.warning("enqueue timed out")
@@ -180,16 +180,16 @@ class SearchLane:
                 reply = replies.error(rid, ErrorCode.TIMEOUT, replies.QUEUE_TIMEOUT_MESSAGE)
             else:
                 reply = replies.overloaded(rid)
-            await self._answer(msg.reply, reply, rid)
+            await self._answer(msg.reply, reply, rid, tool)
             return
         except Exception:
             bound.exception("enqueue failed")
-            await self._answer(msg.reply, replies.tool_failed(rid), rid)
+            await self._answer(msg.reply, replies.tool_failed(rid), rid, tool)
             return
         if ack.duplicate:
             bound.info("duplicate request id refused")
             reply = replies.error(rid, ErrorCode.INVALID_ARGUMENTS, replies.DUPLICATE_MESSAGE)
-            await self._answer(msg.reply, reply, rid)
+            await self._answer(msg.reply, reply, rid, tool)
             return
         bound.debug("search enqueued", stream_seq=ack.seq)
 
@@ -306,26 +306,26 @@ class SearchLane:
         try:
             request = parse_request(msg.data)
         except BadEnvelope as bad:
-            await self._answer(reply_to, bad.reply(), rid)
+            await self._answer(reply_to, bad.reply(), rid, tool)
             await msg.term()
             return
         deadline_ms = _int_or_none(headers.get(DEADLINE_HEADER))
         delivered = msg.metadata.num_delivered or 1
         if (reason := self._registry.cancelled_reason(rid)) is not None:
             bound.info("queued search cancelled", reason=reason)
-            await self._answer(reply_to, replies.error(rid, ErrorCode.CANCELLED, reason), rid)
+            await self._answer(reply_to, replies.error(rid, ErrorCode.CANCELLED, reason), rid, tool)
             await msg.term()
             return
         if expired(deadline_ms):
             bound.info("queued search expired")
             reply = replies.error(rid, ErrorCode.TIMEOUT, replies.QUEUE_TIMEOUT_MESSAGE)
-            await self._answer(reply_to, reply, rid)
+            await self._answer(reply_to, reply, rid, tool)
             await msg.term()
             return
         if delivered > 1 and delivered >= self._max_deliver:
             # Earlier attempts died without answering: do not let it kill another worker.
             bound.error("search gave up after repeated failed deliveries", delivered=delivered)
-            await self._answer(reply_to, replies.tool_failed(rid), rid)
+            await self._answer(reply_to, replies.tool_failed(rid), rid, tool)
             await msg.term()
             return
         self.running = rid
@@ -338,7 +338,7 @@ class SearchLane:
             heartbeat.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await heartbeat
-        await self._answer(reply_to, reply, rid)
+        await self._answer(reply_to, reply, rid, tool)
         # Ack only after the reply is on the wire: a crash before here means redelivery.
         await msg.ack()
         self.completed += 1
@@ -352,8 +352,11 @@ class SearchLane:
             except Exception:
                 log.warning("in_progress heartbeat failed", exc_info=True)
 
-    async def _answer(self, subject: str, reply: replies.EncodedReply, rid: str) -> None:
-        await send(self._nc, subject, reply, request_id=rid)
+    async def _answer(
+        self, subject: str, reply: replies.EncodedReply, rid: str, tool: ToolDefinition
+    ) -> None:
+        stats = self._executor.stats
+        await send(self._nc, subject, reply, request_id=rid, tool=tool.name, stats=stats)
 
 
 def _queue_full(exc: Exception) -> bool:

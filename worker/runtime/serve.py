@@ -15,6 +15,7 @@ import contextlib
 import dataclasses
 import os
 import shlex
+import shutil
 import signal
 import socket
 import sys
@@ -317,13 +318,26 @@ async def publish_sample_corpus(nc: NATS, subjects: Subjects) -> tuple[int, int]
 def example_command(url: str, subjects: Subjects) -> str:
     from worker.runtime import sample_corpus as sample
 
-    argv = ["sessionquery", "call", "session_search", "--nats-url", url]
+    argv = [command_path(), "call", "session_search", "--nats-url", url]
     if subjects.prefix != Subjects().prefix:
         argv += ["--subject-prefix", subjects.prefix]
     argv += ["--session", sample.DEMO_CALLER]
     argv += ["--step-start-seq", str(current_step_start(sample.DEMO_CALLER))]
     argv.append('{"query": "flaky refund test"}')
     return " ".join(shlex.quote(a) for a in argv)
+
+
+def command_path() -> str:
+    """How to run ``sessionquery`` from a shell so that a printed line works as pasted.
+
+    ``make run`` does not put the venv on PATH: the bare name is used only when PATH finds
+    this same installation, else the script beside this interpreter, by absolute path.
+    """
+    beside = Path(sys.executable).parent / "sessionquery"
+    on_path = shutil.which("sessionquery")
+    if on_path is not None and (not beside.exists() or Path(on_path).samefile(beside)):
+        return "sessionquery"
+    return str(beside.absolute()) if beside.exists() else "sessionquery"
 
 
 def current_step_start(session_id: str) -> int:

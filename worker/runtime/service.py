@@ -25,6 +25,7 @@ from nats.micro.service import Endpoint, EndpointConfig, EndpointStats, Service
 from contracts.subjects import SERVICE_NAME, Subjects
 from worker.runtime import replies
 from worker.runtime.execution import send
+from worker.runtime.reply_stats import ReplyStats
 from worker.runtime.slow_consumers import PendingLimits, SlowConsumerWatch
 from worker.tools.definitions import ToolDefinition, ToolSet
 
@@ -35,8 +36,10 @@ MsgHandler = Callable[[ToolDefinition, Msg], Awaitable[None]]
 MANIFEST_ENDPOINT = "manifest"
 
 
-def manifest_of(toolset: ToolSet) -> dict[str, Any]:
+def manifest_of(toolset: ToolSet, version: str) -> dict[str, Any]:
     return {
+        # The service version (the same as $SRV.INFO's): docs/protocol.md, Versioning.
+        "version": version,
         "tools": [
             {
                 "name": tool.name,
@@ -48,6 +51,17 @@ def manifest_of(toolset: ToolSet) -> dict[str, Any]:
             for tool in toolset.tools
         ],
         "prompt_section": toolset.prompt_section,
+    }
+
+
+def service_metadata(subjects: Subjects, version: str) -> dict[str, str]:
+    """$SRV.INFO's service metadata: where a client finds the rest of the protocol."""
+    return {
+        "subject_prefix": subjects.prefix,
+        "manifest": subjects.manifest,
+        "manifest_version": version,
+        "cancel": subjects.cancel,
+        "protocol": "docs/protocol.md",
     }
 
 
@@ -64,10 +78,13 @@ def endpoint_metadata(tool: ToolDefinition) -> dict[str, str]:
 class ToolService:
     """The registered micro service; ``drain_endpoints`` stops intake, ``stop`` ends it."""
 
-    def __init__(self, nc: NATS, service: Service, manifest: bytes) -> None:
+    def __init__(
+        self, nc: NATS, service: Service, manifest: bytes, reply_stats: ReplyStats | None
+    ) -> None:
         self._nc = nc
         self.micro = service
         self.manifest = manifest
+        self._reply_stats = reply_stats
 
     @property
     def id(self) -> str:
@@ -85,12 +102,19 @@ class ToolService:
         stats: Callable[[str], dict[str, Any]] | None = None,
         pending: PendingLimits | None = None,
         slow_consumers: SlowConsumerWatch | None = None,
+        reply_stats: ReplyStats | None = None,
     ) -> ToolService:
         """Register the service; every endpoint subscribes with ``pending`` limits (nats-py's
         defaults when None), and a tool request one of them drops as a slow consumer is
-        answered through ``slow_consumers``."""
+        answered through ``slow_consumers``. ``reply_stats`` supplies the error counts."""
 
         def stats_data(endpoint: EndpointStats) -> dict[str, Any] | None:
+            if reply_stats is not None:
+                # nats.micro sees no error (the handlers answer errors, never raise).
+                endpoint.num_errors += reply_stats.errors[endpoint.name]
+                endpoint.last_error = reply_stats.last_error.get(endpoint.name) or (
+                    endpoint.last_error
+                )
             # $SRV.STATS shows each endpoint's lane state beside nats.micro's counters.
             return stats(endpoint.name) if stats is not None else None
 
@@ -99,11 +123,11 @@ class ToolService:
             name=SERVICE_NAME,
             version=version,
             description="Read-only search, trace and read tools over earlier agent sessions",
-            metadata={"subject_prefix": subjects.prefix, "manifest": subjects.manifest},
+            metadata=service_metadata(subjects, version),
             stats_handler=stats_data,
         )
-        manifest = orjson.dumps(manifest_of(toolset))
-        self = cls(nc, service, manifest)
+        manifest = orjson.dumps(manifest_of(toolset, version))
+        self = cls(nc, service, manifest, reply_stats)
         for tool in toolset.tools:
             sub = await add_endpoint(
                 nc,
@@ -117,7 +141,7 @@ class ToolService:
                 pending,
             )
             if slow_consumers is not None:
-                slow_consumers.answer_dropped_requests(sub)
+                slow_consumers.answer_dropped_requests(sub, tool.name)
         await add_endpoint(
             nc,
             service,
@@ -142,7 +166,15 @@ class ToolService:
                 if msg.reply:
                     rid = replies.request_id_of(msg.data)
                     with contextlib.suppress(Exception):
-                        await send(self._nc, msg.reply, replies.tool_failed(rid), request_id=rid)
+                        reply = replies.tool_failed(rid)
+                        await send(
+                            self._nc,
+                            msg.reply,
+                            reply,
+                            request_id=rid,
+                            tool=tool.name,
+                            stats=self._reply_stats,
+                        )
 
         return handle
 

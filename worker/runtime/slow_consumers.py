@@ -43,6 +43,7 @@ from nats.aio.subscription import Subscription
 from nats.errors import SlowConsumerError
 
 from worker.runtime import replies
+from worker.runtime.reply_stats import ReplyStats
 
 log = structlog.get_logger("worker.runtime.slow_consumers")
 
@@ -76,12 +77,15 @@ class SlowConsumerWatch:
     other error still goes there) and ``uninstall`` restores it.
     """
 
-    def __init__(self, nc: NATS, limits: PendingLimits) -> None:
+    def __init__(
+        self, nc: NATS, limits: PendingLimits, reply_stats: ReplyStats | None = None
+    ) -> None:
         self._nc = nc
         self.limits = limits
+        self._reply_stats = reply_stats
         self.dropped: Counter[str] = Counter()  # per subject
         self.answered_overloaded = 0
-        self._tool_subs: set[Subscription] = set()
+        self._tool_subs: dict[Subscription, str] = {}  # subscription -> tool name
         self._logged_at: dict[str, float] = {}
         self._previous: ErrorCallback | None = None
 
@@ -101,9 +105,9 @@ class SlowConsumerWatch:
             self._nc._error_cb = self._previous
             self._previous = None
 
-    def answer_dropped_requests(self, sub: Subscription) -> None:
+    def answer_dropped_requests(self, sub: Subscription, tool: str) -> None:
         """Requests this subscription drops are answered OVERLOADED (tool endpoints)."""
-        self._tool_subs.add(sub)
+        self._tool_subs[sub] = tool
 
     async def _on_error(self, exc: Exception) -> None:
         if isinstance(exc, SlowConsumerError):
@@ -125,6 +129,8 @@ class SlowConsumerWatch:
             else:
                 answered = True
                 self.answered_overloaded += 1
+                if self._reply_stats is not None:
+                    self._reply_stats.record_reply(self._tool_subs[exc.sub], reply)
         now = time.monotonic()
         if now - self._logged_at.get(subject, float("-inf")) < LOG_EVERY_S:
             return

@@ -2,7 +2,8 @@
 
 A result whose text is over the threshold (or whose encoded reply would not fit) is stored
 whole in a JetStream object store under a random, unguessable name; the reply carries a
-preview cut at a line boundary, the locator and a hint. The tools know nothing of this.
+preview (whole lines, long lines cut with a marker), the locator and a hint. The tools
+know nothing of this.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ log = structlog.get_logger("worker.runtime.spill")
 
 # Room for the reply envelope around the inline text, and for headers.
 PAYLOAD_HEADROOM_BYTES: Final = 8 * 1024
-CHUNK_BYTES: Final = 1024 * 1024  # 1 MiB chunks put ~1.7× faster than 128 KiB (DESIGN.md)
+CHUNK_BYTES: Final = 1024 * 1024  # 1 MiB chunks put ~1.7× faster than 128 KiB (measured)
 NAME_ENTROPY_BYTES: Final = 24  # 192 random bits: unguessable
 
 
@@ -57,27 +58,75 @@ class SpillPolicy:
             raise SpillConfigError("spill_ttl_s must be positive")
 
 
-def preview_of(data: bytes, limit: int) -> str:
-    """The start of ``data``, at most ``limit`` bytes, cut after the last whole line.
+# A line longer than this many characters is cut in the preview, with a marker: a result
+# that is one long line (an event's exact JSON) still shows its start.
+PREVIEW_LINE_CHARS: Final = 1000
+# The last line that does not fit whole is cut to the room left, when at least this much.
+MIN_CUT_BYTES: Final = 120
 
-    A first line longer than ``limit`` is cut at the last whole UTF-8 character instead.
-    """
+
+def _cut_marker(hidden: int) -> str:
+    return f" [… line cut: {hidden} more characters]\n"
+
+
+def _capped(line: str, line_chars: int) -> str:
+    """``line``, or its first ``line_chars`` characters and a marker when it is longer."""
+    body = line.rstrip("\n")
+    if len(body) <= line_chars:
+        return line
+    return body[:line_chars] + _cut_marker(len(body) - line_chars)
+
+
+def _cut_to(line: str, room: int, line_chars: int) -> str | None:
+    """The start of ``line`` and its marker in at most ``room`` bytes; None when not even
+    the marker fits."""
+    body = line.rstrip("\n")
+    # The marker's size with the largest count it can carry.
+    marker_bytes = len(_cut_marker(len(body)).encode("utf-8"))
+    if room < marker_bytes:
+        return None
+    kept = body[:line_chars].encode("utf-8")[: room - marker_bytes].decode("utf-8", "ignore")
+    return kept + _cut_marker(len(body) - len(kept))
+
+
+def preview_of(data: bytes, limit: int, *, line_chars: int = PREVIEW_LINE_CHARS) -> str:
+    """The start of ``data`` in at most ``limit`` bytes: whole lines while they fit, each
+    line longer than ``line_chars`` characters cut with a marker saying how much is hidden,
+    and the first line that does not fit cut to the room left (when worth it)."""
     if len(data) <= limit:
-        return data.decode("utf-8")
-    head = data[:limit]
-    cut = head.rfind(b"\n")
-    if cut >= 0:
-        head = head[: cut + 1]
-    return head.decode("utf-8", errors="ignore")
+        return data.decode("utf-8", errors="replace")
+    out: list[str] = []
+    used = 0
+    for line in data.decode("utf-8", errors="replace").splitlines(keepends=True):
+        capped = _capped(line, line_chars)
+        size = len(capped.encode("utf-8"))
+        if used + size <= limit:
+            out.append(capped)
+            used += size
+            continue
+        if out and limit - used < MIN_CUT_BYTES:
+            break
+        cut = _cut_to(line, limit - used, line_chars)
+        if cut is not None:
+            out.append(cut)
+        elif not out:
+            # Not even a marker fits: the start of the first line, at a character boundary.
+            out.append(data[:limit].decode("utf-8", errors="ignore"))
+        break
+    return "".join(out)
 
 
-def hint_for(locator_bucket: str, name: str, size: int, shown: int) -> str:
+def hint_for(bucket: str, name: str, size: int, ttl_s: int) -> str:
+    """What the model reads beside the preview: neutral about the runtime and its language."""
+    kept = f"{ttl_s // 3600} hours" if ttl_s % 3600 == 0 else f"{ttl_s} seconds"
     return (
-        f"The result is {size} bytes, too large to send inline; the content above is only "
-        f"its first {shown} bytes (cut at a line boundary), so it is partial. The complete "
-        f"text is in the JetStream object store bucket {locator_bucket!r} as object "
-        f"{name!r} for a limited time; fetch it with the spill locator (e.g. the client's "
-        f"fetch_spilled) and check its SHA-256 digest."
+        f"The result is {size} bytes, too large to send inline. The content above is a "
+        f"partial preview: the start of the result, with lines longer than "
+        f"{PREVIEW_LINE_CHARS} characters cut where marked. The complete text is kept for "
+        f"{kept} in the object store bucket {bucket!r} as object {name!r}; the agent runtime "
+        f"can retrieve it with this reply's spill locator and verify its SHA-256 digest. To "
+        f"see a specific part, call the tool again with narrower arguments (a more specific "
+        f"query, filters, or a smaller before/after window)."
     )
 
 
@@ -109,10 +158,8 @@ class Spiller:
                 return inline
         locator = await self.store(data)
         preview = preview_of(data, self.policy.preview_bytes)
-        shown = len(preview.encode("utf-8"))
-        locator = locator.model_copy(
-            update={"hint": hint_for(locator.bucket, locator.name, locator.size, shown)}
-        )
+        hint = hint_for(locator.bucket, locator.name, locator.size, self.policy.ttl_s)
+        locator = locator.model_copy(update={"hint": hint})
         return replies.ok(request_id, preview, locator)
 
     async def store(self, data: bytes) -> SpillLocator:

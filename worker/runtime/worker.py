@@ -24,6 +24,7 @@ from worker.runtime.cancellation import CancellationRegistry, CancelListener
 from worker.runtime.config import WorkerConfig
 from worker.runtime.execution import Executor
 from worker.runtime.parallel_lane import ParallelLane
+from worker.runtime.reply_stats import ReplyStats
 from worker.runtime.search_lane import ACTOR_NAME as SEARCH_ACTOR
 from worker.runtime.search_lane import FETCH_POLL_S, SearchLane
 from worker.runtime.service import MsgHandler, ToolService
@@ -66,6 +67,7 @@ class Worker:
         cancel_listener: CancelListener,
         index: _Index | None,
         slow_consumers: SlowConsumerWatch,
+        reply_stats: ReplyStats,
     ) -> None:
         self.nc = nc
         self.config = config
@@ -77,6 +79,7 @@ class Worker:
         self._cancel_listener = cancel_listener
         self._index = index
         self.slow_consumers = slow_consumers
+        self.reply_stats = reply_stats
         self.service: ToolService | None = None
         self._stopped = False
 
@@ -97,7 +100,8 @@ class Worker:
         pending = PendingLimits.of(
             config.endpoint_pending_msgs, config.endpoint_pending_bytes, nc.max_payload
         )
-        slow_consumers = SlowConsumerWatch(nc, pending)
+        reply_stats = ReplyStats()
+        slow_consumers = SlowConsumerWatch(nc, pending, reply_stats)
         slow_consumers.install()
         opened: _Index | None = None
         if index:
@@ -119,7 +123,7 @@ class Worker:
                     replicas=config.stream_replicas,
                 ),
             )
-            executor = Executor(spiller=spiller)
+            executor = Executor(spiller=spiller, stats=reply_stats)
             registry = CancellationRegistry()
             search = SearchLane(
                 nc,
@@ -156,6 +160,7 @@ class Worker:
                 cancel_listener=listener,
                 index=opened,
                 slow_consumers=slow_consumers,
+                reply_stats=reply_stats,
             )
             # Cancels must be heard before the first request can arrive.
             await listener.subscribe()
@@ -171,6 +176,7 @@ class Worker:
                 stats=worker._endpoint_stats,
                 pending=pending,
                 slow_consumers=slow_consumers,
+                reply_stats=reply_stats,
             )
             supervisor.start(SEARCH_ACTOR, search.run)
         except BaseException:
@@ -208,10 +214,21 @@ class Worker:
                 self.config.subjects.tool(endpoint)
             ],
         }
+        # nats.micro's processing_time covers the handler only: the enqueue (searches) or
+        # the admission to the pool; run_* cover the tool runs this worker executed.
+        runs = self.reply_stats.run_figures(endpoint)
         if tool.execution == "exclusive":
-            return {"lane": "search-queue", "running": self.search.running is not None, **intake}
+            return {
+                "lane": "search-queue",
+                "running": self.search.running is not None,
+                "processing_time_covers": "enqueue",
+                **runs,
+                **intake,
+            }
         return {
             "lane": "parallel-pool",
+            "processing_time_covers": "admission",
+            **runs,
             "running": self.parallel.running,
             "waiting": self.parallel.waiting,
             "overloaded": self.parallel.overloaded,

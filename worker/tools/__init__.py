@@ -30,11 +30,14 @@ from worker.tools.prompt import PROMPT_SECTION, prompt_section
 from worker.tools.service_boundary import ServiceBoundary
 
 __all__ = [
+    "ARGUMENT_MODELS",
+    "JSON_SCHEMA_DIALECT",
     "PROMPT_SECTION",
     "ToolConfig",
     "ToolDefinition",
     "ToolError",
     "ToolSet",
+    "input_schema",
     "register_tools",
 ]
 
@@ -67,10 +70,26 @@ _DESCRIPTIONS: Mapping[str, str] = {
 }
 
 
+JSON_SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
+
+ARGUMENT_MODELS: Mapping[str, type[BaseModel]] = {
+    "session_search": args_input.SessionSearchArguments,
+    "session_event_search": args_input.SessionEventSearchArguments,
+    "session_trace": args_input.SessionTraceArguments,
+    "session_event_trace": args_input.SessionEventTraceArguments,
+    "session_event_read": args_input.SessionEventReadArguments,
+}
+
+
+def input_schema(name: str, max_event_window: int) -> dict[str, Any]:
+    """The manifest's JSON Schema (2020-12) for one tool's arguments."""
+    return _with_window_limit(_schema(ARGUMENT_MODELS[name]), max_event_window)
+
+
 def _schema(model: type[BaseModel]) -> dict[str, Any]:
     """The model's JSON Schema, flattened for a model to read: an optional field is shown as
     its plain type (omitting it is how a model says "none"), without generated titles."""
-    schema = model.model_json_schema()
+    schema = {"$schema": JSON_SCHEMA_DIALECT, **model.model_json_schema()}
     schema.pop("title", None)
     properties: dict[str, dict[str, Any]] = schema.get("properties", {})
     for name, prop in list(properties.items()):
@@ -84,11 +103,10 @@ def _schema(model: type[BaseModel]) -> dict[str, Any]:
     return schema
 
 
-def _with_window_limit(schema: dict[str, Any], service: SessionQueryService) -> dict[str, Any]:
+def _with_window_limit(schema: dict[str, Any], limit: int) -> dict[str, Any]:
     """Show the service's event-window bound on before/after, so the model need not guess."""
     properties = schema.get("properties", {})
     if "before" in properties and "after" in properties:
-        limit = service.limits.max_event_window
         for name in ("before", "after"):
             properties[name]["maximum"] = limit
     return schema
@@ -102,43 +120,24 @@ def register_tools(
 ) -> ToolSet:
     """The five tools over ``service``. Searches are ``exclusive``, the rest ``parallel``."""
     operations = Operations(service=service, boundary=ServiceBoundary(logger), config=config)
-    table: tuple[tuple[str, type[BaseModel], ExecutionMode, ToolRun], ...] = (
-        (
-            "session_search",
-            args_input.SessionSearchArguments,
-            "exclusive",
-            operations.session_search,
-        ),
-        (
-            "session_event_search",
-            args_input.SessionEventSearchArguments,
-            "exclusive",
-            operations.session_event_search,
-        ),
-        ("session_trace", args_input.SessionTraceArguments, "parallel", operations.session_trace),
-        (
-            "session_event_trace",
-            args_input.SessionEventTraceArguments,
-            "parallel",
-            operations.session_event_trace,
-        ),
-        (
-            "session_event_read",
-            args_input.SessionEventReadArguments,
-            "parallel",
-            operations.session_event_read,
-        ),
+    table: tuple[tuple[str, ExecutionMode, ToolRun], ...] = (
+        ("session_search", "exclusive", operations.session_search),
+        ("session_event_search", "exclusive", operations.session_event_search),
+        ("session_trace", "parallel", operations.session_trace),
+        ("session_event_trace", "parallel", operations.session_event_trace),
+        ("session_event_read", "parallel", operations.session_event_read),
     )
+    window = service.limits.max_event_window
     tools = tuple(
         ToolDefinition(
             name=name,
             description=_DESCRIPTIONS[name],
-            input_schema=_with_window_limit(_schema(model), service),
+            input_schema=input_schema(name, window),
             execution=mode,
             run=_guarded(name, run, operations.boundary),
             read_only=True,
         )
-        for name, model, mode, run in table
+        for name, mode, run in table
     )
     return ToolSet(tools=tools, prompt_section=prompt_section(config.max_search_results))
 

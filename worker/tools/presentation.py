@@ -6,6 +6,7 @@ rendered here: the operations hand over authorized, projected values only.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -298,6 +299,7 @@ def render_event_read(
         "Exact event JSON:",
         target.raw_json,
     ]
+    lines.extend(_readable_text_fields(target.raw_json))
     if before:
         lines.append("")
         lines.append(f"Before ({_count(len(window.before), 'event')}, oldest first):")
@@ -311,6 +313,49 @@ def render_event_read(
         if not window.after:
             lines.append("  none (no later events)")
     return "\n".join(lines)
+
+
+# Multi-line payload strings rendered below the exact JSON, at most this many.
+_MAX_READABLE_FIELDS: Final = 20
+_QUOTE_PREFIX: Final = "> "
+
+
+def _readable_text_fields(raw_json: str) -> list[str]:
+    """The payload's multi-line strings again, readable: the JSON above shows them as one
+    string full of \\n escapes. Every line is prefixed, so the text cannot end the quote."""
+    if "\\n" not in raw_json:  # no escaped newline: nothing to render (the common case)
+        return []
+    try:
+        payload = json.loads(raw_json).get("payload")
+    except (ValueError, AttributeError):
+        return []
+    fields = [(path, text) for path, text in _strings("payload", payload) if "\n" in text]
+    if not fields:
+        return []
+    lines = [
+        "",
+        f"Multi-line text of the payload, rendered (each line prefixed with "
+        f'"{_QUOTE_PREFIX.strip()}"; the exact JSON above is authoritative):',
+    ]
+    for path, text in fields[:_MAX_READABLE_FIELDS]:
+        lines.append(f"{path}:")
+        lines.extend(
+            _QUOTE_PREFIX + line if line else _QUOTE_PREFIX.strip() for line in text.splitlines()
+        )
+    if len(fields) > _MAX_READABLE_FIELDS:
+        lines.append(f"({len(fields) - _MAX_READABLE_FIELDS} more multi-line fields not shown)")
+    return lines
+
+
+def _strings(path: str, value: object) -> list[tuple[str, str]]:
+    """(JSON path, string) for every string inside ``value``, in document order."""
+    if isinstance(value, str):
+        return [(path, value)]
+    if isinstance(value, dict):
+        return [pair for key, item in value.items() for pair in _strings(f"{path}.{key}", item)]
+    if isinstance(value, list):
+        return [pair for i, item in enumerate(value) for pair in _strings(f"{path}[{i}]", item)]
+    return []
 
 
 def _quote(text: str) -> str:

@@ -1,0 +1,46 @@
+"""Per-endpoint figures for ``$SRV.STATS`` that nats.micro cannot see.
+
+nats.micro counts an error only when an endpoint handler raises, and times only the
+handler. Here the handlers never raise (every failure is answered with an error reply) and
+return as soon as the request is queued (search) or admitted to the pool (traces, reads),
+so this records what the replies were and how long the tools ran.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from worker.runtime.replies import ERROR_CODE_HEADER, ERROR_HEADER, EncodedReply
+
+
+class ReplyStats:
+    """Error replies sent and tool run times, per tool endpoint name."""
+
+    def __init__(self) -> None:
+        self.errors: Counter[str] = Counter()
+        self.last_error: dict[str, str] = {}
+        self.runs: Counter[str] = Counter()
+        self.run_ns: Counter[str] = Counter()
+
+    def record_reply(self, tool: str, reply: EncodedReply) -> None:
+        headers = reply.headers
+        if headers is None or ERROR_CODE_HEADER not in headers:
+            return
+        self.errors[tool] += 1
+        # nats.micro's own format, "<code>:<description>" (the code's single-line message).
+        self.last_error[tool] = f"{headers[ERROR_CODE_HEADER]}:{headers.get(ERROR_HEADER, '')}"
+
+    def record_run(self, tool: str, elapsed_ns: int) -> None:
+        self.runs[tool] += 1
+        self.run_ns[tool] += elapsed_ns
+
+    def run_figures(self, tool: str) -> dict[str, Any]:
+        """The tool runs this worker executed, for the endpoint's ``data``."""
+        runs = self.runs[tool]
+        total = self.run_ns[tool]
+        return {
+            "run_count": runs,
+            "run_processing_time": total,
+            "run_average_processing_time": total // runs if runs else 0,
+        }
