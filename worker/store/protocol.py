@@ -119,6 +119,9 @@ class SessionHit:
     excerpt: str  # the matched text, [ and ] around matched words
     score: float  # lower is better
     matching_events: int  # matching events in this session after filters
+    # When another hit on the page shows the same excerpt (a resumed or forked session that
+    # copied events), this session's first message the others lack: "seq N: text".
+    own_line: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -79,12 +79,8 @@ class QueryPlan:
 
     @property
     def natural_language(self) -> bool:
-        """A question or sentence rather than keywords: function words, or three or more
-        bare words."""
-        terms = [t for g in self.groups for t in g]
-        return any(t.function_word for t in terms) or (
-            len(terms) >= 3 and not any(t.quoted for t in terms)
-        )
+        """A question or sentence rather than keywords: it holds function words."""
+        return any(t.function_word for g in self.groups for t in g)
 
     @property
     def optional(self) -> tuple[tuple[PlanTerm, ...], ...]:

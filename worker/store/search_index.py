@@ -156,6 +156,7 @@ class SearchIndexWriter:
             committed.event_id, committed.deletion_id, committed.stream_seq, uid
         )
         self._committed = self._position
+        self._progress = _Progress()
         self._dirty = committed.uid != uid  # a fresh index records its uid at once
         self._last_commit = time.monotonic()
 
@@ -210,7 +211,12 @@ class SearchIndexWriter:
             self._dirty = True
         if self._dirty:
             self._position = Position(last_id, deletion_id, stream_seq, self._position.uid)
+        self._progress.step(len(rows), lambda: self._remaining(last_id))
         return len(rows)
+
+    def _remaining(self, last_id: int) -> int:
+        row = self._conn.execute("SELECT count(*) FROM events WHERE id > ?", (last_id,)).fetchone()
+        return int(row[0])
 
     def _apply_deletions(self) -> int:
         rows = self._conn.execute(
@@ -249,14 +255,12 @@ class SearchIndexWriter:
     def commit_due(self) -> bool:
         return self._dirty and time.monotonic() - self._last_commit >= self._commit_interval
 
-    def catch_up(self, *, progress: Callable[[int], None] | None = None) -> int:
+    def catch_up(self) -> int:
         """Follow until nothing is left, committing as it goes. Returns events added."""
         total = 0
         while True:
             added = self.follow()
             total += added
-            if added and progress is not None:
-                progress(total)
             if added < _FOLLOW_CHUNK:
                 break
             if self.commit_due():
@@ -269,6 +273,45 @@ class SearchIndexWriter:
             self.commit()
         with contextlib.suppress(Exception):
             self._writer.wait_merging_threads()
+
+
+class _Progress:
+    """Logs a long catch-up (a rebuild) every few seconds: done, left, rate, ETA."""
+
+    _EVERY_S: Final = 5.0
+    _BIG_STEP: Final = 1000  # steps this large mean a backlog, not live ingestion
+
+    def __init__(self) -> None:
+        self._started: float | None = None
+        self._done = 0
+        self._logged = 0.0
+
+    def step(self, added: int, remaining: Callable[[], int]) -> None:
+        now = time.monotonic()
+        if self._started is None:
+            if added < self._BIG_STEP:
+                return
+            self._started, self._logged = now, now
+        self._done += added
+        if added < self._BIG_STEP:
+            log.info(
+                "search index caught up",
+                events=self._done,
+                seconds=round(now - self._started, 1),
+            )
+            self._started, self._done = None, 0
+            return
+        if now - self._logged >= self._EVERY_S:
+            left = remaining()
+            rate = self._done / max(now - self._started, 1e-6)
+            log.info(
+                "search index catching up",
+                events=self._done,
+                remaining=left,
+                events_per_s=round(rate),
+                eta_s=round(left / rate) if rate else None,
+            )
+            self._logged = now
 
 
 def _store_uid(conn: sqlite3.Connection) -> int:

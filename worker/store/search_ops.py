@@ -16,7 +16,7 @@ terms that match nothing at all.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
 import orjson
@@ -52,6 +52,8 @@ TITLE_TYPE: Final = "session/title"
 _ROUND_MIN: Final = 200
 _ROUND_MAX: Final = 4000
 _MAX_ROUNDS: Final = 50
+# Groups of sessions with the same excerpt that get their own lines, per page.
+_MAX_COPY_GROUPS: Final = 10
 # Candidates a page may skip and take at most: a page past this is empty (a model's
 # search stops at the tool's result cap long before).
 MAX_CANDIDATE_WINDOW: Final = 100_000
@@ -224,7 +226,7 @@ class SessionSearch:
         ids = [entry.strongest or entry.event_id for _, entry in chosen]
         counts = session_counts(self._searcher, query, [sid for sid, _ in chosen])
         loaded = load_events(self._fetch, ids, self._plan, cwd=self._cwd)
-        hits = []
+        hits: list[SessionHit] = []
         for (session_id, entry), event_id in zip(chosen, ids, strict=True):
             row = loaded.get(event_id)
             if row is None:
@@ -239,7 +241,25 @@ class SessionSearch:
                     matching_events=max(1, counts.get(session_id, 1)),
                 )
             )
-        return hits
+        return self._told_apart(hits)
+
+    def _told_apart(self, hits: list[SessionHit]) -> list[SessionHit]:
+        """Sessions whose excerpts are the same text (copied events) get their own line."""
+        by_excerpt: dict[str, list[str]] = {}
+        for hit in hits:
+            by_excerpt.setdefault(hit.excerpt, []).append(hit.header.session_id)
+        copies = [ids for ids in by_excerpt.values() if len(ids) > 1]
+        if not copies:
+            return hits
+        own: dict[str, str] = {}
+        for group in copies[:_MAX_COPY_GROUPS]:
+            own.update(own_lines(self._fetch, group))
+        return [
+            replace(hit, own_line=own.get(hit.header.session_id))
+            if hit.header.session_id in own
+            else hit
+            for hit in hits
+        ]
 
     def _best_not_title(self, query: tantivy.Query, session_id: str) -> int | None:
         narrowed = tantivy.Query.boolean_query(
@@ -371,6 +391,26 @@ def search_session_events(
         )
         result.filtered_out = count(searcher, builder.partial(minimal)) > 0
     return result
+
+
+def own_lines(fetch: Fetch, session_ids: Sequence[str]) -> dict[str, str]:
+    """For each session, its first message whose text none of the others holds."""
+    found = fetch(
+        "SELECT session_id, seq, substr(body, 1, :chars) FROM events"
+        " WHERE session_id IN (SELECT value FROM json_each(:ids))"
+        " AND surface IN ('user', 'assistant') ORDER BY session_id, seq LIMIT :cap",
+        {"ids": rows.json_list(session_ids), "chars": rows.PREVIEW_SOURCE_CHARS, "cap": 20_000},
+    )
+    texts: dict[str, list[tuple[int, str]]] = {}
+    for session_id, seq, body in found:
+        texts.setdefault(session_id, []).append((int(seq), body))
+    lines: dict[str, str] = {}
+    for session_id, mine in texts.items():
+        others = {body for sid, items in texts.items() if sid != session_id for _, body in items}
+        first = next(((seq, body) for seq, body in mine if body not in others), None)
+        if first is not None:
+            lines[session_id] = f"seq {first[0]}: {rows.preview(first[1])}"
+    return lines
 
 
 def load_events(

@@ -302,11 +302,7 @@ class WriterCore:
         if self.search is None or not self.search.behind:
             return
         started = time.monotonic()
-
-        def progress(done: int) -> None:
-            log.info("search index catching up", events=done)
-
-        total = self.search.catch_up(progress=progress)
+        total = self.search.catch_up()
         log.info(
             "search index caught up", events=total, seconds=round(time.monotonic() - started, 1)
         )

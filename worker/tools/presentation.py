@@ -124,6 +124,8 @@ def render_session_search(
             f"({_count(hit.matching_events, 'matching event')})"
         )
         lines.append(f"   {_one_line(hit.excerpt)}")
+        if hit.own_line:
+            lines.append(f"   shares copied events with another result; its own: {hit.own_line}")
     lines.append("")
     if outcome.capped:
         lines.append(
