@@ -40,6 +40,7 @@ class AiderConverter:
         self.time: str | None = None
         self.kind: str | None = None  # "user", "tool", "assistant": the run being gathered
         self.lines: list[str] = []
+        self.in_fence = False
 
     def feed(self, line_no: int, line: bytes) -> list[Outgoing]:
         self.tally.lines += 1
@@ -54,8 +55,13 @@ class AiderConverter:
         elif self.session is None:
             if text.strip():
                 self.tally.skip("line before the first session header")
+        elif self.in_fence:
+            self.lines.append(text)
+            self.in_fence = not text.startswith("```")
         else:
             kind, body = _classify(text)
+            # Code fences hold edit blocks whose lines may start with ">" or "####".
+            self.in_fence = kind == "assistant" and text.startswith("```")
             if kind != self.kind and kind != "blank":
                 out.extend(self._flush())
                 self.kind = kind
@@ -84,6 +90,7 @@ class AiderConverter:
             session = f"{base}-{n}"
         self.session = session
         self.kind = None
+        self.in_fence = False
         return self.sessions.start(session, time=self.time, cwd=self.cwd,
                                    extra={"history_file": self.path})  # fmt: skip
 

@@ -23,6 +23,8 @@ MAX_ID: Final = 128
 # default) and caps the searchable text per event anyway.
 MAX_TEXT_CHARS: Final = 200_000
 EPOCH: Final = "1970-01-01T00:00:00Z"
+# Events a compaction never replaces: the session's frame, not its conversation.
+_NOT_REPLACEABLE: Final = frozenset({"session/start", "session/title", "session/end", "compaction"})
 
 
 def safe_id(raw: str, *, prefix: str = "") -> str:
@@ -152,8 +154,8 @@ class SessionState:
     next_seq: int = 1
     last_time: str = EPOCH
     ended: bool = False
-    # seq of the first event a later compaction replaces (after the previous compaction).
-    compact_from: int = 2
+    # Content events since the previous compaction: what the next compaction replaces.
+    replaceable: list[int] = field(default_factory=list)
 
 
 class Sessions:
@@ -213,19 +215,28 @@ class Sessions:
         if cites:
             body["cites"] = [{"session_id": sid, "seq": s} for sid, s in cites]
         self.events += 1
+        if type_ not in _NOT_REPLACEABLE:
+            state.replaceable.append(seq)
         return Outgoing(session_id, seq, orjson.dumps(body))
 
     def compaction(
-        self, session_id: str, time: str | None, payload: dict[str, Any], source_type: str
+        self,
+        session_id: str,
+        time: str | None,
+        payload: dict[str, Any],
+        source_type: str,
+        *,
+        through: int | None = None,
     ) -> Outgoing:
-        """A compaction replacing everything since the previous one (not the start)."""
+        """A compaction replacing the content events since the previous one, up to
+        ``through`` when the source names the last event it summarised."""
         state = self.by_id[session_id]
-        replaced = list(range(state.compact_from, state.next_seq))
-        out = self.emit(
+        limit = state.next_seq if through is None else through
+        replaced = [seq for seq in state.replaceable if seq <= limit]
+        state.replaceable = [seq for seq in state.replaceable if seq > limit]
+        return self.emit(
             session_id, "compaction", "system", time, payload, source_type, replaces=replaced
         )
-        state.compact_from = state.next_seq
-        return out
 
     def end(self, session_id: str, *, reason: str, time: str | None = None) -> Outgoing | None:
         state = self.by_id.get(session_id)

@@ -52,6 +52,7 @@ class ClaudeCodeConverter:
         self.side_threads: dict[str, str] = {}
         self.pending_titles: list[tuple[str, str | None]] = []
         self.boundary: dict[str, dict[str, Any]] = {}  # session -> its pending compact boundary
+        self.last_seq: dict[str, int] = {}  # record uuid -> seq of its last event
 
     def feed(self, line_no: int, line: bytes) -> list[Outgoing]:
         self.tally.lines += 1
@@ -89,6 +90,9 @@ class ClaudeCodeConverter:
             out.extend(self._assistant(session, record, time))
         else:
             out.extend(self._user(session, record, time))
+        uuid = record.get("uuid")
+        if isinstance(uuid, str) and out and out[-1].session_id == session:
+            self.last_seq[uuid] = out[-1].seq
         return out
 
     def _session_for(self, record: dict[str, Any], out: list[Outgoing]) -> str | None:
@@ -155,7 +159,10 @@ class ClaudeCodeConverter:
         subtype = record.get("subtype")
         if subtype == "compact_boundary":
             meta = record.get("compactMetadata")
-            self.boundary[session] = meta if isinstance(meta, dict) else {}
+            boundary = dict(meta) if isinstance(meta, dict) else {}
+            # The boundary names the last record before it: what the summary stands for.
+            boundary["_through"] = self.last_seq.get(str(record.get("logicalParentUuid")))
+            self.boundary[session] = boundary
             self.tally.skip("system:compact_boundary (folded into the compaction)")
             return
         self.tally.skip(f"system:{subtype}")
@@ -249,7 +256,9 @@ class ClaudeCodeConverter:
         for key in ("trigger", "preTokens"):
             if key in meta:
                 payload[key] = meta[key]
-        return self.sessions.compaction(session, time, payload, "user:isCompactSummary")
+        return self.sessions.compaction(
+            session, time, payload, "user:isCompactSummary", through=meta.get("_through")
+        )
 
     def _emit(
         self, session: str, type_: str, surface: str, time: str | None, payload: dict[str, Any],
