@@ -177,7 +177,9 @@ class Sessions:
     ) -> Outgoing:
         state = SessionState(session_id)
         self.by_id[session_id] = state
-        payload: dict[str, Any] = {"cwd": cwd, "parent_session_id": parent, **(extra or {})}
+        payload: dict[str, Any] = {
+            "cwd": cwd, "parent_session_id": parent, "source": self.source, **(extra or {})
+        }  # fmt: skip
         return self.emit(session_id, "session/start", "system", time, payload, "session")
 
     def has(self, session_id: str) -> bool:
@@ -208,7 +210,9 @@ class Sessions:
             "type": type_,
             "surface": surface,
             "time": state.last_time,
-            "payload": {**payload, "source": self.source, "source_type": source_type},
+            # Every string in a payload is searchable text: the source's own ids and the
+            # format's name stay out of it (the event id and session/start carry them).
+            "payload": {**payload, "source_type": source_type},
         }
         if replaces:
             body["replaces"] = replaces

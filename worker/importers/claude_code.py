@@ -152,8 +152,10 @@ class ClaudeCodeConverter:
         return [self._title_event(session, title, ref) for title, ref in titles]
 
     def _title_event(self, session: str, title: str, ref: str | None) -> Outgoing:
-        payload = {"title": cut(title), "leaf_uuid": ref}
-        return self.sessions.emit(session, "session/title", "system", None, payload, "summary")
+        payload = {"title": cut(title)}
+        return self.sessions.emit(
+            session, "session/title", "system", None, payload, "summary", source_ref=ref
+        )
 
     def _system(self, session: str, record: dict[str, Any]) -> None:
         subtype = record.get("subtype")
@@ -171,9 +173,7 @@ class ClaudeCodeConverter:
         message = record.get("message")
         content = message.get("content") if isinstance(message, dict) else None
         uuid = str(record.get("uuid") or "")
-        base = {"uuid": uuid or None}
-        if isinstance(message, dict) and isinstance(message.get("model"), str):
-            base["model"] = message["model"]
+        base: dict[str, Any] = {}
         if isinstance(content, str):
             payload = {**base, "text": cut(content)}
             return [self._emit(session, "message/assistant", "assistant", time, payload, uuid)]
@@ -214,7 +214,7 @@ class ClaudeCodeConverter:
         uuid = str(record.get("uuid") or "")
         if record.get("isCompactSummary") is True:
             return [self._compaction(session, content, uuid, time)]
-        base: dict[str, Any] = {"uuid": uuid or None}
+        base: dict[str, Any] = {}
         if record.get("isMeta") is True:
             base["meta"] = True
         if isinstance(content, str):
@@ -252,7 +252,7 @@ class ClaudeCodeConverter:
 
     def _compaction(self, session: str, content: object, uuid: str, time: str | None) -> Outgoing:
         meta = self.boundary.pop(session, {})
-        payload: dict[str, Any] = {"summary": as_text(content), "uuid": uuid or None}
+        payload: dict[str, Any] = {"summary": as_text(content)}
         for key in ("trigger", "preTokens"):
             if key in meta:
                 payload[key] = meta[key]
