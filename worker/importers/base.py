@@ -93,6 +93,9 @@ class Outgoing:
     session_id: str
     seq: int
     body: bytes
+    # An event for a session that ``watch`` already ended as idle: the index would refuse
+    # it (nothing follows a session/end), so it is counted instead of published.
+    dropped: bool = False
 
     @property
     def msg_id(self) -> str:
@@ -199,6 +202,8 @@ class Sessions:
         source_ref: str | None = None,
     ) -> Outgoing:
         state = self.by_id[session_id]
+        if state.ended:
+            return Outgoing(session_id, state.next_seq - 1, b"", dropped=True)
         seq = state.next_seq
         state.next_seq += 1
         if time is not None:

@@ -49,6 +49,9 @@ def checked(
 
     good = []
     for out in outs:
+        if out.dropped:
+            converter.tally.skip("event after its session ended (idle)")
+            continue
         outcome = parse_event(out.body, max_event_bytes=max_event_bytes)
         if isinstance(outcome, str):
             converter.tally.problems.append(
