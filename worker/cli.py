@@ -19,6 +19,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "purge": ("worker.store.maintenance", "remove sessions from the index (bumps the epoch)"),
     "call": ("worker.runtime.call_command", "call one tool over NATS and print the reply"),
     "manifest": ("worker.runtime.call_command", "print the tool manifest"),
+    "mcp": ("worker.mcp_bridge.command", "serve the five tools to MCP clients (stdio or HTTP)"),
     "demo": ("worker.runtime.demo", "embedded server, sample corpus, each tool once"),
 }
 
