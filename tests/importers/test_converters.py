@@ -6,6 +6,7 @@ import re
 from datetime import UTC, timedelta, timezone
 from pathlib import Path
 
+import orjson
 import pytest
 
 from contracts.ids import ID_PATTERN
@@ -157,3 +158,20 @@ def test_ids_and_times() -> None:
     assert iso_time("2026-01-01T10:00:00+02:00") == "2026-01-01T08:00:00.000Z"
     assert iso_time("2026-01-01T10:00:00") == "2026-01-01T10:00:00.000Z"  # no zone: UTC
     assert iso_time("yesterday") is None
+
+
+def test_a_codex_sub_agent_or_fork_is_a_child_of_the_session_it_names(tmp_path: Path) -> None:
+    lines = [
+        {"timestamp": "2026-12-01T10:00:00Z", "type": "session_meta", "payload": {
+            "id": "child-1", "cwd": "/w", "source": {"subagent": {"thread_spawn": {
+                "parent_thread_id": "parent-1", "depth": 1}}}}},
+        {"timestamp": "2026-12-01T10:00:01Z", "type": "response_item", "payload": {
+            "type": "message", "role": "user", "content": [{"type": "input_text", "text": "x"}]}},
+    ]  # fmt: skip
+    path = tmp_path / "rollout-child.jsonl"
+    path.write_bytes(b"\n".join(orjson.dumps(line) for line in lines) + b"\n")
+    events = bodies(convert_file("codex", path)[0])
+    assert events[0]["payload"]["parent_session_id"] == "parent-1"
+    fork = {**lines[0], "payload": {"id": "fork-1", "cwd": "/w", "forked_from_id": "parent-2"}}
+    path.write_bytes(orjson.dumps(fork) + b"\n")
+    assert bodies(convert_file("codex", path)[0])[0]["payload"]["parent_session_id"] == "parent-2"

@@ -35,14 +35,20 @@ def transcript_line(i: int) -> bytes:
 
 
 def watch_command(
-    nats_url: str, subjects: Subjects, bucket: str, *paths: Path, fmt: str, idle: float = 3600
+    nats_url: str,
+    subjects: Subjects,
+    bucket: str,
+    *paths: Path,
+    fmt: str,
+    idle: float = 3600,
+    quiet: bool = True,
 ) -> list[str]:
     return [
         sys.executable, "-m", "worker.cli", "watch", "--format", fmt, *map(str, paths),
         "--nats-url", nats_url, "--stream", subjects.events_stream,
         "--events-prefix", subjects.events_prefix, "--state-bucket", bucket,
         "--chunk-lines", str(CHUNK), "--poll-interval", "0.05", "--idle-seconds", str(idle),
-        "--quiet",
+        *(["--quiet"] if quiet else []),
     ]  # fmt: skip
 
 
@@ -133,7 +139,9 @@ async def test_a_quiet_file_gets_its_session_end_once(
     path = tmp_path / CODEX_FILE.name
     path.write_bytes(CODEX_FILE.read_bytes())
     os.utime(path, (1, 1))  # untouched for ages
-    command = watch_command(nats_url, subjects, f"watch-{unique}", path, fmt="codex", idle=5)
+    command = watch_command(
+        nats_url, subjects, f"watch-{unique}", path, fmt="codex", idle=5, quiet=False
+    )
     first = start(command)
     try:
         await until(lambda: has(nc, subjects, 8), within=20)
@@ -141,6 +149,7 @@ async def test_a_quiet_file_gets_its_session_end_once(
         code, err = stop(first)
     assert code == 0, err
     assert f"{path}:9: invalid JSON" in err
+    assert "1/1 files  7 events" in err  # the catch-up progress line
     js = nc.jetstream()
     last = await js.get_last_msg(
         subjects.events_stream, subjects.events("0199aaaa-bbbb-7ccc-8ddd-eeeeffff0001")

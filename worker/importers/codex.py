@@ -3,6 +3,8 @@
 Lines of ``{"timestamp", "type", "payload"}``:
 
 - ``session_meta`` (payload ``id``, ``cwd``, ...) starts the session (the rollout's own id);
+  a fork (``forked_from_id``) or a spawned sub-agent (``source.subagent.thread_spawn.
+  parent_thread_id``) is a child of the session it names;
 - ``response_item`` holds what the model saw: ``message`` (role and content parts) becomes
   ``message/user`` or ``message/assistant``; ``function_call``/``custom_tool_call``
   (``name``, ``arguments``, ``call_id``) a ``tool/call``; ``function_call_output``/
@@ -103,8 +105,8 @@ class CodexConverter:
             for key in ("cli_version", "originator", "model_provider")
             if isinstance(payload.get(key), str)
         }
-        parent = payload.get("forked_from_id") or payload.get("parent_id")
-        parent_id = safe_id(parent) if isinstance(parent, str) and parent else None
+        parent = _parent_of(payload)
+        parent_id = safe_id(parent) if parent else None
         meta_time = iso_time(payload.get("timestamp")) or time
         return [self.sessions.start(self.session, time=meta_time, cwd=cwd, parent=parent_id,
                                     extra=extra)]  # fmt: skip
@@ -155,6 +157,19 @@ class CodexConverter:
         text = as_text(item.get("content"))
         type_ = "message/user" if role == "user" else "message/assistant"
         return self.sessions.emit(session, type_, str(role), time, {"text": text}, source)
+
+
+def _parent_of(meta: dict[str, Any]) -> str | None:
+    """The session this one came from, where the rollout names it: a fork's
+    ``forked_from_id``, or a sub-agent's ``source.subagent.thread_spawn.parent_thread_id``."""
+    forked = meta.get("forked_from_id")
+    if isinstance(forked, str) and forked:
+        return forked
+    source = meta.get("source")
+    subagent = source.get("subagent") if isinstance(source, dict) else None
+    spawn = subagent.get("thread_spawn") if isinstance(subagent, dict) else None
+    parent = spawn.get("parent_thread_id") if isinstance(spawn, dict) else None
+    return parent if isinstance(parent, str) and parent else None
 
 
 def _clean(payload: dict[str, Any]) -> dict[str, Any]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import tzinfo
 from pathlib import Path
 from typing import BinaryIO
 
@@ -63,10 +64,10 @@ def checked(
 
 
 def convert_file(
-    fmt: str, path: Path, *, max_event_bytes: int = 1024 * 1024, **options: object
+    fmt: str, path: Path, *, max_event_bytes: int = 1024 * 1024, assume_tz: tzinfo | None = None
 ) -> tuple[list[Outgoing], Tally]:
     """The whole file at once: what ``import`` publishes, for tests and tools."""
-    converter = make_converter(fmt, path, max_event_bytes=max_event_bytes, **options)  # type: ignore[arg-type]
+    converter = make_converter(fmt, path, max_event_bytes=max_event_bytes, assume_tz=assume_tz)
     events: list[Outgoing] = []
     last = 0
     with path.open("rb") as fh:
