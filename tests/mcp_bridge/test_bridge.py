@@ -9,12 +9,13 @@ import subprocess
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import httpx2 as httpx
 import orjson
 import pytest
 from mcp import Client, MCPError, StdioServerParameters
+from mcp_types import RequestParamsMeta
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 
@@ -23,7 +24,7 @@ from contracts.subjects import TOOL_NAMES, Subjects
 from tests.importers._fixtures import CLAUDE_AGENT, CLAUDE_SESSION, CODEX_SESSION, WORKSPACE
 from tests.mcp_bridge._harness import bridge_args, bridge_command, indexed_worker, text_of
 from tests.runtime._runtime_helpers import body, call, start_recorded_worker, until
-from worker.mcp_bridge.bridge import CANCEL_REASON
+from worker.mcp_bridge.bridge import CANCEL_REASON, TIMEOUT_META_KEY
 from worker.runtime.worker import Worker
 
 ARGUMENTS: dict[str, dict[str, Any]] = {
@@ -201,6 +202,24 @@ async def test_an_mcp_cancellation_reaches_the_worker(
     finally:
         recorder.release.set()
         await sub.unsubscribe()
+        await worker.stop()
+
+
+async def test_the_deadline_comes_from_the_request_meta(
+    nc: NATS, nats_url: str, subjects: Subjects, tmp_path: Path
+) -> None:
+    recorder, worker = await start_recorded_worker(nc, subjects, tmp_path)
+    try:
+        async with stdio(nats_url, subjects, "--session-id", "s-caller") as client:
+            result = await client.call_tool(
+                "session_trace", {"tag": "slow", "hold": True},
+                meta=cast(RequestParamsMeta, {TIMEOUT_META_KEY: 700}),
+            )  # fmt: skip
+        # The worker's own TIMEOUT answer, as a tool error, long before the 30 s default.
+        assert result.is_error and "deadline" in text_of(result).lower()
+        assert "slow" in recorder.finished
+    finally:
+        recorder.release.set()
         await worker.stop()
 
 

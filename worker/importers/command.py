@@ -199,11 +199,15 @@ class _ImportRun:
         converter = make_converter(chosen, path, max_event_bytes=self.limit,
                                    assume_tz=self.assume_tz)  # fmt: skip
         last = 0
-        with path.open("rb") as fh:
-            for line in all_lines(fh):
-                last = line.number
-                await self.send(converter, converter.feed(line.number, line.data), path, last)
-                self.show(line.end)
+        try:
+            with path.open("rb") as fh:
+                for line in all_lines(fh):
+                    last = line.number
+                    outs = converter.feed(line.number, line.data)
+                    await self.send(converter, outs, path, last)
+                    self.show(line.end)
+        except OSError as exc:  # unreadable, or gone since the listing: the rest goes on
+            converter.tally.problems.append(Problem(str(path), last, f"cannot read: {exc}"))
         await self.send(converter, converter.finish(), path, last)
         self.report.tally.merge(converter.tally)
         self.report.files += 1

@@ -32,6 +32,8 @@ from contracts.envelope import AgentIdentity, Execution, ToolReply
 from contracts.subjects import Subjects
 
 DEFAULT_TIMEOUT_S: Final = 30.0
+# MCP requests carry no timeout; a client may name its own in the request's _meta.
+TIMEOUT_META_KEY: Final = "sessionquery/timeout_ms"
 DEFAULT_MAX_RESULT_BYTES: Final = 1024 * 1024
 CANCEL_REASON: Final = "cancelled by the MCP client"
 NO_WORKER_MESSAGE: Final = "The session query service is not running. Try again later."
@@ -85,14 +87,18 @@ class Bridge:
             for tool in self.manifest.get("tools", [])
         ]
 
-    async def call(self, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
+    async def call(
+        self, name: str, arguments: dict[str, Any], *, timeout_s: float | None = None
+    ) -> types.CallToolResult:
+        """One tool call; ``timeout_s`` (from the request's ``_meta``) or the default bounds it."""
         if name not in {tool["name"] for tool in self.manifest.get("tools", [])}:
             return _error(f"Unknown tool {name!r}.")
         request_id = new_request_id()
+        wait = self.settings.timeout_s if timeout_s is None else timeout_s
         execution = Execution(
             agent=self.agent,
             step_start_seq=self.step_start_seq,
-            deadline_ms=int((time.time() + self.settings.timeout_s) * 1000),
+            deadline_ms=int((time.time() + wait) * 1000),
         )
         try:
             reply = await self.client.call(name, arguments, execution, request_id=request_id)
@@ -162,6 +168,14 @@ class Bridge:
             orjson.dumps(event),
             headers={"Nats-Msg-Id": f"{session}:{seq}"},
         )
+
+
+def timeout_from_meta(meta: object) -> float | None:
+    """Seconds from ``_meta["sessionquery/timeout_ms"]``, when the client sent a sane one."""
+    value = meta.get(TIMEOUT_META_KEY) if isinstance(meta, dict) else None
+    if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
+        return min(float(value), 3_600_000.0) / 1000
+    return None
 
 
 def cut_at_line(text: str, max_bytes: int) -> str:

@@ -36,8 +36,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--timeout", type=float, default=DEFAULT_TIMEOUT_S,
-        help=f"deadline of each tool call in seconds (default {DEFAULT_TIMEOUT_S:.0f}; MCP"
-        " requests carry none)",
+        help=f"deadline of each tool call in seconds (default {DEFAULT_TIMEOUT_S:.0f}); a"
+        " request's _meta['sessionquery/timeout_ms'] overrides it",
     )  # fmt: skip
     parser.add_argument(
         "--max-result-bytes", type=int, default=DEFAULT_MAX_RESULT_BYTES,
@@ -128,7 +128,11 @@ def build_server(bridge: Any) -> Any:
         return types.ListToolsResult(tools=bridge.tools())
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
-        result: types.CallToolResult = await bridge.call(params.name, params.arguments or {})
+        from worker.mcp_bridge.bridge import timeout_from_meta
+
+        result: types.CallToolResult = await bridge.call(
+            params.name, params.arguments or {}, timeout_s=timeout_from_meta(params.meta)
+        )
         return result
 
     return Server(
