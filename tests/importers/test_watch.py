@@ -123,8 +123,17 @@ async def test_watch_follows_survives_sigkill_and_resumes_without_loss_or_duplic
     assert republished <= CHUNK + 1, (republished, at_kill)
     print("stream held", at_kill, "of 3003 at the SIGKILL;", republished, "sent again")
     assert await stream_count(nc, subjects) == 3003  # 3000 lines + start, sub-agent 2
+    # SIGTERM stored the exact position: a third run sends only what was appended since.
+    with main.open("ab") as fh:
+        fh.write(b"".join(transcript_line(i) for i in range(3001, 3006)))
+    third = start(command)
+    try:
+        await until(lambda: has(nc, subjects, 3008), within=30)
+    finally:
+        code, err = stop(third)
+    assert code == 0 and "published 5 events (0 already in the stream)" in err, err
     db = tmp_path / "index.sqlite"
-    await ingest_all(nc, db, subjects, through=3003)
+    await ingest_all(nc, db, subjects, through=3008)
     expected = []
     for path in (main, agent):
         outs, _ = convert_file("claude-code", path)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import tzinfo
 from pathlib import Path
@@ -63,17 +63,30 @@ def checked(
     return good
 
 
+def convert_lines(
+    fmt: str,
+    path: Path,
+    lines: Iterable[bytes],
+    *,
+    max_event_bytes: int = 1024 * 1024,
+    assume_tz: tzinfo | None = None,
+) -> tuple[list[Outgoing], Tally]:
+    """Source lines (without their line endings) in, checked events out: no I/O. ``path``
+    names the source in problems and, for Aider, gives the cwd and the session ids."""
+    converter = make_converter(fmt, path, max_event_bytes=max_event_bytes, assume_tz=assume_tz)
+    events: list[Outgoing] = []
+    number = 0
+    for number, line in enumerate(lines, start=1):
+        outs = converter.feed(number, line)
+        events.extend(checked(converter, outs, str(path), number, max_event_bytes))
+    events.extend(checked(converter, converter.finish(), str(path), number, max_event_bytes))
+    return events, converter.tally
+
+
 def convert_file(
     fmt: str, path: Path, *, max_event_bytes: int = 1024 * 1024, assume_tz: tzinfo | None = None
 ) -> tuple[list[Outgoing], Tally]:
     """The whole file at once: what ``import`` publishes, for tests and tools."""
-    converter = make_converter(fmt, path, max_event_bytes=max_event_bytes, assume_tz=assume_tz)
-    events: list[Outgoing] = []
-    last = 0
     with path.open("rb") as fh:
-        for line in all_lines(fh):
-            last = line.number
-            outs = converter.feed(line.number, line.data)
-            events.extend(checked(converter, outs, str(path), line.number, max_event_bytes))
-    events.extend(checked(converter, converter.finish(), str(path), last, max_event_bytes))
-    return events, converter.tally
+        lines = [line.data for line in all_lines(fh)]
+    return convert_lines(fmt, path, lines, max_event_bytes=max_event_bytes, assume_tz=assume_tz)
