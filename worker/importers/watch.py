@@ -180,8 +180,7 @@ class Watcher:
         try:
             await self.publisher.prepare()
             self.limit = min(self.settings.max_event_bytes, self.publisher.max_payload - 1024)
-            js = self.nc.jetstream()
-            self.kv = await js.create_key_value(bucket=self.settings.bucket, history=1)
+            self.kv = await self._bucket()
             await self._catch_up(stop)
             while not stop.is_set():
                 await self._poll(stop)
@@ -192,6 +191,16 @@ class Watcher:
         finally:
             for tracked in self.files.values():
                 self.tally.merge(tracked.converter.tally)
+
+    async def _bucket(self) -> Any:
+        """The position bucket: the existing one as it is, else a new one."""
+        import nats.js.errors
+
+        js = self.nc.jetstream()
+        try:
+            return await js.key_value(self.settings.bucket)
+        except nats.js.errors.BucketNotFoundError:
+            return await js.create_key_value(bucket=self.settings.bucket, history=1)
 
     async def _catch_up(self, stop: asyncio.Event) -> None:
         """Everything that exists now, with a progress line."""
