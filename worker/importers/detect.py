@@ -77,7 +77,7 @@ def _files_under(root: Path, fmt: str) -> Iterator[Path]:
         return
     for file in root.rglob("*.jsonl"):
         # Claude Code's internal context-compression agents repeat the main transcript.
-        if fmt == "claude-code" and file.name.startswith("agent-acompact-"):
+        if fmt in ("claude-code", "auto") and file.name.startswith("agent-acompact-"):
             continue
         yield file
     if fmt == "auto":
