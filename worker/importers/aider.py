@@ -50,7 +50,12 @@ class AiderConverter:
         if started:
             out.extend(self._flush())
             if self.session is not None:
-                out.extend(_some(self.sessions.end(self.session, reason="next session started")))
+                ended = self.sessions.end(
+                    self.session,
+                    reason="next session started",
+                    source_type="# aider chat started at",
+                )
+                out.extend(_some(ended))
             out.append(self._start(started.group(1)))
         elif self.session is None:
             if text.strip():

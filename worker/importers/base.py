@@ -247,11 +247,16 @@ class Sessions:
             session_id, "compaction", "system", time, payload, source_type, replaces=replaced
         )
 
-    def end(self, session_id: str, *, reason: str, time: str | None = None) -> Outgoing | None:
+    def end(
+        self, session_id: str, *, reason: str, source_type: str = "idle", time: str | None = None
+    ) -> Outgoing | None:
+        """The session's end; ``source_type`` is the record that showed it (``idle``: none
+        did, the file stopped growing)."""
         state = self.by_id.get(session_id)
         if state is None or state.ended:
             return None
-        out = self.emit(session_id, "session/end", "system", time, {"reason": reason}, reason)
+        payload = {"reason": reason}
+        out = self.emit(session_id, "session/end", "system", time, payload, source_type)
         state.ended = True
         return out
 
