@@ -23,7 +23,7 @@ from tests.importers._fixtures import (
     bodies,
     by_session,
 )
-from worker.importers.base import iso_time, safe_id
+from worker.importers.base import SpawnLinks, iso_time, safe_id
 from worker.importers.detect import detect
 from worker.importers.pipeline import convert_file
 from worker.store.writer import parse_event
@@ -96,10 +96,16 @@ def test_claude_code_sessions_tool_citations_compaction_and_skips() -> None:
 
 
 def test_a_claude_code_sub_agent_file_is_a_child_session() -> None:
-    outs, tally = convert_file("claude-code", CLAUDE_AGENT_FILE)
+    links: SpawnLinks = {}
+    convert_file("claude-code", CLAUDE_MAIN, links=links)  # read first, as import does
+    outs, tally = convert_file("claude-code", CLAUDE_AGENT_FILE, links=links)
     events = bodies(outs)
     assert {e["session_id"] for e in events} == {CLAUDE_AGENT}
     assert events[0]["payload"]["parent_session_id"] == CLAUDE_SESSION
+    # Its start cites the Task call (seq 7) whose result named this agent.
+    assert events[0]["cites"] == [{"session_id": CLAUDE_SESSION, "seq": 7}]
+    alone = bodies(convert_file("claude-code", CLAUDE_AGENT_FILE)[0])
+    assert "cites" not in alone[0]  # without the transcript, only the parent links them
     assert events[0]["payload"]["agent_id"] == "a1b2c3d"
     result = next(e for e in events if e["type"] == "tool/result")
     assert result["cites"] == [{"session_id": CLAUDE_AGENT, "seq": 3}]

@@ -88,6 +88,11 @@ async def test_imported_sessions_answer_the_tools(nc: NATS, imported: Worker) ->
     assert CLAUDE_AGENT in trace and CLAUDE_SIDE in trace
     child = await ask(nc, imported, "session_trace", CODEX_SESSION, session_id=CLAUDE_AGENT)
     assert CLAUDE_SESSION in child
+    # The sub-agent's start cites the Task call that spawned it, across sessions.
+    spawned = await ask(
+        nc, imported, "session_event_trace", CODEX_SESSION, session_id=CLAUDE_AGENT, seq=1
+    )
+    assert f"{CLAUDE_SESSION} seq 7 · tool/call" in spawned.split("Cites (")[1]
     # Citations: a tool result cites its tool call; the compaction replaces what it summarised.
     cited = await ask(
         nc, imported, "session_event_trace", CODEX_SESSION, session_id=CLAUDE_SESSION, seq=6

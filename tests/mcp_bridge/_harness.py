@@ -11,6 +11,7 @@ from nats.aio.client import Client as NATS
 from contracts.subjects import Subjects
 from tests.importers._fixtures import AIDER_FILE, CLAUDE_AGENT_FILE, CLAUDE_MAIN, CODEX_FILE
 from tests.runtime._runtime_helpers import config_for, until
+from worker.importers.base import SpawnLinks
 from worker.importers.pipeline import convert_file
 from worker.runtime.ingest_consumer import ensure_events_stream
 from worker.runtime.worker import Worker
@@ -24,9 +25,10 @@ async def indexed_worker(nc: NATS, subjects: Subjects, tmp_path: Path) -> Worker
     js = nc.jetstream()
     await ensure_events_stream(js, subjects)
     count = 0
+    links: SpawnLinks = {}
     for fmt, path in (("claude-code", CLAUDE_MAIN), ("claude-code", CLAUDE_AGENT_FILE),
                       ("codex", CODEX_FILE), ("aider", AIDER_FILE)):  # fmt: skip
-        outs, _ = convert_file(fmt, path)
+        outs, _ = convert_file(fmt, path, links=links)
         for out in outs:
             await js.publish(subjects.events(out.session_id), out.body,
                              headers={"Nats-Msg-Id": out.msg_id})  # fmt: skip

@@ -11,19 +11,24 @@ from datetime import tzinfo
 from pathlib import Path
 
 from worker.importers.aider import AiderConverter
-from worker.importers.base import Converter
+from worker.importers.base import Converter, SpawnLinks
 from worker.importers.claude_code import ClaudeCodeConverter
 from worker.importers.codex import CodexConverter
 from worker.importers.events import EventsConverter
 
 
 def make_converter(
-    fmt: str, path: Path, *, max_event_bytes: int = 1024 * 1024, assume_tz: tzinfo | None = None
+    fmt: str,
+    path: Path,
+    *,
+    max_event_bytes: int = 1024 * 1024,
+    assume_tz: tzinfo | None = None,
+    links: SpawnLinks | None = None,
 ) -> Converter:
     if fmt == "events":
         return EventsConverter(path, max_event_bytes=max_event_bytes)
     if fmt == "claude-code":
-        return ClaudeCodeConverter(path)
+        return ClaudeCodeConverter(path, links=links)
     if fmt == "codex":
         return CodexConverter(path)
     if fmt == "aider":

@@ -86,6 +86,12 @@ def as_text(value: object) -> str:
     return cut(orjson.dumps(value, default=str).decode())
 
 
+# What one file tells the files read after it: (transcript id, sub-agent id) -> the
+# (session, seq) of the tool call that spawned that sub-agent. One table per import or
+# watch run; files are read in path order, so a transcript comes before its sub-agents.
+SpawnLinks = dict[tuple[str, str], tuple[str, int]]
+
+
 @dataclass(frozen=True, slots=True)
 class Outgoing:
     """One event ready to publish: its subject token, dedup key and exact bytes."""
@@ -177,13 +183,16 @@ class Sessions:
         cwd: str | None,
         parent: str | None = None,
         extra: dict[str, Any] | None = None,
+        cites: list[tuple[str, int]] | None = None,
     ) -> Outgoing:
         state = SessionState(session_id)
         self.by_id[session_id] = state
         payload: dict[str, Any] = {
             "cwd": cwd, "parent_session_id": parent, "source": self.source, **(extra or {})
         }  # fmt: skip
-        return self.emit(session_id, "session/start", "system", time, payload, "session")
+        return self.emit(
+            session_id, "session/start", "system", time, payload, "session", cites=cites
+        )
 
     def has(self, session_id: str) -> bool:
         return session_id in self.by_id

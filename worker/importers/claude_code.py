@@ -13,7 +13,10 @@ Mapping:
 - a sub-agent transcript (``<session>/subagents/agent-<id>.jsonl``, records with
   ``isSidechain`` and ``agentId``) is a child session ``<session>-agent-<id>`` whose parent
   is ``<session>``; sidechain records inside the main file (older versions) become a child
-  session per sidechain thread, ``<session>-side-<first uuid>``;
+  session per sidechain thread, ``<session>-side-<first uuid>``; a sub-agent's
+  ``session/start`` cites the Task ``tool/call`` whose result names the agent
+  (``toolUseResult.agentId``), when the transcript was read first (``import`` and ``watch``
+  read files in path order, and a transcript sorts before its sub-agents' folder);
 - a ``system`` ``compact_boundary`` record followed by the summary (a user record with
   ``isCompactSummary``) becomes one ``compaction`` event that replaces every event since the
   previous compaction: the boundary says the conversation before it was summarised;
@@ -30,6 +33,7 @@ from typing import Any, Final
 from worker.importers.base import (
     Outgoing,
     Sessions,
+    SpawnLinks,
     Tally,
     as_text,
     cut,
@@ -42,8 +46,9 @@ NAME: Final = "claude-code"
 
 
 class ClaudeCodeConverter:
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, links: SpawnLinks | None = None) -> None:
         self.path = str(path)
+        self.links: SpawnLinks = {} if links is None else links
         self.tally = Tally()
         self.sessions = Sessions(NAME)
         # tool_use id -> (session, seq, tool name) of its tool/call, for the result's citation.
@@ -119,7 +124,18 @@ class ClaudeCodeConverter:
                 extra["agent_id"] = agent
             cwd = record.get("cwd") if isinstance(record.get("cwd"), str) else None
             time = iso_time(record.get("timestamp"))
-            out.append(self.sessions.start(session, time=time, cwd=cwd, parent=parent, extra=extra))
+            # A sub-agent's start cites the tool call that spawned it, when read already.
+            spawn = self.links.get((raw, agent)) if isinstance(agent, str) else None
+            out.append(
+                self.sessions.start(
+                    session,
+                    time=time,
+                    cwd=cwd,
+                    parent=parent,
+                    extra=extra,
+                    cites=[spawn] if spawn else None,
+                )
+            )
             if session == main:
                 out.extend(self._flush_titles(main))
         return session
@@ -214,6 +230,7 @@ class ClaudeCodeConverter:
         uuid = str(record.get("uuid") or "")
         if record.get("isCompactSummary") is True:
             return [self._compaction(session, content, uuid, time)]
+        self._note_spawn(record, content)
         base: dict[str, Any] = {}
         if record.get("isMeta") is True:
             base["meta"] = True
@@ -232,6 +249,21 @@ class ClaudeCodeConverter:
             else:
                 self.tally.skip(f"user-block:{kind}")
         return out
+
+    def _note_spawn(self, record: dict[str, Any], content: object) -> None:
+        """A Task result names the sub-agent it ran (``toolUseResult.agentId``): remember
+        which tool call spawned it, for the sub-agent's transcript."""
+        result = record.get("toolUseResult")
+        agent = result.get("agentId") if isinstance(result, dict) else None
+        raw = record.get("sessionId")
+        if not (isinstance(agent, str) and agent and isinstance(raw, str)):
+            return
+        for block in content if isinstance(content, list) else []:
+            tool_id = block.get("tool_use_id") if isinstance(block, dict) else None
+            call = self.tool_calls.get(tool_id) if isinstance(tool_id, str) else None
+            if call is not None:
+                self.links[(raw, agent)] = (call[0], call[1])
+                return
 
     def _tool_result(
         self, session: str, block: dict[str, Any], base: dict[str, Any], time: str | None, ref: str

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Final, TextIO
 
 from contracts.subjects import Subjects
-from worker.importers.base import Converter, Outgoing, Tally
+from worker.importers.base import Converter, Outgoing, SpawnLinks, Tally
 from worker.importers.detect import FORMATS
 from worker.importers.progress import Progress
 from worker.importers.publish import DEFAULT_WINDOW, ImportFailed, Publisher
@@ -181,6 +181,7 @@ class _ImportRun:
     assume_tz: tzinfo | None
     done_bytes: int = 0
     pending_problems: int = 0  # problems of the file being read, not yet in the report
+    links: SpawnLinks = field(default_factory=dict)
     report: ImportReport = field(default_factory=ImportReport)
 
     async def file(self, path: Path, fmt: str) -> None:
@@ -197,7 +198,7 @@ class _ImportRun:
             print(problem, file=self.errors)
             return
         converter = make_converter(chosen, path, max_event_bytes=self.limit,
-                                   assume_tz=self.assume_tz)  # fmt: skip
+                                   assume_tz=self.assume_tz, links=self.links)  # fmt: skip
         last = 0
         try:
             with path.open("rb") as fh:

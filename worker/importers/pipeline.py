@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from worker.importers import make_converter
-from worker.importers.base import Converter, Outgoing, Problem, Tally
+from worker.importers.base import Converter, Outgoing, Problem, SpawnLinks, Tally
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,10 +70,13 @@ def convert_lines(
     *,
     max_event_bytes: int = 1024 * 1024,
     assume_tz: tzinfo | None = None,
+    links: SpawnLinks | None = None,
 ) -> tuple[list[Outgoing], Tally]:
     """Source lines (without their line endings) in, checked events out: no I/O. ``path``
     names the source in problems and, for Aider, gives the cwd and the session ids."""
-    converter = make_converter(fmt, path, max_event_bytes=max_event_bytes, assume_tz=assume_tz)
+    converter = make_converter(
+        fmt, path, max_event_bytes=max_event_bytes, assume_tz=assume_tz, links=links
+    )
     events: list[Outgoing] = []
     number = 0
     for number, line in enumerate(lines, start=1):
@@ -84,9 +87,16 @@ def convert_lines(
 
 
 def convert_file(
-    fmt: str, path: Path, *, max_event_bytes: int = 1024 * 1024, assume_tz: tzinfo | None = None
+    fmt: str,
+    path: Path,
+    *,
+    max_event_bytes: int = 1024 * 1024,
+    assume_tz: tzinfo | None = None,
+    links: SpawnLinks | None = None,
 ) -> tuple[list[Outgoing], Tally]:
-    """The whole file at once: what ``import`` publishes, for tests and tools."""
+    """The whole file at once: what ``import`` publishes, for tests and tools (pass one
+    ``links`` table to files read in order, as ``import`` does)."""
     with path.open("rb") as fh:
         lines = [line.data for line in all_lines(fh)]
-    return convert_lines(fmt, path, lines, max_event_bytes=max_event_bytes, assume_tz=assume_tz)
+    return convert_lines(fmt, path, lines, max_event_bytes=max_event_bytes, assume_tz=assume_tz,
+                         links=links)  # fmt: skip

@@ -37,7 +37,7 @@ from typing import Any, Final, TextIO
 import orjson
 
 from contracts.subjects import Subjects
-from worker.importers.base import Converter, Outgoing, Tally
+from worker.importers.base import Converter, Outgoing, SpawnLinks, Tally
 from worker.importers.command import EXIT_FAILED, EXIT_OK, add_common_arguments
 from worker.importers.publish import ImportFailed, Publisher
 from worker.runtime.connection import NatsOptions
@@ -173,6 +173,7 @@ class Watcher:
         self.tally = Tally()
         self.limit = settings.max_event_bytes
         self.kv: Any = None
+        self.links: SpawnLinks = {}
 
     async def run(self, stop: asyncio.Event) -> None:
         import nats.errors
@@ -263,7 +264,7 @@ class Watcher:
         if fmt is None:
             return None  # not (yet) recognisable: looked at again on the next poll
         converter = make_converter(fmt, path, max_event_bytes=self.limit,
-                                   assume_tz=self.settings.assume_tz)  # fmt: skip
+                                   assume_tz=self.settings.assume_tz, links=self.links)  # fmt: skip
         tracked = Tracked(path, fmt, state_key(path), converter)
         stored = await self._load(tracked.key)
         if stored and stored.get("format") == fmt:
