@@ -1,0 +1,67 @@
+"""A worker over the imported fixtures, and the bridge command's arguments."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import orjson
+from nats.aio.client import Client as NATS
+
+from contracts.subjects import Subjects
+from tests.importers._fixtures import AIDER_FILE, CLAUDE_AGENT_FILE, CLAUDE_MAIN, CODEX_FILE
+from tests.runtime._runtime_helpers import config_for, until
+from worker.importers.base import SpawnLinks
+from worker.importers.pipeline import convert_file
+from worker.runtime.ingest_consumer import ensure_events_stream
+from worker.runtime.worker import Worker
+
+# Results longer than this spill, so the lineage and event traces of the fixtures do.
+SPILL_THRESHOLD = 1024
+
+
+async def indexed_worker(nc: NATS, subjects: Subjects, tmp_path: Path) -> Worker:
+    """The fixture files, converted and published, and a worker that has indexed them."""
+    js = nc.jetstream()
+    await ensure_events_stream(js, subjects)
+    count = 0
+    links: SpawnLinks = {}
+    for fmt, path in (("claude-code", CLAUDE_MAIN), ("claude-code", CLAUDE_AGENT_FILE),
+                      ("codex", CODEX_FILE), ("aider", AIDER_FILE)):  # fmt: skip
+        outs, _ = convert_file(fmt, path, links=links)
+        for out in outs:
+            await js.publish(subjects.events(out.session_id), out.body,
+                             headers={"Nats-Msg-Id": out.msg_id})  # fmt: skip
+            count += 1
+    worker = await Worker.start(
+        nc,
+        config_for(
+            subjects, tmp_path, spill_threshold_bytes=SPILL_THRESHOLD, spill_preview_bytes=256
+        ),
+    )
+
+    async def caught_up() -> bool:
+        return (await worker.indexed_through()) == count
+
+    await until(caught_up, within=20)
+    return worker
+
+
+def bridge_args(nats_url: str, subjects: Subjects, *extra: str) -> list[str]:
+    return [
+        "-m", "worker.cli", "mcp", "--nats-url", nats_url, "--subject-prefix", subjects.prefix,
+        "--stream", subjects.events_stream, "--events-prefix", subjects.events_prefix, *extra,
+    ]  # fmt: skip
+
+
+def bridge_command(nats_url: str, subjects: Subjects, *extra: str) -> list[str]:
+    return [sys.executable, *bridge_args(nats_url, subjects, *extra)]
+
+
+def text_of(result: object) -> str:
+    content = getattr(result, "content", [])
+    return "".join(getattr(block, "text", "") for block in content)
+
+
+def dumps(value: object) -> str:
+    return orjson.dumps(value).decode()

@@ -1,0 +1,134 @@
+"""Aider chat history: ``.aider.chat.history.md`` (Markdown, not JSON).
+
+- ``# aider chat started at YYYY-MM-DD HH:MM:SS`` starts a session; the next such line
+  ends the previous one (``session/end``), since the file says that session is over;
+- consecutive ``#### ...`` lines are one user message (``message/user``);
+- consecutive ``> ...`` lines are tool output (``tool/result``: edits applied, command
+  output, warnings);
+- every other non-blank run of lines is the assistant's reply (``message/assistant``).
+
+The file's directory is the session's cwd (Aider writes the history in the directory it
+ran in). The start time has no zone: it is read in ``assume_tz`` (the importing machine's
+local zone unless ``--timezone`` says otherwise), and every event of a session carries it
+(the format records no other times). Session ids are ``aider-<digest of the file's path>-
+<start time>``, plus a counter when two sessions of a file start in the same second.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from datetime import UTC, datetime, tzinfo
+from pathlib import Path
+from typing import Final
+
+from worker.importers.base import Outgoing, Sessions, Tally, cut, iso_time
+
+NAME: Final = "aider"
+_START: Final = re.compile(r"^# aider chat started at (\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2})")
+
+
+class AiderConverter:
+    def __init__(self, path: Path, *, assume_tz: tzinfo | None = None) -> None:
+        self.path = str(path)
+        self.cwd = str(path.absolute().parent)
+        self.assume_tz: tzinfo = assume_tz or datetime.now().astimezone().tzinfo or UTC
+        self.file_key = hashlib.sha256(str(path.absolute()).encode()).hexdigest()[:12]
+        self.tally = Tally()
+        self.sessions = Sessions(NAME)
+        self.session: str | None = None
+        self.time: str | None = None
+        self.kind: str | None = None  # "user", "tool", "assistant": the run being gathered
+        self.lines: list[str] = []
+        self.in_fence = False
+
+    def feed(self, line_no: int, line: bytes) -> list[Outgoing]:
+        self.tally.lines += 1
+        text = line.decode("utf-8", "replace")
+        out: list[Outgoing] = []
+        started = _START.match(text)
+        if started:
+            out.extend(self._flush())
+            if self.session is not None:
+                ended = self.sessions.end(
+                    self.session,
+                    reason="next session started",
+                    source_type="# aider chat started at",
+                )
+                out.extend(_some(ended))
+            out.append(self._start(started.group(1)))
+        elif self.session is None:
+            if text.strip():
+                self.tally.skip("line before the first session header")
+        elif self.in_fence:
+            self.lines.append(text)
+            self.in_fence = not text.startswith("```")
+        else:
+            kind, body = _classify(text)
+            # Code fences hold edit blocks whose lines may start with ">" or "####".
+            self.in_fence = kind == "assistant" and text.startswith("```")
+            if kind != self.kind and kind != "blank":
+                out.extend(self._flush())
+                self.kind = kind
+            if kind != "blank" or self.kind == "assistant":
+                self.lines.append(body)
+        self.tally.events += len(out)
+        return out
+
+    def idle(self) -> list[Outgoing]:
+        out = self._flush()
+        out.extend(self.sessions.end_all(reason="idle"))
+        self.tally.events += len(out)
+        return out
+
+    def finish(self) -> list[Outgoing]:
+        out = self._flush()
+        self.tally.events += len(out)
+        return out
+
+    def _start(self, stamp: str) -> Outgoing:
+        self.time = iso_time(stamp.replace(" ", "T"), assume=self.assume_tz)
+        base = f"aider-{self.file_key}-{stamp.replace('-', '').replace(':', '').replace(' ', 'T')}"
+        session, n = base, 1
+        while self.sessions.has(session):
+            n += 1
+            session = f"{base}-{n}"
+        self.session = session
+        self.kind = None
+        self.in_fence = False
+        return self.sessions.start(session, time=self.time, cwd=self.cwd,
+                                   extra={"history_file": self.path})  # fmt: skip
+
+    def _flush(self) -> list[Outgoing]:
+        lines, kind = self.lines, self.kind
+        self.lines, self.kind = [], None
+        text = "\n".join(lines).strip()
+        if self.session is None or kind is None or not text:
+            return []
+        time = self.time
+        if kind == "user":
+            return [self.sessions.emit(self.session, "message/user", "user", time,
+                                       {"text": cut(text)}, "####")]  # fmt: skip
+        if kind == "tool":
+            return [self.sessions.emit(self.session, "tool/result", "tool", time,
+                                       {"output": cut(text)}, ">")]  # fmt: skip
+        return [self.sessions.emit(self.session, "message/assistant", "assistant", time,
+                                   {"text": cut(text)}, "text")]  # fmt: skip
+
+
+def _classify(text: str) -> tuple[str, str]:
+    if text.startswith("####"):
+        return "user", text[4:].removeprefix(" ")
+    if text.startswith(">"):
+        return "tool", text[1:].removeprefix(" ")
+    if not text.strip():
+        return "blank", ""
+    return "assistant", text
+
+
+def _some(value: Outgoing | None) -> list[Outgoing]:
+    return [] if value is None else [value]
+
+
+def looks_like(first_line: str) -> bool:
+    return bool(_START.match(first_line))

@@ -1,0 +1,289 @@
+"""What every format converter shares: ids, times, the per-session numbering, the tallies.
+
+A converter turns the lines of one source file into our session events. It is fed one
+complete line at a time (``feed``) so ``watch`` can drive it as a file grows, and says
+when the file is done (``finish``) or has gone quiet (``idle``). It never touches NATS:
+events come back as :class:`Outgoing` values and the publisher sends them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, tzinfo
+from typing import Any, Final, Protocol
+
+import orjson
+
+_UNSAFE: Final = re.compile(r"[^A-Za-z0-9_-]")
+MAX_ID: Final = 128
+# Longer strings are cut on import: the index refuses events over its size limit (1 MiB by
+# default) and caps the searchable text per event anyway.
+MAX_TEXT_CHARS: Final = 200_000
+EPOCH: Final = "1970-01-01T00:00:00Z"
+# Events a compaction never replaces: the session's frame, not its conversation.
+_NOT_REPLACEABLE: Final = frozenset({"session/start", "session/title", "session/end", "compaction"})
+
+
+def safe_id(raw: str, *, prefix: str = "") -> str:
+    """``raw`` as an id matching ``[A-Za-z0-9_-]{1,128}``, the same for the same input.
+
+    An id that had to change (unsafe characters, too long) gets a digest of the original,
+    so two sources that differ only in unsafe characters still get different ids.
+    """
+    value = prefix + raw
+    cleaned = _UNSAFE.sub("-", value)
+    if cleaned == value and 0 < len(cleaned) <= MAX_ID:
+        return cleaned
+    digest = hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return f"{cleaned[: MAX_ID - 17]}-{digest}" if cleaned else digest
+
+
+def iso_time(raw: object, *, assume: tzinfo = UTC) -> str | None:
+    """A timezone-qualified ISO 8601 UTC string, or None when ``raw`` is not a time.
+
+    A time without a zone is taken to be in ``assume`` (UTC unless the format says).
+    """
+    if not isinstance(raw, str) or not raw:
+        return None
+    text = raw.strip()
+    if text.endswith(("Z", "z")):
+        text = text[:-1] + "+00:00"
+    try:
+        parsed = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=assume)
+    utc = parsed.astimezone(UTC)
+    return utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"
+
+
+def cut(text: str) -> str:
+    if len(text) <= MAX_TEXT_CHARS:
+        return text
+    omitted = len(text) - MAX_TEXT_CHARS
+    return text[:MAX_TEXT_CHARS] + f"\n[cut on import: {omitted} more characters]"
+
+
+def as_text(value: object) -> str:
+    """Tool output as text: strings as they are, text blocks joined, anything else as JSON."""
+    if isinstance(value, str):
+        return cut(value)
+    if isinstance(value, list):
+        parts = []
+        for item in value:
+            if isinstance(item, dict) and isinstance(item.get("text"), str):
+                parts.append(item["text"])
+            elif isinstance(item, str):
+                parts.append(item)
+        if parts:
+            return cut("\n".join(parts))
+    if value is None:
+        return ""
+    return cut(orjson.dumps(value, default=str).decode())
+
+
+# What one file tells the files read after it: (transcript id, sub-agent id) -> the
+# (session, seq) of the tool call that spawned that sub-agent. One table per import or
+# watch run; files are read in path order, so a transcript comes before its sub-agents.
+SpawnLinks = dict[tuple[str, str], tuple[str, int]]
+
+
+@dataclass(frozen=True, slots=True)
+class Outgoing:
+    """One event ready to publish: its subject token, dedup key and exact bytes."""
+
+    session_id: str
+    seq: int
+    body: bytes
+    # An event for a session that ``watch`` already ended as idle: the index would refuse
+    # it (nothing follows a session/end), so it is counted instead of published.
+    dropped: bool = False
+
+    @property
+    def msg_id(self) -> str:
+        # The same source position always gives the same (session_id, seq), so a re-import
+        # or a grown file is dropped by the stream's duplicate window and, past it, by the
+        # index, which stores each (session_id, seq) once.
+        return f"{self.session_id}:{self.seq}"
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    path: str
+    line_no: int
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line_no}: {self.message}"
+
+
+@dataclass
+class Tally:
+    """What a conversion did besides producing events."""
+
+    events: int = 0
+    lines: int = 0
+    skipped: Counter[str] = field(default_factory=Counter)
+    problems: list[Problem] = field(default_factory=list)
+
+    def skip(self, what: str) -> None:
+        self.skipped[what] += 1
+
+    def merge(self, other: Tally) -> None:
+        self.events += other.events
+        self.lines += other.lines
+        self.skipped.update(other.skipped)
+        self.problems.extend(other.problems)
+
+
+class Converter(Protocol):
+    """Source lines in, events out. One converter per source file."""
+
+    tally: Tally
+
+    def feed(self, line_no: int, line: bytes) -> list[Outgoing]: ...
+
+    def idle(self) -> list[Outgoing]:
+        """The file stopped growing: emit what is held back and end sessions the format
+        leaves open. Called by ``watch`` only."""
+        ...
+
+    def finish(self) -> list[Outgoing]:
+        """The whole file was read (``import``): emit what is held back."""
+        ...
+
+
+@dataclass
+class SessionState:
+    session_id: str
+    next_seq: int = 1
+    last_time: str = EPOCH
+    ended: bool = False
+    # Content events since the previous compaction: what the next compaction replaces.
+    replaceable: list[int] = field(default_factory=list)
+
+
+class Sessions:
+    """Numbers events per session (seq from 1, contiguous, in file order) and builds them."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source  # the format's name, kept in every payload
+        self.by_id: dict[str, SessionState] = {}
+        self.events = 0
+
+    def start(
+        self,
+        session_id: str,
+        *,
+        time: str | None,
+        cwd: str | None,
+        parent: str | None = None,
+        extra: dict[str, Any] | None = None,
+        cites: list[tuple[str, int]] | None = None,
+    ) -> Outgoing:
+        state = SessionState(session_id)
+        self.by_id[session_id] = state
+        payload: dict[str, Any] = {
+            "cwd": cwd, "parent_session_id": parent, "source": self.source, **(extra or {})
+        }  # fmt: skip
+        return self.emit(
+            session_id, "session/start", "system", time, payload, "session", cites=cites
+        )
+
+    def has(self, session_id: str) -> bool:
+        return session_id in self.by_id
+
+    def emit(
+        self,
+        session_id: str,
+        type_: str,
+        surface: str,
+        time: str | None,
+        payload: dict[str, Any],
+        source_type: str,
+        *,
+        replaces: list[int] | None = None,
+        cites: list[tuple[str, int]] | None = None,
+        source_ref: str | None = None,
+    ) -> Outgoing:
+        state = self.by_id[session_id]
+        if state.ended:
+            return Outgoing(session_id, state.next_seq - 1, b"", dropped=True)
+        seq = state.next_seq
+        state.next_seq += 1
+        if time is not None:
+            state.last_time = time
+        body: dict[str, Any] = {
+            "session_id": session_id,
+            "seq": seq,
+            "event_id": safe_id(f"{source_ref or session_id}-{seq}", prefix="e-"),
+            "type": type_,
+            "surface": surface,
+            "time": state.last_time,
+            # Every string in a payload is searchable text: the source's own ids and the
+            # format's name stay out of it (the event id and session/start carry them).
+            "payload": {**payload, "source_type": source_type},
+        }
+        if replaces:
+            body["replaces"] = replaces
+        if cites:
+            body["cites"] = [{"session_id": sid, "seq": s} for sid, s in cites]
+        self.events += 1
+        if type_ not in _NOT_REPLACEABLE:
+            state.replaceable.append(seq)
+        return Outgoing(session_id, seq, orjson.dumps(body))
+
+    def compaction(
+        self,
+        session_id: str,
+        time: str | None,
+        payload: dict[str, Any],
+        source_type: str,
+        *,
+        through: int | None = None,
+    ) -> Outgoing:
+        """A compaction replacing the content events since the previous one, up to
+        ``through`` when the source names the last event it summarised."""
+        state = self.by_id[session_id]
+        limit = state.next_seq if through is None else through
+        replaced = [seq for seq in state.replaceable if seq <= limit]
+        state.replaceable = [seq for seq in state.replaceable if seq > limit]
+        return self.emit(
+            session_id, "compaction", "system", time, payload, source_type, replaces=replaced
+        )
+
+    def end(
+        self, session_id: str, *, reason: str, source_type: str = "idle", time: str | None = None
+    ) -> Outgoing | None:
+        """The session's end; ``source_type`` is the record that showed it (``idle``: none
+        did, the file stopped growing)."""
+        state = self.by_id.get(session_id)
+        if state is None or state.ended:
+            return None
+        payload = {"reason": reason}
+        out = self.emit(session_id, "session/end", "system", time, payload, source_type)
+        state.ended = True
+        return out
+
+    def end_all(self, *, reason: str) -> list[Outgoing]:
+        ends = [self.end(sid, reason=reason) for sid in self.by_id]
+        return [out for out in ends if out is not None]
+
+
+def load_json_line(line: bytes, line_no: int, path: str, tally: Tally) -> dict[str, Any] | None:
+    """One JSON object, or None after reporting why the line is not one (blank: silently)."""
+    if not line.strip():
+        return None
+    try:
+        value = orjson.loads(line)
+    except orjson.JSONDecodeError as exc:
+        tally.problems.append(Problem(path, line_no, f"invalid JSON: {exc}"))
+        return None
+    if not isinstance(value, dict):
+        tally.problems.append(Problem(path, line_no, "not a JSON object"))
+        return None
+    return value

@@ -1,0 +1,184 @@
+"""Codex CLI rollouts: ``~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl``.
+
+Lines of ``{"timestamp", "type", "payload"}``:
+
+- ``session_meta`` (payload ``id``, ``cwd``, ...) starts the session (the rollout's own id);
+  a fork (``forked_from_id``) or a spawned sub-agent (``source.subagent.thread_spawn.
+  parent_thread_id``) is a child of the session it names;
+- ``response_item`` holds what the model saw: ``message`` (role and content parts) becomes
+  ``message/user`` or ``message/assistant``; ``function_call``/``custom_tool_call``
+  (``name``, ``arguments``, ``call_id``) a ``tool/call``; ``function_call_output``/
+  ``custom_tool_call_output`` a ``tool/result`` citing its call; ``reasoning`` with a
+  readable summary a ``message/assistant`` (encrypted reasoning is skipped);
+  ``developer``/``system`` messages (instructions) are skipped;
+- ``compacted`` (payload ``message``) becomes a ``compaction`` that replaces every event
+  since the previous one: Codex replaces the whole history with the summary;
+- ``event_msg`` (UI notifications that repeat the response items) and ``turn_context``
+  are skipped and counted, as is any record type this module does not know.
+
+The format has no session end: ``watch`` ends a quiet session.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Final
+
+from worker.importers.base import (
+    Outgoing,
+    Sessions,
+    Tally,
+    as_text,
+    iso_time,
+    load_json_line,
+    safe_id,
+)
+
+NAME: Final = "codex"
+_ROLLOUT_UUID: Final = re.compile(r"([0-9a-fA-F]{8}-[0-9a-fA-F-]{27})$")
+_CALLS: Final = ("function_call", "custom_tool_call", "local_shell_call")
+_OUTPUTS: Final = ("function_call_output", "custom_tool_call_output")
+
+
+class CodexConverter:
+    def __init__(self, path: Path) -> None:
+        self.path = str(path)
+        self.tally = Tally()
+        self.sessions = Sessions(NAME)
+        self.session: str | None = None
+        self.calls: dict[str, tuple[int, object]] = {}  # call_id -> (seq, tool name)
+        found = _ROLLOUT_UUID.search(path.stem)
+        self.fallback_id = safe_id(found.group(1) if found else path.stem)
+
+    def feed(self, line_no: int, line: bytes) -> list[Outgoing]:
+        self.tally.lines += 1
+        record = load_json_line(line, line_no, self.path, self.tally)
+        if record is None:
+            return []
+        out = self._record(record)
+        self.tally.events += len(out)
+        return out
+
+    def idle(self) -> list[Outgoing]:
+        out = self.sessions.end_all(reason="idle")
+        self.tally.events += len(out)
+        return out
+
+    def finish(self) -> list[Outgoing]:
+        return []
+
+    def _record(self, record: dict[str, Any]) -> list[Outgoing]:
+        kind = record.get("type")
+        payload = record.get("payload")
+        if not isinstance(payload, dict):
+            self.tally.skip(f"record:{kind}:no-payload")
+            return []
+        time = iso_time(record.get("timestamp"))
+        if kind == "session_meta":
+            return self._meta(payload, time)
+        if kind not in ("response_item", "compacted"):
+            self.tally.skip(f"record:{kind}")
+            return []
+        out: list[Outgoing] = []
+        if self.session is None:  # an older rollout without session_meta
+            self.session = self.fallback_id
+            out.append(self.sessions.start(self.session, time=time, cwd=None))
+        if kind == "compacted":
+            body = {"summary": as_text(payload.get("message"))}
+            out.append(self.sessions.compaction(self.session, time, body, "compacted"))
+            return out
+        item = self._item(self.session, payload, time)
+        if item is not None:
+            out.append(item)
+        return out
+
+    def _meta(self, payload: dict[str, Any], time: str | None) -> list[Outgoing]:
+        if self.session is not None:
+            self.tally.skip("record:session_meta:repeated")
+            return []
+        raw = payload.get("id")
+        self.session = safe_id(raw) if isinstance(raw, str) and raw else self.fallback_id
+        cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else None
+        extra = {
+            key: payload[key]
+            for key in ("cli_version", "originator", "model_provider")
+            if isinstance(payload.get(key), str)
+        }
+        parent = _parent_of(payload)
+        parent_id = safe_id(parent) if parent else None
+        meta_time = iso_time(payload.get("timestamp")) or time
+        return [self.sessions.start(self.session, time=meta_time, cwd=cwd, parent=parent_id,
+                                    extra=extra)]  # fmt: skip
+
+    def _item(self, session: str, item: dict[str, Any], time: str | None) -> Outgoing | None:
+        kind = item.get("type")
+        source = f"response_item:{kind}"
+        if kind == "message":
+            return self._message(session, item, time, source)
+        if kind in _CALLS:
+            call_id = item.get("call_id") if isinstance(item.get("call_id"), str) else None
+            name = item.get("name") or ("shell" if kind == "local_shell_call" else None)
+            arguments = item.get("arguments", item.get("input", item.get("action")))
+            payload = _clean({"tool": name, "call_id": call_id, "arguments": arguments})
+            out = self.sessions.emit(session, "tool/call", "assistant", time, payload, source)
+            if call_id:
+                self.calls[call_id] = (out.seq, name)
+            return out
+        if kind in _OUTPUTS:
+            call_id = item.get("call_id") if isinstance(item.get("call_id"), str) else None
+            call = self.calls.get(call_id) if call_id else None
+            output = item.get("output")
+            if isinstance(output, dict) and "content" in output:
+                output = output["content"]
+            payload = _clean({"call_id": call_id, "output": as_text(output),
+                              "tool": call[1] if call else None})  # fmt: skip
+            cites = [(session, call[0])] if call else None
+            return self.sessions.emit(session, "tool/result", "tool", time, payload, source,
+                                      cites=cites)  # fmt: skip
+        if kind == "reasoning":
+            summary = as_text(item.get("summary"))
+            if not summary:
+                self.tally.skip("response_item:reasoning:unreadable")
+                return None
+            payload = {"reasoning": summary}
+            return self.sessions.emit(session, "message/assistant", "assistant", time, payload,
+                                      source)  # fmt: skip
+        self.tally.skip(source)
+        return None
+
+    def _message(
+        self, session: str, item: dict[str, Any], time: str | None, source: str
+    ) -> Outgoing | None:
+        role = item.get("role")
+        if role not in ("user", "assistant"):
+            self.tally.skip(f"{source}:{role}")
+            return None
+        text = as_text(item.get("content"))
+        type_ = "message/user" if role == "user" else "message/assistant"
+        return self.sessions.emit(session, type_, str(role), time, {"text": text}, source)
+
+
+def _parent_of(meta: dict[str, Any]) -> str | None:
+    """The session this one came from, where the rollout names it: a fork's
+    ``forked_from_id``, or a sub-agent's ``source.subagent.thread_spawn.parent_thread_id``."""
+    forked = meta.get("forked_from_id")
+    if isinstance(forked, str) and forked:
+        return forked
+    source = meta.get("source")
+    subagent = source.get("subagent") if isinstance(source, dict) else None
+    spawn = subagent.get("thread_spawn") if isinstance(subagent, dict) else None
+    parent = spawn.get("parent_thread_id") if isinstance(spawn, dict) else None
+    return parent if isinstance(parent, str) and parent else None
+
+
+def _clean(payload: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in payload.items() if v is not None}
+
+
+def looks_like(record: dict[str, Any]) -> bool:
+    return (
+        record.get("type") in ("session_meta", "response_item", "event_msg", "turn_context")
+        and isinstance(record.get("payload"), dict)
+        and "timestamp" in record
+    )
