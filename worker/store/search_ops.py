@@ -123,7 +123,6 @@ class SessionSearch:
         self._plan = plan
         self._builder = QueryBuilder(plan, ws)
         self._cwd = cwd
-        self._sessions = sessions
         clauses, excluded = scope_clauses(
             snapshot_seq=snapshot_seq,
             session_ids=sessions.session_ids,
