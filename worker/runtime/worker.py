@@ -250,10 +250,13 @@ class Worker:
         return stats
 
     async def indexed_through(self) -> int | None:
-        """The SESSIONS stream sequence the index is complete through (None: no index)."""
+        """The SESSIONS stream sequence the index is complete through, its search index
+        included (None: no index)."""
         if self._index is None:
             return None
-        return int(await self._index.writer.last_stream_seq())
+        stored = int(await self._index.writer.last_stream_seq())
+        searchable = self._index.store.search_indexed_through()
+        return stored if searchable is None else min(stored, searchable)
 
     async def stop(self) -> None:
         """Graceful: stop intake, finish and answer in-flight work, ack, then close."""

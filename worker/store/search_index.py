@@ -181,9 +181,15 @@ class SearchIndexWriter:
         """Whether the store holds events or deletions the index has not taken yet."""
         row = self._conn.execute(
             "SELECT (SELECT coalesce(max(id), 0) FROM events),"
-            " (SELECT coalesce(max(id), 0) FROM search_deletions)"
+            " (SELECT coalesce(max(id), 0) FROM search_deletions),"
+            " (SELECT value FROM meta WHERE key = 'stream_seq')"
         ).fetchone()
-        return bool(row[0] > self._position.event_id or row[1] > self._position.deletion_id)
+        position = self._position
+        return bool(
+            row[0] > position.event_id
+            or row[1] > position.deletion_id
+            or row[2] > position.stream_seq  # messages that added no event still count
+        )
 
     @property
     def dirty(self) -> bool:
@@ -207,7 +213,11 @@ class SearchIndexWriter:
         if rows and len(rows) == max_events:
             # More may follow: the stream sequence covered is the last added event's.
             stream_seq = int(rows[-1][6])
-        if rows or deletion_id != self._position.deletion_id:
+        if (
+            rows
+            or deletion_id != self._position.deletion_id
+            or stream_seq != self._position.stream_seq
+        ):
             self._dirty = True
         if self._dirty:
             self._position = Position(last_id, deletion_id, stream_seq, self._position.uid)
@@ -253,7 +263,10 @@ class SearchIndexWriter:
         self._dirty = True  # re-commits the position: harmless, and always consistent
 
     def commit_due(self) -> bool:
-        return self._dirty and time.monotonic() - self._last_commit >= self._commit_interval
+        return self._dirty and self.interval_passed()
+
+    def interval_passed(self) -> bool:
+        return time.monotonic() - self._last_commit >= self._commit_interval
 
     def catch_up(self) -> int:
         """Follow until nothing is left, committing as it goes. Returns events added."""

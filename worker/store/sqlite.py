@@ -296,6 +296,14 @@ class SqliteSessionStore:
                 aborted.cancel()
                 woken.cancel()
 
+    def search_indexed_through(self) -> int | None:
+        """The stream sequence the search index is complete through (None: not built)."""
+        if self._search is None:
+            self._search = SearchIndexReader.open(self._location)
+            if self._search is None:
+                return None
+        return self._search.refresh().stream_seq
+
     def _search_has(self, event_id: int) -> bool:
         if self._search is None:
             self._search = SearchIndexReader.open(self._location)

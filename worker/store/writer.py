@@ -312,6 +312,11 @@ class WriterCore:
         search = self.search
         return search is not None and (search.dirty or search.behind)
 
+    def search_overdue(self) -> bool:
+        """Pending for longer than the commit interval (requests kept the writer busy)."""
+        search = self.search
+        return search is not None and search.interval_passed() and self.search_pending()
+
     def meta(self, key: str) -> int:
         row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return int(row[0]) if row else 0

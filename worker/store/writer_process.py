@@ -449,12 +449,11 @@ def _grow_pipe(stdin: asyncio.StreamWriter) -> None:
 
 def serve(core: WriterCore, requests: BinaryIO, replies: BinaryIO) -> int:
     """Answer requests until EOF; returns the exit status. Between requests, the search
-    index catches up with the store and commits (so searches see a batch within about
-    ``_IDLE_S`` of its store commit when the writer is idle, every commit interval when
-    busy)."""
+    index catches up with the store and commits: when no request came for ``_IDLE_S``, and
+    at least every commit interval however busy the pipe is."""
     committed = False  # whether the last apply committed: a chained one needs it
     while True:
-        if core.search_pending() and not _readable(requests, _IDLE_S):
+        if core.search_pending() and (core.search_overdue() or not _readable(requests, _IDLE_S)):
             core.follow_search(_IDLE_FOLLOW_EVENTS, commit=True)
             continue
         header = requests.read(HEADER.size)
