@@ -25,7 +25,14 @@ from nats.js import api
 from nats.js.errors import NotFoundError, ObjectNotFoundError
 from pydantic import ValidationError
 
-from contracts.envelope import Execution, SpillLocator, ToolReply, ToolRequest
+from contracts.envelope import (
+    AgentIdentity,
+    CancelRequest,
+    Execution,
+    SpillLocator,
+    ToolReply,
+    ToolRequest,
+)
 from contracts.subjects import TOOL_NAMES, Subjects
 
 # Search runs under a 30 s deadline by default; the reply may take a little longer.
@@ -106,7 +113,10 @@ class SessionQueryClient:
                 f"no reply to {request.request_id} within {wait:.1f} s"
             ) from None
         except asyncio.CancelledError:
-            await self._cancel_quietly(request.request_id, "requester cancelled")
+            if execution.agent is not None:
+                await self._cancel_quietly(
+                    request.request_id, "requester cancelled", execution.agent
+                )
             raise
         return _parse_reply(msg)
 
@@ -129,9 +139,16 @@ class SessionQueryClient:
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 0.2)
 
-    async def cancel(self, request_id: str, reason: str) -> None:
-        """Broadcast a cancel: whichever worker holds the request stops it with ``reason``."""
-        payload = orjson.dumps({"request_id": request_id, "reason": reason})
+    async def cancel(
+        self, request_id: str, reason: str, *, agent: AgentIdentity | dict[str, Any]
+    ) -> None:
+        """Broadcast a cancel: whichever worker holds the request stops it, and the model
+        sees ``reason`` as quoted data. ``agent`` must be the request's own
+        ``execution.agent`` (session_id and agent_id): any other cancel is ignored."""
+        if not isinstance(agent, AgentIdentity):
+            agent = AgentIdentity.model_validate(agent)
+        message = CancelRequest(request_id=request_id, agent=agent, reason=reason)
+        payload = orjson.dumps(message.model_dump(mode="json", exclude_none=True))
         await self._nc.publish(self.subjects.cancel, payload)
         await self._nc.flush()
 
@@ -196,10 +213,10 @@ class SessionQueryClient:
             )
         return data
 
-    async def _cancel_quietly(self, request_id: str, reason: str) -> None:
+    async def _cancel_quietly(self, request_id: str, reason: str, agent: AgentIdentity) -> None:
         # The connection may already be gone; the worker's deadline still bounds the work.
         with contextlib.suppress(Exception):
-            await asyncio.shield(self.cancel(request_id, reason))
+            await asyncio.shield(self.cancel(request_id, reason, agent=agent))
 
 
 def _timeout_for(execution: Execution) -> float:

@@ -21,6 +21,11 @@ class AgentIdentity(BaseModel):
     agent_id: Id | None = None
 
 
+def owner_key(agent: AgentIdentity | None) -> tuple[str, str | None] | None:
+    """Who owns a request or a cancel: the trusted (session_id, agent_id), or None."""
+    return None if agent is None else (agent.session_id, agent.agent_id)
+
+
 class Execution(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -38,6 +43,17 @@ class ToolRequest(BaseModel):
     execution: Execution = Field(default_factory=Execution)
     # Validated strictly per tool by the worker, never here.
     arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+class CancelRequest(BaseModel):
+    """A ``sessionquery.cancel`` broadcast. It is honoured only for a request whose
+    ``execution.agent`` equals ``agent`` (session_id and agent_id alike)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    request_id: Id
+    agent: AgentIdentity
+    reason: str | None = None
 
 
 class SpillLocator(BaseModel):

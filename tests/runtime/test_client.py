@@ -91,9 +91,13 @@ async def test_cancel_broadcasts_request_id_and_reason(nc: NATS, subjects: Subje
         await got.put(orjson.loads(msg.data))
 
     await nc.subscribe(subjects.cancel, cb=on_cancel)
-    await SessionQueryClient(nc, subjects).cancel("r-1", "user pressed stop")
+    await SessionQueryClient(nc, subjects).cancel(
+        "r-1", "user pressed stop", agent={"session_id": "s-1", "agent_id": "a-1"}
+    )
+    # The cancel carries the requester's identity: a worker honours only its owner's cancel.
     assert await asyncio.wait_for(got.get(), 5) == {
         "request_id": "r-1",
+        "agent": {"session_id": "s-1", "agent_id": "a-1"},
         "reason": "user pressed stop",
     }
 
@@ -111,12 +115,15 @@ async def test_cancelling_a_pending_call_broadcasts_a_cancel(nc: NATS, subjects:
     await nc.subscribe(subjects.tool("session_trace"), cb=hold)
     await nc.subscribe(subjects.cancel, cb=on_cancel)
     client = SessionQueryClient(nc, subjects)
-    task = asyncio.create_task(client.call("session_trace", {}, {}, request_id="r-held"))
+    execution = {"agent": {"session_id": "s-held"}}
+    task = asyncio.create_task(client.call("session_trace", {}, execution, request_id="r-held"))
     await asyncio.wait_for(arrived.wait(), 5)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    assert (await asyncio.wait_for(cancels.get(), 5))["request_id"] == "r-held"
+    sent = await asyncio.wait_for(cancels.get(), 5)
+    assert sent["request_id"] == "r-held"
+    assert sent["agent"] == {"session_id": "s-held"}
 
 
 async def test_manifest_returns_the_json_object(nc: NATS, subjects: Subjects) -> None:

@@ -75,6 +75,7 @@ async def test_ping_info_stats_discover_the_service_with_tool_metadata(
     assert endpoints["session_event_search"]["metadata"]["execution"] == "exclusive"
     assert endpoints["session_event_read"]["metadata"]["execution"] == "parallel"
     assert endpoints["manifest"]["subject"] == subjects.manifest
+    assert info["metadata"]["cancel"] == subjects.cancel
 
     await call(nc, subjects, "session_trace", body(tag="x"))
     msg = await nc.request(f"$SRV.STATS.{SERVICE_NAME}.{sid}", b"", timeout=5)
@@ -86,9 +87,11 @@ async def test_ping_info_stats_discover_the_service_with_tool_metadata(
     assert stats["session_search"]["data"] == {
         "lane": "search-queue",
         "running": False,
+        "waiting": 0,
         "pending_msgs_limit": config.endpoint_pending_msgs,
         "pending_bytes_limit": max(config.endpoint_pending_bytes, 2 * nc.max_payload),
         "slow_consumer_dropped": 0,
+        "cancels_ignored": 0,
     }
     assert stats["session_trace"]["data"]["pending_msgs_limit"] == 2048
 

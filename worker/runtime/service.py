@@ -99,7 +99,12 @@ class ToolService:
             name=SERVICE_NAME,
             version=version,
             description="Read-only search, trace and read tools over earlier agent sessions",
-            metadata={"subject_prefix": subjects.prefix, "manifest": subjects.manifest},
+            metadata={
+                "subject_prefix": subjects.prefix,
+                "manifest": subjects.manifest,
+                # Cancels are broadcast here, with the request's own execution.agent.
+                "cancel": subjects.cancel,
+            },
             stats_handler=stats_data,
         )
         manifest = orjson.dumps(manifest_of(toolset))

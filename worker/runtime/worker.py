@@ -207,9 +207,17 @@ class Worker:
             "slow_consumer_dropped": self.slow_consumers.dropped[
                 self.config.subjects.tool(endpoint)
             ],
+            # Cancels not honoured (no identity, or not the request's owner), worker-wide.
+            "cancels_ignored": self.registry.ignored,
         }
         if tool.execution == "exclusive":
-            return {"lane": "search-queue", "running": self.search.running is not None, **intake}
+            return {
+                "lane": "search-queue",
+                "running": self.search.running is not None,
+                # Fetched searches whose catch-up wait runs beside the lane.
+                "waiting": self.search.waiting,
+                **intake,
+            }
         return {
             "lane": "parallel-pool",
             "running": self.parallel.running,
@@ -220,7 +228,7 @@ class Worker:
 
     def in_flight(self) -> InFlight:
         return InFlight(
-            searches=1 if self.search.running is not None else 0,
+            searches=(1 if self.search.running is not None else 0) + self.search.waiting,
             parallel_running=self.parallel.running,
             parallel_waiting=self.parallel.waiting,
         )

@@ -137,6 +137,8 @@ def register_tools(
             execution=mode,
             run=_guarded(name, run, operations.boundary),
             read_only=True,
+            # Searches run one at a time: their catch-up wait runs beside the lane.
+            prepare=operations.catch_up if mode == "exclusive" else None,
         )
         for name, model, mode, run in table
     )

@@ -50,6 +50,7 @@ from worker.tools.workspace_access import (
     TitleInfo,
     TitleMismatch,
     authorized_subset,
+    catch_up_caller,
     check_observation,
     event_not_found,
     fetch_titles,
@@ -170,6 +171,21 @@ class Operations:
             signal,
             catch_up_timeout_ms=self.config.catch_up_timeout_ms,
         )
+
+    async def catch_up(self, execution: Execution, signal: ExecutionSignal) -> None:
+        """A search's read-your-writes wait, under the search deadline; the runtime runs it
+        before the search takes the exclusive lane (the search's own check is then quick)."""
+        search_signal = self._search_signal(signal)
+        try:
+            await catch_up_caller(
+                self.service,
+                self.boundary,
+                execution,
+                search_signal,
+                catch_up_timeout_ms=self.config.catch_up_timeout_ms,
+            )
+        finally:
+            search_signal.close()
 
     def _search_signal(self, signal: ExecutionSignal) -> ExecutionSignal:
         return signal.child(timeout=self.config.search_timeout_ms / 1000)

@@ -161,6 +161,23 @@ async def _identity(
     return session_id
 
 
+async def catch_up_caller(
+    service: SessionQueryService,
+    boundary: ServiceBoundary,
+    execution: Execution,
+    signal: ExecutionSignal,
+    *,
+    catch_up_timeout_ms: int | None = None,
+) -> None:
+    """The read-your-writes wait alone, so a runtime can run it before taking a lane;
+    nothing to wait for without identity or step (the run itself then answers)."""
+    agent = execution.agent
+    step = execution.step_start_seq
+    if agent is None or not agent.session_id or step is None or step - 1 < 1:
+        return
+    await _catch_up(service, boundary, agent.session_id, step - 1, signal, catch_up_timeout_ms)
+
+
 def _caller_of(session_id: str, observed: Mapping[str, TitleObservation]) -> Caller:
     observation = observed.get(session_id)
     if observation is None or observation.header.session_id != session_id:
