@@ -6,7 +6,7 @@ rendered here: the operations hand over authorized, projected values only.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Final
@@ -27,6 +27,12 @@ from worker.tools.workspace_access import UNAVAILABLE, TitleInfo, VisibleLineage
 HIDDEN_PARENT: Final = "not available in this workspace"
 HIDDEN_ANCESTORS: Final = "(the lineage continues with a session not available in this workspace)"
 _MAX_TITLE: Final = 200
+# Sub-sessions deeper than this are not indented further; their line gives the depth.
+MAX_INDENT_DEPTH: Final = 32
+DEEP_TREE_NOTE: Final = (
+    f"  (sub-sessions deeper than {MAX_INDENT_DEPTH} levels are not indented further; "
+    "[depth N] gives their level)"
+)
 
 
 def format_time(ms: int | None) -> str:
@@ -208,9 +214,28 @@ def render_trace(lineage: VisibleLineage, titles: Mapping[str, TitleInfo]) -> st
 def _tree(
     nodes: Sequence[LineageNode], titles: Mapping[str, TitleInfo], *, depth: int, into: list[str]
 ) -> None:
-    for node in nodes:
-        into.append("  " * depth + "- " + _session_line(node.header, titles))
-        _tree(node.children, titles, depth=depth + 1, into=into)
+    """Depth-first, children in order, without recursion (a lineage may be any depth).
+
+    Indentation stops growing at ``MAX_INDENT_DEPTH``; deeper lines say their depth
+    instead, so a deep chain costs linear, not quadratic, text."""
+    stack: list[tuple[Iterator[LineageNode], int]] = [(iter(nodes), depth)]
+    deep = False
+    while stack:
+        children, level = stack[-1]
+        node = next(children, None)
+        if node is None:
+            stack.pop()
+            continue
+        if level <= MAX_INDENT_DEPTH:
+            prefix = "  " * level + "- "
+        else:
+            prefix = "  " * MAX_INDENT_DEPTH + f"- [depth {level}] "
+            deep = True
+        into.append(prefix + _session_line(node.header, titles))
+        if node.children:
+            stack.append((iter(node.children), level + 1))
+    if deep:
+        into.append(DEEP_TREE_NOTE)
 
 
 def render_event_trace(
