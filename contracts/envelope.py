@@ -56,14 +56,28 @@ class CancelRequest(BaseModel):
     reason: str | None = None
 
 
+class SpillEncryption(BaseModel):
+    """How a spilled object is sealed (docs/spill.md): AES-256-GCM, the object being the
+    ciphertext followed by the 16-byte tag, no additional authenticated data."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    alg: Literal["A256GCM"] = "A256GCM"
+    key: str  # 32 bytes, unpadded base64url: only this locator ever carries it
+    nonce: str  # 12 bytes, unpadded base64url
+
+
 class SpillLocator(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     bucket: str
-    name: str
-    size: int
-    digest: str  # "SHA-256=<urlsafe base64>", as the object store records it
+    name: str  # random: says nothing about the content
+    size: int  # bytes of the plaintext (the stored object is 16 bytes longer: the tag)
+    digest: str  # "SHA-256=<urlsafe base64>" of the plaintext
     hint: str
+    encryption: SpillEncryption
+    # When the bucket's TTL removes the object (RFC 3339, UTC, milliseconds).
+    expires_at: str
 
 
 class ErrorBody(BaseModel):
