@@ -1,7 +1,9 @@
 """Plain-text rendering of tool results, for a model to read.
 
 Times render as UTC ISO 8601 with milliseconds. Only sessions the caller may see are
-rendered here: the operations hand over authorized, projected values only.
+rendered here: the operations hand over authorized, projected values only. Text recalled
+from sessions (titles, excerpts, event previews, exact event JSON) is always passed
+through ``quote_recalled``: it is data from past work, never instructions.
 """
 
 from __future__ import annotations
@@ -35,6 +37,23 @@ DEEP_TREE_NOTE: Final = (
 )
 
 
+# Recalled text is shown between these; the text itself can never contain them bare.
+RECALLED_OPEN: Final = "\u27e6"  # ⟦
+RECALLED_CLOSE: Final = "\u27e7"  # ⟧
+_RECALLED_ESCAPES: Final = str.maketrans({RECALLED_OPEN: "\\u27e6", RECALLED_CLOSE: "\\u27e7"})
+
+
+def quote_recalled(text: str) -> str:
+    """``text`` from another session marked as quoted data: ``⟦text⟧``.
+
+    A ⟦ or ⟧ inside the text is written as its JSON escape (``\\u27e6``, ``\\u27e7``),
+    so the text cannot close the quote and continue as if it were the tool's own words.
+    In exact event JSON the two characters can only stand inside strings, where the
+    escape decodes to the same value: the JSON stays exact.
+    """
+    return RECALLED_OPEN + text.translate(_RECALLED_ESCAPES) + RECALLED_CLOSE
+
+
 def format_time(ms: int | None) -> str:
     if ms is None:
         return "unknown"
@@ -54,7 +73,7 @@ def format_title(info: TitleInfo) -> str:
     title = _one_line(info.title)
     if len(title) > _MAX_TITLE:
         title = title[:_MAX_TITLE] + "…"
-    return f'"{title}"'
+    return quote_recalled(title)
 
 
 def _session_line(header: SessionHeader, titles: Mapping[str, TitleInfo]) -> str:
@@ -73,7 +92,7 @@ def _event_head(event: EventSummary, *, with_session: bool = False) -> str:
 def _event_line(event: EventSummary, *, with_session: bool = False) -> str:
     head = _event_head(event, with_session=with_session)
     preview = _one_line(event.preview)
-    return f"{head} — {preview}" if preview else head
+    return f"{head} — {quote_recalled(preview)}" if preview else head
 
 
 def _count(n: int, singular: str, plural: str | None = None) -> str:
@@ -114,7 +133,7 @@ def render_session_search(
             f"   strongest match: {_event_head(hit.event)} "
             f"({_count(hit.matching_events, 'matching event')})"
         )
-        lines.append(f"   {_one_line(hit.excerpt)}")
+        lines.append(f"   {quote_recalled(_one_line(hit.excerpt))}")
     lines.append("")
     if outcome.capped:
         lines.append(
@@ -170,7 +189,7 @@ def render_event_search(
         event = hit.event
         lines.append("")
         lines.append(_event_head(event))
-        lines.append(f"  {_one_line(hit.excerpt)}")
+        lines.append(f"  {quote_recalled(_one_line(hit.excerpt))}")
     lines.append("")
     if outcome.capped:
         lines.append(
@@ -306,7 +325,7 @@ def render_event_read(
         f"({summary.type} · {summary.surface} · {format_time(summary.time_ms)})",
         "",
         "Exact event JSON:",
-        target.raw_json,
+        quote_recalled(target.raw_json),
     ]
     if before:
         lines.append("")
