@@ -107,6 +107,14 @@ async def test_lagging_callers_do_not_delay_another_workspaces_search(
         # Not held behind the two catch-up waits (each up to CATCH_UP_S, 8 s in a row).
         assert other_s < CATCH_UP_S, other_s
         assert not lag_1.done() and not lag_2.done()
+        # A lagging caller's malformed search is answered at once: arguments are checked
+        # before the catch-up wait.
+        bad = orjson.loads(search("r-bad", "s-lag-1", 5, "papaya"))
+        bad["arguments"]["workspace"] = "/ws/other"
+        started = time.monotonic()
+        refused, _ = await call(nc, subjects, "session_event_search", orjson.dumps(bad))
+        assert refused["error"]["code"] == ErrorCode.INVALID_ARGUMENTS.value
+        assert time.monotonic() - started < CATCH_UP_S
 
         # The first lagging caller's events arrive: it is answered, correctly.
         await publish(

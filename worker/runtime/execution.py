@@ -58,7 +58,7 @@ class Executor:
         with request_context(request_id=request.request_id, tool=tool.name):
             started = time.perf_counter()
             try:
-                await tool.prepare(request.execution, signal)
+                await tool.prepare(request.arguments, request.execution, signal)
             except ToolError as exc:
                 log.info("prepare: tool error", code=exc.code.value, ms=_ms(started))
                 return replies.error(request.request_id, exc.code, exc.message)

@@ -172,9 +172,25 @@ class Operations:
             catch_up_timeout_ms=self.config.catch_up_timeout_ms,
         )
 
-    async def catch_up(self, execution: Execution, signal: ExecutionSignal) -> None:
-        """A search's read-your-writes wait, under the search deadline; the runtime runs it
-        before the search takes the exclusive lane (the search's own check is then quick)."""
+    async def prepare_search(
+        self,
+        tool: str,
+        arguments: Mapping[str, Any],
+        execution: Execution,
+        signal: ExecutionSignal,
+    ) -> None:
+        """What a search needs before it may take the exclusive lane: its arguments checked
+        (a bad one is answered at once) and its read-your-writes wait, under the search
+        deadline. The run repeats both; by then they are quick."""
+        if tool == "session_search":
+            query = args_input.parse_arguments(
+                tool, args_input.SessionSearchArguments, arguments
+            ).query
+        else:
+            query = args_input.parse_arguments(
+                tool, args_input.SessionEventSearchArguments, arguments
+            ).query
+        _validate_query(self.service, self.boundary, query)
         search_signal = self._search_signal(signal)
         try:
             await catch_up_caller(
