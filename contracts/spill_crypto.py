@@ -61,7 +61,8 @@ def open_sealed(sealed: bytes | bytearray, encryption: SpillEncryption) -> bytes
     if len(key) != KEY_BYTES or len(nonce) != NONCE_BYTES:
         raise SpillDecryptError("the locator's key or nonce has the wrong length")
     try:
-        return AESGCM(key).decrypt(nonce, bytes(sealed), None)
+        # A bytes-like object is taken as it is: no copy of a large result.
+        return AESGCM(key).decrypt(nonce, sealed, None)
     except InvalidTag:
         raise SpillDecryptError(
             "the object does not authenticate under the locator's key"
