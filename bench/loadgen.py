@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import os
 import random
 import sys
 import time
@@ -415,7 +416,6 @@ def _parse_mix(text: str | None) -> Mapping[str, float]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    import os
 
     import nats
 
@@ -492,7 +492,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                 )
                 return report
         servers = [u.strip() for u in args.nats_url.split(",")]  # a cluster: all its nodes
-        nc = await nats.connect(servers, max_reconnect_attempts=-1, reconnect_time_wait=0.5)
+        # A deployment with NATS users (compose.yaml) passes them in the environment.
+        nc = await nats.connect(
+            servers,
+            max_reconnect_attempts=-1,
+            reconnect_time_wait=0.5,
+            user=os.environ.get("NATS_USER"),
+            password=os.environ.get("NATS_PASSWORD"),
+        )
         try:
             report = await load(nc, subjects, args.worker_pid)
             return report

@@ -2,7 +2,8 @@
 
 Depends only on nats-py and ``contracts``, so an agent runtime can import it without the
 worker. It speaks exactly the wire contract in docs/protocol.md: one request subject per tool,
-``sessionquery.cancel`` broadcasts, ``sessionquery.manifest``, and the spill object store.
+``sessionquery.cancel`` broadcasts, ``sessionquery.manifest``, and the spill object store
+(whose objects it decrypts with the key in each reply's locator).
 """
 
 from __future__ import annotations
@@ -25,7 +26,15 @@ from nats.js import api
 from nats.js.errors import NotFoundError, ObjectNotFoundError
 from pydantic import ValidationError
 
-from contracts.envelope import Execution, SpillLocator, ToolReply, ToolRequest
+from contracts.envelope import (
+    AgentIdentity,
+    CancelRequest,
+    Execution,
+    SpillLocator,
+    ToolReply,
+    ToolRequest,
+)
+from contracts.spill_crypto import TAG_BYTES, SpillDecryptError, open_sealed
 from contracts.subjects import TOOL_NAMES, Subjects
 
 # Search runs under a 30 s deadline by default; the reply may take a little longer.
@@ -106,7 +115,10 @@ class SessionQueryClient:
                 f"no reply to {request.request_id} within {wait:.1f} s"
             ) from None
         except asyncio.CancelledError:
-            await self._cancel_quietly(request.request_id, "requester cancelled")
+            if execution.agent is not None:
+                await self._cancel_quietly(
+                    request.request_id, "requester cancelled", execution.agent
+                )
             raise
         return _parse_reply(msg)
 
@@ -129,9 +141,16 @@ class SessionQueryClient:
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 0.2)
 
-    async def cancel(self, request_id: str, reason: str) -> None:
-        """Broadcast a cancel: whichever worker holds the request stops it with ``reason``."""
-        payload = orjson.dumps({"request_id": request_id, "reason": reason})
+    async def cancel(
+        self, request_id: str, reason: str, *, agent: AgentIdentity | dict[str, Any]
+    ) -> None:
+        """Broadcast a cancel: whichever worker holds the request stops it, and the model
+        sees ``reason`` as quoted data. ``agent`` must be the request's own
+        ``execution.agent`` (session_id and agent_id): any other cancel is ignored."""
+        if not isinstance(agent, AgentIdentity):
+            agent = AgentIdentity.model_validate(agent)
+        message = CancelRequest(request_id=request_id, agent=agent, reason=reason)
+        payload = orjson.dumps(message.model_dump(mode="json", exclude_none=True))
         await self._nc.publish(self.subjects.cancel, payload)
         await self._nc.flush()
 
@@ -158,12 +177,14 @@ class SessionQueryClient:
         locator: SpillLocator,
         *,
         timeout: float = 30.0,  # noqa: ASYNC109 - bounds the pulls, not one await
-    ) -> bytearray:
-        """The whole spilled result, digest-verified.
+    ) -> bytes:
+        """The whole spilled result: read, decrypted with the locator's key, verified.
 
-        nats-py's ``ObjectStore.get`` grows its result by concatenation and stalls on flow
-        control; this reads the chunks through a temporary pull consumer into a buffer
-        allocated once at the object's size.
+        The object is AES-256-GCM ciphertext followed by its tag (docs/spill.md); a wrong
+        key or a changed object fails authentication, and the plaintext's SHA-256 must
+        equal the locator's digest. nats-py's ``ObjectStore.get`` grows its result by
+        concatenation and stalls on flow control; this reads the chunks through a
+        temporary pull consumer into a buffer allocated once at the object's size.
         """
         js = self._nc.jetstream()
         try:
@@ -173,33 +194,42 @@ class SessionQueryClient:
             raise SpillFetchError(
                 f"spilled result {locator.bucket}/{locator.name} not found (it may have expired)"
             ) from None
-        if info.size != locator.size or (info.digest or "") != locator.digest:
+        stored_size = locator.size + TAG_BYTES
+        if info.size != stored_size:
             raise SpillDigestMismatch(
                 f"spilled result {locator.name} does not match its locator "
-                f"(size {info.size} vs {locator.size})"
+                f"(size {info.size} vs {stored_size})"
             )
-        if not info.nuid:
+        if not info.nuid or not info.digest:
             raise SpillFetchError(f"spilled result {locator.name} has no chunks recorded")
-        expected = _decode_digest(locator.digest)
-        data, digest = await _read_chunks(
+        sealed, digest = await _read_chunks(
             self._nc,
             stream=f"OBJ_{locator.bucket}",
             subject=f"$O.{locator.bucket}.C.{info.nuid}",
-            size=locator.size,
+            size=stored_size,
             chunks=int(info.chunks or 0),
             timeout=timeout,
         )
-        if digest != expected:
+        if digest != _decode_digest(info.digest):
             raise SpillDigestMismatch(
-                f"spilled result {locator.name}: SHA-256 of the bytes read does not match "
+                f"spilled result {locator.name}: the chunks read do not match the object's "
+                "recorded digest"
+            )
+        try:
+            plaintext = open_sealed(sealed, locator.encryption)
+        except SpillDecryptError as exc:
+            raise SpillDigestMismatch(f"spilled result {locator.name}: {exc}") from None
+        if hashlib.sha256(plaintext).digest() != _decode_digest(locator.digest):
+            raise SpillDigestMismatch(
+                f"spilled result {locator.name}: SHA-256 of the decrypted text does not match "
                 f"{locator.digest}"
             )
-        return data
+        return plaintext
 
-    async def _cancel_quietly(self, request_id: str, reason: str) -> None:
+    async def _cancel_quietly(self, request_id: str, reason: str, agent: AgentIdentity) -> None:
         # The connection may already be gone; the worker's deadline still bounds the work.
         with contextlib.suppress(Exception):
-            await asyncio.shield(self.cancel(request_id, reason))
+            await asyncio.shield(self.cancel(request_id, reason, agent=agent))
 
 
 def _timeout_for(execution: Execution) -> float:

@@ -25,6 +25,11 @@ class AgentIdentity(BaseModel):
     agent_id: Id | None = None
 
 
+def owner_key(agent: AgentIdentity | None) -> tuple[str, str | None] | None:
+    """Who owns a request or a cancel: the trusted (session_id, agent_id), or None."""
+    return None if agent is None else (agent.session_id, agent.agent_id)
+
+
 class Execution(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -74,14 +79,39 @@ class ToolRequest(BaseModel):
     )
 
 
+class CancelRequest(BaseModel):
+    """A ``sessionquery.cancel`` broadcast. It is honoured only for a request whose
+    ``execution.agent`` equals ``agent`` (session_id and agent_id alike)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    request_id: Id
+    agent: AgentIdentity
+    reason: str | None = None
+
+
+class SpillEncryption(BaseModel):
+    """How a spilled object is sealed (docs/spill.md): AES-256-GCM, the object being the
+    ciphertext followed by the 16-byte tag, no additional authenticated data."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    alg: Literal["A256GCM"] = "A256GCM"
+    key: str  # 32 bytes, unpadded base64url: only this locator ever carries it
+    nonce: str  # 12 bytes, unpadded base64url
+
+
 class SpillLocator(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     bucket: str
-    name: str
-    size: int
-    digest: str  # "SHA-256=<urlsafe base64>", as the object store records it
+    name: str  # random: says nothing about the content
+    size: int  # bytes of the plaintext (the stored object is 16 bytes longer: the tag)
+    digest: str  # "SHA-256=<urlsafe base64>" of the plaintext
     hint: str
+    encryption: SpillEncryption
+    # When the bucket's TTL removes the object (RFC 3339, UTC, milliseconds).
+    expires_at: str
 
 
 class ErrorBody(BaseModel):

@@ -9,6 +9,10 @@ Three clustered nats-servers with JetStream (R3 streams), worker processes
 Bounded in time and count; stops everything it started, by pid, and prints a summary.
 ``LocalCluster`` is the same thing as a class for the reliability tests: ``start``/``stop``,
 ``kill_node(i)``/``restart_node(i)``, ``kill_worker(i)``/``stop_worker(i)``/``start_worker(i)``.
+
+Like compose.yaml, the nats-servers run with the accounts and users of
+``deploy/nats-accounts.conf`` (a ``worker`` and a ``runtime`` user, random passwords per
+cluster); ``connect_options(user)`` gives what a client of that user passes to connect.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import argparse
 import asyncio
 import contextlib
 import os
+import secrets
 import signal
 import socket
 import sqlite3
@@ -39,6 +44,10 @@ LOOPBACK: Final = "127.0.0.1"
 CLUSTER_NAME: Final = "sessionquery-local"
 READY_LINE: Final = "serving the five"
 ROOT: Final = Path(__file__).resolve().parent.parent
+ACCOUNTS_CONF: Final = ROOT / "deploy" / "nats-accounts.conf"
+# The runtime user may only subscribe under this inbox prefix (deploy/nats-accounts.conf).
+RUNTIME_INBOX_PREFIX: Final = "_INBOX_runtime"
+USERS: Final = ("worker", "runtime")
 
 
 class ClusterError(RuntimeError):
@@ -81,6 +90,10 @@ class LocalCluster:
     subject_prefix: str = "sessionquery"
     # Extra SESSIONQUERY_* settings for every worker (e.g. small spill thresholds).
     worker_env: dict[str, str] = field(default_factory=dict)
+    # Random per cluster; nats-server reads them from its environment (see ACCOUNTS_CONF).
+    passwords: dict[str, str] = field(
+        default_factory=lambda: {user: secrets.token_urlsafe(18) for user in USERS}, repr=False
+    )
     servers: list[EmbeddedNatsServer] = field(default_factory=list, init=False)
     worker_procs: list[WorkerProcess] = field(default_factory=list, init=False)
 
@@ -98,6 +111,20 @@ class LocalCluster:
     def url(self) -> str:
         """Every node's URL, comma-separated, as ``--nats-url`` takes it."""
         return ",".join(self.urls)
+
+    def connect_options(self, user: str = "worker") -> dict[str, Any]:
+        """Keyword arguments for ``nats.connect`` as ``user`` (worker or runtime)."""
+        options: dict[str, Any] = {"user": user, "password": self.passwords[user]}
+        if user == "runtime":
+            options["inbox_prefix"] = RUNTIME_INBOX_PREFIX
+        return options
+
+    def _credentials_env(self) -> dict[str, str]:
+        """NATS_USER/NATS_PASSWORD as the worker user, for the CLI processes we start."""
+        return {"NATS_USER": "worker", "NATS_PASSWORD": self.passwords["worker"]}
+
+    def _server_env(self) -> dict[str, str]:
+        return {f"SESSIONQUERY_{user.upper()}_PASSWORD": pw for user, pw in self.passwords.items()}
 
     def start(self, *, timeout: float = 60.0) -> None:
         """Start the cluster, create the R3 events stream, start the workers."""
@@ -136,6 +163,8 @@ class LocalCluster:
                     cluster_name=CLUSTER_NAME,
                     cluster_port=cluster_ports[i],
                     routes=routes,
+                    extra_args=("-c", str(ACCOUNTS_CONF)),
+                    env=self._server_env(),
                 )
             )
         # Together: a node reports healthy only once the JetStream meta leader has a quorum.
@@ -158,7 +187,7 @@ class LocalCluster:
         from deploy.streams import ensure_replicated_events_stream
 
         await ensure_replicated_events_stream(
-            self.urls, replicas=self.replicas, subjects=self.subjects
+            self.urls, replicas=self.replicas, subjects=self.subjects, **self.connect_options()
         )
 
     def kill_node(self, i: int) -> None:
@@ -184,6 +213,7 @@ class LocalCluster:
         proc.db_path.parent.mkdir(parents=True, exist_ok=True)
         env = {k: v for k, v in os.environ.items() if not k.startswith("SESSIONQUERY_")}
         env.update(self.worker_env)
+        env.update(self._credentials_env())
         env["SESSIONQUERY_LOG_FORMAT"] = "json"
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
         argv = [
@@ -286,6 +316,7 @@ class LocalCluster:
                 "--events-prefix", self.subjects.events_prefix,
             ],
             timeout=timeout,
+            env=self._credentials_env(),
         )  # fmt: skip
         return out, self.last_stream_seq()
 
@@ -294,7 +325,9 @@ class LocalCluster:
         return asyncio.run(self._last_stream_seq())
 
     async def _last_stream_seq(self) -> int:
-        nc = await open_connection(self.urls, connect_timeout=5, max_reconnect_attempts=5)
+        nc = await open_connection(
+            self.urls, connect_timeout=5, max_reconnect_attempts=5, **self.connect_options()
+        )
         try:
             info = await nc.jetstream(timeout=20).stream_info(self.subjects.events_stream)
             return int(info.state.last_seq)
@@ -313,7 +346,9 @@ class LocalCluster:
             self.subjects.search_stream,
             f"OBJ_{self.subjects.spill_bucket}",
         )
-        nc = await open_connection(self.urls, connect_timeout=5, max_reconnect_attempts=5)
+        nc = await open_connection(
+            self.urls, connect_timeout=5, max_reconnect_attempts=5, **self.connect_options()
+        )
         try:
             js = nc.jetstream(timeout=20)
             out: dict[str, int] = {}
@@ -353,7 +388,8 @@ class LocalCluster:
         if extra_sessions:
             argv += ["--extra-sessions", str(extra_sessions), "--extra-rate", str(extra_rate)]
         argv += list(extra)
-        return _run(argv, timeout=seconds + 120, check=False)
+        # The load generator is a bench tool (it reads $SRV stats too): the worker user.
+        return _run(argv, timeout=seconds + 120, check=False, env=self._credentials_env())
 
     # -- lifecycle ----------------------------------------------------------------------
 
@@ -397,9 +433,13 @@ def _free_ports(count: int) -> list[int]:
 
 
 def _run(
-    argv: Sequence[str], *, timeout: float, check: bool = True
+    argv: Sequence[str],
+    *,
+    timeout: float,
+    check: bool = True,
+    env: dict[str, str] | None = None,
 ) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ)
+    env = {**os.environ, **(env or {})}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     done = subprocess.run(
         list(argv), cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout

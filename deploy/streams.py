@@ -15,12 +15,13 @@ import asyncio
 import os
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from contracts.subjects import Subjects
 
 
 async def ensure_replicated_events_stream(
-    urls: Sequence[str], *, replicas: int, subjects: Subjects | None = None
+    urls: Sequence[str], *, replicas: int, subjects: Subjects | None = None, **connect: Any
 ) -> bool:
     """Create the events stream with ``replicas`` when missing; True when it was created.
 
@@ -32,7 +33,7 @@ async def ensure_replicated_events_stream(
     from nats.js.errors import NotFoundError
 
     subjects = subjects or Subjects()
-    nc = await nats.connect(list(urls), connect_timeout=5, max_reconnect_attempts=10)
+    nc = await nats.connect(list(urls), connect_timeout=5, max_reconnect_attempts=10, **connect)
     try:
         js = nc.jetstream(timeout=20)
         try:
@@ -66,7 +67,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args.nats_url:
         parser.error("--nats-url (or NATS_URL) is required")
     urls = [u.strip() for u in args.nats_url.split(",")]
-    created = asyncio.run(ensure_replicated_events_stream(urls, replicas=args.replicas))
+    # With NATS users (compose.yaml): the worker user, from the environment.
+    connect: dict[str, Any] = {
+        "user": os.environ.get("NATS_USER"),
+        "password": os.environ.get("NATS_PASSWORD"),
+    }
+    created = asyncio.run(ensure_replicated_events_stream(urls, replicas=args.replicas, **connect))
     print(f"events stream {'created' if created else 'already present'} (R{args.replicas})")
     return 0
 

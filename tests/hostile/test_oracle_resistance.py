@@ -285,9 +285,19 @@ def test_spilled_or_not_foreign_and_missing_look_the_same(
 
     def unnamed(reply: Reply, rid: str, sid: str) -> tuple[bytes, dict[str, str], bool]:
         data, headers, spilled = _masked(reply, rid, sid)
-        # The object name is random per result; the size and digest must still agree.
-        name = str(reply.body.get("spill", {}).get("name", "")).encode()
-        return (data.replace(name, b"<object>") if name else data), headers, spilled
+        # The object name, its key and nonce, and its expiry instant are random (or timed)
+        # per result; the size and digest must still agree.
+        spill = reply.body.get("spill", {})
+        encryption = spill.get("encryption", {})
+        for value, marker in (
+            (spill.get("name"), b"<object>"),
+            (encryption.get("key"), b"<key>"),
+            (encryption.get("nonce"), b"<nonce>"),
+            (spill.get("expires_at"), b"<expires>"),
+        ):
+            if value:
+                data = data.replace(str(value).encode(), marker)
+        return data, headers, spilled
 
     assert unnamed(foreign, foreign_rid, case.foreign_id) == unnamed(
         missing, missing_rid, case.missing_id

@@ -23,7 +23,7 @@ from contracts.subjects import Subjects
 from worker.runtime.config import WorkerConfig
 from worker.runtime.connection import NatsOptions, connect
 from worker.runtime.logs import configure_logging
-from worker.runtime.search_lane import MSG_ID_HEADER
+from worker.runtime.search_lane import REQUEST_ID_HEADER
 from worker.runtime.worker import Worker
 
 
@@ -65,7 +65,7 @@ def _trace_fetches(worker: Worker, label: str, hold_fetch: int, hold_s: float) -
     async def traced(msg: Msg) -> None:
         nonlocal fetched
         fetched += 1
-        rid = (msg.headers or {}).get(MSG_ID_HEADER, "-")
+        rid = (msg.headers or {}).get(REQUEST_ID_HEADER, "-")
         print(f"FETCHED {label} {rid} {msg.metadata.num_delivered or 1}", flush=True)
         if fetched == hold_fetch:
             print(f"HOLDING {label} {rid}", flush=True)

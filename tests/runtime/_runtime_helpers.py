@@ -204,8 +204,23 @@ async def call(
         return orjson.loads(msg.data), msg
 
 
-async def cancel(nc: NATS, subjects: Subjects, request_id: str, reason: str) -> None:
-    await nc.publish(subjects.cancel, orjson.dumps({"request_id": request_id, "reason": reason}))
+async def cancel(
+    nc: NATS,
+    subjects: Subjects,
+    request_id: str,
+    reason: str,
+    *,
+    caller: str | None = "s-caller",
+    agent_id: str | None = None,
+) -> None:
+    """Publish a cancel; by default with the identity ``body`` gives its requests."""
+    message: dict[str, Any] = {"request_id": request_id, "reason": reason}
+    if caller is not None:
+        agent: dict[str, Any] = {"session_id": caller}
+        if agent_id is not None:
+            agent["agent_id"] = agent_id
+        message["agent"] = agent
+    await nc.publish(subjects.cancel, orjson.dumps(message))
     await nc.flush()
 
 

@@ -24,6 +24,7 @@ from contracts.client import (
 )
 from contracts.envelope import Execution, SpillLocator, ToolReply, ToolRequest
 from contracts.errors import ErrorCode
+from contracts.spill_crypto import plaintext_digest, seal
 from contracts.subjects import TOOL_NAMES, Subjects
 
 
@@ -91,9 +92,13 @@ async def test_cancel_broadcasts_request_id_and_reason(nc: NATS, subjects: Subje
         await got.put(orjson.loads(msg.data))
 
     await nc.subscribe(subjects.cancel, cb=on_cancel)
-    await SessionQueryClient(nc, subjects).cancel("r-1", "user pressed stop")
+    await SessionQueryClient(nc, subjects).cancel(
+        "r-1", "user pressed stop", agent={"session_id": "s-1", "agent_id": "a-1"}
+    )
+    # The cancel carries the requester's identity: a worker honours only its owner's cancel.
     assert await asyncio.wait_for(got.get(), 5) == {
         "request_id": "r-1",
+        "agent": {"session_id": "s-1", "agent_id": "a-1"},
         "reason": "user pressed stop",
     }
 
@@ -111,12 +116,15 @@ async def test_cancelling_a_pending_call_broadcasts_a_cancel(nc: NATS, subjects:
     await nc.subscribe(subjects.tool("session_trace"), cb=hold)
     await nc.subscribe(subjects.cancel, cb=on_cancel)
     client = SessionQueryClient(nc, subjects)
-    task = asyncio.create_task(client.call("session_trace", {}, {}, request_id="r-held"))
+    execution = {"agent": {"session_id": "s-held"}}
+    task = asyncio.create_task(client.call("session_trace", {}, execution, request_id="r-held"))
     await asyncio.wait_for(arrived.wait(), 5)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    assert (await asyncio.wait_for(cancels.get(), 5))["request_id"] == "r-held"
+    sent = await asyncio.wait_for(cancels.get(), 5)
+    assert sent["request_id"] == "r-held"
+    assert sent["agent"] == {"session_id": "s-held"}
 
 
 async def test_manifest_returns_the_json_object(nc: NATS, subjects: Subjects) -> None:
@@ -130,13 +138,21 @@ async def test_manifest_returns_the_json_object(nc: NATS, subjects: Subjects) ->
 
 
 async def _put_object(nc: NATS, bucket: str, name: str, data: bytes) -> SpillLocator:
+    """Store ``data`` sealed as the worker's spill step does; the locator holds the key."""
     js = nc.jetstream()
     store = await js.create_object_store(bucket)
     meta = ObjectMeta(name=name, options=ObjectMetaOptions(max_chunk_size=1024 * 1024))
-    info = await store.put(name, data, meta=meta)
-    assert info.digest is not None
+    sealed, encryption = seal(data)
+    info = await store.put(name, sealed, meta=meta)
+    assert info.digest is not None and info.size == len(data) + 16
     return SpillLocator(
-        bucket=bucket, name=name, size=info.size, digest=info.digest, hint="fetch it"
+        bucket=bucket,
+        name=name,
+        size=len(data),
+        digest=plaintext_digest(data),
+        hint="fetch it",
+        encryption=encryption,
+        expires_at="2026-12-03T00:00:00.000Z",
     )
 
 
@@ -175,18 +191,25 @@ async def test_fetch_spilled_detects_digest_mismatch(nc: NATS, subjects: Subject
     meta_subject = f"$O.{subjects.spill_bucket}.M." + base64.urlsafe_b64encode(b"result-2").decode()
     await js.publish(meta_subject, orjson.dumps(record), headers={"Nats-Rollup": "sub"})
     tampered = locator.model_copy(update={"digest": f"SHA-256={wrong}"})
-    with pytest.raises(SpillDigestMismatch, match="SHA-256 of the bytes read"):
+    with pytest.raises(SpillDigestMismatch, match="recorded digest"):
         await client.fetch_spilled(tampered)
     # The true digest no longer agrees with the record either.
     with pytest.raises(SpillDigestMismatch):
         await client.fetch_spilled(locator)
 
 
+async def test_fetch_spilled_refuses_a_wrong_key(nc: NATS, subjects: Subjects) -> None:
+    locator = await _put_object(nc, subjects.spill_bucket, "result-3", b"secret text\n" * 100)
+    _, other = seal(b"anything")
+    with pytest.raises(SpillDigestMismatch, match="does not authenticate"):
+        await SessionQueryClient(nc, subjects).fetch_spilled(
+            locator.model_copy(update={"encryption": other})
+        )
+
+
 async def test_fetch_spilled_missing_object(nc: NATS, subjects: Subjects) -> None:
-    await _put_object(nc, subjects.spill_bucket, "present", b"x")
-    missing = SpillLocator(
-        bucket=subjects.spill_bucket, name="absent", size=1, digest="SHA-256=AA==", hint=""
-    )
+    present = await _put_object(nc, subjects.spill_bucket, "present", b"x")
+    missing = present.model_copy(update={"name": "absent"})
     with pytest.raises(SpillFetchError, match="not found"):
         await SessionQueryClient(nc, subjects).fetch_spilled(missing)
 

@@ -56,6 +56,36 @@ def test_three_node_jetstream_cluster_with_full_routes(compose: dict[str, Any]) 
     assert all(p.startswith("127.0.0.1:") for p in services["nats1"]["ports"])
 
 
+def test_nats_runs_with_the_accounts_config(compose: dict[str, Any]) -> None:
+    services = compose["services"]
+    for node in NODES:
+        flags = _flags(services[node]["command"])
+        assert flags["--config"] == "/etc/nats/accounts.conf"
+        assert "./deploy/nats-accounts.conf:/etc/nats/accounts.conf:ro" in services[node]["volumes"]
+        env = services[node]["environment"]
+        assert {"SESSIONQUERY_WORKER_PASSWORD", "SESSIONQUERY_RUNTIME_PASSWORD"} <= set(env)
+    # Every client service connects as the worker user.
+    for name in ("streams", "worker", "seeder", "loadgen"):
+        assert services[name]["environment"]["NATS_USER"] == "worker", name
+        assert services[name]["environment"]["NATS_PASSWORD"].startswith(
+            "${SESSIONQUERY_WORKER_PASSWORD"
+        )
+
+
+def test_the_accounts_config_is_valid_for_nats_server() -> None:
+    from worker.runtime.embedded_server import find_nats_server
+
+    env = {"SESSIONQUERY_WORKER_PASSWORD": "w", "SESSIONQUERY_RUNTIME_PASSWORD": "r"}
+    done = subprocess.run(
+        [find_nats_server(), "-c", str(ROOT / "deploy" / "nats-accounts.conf"), "-t"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr
+
+
 def test_worker_replicas_and_r3_streams(compose: dict[str, Any]) -> None:
     services = compose["services"]
     worker = services["worker"]
@@ -152,7 +182,13 @@ def test_local_cluster_runs_the_topology_and_survives_a_node_loss(tmp_path: Path
         assert session_id is not None
 
         async def call(url: str, tool: str, arguments: dict[str, Any]) -> str:
-            nc = await open_connection(url, connect_timeout=5, max_reconnect_attempts=20)
+            # As an agent runtime would: the runtime user, its own inbox prefix.
+            nc = await open_connection(
+                url,
+                connect_timeout=5,
+                max_reconnect_attempts=20,
+                **cluster.connect_options("runtime"),
+            )
             try:
                 reply = await SessionQueryClient(nc).call(
                     tool,

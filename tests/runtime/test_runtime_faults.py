@@ -27,7 +27,7 @@ from tests.runtime._runtime_helpers import (
 )
 from worker.runtime.connection import open_connection
 from worker.runtime.embedded_server import EmbeddedNatsServer
-from worker.runtime.search_lane import MSG_ID_HEADER, REPLY_HEADER
+from worker.runtime.search_lane import MSG_ID_HEADER, REPLY_HEADER, REQUEST_ID_HEADER
 from worker.runtime.worker import Worker
 
 REPO = Path(__file__).resolve().parents[2]
@@ -237,7 +237,7 @@ async def test_a_poison_search_is_answered_tool_failed_on_its_last_delivery(
     await js.publish(
         subjects.search_queue_subject("session_search"),
         request,
-        headers={MSG_ID_HEADER: "r-poison", REPLY_HEADER: inbox},
+        headers={MSG_ID_HEADER: "r-poison", REQUEST_ID_HEADER: "r-poison", REPLY_HEADER: inbox},
     )
     # A "worker" that takes the message and dies: it never acks.
     thief = await js.pull_subscribe_bind(

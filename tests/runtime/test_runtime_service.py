@@ -99,9 +99,11 @@ async def test_ping_info_stats_discover_the_service_with_tool_metadata(
         "run_count": 0,
         "run_processing_time": 0,
         "run_average_processing_time": 0,
+        "waiting": 0,
         "pending_msgs_limit": config.endpoint_pending_msgs,
         "pending_bytes_limit": max(config.endpoint_pending_bytes, 2 * nc.max_payload),
         "slow_consumer_dropped": 0,
+        "cancels_ignored": 0,
     }
     assert stats["session_trace"]["data"]["pending_msgs_limit"] == 2048
     assert stats["session_trace"]["data"]["processing_time_covers"] == "admission"

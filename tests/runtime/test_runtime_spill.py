@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import base64
 import hashlib
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 from nats.aio.client import Client as NATS
 
 from contracts.envelope import SpillLocator
+from contracts.spill_crypto import open_sealed
 from contracts.subjects import Subjects
 from tests.runtime._runtime_helpers import (
     Recorder,
@@ -57,11 +59,18 @@ async def test_spill_round_trip_with_digest_and_preview_bounds(
     assert preview.endswith(b"\n")
     assert full.startswith(preview)
 
+    # Stored sealed: AES-256-GCM ciphertext plus the 16-byte tag, under a key only the
+    # locator holds; it opens to exactly the text, whose digest the locator gives.
     store = await nc.jetstream().object_store(locator.bucket)
     result = await store.get(locator.name)
-    assert result.data == full
-    assert result.info.digest == locator.digest
+    assert result.data is not None and len(result.data) == len(full) + 16
+    assert full[:64] not in result.data
+    assert open_sealed(result.data, locator.encryption) == full
     assert result.info.chunks == 3
+    expires = datetime.fromisoformat(locator.expires_at)
+    ttl = timedelta(seconds=config.spill_ttl_s)
+    now = datetime.now(UTC)
+    assert now + ttl - timedelta(seconds=60) < expires <= now + ttl
 
 
 async def test_text_at_the_threshold_stays_inline_and_one_byte_more_spills(

@@ -121,9 +121,10 @@ async def test_event_read_renders_multi_line_payload_text_below_the_exact_json(
     text = await call(index, "session_event_read", {"session_id": PAY_ROOT, "seq": 7})
     check_golden("session_event_read_multiline", text)
     exact = text.split("Exact event JSON:\n", 1)[1].split("\n", 1)[0]
-    # The exact JSON stays one line, byte for byte; the readable copy follows it.
-    assert json.loads(exact)["seq"] == 7
-    assert "\npayload.output:\n> ============================= test session starts" in text
+    # The exact JSON stays one line, byte for byte (quoted as recalled data); the readable
+    # copy follows it.
+    assert json.loads(exact.removeprefix("⟦").removesuffix("⟧"))["seq"] == 7
+    assert "\npayload.output:\n> ⟦============================= test session starts" in text
 
 
 # --- workspace authority over the real provider ---
@@ -265,7 +266,9 @@ async def test_hidden_ids_spelled_with_json_escapes_are_never_printed(tmp_path: 
                 execution=as_caller("s-caller"),
             )  # fmt: skip
             exact = text.split("Exact event JSON:\n", 1)[1].split("\n", 1)[0]
-            strings = _json_strings(orjson.loads(exact))
+            # The exact JSON is shown as recalled data: between ⟦ and ⟧.
+            assert exact.startswith("⟦") and exact.endswith("⟧")
+            strings = _json_strings(orjson.loads(exact[1:-1]))
             assert "s-foreign" not in strings and "not available in this workspace" in strings
             assert "s-foreign" not in text
         assert "s-caller" in strings  # a visible citation stays as it was
@@ -359,7 +362,8 @@ async def test_event_read_target_is_the_exact_stored_json(index: Index) -> None:
         PAY_SIBLING, 4, before=0, after=0, signal=ExecutionSignal()
     )
     assert window is not None and window.target is not None
-    assert window.target.raw_json in text.splitlines()
+    # Byte for byte, marked as recalled data (it holds no ⟦ or ⟧ to escape).
+    assert f"⟦{window.target.raw_json}⟧" in text.splitlines()
 
 
 async def test_cancelled_search_over_sqlite_keeps_the_reason(index: Index) -> None:

@@ -78,7 +78,7 @@ async def test_one_scan_bounded_title_batching() -> None:
     read = [sid for ids in calls for sid in ids]
     assert sorted(read) == sorted(HITS)  # each once; parents are hits: no re-read
     assert peak == 3
-    assert '"Title of s-7"' in text
+    assert "⟦Title of s-7⟧" in text
 
 
 async def test_projection_before_dequeue() -> None:
@@ -107,7 +107,7 @@ async def test_projection_before_dequeue() -> None:
         {"query": "x"},
         config=ToolConfig(persisted_inspect_concurrency=1),
     )
-    assert '"Title of s-7"' in text
+    assert "⟦Title of s-7⟧" in text
     assert len(released) == len(HITS) - 1
     assert all(released), "a worker kept a full observation while reading the next id"
 
@@ -179,7 +179,7 @@ async def test_title_fallbacks_failure_and_missing_title_keep_the_result() -> No
     service.overrides["read_titles"] = read_titles
     text = await run_tool(service, "session_search", {"query": "x"}, logger=logger)
     lines = {line.split(" ")[1]: line for line in text.splitlines() if line[:1].isdigit()}
-    assert '"Title of s-4"' in lines["s-4"]
+    assert "⟦Title of s-4⟧" in lines["s-4"]
     assert "(untitled)" in lines["s-3"]
     for sid in ("s-5", "s-6", "s-7"):
         assert "(title unavailable)" in lines[sid]
@@ -213,7 +213,7 @@ async def test_title_fallbacks_malformed_observation_stays_with_its_id(
     text = await run_tool(service, "session_search", {"query": "x"}, logger=logger)
     lines = {line.split(" ")[1]: line for line in text.splitlines() if line[:1].isdigit()}
     assert "(title unavailable)" in lines["s-3"]
-    assert '"Title of s-4"' in lines["s-4"]
+    assert "⟦Title of s-4⟧" in lines["s-4"]
     assert len(logger.events) == 1
 
 
@@ -277,4 +277,4 @@ async def test_parent_outside_the_workspace_is_not_named() -> None:
     gone = next(b for b in blocks if b.startswith("4. s-3 "))
     assert "parent: not available in this workspace" in far
     assert "parent: not available in this workspace" in gone
-    assert 'parent: s-1 "Title of s-1"' in next(b for b in blocks if b.startswith("5. s-4 "))
+    assert "parent: s-1 ⟦Title of s-1⟧" in next(b for b in blocks if b.startswith("5. s-4 "))

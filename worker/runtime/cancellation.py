@@ -1,9 +1,12 @@
 """Cancellation: ``sessionquery.cancel`` broadcasts reach the request wherever it is.
 
-Every worker listens. A running request's signal is cancelled with the exact reason; the id
-is also remembered for a while (bounded count, TTL), so a request still queued — in the
-search stream or in the parallel pool's mailbox — is terminated when it comes up, and one
-that arrives after its cancel never starts.
+Every worker listens. A cancel belongs to the requester: it is honoured only for a request
+whose trusted ``execution.agent`` identity (session id and agent id) equals the cancel's
+own ``agent``; any other cancel is ignored and counted. A running request's signal is
+cancelled; the (owner, id) pair is also remembered for a while (bounded count, TTL), so a
+request still queued — in the search stream or in the parallel pool's mailbox — is
+terminated when it comes up, and one that arrives after its cancel never starts. The
+reason reaches the model only as quoted data inside a fixed sentence.
 """
 
 from __future__ import annotations
@@ -11,8 +14,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+import unicodedata
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Final
 
 import orjson
@@ -20,66 +25,105 @@ import structlog
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
+from pydantic import ValidationError
 
+from contracts.envelope import CancelRequest, owner_key
 from worker.runtime.slow_consumers import PendingLimits
 from worker.signals import ExecutionSignal
 
 log = structlog.get_logger("worker.runtime.cancellation")
 
-DEFAULT_REASON: Final = "cancelled by the requester"
-# A reason is echoed to the model exactly; this only bounds an abusive one.
-MAX_REASON_CHARS: Final = 2048
+# (session_id, agent_id) of the trusted execution.agent; None: a request without identity.
+Owner = tuple[str, str | None]
+
+# The reason is the requester's text: it is capped and shown only as quoted data.
+MAX_REASON_CHARS: Final = 200
+NO_REASON_MESSAGE: Final = "The request was cancelled by the runtime (no reason given)."
+
+
+def cancel_message(reason: str | None) -> str:
+    """The model-facing CANCELLED message: a fixed sentence with the reason as quoted data.
+
+    Control and format characters (newlines, bidi overrides, zero-width marks) are removed,
+    the length is capped, and the JSON string escaping means the reason cannot close its
+    quotes and continue as the sentence.
+    """
+    cleaned = "".join(ch for ch in reason or "" if unicodedata.category(ch)[0] != "C")
+    cleaned = cleaned.strip()
+    if not cleaned:
+        return NO_REASON_MESSAGE
+    if len(cleaned) > MAX_REASON_CHARS:
+        cleaned = cleaned[:MAX_REASON_CHARS] + "…"
+    return f"The request was cancelled by the runtime (reason: {orjson.dumps(cleaned).decode()})"
 
 
 class CancellationRegistry:
-    """Which requests this worker holds, and which ids were cancelled recently."""
+    """Which requests this worker holds (and whose), and which were cancelled recently."""
 
     def __init__(self, *, remember: int = 10_000, ttl_s: float = 600.0) -> None:
         self._remember = remember
         self._ttl_s = ttl_s
-        self._held: dict[str, set[ExecutionSignal]] = {}
-        self._cancelled: OrderedDict[str, tuple[str, float]] = OrderedDict()
+        self._held: dict[str, dict[ExecutionSignal, Owner | None]] = {}
+        self._cancelled: OrderedDict[tuple[Owner, str], tuple[str, float]] = OrderedDict()
+        # Cancels not honoured: no identity, or aimed at a request another identity holds.
+        self.ignored = 0
 
-    def cancel(self, request_id: str, reason: str) -> int:
-        """Cancel ``request_id`` here; returns how many held executions it reached."""
-        self._cancelled[request_id] = (reason, time.monotonic() + self._ttl_s)
-        self._cancelled.move_to_end(request_id)
+    def cancel(self, owner: Owner | None, request_id: str, message: str) -> int:
+        """Cancel ``owner``'s ``request_id`` here; returns how many held executions it
+        reached. A cancel without an owner, or one that finds only other owners' requests
+        under that id, is ignored and counted."""
+        if owner is None:
+            self.ignored += 1
+            return 0
+        key = (owner, request_id)
+        self._cancelled[key] = (message, time.monotonic() + self._ttl_s)
+        self._cancelled.move_to_end(key)
         while len(self._cancelled) > self._remember:
             self._cancelled.popitem(last=False)
-        signals = self._held.get(request_id, set())
-        for signal in list(signals):
-            signal.cancel(reason)
-        return len(signals)
+        held = self._held.get(request_id, {})
+        mine = [signal for signal, held_by in held.items() if held_by == owner]
+        if len(mine) < len(held):
+            self.ignored += 1
+        for signal in mine:
+            signal.cancel(message)
+        return len(mine)
 
-    def cancelled_reason(self, request_id: str) -> str | None:
-        entry = self._cancelled.get(request_id)
+    def cancelled_reason(self, owner: Owner | None, request_id: str) -> str | None:
+        """The CANCELLED message for ``owner``'s ``request_id``, when it was cancelled."""
+        if owner is None:
+            return None
+        key = (owner, request_id)
+        entry = self._cancelled.get(key)
         if entry is None:
             return None
-        reason, expires = entry
+        message, expires = entry
         if expires < time.monotonic():
-            del self._cancelled[request_id]
+            del self._cancelled[key]
             return None
-        return reason
+        return message
 
-    def attach(self, request_id: str, signal: ExecutionSignal) -> Callable[[], None]:
-        """From now on a cancel of ``request_id`` fires ``signal``; returns the detach."""
-        if (reason := self.cancelled_reason(request_id)) is not None:
-            signal.cancel(reason)
-        self._held.setdefault(request_id, set()).add(signal)
+    def attach(
+        self, owner: Owner | None, request_id: str, signal: ExecutionSignal
+    ) -> Callable[[], None]:
+        """From now on ``owner``'s cancel of ``request_id`` fires ``signal``; returns the
+        detach."""
+        if (message := self.cancelled_reason(owner, request_id)) is not None:
+            signal.cancel(message)
+        self._held.setdefault(request_id, {})[signal] = owner
 
         def detach() -> None:
             signals = self._held.get(request_id)
             if signals is not None:
-                signals.discard(signal)
+                signals.pop(signal, None)
                 if not signals:
                     del self._held[request_id]
 
         return detach
 
     @contextlib.contextmanager
-    def hold(self, request_id: str, signal: ExecutionSignal) -> Iterator[None]:
-        """While inside, a cancel of ``request_id`` fires ``signal``."""
-        detach = self.attach(request_id, signal)
+    def hold(self, owner: Owner | None, request_id: str, signal: ExecutionSignal) -> Iterator[None]:
+        """While inside, ``owner``'s cancel of ``request_id`` fires ``signal``."""
+        detach = self.attach(owner, request_id, signal)
         try:
             yield
         finally:
@@ -96,8 +140,15 @@ class CancellationRegistry:
                 signal.cancel(reason)
 
 
-def parse_cancel(data: bytes) -> tuple[str, str] | None:
-    """``{"request_id", "reason"}`` → (id, reason); None when it is not a cancel."""
+@dataclass(frozen=True, slots=True)
+class ParsedCancel:
+    request_id: str
+    owner: Owner | None  # None: the cancel carries no valid identity and is ignored
+    message: str  # the model-facing CANCELLED message
+
+
+def parse_cancel(data: bytes) -> ParsedCancel | None:
+    """A ``CancelRequest`` body → what to cancel; None when it names no request at all."""
     try:
         raw = orjson.loads(data)
     except orjson.JSONDecodeError:
@@ -105,12 +156,15 @@ def parse_cancel(data: bytes) -> tuple[str, str] | None:
     if not isinstance(raw, dict):
         return None
     request_id = raw.get("request_id")
-    reason = raw.get("reason")
     if not isinstance(request_id, str) or not request_id:
         return None
-    if not isinstance(reason, str) or not reason.strip():
-        reason = DEFAULT_REASON
-    return request_id, reason[:MAX_REASON_CHARS]
+    reason = raw.get("reason")
+    message = cancel_message(reason if isinstance(reason, str) else None)
+    try:
+        parsed = CancelRequest.model_validate({"request_id": request_id, "agent": raw.get("agent")})
+    except ValidationError:
+        return ParsedCancel(request_id=request_id, owner=None, message=message)
+    return ParsedCancel(request_id=request_id, owner=owner_key(parsed.agent), message=message)
 
 
 class CancelListener:
@@ -159,11 +213,21 @@ class CancelListener:
     def _apply(self, msg: Msg) -> None:
         parsed = parse_cancel(msg.data)
         if parsed is None:
+            self._registry.ignored += 1
             log.warning("ignored a malformed cancel message", size=len(msg.data))
             return
-        request_id, reason = parsed
-        reached = self._registry.cancel(request_id, reason)
-        log.info("cancel received", request_id=request_id, running=reached)
+        ignored = self._registry.ignored
+        reached = self._registry.cancel(parsed.owner, parsed.request_id, parsed.message)
+        if self._registry.ignored != ignored:
+            # No identity, or another caller's request: never honoured (the id is logged,
+            # the reason is not: it is the sender's text).
+            log.warning(
+                "cancel ignored: not from the request's owner",
+                request_id=parsed.request_id,
+                identified=parsed.owner is not None,
+            )
+            return
+        log.info("cancel received", request_id=parsed.request_id, running=reached)
 
     async def close(self) -> None:
         sub, self._sub = self._sub, None

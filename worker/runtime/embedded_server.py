@@ -48,6 +48,8 @@ class EmbeddedNatsServer:
     cluster_port: int | None = None
     routes: tuple[str, ...] = ()
     extra_args: tuple[str, ...] = ()
+    # Extra environment for the server (e.g. passwords a config file refers to as $VAR).
+    env: dict[str, str] = field(default_factory=dict)
     # Own process session: a terminal's Ctrl-C then reaches only the parent, which can stop
     # its clients gracefully before stopping the server.
     new_session: bool = False
@@ -82,7 +84,11 @@ class EmbeddedNatsServer:
         args += list(self.extra_args)
         log = open(self.store_dir / "nats-server.log", "ab")  # noqa: SIM115 - owned by child
         self.process = subprocess.Popen(
-            args, stdout=log, stderr=subprocess.STDOUT, start_new_session=self.new_session
+            args,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=self.new_session,
+            env={**os.environ, **self.env} if self.env else None,
         )
         log.close()
         deadline = time.monotonic() + timeout

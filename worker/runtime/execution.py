@@ -15,7 +15,7 @@ from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 from nats.errors import MaxPayloadError
 
-from contracts.envelope import ToolRequest
+from contracts.envelope import ToolRequest, owner_key
 from contracts.errors import ErrorCode
 from worker.runtime import replies
 from worker.runtime.cancellation import CancellationRegistry
@@ -55,13 +55,36 @@ class Executor:
             if runs:
                 self.stats.record_run(tool.name, time.perf_counter_ns() - started)
 
+    async def prepare(
+        self, tool: ToolDefinition, request: ToolRequest, signal: ExecutionSignal
+    ) -> EncodedReply | None:
+        """Run the tool's prepare step (a wait that must not hold a lane): None when the
+        request may now run, else the reply that answers it. Never raises (except task
+        cancellation). The signal stays open for the run."""
+        if tool.prepare is None or signal.error is not None:
+            return None  # execute answers an aborted signal itself
+        with request_context(request_id=request.request_id, tool=tool.name):
+            started = time.perf_counter()
+            try:
+                await tool.prepare(request.arguments, request.execution, signal)
+            except ToolError as exc:
+                log.info("prepare: tool error", code=exc.code.value, ms=_ms(started))
+                return replies.error(request.request_id, exc.code, exc.message)
+            except ExecutionAborted as exc:
+                log.info("prepare: aborted", ms=_ms(started))
+                return aborted_reply(request.request_id, exc, started=False)
+            except Exception:
+                log.exception("prepare failed", ms=_ms(started))
+                return replies.tool_failed(request.request_id)
+        return None
+
     async def _execute(
         self, tool: ToolDefinition, request: ToolRequest, signal: ExecutionSignal
     ) -> EncodedReply:
         rid = request.request_id
         # request_context (execute) already tags these lines with request_id and tool.
         if signal.error is not None:
-            log.info("not started", reason=signal.error.reason)
+            log.info("not started", cancelled=not isinstance(signal.error, DeadlineExceeded))
             return aborted_reply(rid, signal.error, started=False)
         started = time.perf_counter()
         try:
@@ -71,7 +94,8 @@ class Executor:
             log.info("tool error", code=exc.code.value, ms=_ms(started))
             return reply
         except ExecutionAborted as exc:
-            log.info("aborted", reason=exc.reason, ms=_ms(started))
+            # The reason is the requester's text: it goes to the reply, not to the log.
+            log.info("aborted", deadline=isinstance(exc, DeadlineExceeded), ms=_ms(started))
             return aborted_reply(rid, exc, started=True)
         except Exception:
             log.exception("tool failed", ms=_ms(started))
@@ -114,7 +138,7 @@ async def admit(
         )
         return None
     rid = request.request_id
-    if (reason := registry.cancelled_reason(rid)) is not None:
+    if (reason := registry.cancelled_reason(owner_key(request.execution.agent), rid)) is not None:
         reply = replies.error(rid, ErrorCode.CANCELLED, reason)
         await send(nc, msg.reply, reply, request_id=rid, tool=tool.name, stats=stats)
         return None

@@ -15,7 +15,7 @@ import structlog
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 
-from contracts.envelope import ToolRequest
+from contracts.envelope import ToolRequest, owner_key
 from worker.runtime import replies
 from worker.runtime.actors import Mailbox, Supervisor
 from worker.runtime.cancellation import CancellationRegistry
@@ -87,7 +87,7 @@ class ParallelLane:
             request.execution, default_timeout_ms=self._default_timeout_ms
         )
         signal = signal_until(deadline_ms)
-        detach = self._registry.attach(rid, signal)
+        detach = self._registry.attach(owner_key(request.execution.agent), rid, signal)
         job = Job(tool=tool, request=request, signal=signal, reply_to=msg.reply, detach=detach)
         if not self._mailbox.offer(job):
             detach()

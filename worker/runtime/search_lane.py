@@ -9,6 +9,14 @@ that dies mid-search leaves its message unacked, so after ``ack_wait`` another w
 it. Expired and cancelled requests are answered and terminated without running; on the
 last delivery of a message that keeps killing its workers, it is answered TOOL_FAILED and
 terminated.
+
+De-duplication is per caller: the ``Nats-Msg-Id`` is a digest of the trusted caller
+identity and the request id, so one caller's id can never refuse another's request.
+
+No head-of-line blocking: a tool's ``prepare`` step (the read-your-writes catch-up wait)
+runs outside the lane. When it does not finish at once, the message waits beside the lane
+(kept in progress by heartbeats) and the lane serves the next search; the waiting request
+takes the lane when its caller's events are indexed, or is answered TIMEOUT at its bound.
 """
 
 from __future__ import annotations
@@ -16,9 +24,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import hashlib
+from collections import deque
+from collections.abc import Callable
 from typing import Final
 
 import nats.errors
+import orjson
 import structlog
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
@@ -31,6 +43,7 @@ from nats.js.errors import (
     ServiceUnavailableError,
 )
 
+from contracts.envelope import ToolRequest, owner_key
 from contracts.errors import ErrorCode
 from contracts.subjects import Subjects
 from worker.runtime import replies
@@ -39,11 +52,13 @@ from worker.runtime.deadlines import effective_deadline_ms, expired, loop_time_o
 from worker.runtime.execution import Executor, admit, send
 from worker.runtime.replies import BadEnvelope, parse_request
 from worker.runtime.slow_consumers import PendingLimits
+from worker.signals import ExecutionSignal
 from worker.tools.definitions import ToolDefinition, ToolSet
 
 log = structlog.get_logger("worker.runtime.search_lane")
 
 MSG_ID_HEADER: Final = "Nats-Msg-Id"
+REQUEST_ID_HEADER: Final = "Sessionquery-Request-Id"
 REPLY_HEADER: Final = "Sessionquery-Reply"
 DEADLINE_HEADER: Final = "Sessionquery-Deadline-Ms"
 # How long one pull request waits; also bounds how long stop() waits for an idle loop.
@@ -55,6 +70,13 @@ ENQUEUE_TIMEOUT_S: Final = 15.0
 # One attempt's wait for its PubAck: a publish sent to a leader that just died is retried.
 PUBLISH_ATTEMPT_S: Final = 2.0
 ACTOR_NAME: Final = "search-fetch"
+# How long the lane waits for a search's prepare step before setting it aside: an indexed
+# caller's check is one quick read; a lagging caller's wait continues beside the lane.
+PREPARE_GRACE_S: Final = 0.05
+# While searches wait beside the lane, pulls are short so a ready one is taken soon.
+READY_POLL_S: Final = 0.05
+# At most this many fetched searches wait beside the lane (each holds one unacked message).
+MAX_WAITING: Final = 32
 TOO_LARGE_MESSAGE: Final = (
     "The request is too large to queue for a search; send a shorter query and fewer filters."
 )
@@ -95,6 +117,14 @@ class SearchLane:
         self._idle.set()
         self.running: str | None = None  # request id of the search running now
         self.completed = 0
+        self._waiting: set[asyncio.Task[None]] = set()  # prepare steps beside the lane
+        self._ready: deque[_Job] = deque()  # prepared, waiting for the lane
+        self._wakeup = asyncio.Event()
+
+    @property
+    def waiting(self) -> int:
+        """Searches fetched but waiting beside the lane (catch-up) or for it (ready)."""
+        return len(self._waiting) + len(self._ready)
 
     # -- setup -------------------------------------------------------------------------
 
@@ -152,7 +182,11 @@ class SearchLane:
             reply = replies.error(rid, ErrorCode.TIMEOUT, replies.QUEUE_TIMEOUT_MESSAGE)
             await self._answer(msg.reply, reply, rid, tool)
             return
-        headers = {MSG_ID_HEADER: rid, REPLY_HEADER: msg.reply}
+        headers = {
+            MSG_ID_HEADER: dedupe_id(request),
+            REQUEST_ID_HEADER: rid,
+            REPLY_HEADER: msg.reply,
+        }
         if deadline_ms is not None:
             headers[DEADLINE_HEADER] = str(deadline_ms)
         # js.publish adds this header itself; it counts against max_payload too.
@@ -236,13 +270,22 @@ class SearchLane:
 
     async def run(self) -> None:
         """Fetch and run one search at a time until ``stop``. Supervised: errors restart it."""
-        if self._stopping.is_set():
+        if self._stopping.is_set() and not self.waiting:
             return
         await self.ensure()
         sub = await self._subscribe()
         reconnects = self._reconnects()
         try:
-            while not self._stopping.is_set():
+            while not self._stopping.is_set() or self.waiting:
+                if self._ready:
+                    await self._run_job(self._ready.popleft())
+                    continue
+                if self._stopping.is_set() or len(self._waiting) >= MAX_WAITING:
+                    # Only searches set aside remain to be served: wait for one to be ready.
+                    self._wakeup.clear()
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(self._wakeup.wait(), FETCH_POLL_S)
+                    continue
                 if self._reconnects() != reconnects:
                     # After a reconnect the old pull subscription may be gone on the server.
                     log.info("re-creating the search pull subscription after a reconnect")
@@ -250,8 +293,9 @@ class SearchLane:
                     await self.ensure()
                     sub = await self._subscribe()
                     reconnects = self._reconnects()
+                poll = READY_POLL_S if self._waiting else FETCH_POLL_S
                 try:
-                    msgs = await sub.fetch(1, timeout=FETCH_POLL_S)
+                    msgs = await sub.fetch(1, timeout=poll)
                 except (TimeoutError, nats.errors.TimeoutError):
                     continue
                 for msg in msgs:
@@ -265,8 +309,10 @@ class SearchLane:
             await _quiet_unsubscribe(sub)
 
     async def stop(self) -> None:
-        """Take no more searches; returns after the running one is answered and acked."""
+        """Take no more searches; returns after the running one and those set aside are
+        answered and acked."""
         self._stopping.set()
+        self._wakeup.set()
         await self._idle.wait()
 
     async def _subscribe(self) -> JetStreamContext.PullSubscription:
@@ -285,63 +331,128 @@ class SearchLane:
     def _reconnects(self) -> int:
         return int(self._nc.stats.get("reconnects", 0))
 
+    def _settle_idle(self) -> None:
+        if self.running is None and not self._waiting and not self._ready:
+            self._idle.set()
+        else:
+            self._idle.clear()
+
     async def _process(self, msg: Msg) -> None:
         self._idle.clear()
         try:
             await self._process_one(msg)
         finally:
             self.running = None
-            self._idle.set()
+            self._settle_idle()
 
     async def _process_one(self, msg: Msg) -> None:
+        """Answer at once, run in the lane now, or set aside while its prepare step waits."""
+        job = await self._admit_fetched(msg)
+        if job is None:
+            return
+        if job.tool.prepare is None:
+            await self._run_job(job)
+            return
+        task = asyncio.create_task(self._prepare(job), name=f"prepare:{job.rid}")
+        done, _ = await asyncio.wait({task}, timeout=PREPARE_GRACE_S)
+        if task in done:
+            await task
+        else:
+            self._waiting.add(task)
+            task.add_done_callback(self._prepared)
+        if self._ready and self._ready[-1] is job:
+            # Prepared within the grace: it runs now, in fetch order.
+            self._ready.pop()
+            await self._run_job(job)
+
+    async def _admit_fetched(self, msg: Msg) -> _Job | None:
         headers = msg.headers or {}
-        rid = headers.get(MSG_ID_HEADER, "")
+        rid = headers.get(REQUEST_ID_HEADER, "")
         reply_to = headers.get(REPLY_HEADER)
         tool = self._toolset.get(msg.subject.rsplit(".", 1)[-1])
         bound = log.bind(request_id=rid, tool=tool.name if tool else msg.subject)
         if not reply_to or tool is None or not rid:
             bound.error("malformed search queue message terminated")
             await msg.term()
-            return
+            return None
         try:
             request = parse_request(msg.data)
         except BadEnvelope as bad:
             await self._answer(reply_to, bad.reply(), rid, tool)
             await msg.term()
-            return
+            return None
         deadline_ms = _int_or_none(headers.get(DEADLINE_HEADER))
         delivered = msg.metadata.num_delivered or 1
-        if (reason := self._registry.cancelled_reason(rid)) is not None:
-            bound.info("queued search cancelled", reason=reason)
+        owner = owner_key(request.execution.agent)
+        if (reason := self._registry.cancelled_reason(owner, rid)) is not None:
+            bound.info("queued search cancelled")
             await self._answer(reply_to, replies.error(rid, ErrorCode.CANCELLED, reason), rid, tool)
             await msg.term()
-            return
+            return None
         if expired(deadline_ms):
             bound.info("queued search expired")
             reply = replies.error(rid, ErrorCode.TIMEOUT, replies.QUEUE_TIMEOUT_MESSAGE)
             await self._answer(reply_to, reply, rid, tool)
             await msg.term()
-            return
+            return None
         if delivered > 1 and delivered >= self._max_deliver:
             # Earlier attempts died without answering: do not let it kill another worker.
             bound.error("search gave up after repeated failed deliveries", delivered=delivered)
             await self._answer(reply_to, replies.tool_failed(rid), rid, tool)
             await msg.term()
-            return
-        self.running = rid
+            return None
         signal = signal_until(deadline_ms)
-        heartbeat = asyncio.create_task(self._heartbeat(msg), name=f"in-progress:{rid}")
+        return _Job(
+            msg=msg,
+            tool=tool,
+            request=request,
+            rid=rid,
+            reply_to=reply_to,
+            signal=signal,
+            detach=self._registry.attach(owner, rid, signal),
+            heartbeat=asyncio.create_task(self._heartbeat(msg), name=f"in-progress:{rid}"),
+        )
+
+    async def _prepare(self, job: _Job) -> None:
+        """The prepare step, outside the lane: ready for the lane, or answered now."""
         try:
-            with self._registry.hold(rid, signal):
-                reply = await self._executor.execute(tool, request, signal)
+            reply = await self._executor.prepare(job.tool, job.request, job.signal)
+        except BaseException:
+            await self._finish(job, replies.tool_failed(job.rid))
+            raise
+        if reply is None:
+            self._ready.append(job)
+            self._wakeup.set()
+        else:
+            await self._finish(job, reply)
+
+    def _prepared(self, task: asyncio.Task[None]) -> None:
+        self._waiting.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("search prepare step failed", exc_info=task.exception())
+        self._wakeup.set()
+        self._settle_idle()
+
+    async def _run_job(self, job: _Job) -> None:
+        self._idle.clear()
+        self.running = job.rid
+        try:
+            reply = await self._executor.execute(job.tool, job.request, job.signal)
+            await self._finish(job, reply)
+            self.completed += 1
         finally:
-            heartbeat.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await heartbeat
-        await self._answer(reply_to, reply, rid, tool)
+            self.running = None
+            self._settle_idle()
+
+    async def _finish(self, job: _Job, reply: replies.EncodedReply) -> None:
+        job.heartbeat.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await job.heartbeat
+        job.detach()
+        job.signal.close()
+        await self._answer(job.reply_to, reply, job.rid, job.tool)
         # Ack only after the reply is on the wire: a crash before here means redelivery.
-        await msg.ack()
-        self.completed += 1
+        await job.msg.ack()
 
     async def _heartbeat(self, msg: Msg) -> None:
         interval = max(0.05, self._ack_wait_s / 3)
@@ -357,6 +468,30 @@ class SearchLane:
     ) -> None:
         stats = self._executor.stats
         await send(self._nc, subject, reply, request_id=rid, tool=tool.name, stats=stats)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Job:
+    """A fetched search, admitted: it holds its unacked message until answered."""
+
+    msg: Msg
+    tool: ToolDefinition
+    request: ToolRequest
+    rid: str
+    reply_to: str
+    signal: ExecutionSignal
+    detach: Callable[[], None]
+    heartbeat: asyncio.Task[None]
+
+
+def dedupe_id(request: ToolRequest) -> str:
+    """The work queue's ``Nats-Msg-Id``: the caller identity and request id together, so
+    de-duplication is scoped to the caller (ids are only unique per caller)."""
+    owner = owner_key(request.execution.agent)
+    key = orjson.dumps(
+        [owner[0] if owner else None, owner[1] if owner else None, request.request_id]
+    )
+    return hashlib.sha256(key).hexdigest()
 
 
 def _queue_full(exc: Exception) -> bool:

@@ -1,15 +1,20 @@
 """Spill: the generic post-execute step that keeps replies within NATS's max_payload.
 
 A result whose text is over the threshold (or whose encoded reply would not fit) is stored
-whole in a JetStream object store under a random, unguessable name; the reply carries a
-preview (whole lines, long lines cut with a marker), the locator and a hint. The tools
-know nothing of this.
+whole in a JetStream object store under a random name, sealed with AES-256-GCM under a
+fresh key that only the reply's locator carries (contracts.spill_crypto): whoever can list
+or read the bucket learns sizes, not contents. The reply carries a preview (whole lines,
+long lines cut with a marker), the locator (with the key and ``expires_at``) and a hint.
+The tools know nothing of this.
 """
 
 from __future__ import annotations
 
+import asyncio
 import secrets
+import time
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Final
 
 import structlog
@@ -18,7 +23,8 @@ from nats.js import JetStreamContext, api
 from nats.js.errors import BadRequestError, BucketNotFoundError
 from nats.js.object_store import ObjectStore
 
-from contracts.envelope import SpillLocator
+from contracts.envelope import SpillEncryption, SpillLocator
+from contracts.spill_crypto import TAG_BYTES, plaintext_digest, seal
 from worker.runtime import replies
 from worker.runtime.replies import EncodedReply
 
@@ -28,6 +34,8 @@ log = structlog.get_logger("worker.runtime.spill")
 PAYLOAD_HEADROOM_BYTES: Final = 8 * 1024
 CHUNK_BYTES: Final = 1024 * 1024  # 1 MiB chunks put ~1.7× faster than 128 KiB (measured)
 NAME_ENTROPY_BYTES: Final = 24  # 192 random bits: unguessable
+# Sealing and hashing a result this large runs on a thread, off the event loop.
+SEAL_OFF_LOOP_BYTES: Final = 256 * 1024
 
 
 class SpillConfigError(ValueError):
@@ -123,8 +131,9 @@ def hint_for(bucket: str, name: str, size: int, ttl_s: int) -> str:
         f"The result is {size} bytes, too large to send inline. The content above is a "
         f"partial preview: the start of the result, with lines longer than "
         f"{PREVIEW_LINE_CHARS} characters cut where marked. The complete text is kept for "
-        f"{kept} in the object store bucket {bucket!r} as object {name!r}; the agent runtime "
-        f"can retrieve it with this reply's spill locator and verify its SHA-256 digest. To "
+        f"{kept} in the object store bucket {bucket!r} as object {name!r}, encrypted; the "
+        f"agent runtime can retrieve it with this reply's spill locator, which holds the key, "
+        f"and verify its SHA-256 digest. To "
         f"see a specific part, call the tool again with narrower arguments (a more specific "
         f"query, filters, or a smaller before/after window)."
     )
@@ -134,20 +143,33 @@ class Spiller:
     """Binds the spill bucket once; turns a tool's text into the reply to send."""
 
     def __init__(
-        self, policy: SpillPolicy, store: ObjectStore, *, chunk_bytes: int, max_payload: int
+        self,
+        policy: SpillPolicy,
+        store: ObjectStore,
+        *,
+        chunk_bytes: int,
+        max_payload: int,
+        ttl_s: float | None = None,
     ) -> None:
         self.policy = policy
         self._store = store
         self._chunk_bytes = chunk_bytes
         self._reply_limit = max_payload - PAYLOAD_HEADROOM_BYTES
+        # The bucket's own TTL (another worker may have created it); expires_at uses it.
+        self._ttl_s = ttl_s if ttl_s else float(policy.ttl_s)
 
     @classmethod
     async def bind(cls, nc: NATS, js: JetStreamContext, policy: SpillPolicy) -> Spiller:
         policy.validate(nc.max_payload)
         store = await _bind_bucket(js, policy)
+        ttl_s: float | None = None
+        try:
+            ttl_s = (await js.stream_info(f"OBJ_{policy.bucket}")).config.max_age
+        except Exception:
+            log.warning("could not read the spill bucket's TTL; using the configured one")
         # A chunk is one message: it must fit max_payload.
         chunk = min(CHUNK_BYTES, nc.max_payload)
-        return cls(policy, store, chunk_bytes=chunk, max_payload=nc.max_payload)
+        return cls(policy, store, chunk_bytes=chunk, max_payload=nc.max_payload, ttl_s=ttl_s)
 
     async def reply(self, request_id: str, text: str) -> EncodedReply:
         data = text.encode("utf-8")
@@ -168,15 +190,34 @@ class Spiller:
             name=name,
             options=api.ObjectMetaOptions(max_chunk_size=self._chunk_bytes),
         )
-        info = await self._store.put(name, data, meta=meta)
+        if len(data) >= SEAL_OFF_LOOP_BYTES:
+            sealed, encryption, digest = await asyncio.to_thread(_seal, data)
+        else:
+            sealed, encryption, digest = _seal(data)
+        stored_at = time.time()
+        info = await self._store.put(name, sealed, meta=meta)
         log.info("result spilled", size=info.size, chunks=info.chunks)
+        if int(info.size or 0) != len(data) + TAG_BYTES:
+            raise RuntimeError("the object store recorded a different size than was put")
         return SpillLocator(
             bucket=self.policy.bucket,
             name=name,
-            size=int(info.size or 0),
-            digest=str(info.digest),
+            size=len(data),
+            digest=digest,
             hint="",
+            encryption=encryption,
+            expires_at=_rfc3339(stored_at + self._ttl_s),
         )
+
+
+def _seal(data: bytes) -> tuple[bytes, SpillEncryption, str]:
+    sealed, encryption = seal(data)
+    return sealed, encryption, plaintext_digest(data)
+
+
+def _rfc3339(epoch_s: float) -> str:
+    instant = datetime.fromtimestamp(epoch_s, tz=UTC)
+    return instant.strftime("%Y-%m-%dT%H:%M:%S.") + f"{instant.microsecond // 1000:03d}Z"
 
 
 async def _bind_bucket(js: JetStreamContext, policy: SpillPolicy) -> ObjectStore:

@@ -213,6 +213,8 @@ class Worker:
             "slow_consumer_dropped": self.slow_consumers.dropped[
                 self.config.subjects.tool(endpoint)
             ],
+            # Cancels not honoured (no identity, or not the request's owner), worker-wide.
+            "cancels_ignored": self.registry.ignored,
         }
         # nats.micro's processing_time covers the handler only: the enqueue (searches) or
         # the admission to the pool; run_* cover the tool runs this worker executed.
@@ -223,6 +225,8 @@ class Worker:
                 "running": self.search.running is not None,
                 "processing_time_covers": "enqueue",
                 **runs,
+                # Fetched searches whose catch-up wait runs beside the lane.
+                "waiting": self.search.waiting,
                 **intake,
             }
         return {
@@ -237,7 +241,7 @@ class Worker:
 
     def in_flight(self) -> InFlight:
         return InFlight(
-            searches=1 if self.search.running is not None else 0,
+            searches=(1 if self.search.running is not None else 0) + self.search.waiting,
             parallel_running=self.parallel.running,
             parallel_waiting=self.parallel.waiting,
         )

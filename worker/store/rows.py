@@ -34,7 +34,9 @@ EVENT_WIDTH: Final = 7
 def header(row: Sequence[Any]) -> SessionHeader:
     return SessionHeader(
         session_id=row[0],
-        cwd=row[1],
+        # An empty cwd is no cwd (the session sees only itself), whatever index recorded it:
+        # every header is read here, so "" never becomes a workspace shared by such sessions.
+        cwd=row[1] or None,
         parent_session_id=row[2],
         availability=row[3],
         created_ms=row[4],

@@ -22,6 +22,7 @@ from worker.tools.definitions import (
     ToolConfig,
     ToolDefinition,
     ToolError,
+    ToolPrepare,
     ToolRun,
     ToolSet,
 )
@@ -136,10 +137,21 @@ def register_tools(
             execution=mode,
             run=_guarded(name, run, operations.boundary),
             read_only=True,
+            # Searches run one at a time: their checks and catch-up wait run beside the lane.
+            prepare=_search_prepare(name, operations) if mode == "exclusive" else None,
         )
         for name, mode, run in table
     )
     return ToolSet(tools=tools, prompt_section=prompt_section(config.max_search_results))
+
+
+def _search_prepare(name: str, operations: Operations) -> ToolPrepare:
+    async def prepare(
+        arguments: Mapping[str, Any], execution: Execution, signal: ExecutionSignal
+    ) -> None:
+        await operations.prepare_search(name, arguments, execution, signal)
+
+    return prepare
 
 
 def _guarded(name: str, run: ToolRun, boundary: ServiceBoundary) -> ToolRun:

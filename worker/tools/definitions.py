@@ -19,6 +19,10 @@ from worker.signals import ExecutionSignal
 ExecutionMode = Literal["exclusive", "parallel"]
 
 ToolRun = Callable[[Mapping[str, Any], Execution, ExecutionSignal], Awaitable[str]]
+# What a request may need before it can run: argument checks, then waiting (the
+# read-your-writes catch-up). The search lane runs it outside the exclusive lane, so one
+# lagging caller cannot stall the others. Raises ToolError like ``run``.
+ToolPrepare = Callable[[Mapping[str, Any], Execution, ExecutionSignal], Awaitable[None]]
 
 
 class ToolError(Exception):
@@ -53,6 +57,7 @@ class ToolDefinition:
     execution: ExecutionMode
     run: ToolRun
     read_only: bool = True
+    prepare: ToolPrepare | None = None
 
 
 @dataclass(frozen=True, slots=True)

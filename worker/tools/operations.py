@@ -50,6 +50,7 @@ from worker.tools.workspace_access import (
     TitleInfo,
     TitleMismatch,
     authorized_subset,
+    catch_up_caller,
     check_observation,
     event_not_found,
     fetch_titles,
@@ -182,6 +183,37 @@ class Operations:
             signal,
             catch_up_timeout_ms=self.config.catch_up_timeout_ms,
         )
+
+    async def prepare_search(
+        self,
+        tool: str,
+        arguments: Mapping[str, Any],
+        execution: Execution,
+        signal: ExecutionSignal,
+    ) -> None:
+        """What a search needs before it may take the exclusive lane: its arguments checked
+        (a bad one is answered at once) and its read-your-writes wait, under the search
+        deadline. The run repeats both; by then they are quick."""
+        if tool == "session_search":
+            query = args_input.parse_arguments(
+                tool, args_input.SessionSearchArguments, arguments
+            ).query
+        else:
+            query = args_input.parse_arguments(
+                tool, args_input.SessionEventSearchArguments, arguments
+            ).query
+        _validate_query(self.service, self.boundary, query)
+        search_signal = self._search_signal(signal)
+        try:
+            await catch_up_caller(
+                self.service,
+                self.boundary,
+                execution,
+                search_signal,
+                catch_up_timeout_ms=self.config.catch_up_timeout_ms,
+            )
+        finally:
+            search_signal.close()
 
     def _search_signal(self, signal: ExecutionSignal) -> ExecutionSignal:
         return signal.child(timeout=self.config.search_timeout_ms / 1000)

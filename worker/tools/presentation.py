@@ -1,13 +1,15 @@
 """Plain-text rendering of tool results, for a model to read.
 
 Times render as UTC ISO 8601 with milliseconds. Only sessions the caller may see are
-rendered here: the operations hand over authorized, projected values only.
+rendered here: the operations hand over authorized, projected values only. Text recalled
+from sessions (titles, excerpts, event previews, exact event JSON) is always passed
+through ``quote_recalled``: it is data from past work, never instructions.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Final
@@ -28,6 +30,29 @@ from worker.tools.workspace_access import UNAVAILABLE, TitleInfo, VisibleLineage
 HIDDEN_PARENT: Final = "not available in this workspace"
 HIDDEN_ANCESTORS: Final = "(the lineage continues with a session not available in this workspace)"
 _MAX_TITLE: Final = 200
+# Sub-sessions deeper than this are not indented further; their line gives the depth.
+MAX_INDENT_DEPTH: Final = 32
+DEEP_TREE_NOTE: Final = (
+    f"  (sub-sessions deeper than {MAX_INDENT_DEPTH} levels are not indented further; "
+    "[depth N] gives their level)"
+)
+
+
+# Recalled text is shown between these; the text itself can never contain them bare.
+RECALLED_OPEN: Final = "\u27e6"  # ⟦
+RECALLED_CLOSE: Final = "\u27e7"  # ⟧
+_RECALLED_ESCAPES: Final = str.maketrans({RECALLED_OPEN: "\\u27e6", RECALLED_CLOSE: "\\u27e7"})
+
+
+def quote_recalled(text: str) -> str:
+    """``text`` from another session marked as quoted data: ``⟦text⟧``.
+
+    A ⟦ or ⟧ inside the text is written as its JSON escape (``\\u27e6``, ``\\u27e7``),
+    so the text cannot close the quote and continue as if it were the tool's own words.
+    In exact event JSON the two characters can only stand inside strings, where the
+    escape decodes to the same value: the JSON stays exact.
+    """
+    return RECALLED_OPEN + text.translate(_RECALLED_ESCAPES) + RECALLED_CLOSE
 
 
 def format_time(ms: int | None) -> str:
@@ -49,7 +74,7 @@ def format_title(info: TitleInfo) -> str:
     title = _one_line(info.title)
     if len(title) > _MAX_TITLE:
         title = title[:_MAX_TITLE] + "…"
-    return f'"{title}"'
+    return quote_recalled(title)
 
 
 def _session_line(header: SessionHeader, titles: Mapping[str, TitleInfo]) -> str:
@@ -68,7 +93,7 @@ def _event_head(event: EventSummary, *, with_session: bool = False) -> str:
 def _event_line(event: EventSummary, *, with_session: bool = False) -> str:
     head = _event_head(event, with_session=with_session)
     preview = _one_line(event.preview)
-    return f"{head} — {preview}" if preview else head
+    return f"{head} — {quote_recalled(preview)}" if preview else head
 
 
 def _count(n: int, singular: str, plural: str | None = None) -> str:
@@ -123,9 +148,10 @@ def render_session_search(
             f"   strongest match: {_event_head(hit.event)} "
             f"({_count(hit.matching_events, 'matching event')})"
         )
-        lines.append(f"   {_one_line(hit.excerpt)}")
+        lines.append(f"   {quote_recalled(_one_line(hit.excerpt))}")
         if hit.own_line:
-            lines.append(f"   shares copied events with another result; its own: {hit.own_line}")
+            own = quote_recalled(hit.own_line)
+            lines.append(f"   shares copied events with another result; its own: {own}")
     lines.append("")
     if outcome.capped:
         lines.append(
@@ -182,7 +208,7 @@ def render_event_search(
         event = hit.event
         lines.append("")
         lines.append(_event_head(event))
-        lines.append(f"  {_one_line(hit.excerpt)}")
+        lines.append(f"  {quote_recalled(_one_line(hit.excerpt))}")
     lines.append("")
     if outcome.capped:
         lines.append(
@@ -226,9 +252,28 @@ def render_trace(lineage: VisibleLineage, titles: Mapping[str, TitleInfo]) -> st
 def _tree(
     nodes: Sequence[LineageNode], titles: Mapping[str, TitleInfo], *, depth: int, into: list[str]
 ) -> None:
-    for node in nodes:
-        into.append("  " * depth + "- " + _session_line(node.header, titles))
-        _tree(node.children, titles, depth=depth + 1, into=into)
+    """Depth-first, children in order, without recursion (a lineage may be any depth).
+
+    Indentation stops growing at ``MAX_INDENT_DEPTH``; deeper lines say their depth
+    instead, so a deep chain costs linear, not quadratic, text."""
+    stack: list[tuple[Iterator[LineageNode], int]] = [(iter(nodes), depth)]
+    deep = False
+    while stack:
+        children, level = stack[-1]
+        node = next(children, None)
+        if node is None:
+            stack.pop()
+            continue
+        if level <= MAX_INDENT_DEPTH:
+            prefix = "  " * level + "- "
+        else:
+            prefix = "  " * MAX_INDENT_DEPTH + f"- [depth {level}] "
+            deep = True
+        into.append(prefix + _session_line(node.header, titles))
+        if node.children:
+            stack.append((iter(node.children), level + 1))
+    if deep:
+        into.append(DEEP_TREE_NOTE)
 
 
 def render_event_trace(
@@ -299,7 +344,7 @@ def render_event_read(
         f"({summary.type} · {summary.surface} · {format_time(summary.time_ms)})",
         "",
         "Exact event JSON:",
-        target.raw_json,
+        quote_recalled(target.raw_json),
     ]
     lines.extend(_readable_text_fields(target.raw_json))
     if before:
@@ -342,7 +387,8 @@ def _readable_text_fields(raw_json: str) -> list[str]:
     for path, text in fields[:_MAX_READABLE_FIELDS]:
         lines.append(f"{path}:")
         lines.extend(
-            _QUOTE_PREFIX + line if line else _QUOTE_PREFIX.strip() for line in text.splitlines()
+            _QUOTE_PREFIX + line if line else _QUOTE_PREFIX.strip()
+            for line in quote_recalled(text).splitlines()
         )
     if len(fields) > _MAX_READABLE_FIELDS:
         lines.append(f"({len(fields) - _MAX_READABLE_FIELDS} more multi-line fields not shown)")

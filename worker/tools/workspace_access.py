@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import re
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Final
 
@@ -159,6 +159,23 @@ async def _identity(
         # Read-your-writes: a session that just started can search itself.
         await _catch_up(service, boundary, session_id, step - 1, signal, catch_up_timeout_ms)
     return session_id
+
+
+async def catch_up_caller(
+    service: SessionQueryService,
+    boundary: ServiceBoundary,
+    execution: Execution,
+    signal: ExecutionSignal,
+    *,
+    catch_up_timeout_ms: int | None = None,
+) -> None:
+    """The read-your-writes wait alone, so a runtime can run it before taking a lane;
+    nothing to wait for without identity or step (the run itself then answers)."""
+    agent = execution.agent
+    step = execution.step_start_seq
+    if agent is None or not agent.session_id or step is None or step - 1 < 1:
+        return
+    await _catch_up(service, boundary, agent.session_id, step - 1, signal, catch_up_timeout_ms)
 
 
 def _caller_of(session_id: str, observed: Mapping[str, TitleObservation]) -> Caller:
@@ -474,11 +491,25 @@ def project_lineage(caller: Caller, requested_id: str, lineage: Lineage) -> Visi
 
 
 def _prune(caller: Caller, nodes: tuple[LineageNode, ...]) -> tuple[LineageNode, ...]:
-    return tuple(
-        LineageNode(header=node.header, children=_prune(caller, node.children))
-        for node in nodes
-        if is_authorized(caller, node.header)
-    )
+    """The authorized subtrees of ``nodes``: an unauthorized node is dropped with its whole
+    subtree. Iterative (an explicit stack, children built before their parent), so a
+    lineage of any depth prunes without recursion."""
+    kept_roots: list[LineageNode] = []
+    # (node, its children still to visit, its kept children); node None: the roots' frame.
+    stack: list[tuple[LineageNode | None, Iterator[LineageNode], list[LineageNode]]] = [
+        (None, iter(nodes), kept_roots)
+    ]
+    while stack:
+        node, children, kept = stack[-1]
+        child = next(children, None)
+        if child is not None:
+            if is_authorized(caller, child.header):
+                stack.append((child, iter(child.children), []))
+            continue
+        stack.pop()
+        if node is not None:
+            stack[-1][2].append(LineageNode(header=node.header, children=tuple(kept)))
+    return tuple(kept_roots)
 
 
 def lineage_ids(lineage: VisibleLineage) -> list[str]:
