@@ -244,6 +244,8 @@ def class_queries(
     """``per_class`` queries of each class (``bench.vocabulary.QUERY_CLASSES``), labelled,
     interleaved, over the workspaces."""
     rng = random.Random(seed)
+    # Workspaces from their own generator: the texts are the same whatever the count.
+    cwd_rng = random.Random(seed + 1)
     cwds = corpus.workspace_paths(config)
     chosen = tuple(classes) or vocabulary.QUERY_CLASSES
     queries: list[Query] = []
@@ -252,7 +254,7 @@ def class_queries(
             text = vocabulary.class_query(rng, kind)
             while not _compiles(text):
                 text = vocabulary.class_query(rng, kind)
-            queries.append(Query(cwd=rng.choice(cwds), text=text, kind=kind))
+            queries.append(Query(cwd=cwd_rng.choice(cwds), text=text, kind=kind))
     return queries
 
 

@@ -372,9 +372,7 @@ def _info(m: dict[str, Any]) -> dict[str, Any]:
             f" (n={mine['n']})"
         )
     path = m["path_ms"]
-    info["all-words / partial path samples"] = (
-        f"{path['all_words']['n']} / {path['partial']['n']}"
-    )
+    info["all-words / partial path samples"] = f"{path['all_words']['n']} / {path['partial']['n']}"
     if "paged" in m:
         paged = m["paged"]
         info[f"100 results in pages of {paged['page_size']}: p50 / p99 ms"] = (

@@ -164,9 +164,11 @@ PAIR_CLASS: Final = "identifier_pair"
 
 # Function words a model's question holds (none of them is ever required by the search).
 _FUNCTION: Final = frozenset(
-    "the a to of and in is it that for on with this we be not as are by at can from or "
-    "but if so then when there should now again because after before about into also just "
-    "only".split()
+    _split(
+        "the a to of and in is it that for on with this we be not as are by at can from or "
+        "but if so then when there should now again because after before about into also "
+        "just only"
+    )
 )
 CONTENT: Final = tuple(w for w in PROSE if w not in _FUNCTION)
 # The most frequent content words of the Zipf-like prose.
