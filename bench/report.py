@@ -233,3 +233,11 @@ def db_size_bytes(path: Path) -> int:
     if search.is_dir():
         files += [p for p in search.rglob("*") if p.is_file()]
     return sum(p.stat().st_size for p in files)
+
+
+def search_index_bytes(path: Path) -> int:
+    """The search index directory beside the store file (``<db>.search``) alone."""
+    search = Path(f"{path}.search")
+    if not search.is_dir():
+        return 0
+    return sum(p.stat().st_size for p in search.rglob("*") if p.is_file())

@@ -39,6 +39,7 @@ from bench.report import (
     db_size_bytes,
     format_table,
     result_dict,
+    search_index_bytes,
     write_result,
 )
 
@@ -251,6 +252,7 @@ async def run(
         path = db or Path(tmp) / "index.sqlite"
         events, build_s = await ensure_index(config, path)
         size = db_size_bytes(path)
+        search_size = search_index_bytes(path)
         t0 = time.perf_counter()
         reference = floors.ensure_reference_fts(config, path)
         reference_build_s = time.perf_counter() - t0
@@ -268,6 +270,7 @@ async def run(
         "build_s": build_s,
         "build_events_per_s": events / build_s if build_s else None,
         "db_bytes": size,
+        "search_index_bytes": search_size,
         "db_mib_per_million_events": mib_per_million,
         "queries": [asdict(q) for q in sample[: 4 * len(ALL_CLASSES)]],
     }
@@ -357,6 +360,7 @@ def _info(m: dict[str, Any]) -> dict[str, Any]:
         "events": m["events"],
         "index build events/s (writer)": m["build_events_per_s"] or "reused",
         "index MiB per million events (SQLite + search index)": m["db_mib_per_million_events"],
+        "  of which the search index": m["search_index_bytes"] / 2**20 / m["events"] * 1e6,
         "reference FTS5 file MiB per million events": m["reference_bytes"]
         / 2**20
         / m["events"]
