@@ -121,6 +121,34 @@ async def wait_ingested(db: Path, last_seq: int, timeout_s: float) -> float:
     return time.perf_counter() - t0
 
 
+def _search_lag(db: Path) -> int:
+    """Events the store holds that the search index's last commit does not cover."""
+    from worker.store.search_index import SearchIndexReader
+
+    conn = sqlite3.connect(str(db))
+    try:
+        last = int(conn.execute("SELECT coalesce(max(id), 0) FROM events").fetchone()[0])
+    except sqlite3.OperationalError:
+        return 1  # the schema is not created yet
+    finally:
+        conn.close()
+    reader = SearchIndexReader.open(db)
+    if reader is None:
+        return max(1, last)
+    return max(0, last - reader.refresh().event_id)
+
+
+async def wait_searchable(db: Path, timeout_s: float, *, poll_s: float = 0.01) -> float:
+    """Poll until the search index's committed position reaches the store's last event
+    (``SearchIndexReader.open(db).refresh().event_id >= max(id)``); seconds waited."""
+    t0 = time.perf_counter()
+    while await asyncio.to_thread(_search_lag, db) > 0:
+        if time.perf_counter() - t0 > timeout_s:
+            raise TimeoutError(f"the search index did not catch up in {timeout_s} s")
+        await asyncio.sleep(poll_s)
+    return time.perf_counter() - t0
+
+
 @dataclass(frozen=True)
 class Fleet:
     url: str
@@ -166,6 +194,7 @@ async def local_fleet(
                 pids = [await child.start() for child in children]
                 for i in range(workers):
                     await wait_ingested(root / f"worker{i}.sqlite", last, ingest_timeout_s)
+                    await wait_searchable(root / f"worker{i}.sqlite", ingest_timeout_s)
                 yield Fleet(resolved, subjects, nc, tuple(pids), root)
             finally:
                 for child in children:

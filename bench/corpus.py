@@ -50,6 +50,8 @@ class CorpusConfig:
     seed: int = 7
     # Sessions whose events are interleaved in the stream (agents working at once).
     interleave: int = 4
+    # Sessions go to workspaces in turn (equal workspaces) instead of at random.
+    round_robin: bool = False
 
     def __post_init__(self) -> None:
         if self.sessions < 1 or self.workspaces < 1 or self.interleave < 1:
@@ -97,6 +99,8 @@ def plan_sessions(config: CorpusConfig) -> list[SessionPlan]:
     plans = []
     for index in range(config.sessions):
         ws = rng.randrange(config.workspaces)
+        if config.round_robin:
+            ws = index % config.workspaces
         earlier = by_workspace.setdefault(ws, [])
         parent = None
         if earlier and rng.random() < 0.3:

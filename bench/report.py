@@ -226,7 +226,18 @@ def bench_subjects(tag: str) -> Any:
 
 
 def db_size_bytes(path: Path) -> int:
-    """The index file plus its WAL and shared-memory files."""
-    return sum(
-        p.stat().st_size for p in (path, Path(f"{path}-wal"), Path(f"{path}-shm")) if p.exists()
-    )
+    """The index: the SQLite file with its WAL and shared-memory files, plus the search
+    index directory beside it (``<db>.search``)."""
+    files = [p for p in (path, Path(f"{path}-wal"), Path(f"{path}-shm")) if p.exists()]
+    search = Path(f"{path}.search")
+    if search.is_dir():
+        files += [p for p in search.rglob("*") if p.is_file()]
+    return sum(p.stat().st_size for p in files)
+
+
+def search_index_bytes(path: Path) -> int:
+    """The search index directory beside the store file (``<db>.search``) alone."""
+    search = Path(f"{path}.search")
+    if not search.is_dir():
+        return 0
+    return sum(p.stat().st_size for p in search.rglob("*") if p.is_file())

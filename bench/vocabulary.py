@@ -154,3 +154,61 @@ def sample_query(rng: random.Random) -> str:
     if r < 0.9:
         return f"{snake(rng)} OR {camel(rng)}"
     return f"{rng.choice(PROSE[20:])} {rng.choice(NOUNS)} -{rng.choice(PROSE[20:])}"
+
+
+# Query classes of the store and tools benches (issue 10's spike, plus questions).
+QUERY_CLASSES: Final = ("rare_identifier", "common_word", "three_words", "natural_language")
+# Two identifiers that rarely share one event: the partial-match path (bench.store checks
+# the page's ``partial`` flag before a query counts as partial).
+PAIR_CLASS: Final = "identifier_pair"
+
+# Function words a model's question holds (none of them is ever required by the search).
+_FUNCTION: Final = frozenset(
+    _split(
+        "the a to of and in is it that for on with this we be not as are by at can from or "
+        "but if so then when there should now again because after before about into also "
+        "just only"
+    )
+)
+CONTENT: Final = tuple(w for w in PROSE if w not in _FUNCTION)
+# The most frequent content words of the Zipf-like prose.
+COMMON: Final = CONTENT[:24]
+_QUESTION: Final = (
+    "where did we {v} the {a} {n}",
+    "how did we {v} the {n} {n2} {a}",
+    "why was the {a} {n} {n2} so {q}",
+    "what did we change in the {n} {n2} after the {a} {n3}",
+    "when did the {n} {n2} start to {v2}",
+    "which {n} did we {v} because of the {a} {n2}",
+)
+_QUALITIES: Final = ("slow", "flaky", "noisy", "unstable", "broken", "large")
+
+
+def question(rng: random.Random) -> str:
+    """A natural-language question a model asks, built from the corpus vocabulary: function
+    words around a few content words of the prose and identifier nouns."""
+    template = rng.choice(_QUESTION)
+    return template.format(
+        v=rng.choice(("fix", "change", "update", "remove", "add", "split", "move", "check")),
+        v2=rng.choice(("fail", "break", "regress", "crash", "timeout", "leak")),
+        a=rng.choice(CONTENT[20:]),
+        n=rng.choice(NOUNS),
+        n2=rng.choice(CONTENT[10:]),
+        n3=rng.choice(("deploy", "merge", "release", "migration", "rollback", "restart")),
+        q=rng.choice(_QUALITIES),
+    )
+
+
+def class_query(rng: random.Random, kind: str) -> str:
+    """One query of the class ``kind`` (``QUERY_CLASSES`` or ``PAIR_CLASS``)."""
+    if kind == "rare_identifier":
+        return identifier(rng)
+    if kind == "common_word":
+        return rng.choice(COMMON)
+    if kind == "three_words":
+        return " ".join(rng.sample(CONTENT[10:], 3))
+    if kind == "natural_language":
+        return question(rng)
+    if kind == PAIR_CLASS:
+        return f"{class_name(rng)} {dotted(rng)}"
+    raise ValueError(f"unknown query class {kind!r}")

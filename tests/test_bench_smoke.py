@@ -101,8 +101,10 @@ def test_raw_ingest_floor_fills_the_schema(tmp_path: Path) -> None:
     result = floors.raw_ingest(corpus.generate(TINY), db, batch=100)
     assert result.events == TINY.total_events
     assert result.seconds > 0 and result.db_bytes > 0
+    assert result.sqlite_seconds > 0 and result.tantivy_seconds > 0
     from worker.store import schema
     from worker.store.integrity import check_integrity
+    from worker.store.search_index import SearchIndexReader
 
     conn = schema.connect(str(db))
     try:
@@ -110,12 +112,36 @@ def test_raw_ingest_floor_fills_the_schema(tmp_path: Path) -> None:
         assert conn.execute("SELECT count(*) FROM sessions").fetchone()[0] == TINY.sessions
     finally:
         conn.close()
-    assert check_integrity(db) == []
-    # The floor query finds words the corpus certainly contains in that workspace.
+    # The store is whole; the floor's search index holds the documents but, unlike the
+    # follower's, no position record (which store file, up to which event).
+    assert [p for p in check_integrity(db) if not p.startswith("the search index")] == []
+    # The search documents went into the search index beside the store.
+    reader = SearchIndexReader.open(db)
+    assert reader is not None and reader.doc_count() == TINY.total_events
+    # The reference floor query finds words the corpus certainly contains there.
+    reference = floors.ensure_reference_fts(TINY, db)
     cwd = corpus.plan_sessions(TINY)[0].cwd
-    fts = floors.raw_fts(db, [floors.Query(cwd=cwd, text="pytest")])
+    fts = floors.reference_fts(reference, [floors.Query(cwd=cwd, text="pytest", kind="x")])
     assert fts["rows"] > 0
     assert set(fts["latency_ms"]) == {"n", "p50", "p99", "mean"}
+    assert set(fts["by_class"]) == {"x"}
+    assert floors.ensure_reference_fts(TINY, db) == reference  # kept, not rebuilt
+
+
+def test_query_classes_are_labelled_and_compile() -> None:
+    from bench import vocabulary
+
+    queries = floors.class_queries(TINY, 5, classes=(*vocabulary.QUERY_CLASSES, "identifier_pair"))
+    assert len(queries) == 5 * 5
+    kinds = {q.kind for q in queries}
+    assert kinds == {*vocabulary.QUERY_CLASSES, "identifier_pair"}
+    questions = [q.text for q in queries if q.kind == "natural_language"]
+    assert all(len(q.split()) >= 5 for q in questions)
+    # the same texts whatever the workspace count (isolation compares like with like)
+    wider = corpus.CorpusConfig(sessions=20, events=30, workspaces=9, seed=5)
+    assert [q.text for q in floors.class_queries(wider, 5)] == [
+        q.text for q in floors.class_queries(TINY, 5)
+    ]
 
 
 def _assert_result_shape(result: dict[str, Any], bench: str) -> None:
@@ -132,6 +158,7 @@ async def test_floors_bench_end_to_end(nats_url: str, tmp_path: Path) -> None:
     _assert_result_shape(result, "floors")
     m = result["measurements"]
     assert m["raw_ingest"]["events"] == TINY.total_events
+    assert m["reference_fts"]["rows"] > 0
     assert m["echo"]["throughput_rps"] > 0
     assert m["echo"]["sequential_ms"]["n"] == 20
     assert report.write_result(result, tmp_path).exists()
@@ -158,6 +185,7 @@ async def test_ingest_bench_end_to_end(nats_url: str, tmp_path: Path) -> None:
     assert m["published"] == TINY.total_events
     assert m["actor"]["applied"] == TINY.total_events
     assert m["actor"]["dead_lettered"] == 0
+    assert m["actor"]["seconds"] >= m["actor"]["stored_s"] > 0
     assert m["floor"]["events"] == TINY.total_events
     assert [c["name"] for c in result["checks"]] == ["ingest events/s (actor vs raw)"]
 
@@ -166,22 +194,25 @@ async def test_store_bench_end_to_end(tmp_path: Path) -> None:
     from bench import store
 
     db = tmp_path / "kept.sqlite"
-    result = await store.run(TINY, queries=10, rounds=2, db=db, work_dir=tmp_path, follow_pages=2)
+    result = await store.run(TINY, queries=4, rounds=2, db=db, work_dir=tmp_path, follow_pages=2)
     _assert_result_shape(result, "store")
     m = result["measurements"]
     assert m["events"] == TINY.total_events
-    assert m["provider_ms"]["n"] == m["raw_ms"]["n"] == 20
-    assert m["db_mib_per_million_events"] > 0
-    assert m["disagreements"] == []  # provider and floor find the same queries
-    assert m["paged"]["pages"] >= 10 and m["paged"]["latency_ms"]["n"] == 10
-    assert len(result["checks"]) == 2
+    assert m["provider_ms"]["n"] == m["reference_ms"]["n"] == 4 * 2 * len(store.ALL_CLASSES)
+    assert set(m["provider_by_class"]) == set(m["reference_by_class"]) == set(store.ALL_CLASSES)
+    assert m["db_mib_per_million_events"] > 0 and m["reference_bytes"] > 0
+    assert m["lost"] == []  # the new search finds whatever every-word AND found
+    assert m["path_ms"]["all_words"]["n"] > 0
+    assert m["paged"]["pages"] >= 16 and m["paged"]["latency_ms"]["n"] == 16
+    names = [c["name"] for c in result["checks"]]
+    assert len(names) == 2 * 4 + 2 and names[-1] == "index MiB per million events"
     # A second run reuses the kept index instead of rebuilding it.
     again = await store.run(TINY, queries=5, rounds=1, db=db, work_dir=tmp_path)
     assert again["measurements"]["build_s"] == 0.0
 
 
 async def test_tools_bench_end_to_end(nats_url: str, tmp_path: Path) -> None:
-    from bench import tools
+    from bench import tools, vocabulary
 
     result = await tools.run(
         TINY,
@@ -198,9 +229,14 @@ async def test_tools_bench_end_to_end(nats_url: str, tmp_path: Path) -> None:
     _assert_result_shape(result, "tools")
     m = result["measurements"]
     assert m["events"] == TINY.total_events
-    for tool in (*tools.SEARCH_TOOLS, *tools.EXACT_TOOLS):
+    for tool in ("session_event_search", *tools.EXACT_TOOLS):
         # real ids over a fully ingested corpus: every call is answered ok
         assert m["tools"][tool]["replies"] == {"ok": 4}, tool
+    by_class = m["session_search_by_class"]
+    assert {k: v["replies"] for k, v in by_class.items()} == {
+        kind: {"ok": 4} for kind in vocabulary.QUERY_CLASSES
+    }
+    assert set(m["floors"]["reference_fts"]["by_class"]) == set(vocabulary.QUERY_CLASSES)
     assert m["reads_in_flight"]["replies"] == {"ok": 32}
     assert m["reads_in_process"]["reads"] == 32 and m["reads_in_process"]["per_s"] > 0
     assert m["spill"]["bytes"] == 2**20
@@ -210,7 +246,7 @@ async def test_tools_bench_end_to_end(nats_url: str, tmp_path: Path) -> None:
     assert m["worker_exit"] == 0  # stopped gracefully by SIGTERM
     assert m["worker_rss"][0]["peak_kib"] > 0
     names = [c["name"] for c in result["checks"]]
-    assert len(names) == 2 * 5 + 2 and names[-1].startswith("spill fetch")
+    assert len(names) == 2 * 4 + 2 + 2 * 3 + 2 and names[-1].startswith("spill fetch")
 
 
 async def test_loadgen_drives_all_tools_while_ingesting(nats_url: str, tmp_path: Path) -> None:
@@ -305,6 +341,51 @@ async def test_relevance_bench_end_to_end(tmp_path: Path) -> None:
     for line in relevance.format_misses(result, relevance.ENGINES).splitlines():
         assert line == "no misses" or (line.startswith("[") and "top 5:" in line)
     assert report.write_result(result, tmp_path).exists()
+
+
+async def test_isolation_bench_end_to_end(tmp_path: Path) -> None:
+    from bench import workspaces
+
+    result = await workspaces.isolation(
+        counts=(2, 4),
+        events_per_workspace=120,
+        session_events=30,
+        per_class=2,
+        rounds=1,
+        work_dir=tmp_path,
+    )
+    _assert_result_shape(result, "isolation")
+    runs = result["measurements"]["runs"]
+    assert set(runs) == {"2", "4"}
+    assert runs["2"]["events"] == 240 and runs["4"]["events"] == 480
+    assert runs["4"]["latency_ms"]["n"] == 2 * 4
+    assert result["checks"][0]["name"] == "search p50, 4 vs 2 workspaces"
+
+
+async def test_many_workspaces_bench_end_to_end(nats_url: str, tmp_path: Path) -> None:
+    from bench import workspaces
+
+    result = await workspaces.many(
+        workspaces=12,
+        events_per_workspace=60,
+        base_workspaces=3,
+        session_events=30,
+        per_class=2,
+        url=nats_url,
+        work_dir=tmp_path,
+        timeout_s=60,
+    )
+    _assert_result_shape(result, "many_workspaces")
+    runs = result["measurements"]
+    assert set(runs) == {"3", "12"}
+    for run in runs.values():
+        assert run["events"] == 720
+        assert run["startup_s"] > 0 and run["ingest_events_per_s"] > 0
+        assert all(v["replies"] == {"ok": 2} for v in run["search_by_class"].values())
+    assert [c["name"] for c in result["checks"]][:2] == [
+        "start-up to serving s",
+        "ingest events/s",
+    ]
 
 
 def test_relevance_corpus_labels_hold_what_they_claim() -> None:
