@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, Final, TextIO
 
+from contracts.limits import HEADER_ALLOWANCE_BYTES, MAX_EVENT_BYTES, event_size_limit
 from contracts.subjects import Subjects
 from worker.runtime.connection import NatsOptions
 
@@ -35,6 +36,10 @@ class ImportReport:
     duplicates: int  # acknowledged as already held (same Nats-Msg-Id in the window)
     invalid: int  # lines that failed local validation
     blank: int
+    # Published, but the worker will dead-letter them (a session's order broken: no
+    # session/start before it, a gap, an event after session/end), with the reasons.
+    will_dead_letter: int = 0
+    dead_letter_reasons: tuple[str, ...] = ()
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -51,8 +56,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--max-event-bytes",
         type=int,
-        default=int(os.environ.get("SESSIONQUERY_MAX_EVENT_BYTES", 1024 * 1024)),
-        help="refuse larger lines, as the index would (env SESSIONQUERY_MAX_EVENT_BYTES)",
+        default=int(os.environ.get("SESSIONQUERY_MAX_EVENT_BYTES", MAX_EVENT_BYTES)),
+        help="refuse larger lines, as the index would; never above the server's max_payload"
+        f" minus {HEADER_ALLOWANCE_BYTES} (env SESSIONQUERY_MAX_EVENT_BYTES, default"
+        f" {MAX_EVENT_BYTES})",
     )
     parser.add_argument("--quiet", action="store_true", help="no progress line")
     add_subject_arguments(parser)
@@ -90,7 +97,13 @@ def run(args: argparse.Namespace) -> int:
         f" {report.invalid} invalid lines skipped",
         file=sys.stderr,
     )
-    return EXIT_INVALID_LINES if report.invalid else EXIT_OK
+    if report.will_dead_letter:
+        print(
+            f"of those, the worker will dead-letter {report.will_dead_letter}"
+            f" (see sessionquery deadletters): {'; '.join(report.dead_letter_reasons[:5])}",
+            file=sys.stderr,
+        )
+    return EXIT_INVALID_LINES if report.invalid or report.will_dead_letter else EXIT_OK
 
 
 class ImportFailed(Exception):
@@ -103,30 +116,31 @@ async def import_file(
     options: NatsOptions,
     subjects: Subjects,
     window: int = DEFAULT_WINDOW,
-    max_event_bytes: int = 1024 * 1024,
+    max_event_bytes: int = MAX_EVENT_BYTES,
     progress: TextIO | None = None,
     errors: TextIO | None = None,
 ) -> ImportReport:
     import nats.errors
     import nats.js.errors
 
-    from worker.runtime.connection import connect
+    from worker.runtime.connection import ConnectFailed, connect_reporting
     from worker.runtime.ingest_consumer import ensure_events_stream
     from worker.store.writer import parse_event
 
     errors = errors or sys.stderr
     try:
-        nc = await connect(
-            options, max_reconnect_attempts=2, name="sessionquery-import", error_cb=_quiet
+        nc = await connect_reporting(
+            options, attempts=min(options.connect_attempts, 3) or 3, name="sessionquery-import"
         )
-    except (ValueError, OSError, nats.errors.Error) as exc:
-        raise ImportFailed(f"cannot connect to NATS: {exc}") from exc
+    except (ValueError, ConnectFailed) as exc:
+        raise ImportFailed(str(exc)) from None
     bar = _Progress(progress, total_bytes=(await asyncio.to_thread(path.stat)).st_size)
     published = duplicates = invalid = blank = 0
     try:
         js = nc.jetstream()
         await ensure_events_stream(js, subjects)
-        limit = min(max_event_bytes, nc.max_payload - 1024)
+        limit = event_size_limit(nc.max_payload, max_event_bytes)
+        order = _SessionOrder(js, subjects)
         pending: list[tuple[int, asyncio.Future[Any]]] = []
 
         async def settle() -> None:
@@ -152,6 +166,7 @@ async def import_file(
                     print(f"{path}:{line_no}: {outcome}", file=errors)
                     continue
                 event = outcome[0]
+                await order.check(event.session_id, event.seq, event.type)
                 future = await js.publish_async(
                     subjects.events(event.session_id),
                     line,
@@ -168,12 +183,59 @@ async def import_file(
     finally:
         bar.clear()
         await nc.close()
-    return ImportReport(published=published, duplicates=duplicates, invalid=invalid, blank=blank)
+    return ImportReport(
+        published=published,
+        duplicates=duplicates,
+        invalid=invalid,
+        blank=blank,
+        will_dead_letter=len(order.refused),
+        dead_letter_reasons=tuple(order.refused),
+    )
 
 
-async def _quiet(exc: Exception) -> None:
-    # nats-py logs every failed attempt with a traceback; the import reports the outcome once.
-    del exc
+class _SessionOrder:
+    """The writer's per-session rules, checked on the file's lines: an event the worker
+    will dead-letter is counted as such, not as simply published. A session whose first
+    line here is not its start is looked up in the stream (its last event) once."""
+
+    def __init__(self, js: Any, subjects: Subjects) -> None:
+        self._js = js
+        self._subjects = subjects
+        self._last: dict[str, tuple[int, bool]] = {}  # session -> (last seq, ended)
+        self.refused: list[str] = []
+
+    async def check(self, session_id: str, seq: int, kind: str) -> None:
+        state = self._last.get(session_id)
+        if state is None:
+            state = await self._from_stream(session_id) if seq != 1 else (0, False)
+        last, ended = state
+        reason = None
+        if seq <= last:
+            return  # a duplicate: a no-op for the worker
+        if last == 0 and (seq != 1 or kind != "session/start"):
+            reason = f"unknown session {session_id}: seq {seq} ({kind}) before its session/start"
+        elif ended:
+            reason = f"session {session_id} ended at seq {last}: seq {seq} after its session/end"
+        elif seq != last + 1:
+            reason = f"gap in session {session_id}: expected seq {last + 1}, got {seq}"
+        if reason is not None:
+            self.refused.append(reason)
+            self._last[session_id] = state
+            return
+        self._last[session_id] = (seq, kind == "session/end")
+
+    async def _from_stream(self, session_id: str) -> tuple[int, bool]:
+        import nats.js.errors
+        import orjson
+
+        try:
+            held = await self._js.get_last_msg(
+                self._subjects.events_stream, self._subjects.events(session_id)
+            )
+            event = orjson.loads(held.data)
+            return int(event.get("seq", 0)), event.get("type") == "session/end"
+        except (nats.js.errors.NotFoundError, ValueError, TypeError):
+            return 0, False
 
 
 def _lines(fh: BinaryIO) -> Iterator[tuple[int, bytes, int]]:

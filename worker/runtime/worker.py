@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -19,6 +20,7 @@ import structlog
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 
+from contracts.limits import event_size_limit
 from worker.runtime.actors import Supervisor
 from worker.runtime.cancellation import CancellationRegistry, CancelListener
 from worker.runtime.config import WorkerConfig
@@ -79,6 +81,12 @@ class Worker:
         self.slow_consumers = slow_consumers
         self.service: ToolService | None = None
         self._stopped = False
+
+    @property
+    def fatal(self) -> asyncio.Future[Exception] | None:
+        """Resolved with the reason when ingestion stopped for good (the stream diverged,
+        the index file was removed or replaced): the process should exit non-zero."""
+        return self._index.fatal if self._index is not None else None
 
     @classmethod
     async def start(
@@ -238,12 +246,22 @@ class Worker:
             return None
         return int(await self._index.writer.last_stream_seq())
 
+    async def status(self) -> dict[str, Any]:
+        """The index against its stream, for ``$SRV.STATS`` and ``sessionquery status``."""
+        if self._index is None:
+            return {}
+        return await self._index.status()
+
     async def stop(self) -> None:
         """Graceful: stop intake, finish and answer in-flight work, ack, then close."""
         if self._stopped:
             return
         self._stopped = True
         log.info("worker stopping", in_flight=self.in_flight().total)
+        # 0. Ingestion first: its consumer stops before any actor is cancelled, so a batch
+        # that keeps failing (disk full) cannot hold the stop.
+        if self._index is not None:
+            self._index.consumer.stop()
         # 1. No new work: endpoints drained (already-delivered requests still handled).
         if self.service is not None:
             await self.service.drain_endpoints()
@@ -268,9 +286,10 @@ class Worker:
         await self._cancel_listener.close()
         if self.service is not None:
             await self.service.stop()
-        await self.supervisor.stop_all()
+        # The consumer (stopped first, above) ends before the actors are cancelled.
         if self._index is not None:
             await self._index.close()
+        await self.supervisor.stop_all()
         self.slow_consumers.uninstall()
         log.info("worker stopped", slow_consumer_dropped=self.slow_consumers.dropped_total)
 
@@ -284,21 +303,67 @@ class Worker:
 class _Index:
     """The SQLite index (readers and the one writer) and its ingestion from JetStream."""
 
-    def __init__(self, store: Any, writer: Any, consumer: Any, supervisor: Supervisor) -> None:
+    def __init__(
+        self,
+        store: Any,
+        writer: Any,
+        consumer: Any,
+        supervisor: Supervisor,
+        lock: Any,
+        fatal: asyncio.Future[Exception],
+        config: WorkerConfig,
+    ) -> None:
         self.store = store
         self.writer = writer
         self.consumer = consumer
         self._supervisor = supervisor
+        self._lock = lock
+        self.fatal = fatal
+        self._config = config
 
     @classmethod
     async def open(cls, nc: NATS, config: WorkerConfig, supervisor: Supervisor) -> _Index:
+        """Lock the file, check it against the stream (rebuilding it first when they
+        disagree), then open the writer and the readers and start ingestion."""
+        from worker.store.index_file import IndexLock
+
+        lock = IndexLock(config.db_path).acquire()
+        try:
+            return await cls._open_locked(nc, config, supervisor, lock)
+        except BaseException:
+            lock.release()
+            raise
+
+    @classmethod
+    async def _open_locked(
+        cls, nc: NATS, config: WorkerConfig, supervisor: Supervisor, lock: Any
+    ) -> _Index:
         # Imported here: the lanes run (index=False) without the SQLite modules.
-        from worker.runtime.ingest_consumer import EventConsumer
+        from worker.runtime import continuity
+        from worker.runtime.ingest_consumer import EventConsumer, ensure_events_stream
         from worker.store.protocol import ServiceLimits
         from worker.store.sqlite import SqliteSessionStore
         from worker.store.writer_process import open_index_writer
 
         config.db_path.parent.mkdir(parents=True, exist_ok=True)
+        max_event_bytes = event_size_limit(nc.max_payload, config.max_event_bytes)
+        if max_event_bytes != config.max_event_bytes:
+            log.info(
+                "max event size lowered to what the server carries with headers",
+                max_event_bytes=max_event_bytes,
+                server_max_payload=nc.max_payload,
+            )
+            config = dataclasses.replace(config, max_event_bytes=max_event_bytes)
+        js = nc.jetstream()
+        await ensure_events_stream(js, config.subjects)
+        stream = await continuity.stream_state(js, config.subjects.events_stream)
+        plan = await asyncio.to_thread(
+            continuity.preflight, config.db_path, stream, on_divergence=config.on_divergence
+        )
+        if plan.rebuild:
+            await continuity.rebuild(
+                nc, config, stream, reason=plan.reason, move_aside_as=plan.move_aside_as
+            )
         writer = await open_index_writer(
             config.db_path,
             mode=config.ingest_writer,
@@ -315,15 +380,27 @@ class _Index:
             await writer.close()
             raise
         writer.add_commit_listener(store.notify_commit)
+        fatal: asyncio.Future[Exception] = asyncio.get_running_loop().create_future()
+
+        def stop_for_good(reason: Exception) -> None:
+            if not fatal.done():
+                fatal.set_result(reason)
+
         consumer = EventConsumer(
             nc,
             writer,
             subjects=config.subjects,
             batch_size=config.ingest_batch_size,
             batch_ms=config.ingest_batch_ms,
+            on_fatal=stop_for_good,
         )
         supervisor.start(INGEST_ACTOR, consumer.run)
-        return cls(store, writer, consumer, supervisor)
+        return cls(store, writer, consumer, supervisor, lock, fatal, config)
+
+    async def status(self) -> dict[str, Any]:
+        from worker.runtime.status import index_status
+
+        return await index_status(self._config, self.consumer.stream, await self.writer.info())
 
     def register_tools(self, config: WorkerConfig) -> ToolSet:
         from worker.tools import register_tools
@@ -338,3 +415,4 @@ class _Index:
         with contextlib.suppress(Exception):
             await self.store.close()
         await self.writer.close()
+        self._lock.release()
