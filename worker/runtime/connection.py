@@ -142,7 +142,9 @@ def describe_error(exc: BaseException | None) -> str:
     """The server's or the socket's reason in a few words, credentials redacted."""
     if exc is None:
         return "no reason given"
-    if isinstance(exc, nats.errors.AuthorizationError):
+    if isinstance(exc, nats.errors.AuthorizationError) or "authorization violation" in (
+        str(exc).lower()
+    ):
         return "Authorization Violation (the server refused the credentials)"
     if isinstance(exc, ConnectionRefusedError):
         return "connection refused (is nats-server running there?)"
