@@ -80,7 +80,7 @@ def _secret_server(tmp_path: Path, *auth: str) -> EmbeddedNatsServer:
             ("--user", "sq", "--pass", "GoodPass-1"),
             ("--nats-user", "sq", "--nats-password", "WrongPass-7Q"),
             "WrongPass-7Q",
-        ),  # noqa: E501
+        ),
         (("--auth", "GoodToken-1"), ("--nats-token", "WrongToken-9Z"), "WrongToken-9Z"),
         (("--user", "sq", "--pass", "GoodPass-1"), (), "GoodPass-1"),
     ],
