@@ -16,9 +16,11 @@ import signal
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
+from nats.aio.client import Client as NATS
 
 from tests.reliability._faults import (
     SUBJECTS,
@@ -121,6 +123,14 @@ async def test_an_empty_index_on_a_stream_past_seq_1_records_unavailable_history
         assert "dead letters     40 (unknown session 40)" in out, out
         assert "lag              0 events" in out, out
         assert code == 0
+        # The running worker reports the same in $SRV.STATS (the manifest endpoint's data).
+        index = await _stats_index(nc, lambda i: i.get("applied_seq") == last)
+        assert index["history_unavailable_before"] == 61 and index["lag_events"] == 0
+        assert index["dead_letters"] == {"unknown session": 40}
+        assert index["stream"]["first_seq"] == 61 and index["matches_stream"] is True
+        info = orjson.loads((await nc.request("$SRV.INFO.session-query", b"", 5)).data)
+        assert info["metadata"]["events_stream"] == "SESSIONS"
+        assert info["metadata"]["events_stream_created"] == meta(db)["stream_created"]
         assert await worker.stop() == 0
 
 
@@ -147,6 +157,18 @@ async def test_an_index_removed_under_a_running_worker_stops_ingestion_loudly(
         await wait_applied(db, last + 3)
         assert await assert_index_equals_stream(nc, db) == 33
         assert await worker.stop() == 0
+
+
+async def _stats_index(nc: NATS, ready: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
+    index: dict[str, Any] = {}
+    for _ in range(150):
+        stats = orjson.loads((await nc.request("$SRV.STATS.session-query", b"", 5)).data)
+        manifest = [e for e in stats["endpoints"] if e["name"] == "manifest"]
+        index = (manifest[0].get("data") or {}).get("index") or {}
+        if index and ready(index):
+            return index
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"no index status in $SRV.STATS: {index}")
 
 
 def _writer_child(pid: int) -> int:

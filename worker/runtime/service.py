@@ -85,6 +85,7 @@ class ToolService:
         stats: Callable[[str], dict[str, Any]] | None = None,
         pending: PendingLimits | None = None,
         slow_consumers: SlowConsumerWatch | None = None,
+        metadata: dict[str, str] | None = None,
     ) -> ToolService:
         """Register the service; every endpoint subscribes with ``pending`` limits (nats-py's
         defaults when None), and a tool request one of them drops as a slow consumer is
@@ -99,7 +100,11 @@ class ToolService:
             name=SERVICE_NAME,
             version=version,
             description="Read-only search, trace and read tools over earlier agent sessions",
-            metadata={"subject_prefix": subjects.prefix, "manifest": subjects.manifest},
+            metadata={
+                "subject_prefix": subjects.prefix,
+                "manifest": subjects.manifest,
+                **(metadata or {}),
+            },
             stats_handler=stats_data,
         )
         manifest = orjson.dumps(manifest_of(toolset))

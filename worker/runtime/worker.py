@@ -28,7 +28,7 @@ from worker.runtime.execution import Executor
 from worker.runtime.parallel_lane import ParallelLane
 from worker.runtime.search_lane import ACTOR_NAME as SEARCH_ACTOR
 from worker.runtime.search_lane import FETCH_POLL_S, SearchLane
-from worker.runtime.service import MsgHandler, ToolService
+from worker.runtime.service import MANIFEST_ENDPOINT, MsgHandler, ToolService
 from worker.runtime.slow_consumers import PendingLimits, SlowConsumerWatch
 from worker.runtime.spill import Spiller, SpillPolicy
 from worker.store.ingest import IngestStats
@@ -38,6 +38,8 @@ log = structlog.get_logger("worker.runtime.worker")
 
 SHUTDOWN_REASON: Final = "the worker is shutting down"
 INGEST_ACTOR: Final = "ingest"
+STATUS_ACTOR: Final = "index-status"
+STATUS_EVERY_S: Final = 5.0
 CANCEL_ACTOR: Final = "cancel-listener"
 
 
@@ -175,12 +177,15 @@ class Worker:
                 toolset=toolset,
                 subjects=config.subjects,
                 version=config.service_version,
+                metadata=opened.identity() if opened is not None else None,
                 route=worker._route,
                 stats=worker._endpoint_stats,
                 pending=pending,
                 slow_consumers=slow_consumers,
             )
             supervisor.start(SEARCH_ACTOR, search.run)
+            if opened is not None:
+                supervisor.start(STATUS_ACTOR, opened.refresh_status)
         except BaseException:
             await supervisor.stop_all()
             if opened is not None:
@@ -204,6 +209,10 @@ class Worker:
         await self.search.enqueue(tool, msg)
 
     def _endpoint_stats(self, endpoint: str) -> dict[str, Any]:
+        if endpoint == MANIFEST_ENDPOINT and self._index is not None:
+            # The index against its stream (what ``sessionquery status`` prints), as of
+            # the last refresh (every STATUS_EVERY_S).
+            return {"index": self._index.last_status}
         tool = self.toolset.get(endpoint)
         if tool is None:
             return {}
@@ -312,6 +321,7 @@ class _Index:
         lock: Any,
         fatal: asyncio.Future[Exception],
         config: WorkerConfig,
+        nc: NATS,
     ) -> None:
         self.store = store
         self.writer = writer
@@ -320,6 +330,8 @@ class _Index:
         self._lock = lock
         self.fatal = fatal
         self._config = config
+        self._nc = nc
+        self.last_status: dict[str, Any] = {}
 
     @classmethod
     async def open(cls, nc: NATS, config: WorkerConfig, supervisor: Supervisor) -> _Index:
@@ -394,13 +406,44 @@ class _Index:
             batch_ms=config.ingest_batch_ms,
             on_fatal=stop_for_good,
         )
+        consumer.stream = stream  # as checked above, until the consumer checks again
         supervisor.start(INGEST_ACTOR, consumer.run)
-        return cls(store, writer, consumer, supervisor, lock, fatal, config)
+        return cls(store, writer, consumer, supervisor, lock, fatal, config, nc)
 
     async def status(self) -> dict[str, Any]:
-        from worker.runtime.status import index_status
+        """The index against the stream's current state (one stream info request)."""
+        from worker.runtime.continuity import stream_state
+        from worker.runtime.status import index_status, lag_seconds
 
-        return await index_status(self._config, self.consumer.stream, await self.writer.info())
+        js = self._nc.jetstream()
+        stream = await stream_state(js, self._config.subjects.events_stream)
+        report = await index_status(self._config, stream, await self.writer.info())
+        applied = int(report.get("applied_seq") or 0)
+        report["lag_seconds"] = round(
+            await lag_seconds(js, stream.name, applied, stream.last_seq), 3
+        )
+        report["writer_restarts"] = getattr(self.writer, "restarts", 0)
+        return report
+
+    async def refresh_status(self) -> None:
+        while True:
+            try:
+                self.last_status = await self.status()
+            except Exception as exc:
+                # Status is best effort (JetStream away, a writer restarting).
+                log.debug("index status not refreshed", error=type(exc).__name__)
+            await asyncio.sleep(STATUS_EVERY_S)
+
+    def identity(self) -> dict[str, str]:
+        """For ``$SRV.INFO`` metadata: which stream this index replicates."""
+        from worker.store.schema import SCHEMA_VERSION
+
+        stream = self.consumer.stream
+        return {
+            "index_schema_version": str(SCHEMA_VERSION),
+            "events_stream": self._config.subjects.events_stream,
+            "events_stream_created": stream.created if stream is not None else "",
+        }
 
     def register_tools(self, config: WorkerConfig) -> ToolSet:
         from worker.tools import register_tools
