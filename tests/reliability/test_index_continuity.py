@@ -123,6 +123,10 @@ async def test_an_empty_index_on_a_stream_past_seq_1_records_unavailable_history
         assert "dead letters     40 (unknown session 40)" in out, out
         assert "lag              0 events" in out, out
         assert code == 0
+        code, out, _err = await run_cli("deadletters", "--db", str(db), "--limit", "3")
+        shown = out.splitlines()
+        assert code == 0 and len(shown) == 3 and shown[-1].startswith("seq 100\tunknown session\t")
+        assert "before its session/start" in shown[-1]
         # The running worker reports the same in $SRV.STATS (the manifest endpoint's data).
         index = await _stats_index(nc, lambda i: i.get("applied_seq") == last)
         assert index["history_unavailable_before"] == 61 and index["lag_events"] == 0

@@ -6,6 +6,9 @@ flow control, heartbeats) starting at the stored sequence + 1. When that consume
 lost a message (a sequence gap, a heartbeat that disagrees, silence after a server restart)
 it is replaced by a new one from the next stream sequence to hand on; anything delivered
 again below it is dropped here, and the writer skips any overlap that remains.
+At start and after every reset the index is compared with the stream (its identity and
+sequences, ``worker.runtime.continuity``): a divergence or a lost index file ends ingestion
+through ``on_fatal`` instead of being skipped.
 Backpressure: the message callback waits for room in the actor's mailbox, which holds back
 the flow-control answer, so the server pauses.
 

@@ -327,33 +327,47 @@ def diagnose(db: Path, report: dict[str, Any]) -> list[str]:
 
 
 def run_deadletters(args: argparse.Namespace) -> int:
+    """The last ``--limit`` dead letters, oldest first; ``--follow`` then prints new ones."""
     db = _db(args)
     if not db.exists():
         print(f"deadletters: no index at {db}", file=sys.stderr)
         return EXIT_PROBLEM
-    after = 0
-    shown = 0
-    while True:
-        conn = _read_only(db)
-        try:
-            rows = conn.execute(
-                "SELECT stream_seq, kind, reason FROM deadletters WHERE stream_seq > ?"
-                " ORDER BY stream_seq LIMIT ?",
-                (after, args.limit if not args.follow else 1000),
-            ).fetchall()
-        except sqlite3.OperationalError:
-            rows = []
-        finally:
-            conn.close()
-        for stream_seq, kind, reason in rows:
-            print(f"seq {stream_seq}\t{kind}\t{reason}", flush=True)
-            after = stream_seq
-            shown += 1
-        if not args.follow:
-            if not shown:
-                print("no dead letters", file=sys.stderr)
-            return EXIT_OK
+    rows = _dead_letters(
+        db,
+        "SELECT * FROM (SELECT stream_seq, kind, reason FROM deadletters"
+        " ORDER BY stream_seq DESC LIMIT ?) ORDER BY stream_seq",
+        (args.limit,),
+    )
+    if not rows and not args.follow:
+        print("no dead letters", file=sys.stderr)
+    after = _print_dead_letters(rows, 0)
+    while args.follow:
         try:
             time.sleep(1.0)
         except KeyboardInterrupt:
-            return EXIT_OK
+            break
+        rows = _dead_letters(
+            db,
+            "SELECT stream_seq, kind, reason FROM deadletters WHERE stream_seq > ?"
+            " ORDER BY stream_seq LIMIT 1000",
+            (after,),
+        )
+        after = _print_dead_letters(rows, after)
+    return EXIT_OK
+
+
+def _dead_letters(db: Path, sql: str, params: tuple[int, ...]) -> list[tuple[int, str, str]]:
+    conn = _read_only(db)
+    try:
+        return [(int(a), str(b), str(c)) for a, b, c in conn.execute(sql, params)]
+    except sqlite3.OperationalError:
+        return []  # an index older than the dead-letter table, or one being swapped
+    finally:
+        conn.close()
+
+
+def _print_dead_letters(rows: list[tuple[int, str, str]], after: int) -> int:
+    for stream_seq, kind, reason in rows:
+        print(f"seq {stream_seq}\t{kind}\t{reason}", flush=True)
+        after = stream_seq
+    return after

@@ -26,6 +26,9 @@ child's fd 1 points at stderr so a stray print cannot corrupt a frame): every fr
   has opened the index (or an ``ERROR`` frame when it could not).
 - ``PURGE``: orjson ``{"session_ids": [...], "older_than_ms": int | null}``; reply ``<qqq``
   (removed, epoch, stream seq).
+- ``INFO``: reply orjson of the ``meta`` table (stream identity, sequence, index id).
+- ``BIND``: orjson ``{"name", "created", "first_seq"}``: record the stream the index
+  replicates (``WriterCore.bind_stream``); reply as ``INFO``.
 - A failed request gets an ``ERROR`` frame with a one-line message; its transaction was
   rolled back.
 
@@ -38,7 +41,11 @@ the child by closing its stdin at a frame boundary.
 
 A child that dies is reported (``WriterProcessError``, logged with its exit status) and
 started again by the next request: the ingest actor retries the batch, and the stored
-stream sequence skips whatever of it had committed before the crash.
+stream sequence skips whatever of it had committed before the crash. A child started again
+gets ``--expect-index-id`` (the id the first child found in ``meta``): it opens the file
+without creating it and checks the id, so a removed or replaced index is answered
+``FILE_LOST`` (``IndexFileLost``: ingestion stops) instead of a fresh empty index that
+would claim to be complete.
 """
 
 from __future__ import annotations
