@@ -22,6 +22,7 @@ import orjson
 import pytest
 from nats.aio.client import Client as NATS
 
+from contracts.client import SessionQueryClient
 from tests.reliability._faults import (
     SUBJECTS,
     assert_index_equals_stream,
@@ -208,7 +209,8 @@ async def test_a_stream_reset_while_the_worker_runs_is_noticed(
         await _until(lambda: _created(db) not in (created, None), 60)
         await wait_applied(db, 5)
         assert await assert_index_equals_stream(nc, db) == 5
-        assert "starting again to rebuild" in worker.log_text()
+        assert "serving the old index while a new one is built" in worker.log_text()
+        assert worker.returncode() is None, "rebuilt in place, still serving"
         assert await worker.stop() == 0
 
 
@@ -225,3 +227,47 @@ async def _until(predicate: Callable[[], bool], within: float) -> None:
     while not predicate():
         assert loop.time() < deadline, "condition not met in time"
         await asyncio.sleep(0.1)
+
+
+async def test_the_old_index_is_served_while_the_new_one_is_built_then_swapped(
+    own_nats_server: EmbeddedNatsServer, tmp_path: Path
+) -> None:
+    url, db = own_nats_server.url, tmp_path / "index.sqlite"
+    async with connected(url) as nc:
+        await publish(nc, [f"s-old-{i}" for i in range(4)], 10)
+        worker = await (await _serve(url, db, tmp_path / "w1.log")).serving()
+        await wait_applied(db, 40)
+        assert await worker.stop() == 0
+        await nc.jetstream().delete_stream(SUBJECTS.events_stream)
+        await create_stream(nc)
+        last = await publish(nc, [f"s-new-{i}" for i in range(10)], 150)  # 1,500 events
+        # One event per transaction: the build takes seconds, long enough to look at.
+        slow = ("--ingest-batch-size", "1", "--ingest-batch-ms", "1")
+        worker = await (await _serve(url, db, tmp_path / "w2.log", *slow)).serving()
+        client = SessionQueryClient(nc)
+        await _until(lambda: _rebuilding(db), 10)  # building beside the old file
+        old = await client.call(
+            "session_event_read",
+            {"session_id": "s-old-1", "seq": 2},
+            {"agent": {"session_id": "s-old-0"}},
+            timeout=10,
+        )
+        assert old.status == "ok" and "note 2 of s-old-1" in (old.content or ""), old
+        _code, out, _ = await run_cli("status", "--db", str(db), "--nats-url", url)
+        assert "rebuild running  yes: applied" in out and f"of {last}" in out, out
+        await _until(lambda: _created(db) is not None and not _rebuilding(db), 120)
+        await wait_applied(db, last)
+        assert await assert_index_equals_stream(nc, db) == 1500
+        new = await client.call(
+            "session_event_read",
+            {"session_id": "s-new-1", "seq": 2},
+            {"agent": {"session_id": "s-new-0"}},
+            timeout=10,
+        )
+        assert new.status == "ok" and "note 2 of s-new-1" in (new.content or ""), new
+        assert worker.returncode() is None
+        assert await worker.stop() == 0
+
+
+def _rebuilding(db: Path) -> bool:
+    return os.path.exists(f"{db}.rebuild")

@@ -118,6 +118,9 @@ class Plan:
     rebuild: bool
     reason: str = ""
     move_aside_as: str = "replaced"
+    # The old file is sound and of this schema (only the stream moved on): it is served
+    # while the new one is built. Otherwise (corrupt, another schema) the rebuild comes first.
+    background: bool = False
 
 
 def preflight(path: Path, stream: StreamState, *, on_divergence: str) -> Plan:
@@ -161,7 +164,7 @@ def preflight(path: Path, stream: StreamState, *, on_divergence: str) -> Plan:
             " (--on-divergence refuse): start with --on-divergence rebuild to rebuild it from"
             " the stream, or give another --db"
         )
-    return Plan(True, verdict.reason, "replaced")
+    return Plan(True, verdict.reason, "replaced", background=True)
 
 
 async def bind(writer: SessionIndexWriter, stream: StreamState) -> dict[str, object]:
@@ -198,9 +201,21 @@ async def rebuild(
     move_aside_as: str,
     progress: RebuildProgress | None = None,
 ) -> Path:
+    """``build`` then ``swap``: returns the old file's new name."""
+    await build(nc, config, stream, reason=reason, progress=progress)
+    return await swap(config, move_aside_as)
+
+
+async def build(
+    nc: NATS,
+    config: object,
+    stream: StreamState,
+    *,
+    reason: str,
+    progress: RebuildProgress | None = None,
+) -> Path:
     """Build a new index from the stream into ``<db>.rebuild`` until it holds everything
-    the stream held when the rebuild began, then swap it in (the old file is renamed with a
-    timestamp and kept). Returns the old file's new name."""
+    the stream held when the build began; returns its path (closed, ready to swap in)."""
     from worker.runtime.config import WorkerConfig
     from worker.runtime.ingest_consumer import EventConsumer
     from worker.store.writer_process import open_index_writer
@@ -208,9 +223,10 @@ async def rebuild(
     assert isinstance(config, WorkerConfig)
     db = config.db_path
     target = Path(f"{db}{REBUILD_SUFFIX}")
-    index_file.remove_files(target)  # a rebuild cut short before: start it again
+    await asyncio.to_thread(index_file.remove_files, target)  # a build cut short before
     progress = progress or RebuildProgress()
     progress.running, progress.target_seq, progress.reason = True, stream.last_seq, reason
+    progress.applied_seq = 0
     log.warning(
         "rebuilding the index from the stream",
         reason=reason,
@@ -244,8 +260,16 @@ async def rebuild(
                 await running
     finally:
         await writer.close()
-    old = await asyncio.to_thread(_swap, db, target, move_aside_as)
-    progress.running = False
+    return target
+
+
+async def swap(config: object, move_aside_as: str) -> Path:
+    """Put ``<db>.rebuild`` in place of ``<db>`` (kept as ``<db>.<why>-<time>``)."""
+    from worker.runtime.config import WorkerConfig
+
+    assert isinstance(config, WorkerConfig)
+    db = config.db_path
+    old = await asyncio.to_thread(_swap, db, Path(f"{db}{REBUILD_SUFFIX}"), move_aside_as)
     log.warning("index rebuilt and swapped in", index=str(db), old_index_kept_as=str(old))
     return old
 

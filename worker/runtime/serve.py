@@ -310,38 +310,29 @@ async def _serve_connected(
         _say("  try:")
         _say("    " + example_command(options.url or "", config.subjects))
         _say(f"  (caller {sample.DEMO_CALLER} works in {sample.PAYMENTS})")
-    while True:
-        try:
-            worker = await start_when_ready(nc, config, stop)
-        except _refusals() as exc:
-            log.error("worker not started: " + str(exc))
-            print(f"sessionquery serve: {exc}", file=sys.stderr)
-            return 1
-        if worker is None:
-            return 0
-        _say(
-            f"serving the five session query tools on {config.subjects.prefix}.tool.* "
-            f"(index {config.db_path}); Ctrl-C or SIGTERM stops"
-        )
-        try:
-            reason = await _until_stopped(worker, stop)
-        finally:
-            if stop.is_set():
-                log.info("shutdown requested")
-            await _bounded_stop(worker, config.shutdown_timeout_ms / 1000)
-        if reason is None:
-            return 0
-        if not (_rebuilds(reason) and config.on_divergence == "rebuild"):
-            print(f"sessionquery serve: ingestion stopped: {reason}", file=sys.stderr)
-            return 1
-        # The stream changed under the running worker: start again, which rebuilds.
-        log.warning("the stream changed under the worker; starting again to rebuild")
-
-
-def _rebuilds(reason: Exception) -> bool:
-    from worker.runtime.continuity import StreamDiverged
-
-    return isinstance(reason, StreamDiverged)
+    try:
+        worker = await start_when_ready(nc, config, stop)
+    except _refusals() as exc:
+        log.error("worker not started: " + str(exc))
+        print(f"sessionquery serve: {exc}", file=sys.stderr)
+        return 1
+    if worker is None:
+        return 0
+    _say(
+        f"serving the five session query tools on {config.subjects.prefix}.tool.* "
+        f"(index {config.db_path}); Ctrl-C or SIGTERM stops"
+    )
+    try:
+        reason = await _until_stopped(worker, stop)
+    finally:
+        if stop.is_set():
+            log.info("shutdown requested")
+        await _bounded_stop(worker, config.shutdown_timeout_ms / 1000)
+    if reason is None:
+        return 0
+    # A divergence with --on-divergence refuse, or the index file removed or replaced.
+    print(f"sessionquery serve: ingestion stopped: {reason}", file=sys.stderr)
+    return 1
 
 
 async def _until_stopped(worker: Worker, stop: asyncio.Event) -> Exception | None:

@@ -12,20 +12,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import structlog
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 
-from contracts.limits import event_size_limit
 from worker.runtime.actors import Supervisor
 from worker.runtime.cancellation import CancellationRegistry, CancelListener
 from worker.runtime.config import WorkerConfig
 from worker.runtime.execution import Executor
 from worker.runtime.parallel_lane import ParallelLane
+from worker.runtime.replica import STATUS_ACTOR, IndexReplica
 from worker.runtime.search_lane import ACTOR_NAME as SEARCH_ACTOR
 from worker.runtime.search_lane import FETCH_POLL_S, SearchLane
 from worker.runtime.service import MANIFEST_ENDPOINT, MsgHandler, ToolService
@@ -37,9 +36,7 @@ from worker.tools.definitions import ToolDefinition, ToolSet
 log = structlog.get_logger("worker.runtime.worker")
 
 SHUTDOWN_REASON: Final = "the worker is shutting down"
-INGEST_ACTOR: Final = "ingest"
-STATUS_ACTOR: Final = "index-status"
-STATUS_EVERY_S: Final = 5.0
+
 CANCEL_ACTOR: Final = "cancel-listener"
 
 
@@ -68,7 +65,7 @@ class Worker:
         search: SearchLane,
         parallel: ParallelLane,
         cancel_listener: CancelListener,
-        index: _Index | None,
+        index: IndexReplica | None,
         slow_consumers: SlowConsumerWatch,
     ) -> None:
         self.nc = nc
@@ -109,14 +106,16 @@ class Worker:
         )
         slow_consumers = SlowConsumerWatch(nc, pending)
         slow_consumers.install()
-        opened: _Index | None = None
+        opened: IndexReplica | None = None
         if index:
-            opened = await _Index.open(nc, config, supervisor)
+            opened = await IndexReplica.open(nc, config, supervisor)
         try:
             toolset = tools
             if toolset is None:
                 assert opened is not None
-                toolset = opened.register_tools(config)
+                from worker.tools import register_tools
+
+                toolset = register_tools(cast(Any, opened.store), config.tools)
             js = nc.jetstream()
             spiller = await Spiller.bind(
                 nc,
@@ -246,14 +245,20 @@ class Worker:
         """Ingestion counters: applied, duplicates, dead-lettered (None: no index)."""
         if self._index is None:
             return None
-        stats: IngestStats = self._index.consumer.actor.stats
+        consumer = self._index.consumer
+        if consumer is None:
+            return IngestStats()  # rebuilding: the old index takes no events
+        stats: IngestStats = consumer.actor.stats
         return stats
 
     async def indexed_through(self) -> int | None:
         """The SESSIONS stream sequence the index is complete through (None: no index)."""
         if self._index is None:
             return None
-        return int(await self._index.writer.last_stream_seq())
+        writer = self._index.writer
+        if writer is None:
+            return None  # rebuilding: see status()
+        return int(await writer.last_stream_seq())
 
     async def status(self) -> dict[str, Any]:
         """The index against its stream, for ``$SRV.STATS`` and ``sessionquery status``."""
@@ -270,7 +275,7 @@ class Worker:
         # 0. Ingestion first: its consumer stops before any actor is cancelled, so a batch
         # that keeps failing (disk full) cannot hold the stop.
         if self._index is not None:
-            self._index.consumer.stop()
+            self._index.stop_ingesting()
         # 1. No new work: endpoints drained (already-delivered requests still handled).
         if self.service is not None:
             await self.service.drain_endpoints()
@@ -307,155 +312,3 @@ class Worker:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.stop()
-
-
-class _Index:
-    """The SQLite index (readers and the one writer) and its ingestion from JetStream."""
-
-    def __init__(
-        self,
-        store: Any,
-        writer: Any,
-        consumer: Any,
-        supervisor: Supervisor,
-        lock: Any,
-        fatal: asyncio.Future[Exception],
-        config: WorkerConfig,
-        nc: NATS,
-    ) -> None:
-        self.store = store
-        self.writer = writer
-        self.consumer = consumer
-        self._supervisor = supervisor
-        self._lock = lock
-        self.fatal = fatal
-        self._config = config
-        self._nc = nc
-        self.last_status: dict[str, Any] = {}
-
-    @classmethod
-    async def open(cls, nc: NATS, config: WorkerConfig, supervisor: Supervisor) -> _Index:
-        """Lock the file, check it against the stream (rebuilding it first when they
-        disagree), then open the writer and the readers and start ingestion."""
-        from worker.store.index_file import IndexLock
-
-        lock = IndexLock(config.db_path).acquire()
-        try:
-            return await cls._open_locked(nc, config, supervisor, lock)
-        except BaseException:
-            lock.release()
-            raise
-
-    @classmethod
-    async def _open_locked(
-        cls, nc: NATS, config: WorkerConfig, supervisor: Supervisor, lock: Any
-    ) -> _Index:
-        # Imported here: the lanes run (index=False) without the SQLite modules.
-        from worker.runtime import continuity
-        from worker.runtime.ingest_consumer import EventConsumer, ensure_events_stream
-        from worker.store.protocol import ServiceLimits
-        from worker.store.sqlite import SqliteSessionStore
-        from worker.store.writer_process import open_index_writer
-
-        config.db_path.parent.mkdir(parents=True, exist_ok=True)
-        max_event_bytes = event_size_limit(nc.max_payload, config.max_event_bytes)
-        if max_event_bytes != config.max_event_bytes:
-            log.info(
-                "max event size lowered to what the server carries with headers",
-                max_event_bytes=max_event_bytes,
-                server_max_payload=nc.max_payload,
-            )
-            config = dataclasses.replace(config, max_event_bytes=max_event_bytes)
-        js = nc.jetstream()
-        await ensure_events_stream(js, config.subjects)
-        stream = await continuity.stream_state(js, config.subjects.events_stream)
-        plan = await asyncio.to_thread(
-            continuity.preflight, config.db_path, stream, on_divergence=config.on_divergence
-        )
-        if plan.rebuild:
-            await continuity.rebuild(
-                nc, config, stream, reason=plan.reason, move_aside_as=plan.move_aside_as
-            )
-        writer = await open_index_writer(
-            config.db_path,
-            mode=config.ingest_writer,
-            text_cap_bytes=config.text_cap_bytes,
-            max_event_bytes=config.max_event_bytes,
-        )
-        try:
-            store = await SqliteSessionStore.open(
-                config.db_path,
-                readers=config.readers,
-                limits=ServiceLimits(max_event_window=config.max_event_window),
-            )
-        except BaseException:
-            await writer.close()
-            raise
-        writer.add_commit_listener(store.notify_commit)
-        fatal: asyncio.Future[Exception] = asyncio.get_running_loop().create_future()
-
-        def stop_for_good(reason: Exception) -> None:
-            if not fatal.done():
-                fatal.set_result(reason)
-
-        consumer = EventConsumer(
-            nc,
-            writer,
-            subjects=config.subjects,
-            batch_size=config.ingest_batch_size,
-            batch_ms=config.ingest_batch_ms,
-            on_fatal=stop_for_good,
-        )
-        consumer.stream = stream  # as checked above, until the consumer checks again
-        supervisor.start(INGEST_ACTOR, consumer.run)
-        return cls(store, writer, consumer, supervisor, lock, fatal, config, nc)
-
-    async def status(self) -> dict[str, Any]:
-        """The index against the stream's current state (one stream info request)."""
-        from worker.runtime.continuity import stream_state
-        from worker.runtime.status import index_status, lag_seconds
-
-        js = self._nc.jetstream()
-        stream = await stream_state(js, self._config.subjects.events_stream)
-        report = await index_status(self._config, stream, await self.writer.info())
-        applied = int(report.get("applied_seq") or 0)
-        report["lag_seconds"] = round(
-            await lag_seconds(js, stream.name, applied, stream.last_seq), 3
-        )
-        report["writer_restarts"] = getattr(self.writer, "restarts", 0)
-        return report
-
-    async def refresh_status(self) -> None:
-        while True:
-            try:
-                self.last_status = await self.status()
-            except Exception as exc:
-                # Status is best effort (JetStream away, a writer restarting).
-                log.debug("index status not refreshed", error=type(exc).__name__)
-            await asyncio.sleep(STATUS_EVERY_S)
-
-    def identity(self) -> dict[str, str]:
-        """For ``$SRV.INFO`` metadata: which stream this index replicates."""
-        from worker.store.schema import SCHEMA_VERSION
-
-        stream = self.consumer.stream
-        return {
-            "index_schema_version": str(SCHEMA_VERSION),
-            "events_stream": self._config.subjects.events_stream,
-            "events_stream_created": stream.created if stream is not None else "",
-        }
-
-    def register_tools(self, config: WorkerConfig) -> ToolSet:
-        from worker.tools import register_tools
-
-        return register_tools(self.store, config.tools)
-
-    async def close(self) -> None:
-        self.consumer.stop()
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._supervisor.wait(INGEST_ACTOR), 10.0)
-        await self._supervisor.stop(INGEST_ACTOR)
-        with contextlib.suppress(Exception):
-            await self.store.close()
-        await self.writer.close()
-        self._lock.release()
