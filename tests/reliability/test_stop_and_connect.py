@@ -11,6 +11,7 @@ import sqlite3
 import time
 from pathlib import Path
 
+import orjson
 import pytest
 
 from tests.reliability._faults import connected, publish, run_cli, session_events, wait_applied
@@ -46,6 +47,14 @@ async def test_sigterm_while_every_batch_fails_exits_within_the_bound(
     own_nats_server: EmbeddedNatsServer, tmp_path: Path
 ) -> None:
     worker = await _failing_ingestion(own_nats_server.url, tmp_path)
+    # Stalled: status shows the lag in events and in seconds (the oldest unapplied event).
+    await asyncio.sleep(1.0)
+    _code, out, _ = await run_cli(
+        "status", "--db", str(tmp_path / "index.sqlite"), "--nats-url", own_nats_server.url,
+        "--json",
+    )  # fmt: skip
+    report = orjson.loads(out)
+    assert report["lag_events"] == 5 and report["lag_seconds"] >= 1.0, report
     started = time.monotonic()
     worker.signal(signal.SIGTERM)
     code = await worker.wait_exit(STOP_BOUND_S + SLACK_S)

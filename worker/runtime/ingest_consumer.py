@@ -418,7 +418,9 @@ def subjects_from_args(args: argparse.Namespace) -> Subjects:
 
 async def _main(args: argparse.Namespace) -> int:
     from worker.runtime.connection import connect, options_from_args
+    from worker.store.index_file import IndexLock
 
+    lock = IndexLock(args.db).acquire()  # one writer per index file, as the worker
     nc = await connect(options_from_args(args).with_url(args.nats_url or "nats://127.0.0.1:4222"))
     writer = await open_index_writer(args.db, mode=args.writer)
     consumer = EventConsumer(
@@ -436,6 +438,7 @@ async def _main(args: argparse.Namespace) -> int:
     finally:
         await writer.close()
         await nc.drain()
+        lock.release()
     return 0
 
 
