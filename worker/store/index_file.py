@@ -2,7 +2,7 @@
 
 - ``IndexLock``: ``<file>.lock`` beside the index, ``flock``-ed for the owner's life, with
   the owner's pid in it, so a second worker (or ``serve``) on the same file refuses.
-- ``inspect``: opens an existing file read-only and reports its schema version, stream
+- ``inspect``: opens an existing file (never creating one) and reports its schema version, stream
   identity and applied sequence after a time-bounded ``PRAGMA quick_check``; a file that
   fails the check raises ``CorruptIndex`` (it is never opened for writing).
 - ``move_aside``: renames a file (and its WAL and shared-memory files) with a timestamp,
@@ -71,7 +71,9 @@ def inspect(path: str | Path, *, quick_check_s: float = QUICK_CHECK_S) -> IndexS
     if not location.exists():
         return None
     try:
-        conn = sqlite3.connect(f"file:{location}?mode=ro", uri=True, isolation_level=None)
+        # Read-write, not read-only: after a crash the WAL may need recovering (the caller
+        # holds the lock, so nothing else writes meanwhile); nothing here writes otherwise.
+        conn = sqlite3.connect(f"file:{location}?mode=rw", uri=True, isolation_level=None)
     except sqlite3.Error as exc:
         raise CorruptIndex(_corrupt_message(location, str(exc))) from exc
     try:
