@@ -144,3 +144,8 @@ def pid_alive(pid: int) -> bool:
     except (OSError, IndexError):
         return False
     return state != "Z"
+
+
+def children_of(pid: int) -> list[int]:
+    """The pids of ``pid``'s direct children (Linux)."""
+    return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]

@@ -15,7 +15,7 @@ import orjson
 import pytest
 
 from tests.reliability._faults import connected, publish, run_cli, session_events, wait_applied
-from tests.reliability._serve_proc import Serve, serve_args
+from tests.reliability._serve_proc import Serve, children_of, pid_alive, serve_args
 from worker.runtime.embedded_server import EmbeddedNatsServer
 
 STOP_BOUND_S = 15.0  # the default shutdown timeout
@@ -23,7 +23,7 @@ SLACK_S = 5.0  # process start-up and interpreter exit
 BOOM = "CREATE TRIGGER boom BEFORE INSERT ON events BEGIN SELECT RAISE(ABORT, 'boom'); END"
 
 
-async def _failing_ingestion(url: str, tmp_path: Path) -> Serve:
+async def _failing_ingestion(url: str, tmp_path: Path, *extra: str) -> Serve:
     """A worker whose every batch fails (and is retried) once the trigger is in place."""
     db = tmp_path / "index.sqlite"
     async with connected(url) as nc:
@@ -34,7 +34,9 @@ async def _failing_ingestion(url: str, tmp_path: Path) -> Serve:
         conn = sqlite3.connect(db)
         conn.execute(BOOM)
         conn.close()
-        worker = await (await Serve(serve_args(url, db), tmp_path / "w1.log").start()).serving()
+        worker = await (
+            await Serve(serve_args(url, db, *extra), tmp_path / "w1.log").start()
+        ).serving()
         await publish(nc, ["s-b"], 5)
         for _ in range(200):
             if "ingest batch failed; retrying" in worker.log_text():
@@ -61,6 +63,27 @@ async def test_sigterm_while_every_batch_fails_exits_within_the_bound(
     took = time.monotonic() - started
     assert code == 0 and took < STOP_BOUND_S + SLACK_S, (code, took)
     assert "worker stopped" in worker.log_text()
+
+
+async def test_the_shutdown_timeout_is_a_hard_bound(
+    own_nats_server: EmbeddedNatsServer, tmp_path: Path
+) -> None:
+    """Below the 5 s that a failing batch is given to drain, the timeout ends the process."""
+    worker = await _failing_ingestion(
+        own_nats_server.url, tmp_path, "--shutdown-timeout-ms", "1500"
+    )
+    children = children_of(worker.pid)
+    assert children, "the writer child"
+    started = time.monotonic()
+    worker.signal(signal.SIGTERM)
+    assert await worker.wait_exit(10) == 1
+    assert time.monotonic() - started < 1.5 + SLACK_S
+    assert "stop took longer than the shutdown timeout; exiting now" in worker.log_text()
+    for _ in range(100):  # the writer child dies with it (PR_SET_PDEATHSIG)
+        if not any(pid_alive(c) for c in children):
+            break
+        await asyncio.sleep(0.05)
+    assert not any(pid_alive(c) for c in children)
 
 
 async def test_a_second_signal_exits_at_once(
