@@ -21,6 +21,9 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "manifest": ("worker.runtime.call_command", "print the tool manifest"),
     "mcp": ("worker.mcp_bridge.command", "serve the five tools to MCP clients (stdio or HTTP)"),
     "demo": ("worker.runtime.demo", "embedded server, sample corpus, each tool once"),
+    "status": ("worker.runtime.status", "the index against its stream: seqs, lag, dead letters"),
+    "doctor": ("worker.runtime.status", "full checks of the index; says what is wrong and why"),
+    "deadletters": ("worker.runtime.status", "events the index refused, with their reasons"),
 }
 
 

@@ -112,6 +112,12 @@ class FlakyWriter:
     async def last_stream_seq(self) -> int:
         return await self.inner.last_stream_seq()
 
+    async def info(self) -> dict[str, object]:
+        return await self.inner.info()
+
+    async def bind_stream(self, name: str, created: str, first_seq: int) -> dict[str, object]:
+        return await self.inner.bind_stream(name, created, first_seq)
+
     async def apply(self, items: Sequence[IngestItem]) -> ApplyResult:
         self.calls += 1
         if self.calls <= self.failures:
@@ -230,7 +236,9 @@ async def test_good_events_land_and_bad_ones_are_dead_lettered(
     assert "surface must be one of" in reasons[5]
     assert reasons[7] == "gap in session s-a: expected seq 4, got 9"
     assert reasons[8].startswith("unknown session s-b")
-    assert reasons[9].startswith(f"oversized: {len(oversized)} bytes > limit 1024 bytes")
+    assert reasons[9].startswith(
+        f"oversized: the event is {len(oversized)} bytes, the maximum is 1024 bytes"
+    )
     assert reasons[12] == "contract violation: cl\\xe9: Extra inputs are not permitted"
     # The original body travels with its reason.
     assert {m.data for m in dead} == {published[i - 1][1] for i in reasons}

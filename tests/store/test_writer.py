@@ -173,7 +173,7 @@ async def test_stream_seq_counts_rejected_and_duplicates(writer: SqliteIndexWrit
 @pytest.mark.parametrize(
     ("bodies", "fragment"),
     [
-        ([b"x" * 2049], "oversized: 2049 bytes > limit 2048 bytes"),
+        ([b"x" * 2049], "oversized: the event is 2049 bytes, the maximum is 2048 bytes"),
         ([b'{"session_id": '], "invalid JSON: "),
         ([b"\xff\xfe"], "invalid JSON: not UTF-8 at byte 0"),
         ([event("s-1", 1, "session/start", seq="1")], "contract violation: seq: "),

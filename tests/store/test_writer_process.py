@@ -22,14 +22,16 @@ from contracts.subjects import Subjects
 from worker.runtime.config import WorkerConfig
 from worker.runtime.ingest_consumer import ensure_events_stream
 from worker.runtime.worker import Worker
+from worker.store.index_file import move_aside, remove_files
 from worker.store.ingest import IngestActor
 from worker.store.integrity import check_integrity
 from worker.store.protocol import BatchNotAttempted, IngestItem, Rejected
-from worker.store.writer import BatchChecker, SqliteIndexWriter
+from worker.store.writer import BatchChecker, SqliteIndexWriter, WriterCore
 from worker.store.writer_process import (
     EXIT_TORN,
     HEADER,
     STATUS_OK,
+    IndexFileLost,
     ProcessIndexWriter,
     WriterProcessError,
     encode_batch,
@@ -386,3 +388,29 @@ async def test_the_worker_ingests_through_a_child_process(
     assert gone(pid)
     assert count(tmp_path / "index.sqlite", "SELECT count(*) FROM events") == 3
     await js.delete_stream(subjects.events_stream)
+
+
+async def test_a_child_started_again_never_writes_a_replaced_or_missing_index(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "index.sqlite"
+    async with await ProcessIndexWriter.open(db) as writer:
+        await writer.apply(session_items("a", 1, 3))
+        first_id = writer.index_id
+        assert first_id is not None and first_id.startswith("ix-")
+        # The child dies, and another index takes the file's place (same path, another id).
+        pid = writer.pid
+        assert pid is not None
+        os.kill(pid, signal.SIGKILL)
+        assert gone(pid)
+        await wait_until(lambda: writer.pid is None, "the writer to notice its child died")
+        moved = move_aside(db, "moved")
+        replacement = WriterCore.open(db, text_cap_bytes=1024, max_event_bytes=1 << 20)
+        replacement.close()
+        with pytest.raises(IndexFileLost, match="was replaced while the worker ran"):
+            await writer.apply(session_items("a", 4, 1))
+        remove_files(db)
+        with pytest.raises(IndexFileLost, match="is missing"):
+            await writer.apply(session_items("a", 4, 1))
+    assert not db.exists(), "no fresh index was created"
+    assert count(moved, "SELECT count(*) FROM events") == 3

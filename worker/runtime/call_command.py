@@ -15,13 +15,11 @@ from typing import Any
 
 import orjson
 from nats.aio.client import Client as NATS
-from nats.errors import NoServersError
-from nats.errors import TimeoutError as NatsTimeoutError
 
 from contracts.client import SessionQueryClient, SessionQueryClientError
 from contracts.envelope import AgentIdentity, Execution
 from contracts.subjects import TOOL_NAMES, Subjects
-from worker.runtime.connection import add_nats_arguments, connect, options_from_args
+from worker.runtime.connection import add_nats_arguments, options_from_args
 
 EXIT_ERROR_REPLY = 1
 EXIT_USAGE = 2
@@ -107,22 +105,15 @@ def run_manifest(args: argparse.Namespace) -> int:
 
 
 async def _connect(args: argparse.Namespace) -> NATS | None:
+    from worker.runtime.connection import ConnectFailed, connect_reporting
+
     try:
-        # One attempt: a shell command should fail fast, not retry forever.
-        return await connect(
-            options_from_args(args),
-            allow_reconnect=False,
-            max_reconnect_attempts=1,
-            error_cb=_quiet,
-        )
-    except (OSError, NoServersError, NatsTimeoutError) as exc:
-        print(f"sessionquery: cannot connect to NATS at {args.nats_url}: {exc}", file=sys.stderr)
+        # One attempt: a shell command should fail fast, not retry forever. The message
+        # names the URL (credentials redacted) and the server's reason.
+        return await connect_reporting(options_from_args(args), attempts=1)
+    except ConnectFailed as exc:
+        print(f"sessionquery: {exc}", file=sys.stderr)
         return None
-
-
-async def _quiet(exc: Exception) -> None:
-    # The failure is reported once, by _connect; nats-py would log each attempt.
-    return None
 
 
 async def _call(args: argparse.Namespace, execution: Execution, arguments: dict[str, Any]) -> int:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from contracts.limits import MAX_EVENT_BYTES
 from contracts.subjects import Subjects
 from worker.tools.definitions import ToolConfig
 
@@ -27,7 +28,8 @@ class WorkerConfig:
     # Store
     readers: int = 4
     text_cap_bytes: int = 64 * 1024
-    max_event_bytes: int = 1024 * 1024
+    # Never above the server's max_payload minus the header allowance (contracts.limits).
+    max_event_bytes: int = MAX_EVENT_BYTES
     max_event_window: int = 50
     # Ingestion
     ingest_batch_size: int = 500
@@ -35,6 +37,9 @@ class WorkerConfig:
     # Where the index writer runs: "process" (a child process, so ingestion uses two cores)
     # or "thread" (a thread of the worker: one core, no child process).
     ingest_writer: str = "process"
+    # When the index does not match the stream (re-created, reset, or a gap): "rebuild"
+    # it from the stream into a new file and swap it in, or "refuse" to serve.
+    on_divergence: str = "rebuild"
     # Parallel lane (traces and reads): running slots, plus waiting slots before OVERLOADED.
     parallel_pool_size: int = 8
     parallel_queue_size: int = 32
@@ -59,7 +64,10 @@ class WorkerConfig:
     spill_preview_bytes: int = 4 * 1024
     spill_ttl_s: int = 24 * 3600
     # Graceful stop: in-flight work gets this long before it is cancelled.
-    shutdown_grace_ms: int = 30_000
+    shutdown_grace_ms: int = 10_000
+    # SIGTERM to exit, whatever ingestion or a request is doing: past it the process exits
+    # anyway (nothing is lost: ingestion resumes from the index's stored stream sequence).
+    shutdown_timeout_ms: int = 15_000
     # Service discovery
     service_version: str = "0.1.0"
 

@@ -6,13 +6,25 @@ Auth: user/password, token, nkey seed file, creds file, TLS (CA, client cert and
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
+import random
 import ssl
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 import nats
+import nats.errors
+import structlog
 from nats.aio.client import Client as NATS
+
+from worker.runtime.logs import add_secrets, redact, redact_url
+
+log = structlog.get_logger("worker.runtime.connection")
+
+DEFAULT_CONNECT_ATTEMPTS: Final = 10
+_BACKOFF_FIRST_S: Final = 0.5
+_BACKOFF_MAX_S: Final = 10.0
 
 
 @dataclass(frozen=True)
@@ -27,6 +39,9 @@ class NatsOptions:
     tls_cert: str | None = None
     tls_key: str | None = None
     name: str = "sessionquery"
+    # Connection attempts at start before giving up (0: forever). Once connected, the
+    # client reconnects forever.
+    connect_attempts: int = 10
 
     def with_url(self, url: str) -> NatsOptions:
         from dataclasses import replace
@@ -45,6 +60,13 @@ def add_nats_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--nats-tls-ca", default=os.environ.get("NATS_TLS_CA"))
     group.add_argument("--nats-tls-cert", default=os.environ.get("NATS_TLS_CERT"))
     group.add_argument("--nats-tls-key", default=os.environ.get("NATS_TLS_KEY"))
+    group.add_argument(
+        "--connect-attempts",
+        type=int,
+        default=int(os.environ.get("SESSIONQUERY_CONNECT_ATTEMPTS", DEFAULT_CONNECT_ATTEMPTS)),
+        help="attempts to connect at start before exiting non-zero; 0 tries forever (env"
+        f" SESSIONQUERY_CONNECT_ATTEMPTS, default {DEFAULT_CONNECT_ATTEMPTS})",
+    )
 
 
 def options_from_args(args: argparse.Namespace) -> NatsOptions:
@@ -58,6 +80,7 @@ def options_from_args(args: argparse.Namespace) -> NatsOptions:
         tls_ca=args.nats_tls_ca,
         tls_cert=args.nats_tls_cert,
         tls_key=args.nats_tls_key,
+        connect_attempts=getattr(args, "connect_attempts", DEFAULT_CONNECT_ATTEMPTS),
     )
 
 
@@ -65,6 +88,15 @@ async def connect(options: NatsOptions, **extra: Any) -> NATS:
     """Connect with reconnects forever: a worker outlives NATS restarts."""
     if options.url is None:
         raise ValueError("no NATS URL: pass --nats-url or set NATS_URL")
+    register_secrets(options)
+    kwargs = _connect_kwargs(options)
+    kwargs.setdefault("error_cb", _log_error)
+    kwargs.update(extra)
+    return await open_connection(**kwargs)
+
+
+def _connect_kwargs(options: NatsOptions) -> dict[str, Any]:
+    assert options.url is not None
     kwargs: dict[str, Any] = {
         "servers": [u.strip() for u in options.url.split(",")],
         "name": options.name,
@@ -86,8 +118,126 @@ async def connect(options: NatsOptions, **extra: Any) -> NATS:
         if options.tls_cert:
             context.load_cert_chain(options.tls_cert, options.tls_key)
         kwargs["tls"] = context
+    return kwargs
+
+
+class ConnectFailed(Exception):
+    """No connection after the allowed attempts; the message is one redacted line."""
+
+
+def register_secrets(options: NatsOptions) -> None:
+    """Every credential the options carry, for the log redaction (file contents too)."""
+    add_secrets(options.password, options.token)
+    for path in (options.nkey_seed, options.creds):
+        if path:
+            try:
+                with open(path, encoding="utf-8", errors="replace") as fh:
+                    text = fh.read()
+            except OSError:
+                continue
+            add_secrets(*(line.strip() for line in text.splitlines() if len(line.strip()) > 16))
+
+
+def describe_error(exc: BaseException | None) -> str:
+    """The server's or the socket's reason in a few words, credentials redacted."""
+    if exc is None:
+        return "no reason given"
+    if isinstance(exc, nats.errors.AuthorizationError) or "authorization violation" in (
+        str(exc).lower()
+    ):
+        return "Authorization Violation (the server refused the credentials)"
+    if isinstance(exc, ConnectionRefusedError):
+        return "connection refused (is nats-server running there?)"
+    if isinstance(exc, (TimeoutError, nats.errors.TimeoutError)):
+        return "timed out"
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    text = str(exc) or type(exc).__name__
+    return redact(" ".join(text.split()))[:300]
+
+
+async def connect_reporting(
+    options: NatsOptions,
+    *,
+    attempts: int | None = None,
+    stop: asyncio.Event | None = None,
+    name: str | None = None,
+    **extra: Any,
+) -> NATS:
+    """Connect at start: one log line per failed attempt naming the URL (credentials
+    redacted) and the reason, backoff with jitter, ``ConnectFailed`` after ``attempts``
+    (``options.connect_attempts`` by default; 0: forever) or when ``stop`` is set. Once
+    connected the client reconnects forever, as ``connect`` does."""
+    if options.url is None:
+        raise ValueError("no NATS URL: pass --nats-url or set NATS_URL")
+    register_secrets(options)
+    limit = options.connect_attempts if attempts is None else attempts
+    where = redact_url(options.url)
+    attempt = 0
+    while True:
+        attempt += 1
+        errors: list[BaseException] = []
+        try:
+            return await _connect_once(options, errors, name=name, **extra)
+        except Exception as exc:
+            reason = describe_error(errors[-1] if errors else exc)
+        line = f"cannot connect to NATS at {where}: {reason}"
+        of = f"attempt {attempt} of {limit}" if limit else f"attempt {attempt}"
+        if limit and attempt >= limit:
+            log.error(f"{line} ({of}); giving up")
+            raise ConnectFailed(f"{line} (after {attempt} attempts)") from None
+        delay = min(_BACKOFF_MAX_S, _BACKOFF_FIRST_S * 2 ** (attempt - 1))
+        delay *= random.uniform(0.5, 1.0)  # jitter: a fleet does not retry in step
+        log.warning(f"{line} ({of}); retrying in {delay:.1f} s")
+        if await _stopped_within(stop, delay):
+            raise ConnectFailed(f"{line} (stopped while retrying)")
+
+
+async def _stopped_within(stop: asyncio.Event | None, delay: float) -> bool:
+    if stop is None:
+        await asyncio.sleep(delay)
+        return False
+    try:
+        await asyncio.wait_for(stop.wait(), delay)
+    except TimeoutError:
+        return False
+    return True
+
+
+async def _connect_once(
+    options: NatsOptions, errors: list[BaseException], *, name: str | None, **extra: Any
+) -> NATS:
+    connected = False
+
+    async def on_error(exc: Exception) -> None:
+        # While connecting: kept for the one line per attempt. Connected: logged, one line.
+        if connected:
+            await _log_error(exc)
+        else:
+            errors.append(exc)
+
+    kwargs = _connect_kwargs(options)
+    kwargs.update(
+        # One try per server per attempt: this loop does the backoff and the reporting.
+        allow_reconnect=False,
+        max_reconnect_attempts=1,
+        reconnect_time_wait=0.05,
+        error_cb=on_error,
+    )
+    if name:
+        kwargs["name"] = name
     kwargs.update(extra)
-    return await open_connection(**kwargs)
+    nc = await open_connection(**kwargs)
+    connected = True
+    nc.options["allow_reconnect"] = True
+    nc.options["max_reconnect_attempts"] = extra.get("max_reconnect_attempts", -1)
+    nc.options["reconnect_time_wait"] = extra.get("reconnect_time_wait", 0.5)
+    return nc
+
+
+async def _log_error(exc: Exception) -> None:
+    # nats-py's default logs a traceback per failure; one line with the reason is enough.
+    log.warning("nats connection error", reason=describe_error(exc))
 
 
 async def open_connection(

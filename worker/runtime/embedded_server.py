@@ -6,6 +6,7 @@ Ports are chosen by the server (``-p -1``) and read back from its ports file.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -20,6 +21,19 @@ from pathlib import Path
 
 class EmbeddedServerError(RuntimeError):
     pass
+
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with(parent: int) -> None:
+    """In the child between fork and exec: SIGKILL when the parent dies."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != parent:
+            os._exit(1)  # the parent died before the line above took effect
 
 
 def find_nats_server() -> str:
@@ -53,6 +67,10 @@ class EmbeddedNatsServer:
     # Own process session: a terminal's Ctrl-C then reaches only the parent, which can stop
     # its clients gracefully before stopping the server.
     new_session: bool = False
+    # Linux: the server gets SIGKILL when the process that started it dies, however it dies
+    # (even SIGKILL), so it never outlives its worker. Start it from the main thread: the
+    # signal follows the starting thread.
+    die_with_parent: bool = False
     process: subprocess.Popen[bytes] | None = field(default=None, init=False)
     url: str = field(default="", init=False)
     monitor_url: str = field(default="", init=False)
@@ -89,6 +107,7 @@ class EmbeddedNatsServer:
             stderr=subprocess.STDOUT,
             start_new_session=self.new_session,
             env={**os.environ, **self.env} if self.env else None,
+            preexec_fn=functools.partial(_die_with, os.getpid()) if self.die_with_parent else None,
         )
         log.close()
         deadline = time.monotonic() + timeout

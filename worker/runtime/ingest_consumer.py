@@ -6,6 +6,9 @@ flow control, heartbeats) starting at the stored sequence + 1. When that consume
 lost a message (a sequence gap, a heartbeat that disagrees, silence after a server restart)
 it is replaced by a new one from the next stream sequence to hand on; anything delivered
 again below it is dropped here, and the writer skips any overlap that remains.
+At start and after every reset the index is compared with the stream (its identity and
+sequences, ``worker.runtime.continuity``): a divergence or a lost index file ends ingestion
+through ``on_fatal`` instead of being skipped.
 Backpressure: the message callback waits for room in the actor's mailbox, which holds back
 the flow-control answer, so the server pauses.
 
@@ -20,7 +23,7 @@ import contextlib
 import os
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Final
 
 import nats.errors
@@ -40,8 +43,9 @@ from nats.js.api import (
 )
 
 from contracts.subjects import Subjects
+from worker.runtime.continuity import StreamDiverged, StreamState, bind, judge, stream_state
 from worker.store.ingest import IngestActor
-from worker.store.protocol import IngestItem, Rejected, SessionIndexWriter
+from worker.store.protocol import IndexWriteStopped, IngestItem, Rejected, SessionIndexWriter
 from worker.store.writer_process import WRITER_MODES, open_index_writer
 
 log = structlog.get_logger(__name__)
@@ -85,8 +89,15 @@ class EventConsumer:
         batch_ms: int = 50,
         mailbox_size: int = 5000,
         idle_heartbeat_s: float = 2.0,
+        on_fatal: Callable[[Exception], None] | None = None,
+        stop_drain_s: float = 5.0,
     ) -> None:
         self._nc = nc
+        self._stop_drain_s = stop_drain_s
+        self._writer = writer
+        self._on_fatal = on_fatal
+        # The stream's state at the last continuity check (for status).
+        self.stream: StreamState | None = None
         self._subjects = subjects
         self._idle_heartbeat_s = idle_heartbeat_s
         self.actor = IngestActor(
@@ -111,9 +122,30 @@ class EventConsumer:
         """
         if self._stopping.is_set():
             return
+        try:
+            await self._run()
+        except (StreamDiverged, IndexWriteStopped) as exc:
+            if self._on_fatal is None:
+                raise
+            log.error("ingestion stopped: " + str(exc))
+            self._on_fatal(exc)
+
+    async def check_continuity(self, js: JetStreamContext) -> None:
+        """Compare the index with the stream (identity, sequences); binds an index that has
+        no identity yet, raises ``StreamDiverged`` when they disagree."""
+        stream = await stream_state(js, self._subjects.events_stream)
+        self.stream = stream
+        verdict = judge(await self._writer.info(), stream)
+        if verdict.action == "bind":
+            await bind(self._writer, stream)
+        elif verdict.action == "diverged":
+            raise StreamDiverged(verdict.reason)
+
+    async def _run(self) -> None:
         self.actor.reopen()
         js = self._nc.jetstream()
         await self._retrying(lambda: ensure_events_stream(js, self._subjects))
+        await self._retrying(lambda: self.check_continuity(js))
         self._next_seq = await self.actor.start_from_writer()
         log.info("ingest starting", stream=self._subjects.events_stream, from_seq=self._next_seq)
         actor = asyncio.create_task(self.actor.run(), name="ingest-actor")
@@ -130,8 +162,19 @@ class EventConsumer:
             pump.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await pump
-            self.actor.stop()
-            await actor
+            await self._finish(actor)
+
+    async def _finish(self, actor: asyncio.Task[None]) -> None:
+        """Apply what the mailbox holds; a batch that keeps failing is given up after
+        ``stop_drain_s`` (the stream replays it next time), so a stop stays bounded."""
+        self.actor.stop()
+        try:
+            await asyncio.wait_for(asyncio.shield(actor), self._stop_drain_s)
+        except TimeoutError:
+            log.warning("ingestion did not drain in time; leaving the rest to the next start")
+            self.actor.abandon()
+            with contextlib.suppress(Exception):
+                await actor
 
     async def _retrying(self, step: Any) -> None:
         delay = 0.1
@@ -139,6 +182,8 @@ class EventConsumer:
             try:
                 await step()
                 return
+            except (StreamDiverged, IndexWriteStopped):
+                raise
             except Exception:
                 log.warning("events stream not reachable; retrying", exc_info=True)
                 await asyncio.sleep(delay)
@@ -163,6 +208,8 @@ class EventConsumer:
                 log.warning("ingest consumer reset", reason=reason, from_seq=self._next_seq)
             finally:
                 await feed.close()
+            # A reset may be the stream replaced or cut under us: check before going on.
+            await self._retrying(lambda: self.check_continuity(js))
 
     async def _dead_letter(self, rejected: Rejected) -> None:
         # Header values stay ASCII (a reason may quote a field name from the message).
@@ -371,7 +418,9 @@ def subjects_from_args(args: argparse.Namespace) -> Subjects:
 
 async def _main(args: argparse.Namespace) -> int:
     from worker.runtime.connection import connect, options_from_args
+    from worker.store.index_file import IndexLock
 
+    lock = IndexLock(args.db).acquire()  # one writer per index file, as the worker
     nc = await connect(options_from_args(args).with_url(args.nats_url or "nats://127.0.0.1:4222"))
     writer = await open_index_writer(args.db, mode=args.writer)
     consumer = EventConsumer(
@@ -389,6 +438,7 @@ async def _main(args: argparse.Namespace) -> int:
     finally:
         await writer.close()
         await nc.drain()
+        lock.release()
     return 0
 
 

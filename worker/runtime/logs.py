@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import sys
 from types import TracebackType
 from typing import Any, Final, TextIO
 
 import orjson
 import structlog
+import structlog.tracebacks
 from structlog.typing import EventDict, Processor, WrappedLogger
 
 LEVELS = ("debug", "info", "warning", "error", "critical")
@@ -52,9 +54,17 @@ def configure_logging(
     renderer: Processor
     if json:
         renderer = render_json
-        shared.append(structlog.processors.dict_tracebacks)
+        # Frame locals never: a connect frame's locals hold the password or token.
+        shared.append(
+            structlog.processors.ExceptionRenderer(
+                structlog.tracebacks.ExceptionDictTransformer(show_locals=False)
+            )
+        )
     else:
-        renderer = structlog.dev.ConsoleRenderer(colors=out.isatty())
+        renderer = structlog.dev.ConsoleRenderer(
+            colors=out.isatty(), exception_formatter=structlog.dev.plain_traceback
+        )
+    renderer = _Redacting(renderer)
 
     structlog.configure(
         processors=[*shared, renderer],
@@ -74,6 +84,53 @@ def configure_logging(
         root.removeHandler(old)
     root.addHandler(handler)
     root.setLevel(numeric)
+
+
+# -- secrets never reach a log line --------------------------------------------------------
+
+_SECRETS: list[str] = []  # longest first
+# Credentials in a URL: scheme://user:password@ or scheme://token@.
+_URL_USERINFO: Final = re.compile(r"(\b[a-z][a-z0-9+.-]*://)([^/@\s:'\"]+)(:[^/@\s'\"]*)?@", re.I)
+REDACTED: Final = "***"
+
+
+def add_secrets(*values: str | None) -> None:
+    """Register values (passwords, tokens, seeds, creds contents) that no log line may
+    carry: every rendered line has them replaced by ``***``."""
+    for value in values:
+        if value and len(value.strip()) >= 3 and value.strip() not in _SECRETS:
+            _SECRETS.append(value.strip())
+    _SECRETS.sort(key=len, reverse=True)
+
+
+def redact_url(url: str) -> str:
+    """``nats://user:pass@host`` -> ``nats://user:***@host``; ``nats://token@h`` ->
+    ``nats://***@h``."""
+
+    def hide(m: re.Match[str]) -> str:
+        if m.group(3):
+            return f"{m.group(1)}{m.group(2)}:{REDACTED}@"
+        return f"{m.group(1)}{REDACTED}@"
+
+    return _URL_USERINFO.sub(hide, url)
+
+
+def redact(text: str) -> str:
+    for secret in _SECRETS:
+        if secret in text:
+            text = text.replace(secret, REDACTED)
+    return redact_url(text) if "@" in text else text
+
+
+class _Redacting:
+    """Wraps the renderer: the finished line (message, fields, traceback) is scrubbed."""
+
+    def __init__(self, renderer: Processor) -> None:
+        self._renderer = renderer
+
+    def __call__(self, logger: WrappedLogger, name: str, event_dict: EventDict) -> Any:
+        line = self._renderer(logger, name, event_dict)
+        return redact(line) if isinstance(line, str) else line
 
 
 # repr() for anything JSON cannot hold: a log line must never fail to render.

@@ -32,11 +32,20 @@ from nats.js.errors import ServiceUnavailableError
 
 from contracts.subjects import Subjects
 from worker.runtime.config import ENV_PREFIX, WorkerConfig
-from worker.runtime.connection import NatsOptions, add_nats_arguments, connect, options_from_args
+from worker.runtime.connection import NatsOptions, add_nats_arguments, options_from_args
 from worker.tools.definitions import ToolConfig
 
 if TYPE_CHECKING:
     from worker.runtime.worker import Worker
+
+
+def _refusals() -> tuple[type[Exception], ...]:
+    from worker.runtime.continuity import StreamDiverged
+    from worker.store.index_file import IndexFileError
+    from worker.store.schema import SchemaVersionError
+
+    return (IndexFileError, SchemaVersionError, StreamDiverged)
+
 
 log = structlog.get_logger("worker.runtime.serve")
 
@@ -77,7 +86,10 @@ def _kind(value: Any) -> type:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from worker.runtime.ingest_consumer import add_subject_arguments
+
     add_nats_arguments(parser)
+    add_subject_arguments(parser)
     config = parser.add_argument_group(
         "worker configuration", "each flag defaults to its SESSIONQUERY_* variable"
     )
@@ -127,6 +139,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def config_from_args(args: argparse.Namespace) -> WorkerConfig:
     """Environment first, then flags; flags win."""
+    config = _config_from_args(args)
+    if config.on_divergence not in ("rebuild", "refuse"):
+        raise ValueError(f"--on-divergence must be rebuild or refuse, got {config.on_divergence!r}")
+    return config
+
+
+def _config_from_args(args: argparse.Namespace) -> WorkerConfig:
     config = WorkerConfig.from_env()
     worker_values: dict[str, Any] = {}
     tool_values: dict[str, Any] = {}
@@ -138,8 +157,18 @@ def config_from_args(args: argparse.Namespace) -> WorkerConfig:
     if "db_path" not in worker_values and ENV_PREFIX + "DB_PATH" not in os.environ:
         # The index sits beside the embedded server's store unless placed elsewhere.
         worker_values["db_path"] = home / "index.sqlite"
+    subjects = config.subjects
     if args.subject_prefix:
-        worker_values["subjects"] = dataclasses.replace(config.subjects, prefix=args.subject_prefix)
+        subjects = dataclasses.replace(subjects, prefix=args.subject_prefix)
+    if getattr(args, "stream", None):
+        subjects = dataclasses.replace(
+            subjects,
+            events_stream=args.stream,
+            events_prefix=args.events_prefix,
+            deadletter=args.deadletter,
+        )
+    if subjects != config.subjects:
+        worker_values["subjects"] = subjects
     if tool_values:
         worker_values["tools"] = dataclasses.replace(config.tools, **tool_values)
     return dataclasses.replace(config, **worker_values)
@@ -177,41 +206,61 @@ async def serve(
 ) -> int:
     """Serve until ``stop`` is set (by default: on SIGTERM or SIGINT). Returns the exit code."""
     from worker.runtime.embedded_server import EmbeddedNatsServer, EmbeddedServerError
+    from worker.store.index_file import IndexLock, IndexLocked
 
+    stop = stop or _signal_event(config.shutdown_timeout_ms / 1000)
     embedded: EmbeddedNatsServer | None = None
+    home_lock: IndexLock | None = None
     if options.url is None:
+        # One embedded server per home: a second ``serve`` on it refuses before starting one.
+        try:
+            home_lock = IndexLock(home / "nats", what="state directory").acquire()
+        except IndexLocked as exc:
+            print(f"sessionquery serve: {exc}", file=sys.stderr)
+            return 1
         port = embedded_port if embedded_port is not None else _default_port()
         # Its own session: a terminal's Ctrl-C reaches us only, so we stop the worker first
-        # and the server last rather than losing in-flight replies.
+        # and the server last rather than losing in-flight replies. It dies with us.
         embedded = EmbeddedNatsServer(
             store_dir=home / "nats",
             port=port,
             server_name="sessionquery-embedded",
             new_session=True,
+            die_with_parent=True,
         )
         try:
-            await asyncio.to_thread(embedded.start)
+            embedded.start()  # on this (the main) thread: its death signal follows it
         except EmbeddedServerError as exc:
             print(f"sessionquery serve: {exc}", file=sys.stderr)
+            home_lock.release()
             return 1
         options = options.with_url(embedded.url)
         _say(f"nats-server (embedded) listening on {embedded.url}; JetStream under {home}/nats")
         _say(f"  connect with: export NATS_URL={embedded.url}")
-    stop = stop or _signal_event()
     try:
-        nc = await connect(options)
-    except Exception as exc:
-        print(f"sessionquery serve: cannot connect to NATS: {exc}", file=sys.stderr)
+        return await _connect_and_serve(config, options, stop, sample_corpus=sample_corpus)
+    finally:
         if embedded is not None:
             await asyncio.to_thread(embedded.stop)
-        return 1
+            log.info("embedded nats-server stopped")
+        if home_lock is not None:
+            home_lock.release()
+
+
+async def _connect_and_serve(
+    config: WorkerConfig, options: NatsOptions, stop: asyncio.Event, *, sample_corpus: bool
+) -> int:
+    from worker.runtime.connection import ConnectFailed, connect_reporting
+
+    try:
+        nc = await connect_reporting(options, stop=stop)
+    except ConnectFailed as exc:
+        print(f"sessionquery serve: {exc}", file=sys.stderr)
+        return 0 if stop.is_set() else 1
     try:
         return await _serve_connected(nc, config, options, stop, sample_corpus=sample_corpus)
     finally:
         await _close(nc)
-        if embedded is not None:
-            await asyncio.to_thread(embedded.stop)
-            log.info("embedded nats-server stopped")
 
 
 # A clustered JetStream answers its API only once its meta leader is elected, and a stream
@@ -262,7 +311,12 @@ async def _serve_connected(
         _say("  try:")
         _say("    " + example_command(options.url or "", config.subjects))
         _say(f"  (caller {sample.DEMO_CALLER} works in {sample.PAYMENTS})")
-    worker = await start_when_ready(nc, config, stop)
+    try:
+        worker = await start_when_ready(nc, config, stop)
+    except _refusals() as exc:
+        log.error("worker not started: " + str(exc))
+        print(f"sessionquery serve: {exc}", file=sys.stderr)
+        return 1
     if worker is None:
         return 0
     _say(
@@ -270,11 +324,49 @@ async def _serve_connected(
         f"(index {config.db_path}); Ctrl-C or SIGTERM stops"
     )
     try:
-        await stop.wait()
+        reason = await _until_stopped(worker, stop)
     finally:
-        log.info("shutdown requested")
-        await worker.stop()
-    return 0
+        if stop.is_set():
+            log.info("shutdown requested")
+        await _bounded_stop(worker, config.shutdown_timeout_ms / 1000)
+    if reason is None:
+        return 0
+    # A divergence with --on-divergence refuse, or the index file removed or replaced.
+    print(f"sessionquery serve: ingestion stopped: {reason}", file=sys.stderr)
+    return 1
+
+
+async def _until_stopped(worker: Worker, stop: asyncio.Event) -> Exception | None:
+    """None when asked to stop; the reason when ingestion stopped for good."""
+    stopping = asyncio.ensure_future(stop.wait())
+    waiters: set[asyncio.Future[Any]] = {stopping}
+    if worker.fatal is not None:
+        waiters.add(worker.fatal)
+    try:
+        await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        stopping.cancel()
+    fatal = worker.fatal
+    if fatal is not None and fatal.done() and not stop.is_set():
+        return fatal.result()
+    return None
+
+
+async def _bounded_stop(worker: Worker, within_s: float) -> None:
+    """``worker.stop`` within ``within_s``; past it the process exits at once (the index
+    is consistent: the stream replays whatever was not applied)."""
+    try:
+        await asyncio.wait_for(worker.stop(), within_s)
+    except TimeoutError:
+        log.error("stop took longer than the shutdown timeout; exiting now", timeout_s=within_s)
+        _exit_now(1)
+
+
+def _exit_now(code: int) -> None:
+    # Children die with us: the writer and the embedded server have PR_SET_PDEATHSIG.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 async def publish_sample_corpus(nc: NATS, subjects: Subjects) -> tuple[int, int]:
@@ -362,16 +454,16 @@ def _default_port() -> int:
     return DEFAULT_EMBEDDED_PORT
 
 
-def _signal_event() -> asyncio.Event:
+def _signal_event(bound_s: float) -> asyncio.Event:
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
 
     def requested(signum: signal.Signals) -> None:
-        _say(f"{signum.name}: stopping gracefully (again to force)")
+        if stop.is_set():
+            _say(f"{signum.name} again: exiting now")
+            _exit_now(130 if signum == signal.SIGINT else 143)
+        _say(f"{signum.name}: stopping gracefully within {bound_s:g} s (again to exit now)")
         stop.set()
-        # A second signal falls back to the default: immediate exit.
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.remove_signal_handler(sig)
 
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, requested, sig)

@@ -103,6 +103,7 @@ class ToolService:
         pending: PendingLimits | None = None,
         slow_consumers: SlowConsumerWatch | None = None,
         reply_stats: ReplyStats | None = None,
+        metadata: dict[str, str] | None = None,
     ) -> ToolService:
         """Register the service; every endpoint subscribes with ``pending`` limits (nats-py's
         defaults when None), and a tool request one of them drops as a slow consumer is
@@ -123,7 +124,7 @@ class ToolService:
             name=SERVICE_NAME,
             version=version,
             description="Read-only search, trace and read tools over earlier agent sessions",
-            metadata=service_metadata(subjects, version),
+            metadata={**service_metadata(subjects, version), **(metadata or {})},
             stats_handler=stats_data,
         )
         manifest = orjson.dumps(manifest_of(toolset, version))

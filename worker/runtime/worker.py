@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import structlog
 from nats.aio.client import Client as NATS
@@ -24,10 +24,11 @@ from worker.runtime.cancellation import CancellationRegistry, CancelListener
 from worker.runtime.config import WorkerConfig
 from worker.runtime.execution import Executor
 from worker.runtime.parallel_lane import ParallelLane
+from worker.runtime.replica import STATUS_ACTOR, IndexReplica
 from worker.runtime.reply_stats import ReplyStats
 from worker.runtime.search_lane import ACTOR_NAME as SEARCH_ACTOR
 from worker.runtime.search_lane import FETCH_POLL_S, SearchLane
-from worker.runtime.service import MsgHandler, ToolService
+from worker.runtime.service import MANIFEST_ENDPOINT, MsgHandler, ToolService
 from worker.runtime.slow_consumers import PendingLimits, SlowConsumerWatch
 from worker.runtime.spill import Spiller, SpillPolicy
 from worker.store.ingest import IngestStats
@@ -36,7 +37,7 @@ from worker.tools.definitions import ToolDefinition, ToolSet
 log = structlog.get_logger("worker.runtime.worker")
 
 SHUTDOWN_REASON: Final = "the worker is shutting down"
-INGEST_ACTOR: Final = "ingest"
+
 CANCEL_ACTOR: Final = "cancel-listener"
 
 
@@ -65,7 +66,7 @@ class Worker:
         search: SearchLane,
         parallel: ParallelLane,
         cancel_listener: CancelListener,
-        index: _Index | None,
+        index: IndexReplica | None,
         slow_consumers: SlowConsumerWatch,
         reply_stats: ReplyStats,
     ) -> None:
@@ -82,6 +83,12 @@ class Worker:
         self.reply_stats = reply_stats
         self.service: ToolService | None = None
         self._stopped = False
+
+    @property
+    def fatal(self) -> asyncio.Future[Exception] | None:
+        """Resolved with the reason when ingestion stopped for good (the stream diverged,
+        the index file was removed or replaced): the process should exit non-zero."""
+        return self._index.fatal if self._index is not None else None
 
     @classmethod
     async def start(
@@ -103,14 +110,16 @@ class Worker:
         reply_stats = ReplyStats()
         slow_consumers = SlowConsumerWatch(nc, pending, reply_stats)
         slow_consumers.install()
-        opened: _Index | None = None
+        opened: IndexReplica | None = None
         if index:
-            opened = await _Index.open(nc, config, supervisor)
+            opened = await IndexReplica.open(nc, config, supervisor)
         try:
             toolset = tools
             if toolset is None:
                 assert opened is not None
-                toolset = opened.register_tools(config)
+                from worker.tools import register_tools
+
+                toolset = register_tools(cast(Any, opened.store), config.tools)
             js = nc.jetstream()
             spiller = await Spiller.bind(
                 nc,
@@ -172,6 +181,7 @@ class Worker:
                 toolset=toolset,
                 subjects=config.subjects,
                 version=config.service_version,
+                metadata=opened.identity() if opened is not None else None,
                 route=worker._route,
                 stats=worker._endpoint_stats,
                 pending=pending,
@@ -179,6 +189,8 @@ class Worker:
                 reply_stats=reply_stats,
             )
             supervisor.start(SEARCH_ACTOR, search.run)
+            if opened is not None:
+                supervisor.start(STATUS_ACTOR, opened.refresh_status)
         except BaseException:
             await supervisor.stop_all()
             if opened is not None:
@@ -202,6 +214,10 @@ class Worker:
         await self.search.enqueue(tool, msg)
 
     def _endpoint_stats(self, endpoint: str) -> dict[str, Any]:
+        if endpoint == MANIFEST_ENDPOINT and self._index is not None:
+            # The index against its stream (what ``sessionquery status`` prints), as of
+            # the last refresh (every STATUS_EVERY_S).
+            return {"index": self._index.last_status}
         tool = self.toolset.get(endpoint)
         if tool is None:
             return {}
@@ -250,7 +266,10 @@ class Worker:
         """Ingestion counters: applied, duplicates, dead-lettered (None: no index)."""
         if self._index is None:
             return None
-        stats: IngestStats = self._index.consumer.actor.stats
+        consumer = self._index.consumer
+        if consumer is None:
+            return IngestStats()  # rebuilding: the old index takes no events
+        stats: IngestStats = consumer.actor.stats
         return stats
 
     async def indexed_through(self) -> int | None:
@@ -258,9 +277,18 @@ class Worker:
         included (None: no index)."""
         if self._index is None:
             return None
-        stored = int(await self._index.writer.last_stream_seq())
+        writer = self._index.writer
+        if writer is None:
+            return None  # rebuilding: see status()
+        stored = int(await writer.last_stream_seq())
         searchable = self._index.store.search_indexed_through()
         return stored if searchable is None else min(stored, searchable)
+
+    async def status(self) -> dict[str, Any]:
+        """The index against its stream, for ``$SRV.STATS`` and ``sessionquery status``."""
+        if self._index is None:
+            return {}
+        return await self._index.status()
 
     async def stop(self) -> None:
         """Graceful: stop intake, finish and answer in-flight work, ack, then close."""
@@ -268,6 +296,10 @@ class Worker:
             return
         self._stopped = True
         log.info("worker stopping", in_flight=self.in_flight().total)
+        # 0. Ingestion first: its consumer stops before any actor is cancelled, so a batch
+        # that keeps failing (disk full) cannot hold the stop.
+        if self._index is not None:
+            self._index.stop_ingesting()
         # 1. No new work: endpoints drained (already-delivered requests still handled).
         if self.service is not None:
             await self.service.drain_endpoints()
@@ -292,9 +324,10 @@ class Worker:
         await self._cancel_listener.close()
         if self.service is not None:
             await self.service.stop()
-        await self.supervisor.stop_all()
+        # The consumer (stopped first, above) ends before the actors are cancelled.
         if self._index is not None:
             await self._index.close()
+        await self.supervisor.stop_all()
         self.slow_consumers.uninstall()
         log.info("worker stopped", slow_consumer_dropped=self.slow_consumers.dropped_total)
 
@@ -303,62 +336,3 @@ class Worker:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.stop()
-
-
-class _Index:
-    """The SQLite index (readers and the one writer) and its ingestion from JetStream."""
-
-    def __init__(self, store: Any, writer: Any, consumer: Any, supervisor: Supervisor) -> None:
-        self.store = store
-        self.writer = writer
-        self.consumer = consumer
-        self._supervisor = supervisor
-
-    @classmethod
-    async def open(cls, nc: NATS, config: WorkerConfig, supervisor: Supervisor) -> _Index:
-        # Imported here: the lanes run (index=False) without the SQLite modules.
-        from worker.runtime.ingest_consumer import EventConsumer
-        from worker.store.protocol import ServiceLimits
-        from worker.store.sqlite import SqliteSessionStore
-        from worker.store.writer_process import open_index_writer
-
-        config.db_path.parent.mkdir(parents=True, exist_ok=True)
-        writer = await open_index_writer(
-            config.db_path,
-            mode=config.ingest_writer,
-            text_cap_bytes=config.text_cap_bytes,
-            max_event_bytes=config.max_event_bytes,
-        )
-        try:
-            store = await SqliteSessionStore.open(
-                config.db_path,
-                readers=config.readers,
-                limits=ServiceLimits(max_event_window=config.max_event_window),
-            )
-        except BaseException:
-            await writer.close()
-            raise
-        writer.add_commit_listener(store.notify_commit)
-        consumer = EventConsumer(
-            nc,
-            writer,
-            subjects=config.subjects,
-            batch_size=config.ingest_batch_size,
-            batch_ms=config.ingest_batch_ms,
-        )
-        supervisor.start(INGEST_ACTOR, consumer.run)
-        return cls(store, writer, consumer, supervisor)
-
-    def register_tools(self, config: WorkerConfig) -> ToolSet:
-        from worker.tools import register_tools
-
-        return register_tools(self.store, config.tools)
-
-    async def close(self) -> None:
-        self.consumer.stop()
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._supervisor.wait(INGEST_ACTOR), 10.0)
-        await self._supervisor.stop(INGEST_ACTOR)
-        with contextlib.suppress(Exception):
-            await self.store.close()
-        await self.writer.close()

@@ -24,6 +24,7 @@ import structlog
 from worker.store.protocol import (
     ApplyResult,
     BatchNotAttempted,
+    IndexWriteStopped,
     IngestItem,
     Rejected,
     SessionIndexWriter,
@@ -93,6 +94,10 @@ class IngestActor:
         self._stats = IngestStats()
         self._stopping = asyncio.Event()
         self._progress = asyncio.Condition()
+        # Set by ``abandon``: a failed batch is no longer retried (nothing is lost: it was
+        # rolled back, and the stream replays it on the next start), so a stop is never
+        # held up by a write that keeps failing (disk full, a wrong schema).
+        self._abandoned = asyncio.Event()
 
     @property
     def stats(self) -> IngestStats:
@@ -105,9 +110,15 @@ class IngestActor:
         """Ask ``run`` to return once the mailbox is drained."""
         self._stopping.set()
 
+    def abandon(self) -> None:
+        """Stop retrying a failing batch: ``run`` then ends with its error."""
+        self._stopping.set()
+        self._abandoned.set()
+
     def reopen(self) -> None:
         """Allow ``run`` again after a stop (a supervisor restarting ingestion)."""
         self._stopping.clear()
+        self._abandoned.clear()
 
     async def start_from_writer(self) -> int:
         """Adopt the writer's stored stream sequence; returns the next one to consume."""
@@ -134,7 +145,9 @@ class IngestActor:
             while batch:
                 previous = inflight[-1] if inflight else None
                 prepared = self._prepare(batch)
-                inflight.append(asyncio.create_task(self._apply(batch, prepared, previous)))
+                task = asyncio.create_task(self._apply(batch, prepared, previous))
+                task.add_done_callback(self._stop_if_write_stopped)
+                inflight.append(task)
                 batch = await self._next_batch()
                 if len(inflight) > 1:
                     await inflight.pop(0)
@@ -147,6 +160,11 @@ class IngestActor:
             for task in inflight:
                 await task
         log.info("ingest stopped", **_fields(self._stats))
+
+    def _stop_if_write_stopped(self, task: asyncio.Task[None]) -> None:
+        # Noticed at once, not at the next batch: ``run`` ends with that error.
+        if not task.cancelled() and isinstance(task.exception(), IndexWriteStopped):
+            self._stopping.set()
 
     def _prepare(self, batch: list[IngestItem]) -> object | None:
         if batch and isinstance(self._writer, BatchPreparer):
@@ -228,7 +246,12 @@ class IngestActor:
             except BatchNotAttempted:
                 # The batch before failed, so this one was not tried: after that one.
                 pass
+            except IndexWriteStopped:
+                raise  # the file is gone or replaced: no retry can write it
             except Exception:
+                if self._abandoned.is_set():
+                    raise  # a failing batch is replayed by the next run
+
                 self._stats = replace(self._stats, apply_failures=self._stats.apply_failures + 1)
                 log.exception(
                     "ingest batch failed; retrying",
@@ -236,7 +259,8 @@ class IngestActor:
                     size=len(batch),
                     retry_in_s=delay,
                 )
-                await asyncio.sleep(delay)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._abandoned.wait(), delay)
                 delay = min(delay * 2, _RETRY_MAX_S)
             chained = False
             if previous is not None:

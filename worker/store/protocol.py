@@ -343,8 +343,21 @@ class BatchNotAttempted(Exception):
     nothing of it was written. Retry it after that batch."""
 
 
+class IndexWriteStopped(Exception):
+    """The writer can no longer write the index its worker opened (the file was removed or
+    replaced): retrying cannot help, ingestion stops. The message names the file."""
+
+
 class SessionIndexWriter(Protocol):
     """The single writer of the index, used by ingestion and maintenance commands."""
+
+    async def info(self) -> dict[str, object]:
+        """The index's ``meta`` table: stream identity, stream sequence, epoch, index id."""
+        ...
+
+    async def bind_stream(self, name: str, created: str, first_seq: int) -> dict[str, object]:
+        """Record the stream the index replicates (see ``WriterCore.bind_stream``)."""
+        ...
 
     async def last_stream_seq(self) -> int:
         """The SESSIONS stream sequence through which the index is complete."""

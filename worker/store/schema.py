@@ -13,10 +13,116 @@ import hashlib
 import sqlite3
 from typing import Final
 
-# 2: the search index moved out of SQLite (no events_fts; search_deletions, index_uid).
-SCHEMA_VERSION: Final = 2
+# The one place the index layout's version lives. Bump it with every layout change and add
+# the step from the version before to ``MIGRATIONS`` when one can be done in place; without
+# a step, an index of the older version is rebuilt from the stream (``version_action``).
+SCHEMA_VERSION: Final = 3
+
+# version -> the statements that take a file of that version to the next one.
+MIGRATIONS: Final[dict[int, str]] = {
+    1: """
+CREATE TABLE IF NOT EXISTS deadletters (
+    stream_seq INTEGER PRIMARY KEY,
+    reason     TEXT NOT NULL,
+    kind       TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS deadletters_kind ON deadletters (kind);
+UPDATE meta SET value = 2 WHERE key = 'schema_version';
+""",
+    # 3: full-text search moved to the search index beside the file (worker.store.search_index):
+    # no events_fts; events.id AUTOINCREMENT (ids never reused, which the search index relies
+    # on: the table is rebuilt with its rows); search_deletions; index_uid.
+    2: """
+DROP TABLE IF EXISTS events_fts;
+DROP INDEX IF EXISTS events_scope;
+CREATE TABLE events_v3 (
+    id         INTEGER PRIMARY KEY AUTOINCREMENT,
+    session_id TEXT NOT NULL,
+    seq        INTEGER NOT NULL,
+    event_id   TEXT NOT NULL,
+    type       TEXT NOT NULL,
+    surface    TEXT NOT NULL,
+    time_ms    INTEGER NOT NULL,
+    stream_seq INTEGER NOT NULL,
+    ws         TEXT NOT NULL,
+    body       TEXT NOT NULL,
+    raw_json   TEXT NOT NULL,
+    UNIQUE (session_id, seq)
+);
+INSERT INTO events_v3 (id, session_id, seq, event_id, type, surface, time_ms, stream_seq,
+                       ws, body, raw_json)
+    SELECT id, session_id, seq, event_id, type, surface, time_ms, stream_seq, ws, body,
+           raw_json FROM events ORDER BY id;
+DROP TABLE events;
+ALTER TABLE events_v3 RENAME TO events;
+CREATE INDEX IF NOT EXISTS events_session_type ON events (session_id, type, seq);
+CREATE TABLE IF NOT EXISTS search_deletions (
+    id         INTEGER PRIMARY KEY AUTOINCREMENT,
+    session_id TEXT NOT NULL
+);
+INSERT OR IGNORE INTO meta (key, value) VALUES ('index_uid', random() & 4611686018427387903);
+UPDATE meta SET value = 3 WHERE key = 'schema_version';
+""",
+}
+
+
+class SchemaVersionError(Exception):
+    """An index made by a newer version of the worker: never opened, never overwritten."""
+
+
+def version_action(found: int, path: str) -> str:
+    """What to do with an index file of schema ``found``: ``"current"``, ``"migrate"`` (every
+    step to the current version exists) or ``"rebuild"``; a newer file raises."""
+    if found == SCHEMA_VERSION:
+        return "current"
+    if found > SCHEMA_VERSION:
+        raise SchemaVersionError(
+            f"index {path} has schema version {found}, newer than this worker's"
+            f" {SCHEMA_VERSION}: run a newer sessionquery on it, or give this one another"
+            " --db (the file is left untouched)"
+        )
+    if all(v in MIGRATIONS for v in range(max(found, 1), SCHEMA_VERSION)) and found >= 1:
+        return "migrate"
+    return "rebuild"
+
+
+def migrate(conn: sqlite3.Connection) -> int:
+    """Apply the in-place steps from the file's version to the current one, each in its
+    own transaction; returns the version found."""
+    found = read_version(conn)
+    version = found
+    while version < SCHEMA_VERSION:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            for statement in MIGRATIONS[version].split(";"):
+                if statement.strip():
+                    conn.execute(statement)
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        version += 1
+    return found
+
+
+def read_version_from(meta: dict[str, object]) -> int:
+    value = meta.get("schema_version")
+    return value if isinstance(value, int) else 0
+
+
+def read_version(conn: sqlite3.Connection) -> int:
+    """The file's schema version; 0 for a file without one (no meta table or row)."""
+    try:
+        row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    except sqlite3.OperationalError:
+        return 0
+    return int(row[0]) if row else 0
+
 
 DDL: Final = f"""
+-- value: an integer, or text for the stream identity (stream_name, stream_created,
+-- index_id): SQLite keeps each value's own type.
 CREATE TABLE IF NOT EXISTS meta (
     key   TEXT PRIMARY KEY,
     value INTEGER NOT NULL
@@ -82,6 +188,15 @@ CREATE TABLE IF NOT EXISTS search_deletions (
     id         INTEGER PRIMARY KEY AUTOINCREMENT,
     session_id TEXT NOT NULL
 );
+
+-- Events the writer refused (also published on the dead-letter subject), in the same
+-- transaction as the stream sequence: ``sessionquery status`` and ``deadletters`` read them.
+CREATE TABLE IF NOT EXISTS deadletters (
+    stream_seq INTEGER PRIMARY KEY,
+    reason     TEXT NOT NULL,
+    kind       TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS deadletters_kind ON deadletters (kind);
 """
 
 

@@ -26,6 +26,7 @@ import asyncio
 import json
 import sqlite3
 import time
+import uuid
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -40,7 +41,7 @@ from pydantic import ValidationError
 
 from contracts.events import SessionEvent
 from contracts.ids import ID_PATTERN
-from worker.store import schema
+from worker.store import index_file, schema
 from worker.store.protocol import (
     ApplyResult,
     Availability,
@@ -255,13 +256,29 @@ class WriterCore:
         self.search = search
 
     @classmethod
-    def open(cls, location: str | Path, *, text_cap_bytes: int, max_event_bytes: int) -> WriterCore:
+    def open(
+        cls,
+        location: str | Path,
+        *,
+        text_cap_bytes: int,
+        max_event_bytes: int,
+        expect_index_id: str | None = None,
+    ) -> WriterCore:
+        """Open (or create) the index. With ``expect_index_id`` (a writer started again
+        under a running worker) the file must exist and carry that id: a missing or
+        replaced file raises ``IndexFileReplaced`` instead of a fresh empty index."""
         location = str(location)
+        if expect_index_id is not None:
+            return cls(
+                _open_existing(location, expect_index_id),
+                text_cap_bytes=text_cap_bytes,
+                max_event_bytes=max_event_bytes,
+            )
         if location != ":memory:" and not location.startswith("file:"):
             Path(location).parent.mkdir(parents=True, exist_ok=True)
         conn = schema.connect(location)
         try:
-            schema.create(conn)
+            _prepare_schema(conn, location)
             search = None
             if location != ":memory:" and not location.startswith("file:"):
                 search = SearchIndexWriter(
@@ -321,6 +338,26 @@ class WriterCore:
         row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return int(row[0]) if row else 0
 
+    def info(self) -> dict[str, object]:
+        """The ``meta`` table (stream identity, sequence, epoch, index id)."""
+        return {str(k): v for k, v in self.conn.execute("SELECT key, value FROM meta")}
+
+    def bind_stream(self, name: str, created: str, first_seq: int) -> dict[str, object]:
+        """Record which stream this index replicates, in one transaction with the stream
+        sequence. An empty index on a stream whose first sequence is past 1 records that
+        history before it is unavailable and starts right before it."""
+        return self._transaction(self._bind_sync, name, created, first_seq)
+
+    def _bind_sync(self, name: str, created: str, first_seq: int) -> dict[str, object]:
+        conn = self.conn
+        put = "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)"
+        conn.execute(put, (index_file.STREAM_NAME, name))
+        conn.execute(put, (index_file.STREAM_CREATED, created))
+        if self.meta("stream_seq") == 0 and first_seq > 1:
+            conn.execute(put, (index_file.HISTORY_FROM, first_seq))
+            conn.execute(put, ("stream_seq", first_seq - 1))
+        return self.info()
+
     def generation(self) -> Generation:
         return Generation(epoch=self.meta("epoch"), seq=self.meta("stream_seq"))
 
@@ -348,10 +385,13 @@ class WriterCore:
             result = body(*args)
             conn.execute("COMMIT")
         except BaseException:
-            try:
-                conn.execute("ROLLBACK")
-            except sqlite3.Error:
-                log.warning("rollback failed", exc_info=True)
+            # SQLite rolls back by itself on some errors (disk full, I/O): nothing is open
+            # then, and a ROLLBACK would only fail with "no transaction is active".
+            if conn.in_transaction:
+                try:
+                    conn.execute("ROLLBACK")
+                except sqlite3.Error:
+                    log.warning("rollback failed", exc_info=True)
             raise
         return result
 
@@ -428,6 +468,11 @@ class WriterCore:
             )
         if touched:
             conn.executemany(_UPSERT_SESSION, [s.row() for s in touched.values()])
+        if rejected:
+            conn.executemany(
+                "INSERT OR REPLACE INTO deadletters (stream_seq, reason, kind) VALUES (?, ?, ?)",
+                [(r.stream_seq, r.reason, reason_kind(r.reason)) for r in rejected],
+            )
         last = max(stored_seq, max(p.stream_seq for p in parsed))
         if last != stored_seq:
             conn.execute("UPDATE meta SET value = ? WHERE key = 'stream_seq'", (last,))
@@ -624,6 +669,13 @@ class SqliteIndexWriter(WriterLifecycle, SessionIndexWriter):
         async with self._lock:
             await self._run(self._core.catch_up_search)
 
+    async def info(self) -> dict[str, object]:
+        return await self._run(self._core.info)
+
+    async def bind_stream(self, name: str, created: str, first_seq: int) -> dict[str, object]:
+        async with self._lock:
+            return await self._run(self._core.bind_stream, name, created, first_seq)
+
     async def generation(self) -> Generation:
         return await self._run(self._core.generation)
 
@@ -678,7 +730,7 @@ def parse_event(data: bytes, *, max_event_bytes: int) -> tuple[SessionEvent, str
     checks (unknown session, gaps, ...) need the index and happen in ``apply``."""
     size = len(data)
     if size > max_event_bytes:
-        return f"oversized: {size} bytes > limit {max_event_bytes} bytes"
+        return f"oversized: the event is {size} bytes, the maximum is {max_event_bytes} bytes"
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -732,6 +784,75 @@ def _payload_of(raw_json: str) -> dict[str, Any]:
         value = json.loads(raw_json)
     payload: dict[str, Any] = value.get("payload", {})
     return payload
+
+
+class IndexFileReplaced(index_file.IndexFileError):
+    """The index file a running worker opened is gone or another file took its place."""
+
+
+def _open_existing(location: str, expect_index_id: str) -> sqlite3.Connection:
+    try:
+        conn = sqlite3.connect(f"file:{location}?mode=rw", uri=True, isolation_level=None)
+    except sqlite3.OperationalError as exc:
+        raise IndexFileReplaced(
+            f"index {location} is missing: it was removed while the worker ran; ingestion"
+            " stopped (restart the worker: it rebuilds the index from the stream)"
+        ) from exc
+    try:
+        schema.configure(conn)
+        found = str(index_file.read_meta(conn).get(index_file.INDEX_ID))
+    except BaseException:
+        conn.close()
+        raise
+    if found != expect_index_id:
+        conn.close()
+        raise IndexFileReplaced(
+            f"index {location} was replaced while the worker ran (index id {found},"
+            f" expected {expect_index_id}); ingestion stopped (restart the worker)"
+        )
+    return conn
+
+
+def _prepare_schema(conn: sqlite3.Connection, location: str) -> None:
+    """Create a new index, migrate an older one in place, or refuse one this writer cannot
+    take (newer, or older without a migration: those are rebuilt from the stream first)."""
+    fresh = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] == 0
+    if not fresh:
+        action = schema.version_action(schema.read_version(conn), location)
+        if action == "rebuild":
+            raise index_file.IndexFileError(
+                f"index {location} has schema version {schema.read_version(conn)} and no"
+                f" migration to {schema.SCHEMA_VERSION}: it must be rebuilt from the stream"
+            )
+        if action == "migrate":
+            found = schema.migrate(conn)
+            log.info("index migrated", path=location, from_version=found, to=schema.SCHEMA_VERSION)
+    schema.create(conn)
+    conn.execute(
+        "INSERT OR IGNORE INTO meta (key, value) VALUES (?, ?)",
+        (index_file.INDEX_ID, "ix-" + uuid.uuid4().hex),  # text, never an integer
+    )
+
+
+# A dead letter's kind: its reason up to the first detail (an id, a number, a field).
+_REASON_KINDS: Final = (
+    ("oversized", "oversized"),
+    ("invalid JSON", "invalid JSON"),
+    ("contract violation", "contract violation"),
+    ("unknown session", "unknown session"),
+    ("gap in session", "gap in session"),
+    ("session/start at seq", "session/start not at seq 1"),
+    ("subject ", "subject mismatch"),
+)
+
+
+def reason_kind(reason: str) -> str:
+    for prefix, kind in _REASON_KINDS:
+        if reason.startswith(prefix):
+            return kind
+    if reason.startswith("session ") and "after its session/end" in reason:
+        return "after session/end"
+    return "other"
 
 
 def _reject(stream_seq: int, data: bytes, reason: str) -> Rejected:

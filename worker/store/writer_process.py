@@ -26,6 +26,9 @@ child's fd 1 points at stderr so a stray print cannot corrupt a frame): every fr
   has opened the index (or an ``ERROR`` frame when it could not).
 - ``PURGE``: orjson ``{"session_ids": [...], "older_than_ms": int | null}``; reply ``<qqq``
   (removed, epoch, stream seq).
+- ``INFO``: reply orjson of the ``meta`` table (stream identity, sequence, index id).
+- ``BIND``: orjson ``{"name", "created", "first_seq"}``: record the stream the index
+  replicates (``WriterCore.bind_stream``); reply as ``INFO``.
 - A failed request gets an ``ERROR`` frame with a one-line message; its transaction was
   rolled back.
 
@@ -38,7 +41,11 @@ the child by closing its stdin at a frame boundary.
 
 A child that dies is reported (``WriterProcessError``, logged with its exit status) and
 started again by the next request: the ingest actor retries the batch, and the stored
-stream sequence skips whatever of it had committed before the crash.
+stream sequence skips whatever of it had committed before the crash. A child started again
+gets ``--expect-index-id`` (the id the first child found in ``meta``): it opens the file
+without creating it and checks the id, so a removed or replaced index is answered
+``FILE_LOST`` (``IndexFileLost``: ingestion stops) instead of a fresh empty index that
+would claim to be complete.
 """
 
 from __future__ import annotations
@@ -63,16 +70,19 @@ from typing import BinaryIO, Final
 import orjson
 import structlog
 
+from worker.store.index_file import IndexFileError
 from worker.store.protocol import (
     ApplyResult,
     BatchNotAttempted,
     Generation,
+    IndexWriteStopped,
     IngestItem,
     Rejected,
     SessionIndexWriter,
 )
 from worker.store.writer import (
     BatchChecker,
+    IndexFileReplaced,
     SqliteIndexWriter,
     WriterCore,
     WriterLifecycle,
@@ -86,11 +96,15 @@ log = structlog.get_logger(__name__)
 OP_APPLY: Final = 1
 OP_GENERATION: Final = 2
 OP_PURGE: Final = 3
+OP_INFO: Final = 4
+OP_BIND: Final = 5
 # Or'ed into an apply's op: tried only if the child's last apply committed.
 CHAINED: Final = 0x80
 STATUS_OK: Final = 0
 STATUS_ERROR: Final = 1
 STATUS_NOT_ATTEMPTED: Final = 2
+# The child cannot write the index its worker opened (removed or replaced): not retried.
+STATUS_FILE_LOST: Final = 3
 
 # The child's exit status when its parent vanished in the middle of a request frame.
 EXIT_TORN: Final = 3
@@ -113,6 +127,10 @@ _ROOT: Final = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(_
 
 class WriterProcessError(Exception):
     """The writer process refused a request (its transaction rolled back) or died."""
+
+
+class IndexFileLost(WriterProcessError, IndexWriteStopped):
+    """A writer started again found the index removed or replaced: ingestion stops."""
 
 
 # -- the frames ----------------------------------------------------------------------------
@@ -224,6 +242,8 @@ class ProcessIndexWriter(WriterLifecycle, SessionIndexWriter):
         self._listeners: list[Callable[[], None]] = []
         self._closed = False
         self.restarts = 0  # children started again after one died
+        # The id of the file the first child opened: a child started again must find it.
+        self.index_id: str | None = None
 
     @classmethod
     async def open(
@@ -236,6 +256,8 @@ class ProcessIndexWriter(WriterLifecycle, SessionIndexWriter):
         """Start the child; raises ``WriterProcessError`` when it cannot open the index."""
         writer = cls(str(path), text_cap_bytes=text_cap_bytes, max_event_bytes=max_event_bytes)
         writer._child = await writer._spawn()
+        index_id = (await writer.info()).get("index_id")
+        writer.index_id = None if index_id is None else str(index_id)
         return writer
 
     @property
@@ -266,6 +288,17 @@ class ProcessIndexWriter(WriterLifecycle, SessionIndexWriter):
         reply = await self._request(HEADER.pack(OP_GENERATION, 0))
         epoch, seq = _GENERATION.unpack(reply)
         return Generation(epoch=epoch, seq=seq)
+
+    async def info(self) -> dict[str, object]:
+        info: dict[str, object] = orjson.loads(await self._request(HEADER.pack(OP_INFO, 0)))
+        return info
+
+    async def bind_stream(self, name: str, created: str, first_seq: int) -> dict[str, object]:
+        body = orjson.dumps({"name": name, "created": created, "first_seq": first_seq})
+        info: dict[str, object] = orjson.loads(
+            await self._request(HEADER.pack(OP_BIND, len(body)) + body)
+        )
+        return info
 
     async def apply(self, items: Sequence[IngestItem]) -> ApplyResult:
         return await self.apply_prepared(self.prepare(items))
@@ -387,6 +420,7 @@ class ProcessIndexWriter(WriterLifecycle, SessionIndexWriter):
             "--text-cap-bytes", str(self._text_cap_bytes),
             "--max-event-bytes", str(self._max_event_bytes),
             "--parent-pid", str(os.getpid()),
+            *(["--expect-index-id", self.index_id] if self.index_id else []),
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             env=env,
@@ -403,6 +437,9 @@ class ProcessIndexWriter(WriterLifecycle, SessionIndexWriter):
             with contextlib.suppress(ProcessLookupError):
                 proc.kill()  # cancelled while it started: no child left behind
             raise
+        if status == STATUS_FILE_LOST:
+            await _finish(proc, close_stdin=True)
+            raise IndexFileLost(reply.decode("utf-8", "replace"))
         if status != STATUS_OK:
             await _finish(proc, close_stdin=True)
             raise WriterProcessError(
@@ -532,6 +569,13 @@ def _handle(core: WriterCore, op: int, body: bytes) -> bytes:
     if op == OP_GENERATION:
         generation = core.generation()
         return _GENERATION.pack(generation.epoch, generation.seq)
+    if op == OP_INFO:
+        return orjson.dumps(core.info())
+    if op == OP_BIND:
+        request = orjson.loads(body)
+        return orjson.dumps(
+            core.bind_stream(request["name"], request["created"], int(request["first_seq"]))
+        )
     if op == OP_PURGE:
         request = orjson.loads(body)
         count = core.purge(tuple(request["session_ids"]), request["older_than_ms"])
@@ -567,6 +611,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--text-cap-bytes", type=int, required=True)
     parser.add_argument("--max-event-bytes", type=int, required=True)
     parser.add_argument("--parent-pid", type=int, required=True)
+    parser.add_argument("--expect-index-id", default=None)
     args = parser.parse_args(argv)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
@@ -580,12 +625,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     configure_logging()
     try:
         core = WriterCore.open(
-            args.db, text_cap_bytes=args.text_cap_bytes, max_event_bytes=args.max_event_bytes
+            args.db,
+            text_cap_bytes=args.text_cap_bytes,
+            max_event_bytes=args.max_event_bytes,
+            expect_index_id=args.expect_index_id,
         )
         generation = core.generation()
     except Exception as exc:
-        message = _one_line(exc).encode()
-        replies.write(HEADER.pack(STATUS_ERROR, len(message)) + message)
+        lost = isinstance(exc, IndexFileReplaced)
+        message = (str(exc) if isinstance(exc, IndexFileError) else _one_line(exc)).encode()
+        status = STATUS_FILE_LOST if lost else STATUS_ERROR
+        replies.write(HEADER.pack(status, len(message)) + message)
         replies.flush()
         return 1
     try:

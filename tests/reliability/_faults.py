@@ -1,0 +1,131 @@
+"""What the index-versus-stream fault tests share: events, the stream, the comparison."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import sys
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import orjson
+from nats.aio.client import Client as NATS
+from nats.js.api import StorageType, StreamConfig
+from nats.js.errors import NotFoundError
+
+from contracts.subjects import Subjects
+from tests.reliability._harness import stream_contents
+from tests.reliability._serve_proc import REPO
+from worker.runtime.connection import open_connection
+from worker.store.integrity import checksum_of, content_checksum
+
+SUBJECTS = Subjects()
+
+
+def session_events(session_id: str, count: int, cwd: str = "/work/a") -> list[bytes]:
+    out = []
+    for seq in range(1, count + 1):
+        kind = "session/start" if seq == 1 else "message/user"
+        text = f"note {seq} of {session_id}"
+        payload: dict[str, Any] = {"cwd": cwd} if seq == 1 else {"text": text}
+        out.append(
+            orjson.dumps(
+                {
+                    "session_id": session_id,
+                    "seq": seq,
+                    "event_id": f"e-{session_id}-{seq}",
+                    "type": kind,
+                    "surface": "user",
+                    "time": "2026-12-03T09:00:00Z",
+                    "payload": payload,
+                }
+            )
+        )
+    return out
+
+
+async def publish(nc: NATS, sessions: Sequence[str], per_session: int) -> int:
+    """Publish ``per_session`` events for each session (sessions interleaved); returns the
+    last stream sequence."""
+    js = nc.jetstream()
+    try:
+        await js.stream_info(SUBJECTS.events_stream)
+    except NotFoundError:
+        await create_stream(nc)
+    batches = [session_events(s, per_session) for s in sessions]
+    last = 0
+    for i in range(per_session):
+        for sid, events in zip(sessions, batches, strict=True):
+            ack = await js.publish(SUBJECTS.events(sid), events[i])
+            last = ack.seq
+    return last
+
+
+async def create_stream(nc: NATS, **limits: Any) -> None:
+    await nc.jetstream().add_stream(
+        StreamConfig(
+            name=SUBJECTS.events_stream,
+            subjects=[SUBJECTS.events_wildcard],
+            storage=StorageType.FILE,
+            **limits,
+        )
+    )
+
+
+@asynccontextmanager
+async def connected(url: str) -> AsyncIterator[NATS]:
+    nc = await open_connection(url, connect_timeout=5, max_reconnect_attempts=5)
+    try:
+        yield nc
+    finally:
+        await nc.close()
+
+
+def meta(db: Path) -> dict[str, object]:
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
+    try:
+        return {str(k): v for k, v in conn.execute("SELECT key, value FROM meta")}
+    finally:
+        conn.close()
+
+
+async def wait_applied(db: Path, seq: int, within: float = 60.0) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + within
+    got: dict[str, object] = {}
+    while loop.time() < deadline:
+        try:
+            got = await asyncio.to_thread(meta, db)
+            if int(str(got.get("stream_seq", 0))) >= seq:
+                return
+        except sqlite3.Error:
+            pass
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"index {db} not through seq {seq} in {within} s: {got}")
+
+
+async def assert_index_equals_stream(nc: NATS, db: Path) -> int:
+    """Count and checksum of the index equal the stream's; returns the count."""
+    held = await stream_contents(nc, SUBJECTS)
+    expected = checksum_of(held)
+    got = await asyncio.to_thread(content_checksum, db)
+    assert got == expected, f"index {got[0]} events, stream {expected[0]}"
+    return got[0]
+
+
+async def run_cli(*args: str, within: float = 60.0) -> tuple[int, str, str]:
+    """``python -m worker.cli ARGS``: (exit code, stdout, stderr)."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "worker.cli",
+        *args,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        cwd=REPO,
+    )
+    out, err = await asyncio.wait_for(proc.communicate(), within)
+    assert proc.returncode is not None
+    return proc.returncode, out.decode(errors="replace"), err.decode(errors="replace")

@@ -1,0 +1,308 @@
+"""The index against the stream it replicates: identity, continuity, and the rebuild.
+
+The index records which stream it replicates (name and creation time, in ``meta``, written
+in one transaction with the stream sequence). At start and after every consumer reset the
+worker compares that, and the stored sequence, with the stream's state:
+
+- a different stream (re-created, or another name),
+- a stored sequence past the stream's last one (the stream was reset under the index),
+- a gap: the stream's first sequence is past the stored one + 1 (retention or a purge
+  removed events the index never read),
+
+is a divergence, never skipped: ``--on-divergence rebuild`` (the default) builds a new index
+from the stream into a file beside the old one and swaps it in once caught up (the old file
+is kept, renamed with a timestamp); ``refuse`` stops with the reason. An empty index on a
+stream whose first sequence is past 1 records that history before it is unavailable.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final, Literal
+
+import structlog
+from nats.aio.client import Client as NATS
+from nats.js import JetStreamContext
+
+from worker.store import index_file, schema
+from worker.store.protocol import SessionIndexWriter
+
+log = structlog.get_logger("worker.runtime.continuity")
+
+DIVERGENCE_MODES: Final = ("rebuild", "refuse")
+REBUILD_SUFFIX: Final = ".rebuild"
+
+
+class StreamDiverged(Exception):
+    """The index and the stream disagree (the message says how) and the index must be
+    rebuilt, or the worker refuses to go on."""
+
+
+@dataclass(frozen=True, slots=True)
+class StreamState:
+    name: str
+    created: str  # ISO time the server reports: a re-created stream has another one
+    first_seq: int
+    last_seq: int
+    messages: int
+
+    @property
+    def holds_whole_history(self) -> bool:
+        return self.first_seq <= 1
+
+
+async def stream_state(js: JetStreamContext, name: str) -> StreamState:
+    info = await js.stream_info(name)
+    created = info.created.isoformat() if info.created is not None else ""
+    return StreamState(
+        name=name,
+        created=created,
+        first_seq=int(info.state.first_seq),
+        last_seq=int(info.state.last_seq),
+        messages=int(info.state.messages),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    action: Literal["ok", "bind", "diverged"]
+    reason: str = ""
+
+
+def judge(meta: Mapping[str, object], stream: StreamState) -> Verdict:
+    """Compare an index's ``meta`` with the stream's state (pure, for tests)."""
+    stored = _int(meta.get("stream_seq"))
+    name = meta.get(index_file.STREAM_NAME)
+    created = meta.get(index_file.STREAM_CREATED)
+    if name is not None and str(name) != stream.name:
+        return Verdict(
+            "diverged", f"the index replicates stream {name}, but the stream is {stream.name}"
+        )
+    if created is not None and str(created) != stream.created:
+        return Verdict(
+            "diverged",
+            f"stream {stream.name} was re-created (created {stream.created}; the index was"
+            f" built from the one created {created}, through its seq {stored})",
+        )
+    if stored > stream.last_seq:
+        return Verdict(
+            "diverged",
+            f"the index holds stream {stream.name} through seq {stored}, past the stream's"
+            f" last seq {stream.last_seq}: the stream was reset or replaced",
+        )
+    if stored + 1 < stream.first_seq:
+        return Verdict(
+            "diverged",
+            f"gap: the index holds stream {stream.name} through seq {stored} but the stream"
+            f" now starts at seq {stream.first_seq}: events {stored + 1}..{stream.first_seq - 1}"
+            " were removed (retention or purge) before the index read them",
+        )
+    if name is None:
+        return Verdict("bind")
+    return Verdict("ok")
+
+
+def history_note(first_seq: int) -> str:
+    return f"history unavailable before stream seq {first_seq}"
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """What to do with the index file before the worker opens it."""
+
+    rebuild: bool
+    reason: str = ""
+    move_aside_as: str = "replaced"
+    # The old file is sound and of this schema (only the stream moved on): it is served
+    # while the new one is built. Otherwise (corrupt, another schema) the rebuild comes first.
+    background: bool = False
+
+
+def preflight(path: Path, stream: StreamState, *, on_divergence: str) -> Plan:
+    """Check the file (quick_check, schema version, stream identity) before it is opened.
+    Raises ``index_file.IndexFileError`` (or ``schema.SchemaVersionError``) when the worker
+    must refuse; the message names the file and says what to do."""
+    try:
+        state = index_file.inspect(path)
+    except index_file.CorruptIndex as exc:
+        if not stream.holds_whole_history:
+            raise index_file.CorruptIndex(
+                f"{exc}; stream {stream.name} no longer holds its whole history (first seq"
+                f" {stream.first_seq}), so it cannot be rebuilt completely: restore the file"
+                " from a backup, or move it aside to start an index with the history that"
+                " remains"
+            ) from exc
+        return Plan(True, str(exc), "corrupt")
+    if state is None or state.empty:
+        return Plan(False)
+    action = schema.version_action(state.schema_version, str(path))
+    if action == "rebuild":
+        return Plan(
+            True,
+            f"index {path} has schema version {state.schema_version}, and no migration"
+            f" to {schema.SCHEMA_VERSION} exists",
+            f"schema-v{state.schema_version}",
+        )
+    verdict = judge(
+        {
+            "stream_seq": state.stream_seq,
+            index_file.STREAM_NAME: state.stream_name,
+            index_file.STREAM_CREATED: state.stream_created,
+        },
+        stream,
+    )
+    if verdict.action != "diverged":
+        return Plan(False)
+    if on_divergence == "refuse":
+        raise index_file.IndexFileError(
+            f"index {path} does not match the stream: {verdict.reason}. Refusing to serve"
+            " (--on-divergence refuse): start with --on-divergence rebuild to rebuild it from"
+            " the stream, or give another --db"
+        )
+    return Plan(True, verdict.reason, "replaced", background=True)
+
+
+async def bind(writer: SessionIndexWriter, stream: StreamState) -> dict[str, object]:
+    """Record the stream's identity in an index that has none yet; warns once when its
+    history before the stream's first sequence is unavailable."""
+    info: dict[str, object] = await writer.bind_stream(
+        stream.name, stream.created, stream.first_seq
+    )
+    history_from = _int(info.get(index_file.HISTORY_FROM))
+    if history_from > 1:
+        log.warning(
+            "index starts after the stream's beginning: " + history_note(history_from),
+            stream=stream.name,
+            first_seq=history_from,
+            unavailable_seqs=f"1..{history_from - 1}",
+        )
+    return info
+
+
+@dataclass
+class RebuildProgress:
+    running: bool = False
+    target_seq: int = 0
+    applied_seq: int = 0
+    reason: str = ""
+
+
+async def rebuild(
+    nc: NATS,
+    config: object,
+    stream: StreamState,
+    *,
+    reason: str,
+    move_aside_as: str,
+    progress: RebuildProgress | None = None,
+) -> Path:
+    """``build`` then ``swap``: returns the old file's new name."""
+    await build(nc, config, stream, reason=reason, progress=progress)
+    return await swap(config, move_aside_as)
+
+
+async def build(
+    nc: NATS,
+    config: object,
+    stream: StreamState,
+    *,
+    reason: str,
+    progress: RebuildProgress | None = None,
+) -> Path:
+    """Build a new index from the stream into ``<db>.rebuild`` until it holds everything
+    the stream held when the build began; returns its path (closed, ready to swap in)."""
+    from worker.runtime.config import WorkerConfig
+    from worker.runtime.ingest_consumer import EventConsumer
+    from worker.store.writer_process import open_index_writer
+
+    assert isinstance(config, WorkerConfig)
+    db = config.db_path
+    target = Path(f"{db}{REBUILD_SUFFIX}")
+    await asyncio.to_thread(index_file.remove_files, target)  # a build cut short before
+    progress = progress or RebuildProgress()
+    progress.running, progress.target_seq, progress.reason = True, stream.last_seq, reason
+    progress.applied_seq = 0
+    log.warning(
+        "rebuilding the index from the stream",
+        reason=reason,
+        index=str(db),
+        into=str(target),
+        stream=stream.name,
+        first_seq=stream.first_seq,
+        last_seq=stream.last_seq,
+    )
+    writer = await open_index_writer(
+        target,
+        mode=config.ingest_writer,
+        text_cap_bytes=config.text_cap_bytes,
+        max_event_bytes=config.max_event_bytes,
+    )
+    try:
+        await bind(writer, stream)
+        consumer = EventConsumer(
+            nc,
+            writer,
+            subjects=config.subjects,
+            batch_size=config.ingest_batch_size,
+            batch_ms=config.ingest_batch_ms,
+        )
+        running = asyncio.create_task(consumer.run(), name="rebuild-ingest")
+        try:
+            await _caught_up(consumer, running, stream.last_seq, progress)
+        finally:
+            consumer.stop()
+            with contextlib.suppress(Exception):
+                await running
+    finally:
+        await writer.close()
+    return target
+
+
+async def swap(config: object, move_aside_as: str) -> Path:
+    """Put ``<db>.rebuild`` in place of ``<db>`` (kept as ``<db>.<why>-<time>``)."""
+    from worker.runtime.config import WorkerConfig
+
+    assert isinstance(config, WorkerConfig)
+    db = config.db_path
+    old = await asyncio.to_thread(_swap, db, Path(f"{db}{REBUILD_SUFFIX}"), move_aside_as)
+    log.warning("index rebuilt and swapped in", index=str(db), old_index_kept_as=str(old))
+    return old
+
+
+def _swap(db: Path, rebuilt: Path, move_aside_as: str) -> Path:
+    """The old file (and its WAL) renamed aside, the rebuilt one renamed into place."""
+    old = index_file.move_aside(db, move_aside_as) if db.exists() else db
+    for suffix in index_file.SIDE_FILES:
+        side = Path(f"{rebuilt}{suffix}")
+        if side.exists():
+            os.replace(side, f"{db}{suffix}")
+    os.replace(rebuilt, db)
+    return old
+
+
+async def _caught_up(
+    consumer: object, running: asyncio.Task[None], target: int, progress: RebuildProgress
+) -> None:
+    from worker.runtime.ingest_consumer import EventConsumer
+
+    assert isinstance(consumer, EventConsumer)
+    while True:
+        applied = consumer.actor.stats.last_stream_seq
+        progress.applied_seq = applied
+        if applied >= target:
+            return
+        if running.done():
+            running.result()  # a failure ends the rebuild
+            raise StreamDiverged("the rebuild's ingestion ended before it caught up")
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(consumer.actor.wait_applied(target), 2.0)
+        log.info("rebuild progress", applied_seq=applied, target_seq=target)
+
+
+def _int(value: object) -> int:
+    return value if isinstance(value, int) else 0

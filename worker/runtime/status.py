@@ -1,0 +1,373 @@
+"""``sessionquery status``, ``doctor`` and ``deadletters``: the index against its stream.
+
+``status`` reads the index file (read-only; the worker may be running) and, when NATS is
+reachable, the stream's state: stream identity, first/last sequence, applied sequence, lag
+in events and seconds, history unavailable before, dead letters by reason, schema version,
+file size, and a rebuild in progress (``<db>.rebuild``) with its progress. The running
+worker reports the same fields in ``$SRV.STATS`` (the manifest endpoint's data).
+``doctor`` adds SQLite's full ``integrity_check`` and FTS5's integrity-check and says what
+is wrong and what to do. ``deadletters`` lists the refused events with their reasons
+(``--follow`` keeps printing new ones).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sqlite3
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Final
+
+import orjson
+
+from worker.runtime.continuity import REBUILD_SUFFIX, StreamState, history_note, judge
+from worker.store import index_file, schema
+
+EXIT_OK: Final = 0
+EXIT_PROBLEM: Final = 1
+EXIT_USAGE: Final = 2
+
+
+# -- what the index file says --------------------------------------------------------------
+
+
+def read_index(path: Path) -> dict[str, Any]:
+    """The file's own report (no NATS): meta, dead letters by kind, size, rebuild."""
+    report: dict[str, Any] = {"index": str(path), "exists": path.exists()}
+    if path.exists():
+        conn = _read_only(path)
+        try:
+            meta = index_file.read_meta(conn)
+            report.update(_meta_fields(meta))
+            report["dead_letters"] = _dead_letters_by_kind(conn)
+        finally:
+            conn.close()
+        report["index_bytes"] = index_file.file_size(path)
+    rebuild = Path(f"{path}{REBUILD_SUFFIX}")
+    report["rebuild_running"] = rebuild.exists()
+    if rebuild.exists():
+        try:
+            conn = _read_only(rebuild)
+            try:
+                applied = index_file.read_meta(conn).get("stream_seq")
+            finally:
+                conn.close()
+            report["rebuild_applied_seq"] = applied
+        except sqlite3.Error:
+            report["rebuild_applied_seq"] = None
+    return report
+
+
+def _read_only(path: Path) -> sqlite3.Connection:
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None)
+    conn.execute("PRAGMA busy_timeout = 5000")
+    return conn
+
+
+def _meta_fields(meta: dict[str, object]) -> dict[str, Any]:
+    history_from = meta.get(index_file.HISTORY_FROM)
+    return {
+        "schema_version": schema.read_version_from(meta),
+        "schema_version_supported": schema.SCHEMA_VERSION,
+        "applied_seq": meta.get("stream_seq", 0),
+        "epoch": meta.get("epoch"),
+        "stream_name": meta.get(index_file.STREAM_NAME),
+        "stream_created": meta.get(index_file.STREAM_CREATED),
+        "index_id": meta.get(index_file.INDEX_ID),
+        "history_unavailable_before": history_from if history_from else None,
+    }
+
+
+def _dead_letters_by_kind(conn: sqlite3.Connection) -> dict[str, int]:
+    try:
+        rows = conn.execute(
+            "SELECT kind, count(*) FROM deadletters GROUP BY kind ORDER BY 2 DESC"
+        ).fetchall()
+    except sqlite3.OperationalError:
+        return {}  # an index older than the dead-letter table
+    return {str(kind): int(n) for kind, n in rows}
+
+
+# -- with the stream -----------------------------------------------------------------------
+
+
+async def index_status(
+    config: Any, stream: StreamState | None, meta: dict[str, object] | None = None
+) -> dict[str, Any]:
+    """The whole report for ``config.db_path`` given the stream's state (None: unknown)."""
+    report = await asyncio.to_thread(read_index, Path(config.db_path))
+    if meta is not None:
+        report.update({k: v for k, v in _meta_fields(meta).items() if v is not None})
+    if stream is None:
+        report["stream"] = None
+        return report
+    applied = int(report.get("applied_seq") or 0)
+    report["stream"] = {
+        "name": stream.name,
+        "created": stream.created,
+        "first_seq": stream.first_seq,
+        "last_seq": stream.last_seq,
+        "messages": stream.messages,
+    }
+    report["lag_events"] = max(0, stream.last_seq - applied)
+    verdict = judge(meta if meta is not None else _as_meta(report), stream)
+    report["matches_stream"] = verdict.action != "diverged"
+    if verdict.action == "diverged":
+        report["divergence"] = verdict.reason
+    if report.get("rebuild_running"):
+        report["rebuild_target_seq"] = stream.last_seq
+    return report
+
+
+def _as_meta(report: dict[str, Any]) -> dict[str, object]:
+    return {
+        "stream_seq": report.get("applied_seq") or 0,
+        index_file.STREAM_NAME: report.get("stream_name"),
+        index_file.STREAM_CREATED: report.get("stream_created"),
+    }
+
+
+async def lag_seconds(js: Any, stream: str, applied: int, last_seq: int) -> float:
+    """Age of the oldest event the index has not applied (0 when caught up)."""
+    if applied >= last_seq:
+        return 0.0
+    try:
+        msg = await js.get_msg(stream, applied + 1, next=True)
+    except Exception:
+        return 0.0
+    stamp = getattr(msg, "time", None)
+    if not isinstance(stamp, datetime):
+        return 0.0
+    return max(0.0, (datetime.now(UTC) - stamp).total_seconds())
+
+
+# -- commands ------------------------------------------------------------------------------
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from worker.runtime.connection import add_nats_arguments
+    from worker.runtime.ingest_consumer import add_subject_arguments
+
+    parser.add_argument(
+        "--db", type=Path, default=None, help="index file (default <home>/index.sqlite)"
+    )
+    parser.add_argument("--home", type=Path, default=Path(".sessionquery"))
+    parser.add_argument("--json", action="store_true", help="one JSON object")
+    parser.add_argument("--follow", action="store_true", help="deadletters: keep printing")
+    parser.add_argument("--limit", type=int, default=100, help="deadletters: how many")
+    add_subject_arguments(parser)
+    add_nats_arguments(parser)
+
+
+def add_status_arguments(parser: argparse.ArgumentParser) -> None:
+    add_arguments(parser)
+
+
+add_doctor_arguments = add_status_arguments
+add_deadletters_arguments = add_status_arguments
+
+
+def _db(args: argparse.Namespace) -> Path:
+    return Path(args.db) if args.db is not None else Path(args.home) / "index.sqlite"
+
+
+async def _stream_report(args: argparse.Namespace, db: Path) -> dict[str, Any]:
+    from worker.runtime.connection import connect_reporting, options_from_args
+    from worker.runtime.continuity import stream_state
+    from worker.runtime.ingest_consumer import subjects_from_args
+
+    subjects = subjects_from_args(args)
+    report: dict[str, Any]
+    options = options_from_args(args)
+    if options.url is None:
+        report = await index_status(_Config(db), None)
+        report["stream_error"] = "no NATS URL given (--nats-url or NATS_URL)"
+        return report
+    try:
+        nc = await connect_reporting(options, attempts=1, name="sessionquery-status")
+    except Exception as exc:
+        report = await index_status(_Config(db), None)
+        report["stream_error"] = str(exc)
+        return report
+    try:
+        js = nc.jetstream()
+        try:
+            stream = await stream_state(js, subjects.events_stream)
+        except Exception as exc:
+            report = await index_status(_Config(db), None)
+            report["stream_error"] = f"stream {subjects.events_stream}: {exc}"
+            return report
+        report = await index_status(_Config(db), stream)
+        applied = int(report.get("applied_seq") or 0)
+        report["lag_seconds"] = round(
+            await lag_seconds(js, stream.name, applied, stream.last_seq), 3
+        )
+        return report
+    finally:
+        await nc.close()
+
+
+class _Config:
+    def __init__(self, db: Path) -> None:
+        self.db_path = db
+
+
+def run_status(args: argparse.Namespace) -> int:
+    report = asyncio.run(_stream_report(args, _db(args)))
+    if args.json:
+        print(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode())
+    else:
+        print("\n".join(format_status(report)))
+    return EXIT_OK if report.get("exists") and report.get("matches_stream", True) else EXIT_PROBLEM
+
+
+def format_status(report: dict[str, Any]) -> list[str]:
+    lines = [f"index            {report['index']}"]
+    if not report.get("exists"):
+        lines.append("                 (no such file: the worker creates it when it starts)")
+    stream = report.get("stream")
+    if stream:
+        lines.append(f"stream           {stream['name']} (created {stream['created']})")
+        lines.append(
+            f"stream seqs      first {stream['first_seq']}, last {stream['last_seq']},"
+            f" {stream['messages']} messages"
+        )
+    else:
+        lines.append(f"stream           unknown: {report.get('stream_error', 'not checked')}")
+    if report.get("exists"):
+        lines.append(
+            f"index built from {report.get('stream_name') or '(not recorded)'}"
+            f" (created {report.get('stream_created') or '?'})"
+        )
+        lines.append(f"applied seq      {report.get('applied_seq')}")
+        if stream:
+            lines.append(
+                f"lag              {report.get('lag_events', 0)} events,"
+                f" {report.get('lag_seconds', 0.0)} s"
+            )
+        before = report.get("history_unavailable_before")
+        lines.append(f"history          {history_note(before) if before else 'complete'}")
+        dead = report.get("dead_letters") or {}
+        total = sum(dead.values())
+        detail = ", ".join(f"{k} {n}" for k, n in dead.items())
+        lines.append(f"dead letters     {total}" + (f" ({detail})" if detail else ""))
+        lines.append(
+            f"schema version   {report.get('schema_version')}"
+            f" (this worker: {report.get('schema_version_supported')})"
+        )
+        lines.append(f"index size       {report.get('index_bytes', 0):,} bytes")
+    rebuild = "no"
+    if report.get("rebuild_running"):
+        rebuild = (
+            f"yes: applied {report.get('rebuild_applied_seq')}"
+            f" of {report.get('rebuild_target_seq', '?')}"
+        )
+    lines.append(f"rebuild running  {rebuild}")
+    if "divergence" in report:
+        lines.append(f"DIVERGED         {report['divergence']}")
+    return lines
+
+
+def run_doctor(args: argparse.Namespace) -> int:
+    db = _db(args)
+    report = asyncio.run(_stream_report(args, db))
+    findings = diagnose(db, report)
+    for line in format_status(report):
+        print(line)
+    print()
+    if not findings:
+        print("doctor: no problem found (integrity_check, FTS5 integrity-check, stream match)")
+        return EXIT_OK
+    for finding in findings:
+        print(f"problem: {finding}")
+    return EXIT_PROBLEM
+
+
+def diagnose(db: Path, report: dict[str, Any]) -> list[str]:
+    """Plain-words problems with the remedy, from the full checks."""
+    findings: list[str] = []
+    if not db.exists():
+        return [f"no index at {db}: start the worker (it builds one from the stream)"]
+    try:
+        version = schema.version_action(int(report.get("schema_version") or 0), str(db))
+    except schema.SchemaVersionError as exc:
+        return [str(exc)]
+    if version == "rebuild":
+        findings.append(
+            f"schema version {report.get('schema_version')} has no migration: the worker"
+            " rebuilds the index from the stream at its next start"
+        )
+    from worker.store.integrity import check_integrity
+
+    try:
+        problems = check_integrity(db)
+    except sqlite3.DatabaseError as exc:
+        problems = [str(exc)]
+    if problems:
+        findings.append(
+            f"index {db} is corrupt ({'; '.join(problems[:3])}): stop the worker and start it"
+            " again; it moves the file aside and rebuilds it from the stream when the stream"
+            " holds the whole history, else restore the file from a backup"
+        )
+    if "divergence" in report:
+        findings.append(
+            f"{report['divergence']}: the worker rebuilds the index at its next start"
+            " (or refuses with --on-divergence refuse)"
+        )
+    if report.get("history_unavailable_before"):
+        findings.append(
+            f"{history_note(report['history_unavailable_before'])}: events before it were"
+            " gone from the stream when the index was built; sessions that started earlier"
+            " are dead-lettered as unknown"
+        )
+    return findings
+
+
+def run_deadletters(args: argparse.Namespace) -> int:
+    """The last ``--limit`` dead letters, oldest first; ``--follow`` then prints new ones."""
+    db = _db(args)
+    if not db.exists():
+        print(f"deadletters: no index at {db}", file=sys.stderr)
+        return EXIT_PROBLEM
+    rows = _dead_letters(
+        db,
+        "SELECT * FROM (SELECT stream_seq, kind, reason FROM deadletters"
+        " ORDER BY stream_seq DESC LIMIT ?) ORDER BY stream_seq",
+        (args.limit,),
+    )
+    if not rows and not args.follow:
+        print("no dead letters", file=sys.stderr)
+    after = _print_dead_letters(rows, 0)
+    while args.follow:
+        try:
+            time.sleep(1.0)
+        except KeyboardInterrupt:
+            break
+        rows = _dead_letters(
+            db,
+            "SELECT stream_seq, kind, reason FROM deadletters WHERE stream_seq > ?"
+            " ORDER BY stream_seq LIMIT 1000",
+            (after,),
+        )
+        after = _print_dead_letters(rows, after)
+    return EXIT_OK
+
+
+def _dead_letters(db: Path, sql: str, params: tuple[int, ...]) -> list[tuple[int, str, str]]:
+    conn = _read_only(db)
+    try:
+        return [(int(a), str(b), str(c)) for a, b, c in conn.execute(sql, params)]
+    except sqlite3.OperationalError:
+        return []  # an index older than the dead-letter table, or one being swapped
+    finally:
+        conn.close()
+
+
+def _print_dead_letters(rows: list[tuple[int, str, str]], after: int) -> int:
+    for stream_seq, kind, reason in rows:
+        print(f"seq {stream_seq}\t{kind}\t{reason}", flush=True)
+        after = stream_seq
+    return after
