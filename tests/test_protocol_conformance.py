@@ -28,6 +28,7 @@ from typing import Any
 
 import nats
 import pytest
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 
@@ -120,6 +121,10 @@ async def nc(served: Served) -> AsyncIterator[NATS]:
 
 def new_id() -> str:
     return "r-" + uuid.uuid4().hex  # §3.2
+
+
+def unpadded_b64url(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
 
 
 def envelope(arguments: dict[str, Any], **execution: Any) -> dict[str, Any]:
@@ -246,14 +251,19 @@ async def test_error_replies_codes_and_unreadable_requests(nc: NATS) -> None:
 
 async def test_a_cancel_before_its_request_answers_cancelled(nc: NATS) -> None:
     body = envelope({"session_id": OWN_ROOT})
-    cancel = {"request_id": body["request_id"], "reason": "conformance: stop"}  # §6
+    # §6: the cancel carries the request's own agent (§6.1).
+    cancel = {
+        "request_id": body["request_id"],
+        "reason": "conformance: stop",
+        "agent": body["execution"]["agent"],
+    }
     await nc.publish(f"{PREFIX}.cancel", json.dumps(cancel).encode())
     await nc.flush()
     await asyncio.sleep(0.2)  # fire-and-forget: give every worker time to hear it
     reply = await request(nc, "session_trace", body)
     assert reply.body["error"] == {
         "code": "SESSION_QUERY_CANCELLED",
-        "message": "conformance: stop",
+        "message": 'The request was cancelled by the runtime (reason: "conformance: stop")',
     }
 
 
@@ -269,13 +279,18 @@ async def test_a_spilled_reply_is_read_and_verified_with_the_object_store(nc: NA
     assert "[… line cut: " in preview  # the event's one-line JSON, cut with a marker
     assert "partial" in spill["hint"] and spill["name"] in spill["hint"]
     assert "fetch_spilled" not in spill["hint"]
+    assert spill["encryption"]["alg"] == "A256GCM"  # §5.4
+    assert datetime.fromisoformat(spill["expires_at"]) > datetime.now(UTC)
     store = await nc.jetstream().object_store(spill["bucket"])  # §5.2, a standard client
     result = await store.get(spill["name"])
-    assert result.info.digest == spill["digest"] and result.info.size == spill["size"]
     assert result.data is not None
-    assert len(result.data) == spill["size"]
-    assert digest_of(result.data) == spill["digest"]
-    text = result.data.decode("utf-8")
+    assert result.info.size == spill["size"] + 16  # ciphertext || 16-byte tag
+    plain = AESGCM(unpadded_b64url(spill["encryption"]["key"])).decrypt(
+        unpadded_b64url(spill["encryption"]["nonce"]), bytes(result.data), None
+    )
+    assert len(plain) == spill["size"]
+    assert digest_of(plain) == spill["digest"]  # the digest covers the plaintext
+    text = plain.decode("utf-8")
     assert text.startswith(preview.split("\n", 1)[0])
     assert '"seq":7' in text
 

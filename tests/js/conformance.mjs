@@ -107,11 +107,18 @@ try {
 
   // §6 cancel (fire-and-forget) before the request: answered CANCELLED with the reason.
   const doomed = envelope({ session_id: OWN_ROOT });
-  nc.publish(`${PREFIX}.cancel`, JSON.stringify({ request_id: doomed.request_id, reason: "js: stop" }));
+  // §6.1: the cancel carries the request's own agent.
+  nc.publish(
+    `${PREFIX}.cancel`,
+    JSON.stringify({ request_id: doomed.request_id, reason: "js: stop", agent: doomed.execution.agent }),
+  );
   await nc.flush();
   await new Promise((r) => setTimeout(r, 200));
   const cancelled = await call("session_trace", doomed);
-  assert.deepEqual(cancelled.error, { code: "SESSION_QUERY_CANCELLED", message: "js: stop" });
+  assert.deepEqual(cancelled.error, {
+    code: "SESSION_QUERY_CANCELLED",
+    message: 'The request was cancelled by the runtime (reason: "js: stop")',
+  });
   ok("cancel");
 
   // §5 a spilled read, fetched from the object store and verified.
@@ -119,11 +126,16 @@ try {
   const spill = read.spill;
   assert.ok(spill, "expected a spilled reply");
   assert.match(spill.digest, /^SHA-256=[A-Za-z0-9_-]{43}=$/);
+  assert.equal(spill.encryption.alg, "A256GCM");
   const os = await new Objm(nc).open(spill.bucket);
   const meta = await os.info(spill.name);
-  assert.equal(meta.digest, spill.digest);
-  assert.equal(meta.size, spill.size);
-  const bytes = await os.getBlob(spill.name);
+  assert.equal(meta.size, spill.size + 16); // §5.4: ciphertext || 16-byte tag
+  const sealed = await os.getBlob(spill.name);
+  const key = await crypto.subtle.importKey(
+    "raw", Buffer.from(spill.encryption.key, "base64url"), { name: "AES-GCM" }, false, ["decrypt"]);
+  const bytes = new Uint8Array(await crypto.subtle.decrypt(
+    { name: "AES-GCM", iv: Buffer.from(spill.encryption.nonce, "base64url"), tagLength: 128 },
+    key, sealed));
   assert.equal(bytes.length, spill.size);
   // base64url in node has no padding; a 32-byte digest takes one "=".
   const digest = "SHA-256=" + createHash("sha256").update(bytes).digest("base64url") + "=";
