@@ -10,6 +10,7 @@ from __future__ import annotations
 from datetime import tzinfo
 from pathlib import Path
 
+from contracts.limits import MAX_EVENT_BYTES
 from worker.importers.aider import AiderConverter
 from worker.importers.base import Converter, SpawnLinks
 from worker.importers.claude_code import ClaudeCodeConverter
@@ -21,7 +22,7 @@ def make_converter(
     fmt: str,
     path: Path,
     *,
-    max_event_bytes: int = 1024 * 1024,
+    max_event_bytes: int = MAX_EVENT_BYTES,
     assume_tz: tzinfo | None = None,
     links: SpawnLinks | None = None,
 ) -> Converter:

@@ -19,8 +19,8 @@ import orjson
 
 _UNSAFE: Final = re.compile(r"[^A-Za-z0-9_-]")
 MAX_ID: Final = 128
-# Longer strings are cut on import: the index refuses events over its size limit (1 MiB by
-# default) and caps the searchable text per event anyway.
+# Longer strings are cut on import: the index refuses events over its size limit
+# (contracts.limits.MAX_EVENT_BYTES by default) and caps the searchable text per event anyway.
 MAX_TEXT_CHARS: Final = 200_000
 EPOCH: Final = "1970-01-01T00:00:00Z"
 # Events a compaction never replaces: the session's frame, not its conversation.
@@ -102,6 +102,9 @@ class Outgoing:
     # An event for a session that ``watch`` already ended as idle: the index would refuse
     # it (nothing follows a session/end), so it is counted instead of published.
     dropped: bool = False
+    # The event's type: the publisher checks the session's order with it (session/start
+    # first, nothing after session/end) without parsing the body again.
+    kind: str = ""
 
     @property
     def msg_id(self) -> str:
@@ -235,7 +238,7 @@ class Sessions:
         self.events += 1
         if type_ not in _NOT_REPLACEABLE:
             state.replaceable.append(seq)
-        return Outgoing(session_id, seq, orjson.dumps(body))
+        return Outgoing(session_id, seq, orjson.dumps(body), kind=type_)
 
     def compaction(
         self,

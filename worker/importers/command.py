@@ -18,6 +18,7 @@ from datetime import tzinfo
 from pathlib import Path
 from typing import Final, TextIO
 
+from contracts.limits import HEADER_ALLOWANCE_BYTES, MAX_EVENT_BYTES, event_size_limit
 from contracts.subjects import Subjects
 from worker.importers.base import Converter, Outgoing, SpawnLinks, Tally
 from worker.importers.detect import FORMATS
@@ -48,8 +49,10 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     parser.add_argument(
         "--max-event-bytes", type=int,
-        default=int(os.environ.get("SESSIONQUERY_MAX_EVENT_BYTES", 1024 * 1024)),
-        help="refuse larger events, as the index would (env SESSIONQUERY_MAX_EVENT_BYTES)",
+        default=int(os.environ.get("SESSIONQUERY_MAX_EVENT_BYTES", MAX_EVENT_BYTES)),
+        help="refuse larger events, as the index would; never above the server's max_payload"
+        f" minus {HEADER_ALLOWANCE_BYTES} (env SESSIONQUERY_MAX_EVENT_BYTES, default"
+        f" {MAX_EVENT_BYTES})",
     )  # fmt: skip
     parser.add_argument(
         "--timezone", default=None,
@@ -70,6 +73,10 @@ class ImportReport:
     duplicates: int = 0
     files: int = 0
     tally: Tally = field(default_factory=Tally)
+    # Published, but the worker will dead-letter them (a session's order broken: no
+    # session/start before it, a gap, an event after session/end), with the first reasons.
+    will_dead_letter: int = 0
+    dead_letter_reasons: tuple[str, ...] = ()
 
     @property
     def invalid(self) -> int:
@@ -129,7 +136,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"import: {exc}", file=sys.stderr)
         return EXIT_FAILED
     print_summary(report, sys.stderr)
-    return EXIT_INVALID_LINES if report.invalid else EXIT_OK
+    return EXIT_INVALID_LINES if report.invalid or report.will_dead_letter else EXIT_OK
 
 
 def print_summary(report: ImportReport, out: TextIO) -> None:
@@ -141,11 +148,20 @@ def print_summary(report: ImportReport, out: TextIO) -> None:
     if report.tally.skipped:
         parts = ", ".join(f"{what} {n}" for what, n in sorted(report.tally.skipped.items()))
         print(f"skipped records: {parts}", file=out)
+    if report.will_dead_letter:
+        print(dead_letter_line(report.will_dead_letter, report.dead_letter_reasons), file=out)
+
+
+def dead_letter_line(count: int, reasons: tuple[str, ...] | list[str]) -> str:
+    return (
+        f"of those, the worker will dead-letter {count}"
+        f" (see sessionquery deadletters): {'; '.join(reasons[:5])}"
+    )
 
 
 async def import_paths(
     paths: list[Path], *, fmt: str, options: NatsOptions, subjects: Subjects,
-    window: int = DEFAULT_WINDOW, max_event_bytes: int = 1024 * 1024,
+    window: int = DEFAULT_WINDOW, max_event_bytes: int = MAX_EVENT_BYTES,
     assume_tz: tzinfo | None = None, progress: TextIO | None = None, errors: TextIO | None = None,
 ) -> ImportReport:  # fmt: skip
     from worker.importers.detect import expand
@@ -158,13 +174,15 @@ async def import_paths(
     try:
         publisher = Publisher(nc, subjects, window=window)
         await publisher.prepare()
-        limit = min(max_event_bytes, publisher.max_payload - 1024)
+        limit = event_size_limit(publisher.max_payload, max_event_bytes)
         run = _ImportRun(publisher, bar, errors or sys.stderr, limit, assume_tz)
         for file, size in zip(files, sizes, strict=True):
             await run.file(file, fmt)
             run.done_bytes += size
         await publisher.settle()
         run.report.published, run.report.duplicates = publisher.published, publisher.duplicates
+        run.report.will_dead_letter = publisher.order.refused
+        run.report.dead_letter_reasons = tuple(publisher.order.reasons)
         run.show(0, final=True)
     finally:
         bar.clear()

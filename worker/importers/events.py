@@ -35,7 +35,7 @@ class EventsConverter:
             return []
         event = outcome[0]
         self.tally.events += 1
-        return [Outgoing(event.session_id, event.seq, line)]
+        return [Outgoing(event.session_id, event.seq, line, kind=event.type)]
 
     def idle(self) -> list[Outgoing]:
         return []

@@ -8,6 +8,7 @@ from datetime import tzinfo
 from pathlib import Path
 from typing import BinaryIO
 
+from contracts.limits import MAX_EVENT_BYTES
 from worker.importers import make_converter
 from worker.importers.base import Converter, Outgoing, Problem, SpawnLinks, Tally
 
@@ -68,7 +69,7 @@ def convert_lines(
     path: Path,
     lines: Iterable[bytes],
     *,
-    max_event_bytes: int = 1024 * 1024,
+    max_event_bytes: int = MAX_EVENT_BYTES,
     assume_tz: tzinfo | None = None,
     links: SpawnLinks | None = None,
 ) -> tuple[list[Outgoing], Tally]:
@@ -90,7 +91,7 @@ def convert_file(
     fmt: str,
     path: Path,
     *,
-    max_event_bytes: int = 1024 * 1024,
+    max_event_bytes: int = MAX_EVENT_BYTES,
     assume_tz: tzinfo | None = None,
     links: SpawnLinks | None = None,
 ) -> tuple[list[Outgoing], Tally]:

@@ -36,9 +36,15 @@ from typing import Any, Final, TextIO
 
 import orjson
 
+from contracts.limits import MAX_EVENT_BYTES, event_size_limit
 from contracts.subjects import Subjects
 from worker.importers.base import Converter, Outgoing, SpawnLinks, Tally
-from worker.importers.command import EXIT_FAILED, EXIT_OK, add_common_arguments
+from worker.importers.command import (
+    EXIT_FAILED,
+    EXIT_OK,
+    add_common_arguments,
+    dead_letter_line,
+)
 from worker.importers.publish import ImportFailed, Publisher
 from worker.runtime.connection import NatsOptions
 
@@ -107,19 +113,24 @@ async def _main(
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    nc = await connect_publisher(options, name="sessionquery-watch")
+    # A follower, like the worker: --connect-attempts as given (0: until stopped).
+    nc = await connect_publisher(
+        options, name="sessionquery-watch", attempts=options.connect_attempts, stop=stop
+    )
     try:
         watcher = Watcher(nc, subjects, paths, settings, progress=progress, errors=sys.stderr)
         await watcher.run(stop)
     finally:
         await nc.close()
-    tally = watcher.tally
+    tally, order = watcher.tally, watcher.publisher.order
     print(
         f"watch stopped: published {watcher.publisher.published} events"
         f" ({watcher.publisher.duplicates} already in the stream) from {len(watcher.files)}"
         f" files, {len(tally.problems)} invalid lines skipped",
         file=sys.stderr,
     )
+    if order.refused:
+        print(dead_letter_line(order.refused, order.reasons), file=sys.stderr)
 
 
 @dataclass(frozen=True)
@@ -130,7 +141,7 @@ class WatchSettings:
     bucket: str = DEFAULT_BUCKET
     chunk_lines: int = DEFAULT_CHUNK_LINES
     window: int = 512
-    max_event_bytes: int = 1024 * 1024
+    max_event_bytes: int = MAX_EVENT_BYTES
     assume_tz: tzinfo | None = None
 
 
@@ -180,7 +191,7 @@ class Watcher:
 
         try:
             await self.publisher.prepare()
-            self.limit = min(self.settings.max_event_bytes, self.publisher.max_payload - 1024)
+            self.limit = event_size_limit(self.publisher.max_payload, self.settings.max_event_bytes)
             self.kv = await self._bucket()
             await self._catch_up(stop)
             while not stop.is_set():
@@ -340,7 +351,10 @@ class Watcher:
 
     async def _send(self, tracked: Tracked, outs: list[Outgoing]) -> None:
         for out in outs:
-            await self.publisher.send(out)
+            refused = await self.publisher.send(out)
+            if refused is not None:  # said as it happens: a watch may run for days
+                print(f"watch: {tracked.path}: the worker will dead-letter it: {refused}",
+                      file=self.errors)  # fmt: skip
         problems = tracked.converter.tally.problems
         for problem in problems[tracked.reported :]:
             print(problem, file=self.errors)
