@@ -308,23 +308,31 @@ def _event(session_id: str, seq: int, kind: str, payload: dict[str, Any]) -> dic
     }
 
 
+def _padded(event: dict[str, Any], size: int) -> bytes:
+    """The event's compact JSON, padded to exactly ``size`` bytes."""
+    event["payload"]["pad"] = "x" * (size - len(json.dumps(event, separators=(",", ":"))))
+    data = json.dumps(event, separators=(",", ":")).encode()
+    assert len(data) == size
+    return data
+
+
 async def test_events_up_to_the_documented_size_limit_and_dead_letters(
     nc: NATS, served: Served
 ) -> None:
     js = nc.jetstream()
     session = "s-conf-" + uuid.uuid4().hex[:12]
     msg_id = f"{session}:1"
-    # §7.3: max_payload − 27 − len(Nats-Msg-Id value).
-    limit = nc.max_payload - 27 - len(msg_id)
-    start = _event(session, 1, "session/start", {"cwd": "/conformance", "pad": ""})
-    start["payload"]["pad"] = "x" * (limit - len(json.dumps(start, separators=(",", ":"))))
-    data = json.dumps(start, separators=(",", ":")).encode()
-    assert len(data) == limit
+    # §7.3: the documented maximum event size, max_payload less 1 KiB, fits with the header.
+    limit = nc.max_payload - 1024
+    data = _padded(_event(session, 1, "session/start", {"cwd": "/conformance", "pad": ""}), limit)
     ack = await js.publish(f"sessions.events.{session}", data, headers={"Nats-Msg-Id": msg_id})
     assert ack.stream == "SESSIONS" and not ack.duplicate
     again = await js.publish(f"sessions.events.{session}", data, headers={"Nats-Msg-Id": msg_id})
     assert again.duplicate  # §7.3: a retried publish is dropped
-    # One byte more closes the connection: on a connection of its own.
+    # Past the transport bound (max_payload - 27 - len(id) with the header) the server closes
+    # the connection: on a connection of its own.
+    bound = nc.max_payload - 27 - len(msg_id)
+    over = _padded(_event(session + "-b", 1, "session/start", {"pad": ""}), bound + 1)
     errors: list[Exception] = []
 
     async def on_error(exc: Exception) -> None:
@@ -334,7 +342,7 @@ async def test_events_up_to_the_documented_size_limit_and_dead_letters(
     try:
         with pytest.raises(Exception):  # noqa: B017 - the client's error type varies
             await doomed.jetstream().publish(
-                f"sessions.events.{session}-b", data + b" ", headers={"Nats-Msg-Id": msg_id}
+                f"sessions.events.{session}-b", over, headers={"Nats-Msg-Id": msg_id}
             )
     finally:
         await doomed.close()
