@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Final
+from typing import Any, Final, Generic, TypeVar
 
 import orjson
 import tantivy
@@ -86,9 +86,14 @@ class _Found:
     strongest: int | None = None  # the best event that is not the title, when seen
 
 
+HitT = TypeVar("HitT", SessionHit, EventHit)
+
+
 @dataclass(slots=True)
-class SessionsResult:
-    hits: list[SessionHit]
+class PageResult(Generic[HitT]):
+    """One page of either search, before it becomes the protocol's page."""
+
+    hits: list[HitT]
     more: bool
     ranked_partial: bool  # the query mode, for the cursor
     partial: bool = False  # no event holds every word (the reply says so)
@@ -143,10 +148,10 @@ class SessionSearch:
         self._check_sql = check
         self._filtered = bool(check)
 
-    def page(self, offset: int, size: int, partial: bool | None) -> SessionsResult:
+    def page(self, offset: int, size: int, partial: bool | None) -> PageResult[SessionHit]:
         want = offset + size + 1
         if want > MAX_CANDIDATE_WINDOW:
-            return SessionsResult(hits=[], more=False, ranked_partial=bool(partial))
+            return PageResult[SessionHit](hits=[], more=False, ranked_partial=bool(partial))
         if partial is None and self._plan.natural_language:
             partial = True  # a question: rank by how many of its words an event holds
         query = self._builder.all_words(self._scope.clauses)
@@ -157,7 +162,7 @@ class SessionSearch:
             query = self._builder.partial(self._scope.clauses)
             found = self._collect(query, want)
         chosen = list(found.items())[offset : offset + size]
-        result = SessionsResult(
+        result = PageResult[SessionHit](
             hits=self._hits(query, chosen), more=len(found) > offset + size, ranked_partial=partial
         )
         best = max((entry.groups for entry in found.values()), default=0)
@@ -294,16 +299,6 @@ class SessionSearch:
         return bool(found)
 
 
-@dataclass(slots=True)
-class EventsResult:
-    hits: list[EventHit]
-    more: bool
-    ranked_partial: bool  # the query mode, for the cursor
-    partial: bool = False  # no event holds every word (the reply says so)
-    unmatched: tuple[str, ...] = ()
-    filtered_out: bool = False
-
-
 def search_session_events(
     fetch: Fetch,
     searcher: tantivy.Searcher,
@@ -317,7 +312,7 @@ def search_session_events(
     offset: int,
     size: int,
     partial: bool | None,
-) -> EventsResult:
+) -> PageResult[EventHit]:
     """One page of ``search_events``: one session's events, best first."""
     builder = QueryBuilder(plan, ws)
     seq_to = events.seq_to
@@ -373,7 +368,7 @@ def search_session_events(
         )
         for c, row in page
     ]
-    result = EventsResult(hits=hits, more=len(kept) > offset + size, ranked_partial=partial)
+    result = PageResult[EventHit](hits=hits, more=len(kept) > offset + size, ranked_partial=partial)
     best = max((c.groups for c, _ in kept), default=0)
     if offset == 0 and partial and best < len(plan.required):
         result.partial = True
