@@ -8,6 +8,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import orjson
@@ -53,13 +54,25 @@ def watch_command(
 
 
 def start(command: list[str]) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    # stderr goes to a file, so a test can wait for what the process said so far.
+    log = tempfile.NamedTemporaryFile(prefix="watch-", suffix=".log", delete=False)  # noqa: SIM115
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=log)
+    log.close()
+    _logs[process.pid] = Path(log.name)
+    return process
+
+
+def said(process: subprocess.Popen[bytes]) -> str:
+    return _logs[process.pid].read_text(errors="replace")
 
 
 def stop(process: subprocess.Popen[bytes], sig: int = signal.SIGTERM) -> tuple[int, str]:
     process.send_signal(sig)
-    _, err = process.communicate(timeout=30)
-    return process.returncode, err.decode()
+    process.wait(timeout=30)
+    return process.returncode, said(process)
+
+
+_logs: dict[int, Path] = {}
 
 
 async def stream_count(nc: NATS, subjects: Subjects) -> int:
@@ -167,7 +180,9 @@ async def test_a_quiet_file_gets_its_session_end_once(
     assert orjson.loads(last.data)["type"] == "session/end"
     # Restarted: the end is remembered (no second end, nothing re-published).
     second = start(command)
-    await asyncio.sleep(1.0)
+    # Caught up (its progress line) before the stop: a SIGTERM during interpreter start-up
+    # would end it before its handler is installed.
+    await until(lambda: "1/1 files" in said(second), within=30)
     code, err = stop(second)
     assert code == 0, err
     assert "published 0 events" in err
