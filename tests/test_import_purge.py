@@ -15,8 +15,8 @@ from nats.aio.client import Client as NATS
 
 from contracts.subjects import Subjects
 from worker.runtime.ingest_consumer import EventConsumer
+from worker.runtime.purge import InvalidDuration, parse_duration_ms
 from worker.store.integrity import check_integrity
-from worker.store.maintenance import InvalidDuration, parse_duration_ms
 from worker.store.protocol import IngestItem
 from worker.store.writer import SqliteIndexWriter
 

@@ -18,7 +18,7 @@ import nats.errors
 import structlog
 from nats.aio.client import Client as NATS
 
-from worker.runtime.logs import add_secrets, redact, redact_url
+from worker.logs import add_secrets, redact, redact_url
 
 log = structlog.get_logger("worker.runtime.connection")
 

@@ -443,7 +443,7 @@ async def _main(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from worker.runtime.logs import configure_logging
+    from worker.logs import configure_logging
 
     args = build_parser().parse_args(argv)
     configure_logging()

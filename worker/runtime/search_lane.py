@@ -53,7 +53,7 @@ from worker.runtime.execution import Executor, admit, send
 from worker.runtime.replies import BadEnvelope, parse_request
 from worker.runtime.slow_consumers import PendingLimits
 from worker.signals import ExecutionSignal
-from worker.tools.definitions import ToolDefinition, ToolSet
+from worker.tools import ToolDefinition, ToolSet
 
 log = structlog.get_logger("worker.runtime.search_lane")
 

@@ -33,7 +33,7 @@ from nats.js.errors import ServiceUnavailableError
 from contracts.subjects import Subjects
 from worker.runtime.config import ENV_PREFIX, WorkerConfig
 from worker.runtime.connection import NatsOptions, add_nats_arguments, options_from_args
-from worker.tools.definitions import ToolConfig
+from worker.tools import ToolConfig
 
 if TYPE_CHECKING:
     from worker.runtime.worker import Worker
@@ -175,7 +175,7 @@ def _config_from_args(args: argparse.Namespace) -> WorkerConfig:
 
 
 def run(args: argparse.Namespace) -> int:
-    from worker.runtime.logs import configure_logging
+    from worker.logs import configure_logging
 
     json_logs = None if args.log_format is None else args.log_format == "json"
     try:
