@@ -1,4 +1,4 @@
-"""The import rules between the packages (docs/architecture.md, "Layering"), read from the
+"""The import rules between the packages (docs/architecture.md, "Layering rules"), read from the
 source with ``ast`` so an import inside a function or under ``TYPE_CHECKING`` counts too.
 
 - ``worker/store`` and ``worker/tools`` import no ``nats``: transport is the runtime's.
