@@ -211,8 +211,8 @@ async def _serve_worker(args: argparse.Namespace) -> None:
     import nats
 
     from contracts.subjects import Subjects
+    from worker.logs import configure_logging
     from worker.runtime.config import WorkerConfig
-    from worker.runtime.logs import configure_logging
     from worker.runtime.worker import Worker
 
     configure_logging(json=True)  # stderr: the parent points it at a log file

@@ -174,7 +174,7 @@ def _json_default(value: Any) -> Any:
 def quiet_worker_logs(bench: str) -> Path:
     """Worker logs as JSON lines to a file under bench/out (as a deployment would ship
     them), so the console shows the table and per-request lines do not cost a terminal."""
-    from worker.runtime.logs import configure_logging
+    from worker.logs import configure_logging
 
     OUT_DIR.mkdir(parents=True, exist_ok=True)
     path = OUT_DIR / f"{bench}-worker.log"

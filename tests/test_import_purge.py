@@ -7,32 +7,17 @@ import sqlite3
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
-import orjson
 import pytest
 from nats.aio.client import Client as NATS
 
 from contracts.subjects import Subjects
+from tests._events import event
 from worker.runtime.ingest_consumer import EventConsumer
+from worker.runtime.purge import InvalidDuration, parse_duration_ms
 from worker.store.integrity import check_integrity
-from worker.store.maintenance import InvalidDuration, parse_duration_ms
 from worker.store.protocol import IngestItem
 from worker.store.writer import SqliteIndexWriter
-
-
-def event(session_id: str, seq: int, type_: str = "message/user", /, **fields: Any) -> bytes:
-    body: dict[str, Any] = {
-        "session_id": session_id,
-        "seq": seq,
-        "event_id": f"e-{seq}",
-        "type": type_,
-        "surface": "user",
-        "time": "2026-12-02T09:00:00Z",
-        "payload": {"cwd": "/work/a"} if type_ == "session/start" else {"text": f"t{seq}"},
-    }
-    body.update(fields)
-    return orjson.dumps(body)
 
 
 def sessionquery(*args: str) -> subprocess.CompletedProcess[str]:

@@ -16,7 +16,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "serve": ("worker.runtime.serve", "run the worker (embedded nats-server when no URL)"),
     "import": ("worker.importers.command", "publish agent session files to the stream"),
     "watch": ("worker.importers.watch", "import session files and follow them as they grow"),
-    "purge": ("worker.store.maintenance", "remove sessions from the index (bumps the epoch)"),
+    "purge": ("worker.runtime.purge", "remove sessions from the index (bumps the epoch)"),
     "call": ("worker.runtime.call_command", "call one tool over NATS and print the reply"),
     "manifest": ("worker.runtime.call_command", "print the tool manifest"),
     "mcp": ("worker.mcp_bridge.command", "serve the five tools to MCP clients (stdio or HTTP)"),

@@ -20,9 +20,9 @@ import orjson
 from nats.aio.msg import Msg
 
 from contracts.subjects import Subjects
+from worker.logs import configure_logging
 from worker.runtime.config import WorkerConfig
 from worker.runtime.connection import NatsOptions, connect
-from worker.runtime.logs import configure_logging
 from worker.runtime.search_lane import REQUEST_ID_HEADER
 from worker.runtime.worker import Worker
 

@@ -28,8 +28,8 @@ from nats.aio.client import Client as NATS
 from contracts.client import SessionQueryClient
 from contracts.envelope import AgentIdentity, Execution
 from contracts.subjects import TOOL_NAMES, Subjects
+from worker.logs import configure_logging, request_context
 from worker.runtime.connection import open_connection
-from worker.runtime.logs import configure_logging, request_context
 from worker.runtime.sample_corpus import DEMO_CALLER, PAY_ROOT, WEB_CHILD, WEB_ROOT
 
 CLI = [sys.executable, "-m", "worker.cli"]
@@ -286,7 +286,7 @@ async def test_publishing_the_sample_corpus_twice_adds_nothing(
 
 
 def test_a_json_log_line_always_renders_and_stays_ascii() -> None:
-    from worker.runtime.logs import render_json
+    from worker.logs import render_json
 
     hard: list[dict[object, object]] = [
         {"event": "ok", "ms": 0.25, "spilled": False},

@@ -8,9 +8,9 @@ from pathlib import Path
 import orjson
 import structlog
 
+from worker.logs import configure_logging, redact_url
 from worker.runtime.connection import NatsOptions, describe_error, register_secrets
 from worker.runtime.continuity import StreamState, judge
-from worker.runtime.logs import configure_logging, redact_url
 
 STREAM = StreamState(name="SESSIONS", created="2026-12-03T10:00:00+00:00", first_seq=1,
                      last_seq=100, messages=100)  # fmt: skip

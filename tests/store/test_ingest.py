@@ -10,13 +10,13 @@ from typing import Any
 
 import nats
 import nats.errors
-import orjson
 import pytest
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 from nats.js.api import StorageType
 
 from contracts.subjects import Subjects
+from tests._events import event
 from worker.runtime.connection import open_connection
 from worker.runtime.embedded_server import EmbeddedNatsServer
 from worker.runtime.ingest_consumer import (
@@ -29,22 +29,6 @@ from worker.store.ingest import IngestActor
 from worker.store.integrity import check_integrity
 from worker.store.protocol import ApplyResult, IngestItem, Rejected
 from worker.store.writer import SqliteIndexWriter
-
-
-def event(session_id: str, seq: int, type_: str = "message/user", /, **fields: Any) -> bytes:
-    body: dict[str, Any] = {
-        "session_id": session_id,
-        "seq": seq,
-        "event_id": f"e-{seq}",
-        "type": type_,
-        "surface": "user",
-        "time": "2026-12-02T09:00:00Z",
-        "payload": {"text": f"hello {seq}"},
-    }
-    if type_ == "session/start":
-        body["payload"] = {"cwd": "/work/a"}
-    body.update(fields)
-    return orjson.dumps(body)
 
 
 def count(db: Path, sql: str) -> int:

@@ -7,9 +7,9 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import orjson
 import pytest
 
+from tests._events import event
 from worker.store import schema
 from worker.store.integrity import check_integrity, content_checksum
 from worker.store.protocol import IngestItem
@@ -17,22 +17,6 @@ from worker.store.query import compile_query
 from worker.store.search_index import QueryBuilder, SearchIndexReader, scope_clauses, top
 from worker.store.text import searchable_text
 from worker.store.writer import SqliteIndexWriter
-
-T0 = "2026-12-02T09:00:00Z"
-
-
-def event(session_id: str, seq: int, type_: str = "message/user", /, **fields: Any) -> bytes:
-    body: dict[str, Any] = {
-        "session_id": session_id,
-        "seq": seq,
-        "event_id": f"e-{session_id}-{seq}",
-        "type": type_,
-        "surface": "user",
-        "time": f"2026-12-02T09:{seq // 60 % 60:02d}:{seq % 60:02d}Z",
-        "payload": {"text": f"hello {session_id} {seq}"},
-    }
-    body.update(fields)
-    return orjson.dumps(body)
 
 
 def start(session_id: str, cwd: str | None = "/work/a", parent: str | None = None) -> bytes:

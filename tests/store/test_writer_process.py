@@ -19,6 +19,7 @@ import pytest
 from nats.aio.client import Client as NATS
 
 from contracts.subjects import Subjects
+from tests._events import event
 from worker.runtime.config import WorkerConfig
 from worker.runtime.ingest_consumer import ensure_events_stream
 from worker.runtime.worker import Worker
@@ -38,7 +39,7 @@ from worker.store.writer_process import (
 )
 
 from .test_exactly_once import wait_until
-from .test_ingest import count, event
+from .test_ingest import count
 
 # A trigger that makes any insert of session "boom" fail inside the child's transaction.
 BOOM_TRIGGER = (

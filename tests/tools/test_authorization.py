@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from contracts.envelope import Execution
 from contracts.errors import ErrorCode
-from tests.tools.fakes import (
+from tests.tools._fakes import (
     CALLER,
     CWD,
     GEN,
@@ -28,7 +28,7 @@ from tests.tools.fakes import (
     stored,
     summary,
 )
-from tests.tools.helpers import as_caller, outcome, run_tool, tool_error
+from tests.tools._helpers import as_caller, outcome, run_tool, tool_error
 from worker.store import (
     EventRef,
     EventRelations,

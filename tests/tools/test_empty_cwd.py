@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from contracts.errors import ErrorCode
-from tests.tools.corpus import Index, event, sqlite_index, start
-from tests.tools.helpers import as_caller, outcome, run_tool, tool_error
+from tests.tools._corpus import Index, event, sqlite_index, start
+from tests.tools._helpers import as_caller, outcome, run_tool, tool_error
 from worker.signals import ExecutionSignal
 
 ALONE = "s-empty-cwd-a"

@@ -17,8 +17,8 @@ import orjson
 import pytest
 
 from contracts.errors import ErrorCode
-from tests.tools.corpus import Index, event, sqlite_index, start
-from tests.tools.helpers import as_caller, outcome, run_tool, tool_error
+from tests.tools._corpus import Index, event, sqlite_index, start
+from tests.tools._helpers import as_caller, outcome, run_tool, tool_error
 from worker.runtime.sample_corpus import (
     DEMO_CALLER,
     PAY_CHILD,

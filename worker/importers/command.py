@@ -108,9 +108,9 @@ def assumed_zone(name: str | None) -> tzinfo | str | None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from worker.logs import configure_logging
     from worker.runtime.connection import options_from_args
     from worker.runtime.ingest_consumer import subjects_from_args
-    from worker.runtime.logs import configure_logging
 
     configure_logging()
     if args.window < 1:

@@ -76,9 +76,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from worker.importers.command import assumed_zone, resolve_paths
+    from worker.logs import configure_logging
     from worker.runtime.connection import options_from_args
     from worker.runtime.ingest_consumer import subjects_from_args
-    from worker.runtime.logs import configure_logging
 
     configure_logging()
     paths = resolve_paths(args)

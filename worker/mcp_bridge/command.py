@@ -66,8 +66,8 @@ def run(args: argparse.Namespace) -> int:
         print("mcp: the MCP SDK is missing; install the extra: pip install"
               " 'session-query-worker[mcp]'", file=sys.stderr)  # fmt: skip
         return EXIT_FAILED
+    from worker.logs import configure_logging
     from worker.runtime.connection import options_from_args
-    from worker.runtime.logs import configure_logging
 
     configure_logging(stream=sys.stderr)  # stdout is the protocol channel under stdio
     subjects = Subjects(prefix=args.subject_prefix, events_stream=args.stream,

@@ -15,7 +15,7 @@ from typing import Any
 
 from contracts.limits import MAX_EVENT_BYTES
 from contracts.subjects import Subjects
-from worker.tools.definitions import ToolConfig
+from worker.tools import ToolConfig
 
 ENV_PREFIX = "SESSIONQUERY_"
 

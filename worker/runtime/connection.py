@@ -8,7 +8,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import random
 import ssl
 from dataclasses import dataclass
 from typing import Any, Final
@@ -18,13 +17,12 @@ import nats.errors
 import structlog
 from nats.aio.client import Client as NATS
 
-from worker.runtime.logs import add_secrets, redact, redact_url
+from worker.logs import add_secrets, redact, redact_url
+from worker.retry import CONNECT, RetryStopped, retry
 
 log = structlog.get_logger("worker.runtime.connection")
 
 DEFAULT_CONNECT_ATTEMPTS: Final = 10
-_BACKOFF_FIRST_S: Final = 0.5
-_BACKOFF_MAX_S: Final = 10.0
 
 
 @dataclass(frozen=True)
@@ -173,35 +171,31 @@ async def connect_reporting(
     register_secrets(options)
     limit = options.connect_attempts if attempts is None else attempts
     where = redact_url(options.url)
-    attempt = 0
-    while True:
-        attempt += 1
+    failed: list[str] = []  # the line of each failed attempt
+
+    async def attempt() -> NATS:
         errors: list[BaseException] = []
         try:
             return await _connect_once(options, errors, name=name, **extra)
         except Exception as exc:
             reason = describe_error(errors[-1] if errors else exc)
-        line = f"cannot connect to NATS at {where}: {reason}"
-        of = f"attempt {attempt} of {limit}" if limit else f"attempt {attempt}"
-        if limit and attempt >= limit:
-            log.error(f"{line} ({of}); giving up")
-            raise ConnectFailed(f"{line} (after {attempt} attempts)") from None
-        delay = min(_BACKOFF_MAX_S, _BACKOFF_FIRST_S * 2 ** (attempt - 1))
-        delay *= random.uniform(0.5, 1.0)  # jitter: a fleet does not retry in step
-        log.warning(f"{line} ({of}); retrying in {delay:.1f} s")
-        if await _stopped_within(stop, delay):
-            raise ConnectFailed(f"{line} (stopped while retrying)")
+            failed.append(f"cannot connect to NATS at {where}: {reason}")
+            raise
 
+    def retrying(exc: Exception, failures: int, wait: float) -> None:
+        of = f"attempt {failures} of {limit}" if limit else f"attempt {failures}"
+        log.warning(f"{failed[-1]} ({of}); retrying in {wait:.1f} s")
 
-async def _stopped_within(stop: asyncio.Event | None, delay: float) -> bool:
-    if stop is None:
-        await asyncio.sleep(delay)
-        return False
     try:
-        await asyncio.wait_for(stop.wait(), delay)
-    except TimeoutError:
-        return False
-    return True
+        return await retry(
+            CONNECT.at_most(limit or None), attempt, on=lambda exc: True, stop=stop, log=retrying
+        )
+    except RetryStopped:
+        raise ConnectFailed(f"{failed[-1]} (stopped while retrying)") from None
+    except Exception:
+        of = f"attempt {len(failed)} of {limit}" if limit else f"attempt {len(failed)}"
+        log.error(f"{failed[-1]} ({of}); giving up")
+        raise ConnectFailed(f"{failed[-1]} (after {len(failed)} attempts)") from None
 
 
 async def _connect_once(
@@ -218,7 +212,7 @@ async def _connect_once(
 
     kwargs = _connect_kwargs(options)
     kwargs.update(
-        # One try per server per attempt: this loop does the backoff and the reporting.
+        # One try per server per attempt: connect_reporting does the waits and the reporting.
         allow_reconnect=False,
         max_reconnect_attempts=1,
         reconnect_time_wait=0.05,

@@ -46,7 +46,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from worker.runtime.logs import configure_logging
+    from worker.logs import configure_logging
 
     # Warnings only: the tools' output is the point here.
     configure_logging(json=False, level="warning")

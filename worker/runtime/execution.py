@@ -17,14 +17,14 @@ from nats.errors import MaxPayloadError
 
 from contracts.envelope import ToolRequest, owner_key
 from contracts.errors import ErrorCode
+from worker.logs import request_context
 from worker.runtime import replies
 from worker.runtime.cancellation import CancellationRegistry
-from worker.runtime.logs import request_context
 from worker.runtime.replies import EncodedReply
 from worker.runtime.reply_stats import ReplyStats
 from worker.runtime.spill import Spiller
 from worker.signals import DeadlineExceeded, ExecutionAborted, ExecutionSignal
-from worker.tools.definitions import ToolDefinition, ToolError
+from worker.tools import ToolDefinition, ToolError
 
 log = structlog.get_logger("worker.runtime.execution")
 

@@ -43,6 +43,7 @@ from nats.js.api import (
 )
 
 from contracts.subjects import Subjects
+from worker.retry import JETSTREAM, retry
 from worker.runtime.continuity import StreamDiverged, StreamState, bind, judge, stream_state
 from worker.store.ingest import IngestActor
 from worker.store.protocol import IndexWriteStopped, IngestItem, Rejected, SessionIndexWriter
@@ -53,7 +54,6 @@ log = structlog.get_logger(__name__)
 REASON_HEADER: Final = "Sessionquery-Reason"
 STREAM_SEQ_HEADER: Final = "Sessionquery-Stream-Seq"
 TRUNCATED_HEADER: Final = "Sessionquery-Truncated"
-_RETRY_MAX_S: Final = 5.0
 
 
 async def ensure_events_stream(js: JetStreamContext, subjects: Subjects) -> None:
@@ -177,32 +177,34 @@ class EventConsumer:
                 await actor
 
     async def _retrying(self, step: Any) -> None:
-        delay = 0.1
-        while True:
-            try:
-                await step()
-                return
-            except (StreamDiverged, IndexWriteStopped):
-                raise
-            except Exception:
-                log.warning("events stream not reachable; retrying", exc_info=True)
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, _RETRY_MAX_S)
+        def unreachable(exc: Exception, failures: int, wait: float) -> None:
+            log.warning("events stream not reachable; retrying", exc_info=exc)
+
+        await retry(
+            JETSTREAM,
+            step,
+            on=lambda exc: not isinstance(exc, (StreamDiverged, IndexWriteStopped)),
+            log=unreachable,
+        )
+
+    async def _open_feed(self, js: JetStreamContext) -> _Feed:
+        feed = _Feed(self, js)
+        try:
+            await feed.open()
+        except Exception:
+            await feed.close()
+            raise
+        return feed
 
     async def _pump(self, js: JetStreamContext) -> None:
-        delay = 0.1
+        def not_created(exc: Exception, failures: int, wait: float) -> None:
+            log.warning("ingest consumer not created; retrying", exc_info=exc)
+
         while True:
-            feed = _Feed(self, js)
-            try:
-                await feed.open()
-            except Exception:
-                log.warning("ingest consumer not created; retrying", exc_info=True)
-                await feed.close()
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, _RETRY_MAX_S)
-                continue
+            feed = await retry(
+                JETSTREAM, lambda: self._open_feed(js), on=lambda exc: True, log=not_created
+            )
             self.consumers_created += 1
-            delay = 0.1
             try:
                 reason = await feed.watch()
                 log.warning("ingest consumer reset", reason=reason, from_seq=self._next_seq)
@@ -443,7 +445,7 @@ async def _main(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from worker.runtime.logs import configure_logging
+    from worker.logs import configure_logging
 
     args = build_parser().parse_args(argv)
     configure_logging()

@@ -22,7 +22,7 @@ from worker.runtime.cancellation import CancellationRegistry
 from worker.runtime.deadlines import effective_deadline_ms, signal_until
 from worker.runtime.execution import Executor, admit, send
 from worker.signals import ExecutionSignal
-from worker.tools.definitions import ToolDefinition
+from worker.tools import ToolDefinition
 
 log = structlog.get_logger("worker.runtime.parallel_lane")
 

@@ -46,6 +46,7 @@ from nats.js.errors import (
 from contracts.envelope import ToolRequest, owner_key
 from contracts.errors import ErrorCode
 from contracts.subjects import Subjects
+from worker.retry import ENQUEUE, retry
 from worker.runtime import replies
 from worker.runtime.cancellation import CancellationRegistry
 from worker.runtime.deadlines import effective_deadline_ms, expired, loop_time_of, signal_until
@@ -53,7 +54,7 @@ from worker.runtime.execution import Executor, admit, send
 from worker.runtime.replies import BadEnvelope, parse_request
 from worker.runtime.slow_consumers import PendingLimits
 from worker.signals import ExecutionSignal
-from worker.tools.definitions import ToolDefinition, ToolSet
+from worker.tools import ToolDefinition, ToolSet
 
 log = structlog.get_logger("worker.runtime.search_lane")
 
@@ -241,9 +242,10 @@ class SearchLane:
         give_up = loop.time() + ENQUEUE_TIMEOUT_S
         if deadline_ms is not None:
             give_up = min(give_up, loop_time_of(deadline_ms))
-        delay = 0.05
         maybe_landed = False
-        while True:
+
+        async def attempt() -> api.PubAck:
+            nonlocal maybe_landed
             try:
                 ack = await self._js.publish(
                     subject,
@@ -252,19 +254,21 @@ class SearchLane:
                     stream=self._subjects.search_stream,
                     timeout=max(0.05, min(PUBLISH_ATTEMPT_S, give_up - loop.time())),
                 )
-            except (NoStreamResponseError, ServiceUnavailableError) as exc:
-                if _queue_full(exc):
-                    raise  # 503 too, but a full queue: answered OVERLOADED at once
             except (TimeoutError, nats.errors.TimeoutError):
                 maybe_landed = True
-            else:
-                if maybe_landed and ack.duplicate:
-                    return dataclasses.replace(ack, duplicate=False)
-                return ack
-            if loop.time() + delay >= give_up:
-                raise TimeoutError
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, 0.5)
+                raise
+            if maybe_landed and ack.duplicate:
+                return dataclasses.replace(ack, duplicate=False)
+            return ack
+
+        try:
+            return await retry(ENQUEUE.within(give_up - loop.time()), attempt, on=_no_leader_yet)
+        except (NoStreamResponseError, ServiceUnavailableError) as exc:
+            if _queue_full(exc):
+                raise  # 503 too, but a full queue: answered OVERLOADED at once
+            raise TimeoutError from None
+        except nats.errors.TimeoutError:
+            raise TimeoutError from None
 
     # -- the fetch loop (an actor) -----------------------------------------------------
 
@@ -492,6 +496,13 @@ def dedupe_id(request: ToolRequest) -> str:
         [owner[0] if owner else None, owner[1] if owner else None, request.request_id]
     )
     return hashlib.sha256(key).hexdigest()
+
+
+def _no_leader_yet(exc: Exception) -> bool:
+    """No responders, 503 or an attempt timed out: the stream has no leader right now."""
+    if isinstance(exc, (NoStreamResponseError, ServiceUnavailableError)):
+        return not _queue_full(exc)
+    return isinstance(exc, (TimeoutError, nats.errors.TimeoutError))
 
 
 def _queue_full(exc: Exception) -> bool:

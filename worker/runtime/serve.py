@@ -31,9 +31,10 @@ from nats.errors import TimeoutError as NatsTimeoutError
 from nats.js.errors import ServiceUnavailableError
 
 from contracts.subjects import Subjects
+from worker.retry import STARTUP, RetryStopped, retry
 from worker.runtime.config import ENV_PREFIX, WorkerConfig
 from worker.runtime.connection import NatsOptions, add_nats_arguments, options_from_args
-from worker.tools.definitions import ToolConfig
+from worker.tools import ToolConfig
 
 if TYPE_CHECKING:
     from worker.runtime.worker import Worker
@@ -175,7 +176,7 @@ def _config_from_args(args: argparse.Namespace) -> WorkerConfig:
 
 
 def run(args: argparse.Namespace) -> int:
-    from worker.runtime.logs import configure_logging
+    from worker.logs import configure_logging
 
     json_logs = None if args.log_format is None else args.log_format == "json"
     try:
@@ -266,6 +267,7 @@ async def _connect_and_serve(
 # A clustered JetStream answers its API only once its meta leader is elected, and a stream
 # leader may be moving: the worker's setup is retried for this long before serve gives up.
 STARTUP_RETRY_S: Final = 60.0
+_NOT_READY: Final = (NatsTimeoutError, NoRespondersError, ServiceUnavailableError)
 
 
 async def start_when_ready(
@@ -274,21 +276,19 @@ async def start_when_ready(
     """``Worker.start``, retried while JetStream is not ready; None if stopped meanwhile."""
     from worker.runtime.worker import Worker
 
-    loop = asyncio.get_running_loop()
-    give_up = loop.time() + within
-    delay = 0.25
-    while True:
-        try:
-            return await Worker.start(nc, config)
-        except (NatsTimeoutError, NoRespondersError, ServiceUnavailableError) as exc:
-            if loop.time() + delay >= give_up:
-                raise
-            log.warning("JetStream not ready; retrying worker start", error=type(exc).__name__)
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(stop.wait(), delay)
-        if stop.is_set():
-            return None
-        delay = min(delay * 2, 5.0)
+    def not_ready(exc: Exception, failures: int, wait: float) -> None:
+        log.warning("JetStream not ready; retrying worker start", error=type(exc).__name__)
+
+    try:
+        return await retry(
+            STARTUP.within(within),
+            lambda: Worker.start(nc, config),
+            on=lambda exc: isinstance(exc, _NOT_READY),
+            stop=stop,
+            log=not_ready,
+        )
+    except RetryStopped:
+        return None
 
 
 async def _serve_connected(

@@ -27,7 +27,7 @@ from worker.runtime import replies
 from worker.runtime.execution import send
 from worker.runtime.reply_stats import ReplyStats
 from worker.runtime.slow_consumers import PendingLimits, SlowConsumerWatch
-from worker.tools.definitions import ToolDefinition, ToolSet
+from worker.tools import ToolDefinition, ToolSet
 
 log = structlog.get_logger("worker.runtime.service")
 

@@ -32,7 +32,7 @@ from worker.runtime.service import MANIFEST_ENDPOINT, MsgHandler, ToolService
 from worker.runtime.slow_consumers import PendingLimits, SlowConsumerWatch
 from worker.runtime.spill import Spiller, SpillPolicy
 from worker.store.ingest import IngestStats
-from worker.tools.definitions import ToolDefinition, ToolSet
+from worker.tools import ToolDefinition, ToolSet
 
 log = structlog.get_logger("worker.runtime.worker")
 

@@ -17,10 +17,11 @@ import contextlib
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Final, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import structlog
 
+from worker.retry import INGEST_APPLY
 from worker.store.protocol import (
     ApplyResult,
     BatchNotAttempted,
@@ -33,9 +34,6 @@ from worker.store.protocol import (
 log = structlog.get_logger(__name__)
 
 DeadLetterSink = Callable[[Rejected], Awaitable[None]]
-
-_RETRY_FIRST_S: Final = 0.05
-_RETRY_MAX_S: Final = 5.0
 
 
 @runtime_checkable
@@ -232,7 +230,9 @@ class IngestActor:
         )
         if previous is not None and not chained:
             await previous
-        delay = _RETRY_FIRST_S
+        # The loop stays here (a retry waits for the batch before it, a batch not attempted
+        # is retried at once, an abandoned run tries once more); the waits are the policy's.
+        failures = 0
         while True:
             try:
                 if chained:
@@ -253,6 +253,8 @@ class IngestActor:
                     raise  # a failing batch is replayed by the next run
 
                 self._stats = replace(self._stats, apply_failures=self._stats.apply_failures + 1)
+                failures += 1
+                delay = INGEST_APPLY.wait(failures)
                 log.exception(
                     "ingest batch failed; retrying",
                     first_stream_seq=batch[0].stream_seq,
@@ -261,7 +263,6 @@ class IngestActor:
                 )
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._abandoned.wait(), delay)
-                delay = min(delay * 2, _RETRY_MAX_S)
             chained = False
             if previous is not None:
                 await previous  # a retry never overtakes the batch before it

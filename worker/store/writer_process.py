@@ -620,7 +620,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.dup2(2, 1)  # stray output goes to stderr, never into a reply frame
     requests: BinaryIO = _ExactReader(sys.stdin.buffer.raw)  # type: ignore[assignment,union-attr]
 
-    from worker.runtime.logs import configure_logging
+    from worker.logs import configure_logging
 
     configure_logging()
     try:

@@ -1,5 +1,8 @@
 """``sessionquery purge``: remove sessions from the index (bumps the epoch).
 
+The command-line glue lives in the runtime (configuration defaults, logging, output); the
+purge itself is the store's ``SqliteIndexWriter.purge``.
+
 ``--session ID`` (repeatable) or ``--older-than DURATION`` (sessions whose latest event is
 older than now minus DURATION). Runs beside a live worker: it opens its own writer
 connection, and SQLite's write lock (with a busy timeout) keeps the two writers apart.
@@ -63,7 +66,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from worker.runtime.logs import configure_logging
+    from worker.logs import configure_logging
 
     configure_logging()  # log lines to stderr; stdout carries only the result
     older_than_ms: int | None = None

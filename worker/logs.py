@@ -1,5 +1,8 @@
 """Logging: structlog JSON lines (a console renderer when stderr is a terminal).
 
+Every command, the runtime and the index writer's child process configure logging here, so
+it sits beside the layers (it imports nothing from ``worker``): the store may use it.
+
 Context variables are merged into every line, so binding ``request_id`` and ``tool`` once
 per request (``request_context``) tags everything logged while serving it, including lines
 from libraries that use the standard ``logging`` module.

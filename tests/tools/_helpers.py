@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from contracts.envelope import AgentIdentity, Execution
-from tests.tools.fakes import CALLER
+from tests.tools._fakes import CALLER
 from worker.signals import ExecutionSignal
 from worker.store import SessionQueryService
 from worker.tools import ToolConfig, ToolError, register_tools
