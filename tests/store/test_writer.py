@@ -361,9 +361,12 @@ async def test_state_survives_reopen(db: Path) -> None:
         assert (result.applied, result.duplicates) == (1, 1)
 
 
-async def test_integrity_check_detects_a_missing_fts_row(db: Path) -> None:
+async def test_integrity_check_detects_the_search_index_disagreeing_with_the_store(
+    db: Path,
+) -> None:
     async with await SqliteIndexWriter.open(db) as w:
-        await w.apply(items(start("s-1")))
+        await w.apply(items(start("s-1"), event("s-1", 2)))
+    assert check_integrity(db) == []
     conn = sqlite3.connect(db)
     conn.execute(
         "INSERT INTO events (id, session_id, seq, event_id, type, surface, time_ms,"
@@ -371,5 +374,9 @@ async def test_integrity_check_detects_a_missing_fts_row(db: Path) -> None:
         " 'ws', 'orphan text', '{}')"
     )
     conn.commit()
+    assert check_integrity(db, wait_s=0.2) == ["search index: 1 events not yet indexed after 0.2 s"]
+    conn.execute("DELETE FROM events WHERE id <> 99")  # indexed, no longer stored
+    conn.commit()
     conn.close()
-    assert check_integrity(db) != []
+    problems = check_integrity(db, wait_s=0.2)
+    assert any("events the store lacks" in p for p in problems), problems
