@@ -3,7 +3,8 @@
 - ``isolation``: the same per-workspace size (sessions dealt to workspaces in turn) with
   6, 24 and 96 workspaces, each index built through the real writer; ``search_sessions``
   first pages of every query class (``bench.vocabulary.QUERY_CLASSES``), the same query
-  texts in each run. Target: p50 at 96 workspaces <= 1.3x p50 at 6.
+  texts on each index, the i-th query run on every index back to back (drift of a shared
+  machine hits all alike). Target: p50 at 96 workspaces <= 1.3x p50 at 6.
 - ``many``: 5,000 workspaces of 200 events against 24 workspaces at the same total, each
   through NATS and a real ``Worker`` process: the ingest rate (stream to searchable), the
   worker's start-up to serving (a new ``Worker`` process on the existing index until its
@@ -57,25 +58,36 @@ def _config(workspaces: int, events_per_workspace: int, session_events: int) -> 
 # --- isolation -----------------------------------------------------------------------------
 
 
-async def _search_store(db: Path, queries: Sequence[floors.Query], rounds: int) -> dict[str, Any]:
+async def _search_interleaved(
+    dbs: dict[str, Path], queries: dict[str, list[floors.Query]], rounds: int
+) -> dict[str, dict[str, Any]]:
+    """Each query in turn on every index (the i-th query of each run back to back), so a
+    shared machine's drift hits every workspace count alike."""
     from bench.store import ProviderSearch
 
-    provider = await ProviderSearch.open(db, page_size=100)
-    samples: dict[str, list[float]] = {}
+    providers = {key: await ProviderSearch.open(db, page_size=100) for key, db in dbs.items()}
+    samples: dict[str, dict[str, list[float]]] = {key: {} for key in dbs}
     try:
-        for query in queries[:3]:
-            await provider.page(query)
+        for key, provider in providers.items():
+            for query in queries[key][:3]:
+                await provider.page(query)
         for _ in range(rounds):
-            for query in queries:
-                seconds, _ = await provider.page(query)
-                samples.setdefault(query.kind, []).append(seconds)
+            for i in range(min(len(q) for q in queries.values())):
+                for key, provider in providers.items():
+                    query = queries[key][i]
+                    seconds, _ = await provider.page(query)
+                    samples[key].setdefault(query.kind, []).append(seconds)
     finally:
-        await provider.close()
-    every = [s for values in samples.values() for s in values]
-    return {
-        "latency_ms": asdict(Latency.of(every)),
-        "by_class": {k: asdict(Latency.of(v)) for k, v in samples.items()},
-    }
+        for provider in providers.values():
+            await provider.close()
+    out: dict[str, dict[str, Any]] = {}
+    for key, by_kind in samples.items():
+        every = [s for values in by_kind.values() for s in values]
+        out[key] = {
+            "latency_ms": asdict(Latency.of(every)),
+            "by_class": {k: asdict(Latency.of(v)) for k, v in by_kind.items()},
+        }
+    return out
 
 
 async def isolation(
@@ -88,23 +100,25 @@ async def isolation(
     work_dir: Path | None = None,
 ) -> dict[str, Any]:
     runs: dict[str, Any] = {}
+    dbs: dict[str, Path] = {}
+    queries: dict[str, list[floors.Query]] = {}
     with tempfile.TemporaryDirectory(prefix="sq-bench-isolation-", dir=work_dir) as tmp:
         for count in counts:
             config = _config(count, events_per_workspace, session_events)
-            db = Path(tmp) / f"ws{count}.sqlite"
+            db = dbs[str(count)] = Path(tmp) / f"ws{count}.sqlite"
             t0 = time.perf_counter()
             built = await corpus.write_index(config, db)
             build_s = time.perf_counter() - t0
-            queries = floors.class_queries(config, per_class)
-            found = await _search_store(db, queries, rounds)
+            queries[str(count)] = floors.class_queries(config, per_class)
             runs[str(count)] = {
                 "events": built,
                 "build_s": build_s,
                 "build_events_per_s": built / build_s if build_s else 0.0,
                 "db_bytes": db_size_bytes(db),
-                **found,
             }
-            await asyncio.to_thread(_empty, Path(tmp))  # one index on disk at a time
+        found = await _search_interleaved(dbs, queries, rounds)
+        for key, measured in found.items():
+            runs[key].update(measured)
     low, high = runs[str(counts[0])], runs[str(counts[-1])]
     checks = [
         Check(
@@ -135,16 +149,6 @@ async def isolation(
         "rounds": rounds,
     }
     return result_dict("isolation", params=params, checks=checks, measurements={"runs": runs})
-
-
-def _empty(directory: Path) -> None:
-    import shutil
-
-    for path in directory.iterdir():
-        if path.is_dir():
-            shutil.rmtree(path, ignore_errors=True)
-        else:
-            path.unlink()
 
 
 # --- many small workspaces -----------------------------------------------------------------

@@ -293,7 +293,7 @@ class SessionSearch:
             return False
         found = self._fetch(
             "SELECT 1 FROM events e JOIN sessions s ON s.session_id = e.session_id"
-            " WHERE e.id IN (SELECT value FROM json_each(:cand)) AND s.cwd = :cwd LIMIT 1",
+            " WHERE e.id IN (SELECT value FROM json_each(:cand)) AND +s.cwd = :cwd LIMIT 1",
             {"cand": rows.json_list(c.event_id for c in candidates), "cwd": self._cwd},
         )
         return bool(found)
@@ -340,7 +340,7 @@ def search_session_events(
         candidates = top(searcher, query, offset + size + 1)
         found = fetch(
             f"SELECT e.id, e.surface, {rows.EVENT_COLS} FROM events e"
-            " WHERE e.id IN (SELECT value FROM json_each(:cand)) AND e.session_id = :sid"
+            " WHERE e.id IN (SELECT value FROM json_each(:cand)) AND +e.session_id = :sid"
             f" AND e.stream_seq <= :snap{check}",
             dict(params, cand=rows.json_list(c.event_id for c in candidates)),
         )
@@ -411,10 +411,14 @@ def load_events(
     fetch: Fetch, event_ids: Sequence[int], plan: QueryPlan, *, cwd: str
 ) -> dict[int, tuple[Any, Any, str]]:
     """Header, summary and excerpt of each event, still in ``cwd`` (checked again)."""
+    # Here and wherever candidates are checked against a workspace or a session: the
+    # unary ``+`` keeps SQLite from driving the join by the cwd (or session) index, which
+    # walks every event of the workspace (~16 ms for 60 ids at 1M events / 24
+    # workspaces) instead of looking the ids up by primary key (~0.3-0.7 ms).
     found = fetch(
         f"SELECT e.id, {rows.HEADER_COLS}, {rows.EVENT_COLS} FROM events e"
         " JOIN sessions s ON s.session_id = e.session_id"
-        " WHERE e.id IN (SELECT value FROM json_each(:ids)) AND s.cwd = :cwd",
+        " WHERE e.id IN (SELECT value FROM json_each(:ids)) AND +s.cwd = :cwd",
         {"ids": rows.json_list(event_ids), "cwd": cwd},
     )
     light = highlighter(plan)
