@@ -282,10 +282,14 @@ class SearchIndexWriter:
         return total
 
     def close(self) -> None:
-        with contextlib.suppress(Exception):
+        """Commit what was taken. Background merges are not waited for: a stop must stay
+        bounded, and tantivy drops an unfinished merge safely (the segments stay)."""
+        try:
             self.commit()
-        with contextlib.suppress(Exception):
-            self._writer.wait_merging_threads()
+        except Exception:
+            log.warning(
+                "search index: last commit failed; it resumes from the one before", exc_info=True
+            )
 
 
 class _Progress:
