@@ -282,14 +282,15 @@ class SearchIndexWriter:
         return total
 
     def close(self) -> None:
-        """Commit what was taken. Background merges are not waited for: a stop must stay
-        bounded, and tantivy drops an unfinished merge safely (the segments stay)."""
+        """Commit what was taken, then release the index (its lock) for the next writer."""
         try:
             self.commit()
         except Exception:
             log.warning(
                 "search index: last commit failed; it resumes from the one before", exc_info=True
             )
+        with contextlib.suppress(Exception):
+            self._writer.wait_merging_threads()
 
 
 class _Progress:
