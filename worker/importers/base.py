@@ -13,6 +13,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, tzinfo
+from pathlib import Path
 from typing import Any, Final, Protocol
 
 import orjson
@@ -290,3 +291,33 @@ def load_json_line(line: bytes, line_no: int, path: str, tally: Tally) -> dict[s
         tally.problems.append(Problem(path, line_no, "not a JSON object"))
         return None
     return value
+
+
+class JsonRecordConverter:
+    """A converter of a JSON Lines format (one record per line): the line handling and the
+    tally live here; a format converts one parsed record in ``_record``."""
+
+    def __init__(self, path: Path, name: str) -> None:
+        self.path = str(path)
+        self.tally = Tally()
+        self.sessions = Sessions(name)
+
+    def feed(self, line_no: int, line: bytes) -> list[Outgoing]:
+        self.tally.lines += 1
+        record = load_json_line(line, line_no, self.path, self.tally)
+        if record is None:
+            return []
+        out = self._record(record)
+        self.tally.events += len(out)
+        return out
+
+    def idle(self) -> list[Outgoing]:
+        out = self.sessions.end_all(reason="idle")
+        self.tally.events += len(out)
+        return out
+
+    def finish(self) -> list[Outgoing]:
+        return []
+
+    def _record(self, record: dict[str, Any]) -> list[Outgoing]:
+        raise NotImplementedError

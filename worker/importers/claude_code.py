@@ -31,26 +31,22 @@ from pathlib import Path
 from typing import Any, Final
 
 from worker.importers.base import (
+    JsonRecordConverter,
     Outgoing,
-    Sessions,
     SpawnLinks,
-    Tally,
     as_text,
     cut,
     iso_time,
-    load_json_line,
     safe_id,
 )
 
 NAME: Final = "claude-code"
 
 
-class ClaudeCodeConverter:
+class ClaudeCodeConverter(JsonRecordConverter):
     def __init__(self, path: Path, *, links: SpawnLinks | None = None) -> None:
-        self.path = str(path)
+        super().__init__(path, NAME)
         self.links: SpawnLinks = {} if links is None else links
-        self.tally = Tally()
-        self.sessions = Sessions(NAME)
         # tool_use id -> (session, seq, tool name) of its tool/call, for the result's citation.
         self.tool_calls: dict[str, tuple[str, int, object]] = {}
         # uuid of a sidechain record (main-file sidechains) -> its child session.
@@ -58,23 +54,6 @@ class ClaudeCodeConverter:
         self.pending_titles: list[tuple[str, str | None]] = []
         self.boundary: dict[str, dict[str, Any]] = {}  # session -> its pending compact boundary
         self.last_seq: dict[str, int] = {}  # record uuid -> seq of its last event
-
-    def feed(self, line_no: int, line: bytes) -> list[Outgoing]:
-        self.tally.lines += 1
-        record = load_json_line(line, line_no, self.path, self.tally)
-        if record is None:
-            return []
-        out = self._record(record)
-        self.tally.events += len(out)
-        return out
-
-    def idle(self) -> list[Outgoing]:
-        out = self.sessions.end_all(reason="idle")
-        self.tally.events += len(out)
-        return out
-
-    def finish(self) -> list[Outgoing]:
-        return []
 
     def _record(self, record: dict[str, Any]) -> list[Outgoing]:
         kind = record.get("type")

@@ -26,12 +26,10 @@ from pathlib import Path
 from typing import Any, Final
 
 from worker.importers.base import (
+    JsonRecordConverter,
     Outgoing,
-    Sessions,
-    Tally,
     as_text,
     iso_time,
-    load_json_line,
     safe_id,
 )
 
@@ -41,32 +39,13 @@ _CALLS: Final = ("function_call", "custom_tool_call", "local_shell_call")
 _OUTPUTS: Final = ("function_call_output", "custom_tool_call_output")
 
 
-class CodexConverter:
+class CodexConverter(JsonRecordConverter):
     def __init__(self, path: Path) -> None:
-        self.path = str(path)
-        self.tally = Tally()
-        self.sessions = Sessions(NAME)
+        super().__init__(path, NAME)
         self.session: str | None = None
         self.calls: dict[str, tuple[int, object]] = {}  # call_id -> (seq, tool name)
         found = _ROLLOUT_UUID.search(path.stem)
         self.fallback_id = safe_id(found.group(1) if found else path.stem)
-
-    def feed(self, line_no: int, line: bytes) -> list[Outgoing]:
-        self.tally.lines += 1
-        record = load_json_line(line, line_no, self.path, self.tally)
-        if record is None:
-            return []
-        out = self._record(record)
-        self.tally.events += len(out)
-        return out
-
-    def idle(self) -> list[Outgoing]:
-        out = self.sessions.end_all(reason="idle")
-        self.tally.events += len(out)
-        return out
-
-    def finish(self) -> list[Outgoing]:
-        return []
 
     def _record(self, record: dict[str, Any]) -> list[Outgoing]:
         kind = record.get("type")
