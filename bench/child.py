@@ -7,7 +7,8 @@ responder runs the same way, so floor and measurement see the same topology.
 ``python -m bench.child worker --nats-url URL --db PATH --subjects JSON [--set k=v ...]``
 ``python -m bench.child echo --nats-url URL --subject SUBJECT``
 
-Each prints ``READY <pid>`` on stdout once serving and stops cleanly on SIGTERM.
+Each prints ``READY <pid>`` on stdout once serving and stops cleanly on SIGTERM. With
+``SQ_BENCH_PROFILE=/tmp/prof`` each child profiles its event loop to ``/tmp/prof.<mode>.<pid>``.
 Parents use ``ChildProcess``; it only ever signals the pid it started.
 """
 
@@ -31,6 +32,8 @@ from pathlib import Path
 from typing import Any
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+# Set to a path prefix to profile each child's event loop (cProfile, dumped on exit).
+PROFILE_ENV = "SQ_BENCH_PROFILE"
 
 
 @dataclass
@@ -280,7 +283,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     e.add_argument("--subject", required=True)
     args = parser.parse_args(argv)
     serve = _serve_worker if args.mode == "worker" else _serve_echo
-    asyncio.run(serve(args))
+    profile_to = os.environ.get(PROFILE_ENV)
+    if not profile_to:
+        asyncio.run(serve(args))
+        return 0
+    import cProfile
+
+    # The event loop's thread only: store work on reader threads shows as waiting.
+    with cProfile.Profile() as profile:
+        asyncio.run(serve(args))
+    profile.dump_stats(f"{profile_to}.{args.mode}.{os.getpid()}")
     return 0
 
 

@@ -72,7 +72,7 @@ _SESSION_SQL: Final = (
 )
 _EVENT_SQL: Final = (
     "INSERT INTO events (id, session_id, seq, event_id, type, surface, time_ms, stream_seq,"
-    " ws, body, raw_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    " body, raw_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 # The search follower's writer settings (search_index.SearchIndexWriter).
 _TANTIVY_HEAP: Final = 64 * 2**20
@@ -122,7 +122,7 @@ class _Preparer:
             header[7], header[8], header[9] = t_ms, seq, header[9] + 1
             ws, rid = header[2], self.row_id
             eid, kind, surface = ev["event_id"], ev["type"], ev["surface"]
-            out.rows.append((rid, sid, seq, eid, kind, surface, t_ms, rid, ws, body, raw))
+            out.rows.append((rid, sid, seq, eid, kind, surface, t_ms, rid, body, raw))
             # The follower's own document builder: analysed fields, workspace-prefixed.
             doc_row = (rid, sid, seq, kind, surface, t_ms, rid, ws, body, None)
             out.docs.append(search_index._document(doc_row))

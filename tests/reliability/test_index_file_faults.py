@@ -115,6 +115,7 @@ async def test_a_newer_schema_is_refused_and_an_older_one_migrated_or_rebuilt(
         # Version 1 (no dead-letter table): migrated in place, nothing rebuilt.
         _set_version(db, 1)
         _sql(db, "DROP TABLE deadletters")
+        _sql(db, "ALTER TABLE events ADD COLUMN ws TEXT NOT NULL DEFAULT 'ws'")  # until v4
         worker = await (await _serve(url, db, tmp_path / "w3.log")).serving()
         assert meta(db)["schema_version"] == schema.SCHEMA_VERSION
         assert _sql(db, "SELECT count(*) FROM deadletters") == 0

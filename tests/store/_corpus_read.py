@@ -135,7 +135,7 @@ def bulk_matches(
                 corpus.stream_seq += 1
                 event_rows.append(
                     (next_id, sid, q, f"e{next_id}", "message/assistant", "assistant",
-                     BASE_MS + q, corpus.stream_seq, ws, f"{text} {q}", "{}")
+                     BASE_MS + q, corpus.stream_seq, f"{text} {q}", "{}")
                 )  # fmt: skip
                 next_id += 1
             session_rows.append(
@@ -150,7 +150,7 @@ def bulk_matches(
         )
         conn.executemany(
             "INSERT INTO events (id, session_id, seq, event_id, type, surface, time_ms,"
-            " stream_seq, ws, body, raw_json) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+            " stream_seq, body, raw_json) VALUES (?,?,?,?,?,?,?,?,?,?)",
             event_rows,
         )
         conn.execute("UPDATE meta SET value = ? WHERE key = 'stream_seq'", (corpus.stream_seq,))

@@ -47,8 +47,8 @@ class TinyIndex:
         self.seq += 1
         cur = self.core.conn.execute(
             "INSERT INTO events (session_id, seq, event_id, type, surface, time_ms,"
-            " stream_seq, ws, body, raw_json) VALUES ('s', ?, 'e', 't', 'user', 0, ?, ?, ?, '{}')",
-            (self.seq, self.seq, WS, body),
+            " stream_seq, body, raw_json) VALUES ('s', ?, 'e', 't', 'user', 0, ?, ?, '{}')",
+            (self.seq, self.seq, body),
         )
         self.core.conn.execute("UPDATE meta SET value = ? WHERE key = 'stream_seq'", (self.seq,))
         assert cur.lastrowid is not None

@@ -272,7 +272,6 @@ async def test_workspace_filter_applies_before_limit(
     try:
         token = schema.workspace_token(MAIN)
         conn.execute("UPDATE sessions SET ws = ? WHERE session_id LIKE 'twin%'", (token,))
-        conn.execute("UPDATE events SET ws = ? WHERE session_id LIKE 'twin%'", (token,))
     finally:
         conn.close()
     await corpus.writer.sync_search()

@@ -119,11 +119,11 @@ async def test_stored_event_is_byte_exact_and_searchable(
         b'"surface":"system","time":"2026-12-02T09:00:00Z","payload":{"cwd":"/w","n":"\\u00e9t\\u00e9"}}'
     )
     await writer.apply(items(raw))
-    [(raw_json, body, ws)] = query(db, "SELECT raw_json, body, ws FROM events")
+    [(raw_json, body)] = query(db, "SELECT raw_json, body FROM events")
     assert raw_json == raw.decode()
     assert body == "/w\nété"
     assert search_ids(db, "ete", cwd="/w") == search_ids(db, "été", cwd="/w") != set()
-    assert query(db, "SELECT ws FROM sessions") == [(ws,)]
+    assert query(db, "SELECT ws FROM sessions") == [(schema.workspace_token("/w"),)]
 
 
 async def test_duplicates_are_ignored(writer: SqliteIndexWriter, db: Path) -> None:
@@ -370,8 +370,8 @@ async def test_integrity_check_detects_the_search_index_disagreeing_with_the_sto
     conn = sqlite3.connect(db)
     conn.execute(
         "INSERT INTO events (id, session_id, seq, event_id, type, surface, time_ms,"
-        " stream_seq, ws, body, raw_json) VALUES (99, 's-x', 1, 'e', 't', 'user', 0, 9,"
-        " 'ws', 'orphan text', '{}')"
+        " stream_seq, body, raw_json) VALUES (99, 's-x', 1, 'e', 't', 'user', 0, 9,"
+        " 'orphan text', '{}')"
     )
     conn.commit()
     assert check_integrity(db, wait_s=0.2) == ["search index: 1 events not yet indexed after 0.2 s"]

@@ -124,9 +124,10 @@ def _read_position(searcher: tantivy.Searcher) -> Position:
 
 
 _EVENTS_AFTER: Final = """
-SELECT id, session_id, seq, type, surface, time_ms, stream_seq, ws, body,
-       CASE WHEN length(CAST(body AS BLOB)) >= :cap THEN raw_json END AS raw_json
-FROM events WHERE id > :after ORDER BY id LIMIT :limit
+SELECT e.id, e.session_id, e.seq, e.type, e.surface, e.time_ms, e.stream_seq, s.ws, e.body,
+       CASE WHEN length(CAST(e.body AS BLOB)) >= :cap THEN e.raw_json END AS raw_json
+FROM events e JOIN sessions s ON s.session_id = e.session_id
+WHERE e.id > :after ORDER BY e.id LIMIT :limit
 """
 
 

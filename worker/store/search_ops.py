@@ -416,39 +416,47 @@ def load_events(
     # walks every event of the workspace (~16 ms for 60 ids at 1M events / 24
     # workspaces) instead of looking the ids up by primary key (~0.3-0.7 ms).
     found = fetch(
-        f"SELECT e.id, {rows.HEADER_COLS}, {rows.EVENT_COLS} FROM events e"
+        f"SELECT e.id, {rows.HEADER_COLS}, {rows.EVENT_COLS}, e.body FROM events e"
         " JOIN sessions s ON s.session_id = e.session_id"
         " WHERE e.id IN (SELECT value FROM json_each(:ids)) AND +s.cwd = :cwd",
         {"ids": rows.json_list(event_ids), "cwd": cwd},
     )
     light = highlighter(plan)
-    excerpts = _bodies(fetch, [int(r[0]) for r in found], light)
+    excerpts = _excerpts(fetch, ((int(r[0]), r[-1]) for r in found), light)
     loaded: dict[int, tuple[Any, Any, str]] = {}
     for r in found:
         header = rows.header(r[1 : 1 + rows.HEADER_WIDTH])
-        summary = rows.summary(r[1 + rows.HEADER_WIDTH :])
-        excerpt = excerpts.get(int(r[0])) or rows.preview(r[-1])
+        summary = rows.summary(r[1 + rows.HEADER_WIDTH : -1])
+        excerpt = excerpts.get(int(r[0])) or rows.preview(r[-2])
         loaded[int(r[0])] = (header, summary, excerpt)
     return loaded
 
 
 def _bodies(fetch: Fetch, event_ids: Iterable[int], light: Highlighter) -> dict[int, str]:
-    """Excerpts from each event's stored text, or from its whole payload when the match
-    lies past the stored text's cap (a long tool output)."""
+    """Excerpts of the named events (see ``_excerpts``)."""
     ids = list(event_ids)
     if not ids:
         return {}
-    excerpts: dict[int, str] = {}
-    missing: list[int] = []
-    for event_id, body in fetch(
+    found = fetch(
         "SELECT id, body FROM events WHERE id IN (SELECT value FROM json_each(:ids))",
         {"ids": rows.json_list(ids)},
-    ):
+    )
+    return _excerpts(fetch, ((int(event_id), body) for event_id, body in found), light)
+
+
+def _excerpts(
+    fetch: Fetch, bodies: Iterable[tuple[int, str]], light: Highlighter
+) -> dict[int, str]:
+    """Excerpts from each event's stored text, or from its whole payload when the match
+    lies past the stored text's cap (a long tool output)."""
+    excerpts: dict[int, str] = {}
+    missing: list[int] = []
+    for event_id, body in bodies:
         excerpt = light.excerpt(body)
         if excerpt is None:
-            missing.append(int(event_id))
+            missing.append(event_id)
         else:
-            excerpts[int(event_id)] = excerpt
+            excerpts[event_id] = excerpt
     if missing:
         for event_id, raw in fetch(
             "SELECT id, raw_json FROM events WHERE id IN (SELECT value FROM json_each(:ids))",

@@ -75,8 +75,8 @@ ON CONFLICT (session_id) DO UPDATE SET
 """
 _INSERT_EVENT: Final = """
 INSERT INTO events (id, session_id, seq, event_id, type, surface, time_ms, stream_seq,
-                    ws, body, raw_json)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    body, raw_json)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 """
 
 
@@ -441,7 +441,6 @@ class WriterCore:
                     p.surface,
                     p.time_ms,
                     p.stream_seq,
-                    session.ws,
                     p.body if p.body is not None else self._text_of(p),
                     p.raw_json,
                 )
