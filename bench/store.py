@@ -53,6 +53,8 @@ DEFAULT_PAGE_SIZE: Final = 100
 CHECKED_CLASSES: Final = vocabulary.QUERY_CLASSES
 ALL_CLASSES: Final = (*vocabulary.QUERY_CLASSES, vocabulary.PAIR_CLASS)
 KEYWORD_CLASSES: Final = ("rare_identifier", "common_word", vocabulary.PAIR_CLASS)
+# The reference's questions with OR between the words (informational, no target).
+ANY_WORD: Final = "natural_language_any_word"
 
 
 def _stored_events(db: Path) -> int | None:
@@ -161,6 +163,8 @@ async def measure(
             r_s, rows = ref.query(query)
         provider_s.setdefault(query.kind, []).append(p_s)
         ref_s.setdefault(query.kind, []).append(r_s)
+        if query.kind == "natural_language":  # for the record: FTS5 with any word
+            ref_s.setdefault(ANY_WORD, []).append(ref.query(query, any_word=True)[0])
         hits += len(page.hits)
         ref_rows += rows
         partial_pages += bool(page.partial)
@@ -374,6 +378,11 @@ def _info(m: dict[str, Any]) -> dict[str, Any]:
         info[f"{kind}: provider / FTS5 p50, p99 ms"] = (
             f"{mine['p50']:.2f} / {ref['p50']:.2f}, {mine['p99']:.2f} / {ref['p99']:.2f}"
             f" (n={mine['n']})"
+        )
+    if ANY_WORD in m["reference_by_class"]:
+        mine, ref = m["provider_by_class"]["natural_language"], m["reference_by_class"][ANY_WORD]
+        info["natural_language: provider / FTS5 any word (OR) p50, p99 ms"] = (
+            f"{mine['p50']:.2f} / {ref['p50']:.2f}, {mine['p99']:.2f} / {ref['p99']:.2f}"
         )
     path = m["path_ms"]
     info["all-words / partial path samples"] = f"{path['all_words']['n']} / {path['partial']['n']}"
