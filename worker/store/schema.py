@@ -13,6 +13,8 @@ import hashlib
 import sqlite3
 from typing import Final
 
+from worker.store.errors import SchemaVersionError as SchemaVersionError
+
 # The one place the index layout's version lives. Bump it with every layout change and add
 # the step from the version before to ``MIGRATIONS`` when one can be done in place; without
 # a step, an index of the older version is rebuilt from the stream (``version_action``).
@@ -64,10 +66,6 @@ INSERT OR IGNORE INTO meta (key, value) VALUES ('index_uid', random() & 46116860
 UPDATE meta SET value = 3 WHERE key = 'schema_version';
 """,
 }
-
-
-class SchemaVersionError(Exception):
-    """An index made by a newer version of the worker: never opened, never overwritten."""
 
 
 def version_action(found: int, path: str) -> str:

@@ -25,7 +25,8 @@ from worker.store import (
     SessionHit,
     StoredEvent,
 )
-from worker.tools.workspace_access import UNAVAILABLE, TitleInfo, VisibleLineage
+from worker.tools.titles import UNAVAILABLE, TitleInfo
+from worker.tools.workspace_access import VisibleLineage
 
 HIDDEN_PARENT: Final = "not available in this workspace"
 HIDDEN_ANCESTORS: Final = "(the lineage continues with a session not available in this workspace)"
