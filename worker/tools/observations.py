@@ -22,10 +22,10 @@ from worker.tools.definitions import ToolError
 from worker.tools.operations import Operations
 from worker.tools.presentation import (
     HIDDEN_PARENT,
-    render_event_read,
     render_event_trace,
     render_trace,
 )
+from worker.tools.reading import render_event_read
 from worker.tools.workspace_access import (
     Caller,
     authorized_subset,
