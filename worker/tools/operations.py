@@ -42,6 +42,7 @@ from worker.tools.workspace_access import (
 MAX_PROVIDER_PAGES: Final = 1000
 
 
+T = TypeVar("T")
 PageT = TypeVar("PageT", SessionSearchPage, EventSearchPage)
 HitT = TypeVar("HitT", SessionHit, EventHit)
 
@@ -150,21 +151,29 @@ class Operations:
             model = args_input.SessionSearchArguments
         else:
             model = args_input.SessionEventSearchArguments
-        self.validate_query(args_input.parse_arguments(tool, model, arguments).query)
-        search_signal = self.search_signal(signal)
-        try:
-            await catch_up_caller(
+        await self.under_search_deadline(
+            args_input.parse_arguments(tool, model, arguments).query,
+            signal,
+            lambda search_signal: catch_up_caller(
                 self.service,
                 self.boundary,
                 execution,
                 search_signal,
                 catch_up_timeout_ms=self.config.catch_up_timeout_ms,
-            )
+            ),
+        )
+
+    async def under_search_deadline(
+        self, query: str, signal: ExecutionSignal, work: Callable[[ExecutionSignal], Awaitable[T]]
+    ) -> T:
+        """``work`` under the search deadline (a child of ``signal``), once ``query`` is
+        known to be searchable."""
+        self.validate_query(query)
+        search_signal = signal.child(timeout=self.config.search_timeout_ms / 1000)
+        try:
+            return await work(search_signal)
         finally:
             search_signal.close()
-
-    def search_signal(self, signal: ExecutionSignal) -> ExecutionSignal:
-        return signal.child(timeout=self.config.search_timeout_ms / 1000)
 
     def page_size(self) -> int:
         limits = self.limits()

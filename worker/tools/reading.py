@@ -4,7 +4,7 @@ readable, and the neighbouring events as one-line summaries."""
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Final
 
 from worker.store import EventWindow, StoredEvent
@@ -32,18 +32,18 @@ def render_event_read(
     ]
     lines.extend(_readable_text_fields(target.raw_json))
     if before:
-        lines.append("")
-        lines.append(f"Before ({count(len(window.before), 'event')}, oldest first):")
-        lines.extend(f"  {event_line(e.summary)}" for e in window.before)
-        if not window.before:
-            lines.append("  none (no earlier events)")
+        lines.extend(_neighbours("Before", window.before, "none (no earlier events)"))
     if after:
-        lines.append("")
-        lines.append(f"After ({count(len(window.after), 'event')}, oldest first):")
-        lines.extend(f"  {event_line(e.summary)}" for e in window.after)
-        if not window.after:
-            lines.append("  none (no later events)")
+        lines.extend(_neighbours("After", window.after, "none (no later events)"))
     return "\n".join(lines)
+
+
+def _neighbours(label: str, events: Sequence[StoredEvent], none: str) -> list[str]:
+    lines = ["", f"{label} ({count(len(events), 'event')}, oldest first):"]
+    lines.extend(f"  {event_line(e.summary)}" for e in events)
+    if not events:
+        lines.append(f"  {none}")
+    return lines
 
 
 # Multi-line payload strings rendered below the exact JSON, at most this many.

@@ -59,12 +59,11 @@ async def session_search(
         "session_search", args_input.SessionSearchArguments, arguments
     )
     request = args_input.session_search_request(args)
-    ops.validate_query(request.query)
-    search_signal = ops.search_signal(signal)
-    try:
-        return await _session_search(ops, request, execution, search_signal)
-    finally:
-        search_signal.close()
+    return await ops.under_search_deadline(
+        request.query,
+        signal,
+        lambda search_signal: _session_search(ops, request, execution, search_signal),
+    )
 
 
 async def _session_search(
@@ -172,12 +171,11 @@ async def session_event_search(
     args = args_input.parse_arguments(
         "session_event_search", args_input.SessionEventSearchArguments, arguments
     )
-    ops.validate_query(args.query)
-    search_signal = ops.search_signal(signal)
-    try:
-        return await _session_event_search(ops, args, execution, search_signal)
-    finally:
-        search_signal.close()
+    return await ops.under_search_deadline(
+        args.query,
+        signal,
+        lambda search_signal: _session_event_search(ops, args, execution, search_signal),
+    )
 
 
 async def _session_event_search(
