@@ -1,8 +1,10 @@
 """The model-facing session query tools: the public composition root.
 
 ``register_tools`` gives the runtime the five read-only tools (schemas, descriptions,
-execution modes, ``run``) and the prompt section. Everything else in this package is
-internal. The tools depend on the ``SessionQueryService`` protocol only.
+execution modes, ``run``) and the prompt section; ``model_error`` gives it the one error
+table (``errors``) for whatever escapes a run, so the runtime translates nothing itself.
+Everything else in this package is internal. The tools depend on the
+``SessionQueryService`` protocol only.
 """
 
 from __future__ import annotations
