@@ -34,6 +34,7 @@ from contracts.envelope import (
     ToolReply,
     ToolRequest,
 )
+from contracts.errors import SessionQueryClientError as SessionQueryClientError
 from contracts.spill_crypto import TAG_BYTES, SpillDecryptError, open_sealed
 from contracts.subjects import TOOL_NAMES, Subjects
 
@@ -46,10 +47,6 @@ DEADLINE_MARGIN_S: Final = 2.0
 # Bytes of chunks requested per pull, well under nats-py's pending-bytes limit (128 MiB).
 FETCH_WINDOW_BYTES: Final = 32 * 1024 * 1024
 DIGEST_PREFIX: Final = "SHA-256="
-
-
-class SessionQueryClientError(Exception):
-    """A transport or protocol failure, not a tool result (those are ``ToolReply``)."""
 
 
 class NoWorkerError(SessionQueryClientError):

@@ -1,4 +1,9 @@
-"""Error codes a reply may carry. The message beside a code is always model-readable."""
+"""Error codes a reply may carry, and the contract package's one exception root.
+
+The message beside a code is always model-readable. ``SessionQueryClientError`` is the root
+of every error the requester side of the contract raises (the client, spill decryption):
+transport or protocol failures, never a tool result (those are replies with a code).
+"""
 
 from enum import StrEnum
 
@@ -29,3 +34,7 @@ MICRO_STATUS = {
     ErrorCode.OVERLOADED: "503",
     ErrorCode.TOOL_FAILED: "500",
 }
+
+
+class SessionQueryClientError(Exception):
+    """A transport or protocol failure, not a tool result (those are ``ToolReply``)."""

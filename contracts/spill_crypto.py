@@ -19,6 +19,7 @@ from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from contracts.envelope import SpillEncryption
+from contracts.errors import SessionQueryClientError
 
 ALGORITHM: Final = "A256GCM"
 KEY_BYTES: Final = 32
@@ -27,7 +28,7 @@ TAG_BYTES: Final = 16
 DIGEST_PREFIX: Final = "SHA-256="
 
 
-class SpillDecryptError(ValueError):
+class SpillDecryptError(SessionQueryClientError, ValueError):
     """The object does not decrypt under the locator's key: corrupt, replaced or foreign."""
 
 

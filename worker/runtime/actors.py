@@ -17,6 +17,8 @@ from typing import Generic, TypeVar
 
 import structlog
 
+from worker.runtime.errors import RuntimeFailure
+
 log = structlog.get_logger("worker.runtime.actors")
 
 T = TypeVar("T")
@@ -113,7 +115,7 @@ class Supervisor:
                 actor.restarts += 1
 
 
-class MailboxFull(Exception):
+class MailboxFull(RuntimeFailure):
     pass
 
 

@@ -19,6 +19,7 @@ from nats.aio.client import Client as NATS
 
 from worker.logs import add_secrets, redact, redact_url
 from worker.retry import CONNECT, RetryStopped, retry
+from worker.runtime.errors import RuntimeFailure
 
 log = structlog.get_logger("worker.runtime.connection")
 
@@ -119,7 +120,7 @@ def _connect_kwargs(options: NatsOptions) -> dict[str, Any]:
     return kwargs
 
 
-class ConnectFailed(Exception):
+class ConnectFailed(RuntimeFailure):
     """No connection after the allowed attempts; the message is one redacted line."""
 
 

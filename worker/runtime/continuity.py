@@ -29,6 +29,7 @@ import structlog
 from nats.aio.client import Client as NATS
 from nats.js import JetStreamContext
 
+from worker.runtime.errors import RuntimeFailure
 from worker.store import index_file, schema
 from worker.store.protocol import SessionIndexWriter
 
@@ -38,7 +39,7 @@ DIVERGENCE_MODES: Final = ("rebuild", "refuse")
 REBUILD_SUFFIX: Final = ".rebuild"
 
 
-class StreamDiverged(Exception):
+class StreamDiverged(RuntimeFailure):
     """The index and the stream disagree (the message says how) and the index must be
     rebuilt, or the worker refuses to go on."""
 

@@ -18,8 +18,10 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from worker.runtime.errors import RuntimeFailure
 
-class EmbeddedServerError(RuntimeError):
+
+class EmbeddedServerError(RuntimeFailure, RuntimeError):
     pass
 
 

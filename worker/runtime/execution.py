@@ -1,8 +1,9 @@
 """Running one tool request: the same steps for both lanes.
 
-Run the tool under its signal, map every outcome to a reply (ToolError as it is; an abort
-with its exact reason; anything else as the fixed TOOL_FAILED, logged with its cause), and
-pass a success through the spill step. Internal error text never reaches a reply.
+Run the tool under its signal, map every outcome to a reply (the runtime's own abort with
+its exact reason; anything else through the tools' one error table, ``model_error``: a
+ToolError as it is, a bug as the fixed TOOL_FAILED, logged with its cause), and pass a
+success through the spill step. Internal error text never reaches a reply.
 """
 
 from __future__ import annotations
@@ -24,9 +25,15 @@ from worker.runtime.replies import EncodedReply
 from worker.runtime.reply_stats import ReplyStats
 from worker.runtime.spill import Spiller
 from worker.signals import DeadlineExceeded, ExecutionAborted, ExecutionSignal
-from worker.tools import ToolDefinition, ToolError
+from worker.tools import ToolDefinition, ToolError, model_error
 
 log = structlog.get_logger("worker.runtime.execution")
+
+
+def error_reply(request_id: str, exc: BaseException) -> EncodedReply:
+    """Whatever a tool run or a handler raised, as the model sees it: the tools' table."""
+    error = model_error(exc)
+    return replies.error(request_id, error.code, error.message)
 
 
 def aborted_reply(request_id: str, error: ExecutionAborted, *, started: bool) -> EncodedReply:
@@ -67,15 +74,15 @@ class Executor:
             started = time.perf_counter()
             try:
                 await tool.prepare(request.arguments, request.execution, signal)
-            except ToolError as exc:
-                log.info("prepare: tool error", code=exc.code.value, ms=_ms(started))
-                return replies.error(request.request_id, exc.code, exc.message)
             except ExecutionAborted as exc:
                 log.info("prepare: aborted", ms=_ms(started))
                 return aborted_reply(request.request_id, exc, started=False)
-            except Exception:
-                log.exception("prepare failed", ms=_ms(started))
-                return replies.tool_failed(request.request_id)
+            except Exception as exc:
+                if isinstance(exc, ToolError):
+                    log.info("prepare: tool error", code=exc.code.value, ms=_ms(started))
+                else:
+                    log.exception("prepare failed", ms=_ms(started))
+                return error_reply(request.request_id, exc)
         return None
 
     async def _execute(
@@ -89,17 +96,16 @@ class Executor:
         started = time.perf_counter()
         try:
             text = await tool.run(request.arguments, request.execution, signal)
-        except ToolError as exc:
-            reply = replies.error(rid, exc.code, exc.message)
-            log.info("tool error", code=exc.code.value, ms=_ms(started))
-            return reply
         except ExecutionAborted as exc:
             # The reason is the requester's text: it goes to the reply, not to the log.
             log.info("aborted", deadline=isinstance(exc, DeadlineExceeded), ms=_ms(started))
             return aborted_reply(rid, exc, started=True)
-        except Exception:
-            log.exception("tool failed", ms=_ms(started))
-            return replies.tool_failed(rid)
+        except Exception as exc:
+            if isinstance(exc, ToolError):
+                log.info("tool error", code=exc.code.value, ms=_ms(started))
+            else:
+                log.exception("tool failed", ms=_ms(started))
+            return error_reply(rid, exc)
         finally:
             signal.close()
         # A result that lands after a cancel is still a cancelled execution.

@@ -21,11 +21,13 @@ import time
 from pathlib import Path
 from typing import Final
 
+from worker.runtime.errors import RuntimeFailure
+
 _UNITS_MS: Final = {"w": 7 * 86_400_000, "d": 86_400_000, "h": 3_600_000, "m": 60_000, "s": 1000}
 _DURATION: Final = re.compile(r"(\d+)([wdhms])")
 
 
-class InvalidDuration(ValueError):
+class InvalidDuration(RuntimeFailure, ValueError):
     pass
 
 

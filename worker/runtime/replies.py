@@ -17,6 +17,7 @@ from pydantic import ValidationError
 from contracts.envelope import SpillLocator, ToolReply, ToolRequest
 from contracts.errors import MICRO_STATUS, TOOL_FAILED_MESSAGE, ErrorCode
 from contracts.ids import ID_PATTERN
+from worker.runtime.errors import RuntimeFailure
 
 _ID: Final = re.compile(ID_PATTERN)
 
@@ -82,7 +83,7 @@ _CLASS_MENTION: Final = re.compile(r",? or (an )?instance of \w+")
 _OBJECT_ERRORS: Final = frozenset({"model_type", "model_attributes_type", "dict_type"})
 
 
-class BadEnvelope(Exception):
+class BadEnvelope(RuntimeFailure):
     """The request body is not a valid envelope; ``reply`` answers it."""
 
     def __init__(self, request_id: str, message: str) -> None:

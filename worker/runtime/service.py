@@ -24,7 +24,7 @@ from nats.micro.service import Endpoint, EndpointConfig, EndpointStats, Service
 
 from contracts.subjects import SERVICE_NAME, Subjects
 from worker.runtime import replies
-from worker.runtime.execution import send
+from worker.runtime.execution import error_reply, send
 from worker.runtime.reply_stats import ReplyStats
 from worker.runtime.slow_consumers import PendingLimits, SlowConsumerWatch
 from worker.tools import ToolDefinition, ToolSet
@@ -162,12 +162,12 @@ class ToolService:
             msg = request._msg  # the lanes need the raw message (reply subject, headers)
             try:
                 await handler(tool, msg)
-            except Exception:
+            except Exception as exc:
                 log.exception("endpoint handler failed", tool=tool.name)
                 if msg.reply:
                     rid = replies.request_id_of(msg.data)
                     with contextlib.suppress(Exception):
-                        reply = replies.tool_failed(rid)
+                        reply = error_reply(rid, exc)
                         await send(
                             self._nc,
                             msg.reply,

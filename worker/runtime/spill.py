@@ -26,6 +26,7 @@ from nats.js.object_store import ObjectStore
 from contracts.envelope import SpillEncryption, SpillLocator
 from contracts.spill_crypto import TAG_BYTES, plaintext_digest, seal
 from worker.runtime import replies
+from worker.runtime.errors import RuntimeFailure
 from worker.runtime.replies import EncodedReply
 
 log = structlog.get_logger("worker.runtime.spill")
@@ -38,7 +39,7 @@ NAME_ENTROPY_BYTES: Final = 24  # 192 random bits: unguessable
 SEAL_OFF_LOOP_BYTES: Final = 256 * 1024
 
 
-class SpillConfigError(ValueError):
+class SpillConfigError(RuntimeFailure, ValueError):
     pass
 
 

@@ -1,8 +1,18 @@
-"""Errors the store raises. The tools' service boundary translates them for the model."""
+"""Every error the store raises, under one root: ``StoreError``.
+
+The store's modules re-export the classes they raise (``index_file.IndexLocked``,
+``protocol.BatchNotAttempted``, ...), so callers keep their imports; the classes live
+here so the tree is read in one place (``worker.errors`` draws the whole tree). Their
+text is internal: the tools' error table (``worker.tools.errors``) decides what a model
+sees of each.
+"""
 
 
 class StoreError(Exception):
     """Base of every store failure. Its text is internal: it never reaches the model."""
+
+
+# --- queries (what a tool call may meet) ---
 
 
 class GenerationChanged(StoreError):
@@ -15,3 +25,47 @@ class InvalidQuery(StoreError):
 
 class InvalidCursor(StoreError):
     """A cursor could not be decoded. Cursors are internal, so this is a programming error."""
+
+
+# --- the index file ---
+
+
+class IndexFileError(StoreError):
+    """The index file cannot be used as it is; the message names it and the remedy."""
+
+
+class CorruptIndex(IndexFileError):
+    """The index file fails its integrity check."""
+
+
+class IndexLocked(IndexFileError):
+    """Another process holds the index file's lock."""
+
+
+class IndexFileReplaced(IndexFileError):
+    """The index file a running worker opened is gone or another file took its place."""
+
+
+class SchemaVersionError(StoreError):
+    """An index made by a newer version of the worker: never opened, never overwritten."""
+
+
+# --- the write path ---
+
+
+class BatchNotAttempted(StoreError):
+    """A chained apply that the writer did not try because the batch before it failed;
+    nothing of it was written. Retry it after that batch."""
+
+
+class IndexWriteStopped(StoreError):
+    """The writer can no longer write the index its worker opened (the file was removed or
+    replaced): retrying cannot help, ingestion stops. The message names the file."""
+
+
+class WriterProcessError(StoreError):
+    """The writer process refused a request (its transaction rolled back) or died."""
+
+
+class IndexFileLost(WriterProcessError, IndexWriteStopped):
+    """A writer started again found the index removed or replaced: ingestion stops."""

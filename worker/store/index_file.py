@@ -24,6 +24,9 @@ from pathlib import Path
 from typing import Final
 
 from worker.store import schema
+from worker.store.errors import CorruptIndex as CorruptIndex
+from worker.store.errors import IndexFileError as IndexFileError  # re-exported
+from worker.store.errors import IndexLocked as IndexLocked
 
 # Keys of the ``meta`` table that say which stream the index replicates.
 STREAM_NAME: Final = "stream_name"
@@ -39,18 +42,6 @@ QUICK_CHECK_S: Final = 5.0
 # What belongs to an index file and moves with it: SQLite's WAL and shm files, and the
 # search index directory derived from it (worker.store.search_index).
 SIDE_FILES: Final = ("-wal", "-shm", ".search")
-
-
-class IndexFileError(Exception):
-    """The index file cannot be used as it is; the message names it and the remedy."""
-
-
-class CorruptIndex(IndexFileError):
-    pass
-
-
-class IndexLocked(IndexFileError):
-    pass
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,6 +18,10 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from worker.signals import ExecutionSignal
 
+# Re-exported: the writer protocol's errors (their home is worker.store.errors).
+from worker.store.errors import BatchNotAttempted as BatchNotAttempted
+from worker.store.errors import IndexWriteStopped as IndexWriteStopped
+
 Availability = Literal["live", "persisted"]
 SurfaceName = Literal["user", "assistant", "tool", "system"]
 
@@ -336,16 +340,6 @@ class ApplyResult:
     duplicates: int
     rejected: tuple[Rejected, ...] = field(default_factory=tuple)
     last_stream_seq: int = 0
-
-
-class BatchNotAttempted(Exception):
-    """A chained apply that the writer did not try because the batch before it failed;
-    nothing of it was written. Retry it after that batch."""
-
-
-class IndexWriteStopped(Exception):
-    """The writer can no longer write the index its worker opened (the file was removed or
-    replaced): retrying cannot help, ingestion stops. The message names the file."""
 
 
 class SessionIndexWriter(Protocol):

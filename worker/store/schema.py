@@ -13,6 +13,8 @@ import hashlib
 import sqlite3
 from typing import Final
 
+from worker.store.errors import SchemaVersionError as SchemaVersionError
+
 # The one place the index layout's version lives. Bump it with every layout change and add
 # the step from the version before to ``MIGRATIONS`` when one can be done in place; without
 # a step, an index of the older version is rebuilt from the stream (``version_action``).
@@ -70,10 +72,6 @@ ALTER TABLE events DROP COLUMN ws;
 UPDATE meta SET value = 4 WHERE key = 'schema_version';
 """,
 }
-
-
-class SchemaVersionError(Exception):
-    """An index made by a newer version of the worker: never opened, never overwritten."""
 
 
 def version_action(found: int, path: str) -> str:

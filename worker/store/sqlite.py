@@ -699,7 +699,7 @@ class SqliteSessionStore:
             self._pool.put_nowait(getter.result())
 
 
-class _Stopped(Exception):
+class _Stopped(StoreError):
     """The signal fired between statements: the transaction starts nothing more."""
 
 

@@ -42,6 +42,7 @@ from pydantic import ValidationError
 from contracts.events import SessionEvent
 from contracts.ids import ID_PATTERN
 from worker.store import index_file, schema
+from worker.store.errors import IndexFileReplaced as IndexFileReplaced
 from worker.store.protocol import (
     ApplyResult,
     Availability,
@@ -783,10 +784,6 @@ def _payload_of(raw_json: str) -> dict[str, Any]:
         value = json.loads(raw_json)
     payload: dict[str, Any] = value.get("payload", {})
     return payload
-
-
-class IndexFileReplaced(index_file.IndexFileError):
-    """The index file a running worker opened is gone or another file took its place."""
 
 
 def _open_existing(location: str, expect_index_id: str) -> sqlite3.Connection:

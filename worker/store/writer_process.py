@@ -70,12 +70,13 @@ from typing import BinaryIO, Final
 import orjson
 import structlog
 
-from worker.store.index_file import IndexFileError
+from worker.store.errors import IndexFileError
+from worker.store.errors import IndexFileLost as IndexFileLost
+from worker.store.errors import WriterProcessError as WriterProcessError
 from worker.store.protocol import (
     ApplyResult,
     BatchNotAttempted,
     Generation,
-    IndexWriteStopped,
     IngestItem,
     Rejected,
     SessionIndexWriter,
@@ -123,14 +124,6 @@ _F_SETPIPE_SZ: Final = 1031
 _PR_SET_PDEATHSIG: Final = 1
 # The package's own root, first on the child's path, so the child imports this very code.
 _ROOT: Final = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-class WriterProcessError(Exception):
-    """The writer process refused a request (its transaction rolled back) or died."""
-
-
-class IndexFileLost(WriterProcessError, IndexWriteStopped):
-    """A writer started again found the index removed or replaced: ingestion stops."""
 
 
 # -- the frames ----------------------------------------------------------------------------

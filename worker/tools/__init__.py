@@ -1,13 +1,15 @@
 """The model-facing session query tools: the public composition root.
 
 ``register_tools`` gives the runtime the five read-only tools (schemas, descriptions,
-execution modes, ``run``) and the prompt section. Everything else in this package is
-internal. The tools depend on the ``SessionQueryService`` protocol only.
+execution modes, ``run``) and the prompt section; ``model_error`` gives it the one error
+table (``errors``) for whatever escapes a run, so the runtime translates nothing itself.
+Everything else in this package is internal. The tools depend on the
+``SessionQueryService`` protocol only.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from pydantic import BaseModel
@@ -17,6 +19,7 @@ from contracts.envelope import Execution
 from worker.signals import ExecutionSignal
 from worker.store import SessionQueryService
 from worker.tools import input as args_input
+from worker.tools import observations, searches
 from worker.tools.definitions import (
     ExecutionMode,
     ToolConfig,
@@ -26,6 +29,7 @@ from worker.tools.definitions import (
     ToolRun,
     ToolSet,
 )
+from worker.tools.errors import model_error
 from worker.tools.operations import Operations
 from worker.tools.prompt import PROMPT_SECTION, prompt_section
 from worker.tools.service_boundary import ServiceBoundary
@@ -39,8 +43,12 @@ __all__ = [
     "ToolError",
     "ToolSet",
     "input_schema",
+    "model_error",
     "register_tools",
 ]
+
+# One workflow: the shared steps (``Operations``) first, then what ``ToolRun`` takes.
+Workflow = Callable[[Operations, Mapping[str, Any], Execution, ExecutionSignal], Awaitable[str]]
 
 _DESCRIPTIONS: Mapping[str, str] = {
     "session_search": (
@@ -121,12 +129,12 @@ def register_tools(
 ) -> ToolSet:
     """The five tools over ``service``. Searches are ``exclusive``, the rest ``parallel``."""
     operations = Operations(service=service, boundary=ServiceBoundary(logger), config=config)
-    table: tuple[tuple[str, ExecutionMode, ToolRun], ...] = (
-        ("session_search", "exclusive", operations.session_search),
-        ("session_event_search", "exclusive", operations.session_event_search),
-        ("session_trace", "parallel", operations.session_trace),
-        ("session_event_trace", "parallel", operations.session_event_trace),
-        ("session_event_read", "parallel", operations.session_event_read),
+    table: tuple[tuple[str, ExecutionMode, Workflow], ...] = (
+        ("session_search", "exclusive", searches.session_search),
+        ("session_event_search", "exclusive", searches.session_event_search),
+        ("session_trace", "parallel", observations.session_trace),
+        ("session_event_trace", "parallel", observations.session_event_trace),
+        ("session_event_read", "parallel", observations.session_event_read),
     )
     window = service.limits.max_event_window
     tools = tuple(
@@ -135,12 +143,12 @@ def register_tools(
             description=_DESCRIPTIONS[name],
             input_schema=input_schema(name, window),
             execution=mode,
-            run=_guarded(name, run, operations.boundary),
+            run=operations.boundary.guard(name, _bound(workflow, operations)),
             read_only=True,
             # Searches run one at a time: their checks and catch-up wait run beside the lane.
             prepare=_search_prepare(name, operations) if mode == "exclusive" else None,
         )
-        for name, mode, run in table
+        for name, mode, workflow in table
     )
     return ToolSet(tools=tools, prompt_section=prompt_section(config.max_search_results))
 
@@ -154,19 +162,10 @@ def _search_prepare(name: str, operations: Operations) -> ToolPrepare:
     return prepare
 
 
-def _guarded(name: str, run: ToolRun, boundary: ServiceBoundary) -> ToolRun:
-    """Whatever escapes a workflow reaches the model only as a known code."""
-
-    async def guarded(
+def _bound(workflow: Workflow, operations: Operations) -> ToolRun:
+    async def run(
         arguments: Mapping[str, Any], execution: Execution, signal: ExecutionSignal
     ) -> str:
-        try:
-            return await run(arguments, execution, signal)
-        except ToolError:
-            raise
-        except Exception as exc:
-            # Provider failures are translated at the boundary, so this is a bug: log it
-            # and answer with the fixed code (or the abort, which always wins).
-            raise boundary.translate(name, signal, exc) from None
+        return await workflow(operations, arguments, execution, signal)
 
-    return guarded
+    return run

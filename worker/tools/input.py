@@ -1,4 +1,4 @@
-"""Model arguments: schemas, normalization, and filter construction.
+"""Model arguments: schemas and validation (``filters`` turns them into provider filters).
 
 The pydantic models below are what the model sees (their JSON Schemas are the tool input
 schemas), so every field carries a description. Validation failures become one short,
@@ -8,9 +8,7 @@ text (with its documentation URLs) never reaches the model.
 
 from __future__ import annotations
 
-import math
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Annotated, Any, TypeVar
 
@@ -27,9 +25,15 @@ from pydantic_core import ErrorDetails, PydanticCustomError
 
 from contracts.errors import ErrorCode
 from contracts.ids import ID_PATTERN
-from worker.store import EventFilter, SessionFilter
 from worker.store.protocol import Availability, SurfaceName
 from worker.tools.definitions import ToolError
+
+# The filters built from these arguments, re-exported: callers read one module.
+from worker.tools.filters import SessionSearchRequest as SessionSearchRequest
+from worker.tools.filters import event_filter as event_filter
+from worker.tools.filters import has_model_filters as has_model_filters
+from worker.tools.filters import parent_clause as parent_clause
+from worker.tools.filters import session_search_request as session_search_request
 
 MAX_QUERY_CHARS = 2000
 MAX_LIST_ITEMS = 100
@@ -306,130 +310,3 @@ def _location(loc: Sequence[int | str]) -> str:
         else:
             text += f".{part}" if text else part
     return text
-
-
-# --- normalization and filter construction ---
-
-
-def unique(values: Iterable[str]) -> tuple[str, ...]:
-    """Duplicates removed, first occurrence kept (the provider ORs the rest)."""
-    return tuple(dict.fromkeys(values))
-
-
-def start_ms(value: datetime | None) -> int | None:
-    """An inclusive lower bound in epoch ms: a sub-millisecond instant rounds up."""
-    if value is None:
-        return None
-    return math.ceil(round(value.timestamp() * 1_000_000) / 1000)
-
-
-def end_ms(value: datetime | None) -> int | None:
-    """An inclusive upper bound in epoch ms: a sub-millisecond instant rounds down."""
-    if value is None:
-        return None
-    return math.floor(round(value.timestamp() * 1_000_000) / 1000)
-
-
-def _optional_unique(values: Sequence[str] | None) -> tuple[str, ...] | None:
-    # An empty list means "no filter", like an omitted one: a model that writes [] did not
-    # ask for nothing.
-    if not values:
-        return None
-    return unique(values)
-
-
-def event_filter(
-    *,
-    event_types: Sequence[str] | None,
-    event_surfaces: Sequence[SurfaceName] | None,
-    event_after: datetime | None,
-    event_before: datetime | None,
-    from_seq: int | None = None,
-    to_seq: int | None = None,
-) -> EventFilter:
-    surfaces = _optional_unique(event_surfaces)
-    return EventFilter(
-        types=_optional_unique(event_types),
-        surfaces=surfaces,  # type: ignore[arg-type]  # a subset of SurfaceName values
-        time_from_ms=start_ms(event_after),
-        time_to_ms=end_ms(event_before),
-        seq_from=from_seq,
-        seq_to=to_seq,
-    )
-
-
-@dataclass(frozen=True, slots=True)
-class SessionSearchRequest:
-    """A validated session_search: the filters except the authority-dependent parents."""
-
-    query: str
-    sessions: SessionFilter
-    events: EventFilter
-    # Deduplicated; authorization decides which of them reach the provider.
-    requested_parent_ids: tuple[str, ...] | None
-    include_roots: bool
-
-
-def session_search_request(args: SessionSearchArguments) -> SessionSearchRequest:
-    availability = _optional_unique(args.availability)
-    parents = _optional_unique(args.parent_session_ids)
-    sessions = SessionFilter(
-        session_ids=_optional_unique(args.session_ids),
-        created_from_ms=start_ms(args.created_after),
-        created_to_ms=end_ms(args.created_before),
-        updated_from_ms=start_ms(args.updated_after),
-        updated_to_ms=end_ms(args.updated_before),
-        availability=availability,  # type: ignore[arg-type]  # a subset of Availability
-    )
-    events = event_filter(
-        event_types=args.event_types,
-        event_surfaces=args.event_surfaces,
-        event_after=args.event_after,
-        event_before=args.event_before,
-    )
-    return SessionSearchRequest(
-        query=args.query,
-        sessions=sessions,
-        events=events,
-        requested_parent_ids=parents,
-        include_roots=args.include_root_sessions,
-    )
-
-
-def parent_clause(
-    request: SessionSearchRequest, authorized_parent_ids: Sequence[str]
-) -> tuple[tuple[str, ...] | None, bool]:
-    """The provider's (parent_session_ids, include_roots) pair.
-
-    ``()`` with include_roots False matches nothing: that is what a request whose parent
-    guesses were all missing or foreign must mean.
-    """
-    if request.requested_parent_ids is None and not request.include_roots:
-        return None, False
-    return tuple(authorized_parent_ids), request.include_roots
-
-
-def has_model_filters(events: EventFilter, sessions: SessionFilter | None = None) -> bool:
-    """Whether the model asked for any filter (for the "filters removed every match" text)."""
-    event_set = (
-        events.types,
-        events.surfaces,
-        events.time_from_ms,
-        events.time_to_ms,
-        events.seq_from,
-        events.seq_to,
-    )
-    if any(value is not None for value in event_set):
-        return True
-    if sessions is None:
-        return False
-    session_set = (
-        sessions.session_ids,
-        sessions.parent_session_ids,
-        sessions.created_from_ms,
-        sessions.created_to_ms,
-        sessions.updated_from_ms,
-        sessions.updated_to_ms,
-        sessions.availability,
-    )
-    return sessions.include_roots or any(value is not None for value in session_set)

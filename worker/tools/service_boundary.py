@@ -2,47 +2,39 @@
 
 Order matters: the execution signal is checked first, so a cancellation keeps its exact
 reason (and a deadline becomes TIMEOUT) whatever the provider raised while being stopped.
-Otherwise the cause chain goes to the internal log and the model sees only a known code.
-Diagnostic formatting and classification are guarded separately: an unprintable or cyclic
-cause, or a logger that raises, can neither escape nor change the classification.
+Otherwise the cause chain goes to the internal log and the model sees only what the one
+error table (``worker.tools.errors``) gives that exception. Diagnostic formatting and
+classification are guarded separately: an unprintable or cyclic cause, or a logger that
+raises, can neither escape nor change the classification.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Awaitable, Callable
-from typing import Final, TypeVar
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Final, TypeVar
 
 import structlog
 from structlog.typing import FilteringBoundLogger
 
-from contracts.errors import TOOL_FAILED_MESSAGE, ErrorCode
-from worker.signals import DeadlineExceeded, ExecutionAborted, ExecutionCancelled, ExecutionSignal
-from worker.store.errors import GenerationChanged, InvalidQuery
-from worker.tools.definitions import ToolError
+from contracts.envelope import Execution
+from worker.signals import ExecutionSignal
+from worker.tools.definitions import ToolError, ToolRun
+from worker.tools.errors import GENERATION_CHANGED_MESSAGE, abort_error, model_error_of, tool_failed
+
+__all__ = [
+    "GENERATION_CHANGED_MESSAGE",
+    "UNPRINTABLE",
+    "ServiceBoundary",
+    "describe_chain",
+    "raise_if_aborted",
+]
 
 T = TypeVar("T")
 
 UNPRINTABLE: Final = "<unprintable>"
-GENERATION_CHANGED_MESSAGE: Final = (
-    "The session corpus changed during the search; retry the whole search."
-)
-TIMEOUT_MESSAGE: Final = (
-    "The session query ran out of time. Narrow the query or filters and try again."
-)
 _MAX_CHAIN: Final = 16
 _MAX_TEXT: Final = 2000
-
-
-def tool_failed() -> ToolError:
-    return ToolError(ErrorCode.TOOL_FAILED, TOOL_FAILED_MESSAGE)
-
-
-def abort_error(error: ExecutionAborted) -> ToolError:
-    """A fired signal as the model sees it: CANCELLED keeps the exact reason."""
-    if isinstance(error, DeadlineExceeded):
-        return ToolError(ErrorCode.TIMEOUT, TIMEOUT_MESSAGE)
-    return ToolError(ErrorCode.CANCELLED, error.reason)
 
 
 def raise_if_aborted(signal: ExecutionSignal) -> None:
@@ -73,17 +65,49 @@ class ServiceBoundary:
         raise_if_aborted(signal)
         return result
 
-    def translate(self, operation: str, signal: ExecutionSignal, exc: BaseException) -> ToolError:
+    def check(self, operation: str, work: Callable[[], T]) -> T:
+        """A synchronous provider call that starts no work (a query check, the limits):
+        no signal to consult, the same translation."""
         try:
-            fired = signal.error
+            return work()
+        except Exception as exc:
+            raise self.translate(operation, None, exc) from None
+
+    def guard(self, name: str, run: ToolRun) -> ToolRun:
+        """Whatever escapes a workflow reaches the model only as a known code."""
+
+        async def guarded(
+            arguments: Mapping[str, Any], execution: Execution, signal: ExecutionSignal
+        ) -> str:
+            try:
+                return await run(arguments, execution, signal)
+            except ToolError:
+                raise
+            except Exception as exc:
+                # Provider failures are translated at the call, so this is a bug: log it and
+                # answer with its table code (or the abort, which always wins).
+                raise self.translate(name, signal, exc) from None
+
+        return guarded
+
+    def translate(
+        self, operation: str, signal: ExecutionSignal | None, exc: BaseException
+    ) -> ToolError:
+        try:
+            fired = signal.error if signal is not None else None
         except Exception:
             fired = None
         if fired is not None:
             return abort_error(fired)
-        self.log_failure(operation, exc)
+        row = model_error_of(exc)
+        if row.logged:
+            self.log_failure(operation, exc)
         try:
-            return classify(exc)
+            return row.error(exc)
         except Exception:
+            # A class whose own text cannot be read: a failure the log must see.
+            if not row.logged:
+                self.log_failure(operation, exc)
             return tool_failed()
 
     def log_failure(self, operation: str, exc: BaseException) -> None:
@@ -95,24 +119,6 @@ class ServiceBoundary:
         # A broken logger must not mask the classification.
         with contextlib.suppress(Exception):
             self._logger.warning("session_query.service_failure", operation=operation, chain=chain)
-
-
-def classify(exc: BaseException) -> ToolError:
-    if isinstance(exc, GenerationChanged):
-        return ToolError(ErrorCode.GENERATION_CHANGED, GENERATION_CHANGED_MESSAGE)
-    if isinstance(exc, InvalidQuery):
-        # InvalidQuery's text is model-safe by design; anything odd about it is not.
-        message = exc.args[0] if len(exc.args) == 1 else None
-        if isinstance(message, str) and message and len(message) <= _MAX_TEXT:
-            return ToolError(ErrorCode.INVALID_ARGUMENTS, message)
-        return tool_failed()
-    if isinstance(exc, DeadlineExceeded):
-        # A provider-side deadline whose signal did not fire: still only a timeout.
-        return ToolError(ErrorCode.TIMEOUT, TIMEOUT_MESSAGE)
-    if isinstance(exc, ExecutionCancelled):
-        # Not ours (our signal did not fire), so its reason is internal text.
-        return tool_failed()
-    return tool_failed()
 
 
 def describe_chain(exc: BaseException) -> list[str]:

@@ -8,9 +8,7 @@ the header returned with that same observation before it is rendered.
 
 from __future__ import annotations
 
-import asyncio
 import re
-from collections import deque
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Final
@@ -28,7 +26,7 @@ from worker.store import (
     TitleObservation,
 )
 from worker.tools.definitions import ToolError
-from worker.tools.service_boundary import ServiceBoundary, raise_if_aborted
+from worker.tools.service_boundary import ServiceBoundary
 
 STEP_START: Final = "step/start"
 
@@ -262,199 +260,6 @@ async def authorized_subset(
         ):
             kept.append(session_id)
     return tuple(kept)
-
-
-# --- titles ---
-
-
-@dataclass(frozen=True, slots=True)
-class TitleInfo:
-    """The small value a title worker keeps per id; the full observation is released.
-
-    ``visible``: the observation's header is in the caller's workspace (None: unknown,
-    because the title could not be read).
-    """
-
-    title: str | None
-    visible: bool | None
-
-    @property
-    def available(self) -> bool:
-        return self.visible is not None
-
-
-UNAVAILABLE: Final = TitleInfo(title=None, visible=None)
-
-
-class TitleMismatch(Exception):
-    """A title observation of a session that should be visible is not: fail closed."""
-
-    def __init__(self, session_id: str) -> None:
-        super().__init__(session_id)
-        self.session_id = session_id
-
-
-async def fetch_titles(
-    service: SessionQueryService,
-    boundary: ServiceBoundary,
-    caller: Caller,
-    session_ids: Iterable[str],
-    signal: ExecutionSignal,
-    *,
-    concurrency: int,
-    expect_visible: frozenset[str] = frozenset(),
-) -> dict[str, TitleInfo]:
-    """Titles for every unique id, each read once, by at most ``concurrency`` workers.
-
-    The unique ids are split into at most ``concurrency`` chunks, each read as one
-    observation (a provider call per id cost a thread hop each). A chunk whose read fails
-    falls back to one read per id, so a failure stays isolated to the id that causes it.
-    Each worker projects its observation to ``TitleInfo`` values before dequeuing more work.
-    A failed or missing title becomes ``UNAVAILABLE``; an id in ``expect_visible`` whose
-    observation is outside the workspace raises ``TitleMismatch``. Once the signal fires
-    (or a worker fails closed) no queued read is started, and every started read settles
-    before this returns or raises.
-    """
-    unique = list(dict.fromkeys(session_ids))
-    workers_count = max(1, min(concurrency, len(unique)))
-    queue = deque(_chunks(unique, workers_count))
-    results: dict[str, TitleInfo] = {}
-    stop = False
-
-    def keep(session_id: str, info: TitleInfo) -> None:
-        if session_id in expect_visible and info.visible is False:
-            raise TitleMismatch(session_id)
-        results[session_id] = info
-
-    async def worker() -> None:
-        nonlocal stop
-        try:
-            while queue and not stop and not signal.aborted:
-                chunk = queue.popleft()
-                infos = await _read_chunk(service, boundary, caller, chunk, signal)
-                if infos is not None:
-                    for session_id in chunk:
-                        keep(session_id, infos[session_id])
-                    del infos  # projected values only are kept
-                    continue
-                for session_id in chunk:  # the chunk failed: isolate the failure per id
-                    if stop or signal.aborted:
-                        break
-                    keep(
-                        session_id, await _read_title(service, boundary, caller, session_id, signal)
-                    )
-        except BaseException:
-            stop = True
-            raise
-
-    if workers_count == 1:
-        # One worker needs no task of its own: awaited here, it settles before we return.
-        failure: Exception | None = None
-        try:
-            await worker()
-        except Exception as exc:
-            failure = exc
-        raise_if_aborted(signal)
-        if failure is not None:
-            raise failure
-        return results
-    workers = [asyncio.create_task(worker()) for _ in range(workers_count)]
-    try:
-        outcomes = await asyncio.gather(*workers, return_exceptions=True)
-    except asyncio.CancelledError:
-        # Our own task was cancelled: stop the workers and still wait for them to settle.
-        stop = True
-        for task in workers:
-            task.cancel()
-        await asyncio.gather(*workers, return_exceptions=True)
-        raise
-    raise_if_aborted(signal)
-    for outcome in outcomes:
-        if isinstance(outcome, BaseException):
-            raise outcome
-    return results
-
-
-def _chunks(ids: list[str], count: int) -> list[list[str]]:
-    """``ids`` in ``count`` contiguous chunks of near-equal size (none empty)."""
-    size, extra = divmod(len(ids), count)
-    chunks: list[list[str]] = []
-    start = 0
-    for index in range(count):
-        end = start + size + (1 if index < extra else 0)
-        if end > start:
-            chunks.append(ids[start:end])
-        start = end
-    return chunks
-
-
-async def _read_chunk(
-    service: SessionQueryService,
-    boundary: ServiceBoundary,
-    caller: Caller,
-    chunk: list[str],
-    signal: ExecutionSignal,
-) -> dict[str, TitleInfo] | None:
-    """One observation of a chunk, projected per id; None when the read itself failed."""
-    if len(chunk) == 1:
-        return {chunk[0]: await _read_title(service, boundary, caller, chunk[0], signal)}
-    try:
-        observed = await boundary.call(
-            "read_titles", signal, lambda: service.read_titles(list(chunk), signal=signal)
-        )
-        return {sid: _project(boundary, caller, sid, observed.get(sid)) for sid in chunk}
-    except ToolError as exc:
-        if exc.code in (ErrorCode.CANCELLED, ErrorCode.TIMEOUT):
-            raise
-        return None  # already logged by the boundary; retried per id
-    except Exception as exc:
-        # A malformed observation (not a mapping): retried per id, where it is contained.
-        boundary.log_failure("read_titles", exc)
-        return None
-
-
-def _project(
-    boundary: ServiceBoundary,
-    caller: Caller,
-    session_id: str,
-    observation: TitleObservation | None,
-) -> TitleInfo:
-    if observation is None:
-        return UNAVAILABLE
-    # A malformed observation stays isolated to its id, like a failed read: the rest of the
-    # result stands. The header is checked before the title, so a moved session whose title
-    # is also malformed still fails closed.
-    header = getattr(observation, "header", None)
-    if not isinstance(observation, TitleObservation) or not isinstance(header, SessionHeader):
-        boundary.log_failure("read_titles", TypeError("malformed title observation"))
-        return UNAVAILABLE
-    if header.session_id != session_id:
-        return UNAVAILABLE
-    visible = is_authorized(caller, header)
-    title = observation.title
-    if title is not None and not isinstance(title, str):
-        boundary.log_failure("read_titles", TypeError("malformed title"))
-        return UNAVAILABLE if visible else TitleInfo(title=None, visible=False)
-    return TitleInfo(title=title, visible=visible)
-
-
-async def _read_title(
-    service: SessionQueryService,
-    boundary: ServiceBoundary,
-    caller: Caller,
-    session_id: str,
-    signal: ExecutionSignal,
-) -> TitleInfo:
-    try:
-        observed = await boundary.call(
-            "read_titles", signal, lambda: service.read_titles([session_id], signal=signal)
-        )
-        return _project(boundary, caller, session_id, observed.get(session_id))
-    except ToolError as exc:
-        if exc.code in (ErrorCode.CANCELLED, ErrorCode.TIMEOUT):
-            raise
-        # Already logged by the boundary; the rest of the result stands.
-        return UNAVAILABLE
 
 
 # --- lineage projection ---

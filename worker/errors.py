@@ -1,0 +1,51 @@
+"""The exception tree of the worker and its contract: one root per package boundary.
+
+Nothing is defined here: this docstring is the one map (``tests/test_error_tree.py``
+checks that every exception class of ``worker`` and ``contracts`` descends from a root
+below and is named here). Each root lives in its own package, so no layer imports a
+higher one to raise its errors::
+
+    contracts.errors.SessionQueryClientError     requester side: transport, protocol
+    ├── contracts.client.NoWorkerError
+    ├── contracts.client.ReplyTimeoutError
+    ├── contracts.client.SpillFetchError
+    │   └── contracts.client.SpillDigestMismatch
+    └── contracts.spill_crypto.SpillDecryptError            (also a ValueError)
+
+    worker.store.errors.StoreError               the store; text internal
+    ├── GenerationChanged, InvalidQuery, InvalidCursor       queries
+    ├── IndexFileError                                       the index file
+    │   ├── CorruptIndex, IndexLocked, IndexFileReplaced
+    ├── SchemaVersionError
+    ├── BatchNotAttempted, IndexWriteStopped                 the write path
+    ├── WriterProcessError
+    │   └── IndexFileLost                                    (also an IndexWriteStopped)
+    └── worker.store.sqlite._Stopped                         private: never leaves its module
+
+    worker.signals.ExecutionAborted              cancellation and deadlines, every layer
+    ├── ExecutionCancelled                                   exact reason kept
+    └── DeadlineExceeded
+
+    worker.tools.definitions.ToolError           a model-facing answer: code + message
+    └── worker.tools.titles.TitleMismatch                    NOT_FOUND, fail closed
+
+    worker.runtime.errors.RuntimeFailure         operational; told to the operator
+    ├── worker.runtime.connection.ConnectFailed
+    ├── worker.runtime.embedded_server.EmbeddedServerError   (also a RuntimeError)
+    ├── worker.runtime.actors.MailboxFull
+    ├── worker.runtime.spill.SpillConfigError                (also a ValueError)
+    ├── worker.runtime.replies.BadEnvelope
+    ├── worker.runtime.purge.InvalidDuration                 (also a ValueError)
+    └── worker.runtime.continuity.StreamDiverged
+
+    worker.importers.publish.ImportFailed        an import cannot go on; told to the user
+    worker.retry.RetryStopped                    a retry's stop was set (shared module:
+                                                 it imports nothing from worker)
+
+What a model sees: only a ``ToolError``. Every other exception a tool call meets is
+turned into one at a single boundary, ``worker.tools.service_boundary.ServiceBoundary``,
+by one declarative table, ``worker.tools.errors.ERROR_TABLE`` (class -> code and fixed
+message; the execution signal's own abort is answered first, with its exact reason). The
+runtime reaches that table only through ``worker.tools.model_error``; its own failures
+(``RuntimeFailure``) never reach a reply except as the fixed ``TOOL_FAILED``.
+"""

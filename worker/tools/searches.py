@@ -1,0 +1,277 @@
+"""The two search workflows: validate, authorize, page through the provider, title, render.
+
+Both run under the search deadline (a child of the execution signal) and follow provider
+pages up to ``max_search_results``; the hits are re-checked against the caller's workspace
+before anything of them is rendered.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Mapping, Sequence
+from dataclasses import replace
+from typing import Any, Final
+
+from contracts.envelope import Execution
+from worker.signals import ExecutionSignal
+from worker.store import (
+    EventFilter,
+    EventHit,
+    EventSearchPage,
+    SessionHeader,
+    SessionHit,
+    SessionSearchPage,
+)
+from worker.tools import input as args_input
+from worker.tools.operations import Collected, Operations, collect_pages
+from worker.tools.presentation import SearchOutcome, render_event_search, render_session_search
+from worker.tools.workspace_access import (
+    STEP_START,
+    Caller,
+    authorized_subset,
+    check_observation,
+    is_authorized,
+    preflight,
+)
+
+NO_WORKSPACE_MESSAGE: Final = (
+    "This session has no recorded workspace (cwd), so no other session is "
+    "available to it. session_event_search can still search this session."
+)
+
+
+def _outcome(collected: Collected[Any], model_filters: bool) -> SearchOutcome:
+    return SearchOutcome(
+        capped=collected.capped,
+        filtered_out=collected.filtered_out,
+        model_filters=model_filters,
+        partial=collected.partial,
+        unmatched=collected.unmatched,
+    )
+
+
+# --- session_search ---
+
+
+async def session_search(
+    ops: Operations, arguments: Mapping[str, Any], execution: Execution, signal: ExecutionSignal
+) -> str:
+    args = args_input.parse_arguments(
+        "session_search", args_input.SessionSearchArguments, arguments
+    )
+    request = args_input.session_search_request(args)
+    return await ops.under_search_deadline(
+        request.query,
+        signal,
+        lambda search_signal: _session_search(ops, request, execution, search_signal),
+    )
+
+
+async def _session_search(
+    ops: Operations,
+    request: args_input.SessionSearchRequest,
+    execution: Execution,
+    signal: ExecutionSignal,
+) -> str:
+    caller = await ops.caller(execution, signal)
+    if caller.cwd is None:
+        return NO_WORKSPACE_MESSAGE
+    scoped = await _authorized_request(ops, caller, request, signal)
+    collected = await _collect_sessions(ops, caller, caller.cwd, scoped, signal)
+    hit_ids = [hit.header.session_id for hit in collected.hits]
+    parent_ids = [
+        hit.header.parent_session_id
+        for hit in collected.hits
+        if hit.header.parent_session_id is not None
+    ]
+    # Only the hits must still be visible (a hidden parent is shown as hidden); a hit that
+    # no longer is fails the search as changed (TitleMismatch).
+    titles = await ops.titles(caller, [*hit_ids, *parent_ids], signal, expect_visible=hit_ids)
+    model_filters = args_input.has_model_filters(request.events, request.sessions)
+    return render_session_search(
+        request.query,
+        collected.hits,
+        titles,
+        _outcome(collected, model_filters),
+        limit=ops.config.max_search_results,
+    )
+
+
+async def _authorized_request(
+    ops: Operations,
+    caller: Caller,
+    request: args_input.SessionSearchRequest,
+    signal: ExecutionSignal,
+) -> args_input.SessionSearchRequest:
+    """The request as the provider may see it: parents narrowed to the authorized ones,
+    the caller's own session excluded (``has_model_filters`` is asked of the original)."""
+    authorized_parents: tuple[str, ...] = ()
+    if request.requested_parent_ids:
+        authorized_parents = await authorized_subset(
+            ops.service, ops.boundary, caller, request.requested_parent_ids, signal
+        )
+    parent_ids, include_roots = args_input.parent_clause(request, authorized_parents)
+    sessions = replace(
+        request.sessions,
+        parent_session_ids=parent_ids,
+        include_roots=include_roots,
+        exclude_session_ids=(caller.session_id,),
+    )
+    return replace(request, sessions=sessions)
+
+
+async def _collect_sessions(
+    ops: Operations,
+    caller: Caller,
+    cwd: str,
+    request: args_input.SessionSearchRequest,
+    signal: ExecutionSignal,
+) -> Collected[SessionHit]:
+    service, page_size = ops.service, ops.page_size()
+
+    def fetch(cursor: str | None) -> Awaitable[SessionSearchPage]:
+        return ops.boundary.call(
+            "search_sessions",
+            signal,
+            lambda: service.search_sessions(
+                request.query,
+                cwd=cwd,
+                sessions=request.sessions,
+                events=request.events,
+                cursor=cursor,
+                page_size=page_size,
+                signal=signal,
+            ),
+        )
+
+    def visible_hits(page: SessionSearchPage) -> Sequence[SessionHit]:
+        # Defence in depth: the provider confines by cwd in SQL; a hit that is not in the
+        # workspace (or is the caller) is never rendered.
+        return [
+            hit
+            for hit in page.hits
+            if hit.header.session_id != caller.session_id
+            and hit.event.session_id == hit.header.session_id
+            and is_authorized(caller, hit.header)
+        ]
+
+    return await collect_pages(
+        fetch,
+        visible_hits,
+        lambda hit: hit.header.session_id,
+        limit=ops.config.max_search_results,
+    )
+
+
+# --- session_event_search ---
+
+
+async def session_event_search(
+    ops: Operations, arguments: Mapping[str, Any], execution: Execution, signal: ExecutionSignal
+) -> str:
+    args = args_input.parse_arguments(
+        "session_event_search", args_input.SessionEventSearchArguments, arguments
+    )
+    return await ops.under_search_deadline(
+        args.query,
+        signal,
+        lambda search_signal: _session_event_search(ops, args, execution, search_signal),
+    )
+
+
+async def _session_event_search(
+    ops: Operations,
+    args: args_input.SessionEventSearchArguments,
+    execution: Execution,
+    signal: ExecutionSignal,
+) -> str:
+    caller, target = await ops.caller_and_target(execution, signal, args.session_id)
+    own = target == caller.session_id
+    events = args_input.event_filter(
+        event_types=args.event_types,
+        event_surfaces=args.event_surfaces,
+        event_after=args.event_after,
+        event_before=args.event_before,
+        from_seq=args.from_seq,
+        to_seq=args.to_seq,
+    )
+    limit = ops.config.max_search_results
+    # The current step is out of scope, not filtered: a match there must not turn an
+    # empty result into "the filters removed every match".
+    scope_to_seq = await _last_prior_seq(ops, caller, execution, signal) if own else None
+    if scope_to_seq is not None and _nothing_before(events, scope_to_seq):
+        header = await preflight(ops.service, ops.boundary, caller, target, signal)
+        titles = await ops.titles(caller, [target], signal, fail_as=target)
+        nothing = SearchOutcome(capped=False, filtered_out=False, model_filters=False)
+        return render_event_search(
+            args.query, header, (), titles, nothing, limit=limit, own_session=True
+        )
+    headers: list[SessionHeader] = []
+    collected = await _collect_events(
+        ops, caller, target, args.query, events, scope_to_seq, headers, signal
+    )
+    titles = await ops.titles(caller, [target], signal, fail_as=target)
+    outcome = _outcome(collected, args_input.has_model_filters(events))
+    return render_event_search(
+        args.query, headers[-1], collected.hits, titles, outcome, limit=limit, own_session=own
+    )
+
+
+def _nothing_before(events: EventFilter, scope_to_seq: int) -> bool:
+    """Whether the seq range left before the current step is empty."""
+    seq_to = scope_to_seq if events.seq_to is None else min(events.seq_to, scope_to_seq)
+    return seq_to < 1 or (events.seq_from is not None and events.seq_from > seq_to)
+
+
+async def _collect_events(
+    ops: Operations,
+    caller: Caller,
+    target: str,
+    query: str,
+    events: EventFilter,
+    scope_to_seq: int | None,
+    headers: list[SessionHeader],
+    signal: ExecutionSignal,
+) -> Collected[EventHit]:
+    """The target's hits; each page's header is re-checked and appended to ``headers``."""
+    service, page_size = ops.service, ops.page_size()
+
+    async def fetch(cursor: str | None) -> EventSearchPage:
+        page = await ops.boundary.call(
+            "search_events",
+            signal,
+            lambda: service.search_events(
+                query,
+                session_id=target,
+                events=events,
+                cursor=cursor,
+                page_size=page_size,
+                signal=signal,
+                scope_to_seq=scope_to_seq,
+            ),
+        )
+        # Re-check the header observed with *this* page before anything from it is used.
+        check_observation(caller, target, page.header if page is not None else None)
+        assert page is not None
+        headers.append(page.header)
+        return page
+
+    def own_hits(page: EventSearchPage) -> Sequence[EventHit]:
+        return [hit for hit in page.hits if hit.event.session_id == target]
+
+    return await collect_pages(
+        fetch, own_hits, lambda hit: hit.event.seq, limit=ops.config.max_search_results
+    )
+
+
+async def _last_prior_seq(
+    ops: Operations, caller: Caller, execution: Execution, signal: ExecutionSignal
+) -> int | None:
+    """The last seq before the current step, or None when there is no step to exclude."""
+    if execution.step_start_seq is not None:
+        return execution.step_start_seq - 1
+    latest = await ops.boundary.call(
+        "latest_seq_of_type",
+        signal,
+        lambda: ops.service.latest_seq_of_type(caller.session_id, STEP_START, signal=signal),
+    )
+    return None if latest is None else latest - 1
