@@ -392,30 +392,18 @@ def build_parser() -> argparse.ArgumentParser:
 
 def add_subject_arguments(parser: argparse.ArgumentParser) -> None:
     """Stream and subject names, for tests and deployments with their own names."""
-    defaults = Subjects()
-    env = os.environ.get
-    group = parser.add_argument_group("stream and subjects")
-    group.add_argument(
-        "--stream",
-        default=env("SESSIONQUERY_EVENTS_STREAM", defaults.events_stream),
-        help="events stream name (env SESSIONQUERY_EVENTS_STREAM)",
-    )
-    group.add_argument(
-        "--events-prefix",
-        default=env("SESSIONQUERY_EVENTS_PREFIX", defaults.events_prefix),
-        help="events subject prefix (env SESSIONQUERY_EVENTS_PREFIX)",
-    )
-    group.add_argument(
-        "--deadletter",
-        default=env("SESSIONQUERY_DEADLETTER", defaults.deadletter),
-        help="dead-letter subject (env SESSIONQUERY_DEADLETTER)",
+    from worker.runtime.config import add_flags
+
+    add_flags(
+        parser.add_argument_group("stream and subjects"),
+        ("events_stream", "events_prefix", "deadletter"),
     )
 
 
 def subjects_from_args(args: argparse.Namespace) -> Subjects:
-    return Subjects(
-        events_stream=args.stream, events_prefix=args.events_prefix, deadletter=args.deadletter
-    )
+    from worker.runtime.config import config_from_args
+
+    return config_from_args(args).subjects
 
 
 async def _main(args: argparse.Namespace) -> int:
