@@ -14,15 +14,8 @@ from typing import Any, Literal, get_args, get_origin
 import pytest
 
 from worker.runtime import serve
-from worker.runtime.config import (
-    ConfigError,
-    Setting,
-    WorkerConfig,
-    config_from_args,
-    flags_of,
-    load,
-    settings,
-)
+from worker.runtime.config import ConfigError, Setting, WorkerConfig, load, settings
+from worker.runtime.config_flags import config_from_args
 from worker.tools import ToolConfig
 
 
@@ -62,7 +55,7 @@ def test_the_variable_and_the_flag_give_the_same_setting(
     item: Setting, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     text = _other_value(item)
-    from_flag = config_from_args(_serve_parser().parse_args([flags_of(item.name)[0], text]))
+    from_flag = config_from_args(_serve_parser().parse_args([item.flags[0], text]))
     monkeypatch.setenv(item.env, text)
     from_env = config_from_args(_serve_parser().parse_args([]))
     assert _at(from_flag, item) == _at(from_env, item)
@@ -74,7 +67,7 @@ def test_the_serve_flags_are_exactly_the_settings() -> None:
     parser = _serve_parser()
     (group,) = [g for g in parser._action_groups if g.title == "worker configuration"]
     flags = {action.dest: tuple(action.option_strings) for action in group._group_actions}
-    assert flags == {item.name: flags_of(item.name) for item in settings()}
+    assert flags == {item.name: item.flags for item in settings()}
     # Every field of the model and of its tools section is a setting, and each has help.
     names = {item.name for item in settings()}
     assert set(WorkerConfig.model_fields) - {"subjects", "tools"} <= names

@@ -31,7 +31,7 @@ EXIT_FAILED: Final = 2
 
 
 def add_common_arguments(parser: argparse.ArgumentParser) -> None:
-    from worker.runtime.config import add_flags
+    from worker.runtime.config_flags import add_flags
     from worker.runtime.connection import add_nats_arguments
     from worker.runtime.ingest_consumer import add_subject_arguments
 
@@ -103,7 +103,7 @@ def assumed_zone(name: str | None) -> tzinfo | str | None:
 
 def run(args: argparse.Namespace) -> int:
     from worker.logs import configure_logging
-    from worker.runtime.config import config_from_args
+    from worker.runtime.config_flags import config_from_args
     from worker.runtime.connection import options_from_args
 
     configure_logging()

@@ -77,7 +77,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from worker.importers.command import assumed_zone, resolve_paths
     from worker.logs import configure_logging
-    from worker.runtime.config import config_from_args
+    from worker.runtime.config_flags import config_from_args
     from worker.runtime.connection import options_from_args
     from worker.runtime.ingest_consumer import subjects_from_args
 

@@ -21,7 +21,7 @@ EXIT_FAILED: Final = 2
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from worker.runtime.config import add_flags
+    from worker.runtime.config_flags import add_flags
     from worker.runtime.connection import add_nats_arguments
     from worker.runtime.ingest_consumer import add_subject_arguments
 
@@ -64,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
               " 'session-query-worker[mcp]'", file=sys.stderr)  # fmt: skip
         return EXIT_FAILED
     from worker.logs import configure_logging
-    from worker.runtime.config import config_from_args
+    from worker.runtime.config_flags import config_from_args
     from worker.runtime.connection import options_from_args
 
     configure_logging(stream=sys.stderr)  # stdout is the protocol channel under stdio

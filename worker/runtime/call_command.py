@@ -18,7 +18,7 @@ from nats.aio.client import Client as NATS
 from contracts.client import SessionQueryClient, SessionQueryClientError
 from contracts.envelope import AgentIdentity, Execution
 from contracts.subjects import TOOL_NAMES, Subjects
-from worker.runtime.config import add_flags, config_from_args
+from worker.runtime.config_flags import add_flags, config_from_args
 from worker.runtime.connection import add_nats_arguments, options_from_args
 
 EXIT_ERROR_REPLY = 1
@@ -67,7 +67,7 @@ def add_manifest_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_call(args: argparse.Namespace) -> int:
-    if not args.nats_url:
+    if not options_from_args(args).url:
         print(NO_URL_MESSAGE, file=sys.stderr)
         return EXIT_USAGE
     try:
@@ -94,7 +94,7 @@ def run_call(args: argparse.Namespace) -> int:
 
 
 def run_manifest(args: argparse.Namespace) -> int:
-    if not args.nats_url:
+    if not options_from_args(args).url:
         print(NO_URL_MESSAGE, file=sys.stderr)
         return EXIT_USAGE
     return asyncio.run(_manifest(args, config_from_args(args).subjects))

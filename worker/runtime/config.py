@@ -3,7 +3,7 @@
 ``WorkerConfig`` declares each setting once: its name, type, default and description. Its
 sections (``subjects``, ``tools``) are nested models whose settings keep flat names, as they
 always had: ``SESSIONQUERY_MAX_SEARCH_RESULTS`` sets ``tools.max_search_results``. The same
-declaration gives each setting its ``--flag`` (worker/runtime/settings_flags.py), so a new
+declaration gives each setting its ``--flag`` (worker/runtime/config_flags.py), so a new
 setting is one field here. Precedence: a flag, then the variable, then the default.
 ``WorkerConfig(...)`` itself reads nothing from the environment; ``load`` and ``from_env`` do.
 A bad value raises ``ConfigError``, one line naming the flag or the variable.
@@ -11,16 +11,14 @@ A bad value raises ``ConfigError``, one line naming the flag or the variable.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import functools
-import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final, Literal, Protocol, get_args, get_origin, get_type_hints
+from typing import Any, Final, Literal, get_type_hints
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 from pydantic.fields import FieldInfo
 from pydantic_core import ErrorDetails
 from pydantic_settings import (
@@ -134,44 +132,58 @@ SECTION_HELP: Final[dict[str, str]] = {
 }
 
 
+# Extra spellings of some flags: the short ones people type, and names kept from before.
+_FLAGS: Final = {
+    "db_path": ("--db-path", "--db"),
+    "max_search_results": ("--max-search-results", "--max-results"),
+    "events_stream": ("--stream",),
+}
+
+
 @dataclass(frozen=True)
 class Setting:
-    """One setting: ``SESSIONQUERY_<NAME>`` and ``--<name>`` set ``WorkerConfig.<path>``."""
+    """One setting: its variable and flags set the model's field at ``path``."""
 
     name: str
     path: tuple[str, ...]
     kind: Any
     default: Any
     description: str
+    env: str
+    flags: tuple[str, ...]
+    secret: bool = False  # never shown: not its value in help, nor in an error
 
-    @property
-    def env(self) -> str:
-        return ENV_PREFIX + self.name.upper()
+
+def _worker_setting(
+    name: str, path: tuple[str, ...], kind: Any, default: Any, help: str
+) -> Setting:
+    flags = _FLAGS.get(name, ("--" + name.replace("_", "-"),))
+    return Setting(name, path, kind, default, help, ENV_PREFIX + name.upper(), flags)
 
 
 @functools.cache
 def settings() -> tuple[Setting, ...]:
-    """Every setting, in declaration order, section settings where their section is."""
+    """Every worker setting, in declaration order, section settings where their section is."""
     out: list[Setting] = []
     for name, field in WorkerConfig.model_fields.items():
         default = field.get_default(call_default_factory=True)
         if name not in SECTIONS:
-            out.append(Setting(name, (name,), field.annotation, default, field.description or ""))
+            out.append(
+                _worker_setting(name, (name,), field.annotation, default, field.description or "")
+            )
             continue
         kinds = get_type_hints(type(default))
         for flat, attr in SECTIONS[name].items():
             out.append(
-                Setting(flat, (name, attr), kinds[attr], getattr(default, attr), SECTION_HELP[flat])
+                _worker_setting(
+                    flat, (name, attr), kinds[attr], getattr(default, attr), SECTION_HELP[flat]
+                )
             )
     return tuple(out)
 
 
 def setting(name: str) -> Setting:
     return next(s for s in settings() if s.name == name)
-
-
-class _Adder(Protocol):
-    def add_argument(self, *names: str, **kwargs: Any) -> Any: ...
 
 
 class ConfigError(ValueError):
@@ -188,7 +200,7 @@ def load(
     try:
         loaded = _FromEnvironment(**{**nest(given), **(overrides or {})})
     except ValidationError as exc:
-        raise ConfigError(_explain(exc, given)) from None
+        raise ConfigError(explain(exc, given, settings())) from None
     return WorkerConfig(**{name: getattr(loaded, name) for name in loaded.model_fields_set})
 
 
@@ -243,16 +255,19 @@ class _FromEnvironment(BaseSettings, WorkerConfig):
         return init_settings, _Environment(settings_cls)
 
 
-def _explain(exc: ValidationError, flags: Mapping[str, str]) -> str:
-    by_path = {s.path: s for s in settings()}
+def explain(exc: ValidationError, flags: Mapping[str, str], table: Iterable[Setting]) -> str:
+    """One line: each bad setting by the flag it was given as, else by its variable."""
+    # A field read through an alias is reported at the alias: its variable's name.
+    by_path = {path: item for item in table for path in (item.path, (item.env,))}
     lines = []
     for error in exc.errors():
         item = by_path.get(tuple(str(part) for part in error["loc"]))
         if item is None:
             lines.append(f"{'.'.join(map(str, error['loc']))}: {error['msg']}")
             continue
-        where = flags_of(item.name)[0] if item.name in flags else item.env
-        lines.append(f"{where} {_rule(error)}, got {error.get('input')!r}")
+        where = item.flags[0] if item.name in flags else item.env
+        got = "" if item.secret else f", got {error.get('input')!r}"
+        lines.append(f"{where} {_rule(error)}{got}")
     return "; ".join(lines)
 
 
@@ -265,41 +280,61 @@ def _rule(error: ErrorDetails) -> str:
     return f"is not valid ({error['msg']})"
 
 
-# Extra spellings of some flags: the short ones people type, and names kept from before.
-_FLAGS: Final = {
-    "db_path": ("--db-path", "--db"),
-    "max_search_results": ("--max-search-results", "--max-results"),
-    "events_stream": ("--stream",),
-}
+DEFAULT_CONNECT_ATTEMPTS: Final = 10
 
 
-def flags_of(name: str) -> tuple[str, ...]:
-    """The flag spellings of a setting: ``--<name>``, with ``_`` as ``-``, unless renamed."""
-    return _FLAGS.get(name, ("--" + name.replace("_", "-"),))
+class NatsSettings(BaseSettings):
+    """How every command reaches NATS: ``NATS_*`` variables, ``--nats-*`` flags."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="NATS_", env_ignore_empty=True, frozen=True, extra="forbid"
+    )
+
+    url: str | None = Field(None, description="server URL; comma-separated for a cluster")
+    user: str | None = Field(None, description="user name")
+    password: str | None = Field(None, description="password")
+    token: str | None = Field(None, description="token")
+    nkey_seed: str | None = Field(None, description="nkey seed file")
+    creds: str | None = Field(None, description="credentials (.creds) file")
+    tls_ca: str | None = Field(None, description="CA certificate file (TLS)")
+    tls_cert: str | None = Field(None, description="client certificate file (TLS)")
+    tls_key: str | None = Field(None, description="client key file (TLS)")
+    connect_attempts: int = Field(
+        DEFAULT_CONNECT_ATTEMPTS,
+        # One name only, without the NATS_ prefix, as it always was.
+        validation_alias=AliasChoices("SESSIONQUERY_CONNECT_ATTEMPTS"),
+        description="attempts to connect at start before exiting non-zero; 0 tries forever",
+    )
 
 
-def add_flags(parser: _Adder, names: Iterable[str] | None = None) -> None:
-    """A flag for each setting (all, or those named), generated from its declaration.
-
-    Each flag's value stays text until ``config_from_args``, so the flag and the variable
-    are parsed by one model and give the same setting."""
-    for item in settings() if names is None else [setting(name) for name in names]:
-        shown = os.environ.get(item.env) or item.default
-        parser.add_argument(
-            *flags_of(item.name),
-            dest=item.name,
-            default=None,
-            metavar=_metavar(item.kind),
-            help=f"{item.description} (env {item.env}, default {shown})".replace("%", "%%"),
-        )
+# Never shown in help or an error: a URL may carry a user and password.
+_NATS_SECRETS: Final = frozenset({"url", "password", "token"})
 
 
-def config_from_args(args: argparse.Namespace) -> WorkerConfig:
-    """The configuration with the settings given as flags (see ``add_flags``)."""
-    return load({s.name: v for s in settings() if (v := getattr(args, s.name, None)) is not None})
+@functools.cache
+def nats_settings() -> tuple[Setting, ...]:
+    out = []
+    for name, field in NatsSettings.model_fields.items():
+        env, flag = "NATS_" + name.upper(), "--nats-" + name.replace("_", "-")
+        if name == "connect_attempts":
+            env, flag = "SESSIONQUERY_CONNECT_ATTEMPTS", "--connect-attempts"
+        kind = int if name == "connect_attempts" else str
+        item = Setting(name, (name,), kind, field.default, field.description or "", env, (flag,))
+        out.append(dataclasses.replace(item, secret=name in _NATS_SECRETS))
+    return tuple(out)
 
 
-def _metavar(kind: Any) -> str:
-    if get_origin(kind) is Literal:
-        return "{" + ",".join(map(str, get_args(kind))) + "}"
-    return {int: "N", Path: "PATH"}.get(kind, "TEXT")
+def load_nats(flags: Mapping[str, str | None]) -> NatsSettings:
+    """``NATS_*`` settings from flags (setting name -> text), over variables, over defaults."""
+    given = {name: value for name, value in flags.items() if value is not None}
+    by_name = {item.name: item for item in nats_settings()}
+    init: dict[str, Any] = {_init_key(by_name[name]): value for name, value in given.items()}
+    try:
+        return NatsSettings(**init)
+    except ValidationError as exc:
+        raise ConfigError(explain(exc, given, nats_settings())) from None
+
+
+def _init_key(item: Setting) -> str:
+    # A field with an alias is given by it (the alias is its variable's name).
+    return item.env if item.name == "connect_attempts" else item.name

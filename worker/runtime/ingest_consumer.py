@@ -392,7 +392,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def add_subject_arguments(parser: argparse.ArgumentParser) -> None:
     """Stream and subject names, for tests and deployments with their own names."""
-    from worker.runtime.config import add_flags
+    from worker.runtime.config_flags import add_flags
 
     add_flags(
         parser.add_argument_group("stream and subjects"),
@@ -401,7 +401,7 @@ def add_subject_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def subjects_from_args(args: argparse.Namespace) -> Subjects:
-    from worker.runtime.config import config_from_args
+    from worker.runtime.config_flags import config_from_args
 
     return config_from_args(args).subjects
 
@@ -411,7 +411,8 @@ async def _main(args: argparse.Namespace) -> int:
     from worker.store.index_file import IndexLock
 
     lock = IndexLock(args.db).acquire()  # one writer per index file, as the worker
-    nc = await connect(options_from_args(args).with_url(args.nats_url or "nats://127.0.0.1:4222"))
+    options = options_from_args(args)
+    nc = await connect(options.with_url(options.url or "nats://127.0.0.1:4222"))
     writer = await open_index_writer(args.db, mode=args.writer)
     consumer = EventConsumer(
         nc,

@@ -25,7 +25,7 @@ from nats.errors import TimeoutError as NatsTimeoutError
 from nats.js.errors import ServiceUnavailableError
 
 from worker.retry import STARTUP, RetryStopped, retry
-from worker.runtime import config as settings
+from worker.runtime import config_flags as settings
 from worker.runtime.config import ENV_PREFIX, WorkerConfig
 from worker.runtime.connection import NatsOptions, add_nats_arguments, options_from_args
 from worker.runtime.process import bounded_stop, close, refuse, say, signal_event
