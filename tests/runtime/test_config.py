@@ -1,5 +1,6 @@
-"""The configuration model: each setting's variable and flag give the same value, the serve
-flags are exactly the settings, and a bad value is one line naming what was bad."""
+"""The configuration models: each setting's variable and flag give the same value, the serve
+flags are exactly the settings (worker and NATS), and a bad value is one line naming what was
+bad, never a secret."""
 
 from __future__ import annotations
 
@@ -14,8 +15,16 @@ from typing import Any, Literal, get_args, get_origin
 import pytest
 
 from worker.runtime import serve
-from worker.runtime.config import ConfigError, Setting, WorkerConfig, load, settings
+from worker.runtime.config import (
+    ConfigError,
+    Setting,
+    WorkerConfig,
+    load,
+    nats_settings,
+    settings,
+)
 from worker.runtime.config_flags import config_from_args
+from worker.runtime.connection import NatsOptions, options_from_args
 from worker.tools import ToolConfig
 
 
@@ -46,7 +55,7 @@ def _at(config: WorkerConfig, item: Setting) -> Any:
 @pytest.fixture(autouse=True)
 def _clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in list(os.environ):
-        if name.startswith("SESSIONQUERY_"):
+        if name.startswith(("SESSIONQUERY_", "NATS_")):
             monkeypatch.delenv(name)
 
 
@@ -142,3 +151,42 @@ def test_the_commands_print_one_line_and_exit_2_on_a_bad_setting(tmp_path: Path)
     assert imported.stderr.strip().splitlines()[-1] == (
         "sessionquery import: SESSIONQUERY_MAX_EVENT_BYTES must be a whole number, got '1MB'"
     )
+
+
+@pytest.mark.parametrize("item", nats_settings(), ids=lambda item: item.name)
+def test_each_nats_variable_and_flag_give_the_same_option(
+    item: Setting, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    text = "3" if item.kind is int else "nats://127.0.0.1:4333"
+    from_flag = options_from_args(_serve_parser().parse_args([item.flags[0], text]))
+    monkeypatch.setenv(item.env, text)
+    from_env = options_from_args(_serve_parser().parse_args([]))
+    assert getattr(from_flag, item.name) == getattr(from_env, item.name) == int_or_text(text)
+
+
+def int_or_text(text: str) -> int | str:
+    return int(text) if text.isdigit() else text
+
+
+def test_the_nats_flags_are_exactly_the_nats_settings() -> None:
+    (group,) = [g for g in _serve_parser()._action_groups if g.title == "NATS"]
+    flags = {tuple(action.option_strings) for action in group._group_actions}
+    assert flags == {item.flags for item in nats_settings()}
+    assert {item.name for item in nats_settings()} == {
+        f.name for f in dataclasses.fields(NatsOptions) if f.name != "name"
+    }
+
+
+def test_a_nats_secret_is_in_neither_help_nor_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NATS_URL", "nats://sq:hunter2-url@127.0.0.1:4222")
+    monkeypatch.setenv("NATS_PASSWORD", "hunter2-password")
+    monkeypatch.setenv("NATS_TOKEN", "hunter2-token")
+    monkeypatch.setenv("SESSIONQUERY_CONNECT_ATTEMPTS", "twice")
+    parser = _serve_parser()
+    assert "hunter2" not in parser.format_help()
+    with pytest.raises(ConfigError) as caught:
+        options_from_args(parser.parse_args([]))
+    assert str(caught.value) == "SESSIONQUERY_CONNECT_ATTEMPTS must be a whole number, got 'twice'"
+    with pytest.raises(ConfigError) as caught:
+        options_from_args(parser.parse_args(["--connect-attempts", "many"]))
+    assert str(caught.value) == "--connect-attempts must be a whole number, got 'many'"
