@@ -1,12 +1,14 @@
-"""Worker configuration: every setting declared once, read from flags and ``SESSIONQUERY_*``.
+"""Configuration: every setting declared once, read from flags and environment variables.
 
-``WorkerConfig`` declares each setting once: its name, type, default and description. Its
-sections (``subjects``, ``tools``) are nested models whose settings keep flat names, as they
-always had: ``SESSIONQUERY_MAX_SEARCH_RESULTS`` sets ``tools.max_search_results``. The same
-declaration gives each setting its ``--flag`` (worker/runtime/config_flags.py), so a new
-setting is one field here. Precedence: a flag, then the variable, then the default.
-``WorkerConfig(...)`` itself reads nothing from the environment; ``load`` and ``from_env`` do.
-A bad value raises ``ConfigError``, one line naming the flag or the variable.
+``WorkerConfig`` declares each worker setting once: its name, type, default and
+description. Its sections (``subjects``, ``tools``) are nested models whose settings keep
+flat names, as they always had: ``SESSIONQUERY_MAX_SEARCH_RESULTS`` sets
+``tools.max_search_results``. ``NatsSettings`` does the same for how every command reaches
+NATS (``NATS_*``). The same declarations give each setting its ``--flag``
+(worker/runtime/config_flags.py), so a new setting is one field here. Precedence: a flag,
+then the variable, then the default. ``WorkerConfig(...)`` itself reads nothing from the
+environment; ``load`` and ``from_env`` do. A bad value raises ``ConfigError``: one line
+naming the flag or the variable, never a secret's value.
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ ENV_PREFIX: Final = "SESSIONQUERY_"
 
 
 class WorkerConfig(BaseModel):
+    """The worker's settings, one field each (long because it is the list of them)."""
+
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     db_path: Path = Field(Path(".sessionquery/index.sqlite"), description="the index file")
@@ -176,14 +180,14 @@ def settings() -> tuple[Setting, ...]:
         for flat, attr in SECTIONS[name].items():
             out.append(
                 _worker_setting(
-                    flat, (name, attr), kinds[attr], getattr(default, attr), SECTION_HELP[flat]
+                    flat,
+                    (name, attr),
+                    kinds[attr],
+                    getattr(default, attr),
+                    SECTION_HELP.get(flat, ""),
                 )
             )
     return tuple(out)
-
-
-def setting(name: str) -> Setting:
-    return next(s for s in settings() if s.name == name)
 
 
 class ConfigError(ValueError):
@@ -281,6 +285,8 @@ def _rule(error: ErrorDetails) -> str:
 
 
 DEFAULT_CONNECT_ATTEMPTS: Final = 10
+# Its one variable, without the NATS_ prefix, as it always was.
+_CONNECT_ATTEMPTS_ENV: Final = "SESSIONQUERY_CONNECT_ATTEMPTS"
 
 
 class NatsSettings(BaseSettings):
@@ -301,8 +307,7 @@ class NatsSettings(BaseSettings):
     tls_key: str | None = Field(None, description="client key file (TLS)")
     connect_attempts: int = Field(
         DEFAULT_CONNECT_ATTEMPTS,
-        # One name only, without the NATS_ prefix, as it always was.
-        validation_alias=AliasChoices("SESSIONQUERY_CONNECT_ATTEMPTS"),
+        validation_alias=AliasChoices(_CONNECT_ATTEMPTS_ENV),
         description="attempts to connect at start before exiting non-zero; 0 tries forever",
     )
 
@@ -317,7 +322,7 @@ def nats_settings() -> tuple[Setting, ...]:
     for name, field in NatsSettings.model_fields.items():
         env, flag = "NATS_" + name.upper(), "--nats-" + name.replace("_", "-")
         if name == "connect_attempts":
-            env, flag = "SESSIONQUERY_CONNECT_ATTEMPTS", "--connect-attempts"
+            env, flag = _CONNECT_ATTEMPTS_ENV, "--connect-attempts"
         kind = int if name == "connect_attempts" else str
         item = Setting(name, (name,), kind, field.default, field.description or "", env, (flag,))
         out.append(dataclasses.replace(item, secret=name in _NATS_SECRETS))
@@ -327,14 +332,12 @@ def nats_settings() -> tuple[Setting, ...]:
 def load_nats(flags: Mapping[str, str | None]) -> NatsSettings:
     """``NATS_*`` settings from flags (setting name -> text), over variables, over defaults."""
     given = {name: value for name, value in flags.items() if value is not None}
-    by_name = {item.name: item for item in nats_settings()}
-    init: dict[str, Any] = {_init_key(by_name[name]): value for name, value in given.items()}
+    # A field with an alias is given by it (the alias is its variable's name).
+    init: dict[str, Any] = {
+        _CONNECT_ATTEMPTS_ENV if name == "connect_attempts" else name: value
+        for name, value in given.items()
+    }
     try:
         return NatsSettings(**init)
     except ValidationError as exc:
         raise ConfigError(explain(exc, given, nats_settings())) from None
-
-
-def _init_key(item: Setting) -> str:
-    # A field with an alias is given by it (the alias is its variable's name).
-    return item.env if item.name == "connect_attempts" else item.name
