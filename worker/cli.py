@@ -63,10 +63,20 @@ def build_parser(requested: str | None = None) -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     requested = args_list[0] if args_list and args_list[0] in SUBCOMMANDS else None
-    args = build_parser(requested).parse_args(args_list)
-    module = importlib.import_module(args._module)
-    run = getattr(module, f"run_{args.command}", None) or module.run
-    return int(run(args) or 0)
+    try:
+        args = build_parser(requested).parse_args(args_list)
+        module = importlib.import_module(args._module)
+        run = getattr(module, f"run_{args.command}", None) or module.run
+        return int(run(args) or 0)
+    except Exception as exc:
+        # A bad setting (flag or SESSIONQUERY_* variable) is one line and exit 2, as a
+        # usage error; the configuration module is imported only once a command runs.
+        from worker.runtime.config import ConfigError
+
+        if not isinstance(exc, ConfigError):
+            raise
+        print(f"sessionquery {requested or ''}: {exc}".replace(" :", ":"), file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

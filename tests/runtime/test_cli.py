@@ -276,7 +276,7 @@ async def test_publishing_the_sample_corpus_twice_adds_nothing(
     nc: NATS, subjects: Subjects
 ) -> None:
     from worker.runtime.sample_corpus import sample_events
-    from worker.runtime.serve import publish_sample_corpus
+    from worker.runtime.sample_publish import publish_sample_corpus
 
     first = await publish_sample_corpus(nc, subjects)
     assert first == (len(sample_events()), len(sample_events()))

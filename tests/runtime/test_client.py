@@ -218,7 +218,7 @@ async def test_client_against_a_real_worker(nc: NATS, subjects: Subjects, tmp_pa
     from tests.runtime._runtime_helpers import until
     from worker.runtime.config import WorkerConfig
     from worker.runtime.sample_corpus import DEMO_CALLER, PAY_ROOT, WEB_ROOT
-    from worker.runtime.serve import publish_sample_corpus
+    from worker.runtime.sample_publish import publish_sample_corpus
     from worker.runtime.worker import Worker
 
     _count, last_seq = await publish_sample_corpus(nc, subjects)

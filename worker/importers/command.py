@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import sys
 from dataclasses import dataclass, field
 from datetime import tzinfo
 from pathlib import Path
 from typing import Final, TextIO
 
-from contracts.limits import HEADER_ALLOWANCE_BYTES, MAX_EVENT_BYTES, event_size_limit
+from contracts.limits import MAX_EVENT_BYTES, event_size_limit
 from contracts.subjects import Subjects
 from worker.importers.base import Converter, Outgoing, SpawnLinks, Tally
 from worker.importers.detect import FORMATS
@@ -32,6 +31,7 @@ EXIT_FAILED: Final = 2
 
 
 def add_common_arguments(parser: argparse.ArgumentParser) -> None:
+    from worker.runtime.config_flags import add_flags
     from worker.runtime.connection import add_nats_arguments
     from worker.runtime.ingest_consumer import add_subject_arguments
 
@@ -47,13 +47,7 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
         "--window", type=int, default=DEFAULT_WINDOW,
         help=f"publishes in flight before awaiting their acks (default {DEFAULT_WINDOW})",
     )  # fmt: skip
-    parser.add_argument(
-        "--max-event-bytes", type=int,
-        default=int(os.environ.get("SESSIONQUERY_MAX_EVENT_BYTES", MAX_EVENT_BYTES)),
-        help="refuse larger events, as the index would; never above the server's max_payload"
-        f" minus {HEADER_ALLOWANCE_BYTES} (env SESSIONQUERY_MAX_EVENT_BYTES, default"
-        f" {MAX_EVENT_BYTES})",
-    )  # fmt: skip
+    add_flags(parser, ("max_event_bytes",))
     parser.add_argument(
         "--timezone", default=None,
         help="zone of times written without one (Aider); default: this machine's local zone",
@@ -109,10 +103,11 @@ def assumed_zone(name: str | None) -> tzinfo | str | None:
 
 def run(args: argparse.Namespace) -> int:
     from worker.logs import configure_logging
+    from worker.runtime.config_flags import config_from_args
     from worker.runtime.connection import options_from_args
-    from worker.runtime.ingest_consumer import subjects_from_args
 
     configure_logging()
+    config = config_from_args(args)
     if args.window < 1:
         print("import: --window must be at least 1", file=sys.stderr)
         return EXIT_FAILED
@@ -127,8 +122,8 @@ def run(args: argparse.Namespace) -> int:
         report = asyncio.run(
             import_paths(
                 paths, fmt=args.format, options=options_from_args(args),
-                subjects=subjects_from_args(args), window=args.window,
-                max_event_bytes=args.max_event_bytes, assume_tz=zone,
+                subjects=config.subjects, window=args.window,
+                max_event_bytes=config.max_event_bytes, assume_tz=zone,
                 progress=None if args.quiet else sys.stderr,
             )
         )  # fmt: skip

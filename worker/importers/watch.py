@@ -77,6 +77,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from worker.importers.command import assumed_zone, resolve_paths
     from worker.logs import configure_logging
+    from worker.runtime.config_flags import config_from_args
     from worker.runtime.connection import options_from_args
     from worker.runtime.ingest_consumer import subjects_from_args
 
@@ -88,10 +89,11 @@ def run(args: argparse.Namespace) -> int:
             print(f"watch: {failure}", file=sys.stderr)
             return EXIT_FAILED
     assert isinstance(paths, list) and not isinstance(zone, str)
+    max_event_bytes = config_from_args(args).max_event_bytes
     settings = WatchSettings(
         fmt=args.format, idle_s=args.idle_seconds, poll_s=args.poll_interval,
         bucket=args.state_bucket, chunk_lines=max(1, args.chunk_lines),
-        window=max(1, args.window), max_event_bytes=args.max_event_bytes, assume_tz=zone,
+        window=max(1, args.window), max_event_bytes=max_event_bytes, assume_tz=zone,
     )  # fmt: skip
     progress = None if args.quiet else sys.stderr
     try:

@@ -14,7 +14,6 @@ import os
 import sys
 from typing import Any, Final
 
-from contracts.subjects import Subjects
 from worker.mcp_bridge.bridge import DEFAULT_MAX_RESULT_BYTES, DEFAULT_TIMEOUT_S, BridgeSettings
 
 LOOPBACK: Final = ("127.0.0.1", "localhost", "::1")
@@ -22,6 +21,7 @@ EXIT_FAILED: Final = 2
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from worker.runtime.config_flags import add_flags
     from worker.runtime.connection import add_nats_arguments
     from worker.runtime.ingest_consumer import add_subject_arguments
 
@@ -51,10 +51,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--allow-origin", action="append", default=[], metavar="ORIGIN",
         help="an extra allowed Origin for --http (loopback origins always are)",
     )  # fmt: skip
-    parser.add_argument(
-        "--subject-prefix", default=os.environ.get("SESSIONQUERY_SUBJECT_PREFIX", "sessionquery"),
-        help="subject prefix of the worker (env SESSIONQUERY_SUBJECT_PREFIX)",
-    )  # fmt: skip
+    add_flags(parser, ("subject_prefix",))
     add_subject_arguments(parser)
     add_nats_arguments(parser)
 
@@ -67,11 +64,11 @@ def run(args: argparse.Namespace) -> int:
               " 'session-query-worker[mcp]'", file=sys.stderr)  # fmt: skip
         return EXIT_FAILED
     from worker.logs import configure_logging
+    from worker.runtime.config_flags import config_from_args
     from worker.runtime.connection import options_from_args
 
     configure_logging(stream=sys.stderr)  # stdout is the protocol channel under stdio
-    subjects = Subjects(prefix=args.subject_prefix, events_stream=args.stream,
-                        events_prefix=args.events_prefix)  # fmt: skip
+    subjects = config_from_args(args).subjects
     settings = BridgeSettings(
         subjects=subjects, cwd=args.cwd, session_id=args.session_id, agent_id=args.agent_id,
         timeout_s=args.timeout, max_result_bytes=args.max_result_bytes,

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import sys
 import time
 from typing import Any
@@ -19,6 +18,7 @@ from nats.aio.client import Client as NATS
 from contracts.client import SessionQueryClient, SessionQueryClientError
 from contracts.envelope import AgentIdentity, Execution
 from contracts.subjects import TOOL_NAMES, Subjects
+from worker.runtime.config_flags import add_flags, config_from_args
 from worker.runtime.connection import add_nats_arguments, options_from_args
 
 EXIT_ERROR_REPLY = 1
@@ -32,11 +32,7 @@ NO_URL_MESSAGE = (
 
 def _add_common(parser: argparse.ArgumentParser) -> None:
     add_nats_arguments(parser)
-    parser.add_argument(
-        "--subject-prefix",
-        default=os.environ.get("SESSIONQUERY_SUBJECT_PREFIX", "sessionquery"),
-        help="subject prefix of the worker (env SESSIONQUERY_SUBJECT_PREFIX)",
-    )
+    add_flags(parser, ("subject_prefix",))
 
 
 def add_call_arguments(parser: argparse.ArgumentParser) -> None:
@@ -71,7 +67,7 @@ def add_manifest_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_call(args: argparse.Namespace) -> int:
-    if not args.nats_url:
+    if not options_from_args(args).url:
         print(NO_URL_MESSAGE, file=sys.stderr)
         return EXIT_USAGE
     try:
@@ -94,14 +90,14 @@ def run_call(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"sessionquery: invalid execution: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    return asyncio.run(_call(args, execution, arguments))
+    return asyncio.run(_call(args, config_from_args(args).subjects, execution, arguments))
 
 
 def run_manifest(args: argparse.Namespace) -> int:
-    if not args.nats_url:
+    if not options_from_args(args).url:
         print(NO_URL_MESSAGE, file=sys.stderr)
         return EXIT_USAGE
-    return asyncio.run(_manifest(args))
+    return asyncio.run(_manifest(args, config_from_args(args).subjects))
 
 
 async def _connect(args: argparse.Namespace) -> NATS | None:
@@ -116,12 +112,14 @@ async def _connect(args: argparse.Namespace) -> NATS | None:
         return None
 
 
-async def _call(args: argparse.Namespace, execution: Execution, arguments: dict[str, Any]) -> int:
+async def _call(
+    args: argparse.Namespace, subjects: Subjects, execution: Execution, arguments: dict[str, Any]
+) -> int:
     nc = await _connect(args)
     if nc is None:
         return EXIT_ERROR_REPLY
     try:
-        client = SessionQueryClient(nc, Subjects(prefix=args.subject_prefix))
+        client = SessionQueryClient(nc, subjects)
         reply = await client.call(args.tool, arguments, execution, request_id=args.request_id)
         if reply.status == "error" or reply.error is not None:
             code = reply.error.code.value if reply.error else "SESSION_QUERY_TOOL_FAILED"
@@ -140,12 +138,12 @@ async def _call(args: argparse.Namespace, execution: Execution, arguments: dict[
         await nc.close()
 
 
-async def _manifest(args: argparse.Namespace) -> int:
+async def _manifest(args: argparse.Namespace, subjects: Subjects) -> int:
     nc = await _connect(args)
     if nc is None:
         return EXIT_ERROR_REPLY
     try:
-        manifest = await SessionQueryClient(nc, Subjects(prefix=args.subject_prefix)).manifest()
+        manifest = await SessionQueryClient(nc, subjects).manifest()
     except SessionQueryClientError as exc:
         print(f"sessionquery: {exc}", file=sys.stderr)
         return EXIT_ERROR_REPLY

@@ -1,104 +1,343 @@
-"""Worker configuration: one frozen dataclass, set by keyword, flags or ``SESSIONQUERY_*``.
+"""Configuration: every setting declared once, read from flags and environment variables.
 
-``WorkerConfig.from_env()`` reads ``SESSIONQUERY_<FIELD>`` (upper case) for every scalar
-field; explicit keyword overrides win over the environment.
+``WorkerConfig`` declares each worker setting once: its name, type, default and
+description. Its sections (``subjects``, ``tools``) are nested models whose settings keep
+flat names, as they always had: ``SESSIONQUERY_MAX_SEARCH_RESULTS`` sets
+``tools.max_search_results``. ``NatsSettings`` does the same for how every command reaches
+NATS (``NATS_*``). The same declarations give each setting its ``--flag``
+(worker/runtime/config_flags.py), so a new setting is one field here. Precedence: a flag,
+then the variable, then the default. ``WorkerConfig(...)`` itself reads nothing from the
+environment; ``load`` and ``from_env`` do. A bad value raises ``ConfigError``: one line
+naming the flag or the variable, never a secret's value.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import os
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+import functools
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Final, Literal, get_type_hints
 
-from contracts.limits import MAX_EVENT_BYTES
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
+from pydantic.fields import FieldInfo
+from pydantic_core import ErrorDetails
+from pydantic_settings import (
+    BaseSettings,
+    EnvSettingsSource,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
+
+from contracts.limits import HEADER_ALLOWANCE_BYTES, MAX_EVENT_BYTES
 from contracts.subjects import Subjects
 from worker.tools import ToolConfig
 
-ENV_PREFIX = "SESSIONQUERY_"
+ENV_PREFIX: Final = "SESSIONQUERY_"
+
+
+class WorkerConfig(BaseModel):
+    """The worker's settings, one field each (long because it is the list of them)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    db_path: Path = Field(Path(".sessionquery/index.sqlite"), description="the index file")
+    subjects: Subjects = Field(default_factory=Subjects)
+    tools: ToolConfig = Field(default_factory=ToolConfig)
+    # Store
+    readers: int = Field(4, description="reader threads of the index")
+    text_cap_bytes: int = Field(64 * 1024, description="text kept per event for search")
+    # Never above the server's max_payload minus the header allowance (contracts.limits).
+    max_event_bytes: int = Field(
+        MAX_EVENT_BYTES,
+        description="larger events are refused by import and dead-lettered by the worker;"
+        f" never above the server's max_payload minus {HEADER_ALLOWANCE_BYTES}",
+    )
+    max_event_window: int = Field(50, description="most events a read returns on each side of one")
+    # Ingestion
+    ingest_batch_size: int = Field(500, description="events applied per index transaction")
+    ingest_batch_ms: int = Field(50, description="longest wait to fill a batch")
+    ingest_writer: Literal["process", "thread"] = Field(
+        "process",
+        description="where the index writer runs: a child process (ingestion on two cores)"
+        " or a thread of the worker",
+    )
+    on_divergence: Literal["rebuild", "refuse"] = Field(
+        "rebuild",
+        description="when the index does not match the stream (re-created, reset, a gap):"
+        " rebuild it beside and swap it in, or refuse to serve",
+    )
+    # Parallel lane (traces and reads)
+    parallel_pool_size: int = Field(8, description="traces and reads running at once")
+    parallel_queue_size: int = Field(32, description="traces and reads waiting before OVERLOADED")
+    # Past either limit nats-py drops a request as a slow consumer; a dropped tool request
+    # is answered OVERLOADED (runtime/slow_consumers.py). The byte limit is raised to twice
+    # the server's max_payload when below it.
+    endpoint_pending_msgs: int = Field(
+        2048, description="requests received but not yet handled, per subscription"
+    )
+    endpoint_pending_bytes: int = Field(
+        8 * 1024 * 1024, description="bytes received but not yet handled, per subscription"
+    )
+    exact_timeout_ms: int = Field(
+        30_000, description="deadline of a trace or read whose request carries none"
+    )
+    # Search lane (JetStream work queue, one durable pull consumer shared by the fleet)
+    search_max_ack_pending: int = Field(64, description="searches in flight across the fleet")
+    search_max_deliver: int = Field(3, description="deliveries of a search before it is dropped")
+    search_ack_wait_ms: int = Field(30_000, description="redelivery of an unacknowledged search")
+    search_queue_max_msgs: int = Field(
+        10_000, description="searches waiting in the work queue before OVERLOADED"
+    )
+    stream_replicas: int = Field(
+        1, description="replicas of the streams and bucket the worker creates (3 on a cluster)"
+    )
+    # Spill
+    spill_threshold_bytes: int = Field(64 * 1024, description="larger results are spilled")
+    spill_preview_bytes: int = Field(4 * 1024, description="preview kept in a spilled reply")
+    spill_ttl_s: int = Field(24 * 3600, description="lifetime of a spilled result")
+    # Shutdown: nothing is lost past the timeout (ingestion resumes from the index's seq).
+    shutdown_grace_ms: int = Field(
+        10_000, description="in-flight work gets this long after SIGTERM before it is cancelled"
+    )
+    shutdown_timeout_ms: int = Field(
+        15_000, description="the process exits this long after SIGTERM, whatever it is doing"
+    )
+    service_version: str = Field("0.1.0", description="version announced to service discovery")
+
+    @classmethod
+    def from_env(cls, **overrides: Any) -> WorkerConfig:
+        """Defaults, then ``SESSIONQUERY_*`` variables, then ``overrides`` (field values)."""
+        return load(overrides=overrides)
+
+
+# The settings of the nested sections, by their flat names (flat name: field of the section).
+SECTIONS: Final[dict[str, dict[str, str]]] = {
+    "subjects": {
+        "subject_prefix": "prefix",
+        "events_stream": "events_stream",
+        "events_prefix": "events_prefix",
+        "deadletter": "deadletter",
+    },
+    "tools": {f.name: f.name for f in dataclasses.fields(ToolConfig)},
+}
+# Descriptions of the section settings (their classes live in contracts/ and tools/).
+SECTION_HELP: Final[dict[str, str]] = {
+    "subject_prefix": "subject prefix of the worker",
+    "events_stream": "events stream name",
+    "events_prefix": "events subject prefix",
+    "deadletter": "dead-letter subject",
+    "max_search_results": "most results a search returns",
+    "search_timeout_ms": "deadline of a search whose request carries none",
+    "persisted_inspect_concurrency": "sessions inspected at once by a search",
+    "catch_up_timeout_ms": "longest wait for the index to reach the caller's step",
+    "provider_page_size": "internal page size of a search query",
+}
+
+
+# Extra spellings of some flags: the short ones people type, and names kept from before.
+_FLAGS: Final = {
+    "db_path": ("--db-path", "--db"),
+    "max_search_results": ("--max-search-results", "--max-results"),
+    "events_stream": ("--stream",),
+}
 
 
 @dataclass(frozen=True)
-class WorkerConfig:
-    db_path: Path = Path(".sessionquery/index.sqlite")
-    subjects: Subjects = field(default_factory=Subjects)
-    tools: ToolConfig = field(default_factory=ToolConfig)
-    # Store
-    readers: int = 4
-    text_cap_bytes: int = 64 * 1024
-    # Never above the server's max_payload minus the header allowance (contracts.limits).
-    max_event_bytes: int = MAX_EVENT_BYTES
-    max_event_window: int = 50
-    # Ingestion
-    ingest_batch_size: int = 500
-    ingest_batch_ms: int = 50
-    # Where the index writer runs: "process" (a child process, so ingestion uses two cores)
-    # or "thread" (a thread of the worker: one core, no child process).
-    ingest_writer: str = "process"
-    # When the index does not match the stream (re-created, reset, or a gap): "rebuild"
-    # it from the stream into a new file and swap it in, or "refuse" to serve.
-    on_divergence: str = "rebuild"
-    # Parallel lane (traces and reads): running slots, plus waiting slots before OVERLOADED.
-    parallel_pool_size: int = 8
-    parallel_queue_size: int = 32
-    # Requests received but not yet handled, per subscription (tool and manifest endpoints,
-    # cancels, the search pull): past either limit nats-py drops the message as a slow
-    # consumer and a dropped tool request is answered OVERLOADED (runtime/slow_consumers.py).
-    # The byte limit is raised to twice the server's max_payload when below it.
-    endpoint_pending_msgs: int = 2048
-    endpoint_pending_bytes: int = 8 * 1024 * 1024
-    # Default deadline for a trace or read whose request carries none.
-    exact_timeout_ms: int = 30_000
-    # Search lane (JetStream work queue, one durable pull consumer shared by the fleet).
-    search_max_ack_pending: int = 64
-    search_max_deliver: int = 3
-    search_ack_wait_ms: int = 30_000
-    # Searches waiting in the work-queue stream before enqueueing answers OVERLOADED.
-    search_queue_max_msgs: int = 10_000
-    # Replicas of the streams and bucket the runtime creates (3 on a 3-node cluster).
-    stream_replicas: int = 1
-    # Spill
-    spill_threshold_bytes: int = 64 * 1024
-    spill_preview_bytes: int = 4 * 1024
-    spill_ttl_s: int = 24 * 3600
-    # Graceful stop: in-flight work gets this long before it is cancelled.
-    shutdown_grace_ms: int = 10_000
-    # SIGTERM to exit, whatever ingestion or a request is doing: past it the process exits
-    # anyway (nothing is lost: ingestion resumes from the index's stored stream sequence).
-    shutdown_timeout_ms: int = 15_000
-    # Service discovery
-    service_version: str = "0.1.0"
+class Setting:
+    """One setting: its variable and flags set the model's field at ``path``."""
+
+    name: str
+    path: tuple[str, ...]
+    kind: Any
+    default: Any
+    description: str
+    env: str
+    flags: tuple[str, ...]
+    secret: bool = False  # never shown: not its value in help, nor in an error
+
+
+def _worker_setting(
+    name: str, path: tuple[str, ...], kind: Any, default: Any, help: str
+) -> Setting:
+    flags = _FLAGS.get(name, ("--" + name.replace("_", "-"),))
+    return Setting(name, path, kind, default, help, ENV_PREFIX + name.upper(), flags)
+
+
+@functools.cache
+def settings() -> tuple[Setting, ...]:
+    """Every worker setting, in declaration order, section settings where their section is."""
+    out: list[Setting] = []
+    for name, field in WorkerConfig.model_fields.items():
+        default = field.get_default(call_default_factory=True)
+        if name not in SECTIONS:
+            out.append(
+                _worker_setting(name, (name,), field.annotation, default, field.description or "")
+            )
+            continue
+        kinds = get_type_hints(type(default))
+        for flat, attr in SECTIONS[name].items():
+            out.append(
+                _worker_setting(
+                    flat,
+                    (name, attr),
+                    kinds[attr],
+                    getattr(default, attr),
+                    SECTION_HELP.get(flat, ""),
+                )
+            )
+    return tuple(out)
+
+
+class ConfigError(ValueError):
+    """A bad setting: one line naming the flag or variable, the rule and the value."""
+
+
+def load(
+    flags: Mapping[str, str] | None = None, overrides: Mapping[str, Any] | None = None
+) -> WorkerConfig:
+    """The configuration from ``flags`` (flat setting name -> text given on the command
+    line), over ``SESSIONQUERY_*`` variables, over the defaults; ``overrides`` (field values)
+    win over all. ``model_fields_set`` of the result names the fields not left at default."""
+    given = {name: value for name, value in (flags or {}).items() if value is not None}
+    try:
+        loaded = _FromEnvironment(**{**nest(given), **(overrides or {})})
+    except ValidationError as exc:
+        raise ConfigError(explain(exc, given, settings())) from None
+    return WorkerConfig(**{name: getattr(loaded, name) for name in loaded.model_fields_set})
+
+
+def nest(flat: Mapping[str, Any]) -> dict[str, Any]:
+    """Flat setting names to the nested shape of ``WorkerConfig``."""
+    out: dict[str, Any] = {}
+    for item in settings():
+        if item.name in flat:
+            *sections, field = item.path
+            target = out
+            for section in sections:
+                target = target.setdefault(section, {})
+            target[field] = flat[item.name]
+    return out
+
+
+class _Environment(EnvSettingsSource):
+    """``SESSIONQUERY_<FIELD>`` for top-level fields; a section's settings by their flat
+    names (``SESSIONQUERY_MAX_SEARCH_RESULTS``), never the section whole."""
+
+    def prepare_field_value(
+        self, field_name: str, field: FieldInfo, value: Any, value_is_complex: bool
+    ) -> Any:
+        if field_name not in SECTIONS:
+            return super().prepare_field_value(field_name, field, value, value_is_complex)
+        found = {}
+        for flat, attr in SECTIONS[field_name].items():
+            name = ENV_PREFIX + flat.upper()
+            raw = self.env_vars.get(name if self.case_sensitive else name.lower())
+            if raw is not None:
+                found[attr] = raw
+        return found or None
+
+
+class _FromEnvironment(BaseSettings, WorkerConfig):
+    """``WorkerConfig`` read by pydantic-settings: top-level fields from ``SESSIONQUERY_<FIELD>``
+    (unset or empty: the default), section fields by their flat names; flags over both."""
+
+    model_config = SettingsConfigDict(
+        env_prefix=ENV_PREFIX, env_ignore_empty=True, frozen=True, extra="forbid"
+    )
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> WorkerConfig:
-        env = os.environ if env is None else env
-        values: dict[str, Any] = {}
-        tool_values: dict[str, Any] = {}
-        for f in dataclasses.fields(cls):
-            raw = env.get(ENV_PREFIX + f.name.upper())
-            if raw is not None and f.name not in ("subjects", "tools"):
-                values[f.name] = _coerce(f.type, raw, f.name)
-        for f in dataclasses.fields(ToolConfig):
-            raw = env.get(ENV_PREFIX + f.name.upper())
-            if raw is not None:
-                tool_values[f.name] = _coerce(f.type, raw, f.name)
-        if prefix := env.get(ENV_PREFIX + "SUBJECT_PREFIX"):
-            values["subjects"] = Subjects(prefix=prefix)
-        if tool_values:
-            values["tools"] = ToolConfig(**tool_values)
-        values.update(overrides)
-        return cls(**values)
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return init_settings, _Environment(settings_cls)
 
 
-def _coerce(annotation: object, raw: str, name: str) -> Any:
-    kind = str(annotation)
+def explain(exc: ValidationError, flags: Mapping[str, str], table: Iterable[Setting]) -> str:
+    """One line: each bad setting by the flag it was given as, else by its variable."""
+    # A field read through an alias is reported at the alias: its variable's name.
+    by_path = {path: item for item in table for path in (item.path, (item.env,))}
+    lines = []
+    for error in exc.errors():
+        item = by_path.get(tuple(str(part) for part in error["loc"]))
+        if item is None:
+            lines.append(f"{'.'.join(map(str, error['loc']))}: {error['msg']}")
+            continue
+        where = item.flags[0] if item.name in flags else item.env
+        got = "" if item.secret else f", got {error.get('input')!r}"
+        lines.append(f"{where} {_rule(error)}{got}")
+    return "; ".join(lines)
+
+
+def _rule(error: ErrorDetails) -> str:
+    kind = error["type"]
+    if kind.startswith("int_"):
+        return "must be a whole number"
+    if kind == "literal_error":
+        return f"must be {error.get('ctx', {}).get('expected', 'one of its choices')}"
+    return f"is not valid ({error['msg']})"
+
+
+DEFAULT_CONNECT_ATTEMPTS: Final = 10
+# Its one variable, without the NATS_ prefix, as it always was.
+_CONNECT_ATTEMPTS_ENV: Final = "SESSIONQUERY_CONNECT_ATTEMPTS"
+
+
+class NatsSettings(BaseSettings):
+    """How every command reaches NATS: ``NATS_*`` variables, ``--nats-*`` flags."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="NATS_", env_ignore_empty=True, frozen=True, extra="forbid"
+    )
+
+    url: str | None = Field(None, description="server URL; comma-separated for a cluster")
+    user: str | None = Field(None, description="user name")
+    password: str | None = Field(None, description="password")
+    token: str | None = Field(None, description="token")
+    nkey_seed: str | None = Field(None, description="nkey seed file")
+    creds: str | None = Field(None, description="credentials (.creds) file")
+    tls_ca: str | None = Field(None, description="CA certificate file (TLS)")
+    tls_cert: str | None = Field(None, description="client certificate file (TLS)")
+    tls_key: str | None = Field(None, description="client key file (TLS)")
+    connect_attempts: int = Field(
+        DEFAULT_CONNECT_ATTEMPTS,
+        validation_alias=AliasChoices(_CONNECT_ATTEMPTS_ENV),
+        description="attempts to connect at start before exiting non-zero; 0 tries forever",
+    )
+
+
+# Never shown in help or an error: a URL may carry a user and password.
+_NATS_SECRETS: Final = frozenset({"url", "password", "token"})
+
+
+@functools.cache
+def nats_settings() -> tuple[Setting, ...]:
+    out = []
+    for name, field in NatsSettings.model_fields.items():
+        env, flag = "NATS_" + name.upper(), "--nats-" + name.replace("_", "-")
+        if name == "connect_attempts":
+            env, flag = _CONNECT_ATTEMPTS_ENV, "--connect-attempts"
+        kind = int if name == "connect_attempts" else str
+        item = Setting(name, (name,), kind, field.default, field.description or "", env, (flag,))
+        out.append(dataclasses.replace(item, secret=name in _NATS_SECRETS))
+    return tuple(out)
+
+
+def load_nats(flags: Mapping[str, str | None]) -> NatsSettings:
+    """``NATS_*`` settings from flags (setting name -> text), over variables, over defaults."""
+    given = {name: value for name, value in flags.items() if value is not None}
+    # A field with an alias is given by it (the alias is its variable's name).
+    init: dict[str, Any] = {
+        _CONNECT_ATTEMPTS_ENV if name == "connect_attempts" else name: value
+        for name, value in given.items()
+    }
     try:
-        if kind in ("int", "<class 'int'>"):
-            return int(raw)
-        if kind in ("Path", "<class 'pathlib.Path'>"):
-            return Path(raw)
-    except ValueError:
-        raise ValueError(f"{ENV_PREFIX}{name.upper()} must be an integer, got {raw!r}") from None
-    return raw
+        return NatsSettings(**init)
+    except ValidationError as exc:
+        raise ConfigError(explain(exc, given, nats_settings())) from None

@@ -7,10 +7,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import ssl
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any
 
 import nats
 import nats.errors
@@ -22,8 +21,6 @@ from worker.retry import CONNECT, RetryStopped, retry
 from worker.runtime.errors import RuntimeFailure
 
 log = structlog.get_logger("worker.runtime.connection")
-
-DEFAULT_CONNECT_ATTEMPTS: Final = 10
 
 
 @dataclass(frozen=True)
@@ -49,38 +46,17 @@ class NatsOptions:
 
 
 def add_nats_arguments(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group("NATS")
-    group.add_argument("--nats-url", default=os.environ.get("NATS_URL"), help="env NATS_URL")
-    group.add_argument("--nats-user", default=os.environ.get("NATS_USER"))
-    group.add_argument("--nats-password", default=os.environ.get("NATS_PASSWORD"))
-    group.add_argument("--nats-token", default=os.environ.get("NATS_TOKEN"))
-    group.add_argument("--nats-nkey-seed", default=os.environ.get("NATS_NKEY_SEED"))
-    group.add_argument("--nats-creds", default=os.environ.get("NATS_CREDS"))
-    group.add_argument("--nats-tls-ca", default=os.environ.get("NATS_TLS_CA"))
-    group.add_argument("--nats-tls-cert", default=os.environ.get("NATS_TLS_CERT"))
-    group.add_argument("--nats-tls-key", default=os.environ.get("NATS_TLS_KEY"))
-    group.add_argument(
-        "--connect-attempts",
-        type=int,
-        default=int(os.environ.get("SESSIONQUERY_CONNECT_ATTEMPTS", DEFAULT_CONNECT_ATTEMPTS)),
-        help="attempts to connect at start before exiting non-zero; 0 tries forever (env"
-        f" SESSIONQUERY_CONNECT_ATTEMPTS, default {DEFAULT_CONNECT_ATTEMPTS})",
-    )
+    """The ``--nats-*`` flags (and ``--connect-attempts``), from the settings' declarations."""
+    from worker.runtime.config_flags import add_nats_flags
+
+    add_nats_flags(parser.add_argument_group("NATS"))
 
 
 def options_from_args(args: argparse.Namespace) -> NatsOptions:
-    return NatsOptions(
-        url=args.nats_url,
-        user=args.nats_user,
-        password=args.nats_password,
-        token=args.nats_token,
-        nkey_seed=args.nats_nkey_seed,
-        creds=args.nats_creds,
-        tls_ca=args.nats_tls_ca,
-        tls_cert=args.nats_tls_cert,
-        tls_key=args.nats_tls_key,
-        connect_attempts=getattr(args, "connect_attempts", DEFAULT_CONNECT_ATTEMPTS),
-    )
+    """Flags over ``NATS_*`` variables over defaults (worker/runtime/config.py)."""
+    from worker.runtime.config_flags import nats_options_from_args
+
+    return nats_options_from_args(args)
 
 
 async def connect(options: NatsOptions, **extra: Any) -> NATS:

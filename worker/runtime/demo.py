@@ -61,7 +61,7 @@ async def demo(home: Path, *, out: Any = None) -> int:
     """Run the demo under ``home``; returns 0 when every tool answered ``ok``."""
     from worker.runtime.config import WorkerConfig
     from worker.runtime.embedded_server import EmbeddedNatsServer
-    from worker.runtime.serve import current_step_start, publish_sample_corpus
+    from worker.runtime.sample_publish import current_step_start, publish_sample_corpus
     from worker.runtime.worker import Worker
 
     out = out or sys.stdout

@@ -392,30 +392,18 @@ def build_parser() -> argparse.ArgumentParser:
 
 def add_subject_arguments(parser: argparse.ArgumentParser) -> None:
     """Stream and subject names, for tests and deployments with their own names."""
-    defaults = Subjects()
-    env = os.environ.get
-    group = parser.add_argument_group("stream and subjects")
-    group.add_argument(
-        "--stream",
-        default=env("SESSIONQUERY_EVENTS_STREAM", defaults.events_stream),
-        help="events stream name (env SESSIONQUERY_EVENTS_STREAM)",
-    )
-    group.add_argument(
-        "--events-prefix",
-        default=env("SESSIONQUERY_EVENTS_PREFIX", defaults.events_prefix),
-        help="events subject prefix (env SESSIONQUERY_EVENTS_PREFIX)",
-    )
-    group.add_argument(
-        "--deadletter",
-        default=env("SESSIONQUERY_DEADLETTER", defaults.deadletter),
-        help="dead-letter subject (env SESSIONQUERY_DEADLETTER)",
+    from worker.runtime.config_flags import add_flags
+
+    add_flags(
+        parser.add_argument_group("stream and subjects"),
+        ("events_stream", "events_prefix", "deadletter"),
     )
 
 
 def subjects_from_args(args: argparse.Namespace) -> Subjects:
-    return Subjects(
-        events_stream=args.stream, events_prefix=args.events_prefix, deadletter=args.deadletter
-    )
+    from worker.runtime.config_flags import config_from_args
+
+    return config_from_args(args).subjects
 
 
 async def _main(args: argparse.Namespace) -> int:
@@ -423,7 +411,8 @@ async def _main(args: argparse.Namespace) -> int:
     from worker.store.index_file import IndexLock
 
     lock = IndexLock(args.db).acquire()  # one writer per index file, as the worker
-    nc = await connect(options_from_args(args).with_url(args.nats_url or "nats://127.0.0.1:4222"))
+    options = options_from_args(args)
+    nc = await connect(options.with_url(options.url or "nats://127.0.0.1:4222"))
     writer = await open_index_writer(args.db, mode=args.writer)
     consumer = EventConsumer(
         nc,

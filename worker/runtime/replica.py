@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 from typing import Any, Final
 
 import structlog
@@ -243,7 +242,7 @@ def _sized(config: WorkerConfig, nc: NATS) -> WorkerConfig:
         max_event_bytes=max_event_bytes,
         server_max_payload=nc.max_payload,
     )
-    return dataclasses.replace(config, max_event_bytes=max_event_bytes)
+    return config.model_copy(update={"max_event_bytes": max_event_bytes})
 
 
 async def _open_store(config: WorkerConfig) -> Any:
