@@ -4,9 +4,10 @@
 close as it opens: the slow-consumer watch, the supervisor, the tools' source (by default
 this worker's index replica: store, writer, supervised ingestion), the spill bucket, the
 cancel listener, the parallel pool, the micro service, the search lane. A failure part way
-closes exactly what opened, in reverse; ``stop`` is the same stack's close, so it runs
-those closes after the two steps registered last, which run first: intake stops (ingestion,
-then the endpoint subscriptions drained) and in-flight work finishes, is answered and acked.
+closes exactly what opened, in reverse. ``stop`` is the same stack's close: the two steps
+registered last run first (intake stops: ingestion, then the endpoint subscriptions
+drained; in-flight work finishes, answered and acked), then every piece closes in the
+reverse of its opening.
 The caller owns ``nc`` and closes it.
 """
 

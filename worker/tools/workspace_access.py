@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Coroutine, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Any, Final
 
 from pydantic_core import from_json
 
@@ -317,20 +317,32 @@ async def fetch_titles(
     unique = list(dict.fromkeys(session_ids))
     reads = _TitleReads(service, boundary, caller, signal, expect_visible)
     chunks = _chunks(unique, max(1, min(concurrency, len(unique))))
-    tasks = [asyncio.ensure_future(reads.read(chunk)) for chunk in chunks]
+    failures = await _settled([reads.read(chunk) for chunk in chunks])
+    raise_if_aborted(signal)
+    if failures:
+        raise failures[0]
+    if reads.mismatch is not None:
+        raise TitleMismatch(reads.mismatch)
+    return reads.results
+
+
+async def _settled(reads: list[Coroutine[Any, Any, None]]) -> list[BaseException]:
+    """Run the reads together and return their failures once every one has settled, even
+    when this is cancelled. A single read runs without a task (a direct tool's titles)."""
+    if len(reads) == 1:
+        try:
+            await reads[0]
+        except Exception as exc:
+            return [exc]
+        return []
+    tasks = [asyncio.ensure_future(read) for read in reads]
     try:
         outcomes = await asyncio.gather(*tasks, return_exceptions=True)
     except asyncio.CancelledError:
         # Our own task was cancelled (and with it the reads): they still settle first.
         await asyncio.gather(*tasks, return_exceptions=True)
         raise
-    raise_if_aborted(signal)
-    for outcome in outcomes:
-        if isinstance(outcome, BaseException):
-            raise outcome
-    if reads.mismatch is not None:
-        raise TitleMismatch(reads.mismatch)
-    return reads.results
+    return [outcome for outcome in outcomes if isinstance(outcome, BaseException)]
 
 
 @dataclass(slots=True)
