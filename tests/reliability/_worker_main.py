@@ -58,8 +58,6 @@ def _trace_fetches(worker: Worker, label: str, hold_fetch: int, hold_s: float) -
     """Print each search the lane fetches (with its delivery count), so a test can see a
     redelivery; with ``hold_fetch`` the N-th one waits ``hold_s`` before it runs, like a
     slow backend (0: hangs like a stuck one, until killed)."""
-    lane = worker.search
-    process_one = lane._process_one
     fetched = 0
 
     async def traced(msg: Msg) -> None:
@@ -73,9 +71,8 @@ def _trace_fetches(worker: Worker, label: str, hold_fetch: int, hold_s: float) -
                 await asyncio.sleep(hold_s)
             else:
                 await asyncio.Event().wait()
-        await process_one(msg)
 
-    setattr(lane, "_process_one", traced)  # noqa: B010 - instrumentation of this process only
+    worker.search.on_fetched = traced
 
 
 if __name__ == "__main__":

@@ -27,7 +27,7 @@ from contracts.envelope import Execution
 from contracts.errors import ErrorCode
 from contracts.subjects import Subjects
 from worker.runtime.config import WorkerConfig
-from worker.runtime.worker import Worker
+from worker.runtime.worker import Served, ToolSource, Worker
 from worker.signals import DeadlineExceeded, ExecutionSignal
 from worker.tools.definitions import ExecutionMode, ToolDefinition, ToolError, ToolSet
 
@@ -121,13 +121,25 @@ def make_toolset(recorder: Recorder) -> ToolSet:
     return ToolSet(tools=tuple(make_tool(n, recorder) for n in names), prompt_section="test prompt")
 
 
+def serving(toolset: ToolSet) -> ToolSource:
+    """A tool source with no index of the worker's own: the runtime served over ``toolset``
+    (the recording stand-ins), for tests of the lanes, the service and shutdown."""
+
+    async def source(*_: object) -> Served:
+        return Served(toolset)
+
+    return source
+
+
 async def start_recorded_worker(
     nc: NATS, subjects: Subjects, tmp_path: Path, **config: Any
 ) -> tuple[Recorder, Worker]:
     """A worker without an index, running the recording test tools; the caller stops it."""
     recorder = Recorder()
     worker = await Worker.start(
-        nc, config_for(subjects, tmp_path, **config), tools=make_toolset(recorder), index=False
+        nc,
+        config_for(subjects, tmp_path, **config),
+        tools=serving(make_toolset(recorder)),
     )
     return recorder, worker
 

@@ -16,7 +16,7 @@ from typing import Any
 import orjson
 
 from contracts.subjects import Subjects
-from tests.runtime._runtime_helpers import Recorder, config_for, make_toolset
+from tests.runtime._runtime_helpers import Recorder, config_for, make_toolset, serving
 from worker.runtime.connection import open_connection
 from worker.runtime.worker import Worker
 
@@ -26,7 +26,7 @@ async def main(spec: dict[str, Any]) -> int:
     subjects = Subjects(**spec["subjects"])
     config = config_for(subjects, Path(spec.get("tmp", ".")), **spec.get("config", {}))
     recorder = Recorder(label=spec["label"], echo_started=True)
-    worker = await Worker.start(nc, config, tools=make_toolset(recorder), index=False)
+    worker = await Worker.start(nc, config, tools=serving(make_toolset(recorder)))
     stop = asyncio.Event()
     asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
     print("READY", flush=True)

@@ -23,6 +23,7 @@ from tests.runtime._runtime_helpers import (
     config_for,
     make_toolset,
     python,
+    serving,
     until,
 )
 from worker.runtime.connection import open_connection
@@ -80,7 +81,7 @@ async def test_stop_mid_load_answers_every_request_it_holds(
     nc_w = await open_connection(nats_url)
     recorder = Recorder(label="A")
     config = config_for(subjects, tmp_path, parallel_pool_size=4, parallel_queue_size=16)
-    worker = await Worker.start(nc_w, config, tools=make_toolset(recorder), index=False)
+    worker = await Worker.start(nc_w, config, tools=serving(make_toolset(recorder)))
     try:
         # Long enough that all 13 are held at once even when the search's pass through the
         # work queue is slow on a loaded machine (0.2 s was seen to miss the overlap).
@@ -112,7 +113,9 @@ async def test_stop_leaves_queued_searches_for_the_next_worker(
     nc_a, nc_b = await open_connection(nats_url), await open_connection(nats_url)
     rec_a = Recorder(label="A")
     worker_a = await Worker.start(
-        nc_a, config_for(subjects, tmp_path), tools=make_toolset(rec_a), index=False
+        nc_a,
+        config_for(subjects, tmp_path),
+        tools=serving(make_toolset(rec_a)),
     )
     worker_b: Worker | None = None
     try:
@@ -134,7 +137,9 @@ async def test_stop_leaves_queued_searches_for_the_next_worker(
         await worker_a.stop()
         assert (await running)[0]["content"].endswith("by A")
         worker_b = await Worker.start(
-            nc_b, config_for(subjects, tmp_path), tools=make_toolset(Recorder("B")), index=False
+            nc_b,
+            config_for(subjects, tmp_path),
+            tools=serving(make_toolset(Recorder("B"))),
         )
         results = await asyncio.gather(*queued)
     finally:
@@ -174,8 +179,7 @@ async def test_a_search_on_a_killed_worker_is_redelivered_and_answered_by_anothe
             worker_b = await Worker.start(
                 nc_b,
                 config_for(subjects, tmp_path, search_ack_wait_ms=2000),
-                tools=make_toolset(Recorder(label="B")),
-                index=False,
+                tools=serving(make_toolset(Recorder(label="B"))),
             )
             reply, _ = await pending
     finally:
@@ -228,7 +232,7 @@ async def test_a_poison_search_is_answered_tool_failed_on_its_last_delivery(
 ) -> None:
     config = config_for(subjects, tmp_path, search_ack_wait_ms=1000, search_max_deliver=2)
     recorder = Recorder()
-    worker = await Worker.start(nc, config, tools=make_toolset(recorder), index=False)
+    worker = await Worker.start(nc, config, tools=serving(make_toolset(recorder)))
     await worker.stop()  # leaves the stream and consumer; nobody fetches now
     js = nc.jetstream()
     inbox = nc.new_inbox()
@@ -246,7 +250,7 @@ async def test_a_poison_search_is_answered_tool_failed_on_its_last_delivery(
     taken = await thief.fetch(1, timeout=5)
     assert taken[0].metadata.num_delivered == 1
     await thief.unsubscribe()
-    worker = await Worker.start(nc, config, tools=make_toolset(recorder), index=False)
+    worker = await Worker.start(nc, config, tools=serving(make_toolset(recorder)))
     try:
         msg = await replies_sub.next_msg(timeout=15)
     finally:
@@ -269,7 +273,9 @@ async def test_searches_still_served_after_the_server_restarts(
     nc_w = await open_connection(url, **opts)
     requester = await open_connection(url, **opts)
     worker = await Worker.start(
-        nc_w, config_for(subjects, tmp_path), tools=make_toolset(Recorder()), index=False
+        nc_w,
+        config_for(subjects, tmp_path),
+        tools=serving(make_toolset(Recorder())),
     )
     try:
         assert (await call(requester, subjects, "session_search", body(tag="1")))[0]["status"]
@@ -303,9 +309,7 @@ async def test_in_progress_heartbeats_keep_a_long_search_from_redelivery(
     try:
         for conn, recorder in zip((nc_a, nc_b), recorders, strict=True):
             config = config_for(subjects, tmp_path, search_ack_wait_ms=600)
-            workers.append(
-                await Worker.start(conn, config, tools=make_toolset(recorder), index=False)
-            )
+            workers.append(await Worker.start(conn, config, tools=serving(make_toolset(recorder))))
         # Runs for more than three ack_wait periods; the idle other worker is waiting.
         reply, _ = await call(requester, subjects, "session_search", body(tag="long", sleep=2.0))
     finally:

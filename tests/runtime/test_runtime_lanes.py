@@ -18,6 +18,7 @@ from tests.runtime._runtime_helpers import (
     config_for,
     make_toolset,
     now_ms,
+    serving,
     start_recorded_worker,
     until,
 )
@@ -54,7 +55,7 @@ async def test_reads_overlap_up_to_the_pool_size_and_no_further(
     # them run at the same time.
     recorder.barrier = asyncio.Barrier(pool)
     config = config_for(subjects, tmp_path, parallel_pool_size=pool, parallel_queue_size=8)
-    worker = await Worker.start(nc, config, tools=make_toolset(recorder), index=False)
+    worker = await Worker.start(nc, config, tools=serving(make_toolset(recorder)))
     try:
         tools = ["session_trace", "session_event_trace", "session_event_read"]
         results = await asyncio.gather(
@@ -74,7 +75,7 @@ async def test_overload_is_answered_at_once_while_the_pool_is_busy(
 ) -> None:
     recorder = Recorder()
     config = config_for(subjects, tmp_path, parallel_pool_size=2, parallel_queue_size=1)
-    worker = await Worker.start(nc, config, tools=make_toolset(recorder), index=False)
+    worker = await Worker.start(nc, config, tools=serving(make_toolset(recorder)))
     try:
         held = [
             asyncio.create_task(
@@ -115,8 +116,7 @@ async def test_two_workers_share_searches_and_reads(
                 await Worker.start(
                     nc_w,
                     config_for(subjects, tmp_path, parallel_queue_size=32),
-                    tools=make_toolset(Recorder(label=label)),
-                    index=False,
+                    tools=serving(make_toolset(Recorder(label=label))),
                 )
             )
         reads = [
@@ -164,7 +164,7 @@ async def test_a_full_search_queue_answers_overloaded_at_once(
 ) -> None:
     recorder = Recorder()
     config = config_for(subjects, tmp_path, search_queue_max_msgs=2)
-    worker = await Worker.start(nc, config, tools=make_toolset(recorder), index=False)
+    worker = await Worker.start(nc, config, tools=serving(make_toolset(recorder)))
     try:
         running = asyncio.create_task(
             call(nc, subjects, "session_search", body(tag="run", hold=True))

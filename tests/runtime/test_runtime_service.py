@@ -12,14 +12,16 @@ from nats.aio.client import Client as NATS
 
 from contracts.errors import MICRO_STATUS, TOOL_FAILED_MESSAGE, ErrorCode
 from contracts.subjects import SERVICE_NAME, TOOL_NAMES, Subjects
-from tests.runtime._runtime_helpers import Recorder, body, call, config_for, make_toolset
+from tests.runtime._runtime_helpers import Recorder, body, call, config_for, make_toolset, serving
 from worker.runtime.worker import Worker
 
 
 @pytest.fixture
 async def worker(nc: NATS, subjects: Subjects, tmp_path: Path) -> AsyncIterator[Worker]:
     w = await Worker.start(
-        nc, config_for(subjects, tmp_path), tools=make_toolset(Recorder()), index=False
+        nc,
+        config_for(subjects, tmp_path),
+        tools=serving(make_toolset(Recorder())),
     )
     try:
         yield w
@@ -228,7 +230,9 @@ async def test_the_slow_consumer_handler_is_chained_while_serving_and_restored_a
 
     nc._error_cb = own
     worker = await Worker.start(
-        nc, config_for(subjects, tmp_path), tools=make_toolset(Recorder()), index=False
+        nc,
+        config_for(subjects, tmp_path),
+        tools=serving(make_toolset(Recorder())),
     )
     try:
         assert nc._error_cb == worker.slow_consumers._on_error

@@ -19,6 +19,7 @@ from tests.runtime._runtime_helpers import (
     call,
     config_for,
     make_toolset,
+    serving,
     text_of_size,
 )
 from worker.runtime.spill import SpillConfigError, Spiller, SpillPolicy, preview_of
@@ -36,7 +37,11 @@ async def test_spill_round_trip_with_digest_and_preview_bounds(
     config = config_for(
         subjects, tmp_path, spill_threshold_bytes=16 * 1024, spill_preview_bytes=1000
     )
-    worker = await Worker.start(nc, config, tools=make_toolset(Recorder()), index=False)
+    worker = await Worker.start(
+        nc,
+        config,
+        tools=serving(make_toolset(Recorder())),
+    )
     size = 2 * 1024 * 1024 + 12345  # more than two 1 MiB chunks
     full = text_of_size(size).encode()
     try:
@@ -80,7 +85,11 @@ async def test_text_at_the_threshold_stays_inline_and_one_byte_more_spills(
     config = config_for(
         subjects, tmp_path, spill_threshold_bytes=threshold, spill_preview_bytes=512
     )
-    worker = await Worker.start(nc, config, tools=make_toolset(Recorder()), index=False)
+    worker = await Worker.start(
+        nc,
+        config,
+        tools=serving(make_toolset(Recorder())),
+    )
     try:
         at, _ = await call(nc, subjects, "session_trace", body(size=threshold))
         over, _ = await call(nc, subjects, "session_trace", body(size=threshold + 1))
@@ -119,7 +128,11 @@ async def test_worker_refuses_a_threshold_over_max_payload(
 ) -> None:
     config = config_for(subjects, tmp_path, spill_threshold_bytes=nc.max_payload)
     with pytest.raises(SpillConfigError):
-        await Worker.start(nc, config, tools=make_toolset(Recorder()), index=False)
+        await Worker.start(
+            nc,
+            config,
+            tools=serving(make_toolset(Recorder())),
+        )
 
 
 def test_preview_cuts_at_a_line_boundary_or_a_character_boundary() -> None:

@@ -27,6 +27,7 @@ from tests.runtime._runtime_helpers import (
     call,
     config_for,
     make_toolset,
+    serving,
     text_of_size,
 )
 from worker.runtime.worker import Worker
@@ -47,7 +48,11 @@ async def spilled(
         spill_preview_bytes=1000,
         parallel_pool_size=2,
     )
-    worker = await Worker.start(nc, config, tools=make_toolset(Recorder()), index=False)
+    worker = await Worker.start(
+        nc,
+        config,
+        tools=serving(make_toolset(Recorder())),
+    )
     try:
         reply, _ = await call(nc, subjects, "session_event_read", body("r-secret", size=SIZE))
     finally:

@@ -377,7 +377,7 @@ async def test_the_worker_ingests_through_a_child_process(
     config = WorkerConfig(db_path=tmp_path / "index.sqlite", subjects=subjects)
     worker = await Worker.start(nc, config)
     try:
-        index = worker._index
+        index = worker.index
         assert index is not None and isinstance(index.writer, ProcessIndexWriter)
         pid = index.writer.pid
         assert pid is not None and not gone(pid, within_s=0.1)

@@ -23,7 +23,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final, Literal
+from typing import TYPE_CHECKING, Final, Literal
 
 import structlog
 from nats.aio.client import Client as NATS
@@ -32,6 +32,9 @@ from nats.js import JetStreamContext
 from worker.runtime.errors import RuntimeFailure
 from worker.store import index_file, schema
 from worker.store.protocol import SessionIndexWriter
+
+if TYPE_CHECKING:
+    from worker.runtime.config import WorkerConfig
 
 log = structlog.get_logger("worker.runtime.continuity")
 
@@ -218,7 +221,6 @@ async def build(
     """Build a new index from the stream into ``<db>.rebuild`` until it holds everything
     the stream held when the build began; returns its path (closed, ready to swap in)."""
     from worker.runtime.config import WorkerConfig
-    from worker.runtime.ingest_consumer import EventConsumer
     from worker.store.writer_process import open_index_writer
 
     assert isinstance(config, WorkerConfig)
@@ -245,23 +247,36 @@ async def build(
     )
     try:
         await bind(writer, stream)
-        consumer = EventConsumer(
-            nc,
-            writer,
-            subjects=config.subjects,
-            batch_size=config.ingest_batch_size,
-            batch_ms=config.ingest_batch_ms,
-        )
-        running = asyncio.create_task(consumer.run(), name="rebuild-ingest")
-        try:
-            await _caught_up(consumer, running, stream.last_seq, progress)
-        finally:
-            consumer.stop()
-            with contextlib.suppress(Exception):
-                await running
+        await _ingest_until_caught_up(nc, writer, config, stream, progress)
     finally:
         await writer.close()
     return target
+
+
+async def _ingest_until_caught_up(
+    nc: NATS,
+    writer: SessionIndexWriter,
+    config: WorkerConfig,
+    stream: StreamState,
+    progress: RebuildProgress,
+) -> None:
+    """Ingest into ``writer`` until it holds ``stream.last_seq``; the consumer then stops."""
+    from worker.runtime.ingest_consumer import EventConsumer
+
+    consumer = EventConsumer(
+        nc,
+        writer,
+        subjects=config.subjects,
+        batch_size=config.ingest_batch_size,
+        batch_ms=config.ingest_batch_ms,
+    )
+    running = asyncio.create_task(consumer.run(), name="rebuild-ingest")
+    try:
+        await _caught_up(consumer, running, stream.last_seq, progress)
+    finally:
+        consumer.stop()
+        with contextlib.suppress(Exception):
+            await running
 
 
 async def swap(config: object, move_aside_as: str) -> Path:

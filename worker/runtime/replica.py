@@ -29,7 +29,7 @@ from nats.aio.client import Client as NATS
 from contracts.limits import event_size_limit
 from worker.runtime.actors import Supervisor
 from worker.runtime.config import WorkerConfig
-from worker.runtime.continuity import RebuildProgress, StreamDiverged, StreamState
+from worker.runtime.continuity import Plan, RebuildProgress, StreamDiverged, StreamState
 
 log = structlog.get_logger("worker.runtime.replica")
 
@@ -78,43 +78,23 @@ class IndexReplica:
 
     @classmethod
     async def open(cls, nc: NATS, config: WorkerConfig, supervisor: Supervisor) -> IndexReplica:
+        """Lock, check (rebuilding first when nothing sound can be served), then serve the
+        file and ingest, or rebuild beside it; a failure part way releases what was taken."""
         from worker.store.index_file import IndexLock
 
-        lock = IndexLock(config.db_path).acquire()
-        try:
-            return await cls._open_locked(nc, _sized(config, nc), supervisor, lock)
-        except BaseException:
-            lock.release()
-            raise
-
-    @classmethod
-    async def _open_locked(
-        cls, nc: NATS, config: WorkerConfig, supervisor: Supervisor, lock: Any
-    ) -> IndexReplica:
-        from worker.runtime import continuity
-        from worker.runtime.ingest_consumer import ensure_events_stream
-
-        config.db_path.parent.mkdir(parents=True, exist_ok=True)
-        js = nc.jetstream()
-        await ensure_events_stream(js, config.subjects)
-        stream = await continuity.stream_state(js, config.subjects.events_stream)
-        plan = await asyncio.to_thread(
-            continuity.preflight, config.db_path, stream, on_divergence=config.on_divergence
-        )
-        if plan.rebuild and not plan.background:
-            await continuity.rebuild(
-                nc, config, stream, reason=plan.reason, move_aside_as=plan.move_aside_as
-            )
-        replica = cls(nc, config, supervisor, lock, await _open_store(config))
-        replica.stream = stream
-        try:
+        async with contextlib.AsyncExitStack() as stack:
+            lock = IndexLock(config.db_path).acquire()
+            stack.callback(lock.release)
+            config = _sized(config, nc)
+            stream, plan = await _checked(nc, config)
+            replica = cls(nc, config, supervisor, lock, await _open_store(config))
+            stack.push_async_callback(replica.store.current.close)
+            replica.stream = stream
             if plan.rebuild and plan.background:
                 replica._start_rebuild(plan.reason)
             else:
                 await replica._start_ingest(stream)
-        except BaseException:
-            await replica.store.current.close()
-            raise
+            stack.pop_all()
         return replica
 
     async def _start_ingest(self, stream: StreamState) -> None:
@@ -243,6 +223,26 @@ def _sized(config: WorkerConfig, nc: NATS) -> WorkerConfig:
         server_max_payload=nc.max_payload,
     )
     return config.model_copy(update={"max_event_bytes": max_event_bytes})
+
+
+async def _checked(nc: NATS, config: WorkerConfig) -> tuple[StreamState, Plan]:
+    """The stream's state and the preflight's plan for the file; a file with nothing sound
+    to serve (corrupt, or of a schema with no migration) is rebuilt here, first."""
+    from worker.runtime import continuity
+    from worker.runtime.ingest_consumer import ensure_events_stream
+
+    config.db_path.parent.mkdir(parents=True, exist_ok=True)
+    js = nc.jetstream()
+    await ensure_events_stream(js, config.subjects)
+    stream = await continuity.stream_state(js, config.subjects.events_stream)
+    plan = await asyncio.to_thread(
+        continuity.preflight, config.db_path, stream, on_divergence=config.on_divergence
+    )
+    if plan.rebuild and not plan.background:
+        await continuity.rebuild(
+            nc, config, stream, reason=plan.reason, move_aside_as=plan.move_aside_as
+        )
+    return stream, plan
 
 
 async def _open_store(config: WorkerConfig) -> Any:

@@ -26,7 +26,7 @@ import contextlib
 import dataclasses
 import hashlib
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Final
 
 import nats.errors
@@ -121,6 +121,8 @@ class SearchLane:
         self._waiting: set[asyncio.Task[None]] = set()  # prepare steps beside the lane
         self._ready: deque[_Job] = deque()  # prepared, waiting for the lane
         self._wakeup = asyncio.Event()
+        # Awaited with each fetched search before it is handled (tracing, holding a fetch).
+        self.on_fetched: Callable[[Msg], Awaitable[None]] | None = None
 
     @property
     def waiting(self) -> int:
@@ -344,6 +346,8 @@ class SearchLane:
     async def _process(self, msg: Msg) -> None:
         self._idle.clear()
         try:
+            if self.on_fetched is not None:
+                await self.on_fetched(msg)
             await self._process_one(msg)
         finally:
             self.running = None

@@ -1,17 +1,22 @@
 """The worker: the index, ingestion, the tools and the NATS runtime, composed.
 
-``Worker.start`` opens the store and the writer, starts ingestion (supervised), builds the
-tools over the store, binds the spill bucket, registers the micro service, and starts the
-search lane and the cancel listener. ``stop`` is graceful and loses nothing: intake stops
-first (endpoint subscriptions drained, the search pull subscription ended), in-flight work
-finishes and is answered and acked, then the service and the index close. The caller owns
-``nc`` and closes it.
+``Worker.start`` opens the pieces in order on one ``AsyncExitStack``, each registering its
+close as it opens: the slow-consumer watch, the supervisor, the tools' source (by default
+this worker's index replica: store, writer, supervised ingestion), the spill bucket, the
+cancel listener, the parallel pool, the micro service, the search lane. A failure part way
+closes exactly what opened, in reverse. ``stop`` is the same stack's close: the two steps
+registered last run first (intake stops: ingestion, then the endpoint subscriptions
+drained; in-flight work finishes, answered and acked), then every piece closes in the
+reverse of its opening.
+The caller owns ``nc`` and closes it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Awaitable, Callable
+from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from typing import Any, Final, cast
 
@@ -19,7 +24,7 @@ import structlog
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 
-from worker.runtime.actors import Supervisor
+from worker.runtime.actors import ActorBody, Supervisor
 from worker.runtime.cancellation import CancellationRegistry, CancelListener
 from worker.runtime.config import WorkerConfig
 from worker.runtime.execution import Executor
@@ -54,156 +59,192 @@ class InFlight:
         return self.searches + self.parallel_running + self.parallel_waiting
 
 
+@dataclass(frozen=True, slots=True)
+class Served:
+    """What a worker serves: the tools, and the index replica they read when it is this
+    worker's own (its status, ingestion counters and exit reason are then the worker's)."""
+
+    toolset: ToolSet
+    index: IndexReplica | None = None
+
+
+# Opens what the tools need, registering each close on the stack, and returns them.
+ToolSource = Callable[[AsyncExitStack, NATS, WorkerConfig, Supervisor], Awaitable[Served]]
+
+
+async def indexed_tools(
+    stack: AsyncExitStack, nc: NATS, config: WorkerConfig, supervisor: Supervisor
+) -> Served:
+    """The five tools over this worker's own index replica, opened and ingesting."""
+    from worker.tools import register_tools
+
+    index = await IndexReplica.open(nc, config, supervisor)
+    stack.push_async_callback(index.close)
+    return Served(register_tools(cast(Any, index.store), config.tools), index)
+
+
+def spill_policy(config: WorkerConfig) -> SpillPolicy:
+    return SpillPolicy(
+        bucket=config.subjects.spill_bucket,
+        threshold_bytes=config.spill_threshold_bytes,
+        preview_bytes=config.spill_preview_bytes,
+        ttl_s=config.spill_ttl_s,
+        replicas=config.stream_replicas,
+    )
+
+
 class Worker:
+    """The runtime serving one tool source; built by ``start``, closed by ``stop``."""
+
     def __init__(
         self,
         nc: NATS,
         config: WorkerConfig,
+        served: Served,
         *,
-        toolset: ToolSet,
-        registry: CancellationRegistry,
         supervisor: Supervisor,
-        search: SearchLane,
-        parallel: ParallelLane,
-        cancel_listener: CancelListener,
-        index: IndexReplica | None,
+        spiller: Spiller,
         slow_consumers: SlowConsumerWatch,
         reply_stats: ReplyStats,
     ) -> None:
         self.nc = nc
         self.config = config
-        self.toolset = toolset
-        self.registry = registry
+        self.toolset = served.toolset
+        self.index = served.index
         self.supervisor = supervisor
-        self.search = search
-        self.parallel = parallel
-        self._cancel_listener = cancel_listener
-        self._index = index
         self.slow_consumers = slow_consumers
         self.reply_stats = reply_stats
+        self.registry = CancellationRegistry()
+        executor = Executor(spiller=spiller, stats=reply_stats)
+        self.search = SearchLane(
+            nc,
+            subjects=config.subjects,
+            toolset=self.toolset,
+            executor=executor,
+            registry=self.registry,
+            default_timeout_ms=config.tools.search_timeout_ms,
+            max_ack_pending=config.search_max_ack_pending,
+            max_deliver=config.search_max_deliver,
+            ack_wait_ms=config.search_ack_wait_ms,
+            queue_max_msgs=config.search_queue_max_msgs,
+            replicas=config.stream_replicas,
+            pending=slow_consumers.limits,
+        )
+        self.parallel = ParallelLane(
+            nc,
+            executor=executor,
+            registry=self.registry,
+            supervisor=supervisor,
+            pool_size=config.parallel_pool_size,
+            queue_size=config.parallel_queue_size,
+            default_timeout_ms=config.exact_timeout_ms,
+        )
+        self.cancel_listener = CancelListener(
+            nc, config.subjects.cancel, self.registry, slow_consumers.limits
+        )
         self.service: ToolService | None = None
+        self._stack = AsyncExitStack()
         self._stopped = False
 
     @property
     def fatal(self) -> asyncio.Future[Exception] | None:
         """Resolved with the reason when ingestion stopped for good (the stream diverged,
         the index file was removed or replaced): the process should exit non-zero."""
-        return self._index.fatal if self._index is not None else None
+        return self.index.fatal if self.index is not None else None
 
     @classmethod
     async def start(
-        cls,
-        nc: NATS,
-        config: WorkerConfig,
-        *,
-        tools: ToolSet | None = None,
-        index: bool = True,
+        cls, nc: NATS, config: WorkerConfig, *, tools: ToolSource = indexed_tools
     ) -> Worker:
-        """Start serving. ``index=False`` (only with ``tools``) runs the runtime without
-        opening the SQLite index or ingesting, for tests of the lanes."""
-        if tools is None and not index:
-            raise ValueError("the real tools need the index: pass tools= or index=True")
-        supervisor = Supervisor()
-        pending = PendingLimits.of(
-            config.endpoint_pending_msgs, config.endpoint_pending_bytes, nc.max_payload
-        )
-        reply_stats = ReplyStats()
-        slow_consumers = SlowConsumerWatch(nc, pending, reply_stats)
-        slow_consumers.install()
-        opened: IndexReplica | None = None
-        if index:
-            opened = await IndexReplica.open(nc, config, supervisor)
-        try:
-            toolset = tools
-            if toolset is None:
-                assert opened is not None
-                from worker.tools import register_tools
-
-                toolset = register_tools(cast(Any, opened.store), config.tools)
-            js = nc.jetstream()
-            spiller = await Spiller.bind(
-                nc,
-                js,
-                SpillPolicy(
-                    bucket=config.subjects.spill_bucket,
-                    threshold_bytes=config.spill_threshold_bytes,
-                    preview_bytes=config.spill_preview_bytes,
-                    ttl_s=config.spill_ttl_s,
-                    replicas=config.stream_replicas,
-                ),
+        """Start serving the tools ``tools`` opens (by default the five over the index)."""
+        async with AsyncExitStack() as stack:
+            reply_stats = ReplyStats()
+            pending = PendingLimits.of(
+                config.endpoint_pending_msgs, config.endpoint_pending_bytes, nc.max_payload
             )
-            executor = Executor(spiller=spiller, stats=reply_stats)
-            registry = CancellationRegistry()
-            search = SearchLane(
-                nc,
-                subjects=config.subjects,
-                toolset=toolset,
-                executor=executor,
-                registry=registry,
-                default_timeout_ms=config.tools.search_timeout_ms,
-                max_ack_pending=config.search_max_ack_pending,
-                max_deliver=config.search_max_deliver,
-                ack_wait_ms=config.search_ack_wait_ms,
-                queue_max_msgs=config.search_queue_max_msgs,
-                replicas=config.stream_replicas,
-                pending=pending,
-            )
-            parallel = ParallelLane(
-                nc,
-                executor=executor,
-                registry=registry,
-                supervisor=supervisor,
-                pool_size=config.parallel_pool_size,
-                queue_size=config.parallel_queue_size,
-                default_timeout_ms=config.exact_timeout_ms,
-            )
-            listener = CancelListener(nc, config.subjects.cancel, registry, pending)
+            slow_consumers = SlowConsumerWatch(nc, pending, reply_stats)
+            slow_consumers.install()
+            stack.callback(slow_consumers.uninstall)
+            supervisor = Supervisor()
+            stack.push_async_callback(supervisor.stop_all)
+            served = await tools(stack, nc, config, supervisor)
+            spiller = await Spiller.bind(nc, nc.jetstream(), spill_policy(config))
             worker = cls(
                 nc,
                 config,
-                toolset=toolset,
-                registry=registry,
+                served,
                 supervisor=supervisor,
-                search=search,
-                parallel=parallel,
-                cancel_listener=listener,
-                index=opened,
+                spiller=spiller,
                 slow_consumers=slow_consumers,
                 reply_stats=reply_stats,
             )
-            # Cancels must be heard before the first request can arrive.
-            await listener.subscribe()
-            supervisor.start(CANCEL_ACTOR, listener.run)
-            await search.ensure()
-            parallel.start()
-            worker.service = await ToolService.start(
-                nc,
-                toolset=toolset,
-                subjects=config.subjects,
-                version=config.service_version,
-                metadata=opened.identity() if opened is not None else None,
-                route=worker._route,
-                stats=worker._endpoint_stats,
-                pending=pending,
-                slow_consumers=slow_consumers,
-                reply_stats=reply_stats,
-            )
-            supervisor.start(SEARCH_ACTOR, search.run)
-            if opened is not None:
-                supervisor.start(STATUS_ACTOR, opened.refresh_status)
-        except BaseException:
-            await supervisor.stop_all()
-            if opened is not None:
-                await opened.close()
-            slow_consumers.uninstall()
-            raise
+            await worker._serve(stack)
+            worker._stack = stack.pop_all()
         log.info(
             "worker serving",
-            service_id=worker.service.id,
+            service_id=worker.service.id if worker.service is not None else None,
             prefix=config.subjects.prefix,
-            tools=[t.name for t in toolset.tools],
+            tools=[t.name for t in worker.toolset.tools],
         )
         return worker
+
+    async def _serve(self, stack: AsyncExitStack) -> None:
+        """Open the runtime's pieces in order, each registering its close on ``stack``."""
+        # Cancels must be heard before the first request can arrive.
+        await self.cancel_listener.subscribe()
+        stack.push_async_callback(self.cancel_listener.close)
+        self._run_actor(stack, CANCEL_ACTOR, self.cancel_listener.run)
+        await self.search.ensure()
+        self.parallel.start()
+        stack.push_async_callback(self.parallel.stop)
+        self.service = service = await ToolService.start(
+            self.nc,
+            toolset=self.toolset,
+            subjects=self.config.subjects,
+            version=self.config.service_version,
+            metadata=self.index.identity() if self.index is not None else None,
+            route=self._route,
+            stats=self._endpoint_stats,
+            pending=self.slow_consumers.limits,
+            slow_consumers=self.slow_consumers,
+            reply_stats=self.reply_stats,
+        )
+        stack.push_async_callback(service.stop)
+        self._run_actor(stack, SEARCH_ACTOR, self.search.run)
+        if self.index is not None:
+            self._run_actor(stack, STATUS_ACTOR, self.index.refresh_status)
+        # Registered last, so a stop runs them first: work finishes before anything closes.
+        stack.push_async_callback(self._finish_in_flight)
+        stack.push_async_callback(self._stop_intake, service)
+
+    def _run_actor(self, stack: AsyncExitStack, name: str, body: ActorBody) -> None:
+        self.supervisor.start(name, body)
+        stack.push_async_callback(self.supervisor.stop, name)
+
+    async def _stop_intake(self, service: ToolService) -> None:
+        # Ingestion first: its consumer stops before any actor is cancelled, so a batch
+        # that keeps failing (disk full) cannot hold the stop.
+        if self.index is not None:
+            self.index.stop_ingesting()
+        # No new work: endpoints drained (already-delivered requests still handled).
+        await service.drain_endpoints()
+
+    async def _finish_in_flight(self) -> None:
+        """In-flight work finishes within the grace period, else it is cancelled; its
+        replies and acks are on the wire before anything closes."""
+        grace = self.config.shutdown_grace_ms / 1000.0
+        finishing = asyncio.gather(self.search.stop(), self.parallel.drain())
+        try:
+            await asyncio.wait_for(asyncio.shield(finishing), timeout=grace)
+        except TimeoutError:
+            log.warning("grace period over; cancelling in-flight work")
+            self.registry.cancel_all(SHUTDOWN_REASON)
+            await finishing
+        # The fetch loop ends within one poll (its pull subscription is unsubscribed).
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.supervisor.wait(SEARCH_ACTOR), FETCH_POLL_S * 3)
+        with contextlib.suppress(Exception):
+            await self.nc.flush()
 
     def _route(self, tool: ToolDefinition) -> MsgHandler:
         if tool.execution == "exclusive":
@@ -214,10 +255,10 @@ class Worker:
         await self.search.enqueue(tool, msg)
 
     def _endpoint_stats(self, endpoint: str) -> dict[str, Any]:
-        if endpoint == MANIFEST_ENDPOINT and self._index is not None:
+        if endpoint == MANIFEST_ENDPOINT and self.index is not None:
             # The index against its stream (what ``sessionquery status`` prints), as of
             # the last refresh (every STATUS_EVERY_S).
-            return {"index": self._index.last_status}
+            return {"index": self.index.last_status}
         tool = self.toolset.get(endpoint)
         if tool is None:
             return {}
@@ -264,9 +305,9 @@ class Worker:
 
     def ingest_stats(self) -> IngestStats | None:
         """Ingestion counters: applied, duplicates, dead-lettered (None: no index)."""
-        if self._index is None:
+        if self.index is None:
             return None
-        consumer = self._index.consumer
+        consumer = self.index.consumer
         if consumer is None:
             return IngestStats()  # rebuilding: the old index takes no events
         stats: IngestStats = consumer.actor.stats
@@ -275,20 +316,20 @@ class Worker:
     async def indexed_through(self) -> int | None:
         """The SESSIONS stream sequence the index is complete through, its search index
         included (None: no index)."""
-        if self._index is None:
+        if self.index is None:
             return None
-        writer = self._index.writer
+        writer = self.index.writer
         if writer is None:
             return None  # rebuilding: see status()
         stored = int(await writer.last_stream_seq())
-        searchable = self._index.store.search_indexed_through()
+        searchable = self.index.store.search_indexed_through()
         return stored if searchable is None else min(stored, searchable)
 
     async def status(self) -> dict[str, Any]:
         """The index against its stream, for ``$SRV.STATS`` and ``sessionquery status``."""
-        if self._index is None:
+        if self.index is None:
             return {}
-        return await self._index.status()
+        return await self.index.status()
 
     async def stop(self) -> None:
         """Graceful: stop intake, finish and answer in-flight work, ack, then close."""
@@ -296,39 +337,7 @@ class Worker:
             return
         self._stopped = True
         log.info("worker stopping", in_flight=self.in_flight().total)
-        # 0. Ingestion first: its consumer stops before any actor is cancelled, so a batch
-        # that keeps failing (disk full) cannot hold the stop.
-        if self._index is not None:
-            self._index.stop_ingesting()
-        # 1. No new work: endpoints drained (already-delivered requests still handled).
-        if self.service is not None:
-            await self.service.drain_endpoints()
-        # 2. In-flight work finishes within the grace period, else it is cancelled.
-        grace = self.config.shutdown_grace_ms / 1000.0
-        finishing = asyncio.gather(self.search.stop(), self.parallel.drain())
-        try:
-            await asyncio.wait_for(asyncio.shield(finishing), timeout=grace)
-        except TimeoutError:
-            log.warning("grace period over; cancelling in-flight work")
-            self.registry.cancel_all(SHUTDOWN_REASON)
-            await finishing
-        # The fetch loop ends within one poll (its pull subscription is unsubscribed).
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self.supervisor.wait(SEARCH_ACTOR), FETCH_POLL_S * 3)
-        await self.supervisor.stop(SEARCH_ACTOR)
-        # 3. Replies and acks are on the wire before anything closes.
-        with contextlib.suppress(Exception):
-            await self.nc.flush()
-        await self.parallel.stop()
-        await self.supervisor.stop(CANCEL_ACTOR)
-        await self._cancel_listener.close()
-        if self.service is not None:
-            await self.service.stop()
-        # The consumer (stopped first, above) ends before the actors are cancelled.
-        if self._index is not None:
-            await self._index.close()
-        await self.supervisor.stop_all()
-        self.slow_consumers.uninstall()
+        await self._stack.aclose()
         log.info("worker stopped", slow_consumer_dropped=self.slow_consumers.dropped_total)
 
     async def __aenter__(self) -> Worker:

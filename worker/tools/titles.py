@@ -8,10 +8,9 @@ visible that no longer is fails the whole result closed (``TitleMismatch``).
 from __future__ import annotations
 
 import asyncio
-from collections import deque
-from collections.abc import Iterable
-from dataclasses import dataclass
-from typing import Final
+from collections.abc import Coroutine, Iterable
+from dataclasses import dataclass, field
+from typing import Any, Final
 
 from contracts.errors import ErrorCode
 from worker.signals import ExecutionSignal
@@ -65,75 +64,90 @@ async def fetch_titles(
     concurrency: int,
     expect_visible: frozenset[str] = frozenset(),
 ) -> dict[str, TitleInfo]:
-    """Titles for every unique id, each read once, by at most ``concurrency`` workers.
+    """Titles for every unique id, each read once, in at most ``concurrency`` reads at once.
 
     The unique ids are split into at most ``concurrency`` chunks, each read as one
     observation (a provider call per id cost a thread hop each). A chunk whose read fails
     falls back to one read per id, so a failure stays isolated to the id that causes it.
-    Each worker projects its observation to ``TitleInfo`` values before dequeuing more work.
-    A failed or missing title becomes ``UNAVAILABLE``; an id in ``expect_visible`` whose
-    observation is outside the workspace raises ``TitleMismatch``. Once the signal fires
-    (or a worker fails closed) no queued read is started, and every started read settles
-    before this returns or raises.
+    Observations are projected to ``TitleInfo`` values as they arrive. A failed or missing
+    title becomes ``UNAVAILABLE``; an id in ``expect_visible`` whose observation is outside
+    the workspace raises ``TitleMismatch``. Once the signal fires, a read fails or a title
+    fails closed, no further read starts, and every started read settles before this
+    returns or raises.
     """
     unique = list(dict.fromkeys(session_ids))
-    workers_count = max(1, min(concurrency, len(unique)))
-    queue = deque(_chunks(unique, workers_count))
-    results: dict[str, TitleInfo] = {}
-    stop = False
+    reads = _TitleReads(service, boundary, caller, signal, expect_visible)
+    chunks = _chunks(unique, max(1, min(concurrency, len(unique))))
+    failures = await _settled([reads.read(chunk) for chunk in chunks])
+    raise_if_aborted(signal)
+    if failures:
+        raise failures[0]
+    if reads.mismatch is not None:
+        raise TitleMismatch(reads.mismatch)
+    return reads.results
 
-    def keep(session_id: str, info: TitleInfo) -> None:
-        if session_id in expect_visible and info.visible is False:
-            raise TitleMismatch(session_id)
-        results[session_id] = info
 
-    async def worker() -> None:
-        nonlocal stop
+async def _settled(reads: list[Coroutine[Any, Any, None]]) -> list[BaseException]:
+    """Run the reads together and return their failures once every one has settled, even
+    when this is cancelled. A single read runs without a task (a direct tool's titles)."""
+    if len(reads) == 1:
         try:
-            while queue and not stop and not signal.aborted:
-                chunk = queue.popleft()
-                infos = await _read_chunk(service, boundary, caller, chunk, signal)
-                if infos is not None:
-                    for session_id in chunk:
-                        keep(session_id, infos[session_id])
-                    del infos  # projected values only are kept
-                    continue
-                for session_id in chunk:  # the chunk failed: isolate the failure per id
-                    if stop or signal.aborted:
-                        break
-                    keep(
-                        session_id, await _read_title(service, boundary, caller, session_id, signal)
-                    )
+            await reads[0]
+        except Exception as exc:
+            return [exc]
+        return []
+    tasks = [asyncio.ensure_future(read) for read in reads]
+    try:
+        outcomes = await asyncio.gather(*tasks, return_exceptions=True)
+    except asyncio.CancelledError:
+        # Our own task was cancelled (and with it the reads): they still settle first.
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
+    return [outcome for outcome in outcomes if isinstance(outcome, BaseException)]
+
+
+@dataclass(slots=True)
+class _TitleReads:
+    """The reads of one ``fetch_titles`` call, and what they found so far."""
+
+    service: SessionQueryService
+    boundary: ServiceBoundary
+    caller: Caller
+    signal: ExecutionSignal
+    expect_visible: frozenset[str]
+    results: dict[str, TitleInfo] = field(default_factory=dict)
+    mismatch: str | None = None  # the first expected-visible id found outside the workspace
+    failed: bool = False
+
+    @property
+    def stopped(self) -> bool:
+        return self.failed or self.mismatch is not None or self.signal.aborted
+
+    async def read(self, chunk: list[str]) -> None:
+        try:
+            await self._read(chunk)
         except BaseException:
-            stop = True
+            self.failed = True
             raise
 
-    if workers_count == 1:
-        # One worker needs no task of its own: awaited here, it settles before we return.
-        failure: Exception | None = None
-        try:
-            await worker()
-        except Exception as exc:
-            failure = exc
-        raise_if_aborted(signal)
-        if failure is not None:
-            raise failure
-        return results
-    workers = [asyncio.create_task(worker()) for _ in range(workers_count)]
-    try:
-        outcomes = await asyncio.gather(*workers, return_exceptions=True)
-    except asyncio.CancelledError:
-        # Our own task was cancelled: stop the workers and still wait for them to settle.
-        stop = True
-        for task in workers:
-            task.cancel()
-        await asyncio.gather(*workers, return_exceptions=True)
-        raise
-    raise_if_aborted(signal)
-    for outcome in outcomes:
-        if isinstance(outcome, BaseException):
-            raise outcome
-    return results
+    async def _read(self, chunk: list[str]) -> None:
+        if self.stopped:
+            return
+        args = (self.service, self.boundary, self.caller)
+        infos = await _read_chunk(*args, chunk, self.signal)
+        if infos is not None:
+            for session_id in chunk:
+                self._keep(session_id, infos[session_id])
+            return
+        for session_id in chunk:  # the chunk failed: isolate the failure per id
+            if self.stopped:
+                return
+            self._keep(session_id, await _read_title(*args, session_id, self.signal))
+
+    def _keep(self, session_id: str, info: TitleInfo) -> None:
+        if session_id in self.expect_visible and info.visible is False:
+            self.mismatch = self.mismatch or session_id
+        self.results[session_id] = info
 
 
 def _chunks(ids: list[str], count: int) -> list[list[str]]:
