@@ -36,6 +36,8 @@ higher one to raise its errors::
     ├── worker.runtime.spill.SpillConfigError                (also a ValueError)
     ├── worker.runtime.replies.BadEnvelope
     ├── worker.runtime.purge.InvalidDuration                 (also a ValueError)
+    ├── worker.runtime.config.ConfigError                    (also a ValueError)
+    ├── worker.runtime.serve.Refused                         serve cannot start
     └── worker.runtime.continuity.StreamDiverged
 
     worker.importers.publish.ImportFailed        an import cannot go on; told to the user

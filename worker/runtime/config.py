@@ -32,6 +32,7 @@ from pydantic_settings import (
 
 from contracts.limits import HEADER_ALLOWANCE_BYTES, MAX_EVENT_BYTES
 from contracts.subjects import Subjects
+from worker.runtime.errors import RuntimeFailure
 from worker.tools import ToolConfig
 
 ENV_PREFIX: Final = "SESSIONQUERY_"
@@ -190,7 +191,7 @@ def settings() -> tuple[Setting, ...]:
     return tuple(out)
 
 
-class ConfigError(ValueError):
+class ConfigError(RuntimeFailure, ValueError):
     """A bad setting: one line naming the flag or variable, the rule and the value."""
 
 

@@ -28,6 +28,7 @@ from worker.retry import STARTUP, RetryStopped, retry
 from worker.runtime import config_flags as settings
 from worker.runtime.config import ENV_PREFIX, WorkerConfig
 from worker.runtime.connection import NatsOptions, add_nats_arguments, options_from_args
+from worker.runtime.errors import RuntimeFailure
 from worker.runtime.process import bounded_stop, close, refuse, say, signal_event
 from worker.runtime.sample_publish import example_command, publish_sample_corpus
 
@@ -115,7 +116,7 @@ def run(args: argparse.Namespace) -> int:
     )
 
 
-class _Refused(Exception):
+class Refused(RuntimeFailure):
     """``serve`` cannot start: the message is the one line it prints."""
 
 
@@ -133,7 +134,7 @@ async def serve(
     try:
         async with _nats_url(options, home, embedded_port) as options:
             return await _connect_and_serve(config, options, stop, sample_corpus=sample_corpus)
-    except _Refused as exc:
+    except Refused as exc:
         refuse(exc)
         return 1
 
@@ -153,7 +154,7 @@ async def _nats_url(
     try:
         home_lock = IndexLock(home / "nats", what="state directory").acquire()
     except IndexLocked as exc:
-        raise _Refused(exc) from None
+        raise Refused(exc) from None
     try:
         # Its own session: a terminal's Ctrl-C reaches us only, so we stop the worker first
         # and the server last rather than losing in-flight replies. It dies with us.
@@ -167,7 +168,7 @@ async def _nats_url(
         try:
             embedded.start()  # on this (the main) thread: its death signal follows it
         except EmbeddedServerError as exc:
-            raise _Refused(exc) from None
+            raise Refused(exc) from None
         say(f"nats-server (embedded) listening on {embedded.url}; JetStream under {home}/nats")
         say(f"  connect with: export NATS_URL={embedded.url}")
         try:
