@@ -274,7 +274,7 @@ async def _read_chunks(
     if size == 0:
         return buffer, hasher.digest()
     js = nc.jetstream()
-    consumer = await js._jsm.add_consumer(
+    consumer = await js.add_consumer(
         stream,
         config=api.ConsumerConfig(
             filter_subject=subject,
@@ -290,7 +290,7 @@ async def _read_chunks(
     assert name is not None
     inbox = nc.new_inbox()
     sub = await nc.subscribe(inbox)
-    next_subject = f"{js._prefix}.CONSUMER.MSG.NEXT.{stream}.{name}"
+    next_subject = f"{api.DEFAULT_PREFIX}.CONSUMER.MSG.NEXT.{stream}.{name}"
     loop = asyncio.get_running_loop()
     hash_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="spill-sha256")
     hashing: asyncio.Future[None] | None = None
@@ -340,6 +340,6 @@ async def _read_chunks(
         await sub.unsubscribe()
         # Best effort: inactive_threshold removes a consumer left behind anyway.
         with contextlib.suppress(Exception):
-            await js._jsm.delete_consumer(stream, name)
+            await js.delete_consumer(stream, name)
     # The buffer itself: copying 16 MiB into an immutable bytes would cost as much as hashing.
     return buffer, hasher.digest()

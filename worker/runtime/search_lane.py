@@ -52,7 +52,7 @@ from worker.runtime.cancellation import CancellationRegistry
 from worker.runtime.deadlines import effective_deadline_ms, expired, loop_time_of, signal_until
 from worker.runtime.execution import Executor, admit, send
 from worker.runtime.replies import BadEnvelope, parse_request
-from worker.runtime.slow_consumers import PendingLimits
+from worker.runtime.slow_consumers import PendingLimits, pending_kwargs
 from worker.signals import ExecutionSignal
 from worker.tools import ToolDefinition, ToolSet
 
@@ -320,16 +320,11 @@ class SearchLane:
         await self._idle.wait()
 
     async def _subscribe(self) -> JetStreamContext.PullSubscription:
-        if self._pending is None:
-            return await self._js.pull_subscribe_bind(
-                durable=self._subjects.search_consumer, stream=self._subjects.search_stream
-            )
         # One fetch at a time holds one message; the limits only make the bound explicit.
         return await self._js.pull_subscribe_bind(
             durable=self._subjects.search_consumer,
             stream=self._subjects.search_stream,
-            pending_msgs_limit=self._pending.msgs,
-            pending_bytes_limit=self._pending.bytes,
+            **pending_kwargs(self._pending),
         )
 
     def _reconnects(self) -> int:
