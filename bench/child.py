@@ -101,14 +101,9 @@ def echo_args(url: str, subject: str) -> list[str]:
 
 
 def _stream_seq(db: Path) -> int:
-    conn = sqlite3.connect(str(db))
-    try:
-        row = conn.execute("SELECT value FROM meta WHERE key = 'stream_seq'").fetchone()
-        return int(row[0]) if row else 0
-    except sqlite3.OperationalError:
-        return 0  # the schema is not created yet
-    finally:
-        conn.close()
+    from worker.store.index_file import applied_seq
+
+    return applied_seq(db)
 
 
 async def wait_ingested(db: Path, last_seq: int, timeout_s: float) -> float:

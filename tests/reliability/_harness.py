@@ -13,7 +13,6 @@ import dataclasses
 import os
 import random
 import signal
-import sqlite3
 import sys
 import time
 import uuid
@@ -35,6 +34,7 @@ from bench.report import Latency
 from contracts import streams
 from contracts.subjects import Subjects
 from tests.runtime._runtime_helpers import until
+from worker.store import index_file
 from worker.store.integrity import check_integrity, checksum_of, content_checksum
 
 T = TypeVar("T")
@@ -221,17 +221,7 @@ async def poll(
 
 def index_seq(db: Path) -> int:
     """The stream sequence the index file is complete through (its own connection)."""
-    if not db.exists():
-        return 0
-    try:
-        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
-        try:
-            row = conn.execute("SELECT value FROM meta WHERE key = 'stream_seq'").fetchone()
-            return int(row[0]) if row else 0
-        finally:
-            conn.close()
-    except sqlite3.OperationalError:
-        return 0
+    return index_file.applied_seq(db)
 
 
 async def wait_indexed(db: Path, seq: int, within: float = 60.0) -> None:
