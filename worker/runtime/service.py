@@ -20,6 +20,7 @@ from nats.aio.msg import Msg
 from contracts.subjects import SERVICE_NAME, Subjects
 from worker.runtime import replies
 from worker.runtime.execution import send
+from worker.runtime.lane_decisions import lane_of
 from worker.runtime.micro import EndpointSpec, MicroService
 from worker.runtime.reply_stats import ReplyStats
 from worker.runtime.slow_consumers import PendingLimits, SlowConsumerWatch
@@ -67,7 +68,7 @@ def endpoint_metadata(tool: ToolDefinition) -> dict[str, str]:
         "tool": tool.name,
         "execution": tool.execution,
         "read_only": "true" if tool.read_only else "false",
-        "lane": "search-queue" if tool.execution == "exclusive" else "parallel-pool",
+        "lane": lane_of(tool.execution),
     }
 
 
