@@ -30,7 +30,7 @@ per subject so a burst cannot flood the log.
 
 Left at nats-py's defaults: the ingestion feed (a flow-controlled push consumer: the server
 pauses it, and a dropped message shows as a consumer sequence gap that replaces the feed)
-and nats.micro's ``$SRV`` discovery subscriptions (answered inline, never held).
+and the micro ``$SRV`` discovery subscriptions (answered inline, never held).
 """
 
 from __future__ import annotations
