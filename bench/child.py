@@ -203,11 +203,10 @@ async def local_fleet(
 
 
 async def _serve_worker(args: argparse.Namespace) -> None:
-    import nats
-
     from contracts.subjects import Subjects
     from worker.logs import configure_logging
     from worker.runtime.config import WorkerConfig
+    from worker.runtime.connection import open_connection
     from worker.runtime.worker import Worker
 
     configure_logging(json=True)  # stderr: the parent points it at a log file
@@ -218,7 +217,8 @@ async def _serve_worker(args: argparse.Namespace) -> None:
     config = WorkerConfig(
         db_path=Path(args.db), subjects=Subjects(**json.loads(args.subjects)), **overrides
     )
-    nc = await nats.connect(args.nats_url, name="sessionquery-bench-worker")
+    # open_connection: the worker's slow-consumer handler needs its error route.
+    nc = await open_connection(args.nats_url, name="sessionquery-bench-worker")
     stop = _stop_event()
     worker = await Worker.start(nc, config)
     _ready()
