@@ -104,14 +104,9 @@ def echo_args(url: str, subject: str) -> list[str]:
 
 
 def _stream_seq(db: Path) -> int:
-    conn = sqlite3.connect(str(db))
-    try:
-        row = conn.execute("SELECT value FROM meta WHERE key = 'stream_seq'").fetchone()
-        return int(row[0]) if row else 0
-    except sqlite3.OperationalError:
-        return 0  # the schema is not created yet
-    finally:
-        conn.close()
+    from worker.store.index_file import applied_seq
+
+    return applied_seq(db)
 
 
 async def wait_ingested(db: Path, last_seq: int, timeout_s: float) -> float:
@@ -211,11 +206,10 @@ async def local_fleet(
 
 
 async def _serve_worker(args: argparse.Namespace) -> None:
-    import nats
-
     from contracts.subjects import Subjects
     from worker.logs import configure_logging
     from worker.runtime.config import WorkerConfig
+    from worker.runtime.connection import open_connection
     from worker.runtime.worker import Worker
 
     configure_logging(json=True)  # stderr: the parent points it at a log file
@@ -226,7 +220,8 @@ async def _serve_worker(args: argparse.Namespace) -> None:
     config = WorkerConfig(
         db_path=Path(args.db), subjects=Subjects(**json.loads(args.subjects)), **overrides
     )
-    nc = await nats.connect(args.nats_url, name="sessionquery-bench-worker")
+    # open_connection: the worker's slow-consumer handler needs its error route.
+    nc = await open_connection(args.nats_url, name="sessionquery-bench-worker")
     stop = _stop_event()
     worker = await Worker.start(nc, config)
     _ready()

@@ -465,21 +465,10 @@ def msg_id(event: dict[str, Any]) -> str:
 
 
 async def ensure_events_stream(js: Any, subjects: Any) -> None:
-    """The SESSIONS stream as ingestion expects it (file storage, all event subjects)."""
-    from nats.js.api import StorageType, StreamConfig
-    from nats.js.errors import NotFoundError
+    """The SESSIONS stream as everything creates it (contracts.streams)."""
+    from contracts.streams import ensure_events_stream as ensure
 
-    try:
-        await js.stream_info(subjects.events_stream)
-    except NotFoundError:
-        await js.add_stream(
-            StreamConfig(
-                name=subjects.events_stream,
-                subjects=[subjects.events_wildcard],
-                storage=StorageType.FILE,
-                duplicate_window=120.0,
-            )
-        )
+    await ensure(js, subjects)
 
 
 async def publish_events(

@@ -20,6 +20,7 @@ from typing import Any, Final
 import orjson
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
+from nats.aio.subscription import Subscription
 from nats.errors import NoRespondersError
 from nats.errors import TimeoutError as NatsTimeoutError
 from nats.js import api
@@ -265,13 +266,10 @@ async def _read_chunks(
     timeout: float,  # noqa: ASYNC109
 ) -> tuple[bytearray, bytes]:
     """Pull every chunk of one object in order into a preallocated buffer."""
-    buffer = bytearray(size)
-    view = memoryview(buffer)
-    hasher = hashlib.sha256()
     if size == 0:
-        return buffer, hasher.digest()
+        return bytearray(), hashlib.sha256().digest()
     js = nc.jetstream()
-    consumer = await js._jsm.add_consumer(
+    consumer = await js.add_consumer(
         stream,
         config=api.ConsumerConfig(
             filter_subject=subject,
@@ -285,58 +283,87 @@ async def _read_chunks(
     )
     name = consumer.name
     assert name is not None
-    inbox = nc.new_inbox()
-    sub = await nc.subscribe(inbox)
-    next_subject = f"{js._prefix}.CONSUMER.MSG.NEXT.{stream}.{name}"
-    loop = asyncio.get_running_loop()
-    hash_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="spill-sha256")
-    hashing: asyncio.Future[None] | None = None
-    chunk_size = max(1, -(-size // max(chunks, 1)))
-    window = max(1, FETCH_WINDOW_BYTES // chunk_size)
-    offset = 0
-    received = 0
-    deadline = time.monotonic() + timeout
+    reader = _ChunkReader(nc, size=size, chunks=chunks, timeout=timeout)
+    # The pull request's subject (nc.jetstream() uses the default API prefix).
+    next_subject = f"{api.DEFAULT_PREFIX}.CONSUMER.MSG.NEXT.{stream}.{name}"
     try:
-        while offset < size:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise SpillFetchError(f"reading the spilled result took over {timeout:.0f} s")
-            want = max(1, min(window, chunks - received)) if chunks else window
-            request = {"batch": want, "expires": int(remaining * 1e9)}
-            await nc.publish(next_subject, orjson.dumps(request), reply=inbox)
-            got = 0
-            while got < want and offset < size:
-                try:
-                    msg = await sub.next_msg(timeout=max(0.01, deadline - time.monotonic()))
-                except NatsTimeoutError:
-                    raise SpillFetchError(
-                        f"reading the spilled result took over {timeout:.0f} s"
-                    ) from None
-                if msg.headers and msg.headers.get(api.Header.STATUS):
-                    # 404/408: the pull ended early (nothing more yet, or it expired).
-                    break
-                end = offset + len(msg.data)
-                if end > size:
-                    raise SpillDigestMismatch("the spilled result is larger than recorded")
-                view[offset:end] = msg.data
-                # hashlib releases the GIL: hash on another core while the next chunk arrives;
-                # one worker thread keeps the updates in order.
-                hashing = loop.run_in_executor(hash_thread, hasher.update, msg.data)
-                offset = end
-                got += 1
-                received += 1
-                if offset < size and msg.metadata.num_pending == 0:
-                    raise SpillDigestMismatch("the spilled result is shorter than recorded")
-        if offset != size:
-            raise SpillDigestMismatch("the spilled result is shorter than recorded")
-        if hashing is not None:
-            await hashing
+        return await reader.read(next_subject)
     finally:
-        hash_thread.shutdown(wait=False, cancel_futures=True)
-        view.release()
-        await sub.unsubscribe()
         # Best effort: inactive_threshold removes a consumer left behind anyway.
         with contextlib.suppress(Exception):
-            await js._jsm.delete_consumer(stream, name)
-    # The buffer itself: copying 16 MiB into an immutable bytes would cost as much as hashing.
-    return buffer, hasher.digest()
+            await js.delete_consumer(stream, name)
+
+
+class _ChunkReader:
+    """Pulls an object's chunks in windows of ``FETCH_WINDOW_BYTES`` into one buffer,
+    hashing each on another thread while the next arrives."""
+
+    def __init__(self, nc: NATS, *, size: int, chunks: int, timeout: float) -> None:
+        self._nc = nc
+        self._size = size
+        self._chunks = chunks
+        self._timeout = timeout
+        self._deadline = time.monotonic() + timeout
+        self._buffer = bytearray(size)
+        self._hasher = hashlib.sha256()
+        self._hashing: asyncio.Future[None] | None = None
+        self._offset = 0
+        self._received = 0
+        chunk_size = max(1, -(-size // max(chunks, 1)))
+        self._window = max(1, FETCH_WINDOW_BYTES // chunk_size)
+
+    async def read(self, next_subject: str) -> tuple[bytearray, bytes]:
+        inbox = self._nc.new_inbox()
+        sub = await self._nc.subscribe(inbox)
+        hash_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="spill-sha256")
+        view = memoryview(self._buffer)
+        try:
+            while self._offset < self._size:
+                remaining = self._deadline - time.monotonic()
+                if remaining <= 0:
+                    raise self._too_slow()
+                want = self._window
+                if self._chunks:
+                    want = max(1, min(want, self._chunks - self._received))
+                request = {"batch": want, "expires": int(remaining * 1e9)}
+                await self._nc.publish(next_subject, orjson.dumps(request), reply=inbox)
+                await self._take(sub, view, want, hash_thread)
+            if self._offset != self._size:
+                raise SpillDigestMismatch("the spilled result is shorter than recorded")
+            if self._hashing is not None:
+                await self._hashing
+        finally:
+            hash_thread.shutdown(wait=False, cancel_futures=True)
+            view.release()
+            await sub.unsubscribe()
+        # The buffer itself: copying 16 MiB into an immutable bytes would cost as much as hashing.
+        return self._buffer, self._hasher.digest()
+
+    async def _take(
+        self, sub: Subscription, view: memoryview, want: int, hash_thread: ThreadPoolExecutor
+    ) -> None:
+        """The chunks one pull request delivers, until it ends or the object is complete."""
+        loop = asyncio.get_running_loop()
+        got = 0
+        while got < want and self._offset < self._size:
+            try:
+                msg = await sub.next_msg(timeout=max(0.01, self._deadline - time.monotonic()))
+            except NatsTimeoutError:
+                raise self._too_slow() from None
+            if msg.headers and msg.headers.get(api.Header.STATUS):
+                return  # 404/408: the pull ended early (nothing more yet, or it expired)
+            end = self._offset + len(msg.data)
+            if end > self._size:
+                raise SpillDigestMismatch("the spilled result is larger than recorded")
+            view[self._offset : end] = msg.data
+            # hashlib releases the GIL: hash on another core while the next chunk arrives;
+            # one worker thread keeps the updates in order.
+            self._hashing = loop.run_in_executor(hash_thread, self._hasher.update, msg.data)
+            self._offset = end
+            got += 1
+            self._received += 1
+            if self._offset < self._size and msg.metadata.num_pending == 0:
+                raise SpillDigestMismatch("the spilled result is shorter than recorded")
+
+    def _too_slow(self) -> SpillFetchError:
+        return SpillFetchError(f"reading the spilled result took over {self._timeout:.0f} s")

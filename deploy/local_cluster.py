@@ -24,7 +24,6 @@ import os
 import secrets
 import signal
 import socket
-import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -275,15 +274,9 @@ class LocalCluster:
 
     def indexed_through(self, i: int) -> int:
         """The SESSIONS stream sequence worker ``i``'s index is complete through."""
-        path = self.worker_procs[i].db_path
-        if not path.exists():
-            return 0
-        try:
-            with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as db:
-                row = db.execute("SELECT value FROM meta WHERE key = 'stream_seq'").fetchone()
-        except sqlite3.OperationalError:  # not created yet
-            return 0
-        return int(row[0]) if row else 0
+        from worker.store.index_file import applied_seq
+
+        return applied_seq(self.worker_procs[i].db_path)
 
     def wait_indexed(self, stream_seq: int, *, timeout: float = 120.0) -> None:
         """Until every running worker's index holds the stream through ``stream_seq``."""

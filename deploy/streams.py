@@ -25,29 +25,20 @@ async def ensure_replicated_events_stream(
 ) -> bool:
     """Create the events stream with ``replicas`` when missing; True when it was created.
 
-    The same configuration as ``worker.runtime.ingest_consumer.ensure_events_stream`` (which
-    leaves an existing stream as it is), plus the replicas.
+    The one configuration (``contracts.streams``, which leaves an existing stream as it
+    is), with the replicas.
     """
     import nats
-    from nats.js.api import StorageType, StreamConfig
-    from nats.js.errors import NotFoundError
+
+    from contracts.streams import ensure_events_stream
 
     subjects = subjects or Subjects()
     nc = await nats.connect(list(urls), connect_timeout=5, max_reconnect_attempts=10, **connect)
     try:
         js = nc.jetstream(timeout=20)
-        try:
-            info = await js.stream_info(subjects.events_stream)
-        except NotFoundError:
-            await js.add_stream(
-                StreamConfig(
-                    name=subjects.events_stream,
-                    subjects=[subjects.events_wildcard],
-                    storage=StorageType.FILE,
-                    num_replicas=replicas,
-                )
-            )
+        if await ensure_events_stream(js, subjects, replicas=replicas):
             return True
+        info = await js.stream_info(subjects.events_stream)
         if (info.config.num_replicas or 1) != replicas:
             print(
                 f"deploy.streams: {subjects.events_stream} exists with "

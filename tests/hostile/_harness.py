@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, TypeVar
 
-import nats
 import orjson
 import structlog
 from nats.aio.client import Client as NATS
@@ -30,6 +29,7 @@ from structlog.typing import EventDict
 from contracts.errors import ErrorCode
 from contracts.subjects import Subjects
 from worker.runtime.config import WorkerConfig
+from worker.runtime.connection import open_connection
 from worker.runtime.ingest_consumer import ensure_events_stream
 from worker.runtime.worker import Worker
 
@@ -306,7 +306,8 @@ class LiveWorker:
         events: Iterable[Mapping[str, Any]] = (),
         **config: Any,
     ) -> LiveWorker:
-        nc = await nats.connect(nats_url, connect_timeout=5, max_reconnect_attempts=5)
+        # open_connection: the worker's slow-consumer handler needs its error route.
+        nc = await open_connection(nats_url, connect_timeout=5, max_reconnect_attempts=5)
         try:
             subjects = fresh_subjects()
             await ensure_events_stream(nc.jetstream(), subjects)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import sqlite3
 import sys
 from collections.abc import AsyncIterator, Sequence
@@ -12,9 +13,9 @@ from typing import Any
 
 import orjson
 from nats.aio.client import Client as NATS
-from nats.js.api import StorageType, StreamConfig
 from nats.js.errors import NotFoundError
 
+from contracts.streams import events_stream_config
 from contracts.subjects import Subjects
 from tests.reliability._harness import stream_contents
 from tests.reliability._serve_proc import REPO
@@ -64,14 +65,9 @@ async def publish(nc: NATS, sessions: Sequence[str], per_session: int) -> int:
 
 
 async def create_stream(nc: NATS, **limits: Any) -> None:
-    await nc.jetstream().add_stream(
-        StreamConfig(
-            name=SUBJECTS.events_stream,
-            subjects=[SUBJECTS.events_wildcard],
-            storage=StorageType.FILE,
-            **limits,
-        )
-    )
+    # The one configuration, with the test's own limits (e.g. max_msgs) on top.
+    config = dataclasses.replace(events_stream_config(SUBJECTS), **limits)
+    await nc.jetstream().add_stream(config)
 
 
 @asynccontextmanager

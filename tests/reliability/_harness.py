@@ -13,7 +13,6 @@ import dataclasses
 import os
 import random
 import signal
-import sqlite3
 import sys
 import time
 import uuid
@@ -27,14 +26,15 @@ import nats.errors
 import orjson
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
-from nats.js.api import AckPolicy, ConsumerConfig, StorageType, StreamConfig
-from nats.js.errors import NotFoundError
+from nats.js.api import AckPolicy, ConsumerConfig
 
 from bench import corpus
 from bench.loadgen import DEFAULT_MIX, RequestMaker, read_rss_kib
 from bench.report import Latency
+from contracts import streams
 from contracts.subjects import Subjects
 from tests.runtime._runtime_helpers import until
+from worker.store import index_file
 from worker.store.integrity import check_integrity, checksum_of, content_checksum
 
 T = TypeVar("T")
@@ -221,17 +221,7 @@ async def poll(
 
 def index_seq(db: Path) -> int:
     """The stream sequence the index file is complete through (its own connection)."""
-    if not db.exists():
-        return 0
-    try:
-        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
-        try:
-            row = conn.execute("SELECT value FROM meta WHERE key = 'stream_seq'").fetchone()
-            return int(row[0]) if row else 0
-        finally:
-            conn.close()
-    except sqlite3.OperationalError:
-        return 0
+    return index_file.applied_seq(db)
 
 
 async def wait_indexed(db: Path, seq: int, within: float = 60.0) -> None:
@@ -242,20 +232,8 @@ async def wait_indexed(db: Path, seq: int, within: float = 60.0) -> None:
 
 
 async def ensure_events_stream(js: Any, subjects: Subjects, replicas: int = 1) -> None:
-    """The SESSIONS stream as ingestion expects it, with ``replicas`` and a dedupe window
-    long enough for the feed's retries."""
-    try:
-        await js.stream_info(subjects.events_stream)
-    except NotFoundError:
-        await js.add_stream(
-            StreamConfig(
-                name=subjects.events_stream,
-                subjects=[subjects.events_wildcard],
-                storage=StorageType.FILE,
-                duplicate_window=120.0,
-                num_replicas=replicas,
-            )
-        )
+    """The SESSIONS stream as everything creates it, with ``replicas``."""
+    await streams.ensure_events_stream(js, subjects, replicas=replicas)
 
 
 class EventFeed:

@@ -13,6 +13,7 @@ from nats.aio.client import Client as NATS
 from contracts.errors import MICRO_STATUS, TOOL_FAILED_MESSAGE, ErrorCode
 from contracts.subjects import SERVICE_NAME, TOOL_NAMES, Subjects
 from tests.runtime._runtime_helpers import Recorder, body, call, config_for, make_toolset, serving
+from worker.runtime.connection import error_route
 from worker.runtime.worker import Worker
 
 
@@ -228,18 +229,21 @@ async def test_the_slow_consumer_handler_is_chained_while_serving_and_restored_a
     async def own(exc: Exception) -> None:
         seen.append(exc)
 
-    nc._error_cb = own
+    # The connection's error callback, as open_connection routes it (no nats-py private).
+    route = error_route(nc)
+    assert route is not None
+    route.handler = own
     worker = await Worker.start(
         nc,
         config_for(subjects, tmp_path),
         tools=serving(make_toolset(Recorder())),
     )
     try:
-        assert nc._error_cb == worker.slow_consumers._on_error
+        assert route.handler == worker.slow_consumers._on_error
         # Any other error still reaches the connection's own callback.
         other = RuntimeError("not a slow consumer")
-        await nc._error_cb(other)
+        await route.handler(other)
         assert seen == [other]
     finally:
         await worker.stop()
-    assert nc._error_cb is own
+    assert route.handler is own

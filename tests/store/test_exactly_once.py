@@ -26,6 +26,7 @@ from nats.js.api import AckPolicy, ConsumerConfig
 
 from contracts.subjects import Subjects
 from worker.runtime.ingest_consumer import ensure_events_stream
+from worker.store import index_file
 from worker.store.integrity import check_integrity, checksum_of, content_checksum
 
 SESSIONS = 80
@@ -75,17 +76,7 @@ def corpus(rng: random.Random) -> list[tuple[str, bytes]]:
 
 
 def committed_stream_seq(db: Path) -> int:
-    if not db.exists():
-        return 0
-    try:
-        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
-        try:
-            row = conn.execute("SELECT value FROM meta WHERE key = 'stream_seq'").fetchone()
-            return int(row[0]) if row else 0
-        finally:
-            conn.close()
-    except sqlite3.OperationalError:
-        return 0  # the schema is not there yet
+    return index_file.applied_seq(db)
 
 
 def start_ingester(

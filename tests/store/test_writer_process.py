@@ -23,6 +23,7 @@ from tests._events import event
 from worker.runtime.config import WorkerConfig
 from worker.runtime.ingest_consumer import ensure_events_stream
 from worker.runtime.worker import Worker
+from worker.store import index_file
 from worker.store.index_file import move_aside, remove_files
 from worker.store.ingest import IngestActor
 from worker.store.integrity import check_integrity
@@ -64,7 +65,7 @@ def gone(pid: int, within_s: float = 10.0) -> bool:
 
 
 def stored_seq(db: Path) -> int:
-    return count(db, "SELECT value FROM meta WHERE key = 'stream_seq'")
+    return index_file.applied_seq(db)
 
 
 def execute(db: Path, sql: str) -> None:

@@ -64,7 +64,7 @@ class Publisher:
         self.order = SessionOrder(self.js, subjects)
 
     async def prepare(self) -> None:
-        from worker.runtime.ingest_consumer import ensure_events_stream
+        from contracts.streams import ensure_events_stream
 
         await ensure_events_stream(self.js, self.subjects)
 

@@ -28,7 +28,7 @@ from nats.aio.subscription import Subscription
 from pydantic import ValidationError
 
 from contracts.envelope import CancelRequest, owner_key
-from worker.runtime.slow_consumers import PendingLimits
+from worker.runtime.slow_consumers import PendingLimits, pending_kwargs
 from worker.signals import ExecutionSignal
 
 log = structlog.get_logger("worker.runtime.cancellation")
@@ -186,14 +186,7 @@ class CancelListener:
     async def subscribe(self) -> None:
         """Subscribe and flush, so a cancel published after this returns is seen."""
         if self._sub is None:
-            if self._pending is None:
-                self._sub = await self._nc.subscribe(self._subject)
-            else:
-                self._sub = await self._nc.subscribe(
-                    self._subject,
-                    pending_msgs_limit=self._pending.msgs,
-                    pending_bytes_limit=self._pending.bytes,
-                )
+            self._sub = await self._nc.subscribe(self._subject, **pending_kwargs(self._pending))
             await self._nc.flush()
 
     async def run(self) -> None:

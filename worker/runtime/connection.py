@@ -1,6 +1,8 @@
 """Connecting to NATS: one set of flags for every command, with ``NATS_*`` env fallbacks.
 
 Auth: user/password, token, nkey seed file, creds file, TLS (CA, client cert and key).
+Every connection gets an ``ErrorRoute`` as its error callback, so a handler can be put in
+front of it after connecting (nats-py takes the callback only at ``connect``).
 """
 
 from __future__ import annotations
@@ -8,6 +10,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import ssl
+import weakref
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -211,15 +215,38 @@ async def _log_error(exc: Exception) -> None:
     log.warning("nats connection error", reason=describe_error(exc))
 
 
+ErrorHandler = Callable[[Exception], Awaitable[None]]
+
+
+class ErrorRoute:
+    """A connection's error callback whose ``handler`` can change after connecting."""
+
+    def __init__(self, handler: ErrorHandler) -> None:
+        self.handler = handler
+
+    async def dispatch(self, exc: Exception) -> None:
+        await self.handler(exc)
+
+
+_routes: weakref.WeakKeyDictionary[NATS, ErrorRoute] = weakref.WeakKeyDictionary()
+
+
+def error_route(nc: NATS) -> ErrorRoute | None:
+    """The route ``open_connection`` gave ``nc`` (None: connected some other way)."""
+    return _routes.get(nc)
+
+
 async def open_connection(
     servers: str | list[str] = "nats://127.0.0.1:4222", **kwargs: Any
 ) -> NATS:
-    """``nats.connect`` followed by a flush.
+    """``nats.connect`` with an ``ErrorRoute`` (in front of ``error_cb``), then a flush.
 
     Without the flush, the first request on a fresh connection is sometimes answered "no
     responders" although the responder's subscription is in place (about 1 in 20 first
     requests against nats-server 2.15 on loopback; none in 200 after a flush).
     """
-    nc = await nats.connect(servers, **kwargs)
+    route = ErrorRoute(kwargs.pop("error_cb", None) or _log_error)
+    nc = await nats.connect(servers, error_cb=route.dispatch, **kwargs)
+    _routes[nc] = route
     await nc.flush()
     return nc

@@ -85,6 +85,19 @@ class EmbeddedNatsServer:
         ports_dir.mkdir(exist_ok=True)
         for stale in ports_dir.glob("*.ports"):
             stale.unlink()
+        log = open(self.store_dir / "nats-server.log", "ab")  # noqa: SIM115 - owned by child
+        self.process = subprocess.Popen(
+            self._args(ports_dir),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=self.new_session,
+            env={**os.environ, **self.env} if self.env else None,
+            preexec_fn=functools.partial(_die_with, os.getpid()) if self.die_with_parent else None,
+        )
+        log.close()
+        return self._wait_ready(ports_dir / f"nats-server_{self.process.pid}.ports", timeout)
+
+    def _args(self, ports_dir: Path) -> list[str]:
         args = [
             find_nats_server(),
             "-a", self.host,
@@ -101,41 +114,35 @@ class EmbeddedNatsServer:
             args += ["--cluster", f"nats://{self.host}:{self.cluster_port}"]
             if self.routes:
                 args += ["--routes", ",".join(self.routes)]
-        args += list(self.extra_args)
-        log = open(self.store_dir / "nats-server.log", "ab")  # noqa: SIM115 - owned by child
-        self.process = subprocess.Popen(
-            args,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=self.new_session,
-            env={**os.environ, **self.env} if self.env else None,
-            preexec_fn=functools.partial(_die_with, os.getpid()) if self.die_with_parent else None,
-        )
-        log.close()
+        return args + list(self.extra_args)
+
+    def _wait_ready(self, ports_file: Path, timeout: float) -> str:
+        """Until the server wrote its ports and answers healthy; its client URL."""
+        assert self.process is not None
         deadline = time.monotonic() + timeout
-        ports_file = ports_dir / f"nats-server_{self.process.pid}.ports"
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise EmbeddedServerError(
                     f"nats-server exited with {self.process.returncode}; "
                     f"see {self.store_dir / 'nats-server.log'}"
                 )
-            if ports_file.exists():
-                try:
-                    ports = json.loads(ports_file.read_text())
-                    self.url = ports["nats"][0]
-                    self.monitor_url = ports["monitoring"][0]
-                except (ValueError, KeyError, IndexError):
-                    pass
-                else:
-                    if self._healthy():
-                        if self.port == -1:
-                            # Keep the same port across restarts, so clients reconnect.
-                            self.port = int(self.url.rsplit(":", 1)[1])
-                        return self.url
+            if ports_file.exists() and self._read_ports(ports_file) and self._healthy():
+                if self.port == -1:
+                    # Keep the same port across restarts, so clients reconnect.
+                    self.port = int(self.url.rsplit(":", 1)[1])
+                return self.url
             time.sleep(0.05)
         self.stop()
         raise EmbeddedServerError("nats-server did not become healthy in time")
+
+    def _read_ports(self, ports_file: Path) -> bool:
+        try:
+            ports = json.loads(ports_file.read_text())
+            self.url = ports["nats"][0]
+            self.monitor_url = ports["monitoring"][0]
+        except (ValueError, KeyError, IndexError):
+            return False  # written but not complete yet
+        return True
 
     def _healthy(self) -> bool:
         # A clustered node reports unhealthy until its JetStream meta leader is known.

@@ -26,27 +26,17 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any, Final
 
-import nats.errors
-import nats.js.errors
 import structlog
 from nats.aio.client import Client as NATS
-from nats.aio.msg import Msg
-from nats.aio.subscription import Subscription
 from nats.js import JetStreamContext
-from nats.js.api import (
-    AckPolicy,
-    ConsumerConfig,
-    DeliverPolicy,
-    Header,
-    StorageType,
-    StreamConfig,
-)
 
+from contracts.streams import ensure_events_stream as ensure_events_stream
 from contracts.subjects import Subjects
 from worker.retry import JETSTREAM, retry
 from worker.runtime.continuity import StreamDiverged, StreamState, bind, judge, stream_state
+from worker.runtime.ingest_feed import EventFeed
 from worker.store.ingest import IngestActor
-from worker.store.protocol import IndexWriteStopped, IngestItem, Rejected, SessionIndexWriter
+from worker.store.protocol import IndexWriteStopped, Rejected, SessionIndexWriter
 from worker.store.writer_process import WRITER_MODES, open_index_writer
 
 log = structlog.get_logger(__name__)
@@ -54,26 +44,6 @@ log = structlog.get_logger(__name__)
 REASON_HEADER: Final = "Sessionquery-Reason"
 STREAM_SEQ_HEADER: Final = "Sessionquery-Stream-Seq"
 TRUNCATED_HEADER: Final = "Sessionquery-Truncated"
-
-
-async def ensure_events_stream(js: JetStreamContext, subjects: Subjects) -> None:
-    """Create the events stream (file storage) when missing; an existing one is left as is."""
-    try:
-        await js.stream_info(subjects.events_stream)
-        return
-    except nats.js.errors.NotFoundError:
-        pass
-    config = StreamConfig(
-        name=subjects.events_stream,
-        subjects=[subjects.events_wildcard],
-        storage=StorageType.FILE,
-    )
-    try:
-        await js.add_stream(config)
-        log.info("events stream created", stream=subjects.events_stream)
-    except nats.js.errors.BadRequestError:
-        # Another process created it between our look and our create: that one stands.
-        await js.stream_info(subjects.events_stream)
 
 
 class EventConsumer:
@@ -144,7 +114,7 @@ class EventConsumer:
     async def _run(self) -> None:
         self.actor.reopen()
         js = self._nc.jetstream()
-        await self._retrying(lambda: ensure_events_stream(js, self._subjects))
+        await self._retrying(lambda: self._ensure_stream(js))
         await self._retrying(lambda: self.check_continuity(js))
         self._next_seq = await self.actor.start_from_writer()
         log.info("ingest starting", stream=self._subjects.events_stream, from_seq=self._next_seq)
@@ -163,6 +133,10 @@ class EventConsumer:
             with contextlib.suppress(asyncio.CancelledError):
                 await pump
             await self._finish(actor)
+
+    async def _ensure_stream(self, js: JetStreamContext) -> None:
+        if await ensure_events_stream(js, self._subjects):
+            log.info("events stream created", stream=self._subjects.events_stream)
 
     async def _finish(self, actor: asyncio.Task[None]) -> None:
         """Apply what the mailbox holds; a batch that keeps failing is given up after
@@ -187,8 +161,15 @@ class EventConsumer:
             log=unreachable,
         )
 
-    async def _open_feed(self, js: JetStreamContext) -> _Feed:
-        feed = _Feed(self, js)
+    async def _open_feed(self, js: JetStreamContext) -> EventFeed:
+        feed = EventFeed(
+            self._nc,
+            js,
+            self._subjects,
+            self.actor.mailbox,
+            start_seq=self._next_seq,
+            idle_heartbeat_s=self._idle_heartbeat_s,
+        )
         try:
             await feed.open()
         except Exception:
@@ -207,6 +188,7 @@ class EventConsumer:
             self.consumers_created += 1
             try:
                 reason = await feed.watch()
+                self._next_seq = feed.next_seq
                 log.warning("ingest consumer reset", reason=reason, from_seq=self._next_seq)
             finally:
                 await feed.close()
@@ -223,147 +205,6 @@ class EventConsumer:
             body = body[:room]
             headers[TRUNCATED_HEADER] = "true"
         await self._nc.publish(self._subjects.deadletter, body, headers=headers)
-
-
-class _Feed:
-    """One push consumer (flow control, heartbeats, no acks) and its subscription.
-
-    Written out rather than nats-py's ordered consumer because that one, with a callback,
-    answers a held-back flow-control request only on a 250 ms poll, which stalls ingestion
-    whenever the mailbox is full. Here the request is answered as soon as every message
-    before it has been handed to the actor. Any sign of a lost message (a consumer sequence
-    gap, a heartbeat disagreeing on the last delivered sequence, silence) ends the feed; the
-    pump then opens a new one from the next stream sequence.
-    """
-
-    def __init__(self, owner: EventConsumer, js: JetStreamContext) -> None:
-        self._owner = owner
-        self._js = js
-        self._nc = owner._nc
-        self._inbox = self._nc.new_inbox()
-        self._sub: Subscription | None = None
-        self._consumer: str | None = None
-        self._dseq = 0  # last consumer sequence handed on
-        self._ended: asyncio.Future[str] = asyncio.get_running_loop().create_future()
-        # Messages seen so far: ``watch`` compares it between heartbeat periods to notice
-        # silence (a counter, since reading the clock for every message costs more).
-        self._received = 0
-        self._busy = False  # waiting for mailbox room: silence is then expected
-
-    async def open(self) -> None:
-        owner = self._owner
-        # Subscribe first, so nothing the new consumer sends is missed.
-        self._sub = await self._nc.subscribe(self._inbox, cb=self._on_message)
-        info = await self._js.add_consumer(
-            owner._subjects.events_stream,
-            config=ConsumerConfig(
-                deliver_subject=self._inbox,
-                filter_subject=owner._subjects.events_wildcard,
-                deliver_policy=DeliverPolicy.BY_START_SEQUENCE,
-                opt_start_seq=owner._next_seq,
-                ack_policy=AckPolicy.NONE,
-                max_deliver=1,
-                flow_control=True,
-                idle_heartbeat=owner._idle_heartbeat_s,
-                inactive_threshold=max(30.0, owner._idle_heartbeat_s * 10),
-                mem_storage=True,
-                num_replicas=1,
-            ),
-        )
-        self._consumer = info.name
-
-    async def watch(self) -> str:
-        """Wait until the feed must be replaced; returns why."""
-        loop = asyncio.get_running_loop()
-        silence = self._owner._idle_heartbeat_s * 3
-        seen, last_activity = self._received, loop.time()
-        while not self._ended.done():
-            await asyncio.wait({self._ended}, timeout=self._owner._idle_heartbeat_s)
-            now = loop.time()
-            if self._busy or self._received != seen:
-                seen, last_activity = self._received, now
-            elif now - last_activity > silence:
-                self._end("no messages or heartbeats from the consumer")
-        return self._ended.result()
-
-    def _end(self, reason: str) -> None:
-        if not self._ended.done():
-            self._ended.set_result(reason)
-
-    async def close(self) -> None:
-        self._end("closed")
-        if self._sub is not None:
-            with contextlib.suppress(Exception):
-                await self._sub.unsubscribe()
-        if self._consumer is not None:
-            # Best effort: the server drops an inactive consumer by itself anyway.
-            with contextlib.suppress(Exception):
-                await self._js.delete_consumer(self._owner._subjects.events_stream, self._consumer)
-
-    async def _on_message(self, msg: Msg) -> None:
-        # Runs for every message: kept to the few steps each one needs.
-        if self._ended.done():
-            return
-        self._received += 1
-        data = msg.data
-        if not data:
-            headers = msg.headers
-            if headers and headers.get(Header.STATUS) == "100":
-                await self._on_control(msg, headers)
-                return
-        sequences = _sequences(msg.reply)
-        if sequences is None:
-            return  # not a stream message
-        stream_seq, consumer_seq = sequences
-        if consumer_seq != self._dseq + 1:
-            self._end(f"consumer sequence gap: expected {self._dseq + 1}, got {consumer_seq}")
-            return
-        self._dseq = consumer_seq
-        owner = self._owner
-        if stream_seq < owner._next_seq:
-            return  # already handed on by an earlier feed
-        item = IngestItem(stream_seq, data, msg.subject)
-        try:
-            owner.actor.mailbox.put_nowait(item)
-        except asyncio.QueueFull:
-            self._busy = True
-            try:
-                # Waiting for room holds back the next flow-control answer: backpressure.
-                await owner.actor.mailbox.put(item)
-            finally:
-                self._busy = False
-        owner._next_seq = stream_seq + 1
-
-    async def _on_control(self, msg: Msg, headers: dict[str, str]) -> None:
-        if msg.reply:
-            # A flow-control request: every message before it has been handed on.
-            await self._nc.publish(msg.reply)
-            return
-        if stalled := headers.get(Header.CONSUMER_STALLED):
-            await self._nc.publish(stalled)
-        last = headers.get(Header.LAST_CONSUMER)
-        if last is not None and int(last) != self._dseq:
-            self._end(f"heartbeat reports consumer sequence {last}, last received {self._dseq}")
-
-
-def _sequences(reply: str) -> tuple[int, int] | None:
-    """(stream, consumer) sequences from a JetStream delivery's ack subject, or None.
-
-    ``$JS.ACK.<stream>.<consumer>.<delivered>.<sseq>.<dseq>.<ts>.<pending>``, or the newer
-    form with domain and account hash after ``ACK`` (and a trailing token). Parsed here
-    rather than through ``msg.metadata``, which also builds a datetime: this is per message.
-    """
-    if not reply.startswith("$JS.ACK."):
-        return None
-    tokens = reply.split(".")
-    try:
-        if len(tokens) == 9:
-            return int(tokens[5]), int(tokens[6])
-        if len(tokens) >= 11:
-            return int(tokens[7]), int(tokens[8])
-    except ValueError:
-        return None
-    return None
 
 
 # -- module entry point -------------------------------------------------------------------

@@ -1,9 +1,9 @@
 """The parallel lane: traces and reads run side by side in a bounded pool.
 
-A nats.micro endpoint calls its handler serially, so the handler only admits the request
-into the pool's mailbox and returns; ``pool_size`` runner actors execute. The mailbox holds
-running plus waiting requests; when it is full the request is answered OVERLOADED at once
-rather than left to time out.
+A micro endpoint (one nats-py subscription) calls its handler serially, so the handler only
+admits the request into the pool's mailbox and returns; ``pool_size`` runner actors
+execute. The mailbox holds running plus waiting requests; when it is full the request is
+answered OVERLOADED at once rather than left to time out.
 """
 
 from __future__ import annotations

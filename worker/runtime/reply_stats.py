@@ -1,6 +1,6 @@
-"""Per-endpoint figures for ``$SRV.STATS`` that nats.micro cannot see.
+"""Per-endpoint figures for ``$SRV.STATS`` that the micro counters cannot see.
 
-nats.micro counts an error only when an endpoint handler raises, and times only the
+The micro endpoint counts an error only when its handler raises, and times only the
 handler. Here the handlers never raise (every failure is answered with an error reply) and
 return as soon as the request is queued (search) or admitted to the pool (traces, reads),
 so this records what the replies were and how long the tools ran.
@@ -28,7 +28,7 @@ class ReplyStats:
         if headers is None or ERROR_CODE_HEADER not in headers:
             return
         self.errors[tool] += 1
-        # nats.micro's own format, "<code>:<description>" (the code's single-line message).
+        # the micro format, "<code>:<description>" (the code's single-line message).
         self.last_error[tool] = f"{headers[ERROR_CODE_HEADER]}:{headers.get(ERROR_HEADER, '')}"
 
     def record_run(self, tool: str, elapsed_ns: int) -> None:

@@ -24,52 +24,36 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import hashlib
 from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Final
 
 import nats.errors
-import orjson
 import structlog
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
-from nats.js import JetStreamContext, api
-from nats.js.errors import (
-    APIError,
-    BadRequestError,
-    NoStreamResponseError,
-    NotFoundError,
-    ServiceUnavailableError,
-)
+from nats.js import JetStreamContext
 
 from contracts.envelope import ToolRequest, owner_key
-from contracts.errors import ErrorCode
 from contracts.subjects import Subjects
-from worker.retry import ENQUEUE, retry
+from worker.runtime import lane_decisions as decide
 from worker.runtime import replies
 from worker.runtime.cancellation import CancellationRegistry
-from worker.runtime.deadlines import effective_deadline_ms, expired, loop_time_of, signal_until
+from worker.runtime.deadlines import effective_deadline_ms, now_ms, signal_until
 from worker.runtime.execution import Executor, admit, send
+from worker.runtime.lane_decisions import MSG_ID_HEADER as MSG_ID_HEADER
+from worker.runtime.lane_decisions import REPLY_HEADER as REPLY_HEADER
+from worker.runtime.lane_decisions import REQUEST_ID_HEADER as REQUEST_ID_HEADER
 from worker.runtime.replies import BadEnvelope, parse_request
+from worker.runtime.search_queue import QueueSettings, SearchQueue, failure_of
 from worker.runtime.slow_consumers import PendingLimits
 from worker.signals import ExecutionSignal
 from worker.tools import ToolDefinition, ToolSet
 
 log = structlog.get_logger("worker.runtime.search_lane")
 
-MSG_ID_HEADER: Final = "Nats-Msg-Id"
-REQUEST_ID_HEADER: Final = "Sessionquery-Request-Id"
-REPLY_HEADER: Final = "Sessionquery-Reply"
-DEADLINE_HEADER: Final = "Sessionquery-Deadline-Ms"
 # How long one pull request waits; also bounds how long stop() waits for an idle loop.
 FETCH_POLL_S: Final = 0.5
-# A lost cluster node can leave the work-queue stream leaderless for a Raft election
-# (nats-server waits 4-9 s before calling one; measured 7.4 s on the local cluster), so
-# the enqueue waits out an election, within the request's own deadline.
-ENQUEUE_TIMEOUT_S: Final = 15.0
-# One attempt's wait for its PubAck: a publish sent to a leader that just died is retried.
-PUBLISH_ATTEMPT_S: Final = 2.0
 ACTOR_NAME: Final = "search-fetch"
 # How long the lane waits for a search's prepare step before setting it aside: an indexed
 # caller's check is one quick read; a lagging caller's wait continues beside the lane.
@@ -78,9 +62,6 @@ PREPARE_GRACE_S: Final = 0.05
 READY_POLL_S: Final = 0.05
 # At most this many fetched searches wait beside the lane (each holds one unacked message).
 MAX_WAITING: Final = 32
-TOO_LARGE_MESSAGE: Final = (
-    "The request is too large to queue for a search; send a shorter query and fewer filters."
-)
 
 
 class SearchLane:
@@ -101,25 +82,26 @@ class SearchLane:
         pending: PendingLimits | None = None,
     ) -> None:
         self._nc = nc
-        self._js: JetStreamContext = nc.jetstream()
         self._subjects = subjects
         self._toolset = toolset
         self._executor = executor
         self._registry = registry
         self._default_timeout_ms = default_timeout_ms
-        self._max_ack_pending = max_ack_pending
-        self._max_deliver = max_deliver
-        self._ack_wait_s = ack_wait_ms / 1000.0
-        self._queue_max_msgs = queue_max_msgs
-        self._replicas = replicas
-        self._pending = pending
+        settings = QueueSettings(
+            max_ack_pending=max_ack_pending,
+            max_deliver=max_deliver,
+            ack_wait_s=ack_wait_ms / 1000.0,
+            queue_max_msgs=queue_max_msgs,
+            replicas=replicas,
+        )
+        self._queue = SearchQueue(nc, subjects, settings, pending)
         self._stopping = asyncio.Event()
         self._idle = asyncio.Event()
         self._idle.set()
         self.running: str | None = None  # request id of the search running now
         self.completed = 0
         self._waiting: set[asyncio.Task[None]] = set()  # prepare steps beside the lane
-        self._ready: deque[_Job] = deque()  # prepared, waiting for the lane
+        self._ready: deque[_Job] = deque()  # prepared, waiting
         self._wakeup = asyncio.Event()
         # Awaited with each fetched search before it is handled (tracing, holding a fetch).
         self.on_fetched: Callable[[Msg], Awaitable[None]] | None = None
@@ -129,45 +111,9 @@ class SearchLane:
         """Searches fetched but waiting beside the lane (catch-up) or for it (ready)."""
         return len(self._waiting) + len(self._ready)
 
-    # -- setup -------------------------------------------------------------------------
-
     async def ensure(self) -> None:
         """Create the work-queue stream and the durable consumer when missing."""
-        stream = self._subjects.search_stream
-        try:
-            await self._js.stream_info(stream)
-        except NotFoundError:
-            config = api.StreamConfig(
-                name=stream,
-                subjects=[self._subjects.search_queue + ".>"],
-                retention=api.RetentionPolicy.WORK_QUEUE,
-                storage=api.StorageType.FILE,
-                max_msgs=self._queue_max_msgs,
-                discard=api.DiscardPolicy.NEW,
-                num_replicas=self._replicas,
-            )
-            with contextlib.suppress(BadRequestError):  # created concurrently
-                await self._js.add_stream(config)
-        consumer = self._subjects.search_consumer
-        try:
-            info = await self._js.consumer_info(stream, consumer)
-        except NotFoundError:
-            info = await self._js.add_consumer(
-                stream,
-                api.ConsumerConfig(
-                    durable_name=consumer,
-                    ack_policy=api.AckPolicy.EXPLICIT,
-                    deliver_policy=api.DeliverPolicy.ALL,
-                    max_ack_pending=self._max_ack_pending,
-                    max_deliver=self._max_deliver,
-                    ack_wait=self._ack_wait_s,
-                ),
-            )
-        # The fleet shares one consumer: whoever created it set these.
-        if info.config.max_deliver is not None:
-            self._max_deliver = info.config.max_deliver
-        if info.config.ack_wait is not None:
-            self._ack_wait_s = info.config.ack_wait
+        await self._queue.ensure()
 
     # -- the endpoint side -------------------------------------------------------------
 
@@ -181,96 +127,31 @@ class SearchLane:
         deadline_ms = effective_deadline_ms(
             request.execution, default_timeout_ms=self._default_timeout_ms
         )
-        if expired(deadline_ms):
-            reply = replies.error(rid, ErrorCode.TIMEOUT, replies.QUEUE_TIMEOUT_MESSAGE)
-            await self._answer(msg.reply, reply, rid, tool)
+        headers = decide.queue_headers(request, msg.reply, deadline_ms)
+        sent = {**headers, decide.EXPECTED_STREAM_HEADER: self._subjects.search_stream}
+        size = decide.encoded_size(msg.data, sent)
+        refusal = decide.enqueue_refusal(
+            rid, deadline_ms, size, self._nc.max_payload, now_ms=now_ms()
+        )
+        if refusal is not None:
+            bound.info("search answered before queueing", size=len(msg.data))
+            await self._answer(msg.reply, refusal, rid, tool)
             return
-        headers = {
-            MSG_ID_HEADER: dedupe_id(request),
-            REQUEST_ID_HEADER: rid,
-            REPLY_HEADER: msg.reply,
-        }
-        if deadline_ms is not None:
-            headers[DEADLINE_HEADER] = str(deadline_ms)
-        # js.publish adds this header itself; it counts against max_payload too.
-        sent = {**headers, "Nats-Expected-Stream": self._subjects.search_stream}
-        if _encoded_size(msg.data, sent) > self._nc.max_payload:
-            # nats-py checks only the payload against max_payload; the server counts the
-            # headers too and closes the whole connection on a violation.
-            bound.info("request too large to enqueue", size=len(msg.data))
-            reply = replies.error(rid, ErrorCode.INVALID_ARGUMENTS, TOO_LARGE_MESSAGE)
-            await self._answer(msg.reply, reply, rid, tool)
-            return
+        subject = self._subjects.search_queue_subject(tool.name)
         try:
-            ack = await self._publish(
-                self._subjects.search_queue_subject(tool.name), msg, headers, deadline_ms
-            )
-        except APIError as exc:
-            full = _queue_full(exc)
-            bound.warning("enqueue refused", overloaded=full, err_code=exc.err_code)
-            reply = replies.overloaded(rid) if full else replies.tool_failed(rid)
+            ack = await self._queue.publish(subject, msg.data, headers, deadline_ms)
+        except Exception as exc:
+            failure = failure_of(exc)
+            bound.warning("enqueue failed", failure=failure, exc_info=failure == "failed")
+            expired = decide.expired_at(deadline_ms, now_ms())
+            reply = decide.enqueue_failure_reply(rid, failure, expired=expired)
             await self._answer(msg.reply, reply, rid, tool)
-            return
-        except (TimeoutError, nats.errors.TimeoutError):
-            bound.warning("enqueue timed out")
-            if expired(deadline_ms):
-                reply = replies.error(rid, ErrorCode.TIMEOUT, replies.QUEUE_TIMEOUT_MESSAGE)
-            else:
-                reply = replies.overloaded(rid)
-            await self._answer(msg.reply, reply, rid, tool)
-            return
-        except Exception:
-            bound.exception("enqueue failed")
-            await self._answer(msg.reply, replies.tool_failed(rid), rid, tool)
             return
         if ack.duplicate:
             bound.info("duplicate request id refused")
-            reply = replies.error(rid, ErrorCode.INVALID_ARGUMENTS, replies.DUPLICATE_MESSAGE)
-            await self._answer(msg.reply, reply, rid, tool)
+            await self._answer(msg.reply, decide.duplicate_reply(rid), rid, tool)
             return
         bound.debug("search enqueued", stream_seq=ack.seq)
-
-    async def _publish(
-        self, subject: str, msg: Msg, headers: dict[str, str], deadline_ms: int | None
-    ) -> api.PubAck:
-        """Put one request on the work queue within ``ENQUEUE_TIMEOUT_S`` and its deadline.
-
-        While the stream has no leader (a cluster node lost, an election: no responders,
-        503 unavailable, or an attempt that times out) the publish is retried with the same
-        ``Nats-Msg-Id``, which the stream deduplicates; past the bound it raises
-        ``TimeoutError``. After a timed-out attempt the request may have landed with its
-        ack lost, so a duplicate ack then means "ours", not a reused request id."""
-        loop = asyncio.get_running_loop()
-        give_up = loop.time() + ENQUEUE_TIMEOUT_S
-        if deadline_ms is not None:
-            give_up = min(give_up, loop_time_of(deadline_ms))
-        maybe_landed = False
-
-        async def attempt() -> api.PubAck:
-            nonlocal maybe_landed
-            try:
-                ack = await self._js.publish(
-                    subject,
-                    msg.data,
-                    headers=headers,
-                    stream=self._subjects.search_stream,
-                    timeout=max(0.05, min(PUBLISH_ATTEMPT_S, give_up - loop.time())),
-                )
-            except (TimeoutError, nats.errors.TimeoutError):
-                maybe_landed = True
-                raise
-            if maybe_landed and ack.duplicate:
-                return dataclasses.replace(ack, duplicate=False)
-            return ack
-
-        try:
-            return await retry(ENQUEUE.within(give_up - loop.time()), attempt, on=_no_leader_yet)
-        except (NoStreamResponseError, ServiceUnavailableError) as exc:
-            if _queue_full(exc):
-                raise  # 503 too, but a full queue: answered OVERLOADED at once
-            raise TimeoutError from None
-        except nats.errors.TimeoutError:
-            raise TimeoutError from None
 
     # -- the fetch loop (an actor) -----------------------------------------------------
 
@@ -278,8 +159,8 @@ class SearchLane:
         """Fetch and run one search at a time until ``stop``. Supervised: errors restart it."""
         if self._stopping.is_set() and not self.waiting:
             return
-        await self.ensure()
-        sub = await self._subscribe()
+        await self._queue.ensure()
+        sub = await self._queue.subscribe()
         reconnects = self._reconnects()
         try:
             while not self._stopping.is_set() or self.waiting:
@@ -296,8 +177,8 @@ class SearchLane:
                     # After a reconnect the old pull subscription may be gone on the server.
                     log.info("re-creating the search pull subscription after a reconnect")
                     await _quiet_unsubscribe(sub)
-                    await self.ensure()
-                    sub = await self._subscribe()
+                    await self._queue.ensure()
+                    sub = await self._queue.subscribe()
                     reconnects = self._reconnects()
                 poll = READY_POLL_S if self._waiting else FETCH_POLL_S
                 try:
@@ -320,19 +201,6 @@ class SearchLane:
         self._stopping.set()
         self._wakeup.set()
         await self._idle.wait()
-
-    async def _subscribe(self) -> JetStreamContext.PullSubscription:
-        if self._pending is None:
-            return await self._js.pull_subscribe_bind(
-                durable=self._subjects.search_consumer, stream=self._subjects.search_stream
-            )
-        # One fetch at a time holds one message; the limits only make the bound explicit.
-        return await self._js.pull_subscribe_bind(
-            durable=self._subjects.search_consumer,
-            stream=self._subjects.search_stream,
-            pending_msgs_limit=self._pending.msgs,
-            pending_bytes_limit=self._pending.bytes,
-        )
 
     def _reconnects(self) -> int:
         return int(self._nc.stats.get("reconnects", 0))
@@ -374,42 +242,40 @@ class SearchLane:
             await self._run_job(job)
 
     async def _admit_fetched(self, msg: Msg) -> _Job | None:
-        headers = msg.headers or {}
-        rid = headers.get(REQUEST_ID_HEADER, "")
-        reply_to = headers.get(REPLY_HEADER)
-        tool = self._toolset.get(msg.subject.rsplit(".", 1)[-1])
-        bound = log.bind(request_id=rid, tool=tool.name if tool else msg.subject)
-        if not reply_to or tool is None or not rid:
-            bound.error("malformed search queue message terminated")
+        """A job for the lane, or None when the message was answered (or is malformed)
+        and terminated."""
+        queued = decide.queued_search(msg.headers, msg.subject)
+        tool = self._toolset.get(queued.tool) if queued is not None else None
+        if queued is None or tool is None:
+            log.error("malformed search queue message terminated", subject=msg.subject)
             await msg.term()
             return None
+        rid, reply_to = queued.rid, queued.reply_to
         try:
             request = parse_request(msg.data)
         except BadEnvelope as bad:
             await self._answer(reply_to, bad.reply(), rid, tool)
             await msg.term()
             return None
-        deadline_ms = _int_or_none(headers.get(DEADLINE_HEADER))
-        delivered = msg.metadata.num_delivered or 1
         owner = owner_key(request.execution.agent)
-        if (reason := self._registry.cancelled_reason(owner, rid)) is not None:
-            bound.info("queued search cancelled")
-            await self._answer(reply_to, replies.error(rid, ErrorCode.CANCELLED, reason), rid, tool)
-            await msg.term()
-            return None
-        if expired(deadline_ms):
-            bound.info("queued search expired")
-            reply = replies.error(rid, ErrorCode.TIMEOUT, replies.QUEUE_TIMEOUT_MESSAGE)
+        reason = self._registry.cancelled_reason(owner, rid)
+        delivered = msg.metadata.num_delivered or 1
+        refusal = decide.fetched_refusal(
+            cancelled=reason is not None,
+            deadline_ms=queued.deadline_ms,
+            delivered=delivered,
+            max_deliver=self._queue.max_deliver,
+            now_ms=now_ms(),
+        )
+        if refusal is not None:
+            # Given up: earlier deliveries died unanswered, which deserves an error line.
+            report = log.error if refusal == "given-up" else log.info
+            report("queued search answered unrun", request_id=rid, why=refusal, delivered=delivered)
+            reply = decide.fetched_refusal_reply(rid, refusal, reason or "")
             await self._answer(reply_to, reply, rid, tool)
             await msg.term()
             return None
-        if delivered > 1 and delivered >= self._max_deliver:
-            # Earlier attempts died without answering: do not let it kill another worker.
-            bound.error("search gave up after repeated failed deliveries", delivered=delivered)
-            await self._answer(reply_to, replies.tool_failed(rid), rid, tool)
-            await msg.term()
-            return None
-        signal = signal_until(deadline_ms)
+        signal = signal_until(queued.deadline_ms)
         return _Job(
             msg=msg,
             tool=tool,
@@ -463,7 +329,7 @@ class SearchLane:
         await job.msg.ack()
 
     async def _heartbeat(self, msg: Msg) -> None:
-        interval = max(0.05, self._ack_wait_s / 3)
+        interval = max(0.05, self._queue.ack_wait_s / 3)
         while True:
             await asyncio.sleep(interval)
             try:
@@ -492,44 +358,6 @@ class _Job:
     heartbeat: asyncio.Task[None]
 
 
-def dedupe_id(request: ToolRequest) -> str:
-    """The work queue's ``Nats-Msg-Id``: the caller identity and request id together, so
-    de-duplication is scoped to the caller (ids are only unique per caller)."""
-    owner = owner_key(request.execution.agent)
-    key = orjson.dumps(
-        [owner[0] if owner else None, owner[1] if owner else None, request.request_id]
-    )
-    return hashlib.sha256(key).hexdigest()
-
-
-def _no_leader_yet(exc: Exception) -> bool:
-    """No responders, 503 or an attempt timed out: the stream has no leader right now."""
-    if isinstance(exc, (NoStreamResponseError, ServiceUnavailableError)):
-        return not _queue_full(exc)
-    return isinstance(exc, (TimeoutError, nats.errors.TimeoutError))
-
-
-def _queue_full(exc: Exception) -> bool:
-    return isinstance(exc, APIError) and "maximum" in (exc.description or "").lower()
-
-
-def _int_or_none(value: str | None) -> int | None:
-    if value is None:
-        return None
-    try:
-        return int(value)
-    except ValueError:
-        return None
-
-
 async def _quiet_unsubscribe(sub: JetStreamContext.PullSubscription) -> None:
     with contextlib.suppress(Exception):
         await sub.unsubscribe()
-
-
-def _encoded_size(data: bytes, headers: dict[str, str]) -> int:
-    """Bytes the server counts against max_payload: the header block plus the payload."""
-    block = b"NATS/1.0\r\n" + b"".join(
-        f"{key}: {value}\r\n".encode() for key, value in headers.items()
-    )
-    return len(block) + 2 + len(data)

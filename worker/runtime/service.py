@@ -1,15 +1,14 @@
-"""The ``session-query`` nats.micro service: one endpoint per tool, plus the manifest.
+"""The ``session-query`` micro service: one endpoint per tool, plus the manifest.
 
 Endpoints carry each tool's execution mode and read-only flag as metadata, so
-``$SRV.INFO`` describes the tools; ``$SRV.PING/INFO/STATS`` are answered by nats.micro.
-Every endpoint handler is wrapped so that nothing internal can reach a reply: nats.micro
-would otherwise answer an escaped exception with its ``repr``.
+``$SRV.INFO`` describes the tools; ``$SRV.PING/INFO/STATS`` are answered by
+``worker.runtime.micro``. Every endpoint handler is wrapped so that nothing internal can
+reach a reply: an escaped exception is answered with the fixed TOOL_FAILED.
 """
 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -17,14 +16,12 @@ import orjson
 import structlog
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
-from nats.aio.subscription import Subscription
-from nats.micro import add_service
-from nats.micro.request import Request
-from nats.micro.service import Endpoint, EndpointConfig, EndpointStats, Service
 
 from contracts.subjects import SERVICE_NAME, Subjects
 from worker.runtime import replies
 from worker.runtime.execution import error_reply, send
+from worker.runtime.lane_decisions import lane_of
+from worker.runtime.micro import EndpointSpec, MicroService
 from worker.runtime.reply_stats import ReplyStats
 from worker.runtime.slow_consumers import PendingLimits, SlowConsumerWatch
 from worker.tools import ToolDefinition, ToolSet
@@ -71,7 +68,7 @@ def endpoint_metadata(tool: ToolDefinition) -> dict[str, str]:
         "tool": tool.name,
         "execution": tool.execution,
         "read_only": "true" if tool.read_only else "false",
-        "lane": "search-queue" if tool.execution == "exclusive" else "parallel-pool",
+        "lane": lane_of(tool.execution),
     }
 
 
@@ -79,7 +76,7 @@ class ToolService:
     """The registered micro service; ``drain_endpoints`` stops intake, ``stop`` ends it."""
 
     def __init__(
-        self, nc: NATS, service: Service, manifest: bytes, reply_stats: ReplyStats | None
+        self, nc: NATS, service: MicroService, manifest: bytes, reply_stats: ReplyStats | None
     ) -> None:
         self._nc = nc
         self.micro = service
@@ -109,57 +106,57 @@ class ToolService:
         defaults when None), and a tool request one of them drops as a slow consumer is
         answered through ``slow_consumers``. ``reply_stats`` supplies the error counts."""
 
-        def stats_data(endpoint: EndpointStats) -> dict[str, Any] | None:
-            if reply_stats is not None:
-                # nats.micro sees no error (the handlers answer errors, never raise).
-                endpoint.num_errors += reply_stats.errors[endpoint.name]
-                endpoint.last_error = reply_stats.last_error.get(endpoint.name) or (
-                    endpoint.last_error
-                )
-            # $SRV.STATS shows each endpoint's lane state beside nats.micro's counters.
-            return stats(endpoint.name) if stats is not None else None
+        def stats_hook(endpoint: str) -> tuple[int, str | None, Any]:
+            # The handlers answer errors, never raise: the replies sent are the errors.
+            errors = reply_stats.errors[endpoint] if reply_stats is not None else 0
+            last = reply_stats.last_error.get(endpoint) if reply_stats is not None else None
+            # $SRV.STATS shows each endpoint's lane state beside the micro counters.
+            return errors, last, stats(endpoint) if stats is not None else None
 
-        service = await add_service(
+        service = MicroService(
             nc,
             name=SERVICE_NAME,
             version=version,
             description="Read-only search, trace and read tools over earlier agent sessions",
             metadata={**service_metadata(subjects, version), **(metadata or {})},
-            stats_handler=stats_data,
+            stats_hook=stats_hook,
         )
-        manifest = orjson.dumps(manifest_of(toolset, version))
-        self = cls(nc, service, manifest, reply_stats)
-        for tool in toolset.tools:
-            sub = await add_endpoint(
-                nc,
-                service,
-                EndpointConfig(
-                    name=tool.name,
-                    subject=subjects.tool(tool.name),
-                    handler=self._guard(tool, route(tool)),
-                    metadata=endpoint_metadata(tool),
-                ),
-                pending,
-            )
-            if slow_consumers is not None:
-                slow_consumers.answer_dropped_requests(sub, tool.name)
-        await add_endpoint(
-            nc,
-            service,
-            EndpointConfig(
-                name=MANIFEST_ENDPOINT,
-                subject=subjects.manifest,
-                handler=self._manifest,
-                metadata={"kind": "manifest", "tools": ",".join(t.name for t in toolset.tools)},
-            ),
-            pending,
-        )
+        await service.start()
+        self = cls(nc, service, orjson.dumps(manifest_of(toolset, version)), reply_stats)
+        for spec in self._endpoints(toolset, subjects, route):
+            sub = await service.add_endpoint(spec, pending)
+            if slow_consumers is not None and spec.name != MANIFEST_ENDPOINT:
+                slow_consumers.answer_dropped_requests(sub, spec.name)
         await nc.flush()
         return self
 
-    def _guard(self, tool: ToolDefinition, handler: MsgHandler) -> Callable[[Request], Any]:
-        async def handle(request: Request) -> None:
-            msg = request._msg  # the lanes need the raw message (reply subject, headers)
+    def _endpoints(
+        self,
+        toolset: ToolSet,
+        subjects: Subjects,
+        route: Callable[[ToolDefinition], MsgHandler],
+    ) -> list[EndpointSpec]:
+        """Every endpoint, declared once: one per tool, then the manifest."""
+        specs = [
+            EndpointSpec(
+                name=tool.name,
+                subject=subjects.tool(tool.name),
+                handler=self._guard(tool, route(tool)),
+                metadata=endpoint_metadata(tool),
+            )
+            for tool in toolset.tools
+        ]
+        tools = ",".join(t.name for t in toolset.tools)
+        manifest = EndpointSpec(
+            name=MANIFEST_ENDPOINT,
+            subject=subjects.manifest,
+            handler=self._manifest,
+            metadata={"kind": "manifest", "tools": tools},
+        )
+        return [*specs, manifest]
+
+    def _guard(self, tool: ToolDefinition, handler: MsgHandler) -> Callable[[Msg], Any]:
+        async def handle(msg: Msg) -> None:
             try:
                 await handler(tool, msg)
             except Exception as exc:
@@ -179,67 +176,18 @@ class ToolService:
 
         return handle
 
-    async def _manifest(self, request: Request) -> None:
-        with contextlib.suppress(ValueError):  # no reply subject: nobody to answer
-            await request.respond(self.manifest)
+    async def _manifest(self, msg: Msg) -> None:
+        if msg.reply:  # no reply subject: nobody to answer
+            await self._nc.publish(msg.reply, self.manifest)
 
     def pending_limits(self, endpoint: str) -> tuple[int, int] | None:
         """(messages, bytes) the endpoint's subscription holds at most; None when gone."""
-        for item in self.micro._endpoints or []:
-            sub = item._subscription
-            if item._name == endpoint and sub is not None:
-                return sub._pending_msgs_limit, sub._pending_bytes_limit
-        return None
+        return self.micro.pending_limits(endpoint)
 
     async def drain_endpoints(self) -> None:
-        """Stop taking requests, but handle those already delivered to this process.
-
-        nats.micro has no public drain; draining each endpoint's subscription lets the
-        already-received requests through the handlers, then removes the interest.
-        """
-        for endpoint in list(self.micro._endpoints):
-            sub = endpoint._subscription
-            if sub is not None:
-                try:
-                    await sub.drain()
-                except Exception:
-                    # Not drained (e.g. mid-reconnect): at least stop the intake.
-                    log.warning("endpoint drain failed; unsubscribing", exc_info=True)
-                    with contextlib.suppress(Exception):
-                        await sub.unsubscribe()
-                endpoint._subscription = None
-        self.micro._endpoints = []
+        """Stop taking requests, but handle those already delivered to this process."""
+        await self.micro.drain_endpoints()
 
     async def stop(self) -> None:
-        await self.drain_endpoints()
         with contextlib.suppress(Exception):
             await self.micro.stop()
-
-
-async def add_endpoint(
-    nc: NATS, service: Service, config: EndpointConfig, pending: PendingLimits | None
-) -> Subscription:
-    """``Service.add_endpoint`` with explicit pending limits.
-
-    nats.micro subscribes its endpoints with nats-py's default limits and has no option for
-    them, so the endpoint is built the way ``add_endpoint`` builds it (nats-py 2.16: the
-    service's queue group, ``Endpoint._handle_request`` as the callback, the subscription
-    kept on the endpoint, the endpoint listed on the service) and subscribed here.
-    """
-    if pending is None:
-        await service.add_endpoint(config)
-        added: Subscription | None = service._endpoints[-1]._subscription
-        assert added is not None
-        return added
-    config = dataclasses.replace(config, queue_group=config.queue_group or service._queue_group)
-    endpoint = Endpoint(service, config)
-    sub: Subscription = await nc.subscribe(
-        endpoint._subject,
-        queue=endpoint._queue_group,
-        cb=endpoint._handle_request,
-        pending_msgs_limit=pending.msgs,
-        pending_bytes_limit=pending.bytes,
-    )
-    endpoint._subscription = sub
-    service._endpoints.append(endpoint)
-    return sub

@@ -18,6 +18,10 @@ subscription. The parallel pool holds at most pool + queue requests and answers 
 OVERLOADED, and the search endpoint enqueues one request per PubAck round trip (~1 ms), so
 a backlog of thousands at a subscription is already past what it can usefully hold.
 
+Every subscription's limits become nats-py's keyword arguments in one place,
+``pending_kwargs``; the subscriptions themselves are declared in ``worker.runtime.micro``
+(endpoints), ``search_lane`` (the pull) and ``cancellation`` (the broadcast).
+
 A tool request dropped this way is answered ``SESSION_QUERY_OVERLOADED`` at once from the
 error callback (its body was never read, so the reply's ``request_id`` is empty; requesters
 match replies by their reply subject). Every drop is counted per subject (``$SRV.STATS``
@@ -26,7 +30,7 @@ per subject so a burst cannot flood the log.
 
 Left at nats-py's defaults: the ingestion feed (a flow-controlled push consumer: the server
 pauses it, and a dropped message shows as a consumer sequence gap that replaces the feed)
-and nats.micro's ``$SRV`` discovery subscriptions (answered inline, never held).
+and the micro ``$SRV`` discovery subscriptions (answered inline, never held).
 """
 
 from __future__ import annotations
@@ -35,14 +39,19 @@ import time
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, TypedDict
 
 import structlog
 from nats.aio.client import Client as NATS
-from nats.aio.subscription import Subscription
+from nats.aio.subscription import (
+    DEFAULT_SUB_PENDING_BYTES_LIMIT,
+    DEFAULT_SUB_PENDING_MSGS_LIMIT,
+    Subscription,
+)
 from nats.errors import SlowConsumerError
 
 from worker.runtime import replies
+from worker.runtime.connection import ErrorRoute, error_route
 from worker.runtime.reply_stats import ReplyStats
 
 log = structlog.get_logger("worker.runtime.slow_consumers")
@@ -69,12 +78,30 @@ class PendingLimits:
         return cls(msgs=msgs, bytes=max(size, 2 * max_payload))
 
 
+# nats-py's own defaults, for a subscription given no limits.
+NATS_DEFAULT_LIMITS: Final = PendingLimits(
+    DEFAULT_SUB_PENDING_MSGS_LIMIT, DEFAULT_SUB_PENDING_BYTES_LIMIT
+)
+
+
+class PendingKwargs(TypedDict):
+    pending_msgs_limit: int
+    pending_bytes_limit: int
+
+
+def pending_kwargs(pending: PendingLimits | None) -> PendingKwargs:
+    """``subscribe``'s keyword arguments for ``pending`` (nats-py's defaults when None)."""
+    limits = pending or NATS_DEFAULT_LIMITS
+    return {"pending_msgs_limit": limits.msgs, "pending_bytes_limit": limits.bytes}
+
+
 class SlowConsumerWatch:
     """The connection's slow-consumer handler: counts, logs, and answers tool requests.
 
-    nats-py takes its error callback at ``connect``; the worker gets a connected client, so
-    ``install`` puts this handler in front of the callback the client already has (every
-    other error still goes there) and ``uninstall`` restores it.
+    nats-py takes its error callback at ``connect``; ``connection.open_connection`` passes an
+    ``ErrorRoute`` there, so ``install`` can put this handler in front of the callback the
+    connection already has (every other error still goes there) and ``uninstall`` restores
+    it. A client connected some other way has no route: drops are then only dropped.
     """
 
     def __init__(
@@ -88,21 +115,26 @@ class SlowConsumerWatch:
         self._tool_subs: dict[Subscription, str] = {}  # subscription -> tool name
         self._logged_at: dict[str, float] = {}
         self._previous: ErrorCallback | None = None
+        self._route: ErrorRoute | None = error_route(nc)
 
     @property
     def dropped_total(self) -> int:
         return self.dropped.total()
 
     def install(self) -> None:
-        if self._previous is None:
-            self._previous = self._nc._error_cb
-            self._nc._error_cb = self._on_error
+        route = self._route
+        if route is None:
+            log.warning("connection not opened by open_connection: slow-consumer drops unanswered")
+        elif self._previous is None:
+            self._previous = route.handler
+            route.handler = self._on_error
 
     def uninstall(self) -> None:
         # Restored only while this handler is the one installed; when another was put in
         # front of it since, this one stays in that chain and keeps forwarding.
-        if self._previous is not None and self._nc._error_cb == self._on_error:
-            self._nc._error_cb = self._previous
+        route = self._route
+        if route is not None and self._previous is not None and route.handler == self._on_error:
+            route.handler = self._previous
             self._previous = None
 
     def answer_dropped_requests(self, sub: Subscription, tool: str) -> None:

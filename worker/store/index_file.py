@@ -102,6 +102,23 @@ def read_meta(conn: sqlite3.Connection) -> dict[str, object]:
         raise
 
 
+def applied_seq(path: str | Path) -> int:
+    """The stream sequence the index at ``path`` is complete through, read on a read-only
+    connection of its own (for status, tests and tools outside the store); 0 when there is
+    no file or no schema yet."""
+    location = Path(path)
+    if not location.exists():
+        return 0
+    try:
+        conn = sqlite3.connect(f"file:{location}?mode=ro", uri=True, timeout=5)
+        try:
+            return _int(read_meta(conn).get("stream_seq"))
+        finally:
+            conn.close()
+    except sqlite3.OperationalError:
+        return 0  # the schema is not created yet, or the file is not readable yet
+
+
 def file_size(path: str | Path) -> int:
     """Bytes on disk of the index with its WAL and its search index."""
     total = 0

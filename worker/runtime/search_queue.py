@@ -1,0 +1,174 @@
+"""The search work queue on JetStream: the stream, its one durable consumer, the publish.
+
+Every worker shares one work-queue stream (``SESSIONQUERY_SEARCH``) and one durable pull
+consumer. ``ensure`` creates whichever is missing (the fleet's first worker sets the
+consumer's settings; the others adopt them), ``publish`` puts a search on the queue within
+a bound that outlasts a leader election, and ``subscribe`` binds the pull subscription.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+from typing import Final
+
+import nats.errors
+from nats.aio.client import Client as NATS
+from nats.js import JetStreamContext, api
+from nats.js.errors import (
+    APIError,
+    BadRequestError,
+    NoStreamResponseError,
+    NotFoundError,
+    ServiceUnavailableError,
+)
+
+from contracts.subjects import Subjects
+from worker.retry import ENQUEUE, retry
+from worker.runtime.deadlines import loop_time_of
+from worker.runtime.lane_decisions import EnqueueFailure
+from worker.runtime.slow_consumers import PendingLimits, pending_kwargs
+
+# A lost cluster node can leave the work-queue stream leaderless for a Raft election
+# (nats-server waits 4-9 s before calling one; measured 7.4 s on the local cluster), so
+# the enqueue waits out an election, within the request's own deadline.
+ENQUEUE_TIMEOUT_S: Final = 15.0
+# One attempt's wait for its PubAck: a publish sent to a leader that just died is retried.
+PUBLISH_ATTEMPT_S: Final = 2.0
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class QueueSettings:
+    """The consumer's and the stream's settings, as this worker would create them."""
+
+    max_ack_pending: int
+    max_deliver: int
+    ack_wait_s: float
+    queue_max_msgs: int = -1
+    replicas: int = 1
+
+
+class SearchQueue:
+    def __init__(
+        self,
+        nc: NATS,
+        subjects: Subjects,
+        settings: QueueSettings,
+        pending: PendingLimits | None = None,
+    ) -> None:
+        self._js: JetStreamContext = nc.jetstream()
+        self._subjects = subjects
+        self._settings = settings
+        self._pending = pending
+        # The shared consumer's, once ``ensure`` has looked (whoever created it set these).
+        self.max_deliver = settings.max_deliver
+        self.ack_wait_s = settings.ack_wait_s
+
+    async def ensure(self) -> None:
+        """Create the work-queue stream and the durable consumer when missing."""
+        stream = self._subjects.search_stream
+        settings = self._settings
+        try:
+            await self._js.stream_info(stream)
+        except NotFoundError:
+            config = api.StreamConfig(
+                name=stream,
+                subjects=[self._subjects.search_queue + ".>"],
+                retention=api.RetentionPolicy.WORK_QUEUE,
+                storage=api.StorageType.FILE,
+                max_msgs=settings.queue_max_msgs,
+                discard=api.DiscardPolicy.NEW,
+                num_replicas=settings.replicas,
+            )
+            with contextlib.suppress(BadRequestError):  # created concurrently
+                await self._js.add_stream(config)
+        consumer = self._subjects.search_consumer
+        try:
+            info = await self._js.consumer_info(stream, consumer)
+        except NotFoundError:
+            info = await self._js.add_consumer(
+                stream,
+                api.ConsumerConfig(
+                    durable_name=consumer,
+                    ack_policy=api.AckPolicy.EXPLICIT,
+                    deliver_policy=api.DeliverPolicy.ALL,
+                    max_ack_pending=settings.max_ack_pending,
+                    max_deliver=settings.max_deliver,
+                    ack_wait=settings.ack_wait_s,
+                ),
+            )
+        if info.config.max_deliver is not None:
+            self.max_deliver = info.config.max_deliver
+        if info.config.ack_wait is not None:
+            self.ack_wait_s = info.config.ack_wait
+
+    async def subscribe(self) -> JetStreamContext.PullSubscription:
+        # One fetch at a time holds one message; the limits only make the bound explicit.
+        return await self._js.pull_subscribe_bind(
+            durable=self._subjects.search_consumer,
+            stream=self._subjects.search_stream,
+            **pending_kwargs(self._pending),
+        )
+
+    async def publish(
+        self, subject: str, data: bytes, headers: dict[str, str], deadline_ms: int | None
+    ) -> api.PubAck:
+        """Put one request on the work queue within ``ENQUEUE_TIMEOUT_S`` and its deadline.
+
+        While the stream has no leader (a cluster node lost, an election: no responders,
+        503 unavailable, or an attempt that times out) the publish is retried with the same
+        ``Nats-Msg-Id``, which the stream deduplicates; past the bound it raises
+        ``TimeoutError``. After a timed-out attempt the request may have landed with its
+        ack lost, so a duplicate ack then means "ours", not a reused request id."""
+        loop = asyncio.get_running_loop()
+        give_up = loop.time() + ENQUEUE_TIMEOUT_S
+        if deadline_ms is not None:
+            give_up = min(give_up, loop_time_of(deadline_ms))
+        maybe_landed = False
+
+        async def attempt() -> api.PubAck:
+            nonlocal maybe_landed
+            try:
+                ack = await self._js.publish(
+                    subject,
+                    data,
+                    headers=headers,
+                    stream=self._subjects.search_stream,
+                    timeout=max(0.05, min(PUBLISH_ATTEMPT_S, give_up - loop.time())),
+                )
+            except (TimeoutError, nats.errors.TimeoutError):
+                maybe_landed = True
+                raise
+            if maybe_landed and ack.duplicate:
+                return dataclasses.replace(ack, duplicate=False)
+            return ack
+
+        try:
+            return await retry(ENQUEUE.within(give_up - loop.time()), attempt, on=no_leader_yet)
+        except (NoStreamResponseError, ServiceUnavailableError) as exc:
+            if queue_full(exc):
+                raise  # 503 too, but a full queue: answered OVERLOADED at once
+            raise TimeoutError from None
+        except nats.errors.TimeoutError:
+            raise TimeoutError from None
+
+
+def failure_of(exc: Exception) -> EnqueueFailure:
+    """What a failed ``publish`` means for the requester."""
+    if isinstance(exc, APIError):
+        return "queue-full" if queue_full(exc) else "refused"
+    if isinstance(exc, (TimeoutError, nats.errors.TimeoutError)):
+        return "timed-out"
+    return "failed"
+
+
+def no_leader_yet(exc: Exception) -> bool:
+    """No responders, 503 or an attempt timed out: the stream has no leader right now."""
+    if isinstance(exc, (NoStreamResponseError, ServiceUnavailableError)):
+        return not queue_full(exc)
+    return isinstance(exc, (TimeoutError, nats.errors.TimeoutError))
+
+
+def queue_full(exc: Exception) -> bool:
+    return isinstance(exc, APIError) and "maximum" in (exc.description or "").lower()
