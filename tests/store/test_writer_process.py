@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import marshal
 import os
 import signal
 import sqlite3
@@ -13,6 +14,7 @@ import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator
+from dataclasses import fields, replace
 from pathlib import Path
 
 import pytest
@@ -24,6 +26,7 @@ from worker.runtime.config import WorkerConfig
 from worker.runtime.ingest_consumer import ensure_events_stream
 from worker.runtime.worker import Worker
 from worker.store import index_file
+from worker.store.batch import CheckedEvent, from_wire, to_wire
 from worker.store.index_file import move_aside, remove_files
 from worker.store.ingest import IngestActor
 from worker.store.integrity import check_integrity
@@ -190,6 +193,42 @@ async def test_a_chained_batch_waits_for_the_one_before(
     await writer.apply(session_items("boom", 1, 2))
     result = await writer.apply_chained(writer.prepare(session_items("a", 3, 2)))
     assert result.applied == 2 and stored_seq(db) == 4
+
+
+async def test_the_thread_writer_chains_the_same_way(tmp_path: Path) -> None:
+    """One rule for both transports (``WriterCore.apply(chained=)``)."""
+    db = tmp_path / "thread.sqlite"
+    async with await SqliteIndexWriter.open(db) as writer:
+        with pytest.raises(BatchNotAttempted):
+            await writer.apply_chained(writer.prepare(session_items("a", 1, 2)))
+        execute(db, BOOM_TRIGGER)
+        failing = asyncio.create_task(writer.apply(session_items("boom", 1, 2)))
+        chained = asyncio.create_task(
+            writer.apply_chained(writer.prepare(session_items("a", 3, 2)))
+        )
+        with pytest.raises(sqlite3.Error, match="boom refused"):
+            await failing
+        with pytest.raises(BatchNotAttempted):
+            await chained
+        assert stored_seq(db) == 0
+        execute(db, "DROP TRIGGER boom")
+        await writer.apply(session_items("boom", 1, 2))
+        result = await writer.apply_chained(writer.prepare(session_items("a", 3, 2)))
+        assert result.applied == 2 and stored_seq(db) == 4
+
+
+def test_the_wire_rows_follow_the_fields() -> None:
+    """A checked batch crosses the pipe by field name: what arrives is what was checked
+    (but the message bytes, which stay with the sender), and other names are refused."""
+    checker = BatchChecker(text_cap_bytes=65536, max_event_bytes=1 << 20)
+    items = [*session_items("s", 1, 2), IngestItem(3, b"{", "sessions.events.s")]
+    batch = checker.prepare(items)
+    names, rows = to_wire(batch)
+    assert names == tuple(f.name for f in fields(CheckedEvent))[:-1]
+    back = from_wire(marshal.loads(marshal.dumps((names, rows))))
+    assert list(back.items) == [replace(p, data=b"") for p in batch.items]
+    with pytest.raises(ValueError, match="differ"):
+        from_wire((names[1:] + names[:1], rows))
 
 
 async def test_the_actor_retries_a_failed_batch_before_the_chained_one(tmp_path: Path) -> None:

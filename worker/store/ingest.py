@@ -17,7 +17,8 @@ import contextlib
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Protocol, runtime_checkable
+from functools import partial
+from typing import Protocol, TypeVar, runtime_checkable
 
 import structlog
 
@@ -30,31 +31,37 @@ from worker.store.protocol import (
     Rejected,
     SessionIndexWriter,
 )
+from worker.store.writer import IndexWriter, Staged
 
 log = structlog.get_logger(__name__)
 
 DeadLetterSink = Callable[[Rejected], Awaitable[None]]
 
 
-@runtime_checkable
-class BatchPreparer(Protocol):
-    """A writer that can check a batch (CPU only) apart from writing it (I/O)."""
-
-    def prepare(self, items: Sequence[IngestItem]) -> Any: ...
-
-    async def apply_prepared(self, batch: Any) -> ApplyResult: ...
+B = TypeVar("B")
 
 
 @runtime_checkable
-class ChainedApplier(Protocol):
-    """A writer that takes a batch while the one before it is still being applied.
+class BatchPreparer(Protocol[B]):
+    """A writer that checks a batch (CPU only) apart from writing it (I/O), other than an
+    ``IndexWriter`` (which also takes a batch early: ``IndexWriter.stage``)."""
 
-    ``apply_chained`` queues the prepared batch behind the writer's previous apply and
-    tries it only if that one committed; otherwise it raises ``BatchNotAttempted``. The
-    writer then never waits on the event loop between two batches.
-    """
+    def prepare(self, items: Sequence[IngestItem]) -> B: ...
 
-    async def apply_chained(self, batch: Any) -> ApplyResult: ...
+    async def apply_prepared(self, batch: B) -> ApplyResult: ...
+
+
+def stage(writer: SessionIndexWriter, items: Sequence[IngestItem]) -> Staged:
+    """``items`` checked by ``writer`` as far as it can apart from writing them."""
+    if isinstance(writer, IndexWriter):
+        return writer.stage(items)
+    if isinstance(writer, BatchPreparer):
+        return _staged(writer, items)
+    return Staged(partial(writer.apply, items))
+
+
+def _staged(writer: BatchPreparer[B], items: Sequence[IngestItem]) -> Staged:
+    return Staged(partial(writer.apply_prepared, writer.prepare(items)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,8 +149,8 @@ class IngestActor:
             batch = await self._next_batch()
             while batch:
                 previous = inflight[-1] if inflight else None
-                prepared = self._prepare(batch)
-                task = asyncio.create_task(self._apply(batch, prepared, previous))
+                staged = stage(self._writer, batch)
+                task = asyncio.create_task(self._apply(batch, staged, previous))
                 task.add_done_callback(self._stop_if_write_stopped)
                 inflight.append(task)
                 batch = await self._next_batch()
@@ -163,12 +170,6 @@ class IngestActor:
         # Noticed at once, not at the next batch: ``run`` ends with that error.
         if not task.cancelled() and isinstance(task.exception(), IndexWriteStopped):
             self._stopping.set()
-
-    def _prepare(self, batch: list[IngestItem]) -> object | None:
-        if batch and isinstance(self._writer, BatchPreparer):
-            prepared: object = self._writer.prepare(batch)
-            return prepared
-        return None
 
     async def _next_batch(self) -> list[IngestItem]:
         first = await self._get(None)
@@ -216,42 +217,54 @@ class IngestActor:
         return None
 
     async def _apply(
-        self,
-        batch: list[IngestItem],
-        prepared: object | None,
-        previous: asyncio.Task[None] | None,
+        self, batch: list[IngestItem], staged: Staged, previous: asyncio.Task[None] | None
     ) -> None:
-        writer = self._writer
-        chained = (
-            prepared is not None
-            and previous is not None
-            and not previous.done()
-            and isinstance(writer, ChainedApplier)
-        )
+        """Write ``batch`` after ``previous`` (or chained behind it while it is in flight),
+        then send its dead letters and count it, in batch order."""
+        chained = staged.apply_chained is not None and previous is not None and not previous.done()
         if previous is not None and not chained:
             await previous
-        # The loop stays here (a retry waits for the batch before it, a batch not attempted
-        # is retried at once, an abandoned run tries once more); the waits are the policy's.
+        result = await self._write(batch, staged, previous, chained=chained)
+        if previous is not None:
+            await previous  # dead letters and stats in batch order, too
+        sent, failed = await self._send_dead_letters(result.rejected)
+        s = self._stats
+        self._stats = IngestStats(
+            applied=s.applied + result.applied,
+            duplicates=s.duplicates + result.duplicates,
+            dead_lettered=s.dead_lettered + sent,
+            dead_letter_failures=s.dead_letter_failures + failed,
+            batches=s.batches + 1,
+            apply_failures=s.apply_failures,
+            last_stream_seq=max(s.last_stream_seq, result.last_stream_seq),
+        )
+        async with self._progress:
+            self._progress.notify_all()
+
+    async def _write(
+        self,
+        batch: list[IngestItem],
+        staged: Staged,
+        previous: asyncio.Task[None] | None,
+        *,
+        chained: bool,
+    ) -> ApplyResult:
+        """The batch applied, retried until it is: a retry waits for the batch before it,
+        a batch not attempted is retried at once, an abandoned run tries once more. The
+        waits are the retry policy's."""
         failures = 0
         while True:
             try:
-                if chained:
-                    assert isinstance(writer, ChainedApplier)
-                    result = await writer.apply_chained(prepared)
-                elif prepared is not None and isinstance(writer, BatchPreparer):
-                    result = await writer.apply_prepared(prepared)
-                else:
-                    result = await writer.apply(batch)
-                break
+                if chained and staged.apply_chained is not None:
+                    return await staged.apply_chained()
+                return await staged.apply()
             except BatchNotAttempted:
-                # The batch before failed, so this one was not tried: after that one.
-                pass
+                pass  # the batch before failed, so this one was not tried: after that one
             except IndexWriteStopped:
                 raise  # the file is gone or replaced: no retry can write it
             except Exception:
                 if self._abandoned.is_set():
                     raise  # a failing batch is replayed by the next run
-
                 self._stats = replace(self._stats, apply_failures=self._stats.apply_failures + 1)
                 failures += 1
                 delay = INGEST_APPLY.wait(failures)
@@ -266,36 +279,20 @@ class IngestActor:
             chained = False
             if previous is not None:
                 await previous  # a retry never overtakes the batch before it
-        if previous is not None:
-            await previous  # dead letters and stats in batch order, too
+
+    async def _send_dead_letters(self, rejected: Sequence[Rejected]) -> tuple[int, int]:
+        """Each rejected message to the dead-letter sink; (sent, failed)."""
         sent = failed = 0
-        for rejected in result.rejected:
+        for r in rejected:
             try:
-                await self._dead_letter(rejected)
+                await self._dead_letter(r)
                 sent += 1
             except Exception:
                 failed += 1
-                log.exception(
-                    "dead letter not delivered",
-                    stream_seq=rejected.stream_seq,
-                    reason=rejected.reason,
-                )
+                log.exception("dead letter not delivered", stream_seq=r.stream_seq, reason=r.reason)
             else:
-                log.warning(
-                    "event dead-lettered", stream_seq=rejected.stream_seq, reason=rejected.reason
-                )
-        s = self._stats
-        self._stats = IngestStats(
-            applied=s.applied + result.applied,
-            duplicates=s.duplicates + result.duplicates,
-            dead_lettered=s.dead_lettered + sent,
-            dead_letter_failures=s.dead_letter_failures + failed,
-            batches=s.batches + 1,
-            apply_failures=s.apply_failures,
-            last_stream_seq=max(s.last_stream_seq, result.last_stream_seq),
-        )
-        async with self._progress:
-            self._progress.notify_all()
+                log.warning("event dead-lettered", stream_seq=r.stream_seq, reason=r.reason)
+        return sent, failed
 
 
 def _fields(stats: IngestStats) -> dict[str, int]:
