@@ -384,6 +384,15 @@ class Candidate:
     groups: int  # query groups the event matched (partial matches), else 0
 
 
+@dataclass(frozen=True, slots=True)
+class IndexView:
+    """One commit of the search index: its searcher and the store's stream sequence the
+    commit covers (no document of it is past that)."""
+
+    searcher: tantivy.Searcher
+    covers_stream_seq: int
+
+
 class SearchIndexReader:
     """Searches of the index, as of its last commit. Thread-safe for concurrent searches."""
 
@@ -392,8 +401,8 @@ class SearchIndexReader:
         self._index = _open_index(path)
         self._index.config_reader("Manual")
         self._meta_stamp: tuple[int, int] | None = None
-        self._searcher = self._index.searcher()
         self._position = Position()
+        self._view = IndexView(self._index.searcher(), 0)
         self.refresh()
 
     @classmethod
@@ -414,7 +423,9 @@ class SearchIndexReader:
             self._index.reload()
             searcher = self._index.searcher()
             self._position = _read_position(searcher)
-            self._searcher = searcher
+            # One attribute: a search never pairs one commit's searcher with another's
+            # position.
+            self._view = IndexView(searcher, self._position.stream_seq)
             self._meta_stamp = stamp
         return self._position
 
@@ -423,10 +434,13 @@ class SearchIndexReader:
         return self._position
 
     def searcher(self) -> tantivy.Searcher:
-        return self._searcher
+        return self._view.searcher
+
+    def view(self) -> IndexView:
+        return self._view
 
     def doc_count(self) -> int:
-        return int(self._searcher.num_docs)
+        return int(self._view.searcher.num_docs)
 
 
 class QueryBuilder:
@@ -500,6 +514,7 @@ def _filter(query: tantivy.Query) -> tantivy.Query:
 def scope_clauses(
     *,
     snapshot_seq: int,
+    covered_seq: int | None = None,
     session_ids: Sequence[str] | None = None,
     exclude_session_ids: Sequence[str] = (),
     types: Sequence[str] | None = None,
@@ -509,8 +524,14 @@ def scope_clauses(
     seq_from: int | None = None,
     seq_to: int | None = None,
 ) -> tuple[list[tantivy.Query], list[str]]:
-    """(restricting clauses, session ids to exclude). SQL re-checks every one of these."""
-    clauses = [_range("sseq", tantivy.FieldType.Unsigned, 0, snapshot_seq)]
+    """(restricting clauses, session ids to exclude). SQL re-checks every one of these.
+
+    ``covered_seq``: the stream sequence the searched commit covers. When the snapshot is
+    not older, no document can be past it and the snapshot's range is left out (a range
+    over a number unique per event cost ~1 ms per query at 1M events)."""
+    clauses: list[tantivy.Query] = []
+    if covered_seq is None or covered_seq > snapshot_seq:
+        clauses.append(_range("sseq", tantivy.FieldType.Unsigned, 0, snapshot_seq))
     if session_ids is not None:
         clauses.append(tantivy.Query.term_set_query(SCHEMA, "sid", list(session_ids)))
     if types is not None:

@@ -31,6 +31,7 @@ from worker.store.search_index import (
     INDEX_TEXT_CAP_BYTES,
     SCHEMA,
     Candidate,
+    IndexView,
     QueryBuilder,
     count,
     excluding,
@@ -114,7 +115,7 @@ class SessionSearch:
     def __init__(
         self,
         fetch: Fetch,
-        searcher: tantivy.Searcher,
+        index: IndexView,
         plan: QueryPlan,
         *,
         cwd: str,
@@ -124,12 +125,13 @@ class SessionSearch:
         snapshot_seq: int,
     ) -> None:
         self._fetch = fetch
-        self._searcher = searcher
+        self._searcher = index.searcher
         self._plan = plan
         self._builder = QueryBuilder(plan, ws)
         self._cwd = cwd
         clauses, excluded = scope_clauses(
             snapshot_seq=snapshot_seq,
+            covered_seq=index.covers_stream_seq,
             session_ids=sessions.session_ids,
             exclude_session_ids=sessions.exclude_session_ids,
             types=events.types,
@@ -137,7 +139,7 @@ class SessionSearch:
             time_from_ms=events.time_from_ms,
             time_to_ms=events.time_to_ms,
         )
-        minimal, _ = scope_clauses(snapshot_seq=snapshot_seq)
+        minimal, _ = scope_clauses(snapshot_seq=snapshot_seq, covered_seq=index.covers_stream_seq)
         self._scope = _Scope(clauses, excluded, minimal)
         self._params: dict[str, Any] = {"cwd": cwd, "snap": snapshot_seq}
         check = rows.session_filter_sql(sessions, self._params)
@@ -301,7 +303,7 @@ class SessionSearch:
 
 def search_session_events(
     fetch: Fetch,
-    searcher: tantivy.Searcher,
+    index: IndexView,
     plan: QueryPlan,
     *,
     session_id: str,
@@ -315,11 +317,13 @@ def search_session_events(
 ) -> PageResult[EventHit]:
     """One page of ``search_events``: one session's events, best first."""
     builder = QueryBuilder(plan, ws)
+    searcher, covered = index.searcher, index.covers_stream_seq
     seq_to = events.seq_to
     if scope_to_seq is not None:
         seq_to = scope_to_seq if seq_to is None else min(seq_to, scope_to_seq)
     clauses, _ = scope_clauses(
         snapshot_seq=snapshot_seq,
+        covered_seq=covered,
         session_ids=[session_id],
         types=events.types,
         surfaces=events.surfaces,
@@ -372,7 +376,9 @@ def search_session_events(
     best = max((c.groups for c, _ in kept), default=0)
     if offset == 0 and partial and best < len(plan.required):
         result.partial = True
-        minimal, _ = scope_clauses(snapshot_seq=snapshot_seq, session_ids=[session_id])
+        minimal, _ = scope_clauses(
+            snapshot_seq=snapshot_seq, covered_seq=covered, session_ids=[session_id]
+        )
         result.unmatched = tuple(
             term.text
             for group in plan.required
@@ -381,7 +387,10 @@ def search_session_events(
         )
     if offset == 0 and not hits and check:
         minimal, _ = scope_clauses(
-            snapshot_seq=snapshot_seq, session_ids=[session_id], seq_to=scope_to_seq
+            snapshot_seq=snapshot_seq,
+            covered_seq=covered,
+            session_ids=[session_id],
+            seq_to=scope_to_seq,
         )
         result.filtered_out = count(searcher, builder.partial(minimal)) > 0
     return result

@@ -490,7 +490,7 @@ class SqliteSessionStore:
             snap = current.seq if start is None else start.snapshot_seq
             search = SessionSearch(
                 tx.fetch,
-                self._search_index().searcher(),
+                self._search_index().view(),
                 plan,
                 cwd=cwd,
                 ws=schema.workspace_token(cwd),
@@ -547,7 +547,7 @@ class SqliteSessionStore:
             offset = 0 if start is None else start.offset
             page = search_session_events(
                 tx.fetch,
-                self._search_index().searcher(),
+                self._search_index().view(),
                 plan,
                 session_id=session_id,
                 ws=found[0][rowmap.HEADER_WIDTH],
