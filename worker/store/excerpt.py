@@ -33,15 +33,24 @@ class Highlighter:
     # that matches wins, as an alternation of them would. A group counts once.
     terms: tuple[tuple[str, re.Pattern[str]], ...] = ()
 
+    @property
+    def one_group(self) -> bool:
+        return len({label for label, _ in self.terms}) == 1
+
     def spans(self, text: str) -> list[tuple[int, int, str]]:
         """Non-overlapping matches, left to right (what ``finditer`` over the alternation
-        of the term patterns gives)."""
+        of the term patterns gives).
+
+        With one group the first window is the best (no later one holds more groups), so
+        the scan stops past it: a rare identifier in a long log no longer reads it all."""
         spans: list[tuple[int, int, str]] = []
         if self.prefilter is None:
             return spans
         search, pos = self.prefilter.search, 0
+        window_end = len(text) + 1
+        one_group = self.one_group
         while len(spans) < _MAX_MATCHES:
-            hit = search(text, pos)
+            hit = search(text, pos, window_end)
             if hit is None:
                 break
             start = pos = hit.start()
@@ -50,6 +59,8 @@ class Highlighter:
                 if match is not None:
                     spans.append((start, match.end(), label))
                     pos = match.end()
+                    if one_group and len(spans) == 1:
+                        window_end = min(window_end, start + WINDOW_CHARS)
                     break
             else:
                 pos = start + 1
