@@ -39,6 +39,10 @@ from worker.store.sqlite.rows import columns
 T = TypeVar("T")
 Params = Sequence[Any] | Mapping[str, Any]
 
+# Column positions by statement text: the store's statements are constants, so their
+# columns are resolved once (bounded anyway, should a caller build statements on the fly).
+_COLUMNS: dict[str, dict[str, int]] = {}
+_COLUMNS_KEPT: Final = 256
 # An interrupt that lands before the statement starts is a no-op in SQLite: repeat it
 # until the statement settles.
 _INTERRUPT_RETRY_S: Final = 0.02
@@ -79,7 +83,12 @@ class Tx:
         if self._stop.is_set():
             raise _Stopped
         cursor = self._conn.execute(sql, params)
-        return Result(cursor.fetchall(), columns(cursor.description))
+        at = _COLUMNS.get(sql)
+        if at is None:
+            at = columns(cursor.description)
+            if len(_COLUMNS) < _COLUMNS_KEPT:
+                _COLUMNS[sql] = at
+        return Result(cursor.fetchall(), at)
 
 
 class ReaderPool:
