@@ -34,14 +34,14 @@ from typing import Any, Final, NamedTuple, TypeVar
 from worker.signals import ExecutionSignal
 from worker.store import schema
 from worker.store.errors import StoreError
-from worker.store.sqlite.rows import columns
+from worker.store.sqlite.rows import Columns, columns
 
 T = TypeVar("T")
 Params = Sequence[Any] | Mapping[str, Any]
 
 # Column positions by statement text: the store's statements are constants, so their
 # columns are resolved once (bounded anyway, should a caller build statements on the fly).
-_COLUMNS: dict[str, dict[str, int]] = {}
+_COLUMNS: dict[str, Columns] = {}
 _COLUMNS_KEPT: Final = 256
 # An interrupt that lands before the statement starts is a no-op in SQLite: repeat it
 # until the statement settles.
@@ -52,7 +52,7 @@ class Result(NamedTuple):
     """One statement's rows (plain tuples) and their column positions by name."""
 
     rows: list[tuple[Any, ...]]
-    at: dict[str, int]
+    at: Columns
 
 
 class _Stopped(Exception):
