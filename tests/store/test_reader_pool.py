@@ -30,8 +30,8 @@ async def pool(tmp_path: Path) -> AsyncIterator[ReaderPool]:
 
 
 def generation_seq(tx: Tx) -> int:
-    found = tx.read(sql.GENERATION)
-    return int(found.rows[0][found.at["seq"]] or 0)
+    found, at = tx.read(sql.GENERATION)
+    return int(found[0][at["seq"]] or 0)
 
 
 def broken(tx: Tx) -> None:
@@ -92,11 +92,11 @@ async def test_a_closed_pool_refuses_both_modes(tmp_path: Path) -> None:
 
 async def test_the_column_lists_name_their_columns_in_order(pool: ReaderPool) -> None:
     def names(tx: Tx) -> list[str]:
-        found = tx.read(
+        _, at = tx.read(
             f"SELECT {sql.HEADER_COLS}, {sql.EVENT_COLS} FROM sessions s"
             " JOIN events e ON e.session_id = s.session_id LIMIT 0"
         )
-        return sorted(found.at, key=found.at.__getitem__)
+        return sorted(at, key=at.__getitem__)
 
     assert pool.run_inline(ExecutionSignal(), names, one_statement=True) == [
         *sql.HEADER_NAMES,

@@ -5,12 +5,11 @@ Both walks are cycle-safe and built without recursion (a chain may be thousands 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Final
 
 from worker.store.protocol import Lineage, LineageNode, SessionHeader
 from worker.store.sqlite import rows
-from worker.store.sqlite.pool import Result
 
 
 class Truncated:
@@ -20,12 +19,13 @@ class Truncated:
 TRUNCATED: Final = Truncated()
 
 
-def lineage(found: Result, session_id: str, cap: int) -> Lineage | Truncated | None:
+def lineage(
+    found: Sequence[rows.Row], at: rows.Columns, session_id: str, cap: int
+) -> Lineage | Truncated | None:
     """The lineage of ``session_id``; ``TRUNCATED`` when a walk holds ``cap`` rows."""
-    at = found.at
     kind, sid = at["kind"], at["sid"]
-    chain = [row for row in found.rows if row[kind] == 0]
-    tree = [row for row in found.rows if row[kind] == 1]
+    chain = [row for row in found if row[kind] == 0]
+    tree = [row for row in found if row[kind] == 1]
     if len(chain) == cap or len(tree) == cap:
         return TRUNCATED
     known = {row[sid]: rows.header(row, at) for row in chain if row[at["session_id"]] is not None}

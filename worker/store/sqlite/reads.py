@@ -18,13 +18,13 @@ from worker.store.sqlite.pool import Tx
 
 
 def generation(tx: Tx) -> Generation:
-    found = tx.read(sql.GENERATION)
-    return rows.generation(found.rows[0], found.at)
+    found, at = tx.read(sql.GENERATION)
+    return rows.generation(found[0], at)
 
 
 def latest_seq_of_type(tx: Tx, session_id: str, event_type: str) -> int | None:
-    found = tx.read(sql.LATEST_SEQ_OF_TYPE, (session_id, event_type))
-    value = found.rows[0][found.at["seq"]]
+    found, at = tx.read(sql.LATEST_SEQ_OF_TYPE, (session_id, event_type))
+    value = found[0][at["seq"]]
     return int(value) if value is not None else None
 
 
@@ -32,27 +32,25 @@ def titles(tx: Tx, ids: list[str]) -> dict[str, TitleObservation]:
     if not ids:
         return {}
     if len(ids) <= len(sql.TITLES_BY_KEYS):
-        found = tx.read(sql.TITLES_BY_KEYS[len(ids) - 1], ids)
+        found, at = tx.read(sql.TITLES_BY_KEYS[len(ids) - 1], ids)
     else:
-        found = tx.read(sql.TITLES_BY_JSON, (sql.json_list(ids),))
-    at = found.at
+        found, at = tx.read(sql.TITLES_BY_JSON, (sql.json_list(ids),))
     observed: dict[str, TitleObservation] = {}
-    for row in found.rows:
+    for row in found:
         header = rows.header(row, at)
         observed[header.session_id] = TitleObservation(header, row[at["title"]])
     return observed
 
 
 def event_window(tx: Tx, session_id: str, seq: int, before: int, after: int) -> EventWindow | None:
-    found = tx.read(sql.EVENT_WINDOW, (seq - before, seq + after, session_id))
-    if not found.rows:
+    found, at = tx.read(sql.EVENT_WINDOW, (seq - before, seq + after, session_id))
+    if not found:
         return None
-    at = found.at
     events = [
-        rows.stored_event(row, at) for row in found.rows if row[at["event_session_id"]] is not None
+        rows.stored_event(row, at) for row in found if row[at["event_session_id"]] is not None
     ]
     return EventWindow(
-        header=rows.header(found.rows[0], at),
+        header=rows.header(found[0], at),
         target=next((ev for ev in events if ev.summary.seq == seq), None),
         before=tuple(ev for ev in events if ev.summary.seq < seq),
         after=tuple(ev for ev in events if ev.summary.seq > seq),
@@ -62,25 +60,25 @@ def event_window(tx: Tx, session_id: str, seq: int, before: int, after: int) -> 
 def seq_held(tx: Tx, session_id: str, seq: int) -> int | None:
     """The row id of event ``seq`` (0 when absent) once the session holds ``seq``, else
     None."""
-    found = tx.read(sql.SEQ_HELD, {"sid": session_id, "seq": seq})
-    if not found.rows or not found.rows[0][found.at["held"]]:
+    found, at = tx.read(sql.SEQ_HELD, {"sid": session_id, "seq": seq})
+    if not found or not found[0][at["held"]]:
         return None
-    return int(found.rows[0][found.at["event_id"]] or 0)
+    return int(found[0][at["event_id"]] or 0)
 
 
 def lineage(tx: Tx, session_id: str, cap: int) -> Lineage | trees.Truncated | None:
     """``cap``: rows either walk may take (-1: no LIMIT); ``TRUNCATED`` past it."""
-    found = tx.read(sql.LINEAGE, {"sid": session_id, "cap": cap})
-    return trees.lineage(found, session_id, cap)
+    found, at = tx.read(sql.LINEAGE, {"sid": session_id, "cap": cap})
+    return trees.lineage(found, at, session_id, cap)
 
 
 def event_relations(tx: Tx, session_id: str, seq: int) -> EventRelations | None:
-    found = tx.read(sql.HEADER_AND_EVENT, (seq, session_id))
-    if not found.rows:
+    found, at = tx.read(sql.HEADER_AND_EVENT, (seq, session_id))
+    if not found:
         return None
     return EventRelations(
-        header=rows.header(found.rows[0], found.at),
-        event=rows.summary_or_none(found.rows[0], found.at),
+        header=rows.header(found[0], at),
+        event=rows.summary_or_none(found[0], at),
         replaces=_replacements(tx, sql.REPLACES, session_id, seq),
         replaced_by=_replacements(tx, sql.REPLACED_BY, session_id, seq),
         cites=_linked(tx, sql.CITES, session_id, seq),
@@ -89,10 +87,10 @@ def event_relations(tx: Tx, session_id: str, seq: int) -> EventRelations | None:
 
 
 def _replacements(tx: Tx, statement: str, session_id: str, seq: int) -> tuple[EventSummary, ...]:
-    found = tx.read(statement, (seq, session_id, session_id, seq, seq))
-    return tuple(rows.summary(row, found.at) for row in found.rows)
+    found, at = tx.read(statement, (seq, session_id, session_id, seq, seq))
+    return tuple(rows.summary(row, at) for row in found)
 
 
 def _linked(tx: Tx, statement: str, session_id: str, seq: int) -> tuple[LinkedEvent, ...]:
-    found = tx.read(statement, (session_id, seq))
-    return tuple(rows.linked(row, found.at) for row in found.rows)
+    found, at = tx.read(statement, (session_id, seq))
+    return tuple(rows.linked(row, at) for row in found)

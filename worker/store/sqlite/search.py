@@ -73,17 +73,17 @@ def events_page(
     events: EventFilter,
     scope_to_seq: int | None,
 ) -> EventSearchPage | None:
-    found = tx.read(sql.HEADER_AND_WORKSPACE, (session_id,))
-    if not found.rows:
+    found, at = tx.read(sql.HEADER_AND_WORKSPACE, (session_id,))
+    if not found:
         return None
-    header = rows.header(found.rows[0], found.at)
+    header = rows.header(found[0], at)
     start = _start(tx, paging)
     page = search_ops.search_session_events(
         tx.fetch,
         index().searcher(),
         plan,
         session_id=session_id,
-        ws=found.rows[0][found.at["ws"]],
+        ws=found[0][at["ws"]],
         events=events,
         snapshot_seq=start.generation.seq,
         scope_to_seq=scope_to_seq,
