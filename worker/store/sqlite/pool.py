@@ -53,7 +53,7 @@ _INTERRUPT_RETRY_S: Final = 0.02
 Result = tuple[list[tuple[Any, ...]], Columns]
 
 
-class _Stopped(Exception):
+class _Stopped(StoreError):
     """The signal fired between statements: the transaction starts nothing more."""
 
 
