@@ -26,8 +26,8 @@ from tests.reliability._harness import (
 )
 
 # Foreign and missing ids. Not GENERATION_CHANGED: a search racing ingestion keeps its
-# snapshot seq; that code is raised only when the index epoch moves (worker/store/sqlite.py
-# _resume, worker/tools/operations.py collect_pages), which only a purge does.
+# snapshot seq; that code is raised only when the index epoch moves (worker/store/sqlite/cursors.py
+# resume, worker/tools/operations.py collect_pages), which only a purge does.
 EXPECTED_CODES = {"SESSION_QUERY_NOT_FOUND"}
 
 
