@@ -121,7 +121,7 @@ async def wait_ingested(db: Path, last_seq: int, timeout_s: float) -> float:
 
 def _search_lag(db: Path) -> int:
     """Events the store holds that the search index's last commit does not cover."""
-    from worker.store.search_index import SearchIndexReader
+    from worker.store.search_reader import SearchIndexReader
 
     conn = sqlite3.connect(str(db))
     try:

@@ -157,7 +157,7 @@ def raw_ingest(
     schema.create(conn)
     index_dir = search_index.search_index_path(db_path)
     index_dir.mkdir(parents=True, exist_ok=True)
-    index = search_index._open_index(index_dir)  # the follower's schema and tokenizer
+    index = search_index.open_index(index_dir)  # the follower's schema and tokenizer
     writer = index.writer(heap_size=_TANTIVY_HEAP, num_threads=1)
     prep = _Preparer(text_cap_bytes)
     sql_s = tantivy_s = prepare_s = 0.0

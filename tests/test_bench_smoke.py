@@ -104,7 +104,7 @@ def test_raw_ingest_floor_fills_the_schema(tmp_path: Path) -> None:
     assert result.sqlite_seconds > 0 and result.tantivy_seconds > 0
     from worker.store import schema
     from worker.store.integrity import check_integrity
-    from worker.store.search_index import SearchIndexReader
+    from worker.store.search_reader import SearchIndexReader
 
     conn = schema.connect(str(db))
     try:

@@ -12,13 +12,8 @@ from hypothesis import strategies as st
 from worker.store import analysis, schema
 from worker.store.errors import InvalidQuery
 from worker.store.query import QueryPlan, compile_query
-from worker.store.search_index import (
-    QueryBuilder,
-    SearchIndexReader,
-    scope_clauses,
-    search_index_path,
-    top,
-)
+from worker.store.search_index import search_index_path
+from worker.store.search_reader import QueryBuilder, SearchIndexReader, scope_clauses, top
 from worker.store.writer import WriterCore
 
 CWD = "/w/query"

@@ -14,7 +14,7 @@ from worker.store import schema
 from worker.store.integrity import check_integrity, content_checksum
 from worker.store.protocol import IngestItem
 from worker.store.query import compile_query
-from worker.store.search_index import QueryBuilder, SearchIndexReader, scope_clauses, top
+from worker.store.search_reader import QueryBuilder, SearchIndexReader, scope_clauses, top
 from worker.store.text import searchable_text
 from worker.store.writer import SqliteIndexWriter
 

@@ -10,7 +10,8 @@ from pathlib import Path
 import tantivy
 
 from worker.store import schema
-from worker.store.search_index import SearchIndexReader, search_index_path
+from worker.store.search_index import search_index_path
+from worker.store.search_reader import SearchIndexReader
 
 
 def check_integrity(path: str | Path, *, wait_s: float = 10.0) -> list[str]:

@@ -26,10 +26,8 @@ from worker.store import rows
 from worker.store.excerpt import Highlighter, highlighter
 from worker.store.protocol import EventFilter, EventHit, SessionFilter, SessionHit
 from worker.store.query import QueryPlan
-from worker.store.search_index import (
-    GROUP_SCORE,
-    INDEX_TEXT_CAP_BYTES,
-    SCHEMA,
+from worker.store.search_index import GROUP_SCORE, INDEX_TEXT_CAP_BYTES, SCHEMA
+from worker.store.search_reader import (
     Candidate,
     IndexView,
     QueryBuilder,
@@ -70,7 +68,7 @@ class _Checked:
     ok: bool  # in the workspace, the snapshot and the filters
 
 
-def _rank_key(candidate: Candidate, surface: str, weigh: bool) -> tuple[int, float]:
+def rank_key(candidate: Candidate, surface: str, weigh: bool) -> tuple[int, float]:
     """Best first: more query groups matched, then relevance (weighted for conversation
     when ``weigh``)."""
     relevance = candidate.score - candidate.groups * GROUP_SCORE
@@ -187,7 +185,7 @@ class SessionSearch:
             ranked = sorted(
                 (c for c in candidates if c.event_id in checked),
                 key=lambda c: (
-                    *_rank_key(c, checked[c.event_id].surface, weigh),
+                    *rank_key(c, checked[c.event_id].surface, weigh),
                     checked[c.event_id].session_id,
                 ),
             )
@@ -301,101 +299,6 @@ class SessionSearch:
         return bool(found)
 
 
-def search_session_events(
-    fetch: Fetch,
-    index: IndexView,
-    plan: QueryPlan,
-    *,
-    session_id: str,
-    ws: str,
-    events: EventFilter,
-    snapshot_seq: int,
-    scope_to_seq: int | None,
-    offset: int,
-    size: int,
-    partial: bool | None,
-) -> PageResult[EventHit]:
-    """One page of ``search_events``: one session's events, best first."""
-    builder = QueryBuilder(plan, ws)
-    searcher, covered = index.searcher, index.covers_stream_seq
-    seq_to = events.seq_to
-    if scope_to_seq is not None:
-        seq_to = scope_to_seq if seq_to is None else min(seq_to, scope_to_seq)
-    clauses, _ = scope_clauses(
-        snapshot_seq=snapshot_seq,
-        covered_seq=covered,
-        session_ids=[session_id],
-        types=events.types,
-        surfaces=events.surfaces,
-        time_from_ms=events.time_from_ms,
-        time_to_ms=events.time_to_ms,
-        seq_from=events.seq_from,
-        seq_to=seq_to,
-    )
-    params: dict[str, Any] = {"sid": session_id, "snap": snapshot_seq}
-    check = rows.event_filter_sql(events, params, with_seq=True)
-    if scope_to_seq is not None:
-        params["scope_to"] = scope_to_seq
-        check += " AND e.seq <= :scope_to"
-
-    def run(query: tantivy.Query) -> list[tuple[Candidate, tuple[Any, ...]]]:
-        if offset + size + 1 > MAX_CANDIDATE_WINDOW:
-            return []
-        candidates = top(searcher, query, offset + size + 1)
-        found = fetch(
-            f"SELECT e.id, e.surface, {rows.EVENT_COLS} FROM events e"
-            " WHERE e.id IN (SELECT value FROM json_each(:cand)) AND +e.session_id = :sid"
-            f" AND e.stream_seq <= :snap{check}",
-            dict(params, cand=rows.json_list(c.event_id for c in candidates)),
-        )
-        by_id = {int(r[0]): r for r in found}
-        kept = [(c, by_id[c.event_id]) for c in candidates if c.event_id in by_id]
-        weigh = plan.natural_language
-        kept.sort(key=lambda pair: (*_rank_key(pair[0], pair[1][1], weigh), pair[1][3]))
-        return kept
-
-    if partial is None and plan.natural_language:
-        partial = True  # a question: rank by how many of its words an event holds
-    kept = run(builder.all_words(clauses)) if not partial else []
-    if partial is None:  # a first page decides: all words, else best partial matches
-        partial = not kept
-    if partial:
-        kept = run(builder.partial(clauses))
-    page = kept[offset : offset + size]
-    light = highlighter(plan)
-    bodies = _bodies(fetch, [c.event_id for c, _ in page], light)
-    hits = [
-        EventHit(
-            event=rows.summary(row[2:]),
-            excerpt=bodies.get(c.event_id) or rows.preview(row[-1]),
-            score=-c.score,
-        )
-        for c, row in page
-    ]
-    result = PageResult[EventHit](hits=hits, more=len(kept) > offset + size, ranked_partial=partial)
-    best = max((c.groups for c, _ in kept), default=0)
-    if offset == 0 and partial and best < len(plan.required):
-        result.partial = True
-        minimal, _ = scope_clauses(
-            snapshot_seq=snapshot_seq, covered_seq=covered, session_ids=[session_id]
-        )
-        result.unmatched = tuple(
-            term.text
-            for group in plan.required
-            if count(searcher, builder.one_group(group, minimal)) == 0
-            for term in group
-        )
-    if offset == 0 and not hits and check:
-        minimal, _ = scope_clauses(
-            snapshot_seq=snapshot_seq,
-            covered_seq=covered,
-            session_ids=[session_id],
-            seq_to=scope_to_seq,
-        )
-        result.filtered_out = count(searcher, builder.partial(minimal)) > 0
-    return result
-
-
 def own_lines(fetch: Fetch, session_ids: Sequence[str]) -> dict[str, str]:
     """For each session, its first message whose text none of the others holds."""
     found = fetch(
@@ -441,7 +344,7 @@ def load_events(
     return loaded
 
 
-def _bodies(fetch: Fetch, event_ids: Iterable[int], light: Highlighter) -> dict[int, str]:
+def bodies(fetch: Fetch, event_ids: Iterable[int], light: Highlighter) -> dict[int, str]:
     """Excerpts of the named events (see ``_excerpts``)."""
     ids = list(event_ids)
     if not ids:

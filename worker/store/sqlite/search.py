@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 # A module import, not its names: search_ops imports this package (through
 # worker.store.rows), so either may be imported first.
-from worker.store import schema, search_ops
+from worker.store import event_search, schema, search_ops
 from worker.store.protocol import (
     EventFilter,
     EventSearchPage,
@@ -17,7 +17,7 @@ from worker.store.protocol import (
     SessionSearchPage,
 )
 from worker.store.query import QueryPlan
-from worker.store.search_index import SearchIndexReader
+from worker.store.search_reader import SearchIndexReader
 from worker.store.sqlite import cursors, reads, rows, sql
 from worker.store.sqlite.pool import Tx
 
@@ -78,7 +78,7 @@ def events_page(
         return None
     header = rows.header(found[0], at)
     start = _start(tx, paging)
-    page = search_ops.search_session_events(
+    page = event_search.search_session_events(
         tx.fetch,
         index().view(),
         plan,

@@ -31,7 +31,7 @@ from worker.store.protocol import (
     TitleObservation,
 )
 from worker.store.query import compile_query
-from worker.store.search_index import SearchIndexReader
+from worker.store.search_reader import SearchIndexReader
 from worker.store.sqlite import cursors, reads, search
 from worker.store.sqlite.lineage import Truncated
 from worker.store.sqlite.pool import ReaderPool

@@ -1,0 +1,158 @@
+"""``search_events``: one session's events, best first, as steps inside one read
+transaction of the store (the same semantics as ``search_ops.SessionSearch``, scoped to
+one session)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import tantivy
+
+from worker.store import rows
+from worker.store.excerpt import highlighter
+from worker.store.protocol import EventFilter, EventHit
+from worker.store.query import QueryPlan
+from worker.store.search_ops import MAX_CANDIDATE_WINDOW, Fetch, PageResult, bodies, rank_key
+from worker.store.search_reader import (
+    Candidate,
+    IndexView,
+    QueryBuilder,
+    count,
+    scope_clauses,
+    top,
+)
+
+_Kept = list[tuple[Candidate, tuple[Any, ...]]]
+
+
+class EventSearch:
+    """One page of ``search_events`` inside a read transaction."""
+
+    def __init__(
+        self,
+        fetch: Fetch,
+        index: IndexView,
+        plan: QueryPlan,
+        *,
+        session_id: str,
+        ws: str,
+        events: EventFilter,
+        snapshot_seq: int,
+        scope_to_seq: int | None,
+    ) -> None:
+        self._fetch = fetch
+        self._searcher = index.searcher
+        self._plan = plan
+        self._builder = QueryBuilder(plan, ws)
+        self._scope = dict(
+            snapshot_seq=snapshot_seq, covered_seq=index.covers_stream_seq, session_ids=[session_id]
+        )
+        self._scope_to_seq = scope_to_seq
+        seq_to = events.seq_to
+        if scope_to_seq is not None:
+            seq_to = scope_to_seq if seq_to is None else min(seq_to, scope_to_seq)
+        self._clauses, _ = scope_clauses(
+            **self._scope,  # type: ignore[arg-type]
+            types=events.types,
+            surfaces=events.surfaces,
+            time_from_ms=events.time_from_ms,
+            time_to_ms=events.time_to_ms,
+            seq_from=events.seq_from,
+            seq_to=seq_to,
+        )
+        self._params: dict[str, Any] = {"sid": session_id, "snap": snapshot_seq}
+        check = rows.event_filter_sql(events, self._params, with_seq=True)
+        if scope_to_seq is not None:
+            self._params["scope_to"] = scope_to_seq
+            check += " AND e.seq <= :scope_to"
+        self._check = check
+
+    def page(self, offset: int, size: int, partial: bool | None) -> PageResult[EventHit]:
+        want = offset + size + 1
+        if partial is None and self._plan.natural_language:
+            partial = True  # a question: rank by how many of its words an event holds
+        kept = self._run(self._builder.all_words(self._clauses), want) if not partial else []
+        if partial is None:  # a first page decides: all words, else best partial matches
+            partial = not kept
+        if partial:
+            kept = self._run(self._builder.partial(self._clauses), want)
+        hits = self._hits(kept[offset : offset + size])
+        result = PageResult[EventHit](
+            hits=hits, more=len(kept) > offset + size, ranked_partial=partial
+        )
+        best = max((c.groups for c, _ in kept), default=0)
+        if offset == 0 and partial and best < len(self._plan.required):
+            result.partial = True
+            result.unmatched = self._unmatched()
+        if offset == 0 and not hits and self._check:
+            result.filtered_out = self._matches_unfiltered()
+        return result
+
+    def _run(self, query: tantivy.Query, want: int) -> _Kept:
+        if want > MAX_CANDIDATE_WINDOW:
+            return []
+        candidates = top(self._searcher, query, want)
+        found = self._fetch(
+            f"SELECT e.id, e.surface, {rows.EVENT_COLS} FROM events e"
+            " WHERE e.id IN (SELECT value FROM json_each(:cand)) AND +e.session_id = :sid"
+            f" AND e.stream_seq <= :snap{self._check}",
+            dict(self._params, cand=rows.json_list(c.event_id for c in candidates)),
+        )
+        by_id = {int(r[0]): r for r in found}
+        kept = [(c, by_id[c.event_id]) for c in candidates if c.event_id in by_id]
+        weigh = self._plan.natural_language
+        kept.sort(key=lambda pair: (*rank_key(pair[0], pair[1][1], weigh), pair[1][3]))
+        return kept
+
+    def _hits(self, page: _Kept) -> list[EventHit]:
+        light = highlighter(self._plan)
+        excerpts = bodies(self._fetch, [c.event_id for c, _ in page], light)
+        return [
+            EventHit(
+                event=rows.summary(row[2:]),
+                excerpt=excerpts.get(c.event_id) or rows.preview(row[-1]),
+                score=-c.score,
+            )
+            for c, row in page
+        ]
+
+    def _unmatched(self) -> tuple[str, ...]:
+        minimal, _ = scope_clauses(**self._scope)  # type: ignore[arg-type]
+        return tuple(
+            term.text
+            for group in self._plan.required
+            if count(self._searcher, self._builder.one_group(group, minimal)) == 0
+            for term in group
+        )
+
+    def _matches_unfiltered(self) -> bool:
+        minimal, _ = scope_clauses(**self._scope, seq_to=self._scope_to_seq)  # type: ignore[arg-type]
+        return count(self._searcher, self._builder.partial(minimal)) > 0
+
+
+def search_session_events(
+    fetch: Fetch,
+    index: IndexView,
+    plan: QueryPlan,
+    *,
+    session_id: str,
+    ws: str,
+    events: EventFilter,
+    snapshot_seq: int,
+    scope_to_seq: int | None,
+    offset: int,
+    size: int,
+    partial: bool | None,
+) -> PageResult[EventHit]:
+    """One page of ``search_events``: one session's events, best first."""
+    search = EventSearch(
+        fetch,
+        index,
+        plan,
+        session_id=session_id,
+        ws=ws,
+        events=events,
+        snapshot_seq=snapshot_seq,
+        scope_to_seq=scope_to_seq,
+    )
+    return search.page(offset, size, partial)
