@@ -29,6 +29,7 @@ from structlog.typing import EventDict
 
 from contracts.errors import ErrorCode
 from contracts.subjects import Subjects
+from tests._events import cite_list, event_dict
 from worker.runtime.config import WorkerConfig
 from worker.runtime.ingest_consumer import ensure_events_stream
 from worker.runtime.worker import Worker
@@ -104,18 +105,17 @@ def event(
     replaces: Iterable[int] = (),
     cites: Iterable[tuple[str, int]] = (),
 ) -> dict[str, Any]:
-    value: dict[str, Any] = {
-        "session_id": session_id,
-        "seq": seq,
-        "event_id": f"e-{session_id}-{seq}",
-        "type": type_,
-        "surface": surface,
-        "time": f"2026-12-01T10:{minute % 60:02d}:{seq % 60:02d}.000Z",
-        "payload": dict(payload or {}),
-    }
+    value = event_dict(
+        session_id,
+        seq,
+        type_,
+        surface=surface,
+        time=f"2026-12-01T10:{minute % 60:02d}:{seq % 60:02d}.000Z",
+        payload=dict(payload or {}),
+    )
     if positions := list(replaces):
         value["replaces"] = positions
-    if sources := [{"session_id": s, "seq": q} for s, q in cites]:
+    if sources := cite_list(cites):
         value["cites"] = sources
     return value
 

@@ -10,12 +10,12 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-import orjson
 from nats.aio.client import Client as NATS
 from nats.js.api import StorageType, StreamConfig
 from nats.js.errors import NotFoundError
 
 from contracts.subjects import Subjects
+from tests._events import event
 from tests.reliability._harness import stream_contents
 from tests.reliability._serve_proc import REPO
 from worker.runtime.connection import open_connection
@@ -30,19 +30,7 @@ def session_events(session_id: str, count: int, cwd: str = "/work/a") -> list[by
         kind = "session/start" if seq == 1 else "message/user"
         text = f"note {seq} of {session_id}"
         payload: dict[str, Any] = {"cwd": cwd} if seq == 1 else {"text": text}
-        out.append(
-            orjson.dumps(
-                {
-                    "session_id": session_id,
-                    "seq": seq,
-                    "event_id": f"e-{session_id}-{seq}",
-                    "type": kind,
-                    "surface": "user",
-                    "time": "2026-12-03T09:00:00Z",
-                    "payload": payload,
-                }
-            )
-        )
+        out.append(event(session_id, seq, kind, time="2026-12-03T09:00:00Z", payload=payload))
     return out
 
 

@@ -12,10 +12,10 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import orjson
 import pytest
 
 from contracts.limits import MAX_EVENT_BYTES
+from tests._events import event_dict, padded
 from tests.reliability._faults import (
     SUBJECTS,
     connected,
@@ -29,20 +29,8 @@ from worker.runtime.embedded_server import EmbeddedNatsServer
 
 
 def _event_of_size(session_id: str, seq: int, size: int) -> bytes:
-    base = {
-        "session_id": session_id,
-        "seq": seq,
-        "event_id": f"e-{seq}",
-        "type": "message/user",
-        "surface": "user",
-        "time": "2026-12-03T09:00:00Z",
-        "payload": {"text": ""},
-    }
-    pad = size - len(orjson.dumps(base))
-    base["payload"] = {"text": "x" * pad}
-    data = orjson.dumps(base)
-    assert len(data) == size
-    return data
+    body = event_dict(session_id, seq, event_id=f"e-{seq}", time="2026-12-03T09:00:00Z")
+    return padded(body, size)
 
 
 def _count(db: Path, session_id: str) -> int:

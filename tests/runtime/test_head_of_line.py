@@ -16,6 +16,7 @@ from nats.aio.client import Client as NATS
 
 from contracts.errors import ErrorCode
 from contracts.subjects import Subjects
+from tests._events import event_dict
 from tests.runtime._runtime_helpers import call, config_for, until
 from worker.runtime.ingest_consumer import ensure_events_stream
 from worker.runtime.worker import Worker
@@ -26,15 +27,8 @@ CATCH_UP_S = 4.0
 
 def event(session_id: str, seq: int, type_: str, payload: dict[str, Any]) -> dict[str, Any]:
     surface = "user" if type_ == "message/user" else "system"
-    return {
-        "session_id": session_id,
-        "seq": seq,
-        "event_id": f"e-{session_id}-{seq}",
-        "type": type_,
-        "surface": surface,
-        "time": f"2026-12-01T10:00:{seq % 60:02d}.000Z",
-        "payload": payload,
-    }
+    time = f"2026-12-01T10:00:{seq % 60:02d}.000Z"
+    return event_dict(session_id, seq, type_, surface=surface, time=time, payload=payload)
 
 
 def session(session_id: str, cwd: str, text: str) -> list[dict[str, Any]]:

@@ -15,8 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import orjson
-
+from tests import _events
 from worker.store import schema
 from worker.store.protocol import IngestItem
 from worker.store.sqlite import SqliteSessionStore
@@ -54,18 +53,17 @@ class Corpus:
         self.seqs[session_id] = seq
         self.clock_ms += 1000
         self.stream_seq += 1
-        body = {
-            "session_id": session_id,
-            "seq": seq,
-            "event_id": f"e-{session_id}-{seq}",
-            "type": type_,
-            "surface": surface,
-            "time": iso(self.clock_ms if time_ms is None else time_ms),
-            "payload": payload or {},
-            "replaces": list(replaces),
-            "cites": [{"session_id": s, "seq": q} for s, q in cites],
-        }
-        self.pending.append(IngestItem(stream_seq=self.stream_seq, data=orjson.dumps(body)))
+        data = _events.event(
+            session_id,
+            seq,
+            type_,
+            surface=surface,
+            time=iso(self.clock_ms if time_ms is None else time_ms),
+            payload=payload or {},
+            replaces=list(replaces),
+            cites=_events.cite_list(cites),
+        )
+        self.pending.append(IngestItem(stream_seq=self.stream_seq, data=data))
         return seq
 
     def start(

@@ -25,6 +25,7 @@ from nats.aio.client import Client as NATS
 from nats.js.api import AckPolicy, ConsumerConfig
 
 from contracts.subjects import Subjects
+from tests._events import event_dict
 from worker.runtime.ingest_consumer import ensure_events_stream
 from worker.store.integrity import check_integrity, checksum_of, content_checksum
 
@@ -41,15 +42,14 @@ def corpus(rng: random.Random) -> list[tuple[str, bytes]]:
         sid = f"s-{s:03d}"
         events: list[bytes] = []
         for seq in range(1, EVENTS_PER_SESSION + 1):
-            body: dict[str, Any] = {
-                "session_id": sid,
-                "seq": seq,
-                "event_id": f"e-{sid}-{seq}",
-                "type": "tool/result",
-                "surface": "tool",
-                "time": f"2026-12-02T{seq // 3600:02d}:{seq // 60 % 60:02d}:{seq % 60:02d}Z",
-                "payload": {"tool": "bash", "output": f"run {rng.random()} src/mod_{seq}.py"},
-            }
+            body = event_dict(
+                sid,
+                seq,
+                "tool/result",
+                surface="tool",
+                time=f"2026-12-02T{seq // 3600:02d}:{seq // 60 % 60:02d}:{seq % 60:02d}Z",
+                payload={"tool": "bash", "output": f"run {rng.random()} src/mod_{seq}.py"},
+            )
             if seq == 1:
                 body.update(type="session/start", surface="system")
                 body["payload"] = {"cwd": f"/work/{s % 5}"}

@@ -11,6 +11,7 @@ from typing import Any
 
 import orjson
 
+from tests._events import cite_list, event_dict
 from worker.runtime import sample_corpus
 from worker.store.protocol import IngestItem
 from worker.store.sqlite import SqliteSessionStore
@@ -60,16 +61,15 @@ def event(
     minute: int = 0,
     cites: list[tuple[str, int]] | None = None,
 ) -> dict[str, Any]:
-    return {
-        "session_id": session_id,
-        "seq": seq,
-        "event_id": f"e-{session_id}-{seq}",
-        "type": type_,
-        "surface": surface,
-        "time": f"2026-12-01T10:{minute:02d}:00.000Z",
-        "payload": payload or {},
-        "cites": [{"session_id": s, "seq": q} for s, q in (cites or [])],
-    }
+    return event_dict(
+        session_id,
+        seq,
+        type_,
+        surface=surface,
+        time=f"2026-12-01T10:{minute:02d}:00.000Z",
+        payload=payload or {},
+        cites=cite_list(cites or []),
+    )
 
 
 def start(session_id: str, cwd: str | None, parent: str | None = None) -> dict[str, Any]:
