@@ -21,9 +21,9 @@ from nats.aio.msg import Msg
 
 from contracts.client import SessionQueryClient
 from contracts.subjects import TOOL_NAMES, Subjects
-from tests.importers._fixtures import CLAUDE_AGENT, CLAUDE_SESSION, CODEX_SESSION, WORKSPACE
+from tests.importers._corpus import CLAUDE_AGENT, CLAUDE_SESSION, CODEX_SESSION, WORKSPACE
 from tests.mcp_bridge._harness import bridge_args, bridge_command, indexed_worker, text_of
-from tests.runtime._runtime_helpers import body, call, start_recorded_worker, until
+from tests.runtime._harness import body, call, start_recorded_worker, until
 from worker.mcp_bridge.bridge import CANCEL_REASON, TIMEOUT_META_KEY
 from worker.runtime.worker import Worker
 

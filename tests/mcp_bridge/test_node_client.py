@@ -13,7 +13,7 @@ import pytest
 from nats.aio.client import Client as NATS
 
 from contracts.subjects import TOOL_NAMES, Subjects
-from tests.importers._fixtures import CLAUDE_AGENT, CLAUDE_SESSION, CODEX_SESSION
+from tests.importers._corpus import CLAUDE_AGENT, CLAUDE_SESSION, CODEX_SESSION
 from tests.mcp_bridge._harness import bridge_command, indexed_worker
 from worker.runtime.worker import Worker
 

@@ -17,7 +17,7 @@ from nats.js.errors import NotFoundError
 from contracts.subjects import Subjects
 from tests._events import event
 from tests.reliability._harness import stream_contents
-from tests.reliability._serve_proc import REPO
+from tests.reliability._serve import REPO
 from worker.runtime.connection import open_connection
 from worker.store.integrity import checksum_of, content_checksum
 

@@ -33,7 +33,7 @@ from tests.reliability._faults import (
     run_cli,
     wait_applied,
 )
-from tests.reliability._serve_proc import Serve, serve_args
+from tests.reliability._serve import Serve, serve_args
 from worker.runtime.embedded_server import EmbeddedNatsServer
 
 STOP_BOUND_S = 15.0 + 5.0  # the default shutdown timeout, plus process start-up slack

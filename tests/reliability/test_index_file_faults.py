@@ -20,7 +20,7 @@ from tests.reliability._faults import (
     run_cli,
     wait_applied,
 )
-from tests.reliability._serve_proc import Serve, pid_alive, serve_args
+from tests.reliability._serve import Serve, pid_alive, serve_args
 from worker.runtime.embedded_server import EmbeddedNatsServer
 from worker.store import schema
 

@@ -24,7 +24,7 @@ from tests.reliability._faults import (
     session_events,
     wait_applied,
 )
-from tests.reliability._serve_proc import Serve, serve_args
+from tests.reliability._serve import Serve, serve_args
 from worker.runtime.embedded_server import EmbeddedNatsServer
 
 

@@ -15,7 +15,7 @@ import orjson
 import pytest
 
 from tests.reliability._faults import connected, publish, run_cli, session_events, wait_applied
-from tests.reliability._serve_proc import Serve, children_of, pid_alive, serve_args
+from tests.reliability._serve import Serve, children_of, pid_alive, serve_args
 from worker.runtime.embedded_server import EmbeddedNatsServer
 
 STOP_BOUND_S = 15.0  # the default shutdown timeout

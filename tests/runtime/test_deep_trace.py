@@ -11,7 +11,7 @@ from nats.aio.client import Client as NATS
 from contracts.client import SessionQueryClient
 from contracts.envelope import AgentIdentity, Execution
 from contracts.subjects import Subjects
-from tests.runtime._runtime_helpers import config_for, until
+from tests.runtime._harness import config_for, until
 from tests.runtime.test_head_of_line import event
 from worker.runtime.ingest_consumer import ensure_events_stream
 from worker.runtime.worker import Worker

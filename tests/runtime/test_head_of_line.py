@@ -17,7 +17,7 @@ from nats.aio.client import Client as NATS
 from contracts.errors import ErrorCode
 from contracts.subjects import Subjects
 from tests._events import event_dict
-from tests.runtime._runtime_helpers import call, config_for, until
+from tests.runtime._harness import call, config_for, until
 from worker.runtime.ingest_consumer import ensure_events_stream
 from worker.runtime.worker import Worker
 from worker.tools.definitions import ToolConfig

@@ -19,7 +19,7 @@ from contracts.client import SessionQueryClient
 from contracts.envelope import AgentIdentity, Execution
 from deploy.local_cluster import CorpusSize, LocalCluster
 from tests._events import event
-from tests.runtime._runtime_helpers import until
+from tests.runtime._harness import until
 
 
 @dataclass

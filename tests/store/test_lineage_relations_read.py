@@ -9,7 +9,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from tests.store._corpus_read import Corpus, bulk_matches, corpus_and_store
+from tests.store._corpus import Corpus, bulk_matches, corpus_and_store
 from worker.signals import DeadlineExceeded, ExecutionCancelled, ExecutionSignal
 from worker.store.protocol import LineageNode, ServiceLimits
 from worker.store.sqlite import LOOP_LINEAGE_ROWS, PREVIEW_CHARS, SqliteSessionStore

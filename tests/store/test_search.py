@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.store._corpus_read import BASE_MS, Corpus, bulk_matches, bump_epoch, corpus_and_store
+from tests.store._corpus import BASE_MS, Corpus, bulk_matches, bump_epoch, corpus_and_store
 from worker.signals import ExecutionSignal
 from worker.store import schema
 from worker.store.errors import GenerationChanged, InvalidCursor, InvalidQuery, StoreError

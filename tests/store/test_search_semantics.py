@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.store._corpus_read import Corpus, corpus_and_store
+from tests.store._corpus import Corpus, corpus_and_store
 from worker.signals import ExecutionSignal
 from worker.store.integrity import check_integrity
 from worker.store.protocol import EventFilter, SessionFilter, SessionSearchPage

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from tests.tools._corpus import Index, sqlite_index, start
-from tests.tools._helpers import as_caller, run_tool
+from tests.tools._harness import as_caller, run_tool
 from worker.store.protocol import LineageNode, SessionHeader
 from worker.tools.presentation import DEEP_TREE_NOTE, HIDDEN_ANCESTORS, MAX_INDENT_DEPTH, _tree
 from worker.tools.workspace_access import Caller, _prune
