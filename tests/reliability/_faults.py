@@ -1,4 +1,5 @@
-"""What the index-versus-stream fault tests share: events, the stream, the comparison."""
+"""What the index-versus-stream fault tests share: events, the stream, the comparison, and
+the rig (a nats-server of the test's own, one index file, ``serve`` processes over them)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import sqlite3
 import sys
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -16,8 +18,8 @@ from nats.js.errors import NotFoundError
 
 from contracts.subjects import Subjects
 from tests._events import event
-from tests.reliability._harness import stream_contents
-from tests.reliability._serve import REPO
+from tests.reliability._harness import stream_contents, wait_indexed
+from tests.reliability._serve import REPO, Serve, serve_args
 from worker.runtime.connection import open_connection
 from worker.store.integrity import checksum_of, content_checksum
 
@@ -79,21 +81,6 @@ def meta(db: Path) -> dict[str, object]:
         conn.close()
 
 
-async def wait_applied(db: Path, seq: int, within: float = 60.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + within
-    got: dict[str, object] = {}
-    while loop.time() < deadline:
-        try:
-            got = await asyncio.to_thread(meta, db)
-            if int(str(got.get("stream_seq", 0))) >= seq:
-                return
-        except sqlite3.Error:
-            pass
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"index {db} not through seq {seq} in {within} s: {got}")
-
-
 async def assert_index_equals_stream(nc: NATS, db: Path) -> int:
     """Count and checksum of the index equal the stream's; returns the count."""
     held = await stream_contents(nc, SUBJECTS)
@@ -117,3 +104,36 @@ async def run_cli(*args: str, within: float = 60.0) -> tuple[int, str, str]:
     out, err = await asyncio.wait_for(proc.communicate(), within)
     assert proc.returncode is not None
     return proc.returncode, out.decode(errors="replace"), err.decode(errors="replace")
+
+
+@dataclass
+class Rig:
+    """The prelude of every index-versus-stream test: a connection to the test's own
+    nats-server, the index file, and ``serve`` processes over them (logs in the tmp dir)."""
+
+    nc: NATS
+    url: str
+    db: Path
+    logs: Path
+
+    async def start(self, log: str, *extra: str) -> Serve:
+        """A ``serve`` process, started (it may still refuse and exit)."""
+        return await Serve(serve_args(self.url, self.db, *extra), self.logs / log).start()
+
+    async def serving(self, log: str, *extra: str, through: int = 0) -> Serve:
+        """A ``serve`` process that serves, its index through stream seq ``through``."""
+        worker = await (await self.start(log, *extra)).serving()
+        if through:
+            await wait_indexed(self.db, through)
+        return worker
+
+    async def indexed(self, log: str, through: int, *extra: str) -> None:
+        """One ``serve`` run that indexes through ``through`` and stops cleanly."""
+        worker = await self.serving(log, *extra, through=through)
+        assert await worker.stop() == 0
+
+
+@asynccontextmanager
+async def open_rig(url: str, tmp_path: Path) -> AsyncIterator[Rig]:
+    async with connected(url) as nc:
+        yield Rig(nc=nc, url=url, db=tmp_path / "index.sqlite", logs=tmp_path)

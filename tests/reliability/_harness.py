@@ -231,7 +231,7 @@ def index_seq(db: Path) -> int:
             return int(row[0]) if row else 0
         finally:
             conn.close()
-    except sqlite3.OperationalError:
+    except sqlite3.Error:  # missing, moved aside or being swapped: not there yet
         return 0
 
 

@@ -22,8 +22,8 @@ from tests.reliability._faults import (
     publish,
     run_cli,
     session_events,
-    wait_applied,
 )
+from tests.reliability._harness import wait_indexed
 from tests.reliability._serve import Serve, serve_args
 from worker.runtime.embedded_server import EmbeddedNatsServer
 
@@ -57,7 +57,7 @@ async def test_the_documented_max_event_size_is_sendable_with_a_msg_id_and_index
         ack = await js.publish(
             SUBJECTS.events("s-big"), biggest, headers={"Nats-Msg-Id": "s-big:2"}
         )
-        await wait_applied(db, ack.seq)
+        await wait_indexed(db, ack.seq)
         assert _count(db, "s-big") == 2, "the largest event is indexed, not dead-lettered"
 
         lines = tmp_path / "events.jsonl"
