@@ -25,6 +25,7 @@ import pytest
 from nats.aio.client import Client as NATS
 
 from contracts.subjects import Subjects
+from tests._subjects import unique_subjects
 from worker.runtime.connection import open_connection
 from worker.runtime.embedded_server import EmbeddedNatsServer, EmbeddedServerError
 
@@ -82,16 +83,7 @@ def unique() -> str:
 @pytest.fixture
 def subjects(unique: str) -> Subjects:
     """Subject, stream and bucket names that no other test uses."""
-    tag = unique.upper()
-    return Subjects(
-        prefix=f"sq{unique}",
-        events_stream=f"SESSIONS_{tag}",
-        events_prefix=f"ev{unique}.events",
-        deadletter=f"ev{unique}.deadletter",
-        search_stream=f"SEARCH_{tag}",
-        search_consumer=f"search-{unique}",
-        spill_bucket=f"spill-{unique}",
-    )
+    return unique_subjects(unique)
 
 
 @pytest.fixture

@@ -30,6 +30,7 @@ from structlog.typing import EventDict
 from contracts.errors import ErrorCode
 from contracts.subjects import Subjects
 from tests._events import cite_list, event_dict
+from tests._subjects import unique_subjects
 from worker.runtime.config import WorkerConfig
 from worker.runtime.ingest_consumer import ensure_events_stream
 from worker.runtime.worker import Worker
@@ -79,19 +80,7 @@ class LoopThread:
 # -- names and events ---------------------------------------------------------------------
 
 
-def fresh_subjects() -> Subjects:
-    """Stream, subject and bucket names no other test uses (as the ``subjects`` fixture)."""
-    unique = uuid.uuid4().hex[:10]
-    tag = unique.upper()
-    return Subjects(
-        prefix=f"sq{unique}",
-        events_stream=f"SESSIONS_{tag}",
-        events_prefix=f"ev{unique}.events",
-        deadletter=f"ev{unique}.deadletter",
-        search_stream=f"SEARCH_{tag}",
-        search_consumer=f"search-{unique}",
-        spill_bucket=f"spill-{unique}",
-    )
+fresh_subjects = unique_subjects  # names no other test uses (as the ``subjects`` fixture)
 
 
 def event(

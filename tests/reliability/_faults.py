@@ -4,7 +4,6 @@ the rig (a nats-server of the test's own, one index file, ``serve`` processes ov
 from __future__ import annotations
 
 import asyncio
-import sqlite3
 import sys
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -71,14 +70,6 @@ async def connected(url: str) -> AsyncIterator[NATS]:
         yield nc
     finally:
         await nc.close()
-
-
-def meta(db: Path) -> dict[str, object]:
-    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
-    try:
-        return {str(k): v for k, v in conn.execute("SELECT key, value FROM meta")}
-    finally:
-        conn.close()
 
 
 async def assert_index_equals_stream(nc: NATS, db: Path) -> int:

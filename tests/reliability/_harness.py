@@ -13,7 +13,6 @@ import dataclasses
 import os
 import random
 import signal
-import sqlite3
 import sys
 import time
 import uuid
@@ -34,6 +33,7 @@ from bench import corpus
 from bench.loadgen import DEFAULT_MIX, RequestMaker, read_rss_kib
 from bench.report import Latency
 from contracts.subjects import Subjects
+from tests._index import index_seq
 from tests.runtime._harness import until
 from worker.store.integrity import check_integrity, checksum_of, content_checksum
 
@@ -218,21 +218,6 @@ async def poll(
         if time.monotonic() > deadline:
             raise TimeoutError(f"still {got!r} after {within} s")
         await asyncio.sleep(every)
-
-
-def index_seq(db: Path) -> int:
-    """The stream sequence the index file is complete through (its own connection)."""
-    if not db.exists():
-        return 0
-    try:
-        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
-        try:
-            row = conn.execute("SELECT value FROM meta WHERE key = 'stream_seq'").fetchone()
-            return int(row[0]) if row else 0
-        finally:
-            conn.close()
-    except sqlite3.Error:  # missing, moved aside or being swapped: not there yet
-        return 0
 
 
 async def wait_indexed(db: Path, seq: int, within: float = 60.0) -> None:

@@ -23,12 +23,12 @@ import pytest
 from nats.aio.client import Client as NATS
 
 from contracts.client import SessionQueryClient
+from tests._index import meta
 from tests.reliability._faults import (
     SUBJECTS,
     Rig,
     assert_index_equals_stream,
     create_stream,
-    meta,
     publish,
     run_cli,
 )

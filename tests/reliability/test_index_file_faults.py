@@ -11,11 +11,11 @@ import signal
 import sqlite3
 from pathlib import Path
 
+from tests._index import meta
 from tests.reliability._faults import (
     Rig,
     assert_index_equals_stream,
     create_stream,
-    meta,
     publish,
     run_cli,
 )

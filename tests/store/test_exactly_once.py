@@ -26,6 +26,7 @@ from nats.js.api import AckPolicy, ConsumerConfig
 
 from contracts.subjects import Subjects
 from tests._events import event_dict
+from tests._index import index_seq
 from worker.runtime.ingest_consumer import ensure_events_stream
 from worker.store.integrity import check_integrity, checksum_of, content_checksum
 
@@ -72,20 +73,6 @@ def corpus(rng: random.Random) -> list[tuple[str, bytes]]:
         if cursors[s] == EVENTS_PER_SESSION:
             live.remove(s)
     return out
-
-
-def committed_stream_seq(db: Path) -> int:
-    if not db.exists():
-        return 0
-    try:
-        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
-        try:
-            row = conn.execute("SELECT value FROM meta WHERE key = 'stream_seq'").fetchone()
-            return int(row[0]) if row else 0
-        finally:
-            conn.close()
-    except sqlite3.OperationalError:
-        return 0  # the schema is not there yet
 
 
 def start_ingester(
@@ -161,11 +148,11 @@ async def test_exactly_once_across_sigkills(
     killed_at: list[int] = []
     for target in targets:
         # Past what the last run committed, so this run is killed while it ingests.
-        target = min(max(target, committed_stream_seq(db) + rng.randint(200, 1000)), total - 3000)
+        target = min(max(target, index_seq(db) + rng.randint(200, 1000)), total - 3000)
         proc = start_ingester(db, nats_url, subjects, log)
         try:
             await wait_until(
-                lambda t=target, p=proc: committed_stream_seq(db) >= t or p.poll() is not None,
+                lambda t=target, p=proc: index_seq(db) >= t or p.poll() is not None,
                 f"ingest to pass stream seq {target}",
             )
             assert proc.poll() is None, log.read_text()[-4000:]
@@ -176,16 +163,14 @@ async def test_exactly_once_across_sigkills(
                 os.kill(proc.pid, signal.SIGKILL)
             proc.wait(timeout=10)
         assert proc.returncode == -signal.SIGKILL
-        killed_at.append(committed_stream_seq(db))
+        killed_at.append(index_seq(db))
     print(f"targets={targets} committed at kill={killed_at}")
     # Every kill came while ingestion had work left, each one later than the one before.
     assert killed_at == sorted(set(killed_at)) and killed_at[-1] < total
 
     proc = start_ingester(db, nats_url, subjects, log)
     try:
-        await wait_until(
-            lambda: committed_stream_seq(db) >= total or proc.poll() is not None, "catch-up"
-        )
+        await wait_until(lambda: index_seq(db) >= total or proc.poll() is not None, "catch-up")
         assert proc.poll() is None, log.read_text()[-4000:]
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=20) == 0, log.read_text()[-4000:]
