@@ -80,9 +80,6 @@ class LoopThread:
 # -- names and events ---------------------------------------------------------------------
 
 
-fresh_subjects = unique_subjects  # names no other test uses (as the ``subjects`` fixture)
-
-
 def event(
     session_id: str,
     seq: int,
@@ -297,7 +294,7 @@ class LiveWorker:
     ) -> LiveWorker:
         nc = await nats.connect(nats_url, connect_timeout=5, max_reconnect_attempts=5)
         try:
-            subjects = fresh_subjects()
+            subjects = unique_subjects()
             await ensure_events_stream(nc.jetstream(), subjects)
             values: dict[str, Any] = {
                 "db_path": db_dir / f"index-{uuid.uuid4().hex[:8]}.sqlite",
