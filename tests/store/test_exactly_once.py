@@ -1,12 +1,11 @@
 """Exactly-once ingestion across SIGKILLs of the ingesting process at random points.
 
-The real ``python -m worker.runtime.ingest_consumer`` process ingests a stream of 10k
-events (20k in the slow suite: the same property, a longer run); it is killed with SIGKILL
-three times while it works (each time once its committed position has passed a random
-target, plus a random delay, so kills land inside batches), restarted, and finally let run
-until caught up. The index must then hold exactly what the stream holds: same count, same
-checksum over (session_id, seq, raw_json), every header's counters right, and both
-SQLite's and FTS5's integrity checks clean.
+The real ``python -m worker.runtime.ingest_consumer`` process ingests a stream of ~20k
+events; it is killed with SIGKILL three times while it works (each time once its committed
+position has passed a random target, plus a random delay, so kills land inside batches),
+restarted, and finally let run until caught up. The index must then hold exactly what the
+stream holds: same count, same checksum over (session_id, seq, raw_json), every header's
+counters right, and both SQLite's and FTS5's integrity checks clean.
 """
 
 from __future__ import annotations
@@ -22,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-import pytest
 from nats.aio.client import Client as NATS
 from nats.js.api import AckPolicy, ConsumerConfig
 
@@ -32,21 +30,16 @@ from tests._index import index_seq
 from worker.runtime.ingest_consumer import ensure_events_stream
 from worker.store.integrity import check_integrity, checksum_of, content_checksum
 
-EVENTS_PER_SESSION = 250
-# 40 sessions (10,000 events) leave each kill a 500-event window past a 1,000-event start
-# and 3,000 events of work after the last: room enough to land inside batches.
-SIZES = [
-    pytest.param(40, id="10k-events"),
-    pytest.param(80, id="20k-events", marks=pytest.mark.slow),
-]
+SESSIONS = 80
+EVENTS_PER_SESSION = 250  # 20,000 events
 KILLS = 3
 PHASE_TIMEOUT_S = 40.0
 
 
-def corpus(rng: random.Random, sessions: int) -> list[tuple[str, bytes]]:
+def corpus(rng: random.Random) -> list[tuple[str, bytes]]:
     """Interleaved sessions with titles, relations and ends: every table gets rows."""
     streams: list[list[bytes]] = []
-    for s in range(sessions):
+    for s in range(SESSIONS):
         sid = f"s-{s:03d}"
         events: list[bytes] = []
         for seq in range(1, EVENTS_PER_SESSION + 1):
@@ -67,12 +60,12 @@ def corpus(rng: random.Random, sessions: int) -> list[tuple[str, bytes]]:
                 body.update(type="session/title", payload={"title": f"title {sid} {seq}"})
             elif seq % 17 == 0:
                 body["replaces"] = [seq - 1]
-                body["cites"] = [{"session_id": f"s-{(s + 1) % sessions:03d}", "seq": 1}]
+                body["cites"] = [{"session_id": f"s-{(s + 1) % SESSIONS:03d}", "seq": 1}]
             events.append(orjson.dumps(body))
         streams.append(events)
     out: list[tuple[str, bytes]] = []
-    cursors = [0] * sessions
-    live = list(range(sessions))
+    cursors = [0] * SESSIONS
+    live = list(range(SESSIONS))
     while live:
         s = rng.choice(live)
         out.append((f"s-{s:03d}", streams[s][cursors[s]]))
@@ -126,9 +119,8 @@ async def stream_contents(nc: NATS, subjects: Subjects, total: int) -> list[tupl
     return held
 
 
-@pytest.mark.parametrize("sessions", SIZES)
 async def test_exactly_once_across_sigkills(
-    nc: NATS, nats_url: str, subjects: Subjects, tmp_path: Path, sessions: int
+    nc: NATS, nats_url: str, subjects: Subjects, tmp_path: Path
 ) -> None:
     rng = random.Random()
     seed = rng.randrange(2**32)
@@ -137,7 +129,7 @@ async def test_exactly_once_across_sigkills(
 
     js = nc.jetstream()
     await ensure_events_stream(js, subjects)
-    events = corpus(rng, sessions)
+    events = corpus(rng)
     total = len(events)
     for start in range(0, total, 1000):
         acks = [
@@ -201,10 +193,10 @@ async def test_exactly_once_across_sigkills(
             "SELECT count(*), sum(event_count), min(last_seq), max(last_seq),"
             " sum(availability = 'persisted') FROM sessions"
         ).fetchone()
-        assert headers == (sessions, total, EVENTS_PER_SESSION, EVENTS_PER_SESSION, sessions)
+        assert headers == (SESSIONS, total, EVENTS_PER_SESSION, EVENTS_PER_SESSION, SESSIONS)
         per_session = sum(1 for q in range(2, EVENTS_PER_SESSION) if q % 50 and q % 17 == 0)
         replacement_rows = conn.execute("SELECT count(*) FROM replacements").fetchone()[0]
-        assert replacement_rows == sessions * per_session
+        assert replacement_rows == SESSIONS * per_session
         assert conn.execute("SELECT count(*) FROM citations").fetchone()[0] == replacement_rows
     finally:
         conn.close()
