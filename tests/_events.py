@@ -1,9 +1,11 @@
-"""One builder for the session events the tests publish or apply (the wire's JSON bytes).
+"""One builder for the session events the tests publish or apply.
 
-Defaults make a valid event: ids unique across sessions, times one second apart by seq, a
-``session/start`` in workspace ``/work/a``, other events a short text naming their
-session and seq. Any field can be replaced or added with a keyword (``time=...``,
-``payload=...``, ``extra=1`` to test a refusal).
+``event_dict`` gives the event as a dict, ``event`` as the wire's JSON bytes (the same keys
+in the same order, so stored bytes are predictable). Defaults make a valid event: ids
+unique across sessions, times one second apart by seq, a ``session/start`` in workspace
+``/work/a``, other events a short text naming their session and seq. Any field can be
+replaced or added with a keyword (``time=...``, ``payload=...``, ``extra=1`` to test a
+refusal); a replaced field keeps its place, an added one comes last.
 """
 
 from __future__ import annotations
@@ -13,7 +15,9 @@ from typing import Any
 import orjson
 
 
-def event(session_id: str, seq: int, type_: str = "message/user", /, **fields: Any) -> bytes:
+def event_dict(
+    session_id: str, seq: int, type_: str = "message/user", /, **fields: Any
+) -> dict[str, Any]:
     body: dict[str, Any] = {
         "session_id": session_id,
         "seq": seq,
@@ -28,4 +32,22 @@ def event(session_id: str, seq: int, type_: str = "message/user", /, **fields: A
         ),
     }
     body.update(fields)
-    return orjson.dumps(body)
+    return body
+
+
+def event(session_id: str, seq: int, type_: str = "message/user", /, **fields: Any) -> bytes:
+    return orjson.dumps(event_dict(session_id, seq, type_, **fields))
+
+
+def cite_list(sources: Any) -> list[dict[str, Any]]:
+    """``[(session_id, seq), ...]`` as the wire's ``cites`` list."""
+    return [{"session_id": s, "seq": q} for s, q in sources]
+
+
+def padded(body: dict[str, Any], size: int, key: str = "text") -> bytes:
+    """``body``'s JSON padded (payload field ``key``) to exactly ``size`` bytes."""
+    body["payload"] = {**body["payload"], key: ""}
+    body["payload"][key] = "x" * (size - len(orjson.dumps(body)))
+    data = orjson.dumps(body)
+    assert len(data) == size
+    return data

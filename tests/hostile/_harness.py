@@ -28,6 +28,8 @@ from structlog.typing import EventDict
 
 from contracts.errors import ErrorCode
 from contracts.subjects import Subjects
+from tests._events import cite_list, event_dict
+from tests._subjects import unique_subjects
 from worker.runtime.config import WorkerConfig
 from worker.runtime.connection import open_connection
 from worker.runtime.ingest_consumer import ensure_events_stream
@@ -78,21 +80,6 @@ class LoopThread:
 # -- names and events ---------------------------------------------------------------------
 
 
-def fresh_subjects() -> Subjects:
-    """Stream, subject and bucket names no other test uses (as the ``subjects`` fixture)."""
-    unique = uuid.uuid4().hex[:10]
-    tag = unique.upper()
-    return Subjects(
-        prefix=f"sq{unique}",
-        events_stream=f"SESSIONS_{tag}",
-        events_prefix=f"ev{unique}.events",
-        deadletter=f"ev{unique}.deadletter",
-        search_stream=f"SEARCH_{tag}",
-        search_consumer=f"search-{unique}",
-        spill_bucket=f"spill-{unique}",
-    )
-
-
 def event(
     session_id: str,
     seq: int,
@@ -104,18 +91,17 @@ def event(
     replaces: Iterable[int] = (),
     cites: Iterable[tuple[str, int]] = (),
 ) -> dict[str, Any]:
-    value: dict[str, Any] = {
-        "session_id": session_id,
-        "seq": seq,
-        "event_id": f"e-{session_id}-{seq}",
-        "type": type_,
-        "surface": surface,
-        "time": f"2026-12-01T10:{minute % 60:02d}:{seq % 60:02d}.000Z",
-        "payload": dict(payload or {}),
-    }
+    value = event_dict(
+        session_id,
+        seq,
+        type_,
+        surface=surface,
+        time=f"2026-12-01T10:{minute % 60:02d}:{seq % 60:02d}.000Z",
+        payload=dict(payload or {}),
+    )
     if positions := list(replaces):
         value["replaces"] = positions
-    if sources := [{"session_id": s, "seq": q} for s, q in cites]:
+    if sources := cite_list(cites):
         value["cites"] = sources
     return value
 
@@ -309,7 +295,7 @@ class LiveWorker:
         # open_connection: the worker's slow-consumer handler needs its error route.
         nc = await open_connection(nats_url, connect_timeout=5, max_reconnect_attempts=5)
         try:
-            subjects = fresh_subjects()
+            subjects = unique_subjects()
             await ensure_events_stream(nc.jetstream(), subjects)
             values: dict[str, Any] = {
                 "db_path": db_dir / f"index-{uuid.uuid4().hex[:8]}.sqlite",

@@ -10,7 +10,7 @@ import orjson
 import pytest
 
 from contracts.ids import ID_PATTERN
-from tests.importers._fixtures import (
+from tests.importers._corpus import (
     AIDER_FILE,
     CLAUDE_AGENT,
     CLAUDE_AGENT_FILE,

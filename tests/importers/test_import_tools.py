@@ -13,7 +13,7 @@ import pytest
 from nats.aio.client import Client as NATS
 
 from contracts.subjects import Subjects
-from tests.importers._fixtures import (
+from tests.importers._corpus import (
     AIDER_FILE,
     CLAUDE_AGENT,
     CLAUDE_DIR,
@@ -22,7 +22,7 @@ from tests.importers._fixtures import (
     CODEX_DIR,
     CODEX_SESSION,
 )
-from tests.runtime._runtime_helpers import body, call, config_for, until
+from tests.runtime._harness import body, call, config_for, until
 from worker.runtime.worker import Worker
 
 # Events the fixtures hold: Claude Code 11 + 3 (sidechain) + 5 (sub-agent), Codex 7, Aider 9.

@@ -9,8 +9,8 @@ import orjson
 from nats.aio.client import Client as NATS
 
 from contracts.subjects import Subjects
-from tests.importers._fixtures import AIDER_FILE, CLAUDE_AGENT_FILE, CLAUDE_MAIN, CODEX_FILE
-from tests.runtime._runtime_helpers import config_for, until
+from tests.importers._corpus import AIDER_FILE, CLAUDE_AGENT_FILE, CLAUDE_MAIN, CODEX_FILE
+from tests.runtime._harness import config_for, until
 from worker.importers.base import SpawnLinks
 from worker.importers.pipeline import convert_file
 from worker.runtime.ingest_consumer import ensure_events_stream

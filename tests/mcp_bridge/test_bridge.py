@@ -7,7 +7,6 @@ import os
 import socket
 import subprocess
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any, cast
 
@@ -21,9 +20,9 @@ from nats.aio.msg import Msg
 
 from contracts.client import SessionQueryClient
 from contracts.subjects import TOOL_NAMES, Subjects
-from tests.importers._fixtures import CLAUDE_AGENT, CLAUDE_SESSION, CODEX_SESSION, WORKSPACE
-from tests.mcp_bridge._harness import bridge_args, bridge_command, indexed_worker, text_of
-from tests.runtime._runtime_helpers import body, call, start_recorded_worker, until
+from tests.importers._corpus import CLAUDE_AGENT, CLAUDE_SESSION, CODEX_SESSION, WORKSPACE
+from tests.mcp_bridge._harness import bridge_args, bridge_command, text_of
+from tests.runtime._harness import body, call, start_recorded_worker, until
 from worker.mcp_bridge.bridge import CANCEL_REASON, TIMEOUT_META_KEY
 from worker.runtime.worker import Worker
 
@@ -34,16 +33,6 @@ ARGUMENTS: dict[str, dict[str, Any]] = {
     "session_event_trace": {"session_id": CLAUDE_SESSION, "seq": 6},
     "session_event_read": {"session_id": CODEX_SESSION, "seq": 7},
 }
-
-
-@pytest.fixture
-async def worker(nc: NATS, subjects: Subjects, tmp_path: Path) -> AsyncIterator[Worker]:
-    w = await indexed_worker(nc, subjects, tmp_path)
-    try:
-        yield w
-    finally:
-        await w.stop()
-        await nc.jetstream().delete_stream(subjects.events_stream)
 
 
 def stdio(nats_url: str, subjects: Subjects, *extra: str) -> Client:

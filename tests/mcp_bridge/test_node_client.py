@@ -6,15 +6,13 @@ import asyncio
 import json
 import shutil
 import subprocess
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from nats.aio.client import Client as NATS
 
 from contracts.subjects import TOOL_NAMES, Subjects
-from tests.importers._fixtures import CLAUDE_AGENT, CLAUDE_SESSION, CODEX_SESSION
-from tests.mcp_bridge._harness import bridge_command, indexed_worker
+from tests.importers._corpus import CLAUDE_AGENT, CLAUDE_SESSION, CODEX_SESSION
+from tests.mcp_bridge._harness import bridge_command
 from worker.runtime.worker import Worker
 
 SDK = "@modelcontextprotocol/sdk@1"
@@ -62,16 +60,6 @@ def node_client(tmp_path_factory: pytest.TempPathFactory) -> Path:
     script = root / "client.mjs"
     script.write_text(CLIENT)
     return script
-
-
-@pytest.fixture
-async def worker(nc: NATS, subjects: Subjects, tmp_path: Path) -> AsyncIterator[Worker]:
-    w = await indexed_worker(nc, subjects, tmp_path)
-    try:
-        yield w
-    finally:
-        await w.stop()
-        await nc.jetstream().delete_stream(subjects.events_stream)
 
 
 async def test_the_npm_sdk_client_lists_and_calls(

@@ -1,24 +1,25 @@
-"""What the index-versus-stream fault tests share: events, the stream, the comparison."""
+"""What the index-versus-stream fault tests share: events, the stream, the comparison, and
+the rig (a nats-server of the test's own, one index file, ``serve`` processes over them)."""
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
-import sqlite3
 import sys
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import orjson
 from nats.aio.client import Client as NATS
 from nats.js.errors import NotFoundError
 
 from contracts.streams import events_stream_config
 from contracts.subjects import Subjects
-from tests.reliability._harness import stream_contents
-from tests.reliability._serve_proc import REPO
+from tests._events import event
+from tests.reliability._harness import stream_contents, wait_indexed
+from tests.reliability._serve import REPO, Serve, serve_args
 from worker.runtime.connection import open_connection
 from worker.store.integrity import checksum_of, content_checksum
 
@@ -31,19 +32,7 @@ def session_events(session_id: str, count: int, cwd: str = "/work/a") -> list[by
         kind = "session/start" if seq == 1 else "message/user"
         text = f"note {seq} of {session_id}"
         payload: dict[str, Any] = {"cwd": cwd} if seq == 1 else {"text": text}
-        out.append(
-            orjson.dumps(
-                {
-                    "session_id": session_id,
-                    "seq": seq,
-                    "event_id": f"e-{session_id}-{seq}",
-                    "type": kind,
-                    "surface": "user",
-                    "time": "2026-12-03T09:00:00Z",
-                    "payload": payload,
-                }
-            )
-        )
+        out.append(event(session_id, seq, kind, time="2026-12-03T09:00:00Z", payload=payload))
     return out
 
 
@@ -79,29 +68,6 @@ async def connected(url: str) -> AsyncIterator[NATS]:
         await nc.close()
 
 
-def meta(db: Path) -> dict[str, object]:
-    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
-    try:
-        return {str(k): v for k, v in conn.execute("SELECT key, value FROM meta")}
-    finally:
-        conn.close()
-
-
-async def wait_applied(db: Path, seq: int, within: float = 60.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + within
-    got: dict[str, object] = {}
-    while loop.time() < deadline:
-        try:
-            got = await asyncio.to_thread(meta, db)
-            if int(str(got.get("stream_seq", 0))) >= seq:
-                return
-        except sqlite3.Error:
-            pass
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"index {db} not through seq {seq} in {within} s: {got}")
-
-
 async def assert_index_equals_stream(nc: NATS, db: Path) -> int:
     """Count and checksum of the index equal the stream's; returns the count."""
     held = await stream_contents(nc, SUBJECTS)
@@ -125,3 +91,36 @@ async def run_cli(*args: str, within: float = 60.0) -> tuple[int, str, str]:
     out, err = await asyncio.wait_for(proc.communicate(), within)
     assert proc.returncode is not None
     return proc.returncode, out.decode(errors="replace"), err.decode(errors="replace")
+
+
+@dataclass
+class Rig:
+    """The prelude of every index-versus-stream test: a connection to the test's own
+    nats-server, the index file, and ``serve`` processes over them (logs in the tmp dir)."""
+
+    nc: NATS
+    url: str
+    db: Path
+    logs: Path
+
+    async def start(self, log: str, *extra: str) -> Serve:
+        """A ``serve`` process, started (it may still refuse and exit)."""
+        return await Serve(serve_args(self.url, self.db, *extra), self.logs / log).start()
+
+    async def serving(self, log: str, *extra: str, through: int = 0) -> Serve:
+        """A ``serve`` process that serves, its index through stream seq ``through``."""
+        worker = await (await self.start(log, *extra)).serving()
+        if through:
+            await wait_indexed(self.db, through)
+        return worker
+
+    async def indexed(self, log: str, through: int, *extra: str) -> None:
+        """One ``serve`` run that indexes through ``through`` and stops cleanly."""
+        worker = await self.serving(log, *extra, through=through)
+        assert await worker.stop() == 0
+
+
+@asynccontextmanager
+async def open_rig(url: str, tmp_path: Path) -> AsyncIterator[Rig]:
+    async with connected(url) as nc:
+        yield Rig(nc=nc, url=url, db=tmp_path / "index.sqlite", logs=tmp_path)

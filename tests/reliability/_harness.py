@@ -33,8 +33,8 @@ from bench.loadgen import DEFAULT_MIX, RequestMaker, read_rss_kib
 from bench.report import Latency
 from contracts import streams
 from contracts.subjects import Subjects
-from tests.runtime._runtime_helpers import until
-from worker.store import index_file
+from tests._index import index_seq
+from tests.runtime._harness import until
 from worker.store.integrity import check_integrity, checksum_of, content_checksum
 
 T = TypeVar("T")
@@ -59,7 +59,7 @@ OUTAGE_PER_LANE_PER_FAULT: Final = 4
 
 @dataclass
 class WorkerProcess:
-    """One ``tests.reliability._worker_main`` child; signals only its own pid."""
+    """One ``tests._worker_main`` child; signals only its own pid."""
 
     url: str
     subjects: Subjects
@@ -84,6 +84,7 @@ class WorkerProcess:
             "db": str(self.db),
             "label": self.label,
             "config": dict(self.config),
+            "trace": True,
             "hold_fetch": self.hold_fetch,
             "hold_s": self.hold_s,
         }
@@ -92,7 +93,7 @@ class WorkerProcess:
             self.process = await asyncio.create_subprocess_exec(
                 sys.executable,
                 "-m",
-                "tests.reliability._worker_main",
+                "tests._worker_main",
                 orjson.dumps(spec).decode(),
                 cwd=REPO,
                 env=env,
@@ -217,11 +218,6 @@ async def poll(
         if time.monotonic() > deadline:
             raise TimeoutError(f"still {got!r} after {within} s")
         await asyncio.sleep(every)
-
-
-def index_seq(db: Path) -> int:
-    """The stream sequence the index file is complete through (its own connection)."""
-    return index_file.applied_seq(db)
 
 
 async def wait_indexed(db: Path, seq: int, within: float = 60.0) -> None:

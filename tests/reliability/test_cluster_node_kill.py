@@ -39,7 +39,7 @@ from tests.reliability._harness import (
     until_sent,
     wait_indexed,
 )
-from tests.runtime._runtime_helpers import until
+from tests.runtime._harness import until
 
 REPLICAS = 3
 EXPECTED = {OK, "SESSION_QUERY_NOT_FOUND", "SESSION_QUERY_TIMEOUT"}

@@ -11,35 +11,18 @@ import signal
 import sqlite3
 from pathlib import Path
 
+from tests._index import meta
 from tests.reliability._faults import (
+    Rig,
     assert_index_equals_stream,
-    connected,
     create_stream,
-    meta,
     publish,
     run_cli,
-    wait_applied,
 )
-from tests.reliability._serve_proc import Serve, pid_alive, serve_args
-from worker.runtime.embedded_server import EmbeddedNatsServer
+from tests.reliability._serve import Serve, children_running, pid_alive
 from worker.store import schema
 
 EXIT_BOUND_S = 20.0
-
-
-async def _serve(url: str, db: Path, log: Path, *extra: str) -> Serve:
-    return await Serve(serve_args(url, db, *extra), log).start()
-
-
-def _children(pid: int, needle: bytes) -> list[int]:
-    found = []
-    for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split():
-        try:
-            if needle in Path(f"/proc/{child}/cmdline").read_bytes():
-                found.append(int(child))
-        except OSError:
-            continue
-    return found
 
 
 def _servers_on(home: Path) -> list[int]:
@@ -66,7 +49,7 @@ async def test_two_serves_on_one_home_the_second_refuses_and_nothing_is_orphaned
     home = tmp_path / "home"
     args = ["--home", str(home), "--embedded-port", "-1", "--log-format", "json"]
     first = await (await Serve(args, tmp_path / "first.log").start()).serving()
-    server = _children(first.pid, b"nats-server")
+    server = children_running(first.pid, b"nats-server")
     assert len(server) == 1
     second = await Serve(args, tmp_path / "second.log").start()
     assert await second.wait_exit(EXIT_BOUND_S) == 1
@@ -83,52 +66,44 @@ async def test_two_serves_on_one_home_the_second_refuses_and_nothing_is_orphaned
     assert not pid_alive(server[0]), "the embedded nats-server outlived its worker"
 
 
-async def test_two_workers_on_one_db_the_second_refuses_naming_the_holder(
-    own_nats_server: EmbeddedNatsServer, tmp_path: Path
-) -> None:
-    url, db = own_nats_server.url, tmp_path / "index.sqlite"
-    first = await (await _serve(url, db, tmp_path / "a.log")).serving()
-    second = await _serve(url, db, tmp_path / "b.log", "--subject-prefix", "other")
+async def test_two_workers_on_one_db_the_second_refuses_naming_the_holder(rig: Rig) -> None:
+    db = rig.db
+    first = await rig.serving("a.log")
+    second = await rig.start("b.log", "--subject-prefix", "other")
     assert await second.wait_exit(EXIT_BOUND_S) == 1
     message = second.log_text()
     assert f"index {db} is in use" in message and f"pid {first.pid}" in message, message
     assert await first.stop() == 0
 
 
-async def test_a_newer_schema_is_refused_and_an_older_one_migrated_or_rebuilt(
-    own_nats_server: EmbeddedNatsServer, tmp_path: Path
-) -> None:
-    url, db = own_nats_server.url, tmp_path / "index.sqlite"
-    async with connected(url) as nc:
-        last = await publish(nc, ["s-a", "s-b"], 10)
-        worker = await (await _serve(url, db, tmp_path / "w1.log")).serving()
-        await wait_applied(db, last)
-        assert await worker.stop() == 0
+async def test_a_newer_schema_is_refused_and_an_older_one_migrated_or_rebuilt(rig: Rig) -> None:
+    nc, db = rig.nc, rig.db
+    last = await publish(nc, ["s-a", "s-b"], 10)
+    await rig.indexed("w1.log", last)
 
-        _set_version(db, 99)
-        refused = await _serve(url, db, tmp_path / "w2.log")
-        assert await refused.wait_exit(EXIT_BOUND_S) == 1
-        message = refused.log_text()
-        assert f"index {db} has schema version 99, newer than this worker's" in message
-        assert f" {schema.SCHEMA_VERSION}: run a newer sessionquery" in message, message
+    _set_version(db, 99)
+    refused = await rig.start("w2.log")
+    assert await refused.wait_exit(EXIT_BOUND_S) == 1
+    message = refused.log_text()
+    assert f"index {db} has schema version 99, newer than this worker's" in message
+    assert f" {schema.SCHEMA_VERSION}: run a newer sessionquery" in message, message
 
-        # Version 1 (no dead-letter table): migrated in place, nothing rebuilt.
-        _set_version(db, 1)
-        _sql(db, "DROP TABLE deadletters")
-        _sql(db, "ALTER TABLE events ADD COLUMN ws TEXT NOT NULL DEFAULT 'ws'")  # until v4
-        worker = await (await _serve(url, db, tmp_path / "w3.log")).serving()
-        assert meta(db)["schema_version"] == schema.SCHEMA_VERSION
-        assert _sql(db, "SELECT count(*) FROM deadletters") == 0
-        assert not glob.glob(f"{db}.*-v1-*")
-        assert await worker.stop() == 0
+    # Version 1 (no dead-letter table): migrated in place, nothing rebuilt.
+    _set_version(db, 1)
+    _sql(db, "DROP TABLE deadletters")
+    _sql(db, "ALTER TABLE events ADD COLUMN ws TEXT NOT NULL DEFAULT 'ws'")  # until v4
+    worker = await rig.serving("w3.log")
+    assert meta(db)["schema_version"] == schema.SCHEMA_VERSION
+    assert _sql(db, "SELECT count(*) FROM deadletters") == 0
+    assert not glob.glob(f"{db}.*-v1-*")
+    assert await worker.stop() == 0
 
-        # Version 0 (no meta table at all): no migration, so rebuilt from the stream.
-        _sql(db, "DROP TABLE meta")
-        worker = await (await _serve(url, db, tmp_path / "w4.log")).serving()
-        await wait_applied(db, last)
-        assert await assert_index_equals_stream(nc, db) == 20
-        assert glob.glob(f"{db}.schema-v0-*"), "the old file is kept aside"
-        assert await worker.stop() == 0
+    # Version 0 (no meta table at all): no migration, so rebuilt from the stream.
+    _sql(db, "DROP TABLE meta")
+    worker = await rig.serving("w4.log", through=last)
+    assert await assert_index_equals_stream(nc, db) == 20
+    assert glob.glob(f"{db}.schema-v0-*"), "the old file is kept aside"
+    assert await worker.stop() == 0
 
 
 def _sql(db: Path, statement: str) -> int:
@@ -151,43 +126,36 @@ def _overwrite(db: Path, offset: int, size: int) -> None:
 
 
 async def test_a_corrupt_index_is_moved_aside_and_rebuilt_when_the_stream_has_it_all(
-    own_nats_server: EmbeddedNatsServer, tmp_path: Path
+    rig: Rig,
 ) -> None:
-    url, db = own_nats_server.url, tmp_path / "index.sqlite"
-    async with connected(url) as nc:
-        last = await publish(nc, ["s-a", "s-b", "s-c"], 40)
-        worker = await (await _serve(url, db, tmp_path / "w1.log")).serving()
-        await wait_applied(db, last)
-        assert await worker.stop() == 0
-        page = _sql(db, "PRAGMA page_size")
-        _overwrite(db, 3 * page, page)  # a data page, not the header
-        code, out, _ = await run_cli("doctor", "--db", str(db), "--nats-url", url)
-        assert code == 1 and "is corrupt" in out and "rebuilds it from the stream" in out, out
-        worker = await (await _serve(url, db, tmp_path / "w2.log")).serving()
-        await wait_applied(db, last)
-        assert await assert_index_equals_stream(nc, db) == 120
-        assert glob.glob(f"{db}.corrupt-*"), "the corrupt file is kept aside"
-        code, out, _ = await run_cli("doctor", "--db", str(db), "--nats-url", url)
-        assert code == 0 and "no problem found" in out, out
-        assert await worker.stop() == 0
+    nc, url, db = rig.nc, rig.url, rig.db
+    last = await publish(nc, ["s-a", "s-b", "s-c"], 40)
+    await rig.indexed("w1.log", last)
+    page = _sql(db, "PRAGMA page_size")
+    _overwrite(db, 3 * page, page)  # a data page, not the header
+    code, out, _ = await run_cli("doctor", "--db", str(db), "--nats-url", url)
+    assert code == 1 and "is corrupt" in out and "rebuilds it from the stream" in out, out
+    worker = await rig.serving("w2.log", through=last)
+    assert await assert_index_equals_stream(nc, db) == 120
+    assert glob.glob(f"{db}.corrupt-*"), "the corrupt file is kept aside"
+    code, out, _ = await run_cli("doctor", "--db", str(db), "--nats-url", url)
+    assert code == 0 and "no problem found" in out, out
+    assert await worker.stop() == 0
 
 
 async def test_a_corrupt_index_without_the_whole_history_is_refused_with_the_remedy(
-    own_nats_server: EmbeddedNatsServer, tmp_path: Path
+    rig: Rig,
 ) -> None:
-    url, db = own_nats_server.url, tmp_path / "index.sqlite"
-    async with connected(url) as nc:
-        await create_stream(nc, max_msgs=20)
-        last = await publish(nc, ["s-a"], 15)
-        worker = await (await _serve(url, db, tmp_path / "w1.log")).serving()
-        await wait_applied(db, last)
-        assert await worker.stop() == 0
-        await publish(nc, ["s-b"], 10)  # the stream now starts at seq 6
-        _overwrite(db, 0, 100)  # the header page: "file is not a database"
-        refused = await _serve(url, db, tmp_path / "w2.log")
-        assert await refused.wait_exit(EXIT_BOUND_S) == 1
-        message = refused.log_text()
-        assert f"index {db} is corrupt" in message, message
-        assert "no longer holds its whole history (first seq 6)" in message
-        assert "restore the file from a backup" in message
-        assert db.exists() and not glob.glob(f"{db}.corrupt-*"), "refused: file left in place"
+    nc, db = rig.nc, rig.db
+    await create_stream(nc, max_msgs=20)
+    last = await publish(nc, ["s-a"], 15)
+    await rig.indexed("w1.log", last)
+    await publish(nc, ["s-b"], 10)  # the stream now starts at seq 6
+    _overwrite(db, 0, 100)  # the header page: "file is not a database"
+    refused = await rig.start("w2.log")
+    assert await refused.wait_exit(EXIT_BOUND_S) == 1
+    message = refused.log_text()
+    assert f"index {db} is corrupt" in message, message
+    assert "no longer holds its whole history (first seq 6)" in message
+    assert "restore the file from a backup" in message
+    assert db.exists() and not glob.glob(f"{db}.corrupt-*"), "refused: file left in place"

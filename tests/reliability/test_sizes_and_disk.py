@@ -12,37 +12,25 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import orjson
 import pytest
 
 from contracts.limits import MAX_EVENT_BYTES
+from tests._events import event_dict, padded
 from tests.reliability._faults import (
     SUBJECTS,
     connected,
     publish,
     run_cli,
     session_events,
-    wait_applied,
 )
-from tests.reliability._serve_proc import Serve, serve_args
+from tests.reliability._harness import wait_indexed
+from tests.reliability._serve import Serve, serve_args
 from worker.runtime.embedded_server import EmbeddedNatsServer
 
 
 def _event_of_size(session_id: str, seq: int, size: int) -> bytes:
-    base = {
-        "session_id": session_id,
-        "seq": seq,
-        "event_id": f"e-{seq}",
-        "type": "message/user",
-        "surface": "user",
-        "time": "2026-12-03T09:00:00Z",
-        "payload": {"text": ""},
-    }
-    pad = size - len(orjson.dumps(base))
-    base["payload"] = {"text": "x" * pad}
-    data = orjson.dumps(base)
-    assert len(data) == size
-    return data
+    body = event_dict(session_id, seq, event_id=f"e-{seq}", time="2026-12-03T09:00:00Z")
+    return padded(body, size)
 
 
 def _count(db: Path, session_id: str) -> int:
@@ -69,7 +57,7 @@ async def test_the_documented_max_event_size_is_sendable_with_a_msg_id_and_index
         ack = await js.publish(
             SUBJECTS.events("s-big"), biggest, headers={"Nats-Msg-Id": "s-big:2"}
         )
-        await wait_applied(db, ack.seq)
+        await wait_indexed(db, ack.seq)
         assert _count(db, "s-big") == 2, "the largest event is indexed, not dead-lettered"
 
         lines = tmp_path / "events.jsonl"

@@ -14,8 +14,9 @@ from pathlib import Path
 import orjson
 import pytest
 
-from tests.reliability._faults import connected, publish, run_cli, session_events, wait_applied
-from tests.reliability._serve_proc import Serve, children_of, pid_alive, serve_args
+from tests.reliability._faults import connected, publish, run_cli, session_events
+from tests.reliability._harness import wait_indexed
+from tests.reliability._serve import Serve, children_of, pid_alive, serve_args
 from worker.runtime.embedded_server import EmbeddedNatsServer
 
 STOP_BOUND_S = 15.0  # the default shutdown timeout
@@ -29,7 +30,7 @@ async def _failing_ingestion(url: str, tmp_path: Path, *extra: str) -> Serve:
     async with connected(url) as nc:
         last = await publish(nc, ["s-a"], 3)
         worker = await (await Serve(serve_args(url, db), tmp_path / "w0.log").start()).serving()
-        await wait_applied(db, last)
+        await wait_indexed(db, last)
         assert await worker.stop() == 0
         conn = sqlite3.connect(db)
         conn.execute(BOOM)

@@ -22,6 +22,7 @@ from nats.aio.client import Client as NATS
 
 from bench import corpus
 from contracts.subjects import Subjects
+from tests._index import index_seq
 from tests.reliability._harness import (
     NO_REPLY,
     OK,
@@ -34,7 +35,6 @@ from tests.reliability._harness import (
     drained,
     ensure_events_stream,
     extra_corpus,
-    index_seq,
     poll,
     small_corpus,
     until_sent,

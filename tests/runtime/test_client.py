@@ -215,7 +215,7 @@ async def test_fetch_spilled_missing_object(nc: NATS, subjects: Subjects) -> Non
 
 
 async def test_client_against_a_real_worker(nc: NATS, subjects: Subjects, tmp_path: Path) -> None:
-    from tests.runtime._runtime_helpers import until
+    from tests.runtime._harness import until
     from worker.runtime.config import WorkerConfig
     from worker.runtime.sample_corpus import DEMO_CALLER, PAY_ROOT, WEB_ROOT
     from worker.runtime.sample_publish import publish_sample_corpus

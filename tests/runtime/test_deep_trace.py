@@ -1,33 +1,35 @@
-"""A 10,000-level trace over NATS: answered (never TOOL_FAILED), spilled like any large
-result, and complete when fetched."""
+"""A deep trace over NATS: answered (never TOOL_FAILED), spilled like any large result, and
+complete when fetched. 3,000 levels (three times the recursion limit) by default, 10,000 in
+the slow suite: the same property, a larger corpus."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import orjson
+import pytest
 from nats.aio.client import Client as NATS
 
 from contracts.client import SessionQueryClient
 from contracts.envelope import AgentIdentity, Execution
 from contracts.subjects import Subjects
-from tests.runtime._runtime_helpers import config_for, until
-from tests.runtime.test_head_of_line import event
+from tests.runtime._harness import config_for, event, until
 from worker.runtime.ingest_consumer import ensure_events_stream
 from worker.runtime.worker import Worker
 
-N = 10_000
+SIZES = [pytest.param(3_000, id="3000"), pytest.param(10_000, id="10000", marks=pytest.mark.slow)]
 
 
 def chain_id(level: int) -> str:
     return f"s-deep-{level:05d}"
 
 
+@pytest.mark.parametrize("size", SIZES)
 async def test_a_10000_level_trace_spills_and_is_complete(
-    nc: NATS, subjects: Subjects, tmp_path: Path
+    nc: NATS, subjects: Subjects, tmp_path: Path, size: int
 ) -> None:
     await ensure_events_stream(nc.jetstream(), subjects)
-    for level in range(N):
+    for level in range(size):
         payload = {"cwd": "/ws/deep"}
         if level:
             payload["parent_session_id"] = chain_id(level - 1)
@@ -43,7 +45,7 @@ async def test_a_10000_level_trace_spills_and_is_complete(
     try:
 
         async def indexed() -> bool:
-            return (await worker.indexed_through()) == N
+            return (await worker.indexed_through()) == size
 
         await until(indexed, within=120)
         client = SessionQueryClient(nc, subjects)
@@ -56,6 +58,6 @@ async def test_a_10000_level_trace_spills_and_is_complete(
     finally:
         await worker.stop()
     shown = [line for line in text.splitlines() if "s-deep-" in line]
-    assert len(shown) == N  # the target and every descendant
-    assert shown[-1].rstrip().split("s-deep-")[1].startswith(f"{N - 1:05d}")
+    assert len(shown) == size  # the target and every descendant
+    assert shown[-1].rstrip().split("s-deep-")[1].startswith(f"{size - 1:05d}")
     assert reply.content is not None and text.startswith(reply.content)

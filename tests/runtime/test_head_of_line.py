@@ -16,7 +16,7 @@ from nats.aio.client import Client as NATS
 
 from contracts.errors import ErrorCode
 from contracts.subjects import Subjects
-from tests.runtime._runtime_helpers import call, config_for, until
+from tests.runtime._harness import call, config_for, event, publish, until
 from worker.runtime.ingest_consumer import ensure_events_stream
 from worker.runtime.worker import Worker
 from worker.tools.definitions import ToolConfig
@@ -24,34 +24,11 @@ from worker.tools.definitions import ToolConfig
 CATCH_UP_S = 4.0
 
 
-def event(session_id: str, seq: int, type_: str, payload: dict[str, Any]) -> dict[str, Any]:
-    surface = "user" if type_ == "message/user" else "system"
-    return {
-        "session_id": session_id,
-        "seq": seq,
-        "event_id": f"e-{session_id}-{seq}",
-        "type": type_,
-        "surface": surface,
-        "time": f"2026-12-01T10:00:{seq % 60:02d}.000Z",
-        "payload": payload,
-    }
-
-
 def session(session_id: str, cwd: str, text: str) -> list[dict[str, Any]]:
     return [
         event(session_id, 1, "session/start", {"cwd": cwd}),
         event(session_id, 2, "message/user", {"text": text}),
     ]
-
-
-async def publish(nc: NATS, subjects: Subjects, events: list[dict[str, Any]]) -> None:
-    js = nc.jetstream()
-    for item in events:
-        await js.publish(
-            subjects.events(item["session_id"]),
-            orjson.dumps(item),
-            headers={"Nats-Msg-Id": f"{item['session_id']}:{item['seq']}"},
-        )
 
 
 def search(request_id: str, caller: str, step_start_seq: int, query: str) -> bytes:

@@ -10,8 +10,7 @@ from nats.aio.client import Client as NATS
 
 from contracts.errors import ErrorCode
 from contracts.subjects import Subjects
-from tests.runtime._runtime_helpers import call, config_for, new_id, until
-from tests.runtime.test_head_of_line import event, publish
+from tests.runtime._harness import call, config_for, event, new_id, publish, until
 from worker.runtime.ingest_consumer import ensure_events_stream
 from worker.runtime.worker import Worker
 

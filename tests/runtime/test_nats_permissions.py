@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import nats
-import orjson
 import pytest
 from nats.aio.client import Client as NATS
 from nats.errors import Error as NatsError
@@ -19,7 +18,8 @@ from nats.errors import Error as NatsError
 from contracts.client import SessionQueryClient
 from contracts.envelope import AgentIdentity, Execution
 from deploy.local_cluster import CorpusSize, LocalCluster
-from tests.runtime._runtime_helpers import until
+from tests._events import event
+from tests.runtime._harness import until
 
 
 @dataclass
@@ -121,16 +121,14 @@ async def test_a_runtime_calls_tools_publishes_events_and_reads_its_spill(
         await client.cancel("r-not-running", "nothing to stop", agent=agent)
         ack = await nc.jetstream().publish(
             subjects.events("s-perm-new"),
-            orjson.dumps(
-                {
-                    "session_id": "s-perm-new",
-                    "seq": 1,
-                    "event_id": "e-perm-1",
-                    "type": "session/start",
-                    "surface": "system",
-                    "time": "2026-12-03T10:00:00.000Z",
-                    "payload": {"cwd": "/ws/perm"},
-                }
+            event(
+                "s-perm-new",
+                1,
+                "session/start",
+                event_id="e-perm-1",
+                surface="system",
+                time="2026-12-03T10:00:00.000Z",
+                payload={"cwd": "/ws/perm"},
             ),
         )
         assert ack.stream == subjects.events_stream

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from tests.runtime._runtime_helpers import until
+from tests.runtime._harness import until
 from worker.runtime.actors import Backoff, Mailbox, Supervisor
 
 

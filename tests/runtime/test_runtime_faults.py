@@ -16,7 +16,7 @@ from nats.aio.client import Client as NATS
 
 from contracts.errors import TOOL_FAILED_MESSAGE, ErrorCode
 from contracts.subjects import Subjects
-from tests.runtime._runtime_helpers import (
+from tests.runtime._harness import (
     Recorder,
     body,
     call,
@@ -42,13 +42,14 @@ async def worker_process(
         "url": url,
         "subjects": dataclasses.asdict(subjects),
         "label": label,
+        "tools": "recorded",
         "tmp": str(tmp_path),
         "config": config,
     }
     proc = await asyncio.create_subprocess_exec(
         python(),
         "-m",
-        "tests.runtime._worker_proc",
+        "tests._worker_main",
         orjson.dumps(spec).decode(),
         cwd=REPO,
         stdout=asyncio.subprocess.PIPE,

@@ -11,7 +11,7 @@ from nats.aio.client import Client as NATS
 
 from contracts.errors import ErrorCode
 from contracts.subjects import Subjects
-from tests.runtime._runtime_helpers import (
+from tests.runtime._harness import (
     Recorder,
     body,
     call,

@@ -12,7 +12,7 @@ from nats.aio.client import Client as NATS
 
 from contracts.errors import ErrorCode
 from contracts.subjects import TOOL_NAMES, Subjects
-from tests.runtime._runtime_helpers import body, call, config_for, until
+from tests.runtime._harness import body, call, config_for, until
 from worker.runtime.ingest_consumer import ensure_events_stream
 from worker.runtime.sample_corpus import (
     DEMO_CALLER,

@@ -12,7 +12,7 @@ from nats.aio.client import Client as NATS
 
 from contracts.errors import MICRO_STATUS, TOOL_FAILED_MESSAGE, ErrorCode
 from contracts.subjects import SERVICE_NAME, TOOL_NAMES, Subjects
-from tests.runtime._runtime_helpers import Recorder, body, call, config_for, make_toolset, serving
+from tests.runtime._harness import Recorder, body, call, config_for, make_toolset, serving
 from worker.runtime.connection import error_route
 from worker.runtime.worker import Worker
 

@@ -13,7 +13,7 @@ from nats.aio.client import Client as NATS
 from contracts.envelope import SpillLocator
 from contracts.spill_crypto import open_sealed
 from contracts.subjects import Subjects
-from tests.runtime._runtime_helpers import (
+from tests.runtime._harness import (
     Recorder,
     body,
     call,

@@ -21,7 +21,7 @@ from nats.aio.client import Client as NATS
 from contracts.client import SessionQueryClient
 from contracts.envelope import SpillLocator
 from contracts.subjects import Subjects
-from tests.runtime._runtime_helpers import (
+from tests.runtime._harness import (
     Recorder,
     body,
     call,

@@ -12,7 +12,7 @@ import pytest
 from nats.aio.client import Client as NATS
 
 from contracts.subjects import Subjects
-from tests.runtime._runtime_helpers import Recorder, body, call, config_for, make_toolset
+from tests.runtime._harness import Recorder, body, call, config_for, make_toolset
 from worker.runtime.actors import Supervisor
 from worker.runtime.config import WorkerConfig
 from worker.runtime.spill import SpillConfigError

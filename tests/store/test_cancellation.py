@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.store._corpus_read import Corpus, corpus_and_store
+from tests.store._corpus import Corpus, corpus_and_store
 from worker.signals import DeadlineExceeded, ExecutionAborted, ExecutionCancelled, ExecutionSignal
 from worker.store.protocol import EventFilter, SessionFilter, SessionSearchPage
 from worker.store.sqlite import SqliteSessionStore

@@ -25,8 +25,9 @@ from nats.aio.client import Client as NATS
 from nats.js.api import AckPolicy, ConsumerConfig
 
 from contracts.subjects import Subjects
+from tests._events import event_dict
+from tests._index import index_seq
 from worker.runtime.ingest_consumer import ensure_events_stream
-from worker.store import index_file
 from worker.store.integrity import check_integrity, checksum_of, content_checksum
 
 SESSIONS = 80
@@ -42,15 +43,14 @@ def corpus(rng: random.Random) -> list[tuple[str, bytes]]:
         sid = f"s-{s:03d}"
         events: list[bytes] = []
         for seq in range(1, EVENTS_PER_SESSION + 1):
-            body: dict[str, Any] = {
-                "session_id": sid,
-                "seq": seq,
-                "event_id": f"e-{sid}-{seq}",
-                "type": "tool/result",
-                "surface": "tool",
-                "time": f"2026-12-02T{seq // 3600:02d}:{seq // 60 % 60:02d}:{seq % 60:02d}Z",
-                "payload": {"tool": "bash", "output": f"run {rng.random()} src/mod_{seq}.py"},
-            }
+            body = event_dict(
+                sid,
+                seq,
+                "tool/result",
+                surface="tool",
+                time=f"2026-12-02T{seq // 3600:02d}:{seq // 60 % 60:02d}:{seq % 60:02d}Z",
+                payload={"tool": "bash", "output": f"run {rng.random()} src/mod_{seq}.py"},
+            )
             if seq == 1:
                 body.update(type="session/start", surface="system")
                 body["payload"] = {"cwd": f"/work/{s % 5}"}
@@ -73,10 +73,6 @@ def corpus(rng: random.Random) -> list[tuple[str, bytes]]:
         if cursors[s] == EVENTS_PER_SESSION:
             live.remove(s)
     return out
-
-
-def committed_stream_seq(db: Path) -> int:
-    return index_file.applied_seq(db)
 
 
 def start_ingester(
@@ -152,11 +148,11 @@ async def test_exactly_once_across_sigkills(
     killed_at: list[int] = []
     for target in targets:
         # Past what the last run committed, so this run is killed while it ingests.
-        target = min(max(target, committed_stream_seq(db) + rng.randint(200, 1000)), total - 3000)
+        target = min(max(target, index_seq(db) + rng.randint(200, 1000)), total - 3000)
         proc = start_ingester(db, nats_url, subjects, log)
         try:
             await wait_until(
-                lambda t=target, p=proc: committed_stream_seq(db) >= t or p.poll() is not None,
+                lambda t=target, p=proc: index_seq(db) >= t or p.poll() is not None,
                 f"ingest to pass stream seq {target}",
             )
             assert proc.poll() is None, log.read_text()[-4000:]
@@ -167,16 +163,14 @@ async def test_exactly_once_across_sigkills(
                 os.kill(proc.pid, signal.SIGKILL)
             proc.wait(timeout=10)
         assert proc.returncode == -signal.SIGKILL
-        killed_at.append(committed_stream_seq(db))
+        killed_at.append(index_seq(db))
     print(f"targets={targets} committed at kill={killed_at}")
     # Every kill came while ingestion had work left, each one later than the one before.
     assert killed_at == sorted(set(killed_at)) and killed_at[-1] < total
 
     proc = start_ingester(db, nats_url, subjects, log)
     try:
-        await wait_until(
-            lambda: committed_stream_seq(db) >= total or proc.poll() is not None, "catch-up"
-        )
+        await wait_until(lambda: index_seq(db) >= total or proc.poll() is not None, "catch-up")
         assert proc.poll() is None, log.read_text()[-4000:]
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=20) == 0, log.read_text()[-4000:]

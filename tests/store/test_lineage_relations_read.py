@@ -3,22 +3,15 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import orjson
 import pytest
 
-from tests.store._corpus_read import Corpus, bulk_matches, corpus_and_store
+from tests.store._corpus import Corpus, bulk_matches, corpus_and_store
 from worker.signals import DeadlineExceeded, ExecutionCancelled, ExecutionSignal
 from worker.store.protocol import LineageNode, ServiceLimits
 from worker.store.sqlite import LOOP_LINEAGE_ROWS, PREVIEW_CHARS, SqliteSessionStore
-
-
-@pytest.fixture
-async def env(tmp_path: Path) -> AsyncIterator[tuple[Corpus, SqliteSessionStore]]:
-    async with corpus_and_store(tmp_path) as pair:
-        yield pair
 
 
 def sig() -> ExecutionSignal:

@@ -8,7 +8,7 @@ import base64
 import json
 import random
 import sqlite3
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -16,7 +16,17 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.store._corpus_read import BASE_MS, Corpus, bulk_matches, bump_epoch, corpus_and_store
+from tests.store._corpus import (
+    ALL,
+    BASE_MS,
+    MAIN,
+    NONE,
+    Corpus,
+    bulk_matches,
+    bump_epoch,
+    corpus_and_store,
+    search,
+)
 from worker.signals import ExecutionSignal
 from worker.store import schema
 from worker.store.errors import GenerationChanged, InvalidCursor, InvalidQuery, StoreError
@@ -25,41 +35,8 @@ from worker.store.protocol import (
     EventSearchPage,
     SessionFilter,
     SessionHit,
-    SessionSearchPage,
 )
 from worker.store.sqlite import SqliteSessionStore
-
-MAIN = "/w/main"
-NONE = EventFilter()
-ALL = SessionFilter()
-
-
-@pytest.fixture
-async def env(tmp_path: Path) -> AsyncIterator[tuple[Corpus, SqliteSessionStore]]:
-    async with corpus_and_store(tmp_path) as pair:
-        yield pair
-
-
-async def search(
-    store: SqliteSessionStore,
-    query: str,
-    *,
-    cwd: str = MAIN,
-    sessions: SessionFilter = ALL,
-    events: EventFilter = NONE,
-    cursor: str | None = None,
-    page_size: int = 100,
-) -> SessionSearchPage:
-    return await store.search_sessions(
-        query,
-        cwd=cwd,
-        sessions=sessions,
-        events=events,
-        cursor=cursor,
-        page_size=page_size,
-        signal=ExecutionSignal(),
-    )
-
 
 # -- filters against a model ---------------------------------------------------------------
 

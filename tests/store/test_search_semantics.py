@@ -9,39 +9,16 @@ import json
 import os
 import shutil
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
 
-import pytest
-
-from tests.store._corpus_read import Corpus, corpus_and_store
-from worker.signals import ExecutionSignal
+from tests.store._corpus import Corpus, corpus_and_store, search
 from worker.store.integrity import check_integrity
-from worker.store.protocol import EventFilter, SessionFilter, SessionSearchPage
+from worker.store.protocol import SessionSearchPage
 from worker.store.search_index import SEARCH_INDEX_VERSION, search_index_path
 from worker.store.sqlite import SqliteSessionStore
 from worker.store.writer import SqliteIndexWriter
 
-MAIN = "/w/main"
 REPO = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture
-async def env(tmp_path: Path) -> AsyncIterator[tuple[Corpus, SqliteSessionStore]]:
-    async with corpus_and_store(tmp_path) as pair:
-        yield pair
-
-
-async def search(store: SqliteSessionStore, query: str, **kw: object) -> SessionSearchPage:
-    return await store.search_sessions(
-        query,
-        cwd=MAIN,
-        sessions=kw.pop("sessions", SessionFilter()),  # type: ignore[arg-type]
-        events=EventFilter(),
-        cursor=None,
-        page_size=100,
-        signal=ExecutionSignal(),
-    )
 
 
 def ids(page: SessionSearchPage) -> list[str]:

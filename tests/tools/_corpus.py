@@ -11,6 +11,8 @@ from typing import Any
 
 import orjson
 
+from tests._events import cite_list, event_dict
+from tests.store._corpus import writer_and_store
 from worker.runtime import sample_corpus
 from worker.store.protocol import IngestItem
 from worker.store.sqlite import SqliteSessionStore
@@ -34,20 +36,11 @@ class Index:
 
 @asynccontextmanager
 async def sqlite_index(tmp_path: Path, *, sample: bool = True) -> AsyncIterator[Index]:
-    path = tmp_path / "index.sqlite"
-    writer = await SqliteIndexWriter.open(path)
-    try:
-        store = await SqliteSessionStore.open(path, readers=2)
-        writer.add_commit_listener(store.notify_commit)
-        try:
-            index = Index(writer=writer, store=store)
-            if sample:
-                await index.apply(sample_corpus.sample_events())
-            yield index
-        finally:
-            await store.close()
-    finally:
-        await writer.close()
+    async with writer_and_store(tmp_path / "index.sqlite") as (writer, store):
+        index = Index(writer=writer, store=store)
+        if sample:
+            await index.apply(sample_corpus.sample_events())
+        yield index
 
 
 def event(
@@ -60,16 +53,15 @@ def event(
     minute: int = 0,
     cites: list[tuple[str, int]] | None = None,
 ) -> dict[str, Any]:
-    return {
-        "session_id": session_id,
-        "seq": seq,
-        "event_id": f"e-{session_id}-{seq}",
-        "type": type_,
-        "surface": surface,
-        "time": f"2026-12-01T10:{minute:02d}:00.000Z",
-        "payload": payload or {},
-        "cites": [{"session_id": s, "seq": q} for s, q in (cites or [])],
-    }
+    return event_dict(
+        session_id,
+        seq,
+        type_,
+        surface=surface,
+        time=f"2026-12-01T10:{minute:02d}:00.000Z",
+        payload=payload or {},
+        cites=cite_list(cites or []),
+    )
 
 
 def start(session_id: str, cwd: str | None, parent: str | None = None) -> dict[str, Any]:

@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from tests._events import event
 from worker.signals import ExecutionSignal
 from worker.store import (
     EventFilter,
@@ -281,9 +282,12 @@ def event_hit(session_id: str, seq: int) -> EventHit:
 
 
 def stored(session_id: str, seq: int) -> StoredEvent:
-    raw = (
-        f'{{"session_id":"{session_id}","seq":{seq},"event_id":"e-{session_id}-{seq}",'
-        '"type":"tool/result","surface":"tool","time":"2026-12-02T09:25:49.123Z",'
-        '"payload":{"output":"ok"}}'
+    raw = event(
+        session_id,
+        seq,
+        "tool/result",
+        surface="tool",
+        time="2026-12-02T09:25:49.123Z",
+        payload={"output": "ok"},
     )
-    return StoredEvent(summary=summary(session_id, seq), raw_json=raw)
+    return StoredEvent(summary=summary(session_id, seq), raw_json=raw.decode())

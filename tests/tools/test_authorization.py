@@ -28,7 +28,7 @@ from tests.tools._fakes import (
     stored,
     summary,
 )
-from tests.tools._helpers import as_caller, outcome, run_tool, tool_error
+from tests.tools._harness import as_caller, outcome, run_tool, tool_error
 from worker.store import (
     EventRef,
     EventRelations,

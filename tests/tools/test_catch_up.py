@@ -7,7 +7,7 @@ from typing import Any
 
 from contracts.errors import ErrorCode
 from tests.tools._fakes import CALLER, FakeService
-from tests.tools._helpers import as_caller, tool_error
+from tests.tools._harness import as_caller, tool_error
 from worker.signals import ExecutionSignal
 from worker.tools import ToolConfig
 

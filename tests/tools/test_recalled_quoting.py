@@ -11,7 +11,7 @@ import orjson
 import pytest
 
 from tests.tools._corpus import Index, event, sqlite_index, start
-from tests.tools._helpers import as_caller, run_tool
+from tests.tools._harness import as_caller, run_tool
 from worker.tools.presentation import quote_recalled
 from worker.tools.prompt import PROMPT_SECTION
 

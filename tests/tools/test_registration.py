@@ -6,7 +6,7 @@ import json
 
 from contracts.subjects import SEARCH_TOOLS, TOOL_NAMES
 from tests.tools._fakes import FakeService
-from tests.tools._helpers import as_caller
+from tests.tools._harness import as_caller
 from worker.signals import ExecutionSignal
 from worker.store import ServiceLimits
 from worker.tools import ToolConfig, ToolSet, register_tools

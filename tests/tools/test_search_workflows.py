@@ -10,7 +10,7 @@ import pytest
 
 from contracts.errors import ErrorCode
 from tests.tools._fakes import CALLER, GEN, FakeService, event_hit, header, session_hit, settle
-from tests.tools._helpers import as_caller, run_tool, tool_error
+from tests.tools._harness import as_caller, run_tool, tool_error
 from worker.signals import ExecutionSignal
 from worker.store import EventSearchPage, Generation, GenerationChanged, SessionSearchPage
 from worker.tools import ToolConfig

@@ -16,7 +16,7 @@ import pytest
 
 from contracts.errors import ErrorCode
 from tests.tools._fakes import CALLER, GEN, OTHER_CWD, FakeService, header, session_hit, settle
-from tests.tools._helpers import run_tool, tool_error
+from tests.tools._harness import run_tool, tool_error
 from tests.tools.test_service_boundary import BadStr, RecordingLogger
 from worker.signals import ExecutionSignal
 from worker.store import SessionHeader, SessionSearchPage, TitleObservation

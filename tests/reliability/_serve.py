@@ -149,3 +149,15 @@ def pid_alive(pid: int) -> bool:
 def children_of(pid: int) -> list[int]:
     """The pids of ``pid``'s direct children (Linux)."""
     return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+
+
+def children_running(pid: int, needle: bytes) -> list[int]:
+    """``pid``'s direct children whose command line holds ``needle`` (Linux)."""
+    found = []
+    for child in children_of(pid):
+        try:
+            if needle in Path(f"/proc/{child}/cmdline").read_bytes():
+                found.append(child)
+        except OSError:
+            continue  # exited meanwhile
+    return found

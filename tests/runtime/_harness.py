@@ -26,6 +26,7 @@ from contracts.client import NO_RESPONDERS_RETRY_S
 from contracts.envelope import Execution
 from contracts.errors import ErrorCode
 from contracts.subjects import Subjects
+from tests._events import event_dict
 from worker.runtime.config import WorkerConfig
 from worker.runtime.worker import Served, ToolSource, Worker
 from worker.signals import DeadlineExceeded, ExecutionSignal
@@ -250,3 +251,24 @@ async def until(predicate: Callable[[], Awaitable[bool] | bool], within: float =
             if result:
                 return
             await asyncio.sleep(0.01)
+
+
+# -- events over the real stream ------------------------------------------------------------
+
+
+def event(session_id: str, seq: int, type_: str, payload: dict[str, Any]) -> dict[str, Any]:
+    """An event as the runtime tests publish it (user surface for user messages)."""
+    surface = "user" if type_ == "message/user" else "system"
+    time = f"2026-12-01T10:00:{seq % 60:02d}.000Z"
+    return event_dict(session_id, seq, type_, surface=surface, time=time, payload=payload)
+
+
+async def publish(nc: NATS, subjects: Subjects, events: list[dict[str, Any]]) -> None:
+    """Publish ``events`` to the stream in order, deduplicated by session and seq."""
+    js = nc.jetstream()
+    for item in events:
+        await js.publish(
+            subjects.events(item["session_id"]),
+            orjson.dumps(item),
+            headers={"Nats-Msg-Id": f"{item['session_id']}:{item['seq']}"},
+        )

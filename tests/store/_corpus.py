@@ -15,13 +15,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import orjson
-
+from tests import _events
+from worker.signals import ExecutionSignal
 from worker.store import schema
-from worker.store.protocol import IngestItem
+from worker.store.protocol import EventFilter, IngestItem, SessionFilter, SessionSearchPage
 from worker.store.sqlite import SqliteSessionStore
 from worker.store.writer import SqliteIndexWriter
 
+MAIN = "/w/main"  # the workspace Corpus.start puts sessions in by default
 BASE_MS = 1_796_000_000_000  # a fixed clock: tests never depend on the wall clock
 
 
@@ -54,25 +55,24 @@ class Corpus:
         self.seqs[session_id] = seq
         self.clock_ms += 1000
         self.stream_seq += 1
-        body = {
-            "session_id": session_id,
-            "seq": seq,
-            "event_id": f"e-{session_id}-{seq}",
-            "type": type_,
-            "surface": surface,
-            "time": iso(self.clock_ms if time_ms is None else time_ms),
-            "payload": payload or {},
-            "replaces": list(replaces),
-            "cites": [{"session_id": s, "seq": q} for s, q in cites],
-        }
-        self.pending.append(IngestItem(stream_seq=self.stream_seq, data=orjson.dumps(body)))
+        data = _events.event(
+            session_id,
+            seq,
+            type_,
+            surface=surface,
+            time=iso(self.clock_ms if time_ms is None else time_ms),
+            payload=payload or {},
+            replaces=list(replaces),
+            cites=_events.cite_list(cites),
+        )
+        self.pending.append(IngestItem(stream_seq=self.stream_seq, data=data))
         return seq
 
     def start(
         self,
         session_id: str,
         *,
-        cwd: str | None = "/w/main",
+        cwd: str | None = MAIN,
         parent: str | None = None,
         time_ms: int | None = None,
     ) -> None:
@@ -96,20 +96,29 @@ class Corpus:
 
 
 @asynccontextmanager
-async def corpus_and_store(
-    tmp_path: Path, *, readers: int = 2
-) -> AsyncIterator[tuple[Corpus, SqliteSessionStore]]:
-    path = tmp_path / "index.sqlite"
+async def writer_and_store(
+    path: Path, *, readers: int = 2
+) -> AsyncIterator[tuple[SqliteIndexWriter, SqliteSessionStore]]:
+    """A writer and a store on one index file, the store told of each commit."""
     writer = await SqliteIndexWriter.open(path)
     try:
         store = await SqliteSessionStore.open(path, readers=readers)
         writer.add_commit_listener(store.notify_commit)
         try:
-            yield Corpus(writer=writer, path=path), store
+            yield writer, store
         finally:
             await store.close()
     finally:
         await writer.close()
+
+
+@asynccontextmanager
+async def corpus_and_store(
+    tmp_path: Path, *, readers: int = 2
+) -> AsyncIterator[tuple[Corpus, SqliteSessionStore]]:
+    path = tmp_path / "index.sqlite"
+    async with writer_and_store(path, readers=readers) as (writer, store):
+        yield Corpus(writer=writer, path=path), store
 
 
 def bulk_matches(
@@ -165,3 +174,28 @@ def bump_epoch(path: Path) -> None:
         conn.execute("UPDATE meta SET value = value + 1 WHERE key = 'epoch'")
     finally:
         conn.close()
+
+
+NONE = EventFilter()
+ALL = SessionFilter()
+
+
+async def search(
+    store: SqliteSessionStore,
+    query: str,
+    *,
+    cwd: str = MAIN,
+    sessions: SessionFilter = ALL,
+    events: EventFilter = NONE,
+    cursor: str | None = None,
+    page_size: int = 100,
+) -> SessionSearchPage:
+    return await store.search_sessions(
+        query,
+        cwd=cwd,
+        sessions=sessions,
+        events=events,
+        cursor=cursor,
+        page_size=page_size,
+        signal=ExecutionSignal(),
+    )

@@ -1,0 +1,26 @@
+"""An index file read from outside the store, as an operator's tool would: its own
+read-only connection, nothing cached."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from worker.store.index_file import applied_seq
+
+
+def meta(db: Path) -> dict[str, object]:
+    """The index's meta table (stream seq, schema version, stream identity ...)."""
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
+    try:
+        return {str(k): v for k, v in conn.execute("SELECT key, value FROM meta")}
+    finally:
+        conn.close()
+
+
+def index_seq(db: Path) -> int:
+    """The stream sequence the index file is complete through; 0 while there is none."""
+    try:
+        return applied_seq(db)
+    except sqlite3.Error:  # moved aside or being swapped: not there yet
+        return 0
