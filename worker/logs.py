@@ -48,6 +48,29 @@ def configure_logging(
         raise ValueError(f"log level must be one of {', '.join(LEVELS)}, got {level!r}")
     numeric = logging.getLevelNamesMapping()[level.upper()]
 
+    shared, renderer = _processors(json, out)
+    structlog.configure(
+        processors=[*shared, renderer],
+        wrapper_class=structlog.make_filtering_bound_logger(numeric),
+        logger_factory=structlog.WriteLoggerFactory(file=out),
+        cache_logger_on_first_use=False,
+    )
+    handler = logging.StreamHandler(out)
+    handler.setFormatter(
+        structlog.stdlib.ProcessorFormatter(
+            foreign_pre_chain=shared,
+            processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, renderer],
+        )
+    )
+    root = logging.getLogger()
+    for old in list(root.handlers):
+        root.removeHandler(old)
+    root.addHandler(handler)
+    root.setLevel(numeric)
+
+
+def _processors(json: bool, out: TextIO) -> tuple[list[Processor], Processor]:
+    """(the processors every record goes through, the redacting renderer)."""
     shared: list[Processor] = [
         structlog.contextvars.merge_contextvars,
         structlog.processors.add_log_level,
@@ -67,26 +90,7 @@ def configure_logging(
         renderer = structlog.dev.ConsoleRenderer(
             colors=out.isatty(), exception_formatter=structlog.dev.plain_traceback
         )
-    renderer = _Redacting(renderer)
-
-    structlog.configure(
-        processors=[*shared, renderer],
-        wrapper_class=structlog.make_filtering_bound_logger(numeric),
-        logger_factory=structlog.WriteLoggerFactory(file=out),
-        cache_logger_on_first_use=False,
-    )
-    handler = logging.StreamHandler(out)
-    handler.setFormatter(
-        structlog.stdlib.ProcessorFormatter(
-            foreign_pre_chain=shared,
-            processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, renderer],
-        )
-    )
-    root = logging.getLogger()
-    for old in list(root.handlers):
-        root.removeHandler(old)
-    root.addHandler(handler)
-    root.setLevel(numeric)
+    return shared, _Redacting(renderer)
 
 
 # -- secrets never reach a log line --------------------------------------------------------

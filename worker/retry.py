@@ -81,10 +81,37 @@ RetryLog = Callable[[Exception, int, float], None]
 
 @dataclass(slots=True)
 class _State:
+    """One ``retry`` call's attempts, as its decisions and its stop see them."""
+
+    policy: RetryPolicy
+    on: Callable[[Exception], bool]
+    stop: asyncio.Event | None
+    log: RetryLog | None
     started: float
     failures: int = 0
     waiting: bool = False
     stopped: bool = False
+
+    def decide(self, exc: Exception) -> bool | float:
+        """stamina's ``on``: False to give up, else the seconds to wait (ours, so the
+        bounds and the log line are decided in one place)."""
+        if not self.on(exc):
+            return False
+        if self.stop is not None and self.stop.is_set():
+            self.stopped = True
+            return False
+        self.failures += 1
+        policy = self.policy
+        if policy.attempts is not None and self.failures >= policy.attempts:
+            return False  # stamina stops here too; decided first, so nothing logs a retry
+        wait = policy.wait(self.failures)
+        elapsed = asyncio.get_running_loop().time() - self.started
+        if policy.total_s is not None and elapsed + wait >= policy.total_s:
+            return False
+        if self.log is not None:
+            self.log(exc, self.failures, wait)
+        self.waiting = True
+        return wait
 
 
 async def retry(
@@ -99,7 +126,7 @@ async def retry(
     says; ``log(exc, failures, wait)`` is called before each wait. The last exception is
     raised when the policy gives up; ``RetryStopped`` when ``stop`` is set meanwhile (a
     wait is cut short; an attempt already running is let finish)."""
-    state = _State(started=asyncio.get_running_loop().time())
+    state = _State(policy, on, stop, log, started=asyncio.get_running_loop().time())
     # The first attempt runs bare: most calls succeed at once, and stamina's machinery costs
     # ~45 us a call (a search's enqueue is on the request path). A failure is replayed as
     # stamina's first attempt, so everything after it (waits, bounds, test mode) is stamina's.
@@ -115,27 +142,9 @@ async def retry(
             raise failed
         return await step()
 
-    def decide(exc: Exception) -> bool | float:
-        if not on(exc):
-            return False
-        if stop is not None and stop.is_set():
-            state.stopped = True
-            return False
-        state.failures += 1
-        if policy.attempts is not None and state.failures >= policy.attempts:
-            return False  # stamina stops here too; decided first, so nothing logs a retry
-        wait = policy.wait(state.failures)
-        elapsed = asyncio.get_running_loop().time() - state.started
-        if policy.total_s is not None and elapsed + wait >= policy.total_s:
-            return False
-        if log is not None:
-            log(exc, state.failures, wait)
-        state.waiting = True
-        return wait
-
     async def attempts() -> T:
         async for attempt in stamina.retry_context(
-            on=decide, attempts=policy.attempts, timeout=None
+            on=state.decide, attempts=policy.attempts, timeout=None
         ):
             with attempt:
                 state.waiting = False
