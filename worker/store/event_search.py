@@ -128,31 +128,3 @@ class EventSearch:
     def _matches_unfiltered(self) -> bool:
         minimal, _ = scope_clauses(**self._scope, seq_to=self._scope_to_seq)  # type: ignore[arg-type]
         return count(self._searcher, self._builder.partial(minimal)) > 0
-
-
-def search_session_events(
-    fetch: Fetch,
-    index: IndexView,
-    plan: QueryPlan,
-    *,
-    session_id: str,
-    ws: str,
-    events: EventFilter,
-    snapshot_seq: int,
-    scope_to_seq: int | None,
-    offset: int,
-    size: int,
-    partial: bool | None,
-) -> PageResult[EventHit]:
-    """One page of ``search_events``: one session's events, best first."""
-    search = EventSearch(
-        fetch,
-        index,
-        plan,
-        session_id=session_id,
-        ws=ws,
-        events=events,
-        snapshot_seq=snapshot_seq,
-        scope_to_seq=scope_to_seq,
-    )
-    return search.page(offset, size, partial)

@@ -78,7 +78,7 @@ def events_page(
         return None
     header = rows.header(found[0], at)
     start = _start(tx, paging)
-    page = event_search.search_session_events(
+    search = event_search.EventSearch(
         tx.fetch,
         index().view(),
         plan,
@@ -87,10 +87,8 @@ def events_page(
         events=events,
         snapshot_seq=start.generation.seq,
         scope_to_seq=scope_to_seq,
-        offset=start.offset,
-        size=paging.size,
-        partial=start.partial,
     )
+    page = search.page(start.offset, paging.size, start.partial)
     return EventSearchPage(
         header=header,
         hits=tuple(page.hits),
