@@ -56,7 +56,7 @@ class TinyIndex:
         scope, _ = scope_clauses(snapshot_seq=self.seq)
         query = builder.partial(scope) if partial else builder.all_words(scope)
         self.reader.refresh()
-        return {c.event_id for c in top(self.reader.searcher(), query, 10_000)}
+        return {c.event_id for c in top(self.reader.view().searcher, query, 10_000)}
 
 
 @pytest.fixture(scope="module")

@@ -44,15 +44,17 @@ class EventSearch:
         self._searcher = index.searcher
         self._plan = plan
         self._builder = QueryBuilder(plan, ws)
-        self._scope = dict(
-            snapshot_seq=snapshot_seq, covered_seq=index.covers_stream_seq, session_ids=[session_id]
-        )
+        self._snapshot_seq = snapshot_seq
+        self._covered_seq = index.covers_stream_seq
+        self._session_id = session_id
         self._scope_to_seq = scope_to_seq
         seq_to = events.seq_to
         if scope_to_seq is not None:
             seq_to = scope_to_seq if seq_to is None else min(seq_to, scope_to_seq)
         self._clauses, _ = scope_clauses(
-            **self._scope,  # type: ignore[arg-type]
+            snapshot_seq=snapshot_seq,
+            covered_seq=self._covered_seq,
+            session_ids=[session_id],
             types=events.types,
             surfaces=events.surfaces,
             time_from_ms=events.time_from_ms,
@@ -117,7 +119,7 @@ class EventSearch:
         ]
 
     def _unmatched(self) -> tuple[str, ...]:
-        minimal, _ = scope_clauses(**self._scope)  # type: ignore[arg-type]
+        minimal = self._minimal()
         return tuple(
             term.text
             for group in self._plan.required
@@ -126,5 +128,15 @@ class EventSearch:
         )
 
     def _matches_unfiltered(self) -> bool:
-        minimal, _ = scope_clauses(**self._scope, seq_to=self._scope_to_seq)  # type: ignore[arg-type]
+        minimal = self._minimal(seq_to=self._scope_to_seq)
         return count(self._searcher, self._builder.partial(minimal)) > 0
+
+    def _minimal(self, seq_to: int | None = None) -> list[tantivy.Query]:
+        """The session and the snapshot only: what the model's filters may have hidden."""
+        clauses, _ = scope_clauses(
+            snapshot_seq=self._snapshot_seq,
+            covered_seq=self._covered_seq,
+            session_ids=[self._session_id],
+            seq_to=seq_to,
+        )
+        return clauses

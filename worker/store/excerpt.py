@@ -32,10 +32,8 @@ class Highlighter:
     # (group label, the term's pattern), in query order: at one position the first term
     # that matches wins, as an alternation of them would. A group counts once.
     terms: tuple[tuple[str, re.Pattern[str]], ...] = ()
-
-    @property
-    def one_group(self) -> bool:
-        return len({label for label, _ in self.terms}) == 1
+    # Every term belongs to one query group (decided when built, not per text).
+    one_group: bool = False
 
     def spans(self, text: str) -> list[tuple[int, int, str]]:
         """Non-overlapping matches, left to right (what ``finditer`` over the alternation
@@ -129,7 +127,8 @@ def _highlighter(plan: QueryPlan) -> Highlighter:
         return Highlighter(None)
     ordered = sorted(literals, key=lambda lit: (-len(lit), lit))
     prefilter = re.compile("(?i:" + "|".join(re.escape(lit) for lit in ordered) + ")")
-    return Highlighter(prefilter, tuple(terms))
+    one_group = len({label for label, _ in terms}) == 1
+    return Highlighter(prefilter, tuple(terms), one_group)
 
 
 @lru_cache(maxsize=4096)

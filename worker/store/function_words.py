@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import Final
 
-# Function words: never required in a query, and they do not count as matched words.
 FUNCTION_WORDS: Final = frozenset(
     [
         "a",

@@ -80,9 +80,6 @@ class SearchIndexReader:
     def position(self) -> Position:
         return self._position
 
-    def searcher(self) -> tantivy.Searcher:
-        return self._view.searcher
-
     def view(self) -> IndexView:
         return self._view
 
