@@ -344,6 +344,12 @@ async def test_events_up_to_the_documented_size_limit_and_dead_letters(
             await doomed.jetstream().publish(
                 f"sessions.events.{session}-b", over, headers={"Nats-Msg-Id": msg_id}
             )
+        # The server's -ERR reaches error_cb from the client's reader task: let it arrive
+        # before close() stops that task (closing first raced it on a loaded machine).
+        for _ in range(250):
+            if errors:
+                break
+            await asyncio.sleep(0.02)
     finally:
         await doomed.close()
     assert errors, "the server accepted a message over max_payload"
