@@ -51,3 +51,8 @@ class Manifest(BaseModel):
     version: str = Field(description="The service version, as in $SRV.INFO.")
     tools: list[ManifestTool]
     prompt_section: str
+    partition_count: int = Field(
+        ge=1,
+        description="Partitions of the events stream (its metadata): a requester sends a "
+        "call to the tool subject of the caller's partition (docs/protocol.md §10).",
+    )

@@ -27,8 +27,12 @@ class Subjects:
     search_consumer: str = "sessionquery-search"
     spill_bucket: str = "sessionquery-spill"
 
-    def tool(self, name: str) -> str:
-        return f"{self.prefix}.tool.{name}"
+    def tool(self, name: str, partition: int | None = None) -> str:
+        """A tool's request subject: of one partition (``<prefix>.tool.<name>.p<k>``), or
+        unpartitioned (served only by workers that hold every partition)."""
+        if partition is None:
+            return f"{self.prefix}.tool.{name}"
+        return f"{self.prefix}.tool.{name}.p{partition}"
 
     @property
     def manifest(self) -> str:
@@ -43,12 +47,41 @@ class Subjects:
         """Subjects of the work-queue stream the search endpoints enqueue on."""
         return f"{self.prefix}.searchq"
 
-    def search_queue_subject(self, tool: str) -> str:
-        return f"{self.search_queue}.{tool}"
+    def search_queue_subject(self, tool: str, partition: int | None = None) -> str:
+        if partition is None:
+            return f"{self.search_queue}.{tool}"
+        return f"{self.search_queue}.p{partition}.{tool}"
 
-    def events(self, session_id: str) -> str:
-        return f"{self.events_prefix}.{session_id}"
+    def search_queue_filter(self, partition: int) -> str:
+        return f"{self.search_queue}.p{partition}.>"
+
+    # -- events: published as <prefix>.<key>.<session_id>, stored with the partition -----
+
+    def events(self, key: str, session_id: str) -> str:
+        """Where a publisher sends an event: the session's workspace key, then its id."""
+        return f"{self.events_prefix}.{key}.{session_id}"
+
+    @property
+    def events_publish_wildcard(self) -> str:
+        """The events stream's subjects: exactly two tokens after the prefix."""
+        return f"{self.events_prefix}.*.*"
+
+    def events_stored_form(self, count: int) -> str:
+        """The stream's subject transform destination: the partition inserted first."""
+        return (
+            f"{self.events_prefix}.{{{{partition({count},1)}}}}"
+            ".{{wildcard(1)}}.{{wildcard(2)}}"
+        )
+
+    def stored_events(self, partition: int) -> str:
+        """Every stored event of one partition (an ingest consumer's filter)."""
+        return f"{self.events_prefix}.{partition}.*.*"
 
     @property
     def events_wildcard(self) -> str:
-        return f"{self.events_prefix}.>"
+        """Every stored event: ``<prefix>.<partition>.<key>.<session_id>``."""
+        return f"{self.events_prefix}.*.*.*"
+
+    def stored_session(self, key: str, session_id: str) -> str:
+        """One session's stored events, whatever its partition (for a last-message look-up)."""
+        return f"{self.events_prefix}.*.{key}.{session_id}"
