@@ -36,6 +36,7 @@ from typing import Any, Final
 import orjson
 
 from bench import vocabulary as vocab
+from contracts.publish import EventRoutes
 
 # 2026-01-01T00:00:00Z: a fixed origin so timestamps are part of the deterministic output.
 ORIGIN_MS: Final = 1_767_225_600_000
@@ -472,9 +473,17 @@ async def ensure_events_stream(js: Any, subjects: Any) -> None:
 
 
 async def publish_events(
-    js: Any, subjects: Any, events: Iterable[dict[str, Any]], *, max_in_flight: int = 256
+    js: Any,
+    subjects: Any,
+    events: Iterable[dict[str, Any]],
+    *,
+    max_in_flight: int = 256,
+    routes: EventRoutes | None = None,
 ) -> int:
     """Publish with ``Nats-Msg-Id`` dedupe, at most ``max_in_flight`` unacknowledged.
+
+    ``routes`` knows each session's workspace key from its session/start: pass the same
+    one to calls that publish one corpus in chunks.
 
     Raises on the first failed acknowledgement (after awaiting the ones in flight).
     """
@@ -482,6 +491,7 @@ async def publish_events(
     pending: set[asyncio.Task[Any]] = set()
     failures: list[BaseException] = []
     count = 0
+    routes = routes or EventRoutes(subjects)
 
     async def one(subject: str, data: bytes, headers: dict[str, str]) -> None:
         try:
@@ -496,7 +506,7 @@ async def publish_events(
             break
         await window.acquire()
         task = asyncio.create_task(
-            one(subjects.events(event["session_id"]), encode(event), {"Nats-Msg-Id": msg_id(event)})
+            one(routes.subject(event), encode(event), {"Nats-Msg-Id": msg_id(event)})
         )
         pending.add(task)
         task.add_done_callback(pending.discard)

@@ -35,6 +35,7 @@ import nats.errors
 from bench import corpus, vocabulary
 from bench.report import Latency, require_loopback, write_result
 from contracts.client import SessionQueryClient, SessionQueryClientError
+from contracts.publish import EventRoutes
 from contracts.subjects import TOOL_NAMES, Subjects
 
 DEFAULT_MIX: Final[Mapping[str, float]] = {
@@ -360,11 +361,14 @@ class _ExtraPublisher:
         await corpus.ensure_events_stream(js, self.subjects)
         burst = 50  # small paced bursts: ingestion runs beside the queries, not instead
         events = corpus.generate(self.extra)
+        routes = EventRoutes(self.subjects)  # sessions span bursts
         while not self._stopping.is_set() and time.monotonic() < stop_at:
             chunk = [e for _, e in zip(range(burst), events, strict=False)]
             if not chunk:
                 return
-            self.count += await corpus.publish_events(js, self.subjects, chunk, max_in_flight=burst)
+            self.count += await corpus.publish_events(
+                js, self.subjects, chunk, max_in_flight=burst, routes=routes
+            )
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._stopping.wait(), burst / rate)
 

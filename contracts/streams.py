@@ -91,7 +91,7 @@ def partition_count_of(info: StreamInfo) -> int:
         raise UnpartitionedStream(
             f"stream {info.config.name} records no partition count (metadata "
             f"{PARTITIONS_METADATA_KEY!r}): it was made for protocol 1 "
-            "(sessions.events.<session_id>); see docs/protocol.md §10.4 to migrate"
+            "(sessions.events.<session_id>); see docs/protocol.md §10.5 to migrate"
         )
     return count
 

@@ -83,5 +83,11 @@ class Subjects:
         return f"{self.events_prefix}.*.*.*"
 
     def stored_session(self, key: str, session_id: str) -> str:
-        """One session's stored events, whatever its partition (for a last-message look-up)."""
+        """One session's stored events, whatever its partition (for a last-message look-up);
+        ``key`` may be ``*`` when the session's workspace key is not known."""
         return f"{self.events_prefix}.*.{key}.{session_id}"
+
+    @staticmethod
+    def key_of_stored(subject: str) -> str:
+        """The workspace key a stored (or published) event subject names."""
+        return subject.rsplit(".", 2)[-2]

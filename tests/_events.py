@@ -10,9 +10,16 @@ refusal); a replaced field keeps its place, an added one comes last.
 
 from __future__ import annotations
 
-from typing import Any
+from functools import cache
+from typing import Any, Final
 
 import orjson
+
+from contracts.partitions import workspace_key
+from contracts.publish import EventRoutes
+from contracts.subjects import Subjects
+
+DEFAULT_CWD: Final = "/work/a"
 
 
 def event_dict(
@@ -26,7 +33,7 @@ def event_dict(
         "surface": "user",
         "time": f"2026-12-02T09:{seq // 60 % 60:02d}:{seq % 60:02d}Z",
         "payload": (
-            {"cwd": "/work/a"}
+            {"cwd": DEFAULT_CWD}
             if type_ == "session/start"
             else {"text": f"hello {session_id} {seq}"}
         ),
@@ -51,3 +58,15 @@ def padded(body: dict[str, Any], size: int, key: str = "text") -> bytes:
     data = orjson.dumps(body)
     assert len(data) == size
     return data
+
+
+def subject_of(subjects: Subjects, session_id: str, cwd: str | None = DEFAULT_CWD) -> str:
+    """Where an event of a session started in ``cwd`` is published."""
+    return subjects.events(workspace_key(cwd), session_id)
+
+
+@cache
+def routes_for(subjects: Subjects) -> EventRoutes:
+    """One ``EventRoutes`` per set of names, for harnesses that publish a session's events
+    over several calls (each session's start first, as a runtime publishes them)."""
+    return EventRoutes(subjects)

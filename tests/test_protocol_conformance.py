@@ -27,6 +27,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import nats
+import nats.js.errors
 import pytest
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from nats.aio.client import Client as NATS
@@ -308,6 +309,19 @@ def _event(session_id: str, seq: int, kind: str, payload: dict[str, Any]) -> dic
     }
 
 
+def _workspace_key(cwd: str | None) -> str:
+    """§10.1: the first 16 hex digits of SHA-256 of the UTF-8 cwd; 16 zeros for none."""
+    return "0" * 16 if cwd is None else hashlib.sha256(cwd.encode()).hexdigest()[:16]
+
+
+def _partition(key: str, count: int) -> int:
+    """§10.2: 32-bit FNV-1a of the key's ASCII bytes, modulo the partition count."""
+    h = 0x811C9DC5
+    for byte in key.encode("ascii"):
+        h = ((h ^ byte) * 0x01000193) & 0xFFFFFFFF
+    return h % count
+
+
 def _padded(event: dict[str, Any], size: int) -> bytes:
     """The event's compact JSON, padded to exactly ``size`` bytes."""
     event["payload"]["pad"] = "x" * (size - len(json.dumps(event, separators=(",", ":"))))
@@ -325,10 +339,20 @@ async def test_events_up_to_the_documented_size_limit_and_dead_letters(
     # §7.3: the documented maximum event size, max_payload less 1 KiB, fits with the header.
     limit = nc.max_payload - 1024
     data = _padded(_event(session, 1, "session/start", {"cwd": "/conformance", "pad": ""}), limit)
-    ack = await js.publish(f"sessions.events.{session}", data, headers={"Nats-Msg-Id": msg_id})
+    key = _workspace_key("/conformance")
+    subject = f"sessions.events.{key}.{session}"  # §7, §10.1
+    ack = await js.publish(subject, data, headers={"Nats-Msg-Id": msg_id})
     assert ack.stream == "SESSIONS" and not ack.duplicate
-    again = await js.publish(f"sessions.events.{session}", data, headers={"Nats-Msg-Id": msg_id})
+    again = await js.publish(subject, data, headers={"Nats-Msg-Id": msg_id})
     assert again.duplicate  # §7.3: a retried publish is dropped
+    # §10.2: the count is in the stream's metadata; the event is stored with its partition.
+    info = await js.stream_info("SESSIONS")
+    count = int((info.config.metadata or {})["sessionquery_partitions"])
+    stored = await js.get_last_msg("SESSIONS", f"sessions.events.*.{key}.{session}")
+    assert stored.subject == f"sessions.events.{_partition(key, count)}.{key}.{session}"
+    # §7: protocol 1's form is not stored, and the publisher hears so.
+    with pytest.raises(nats.js.errors.NoStreamResponseError):
+        await js.publish(f"sessions.events.{session}", data)
     # Past the transport bound (max_payload - 27 - len(id) with the header) the server closes
     # the connection: on a connection of its own.
     bound = nc.max_payload - 27 - len(msg_id)
@@ -342,7 +366,9 @@ async def test_events_up_to_the_documented_size_limit_and_dead_letters(
     try:
         with pytest.raises(Exception):  # noqa: B017 - the client's error type varies
             await doomed.jetstream().publish(
-                f"sessions.events.{session}-b", over, headers={"Nats-Msg-Id": msg_id}
+                f"sessions.events.{_workspace_key(None)}.{session}-b",
+                over,
+                headers={"Nats-Msg-Id": msg_id},
             )
         # The server's -ERR reaches error_cb from the client's reader task: let it arrive
         # before close() stops that task (closing first raced it on a loaded machine).
@@ -356,9 +382,7 @@ async def test_events_up_to_the_documented_size_limit_and_dead_letters(
     # §7.4: a gap is dead-lettered with its reason, stream sequence and exact bytes.
     sub = await nc.subscribe("sessions.deadletter")
     gap = json.dumps(_event(session, 3, "step/start", {})).encode()
-    gap_ack = await js.publish(
-        f"sessions.events.{session}", gap, headers={"Nats-Msg-Id": f"{session}:3"}
-    )
+    gap_ack = await js.publish(subject, gap, headers={"Nats-Msg-Id": f"{session}:3"})
     deadline = time.monotonic() + 30
     while True:
         letter = await sub.next_msg(timeout=max(0.1, deadline - time.monotonic()))
@@ -368,6 +392,18 @@ async def test_events_up_to_the_documented_size_limit_and_dead_letters(
     assert letter.headers is not None
     assert letter.headers["Sessionquery-Reason"].startswith(f"gap in session {session}")
     assert letter.headers["Sessionquery-Stream-Seq"] == str(gap_ack.seq)
+    # §10.3: a later event under another workspace's key is refused with its reason.
+    sub = await nc.subscribe("sessions.deadletter")
+    moved = json.dumps(_event(session, 2, "step/start", {})).encode()
+    await js.publish(f"sessions.events.{_workspace_key('/elsewhere')}.{session}", moved)
+    deadline = time.monotonic() + 30
+    while True:
+        letter = await sub.next_msg(timeout=max(0.1, deadline - time.monotonic()))
+        if letter.data == moved:
+            break
+    await sub.unsubscribe()
+    assert letter.headers is not None
+    assert letter.headers["Sessionquery-Reason"].startswith("workspace key mismatch")
 
 
 def test_the_javascript_client_conforms(

@@ -166,9 +166,16 @@ def _channels(subjects: Subjects) -> dict[str, Any]:
         "messages": {"cancel": _ref("components/messages", "cancel")},
     }
     channels["session_events"] = {
-        "address": subjects.events_prefix + ".{session_id}",
-        "description": f"JetStream stream {subjects.events_stream}.",
-        "parameters": {"session_id": {"description": "The event's session_id."}},
+        "address": subjects.events_prefix + ".{workspace_key}.{session_id}",
+        "description": f"JetStream stream {subjects.events_stream}; protocol.md section 10"
+        " says how the stream stores the subject with its partition.",
+        "parameters": {
+            "workspace_key": {
+                "description": "First 16 hex digits of SHA-256 of the UTF-8 cwd of the"
+                " event's session (its session/start's payload.cwd); 16 zeros when it has none."
+            },
+            "session_id": {"description": "The event's session_id."},
+        },
         "messages": {"event": _ref("components/messages", "session_event")},
     }
     channels["dead_letters"] = {

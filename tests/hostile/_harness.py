@@ -28,7 +28,7 @@ from structlog.typing import EventDict
 
 from contracts.errors import ErrorCode
 from contracts.subjects import Subjects
-from tests._events import cite_list, event_dict
+from tests._events import cite_list, event_dict, routes_for
 from tests._subjects import unique_subjects
 from worker.runtime.config import WorkerConfig
 from worker.runtime.connection import open_connection
@@ -319,7 +319,7 @@ class LiveWorker:
         js = self.nc.jetstream()
         for ev in events:
             ack = await js.publish(
-                self.subjects.events(str(ev["session_id"])),
+                routes_for(self.subjects).subject(ev),
                 orjson.dumps(ev),
                 headers={"Nats-Msg-Id": message_id(ev)},
             )

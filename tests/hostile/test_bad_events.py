@@ -20,9 +20,11 @@ from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 
 from contracts.subjects import TOOL_NAMES
+from tests._events import subject_of
 from tests.hostile._harness import (
     A_ROOT,
     ALPHA,
+    BETA,
     CALLER,
     LiveWorker,
     LogWatch,
@@ -50,6 +52,7 @@ class Bad:
     subject_session: str  # the subject token it is published under
     data: bytes
     reason: str  # a fragment the dead-letter reason must contain
+    subject_cwd: str = ALPHA  # whose workspace key the subject names
 
 
 def _json(value: Any) -> bytes:
@@ -125,6 +128,20 @@ def bad_events(caller_next_seq: int) -> list[Bad]:
             _json({**good_shape, "session_id": "s-bad-15"}),
             "does not match",
         ),
+        Bad(
+            "a start under another workspace's key",
+            "s-bad-16",
+            _json({**good_shape, "session_id": "s-bad-16"}),
+            "workspace key mismatch",
+            subject_cwd=BETA,
+        ),
+        Bad(
+            "the caller's next event under another workspace's key",
+            CALLER,
+            _json(event(CALLER, caller_next_seq, "message/user", {"text": "moved"})),
+            "workspace key mismatch",
+            subject_cwd=BETA,
+        ),
     ]
 
 
@@ -192,12 +209,13 @@ async def _run(live: LiveWorker, watcher: NATS, logs: LogWatch) -> None:
         for i, item in enumerate(bad):
             if i < len(good):
                 await live.publish([good[i]])
-            seq = await live.publish_raw(live.subjects.events(item.subject_session), item.data)
+            subject = subject_of(live.subjects, item.subject_session, item.subject_cwd)
+            seq = await live.publish_raw(subject, item.data)
             seqs[seq] = item
         await live.publish(good[len(bad) :])
         # A redelivered duplicate (no dedupe id) is a no-op, not a dead letter.
         duplicate_seq = await live.publish_raw(
-            live.subjects.events(late.session_id), _json(late.events[1])
+            subject_of(live.subjects, late.session_id, ALPHA), _json(late.events[1])
         )
         async with asyncio.timeout(30):
             await got_all.wait()

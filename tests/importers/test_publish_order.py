@@ -9,14 +9,15 @@ import orjson
 import pytest
 from nats.aio.client import Client as NATS
 
+from contracts.partitions import NO_CWD_KEY, workspace_key
 from contracts.subjects import Subjects
 from worker.importers.base import Outgoing
 from worker.importers.publish import Publisher
 
 
-def out(session_id: str, seq: int, kind: str = "message/user") -> Outgoing:
+def out(session_id: str, seq: int, kind: str = "message/user", key: str | None = None) -> Outgoing:
     body = {"session_id": session_id, "seq": seq, "type": kind}
-    return Outgoing(session_id, seq, orjson.dumps(body), kind=kind)
+    return Outgoing(session_id, seq, orjson.dumps(body), key, kind=kind)
 
 
 @pytest.fixture
@@ -73,3 +74,20 @@ async def test_a_session_begun_in_an_earlier_import_is_looked_up_in_the_stream(
         "session s-c ended at seq 4: seq 5 after its session/end",
         "unknown session s-new: seq 3 (message/user) before its session/start",
     ]
+
+
+async def test_a_continued_session_is_published_under_the_key_the_stream_holds(
+    nc: NATS, stream: Subjects
+) -> None:
+    """An events file that goes on with a session begun elsewhere does not know its cwd:
+    the key comes from the session's stored subject, so its events stay in one partition."""
+    key = workspace_key("/work/continued")
+    await send_all(Publisher(nc, stream), out("s-k", 1, "session/start", key))
+    later = Publisher(nc, stream)
+    assert await send_all(later, out("s-k", 2)) == [None]
+    held = await nc.jetstream().get_last_msg(
+        stream.events_stream, stream.stored_session("*", "s-k")
+    )
+    assert Subjects.key_of_stored(held.subject) == key and held.seq == 2
+    # A session the stream does not hold gets the no-cwd key (and its reason).
+    assert later.order.key_of("s-none") == NO_CWD_KEY

@@ -174,7 +174,7 @@ async def test_a_quiet_file_gets_its_session_end_once(
     assert "1/1 files  7 events" in err  # the catch-up progress line
     js = nc.jetstream()
     last = await js.get_last_msg(
-        subjects.events_stream, subjects.events("0199aaaa-bbbb-7ccc-8ddd-eeeeffff0001")
+        subjects.events_stream, subjects.stored_session("*", "0199aaaa-bbbb-7ccc-8ddd-eeeeffff0001")
     )
     assert last.data is not None
     assert orjson.loads(last.data)["type"] == "session/end"

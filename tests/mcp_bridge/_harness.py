@@ -30,7 +30,8 @@ async def indexed_worker(nc: NATS, subjects: Subjects, tmp_path: Path) -> Worker
                       ("codex", CODEX_FILE), ("aider", AIDER_FILE)):  # fmt: skip
         outs, _ = convert_file(fmt, path, links=links)
         for out in outs:
-            await js.publish(subjects.events(out.session_id), out.body,
+            assert out.key is not None  # each file holds its sessions' starts
+            await js.publish(subjects.events(out.key, out.session_id), out.body,
                              headers={"Nats-Msg-Id": out.msg_id})  # fmt: skip
             count += 1
     worker = await Worker.start(

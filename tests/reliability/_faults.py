@@ -17,7 +17,7 @@ from nats.js.errors import NotFoundError
 
 from contracts.streams import events_stream_config
 from contracts.subjects import Subjects
-from tests._events import event
+from tests._events import event, subject_of
 from tests.reliability._harness import stream_contents, wait_indexed
 from tests.reliability._serve import REPO, Serve, serve_args
 from worker.runtime.connection import open_connection
@@ -48,7 +48,7 @@ async def publish(nc: NATS, sessions: Sequence[str], per_session: int) -> int:
     last = 0
     for i in range(per_session):
         for sid, events in zip(sessions, batches, strict=True):
-            ack = await js.publish(SUBJECTS.events(sid), events[i])
+            ack = await js.publish(subject_of(SUBJECTS, sid), events[i])
             last = ack.seq
     return last
 

@@ -33,6 +33,7 @@ from bench.loadgen import DEFAULT_MIX, RequestMaker, read_rss_kib
 from bench.report import Latency
 from contracts import streams
 from contracts.subjects import Subjects
+from tests._events import routes_for
 from tests._index import index_seq
 from tests.runtime._harness import until
 from worker.store.integrity import check_integrity, checksum_of, content_checksum
@@ -273,7 +274,7 @@ class EventFeed:
             await self._one(js, event)
 
     async def _one(self, js: Any, event: dict[str, Any]) -> None:
-        subject = self.subjects.events(event["session_id"])
+        subject = routes_for(self.subjects).subject(event)
         data = corpus.encode(event)
         headers = {"Nats-Msg-Id": corpus.msg_id(event)}
         delay = 0.05

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from contracts.limits import MAX_EVENT_BYTES
-from tests._events import event_dict, padded
+from tests._events import event_dict, padded, subject_of
 from tests.reliability._faults import (
     SUBJECTS,
     connected,
@@ -52,10 +52,10 @@ async def test_the_documented_max_event_size_is_sendable_with_a_msg_id_and_index
         worker = await (await Serve(serve_args(url, db), tmp_path / "w.log").start()).serving()
         js = nc.jetstream()
         start = session_events("s-big", 1)[0]
-        await js.publish(SUBJECTS.events("s-big"), start, headers={"Nats-Msg-Id": "s-big:1"})
+        await js.publish(subject_of(SUBJECTS, "s-big"), start, headers={"Nats-Msg-Id": "s-big:1"})
         biggest = _event_of_size("s-big", 2, MAX_EVENT_BYTES)
         ack = await js.publish(
-            SUBJECTS.events("s-big"), biggest, headers={"Nats-Msg-Id": "s-big:2"}
+            subject_of(SUBJECTS, "s-big"), biggest, headers={"Nats-Msg-Id": "s-big:2"}
         )
         await wait_indexed(db, ack.seq)
         assert _count(db, "s-big") == 2, "the largest event is indexed, not dead-lettered"
@@ -114,9 +114,9 @@ async def test_sigterm_while_the_disk_is_full_stops_in_bound_and_tools_answer(
         await publish(nc, ["s-a"], 2)
         worker = await (await Serve(serve_args(url, db), tmp_path / "w.log").start()).serving()
         js = nc.jetstream()
-        await js.publish(SUBJECTS.events("s-fill"), session_events("s-fill", 1)[0])
+        await js.publish(subject_of(SUBJECTS, "s-fill"), session_events("s-fill", 1)[0])
         for seq in range(2, 80):  # ~60 KiB of text each: more than the 3 MiB disk
-            await js.publish(SUBJECTS.events("s-fill"), _event_of_size("s-fill", seq, 60_000))
+            await js.publish(subject_of(SUBJECTS, "s-fill"), _event_of_size("s-fill", seq, 60_000))
         for _ in range(300):
             if "disk is full" in worker.log_text():
                 break

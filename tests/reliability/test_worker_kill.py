@@ -22,6 +22,7 @@ from nats.aio.client import Client as NATS
 
 from bench import corpus
 from contracts.subjects import Subjects
+from tests._events import routes_for
 from tests._index import index_seq
 from tests.reliability._harness import (
     NO_REPLY,
@@ -49,7 +50,7 @@ EXPECTED = {OK, "SESSION_QUERY_NOT_FOUND"}
 async def publish_event(nc: NATS, subjects: Subjects, event: dict[str, Any]) -> int:
     """Publish one event; its stream sequence once the stream has it."""
     ack = await nc.jetstream().publish(
-        subjects.events(event["session_id"]),
+        routes_for(subjects).subject(event),
         corpus.encode(event),
         headers={"Nats-Msg-Id": corpus.msg_id(event)},
         timeout=10,

@@ -26,7 +26,7 @@ from contracts.client import NO_RESPONDERS_RETRY_S
 from contracts.envelope import Execution
 from contracts.errors import ErrorCode
 from contracts.subjects import Subjects
-from tests._events import event_dict
+from tests._events import event_dict, routes_for
 from worker.runtime.config import WorkerConfig
 from worker.runtime.worker import Served, ToolSource, Worker
 from worker.signals import DeadlineExceeded, ExecutionSignal
@@ -268,7 +268,7 @@ async def publish(nc: NATS, subjects: Subjects, events: list[dict[str, Any]]) ->
     js = nc.jetstream()
     for item in events:
         await js.publish(
-            subjects.events(item["session_id"]),
+            routes_for(subjects).subject(item),
             orjson.dumps(item),
             headers={"Nats-Msg-Id": f"{item['session_id']}:{item['seq']}"},
         )

@@ -13,6 +13,7 @@ from nats.aio.client import Client as NATS
 from contracts.client import SessionQueryClient
 from contracts.envelope import AgentIdentity, Execution
 from contracts.subjects import Subjects
+from tests._events import subject_of
 from tests.runtime._harness import config_for, event, until
 from worker.runtime.ingest_consumer import ensure_events_stream
 from worker.runtime.worker import Worker
@@ -36,7 +37,7 @@ async def test_a_10000_level_trace_spills_and_is_complete(
         item = event(chain_id(level), 1, "session/start", payload)
         # Plain publishes are captured by the stream; the flush below bounds them.
         await nc.publish(
-            subjects.events(item["session_id"]),
+            subject_of(subjects, item["session_id"], "/ws/deep"),
             orjson.dumps(item),
             headers={"Nats-Msg-Id": f"{item['session_id']}:1"},
         )

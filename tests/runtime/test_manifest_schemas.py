@@ -59,7 +59,7 @@ async def manifest(tmp_path: Path) -> Any:
     store = await SqliteSessionStore.open(tmp_path / "index.sqlite")
     try:
         toolset = register_tools(store)
-        yield toolset, manifest_of(toolset, "0.0.0-test")
+        yield toolset, manifest_of(toolset, "0.0.0-test", 16)
     finally:
         await store.close()
 

@@ -18,7 +18,7 @@ from nats.errors import Error as NatsError
 from contracts.client import SessionQueryClient
 from contracts.envelope import AgentIdentity, Execution
 from deploy.local_cluster import CorpusSize, LocalCluster
-from tests._events import event
+from tests._events import event, subject_of
 from tests.runtime._harness import until
 
 
@@ -120,7 +120,7 @@ async def test_a_runtime_calls_tools_publishes_events_and_reads_its_spill(
         assert reply.content is not None and text.startswith(reply.content)
         await client.cancel("r-not-running", "nothing to stop", agent=agent)
         ack = await nc.jetstream().publish(
-            subjects.events("s-perm-new"),
+            subject_of(subjects, "s-perm-new", "/ws/perm"),
             event(
                 "s-perm-new",
                 1,

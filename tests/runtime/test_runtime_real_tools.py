@@ -12,6 +12,7 @@ from nats.aio.client import Client as NATS
 
 from contracts.errors import ErrorCode
 from contracts.subjects import TOOL_NAMES, Subjects
+from tests._events import routes_for
 from tests.runtime._harness import body, call, config_for, until
 from worker.runtime.ingest_consumer import ensure_events_stream
 from worker.runtime.sample_corpus import (
@@ -33,7 +34,7 @@ async def worker(nc: NATS, subjects: Subjects, tmp_path: Path) -> AsyncIterator[
     events = sample_events()
     for event in events:
         await js.publish(
-            subjects.events(event["session_id"]),
+            routes_for(subjects).subject(event),
             orjson.dumps(event),
             headers={"Nats-Msg-Id": message_id(event)},
         )

@@ -25,7 +25,7 @@ from nats.aio.client import Client as NATS
 from nats.js.api import AckPolicy, ConsumerConfig
 
 from contracts.subjects import Subjects
-from tests._events import event_dict
+from tests._events import event_dict, subject_of
 from tests._index import index_seq
 from worker.runtime.ingest_consumer import ensure_events_stream
 from worker.store.integrity import check_integrity, checksum_of, content_checksum
@@ -34,6 +34,10 @@ SESSIONS = 80
 EVENTS_PER_SESSION = 250  # 20,000 events
 KILLS = 3
 PHASE_TIMEOUT_S = 40.0
+
+
+def cwd_of(session_id: str) -> str:
+    return f"/work/{int(session_id.removeprefix('s-')) % 5}"
 
 
 def corpus(rng: random.Random) -> list[tuple[str, bytes]]:
@@ -53,7 +57,7 @@ def corpus(rng: random.Random) -> list[tuple[str, bytes]]:
             )
             if seq == 1:
                 body.update(type="session/start", surface="system")
-                body["payload"] = {"cwd": f"/work/{s % 5}"}
+                body["payload"] = {"cwd": cwd_of(sid)}
             elif seq == EVENTS_PER_SESSION:
                 body.update(type="session/end", surface="system", payload={})
             elif seq % 50 == 0:
@@ -133,7 +137,7 @@ async def test_exactly_once_across_sigkills(
     total = len(events)
     for start in range(0, total, 1000):
         acks = [
-            await js.publish_async(subjects.events(sid), body)
+            await js.publish_async(subject_of(subjects, sid, cwd_of(sid)), body)
             for sid, body in events[start : start + 1000]
         ]
         await asyncio.gather(*acks)

@@ -16,7 +16,7 @@ from nats.aio.msg import Msg
 from nats.js.api import StorageType
 
 from contracts.subjects import Subjects
-from tests._events import event
+from tests._events import event, subject_of
 from worker.runtime.connection import open_connection
 from worker.runtime.embedded_server import EmbeddedNatsServer
 from worker.runtime.ingest_consumer import (
@@ -151,9 +151,9 @@ async def test_ensure_stream_creates_once_and_keeps_an_existing_one(
     js = nc.jetstream()
     await ensure_events_stream(js, subjects)
     info = await js.stream_info(subjects.events_stream)
-    assert info.config.subjects == [subjects.events_wildcard]
+    assert info.config.subjects == [subjects.events_publish_wildcard]
     assert info.config.storage == StorageType.FILE
-    await js.publish(subjects.events("s"), b"kept")
+    await js.publish(subject_of(subjects, "s"), b"kept")
     await ensure_events_stream(js, subjects)  # does not clobber
     assert (await js.stream_info(subjects.events_stream)).state.messages == 1
     await js.delete_stream(subjects.events_stream)
@@ -198,7 +198,7 @@ async def test_good_events_land_and_bad_ones_are_dead_lettered(
         ("s-a", event("s-a", 5, **{"clé": 1})),  # a non-ASCII field name in the reason
     ]
     for session_id, body in published:
-        await js.publish(subjects.events(session_id), body)
+        await js.publish(subject_of(subjects, session_id), body)
 
     db = tmp_path / "index.sqlite"
     async with await SqliteIndexWriter.open(db, max_event_bytes=1024) as writer:
@@ -236,14 +236,14 @@ async def test_resumes_from_the_stored_stream_seq(
     js = nc.jetstream()
     await ensure_events_stream(js, subjects)
     db = tmp_path / "index.sqlite"
-    await js.publish(subjects.events("s"), event("s", 1, "session/start"))
-    await js.publish(subjects.events("s"), event("s", 2))
+    await js.publish(subject_of(subjects, "s"), event("s", 1, "session/start"))
+    await js.publish(subject_of(subjects, "s"), event("s", 2))
     async with await SqliteIndexWriter.open(db) as writer:
         consumer, task = await run_consumer(nc, writer, subjects)
         await asyncio.wait_for(consumer.actor.wait_applied(2), 20)
         consumer.stop()
         await task
-    await js.publish(subjects.events("s"), event("s", 3))
+    await js.publish(subject_of(subjects, "s"), event("s", 3))
     async with await SqliteIndexWriter.open(db) as writer:
         consumer, task = await run_consumer(nc, writer, subjects)
         await asyncio.wait_for(consumer.actor.wait_applied(3), 20)
@@ -261,7 +261,7 @@ async def test_a_lost_consumer_is_recreated_from_the_last_sequence(
     js = nc.jetstream()
     await ensure_events_stream(js, subjects)
     db = tmp_path / "index.sqlite"
-    await js.publish(subjects.events("s"), event("s", 1, "session/start"))
+    await js.publish(subject_of(subjects, "s"), event("s", 1, "session/start"))
     async with await SqliteIndexWriter.open(db) as writer:
         consumer, task = await run_consumer(nc, writer, subjects)
         await asyncio.wait_for(consumer.actor.wait_applied(1), 20)
@@ -270,7 +270,7 @@ async def test_a_lost_consumer_is_recreated_from_the_last_sequence(
         assert len(names) == 1
         await js.delete_consumer(subjects.events_stream, names[0])
         for n in range(2, 6):
-            await js.publish(subjects.events("s"), event("s", n))
+            await js.publish(subject_of(subjects, "s"), event("s", n))
         await asyncio.wait_for(consumer.actor.wait_applied(5), 30)
         # A new consumer serves the rest (the ordered consumer made it itself).
         now = [c.name async for c in _consumers(js, subjects.events_stream)]
@@ -295,7 +295,7 @@ async def test_ingestion_continues_across_a_nats_server_restart(
     try:
         js = nc.jetstream()
         await ensure_events_stream(js, subjects)
-        await js.publish(subjects.events("s"), event("s", 1, "session/start"))
+        await js.publish(subject_of(subjects, "s"), event("s", 1, "session/start"))
         db = tmp_path / "index.sqlite"
         async with await SqliteIndexWriter.open(db) as writer:
             consumer, task = await run_consumer(nc, writer, subjects)
@@ -303,7 +303,7 @@ async def test_ingestion_continues_across_a_nats_server_restart(
             own_nats_server.stop()
             own_nats_server.start()  # same port and store: the stream survives
             for n in range(2, 5):
-                await _publish_retrying(js, subjects.events("s"), event("s", n))
+                await _publish_retrying(js, subject_of(subjects, "s"), event("s", n))
             await asyncio.wait_for(consumer.actor.wait_applied(4), 30)
             consumer.stop()
             await task
@@ -345,14 +345,14 @@ async def test_run_again_after_a_failure_resumes(
 ) -> None:
     js = nc.jetstream()
     await ensure_events_stream(js, subjects)
-    await js.publish(subjects.events("s"), event("s", 1, "session/start"))
+    await js.publish(subject_of(subjects, "s"), event("s", 1, "session/start"))
     db = tmp_path / "index.sqlite"
     async with await SqliteIndexWriter.open(db) as writer:
         flaky = FailsFirstPrepare(writer)
         consumer = EventConsumer(nc, flaky, subjects=subjects, idle_heartbeat_s=0.5)
         with pytest.raises(RuntimeError, match="bug"):
             await consumer.run()
-        await js.publish(subjects.events("s"), event("s", 2))
+        await js.publish(subject_of(subjects, "s"), event("s", 2))
         task = asyncio.create_task(consumer.run())  # what a supervisor does
         await asyncio.wait_for(consumer.actor.wait_applied(2), 20)
         consumer.stop()

@@ -9,7 +9,9 @@ from typing import Any
 
 import pytest
 
-from tests._events import event
+from contracts.partitions import NO_CWD_KEY, workspace_key
+from contracts.subjects import Subjects
+from tests._events import event, subject_of
 from worker.store import schema
 from worker.store.integrity import check_integrity, content_checksum
 from worker.store.protocol import IngestItem
@@ -17,6 +19,8 @@ from worker.store.query import compile_query
 from worker.store.search_reader import QueryBuilder, SearchIndexReader, scope_clauses, top
 from worker.store.text import searchable_text
 from worker.store.writer import SqliteIndexWriter
+
+SUBJECTS = Subjects()
 
 
 def start(session_id: str, cwd: str | None = "/work/a", parent: str | None = None) -> bytes:
@@ -201,16 +205,40 @@ async def test_each_reject_reason(
 
 
 async def test_subject_must_match_the_session(writer: SqliteIndexWriter, db: Path) -> None:
+    s1 = subject_of(SUBJECTS, "s-1")
     result = await writer.apply(
-        [
-            IngestItem(1, start("s-1"), subject="sessions.events.s-1"),
-            IngestItem(2, start("s-2"), subject="sessions.events.s-1"),
-        ]
+        [IngestItem(1, start("s-1"), subject=s1), IngestItem(2, start("s-2"), subject=s1)]
     )
     assert result.applied == 1
-    assert [r.reason for r in result.rejected] == [
-        "subject sessions.events.s-1 does not match session_id s-2"
-    ]
+    assert [r.reason for r in result.rejected] == [f"subject {s1} does not match session_id s-2"]
+
+
+async def test_the_subject_key_must_be_the_sessions_workspace_key(
+    writer: SqliteIndexWriter, db: Path
+) -> None:
+    """A key other than the cwd's would put a session in another partition than its
+    workspace: refused at the start and for any later event, the stored form too."""
+    own, other = workspace_key("/work/a"), workspace_key("/work/b")
+    stored = f"{SUBJECTS.events_prefix}.3.{own}.s-1"  # as the stream stores it
+    result = await writer.apply(
+        [
+            IngestItem(1, start("s-0"), subject=SUBJECTS.events(other, "s-0")),
+            IngestItem(2, start("s-1"), subject=stored),
+            IngestItem(3, event("s-1", 2), subject=SUBJECTS.events(other, "s-1")),
+            IngestItem(4, event("s-1", 2), subject=stored),
+            IngestItem(5, start("s-9", None), subject=SUBJECTS.events(NO_CWD_KEY, "s-9")),
+        ]
+    )
+    assert result.applied == 3
+    assert [(r.stream_seq, r.reason) for r in result.rejected] == [
+        (1, f"workspace key mismatch: subject key {other} in session s-0 seq 1,"
+            f" the session's cwd has key {own}"),
+        (3, f"workspace key mismatch: subject key {other} in session s-1 seq 2,"
+            f" the session's cwd has key {own}"),
+    ]  # fmt: skip
+    with sqlite3.connect(db) as conn:
+        kinds = conn.execute("SELECT kind FROM deadletters ORDER BY stream_seq").fetchall()
+    assert kinds == [("workspace key mismatch",)] * 2
 
 
 async def test_rejects_do_not_stop_good_events(writer: SqliteIndexWriter, db: Path) -> None:

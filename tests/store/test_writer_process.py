@@ -21,7 +21,7 @@ import pytest
 from nats.aio.client import Client as NATS
 
 from contracts.subjects import Subjects
-from tests._events import event
+from tests._events import event, subject_of
 from worker.runtime.config import WorkerConfig
 from worker.runtime.ingest_consumer import ensure_events_stream
 from worker.runtime.worker import Worker
@@ -91,7 +91,7 @@ def session_items(session_id: str, first_stream_seq: int, n: int) -> list[Ingest
         IngestItem(
             first_stream_seq + i,
             event(session_id, i + 1, "session/start" if i == 0 else "message/user"),
-            f"sessions.events.{session_id}",
+            subject_of(Subjects(), session_id),
         )
         for i in range(n)
     ]
@@ -100,10 +100,10 @@ def session_items(session_id: str, first_stream_seq: int, n: int) -> list[Ingest
 async def test_same_results_as_the_thread_writer(tmp_path: Path) -> None:
     items = [
         *session_items("s", 1, 3),
-        IngestItem(4, b"{not json", "sessions.events.s"),
-        IngestItem(5, event("s", 9), "sessions.events.s"),  # a gap
-        IngestItem(6, event("s", 2), "sessions.events.s"),  # a duplicate
-        IngestItem(7, event("t", 1, "session/start"), "sessions.events.other"),
+        IngestItem(4, b"{not json", subject_of(Subjects(), "s")),
+        IngestItem(5, event("s", 9), subject_of(Subjects(), "s")),  # a gap
+        IngestItem(6, event("s", 2), subject_of(Subjects(), "s")),  # a duplicate
+        IngestItem(7, event("t", 1, "session/start"), subject_of(Subjects(), "other")),
     ]
     async with await SqliteIndexWriter.open(tmp_path / "thread.sqlite") as thread:
         expected = await thread.apply(items)
@@ -136,7 +136,7 @@ async def test_the_child_derives_the_same_searchable_text(tmp_path: Path) -> Non
                 json.loads(event("s", i + 1, "session/start" if i == 0 else "tool/result"))
                 | {"payload": payload}
             ).encode(),
-            "sessions.events.s",
+            subject_of(Subjects(), "s", "/w/a"),
         )
         for i, payload in enumerate(payloads)
     ]
@@ -221,7 +221,7 @@ def test_the_wire_rows_follow_the_fields() -> None:
     """A checked batch crosses the pipe by field name: what arrives is what was checked
     (but the message bytes, which stay with the sender), and other names are refused."""
     checker = BatchChecker(text_cap_bytes=65536, max_event_bytes=1 << 20)
-    items = [*session_items("s", 1, 2), IngestItem(3, b"{", "sessions.events.s")]
+    items = [*session_items("s", 1, 2), IngestItem(3, b"{", subject_of(Subjects(), "s"))]
     batch = checker.prepare(items)
     names, rows = to_wire(batch)
     assert names == tuple(f.name for f in fields(CheckedEvent))[:-1]
@@ -422,7 +422,7 @@ async def test_the_worker_ingests_through_a_child_process(
         pid = index.writer.pid
         assert pid is not None and not gone(pid, within_s=0.1)
         for item in session_items("s", 1, 3):
-            await js.publish(subjects.events("s"), item.data)
+            await js.publish(subject_of(subjects, "s"), item.data)
         await asyncio.wait_for(index.consumer.actor.wait_applied(3), 20)
     finally:
         await worker.stop()

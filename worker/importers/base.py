@@ -18,6 +18,8 @@ from typing import Any, Final, Protocol
 
 import orjson
 
+from contracts.partitions import NO_CWD_KEY, workspace_key
+
 _UNSAFE: Final = re.compile(r"[^A-Za-z0-9_-]")
 MAX_ID: Final = 128
 # Longer strings are cut on import: the index refuses events over its size limit
@@ -95,11 +97,14 @@ SpawnLinks = dict[tuple[str, str], tuple[str, int]]
 
 @dataclass(frozen=True, slots=True)
 class Outgoing:
-    """One event ready to publish: its subject token, dedup key and exact bytes."""
+    """One event ready to publish: its subject tokens, dedup key and exact bytes."""
 
     session_id: str
     seq: int
     body: bytes
+    # The session's workspace key (contracts.partitions), its subject's first token; None
+    # when this file does not hold the session's start: the publisher asks the stream.
+    key: str | None = None
     # An event for a session that ``watch`` already ended as idle: the index would refuse
     # it (nothing follows a session/end), so it is counted instead of published.
     dropped: bool = False
@@ -164,6 +169,7 @@ class Converter(Protocol):
 @dataclass
 class SessionState:
     session_id: str
+    key: str = NO_CWD_KEY  # the workspace key of the session/start's cwd
     next_seq: int = 1
     last_time: str = EPOCH
     ended: bool = False
@@ -189,7 +195,7 @@ class Sessions:
         extra: dict[str, Any] | None = None,
         cites: list[tuple[str, int]] | None = None,
     ) -> Outgoing:
-        state = SessionState(session_id)
+        state = SessionState(session_id, workspace_key(cwd))
         self.by_id[session_id] = state
         payload: dict[str, Any] = {
             "cwd": cwd, "parent_session_id": parent, "source": self.source, **(extra or {})
@@ -216,7 +222,7 @@ class Sessions:
     ) -> Outgoing:
         state = self.by_id[session_id]
         if state.ended:
-            return Outgoing(session_id, state.next_seq - 1, b"", dropped=True)
+            return Outgoing(session_id, state.next_seq - 1, b"", state.key, dropped=True)
         seq = state.next_seq
         state.next_seq += 1
         if time is not None:
@@ -239,7 +245,7 @@ class Sessions:
         self.events += 1
         if type_ not in _NOT_REPLACEABLE:
             state.replaceable.append(seq)
-        return Outgoing(session_id, seq, orjson.dumps(body), kind=type_)
+        return Outgoing(session_id, seq, orjson.dumps(body), state.key, kind=type_)
 
     def compaction(
         self,

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Final
 
+from contracts.partitions import workspace_key
 from worker.importers.base import Outgoing, Problem, Tally
 
 NAME: Final = "events"
@@ -22,6 +23,9 @@ class EventsConverter:
         self.path = str(path)
         self.max_event_bytes = max_event_bytes
         self.tally = Tally()
+        # Session -> workspace key, from the session/starts in this file; a session that
+        # started in another file is looked up in the stream by the publisher.
+        self._keys: dict[str, str] = {}
 
     def feed(self, line_no: int, line: bytes) -> list[Outgoing]:
         from worker.store.writer import parse_event
@@ -35,7 +39,10 @@ class EventsConverter:
             return []
         event = outcome[0]
         self.tally.events += 1
-        return [Outgoing(event.session_id, event.seq, line, kind=event.type)]
+        if event.type == "session/start":
+            self._keys[event.session_id] = workspace_key(event.payload.get("cwd"))
+        key = self._keys.get(event.session_id)
+        return [Outgoing(event.session_id, event.seq, line, key, kind=event.type)]
 
     def idle(self) -> list[Outgoing]:
         return []

@@ -1,11 +1,11 @@
 """The one place importers talk to NATS: events onto the SESSIONS stream.
 
-Every event is published to ``<events prefix>.<session_id>`` with ``Nats-Msg-Id:
-<session_id>:<seq>``, so the stream drops a re-import within its duplicate window; beyond
-the window the index still stores each (session_id, seq) once. Acks are awaited in bounded
-windows: many in flight for throughput, never unbounded. Each event is checked against the
-writer's per-session order first, so an event the worker will dead-letter is reported as
-such rather than as simply published.
+Every event is published to ``<events prefix>.<workspace key>.<session_id>`` with
+``Nats-Msg-Id: <session_id>:<seq>``, so the stream drops a re-import within its duplicate
+window; beyond the window the index still stores each (session_id, seq) once. Acks are
+awaited in bounded windows: many in flight for throughput, never unbounded. Each event is
+checked against the writer's per-session order first, so an event the worker will
+dead-letter is reported as such rather than as simply published.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from typing import Any, Final
 
 from nats.aio.client import Client as NATS
 
+from contracts.partitions import NO_CWD_KEY
 from contracts.subjects import Subjects
 from worker.importers.base import Outgoing
 from worker.runtime.connection import NatsOptions
@@ -79,8 +80,9 @@ class Publisher:
     async def send(self, out: Outgoing) -> str | None:
         """Publish ``out``; the reason the worker will dead-letter it, if it will."""
         refused = await self.order.check(out)
+        key = out.key or self.order.key_of(out.session_id)
         future = await self.js.publish_async(
-            self.subjects.events(out.session_id), out.body, headers={"Nats-Msg-Id": out.msg_id}
+            self.subjects.events(key, out.session_id), out.body, headers={"Nats-Msg-Id": out.msg_id}
         )
         self._pending.append((out, future))
         if len(self._pending) >= self.window:
@@ -117,8 +119,16 @@ class SessionOrder:
         self._subjects = subjects
         # session -> (last seq, ended); None: the stream could not say, not judged.
         self._last: dict[str, tuple[int, bool] | None] = {}
+        # session -> workspace key, of the sessions found in the stream.
+        self._keys: dict[str, str] = {}
         self.refused = 0
         self.reasons: list[str] = []  # the first KEPT_REASONS
+
+    def key_of(self, session_id: str) -> str:
+        """The workspace key of a session found in the stream; a session the stream does
+        not hold (or could not be asked about) has none, and its events are dead-lettered
+        as an unknown session whatever key they carry."""
+        return self._keys.get(session_id, NO_CWD_KEY)
 
     async def check(self, out: Outgoing) -> str | None:
         """Why the worker will dead-letter ``out``, or None."""
@@ -150,12 +160,13 @@ class SessionOrder:
 
         try:
             held = await self._js.get_last_msg(
-                self._subjects.events_stream, self._subjects.events(session_id)
+                self._subjects.events_stream, self._subjects.stored_session("*", session_id)
             )
         except nats.js.errors.NotFoundError:
             return 0, False
         except (nats.errors.Error, TimeoutError):
             return None  # e.g. no permission to read the stream: cannot tell
+        self._keys[session_id] = Subjects.key_of_stored(held.subject)
         try:
             event = orjson.loads(held.data or b"")
             return int(event["seq"]), event.get("type") == "session/end"

@@ -29,6 +29,7 @@ from contracts.client import (
     new_request_id,
 )
 from contracts.envelope import AgentIdentity, Execution, ToolReply
+from contracts.partitions import workspace_key
 from contracts.subjects import Subjects
 
 DEFAULT_TIMEOUT_S: Final = 30.0
@@ -164,7 +165,8 @@ class Bridge:
         }  # fmt: skip
         js = self.nc.jetstream()
         await js.publish(
-            self.settings.subjects.events(session),
+            # The bridge's sessions all start in its cwd: that is their workspace key.
+            self.settings.subjects.events(workspace_key(self.settings.cwd), session),
             orjson.dumps(event),
             headers={"Nats-Msg-Id": f"{session}:{seq}"},
         )

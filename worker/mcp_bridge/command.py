@@ -133,7 +133,7 @@ def build_server(bridge: Any) -> Any:
         return result
 
     return Server(
-        "session-query", version="0.1.0", instructions=bridge.instructions,
+        "session-query", version="2.0.0", instructions=bridge.instructions,
         on_list_tools=list_tools, on_call_tool=call_tool,
     )  # fmt: skip
 

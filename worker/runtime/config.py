@@ -105,7 +105,7 @@ class WorkerConfig(BaseModel):
     shutdown_timeout_ms: int = Field(
         15_000, description="the process exits this long after SIGTERM, whatever it is doing"
     )
-    service_version: str = Field("0.1.0", description="version announced to service discovery")
+    service_version: str = Field("2.0.0", description="version announced to service discovery")
 
     @classmethod
     def from_env(cls, **overrides: Any) -> WorkerConfig:

@@ -29,6 +29,8 @@ import structlog
 from nats.aio.client import Client as NATS
 from nats.js import JetStreamContext
 
+from contracts.partitions import DEFAULT_PARTITION_COUNT
+from contracts.streams import partition_count_of
 from worker.runtime.errors import RuntimeFailure
 from worker.store import index_file, schema
 from worker.store.protocol import SessionIndexWriter
@@ -54,6 +56,7 @@ class StreamState:
     first_seq: int
     last_seq: int
     messages: int
+    partitions: int = DEFAULT_PARTITION_COUNT  # from the stream's metadata (protocol.md §10)
 
     @property
     def holds_whole_history(self) -> bool:
@@ -61,6 +64,7 @@ class StreamState:
 
 
 async def stream_state(js: JetStreamContext, name: str) -> StreamState:
+    """The stream's state; ``UnpartitionedStream`` for a stream of protocol 1."""
     info = await js.stream_info(name)
     created = info.created.isoformat() if info.created is not None else ""
     return StreamState(
@@ -69,6 +73,7 @@ async def stream_state(js: JetStreamContext, name: str) -> StreamState:
         first_seq=int(info.state.first_seq),
         last_seq=int(info.state.last_seq),
         messages=int(info.state.messages),
+        partitions=partition_count_of(info),
     )
 
 

@@ -15,6 +15,7 @@ from typing import Any
 import orjson
 from nats.aio.client import Client as NATS
 
+from contracts.publish import EventRoutes
 from contracts.subjects import Subjects
 from worker.runtime import sample_corpus as sample
 
@@ -37,9 +38,13 @@ async def publish_sample_corpus(nc: NATS, subjects: Subjects) -> tuple[int, int]
         by_session.setdefault(event["session_id"], []).append(event)
     last = 0
     published = 0
+    routes = EventRoutes(subjects)
     for session_id, events in by_session.items():
+        subject = routes.subject(events[0])  # the session/start: its cwd names the key
         try:
-            held = await js.get_last_msg(subjects.events_stream, subjects.events(session_id))
+            held = await js.get_last_msg(
+                subjects.events_stream, subjects.stored_session(routes.key(session_id), session_id)
+            )
         except NotFoundError:
             held = None
         if held is not None and held.data and orjson.loads(held.data).get("seq") == len(events):
@@ -47,7 +52,7 @@ async def publish_sample_corpus(nc: NATS, subjects: Subjects) -> tuple[int, int]
             continue
         for event in events:
             ack = await js.publish(
-                subjects.events(session_id),
+                subject,
                 orjson.dumps(event),
                 headers={"Nats-Msg-Id": sample.message_id(event)},
             )

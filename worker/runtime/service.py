@@ -33,10 +33,12 @@ MsgHandler = Callable[[ToolDefinition, Msg], Awaitable[None]]
 MANIFEST_ENDPOINT = "manifest"
 
 
-def manifest_of(toolset: ToolSet, version: str) -> dict[str, Any]:
+def manifest_of(toolset: ToolSet, version: str, partition_count: int) -> dict[str, Any]:
     return {
         # The service version (the same as $SRV.INFO's): docs/protocol.md, Versioning.
         "version": version,
+        # The events stream's partitions: a requester's partition of its caller's cwd.
+        "partition_count": partition_count,
         "tools": [
             {
                 "name": tool.name,
@@ -95,6 +97,7 @@ class ToolService:
         toolset: ToolSet,
         subjects: Subjects,
         version: str,
+        partition_count: int,
         route: Callable[[ToolDefinition], MsgHandler],
         stats: Callable[[str], dict[str, Any]] | None = None,
         pending: PendingLimits | None = None,
@@ -122,7 +125,9 @@ class ToolService:
             stats_hook=stats_hook,
         )
         await service.start()
-        self = cls(nc, service, orjson.dumps(manifest_of(toolset, version)), reply_stats)
+        self = cls(
+            nc, service, orjson.dumps(manifest_of(toolset, version, partition_count)), reply_stats
+        )
         for spec in self._endpoints(toolset, subjects, route):
             sub = await service.add_endpoint(spec, pending)
             if slow_consumers is not None and spec.name != MANIFEST_ENDPOINT:

@@ -24,6 +24,7 @@ import structlog
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 
+from contracts.partitions import DEFAULT_PARTITION_COUNT
 from worker.runtime.actors import ActorBody, Supervisor
 from worker.runtime.cancellation import CancellationRegistry, CancelListener
 from worker.runtime.config import WorkerConfig
@@ -152,6 +153,12 @@ class Worker:
         the index file was removed or replaced): the process should exit non-zero."""
         return self.index.fatal if self.index is not None else None
 
+    @property
+    def partition_count(self) -> int:
+        """The events stream's partition count (a worker without an index: the default)."""
+        stream = self.index.stream if self.index is not None else None
+        return stream.partitions if stream is not None else DEFAULT_PARTITION_COUNT
+
     @classmethod
     async def start(
         cls, nc: NATS, config: WorkerConfig, *, tools: ToolSource = indexed_tools
@@ -202,6 +209,7 @@ class Worker:
             toolset=self.toolset,
             subjects=self.config.subjects,
             version=self.config.service_version,
+            partition_count=self.partition_count,
             metadata=self.index.identity() if self.index is not None else None,
             route=self._route,
             stats=self._endpoint_stats,

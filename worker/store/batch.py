@@ -52,6 +52,9 @@ class CheckedEvent:
     cwd: str | None = None  # session/start
     parent_session_id: str | None = None  # session/start
     title: str | None = None  # session/title
+    # The workspace key the subject names (``<prefix>[.<partition>].<key>.<session_id>``);
+    # None when the item came without a subject. ``writer_fold`` checks it.
+    key: str | None = None
     # The message as received, for a dead letter. Last: it never crosses the pipe (the
     # sender keeps the bytes), and the wire rows are the fields before it.
     data: bytes = b""
@@ -116,12 +119,16 @@ class BatchChecker:
         if isinstance(outcome, str):
             return reject(item.stream_seq, item.data, outcome)
         event, text = outcome
-        if item.subject is not None and item.subject.rsplit(".", 1)[-1] != event.session_id:
-            return reject(
-                item.stream_seq,
-                item.data,
-                f"subject {item.subject} does not match session_id {event.session_id}",
-            )
+        key = None
+        if item.subject is not None:
+            tokens = item.subject.rsplit(".", 2)
+            if len(tokens) < 3 or tokens[2] != event.session_id:
+                return reject(
+                    item.stream_seq,
+                    item.data,
+                    f"subject {item.subject} does not match session_id {event.session_id}",
+                )
+            key = tokens[1]
         payload = event.payload
         kind = event.type
         parsed = CheckedEvent(
@@ -138,6 +145,7 @@ class BatchChecker:
             else None,
             replaces=tuple(dict.fromkeys(event.replaces)) if event.replaces else (),
             cites=tuple((c.session_id, c.seq) for c in event.cites) if event.cites else (),
+            key=key,
             data=item.data,
         )
         if kind == "session/start":
@@ -240,6 +248,7 @@ _REASON_KINDS: Final = (
     ("gap in session", "gap in session"),
     ("session/start at seq", "session/start not at seq 1"),
     ("subject ", "subject mismatch"),
+    ("workspace key mismatch", "workspace key mismatch"),
 )
 
 

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
+from contracts.partitions import workspace_key
 from worker.store import schema
 from worker.store.batch import CheckedEvent, reason_kind, reject, text_of
 from worker.store.protocol import Availability, Rejected
@@ -113,6 +114,15 @@ def fold_batch(
 def fold_event(session: SessionHeader | None, ev: CheckedEvent) -> SessionHeader | str:
     """The session's header with ``ev`` folded in, or why ``ev`` is refused."""
     sid = ev.session_id
+    if ev.key is not None:
+        # The partition came from the subject's key: a key that is not the session's own
+        # would put the session's events in two partitions (or another's workspace).
+        expected = workspace_key(ev.cwd if session is None else session.cwd)
+        if ev.key != expected and (session is not None or ev.type == "session/start"):
+            return (
+                f"workspace key mismatch: subject key {ev.key} in session {sid} seq {ev.seq},"
+                f" the session's cwd has key {expected}"
+            )
     if session is None:
         if ev.type != "session/start":
             return f"unknown session {sid}: seq {ev.seq} ({ev.type}) before its session/start"
