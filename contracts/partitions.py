@@ -20,6 +20,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Final
 
+from contracts.errors import SessionQueryClientError
+
 KEY_HEX_DIGITS: Final = 16
 # The key of a session whose session/start has no cwd (such a session sees only itself).
 NO_CWD_KEY: Final = "0" * KEY_HEX_DIGITS
@@ -60,7 +62,18 @@ def partition_of_cwd(cwd: str | None, count: int) -> int:
     return partition_of(workspace_key(cwd), count)
 
 
-class PartitionSetError(ValueError):
+@dataclass(frozen=True, slots=True)
+class PartitionScope:
+    """The one partition a request was addressed to (its subject's), out of ``count``."""
+
+    partition: int
+    count: int
+
+    def holds_cwd(self, cwd: str | None) -> bool:
+        return partition_of_cwd(cwd, self.count) == self.partition
+
+
+class PartitionSetError(SessionQueryClientError, ValueError):
     """A partition list that cannot be read, or names a partition the stream lacks."""
 
 

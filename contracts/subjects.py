@@ -55,6 +55,15 @@ class Subjects:
     def search_queue_filter(self, partition: int) -> str:
         return f"{self.search_queue}.p{partition}.>"
 
+    @staticmethod
+    def search_queue_parts(subject: str) -> tuple[int | None, str]:
+        """(partition or None, tool) of a ``search_queue_subject``."""
+        head, _, tool = subject.rpartition(".")
+        token = head.rpartition(".")[2]
+        if token.startswith("p") and token[1:].isdigit():
+            return int(token[1:]), tool
+        return None, tool
+
     # -- events: published as <prefix>.<key>.<session_id>, stored with the partition -----
 
     def events(self, key: str, session_id: str) -> str:

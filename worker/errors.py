@@ -10,7 +10,9 @@ higher one to raise its errors::
     ├── contracts.client.ReplyTimeoutError
     ├── contracts.client.SpillFetchError
     │   └── contracts.client.SpillDigestMismatch
-    └── contracts.spill_crypto.SpillDecryptError            (also a ValueError)
+    ├── contracts.spill_crypto.SpillDecryptError            (also a ValueError)
+    ├── contracts.partitions.PartitionSetError              (also a ValueError)
+    └── contracts.streams.UnpartitionedStream               a stream of protocol 1
 
     worker.store.errors.StoreError               the store; text internal
     ├── GenerationChanged, InvalidQuery, InvalidCursor       queries
@@ -38,6 +40,7 @@ higher one to raise its errors::
     ├── worker.runtime.purge.InvalidDuration                 (also a ValueError)
     ├── worker.runtime.config.ConfigError                    (also a ValueError)
     ├── worker.runtime.serve.Refused                         serve cannot start
+    ├── worker.runtime.search_queue.OverlappingShards        shards that share partitions
     └── worker.runtime.continuity.StreamDiverged
 
     worker.importers.publish.ImportFailed        an import cannot go on; told to the user

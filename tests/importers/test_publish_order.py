@@ -88,6 +88,7 @@ async def test_a_continued_session_is_published_under_the_key_the_stream_holds(
     held = await nc.jetstream().get_last_msg(
         stream.events_stream, stream.stored_session("*", "s-k")
     )
-    assert Subjects.key_of_stored(held.subject) == key and held.seq == 2
+    assert held.subject is not None and held.seq == 2
+    assert Subjects.key_of_stored(held.subject) == key
     # A session the stream does not hold gets the no-cwd key (and its reason).
     assert later.order.key_of("s-none") == NO_CWD_KEY

@@ -34,8 +34,14 @@ def _serve_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# Settings whose text has a form of its own: a valid value that is not the default.
+_FORMED = {"partitions": "0-7,9"}
+
+
 def _other_value(item: Setting) -> str:
     """A valid value, as text, that differs from the setting's default."""
+    if item.name in _FORMED:
+        return _FORMED[item.name]
     if get_origin(item.kind) is Literal:
         return next(str(choice) for choice in get_args(item.kind) if choice != item.default)
     if item.kind is int:

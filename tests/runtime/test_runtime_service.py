@@ -86,6 +86,8 @@ async def test_ping_info_stats_discover_the_service_with_tool_metadata(
         "manifest_version": worker.config.service_version,
         "cancel": subjects.cancel,
         "protocol": "docs/protocol.md",
+        "partitions": "all",
+        "partition_count": "16",
     }
 
     await call(nc, subjects, "session_trace", body(tag="x"))

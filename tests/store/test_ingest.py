@@ -99,8 +99,10 @@ class FlakyWriter:
     async def info(self) -> dict[str, object]:
         return await self.inner.info()
 
-    async def bind_stream(self, name: str, created: str, first_seq: int) -> dict[str, object]:
-        return await self.inner.bind_stream(name, created, first_seq)
+    async def bind_stream(
+        self, name: str, created: str, first_seq: int, partitions: str = "all"
+    ) -> dict[str, object]:
+        return await self.inner.bind_stream(name, created, first_seq, partitions)
 
     async def apply(self, items: Sequence[IngestItem]) -> ApplyResult:
         self.calls += 1

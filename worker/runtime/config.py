@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Literal, get_type_hints
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic.fields import FieldInfo
 from pydantic_core import ErrorDetails
 from pydantic_settings import (
@@ -31,6 +31,7 @@ from pydantic_settings import (
 )
 
 from contracts.limits import HEADER_ALLOWANCE_BYTES, MAX_EVENT_BYTES
+from contracts.partitions import MAX_PARTITION_COUNT, PartitionSet
 from contracts.subjects import Subjects
 from worker.runtime.errors import RuntimeFailure
 from worker.tools import ToolConfig
@@ -44,6 +45,12 @@ class WorkerConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     db_path: Path = Field(Path(".sessionquery/index.sqlite"), description="the index file")
+    # Partitions (docs/protocol.md §10): checked against the stream's count at start.
+    partitions: str = Field(
+        "all",
+        description="the events partitions this worker ingests and answers: all, or"
+        " numbers and ranges such as 0-7,9",
+    )
     subjects: Subjects = Field(default_factory=Subjects)
     tools: ToolConfig = Field(default_factory=ToolConfig)
     # Store
@@ -106,6 +113,12 @@ class WorkerConfig(BaseModel):
         15_000, description="the process exits this long after SIGTERM, whatever it is doing"
     )
     service_version: str = Field("2.0.0", description="version announced to service discovery")
+
+    @field_validator("partitions")
+    @classmethod
+    def _partition_list(cls, value: str) -> str:
+        PartitionSet.parse(value, MAX_PARTITION_COUNT)  # the form; the range at start
+        return value.strip()
 
     @classmethod
     def from_env(cls, **overrides: Any) -> WorkerConfig:

@@ -29,8 +29,9 @@ import structlog
 from nats.aio.client import Client as NATS
 from nats.js import JetStreamContext
 
-from contracts.partitions import DEFAULT_PARTITION_COUNT
+from contracts.partitions import DEFAULT_PARTITION_COUNT, PartitionSet, PartitionSetError
 from contracts.streams import partition_count_of
+from contracts.subjects import Subjects
 from worker.runtime.errors import RuntimeFailure
 from worker.store import index_file, schema
 from worker.store.protocol import SessionIndexWriter
@@ -57,24 +58,69 @@ class StreamState:
     last_seq: int
     messages: int
     partitions: int = DEFAULT_PARTITION_COUNT  # from the stream's metadata (protocol.md §10)
+    # The partitions this worker holds (canonical text), and the last stream sequence of
+    # an event in them: what its index is complete through once caught up.
+    held: str = "all"
+    held_last_seq: int = -1  # -1: last_seq (all partitions held)
+
+    @property
+    def held_set(self) -> PartitionSet:
+        return PartitionSet.parse(self.held, self.partitions)
+
+    @property
+    def target_seq(self) -> int:
+        """The stream sequence an index of the held partitions is complete through."""
+        return self.last_seq if self.held_last_seq < 0 else self.held_last_seq
 
     @property
     def holds_whole_history(self) -> bool:
         return self.first_seq <= 1
 
 
-async def stream_state(js: JetStreamContext, name: str) -> StreamState:
-    """The stream's state; ``UnpartitionedStream`` for a stream of protocol 1."""
+async def stream_state(
+    js: JetStreamContext, name: str, held: str = "all", subjects: Subjects | None = None
+) -> StreamState:
+    """The stream's state as a worker holding ``held`` partitions sees it;
+    ``UnpartitionedStream`` for a stream of protocol 1, ``ConfigError`` for partitions the
+    stream does not have."""
     info = await js.stream_info(name)
     created = info.created.isoformat() if info.created is not None else ""
+    count = partition_count_of(info)
+    try:
+        partitions = PartitionSet.parse(held, count)
+    except PartitionSetError as exc:
+        from worker.runtime.config import ConfigError
+
+        raise ConfigError(f"--partitions (SESSIONQUERY_PARTITIONS): {exc}") from None
+    held_last = -1
+    if not partitions.is_all:
+        held_last = await _last_seq_of(js, name, subjects or Subjects(), partitions)
     return StreamState(
         name=name,
         created=created,
         first_seq=int(info.state.first_seq),
         last_seq=int(info.state.last_seq),
         messages=int(info.state.messages),
-        partitions=partition_count_of(info),
+        partitions=count,
+        held=str(partitions),
+        held_last_seq=held_last,
     )
+
+
+async def _last_seq_of(
+    js: JetStreamContext, name: str, subjects: Subjects, partitions: PartitionSet
+) -> int:
+    """The sequence of the stream's last event in ``partitions`` (0: none)."""
+    from nats.js.errors import NotFoundError
+
+    last = 0
+    for k in partitions:
+        try:
+            msg = await js.get_last_msg(name, subjects.stored_events(k))
+        except NotFoundError:
+            continue
+        last = max(last, int(msg.seq or 0))
+    return last
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +137,13 @@ def judge(meta: Mapping[str, object], stream: StreamState) -> Verdict:
     if name is not None and str(name) != stream.name:
         return Verdict(
             "diverged", f"the index replicates stream {name}, but the stream is {stream.name}"
+        )
+    held = str(meta.get(index_file.STREAM_PARTITIONS) or "all")
+    if name is not None and held != stream.held:
+        return Verdict(
+            "diverged",
+            f"the index holds partitions {held} of stream {stream.name}, but this worker is"
+            f" set to hold {stream.held}",
         )
     if created is not None and str(created) != stream.created:
         return Verdict(
@@ -162,6 +215,7 @@ def preflight(path: Path, stream: StreamState, *, on_divergence: str) -> Plan:
             "stream_seq": state.stream_seq,
             index_file.STREAM_NAME: state.stream_name,
             index_file.STREAM_CREATED: state.stream_created,
+            index_file.STREAM_PARTITIONS: state.stream_partitions,
         },
         stream,
     )
@@ -180,7 +234,7 @@ async def bind(writer: SessionIndexWriter, stream: StreamState) -> dict[str, obj
     """Record the stream's identity in an index that has none yet; warns once when its
     history before the stream's first sequence is unavailable."""
     info: dict[str, object] = await writer.bind_stream(
-        stream.name, stream.created, stream.first_seq
+        stream.name, stream.created, stream.first_seq, stream.held
     )
     history_from = _int(info.get(index_file.HISTORY_FROM))
     if history_from > 1:
@@ -233,7 +287,7 @@ async def build(
     target = Path(f"{db}{REBUILD_SUFFIX}")
     await asyncio.to_thread(index_file.remove_files, target)  # a build cut short before
     progress = progress or RebuildProgress()
-    progress.running, progress.target_seq, progress.reason = True, stream.last_seq, reason
+    progress.running, progress.target_seq, progress.reason = True, stream.target_seq, reason
     progress.applied_seq = 0
     log.warning(
         "rebuilding the index from the stream",
@@ -274,10 +328,11 @@ async def _ingest_until_caught_up(
         subjects=config.subjects,
         batch_size=config.ingest_batch_size,
         batch_ms=config.ingest_batch_ms,
+        partitions=config.partitions,
     )
     running = asyncio.create_task(consumer.run(), name="rebuild-ingest")
     try:
-        await _caught_up(consumer, running, stream.last_seq, progress)
+        await _caught_up(consumer, running, stream.target_seq, progress)
     finally:
         consumer.stop()
         with contextlib.suppress(Exception):

@@ -60,7 +60,7 @@ class Executor:
                 return await self._execute(tool, request, signal)
         finally:
             if runs:
-                self.stats.record_run(tool.name, time.perf_counter_ns() - started)
+                self.stats.record_run(tool.endpoint, time.perf_counter_ns() - started)
 
     async def prepare(
         self, tool: ToolDefinition, request: ToolRequest, signal: ExecutionSignal
@@ -140,13 +140,13 @@ async def admit(
         request = replies.parse_request(msg.data)
     except replies.BadEnvelope as bad:
         await send(
-            nc, msg.reply, bad.reply(), request_id=bad.request_id, tool=tool.name, stats=stats
+            nc, msg.reply, bad.reply(), request_id=bad.request_id, tool=tool.endpoint, stats=stats
         )
         return None
     rid = request.request_id
     if (reason := registry.cancelled_reason(owner_key(request.execution.agent), rid)) is not None:
         reply = replies.error(rid, ErrorCode.CANCELLED, reason)
-        await send(nc, msg.reply, reply, request_id=rid, tool=tool.name, stats=stats)
+        await send(nc, msg.reply, reply, request_id=rid, tool=tool.endpoint, stats=stats)
         return None
     return request
 

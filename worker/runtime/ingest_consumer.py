@@ -61,8 +61,10 @@ class EventConsumer:
         idle_heartbeat_s: float = 2.0,
         on_fatal: Callable[[Exception], None] | None = None,
         stop_drain_s: float = 5.0,
+        partitions: str = "all",
     ) -> None:
         self._nc = nc
+        self._partitions = partitions  # the held partitions (the worker's setting)
         self._stop_drain_s = stop_drain_s
         self._writer = writer
         self._on_fatal = on_fatal
@@ -103,7 +105,9 @@ class EventConsumer:
     async def check_continuity(self, js: JetStreamContext) -> None:
         """Compare the index with the stream (identity, sequences); binds an index that has
         no identity yet, raises ``StreamDiverged`` when they disagree."""
-        stream = await stream_state(js, self._subjects.events_stream)
+        stream = await stream_state(
+            js, self._subjects.events_stream, self._partitions, self._subjects
+        )
         self.stream = stream
         verdict = judge(await self._writer.info(), stream)
         if verdict.action == "bind":
@@ -161,6 +165,13 @@ class EventConsumer:
             log=unreachable,
         )
 
+    def _filters(self) -> list[str] | None:
+        """The held partitions' stored subjects; None: every event (all held)."""
+        held = self.stream.held_set if self.stream is not None else None
+        if held is None or held.is_all:
+            return None
+        return [self._subjects.stored_events(k) for k in held]
+
     async def _open_feed(self, js: JetStreamContext) -> EventFeed:
         feed = EventFeed(
             self._nc,
@@ -169,6 +180,7 @@ class EventConsumer:
             self.actor.mailbox,
             start_seq=self._next_seq,
             idle_heartbeat_s=self._idle_heartbeat_s,
+            filters=self._filters(),
         )
         try:
             await feed.open()

@@ -40,12 +40,14 @@ class EventFeed:
         *,
         start_seq: int,
         idle_heartbeat_s: float,
+        filters: list[str] | None = None,
     ) -> None:
         self._nc = nc
         self._js = js
         self._subjects = subjects
         self._mailbox = mailbox
         self._heartbeat_s = idle_heartbeat_s
+        self._filters = filters  # the held partitions' subjects; None: every event
         # The next stream sequence to hand on: where a replacement feed starts.
         self.next_seq = start_seq
         self._inbox = self._nc.new_inbox()
@@ -65,7 +67,8 @@ class EventFeed:
             self._subjects.events_stream,
             config=ConsumerConfig(
                 deliver_subject=self._inbox,
-                filter_subject=self._subjects.events_wildcard,
+                filter_subject=None if self._filters else self._subjects.events_wildcard,
+                filter_subjects=self._filters,
                 deliver_policy=DeliverPolicy.BY_START_SEQUENCE,
                 opt_start_seq=self.next_seq,
                 ack_policy=AckPolicy.NONE,

@@ -16,6 +16,7 @@ import orjson
 
 from contracts.envelope import ToolRequest, owner_key
 from contracts.errors import ErrorCode
+from contracts.subjects import Subjects
 from worker.runtime import replies
 from worker.runtime.replies import EncodedReply
 
@@ -125,6 +126,7 @@ class QueuedSearch:
     reply_to: str
     tool: str
     deadline_ms: int | None
+    partition: int | None = None  # the partition whose subject the request came on
 
 
 def queued_search(headers: Mapping[str, str] | None, subject: str) -> QueuedSearch | None:
@@ -136,7 +138,8 @@ def queued_search(headers: Mapping[str, str] | None, subject: str) -> QueuedSear
     if not rid or not reply_to:
         return None
     deadline = _int_or_none(headers.get(DEADLINE_HEADER))
-    return QueuedSearch(rid, reply_to, subject.rsplit(".", 1)[-1], deadline)
+    partition, tool = Subjects.search_queue_parts(subject)
+    return QueuedSearch(rid, reply_to, tool, deadline, partition)
 
 
 FetchedRefusal = Literal["cancelled", "expired", "given-up"]

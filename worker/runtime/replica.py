@@ -116,6 +116,7 @@ class IndexReplica:
             batch_size=config.ingest_batch_size,
             batch_ms=config.ingest_batch_ms,
             on_fatal=self._ingestion_ended,
+            partitions=config.partitions,
         )
         consumer.stream = stream  # as checked, until the consumer checks again
         self.writer, self.consumer = writer, consumer
@@ -144,7 +145,9 @@ class IndexReplica:
         if writer is not None:
             await writer.close()
         js = self._nc.jetstream()
-        stream = await continuity.stream_state(js, self._config.subjects.events_stream)
+        stream = await continuity.stream_state(
+            js, self._config.subjects.events_stream, self._config.partitions, self._config.subjects
+        )
         self.stream = stream
         log.warning("serving the old index while a new one is built", reason=reason)
         await continuity.build(self._nc, self._config, stream, reason=reason, progress=self.rebuild)
@@ -159,12 +162,14 @@ class IndexReplica:
         from worker.runtime.status import index_status, lag_seconds
 
         js = self._nc.jetstream()
-        stream = await stream_state(js, self._config.subjects.events_stream)
+        stream = await stream_state(
+            js, self._config.subjects.events_stream, self._config.partitions, self._config.subjects
+        )
         meta = await self.writer.info() if self.writer is not None else None
         report = await index_status(self._config, stream, meta)
         applied = int(report.get("applied_seq") or 0)
         report["lag_seconds"] = round(
-            await lag_seconds(js, stream.name, applied, stream.last_seq), 3
+            await lag_seconds(js, stream.name, applied, stream.target_seq), 3
         )
         report["writer_restarts"] = getattr(self.writer, "restarts", 0)
         report["rebuild_running"] = self.rebuild.running
@@ -234,7 +239,9 @@ async def _checked(nc: NATS, config: WorkerConfig) -> tuple[StreamState, Plan]:
     config.db_path.parent.mkdir(parents=True, exist_ok=True)
     js = nc.jetstream()
     await ensure_events_stream(js, config.subjects)
-    stream = await continuity.stream_state(js, config.subjects.events_stream)
+    stream = await continuity.stream_state(
+        js, config.subjects.events_stream, config.partitions, config.subjects
+    )
     plan = await asyncio.to_thread(
         continuity.preflight, config.db_path, stream, on_divergence=config.on_divergence
     )

@@ -25,7 +25,7 @@ import asyncio
 import contextlib
 import dataclasses
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Final
 
 import nats.errors
@@ -35,6 +35,7 @@ from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 
 from contracts.envelope import ToolRequest, owner_key
+from contracts.partitions import PartitionSet
 from contracts.subjects import Subjects
 from worker.runtime import lane_decisions as decide
 from worker.runtime import replies
@@ -70,7 +71,7 @@ class SearchLane:
         nc: NATS,
         *,
         subjects: Subjects,
-        toolset: ToolSet,
+        toolsets: Mapping[int | None, ToolSet],
         executor: Executor,
         registry: CancellationRegistry,
         default_timeout_ms: int | None,
@@ -80,10 +81,12 @@ class SearchLane:
         queue_max_msgs: int = -1,
         replicas: int = 1,
         pending: PendingLimits | None = None,
+        partitions: PartitionSet | None = None,
     ) -> None:
         self._nc = nc
         self._subjects = subjects
-        self._toolset = toolset
+        # By the partition a search was addressed to (None: the unpartitioned subjects).
+        self._toolsets = toolsets
         self._executor = executor
         self._registry = registry
         self._default_timeout_ms = default_timeout_ms
@@ -94,7 +97,7 @@ class SearchLane:
             queue_max_msgs=queue_max_msgs,
             replicas=replicas,
         )
-        self._queue = SearchQueue(nc, subjects, settings, pending)
+        self._queue = SearchQueue(nc, subjects, settings, pending, partitions)
         self._stopping = asyncio.Event()
         self._idle = asyncio.Event()
         self._idle.set()
@@ -137,7 +140,7 @@ class SearchLane:
             bound.info("search answered before queueing", size=len(msg.data))
             await self._answer(msg.reply, refusal, rid, tool)
             return
-        subject = self._subjects.search_queue_subject(tool.name)
+        subject = self._subjects.search_queue_subject(tool.name, tool.partition)
         try:
             ack = await self._queue.publish(subject, msg.data, headers, deadline_ms)
         except Exception as exc:
@@ -245,7 +248,8 @@ class SearchLane:
         """A job for the lane, or None when the message was answered (or is malformed)
         and terminated."""
         queued = decide.queued_search(msg.headers, msg.subject)
-        tool = self._toolset.get(queued.tool) if queued is not None else None
+        toolset = self._toolsets.get(queued.partition) if queued is not None else None
+        tool = toolset.get(queued.tool) if queued is not None and toolset is not None else None
         if queued is None or tool is None:
             log.error("malformed search queue message terminated", subject=msg.subject)
             await msg.term()
@@ -341,7 +345,7 @@ class SearchLane:
         self, subject: str, reply: replies.EncodedReply, rid: str, tool: ToolDefinition
     ) -> None:
         stats = self._executor.stats
-        await send(self._nc, subject, reply, request_id=rid, tool=tool.name, stats=stats)
+        await send(self._nc, subject, reply, request_id=rid, tool=tool.endpoint, stats=stats)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

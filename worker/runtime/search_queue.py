@@ -1,8 +1,11 @@
 """The search work queue on JetStream: the stream, its one durable consumer, the publish.
 
-Every worker shares one work-queue stream (``SESSIONQUERY_SEARCH``) and one durable pull
-consumer. ``ensure`` creates whichever is missing (the fleet's first worker sets the
-consumer's settings; the others adopt them), ``publish`` puts a search on the queue within
+Every worker shares one work-queue stream (``SESSIONQUERY_SEARCH``); the workers that hold
+the same partitions share one durable pull consumer (``<search_consumer>`` for those that
+hold all, ``<search_consumer>-<label>`` filtering the set's partition subjects for a
+shard; shards must not overlap, which the work-queue stream enforces). ``ensure`` creates
+whichever is missing (the first worker of a shard sets the consumer's settings; the others
+adopt them), ``publish`` puts a search on the queue within
 a bound that outlasts a leader election, and ``subscribe`` binds the pull subscription.
 """
 
@@ -24,9 +27,11 @@ from nats.js.errors import (
     ServiceUnavailableError,
 )
 
+from contracts.partitions import PartitionSet
 from contracts.subjects import Subjects
 from worker.retry import ENQUEUE, retry
 from worker.runtime.deadlines import loop_time_of
+from worker.runtime.errors import RuntimeFailure
 from worker.runtime.lane_decisions import EnqueueFailure
 from worker.runtime.slow_consumers import PendingLimits, pending_kwargs
 
@@ -36,6 +41,9 @@ from worker.runtime.slow_consumers import PendingLimits, pending_kwargs
 ENQUEUE_TIMEOUT_S: Final = 15.0
 # One attempt's wait for its PubAck: a publish sent to a leader that just died is retried.
 PUBLISH_ATTEMPT_S: Final = 2.0
+# A search consumer no worker has pulled from for this long is removed by the server, so
+# the partition sets of workers that stopped do not hold the queue's layout for ever.
+CONSUMER_IDLE_S: Final = 120.0
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -56,11 +64,19 @@ class SearchQueue:
         subjects: Subjects,
         settings: QueueSettings,
         pending: PendingLimits | None = None,
+        partitions: PartitionSet | None = None,
     ) -> None:
         self._js: JetStreamContext = nc.jetstream()
         self._subjects = subjects
         self._settings = settings
         self._pending = pending
+        self._partitions = partitions
+        if partitions is None or partitions.is_all:
+            self.consumer = subjects.search_consumer
+            self._filters: list[str] | None = None
+        else:
+            self.consumer = f"{subjects.search_consumer}-{partitions.label}"
+            self._filters = [subjects.search_queue_filter(k) for k in partitions]
         # The shared consumer's, once ``ensure`` has looked (whoever created it set these).
         self.max_deliver = settings.max_deliver
         self.ack_wait_s = settings.ack_wait_s
@@ -83,30 +99,46 @@ class SearchQueue:
             )
             with contextlib.suppress(BadRequestError):  # created concurrently
                 await self._js.add_stream(config)
-        consumer = self._subjects.search_consumer
+        consumer = self.consumer
         try:
             info = await self._js.consumer_info(stream, consumer)
         except NotFoundError:
-            info = await self._js.add_consumer(
-                stream,
-                api.ConsumerConfig(
-                    durable_name=consumer,
-                    ack_policy=api.AckPolicy.EXPLICIT,
-                    deliver_policy=api.DeliverPolicy.ALL,
-                    max_ack_pending=settings.max_ack_pending,
-                    max_deliver=settings.max_deliver,
-                    ack_wait=settings.ack_wait_s,
-                ),
-            )
+            try:
+                info = await self._js.add_consumer(
+                    stream,
+                    api.ConsumerConfig(
+                        durable_name=consumer,
+                        ack_policy=api.AckPolicy.EXPLICIT,
+                        deliver_policy=api.DeliverPolicy.ALL,
+                        max_ack_pending=settings.max_ack_pending,
+                        max_deliver=settings.max_deliver,
+                        ack_wait=settings.ack_wait_s,
+                        filter_subjects=self._filters,
+                        inactive_threshold=CONSUMER_IDLE_S,
+                    ),
+                )
+            except BadRequestError as exc:
+                raise OverlappingShards(self._overlap_message(exc)) from None
         if info.config.max_deliver is not None:
             self.max_deliver = info.config.max_deliver
         if info.config.ack_wait is not None:
             self.ack_wait_s = info.config.ack_wait
 
+    def _overlap_message(self, exc: BadRequestError) -> str:
+        held = "all" if self._partitions is None else str(self._partitions)
+        return (
+            f"the search queue {self._subjects.search_stream} refused consumer {self.consumer}"
+            f" for partitions {held} ({exc.description}): workers that hold different"
+            " partition sets must hold disjoint ones (a worker holding all partitions"
+            " overlaps every shard). A consumer whose workers all stopped is removed by"
+            f" the server after {CONSUMER_IDLE_S:g} s without them; to change the layout"
+            " sooner, delete it (nats consumer rm)"
+        )
+
     async def subscribe(self) -> JetStreamContext.PullSubscription:
         # One fetch at a time holds one message; the limits only make the bound explicit.
         return await self._js.pull_subscribe_bind(
-            durable=self._subjects.search_consumer,
+            durable=self.consumer,
             stream=self._subjects.search_stream,
             **pending_kwargs(self._pending),
         )
@@ -152,6 +184,10 @@ class SearchQueue:
             raise TimeoutError from None
         except nats.errors.TimeoutError:
             raise TimeoutError from None
+
+
+class OverlappingShards(RuntimeFailure):
+    """The search queue already has a consumer for some of this worker's partitions."""
 
 
 def failure_of(exc: Exception) -> EnqueueFailure:

@@ -9,7 +9,7 @@ reach a reply: an escaped exception is answered with the fixed TOOL_FAILED.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import orjson
@@ -71,6 +71,7 @@ def endpoint_metadata(tool: ToolDefinition) -> dict[str, str]:
         "execution": tool.execution,
         "read_only": "true" if tool.read_only else "false",
         "lane": lane_of(tool.execution),
+        **({} if tool.partition is None else {"partition": str(tool.partition)}),
     }
 
 
@@ -98,6 +99,7 @@ class ToolService:
         subjects: Subjects,
         version: str,
         partition_count: int,
+        toolsets: Mapping[int | None, ToolSet] | None = None,
         route: Callable[[ToolDefinition], MsgHandler],
         stats: Callable[[str], dict[str, Any]] | None = None,
         pending: PendingLimits | None = None,
@@ -128,7 +130,8 @@ class ToolService:
         self = cls(
             nc, service, orjson.dumps(manifest_of(toolset, version, partition_count)), reply_stats
         )
-        for spec in self._endpoints(toolset, subjects, route):
+        served: Mapping[int | None, ToolSet] = toolsets if toolsets is not None else {None: toolset}
+        for spec in self._endpoints(toolset, served, subjects, route):
             sub = await service.add_endpoint(spec, pending)
             if slow_consumers is not None and spec.name != MANIFEST_ENDPOINT:
                 slow_consumers.answer_dropped_requests(sub, spec.name)
@@ -138,18 +141,21 @@ class ToolService:
     def _endpoints(
         self,
         toolset: ToolSet,
+        toolsets: Mapping[int | None, ToolSet],
         subjects: Subjects,
         route: Callable[[ToolDefinition], MsgHandler],
     ) -> list[EndpointSpec]:
-        """Every endpoint, declared once: one per tool, then the manifest."""
+        """Every endpoint, declared once: one per tool and partition served (the
+        unpartitioned subjects first), then the manifest."""
         specs = [
             EndpointSpec(
-                name=tool.name,
-                subject=subjects.tool(tool.name),
+                name=tool.endpoint,
+                subject=subjects.tool(tool.name, tool.partition),
                 handler=self._guard(tool, route(tool)),
                 metadata=endpoint_metadata(tool),
             )
-            for tool in toolset.tools
+            for _, served in sorted(toolsets.items(), key=lambda kv: -1 if kv[0] is None else kv[0])
+            for tool in served.tools
         ]
         tools = ",".join(t.name for t in toolset.tools)
         manifest = EndpointSpec(
@@ -175,7 +181,7 @@ class ToolService:
                             msg.reply,
                             reply,
                             request_id=rid,
-                            tool=tool.name,
+                            tool=tool.endpoint,
                             stats=self._reply_stats,
                         )
 

@@ -76,6 +76,7 @@ def _meta_fields(meta: dict[str, object]) -> dict[str, Any]:
         "epoch": meta.get("epoch"),
         "stream_name": meta.get(index_file.STREAM_NAME),
         "stream_created": meta.get(index_file.STREAM_CREATED),
+        "partitions": meta.get(index_file.STREAM_PARTITIONS) or "all",
         "index_id": meta.get(index_file.INDEX_ID),
         "history_unavailable_before": history_from if history_from else None,
     }
@@ -111,14 +112,18 @@ async def index_status(
         "first_seq": stream.first_seq,
         "last_seq": stream.last_seq,
         "messages": stream.messages,
+        "partition_count": stream.partitions,
+        # The last stream sequence in the partitions the index holds.
+        "held_last_seq": stream.target_seq,
     }
-    report["lag_events"] = max(0, stream.last_seq - applied)
+    # Stream sequences behind (events, when every partition is held).
+    report["lag_events"] = max(0, stream.target_seq - applied)
     verdict = judge(meta if meta is not None else _as_meta(report), stream)
     report["matches_stream"] = verdict.action != "diverged"
     if verdict.action == "diverged":
         report["divergence"] = verdict.reason
     if report.get("rebuild_running"):
-        report["rebuild_target_seq"] = stream.last_seq
+        report["rebuild_target_seq"] = stream.target_seq
     return report
 
 
@@ -127,6 +132,7 @@ def _as_meta(report: dict[str, Any]) -> dict[str, object]:
         "stream_seq": report.get("applied_seq") or 0,
         index_file.STREAM_NAME: report.get("stream_name"),
         index_file.STREAM_CREATED: report.get("stream_created"),
+        index_file.STREAM_PARTITIONS: report.get("partitions"),
     }
 
 
@@ -194,16 +200,18 @@ async def _stream_report(args: argparse.Namespace, db: Path) -> dict[str, Any]:
         return report
     try:
         js = nc.jetstream()
+        alone = await index_status(_Config(db), None)
         try:
-            stream = await stream_state(js, subjects.events_stream)
+            # The stream as seen by the partitions the index holds.
+            held = str(alone.get("partitions") or "all")
+            stream = await stream_state(js, subjects.events_stream, held, subjects)
         except Exception as exc:
-            report = await index_status(_Config(db), None)
-            report["stream_error"] = f"stream {subjects.events_stream}: {exc}"
-            return report
+            alone["stream_error"] = f"stream {subjects.events_stream}: {exc}"
+            return alone
         report = await index_status(_Config(db), stream)
         applied = int(report.get("applied_seq") or 0)
         report["lag_seconds"] = round(
-            await lag_seconds(js, stream.name, applied, stream.last_seq), 3
+            await lag_seconds(js, stream.name, applied, stream.target_seq), 3
         )
         return report
     finally:
@@ -243,6 +251,8 @@ def format_status(report: dict[str, Any]) -> list[str]:
             f" (created {report.get('stream_created') or '?'})"
         )
         lines.append(f"applied seq      {report.get('applied_seq')}")
+        count = f" of {stream['partition_count']}" if stream else ""
+        lines.append(f"partitions       {report.get('partitions', 'all')}{count}")
         if stream:
             lines.append(
                 f"lag              {report.get('lag_events', 0)} events,"

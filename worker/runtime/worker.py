@@ -24,7 +24,7 @@ import structlog
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 
-from contracts.partitions import DEFAULT_PARTITION_COUNT
+from contracts.partitions import DEFAULT_PARTITION_COUNT, PartitionScope, PartitionSet
 from worker.runtime.actors import ActorBody, Supervisor
 from worker.runtime.cancellation import CancellationRegistry, CancelListener
 from worker.runtime.config import WorkerConfig
@@ -67,6 +67,8 @@ class Served:
 
     toolset: ToolSet
     index: IndexReplica | None = None
+    # The same tools answering one partition's subjects (None: unpartitioned only).
+    scoped: Callable[[PartitionScope], ToolSet] | None = None
 
 
 # Opens what the tools need, registering each close on the stack, and returns them.
@@ -81,7 +83,12 @@ async def indexed_tools(
 
     index = await IndexReplica.open(nc, config, supervisor)
     stack.push_async_callback(index.close)
-    return Served(register_tools(cast(Any, index.store), config.tools), index)
+    store = cast(Any, index.store)
+
+    def scoped(partition: PartitionScope) -> ToolSet:
+        return register_tools(store, config.tools, partition=partition)
+
+    return Served(register_tools(store, config.tools), index, scoped)
 
 
 def spill_policy(config: WorkerConfig) -> SpillPolicy:
@@ -112,6 +119,12 @@ class Worker:
         self.config = config
         self.toolset = served.toolset
         self.index = served.index
+        self.partitions = self._held()
+        self.toolsets = self._toolsets(served)
+        # Every endpoint's tool definition, by endpoint name (for its stats).
+        self._by_endpoint = {
+            tool.endpoint: tool for toolset in self.toolsets.values() for tool in toolset.tools
+        }
         self.supervisor = supervisor
         self.slow_consumers = slow_consumers
         self.reply_stats = reply_stats
@@ -120,7 +133,8 @@ class Worker:
         self.search = SearchLane(
             nc,
             subjects=config.subjects,
-            toolset=self.toolset,
+            toolsets=self.toolsets,
+            partitions=self.partitions,
             executor=executor,
             registry=self.registry,
             default_timeout_ms=config.tools.search_timeout_ms,
@@ -156,8 +170,23 @@ class Worker:
     @property
     def partition_count(self) -> int:
         """The events stream's partition count (a worker without an index: the default)."""
+        return self.partitions.count
+
+    def _held(self) -> PartitionSet:
         stream = self.index.stream if self.index is not None else None
-        return stream.partitions if stream is not None else DEFAULT_PARTITION_COUNT
+        return stream.held_set if stream is not None else PartitionSet.all(DEFAULT_PARTITION_COUNT)
+
+    def _toolsets(self, served: Served) -> dict[int | None, ToolSet]:
+        """The tools by the partition whose subjects they answer: one set per held
+        partition, and the unpartitioned subjects only on a worker that holds them all."""
+        toolsets: dict[int | None, ToolSet] = {}
+        if self.partitions.is_all:
+            toolsets[None] = served.toolset
+        if served.scoped is not None:
+            count = self.partitions.count
+            for k in self.partitions:
+                toolsets[k] = served.scoped(PartitionScope(k, count))
+        return toolsets
 
     @classmethod
     async def start(
@@ -207,10 +236,15 @@ class Worker:
         self.service = service = await ToolService.start(
             self.nc,
             toolset=self.toolset,
+            toolsets=self.toolsets,
             subjects=self.config.subjects,
             version=self.config.service_version,
             partition_count=self.partition_count,
-            metadata=self.index.identity() if self.index is not None else None,
+            metadata={
+                "partitions": str(self.partitions),
+                "partition_count": str(self.partition_count),
+                **(self.index.identity() if self.index is not None else {}),
+            },
             route=self._route,
             stats=self._endpoint_stats,
             pending=self.slow_consumers.limits,
@@ -267,7 +301,7 @@ class Worker:
             # The index against its stream (what ``sessionquery status`` prints), as of
             # the last refresh (every STATUS_EVERY_S).
             return {"index": self.index.last_status}
-        tool = self.toolset.get(endpoint)
+        tool = self._by_endpoint.get(endpoint)
         if tool is None:
             return {}
         # The subscription's own limits, and the requests it dropped as a slow consumer.
@@ -276,7 +310,7 @@ class Worker:
             "pending_msgs_limit": limits[0] if limits else None,
             "pending_bytes_limit": limits[1] if limits else None,
             "slow_consumer_dropped": self.slow_consumers.dropped[
-                self.config.subjects.tool(endpoint)
+                self.config.subjects.tool(tool.name, tool.partition)
             ],
             # Cancels not honoured (no identity, or not the request's owner), worker-wide.
             "cancels_ignored": self.registry.ignored,
@@ -284,6 +318,7 @@ class Worker:
         # nats.micro's processing_time covers the handler only: the enqueue (searches) or
         # the admission to the pool; run_* cover the tool runs this worker executed.
         runs = self.reply_stats.run_figures(endpoint)
+        partition = {} if tool.partition is None else {"partition": tool.partition}
         if tool.execution == "exclusive":
             return {
                 "lane": "search-queue",
@@ -293,6 +328,7 @@ class Worker:
                 # Fetched searches whose catch-up wait runs beside the lane.
                 "waiting": self.search.waiting,
                 **intake,
+                **partition,
             }
         return {
             "lane": "parallel-pool",
@@ -302,6 +338,7 @@ class Worker:
             "waiting": self.parallel.waiting,
             "overloaded": self.parallel.overloaded,
             **intake,
+            **partition,
         }
 
     def in_flight(self) -> InFlight:

@@ -31,6 +31,9 @@ from worker.store.errors import IndexLocked as IndexLocked
 # Keys of the ``meta`` table that say which stream the index replicates.
 STREAM_NAME: Final = "stream_name"
 STREAM_CREATED: Final = "stream_created"
+# The partitions of the stream the index holds (``all``, or e.g. ``0-7``): an index is
+# rebuilt when its worker is set to hold others.
+STREAM_PARTITIONS: Final = "stream_partitions"
 # Set when the index started on a stream whose first sequence was past 1: history before
 # this stream sequence was never available to it.
 HISTORY_FROM: Final = "history_from"
@@ -53,6 +56,7 @@ class IndexState:
     stream_seq: int
     stream_name: str | None
     stream_created: str | None
+    stream_partitions: str | None  # the partition set it holds ("all"); None: not bound
     history_from: int
     index_id: str | None
     size_bytes: int
@@ -86,6 +90,7 @@ def inspect(path: str | Path, *, quick_check_s: float = QUICK_CHECK_S) -> IndexS
         stream_seq=_int(meta.get("stream_seq")),
         stream_name=_text(meta.get(STREAM_NAME)),
         stream_created=_text(meta.get(STREAM_CREATED)),
+        stream_partitions=_text(meta.get(STREAM_PARTITIONS)),
         history_from=_int(meta.get(HISTORY_FROM)),
         index_id=_text(meta.get(INDEX_ID)),
         size_bytes=file_size(location),

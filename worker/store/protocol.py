@@ -349,7 +349,9 @@ class SessionIndexWriter(Protocol):
         """The index's ``meta`` table: stream identity, stream sequence, epoch, index id."""
         ...
 
-    async def bind_stream(self, name: str, created: str, first_seq: int) -> dict[str, object]:
+    async def bind_stream(
+        self, name: str, created: str, first_seq: int, partitions: str = "all"
+    ) -> dict[str, object]:
         """Record the stream the index replicates (see ``WriterCore.bind_stream``)."""
         ...
 

@@ -85,7 +85,9 @@ class WriterTransport(Protocol[B]):
 
     async def info(self) -> dict[str, object]: ...
 
-    async def bind_stream(self, name: str, created: str, first_seq: int) -> dict[str, object]: ...
+    async def bind_stream(
+        self, name: str, created: str, first_seq: int, partitions: str = "all"
+    ) -> dict[str, object]: ...
 
     async def sync_search(self) -> None:
         """``WriterCore.catch_up_search``: the search index up to the store, now."""
@@ -140,8 +142,10 @@ class IndexWriter(SessionIndexWriter, Generic[B]):
     async def info(self) -> dict[str, object]:
         return await self._transport.info()
 
-    async def bind_stream(self, name: str, created: str, first_seq: int) -> dict[str, object]:
-        return await self._transport.bind_stream(name, created, first_seq)
+    async def bind_stream(
+        self, name: str, created: str, first_seq: int, partitions: str = "all"
+    ) -> dict[str, object]:
+        return await self._transport.bind_stream(name, created, first_seq, partitions)
 
     async def sync_search(self) -> None:
         """Bring the search index up to the store now (after writes made around the
@@ -248,8 +252,12 @@ class ThreadTransport:
     async def info(self) -> dict[str, object]:
         return await self._run(self._core.info)
 
-    async def bind_stream(self, name: str, created: str, first_seq: int) -> dict[str, object]:
-        return await self._run(partial(self._core.bind_stream, name, created, first_seq))
+    async def bind_stream(
+        self, name: str, created: str, first_seq: int, partitions: str = "all"
+    ) -> dict[str, object]:
+        return await self._run(
+            partial(self._core.bind_stream, name, created, first_seq, partitions)
+        )
 
     async def sync_search(self) -> None:
         await self._run(self._core.catch_up_search)

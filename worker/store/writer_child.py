@@ -104,7 +104,9 @@ def _purge(core: WriterCore, body: bytes) -> bytes:
 
 def _bind(core: WriterCore, body: bytes) -> bytes:
     request = orjson.loads(body)
-    info = core.bind_stream(request["name"], request["created"], int(request["first_seq"]))
+    info = core.bind_stream(
+        request["name"], request["created"], int(request["first_seq"]), request["partitions"]
+    )
     return orjson.dumps(info)
 
 

@@ -29,7 +29,7 @@ import structlog
 
 from worker.store import schema
 from worker.store.batch import BatchChecker, CheckedEvent, PreparedBatch
-from worker.store.index_file import HISTORY_FROM, STREAM_CREATED, STREAM_NAME
+from worker.store.index_file import HISTORY_FROM, STREAM_CREATED, STREAM_NAME, STREAM_PARTITIONS
 from worker.store.protocol import ApplyResult, BatchNotAttempted, Generation, IngestItem
 from worker.store.search_index import SearchIndexWriter, search_index_path
 from worker.store.writer_fold import SESSION_COLUMNS, BatchRows, SessionHeader, fold_batch
@@ -183,16 +183,22 @@ class WriterCore:
     def generation(self) -> Generation:
         return Generation(epoch=self.meta("epoch"), seq=self.meta("stream_seq"))
 
-    def bind_stream(self, name: str, created: str, first_seq: int) -> dict[str, object]:
-        """Record which stream this index replicates, in one transaction with the stream
-        sequence. An empty index on a stream whose first sequence is past 1 records that
-        history before it is unavailable and starts right before it."""
-        return self._transaction(self._bind_sync, name, created, first_seq)
+    def bind_stream(
+        self, name: str, created: str, first_seq: int, partitions: str = "all"
+    ) -> dict[str, object]:
+        """Record which stream this index replicates, and which of its partitions, in one
+        transaction with the stream sequence. An empty index on a stream whose first
+        sequence is past 1 records that history before it is unavailable and starts right
+        before it."""
+        return self._transaction(self._bind_sync, name, created, first_seq, partitions)
 
-    def _bind_sync(self, name: str, created: str, first_seq: int) -> dict[str, object]:
+    def _bind_sync(
+        self, name: str, created: str, first_seq: int, partitions: str
+    ) -> dict[str, object]:
         put = "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)"
         self.conn.execute(put, (STREAM_NAME, name))
         self.conn.execute(put, (STREAM_CREATED, created))
+        self.conn.execute(put, (STREAM_PARTITIONS, partitions))
         if self.meta("stream_seq") == 0 and first_seq > 1:
             self.conn.execute(put, (HISTORY_FROM, first_seq))
             self.conn.execute(put, ("stream_seq", first_seq - 1))

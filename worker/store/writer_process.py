@@ -229,8 +229,12 @@ class PipeTransport:
         info: dict[str, object] = orjson.loads(await self._request(frame(OP_INFO)))
         return info
 
-    async def bind_stream(self, name: str, created: str, first_seq: int) -> dict[str, object]:
-        body = orjson.dumps({"name": name, "created": created, "first_seq": first_seq})
+    async def bind_stream(
+        self, name: str, created: str, first_seq: int, partitions: str = "all"
+    ) -> dict[str, object]:
+        body = orjson.dumps(
+            {"name": name, "created": created, "first_seq": first_seq, "partitions": partitions}
+        )
         info: dict[str, object] = orjson.loads(await self._request(frame(OP_BIND, body)))
         return info
 

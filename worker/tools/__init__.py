@@ -16,6 +16,7 @@ from pydantic import BaseModel
 from structlog.typing import FilteringBoundLogger
 
 from contracts.envelope import Execution
+from contracts.partitions import PartitionScope
 from worker.signals import ExecutionSignal
 from worker.store import SessionQueryService
 from worker.tools import input as args_input
@@ -126,9 +127,14 @@ def register_tools(
     config: ToolConfig = ToolConfig(),  # noqa: B008 - frozen, so a shared default is safe
     *,
     logger: FilteringBoundLogger | None = None,
+    partition: PartitionScope | None = None,
 ) -> ToolSet:
-    """The five tools over ``service``. Searches are ``exclusive``, the rest ``parallel``."""
-    operations = Operations(service=service, boundary=ServiceBoundary(logger), config=config)
+    """The five tools over ``service``. Searches are ``exclusive``, the rest ``parallel``.
+    With ``partition``, the tools answer that partition's subjects: a caller of another
+    partition is answered as an unknown caller."""
+    operations = Operations(
+        service=service, boundary=ServiceBoundary(logger), config=config, partition=partition
+    )
     table: tuple[tuple[str, ExecutionMode, Workflow], ...] = (
         ("session_search", "exclusive", searches.session_search),
         ("session_event_search", "exclusive", searches.session_event_search),
@@ -147,6 +153,7 @@ def register_tools(
             read_only=True,
             # Searches run one at a time: their checks and catch-up wait run beside the lane.
             prepare=_search_prepare(name, operations) if mode == "exclusive" else None,
+            partition=partition.partition if partition is not None else None,
         )
         for name, mode, workflow in table
     )

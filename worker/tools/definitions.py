@@ -58,6 +58,13 @@ class ToolDefinition:
     run: ToolRun
     read_only: bool = True
     prepare: ToolPrepare | None = None
+    # The partition whose subject this definition answers (None: the unpartitioned one).
+    partition: int | None = None
+
+    @property
+    def endpoint(self) -> str:
+        """The service endpoint's name: the tool's, with ``-p<k>`` for a partition's."""
+        return self.name if self.partition is None else f"{self.name}-p{self.partition}"
 
 
 @dataclass(frozen=True, slots=True)

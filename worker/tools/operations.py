@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Final, Generic, TypeVar
 
 from contracts.envelope import Execution
+from contracts.partitions import PartitionScope
 from worker.signals import ExecutionSignal
 from worker.store import (
     EventHit,
@@ -108,6 +109,8 @@ class Operations:
     service: SessionQueryService
     boundary: ServiceBoundary
     config: ToolConfig
+    # The partition the tools' endpoint serves (None: unpartitioned subjects).
+    partition: PartitionScope | None = None
 
     async def caller_and_target(
         self, execution: Execution, signal: ExecutionSignal, requested_id: str | None
@@ -120,6 +123,7 @@ class Operations:
             signal,
             requested_id,
             catch_up_timeout_ms=self.config.catch_up_timeout_ms,
+            partition=self.partition,
         )
         return caller, target
 
@@ -130,6 +134,7 @@ class Operations:
             execution,
             signal,
             catch_up_timeout_ms=self.config.catch_up_timeout_ms,
+            partition=self.partition,
         )
 
     def validate_query(self, query: str) -> None:
@@ -160,6 +165,7 @@ class Operations:
                 execution,
                 search_signal,
                 catch_up_timeout_ms=self.config.catch_up_timeout_ms,
+                partition=self.partition,
             ),
         )
 

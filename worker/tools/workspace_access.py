@@ -17,6 +17,7 @@ from pydantic_core import from_json
 
 from contracts.envelope import Execution
 from contracts.errors import ErrorCode
+from contracts.partitions import PartitionScope
 from worker.signals import ExecutionSignal
 from worker.store import (
     Lineage,
@@ -106,12 +107,15 @@ async def resolve_caller(
     signal: ExecutionSignal,
     *,
     catch_up_timeout_ms: int | None = None,
+    partition: PartitionScope | None = None,
 ) -> Caller:
-    session_id = await _identity(service, boundary, execution, signal, catch_up_timeout_ms)
+    session_id = await _identity(
+        service, boundary, execution, signal, catch_up_timeout_ms, partition
+    )
     observed = await boundary.call(
         "read_titles", signal, lambda: service.read_titles([session_id], signal=signal)
     )
-    return _caller_of(session_id, observed)
+    return _caller_of(session_id, observed, partition)
 
 
 async def resolve_caller_and_target(
@@ -122,18 +126,22 @@ async def resolve_caller_and_target(
     requested_id: str | None,
     *,
     catch_up_timeout_ms: int | None = None,
+    partition: PartitionScope | None = None,
 ) -> tuple[Caller, str, SessionHeader]:
     """The caller, the direct target (``requested_id``, else the caller's own session) and
     its authorized header, from ONE observation of both headers: the preflight of a
     direct tool costs no provider call of its own. The payload read after it is still
     re-checked against its own header."""
-    session_id = await _identity(service, boundary, execution, signal, catch_up_timeout_ms)
+    session_id = await _identity(
+        service, boundary, execution, signal, catch_up_timeout_ms, partition
+    )
     target = requested_id or session_id
     ids = [session_id] if target == session_id else [session_id, target]
     observed = await boundary.call(
         "read_titles", signal, lambda: service.read_titles(ids, signal=signal)
     )
-    caller = _caller_of(session_id, observed)  # an unknown caller fails before the target
+    # An unknown caller fails before the target.
+    caller = _caller_of(session_id, observed, partition)
     observation = observed.get(target)
     header = observation.header if observation is not None else None
     check_observation(caller, target, header)
@@ -147,6 +155,7 @@ async def _identity(
     execution: Execution,
     signal: ExecutionSignal,
     catch_up_timeout_ms: int | None,
+    partition: PartitionScope | None,
 ) -> str:
     agent = execution.agent
     if agent is None or not agent.session_id:
@@ -155,7 +164,9 @@ async def _identity(
     step = execution.step_start_seq
     if step is not None and step - 1 >= 1:
         # Read-your-writes: a session that just started can search itself.
-        await _catch_up(service, boundary, session_id, step - 1, signal, catch_up_timeout_ms)
+        await _catch_up(
+            service, boundary, session_id, step - 1, signal, catch_up_timeout_ms, partition
+        )
     return session_id
 
 
@@ -166,6 +177,7 @@ async def catch_up_caller(
     signal: ExecutionSignal,
     *,
     catch_up_timeout_ms: int | None = None,
+    partition: PartitionScope | None = None,
 ) -> None:
     """The read-your-writes wait alone, so a runtime can run it before taking a lane;
     nothing to wait for without identity or step (the run itself then answers)."""
@@ -173,19 +185,45 @@ async def catch_up_caller(
     step = execution.step_start_seq
     if agent is None or not agent.session_id or step is None or step - 1 < 1:
         return
-    await _catch_up(service, boundary, agent.session_id, step - 1, signal, catch_up_timeout_ms)
+    await _catch_up(
+        service, boundary, agent.session_id, step - 1, signal, catch_up_timeout_ms, partition
+    )
 
 
-def _caller_of(session_id: str, observed: Mapping[str, TitleObservation]) -> Caller:
+def _caller_of(
+    session_id: str,
+    observed: Mapping[str, TitleObservation],
+    partition: PartitionScope | None = None,
+) -> Caller:
+    """The caller as the index knows it. A request addressed to a partition (its subject's)
+    that is not the caller's workspace's is answered as if the caller were unknown: a
+    worker that holds only that partition cannot know the caller, and every layout of
+    workers must answer with the same bytes (docs/protocol.md §10.4)."""
     observation = observed.get(session_id)
-    if observation is None or observation.header.session_id != session_id:
+    if (
+        observation is None
+        or observation.header.session_id != session_id
+        or (partition is not None and not partition.holds_cwd(observation.header.cwd))
+    ):
         # Unknown caller: its workspace is unknown, so nothing can be authorized.
-        raise ToolError(
-            ErrorCode.NO_IDENTITY,
-            f"The calling session {session_id} is not in the session index yet, so its "
-            "workspace is unknown. Try again after its first events are recorded.",
-        )
+        raise unknown_caller(session_id)
     return Caller(session_id=session_id, cwd=observation.header.cwd)
+
+
+def unknown_caller(session_id: str) -> ToolError:
+    return ToolError(
+        ErrorCode.NO_IDENTITY,
+        f"The calling session {session_id} is not in the session index yet, so its "
+        "workspace is unknown. Try again after its first events are recorded.",
+    )
+
+
+def _index_lags(seq: int) -> ToolError:
+    return ToolError(
+        ErrorCode.TIMEOUT,
+        f"The session index has not yet recorded this session up to seq {seq} "
+        "(the event before the current step); retry shortly.",
+    )
 
 
 async def _catch_up(
@@ -195,6 +233,7 @@ async def _catch_up(
     seq: int,
     signal: ExecutionSignal,
     timeout_ms: int | None,
+    partition: PartitionScope | None,
 ) -> None:
     waiting = signal.child(timeout=None if timeout_ms is None else timeout_ms / 1000)
     try:
@@ -205,14 +244,19 @@ async def _catch_up(
         )
     except ToolError as exc:
         if exc.code is ErrorCode.TIMEOUT and not signal.aborted:
-            raise ToolError(
-                ErrorCode.TIMEOUT,
-                f"The session index has not yet recorded this session up to seq {seq} "
-                "(the event before the current step); retry shortly.",
-            ) from None
+            raise _index_lags(seq) from None
         raise
     finally:
         waiting.close()
+    if partition is not None:
+        # A worker holding only the addressed partition would never see a caller of
+        # another one, and would wait out its bound: answer what it answers.
+        observed = await boundary.call(
+            "read_titles", signal, lambda: service.read_titles([session_id], signal=signal)
+        )
+        observation = observed.get(session_id)
+        if observation is not None and not partition.holds_cwd(observation.header.cwd):
+            raise _index_lags(seq)
 
 
 async def preflight(

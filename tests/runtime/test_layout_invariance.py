@@ -1,0 +1,305 @@
+"""Replies are the same bytes whatever the layout (issue 19).
+
+One events stream of four partitions, two layouts over it: A, one worker holding every
+partition; B, two workers holding 0-1 and 2-3. Each layout has its own tool prefix and
+search queue (an all-partitions search consumer overlaps every shard's), and every request
+is sent with the same request id to both. A request on the caller's partition answers the
+same in A, in B and (in A) on the unpartitioned subject; a request on another partition
+answers exactly as an unknown caller does — also when it asks to wait for its step — so a
+wrong route tells nothing, whatever worker takes it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import uuid
+from collections.abc import AsyncIterator, Iterable
+from pathlib import Path
+from typing import Any, Final
+
+import orjson
+import pytest
+from nats.aio.client import Client as NATS
+
+from contracts.errors import ErrorCode
+from contracts.partitions import PartitionSet, partition_of, partition_of_cwd
+from contracts.subjects import SERVICE_NAME, TOOL_NAMES, Subjects
+from tests._events import routes_for
+from tests.hostile._harness import (
+    A_CHILD,
+    A_ROOT,
+    ALPHA,
+    B_ROOT,
+    BETA,
+    CALLER,
+    MISSING,
+    SessionLog,
+    message_id,
+    two_workspace_corpus,
+)
+from tests.runtime._harness import config_for, until
+from worker.runtime.ingest_consumer import ensure_events_stream
+from worker.runtime.search_queue import CONSUMER_IDLE_S, OverlappingShards
+from worker.runtime.worker import Worker
+from worker.tools import ToolConfig
+
+COUNT: Final = 4
+GAMMA: Final = "/work/gamma"  # shares beta's partition
+DELTA: Final = "/srv/delta"
+CJK: Final = "/home/dev/项目"
+# Each workspace's partition of four, fixed by the documented key and hash.
+PARTITIONS: Final = {ALPHA: 0, BETA: 3, GAMMA: 3, DELTA: 2, CJK: 1, None: 1}
+G_CALLER: Final = "s-g-caller"
+D_CALLER: Final = "s-d-caller"
+C_CALLER: Final = "s-c-caller"
+N_CALLER: Final = "s-n-caller"  # no cwd
+Stored = list[tuple[int, int]]  # (stream seq, partition) of each published event
+CALLERS: Final = {
+    CALLER: ALPHA,
+    B_ROOT: BETA,
+    G_CALLER: GAMMA,
+    D_CALLER: DELTA,
+    C_CALLER: CJK,
+    N_CALLER: None,
+}
+
+
+def _more_workspaces() -> list[dict[str, Any]]:
+    events: list[dict[str, Any]] = []
+    for session, cwd, words in (
+        (G_CALLER, GAMMA, "gamma ledger zebrafish, next to beta"),
+        (D_CALLER, DELTA, "delta ledger zebrafish on the server"),
+        (C_CALLER, CJK, "项目 ledger zebrafish 東京"),
+        (N_CALLER, None, "a session with no cwd, ledger zebrafish"),
+    ):
+        log = SessionLog(session, cwd)
+        log.title(f"{session} title")
+        log.say(words)
+        events.extend(log.events)
+    return events
+
+
+def _requests(caller: str) -> list[tuple[str, dict[str, Any]]]:
+    """One request of every tool, over what the caller's workspace holds (and what it
+    does not)."""
+    own = A_ROOT if caller == CALLER else caller
+    return [
+        ("session_search", {"query": "zebrafish ledger"}),
+        ("session_event_search", {"query": "ledger"}),
+        ("session_trace", {"session_id": own}),
+        ("session_trace", {"session_id": A_CHILD}),
+        ("session_event_trace", {"session_id": own, "seq": 2}),
+        ("session_event_read", {"session_id": own, "seq": 2}),
+        ("session_event_read", {"session_id": B_ROOT, "seq": 3}),
+    ]
+
+
+def _body(request_id: str, caller: str, arguments: dict[str, Any], step: int | None) -> bytes:
+    execution: dict[str, Any] = {"agent": {"session_id": caller}}
+    if step is not None:
+        execution["step_start_seq"] = step
+    return orjson.dumps({"request_id": request_id, "execution": execution, "arguments": arguments})
+
+
+@dataclasses.dataclass
+class Layout:
+    subjects: Subjects
+    workers: list[Worker]
+
+    async def ask(
+        self,
+        nc: NATS,
+        tool: str,
+        partition: int | None,
+        caller: str,
+        arguments: dict[str, Any],
+        step: int | None = None,
+    ) -> bytes:
+        """The reply's bytes, its request id written ``<id>``: a worker refuses an id it
+        has seen, so each request has its own."""
+        request_id = "r-" + uuid.uuid4().hex[:16]
+        msg = await nc.request(
+            self.subjects.tool(tool, partition),
+            _body(request_id, caller, arguments, step),
+            timeout=20,
+        )
+        return bytes(msg.data).replace(request_id.encode(), b"<id>")
+
+
+def _layout_subjects(shared: Subjects, name: str) -> Subjects:
+    return dataclasses.replace(
+        shared,
+        prefix=f"{shared.prefix}{name}",
+        search_stream=f"{shared.search_stream}_{name.upper()}",
+        search_consumer=f"{shared.search_consumer}-{name}",
+        spill_bucket=f"{shared.spill_bucket}-{name}",
+    )
+
+
+async def _start(
+    nc: NATS, subjects: Subjects, tmp_path: Path, sets: Iterable[str], stored: Stored
+) -> Layout:
+    layout = Layout(subjects, [])
+    for held in sets:
+        config = config_for(
+            subjects,
+            tmp_path,
+            partitions=held,
+            spill_threshold_bytes=512 * 1024,
+            tools=ToolConfig(catch_up_timeout_ms=300),
+        )
+        layout.workers.append(await Worker.start(nc, config))
+    for held, worker in zip(sets, layout.workers, strict=True):
+        # A shard's index holds only its partitions' events: it is through the last of those.
+        members = PartitionSet.parse(held, COUNT)
+        last = max(seq for seq, partition in stored if partition in members)
+
+        async def caught_up(worker: Worker = worker, last: int = last) -> bool:
+            return (await worker.indexed_through() or 0) >= last
+
+        await until(caught_up, within=30)
+    return layout
+
+
+@pytest.fixture
+async def layouts(
+    nc: NATS, subjects: Subjects, tmp_path: Path
+) -> AsyncIterator[tuple[Layout, Layout]]:
+    js = nc.jetstream()
+    await ensure_events_stream(js, subjects, partitions=COUNT)
+    routes = routes_for(subjects)
+    stored: Stored = []
+    for ev in (*two_workspace_corpus().events, *_more_workspaces()):
+        subject = routes.subject(ev)
+        ack = await js.publish(subject, orjson.dumps(ev), headers={"Nats-Msg-Id": message_id(ev)})
+        stored.append((ack.seq, partition_of(subject.split(".")[-2], COUNT)))
+    one = await _start(nc, _layout_subjects(subjects, "a"), tmp_path, ["all"], stored)
+    try:
+        two = await _start(nc, _layout_subjects(subjects, "b"), tmp_path, ["0-1", "2-3"], stored)
+        try:
+            yield one, two
+        finally:
+            for worker in two.workers:
+                await worker.stop()
+    finally:
+        for worker in one.workers:
+            await worker.stop()
+
+
+def test_the_workspaces_partitions_are_the_documented_ones() -> None:
+    for cwd, partition in PARTITIONS.items():
+        assert partition_of_cwd(cwd, COUNT) == partition, cwd
+
+
+async def test_every_reply_is_the_same_bytes_in_either_layout(
+    nc: NATS, layouts: tuple[Layout, Layout]
+) -> None:
+    one, two = layouts
+    served: dict[str, str] = {}
+    for caller, cwd in CALLERS.items():
+        home = PARTITIONS[cwd]
+        for tool, arguments in _requests(caller):
+            answered = await one.ask(nc, tool, home, caller, arguments)
+            assert await two.ask(nc, tool, home, caller, arguments) == answered, (caller, tool)
+            assert await one.ask(nc, tool, None, caller, arguments) == answered, (caller, tool)
+            reply = orjson.loads(answered)
+            if "error" in reply:
+                assert reply["error"]["code"] == ErrorCode.NOT_FOUND.value, reply
+            else:
+                served[f"{caller} {tool} {arguments}"] = reply["content"]
+            # The unknown caller's reply, naming this caller where it names one.
+            unknown = await one.ask(nc, tool, home, MISSING, arguments)
+            expected = unknown.replace(MISSING.encode(), caller.encode())
+            for elsewhere in set(range(COUNT)) - {home}:
+                for layout in (one, two):
+                    wrong = await layout.ask(nc, tool, elsewhere, caller, arguments)
+                    assert wrong == expected, (caller, tool, elsewhere)
+    # Every caller was answered from its own workspace (the comparisons above are of
+    # real pages, not of errors alike).
+    assert len(served) >= 4 * len(CALLERS)
+    assert A_ROOT in served[f"{CALLER} session_search {{'query': 'zebrafish ledger'}}"]
+    assert all(B_ROOT not in text for key, text in served.items() if key.startswith(CALLER))
+
+
+async def test_a_wrong_partition_that_waits_for_its_step_times_out_like_an_unknown_caller(
+    nc: NATS, layouts: tuple[Layout, Layout]
+) -> None:
+    one, two = layouts
+    arguments = {"session_id": CALLER, "seq": 2}
+    home = PARTITIONS[ALPHA]
+    # Held, but the step is not indexed yet: the wait runs out.
+    lagging = await one.ask(nc, "session_event_read", home, CALLER, arguments, 99)
+    assert orjson.loads(lagging)["error"]["code"] == ErrorCode.TIMEOUT.value
+    assert await one.ask(nc, "session_event_read", home, MISSING, arguments, 99) == lagging
+    for layout in (one, two):
+        for elsewhere in set(range(COUNT)) - {home}:
+            wrong = await layout.ask(nc, "session_event_read", elsewhere, CALLER, arguments, 99)
+            assert wrong == lagging, (layout.subjects.prefix, elsewhere)
+
+
+async def test_shards_that_overlap_are_refused_and_replicas_of_a_shard_share_its_queue(
+    nc: NATS, subjects: Subjects, tmp_path: Path
+) -> None:
+    await ensure_events_stream(nc.jetstream(), subjects, partitions=COUNT)
+    first = await Worker.start(nc, config_for(subjects, tmp_path, partitions="0-1"))
+    try:
+        assert first.service is not None
+        info = orjson.loads(
+            (await nc.request(f"$SRV.INFO.{SERVICE_NAME}.{first.service.id}", b"")).data
+        )
+        assert info["metadata"]["partitions"] == "0-1"
+        assert info["metadata"]["partition_count"] == str(COUNT)
+        tools = {e["subject"]: e["metadata"] for e in info["endpoints"] if "tool." in e["subject"]}
+        assert set(tools) == {subjects.tool(t, k) for t in TOOL_NAMES for k in (0, 1)}
+        assert tools[subjects.tool("session_trace", 1)]["partition"] == "1"
+        replica = await Worker.start(nc, config_for(subjects, tmp_path, partitions="0-1"))
+        await replica.stop()
+        with pytest.raises(OverlappingShards, match="partitions"):
+            await Worker.start(nc, config_for(subjects, tmp_path, partitions="1-2"))
+    finally:
+        await first.stop()
+
+
+async def test_an_index_of_other_partitions_is_rebuilt_for_the_worker_s_set(
+    nc: NATS, subjects: Subjects, tmp_path: Path
+) -> None:
+    js = nc.jetstream()
+    await ensure_events_stream(js, subjects, partitions=COUNT)
+    routes = routes_for(subjects)
+    # Alpha (partition 0) has the stream's last event: the shard's index is through it,
+    # and would skip beta's events before it if it were not rebuilt for every partition.
+    late = SessionLog("s-a-late", ALPHA)
+    late.say("the last word")
+    last = 0
+    for ev in (*two_workspace_corpus().events, *late.events):
+        ack = await js.publish(routes.subject(ev), orjson.dumps(ev))
+        last = ack.seq
+    db_path = tmp_path / "index.sqlite"
+    shard = await Worker.start(nc, config_for(subjects, tmp_path, db_path=db_path, partitions="0"))
+    try:
+
+        async def through_alpha() -> bool:
+            return (await shard.indexed_through() or 0) >= last
+
+        await until(through_alpha, within=30)
+    finally:
+        await shard.stop()
+    # The shard's search consumer outlives it until the server removes it idle; an
+    # operator changing the layout sooner deletes it.
+    queue = await js.consumer_info(subjects.search_stream, f"{subjects.search_consumer}-p0")
+    assert queue.config.inactive_threshold == CONSUMER_IDLE_S
+    await js.delete_consumer(subjects.search_stream, f"{subjects.search_consumer}-p0")
+    whole = await Worker.start(nc, config_for(subjects, tmp_path, db_path=db_path))
+    try:
+
+        async def through_all() -> bool:
+            return (await whole.indexed_through() or 0) >= last
+
+        await until(through_all, within=30)
+        layout = Layout(subjects, [whole])
+        found = orjson.loads(
+            await layout.ask(nc, "session_trace", None, B_ROOT, {"session_id": B_ROOT})
+        )
+    finally:
+        await whole.stop()
+    assert "error" not in found and B_ROOT in found["content"]
