@@ -60,7 +60,7 @@ async def test_last_error_is_the_code_and_its_fixed_text_never_the_request(
     nc: NATS, worker: Worker
 ) -> None:
     subjects = worker.config.subjects
-    asked = {
+    asked: dict[str, list[dict[str, Any]]] = {
         # a session of another workspace, a missing one, a missing seq of an existing one
         "session_trace": [{"session_id": WEB_ROOT}, {"session_id": "s-missing-77"}],
         "session_event_read": [{"session_id": PAY_ROOT, "seq": 20001}],
