@@ -6,6 +6,7 @@ speak the same shapes. Nothing in this package depends on the worker.
 
 from contracts.envelope import (
     AgentIdentity,
+    CancelRequest,
     ErrorBody,
     Execution,
     SpillLocator,
@@ -14,7 +15,7 @@ from contracts.envelope import (
 )
 from contracts.errors import ErrorCode
 from contracts.events import Cite, SessionEvent, Surface
-from contracts.messages import CancelRequest, Manifest, ManifestTool
+from contracts.messages import Manifest, ManifestTool
 from contracts.subjects import TOOL_NAMES, Subjects
 
 __all__ = [

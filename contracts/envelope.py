@@ -80,14 +80,34 @@ class ToolRequest(BaseModel):
 
 
 class CancelRequest(BaseModel):
-    """A ``sessionquery.cancel`` broadcast. It is honoured only for a request whose
-    ``execution.agent`` equals ``agent`` (session_id and agent_id alike)."""
+    """A ``<prefix>.cancel`` broadcast; no reply. It is honoured only for a request whose
+    ``execution.agent`` equals ``agent`` (session_id and agent_id alike: a missing
+    ``agent_id`` and ``agent_id: null`` are the same). The one model of the message: the
+    worker parses it (``worker.runtime.cancellation``) and docs/asyncapi.yaml is generated
+    from it. Other fields are ignored."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(
+        extra="ignore",
+        frozen=True,
+        json_schema_extra={
+            "description": "Published on <prefix>.cancel; no reply. Honoured only for a request "
+            "whose execution.agent equals agent (session_id and agent_id alike; a missing "
+            "agent_id and agent_id null are the same); any other cancel is ignored. Fields "
+            "other than these are ignored."
+        },
+    )
 
-    request_id: Id
-    agent: AgentIdentity
-    reason: str | None = None
+    request_id: Id = Field(description="The request to cancel, as its envelope named it.")
+    agent: AgentIdentity = Field(
+        description="The requester's identity, exactly the request's execution.agent; a "
+        "cancel with another identity, or none, is ignored (counted in cancels_ignored)."
+    )
+    reason: str | None = Field(
+        default=None,
+        description="Reaches the model as quoted data in the CANCELLED message: control and "
+        "format characters removed, then cut at 200 characters followed by '…'. Missing, "
+        "blank or not a string: 'The request was cancelled by the runtime (no reason given).'",
+    )
 
 
 class SpillEncryption(BaseModel):

@@ -1,4 +1,4 @@
-"""The other messages of the protocol: cancel broadcasts and the manifest.
+"""The manifest message (the cancel broadcast's model is ``contracts.envelope.CancelRequest``).
 
 Plain JSON like the envelopes; docs/protocol.md describes them and docs/asyncapi.yaml is
 generated from these models.
@@ -9,26 +9,6 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
-
-from contracts.envelope import Execution
-
-
-class CancelRequest(BaseModel):
-    """Published on ``<prefix>.cancel``; no reply. Fields other than these are ignored."""
-
-    model_config = ConfigDict(frozen=True)
-
-    request_id: str = Field(min_length=1, description="The request to cancel.")
-    reason: str | None = Field(
-        default=None,
-        description="Reaches the requester as the CANCELLED message (first 2,048 characters);"
-        " missing or blank: 'cancelled by the requester'.",
-    )
-    execution: Execution | None = Field(
-        default=None,
-        description="Optional: the requester's identity, as in the request "
-        "(docs/protocol.md, Cancel identity).",
-    )
 
 
 class ManifestTool(BaseModel):

@@ -84,3 +84,13 @@ def test_the_official_asyncapi_parser_validates_the_document(
     bad.write_text(yaml.safe_dump(broken, sort_keys=False))
     errors = [d for d in _parse(work, bad)["diagnostics"] if d["severity"] == 0]
     assert errors, "the parser accepted a dangling $ref"
+
+
+def test_the_cancel_schema_is_the_model_the_worker_parses() -> None:
+    import contracts.messages
+    import worker.asyncapi
+    import worker.runtime.cancellation
+
+    parsed_by_the_worker = worker.runtime.cancellation.parse_cancel.__globals__["CancelRequest"]
+    assert worker.asyncapi._messages.__globals__["CancelRequest"] is parsed_by_the_worker
+    assert not hasattr(contracts.messages, "CancelRequest"), "one model per message"

@@ -13,10 +13,10 @@ from typing import Any, Final
 from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
-from contracts.envelope import ToolReply, ToolRequest
+from contracts.envelope import CancelRequest, ToolReply, ToolRequest
 from contracts.errors import MICRO_STATUS, ErrorCode
 from contracts.events import SessionEvent
-from contracts.messages import CancelRequest, Manifest
+from contracts.messages import Manifest
 from contracts.subjects import SERVICE_NAME, TOOL_NAMES, Subjects
 from worker.runtime.config import WorkerConfig
 from worker.store.protocol import ServiceLimits
@@ -30,6 +30,25 @@ MODELS: Final[tuple[type[BaseModel], ...]] = (
     Manifest,
     SessionEvent,
 )
+
+
+# The cancel as a client sends it; tests/test_asyncapi_messages.py sends each to a worker.
+CANCEL_EXAMPLES: Final = [
+    {
+        "name": "with_reason",
+        "summary": "The requester's own identity (the request's execution.agent) and a reason.",
+        "payload": {
+            "request_id": "r-01JF8Z3K2Q",
+            "agent": {"session_id": "s-abc", "agent_id": "a-1"},
+            "reason": "user pressed stop",
+        },
+    },
+    {
+        "name": "without_reason",
+        "summary": "No reason: the model reads the fixed sentence for a missing reason.",
+        "payload": {"request_id": "r-01JF8Z3K2R", "agent": {"session_id": "s-abc"}},
+    },
+]
 
 
 def _schemas() -> dict[str, Any]:
@@ -101,7 +120,9 @@ def _messages() -> dict[str, Any]:
         "payload": {"type": "string", "maxLength": 0},
     }
     messages["manifest"] = _message("manifest", "Manifest", "Tool definitions and the prompt.")
-    messages["cancel"] = _message("cancel", "CancelRequest", "Cancel a request (no reply).")
+    messages["cancel"] = _message(
+        "cancel", "CancelRequest", "Cancel a request (no reply).", examples=CANCEL_EXAMPLES
+    )
     messages["session_event"] = _message(
         "session_event",
         "SessionEvent",

@@ -11,13 +11,13 @@ timeout only after an attempt, so one wait could cross the bound: a request's de
 The loop bodies keep their own logic and log lines: stamina's default retry log hooks are
 switched off here, so each retry is logged once, by its caller, with its context.
 
-This module imports nothing from ``worker``: the store uses it as well as the runtime.
+This module imports nothing from ``worker`` but ``worker.tasks`` (shared too): the store uses
+it as well as the runtime.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import random
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
@@ -25,6 +25,8 @@ from typing import Final, TypeVar
 
 import stamina
 import stamina.instrumentation
+
+from worker.tasks import cancel_and_wait
 
 T = TypeVar("T")
 
@@ -67,6 +69,9 @@ CONNECT: Final = RetryPolicy(first_s=0.5, max_s=10.0)
 # An ingest batch the writer rolled back (busy, disk full): its loop is the store's own
 # (batches stay in order), its waits are these.
 INGEST_APPLY: Final = RetryPolicy(first_s=0.05, max_s=5.0)
+# A search index step that failed (a full disk under the search index): the writer's child
+# keeps answering its pipe and tries again after these waits, one log line per failure.
+SEARCH_INDEX: Final = RetryPolicy(first_s=0.5, max_s=10.0)
 # A search's enqueue during an election: a request is waiting, so short waits, and never
 # past its deadline.
 ENQUEUE: Final = RetryPolicy(first_s=0.05, max_s=0.5)
@@ -167,14 +172,10 @@ async def _until_stopped(run: Awaitable[T], stop: asyncio.Event, state: _State) 
     try:
         await asyncio.wait({task, stopper}, return_when=asyncio.FIRST_COMPLETED)
         if not task.done() and state.waiting:
-            task.cancel()  # only a wait is cut short, never an attempt
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+            await cancel_and_wait(task)  # only a wait is cut short, never an attempt
             raise RetryStopped
         return await task  # a running attempt ends; if it fails, ``decide`` sees the stop
     finally:
         stopper.cancel()
         if not task.done():
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+            await cancel_and_wait(task)

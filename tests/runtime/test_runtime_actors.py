@@ -111,3 +111,55 @@ async def test_mailbox_wake_of_a_cancelled_taker_passes_on() -> None:
     assert await asyncio.wait_for(second, 1) == "a"
     with pytest.raises(asyncio.CancelledError):
         await first
+
+
+async def _forever() -> None:
+    await asyncio.Event().wait()
+
+
+async def _stubborn() -> None:
+    """An actor whose stop takes long: it finishes a step before it honours a cancel."""
+    try:
+        await asyncio.Event().wait()
+    except asyncio.CancelledError:
+        await asyncio.Event().wait()  # e.g. a writer request that must be answered first
+        raise
+
+
+async def test_a_bound_on_supervisor_wait_fires_and_leaves_the_actor_running() -> None:
+    supervisor = Supervisor()
+    supervisor.start("forever", _forever)
+    try:
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(supervisor.wait("forever"), 0.05)
+        assert supervisor.running("forever")
+    finally:
+        await supervisor.stop_all()
+
+
+async def test_a_cancel_of_the_caller_of_supervisor_stop_goes_on_up() -> None:
+    # The bound around a stop (serve's) relies on its cancellation arriving: a stop that
+    # swallowed it returned normally, and the caller went on into whatever hung next.
+    supervisor = Supervisor()
+    supervisor.start("stubborn", _stubborn)
+    await asyncio.sleep(0)
+    after_stop: list[str] = []
+
+    async def stopper() -> None:
+        await supervisor.stop("stubborn")
+        after_stop.append("went on")
+
+    task = asyncio.create_task(stopper())
+    await asyncio.sleep(0.01)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert after_stop == []
+
+
+async def test_stopping_an_actor_ends_quietly() -> None:
+    supervisor = Supervisor()
+    supervisor.start("idle", _forever)
+    await asyncio.sleep(0)
+    await supervisor.stop("idle")  # its CancelledError is the expected end, not ours
+    assert not supervisor.running("idle")

@@ -9,7 +9,6 @@ a full one is answered (OVERLOADED) instead of growing without limit.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -18,6 +17,7 @@ from typing import Generic, TypeVar
 import structlog
 
 from worker.runtime.errors import RuntimeFailure
+from worker.tasks import cancel_and_wait, wait_ended
 
 log = structlog.get_logger("worker.runtime.actors")
 
@@ -74,16 +74,15 @@ class Supervisor:
         """Wait until the actor returns on its own (or is stopped)."""
         actor = self._actors.get(name)
         if actor is not None and actor.task is not None:
-            with contextlib.suppress(asyncio.CancelledError):
-                await asyncio.shield(actor.task)
+            # Shielded: the caller's own cancellation (a wait_for's bound) leaves the actor
+            # running, and goes on up.
+            await wait_ended(asyncio.shield(actor.task))
 
     async def stop(self, name: str) -> None:
         actor = self._actors.pop(name, None)
         if actor is None or actor.task is None:
             return
-        actor.task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await actor.task
+        await cancel_and_wait(actor.task)
 
     async def stop_all(self) -> None:
         for name in list(self._actors):

@@ -38,6 +38,7 @@ from worker.runtime.ingest_feed import EventFeed
 from worker.store.ingest import IngestActor
 from worker.store.protocol import IndexWriteStopped, Rejected, SessionIndexWriter
 from worker.store.writer_process import WRITER_MODES, open_index_writer
+from worker.tasks import cancel_and_wait
 
 log = structlog.get_logger(__name__)
 
@@ -133,9 +134,7 @@ class EventConsumer:
                 task.result()  # an actor or pump failure is this run's failure
         finally:
             stopper.cancel()
-            pump.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await pump
+            await cancel_and_wait(pump)
             await self._finish(actor)
 
     async def _ensure_stream(self, js: JetStreamContext) -> None:

@@ -11,6 +11,7 @@ the micro specification (``io.nats.micro.v1.*_response``), as docs/protocol.md Â
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import time
 from collections.abc import Awaitable, Callable
@@ -35,6 +36,8 @@ VERBS: Final = ("PING", "INFO", "STATS")
 PING_TYPE: Final = "io.nats.micro.v1.ping_response"
 INFO_TYPE: Final = "io.nats.micro.v1.info_response"
 STATS_TYPE: Final = "io.nats.micro.v1.stats_response"
+# How long a STATS answer waits for figures read at the time of asking.
+STATS_REFRESH_S: Final = 2.0
 
 Handler = Callable[[Msg], Awaitable[None]]
 # An endpoint's extra figures for STATS: (errors, last error, data) the service adds.
@@ -117,6 +120,8 @@ class MicroService:
     description: str
     metadata: dict[str, str]
     stats_hook: StatsHook | None = None
+    # Run (bounded, best effort) before a STATS document is made: figures read then.
+    before_stats: Callable[[], Awaitable[None]] | None = None
     id: str = field(default_factory=lambda: NUID().next().decode())
     started: datetime = field(default_factory=lambda: datetime.now(UTC))
     _endpoints: list[_Endpoint] = field(default_factory=list)
@@ -128,12 +133,19 @@ class MicroService:
         for verb in VERBS:
             document = answers[verb]
             for subject in verb_subjects(verb, self.name, self.id):
-                self._verbs.append(await self.nc.subscribe(subject, cb=self._answer(document)))
+                answer = self._answer(document, refresh=verb == "STATS")
+                self._verbs.append(await self.nc.subscribe(subject, cb=answer))
 
-    def _answer(self, document: Callable[[], dict[str, Any]]) -> Handler:
+    def _answer(self, document: Callable[[], dict[str, Any]], *, refresh: bool) -> Handler:
         async def answer(msg: Msg) -> None:
-            if msg.reply:
-                await self.nc.publish(msg.reply, orjson.dumps(document()))
+            if not msg.reply:
+                return
+            if refresh and self.before_stats is not None:
+                try:
+                    await asyncio.wait_for(self.before_stats(), STATS_REFRESH_S)
+                except Exception:  # the figures then say when they were sampled
+                    log.debug("STATS figures not refreshed", exc_info=True)
+            await self.nc.publish(msg.reply, orjson.dumps(document()))
 
         return answer
 

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any, Final
 
 import structlog
@@ -179,10 +181,19 @@ class IndexReplica:
             report["rebuild_reason"] = self.rebuild.reason
         return report
 
+    async def refresh_once(self) -> None:
+        """``last_status`` read now, for an operator surface that may leave the host: the
+        index is named by its file name (``status`` on the host prints the path), and
+        ``sampled_at`` (UTC, ISO 8601) says when it was read."""
+        report = await self.status()
+        report["index"] = Path(str(report["index"])).name
+        report["sampled_at"] = datetime.now(UTC).isoformat(timespec="milliseconds")
+        self.last_status = report
+
     async def refresh_status(self) -> None:
         while True:
             try:
-                self.last_status = await self.status()
+                await self.refresh_once()
             except Exception as exc:
                 # Status is best effort (JetStream away, a writer restarting).
                 log.debug("index status not refreshed", error=type(exc).__name__)

@@ -9,9 +9,16 @@ so this records what the replies were and how long the tools ran.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
+from typing import Any, Final
 
-from worker.runtime.replies import ERROR_CODE_HEADER, ERROR_HEADER, EncodedReply
+from contracts.errors import MICRO_STATUS
+from worker.runtime.replies import ERROR_CODE_HEADER, EncodedReply
+
+# ``last_error``'s text per numeric code: fixed, because STATS is read by whoever may ask
+# ``$SRV.>`` (an operator surface), and a reply's message can hold a requester's ids, its
+# query text, or a fact of its workspace (a session that exists). The message itself goes
+# only to the requester, in the reply and its headers.
+STATS_TEXT: Final = {status: code.value for code, status in MICRO_STATUS.items()}
 
 
 class ReplyStats:
@@ -28,8 +35,9 @@ class ReplyStats:
         if headers is None or ERROR_CODE_HEADER not in headers:
             return
         self.errors[tool] += 1
-        # the micro format, "<code>:<description>" (the code's single-line message).
-        self.last_error[tool] = f"{headers[ERROR_CODE_HEADER]}:{headers.get(ERROR_HEADER, '')}"
+        # The micro format, "<code>:<description>", with the code's fixed text.
+        status = headers[ERROR_CODE_HEADER]
+        self.last_error[tool] = f"{status}:{STATS_TEXT.get(status, 'error')}"
 
     def record_run(self, tool: str, elapsed_ns: int) -> None:
         self.runs[tool] += 1

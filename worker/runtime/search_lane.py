@@ -49,6 +49,7 @@ from worker.runtime.replies import BadEnvelope, parse_request
 from worker.runtime.search_queue import QueueSettings, SearchQueue, failure_of
 from worker.runtime.slow_consumers import PendingLimits
 from worker.signals import ExecutionSignal
+from worker.tasks import cancel_and_wait
 from worker.tools import ToolDefinition, ToolSet
 
 log = structlog.get_logger("worker.runtime.search_lane")
@@ -323,9 +324,7 @@ class SearchLane:
             self._settle_idle()
 
     async def _finish(self, job: _Job, reply: replies.EncodedReply) -> None:
-        job.heartbeat.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await job.heartbeat
+        await cancel_and_wait(job.heartbeat)
         job.detach()
         job.signal.close()
         await self._answer(job.reply_to, reply, job.rid, job.tool)

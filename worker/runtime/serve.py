@@ -29,7 +29,7 @@ from worker.runtime import config_flags as settings
 from worker.runtime.config import ENV_PREFIX, WorkerConfig
 from worker.runtime.connection import NatsOptions, add_nats_arguments, options_from_args
 from worker.runtime.errors import RuntimeFailure
-from worker.runtime.process import bounded_stop, close, refuse, say, signal_event
+from worker.runtime.process import Watchdog, bounded_stop, close, refuse, say, signal_event
 from worker.runtime.sample_publish import example_command, publish_sample_corpus
 
 if TYPE_CHECKING:
@@ -129,14 +129,26 @@ async def serve(
     sample_corpus: bool = False,
     stop: asyncio.Event | None = None,
 ) -> int:
-    """Serve until ``stop`` is set (by default: on SIGTERM or SIGINT). Returns the exit code."""
-    stop = stop or signal_event(config.shutdown_timeout_ms / 1000)
+    """Serve until ``stop`` is set (by default: on SIGTERM or SIGINT). Returns the exit code.
+
+    From the stop signal (or the start of a stop) the process exits within
+    ``shutdown_timeout_ms`` whatever it is doing: a watchdog thread ends it then. With
+    ``stop`` given (an embedding, a test) the watchdog is disarmed when this returns; on a
+    signal it stays armed until the process exits, so nothing after this can hang it."""
+    watchdog = Watchdog(config.shutdown_timeout_ms / 1000)
+    embedded_call = stop is not None
+    stop = stop or signal_event(watchdog)
     try:
         async with _nats_url(options, home, embedded_port) as options:
-            return await _connect_and_serve(config, options, stop, sample_corpus=sample_corpus)
+            return await _connect_and_serve(
+                config, options, stop, watchdog, sample_corpus=sample_corpus
+            )
     except Refused as exc:
         refuse(exc)
         return 1
+    finally:
+        if embedded_call:
+            watchdog.disarm()
 
 
 @contextlib.asynccontextmanager
@@ -181,7 +193,12 @@ async def _nats_url(
 
 
 async def _connect_and_serve(
-    config: WorkerConfig, options: NatsOptions, stop: asyncio.Event, *, sample_corpus: bool
+    config: WorkerConfig,
+    options: NatsOptions,
+    stop: asyncio.Event,
+    watchdog: Watchdog,
+    *,
+    sample_corpus: bool,
 ) -> int:
     from worker.runtime.connection import ConnectFailed, connect_reporting
 
@@ -193,7 +210,7 @@ async def _connect_and_serve(
     try:
         if sample_corpus:
             await _publish_sample(nc, config, options)
-        return await _serve_connected(nc, config, stop)
+        return await _serve_connected(nc, config, stop, watchdog)
     finally:
         await close(nc)
 
@@ -238,7 +255,9 @@ async def _publish_sample(nc: NATS, config: WorkerConfig, options: NatsOptions) 
     say(f"  (caller {sample.DEMO_CALLER} works in {sample.PAYMENTS})")
 
 
-async def _serve_connected(nc: NATS, config: WorkerConfig, stop: asyncio.Event) -> int:
+async def _serve_connected(
+    nc: NATS, config: WorkerConfig, stop: asyncio.Event, watchdog: Watchdog
+) -> int:
     try:
         worker = await start_when_ready(nc, config, stop)
     except _refusals() as exc:
@@ -256,7 +275,7 @@ async def _serve_connected(nc: NATS, config: WorkerConfig, stop: asyncio.Event) 
     finally:
         if stop.is_set():
             log.info("shutdown requested")
-        await bounded_stop(worker, config.shutdown_timeout_ms / 1000)
+        await bounded_stop(worker, watchdog)
     if reason is None:
         return 0
     # A divergence with --on-divergence refuse, or the index file removed or replaced.

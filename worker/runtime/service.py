@@ -106,6 +106,7 @@ class ToolService:
         slow_consumers: SlowConsumerWatch | None = None,
         reply_stats: ReplyStats | None = None,
         metadata: dict[str, str] | None = None,
+        before_stats: Callable[[], Awaitable[None]] | None = None,
     ) -> ToolService:
         """Register the service; every endpoint subscribes with ``pending`` limits (nats-py's
         defaults when None), and a tool request one of them drops as a slow consumer is
@@ -125,6 +126,7 @@ class ToolService:
             description="Read-only search, trace and read tools over earlier agent sessions",
             metadata={**service_metadata(subjects, version), **(metadata or {})},
             stats_hook=stats_hook,
+            before_stats=before_stats,
         )
         await service.start()
         self = cls(

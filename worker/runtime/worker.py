@@ -250,6 +250,7 @@ class Worker:
             pending=self.slow_consumers.limits,
             slow_consumers=self.slow_consumers,
             reply_stats=self.reply_stats,
+            before_stats=self.index.refresh_once if self.index is not None else None,
         )
         stack.push_async_callback(service.stop)
         self._run_actor(stack, SEARCH_ACTOR, self.search.run)
@@ -298,8 +299,8 @@ class Worker:
 
     def _endpoint_stats(self, endpoint: str) -> dict[str, Any]:
         if endpoint == MANIFEST_ENDPOINT and self.index is not None:
-            # The index against its stream (what ``sessionquery status`` prints), as of
-            # the last refresh (every STATUS_EVERY_S).
+            # The index against its stream (what ``sessionquery status`` prints), read when
+            # STATS was asked (``sampled_at`` says when, should that read have failed).
             return {"index": self.index.last_status}
         tool = self._by_endpoint.get(endpoint)
         if tool is None:

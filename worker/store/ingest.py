@@ -32,6 +32,7 @@ from worker.store.protocol import (
     SessionIndexWriter,
 )
 from worker.store.writer import IndexWriter, Staged
+from worker.tasks import cancel_and_wait
 
 log = structlog.get_logger(__name__)
 
@@ -209,9 +210,7 @@ class IngestActor:
             stopper.cancel()
             if not getter.done():
                 # A cancelled get leaves its item in the queue.
-                getter.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await getter
+                await cancel_and_wait(getter)
         if getter.done() and not getter.cancelled():
             return getter.result()
         return None

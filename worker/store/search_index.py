@@ -147,7 +147,10 @@ class SearchIndexWriter:
         self._commit_interval = commit_interval_s
         uid = _store_uid(conn)
         self._index = self._open_or_rebuild(uid)
-        self._writer = self._index.writer(heap_size=_WRITER_HEAP_BYTES, num_threads=1)
+        # None after a failed step: a tantivy writer whose worker thread failed (a full
+        # disk) is dead for good ("An index writer was killed"), so the next step makes a
+        # new one, which works again once there is room.
+        self._writer: tantivy.IndexWriter | None = self._new_writer()
         self._index.config_reader("Manual")
         self._index.reload()
         committed = read_position(self._index.searcher())
@@ -170,6 +173,14 @@ class SearchIndexWriter:
                 json.dumps({"version": SEARCH_INDEX_VERSION, "uid": uid})
             )
         return open_index(self._path)
+
+    def _new_writer(self) -> tantivy.IndexWriter:
+        return self._index.writer(heap_size=_WRITER_HEAP_BYTES, num_threads=1)
+
+    def _live_writer(self) -> tantivy.IndexWriter:
+        if self._writer is None:
+            self._writer = self._new_writer()
+        return self._writer
 
     @property
     def position(self) -> Position:
@@ -198,16 +209,17 @@ class SearchIndexWriter:
         """Take up to ``max_events`` new events (and every new deletion) from the store.
         Nothing is visible to searches before ``commit``. Returns the events added."""
         conn = self._conn
+        writer = self._live_writer()
         stream_seq = int(
             conn.execute("SELECT value FROM meta WHERE key = 'stream_seq'").fetchone()[0]
         )
-        deletion_id = self._apply_deletions()
+        deletion_id = self._apply_deletions(writer)
         rows = conn.execute(
             _EVENTS_AFTER,
             {"cap": self._body_cap, "after": self._position.event_id, "limit": max_events},
         ).fetchall()
         for row in rows:
-            self._writer.add_document(_document(row))
+            writer.add_document(_document(row))
         last_id = int(rows[-1][0]) if rows else self._position.event_id
         if rows and len(rows) == max_events:
             # More may follow: the stream sequence covered is the last added event's.
@@ -227,13 +239,13 @@ class SearchIndexWriter:
         row = self._conn.execute("SELECT count(*) FROM events WHERE id > ?", (last_id,)).fetchone()
         return int(row[0])
 
-    def _apply_deletions(self) -> int:
+    def _apply_deletions(self, writer: tantivy.IndexWriter) -> int:
         rows = self._conn.execute(
             "SELECT id, session_id FROM search_deletions WHERE id > ? ORDER BY id",
             (self._position.deletion_id,),
         ).fetchall()
         for _, session_id in rows:
-            self._writer.delete_documents_by_term("sid", session_id)
+            writer.delete_documents_by_term("sid", session_id)
         return int(rows[-1][0]) if rows else self._position.deletion_id
 
     def commit(self) -> None:
@@ -241,23 +253,26 @@ class SearchIndexWriter:
         if not self._dirty:
             return
         position = self._position
-        self._writer.delete_documents_by_term("sid", _META_SID)
+        writer = self._live_writer()
+        writer.delete_documents_by_term("sid", _META_SID)
         meta = tantivy.Document()
         meta.add_text("sid", _META_SID)
         meta.add_unsigned("id", position.event_id)
         meta.add_unsigned("deleted", position.deletion_id)
         meta.add_unsigned("sseq", position.stream_seq)
         meta.add_unsigned("uid", position.uid)
-        self._writer.add_document(meta)
-        self._writer.commit()
+        writer.add_document(meta)
+        writer.commit()
         self._committed = position
         self._dirty = False
         self._last_commit = time.monotonic()
 
     def reset(self) -> None:
         """Drop what was added since the last commit, and resume from that commit: a
-        failed step is then re-done whole, never half twice."""
-        self._writer.rollback()
+        failed step is then re-done whole, never half twice. The writer goes with it
+        (dropping it discards its uncommitted work and releases the index lock): one that
+        failed may be dead, and a rollback does not always revive it."""
+        self._writer = None
         self._position = self._committed
         self._dirty = True  # re-commits the position: harmless, and always consistent
 
@@ -288,8 +303,10 @@ class SearchIndexWriter:
             log.warning(
                 "search index: last commit failed; it resumes from the one before", exc_info=True
             )
-        with contextlib.suppress(Exception):
-            self._writer.wait_merging_threads()
+        writer, self._writer = self._writer, None
+        if writer is not None:
+            with contextlib.suppress(Exception):
+                writer.wait_merging_threads()
 
 
 class _Progress:

@@ -10,6 +10,7 @@ the child by closing its stdin at a frame boundary.
 
 Between requests the search index catches up with the store and commits: when no
 request came for ``IDLE_S``, and at least every commit interval however busy the pipe is.
+After a failed step (a full disk) it waits out the backoff reading the pipe as usual.
 """
 
 from __future__ import annotations
@@ -64,7 +65,11 @@ _PR_SET_PDEATHSIG: Final = 1
 def serve(core: WriterCore, requests: BinaryIO, replies: BinaryIO) -> int:
     """Answer requests until EOF; returns the exit status."""
     while True:
-        if core.search_pending() and (core.search_overdue() or not _readable(requests, IDLE_S)):
+        # The pipe is read between search steps whatever they do: after a failed step the
+        # wait is the backoff's, so a full disk under the search index never keeps the
+        # loop from answering the parent (or from seeing its stdin close).
+        wait = core.search_wait(IDLE_S)
+        if wait is not None and (wait <= 0 or not _readable(requests, wait)):
             core.follow_search(_IDLE_FOLLOW_EVENTS, commit=True)
             continue
         header = requests.read(HEADER.size)

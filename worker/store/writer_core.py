@@ -27,6 +27,7 @@ from typing import Final, ParamSpec, TypeVar
 
 import structlog
 
+from worker.retry import SEARCH_INDEX, RetryPolicy
 from worker.store import schema
 from worker.store.batch import BatchChecker, CheckedEvent, PreparedBatch
 from worker.store.index_file import HISTORY_FROM, STREAM_CREATED, STREAM_NAME, STREAM_PARTITIONS
@@ -94,6 +95,7 @@ class WriterCore:
         self.search = search
         # Whether the last apply committed: a chained apply is tried only then.
         self._committed = False
+        self._search_retry = _Backoff(SEARCH_INDEX)
 
     @classmethod
     def open(
@@ -136,18 +138,32 @@ class WriterCore:
 
     def follow_search(self, max_events: int, *, commit: bool) -> None:
         """Bring the search index up to the store (a bounded step); committed when asked
-        or when the commit interval has passed. A failure is logged and retried on the
-        next step: the store's own commit already stands."""
+        or when the commit interval has passed. A failure (a full disk) is logged once
+        and the step is tried again after a growing wait (``retry.SEARCH_INDEX``); until
+        then steps are skipped, so the store's writes, whose commits already stand, go on
+        at full speed and the log gets one line per wait, not one per batch."""
         search = self.search
-        if search is None:
+        if search is None or self._search_retry.left() > 0:
             return
         try:
             search.follow(max_events)
             if commit or search.commit_due():
                 search.commit()
-        except Exception:
-            log.error("search index update failed; it will be retried", exc_info=True)
+        except Exception as exc:
             search.reset()
+            wait = self._search_retry.failed()
+            log.error(
+                "search index update failed; it will be retried",
+                error=_one_line(exc),
+                failures=self._search_retry.failures,
+                retry_in_s=round(wait, 2),
+                # The first failure in a row is logged with its traceback, the rest without.
+                exc_info=self._search_retry.failures == 1,
+            )
+            return
+        if self._search_retry.failures:
+            log.warning("search index updated again", failures=self._search_retry.failures)
+            self._search_retry.succeeded()
 
     def catch_up_search(self) -> None:
         """Index everything the store holds and the search index lacks (a rebuild after a
@@ -155,7 +171,12 @@ class WriterCore:
         if self.search is None or not self.search.behind:
             return
         started = time.monotonic()
-        total = self.search.catch_up()
+        try:
+            total = self.search.catch_up()
+        except Exception:
+            # Resume from the last commit: what the failed writer held is gone with it.
+            self.search.reset()
+            raise
         log.info(
             "search index caught up", events=total, seconds=round(time.monotonic() - started, 1)
         )
@@ -165,10 +186,17 @@ class WriterCore:
         search = self.search
         return search is not None and (search.dirty or search.behind)
 
-    def search_overdue(self) -> bool:
-        """Pending for longer than the commit interval (requests kept the writer busy)."""
-        search = self.search
-        return search is not None and search.interval_passed() and self.search_pending()
+    def search_wait(self, idle_s: float) -> float | None:
+        """How long a quiet pipe may be waited on before the next search step: None when
+        the search index has nothing to do; the wait left after a failure; 0 when the
+        commit interval has passed (requests kept the writer busy); else ``idle_s``."""
+        if not self.search_pending():
+            return None
+        left = self._search_retry.left()
+        if left > 0:
+            return left
+        assert self.search is not None  # pending implies a search index
+        return 0.0 if self.search.interval_passed() else idle_s
 
     # -- meta ----------------------------------------------------------------------------
 
@@ -329,3 +357,30 @@ class WriterCore:
             conn.execute("UPDATE meta SET value = value + 1 WHERE key = 'epoch'")
         conn.execute("DELETE FROM temp.purge_ids")
         return count
+
+
+class _Backoff:
+    """The waits between failed search index steps, by ``policy``."""
+
+    def __init__(self, policy: RetryPolicy) -> None:
+        self._policy = policy
+        self.failures = 0
+        self._retry_at = 0.0
+
+    def left(self) -> float:
+        """Seconds until the next step may run (0 when it may run now)."""
+        return max(0.0, self._retry_at - time.monotonic()) if self.failures else 0.0
+
+    def failed(self) -> float:
+        self.failures += 1
+        wait = self._policy.wait(self.failures)
+        self._retry_at = time.monotonic() + wait
+        return wait
+
+    def succeeded(self) -> None:
+        self.failures = 0
+        self._retry_at = 0.0
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
