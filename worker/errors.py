@@ -17,6 +17,7 @@ higher one to raise its errors::
     ├── IndexFileError                                       the index file
     │   ├── CorruptIndex, IndexLocked, IndexFileReplaced
     ├── SchemaVersionError
+    ├── SnapshotRefused                                      a snapshot that does not check
     ├── BatchNotAttempted, IndexWriteStopped                 the write path
     ├── WriterProcessError
     │   └── IndexFileLost                                    (also an IndexWriteStopped)
