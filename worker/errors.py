@@ -39,7 +39,8 @@ higher one to raise its errors::
     ├── worker.runtime.purge.InvalidDuration                 (also a ValueError)
     ├── worker.runtime.config.ConfigError                    (also a ValueError)
     ├── worker.runtime.serve.Refused                         serve cannot start
-    └── worker.runtime.continuity.StreamDiverged
+    ├── worker.runtime.continuity.StreamDiverged
+    └── worker.runtime.snapshots.SnapshotDownloadFailed      a snapshot not read whole
 
     worker.importers.publish.ImportFailed        an import cannot go on; told to the user
     worker.retry.RetryStopped                    a retry's stop was set (shared module:

@@ -4,13 +4,13 @@ onto an empty home, and refused (with nothing left behind) when any check fails.
 from __future__ import annotations
 
 import io
-import sqlite3
 import tarfile
 from pathlib import Path
 
 import pytest
 
 from contracts.partitions import PartitionSet
+from tests._index import table_rows
 from tests.store._corpus import Corpus, search, writer_and_store
 from worker.store import snapshot
 from worker.store.search_index import search_index_path
@@ -20,23 +20,6 @@ from worker.store.writer import SqliteIndexWriter
 STREAM = "SESSIONS_SNAP"
 CREATED = "2026-12-04T10:00:00+00:00"
 ALL16 = PartitionSet.all(16)
-
-
-def rows(db: Path) -> dict[str, list[tuple[object, ...]]]:
-    """Every table's rows (meta: what says which stream and how far), for comparing."""
-    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-    try:
-        out = {
-            table: conn.execute(f"SELECT * FROM {table} ORDER BY 1, 2").fetchall()  # noqa: S608
-            for table in ("sessions", "events", "replacements", "citations", "deadletters")
-        }
-        out["meta"] = conn.execute(
-            "SELECT key, value FROM meta WHERE key IN"
-            " ('stream_seq', 'stream_name', 'stream_created', 'schema_version') ORDER BY key"
-        ).fetchall()
-        return out
-    finally:
-        conn.close()
 
 
 def expectation(**over: object) -> Expectation:
@@ -96,7 +79,7 @@ async def test_round_trip_then_catch_up_equals_the_whole_history(tmp_path: Path)
     target.parent.mkdir()
     restored = snapshot.restore(archive, taken.sha256, target, expect=expectation())
     assert restored == taken.manifest
-    assert rows(target)["meta"] != rows(source)["meta"]  # behind: only what it covered
+    assert table_rows(target)["meta"] != table_rows(source)["meta"]  # behind: only what it covered
     # Replay past the covered sequence: the same events, from the same stream positions.
     replay = Corpus(writer=await SqliteIndexWriter.open(target), path=target)
     replay.stream_seq = covered
@@ -104,7 +87,7 @@ async def test_round_trip_then_catch_up_equals_the_whole_history(tmp_path: Path)
     await fill(replay, range(20, 30))
     await replay.writer.sync_search()
     await replay.writer.close()
-    assert rows(target) == rows(source)
+    assert table_rows(target) == table_rows(source)
 
     async with writer_and_store(target) as (_, store):
         page = await search(store, "item3 检索", page_size=100)
@@ -170,7 +153,7 @@ async def test_the_sequence_just_before_the_streams_first_is_enough(tmp_path: Pa
     snapshot.restore(
         archive, taken.sha256, target, expect=expectation(first_seq=seq + 1, last_seq=seq)
     )
-    assert rows(target) == rows(source)
+    assert table_rows(target) == table_rows(source)
 
 
 async def test_restore_refuses_a_home_that_is_not_empty(tmp_path: Path) -> None:

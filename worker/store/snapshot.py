@@ -80,7 +80,7 @@ class SnapshotManifest:
     def from_json(cls, data: bytes | str) -> SnapshotManifest:
         try:
             raw = json.loads(data)
-            return cls(**{name: raw[name] for name in cls.__slots__})  # type: ignore[attr-defined]
+            return cls(**{name: raw[name] for name in cls.__slots__})
         except (ValueError, TypeError, KeyError) as exc:
             raise SnapshotRefused(f"unreadable snapshot manifest ({type(exc).__name__})") from None
 
