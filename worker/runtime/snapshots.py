@@ -313,6 +313,7 @@ async def _try_restore(
         manifest, digest = announced(info)
         check_manifest(manifest, expect)  # before downloading: the restore checks again
         await _download(nc, store, info, download)
+        downloaded = time.monotonic()
         restored = await asyncio.to_thread(snapshot.restore, download, digest, db, expect=expect)
     except (SnapshotRefused, SnapshotDownloadFailed) as exc:
         log.warning("snapshot refused; falling back to replay", snapshot=info.name, reason=str(exc))
@@ -323,7 +324,9 @@ async def _try_restore(
         "index restored from a snapshot",
         snapshot=info.name,
         stream_seq=restored.stream_seq,
+        bytes=info.size,
         seconds=round(time.monotonic() - started, 2),
+        download_s=round(downloaded - started, 2),
     )
     return restored
 
