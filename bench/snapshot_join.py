@@ -43,11 +43,11 @@ from bench.report import (
 TARGET: Final = 0.2
 
 
-async def _publish(js: Any, subjects: Any, events: list[dict[str, Any]]) -> int:
-    """Publish on the partitioned subjects (the key learnt from each session/start)."""
-    from contracts.publish import EventRoutes, event_headers
+async def _publish(js: Any, routes: Any, events: list[dict[str, Any]]) -> int:
+    """Publish on the partitioned subjects (``routes`` learns each session's key from its
+    session/start); returns the stream's last seq."""
+    from contracts.publish import event_headers
 
-    routes = EventRoutes(subjects)
     window = asyncio.Semaphore(256)
     pending: list[asyncio.Task[Any]] = []
 
@@ -64,7 +64,7 @@ async def _publish(js: Any, subjects: Any, events: list[dict[str, Any]]) -> int:
             asyncio.create_task(one(routes.subject(event), corpus.encode(event), headers))
         )
     await asyncio.gather(*pending)
-    return int((await js.stream_info(subjects.events_stream)).state.last_seq)
+    return int((await js.stream_info(routes.subjects.events_stream)).state.last_seq)
 
 
 def _config(subjects: Any, home: Path, bucket: str, join: str) -> Any:
@@ -120,9 +120,11 @@ async def run(
     import nats
 
     from contracts.partitions import PartitionSet
+    from contracts.publish import EventRoutes
     from worker.runtime import snapshots
 
     subjects = bench_subjects("join")
+    routes = EventRoutes(subjects)
     bucket = f"snap-{subjects.prefix}"
     events = list(corpus.generate(config))
     cut = max(1, int(len(events) * (1 - tail)))
@@ -133,7 +135,7 @@ async def run(
             js = nc.jetstream()
             try:
                 await corpus.ensure_events_stream(js, subjects)
-                head_seq = await _publish(js, subjects, events[:cut])
+                head_seq = await _publish(js, routes, events[:cut])
                 peer_config = _config(subjects, root / "peer", bucket, "replay")
                 peer, _ = await _serve_until(nc, peer_config, head_seq, timeout_s)
                 try:
@@ -144,7 +146,7 @@ async def run(
                         nc, peer_config.db_path, policy, partitions
                     )
                     snapshot_s = time.perf_counter() - t0
-                    last_seq = await _publish(js, subjects, events[cut:])
+                    last_seq = await _publish(js, routes, events[cut:])
                 finally:
                     await peer.stop()
                 snapshot_bytes = sum(
