@@ -279,7 +279,7 @@ async def _join(
     store = await bind_bucket(js, policy, create=False)
     if store is None:
         return None
-    partitions = await partitions_of(js, config)
+    partitions = held_partitions(config, stream.partitions)
     expect = Expectation(
         stream_name=stream.name,
         stream_created=stream.created,
