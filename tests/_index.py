@@ -24,3 +24,21 @@ def index_seq(db: Path) -> int:
         return applied_seq(db)
     except sqlite3.Error:  # moved aside or being swapped: not there yet
         return 0
+
+
+def table_rows(db: Path) -> dict[str, list[tuple[object, ...]]]:
+    """Every table's rows, and the meta keys that say which stream and how far, for
+    comparing two indexes of the same history (ids, index ids and uids differ by file)."""
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
+    try:
+        out = {
+            table: conn.execute(f"SELECT * FROM {table} ORDER BY 1, 2").fetchall()
+            for table in ("sessions", "events", "replacements", "citations", "deadletters")
+        }
+        out["meta"] = conn.execute(
+            "SELECT key, value FROM meta WHERE key IN"
+            " ('stream_seq', 'stream_name', 'stream_created', 'schema_version') ORDER BY key"
+        ).fetchall()
+        return out
+    finally:
+        conn.close()

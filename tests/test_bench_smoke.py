@@ -190,6 +190,17 @@ async def test_ingest_bench_end_to_end(nats_url: str, tmp_path: Path) -> None:
     assert [c["name"] for c in result["checks"]] == ["ingest events/s (actor vs raw)"]
 
 
+async def test_snapshot_join_bench_end_to_end(nats_url: str, tmp_path: Path) -> None:
+    from bench import snapshot_join
+
+    result = await snapshot_join.run(TINY, tail=0.1, url=nats_url, work_dir=tmp_path, timeout_s=60)
+    _assert_result_shape(result, "snapshot_join")
+    m = result["measurements"]
+    # The joiner restored the snapshot: it replayed only the tail past it.
+    assert m["snapshot_seq"] < m["stream_last_seq"] == TINY.total_events
+    assert m["tail_events_replayed"] == m["stream_last_seq"] - m["snapshot_seq"]
+
+
 async def test_store_bench_end_to_end(tmp_path: Path) -> None:
     from bench import store
 

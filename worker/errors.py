@@ -19,6 +19,7 @@ higher one to raise its errors::
     ├── IndexFileError                                       the index file
     │   ├── CorruptIndex, IndexLocked, IndexFileReplaced
     ├── SchemaVersionError
+    ├── SnapshotRefused                                      a snapshot that does not check
     ├── BatchNotAttempted, IndexWriteStopped                 the write path
     ├── WriterProcessError
     │   └── IndexFileLost                                    (also an IndexWriteStopped)
@@ -41,7 +42,8 @@ higher one to raise its errors::
     ├── worker.runtime.config.ConfigError                    (also a ValueError)
     ├── worker.runtime.serve.Refused                         serve cannot start
     ├── worker.runtime.search_queue.OverlappingShards        shards that share partitions
-    └── worker.runtime.continuity.StreamDiverged
+    ├── worker.runtime.continuity.StreamDiverged
+    └── worker.runtime.snapshots.SnapshotDownloadFailed      a snapshot not read whole
 
     worker.importers.publish.ImportFailed        an import cannot go on; told to the user
     worker.retry.RetryStopped                    a retry's stop was set (shared module:

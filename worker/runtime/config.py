@@ -105,6 +105,25 @@ class WorkerConfig(BaseModel):
     spill_threshold_bytes: int = Field(64 * 1024, description="larger results are spilled")
     spill_preview_bytes: int = Field(4 * 1024, description="preview kept in a spilled reply")
     spill_ttl_s: int = Field(24 * 3600, description="lifetime of a spilled result")
+    # Snapshots (worker/runtime/snapshots.py): a worker joining on an empty disk restores
+    # the newest verified snapshot of its partition set and replays only the stream past it.
+    snapshot_bucket: str = Field(
+        "sessionquery-snapshots", description="object store bucket of the index snapshots"
+    )
+    snapshot_every_s: int = Field(
+        600, description="publish a snapshot of the index this often, in seconds (0: never)"
+    )
+    snapshot_every_events: int = Field(
+        0, description="publish a snapshot after this many applied events (0: never)"
+    )
+    snapshot_keep: int = Field(
+        3, description="newest snapshots kept per stream and partition set", ge=1
+    )
+    snapshot_join: Literal["restore", "replay"] = Field(
+        "restore",
+        description="a worker with no index file: restore the newest snapshot that verifies"
+        " and replay the stream past it, or replay the whole stream",
+    )
     # Shutdown: nothing is lost past the timeout (ingestion resumes from the index's seq).
     shutdown_grace_ms: int = Field(
         10_000, description="in-flight work gets this long after SIGTERM before it is cancelled"

@@ -38,6 +38,7 @@ log = structlog.get_logger("worker.runtime.replica")
 INGEST_ACTOR: Final = "ingest"
 REBUILD_ACTOR: Final = "index-rebuild"
 STATUS_ACTOR: Final = "index-status"
+SNAPSHOT_ACTOR: Final = "index-snapshots"
 STATUS_EVERY_S: Final = 5.0
 
 
@@ -77,6 +78,7 @@ class IndexReplica:
         self.rebuild = RebuildProgress()
         self.fatal: asyncio.Future[Exception] = asyncio.get_running_loop().create_future()
         self.last_status: dict[str, Any] = {}
+        self.snapshots: Any = None  # the SnapshotPublisher, when snapshots are published
 
     @classmethod
     async def open(cls, nc: NATS, config: WorkerConfig, supervisor: Supervisor) -> IndexReplica:
@@ -96,6 +98,7 @@ class IndexReplica:
                 replica._start_rebuild(plan.reason)
             else:
                 await replica._start_ingest(stream)
+            replica._start_snapshots()
             stack.pop_all()
         return replica
 
@@ -123,6 +126,25 @@ class IndexReplica:
         consumer.stream = stream  # as checked, until the consumer checks again
         self.writer, self.consumer = writer, consumer
         self._supervisor.start(INGEST_ACTOR, consumer.run)
+
+    def _start_snapshots(self) -> None:
+        from worker.runtime.snapshots import SnapshotPolicy, SnapshotPublisher
+
+        if not SnapshotPolicy.of(self._config).publishing:
+            return
+
+        async def seq() -> int | None:
+            writer = self.writer
+            if writer is None or self.rebuild.running:
+                return None
+            return int(await writer.last_stream_seq())
+
+        def applied() -> int:
+            consumer = self.consumer
+            return int(consumer.actor.stats.applied) if consumer is not None else 0
+
+        self.snapshots = SnapshotPublisher(self._nc, self._config, applied=applied, seq=seq)
+        self._supervisor.start(SNAPSHOT_ACTOR, self.snapshots.run)
 
     def _ingestion_ended(self, reason: Exception) -> None:
         """Ingestion stopped for good: rebuild (a divergence, in rebuild mode) or exit."""
@@ -215,6 +237,7 @@ class IndexReplica:
             self.consumer.stop()
 
     async def close(self) -> None:
+        await self._supervisor.stop(SNAPSHOT_ACTOR)  # a snapshot cut short is not stored
         await self._supervisor.stop(REBUILD_ACTOR)  # a build cut short is redone next start
         self.stop_ingesting()
         with contextlib.suppress(TimeoutError):
@@ -244,15 +267,16 @@ def _sized(config: WorkerConfig, nc: NATS) -> WorkerConfig:
 async def _checked(nc: NATS, config: WorkerConfig) -> tuple[StreamState, Plan]:
     """The stream's state and the preflight's plan for the file; a file with nothing sound
     to serve (corrupt, or of a schema with no migration) is rebuilt here, first."""
-    from worker.runtime import continuity
+    from worker.runtime import continuity, snapshots
     from worker.runtime.ingest_consumer import ensure_events_stream
 
     config.db_path.parent.mkdir(parents=True, exist_ok=True)
     js = nc.jetstream()
     await ensure_events_stream(js, config.subjects)
-    stream = await continuity.stream_state(
-        js, config.subjects.events_stream, config.partitions, config.subjects
-    )
+    held = (config.subjects.events_stream, config.partitions, config.subjects)
+    stream = await continuity.stream_state(js, *held)
+    if await snapshots.join_from_snapshot(nc, config, stream) is not None:
+        stream = await continuity.stream_state(js, *held)
     plan = await asyncio.to_thread(
         continuity.preflight, config.db_path, stream, on_divergence=config.on_divergence
     )

@@ -46,6 +46,11 @@ class IndexFileReplaced(IndexFileError):
     """The index file a running worker opened is gone or another file took its place."""
 
 
+class SnapshotRefused(StoreError):
+    """A snapshot that cannot be used (its digest, manifest or contents do not check, or
+    the home is not empty): the message says which check failed."""
+
+
 class SchemaVersionError(StoreError):
     """An index made by a newer version of the worker: never opened, never overwritten."""
 
