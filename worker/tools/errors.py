@@ -33,6 +33,7 @@ from worker.store.errors import (
     InvalidCursor,
     InvalidQuery,
     SchemaVersionError,
+    SnapshotRefused,
     StoreError,
     WriterProcessError,
 )
@@ -84,6 +85,7 @@ ERROR_TABLE: Final[Mapping[type[BaseException], ModelError]] = {
     IndexLocked: TOOL_FAILED,
     IndexFileReplaced: TOOL_FAILED,
     SchemaVersionError: TOOL_FAILED,
+    SnapshotRefused: TOOL_FAILED,  # a join's concern; never a tool call's
     BatchNotAttempted: TOOL_FAILED,
     IndexWriteStopped: TOOL_FAILED,
     WriterProcessError: TOOL_FAILED,
