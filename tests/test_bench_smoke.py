@@ -427,3 +427,21 @@ def test_relevance_corpus_labels_hold_what_they_claim() -> None:
         parent = sessions[payloads[0]["parent_session_id"]][1]
         # a fork repeats its parent's title and first work verbatim, then continues
         assert payloads[1:4] == parent[1:4] and payloads[-2] not in parent
+
+
+async def test_capacity_bench_end_to_end(nats_url: str, tmp_path: Path) -> None:
+    from bench import capacity
+
+    result = await capacity.run(
+        TINY, count=4, shards=("0-1", "2-3"), rounds=4, url=nats_url, work_dir=tmp_path
+    )
+    _assert_result_shape(result, "capacity")
+    workers = result["measurements"]["workers"]
+    # The shards split the stream: every event indexed by exactly one of them.
+    assert workers["0-1"]["events"] + workers["2-3"]["events"] == workers["all"]["events"]
+    assert workers["all"]["events"] == TINY.total_events
+    assert all(w["index_bytes"] > 0 and w["ingest_cpu_s"] > 0 for w in workers.values())
+    assert set(result["measurements"]["latency"]) == {
+        f"{tool} {layout}" for tool in ("session_search", "session_event_read") for layout in "AB"
+    }
+    assert len(result["checks"]) == 2 * 2 + 2

@@ -1,0 +1,324 @@
+"""Capacity and routing bench (issue 19): what a shard costs against a worker of everything.
+
+1. One corpus is published to a fresh events stream of ``--partitions`` partitions (16).
+2. Layout A: one worker holding every partition. Layout B: one worker per ``--shards`` set
+   (default ``0-7`` and ``8-15``; replicas of a shard do the same work, so one stands for
+   each). The workers ingest one after another; each one's ingest CPU (its process's and
+   its writer child's, read from ``/proc``) and its index bytes on disk are measured.
+   Capacity: each shard's figures against layout A's; target <= 0.55x.
+3. Routing: with every worker serving, ``session_search`` and ``session_event_read`` are
+   sent alternately to layout A's unpartitioned subjects and to layout B's partition of the
+   caller's workspace (interleaved, the order swapped every round); target: B's p50 <=
+   1.1x A's.
+
+The ratio depends on how the workspaces fall into the partitions: the run prints each
+shard's share of the events beside it (use many workspaces, ``--workspaces``, for halves
+near one half).
+``python -m bench.capacity --sessions 400 --events 250 --workspaces 64`` (100k events)
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import dataclasses
+import os
+import random
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any, Final
+
+import orjson
+
+from bench import corpus
+from bench.floors import sample_queries
+from bench.report import (
+    Check,
+    bench_subjects,
+    checks_of,
+    db_size_bytes,
+    format_table,
+    nats_url,
+    percentile,
+    quiet_worker_logs,
+    result_dict,
+    write_result,
+)
+
+CAPACITY_TARGET: Final = 0.55
+ROUTING_TARGET: Final = 1.1
+_TICKS: Final = os.sysconf("SC_CLK_TCK")
+
+
+def _cpu_s(pid: int) -> float:
+    """utime + stime of one live process, from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / _TICKS
+
+
+def _children(pid: int) -> list[int]:
+    found: list[int] = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        text = (task / "children").read_text().split()
+        found.extend(int(child) for child in text)
+    return found
+
+
+def tree_cpu_s() -> float:
+    """CPU seconds of this process and its live descendants (the workers' writer children)."""
+    total, stack = 0.0, [os.getpid()]
+    while stack:
+        pid = stack.pop()
+        try:
+            total += _cpu_s(pid)
+            stack.extend(_children(pid))
+        except (FileNotFoundError, ProcessLookupError):
+            continue  # a process that ended meanwhile
+    return total
+
+
+@dataclasses.dataclass
+class Held:
+    """One worker of a layout: what it holds and what ingesting it cost."""
+
+    partitions: str
+    subjects: Any
+    worker: Any = None
+    events: int = 0
+    ingest_cpu_s: float = 0.0
+    index_bytes: int = 0
+
+
+def _layout_subjects(shared: Any, name: str) -> Any:
+    """The shared events stream, with a tool prefix and search queue of the layout's own (a
+    worker of every partition overlaps each shard's search consumer)."""
+    return dataclasses.replace(
+        shared,
+        prefix=f"{shared.prefix}{name}",
+        search_stream=f"{shared.search_stream}_{name.upper()}",
+        search_consumer=f"{shared.search_consumer}-{name}",
+        spill_bucket=f"{shared.spill_bucket}-{name}",
+    )
+
+
+async def _publish(js: Any, subjects: Any, events: list[dict[str, Any]], count: int) -> list[int]:
+    """Publish in order; the events' partitions, indexed by stream seq - 1."""
+    from contracts.partitions import partition_of
+    from contracts.publish import EventRoutes, event_headers
+
+    routes = EventRoutes(subjects)
+    partitions: list[int] = []
+    window = asyncio.Semaphore(256)
+    pending: list[asyncio.Task[Any]] = []
+
+    async def one(subject: str, data: bytes, headers: dict[str, str]) -> None:
+        try:
+            await js.publish(subject, data, headers=headers)
+        finally:
+            window.release()
+
+    for event in events:
+        subject = routes.subject(event)
+        partitions.append(partition_of(subject.split(".")[-2], count))
+        await window.acquire()
+        headers = event_headers(event["session_id"], event["seq"])
+        pending.append(asyncio.create_task(one(subject, corpus.encode(event), headers)))
+    await asyncio.gather(*pending)
+    return partitions
+
+
+async def _ingest(
+    nc: Any, held: Held, home: Path, partitions: list[int], count: int, timeout_s: float = 3600
+) -> None:
+    """Start ``held``'s worker on an empty home and wait until it holds its partitions."""
+    from contracts.partitions import PartitionSet
+    from worker.runtime.config import WorkerConfig
+    from worker.runtime.worker import Worker
+
+    members = PartitionSet.parse(held.partitions, count)
+    mine = [seq for seq, k in enumerate(partitions, start=1) if k in members]
+    held.events = len(mine)
+    await asyncio.to_thread(home.mkdir, parents=True)
+    config = WorkerConfig(
+        db_path=home / "index.sqlite", subjects=held.subjects, partitions=held.partitions
+    )
+    before = tree_cpu_s()
+    held.worker = await Worker.start(nc, config)
+    started = time.monotonic()
+    while (await held.worker.indexed_through() or 0) < max(mine, default=0):
+        if time.monotonic() - started > timeout_s:
+            raise TimeoutError(f"worker {held.partitions} did not catch up in {timeout_s} s")
+        await asyncio.sleep(0.05)
+    held.ingest_cpu_s = tree_cpu_s() - before
+    held.index_bytes = db_size_bytes(config.db_path)
+
+
+async def _routing(
+    nc: Any,
+    whole: Held,
+    shards: Sequence[Held],
+    config: corpus.CorpusConfig,
+    rounds: int,
+    count: int,
+) -> dict[str, dict[str, float]]:
+    """p50/p90 ms of each tool: layout A's unpartitioned subject vs B's partition."""
+    from contracts.partitions import partition_of_cwd
+
+    plans = corpus.plan_sessions(config)
+    by_cwd: dict[str, list[corpus.SessionPlan]] = {}
+    for plan in plans:
+        by_cwd.setdefault(plan.cwd, []).append(plan)
+    # Queries of workspaces that hold sessions (a small corpus leaves some empty).
+    queries = [q for q in sample_queries(config, rounds * 4) if q.cwd in by_cwd][:rounds]
+    rng = random.Random(5)
+    shard_of = {k: held for held in shards for k in _members(held, count)}
+    timings: dict[str, dict[str, list[float]]] = {}
+    for i, query in enumerate(queries):
+        caller = rng.choice(by_cwd[query.cwd])
+        partition = partition_of_cwd(caller.cwd, count)
+        for tool, arguments in (
+            ("session_search", {"query": query.text}),
+            ("session_event_read", {"session_id": caller.session_id, "seq": 2}),
+        ):
+            routes = [
+                ("A", whole.subjects.tool(tool)),
+                ("B", shard_of[partition].subjects.tool(tool, partition)),
+            ]
+            for layout, subject in routes if i % 2 == 0 else routes[::-1]:
+                body = orjson.dumps(
+                    {
+                        "request_id": "r-" + uuid.uuid4().hex[:16],
+                        "execution": {"agent": {"session_id": caller.session_id}},
+                        "arguments": arguments,
+                    }
+                )
+                started = time.perf_counter()
+                msg = await nc.request(subject, body, timeout=30)
+                elapsed = (time.perf_counter() - started) * 1000
+                if orjson.loads(msg.data).get("status") != "ok":
+                    raise RuntimeError(f"{tool} on {subject} did not answer ok: {msg.data[:300]!r}")
+                timings.setdefault(tool, {}).setdefault(layout, []).append(elapsed)
+    return {
+        f"{tool} {layout}": {"p50_ms": percentile(ms, 50), "p90_ms": percentile(ms, 90)}
+        for tool, layouts in timings.items()
+        for layout, ms in layouts.items()
+    }
+
+
+def _max(
+    name: str, measured: float, floor: float, unit: str, target: float = CAPACITY_TARGET
+) -> Check:
+    return Check(name, measured, floor, unit, "max", target)
+
+
+def _members(held: Held, count: int) -> list[int]:
+    from contracts.partitions import PartitionSet
+
+    return list(PartitionSet.parse(held.partitions, count))
+
+
+async def run(
+    config: corpus.CorpusConfig,
+    *,
+    count: int,
+    shards: Sequence[str],
+    rounds: int,
+    url: str | None = None,
+    work_dir: Path | None = None,
+) -> dict[str, Any]:
+    import nats
+
+    from contracts.streams import ensure_events_stream
+
+    shared = bench_subjects("cap")
+    whole = Held("all", _layout_subjects(shared, "a"))
+    parts = [Held(text, _layout_subjects(shared, "b")) for text in shards]
+    events = list(corpus.generate(config))
+    with tempfile.TemporaryDirectory(prefix="sq-bench-capacity-", dir=work_dir) as tmp:
+        root = Path(tmp)
+        async with nats_url(url) as resolved:
+            nc = await nats.connect(resolved)
+            js = nc.jetstream()
+            try:
+                await ensure_events_stream(js, shared, partitions=count)
+                partitions = await _publish(js, shared, events, count)
+                try:
+                    for i, held in enumerate((whole, *parts)):
+                        await _ingest(nc, held, root / f"w{i}", partitions, count)
+                    latency = await _routing(nc, whole, parts, config, rounds, count)
+                finally:
+                    for held in (whole, *parts):
+                        if held.worker is not None:
+                            await held.worker.stop()
+                await js.delete_stream(shared.events_stream)
+            finally:
+                await nc.close()
+    checks: list[Check] = []
+    for held in parts:
+        name = f"shard {held.partitions} vs all"
+        checks.append(_max(f"index bytes, {name}", held.index_bytes, whole.index_bytes, "B"))
+        checks.append(_max(f"ingest CPU, {name}", held.ingest_cpu_s, whole.ingest_cpu_s, "s"))
+    for tool in ("session_search", "session_event_read"):
+        a_ms, b_ms = latency[f"{tool} A"]["p50_ms"], latency[f"{tool} B"]["p50_ms"]
+        name = f"{tool} p50, partitioned vs unpartitioned"
+        checks.append(_max(name, b_ms, a_ms, "ms", ROUTING_TARGET))
+    measurements = {
+        "events": len(events),
+        "workers": {
+            held.partitions: {
+                "events": held.events,
+                "ingest_cpu_s": held.ingest_cpu_s,
+                "index_bytes": held.index_bytes,
+            }
+            for held in (whole, *parts)
+        },
+        "latency": latency,
+    }
+    params = {**asdict(config), "partitions": count, "shards": list(shards), "rounds": rounds}
+    return result_dict("capacity", params=params, checks=checks, measurements=measurements)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.capacity", description=__doc__)
+    corpus.add_size_arguments(parser, sessions=400, events=250)
+    parser.add_argument("--partitions", type=int, default=16, help="the stream's count")
+    parser.add_argument("--shards", default="0-7;8-15", help="partition sets, ';' between")
+    parser.add_argument("--rounds", type=int, default=200, help="requests per tool and layout")
+    parser.add_argument("--nats-url", default=None)
+    args = parser.parse_args(argv)
+    config = corpus.config_from_args(args)
+    logs = quiet_worker_logs("capacity")
+    result = asyncio.run(
+        run(
+            config,
+            count=args.partitions,
+            shards=args.shards.split(";"),
+            rounds=args.rounds,
+            url=args.nats_url,
+        )
+    )
+    workers = result["measurements"]["workers"]
+    info = {
+        f"worker {name}: events / ingest CPU s / index MiB": (
+            f"{w['events']:,} / {w['ingest_cpu_s']:.1f} / {w['index_bytes'] / 2**20:.1f}"
+        )
+        for name, w in workers.items()
+    }
+    for name, figures in result["measurements"]["latency"].items():
+        info[f"{name} p50 / p90 ms"] = f"{figures['p50_ms']:.2f} / {figures['p90_ms']:.2f}"
+    title = (
+        f"capacity: {config.sessions} sessions x {config.events} events,"
+        f" {args.partitions} partitions"
+    )
+    print(format_table(title, checks_of(result), info))
+    print(f"\nresult: {write_result(result)}\nworker log: {logs}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
