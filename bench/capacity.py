@@ -106,34 +106,8 @@ def _layout_subjects(shared: Any, name: str) -> Any:
     )
 
 
-async def _publish(js: Any, subjects: Any, events: list[dict[str, Any]], count: int) -> list[int]:
-    """Publish in order; the events' partitions, indexed by stream seq - 1."""
-    from contracts.partitions import partition_of
-    from contracts.publish import EventRoutes, event_headers
-
-    routes = EventRoutes(subjects)
-    partitions: list[int] = []
-    window = asyncio.Semaphore(256)
-    pending: list[asyncio.Task[Any]] = []
-
-    async def one(subject: str, data: bytes, headers: dict[str, str]) -> None:
-        try:
-            await js.publish(subject, data, headers=headers)
-        finally:
-            window.release()
-
-    for event in events:
-        subject = routes.subject(event)
-        partitions.append(partition_of(subject.split(".")[-2], count))
-        await window.acquire()
-        headers = event_headers(event["session_id"], event["seq"])
-        pending.append(asyncio.create_task(one(subject, corpus.encode(event), headers)))
-    await asyncio.gather(*pending)
-    return partitions
-
-
 async def _ingest(
-    nc: Any, held: Held, home: Path, partitions: list[int], count: int, timeout_s: float = 3600
+    nc: Any, held: Held, home: Path, stored: dict[int, int], count: int, timeout_s: float = 3600
 ) -> None:
     """Start ``held``'s worker on an empty home and wait until it holds its partitions."""
     from contracts.partitions import PartitionSet
@@ -141,8 +115,8 @@ async def _ingest(
     from worker.runtime.worker import Worker
 
     members = PartitionSet.parse(held.partitions, count)
-    mine = [seq for seq, k in enumerate(partitions, start=1) if k in members]
-    held.events = len(mine)
+    held.events = sum(1 for k in stored.values() if k in members)
+    last = corpus.last_seq_held(stored, held.partitions, count)
     await asyncio.to_thread(home.mkdir, parents=True)
     config = WorkerConfig(
         db_path=home / "index.sqlite", subjects=held.subjects, partitions=held.partitions
@@ -150,7 +124,7 @@ async def _ingest(
     before = tree_cpu_s()
     held.worker = await Worker.start(nc, config)
     started = time.monotonic()
-    while (await held.worker.indexed_through() or 0) < max(mine, default=0):
+    while (await held.worker.indexed_through() or 0) < last:
         if time.monotonic() - started > timeout_s:
             raise TimeoutError(f"worker {held.partitions} did not catch up in {timeout_s} s")
         await asyncio.sleep(0.05)
@@ -246,10 +220,10 @@ async def run(
             js = nc.jetstream()
             try:
                 await ensure_events_stream(js, shared, partitions=count)
-                partitions = await _publish(js, shared, events, count)
+                stored = await corpus.publish_partitioned(js, shared, events, count)
                 try:
                     for i, held in enumerate((whole, *parts)):
-                        await _ingest(nc, held, root / f"w{i}", partitions, count)
+                        await _ingest(nc, held, root / f"w{i}", stored, count)
                     latency = await _routing(nc, whole, parts, config, rounds, count)
                 finally:
                     for held in (whole, *parts):

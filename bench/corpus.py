@@ -518,6 +518,48 @@ async def publish_events(
     return count
 
 
+async def publish_partitioned(
+    js: Any,
+    subjects: Any,
+    events: Iterable[dict[str, Any]],
+    count: int,
+    routes: EventRoutes | None = None,
+) -> dict[int, int]:
+    """Publish (256 in flight) to a stream of ``count`` partitions; each stored event's
+    partition by its stream seq, for a bench to know what a shard must hold. ``routes``:
+    as for ``publish_events``."""
+    from contracts.partitions import partition_of
+
+    routes = routes or EventRoutes(subjects)
+    stored: dict[int, int] = {}
+    window = asyncio.Semaphore(256)
+    pending: list[asyncio.Task[Any]] = []
+
+    async def one(subject: str, data: bytes, headers: dict[str, str]) -> None:
+        try:
+            ack = await js.publish(subject, data, headers=headers)
+            stored[int(ack.seq)] = partition_of(subject.split(".")[-2], count)
+        finally:
+            window.release()
+
+    for event in events:
+        await window.acquire()
+        subject = routes.subject(event)
+        pending.append(
+            asyncio.create_task(one(subject, encode(event), {"Nats-Msg-Id": msg_id(event)}))
+        )
+    await asyncio.gather(*pending)
+    return stored
+
+
+def last_seq_held(stored: dict[int, int], held: str, count: int) -> int:
+    """The last stream seq within the partition set ``held`` (0: none)."""
+    from contracts.partitions import PartitionSet
+
+    members = PartitionSet.parse(held, count)
+    return max((seq for seq, k in stored.items() if k in members), default=0)
+
+
 async def publish_corpus(
     js: Any, subjects: Any, config: CorpusConfig, *, max_in_flight: int = 256
 ) -> int:

@@ -43,31 +43,7 @@ from bench.report import (
 TARGET: Final = 0.2
 
 
-async def _publish(js: Any, routes: Any, events: list[dict[str, Any]]) -> int:
-    """Publish on the partitioned subjects (``routes`` learns each session's key from its
-    session/start); returns the stream's last seq."""
-    from contracts.publish import event_headers
-
-    window = asyncio.Semaphore(256)
-    pending: list[asyncio.Task[Any]] = []
-
-    async def one(subject: str, data: bytes, headers: dict[str, str]) -> None:
-        try:
-            await js.publish(subject, data, headers=headers)
-        finally:
-            window.release()
-
-    for event in events:
-        await window.acquire()
-        headers = event_headers(event["session_id"], event["seq"])
-        pending.append(
-            asyncio.create_task(one(routes.subject(event), corpus.encode(event), headers))
-        )
-    await asyncio.gather(*pending)
-    return int((await js.stream_info(routes.subjects.events_stream)).state.last_seq)
-
-
-def _config(subjects: Any, home: Path, bucket: str, join: str) -> Any:
+def _config(subjects: Any, home: Path, bucket: str, join: str, held: str) -> Any:
     from worker.runtime.config import WorkerConfig
 
     home.mkdir(parents=True)
@@ -77,6 +53,7 @@ def _config(subjects: Any, home: Path, bucket: str, join: str) -> Any:
         snapshot_bucket=bucket,
         snapshot_every_s=0,
         snapshot_join=join,
+        partitions=held,
     )
 
 
@@ -116,15 +93,18 @@ async def run(
     url: str | None = None,
     work_dir: Path | None = None,
     timeout_s: float = 3600.0,
+    count: int = 16,
+    held: str = "all",
 ) -> dict[str, Any]:
     import nats
 
     from contracts.partitions import PartitionSet
     from contracts.publish import EventRoutes
+    from contracts.streams import ensure_events_stream
     from worker.runtime import snapshots
 
     subjects = bench_subjects("join")
-    routes = EventRoutes(subjects)
+    routes = EventRoutes(subjects)  # a tail session's start may be in the head
     bucket = f"snap-{subjects.prefix}"
     events = list(corpus.generate(config))
     cut = max(1, int(len(events) * (1 - tail)))
@@ -134,9 +114,10 @@ async def run(
             nc = await nats.connect(resolved)
             js = nc.jetstream()
             try:
-                await corpus.ensure_events_stream(js, subjects)
-                head_seq = await _publish(js, routes, events[:cut])
-                peer_config = _config(subjects, root / "peer", bucket, "replay")
+                await ensure_events_stream(js, subjects, partitions=count)
+                stored = await corpus.publish_partitioned(js, subjects, events[:cut], count, routes)
+                head_seq = corpus.last_seq_held(stored, held, count)
+                peer_config = _config(subjects, root / "peer", bucket, "replay", held)
                 peer, _ = await _serve_until(nc, peer_config, head_seq, timeout_s)
                 try:
                     t0 = time.perf_counter()
@@ -146,7 +127,10 @@ async def run(
                         nc, peer_config.db_path, policy, partitions
                     )
                     snapshot_s = time.perf_counter() - t0
-                    last_seq = await _publish(js, routes, events[cut:])
+                    stored |= await corpus.publish_partitioned(
+                        js, subjects, events[cut:], count, routes
+                    )
+                    last_seq = corpus.last_seq_held(stored, held, count)
                 finally:
                     await peer.stop()
                 snapshot_bytes = sum(
@@ -154,10 +138,10 @@ async def run(
                     for i in await (await js.object_store(bucket)).list(ignore_deletes=True)
                 )
 
-                replay_config = _config(subjects, root / "replay", bucket, "replay")
+                replay_config = _config(subjects, root / "replay", bucket, "replay", held)
                 replayer, replay_s = await _serve_until(nc, replay_config, last_seq, timeout_s)
                 await replayer.stop()
-                join_config = _config(subjects, root / "join", bucket, "restore")
+                join_config = _config(subjects, root / "join", bucket, "restore", held)
                 joiner, join_s = await _serve_until(nc, join_config, last_seq, timeout_s)
                 stats = joiner.ingest_stats()
                 await joiner.stop()
@@ -180,6 +164,7 @@ async def run(
     ]
     measurements = {
         "events": len(events),
+        "events_held": sum(1 for k in stored.values() if k in partitions),
         "snapshot_seq": manifest.stream_seq,
         "stream_last_seq": last_seq,
         "tail_events_replayed": stats.applied if stats is not None else None,
@@ -191,7 +176,7 @@ async def run(
         "search_rebuild_from_store_s": search_s,
         "partitions": partitions.label,
     }
-    params = {**asdict(config), "tail": tail}
+    params = {**asdict(config), "tail": tail, "stream_partitions": count, "held": held}
     return result_dict("snapshot_join", params=params, checks=checks, measurements=measurements)
 
 
@@ -201,15 +186,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--tail", type=float, default=0.05, help="share of the corpus published after the snapshot"
     )
+    parser.add_argument("--stream-partitions", type=int, default=16)
+    parser.add_argument(
+        "--held", default="all", help="the partitions the workers hold (e.g. 0: one shard)"
+    )
     parser.add_argument("--nats-url", default=None)
     parser.add_argument("--timeout", type=float, default=3600.0, help="bound on each wait")
     args = parser.parse_args(argv)
     config = corpus.config_from_args(args)
     logs = quiet_worker_logs("snapshot_join")
-    result = asyncio.run(run(config, tail=args.tail, url=args.nats_url, timeout_s=args.timeout))
+    result = asyncio.run(
+        run(
+            config,
+            tail=args.tail,
+            url=args.nats_url,
+            timeout_s=args.timeout,
+            count=args.stream_partitions,
+            held=args.held,
+        )
+    )
     m = result["measurements"]
     info = {
         "events (snapshot covers seq)": f"{m['events']:,} ({m['snapshot_seq']:,})",
+        f"events in partitions {m['partitions']}": f"{m['events_held']:,}",
         "tail events replayed by the joiner": m["tail_events_replayed"],
         "snapshot publish seconds": m["snapshot_publish_s"],
         "snapshot MiB / index MiB": (

@@ -201,6 +201,18 @@ async def test_snapshot_join_bench_end_to_end(nats_url: str, tmp_path: Path) -> 
     assert m["tail_events_replayed"] == m["stream_last_seq"] - m["snapshot_seq"]
 
 
+async def test_snapshot_join_bench_of_one_shard(nats_url: str, tmp_path: Path) -> None:
+    from bench import snapshot_join
+
+    result = await snapshot_join.run(
+        TINY, tail=0.1, url=nats_url, work_dir=tmp_path, timeout_s=60, count=4, held="0-1"
+    )
+    m = result["measurements"]
+    assert m["partitions"] == "p0-1" and 0 < m["events_held"] < m["events"]
+    # The joiner restored the shard's snapshot and replayed only the shard's tail.
+    assert 0 < m["tail_events_replayed"] < m["events_held"]
+
+
 async def test_store_bench_end_to_end(tmp_path: Path) -> None:
     from bench import store
 
