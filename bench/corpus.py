@@ -537,7 +537,8 @@ async def publish_partitioned(
 
     async def one(subject: str, data: bytes, headers: dict[str, str]) -> None:
         try:
-            ack = await js.publish(subject, data, headers=headers)
+            # A loaded machine can hold an ack past nats-py's 2 s default.
+            ack = await js.publish(subject, data, headers=headers, timeout=60)
             stored[int(ack.seq)] = partition_of(subject.split(".")[-2], count)
         finally:
             window.release()
