@@ -87,6 +87,8 @@ class LocalCluster:
     replicas: int = 3
     # Only the prefix is configurable: serve uses the default stream and bucket names.
     subject_prefix: str = "sessionquery"
+    # Worker i holds shards[i] (e.g. "0-7"); empty: every worker holds every partition.
+    shards: Sequence[str] = ()
     # Extra SESSIONQUERY_* settings for every worker (e.g. small spill thresholds).
     worker_env: dict[str, str] = field(default_factory=dict)
     # Random per cluster; nats-server reads them from its environment (see ACCOUNTS_CONF).
@@ -221,6 +223,7 @@ class LocalCluster:
             "--db", str(proc.db_path),
             "--stream-replicas", str(self.replicas),
             "--subject-prefix", self.subjects.prefix,
+            "--partitions", self.partitions_of(i),
         ]  # fmt: skip
         with proc.log_path.open("ab") as log:
             proc.process = subprocess.Popen(
@@ -229,6 +232,10 @@ class LocalCluster:
         if wait:
             self._wait_worker_ready(i, timeout)
         return proc.process.pid
+
+    def partitions_of(self, i: int) -> str:
+        """The partition set worker ``i`` holds."""
+        return self.shards[i] if self.shards else "all"
 
     def _wait_worker_ready(self, i: int, timeout: float) -> None:
         proc = self.worker_procs[i]
@@ -279,14 +286,33 @@ class LocalCluster:
         return applied_seq(self.worker_procs[i].db_path)
 
     def wait_indexed(self, stream_seq: int, *, timeout: float = 120.0) -> None:
-        """Until every running worker's index holds the stream through ``stream_seq``."""
+        """Until every running worker's index holds the stream through ``stream_seq``: a
+        shard's, through the last event of its partitions up to there."""
+        targets = asyncio.run(self._held_targets(stream_seq))
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             running = [p.index for p in self.worker_procs if p.alive]
-            if all(self.indexed_through(i) >= stream_seq for i in running):
+            if all(self.indexed_through(i) >= targets[i] for i in running):
                 return
             time.sleep(0.2)
         raise ClusterError(f"the workers did not index through {stream_seq} in {timeout:.0f} s")
+
+    async def _held_targets(self, stream_seq: int) -> list[int]:
+        from worker.runtime.continuity import stream_state
+
+        nc = await open_connection(
+            self.urls, connect_timeout=5, max_reconnect_attempts=5, **self.connect_options()
+        )
+        try:
+            js = nc.jetstream(timeout=20)
+            name = self.subjects.events_stream
+            targets = []
+            for i in range(self.workers):
+                state = await stream_state(js, name, self.partitions_of(i), self.subjects)
+                targets.append(min(stream_seq, state.target_seq))
+            return targets
+        finally:
+            await nc.close()
 
     # -- seeder and load generator ----------------------------------------------------
 
@@ -456,7 +482,8 @@ def _summary(cluster: LocalCluster, seeded: int, last_seq: int, load: Any, elaps
     ]
     for proc in cluster.worker_procs:
         lines.append(
-            f"  worker {proc.index}: pid {proc.pid}, indexed through "
+            f"  worker {proc.index}: partitions {cluster.partitions_of(proc.index)}, pid"
+            f" {proc.pid}, indexed through "
             f"{cluster.indexed_through(proc.index)}, log {proc.log_path}"
         )
     lines.append(f"  load generator exit code: {load.returncode}")
@@ -470,6 +497,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--requests", type=int, default=500, help="load request bound")
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument(
+        "--shards",
+        default="",
+        help="each worker's partitions, ';' between (e.g. '0-7;0-7;8-15;8-15': 16 partitions,"
+        " each on 2 of 4 workers); default: every worker holds all",
+    )
     parser.add_argument("--sessions", type=int, default=CorpusSize.sessions)
     parser.add_argument("--events", type=int, default=CorpusSize.events, help="per session")
     parser.add_argument("--workspaces", type=int, default=CorpusSize.workspaces)
@@ -484,13 +517,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.seconds <= 0 or args.requests < 1 or not 1 <= args.workers <= 8:
         parser.error("--seconds > 0, --requests >= 1 and 1 <= --workers <= 8 are required")
+    shards = tuple(filter(None, args.shards.split(";")))
+    if shards and len(shards) != args.workers:
+        parser.error(f"--shards names {len(shards)} sets for {args.workers} workers")
     size = CorpusSize(sessions=args.sessions, events=args.events, workspaces=args.workspaces)
     with contextlib.ExitStack() as stack:
         workdir = args.dir or Path(
             stack.enter_context(tempfile.TemporaryDirectory(prefix="sq-cluster-"))
         )
         started = time.monotonic()
-        cluster = LocalCluster(workdir=workdir, workers=args.workers)
+        cluster = LocalCluster(workdir=workdir, workers=args.workers, shards=shards)
         print(f"starting 3 nats-servers and {args.workers} workers under {workdir}", flush=True)
         cluster.start()
         stack.callback(cluster.stop)

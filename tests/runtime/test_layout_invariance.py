@@ -40,6 +40,7 @@ from tests.hostile._harness import (
 from tests.runtime._harness import config_for, until
 from worker.runtime.ingest_consumer import ensure_events_stream
 from worker.runtime.search_queue import CONSUMER_IDLE_S, OverlappingShards
+from worker.runtime.status import format_status, partition_map
 from worker.runtime.worker import Worker
 from worker.tools import ToolConfig
 
@@ -303,3 +304,19 @@ async def test_an_index_of_other_partitions_is_rebuilt_for_the_worker_s_set(
     finally:
         await whole.stop()
     assert "error" not in found and B_ROOT in found["content"]
+
+
+async def test_status_shows_the_partition_map(nc: NATS, layouts: tuple[Layout, Layout]) -> None:
+    one, two = layouts
+    shards = await partition_map(nc, two.subjects.prefix)
+    assert [(w["partitions"], w["partition_count"]) for w in shards] == [
+        ("0-1", str(COUNT)),
+        ("2-3", str(COUNT)),
+    ]
+    for w, worker in zip(shards, two.workers, strict=True):
+        assert worker.service is not None and w["id"] == worker.service.id
+        assert w["applied_seq"] == await worker.indexed_through() and w["lag_events"] == 0
+    (whole,) = await partition_map(nc, one.subjects.prefix)
+    assert whole["partitions"] == "all"
+    lines = format_status({"index": "x", "exists": False, "workers": shards})
+    assert any(f"partitions 0-1 of {COUNT}, applied seq" in line for line in lines)

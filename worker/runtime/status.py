@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import sqlite3
 import sys
 import time
@@ -209,6 +210,7 @@ async def _stream_report(args: argparse.Namespace, db: Path) -> dict[str, Any]:
             alone["stream_error"] = f"stream {subjects.events_stream}: {exc}"
             return alone
         report = await index_status(_Config(db), stream)
+        report["workers"] = await partition_map(nc, subjects.prefix)
         applied = int(report.get("applied_seq") or 0)
         report["lag_seconds"] = round(
             await lag_seconds(js, stream.name, applied, stream.target_seq), 3
@@ -216,6 +218,50 @@ async def _stream_report(args: argparse.Namespace, db: Path) -> dict[str, Any]:
         return report
     finally:
         await nc.close()
+
+
+async def _answers(nc: Any, subject: str, within_s: float = 0.5) -> list[dict[str, Any]]:
+    """Every answer to a request on a subject many services answer (``$SRV.*``)."""
+    inbox = nc.new_inbox()
+    sub = await nc.subscribe(inbox)
+    try:
+        await nc.publish(subject, b"", reply=inbox)
+        answers: list[dict[str, Any]] = []
+        with contextlib.suppress(TimeoutError):
+            while True:
+                answers.append(orjson.loads((await sub.next_msg(timeout=within_s)).data))
+        return answers
+    finally:
+        await sub.unsubscribe()
+
+
+async def partition_map(nc: Any, prefix: str) -> list[dict[str, Any]]:
+    """The workers serving ``prefix``: the partitions each holds and how far it applied
+    them (their ``$SRV.INFO`` metadata and the manifest endpoint's ``$SRV.STATS`` data)."""
+    from contracts.subjects import SERVICE_NAME
+    from worker.runtime.service import MANIFEST_ENDPOINT
+
+    infos = {
+        a["id"]: a
+        for a in await _answers(nc, f"$SRV.INFO.{SERVICE_NAME}")
+        if (a.get("metadata") or {}).get("subject_prefix") == prefix
+    }
+    applied: dict[str, dict[str, Any]] = {}
+    for answer in await _answers(nc, f"$SRV.STATS.{SERVICE_NAME}"):
+        for endpoint in answer.get("endpoints") or ():
+            if endpoint.get("name") == MANIFEST_ENDPOINT and answer.get("id") in infos:
+                applied[answer["id"]] = (endpoint.get("data") or {}).get("index") or {}
+    workers = [
+        {
+            "id": worker_id,
+            "partitions": info["metadata"].get("partitions", "all"),
+            "partition_count": info["metadata"].get("partition_count"),
+            "applied_seq": applied.get(worker_id, {}).get("applied_seq"),
+            "lag_events": applied.get(worker_id, {}).get("lag_events"),
+        }
+        for worker_id, info in infos.items()
+    ]
+    return sorted(workers, key=lambda w: (str(w["partitions"]), w["id"]))
 
 
 class _Config:
@@ -278,6 +324,15 @@ def format_status(report: dict[str, Any]) -> list[str]:
     lines.append(f"rebuild running  {rebuild}")
     if "divergence" in report:
         lines.append(f"DIVERGED         {report['divergence']}")
+    workers = report.get("workers")
+    if workers is not None:
+        lines.append(f"workers serving  {len(workers)}")
+        for w in workers:
+            count = f" of {w['partition_count']}" if w.get("partition_count") else ""
+            lines.append(
+                f"  {w['id']}  partitions {w['partitions']}{count}, applied seq"
+                f" {w.get('applied_seq', '?')}, lag {w.get('lag_events', '?')} events"
+            )
     return lines
 
 
