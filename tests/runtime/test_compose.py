@@ -15,6 +15,7 @@ import yaml
 
 from contracts.client import SessionQueryClient
 from contracts.envelope import AgentIdentity, Execution
+from contracts.partitions import PartitionSet
 from deploy.local_cluster import CorpusSize, LocalCluster
 from worker.runtime.connection import open_connection
 
@@ -65,7 +66,7 @@ def test_nats_runs_with_the_accounts_config(compose: dict[str, Any]) -> None:
         env = services[node]["environment"]
         assert {"SESSIONQUERY_WORKER_PASSWORD", "SESSIONQUERY_RUNTIME_PASSWORD"} <= set(env)
     # Every client service connects as the worker user.
-    for name in ("streams", "worker", "seeder", "loadgen"):
+    for name in ("streams", "shard-a", "shard-b", "seeder", "loadgen"):
         assert services[name]["environment"]["NATS_USER"] == "worker", name
         assert services[name]["environment"]["NATS_PASSWORD"].startswith(
             "${SESSIONQUERY_WORKER_PASSWORD"
@@ -86,14 +87,19 @@ def test_the_accounts_config_is_valid_for_nats_server() -> None:
     assert done.returncode == 0, done.stderr
 
 
-def test_worker_replicas_and_r3_streams(compose: dict[str, Any]) -> None:
+def test_sharded_workers_and_r3_streams(compose: dict[str, Any]) -> None:
     services = compose["services"]
-    worker = services["worker"]
-    assert worker["deploy"]["replicas"] == 3
-    env = worker["environment"]
-    assert env["SESSIONQUERY_STREAM_REPLICAS"] == "3"
-    assert set(env["NATS_URL"].split(",")) == {f"nats://{n}:4222" for n in NODES}
-    assert worker["depends_on"]["streams"]["condition"] == "service_completed_successfully"
+    held: list[int] = []
+    for name in ("shard-a", "shard-b"):
+        worker = services[name]
+        assert worker["deploy"]["replicas"] == 2  # each partition on 2 workers
+        env = worker["environment"]
+        assert env["SESSIONQUERY_STREAM_REPLICAS"] == "3"
+        assert set(env["NATS_URL"].split(",")) == {f"nats://{n}:4222" for n in NODES}
+        assert worker["depends_on"]["streams"]["condition"] == "service_completed_successfully"
+        held += list(PartitionSet.parse(env["SESSIONQUERY_PARTITIONS"], 16))
+        assert services["loadgen"]["depends_on"][name]["condition"] == "service_started"
+    assert sorted(held) == list(range(16))  # the shards split the partitions
     streams = services["streams"]
     assert streams["entrypoint"][-1] == "deploy.streams"
     assert streams["command"] == ["--replicas", "3"]
