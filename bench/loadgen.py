@@ -290,7 +290,7 @@ async def run_load(
             }
             started = time.perf_counter()
             try:
-                reply = await client.call(tool, arguments, execution)
+                reply = await client.call(tool, arguments, execution, cwd=caller.cwd)
             except (SessionQueryClientError, *_TRANSPORT_FAULTS) as exc:
                 # Counted by kind: under fault injection (a NATS restart) a request may fail
                 # in transit; the load goes on and the report says how many and why.

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import enum
 import hashlib
 import time
 import uuid
@@ -36,6 +37,7 @@ from contracts.envelope import (
     ToolRequest,
 )
 from contracts.errors import SessionQueryClientError as SessionQueryClientError
+from contracts.partitions import partition_of_cwd
 from contracts.spill_crypto import TAG_BYTES, SpillDecryptError, open_sealed
 from contracts.subjects import TOOL_NAMES, Subjects
 
@@ -70,12 +72,42 @@ def new_request_id() -> str:
     return "r-" + uuid.uuid4().hex
 
 
+class Unrouted(enum.Enum):
+    """No cwd given: a request for the unpartitioned subject."""
+
+    UNROUTED = "unrouted"
+
+
+UNROUTED: Final = Unrouted.UNROUTED
+
+
 class SessionQueryClient:
     """Call the five tools, cancel, read the manifest, and fetch spilled results."""
 
     def __init__(self, nc: NATS, subjects: Subjects | None = None) -> None:
         self._nc = nc
         self.subjects = subjects or Subjects()
+        self._partition_count: int | None = None
+
+    async def partition_count(self) -> int:
+        """The stream's partition count, from the manifest (read once, then kept: it is
+        fixed when the stream is created)."""
+        if self._partition_count is None:
+            count = (await self.manifest()).get("partition_count")
+            if not isinstance(count, int) or isinstance(count, bool) or count < 1:
+                raise SessionQueryClientError(
+                    "the manifest has no partition_count: the worker predates protocol 2"
+                )
+            self._partition_count = count
+        return self._partition_count
+
+    async def tool_subject(self, tool: str, cwd: str | Unrouted | None = UNROUTED) -> str:
+        """Where a request of ``tool`` goes: the partition of the caller's workspace when its
+        ``cwd`` is given (``docs/protocol.md`` §10.4; None: a session with no cwd), else the
+        unpartitioned subject."""
+        if isinstance(cwd, Unrouted):
+            return self.subjects.tool(tool)
+        return self.subjects.tool(tool, partition_of_cwd(cwd, await self.partition_count()))
 
     async def call(
         self,
@@ -85,8 +117,14 @@ class SessionQueryClient:
         *,
         request_id: str | None = None,
         timeout: float | None = None,  # noqa: ASYNC109 - the NATS request's own timeout
+        cwd: str | Unrouted | None = UNROUTED,
     ) -> ToolReply:
         """Send one tool request and return its reply (``status`` ok or error).
+
+        ``cwd``: the calling session's working directory (None: it has none), which routes
+        the request to the workers holding its workspace's partition (needed when the
+        workers are sharded); without it the request goes to the unpartitioned subject,
+        which only workers holding every partition answer.
 
         Cancelling the awaiting task broadcasts a cancel for this request, so the worker
         stops the work rather than finishing it for nobody.
@@ -102,12 +140,11 @@ class SessionQueryClient:
         )
         body = orjson.dumps(request.model_dump(mode="json", exclude_none=True))
         wait = timeout if timeout is not None else _timeout_for(execution)
+        subject = await self.tool_subject(tool, cwd)
         try:
-            msg = await self._request(self.subjects.tool(tool), body, wait)
+            msg = await self._request(subject, body, wait)
         except NoRespondersError:
-            raise NoWorkerError(
-                f"no session query worker answers {self.subjects.tool(tool)}"
-            ) from None
+            raise NoWorkerError(f"no session query worker answers {subject}") from None
         except NatsTimeoutError:
             raise ReplyTimeoutError(
                 f"no reply to {request.request_id} within {wait:.1f} s"

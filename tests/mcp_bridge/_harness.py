@@ -8,6 +8,7 @@ from pathlib import Path
 import orjson
 from nats.aio.client import Client as NATS
 
+from contracts.partitions import DEFAULT_PARTITION_COUNT, PartitionSet, partition_of
 from contracts.subjects import Subjects
 from tests.importers._corpus import AIDER_FILE, CLAUDE_AGENT_FILE, CLAUDE_MAIN, CODEX_FILE
 from tests.runtime._harness import config_for, until
@@ -20,29 +21,38 @@ from worker.runtime.worker import Worker
 SPILL_THRESHOLD = 1024
 
 
-async def indexed_worker(nc: NATS, subjects: Subjects, tmp_path: Path) -> Worker:
-    """The fixture files, converted and published, and a worker that has indexed them."""
+async def indexed_worker(
+    nc: NATS, subjects: Subjects, tmp_path: Path, partitions: str = "all"
+) -> Worker:
+    """The fixture files, converted and published, and a worker that has indexed them (the
+    ones in its ``partitions`` of the default count)."""
     js = nc.jetstream()
     await ensure_events_stream(js, subjects)
-    count = 0
+    held = PartitionSet.parse(partitions, DEFAULT_PARTITION_COUNT)
+    last = 0
     links: SpawnLinks = {}
     for fmt, path in (("claude-code", CLAUDE_MAIN), ("claude-code", CLAUDE_AGENT_FILE),
                       ("codex", CODEX_FILE), ("aider", AIDER_FILE)):  # fmt: skip
         outs, _ = convert_file(fmt, path, links=links)
         for out in outs:
             assert out.key is not None  # each file holds its sessions' starts
-            await js.publish(subjects.events(out.key, out.session_id), out.body,
-                             headers={"Nats-Msg-Id": out.msg_id})  # fmt: skip
-            count += 1
+            ack = await js.publish(subjects.events(out.key, out.session_id), out.body,
+                                   headers={"Nats-Msg-Id": out.msg_id})  # fmt: skip
+            if partition_of(out.key, DEFAULT_PARTITION_COUNT) in held:
+                last = ack.seq
     worker = await Worker.start(
         nc,
         config_for(
-            subjects, tmp_path, spill_threshold_bytes=SPILL_THRESHOLD, spill_preview_bytes=256
+            subjects,
+            tmp_path,
+            spill_threshold_bytes=SPILL_THRESHOLD,
+            spill_preview_bytes=256,
+            partitions=partitions,
         ),
     )
 
     async def caught_up() -> bool:
-        return (await worker.indexed_through()) == count
+        return (await worker.indexed_through()) == last
 
     await until(caught_up, within=20)
     return worker

@@ -19,9 +19,10 @@ from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 
 from contracts.client import SessionQueryClient
+from contracts.partitions import DEFAULT_PARTITION_COUNT, partition_of_cwd
 from contracts.subjects import TOOL_NAMES, Subjects
 from tests.importers._corpus import CLAUDE_AGENT, CLAUDE_SESSION, CODEX_SESSION, WORKSPACE
-from tests.mcp_bridge._harness import bridge_args, bridge_command, text_of
+from tests.mcp_bridge._harness import bridge_args, bridge_command, indexed_worker, text_of
 from tests.runtime._harness import body, call, start_recorded_worker, until
 from worker.mcp_bridge.bridge import CANCEL_REASON, TIMEOUT_META_KEY
 from worker.runtime.worker import Worker
@@ -112,6 +113,21 @@ async def test_without_a_session_id_the_bridge_acts_in_its_cwd_workspace(
     async with elsewhere as client:
         result = await client.call_tool("session_search", {"query": "Zeitzonenfehler"})
         assert not result.is_error and CODEX_SESSION not in text_of(result)
+
+
+async def test_the_bridge_calls_the_partition_of_its_cwd(
+    nc: NATS, nats_url: str, subjects: Subjects, tmp_path: Path
+) -> None:
+    """A worker holding only the workspace's partition (no unpartitioned subjects) answers
+    every call the bridge makes from that workspace."""
+    partition = partition_of_cwd(WORKSPACE, DEFAULT_PARTITION_COUNT)
+    shard = await indexed_worker(nc, subjects, tmp_path, partitions=str(partition))
+    try:
+        async with stdio(nats_url, subjects, "--cwd", WORKSPACE) as client:
+            found = await client.call_tool("session_search", {"query": "Zeitzonenfehler"})
+            assert not found.is_error and CODEX_SESSION in text_of(found)
+    finally:
+        await shard.stop()
 
 
 def free_port() -> int:

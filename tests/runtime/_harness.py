@@ -8,6 +8,7 @@ given size, and fail on request.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import inspect
 import sys
 import time
@@ -25,6 +26,7 @@ from nats.errors import NoRespondersError
 from contracts.client import NO_RESPONDERS_RETRY_S
 from contracts.envelope import Execution
 from contracts.errors import ErrorCode
+from contracts.partitions import PartitionScope
 from contracts.subjects import Subjects
 from tests._events import event_dict, routes_for
 from worker.runtime.config import WorkerConfig
@@ -124,10 +126,15 @@ def make_toolset(recorder: Recorder) -> ToolSet:
 
 def serving(toolset: ToolSet) -> ToolSource:
     """A tool source with no index of the worker's own: the runtime served over ``toolset``
-    (the recording stand-ins), for tests of the lanes, the service and shutdown."""
+    (the recording stand-ins), for tests of the lanes, the service and shutdown. The same
+    stand-ins answer each partition's subjects (a requester routing by cwd reaches them)."""
+
+    def scoped(scope: PartitionScope) -> ToolSet:
+        tools = tuple(dataclasses.replace(t, partition=scope.partition) for t in toolset.tools)
+        return dataclasses.replace(toolset, tools=tools)
 
     async def source(*_: object) -> Served:
-        return Served(toolset)
+        return Served(toolset, scoped=scoped)
 
     return source
 

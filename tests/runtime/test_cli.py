@@ -27,10 +27,11 @@ from nats.aio.client import Client as NATS
 
 from contracts.client import SessionQueryClient
 from contracts.envelope import AgentIdentity, Execution
+from contracts.partitions import DEFAULT_PARTITION_COUNT, partition_of_cwd
 from contracts.subjects import TOOL_NAMES, Subjects
 from worker.logs import configure_logging, request_context
 from worker.runtime.connection import open_connection
-from worker.runtime.sample_corpus import DEMO_CALLER, PAY_ROOT, WEB_CHILD, WEB_ROOT
+from worker.runtime.sample_corpus import DEMO_CALLER, PAY_ROOT, PAYMENTS, WEB_CHILD, WEB_ROOT
 
 CLI = [sys.executable, "-m", "worker.cli"]
 STEP = "8"  # the demo caller's current step/start
@@ -115,6 +116,30 @@ def test_call_prints_rendered_text(served: Served) -> None:
     assert PAY_ROOT in done.stdout
     assert "Fix flaky refund idempotency test" in done.stdout
     assert WEB_ROOT not in done.stdout and WEB_CHILD not in done.stdout
+
+
+def test_call_routes_by_the_callers_cwd(served: Served) -> None:
+    """--cwd sends the request to the caller's workspace partition: the same text as the
+    unpartitioned subject; another directory's partition does not know the caller."""
+    query = '{"query": "flaky refund test"}'
+    plain = _cli("call", "session_search", "--session", DEMO_CALLER, query, url=served.url)
+    routed = _cli(
+        "call", "session_search", "--session", DEMO_CALLER, "--cwd", PAYMENTS, query,
+        url=served.url,
+    )  # fmt: skip
+    assert routed.returncode == plain.returncode == 0, routed.stderr
+    assert routed.stdout == plain.stdout and PAY_ROOT in routed.stdout
+    elsewhere = next(
+        f"/elsewhere/{n}"
+        for n in range(100)
+        if partition_of_cwd(f"/elsewhere/{n}", DEFAULT_PARTITION_COUNT)
+        != partition_of_cwd(PAYMENTS, DEFAULT_PARTITION_COUNT)
+    )
+    wrong = _cli(
+        "call", "session_search", "--session", DEMO_CALLER, "--cwd", elsewhere, query,
+        url=served.url,
+    )  # fmt: skip
+    assert wrong.returncode == 1 and wrong.stderr.startswith("SESSION_QUERY_NO_IDENTITY: ")
 
 
 def test_call_error_reply_prints_code_and_exits_1(served: Served) -> None:

@@ -21,6 +21,7 @@ import orjson
 import pytest
 from nats.aio.client import Client as NATS
 
+from contracts.client import NoWorkerError, SessionQueryClient
 from contracts.errors import ErrorCode
 from contracts.partitions import PartitionSet, partition_of, partition_of_cwd
 from contracts.subjects import SERVICE_NAME, TOOL_NAMES, Subjects
@@ -320,3 +321,21 @@ async def test_status_shows_the_partition_map(nc: NATS, layouts: tuple[Layout, L
     assert whole["partitions"] == "all"
     lines = format_status({"index": "x", "exists": False, "workers": shards})
     assert any(f"partitions 0-1 of {COUNT}, applied seq" in line for line in lines)
+
+
+async def test_the_client_routes_by_the_caller_s_cwd(
+    nc: NATS, layouts: tuple[Layout, Layout]
+) -> None:
+    one, two = layouts
+    whole = SessionQueryClient(nc, one.subjects)
+    shards = SessionQueryClient(nc, two.subjects)
+    for caller, cwd in CALLERS.items():
+        execution = {"agent": {"session_id": caller}}
+        for n, (tool, arguments) in enumerate(_requests(caller)):
+            request_id = f"r-client-{caller}-{n}"
+            routed = await shards.call(tool, arguments, execution, request_id=request_id, cwd=cwd)
+            assert routed == await whole.call(tool, arguments, execution, request_id=request_id)
+    assert await shards.partition_count() == COUNT
+    # No worker of layout B holds every partition: the unpartitioned subject has none.
+    with pytest.raises(NoWorkerError):
+        await shards.call("session_trace", {}, {"agent": {"session_id": CALLER}})

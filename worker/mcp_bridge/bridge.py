@@ -6,6 +6,8 @@ as that session: its workspace, and its own session excluded from cross-session 
 Without it the bridge publishes a session of its own (``mcp-<random>``, ``session/start``
 with the working directory as cwd) and calls as that session: it sees every session whose
 cwd equals that directory, including the current agent's once ``watch`` has imported it.
+Either way each call goes to the partition of ``--cwd``'s workspace (``docs/protocol.md``
+§10.4): on sharded workers ``--cwd`` must be the agent session's own working directory.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from contracts.client import (
     new_request_id,
 )
 from contracts.envelope import AgentIdentity, Execution, ToolReply
+from contracts.errors import ErrorCode
 from contracts.partitions import workspace_key
 from contracts.subjects import Subjects
 
@@ -94,7 +97,7 @@ class Bridge:
         """One tool call; ``timeout_s`` (from the request's ``_meta``) or the default bounds it."""
         if name not in {tool["name"] for tool in self.manifest.get("tools", [])}:
             return _error(f"Unknown tool {name!r}.")
-        request_id = new_request_id()
+        request_ids = [new_request_id()]
         wait = self.settings.timeout_s if timeout_s is None else timeout_s
         execution = Execution(
             agent=self.agent,
@@ -102,18 +105,37 @@ class Bridge:
             deadline_ms=int((time.time() + wait) * 1000),
         )
         try:
-            reply = await self.client.call(name, arguments, execution, request_id=request_id)
+            reply = await self._routed(name, arguments, execution, request_ids)
         except anyio.get_cancelled_exc_class():
             # The MCP client cancelled (notifications/cancelled) or went away: the worker
             # stops the work. The cancel names the request's identity, as the worker asks.
             with anyio.CancelScope(shield=True):
-                await self._cancel(request_id)
+                await self._cancel(request_ids[-1])
             raise
         except NoWorkerError:
             return _error(NO_WORKER_MESSAGE)
         except (ReplyTimeoutError, SessionQueryClientError):
             return _error(NO_REPLY_MESSAGE)
         return await self._result(reply)
+
+    async def _routed(
+        self, name: str, arguments: dict[str, Any], execution: Execution, request_ids: list[str]
+    ) -> ToolReply:
+        """The call on the partition of ``--cwd``'s workspace, the shard that holds it. A
+        ``--session-id`` started in another directory is unknown there: then once more on
+        the unpartitioned subject, which a worker of every partition answers (with the
+        same authorization); a sharded deployment has none, and the first reply stands."""
+        reply = await self.client.call(
+            name, arguments, execution, request_id=request_ids[-1], cwd=self.settings.cwd
+        )
+        unknown = reply.error is not None and reply.error.code == ErrorCode.NO_IDENTITY
+        if not unknown or self.own_session is not None:
+            return reply
+        request_ids.append(new_request_id())
+        try:
+            return await self.client.call(name, arguments, execution, request_id=request_ids[-1])
+        except NoWorkerError:
+            return reply
 
     async def _result(self, reply: ToolReply) -> types.CallToolResult:
         if reply.status == "error" or reply.error is not None:

@@ -32,7 +32,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     parser.add_argument("--agent-id", default=None, help="the calling agent's id")
     parser.add_argument(
-        "--cwd", default=os.getcwd(), help="workspace of the bridge session (default: here)"
+        "--cwd",
+        default=os.getcwd(),
+        help="the agent's working directory: the bridge session's workspace and the"
+        " partition every call goes to (default: here)",
     )
     parser.add_argument(
         "--timeout", type=float, default=DEFAULT_TIMEOUT_S,

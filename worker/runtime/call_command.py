@@ -15,7 +15,7 @@ from typing import Any
 import orjson
 from nats.aio.client import Client as NATS
 
-from contracts.client import SessionQueryClient, SessionQueryClientError
+from contracts.client import UNROUTED, SessionQueryClient, SessionQueryClientError, Unrouted
 from contracts.envelope import AgentIdentity, Execution
 from contracts.subjects import TOOL_NAMES, Subjects
 from worker.runtime.config_flags import add_flags, config_from_args
@@ -59,6 +59,15 @@ def add_call_arguments(parser: argparse.ArgumentParser) -> None:
         "--timeout-ms", type=int, default=None, help="deadline as milliseconds from now"
     )
     parser.add_argument("--request-id", default=None, help="default: a fresh random id")
+    route = parser.add_mutually_exclusive_group()
+    route.add_argument(
+        "--cwd",
+        default=None,
+        help="the calling session's working directory: the request goes to its workspace's"
+        " partition (needed with sharded workers); default: the unpartitioned subject, which"
+        " workers holding every partition answer",
+    )
+    route.add_argument("--no-cwd", action="store_true", help="route as a session that has no cwd")
     _add_common(parser)
 
 
@@ -120,7 +129,10 @@ async def _call(
         return EXIT_ERROR_REPLY
     try:
         client = SessionQueryClient(nc, subjects)
-        reply = await client.call(args.tool, arguments, execution, request_id=args.request_id)
+        cwd: str | Unrouted | None = None if args.no_cwd else args.cwd or UNROUTED
+        reply = await client.call(
+            args.tool, arguments, execution, request_id=args.request_id, cwd=cwd
+        )
         if reply.status == "error" or reply.error is not None:
             code = reply.error.code.value if reply.error else "SESSION_QUERY_TOOL_FAILED"
             message = reply.error.message if reply.error else ""
