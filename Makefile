@@ -28,7 +28,7 @@ demo: $(RUN_STAMP)
 
 # compose.yaml's topology as local processes: 3 clustered nats-servers, 2 workers, seeder, load.
 cluster: $(RUN_STAMP)
-	$(PY) -m deploy.local_cluster --seconds 30 --requests 2000
+	$(PY) -m deploy.local_cluster --seconds 30 --requests 2000 --workers 4 --shards '0-7;0-7;8-15;8-15'
 
 test: $(TEST_STAMP)
 	$(VENV)/bin/pytest -q
