@@ -92,8 +92,11 @@ class LocalCluster:
     # Extra SESSIONQUERY_* settings for every worker (e.g. small spill thresholds).
     worker_env: dict[str, str] = field(default_factory=dict)
     # Random per cluster; nats-server reads them from its environment (see ACCOUNTS_CONF).
+    # Letters first: nats-server parses a variable's value as config, and one starting
+    # with a digit as a number (the server refused to start, at random).
     passwords: dict[str, str] = field(
-        default_factory=lambda: {user: secrets.token_urlsafe(18) for user in USERS}, repr=False
+        default_factory=lambda: {user: "pw" + secrets.token_hex(18) for user in USERS},
+        repr=False,
     )
     servers: list[EmbeddedNatsServer] = field(default_factory=list, init=False)
     worker_procs: list[WorkerProcess] = field(default_factory=list, init=False)
@@ -232,6 +235,21 @@ class LocalCluster:
         if wait:
             self._wait_worker_ready(i, timeout)
         return proc.process.pid
+
+    def add_worker(self, partitions: str = "all", *, timeout: float = 60.0) -> int:
+        """Start one more worker, on an empty home, holding ``partitions``; its index."""
+        i = len(self.worker_procs)
+        self.shards = (*(self.shards or ("all",) * i), partitions)
+        self.workers = i + 1
+        self.worker_procs.append(
+            WorkerProcess(
+                index=i,
+                db_path=self.workdir / f"worker-{i}" / "index.sqlite",
+                log_path=self.workdir / f"worker-{i}.log",
+            )
+        )
+        self.start_worker(i, timeout=timeout)
+        return i
 
     def partitions_of(self, i: int) -> str:
         """The partition set worker ``i`` holds."""
