@@ -25,11 +25,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
+import hashlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, BinaryIO, Final
 
 import structlog
 from nats.aio.client import Client as NATS
@@ -312,9 +314,13 @@ async def _try_restore(
     try:
         manifest, digest = announced(info)
         check_manifest(manifest, expect)  # before downloading: the restore checks again
-        await _download(nc, store, info, download)
+        written = await _download(nc, store, info, download)
         downloaded = time.monotonic()
-        restored = await asyncio.to_thread(snapshot.restore, download, digest, db, expect=expect)
+        restored = await asyncio.to_thread(
+            functools.partial(
+                snapshot.restore, download, digest, db, expect=expect, archive_sha256=written
+            )
+        )
     except (SnapshotRefused, SnapshotDownloadFailed) as exc:
         log.warning("snapshot refused; falling back to replay", snapshot=info.name, reason=str(exc))
         return None
@@ -346,9 +352,10 @@ def announced(info: api.ObjectInfo) -> tuple[SnapshotManifest, str]:
     return SnapshotManifest.from_json(one(MANIFEST_HEADER)), one(DIGEST_HEADER)
 
 
-async def _download(nc: NATS, store: ObjectStore, info: api.ObjectInfo, target: Path) -> None:
+async def _download(nc: NATS, store: ObjectStore, info: api.ObjectInfo, target: Path) -> str:
     """The object's chunks into ``target``, through a pull consumer of our own (nats-py's
-    ``ObjectStore.get`` reads ~20 MiB/s: flow-control stalls on its push consumer)."""
+    ``ObjectStore.get`` reads ~20 MiB/s: flow-control stalls on its push consumer); returns
+    the SHA-256 of the bytes written, hashed as they arrive."""
     js = nc.jetstream()
     bucket = info.bucket
     sub = await js.pull_subscribe(
@@ -363,6 +370,7 @@ async def _download(nc: NATS, store: ObjectStore, info: api.ObjectInfo, target: 
     )
     size = int(info.size or 0)
     written = 0
+    digest = hashlib.sha256()
     try:
         out = await asyncio.to_thread(target.open, "wb")
         with out:
@@ -375,13 +383,19 @@ async def _download(nc: NATS, store: ObjectStore, info: api.ObjectInfo, target: 
                         f" ({written} of {size} bytes read)"
                     ) from None
                 block = b"".join(msg.data for msg in msgs)
-                await asyncio.to_thread(out.write, block)
+                await asyncio.to_thread(_write_hashed, out, digest, block)
                 written += len(block)
     finally:
         with contextlib.suppress(Exception):
             await sub.unsubscribe()
     if written != size:
         raise SnapshotDownloadFailed(f"object {info.name[:120]}: {written} bytes, {size} recorded")
+    return digest.hexdigest()
+
+
+def _write_hashed(out: BinaryIO, digest: Any, block: bytes) -> None:
+    out.write(block)
+    digest.update(block)
 
 
 def _home_empty(db: Path) -> bool:

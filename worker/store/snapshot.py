@@ -306,7 +306,12 @@ def sha256_of(path: str | Path) -> str:
 
 
 def restore(
-    archive: str | Path, sha256: str, db_path: str | Path, *, expect: Expectation
+    archive: str | Path,
+    sha256: str,
+    db_path: str | Path,
+    *,
+    expect: Expectation,
+    archive_sha256: str | None = None,
 ) -> SnapshotManifest:
     """Put the snapshot in ``archive`` in place as the index at ``db_path``, or raise
     ``SnapshotRefused`` with the reason (nothing is left behind then).
@@ -315,6 +320,8 @@ def restore(
     SHA-256 is ``sha256``, its manifest matches ``expect``, the extracted store passes
     what the manifest says. The restored file gets an index id of
     its own: it is a new file, not the one the snapshot was taken from.
+    ``archive_sha256``: the digest of the archive's bytes as the caller wrote them (a
+    download hashes them as they arrive), which spares reading the archive once more.
     """
     db = Path(db_path)
     for suffix in ("", *index_file.SIDE_FILES):
@@ -322,7 +329,7 @@ def restore(
             raise SnapshotRefused(
                 f"{db}{suffix} exists: a snapshot is restored only onto an empty home"
             )
-    found = sha256_of(archive)
+    found = archive_sha256 or sha256_of(archive)
     if found != sha256.lower():
         raise SnapshotRefused(
             f"archive digest sha256:{found[:16]}... is not the recorded {sha256[:16]}..."
