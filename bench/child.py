@@ -91,9 +91,12 @@ class ChildProcess:
         return proc.returncode
 
 
-def worker_args(url: str, db: Path, subjects: Any, **settings: int) -> list[str]:
+def worker_args(
+    url: str, db: Path, subjects: Any, partitions: str = "all", **settings: int
+) -> list[str]:
     names = json.dumps(asdict(subjects))
     args = ["worker", "--nats-url", url, "--db", str(db), "--subjects", names]
+    args += ["--partitions", partitions]
     for key, value in settings.items():
         args += ["--set", f"{key}={value}"]
     return args
@@ -164,14 +167,19 @@ async def local_fleet(
     url: str | None = None,
     work_dir: Path | None = None,
     ingest_timeout_s: float = 1800.0,
+    shards: Sequence[str] = (),
     **settings: int,
 ) -> AsyncIterator[Fleet]:
     """A corpus published to fresh streams and ``workers`` worker processes (each its own
-    index, as replicas are) that have ingested it; nats-server started unless ``url``."""
+    index, as replicas are) that have ingested it; nats-server started unless ``url``.
+    ``shards``: worker i holds ``shards[i]`` (default: every worker holds all)."""
     import nats
 
     from bench import corpus
     from bench.report import bench_subjects, nats_url
+    from worker.runtime.continuity import stream_state
+
+    held = list(shards) or ["all"] * workers
 
     async with nats_url(url) as resolved:
         with tempfile.TemporaryDirectory(prefix="sq-bench-fleet-", dir=work_dir) as tmp:
@@ -181,16 +189,19 @@ async def local_fleet(
             js = nc.jetstream()
             children = [
                 ChildProcess(
-                    worker_args(resolved, root / f"worker{i}.sqlite", subjects, **settings),
+                    worker_args(
+                        resolved, root / f"worker{i}.sqlite", subjects, held[i], **settings
+                    ),
                     log_path=root / f"worker{i}.log",
                 )
                 for i in range(workers)
             ]
             try:
                 await corpus.publish_corpus(js, subjects, config)
-                last = (await js.stream_info(subjects.events_stream)).state.last_seq
                 pids = [await child.start() for child in children]
                 for i in range(workers):
+                    state = await stream_state(js, subjects.events_stream, held[i], subjects)
+                    last = state.target_seq  # a shard's: the last event of its partitions
                     await wait_ingested(root / f"worker{i}.sqlite", last, ingest_timeout_s)
                     await wait_searchable(root / f"worker{i}.sqlite", ingest_timeout_s)
                 yield Fleet(resolved, subjects, nc, tuple(pids), root)
@@ -218,7 +229,10 @@ async def _serve_worker(args: argparse.Namespace) -> None:
         key, _, value = item.partition("=")
         overrides[key] = int(value)
     config = WorkerConfig(
-        db_path=Path(args.db), subjects=Subjects(**json.loads(args.subjects)), **overrides
+        db_path=Path(args.db),
+        subjects=Subjects(**json.loads(args.subjects)),
+        partitions=args.partitions,
+        **overrides,
     )
     # open_connection: the worker's slow-consumer handler needs its error route.
     nc = await open_connection(args.nats_url, name="sessionquery-bench-worker")
@@ -273,6 +287,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     w.add_argument("--db", required=True)
     w.add_argument("--subjects", required=True, help="Subjects as JSON")
     w.add_argument("--set", action="append", default=[], help="integer WorkerConfig field")
+    w.add_argument("--partitions", default="all", help="the partition set it holds")
     e = sub.add_parser("echo")
     e.add_argument("--nats-url", required=True)
     e.add_argument("--subject", required=True)

@@ -457,3 +457,17 @@ async def test_capacity_bench_end_to_end(nats_url: str, tmp_path: Path) -> None:
         f"{tool} {layout}" for tool in ("session_search", "session_event_read") for layout in "AB"
     }
     assert len(result["checks"]) == 2 * 2 + 2
+
+
+async def test_scale_out_bench_end_to_end(nats_url: str, tmp_path: Path) -> None:
+    from bench import scale_out
+
+    assert scale_out.shard_sets(4) == ["0-3", "4-7", "8-11", "12-15"]
+    result = await scale_out.run(
+        TINY, requests=40, concurrency=4, url=nats_url, work_dir=tmp_path, counts=(1, 2)
+    )
+    layouts = result["measurements"]["layouts"]
+    assert [layout["workers"] for layout in layouts] == [1, 2]
+    # Every read reached the shard holding its caller's workspace and was answered.
+    assert all(layout["ok"] == layout["sent"] == 40 for layout in layouts)
+    assert layouts[0]["vs_one"] == 1.0 and layouts[1]["answered_per_s"] > 0

@@ -1,0 +1,132 @@
+"""Scale-out bench (issue 19): aggregate exact-read throughput with 1, 2 and 4 shards.
+
+For each worker count N, a fresh stream of 16 partitions holds the same corpus and N worker
+processes each hold 16/N partitions (``0-15``; ``0-7``, ``8-15``; ...). The load generator
+(one process, routing each caller by its cwd) sends ``session_event_read`` requests with
+``--concurrency`` in flight for ``--requests`` requests; the figure is answered requests
+per second, with each worker's CPU seconds from ``/proc`` beside it. The curve is printed
+against N = 1 (a ratio, not a target): on a machine with fewer cores than workers plus the
+load generator, it flattens where the cores run out.
+
+``python -m bench.scale_out --sessions 400 --events 250`` (100k events)
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from collections.abc import Sequence
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any, Final
+
+from bench import corpus
+from bench.report import format_table, quiet_worker_logs, result_dict, write_result
+
+COUNT: Final = 16
+WORKER_COUNTS: Final = (1, 2, 4)
+
+
+def shard_sets(workers: int, count: int = COUNT) -> list[str]:
+    """``workers`` contiguous, equal partition sets covering ``count`` partitions."""
+    width = count // workers
+    return [f"{i * width}-{(i + 1) * width - 1}" for i in range(workers)]
+
+
+def _cpu_s(pid: int) -> float:
+    import os
+
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def one_layout(
+    config: corpus.CorpusConfig,
+    workers: int,
+    *,
+    requests: int,
+    concurrency: int,
+    url: str | None,
+    work_dir: Path | None,
+) -> dict[str, Any]:
+    from bench.child import local_fleet
+    from bench.loadgen import run_load
+
+    plans = corpus.plan_sessions(config)
+    async with local_fleet(
+        config, workers=workers, url=url, work_dir=work_dir, shards=shard_sets(workers)
+    ) as fleet:
+        before = [_cpu_s(pid) for pid in fleet.pids]
+        report = await run_load(
+            fleet.nc,
+            fleet.subjects,
+            plans,
+            requests=requests,
+            seconds=600,
+            concurrency=concurrency,
+            mix={"session_event_read": 1.0},
+            foreign_share=0.0,
+        )
+        cpu = [_cpu_s(pid) - b for pid, b in zip(fleet.pids, before, strict=True)]
+    return {
+        "workers": workers,
+        "shards": shard_sets(workers),
+        "answered_per_s": report.answered / report.seconds,
+        "ok": report.ok,
+        "sent": report.sent,
+        "seconds": report.seconds,
+        "worker_cpu_s": cpu,
+    }
+
+
+async def run(
+    config: corpus.CorpusConfig,
+    *,
+    requests: int,
+    concurrency: int,
+    url: str | None = None,
+    work_dir: Path | None = None,
+    counts: Sequence[int] = WORKER_COUNTS,
+) -> dict[str, Any]:
+    layouts = [
+        await one_layout(
+            config, n, requests=requests, concurrency=concurrency, url=url, work_dir=work_dir
+        )
+        for n in counts
+    ]
+    base = layouts[0]["answered_per_s"]
+    for layout in layouts:
+        layout["vs_one"] = layout["answered_per_s"] / base if base else None
+    params = {**asdict(config), "requests": requests, "concurrency": concurrency}
+    # A curve to report, not a target to hold: no checks.
+    return result_dict("scale_out", params=params, checks=[], measurements={"layouts": layouts})
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.scale_out", description=__doc__)
+    corpus.add_size_arguments(parser, sessions=400, events=250)
+    parser.add_argument("--requests", type=int, default=6000)
+    parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--nats-url", default=None)
+    args = parser.parse_args(argv)
+    config = corpus.config_from_args(args)
+    logs = quiet_worker_logs("scale_out")
+    result = asyncio.run(
+        run(config, requests=args.requests, concurrency=args.concurrency, url=args.nats_url)
+    )
+    info = {
+        f"{layout['workers']} worker(s) {', '.join(layout['shards'])}": (
+            f"{layout['answered_per_s']:.0f} reads/s ({layout['vs_one']:.2f}x of 1),"
+            f" {layout['ok']} of {layout['sent']} ok, worker CPU s "
+            + " / ".join(f"{c:.1f}" for c in layout["worker_cpu_s"])
+        )
+        for layout in result["measurements"]["layouts"]
+    }
+    print(format_table("scale-out: session_event_read", [], info))
+    print(f"\nresult: {write_result(result)}\nworker log: {logs}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
