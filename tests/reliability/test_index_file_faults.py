@@ -133,8 +133,8 @@ async def test_a_corrupt_index_is_moved_aside_and_rebuilt_when_the_stream_has_it
     await rig.indexed("w1.log", last)
     page = _sql(db, "PRAGMA page_size")
     _overwrite(db, 3 * page, page)  # a data page, not the header
-    code, out, _ = await run_cli("doctor", "--db", str(db), "--nats-url", url)
-    assert code == 1 and "is corrupt" in out and "rebuilds it from the stream" in out, out
+    code, out, err = await run_cli("doctor", "--db", str(db), "--nats-url", url)
+    assert code == 1 and "is corrupt" in out and "rebuilds it from the stream" in out, err
     worker = await rig.serving("w2.log", through=last)
     assert await assert_index_equals_stream(nc, db) == 120
     assert glob.glob(f"{db}.corrupt-*"), "the corrupt file is kept aside"

@@ -229,7 +229,13 @@ async def _answers(nc: Any, subject: str, within_s: float = 0.5) -> list[dict[st
         answers: list[dict[str, Any]] = []
         with contextlib.suppress(TimeoutError):
             while True:
-                answers.append(orjson.loads((await sub.next_msg(timeout=within_s)).data))
+                msg = await sub.next_msg(timeout=within_s)
+                if not msg.data:
+                    continue  # "no responders": a status without a body, when none serve
+                with contextlib.suppress(orjson.JSONDecodeError):
+                    answer = orjson.loads(msg.data)
+                    if isinstance(answer, dict):
+                        answers.append(answer)
         return answers
     finally:
         await sub.unsubscribe()
