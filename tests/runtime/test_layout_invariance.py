@@ -22,6 +22,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from nats.aio.client import Client as NATS
+from structlog.testing import capture_logs
 
 from contracts.client import NoWorkerError, SessionQueryClient
 from contracts.errors import ErrorCode
@@ -404,3 +405,36 @@ async def test_any_request_answers_the_same_in_either_layout(
     expected = unknown.replace(NEVER_CALLED.encode(), caller.encode())
     for elsewhere in set(range(COUNT)) - {home}:
         assert await two.ask(nc, tool, elsewhere, caller, arguments) == expected
+
+
+async def test_a_shard_of_partition_0_resumes_its_own_index(
+    nc: NATS, subjects: Subjects, tmp_path: Path
+) -> None:
+    """The index records its set as text in a column of numeric affinity: "0" reads back
+    as the integer 0, which once read as no set at all ("all"), so the shard of partition 0
+    found its own index diverged after every restart."""
+    js = nc.jetstream()
+    await ensure_events_stream(js, subjects, partitions=COUNT)
+    routes = routes_for(subjects)
+    alpha = SessionLog("s-a-zero", ALPHA)
+    alpha.say("the first word")
+    for ev in alpha.events:
+        await js.publish(routes.subject(ev), orjson.dumps(ev))
+    db_path = tmp_path / "index.sqlite"
+    for _ in range(2):
+        with capture_logs() as logs:
+            shard = await Worker.start(
+                nc, config_for(subjects, tmp_path, db_path=db_path, partitions="0")
+            )
+            try:
+                last = (await js.stream_info(subjects.events_stream)).state.last_seq
+
+                async def through(shard: Worker = shard, last: int = last) -> bool:
+                    return (await shard.indexed_through() or 0) >= last
+
+                await until(through, within=30)
+            finally:
+                await shard.stop()
+        assert not [e for e in logs if "holds partitions" in str(e.get("reason", e["event"]))]
+        alpha.say("another word")
+        await js.publish(routes.subject(alpha.events[-1]), orjson.dumps(alpha.events[-1]))

@@ -138,7 +138,7 @@ def judge(meta: Mapping[str, object], stream: StreamState) -> Verdict:
         return Verdict(
             "diverged", f"the index replicates stream {name}, but the stream is {stream.name}"
         )
-    held = str(meta.get(index_file.STREAM_PARTITIONS) or "all")
+    held = index_file.held_partitions(meta)
     if name is not None and held != stream.held:
         return Verdict(
             "diverged",

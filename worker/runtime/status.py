@@ -77,7 +77,7 @@ def _meta_fields(meta: dict[str, object]) -> dict[str, Any]:
         "epoch": meta.get("epoch"),
         "stream_name": meta.get(index_file.STREAM_NAME),
         "stream_created": meta.get(index_file.STREAM_CREATED),
-        "partitions": meta.get(index_file.STREAM_PARTITIONS) or "all",
+        "partitions": index_file.held_partitions(meta),
         "index_id": meta.get(index_file.INDEX_ID),
         "history_unavailable_before": history_from if history_from else None,
     }

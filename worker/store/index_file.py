@@ -19,6 +19,7 @@ import os
 import shutil
 import sqlite3
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -193,6 +194,14 @@ def remove_files(path: str | Path) -> None:
 
 def _int(value: object) -> int:
     return value if isinstance(value, int) else 0
+
+
+def held_partitions(meta: Mapping[str, object]) -> str:
+    """The partition set an index's meta records ("all" when it records none). The meta
+    column has numeric affinity, so a one-partition set ("0") reads back as an integer:
+    compare as text, never by truth value (0 is a partition)."""
+    value = meta.get(STREAM_PARTITIONS)
+    return "all" if value is None else str(value)
 
 
 def _text(value: object) -> str | None:
