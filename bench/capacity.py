@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import dataclasses
-import os
 import random
 import sys
 import tempfile
@@ -43,43 +42,17 @@ from bench.report import (
     checks_of,
     db_size_bytes,
     format_table,
+    layout_subjects,
     nats_url,
     percentile,
     quiet_worker_logs,
     result_dict,
+    tree_cpu_s,
     write_result,
 )
 
 CAPACITY_TARGET: Final = 0.55
 ROUTING_TARGET: Final = 1.1
-_TICKS: Final = os.sysconf("SC_CLK_TCK")
-
-
-def _cpu_s(pid: int) -> float:
-    """utime + stime of one live process, from /proc."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
-    return (int(fields[11]) + int(fields[12])) / _TICKS
-
-
-def _children(pid: int) -> list[int]:
-    found: list[int] = []
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        text = (task / "children").read_text().split()
-        found.extend(int(child) for child in text)
-    return found
-
-
-def tree_cpu_s() -> float:
-    """CPU seconds of this process and its live descendants (the workers' writer children)."""
-    total, stack = 0.0, [os.getpid()]
-    while stack:
-        pid = stack.pop()
-        try:
-            total += _cpu_s(pid)
-            stack.extend(_children(pid))
-        except (FileNotFoundError, ProcessLookupError):
-            continue  # a process that ended meanwhile
-    return total
 
 
 @dataclasses.dataclass
@@ -92,18 +65,6 @@ class Held:
     events: int = 0
     ingest_cpu_s: float = 0.0
     index_bytes: int = 0
-
-
-def _layout_subjects(shared: Any, name: str) -> Any:
-    """The shared events stream, with a tool prefix and search queue of the layout's own (a
-    worker of every partition overlaps each shard's search consumer)."""
-    return dataclasses.replace(
-        shared,
-        prefix=f"{shared.prefix}{name}",
-        search_stream=f"{shared.search_stream}_{name.upper()}",
-        search_consumer=f"{shared.search_consumer}-{name}",
-        spill_bucket=f"{shared.spill_bucket}-{name}",
-    )
 
 
 async def _ingest(
@@ -210,8 +171,8 @@ async def run(
     from contracts.streams import ensure_events_stream
 
     shared = bench_subjects("cap")
-    whole = Held("all", _layout_subjects(shared, "a"))
-    parts = [Held(text, _layout_subjects(shared, "b")) for text in shards]
+    whole = Held("all", layout_subjects(shared, "a"))
+    parts = [Held(text, layout_subjects(shared, "b")) for text in shards]
     events = list(corpus.generate(config))
     with tempfile.TemporaryDirectory(prefix="sq-bench-capacity-", dir=work_dir) as tmp:
         root = Path(tmp)

@@ -7,6 +7,7 @@ asserts: a bench prints PASS or MISS and records both numbers.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -223,6 +224,46 @@ def bench_subjects(tag: str) -> Any:
         search_consumer=f"search-b{t}",
         spill_bucket=f"spill-b{t}",
     )
+
+
+def layout_subjects(shared: Any, name: str) -> Any:
+    """``shared``'s events stream with a tool prefix, search queue and spill bucket of a
+    deployment ``name``'s own: two layouts of workers over one stream (a worker of every
+    partition overlaps each shard's search consumer, so they cannot share a queue)."""
+    return dataclasses.replace(
+        shared,
+        prefix=f"{shared.prefix}{name}",
+        search_stream=f"{shared.search_stream}_{name.upper()}",
+        search_consumer=f"{shared.search_consumer}-{name}",
+        spill_bucket=f"{shared.spill_bucket}-{name}",
+    )
+
+
+def process_cpu_s(pid: int) -> float:
+    """utime + stime of one live process, from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _children(pid: int) -> list[int]:
+    found: list[int] = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        found.extend(int(child) for child in (task / "children").read_text().split())
+    return found
+
+
+def tree_cpu_s(pid: int | None = None) -> float:
+    """CPU seconds of a process (this one by default) and its live descendants (a
+    worker's writer child), from /proc."""
+    total, stack = 0.0, [os.getpid() if pid is None else pid]
+    while stack:
+        one = stack.pop()
+        try:
+            total += process_cpu_s(one)
+            stack.extend(_children(one))
+        except (FileNotFoundError, ProcessLookupError):
+            continue  # a process that ended meanwhile
+    return total
 
 
 def db_size_bytes(path: Path) -> int:

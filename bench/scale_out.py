@@ -4,9 +4,9 @@ For each worker count N, a fresh stream of 16 partitions holds the same corpus a
 processes each hold 16/N partitions (``0-15``; ``0-7``, ``8-15``; ...). The load generator
 (one process, routing each caller by its cwd) sends ``session_event_read`` requests with
 ``--concurrency`` in flight for ``--requests`` requests; the figure is answered requests
-per second, with each worker's CPU seconds from ``/proc`` beside it. The curve is printed
-against N = 1 (a ratio, not a target): on a machine with fewer cores than workers plus the
-load generator, it flattens where the cores run out.
+per second, with each worker's CPU seconds (its writer child's too) from ``/proc`` beside
+it. The curve is printed against N = 1 (a ratio, not a target): on a machine with fewer
+cores than workers plus the load generator, it flattens where the cores run out.
 
 ``python -m bench.scale_out --sessions 400 --events 250`` (100k events)
 """
@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from bench import corpus
-from bench.report import format_table, quiet_worker_logs, result_dict, write_result
+from bench.report import format_table, quiet_worker_logs, result_dict, tree_cpu_s, write_result
 
 COUNT: Final = 16
 WORKER_COUNTS: Final = (1, 2, 4)
@@ -32,13 +32,6 @@ def shard_sets(workers: int, count: int = COUNT) -> list[str]:
     """``workers`` contiguous, equal partition sets covering ``count`` partitions."""
     width = count // workers
     return [f"{i * width}-{(i + 1) * width - 1}" for i in range(workers)]
-
-
-def _cpu_s(pid: int) -> float:
-    import os
-
-    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 async def one_layout(
@@ -57,7 +50,7 @@ async def one_layout(
     async with local_fleet(
         config, workers=workers, url=url, work_dir=work_dir, shards=shard_sets(workers)
     ) as fleet:
-        before = [_cpu_s(pid) for pid in fleet.pids]
+        before = [tree_cpu_s(pid) for pid in fleet.pids]
         report = await run_load(
             fleet.nc,
             fleet.subjects,
@@ -68,7 +61,7 @@ async def one_layout(
             mix={"session_event_read": 1.0},
             foreign_share=0.0,
         )
-        cpu = [_cpu_s(pid) - b for pid, b in zip(fleet.pids, before, strict=True)]
+        cpu = [tree_cpu_s(pid) - b for pid, b in zip(fleet.pids, before, strict=True)]
     return {
         "workers": workers,
         "shards": shard_sets(workers),

@@ -19,9 +19,8 @@ from nats.aio.client import Client as NATS
 
 from contracts.partitions import partition_of_cwd, workspace_key
 from contracts.subjects import TOOL_NAMES, Subjects
-from tests.runtime._harness import config_for, until
+from tests.runtime._harness import sample_corpus_worker, until
 from worker.runtime.sample_corpus import DEMO_CALLER, PAYMENTS
-from worker.runtime.sample_publish import publish_sample_corpus
 from worker.runtime.worker import Worker
 
 DOC = yaml.safe_load((Path(__file__).resolve().parents[1] / "docs" / "asyncapi.yaml").read_text())
@@ -47,17 +46,8 @@ def _address(subjects: Subjects, channel: str, **parameters: object) -> str:
 
 @pytest.fixture
 async def served(nc: NATS, subjects: Subjects, tmp_path: Path) -> AsyncIterator[Worker]:
-    _, last = await publish_sample_corpus(nc, subjects)
-    worker = await Worker.start(nc, config_for(subjects, tmp_path))
-    try:
-
-        async def indexed() -> bool:
-            return (await worker.indexed_through() or 0) >= last
-
-        await until(indexed, within=30)
+    async with sample_corpus_worker(nc, subjects, tmp_path) as worker:
         yield worker
-    finally:
-        await worker.stop()
 
 
 async def test_the_manifest_request_is_answered_with_a_manifest(

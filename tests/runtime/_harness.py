@@ -8,12 +8,13 @@ given size, and fail on request.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import inspect
 import sys
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -164,6 +165,27 @@ def text_of_size(size: int) -> str:
         n += 1
     data = "".join(lines).encode()[:size]
     return data.decode("utf-8", errors="ignore")
+
+
+@contextlib.asynccontextmanager
+async def sample_corpus_worker(
+    nc: NATS, subjects: Subjects, tmp_path: Path, **config: Any
+) -> AsyncIterator[Worker]:
+    """The sample corpus published (as ``sessionquery demo`` does) and a worker with the
+    real tools that has indexed all of it; stopped on exit."""
+    from worker.runtime.sample_publish import publish_sample_corpus
+
+    _, last = await publish_sample_corpus(nc, subjects)
+    worker = await Worker.start(nc, config_for(subjects, tmp_path, **config))
+    try:
+
+        async def indexed() -> bool:
+            return (await worker.indexed_through() or 0) >= last
+
+        await until(indexed, within=30)
+        yield worker
+    finally:
+        await worker.stop()
 
 
 def config_for(subjects: Subjects, tmp_path: Path, **over: Any) -> WorkerConfig:

@@ -77,33 +77,31 @@ def test_the_local_clusters_random_passwords_are_valid_config_values() -> None:
     """nats-server parses a variable's value as config: one starting with a digit was read
     as a number and the server refused to start (a random password did so, at random)."""
     from deploy.local_cluster import LocalCluster
-    from worker.runtime.embedded_server import find_nats_server
 
     for _ in range(8):
         passwords = LocalCluster(workdir=Path("/nonexistent")).passwords
         assert all(pw[0].isalpha() for pw in passwords.values())
         env = {f"SESSIONQUERY_{user.upper()}_PASSWORD": pw for user, pw in passwords.items()}
-        done = subprocess.run(
-            [find_nats_server(), "-c", str(ROOT / "deploy" / "nats-accounts.conf"), "-t"],
-            capture_output=True,
-            text=True,
-            timeout=30,
-            env=env,
-        )
+        done = _check_accounts_config(env)
         assert done.returncode == 0, (passwords, done.stderr)
 
 
-def test_the_accounts_config_is_valid_for_nats_server() -> None:
+def _check_accounts_config(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """``nats-server -t`` on deploy/nats-accounts.conf with the passwords in ``env``."""
     from worker.runtime.embedded_server import find_nats_server
 
-    env = {"SESSIONQUERY_WORKER_PASSWORD": "w", "SESSIONQUERY_RUNTIME_PASSWORD": "r"}
-    done = subprocess.run(
+    return subprocess.run(
         [find_nats_server(), "-c", str(ROOT / "deploy" / "nats-accounts.conf"), "-t"],
         capture_output=True,
         text=True,
         timeout=30,
         env=env,
     )
+
+
+def test_the_accounts_config_is_valid_for_nats_server() -> None:
+    env = {"SESSIONQUERY_WORKER_PASSWORD": "w", "SESSIONQUERY_RUNTIME_PASSWORD": "r"}
+    done = _check_accounts_config(env)
     assert done.returncode == 0, done.stderr
 
 

@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 from nats.aio.client import Client as NATS
 from structlog.testing import capture_logs
 
+from bench.report import layout_subjects
 from contracts.client import NoWorkerError, SessionQueryClient
 from contracts.errors import ErrorCode
 from contracts.partitions import PartitionSet, partition_of, partition_of_cwd
@@ -133,16 +134,6 @@ class Layout:
         return bytes(msg.data).replace(request_id.encode(), b"<id>")
 
 
-def _layout_subjects(shared: Subjects, name: str) -> Subjects:
-    return dataclasses.replace(
-        shared,
-        prefix=f"{shared.prefix}{name}",
-        search_stream=f"{shared.search_stream}_{name.upper()}",
-        search_consumer=f"{shared.search_consumer}-{name}",
-        spill_bucket=f"{shared.spill_bucket}-{name}",
-    )
-
-
 async def _start(
     nc: NATS, subjects: Subjects, tmp_path: Path, sets: Iterable[str], stored: Stored
 ) -> Layout:
@@ -180,9 +171,9 @@ async def layouts(
         subject = routes.subject(ev)
         ack = await js.publish(subject, orjson.dumps(ev), headers={"Nats-Msg-Id": message_id(ev)})
         stored.append((ack.seq, partition_of(subject.split(".")[-2], COUNT)))
-    one = await _start(nc, _layout_subjects(subjects, "a"), tmp_path, ["all"], stored)
+    one = await _start(nc, layout_subjects(subjects, "a"), tmp_path, ["all"], stored)
     try:
-        two = await _start(nc, _layout_subjects(subjects, "b"), tmp_path, ["0-1", "2-3"], stored)
+        two = await _start(nc, layout_subjects(subjects, "b"), tmp_path, ["0-1", "2-3"], stored)
         try:
             yield one, two
         finally:

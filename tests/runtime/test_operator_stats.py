@@ -15,8 +15,7 @@ from nats.aio.client import Client as NATS
 
 from contracts.publish import EventRoutes, event_headers
 from contracts.subjects import SERVICE_NAME, Subjects
-from tests.runtime._harness import body, call, config_for, until
-from worker.runtime.ingest_consumer import ensure_events_stream
+from tests.runtime._harness import body, call, sample_corpus_worker, until
 from worker.runtime.reply_stats import STATS_TEXT
 from worker.runtime.sample_corpus import DEMO_CALLER, PAY_ROOT, WEB_ROOT, sample_events
 from worker.runtime.worker import Worker
@@ -35,19 +34,8 @@ async def _publish(nc: NATS, subjects: Subjects, events: list[dict[str, Any]]) -
 
 @pytest.fixture
 async def worker(nc: NATS, subjects: Subjects, tmp_path: Path) -> AsyncIterator[Worker]:
-    await ensure_events_stream(nc.jetstream(), subjects)
-    events = sample_events()
-    await _publish(nc, subjects, events)
-    w = await Worker.start(nc, config_for(subjects, tmp_path))
-    try:
-
-        async def caught_up() -> bool:
-            return (await w.indexed_through()) == len(events)
-
-        await until(caught_up, within=20)
+    async with sample_corpus_worker(nc, subjects, tmp_path) as w:
         yield w
-    finally:
-        await w.stop()
 
 
 async def _stats(nc: NATS, worker: Worker) -> dict[str, dict[str, Any]]:

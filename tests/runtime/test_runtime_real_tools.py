@@ -12,42 +12,21 @@ from nats.aio.client import Client as NATS
 
 from contracts.errors import ErrorCode
 from contracts.subjects import TOOL_NAMES, Subjects
-from tests._events import routes_for
-from tests.runtime._harness import body, call, config_for, until
-from worker.runtime.ingest_consumer import ensure_events_stream
+from tests.runtime._harness import body, call, sample_corpus_worker
 from worker.runtime.sample_corpus import (
     DEMO_CALLER,
     PAY_CHILD,
     PAY_ROOT,
     WEB_CHILD,
     WEB_ROOT,
-    message_id,
-    sample_events,
 )
 from worker.runtime.worker import Worker
 
 
 @pytest.fixture
 async def worker(nc: NATS, subjects: Subjects, tmp_path: Path) -> AsyncIterator[Worker]:
-    js = nc.jetstream()
-    await ensure_events_stream(js, subjects)
-    events = sample_events()
-    for event in events:
-        await js.publish(
-            routes_for(subjects).subject(event),
-            orjson.dumps(event),
-            headers={"Nats-Msg-Id": message_id(event)},
-        )
-    w = await Worker.start(nc, config_for(subjects, tmp_path))
-    try:
-
-        async def caught_up() -> bool:
-            return (await w.indexed_through()) == len(events)
-
-        await until(caught_up, within=20)
+    async with sample_corpus_worker(nc, subjects, tmp_path) as w:
         yield w
-    finally:
-        await w.stop()
 
 
 async def test_each_real_tool_answers_over_nats(nc: NATS, worker: Worker) -> None:

@@ -247,13 +247,17 @@ async def partition_map(nc: Any, prefix: str) -> list[dict[str, Any]]:
     from contracts.subjects import SERVICE_NAME
     from worker.runtime.service import MANIFEST_ENDPOINT
 
+    # Both asked at once: each collects answers for its whole window.
+    info_answers, stats_answers = await asyncio.gather(
+        _answers(nc, f"$SRV.INFO.{SERVICE_NAME}"), _answers(nc, f"$SRV.STATS.{SERVICE_NAME}")
+    )
     infos = {
         a["id"]: a
-        for a in await _answers(nc, f"$SRV.INFO.{SERVICE_NAME}")
+        for a in info_answers
         if (a.get("metadata") or {}).get("subject_prefix") == prefix
     }
     applied: dict[str, dict[str, Any]] = {}
-    for answer in await _answers(nc, f"$SRV.STATS.{SERVICE_NAME}"):
+    for answer in stats_answers:
         for endpoint in answer.get("endpoints") or ():
             if endpoint.get("name") == MANIFEST_ENDPOINT and answer.get("id") in infos:
                 applied[answer["id"]] = (endpoint.get("data") or {}).get("index") or {}
