@@ -19,6 +19,7 @@ from contracts.events import SessionEvent
 from contracts.messages import Manifest
 from contracts.subjects import SERVICE_NAME, TOOL_NAMES, Subjects
 from worker.runtime.config import WorkerConfig
+from worker.runtime.sample_corpus import DEMO_CALLER, PAY_CHILD, PAY_ROOT, PAYMENTS
 from worker.store.protocol import ServiceLimits
 from worker.tools import input_schema
 
@@ -91,6 +92,42 @@ def _schemas() -> dict[str, Any]:
     return schemas
 
 
+# A request of each tool over the sample corpus (`sessionquery demo`), as a client sends
+# it; tests/test_asyncapi_messages.py sends each to a worker serving that corpus.
+_CALLER: Final = {"agent": {"session_id": DEMO_CALLER}}
+TOOL_EXAMPLES: Final[dict[str, dict[str, Any]]] = {
+    "session_search": {"query": "flaky refund test"},
+    "session_event_search": {"query": "idempotency", "session_id": PAY_ROOT},
+    "session_trace": {"session_id": PAY_CHILD},
+    "session_event_trace": {"session_id": PAY_ROOT, "seq": 3},
+    "session_event_read": {"session_id": PAY_ROOT, "seq": 2},
+}
+# A session's first event as a publisher sends it, on the subject its cwd's key names.
+EVENT_EXAMPLE: Final = {
+    "session_id": "s-new-session",
+    "seq": 1,
+    "event_id": "e-s-new-session-1",
+    "type": "session/start",
+    "surface": "system",
+    "time": "2026-12-01T09:00:00Z",
+    "payload": {"cwd": PAYMENTS, "parent_session_id": None},
+}
+
+
+def _tool_examples(tool: str) -> list[dict[str, Any]]:
+    return [
+        {
+            "name": f"{tool}_example",
+            "summary": f"The sample corpus's caller (its cwd {PAYMENTS}) asks {tool}.",
+            "payload": {
+                "request_id": f"r-example-{tool}",
+                "execution": _CALLER,
+                "arguments": TOOL_EXAMPLES[tool],
+            },
+        }
+    ]
+
+
 def _message(name: str, schema: str, summary: str, **extra: Any) -> dict[str, Any]:
     return {
         "name": name,
@@ -104,7 +141,10 @@ def _message(name: str, schema: str, summary: str, **extra: Any) -> dict[str, An
 def _messages() -> dict[str, Any]:
     messages: dict[str, Any] = {
         f"{tool}_request": _message(
-            f"{tool}_request", f"{tool}_request", f"A {tool} request envelope."
+            f"{tool}_request",
+            f"{tool}_request",
+            f"A {tool} request envelope.",
+            examples=_tool_examples(tool),
         )
         for tool in TOOL_NAMES
     }
@@ -127,6 +167,13 @@ def _messages() -> dict[str, Any]:
         "session_event",
         "SessionEvent",
         "One session event.",
+        examples=[
+            {
+                "name": "session_start",
+                "summary": "A session's first event; published with Nats-Msg-Id s-new-session:1.",
+                "payload": EVENT_EXAMPLE,
+            }
+        ],
         headers={
             "type": "object",
             "properties": {
@@ -168,6 +215,19 @@ def _channels(subjects: Subjects) -> dict[str, Any]:
         }
         for tool in TOOL_NAMES
     }
+    for tool in TOOL_NAMES:
+        channels[f"{tool}_partition"] = {
+            "address": f"{subjects.tool(tool)}.p{{partition}}",
+            "description": f"{tool} on one partition's subject: served by the workers"
+            " holding that partition (protocol.md section 10.4).",
+            "parameters": {
+                "partition": {
+                    "description": "The partition of the caller's workspace: FNV-1a 32 of its"
+                    " workspace key, mod the manifest's partition_count."
+                }
+            },
+            "messages": {"request": _ref("components/messages", f"{tool}_request")},
+        }
     channels["tool_reply"] = {
         "address": None,
         "description": "The requester's reply inbox: match replies by inbox, not request_id.",
@@ -221,6 +281,13 @@ def _operations() -> dict[str, Any]:
         }
         for tool in TOOL_NAMES
     }
+    for tool in TOOL_NAMES:
+        operations[f"call_{tool}_partition"] = {
+            **operations[f"call_{tool}"],
+            "summary": f"Call {tool} on the caller's partition (NATS request/reply).",
+            "channel": _ref("channels", f"{tool}_partition"),
+            "messages": [_ref(f"channels/{tool}_partition/messages", "request")],
+        }
     operations["get_manifest"] = {
         "action": "send",
         "channel": _ref("channels", "manifest"),

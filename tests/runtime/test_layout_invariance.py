@@ -19,6 +19,8 @@ from typing import Any, Final
 
 import orjson
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from nats.aio.client import Client as NATS
 
 from contracts.client import NoWorkerError, SessionQueryClient
@@ -29,8 +31,10 @@ from tests._events import routes_for
 from tests.hostile._harness import (
     A_CHILD,
     A_ROOT,
+    A_SESSIONS,
     ALPHA,
     B_ROOT,
+    B_SESSIONS,
     BETA,
     CALLER,
     MISSING,
@@ -339,3 +343,64 @@ async def test_the_client_routes_by_the_caller_s_cwd(
     # No worker of layout B holds every partition: the unpartitioned subject has none.
     with pytest.raises(NoWorkerError):
         await shards.call("session_trace", {}, {"agent": {"session_id": CALLER}})
+
+
+NEVER_CALLED: Final = "s-never-a-caller"
+_SESSIONS = st.sampled_from([*A_SESSIONS, *B_SESSIONS, *CALLERS, MISSING])
+_WORDS = st.sampled_from(
+    ["zebrafish", "ledger", "東京", "crème", "RefundLedger.apply", "rf_1001", "项目", "refund",
+     "webhook retry", "AssertionError", "huckleberry", "obsidiancanary", "no such word"]
+)  # fmt: skip
+_SEQ = st.integers(1, 6)
+_REQUEST = st.one_of(
+    st.tuples(
+        st.just("session_search"),
+        st.fixed_dictionaries(
+            {"query": _WORDS},
+            optional={
+                "session_ids": st.lists(_SESSIONS, min_size=1, max_size=3),
+                "availability": st.lists(st.sampled_from(["live", "ended"]), min_size=1),
+            },
+        ),
+    ),
+    st.tuples(
+        st.just("session_event_search"),
+        st.fixed_dictionaries({"query": _WORDS}, optional={"session_id": _SESSIONS}),
+    ),
+    st.tuples(st.just("session_trace"), st.fixed_dictionaries({"session_id": _SESSIONS})),
+    st.tuples(
+        st.just("session_event_trace"),
+        st.fixed_dictionaries({"session_id": _SESSIONS, "seq": _SEQ}),
+    ),
+    st.tuples(
+        st.just("session_event_read"),
+        st.fixed_dictionaries(
+            {"session_id": _SESSIONS, "seq": _SEQ},
+            optional={"before": st.integers(0, 3), "after": st.integers(0, 3)},
+        ),
+    ),
+)
+
+
+@settings(
+    max_examples=60,
+    deadline=None,
+    # The layouts are built once per test and only read: every example may share them.
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(caller=st.sampled_from(list(CALLERS)), request=_REQUEST)
+async def test_any_request_answers_the_same_in_either_layout(
+    nc: NATS, layouts: tuple[Layout, Layout], caller: str, request: tuple[str, dict[str, Any]]
+) -> None:
+    one, two = layouts
+    tool, arguments = request
+    home = PARTITIONS[CALLERS[caller]]
+    answered = await one.ask(nc, tool, home, caller, arguments)
+    assert await two.ask(nc, tool, home, caller, arguments) == answered
+    assert await one.ask(nc, tool, None, caller, arguments) == answered
+    # On another partition: the reply of a caller no index holds (whose id appears in no
+    # argument), naming this caller where it names one.
+    unknown = await one.ask(nc, tool, home, NEVER_CALLED, arguments)
+    expected = unknown.replace(NEVER_CALLED.encode(), caller.encode())
+    for elsewhere in set(range(COUNT)) - {home}:
+        assert await two.ask(nc, tool, elsewhere, caller, arguments) == expected
