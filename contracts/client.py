@@ -37,7 +37,7 @@ from contracts.envelope import (
     ToolRequest,
 )
 from contracts.errors import SessionQueryClientError as SessionQueryClientError
-from contracts.partitions import partition_of_cwd
+from contracts.partitions import MAX_PARTITION_COUNT, partition_of_cwd
 from contracts.spill_crypto import TAG_BYTES, SpillDecryptError, open_sealed
 from contracts.subjects import TOOL_NAMES, Subjects
 
@@ -50,6 +50,10 @@ DEADLINE_MARGIN_S: Final = 2.0
 # Bytes of chunks requested per pull, well under nats-py's pending-bytes limit (128 MiB).
 FETCH_WINDOW_BYTES: Final = 32 * 1024 * 1024
 DIGEST_PREFIX: Final = "SHA-256="
+# What a routed call's error says when the partition count could not be learned.
+ROUTING_NEEDS_MANIFEST: Final = (
+    "routing by cwd needs the stream's partition count from the manifest"
+)
 
 
 class NoWorkerError(SessionQueryClientError):
@@ -66,6 +70,14 @@ class SpillFetchError(SessionQueryClientError):
 
 class SpillDigestMismatch(SpillFetchError):
     """The bytes read do not match the digest: the object is corrupt or was replaced."""
+
+
+def _partition_count_in(manifest: dict[str, Any]) -> int | None:
+    """The manifest's ``partition_count`` when it is a sane one (protocol 2), else None."""
+    count = manifest.get("partition_count")
+    if isinstance(count, int) and not isinstance(count, bool) and 1 <= count <= MAX_PARTITION_COUNT:
+        return count
+    return None
 
 
 def new_request_id() -> str:
@@ -88,18 +100,28 @@ class SessionQueryClient:
         self._nc = nc
         self.subjects = subjects or Subjects()
         self._partition_count: int | None = None
+        self._partition_count_read = asyncio.Lock()
 
     async def partition_count(self) -> int:
-        """The stream's partition count, from the manifest (read once, then kept: it is
-        fixed when the stream is created)."""
-        if self._partition_count is None:
-            count = (await self.manifest()).get("partition_count")
-            if not isinstance(count, int) or isinstance(count, bool) or count < 1:
-                raise SessionQueryClientError(
-                    "the manifest has no partition_count: the worker predates protocol 2"
-                )
-            self._partition_count = count
-        return self._partition_count
+        """The stream's partition count, from the manifest: read once (concurrent first
+        callers share the read), then kept, as it is fixed when the stream is created. Any
+        ``manifest()`` read that carries it sets it too. A manifest that cannot be read is
+        not kept: the next routed call asks again."""
+        async with self._partition_count_read:
+            if self._partition_count is None:
+                try:
+                    manifest = await self.manifest()
+                except SessionQueryClientError as exc:
+                    # The same class (NoWorkerError stays NoWorkerError), saying why.
+                    raise type(exc)(f"{ROUTING_NEEDS_MANIFEST}: {exc}") from exc
+                if _partition_count_in(manifest) is None:
+                    raise SessionQueryClientError(
+                        f"{ROUTING_NEEDS_MANIFEST}: the manifest has no partition_count"
+                        " (the worker predates protocol 2)"
+                    )
+            count = self._partition_count
+            assert count is not None  # manifest() kept it
+            return count
 
     async def tool_subject(self, tool: str, cwd: str | Unrouted | None = UNROUTED) -> str:
         """Where a request of ``tool`` goes: the partition of the caller's workspace when its
@@ -205,6 +227,9 @@ class SessionQueryClient:
             raise SessionQueryClientError("the manifest reply is not JSON") from None
         if not isinstance(value, dict):
             raise SessionQueryClientError("the manifest reply is not a JSON object")
+        count = _partition_count_in(value)
+        if count is not None:
+            self._partition_count = count
         return value
 
     async def fetch_spilled(

@@ -130,6 +130,53 @@ async def test_the_bridge_calls_the_partition_of_its_cwd(
         await shard.stop()
 
 
+async def test_a_session_id_on_shards_is_asked_on_its_cwd_s_partition_only(
+    nc: NATS, nats_url: str, subjects: Subjects, tmp_path: Path
+) -> None:
+    """On shards only (no worker of every partition): with the agent's --session-id and its
+    own --cwd, every tool answers as the worker does on that partition; with another
+    directory's --cwd (a partition the shard also holds), the call reads exactly as an
+    unknown caller's, and the bridge's second try on the unpartitioned subject finds nobody
+    and leaves that reply as it is."""
+    home = partition_of_cwd(WORKSPACE, DEFAULT_PARTITION_COUNT)
+    elsewhere = next(
+        f"/elsewhere/{n}"
+        for n in range(100)
+        if partition_of_cwd(f"/elsewhere/{n}", DEFAULT_PARTITION_COUNT) != home
+    )
+    other = partition_of_cwd(elsewhere, DEFAULT_PARTITION_COUNT)
+    shard = await indexed_worker(nc, subjects, tmp_path, partitions=f"{home},{other}")
+    client = SessionQueryClient(nc, subjects)
+    execution = {"agent": {"session_id": CODEX_SESSION}}
+    try:
+        async with stdio(
+            nats_url, subjects, "--session-id", CODEX_SESSION, "--cwd", WORKSPACE
+        ) as bridge:
+            for name, args in ARGUMENTS.items():
+                reply = await client.call(name, args, execution, cwd=WORKSPACE)
+                assert reply.error is None, (name, reply)
+                expected = (
+                    (await client.fetch_spilled(reply.spill)).decode()
+                    if reply.spill
+                    else reply.content
+                )
+                result = await bridge.call_tool(name, args)
+                assert not result.is_error and text_of(result) == expected, name
+        async with stdio(
+            nats_url, subjects, "--session-id", CODEX_SESSION, "--cwd", elsewhere
+        ) as bridge:
+            args = ARGUMENTS["session_trace"]
+            wrong = await bridge.call_tool("session_trace", args)
+            unknown = await client.call(
+                "session_trace", args, {"agent": {"session_id": "s-unknown"}}, cwd=WORKSPACE
+            )
+            assert unknown.error is not None
+            assert wrong.is_error
+            assert text_of(wrong) == unknown.error.message.replace("s-unknown", CODEX_SESSION)
+    finally:
+        await shard.stop()
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -35,6 +35,14 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
     add_flags(parser, ("subject_prefix",))
 
 
+def route_of(args: argparse.Namespace) -> str | Unrouted | None:
+    """The caller's cwd as the client routes it: ``--cwd`` verbatim (an empty one is a cwd
+    too), ``--no-cwd`` the no-cwd key, neither the unpartitioned subject."""
+    if args.no_cwd:
+        return None
+    return UNROUTED if args.cwd is None else str(args.cwd)
+
+
 def add_call_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("tool", choices=TOOL_NAMES, help="the tool to call")
     parser.add_argument(
@@ -63,9 +71,10 @@ def add_call_arguments(parser: argparse.ArgumentParser) -> None:
     route.add_argument(
         "--cwd",
         default=None,
-        help="the calling session's working directory: the request goes to its workspace's"
-        " partition (needed with sharded workers); default: the unpartitioned subject, which"
-        " workers holding every partition answer",
+        help="the calling session's working directory, exactly as its session/start has it"
+        " (not resolved): the request goes to its workspace's partition (needed with sharded"
+        " workers); default, when the caller's cwd is unknown: the unpartitioned subject,"
+        " which only workers holding every partition answer",
     )
     route.add_argument("--no-cwd", action="store_true", help="route as a session that has no cwd")
     _add_common(parser)
@@ -129,9 +138,8 @@ async def _call(
         return EXIT_ERROR_REPLY
     try:
         client = SessionQueryClient(nc, subjects)
-        cwd: str | Unrouted | None = None if args.no_cwd else args.cwd or UNROUTED
         reply = await client.call(
-            args.tool, arguments, execution, request_id=args.request_id, cwd=cwd
+            args.tool, arguments, execution, request_id=args.request_id, cwd=route_of(args)
         )
         if reply.status == "error" or reply.error is not None:
             code = reply.error.code.value if reply.error else "SESSION_QUERY_TOOL_FAILED"
