@@ -8,6 +8,7 @@ asserts: a bench prints PASS or MISS and records both numbers.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import math
 import os
@@ -210,11 +211,15 @@ async def nats_url(explicit: str | None = None) -> AsyncIterator[str]:
             server.stop()
 
 
+_SUBJECT_SERIAL = itertools.count()
+
+
 def bench_subjects(tag: str) -> Any:
     """Fresh stream, consumer and bucket names, so a run never meets an earlier one."""
     from contracts.subjects import Subjects
 
-    t = f"{tag}{os.getpid()}{int(time.time() * 1000) % 10_000_000}"
+    # The counter: two calls in one millisecond (fleets opened together) still differ.
+    t = f"{tag}{os.getpid()}{int(time.time() * 1000) % 10_000_000}n{next(_SUBJECT_SERIAL)}"
     return Subjects(
         prefix=f"sqb{t}",
         events_stream=f"SESSIONS_B{t}",
