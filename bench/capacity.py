@@ -13,7 +13,7 @@
 
 The ratio depends on how the workspaces fall into the partitions: the run prints each
 shard's share of the events beside it (use many workspaces, ``--workspaces``, for halves
-near one half).
+near one half; ``--shards balanced:2`` splits the partitions by their events' bytes).
 ``python -m bench.capacity --sessions 400 --events 250 --workspaces 64`` (100k events)
 """
 
@@ -53,6 +53,8 @@ from bench.report import (
 
 CAPACITY_TARGET: Final = 0.55
 ROUTING_TARGET: Final = 1.1
+# ``--shards balanced:N``: N sets balanced by the events' bytes (balanced_sets).
+BALANCED: Final = "balanced:"
 
 
 @dataclasses.dataclass
@@ -151,6 +153,27 @@ def _max(
     return Check(name, measured, floor, unit, "max", target)
 
 
+def balanced_sets(
+    events: Sequence[dict[str, Any]], config: corpus.CorpusConfig, count: int, shards: int
+) -> list[str]:
+    """``shards`` partition sets of near-equal event bytes (largest partition first, each to
+    the lightest set): what an operator does with the partitions' measured sizes, where a
+    contiguous split takes whatever the hash gave each half."""
+    from contracts.partitions import partition_of_cwd
+
+    cwd_of = {plan.session_id: plan.cwd for plan in corpus.plan_sessions(config)}
+    size = [0] * count
+    for event in events:
+        size[partition_of_cwd(cwd_of[event["session_id"]], count)] += len(corpus.encode(event))
+    sets: list[list[int]] = [[] for _ in range(shards)]
+    loads = [0] * shards
+    for partition in sorted(range(count), key=lambda k: -size[k]):
+        lightest = loads.index(min(loads))
+        sets[lightest].append(partition)
+        loads[lightest] += size[partition]
+    return [",".join(str(k) for k in sorted(members)) for members in sets]
+
+
 def _members(held: Held, count: int) -> list[int]:
     from contracts.partitions import PartitionSet
 
@@ -172,8 +195,10 @@ async def run(
 
     shared = bench_subjects("cap")
     whole = Held("all", layout_subjects(shared, "a"))
-    parts = [Held(text, layout_subjects(shared, "b")) for text in shards]
     events = list(corpus.generate(config))
+    if len(shards) == 1 and shards[0].startswith(BALANCED):
+        shards = balanced_sets(events, config, count, int(shards[0].removeprefix(BALANCED)))
+    parts = [Held(text, layout_subjects(shared, "b")) for text in shards]
     with tempfile.TemporaryDirectory(prefix="sq-bench-capacity-", dir=work_dir) as tmp:
         root = Path(tmp)
         async with nats_url(url) as resolved:
@@ -222,7 +247,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.capacity", description=__doc__)
     corpus.add_size_arguments(parser, sessions=400, events=250)
     parser.add_argument("--partitions", type=int, default=16, help="the stream's count")
-    parser.add_argument("--shards", default="0-7;8-15", help="partition sets, ';' between")
+    parser.add_argument(
+        "--shards",
+        default="0-7;8-15",
+        help="partition sets, ';' between; or balanced:N, N sets of near-equal event bytes",
+    )
     parser.add_argument("--rounds", type=int, default=200, help="requests per tool and layout")
     parser.add_argument("--nats-url", default=None)
     args = parser.parse_args(argv)

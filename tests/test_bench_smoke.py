@@ -459,6 +459,28 @@ async def test_capacity_bench_end_to_end(nats_url: str, tmp_path: Path) -> None:
     assert len(result["checks"]) == 2 * 2 + 2
 
 
+def test_capacity_balanced_sets_split_by_bytes() -> None:
+    from bench import capacity
+    from contracts.partitions import PartitionSet, partition_of_cwd
+
+    config = corpus.CorpusConfig(sessions=60, events=20, workspaces=12, seed=3)
+    events = list(corpus.generate(config))
+    sets = capacity.balanced_sets(events, config, 16, 2)
+    members = [list(PartitionSet.parse(text, 16)) for text in sets]
+    # Every partition in exactly one set.
+    assert sorted(k for one in members for k in one) == list(range(16))
+    cwd_of = {plan.session_id: plan.cwd for plan in corpus.plan_sessions(config)}
+    size = [0] * 16
+    for event in events:
+        size[partition_of_cwd(cwd_of[event["session_id"]], 16)] += len(corpus.encode(event))
+    loads = sorted(sum(size[k] for k in one) for one in members)
+    # Greedy by size: the heavier set exceeds the lighter by at most the largest partition.
+    assert loads[1] - loads[0] <= max(size)
+    # And it is no worse than the contiguous halves.
+    halves = sorted((sum(size[:8]), sum(size[8:])))
+    assert loads[1] - loads[0] <= halves[1] - halves[0]
+
+
 async def test_scale_out_bench_end_to_end(nats_url: str, tmp_path: Path) -> None:
     from bench import scale_out
 
