@@ -4,11 +4,11 @@ For each worker count N, a fresh stream of 16 partitions holds the same corpus a
 processes each hold 16/N partitions (``0-15``; ``0-7``, ``8-15``; ...). The load generator
 (one process, routing each caller by its cwd) sends ``session_event_read`` requests with
 ``--concurrency`` in flight for ``--requests`` requests; the figure is answered requests
-per second, with each worker's CPU seconds (its writer child's too) and the load
-generator's from ``/proc`` beside it: the median of ``--repeat`` runs, every layout up at
-once and measured in turn. The curve is printed against N = 1 (a ratio, not a target): on a
-machine with fewer cores than workers plus the load generator, it flattens where the cores
-run out.
+per second, with each worker's CPU seconds (its writer child's too), the load generator's
+and the nats-server's from ``/proc`` beside it: the median of ``--repeat`` runs, every
+layout up at once and measured in turn. The curve is printed against N = 1 (a ratio, not
+a target): on a machine with fewer cores than workers plus the load generator, it
+flattens where the cores run out.
 
 ``python -m bench.scale_out --sessions 400 --events 250`` (100k events)
 """
@@ -51,7 +51,7 @@ async def measure(fleet: Any, plans: Any, *, requests: int, concurrency: int) ->
     from bench.loadgen import run_load
 
     before = [tree_cpu_s(pid) for pid in fleet.pids]
-    generator_before = process_cpu_s(os.getpid())
+    generator_before, tree_before = process_cpu_s(os.getpid()), tree_cpu_s()
     report = await run_load(
         fleet.nc,
         fleet.subjects,
@@ -62,13 +62,18 @@ async def measure(fleet: Any, plans: Any, *, requests: int, concurrency: int) ->
         mix={"session_event_read": 1.0},
         foreign_share=0.0,
     )
+    workers = [tree_cpu_s(pid) - b for pid, b in zip(fleet.pids, before, strict=True)]
+    generator = process_cpu_s(os.getpid()) - generator_before
     return {
         "answered_per_s": report.answered / report.seconds,
         "ok": report.ok,
         "sent": report.sent,
         "seconds": report.seconds,
-        "worker_cpu_s": [tree_cpu_s(pid) - b for pid, b in zip(fleet.pids, before, strict=True)],
-        "generator_cpu_s": process_cpu_s(os.getpid()) - generator_before,
+        "worker_cpu_s": workers,
+        "generator_cpu_s": generator,
+        # The rest of this process's tree: the nats-servers it started (the other layouts'
+        # workers sit idle meanwhile); nothing with --nats-url.
+        "server_cpu_s": tree_cpu_s() - tree_before - generator - sum(workers),
     }
 
 
@@ -149,6 +154,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             f" {layout['ok']} of {layout['sent']} ok, worker CPU s "
             + " / ".join(f"{c:.1f}" for c in layout["worker_cpu_s"])
             + f", load generator CPU s {layout['generator_cpu_s']:.1f}"
+            + f", nats-server CPU s {layout['server_cpu_s']:.1f}"
         )
         for layout in result["measurements"]["layouts"]
     }
