@@ -1,11 +1,11 @@
 """The one maximum event size, shared by publishers, ``import`` and the worker.
 
 A session event is one NATS message, and the server counts its headers against
-``max_payload`` too. A publisher that sets ``Nats-Msg-Id`` (as ``import`` and the README
-recommend) needs room for that header, so the largest event is the server's
-``max_payload`` minus ``HEADER_ALLOWANCE_BYTES``: 1,047,552 bytes on a default server
-(``max_payload`` 1 MiB). A larger line is refused by ``import`` and dead-lettered by the
-worker, both naming the two numbers.
+``max_payload`` too. A publisher that sets ``Nats-Msg-Id`` (as ``import`` does and
+docs/protocol.md §7.3 recommends) needs room for that header, so the largest event is the
+server's ``max_payload`` minus ``HEADER_ALLOWANCE_BYTES``: 1,047,552 bytes on a default
+server (``max_payload`` 1 MiB). A larger line is refused by ``import`` and dead-lettered by
+the worker, both naming the two numbers.
 """
 
 from __future__ import annotations

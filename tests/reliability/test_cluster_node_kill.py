@@ -54,7 +54,7 @@ def pick_victim(
     """The node to kill: the work queue's leader and the workers' own nodes score, the
     requester's node is spared. Core NATS replies are at most once: a reply in flight to
     a requester whose node dies is gone with it, which no worker can see or repair (that
-    case is measured apart, in the README); here every reply has a live path."""
+    case is measured apart, in docs/reliability.md); here every reply has a live path."""
     url = requester.connected_url
     assert url is not None and url.port is not None
     mine = cluster.node_of_port(url.port)

@@ -32,8 +32,9 @@ from tests.reliability._harness import (
 REQUEST_TIMEOUT_S = 30.0
 SLOW_SEARCH_S = 2.0
 OVERLOADED = "SESSION_QUERY_OVERLOADED"
-# Observed growth is ~3 MiB (10 bursts of 1,000; README). What the burst may leave behind
-# is warm caches and allocator arenas, not requests: the pool holds 4, the work queue 4.
+# Observed growth is ~3 MiB (10 bursts of 1,000; docs/reliability.md). What the burst may
+# leave behind is warm caches and allocator arenas, not requests: the pool holds 4, the work
+# queue 4.
 # 24 MiB is ~8x the observed growth, margin for a noisy machine's allocator, yet the slow
 # run keeping each request's reply or arguments alive (10,000 x a few KiB) would exceed it.
 RSS_GROWTH_BOUND_KIB = 24 * 1024

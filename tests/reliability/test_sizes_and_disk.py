@@ -51,7 +51,7 @@ async def test_the_documented_max_event_size_is_sendable_with_a_msg_id_and_index
     own_nats_server: EmbeddedNatsServer, tmp_path: Path
 ) -> None:
     url, db = own_nats_server.url, tmp_path / "index.sqlite"
-    assert MAX_EVENT_BYTES == 1_047_552  # the README's figure
+    assert MAX_EVENT_BYTES == 1_047_552  # docs/operations.md's figure
     async with connected(url) as nc:
         await publish(nc, ["s-warm"], 1)
         worker = await (await Serve(serve_args(url, db), tmp_path / "w.log").start()).serving()
