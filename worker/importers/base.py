@@ -14,7 +14,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, tzinfo
 from pathlib import Path
-from typing import Any, Final, Protocol
+from typing import Any, Final, NamedTuple, Protocol
 
 import orjson
 
@@ -89,10 +89,19 @@ def as_text(value: object) -> str:
     return cut(orjson.dumps(value, default=str).decode())
 
 
+class Spawn(NamedTuple):
+    """The tool call that spawned a sub-agent: its event, and the call's description of
+    the sub-agent's task (the sub-agent session's title)."""
+
+    session_id: str
+    seq: int
+    description: str | None = None
+
+
 # What one file tells the files read after it: (transcript id, sub-agent id) -> the
-# (session, seq) of the tool call that spawned that sub-agent. One table per import or
-# watch run; files are read in path order, so a transcript comes before its sub-agents.
-SpawnLinks = dict[tuple[str, str], tuple[str, int]]
+# tool call that spawned that sub-agent. One table per import or watch run; files are
+# read in path order, so a transcript comes before its sub-agents.
+SpawnLinks = dict[tuple[str, str], Spawn]
 
 
 @dataclass(frozen=True, slots=True)
