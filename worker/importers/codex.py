@@ -31,6 +31,7 @@ import re
 from pathlib import Path
 from typing import Any, Final
 
+from contracts import harness
 from worker.importers.base import (
     JsonRecordConverter,
     Outgoing,
@@ -44,32 +45,20 @@ NAME: Final = "codex"
 _ROLLOUT_UUID: Final = re.compile(r"([0-9a-fA-F]{8}-[0-9a-fA-F-]{27})$")
 _CALLS: Final = ("function_call", "custom_tool_call", "local_shell_call")
 _OUTPUTS: Final = ("function_call_output", "custom_tool_call_output")
-# Text parts of a user-role message that the harness wrote: (prefix, type, surface).
-_HARNESS: Final = (
-    ("<environment_context>", "message/context", "system"),
-    ("<user_instructions>", "message/context", "system"),
-    ("# AGENTS.md instructions for", "message/context", "system"),
-    ("<turn_aborted>", "message/context", "system"),
-    ("<user_shell_command>", "command", "user"),
-)
-_IDE_CONTEXT: Final = "# Context from my IDE setup:"
-_IDE_REQUEST: Final = re.compile(r"^## My request for Codex:[ \t]*\n?", re.MULTILINE)
 
 
 def user_parts(text: str) -> list[tuple[str, str, str]]:
     """A user-role text part as (event type, surface, text) pieces: harness context apart
-    from what the user wrote."""
-    head = text.lstrip()
-    for prefix, type_, surface in _HARNESS:
-        if head.startswith(prefix):
-            return [(type_, surface, text)]
-    if head.startswith(_IDE_CONTEXT):
-        request = _IDE_REQUEST.search(text)
-        if request is None:
-            return [("message/context", "system", text)]
-        parts = [("message/context", "system", text[: request.start()].rstrip())]
-        asked = text[request.end() :].strip()
-        return parts + ([("message/user", "user", asked)] if asked else [])
+    from what the user wrote (the request inside an IDE context block is the user's)."""
+    ide = harness.split_ide_request(text)
+    if ide is not None:
+        context, asked = ide
+        return [("message/context", "system", context)] + (
+            [("message/user", "user", asked)] if asked else []
+        )
+    type_ = harness.harness_type(text)
+    if type_ is not None:
+        return [(type_, harness.SURFACES[type_], text)]
     return [("message/user", "user", text)]
 
 
