@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import os
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
 from tests.importers import fixture_gen as gen
 from tests.importers._corpus import bodies
-from worker.importers.base import SpawnLinks, Tally, safe_id
+from worker.importers import make_converter
+from worker.importers.base import Converter, SpawnLinks, Tally, safe_id
 from worker.importers.pipeline import convert_file
 from worker.store.writer import parse_event
 
@@ -141,3 +145,45 @@ def test_codex_harness_text_is_context_and_the_request_is_the_users(
         assert "<environment_context>" in context  # both parts of one message, one event
         ide = next(e for e in events if e["payload"].get("text", "").startswith("# Context"))
         assert gen.CODEX_NEW_PROMPT not in ide["payload"]["text"]
+
+
+def _quiet_ends(converter: Converter, before: datetime) -> list[dict[str, Any]]:
+    return bodies(converter.end_quiet(before))
+
+
+def test_import_ends_a_session_whose_last_event_is_older_than_idle() -> None:
+    converter = make_converter("claude-code", CONTINUED_FILE)
+    lines = CONTINUED_FILE.read_bytes().splitlines()
+    last = [orjson.loads(out.body) for n, line in enumerate(lines, 1)
+            for out in converter.feed(n, line)][-1]  # fmt: skip
+    converter.finish()
+    last_time = datetime.fromisoformat(last["time"])
+    # Not older than the cut-off: still live.
+    assert _quiet_ends(converter, last_time) == []
+    ends = _quiet_ends(converter, last_time + timedelta(milliseconds=1))
+    assert [(e["type"], e["seq"], e["time"]) for e in ends] == [
+        ("session/end", last["seq"] + 1, last["time"])
+    ]
+    assert ends[0]["payload"]["reason"] == "idle"
+    assert _quiet_ends(converter, datetime.now(UTC)) == []  # once
+
+
+def test_aider_keeps_its_last_session_open_while_the_file_is_written(tmp_path: Path) -> None:
+    path = tmp_path / ".aider.chat.history.md"
+    path.write_text(
+        "# aider chat started at 2025-03-01 09:00:00\n\n#### first\n\nok\n\n"
+        "# aider chat started at 2025-03-01 10:00:00\n\n#### second\n\nok\n"
+    )
+    before = datetime.now(UTC) - timedelta(minutes=30)
+
+    def ends() -> list[dict[str, Any]]:
+        converter = make_converter("aider", path, assume_tz=UTC)
+        for n, line in enumerate(path.read_bytes().splitlines(), 1):
+            converter.feed(n, line)
+        converter.finish()
+        return _quiet_ends(converter, before)
+
+    # Aider's events carry their session's start time; the file was written just now.
+    assert ends() == []
+    os.utime(path, (before.timestamp() - 60, before.timestamp() - 60))
+    assert [e["type"] for e in ends()] == ["session/end"]

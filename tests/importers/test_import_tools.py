@@ -39,11 +39,15 @@ def sessionquery(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def import_args(nats_url: str, subjects: Subjects, *paths: Path, fmt: str = "auto") -> list[str]:
+def import_args(
+    nats_url: str, subjects: Subjects, *paths: Path, fmt: str = "auto", idle: str = "inf"
+) -> list[str]:
+    """``idle``: ``--idle-seconds``; by default no session is ended (the Aider fixture's
+    last session would end or not by its checkout's modification time)."""
     return [
         "import", "--format", fmt, *map(str, paths), "--nats-url", nats_url,
         "--stream", subjects.events_stream, "--events-prefix", subjects.events_prefix,
-        "--timezone", "UTC",
+        "--timezone", "UTC", "--idle-seconds", idle,
     ]  # fmt: skip
 
 

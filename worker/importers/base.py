@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections import Counter
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, tzinfo
 from pathlib import Path
@@ -174,6 +175,11 @@ class Converter(Protocol):
         """The whole file was read (``import``): emit what is held back."""
         ...
 
+    def end_quiet(self, before: datetime) -> list[Outgoing]:
+        """After ``finish``: end the sessions the format left open whose last event is
+        older than ``before`` (``import``: the file's own times say they are over)."""
+        ...
+
 
 @dataclass
 class SessionState:
@@ -292,6 +298,18 @@ class Sessions:
         ends = [self.end(sid, reason=reason) for sid in self.by_id]
         return [out for out in ends if out is not None]
 
+    def end_quiet(self, before: datetime, *, keep: Collection[str] = ()) -> list[Outgoing]:
+        """End (``idle``, at its last event's time) each open session but ``keep`` whose
+        last event is older than ``before``. The end takes the seq after the file's last
+        event of the session, so importing the file again gives the same ``Nats-Msg-Id``:
+        the stream and the index keep it once."""
+        ends = [
+            self.end(sid, reason="idle")
+            for sid, state in self.by_id.items()
+            if sid not in keep and datetime.fromisoformat(state.last_time) < before
+        ]
+        return [out for out in ends if out is not None]
+
 
 def load_json_line(line: bytes, line_no: int, path: str, tally: Tally) -> dict[str, Any] | None:
     """One JSON object, or None after reporting why the line is not one (blank: silently)."""
@@ -333,6 +351,11 @@ class JsonRecordConverter:
 
     def finish(self) -> list[Outgoing]:
         return []
+
+    def end_quiet(self, before: datetime) -> list[Outgoing]:
+        out = self.sessions.end_quiet(before)
+        self.tally.events += len(out)
+        return out
 
     def _record(self, record: dict[str, Any]) -> list[Outgoing]:
         raise NotImplementedError

@@ -22,7 +22,8 @@ Lines of ``{"timestamp", "type", "payload"}``:
 - ``event_msg`` (UI notifications that repeat the response items) and ``turn_context``
   are skipped and counted, as is any record type this module does not know.
 
-The format has no session end: ``watch`` ends a quiet session.
+The format has no session end: ``import`` ends a session whose last event is older than
+``--idle-seconds``, ``watch`` one whose file has not grown for that long.
 """
 
 from __future__ import annotations
