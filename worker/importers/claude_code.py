@@ -34,8 +34,9 @@ Mapping:
   ``message/context``; a "This session is being continued from a previous conversation"
   summary without the compaction flag (older versions) is a ``compaction`` as well;
 - everything else (file snapshots, progress, other ``system`` records, image blocks) is
-  skipped and counted. The format has no session end: ``import`` ends a session whose last event is older than
-  ``--idle-seconds``, ``watch`` one whose file has not grown for that long.
+  skipped and counted. The format has no session end: ``import`` ends a session whose
+  last event is older than ``--idle-seconds``, ``watch`` one whose file has not grown
+  for that long.
 """
 
 from __future__ import annotations
