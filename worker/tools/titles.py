@@ -213,6 +213,13 @@ def _project(
     if title is not None and not isinstance(title, str):
         boundary.log_failure("read_titles", TypeError("malformed title"))
         return UNAVAILABLE if visible else TitleInfo(title=None, visible=False)
+    return title_info(observation, visible=visible)
+
+
+def title_info(observation: TitleObservation, *, visible: bool) -> TitleInfo:
+    """What the rendering shows of an observation already checked: its title, else (in
+    the caller's workspace) its first prompt as a derived title."""
+    title = observation.title
     if visible and (title is None or not title.strip()):
         derived = derived_title(observation.prompts)
         if derived is not None:
