@@ -51,7 +51,8 @@ class TitleObservation:
     """A session's header and latest folded title, read together.
 
     ``prompts``: when the session has no title, the text of its first few ``message/user``
-    events (each bounded), from which the tools derive one; empty otherwise."""
+    events (``schema.TITLE_PROMPTS``, each cut to ``schema.TITLE_PROMPT_CHARS``), from which
+    the tools derive one; empty otherwise."""
 
     header: SessionHeader
     title: str | None

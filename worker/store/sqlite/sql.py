@@ -49,18 +49,11 @@ GENERATION: Final = (
 
 LATEST_SEQ_OF_TYPE: Final = "SELECT max(seq) AS seq FROM events WHERE session_id = ? AND type = ?"
 
-# A session without a title: the text of its first few message/user events (a JSON array),
-# from which the tools derive one; read through events_session_type, bounded in count and
-# length. The first of them the user wrote is usually the first, but a harness's own text
-# published as message/user (before publishers typed it) is skipped by the tools.
-TITLE_PROMPTS: Final = 4
-TITLE_PROMPT_CHARS: Final = 400
+# A session without a title: the text of its first few message/user events (a JSON array,
+# kept by the writer), from which the tools derive one.
 _TITLE_COLS: Final = (
-    f"{HEADER_COLS}, s.title AS title, CASE WHEN trim(coalesce(s.title, '')) = '' THEN"
-    " (SELECT json_group_array(p) FROM (SELECT substr(json_extract(e.raw_json,"
-    f" '$.payload.text'), 1, {TITLE_PROMPT_CHARS}) AS p FROM events e"
-    " WHERE e.session_id = s.session_id AND e.type = 'message/user'"
-    f" ORDER BY e.seq LIMIT {TITLE_PROMPTS}) WHERE typeof(p) = 'text') END AS prompts"
+    f"{HEADER_COLS}, s.title AS title,"
+    " CASE WHEN trim(coalesce(s.title, '')) = '' THEN s.prompts END AS prompts"
 )
 TITLES_BY_JSON: Final = (
     f"SELECT {_TITLE_COLS} FROM sessions s WHERE s.session_id IN (SELECT value FROM json_each(?))"
