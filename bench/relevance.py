@@ -23,7 +23,7 @@ import asyncio
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -46,6 +46,9 @@ PAGE_SIZE: Final = 100
 class Answer:
     sessions: tuple[str, ...]  # best first
     error: str | None = None  # the store refused the query (reported, counted as a miss)
+    # Pairs of sessions in the list whose title lines render the same while their first
+    # prompts differ: the model could not tell them apart without opening each.
+    title_clashes: tuple[tuple[str, str], ...] = ()
 
     def rank_of(self, session_id: str) -> int | None:
         try:
@@ -76,8 +79,11 @@ def build_store_index(events: Sequence[dict[str, Any]], db: Path, *, batch: int 
     return applied
 
 
-async def ask_store(db: Path, queries: Sequence[rc.LabelledQuery]) -> list[Answer]:
-    """Each query through ``search_sessions``, first page of 100, from its caller."""
+async def ask_store(
+    db: Path, queries: Sequence[rc.LabelledQuery], prompts: Mapping[str, str | None]
+) -> list[Answer]:
+    """Each query through ``search_sessions``, first page of 100, from its caller; and the
+    title lines of the sessions found (``title_clashes``)."""
     from worker.signals import ExecutionSignal
     from worker.store.errors import StoreError
     from worker.store.protocol import EventFilter, SessionFilter
@@ -103,10 +109,50 @@ async def ask_store(db: Path, queries: Sequence[rc.LabelledQuery]) -> list[Answe
                 continue
             finally:
                 signal.close()
-            answers.append(Answer(tuple(hit.header.session_id for hit in page.hits)))
+            found = tuple(hit.header.session_id for hit in page.hits)
+            answers.append(Answer(found, title_clashes=await title_clashes(store, found, prompts)))
     finally:
         await store.close()
     return answers
+
+
+async def title_clashes(
+    store: Any, session_ids: Sequence[str], prompts: Mapping[str, str | None]
+) -> tuple[tuple[str, str], ...]:
+    """Pairs of ``session_ids`` whose title lines (as the tools render them: the title,
+    else the first prompt, marked) are equal although their first prompts (``prompts``,
+    from the corpus itself) are not."""
+    from worker.signals import ExecutionSignal
+    from worker.tools.formatting import format_title
+    from worker.tools.titles import title_info
+
+    signal = ExecutionSignal.after(30.0)
+    try:
+        observed = await store.read_titles(list(session_ids), signal=signal)
+    finally:
+        signal.close()
+    seen: dict[str, str] = {}  # title line -> the first session showing it
+    clashes = []
+    for sid in session_ids:
+        if sid not in observed:
+            continue
+        line = format_title(title_info(observed[sid], visible=True))
+        first = seen.setdefault(line, sid)
+        if first != sid and prompts.get(first) != prompts.get(sid):
+            clashes.append((first, sid))
+    return tuple(clashes)
+
+
+def first_prompts(events: Sequence[dict[str, Any]]) -> dict[str, str | None]:
+    """Each session's first prompt the user wrote, read from the corpus events."""
+    from contracts.harness import first_prompt
+
+    texts: dict[str, list[str]] = {}
+    for event in events:
+        text = event.get("payload", {}).get("text")
+        if event["type"] == "message/user" and isinstance(text, str):
+            texts.setdefault(event["session_id"], []).append(text)
+    return {sid: first_prompt(found) for sid, found in texts.items()}
 
 
 def ask_local(
@@ -157,7 +203,8 @@ async def answer_all(
         t0 = time.perf_counter()
         applied = await asyncio.to_thread(build_store_index, labelled.events, db)
         build_s = time.perf_counter() - t0
-        answers = {"new": await ask_store(db, queries)}
+        prompts = first_prompts(labelled.events)
+        answers = {"new": await ask_store(db, queries, prompts)}
     legacy = LegacyIndex(labelled.events)
     try:
         answers["baseline"] = ask_local(
@@ -188,6 +235,10 @@ async def run(config: rc.RelevanceConfig, *, work_dir: Path | None = None) -> di
         Absolute(f"success@5 {category}", s["success_at_5"], "share", "min", TARGET)
         for category, s in scores["new"].items()
     ]
+    # No two sessions of a result list share a title line unless their first prompts are
+    # equal (a resumed or forked copy): otherwise the model must open each to tell them.
+    clashes = [pair for answer in answers["new"] for pair in answer.title_clashes]
+    checks.append(Absolute("title lines alike, prompts differ", len(clashes), "pairs", "max", 0))
     measurements = {
         "events": len(labelled.events),
         "applied": applied,
@@ -196,6 +247,7 @@ async def run(config: rc.RelevanceConfig, *, work_dir: Path | None = None) -> di
         "generate_s": generate_s,
         "build_s": build_s,
         "scores": scores,
+        "title_clashes": [list(pair) for pair in clashes[:20]],
         "unfindable_labels": [
             {"query": queries[i].query, "missing": terms} for i, terms in unfindable.items()
         ],

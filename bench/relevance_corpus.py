@@ -985,12 +985,16 @@ class _Builder:
         self._placed += 1
         return cwd
 
-    def session(self, sid: str, cwd: str, parent: str | None = None) -> _Session:
-        """A new session; a child (``parent`` given) gets its title from the copied events."""
+    def session(
+        self, sid: str, cwd: str, parent: str | None = None, *, titled: bool = True
+    ) -> _Session:
+        """A new session; a child (``parent`` given) gets its title from the copied events,
+        an untitled one (``titled=False``, as imported Claude Code and Codex sessions
+        mostly are) has none: the tools show its first prompt."""
         self.clock += 600_000 + self.rng.randrange(300_000)
         rng = random.Random(f"{self.config.seed}:{sid}")
         session = _Session(sid, cwd, self.clock, rng, parent)
-        if parent is None:
+        if parent is None and titled:
             session.add("session/title", "system", {"title": session.text.title()})
         self.sessions.append(session)
         return session
@@ -1000,12 +1004,13 @@ class _Builder:
         sid = f"r{self.config.seed}-{category}-{index:03d}"
         self._filled(sid, cwd, spec.turns)
         for j, turns in enumerate(spec.distractors):
-            self._filled(f"{sid}-d{j}", cwd, turns)
+            # Untitled, beside the needle they compete with in one result list.
+            self._filled(f"{sid}-d{j}", cwd, turns, titled=False)
         for query in spec.queries:
             self.labels.append((category, query, cwd, sid))
 
-    def _filled(self, sid: str, cwd: str, turns: Sequence[Turn]) -> None:
-        session = self.session(sid, cwd)
+    def _filled(self, sid: str, cwd: str, turns: Sequence[Turn], *, titled: bool = True) -> None:
+        session = self.session(sid, cwd, titled=titled)
         session.filler(session.rng.randint(0, 1))
         session.plant(turns)
         session.filler(session.rng.randint(1, 2))

@@ -17,6 +17,13 @@ KNOWN_EVENT_TYPES: Final = (
     "session/end",
     "step/start",
     "message/user",
+    # Text a harness put in the user's turn (environment, instructions, notifications):
+    # searchable, but not what the user said.
+    "message/context",
+    # A command the user ran through the harness (a slash command, ``!`` shell input) and
+    # what it printed.
+    "command",
+    "command/output",
     "message/assistant",
     "tool/call",
     "tool/result",

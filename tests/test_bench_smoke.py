@@ -357,8 +357,10 @@ async def test_relevance_bench_end_to_end(tmp_path: Path) -> None:
         for s in scores.values():
             assert {"success_at_1", "success_at_5", "mrr", "no_results"} <= set(s)
     assert [c["name"] for c in result["checks"]] == [
-        f"success@5 {c}" for c in relevance_corpus.CATEGORIES
+        *(f"success@5 {c}" for c in relevance_corpus.CATEGORIES),
+        "title lines alike, prompts differ",
     ]
+    assert m["title_clashes"] == []
     record = m["per_query"][0]
     assert {"category", "query", "expected", *relevance.ENGINES} <= set(record)
     for line in relevance.format_misses(result, relevance.ENGINES).splitlines():

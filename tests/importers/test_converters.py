@@ -68,23 +68,23 @@ def test_claude_code_sessions_tool_citations_compaction_and_skips() -> None:
     main = sessions[CLAUDE_SESSION]
     start = main[0]["payload"]
     assert start["cwd"] == WORKSPACE and start["parent_session_id"] is None
-    assert main[1]["type"] == "session/title"  # the summary line came first; held until start
     types = [e["type"] for e in main]
+    # The summary line came first; it titles the session once its leaf record is read.
     assert types == [
-        "session/start", "session/title", "message/user", "message/assistant", "tool/call",
-        "tool/result", "tool/call", "tool/result", "compaction", "message/assistant",
-        "message/assistant",
+        "session/start", "message/user", "message/assistant", "tool/call", "tool/result",
+        "tool/call", "tool/result", "compaction", "message/assistant", "message/assistant",
+        "session/title",
     ]  # fmt: skip
     calls = {e["payload"]["tool_use_id"]: e["seq"] for e in main if e["type"] == "tool/call"}
     for result in (e for e in main if e["type"] == "tool/result"):
         call_seq = calls[result["payload"]["tool_use_id"]]
         assert result["cites"] == [{"session_id": CLAUDE_SESSION, "seq": call_seq}]
-    compaction = main[8]
+    compaction = main[7]
     # The boundary names the last record it summarised: everything before it but the frame.
-    assert compaction["replaces"] == [3, 4, 5, 6, 7, 8]
+    assert compaction["replaces"] == [2, 3, 4, 5, 6, 7]
     assert compaction["payload"]["trigger"] == "auto"
     assert "datetime.now()" in compaction["payload"]["summary"]
-    assert main[9]["payload"]["thinking"].startswith("The fix")
+    assert main[8]["payload"]["thinking"].startswith("The fix")
     side = sessions[CLAUDE_SIDE]
     assert side[0]["payload"]["parent_session_id"] == CLAUDE_SESSION
     assert [e["type"] for e in side] == ["session/start", "message/user", "message/assistant"]
@@ -102,13 +102,16 @@ def test_a_claude_code_sub_agent_file_is_a_child_session() -> None:
     events = bodies(outs)
     assert {e["session_id"] for e in events} == {CLAUDE_AGENT}
     assert events[0]["payload"]["parent_session_id"] == CLAUDE_SESSION
-    # Its start cites the Task call (seq 7) whose result named this agent.
-    assert events[0]["cites"] == [{"session_id": CLAUDE_SESSION, "seq": 7}]
+    # Its start cites the Task call (seq 6) whose result named this agent, and the call's
+    # description titles it.
+    assert events[0]["cites"] == [{"session_id": CLAUDE_SESSION, "seq": 6}]
+    assert events[1]["type"] == "session/title"
+    assert events[1]["payload"]["title"] == "Find clock usage"
     alone = bodies(convert_file("claude-code", CLAUDE_AGENT_FILE)[0])
     assert "cites" not in alone[0]  # without the transcript, only the parent links them
     assert events[0]["payload"]["agent_id"] == "a1b2c3d"
     result = next(e for e in events if e["type"] == "tool/result")
-    assert result["cites"] == [{"session_id": CLAUDE_AGENT, "seq": 3}]
+    assert result["cites"] == [{"session_id": CLAUDE_AGENT, "seq": 4}]
     assert not tally.problems
 
 

@@ -25,8 +25,9 @@ from tests.importers._corpus import (
 from tests.runtime._harness import body, call, config_for, until
 from worker.runtime.worker import Worker
 
-# Events the fixtures hold: Claude Code 11 + 3 (sidechain) + 5 (sub-agent), Codex 7, Aider 9.
-EXPECTED_EVENTS = 35
+# Events the fixtures hold: Claude Code 11 + 3 (sidechain) + 6 (sub-agent, titled by its
+# Task call), Codex 7, Aider 9.
+EXPECTED_EVENTS = 36
 
 
 def sessionquery(*args: str) -> subprocess.CompletedProcess[str]:
@@ -38,11 +39,15 @@ def sessionquery(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def import_args(nats_url: str, subjects: Subjects, *paths: Path, fmt: str = "auto") -> list[str]:
+def import_args(
+    nats_url: str, subjects: Subjects, *paths: Path, fmt: str = "auto", idle: str = "inf"
+) -> list[str]:
+    """``idle``: ``--idle-seconds``; by default no session is ended (the Aider fixture's
+    last session would end or not by its checkout's modification time)."""
     return [
         "import", "--format", fmt, *map(str, paths), "--nats-url", nats_url,
         "--stream", subjects.events_stream, "--events-prefix", subjects.events_prefix,
-        "--timezone", "UTC",
+        "--timezone", "UTC", "--idle-seconds", idle,
     ]  # fmt: skip
 
 
@@ -95,18 +100,18 @@ async def test_imported_sessions_answer_the_tools(nc: NATS, imported: Worker) ->
     spawned = await ask(
         nc, imported, "session_event_trace", CODEX_SESSION, session_id=CLAUDE_AGENT, seq=1
     )
-    assert f"{CLAUDE_SESSION} seq 7 · tool/call" in spawned.split("Cites (")[1]
+    assert f"{CLAUDE_SESSION} seq 6 · tool/call" in spawned.split("Cites (")[1]
     # Citations: a tool result cites its tool call; the compaction replaces what it summarised.
     cited = await ask(
-        nc, imported, "session_event_trace", CODEX_SESSION, session_id=CLAUDE_SESSION, seq=6
+        nc, imported, "session_event_trace", CODEX_SESSION, session_id=CLAUDE_SESSION, seq=5
     )
     cites = cited.split("Cites (")[1].split("Cited by")[0]
-    assert f"{CLAUDE_SESSION} seq 5 · tool/call" in cites
+    assert f"{CLAUDE_SESSION} seq 4 · tool/call" in cites
     compacted = await ask(
-        nc, imported, "session_event_trace", CODEX_SESSION, session_id=CLAUDE_SESSION, seq=9
+        nc, imported, "session_event_trace", CODEX_SESSION, session_id=CLAUDE_SESSION, seq=8
     )
     replaced = compacted.split("Replaces (")[1].split("Replaced by")[0]
-    assert [f"seq {n} ·" in replaced for n in range(2, 10)] == [False, *[True] * 6, False]
+    assert [f"seq {n} ·" in replaced for n in range(1, 9)] == [False, *[True] * 6, False]
     # Search across the workspace finds the German Codex session and the sub-agent's grep.
     found = await ask(nc, imported, "session_search", CLAUDE_SESSION, query="Zeitzonenfehler")
     assert CODEX_SESSION in found

@@ -88,7 +88,7 @@ async def test_stdio_lists_the_manifest_and_calls_each_tool(
 async def test_a_spilled_result_is_returned_whole_then_cut_at_a_line(
     nc: NATS, nats_url: str, subjects: Subjects, worker: Worker
 ) -> None:
-    args: dict[str, Any] = {"session_id": CLAUDE_SESSION, "seq": 9}
+    args: dict[str, Any] = {"session_id": CLAUDE_SESSION, "seq": 8}  # the compaction
     reply, _ = await call(nc, subjects, "session_event_trace", body(caller=CODEX_SESSION, **args))
     assert reply.get("spill"), "the fixture trace should spill at this threshold"
     whole = await direct(nc, subjects, "session_event_trace", CODEX_SESSION, **args)

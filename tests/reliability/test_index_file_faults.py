@@ -92,6 +92,7 @@ async def test_a_newer_schema_is_refused_and_an_older_one_migrated_or_rebuilt(ri
     _set_version(db, 1)
     _sql(db, "DROP TABLE deadletters")
     _sql(db, "ALTER TABLE events ADD COLUMN ws TEXT NOT NULL DEFAULT 'ws'")  # until v4
+    _sql(db, "ALTER TABLE sessions DROP COLUMN prompts")  # until v5
     worker = await rig.serving("w3.log")
     assert meta(db)["schema_version"] == schema.SCHEMA_VERSION
     assert _sql(db, "SELECT count(*) FROM deadletters") == 0

@@ -86,6 +86,18 @@ class AiderConverter:
         self.tally.events += len(out)
         return out
 
+    def end_quiet(self, before: datetime) -> list[Outgoing]:
+        # Aider writes a time only where a session starts: whether the last session is
+        # still going, only the file's modification time can tell.
+        try:
+            written = datetime.fromtimestamp(Path(self.path).stat().st_mtime, UTC)
+        except OSError:
+            written = before
+        keep = [self.session] if self.session is not None and written >= before else []
+        out = self.sessions.end_quiet(before, keep=keep)
+        self.tally.events += len(out)
+        return out
+
     def _start(self, stamp: str) -> Outgoing:
         self.time = iso_time(stamp.replace(" ", "T"), assume=self.assume_tz)
         base = f"aider-{self.file_key}-{stamp.replace('-', '').replace(':', '').replace(' ', 'T')}"

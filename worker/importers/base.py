@@ -11,10 +11,11 @@ from __future__ import annotations
 import hashlib
 import re
 from collections import Counter
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, tzinfo
 from pathlib import Path
-from typing import Any, Final, Protocol
+from typing import Any, Final, NamedTuple, Protocol
 
 import orjson
 
@@ -89,10 +90,19 @@ def as_text(value: object) -> str:
     return cut(orjson.dumps(value, default=str).decode())
 
 
+class Spawn(NamedTuple):
+    """The tool call that spawned a sub-agent: its event, and the call's description of
+    the sub-agent's task (the sub-agent session's title)."""
+
+    session_id: str
+    seq: int
+    description: str | None = None
+
+
 # What one file tells the files read after it: (transcript id, sub-agent id) -> the
-# (session, seq) of the tool call that spawned that sub-agent. One table per import or
-# watch run; files are read in path order, so a transcript comes before its sub-agents.
-SpawnLinks = dict[tuple[str, str], tuple[str, int]]
+# tool call that spawned that sub-agent. One table per import or watch run; files are
+# read in path order, so a transcript comes before its sub-agents.
+SpawnLinks = dict[tuple[str, str], Spawn]
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,6 +173,11 @@ class Converter(Protocol):
 
     def finish(self) -> list[Outgoing]:
         """The whole file was read (``import``): emit what is held back."""
+        ...
+
+    def end_quiet(self, before: datetime) -> list[Outgoing]:
+        """After ``finish``: end the sessions the format left open whose last event is
+        older than ``before`` (``import``: the file's own times say they are over)."""
         ...
 
 
@@ -283,6 +298,18 @@ class Sessions:
         ends = [self.end(sid, reason=reason) for sid in self.by_id]
         return [out for out in ends if out is not None]
 
+    def end_quiet(self, before: datetime, *, keep: Collection[str] = ()) -> list[Outgoing]:
+        """End (``idle``, at its last event's time) each open session but ``keep`` whose
+        last event is older than ``before``. The end takes the seq after the file's last
+        event of the session, so importing the file again gives the same ``Nats-Msg-Id``:
+        the stream and the index keep it once."""
+        ends = [
+            self.end(sid, reason="idle")
+            for sid, state in self.by_id.items()
+            if sid not in keep and datetime.fromisoformat(state.last_time) < before
+        ]
+        return [out for out in ends if out is not None]
+
 
 def load_json_line(line: bytes, line_no: int, path: str, tally: Tally) -> dict[str, Any] | None:
     """One JSON object, or None after reporting why the line is not one (blank: silently)."""
@@ -324,6 +351,11 @@ class JsonRecordConverter:
 
     def finish(self) -> list[Outgoing]:
         return []
+
+    def end_quiet(self, before: datetime) -> list[Outgoing]:
+        out = self.sessions.end_quiet(before)
+        self.tally.events += len(out)
+        return out
 
     def _record(self, record: dict[str, Any]) -> list[Outgoing]:
         raise NotImplementedError

@@ -20,19 +20,37 @@ Mapping:
 - a ``system`` ``compact_boundary`` record followed by the summary (a user record with
   ``isCompactSummary``) becomes one ``compaction`` event that replaces every event since the
   previous compaction: the boundary says the conversation before it was summarised;
-- ``summary`` records are titles (``session/title``);
+- a ``summary`` record titles (``session/title``) the session holding the record its
+  ``leafUuid`` names, once that record is read; Claude Code also copies summaries of
+  other sessions of the project into a new file, and a summary whose leaf is not a record
+  of the file titles nothing (counted). A ``custom-title`` record (``/rename``) titles its
+  session and wins over any summary; a sub-agent session is titled by its Task call's
+  ``description``, when the transcript was read first;
+- harness text in user records is typed for what it is, and stays searchable: slash
+  commands and ``!`` shell input (``<command-name>``, ``<bash-input>``) are ``command``,
+  their output (``<local-command-stdout>``, ``<bash-stdout>``) ``command/output``, and
+  notifications, reminders, caveats, ``isMeta`` records and interruption markers
+  (``<task-notification>``, ``<system-reminder>``, ``[Request interrupted by user]``)
+  ``message/context``; a "This session is being continued from a previous conversation"
+  summary without the compaction flag (older versions) is a ``compaction`` as well;
 - everything else (file snapshots, progress, other ``system`` records, image blocks) is
-  skipped and counted. The format has no session end: ``watch`` ends a quiet session.
+  skipped and counted. The format has no session end: ``import`` ends a session whose
+  last event is older than ``--idle-seconds``, ``watch`` one whose file has not grown
+  for that long.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any, Final
 
+from contracts import harness
+from contracts.harness import harness_type
 from worker.importers.base import (
     JsonRecordConverter,
     Outgoing,
+    Spawn,
     SpawnLinks,
     as_text,
     cut,
@@ -41,6 +59,20 @@ from worker.importers.base import (
 )
 
 NAME: Final = "claude-code"
+# Tools whose call starts a sub-agent (``Task``; ``Agent`` in later versions).
+_SPAWNING_TOOLS: Final = frozenset({"Task", "Agent"})
+_COMMAND_NAME: Final = re.compile(r"<command-name>\s*([^<]*?)\s*</command-name>")
+
+
+def harness_kind(text: str, *, meta: bool) -> tuple[str, str]:
+    """(event type, surface) of a user record's text: ``message/user`` unless the harness
+    wrote it (a command, its output, a notification or other context)."""
+    type_ = harness_type(text)
+    if type_ is not None:
+        return type_, harness.SURFACES[type_]
+    if meta:
+        return "message/context", "system"
+    return "message/user", "user"
 
 
 class ClaudeCodeConverter(JsonRecordConverter):
@@ -51,7 +83,12 @@ class ClaudeCodeConverter(JsonRecordConverter):
         self.tool_calls: dict[str, tuple[str, int, object]] = {}
         # uuid of a sidechain record (main-file sidechains) -> its child session.
         self.side_threads: dict[str, str] = {}
-        self.pending_titles: list[tuple[str, str | None]] = []
+        # Summaries whose leaf record is not read yet: leafUuid -> titles.
+        self.pending_titles: dict[str, list[str]] = {}
+        self.record_session: dict[str, str] = {}  # record uuid -> the session it is in
+        self.custom_titled: set[str] = set()  # sessions a custom-title names: summaries lose
+        self.pending_custom: dict[str, str] = {}  # session -> custom title read before it
+        self.task_descriptions: dict[str, str] = {}  # tool_use id of a Task -> description
         self.boundary: dict[str, dict[str, Any]] = {}  # session -> its pending compact boundary
         self.last_seq: dict[str, int] = {}  # record uuid -> seq of its last event
 
@@ -59,6 +96,8 @@ class ClaudeCodeConverter(JsonRecordConverter):
         kind = record.get("type")
         if kind == "summary":
             return self._title(record)
+        if kind == "custom-title":
+            return self._custom_title(record)
         if kind not in ("user", "assistant", "system"):
             self.tally.skip(f"record:{kind}")
             return []
@@ -75,8 +114,11 @@ class ClaudeCodeConverter(JsonRecordConverter):
         else:
             out.extend(self._user(session, record, time))
         uuid = record.get("uuid")
-        if isinstance(uuid, str) and out and out[-1].session_id == session:
-            self.last_seq[uuid] = out[-1].seq
+        if isinstance(uuid, str):
+            if out and out[-1].session_id == session:
+                self.last_seq[uuid] = out[-1].seq
+            self.record_session[uuid] = session
+            out.extend(self._leaf_titles(uuid, session))
         return out
 
     def _session_for(self, record: dict[str, Any], out: list[Outgoing]) -> str | None:
@@ -112,11 +154,16 @@ class ClaudeCodeConverter(JsonRecordConverter):
                     cwd=cwd,
                     parent=parent,
                     extra=extra,
-                    cites=[spawn] if spawn else None,
+                    cites=[(spawn.session_id, spawn.seq)] if spawn else None,
                 )
             )
-            if session == main:
-                out.extend(self._flush_titles(main))
+            if spawn is not None and spawn.description:
+                payload = {"title": cut(spawn.description)}
+                out.append(self.sessions.emit(session, "session/title", "system", None,
+                                              payload, "tool_use:description"))  # fmt: skip
+            custom = self.pending_custom.pop(session, None)
+            if custom is not None:
+                out.append(self._title_event(session, custom, "custom-title"))
         return session
 
     def _side_thread(self, raw_session: str, record: dict[str, Any]) -> str:
@@ -131,26 +178,53 @@ class ClaudeCodeConverter(JsonRecordConverter):
 
     def _title(self, record: dict[str, Any]) -> list[Outgoing]:
         title = record.get("summary")
+        leaf = record.get("leafUuid")
         if not isinstance(title, str) or not title.strip():
             self.tally.skip("record:summary:empty")
             return []
-        ref = record.get("leafUuid") if isinstance(record.get("leafUuid"), str) else None
-        # A summary line usually comes first, before any record names the session.
-        started = [sid for sid in self.sessions.by_id if "-agent-" not in sid]
-        if not started:
-            self.pending_titles.append((title, ref))
+        if not isinstance(leaf, str):
+            self.tally.skip("record:summary:no-leaf")
             return []
-        return [self._title_event(started[0], title, ref)]
+        session = self.record_session.get(leaf)
+        if session is None:  # usually first in the file, before its leaf; or another file's
+            self.pending_titles.setdefault(leaf, []).append(title)
+            return []
+        return self._summary_titles(session, [title])
 
-    def _flush_titles(self, session: str) -> list[Outgoing]:
-        titles, self.pending_titles = self.pending_titles, []
-        return [self._title_event(session, title, ref) for title, ref in titles]
+    def _leaf_titles(self, uuid: str, session: str) -> list[Outgoing]:
+        titles = self.pending_titles.pop(uuid, None)
+        return self._summary_titles(session, titles) if titles else []
 
-    def _title_event(self, session: str, title: str, ref: str | None) -> Outgoing:
+    def _summary_titles(self, session: str, titles: list[str]) -> list[Outgoing]:
+        if session in self.custom_titled:
+            self.tally.skip("record:summary:custom-title-wins")
+            return []
+        return [self._title_event(session, title, "summary") for title in titles]
+
+    def _custom_title(self, record: dict[str, Any]) -> list[Outgoing]:
+        title = record.get("customTitle")
+        raw = record.get("sessionId")
+        if not (isinstance(title, str) and title.strip() and isinstance(raw, str)):
+            self.tally.skip("record:custom-title:empty")
+            return []
+        session = safe_id(raw)
+        self.custom_titled.add(session)
+        if not self.sessions.has(session):  # titled when its first record starts it
+            self.pending_custom[session] = title
+            return []
+        return [self._title_event(session, title, "custom-title")]
+
+    def _title_event(self, session: str, title: str, source_type: str) -> Outgoing:
         payload = {"title": cut(title)}
-        return self.sessions.emit(
-            session, "session/title", "system", None, payload, "summary", source_ref=ref
-        )
+        return self.sessions.emit(session, "session/title", "system", None, payload, source_type)
+
+    def finish(self) -> list[Outgoing]:
+        # Summaries of other sessions (their leaf is no record of this file) title nothing.
+        for titles in self.pending_titles.values():
+            for _ in titles:
+                self.tally.skip("record:summary:leaf-not-in-file")
+        self.pending_titles = {}
+        return []
 
     def _system(self, session: str, record: dict[str, Any]) -> None:
         subtype = record.get("subtype")
@@ -201,33 +275,46 @@ class ClaudeCodeConverter(JsonRecordConverter):
         out = self._emit(session, "tool/call", "assistant", time, payload, ref)
         if tool_id:
             self.tool_calls[tool_id] = (session, out.seq, block.get("name"))
+            spec = block.get("input")
+            description = spec.get("description") if isinstance(spec, dict) else None
+            if block.get("name") in _SPAWNING_TOOLS and isinstance(description, str):
+                self.task_descriptions[tool_id] = description
         return out
 
     def _user(self, session: str, record: dict[str, Any], time: str | None) -> list[Outgoing]:
         message = record.get("message")
         content = message.get("content") if isinstance(message, dict) else None
         uuid = str(record.get("uuid") or "")
-        if record.get("isCompactSummary") is True:
+        if record.get("isCompactSummary") is True or _continued(content):
             return [self._compaction(session, content, uuid, time)]
         self._note_spawn(record, content)
-        base: dict[str, Any] = {}
-        if record.get("isMeta") is True:
-            base["meta"] = True
+        meta = record.get("isMeta") is True
+        base: dict[str, Any] = {"meta": True} if meta else {}
         if isinstance(content, str):
-            payload = {**base, "text": cut(content)}
-            return [self._emit(session, "message/user", "user", time, payload, uuid)]
+            return [self._user_text(session, content, meta, base, time, uuid)]
         out: list[Outgoing] = []
         for index, block in enumerate(content if isinstance(content, list) else []):
             ref = f"{uuid}-{index}"
             kind = block.get("type") if isinstance(block, dict) else None
             if kind == "text" and isinstance(block.get("text"), str):
-                payload = {**base, "text": cut(block["text"])}
-                out.append(self._emit(session, "message/user", "user", time, payload, ref))
+                out.append(self._user_text(session, block["text"], meta, base, time, ref))
             elif kind == "tool_result":
                 out.append(self._tool_result(session, block, base, time, ref))
             else:
                 self.tally.skip(f"user-block:{kind}")
         return out
+
+    def _user_text(
+        self, session: str, text: str, meta: bool, base: dict[str, Any], time: str | None,
+        ref: str,
+    ) -> Outgoing:  # fmt: skip
+        type_, surface = harness_kind(text, meta=meta)
+        payload = {**base, "text": cut(text)}
+        if type_ == "command":
+            name = _COMMAND_NAME.search(text)
+            if name is not None:
+                payload["command"] = name.group(1)
+        return self.sessions.emit(session, type_, surface, time, payload, "user", source_ref=ref)
 
     def _note_spawn(self, record: dict[str, Any], content: object) -> None:
         """A Task result names the sub-agent it ran (``toolUseResult.agentId``): remember
@@ -241,7 +328,8 @@ class ClaudeCodeConverter(JsonRecordConverter):
             tool_id = block.get("tool_use_id") if isinstance(block, dict) else None
             call = self.tool_calls.get(tool_id) if isinstance(tool_id, str) else None
             if call is not None:
-                self.links[(raw, agent)] = (call[0], call[1])
+                description = self.task_descriptions.get(str(tool_id))
+                self.links[(raw, agent)] = Spawn(call[0], call[1], description)
                 return
 
     def _tool_result(
@@ -279,6 +367,14 @@ class ClaudeCodeConverter(JsonRecordConverter):
         return self.sessions.emit(
             session, type_, surface, time, _drop_none(payload), source_type, source_ref=ref
         )
+
+
+def _continued(content: object) -> bool:
+    """A continuation summary written as a plain user record (versions before the
+    ``isCompactSummary`` flag): the summary of a conversation that ran out of context."""
+    if isinstance(content, list) and content and isinstance(content[0], dict):
+        content = content[0].get("text")
+    return isinstance(content, str) and content.lstrip().startswith(harness.CONTINUATION)
 
 
 def _drop_none(payload: dict[str, Any]) -> dict[str, Any]:

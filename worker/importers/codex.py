@@ -11,12 +11,19 @@ Lines of ``{"timestamp", "type", "payload"}``:
   ``custom_tool_call_output`` a ``tool/result`` citing its call; ``reasoning`` with a
   readable summary a ``message/assistant`` (encrypted reasoning is skipped);
   ``developer``/``system`` messages (instructions) are skipped;
+- text the harness puts in the user's role is typed for what it is and stays searchable:
+  ``<environment_context>``, ``<user_instructions>``, "# AGENTS.md instructions" and
+  ``<turn_aborted>`` parts are ``message/context``; ``<user_shell_command>`` (``!cmd``) is
+  a ``command``; the IDE extension's "# Context from my IDE setup:" block is
+  ``message/context`` and the request after its "## My request for Codex:" heading is the
+  ``message/user``;
 - ``compacted`` (payload ``message``) becomes a ``compaction`` that replaces every event
   since the previous one: Codex replaces the whole history with the summary;
 - ``event_msg`` (UI notifications that repeat the response items) and ``turn_context``
   are skipped and counted, as is any record type this module does not know.
 
-The format has no session end: ``watch`` ends a quiet session.
+The format has no session end: ``import`` ends a session whose last event is older than
+``--idle-seconds``, ``watch`` one whose file has not grown for that long.
 """
 
 from __future__ import annotations
@@ -25,10 +32,12 @@ import re
 from pathlib import Path
 from typing import Any, Final
 
+from contracts import harness
 from worker.importers.base import (
     JsonRecordConverter,
     Outgoing,
     as_text,
+    cut,
     iso_time,
     safe_id,
 )
@@ -37,6 +46,21 @@ NAME: Final = "codex"
 _ROLLOUT_UUID: Final = re.compile(r"([0-9a-fA-F]{8}-[0-9a-fA-F-]{27})$")
 _CALLS: Final = ("function_call", "custom_tool_call", "local_shell_call")
 _OUTPUTS: Final = ("function_call_output", "custom_tool_call_output")
+
+
+def user_parts(text: str) -> list[tuple[str, str, str]]:
+    """A user-role text part as (event type, surface, text) pieces: harness context apart
+    from what the user wrote (the request inside an IDE context block is the user's)."""
+    ide = harness.split_ide_request(text)
+    if ide is not None:
+        context, asked = ide
+        return [("message/context", "system", context)] + (
+            [("message/user", "user", asked)] if asked else []
+        )
+    type_ = harness.harness_type(text)
+    if type_ is not None:
+        return [(type_, harness.SURFACES[type_], text)]
+    return [("message/user", "user", text)]
 
 
 class CodexConverter(JsonRecordConverter):
@@ -67,10 +91,35 @@ class CodexConverter(JsonRecordConverter):
             body = {"summary": as_text(payload.get("message"))}
             out.append(self.sessions.compaction(self.session, time, body, "compacted"))
             return out
+        if payload.get("type") == "message" and payload.get("role") == "user":
+            out.extend(self._user(self.session, payload, time))
+            return out
         item = self._item(self.session, payload, time)
         if item is not None:
             out.append(item)
         return out
+
+    def _user(self, session: str, item: dict[str, Any], time: str | None) -> list[Outgoing]:
+        """One event per run of parts of one kind (context, command, the user's words)."""
+        content = item.get("content")
+        texts = [as_text(content)] if not isinstance(content, list) else []
+        for part in content if isinstance(content, list) else []:
+            if isinstance(part, dict) and isinstance(part.get("text"), str):
+                texts.append(cut(part["text"]))
+            else:  # an image or another part without text: not searchable
+                self.tally.skip(f"user-part:{part.get('type') if isinstance(part, dict) else '?'}")
+        runs: list[tuple[str, str, str]] = []
+        for text in texts:
+            for type_, surface, piece in user_parts(text) if text else []:
+                if runs and runs[-1][0] == type_:
+                    runs[-1] = (type_, surface, runs[-1][2] + "\n" + piece)
+                else:
+                    runs.append((type_, surface, piece))
+        source = "response_item:message"
+        return [
+            self.sessions.emit(session, type_, surface, time, {"text": text}, source)
+            for type_, surface, text in runs
+        ]
 
     def _meta(self, payload: dict[str, Any], time: str | None) -> list[Outgoing]:
         if self.session is not None:

@@ -5,6 +5,12 @@ Claude Code and Codex imports read the agent's own folder (``$CLAUDE_CONFIG_DIR/
 or ``~/.claude/projects``; ``$CODEX_HOME/sessions`` or ``~/.codex/sessions``). A line
 that cannot be imported is reported with its file and number and the rest imports; the
 exit code is then 1. Record types a format module does not know are skipped and counted.
+
+Claude Code and Codex never write a session's end: a session whose last event is older
+than ``--idle-seconds`` (default 1800, as ``watch``) gets its ``session/end`` at that
+event's time, with the next seq, so importing the file again publishes the same end (the
+stream and the index keep it once). Aider's events carry their session's start time, so
+its last session is ended only when the file, too, is older than that.
 """
 
 from __future__ import annotations
@@ -13,7 +19,7 @@ import argparse
 import asyncio
 import sys
 from dataclasses import dataclass, field
-from datetime import tzinfo
+from datetime import UTC, datetime, timedelta, tzinfo
 from pathlib import Path
 from typing import Final, TextIO
 
@@ -25,6 +31,9 @@ from worker.importers.progress import Progress
 from worker.importers.publish import DEFAULT_WINDOW, ImportFailed, Publisher
 from worker.runtime.connection import NatsOptions
 
+# A session whose last event is older than this is over (import), as is a file that has
+# not grown for this long (watch).
+DEFAULT_IDLE_S: Final = 1800.0
 EXIT_OK: Final = 0
 EXIT_INVALID_LINES: Final = 1
 EXIT_FAILED: Final = 2
@@ -53,6 +62,11 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
         help="zone of times written without one (Aider); default: this machine's local zone",
     )  # fmt: skip
     parser.add_argument("--quiet", action="store_true", help="no progress line")
+    parser.add_argument(
+        "--idle-seconds", type=float, default=DEFAULT_IDLE_S,
+        help="end the open sessions whose last event (import) or file (watch) is older than"
+        f" this (default {DEFAULT_IDLE_S:.0f}; inf: never)",
+    )  # fmt: skip
     add_subject_arguments(parser)
     add_nats_arguments(parser)
 
@@ -124,7 +138,7 @@ def run(args: argparse.Namespace) -> int:
                 paths, fmt=args.format, options=options_from_args(args),
                 subjects=config.subjects, window=args.window,
                 max_event_bytes=config.max_event_bytes, assume_tz=zone,
-                progress=None if args.quiet else sys.stderr,
+                progress=None if args.quiet else sys.stderr, idle_s=args.idle_seconds,
             )
         )  # fmt: skip
     except ImportFailed as exc:
@@ -158,6 +172,7 @@ async def import_paths(
     paths: list[Path], *, fmt: str, options: NatsOptions, subjects: Subjects,
     window: int = DEFAULT_WINDOW, max_event_bytes: int = MAX_EVENT_BYTES,
     assume_tz: tzinfo | None = None, progress: TextIO | None = None, errors: TextIO | None = None,
+    idle_s: float = DEFAULT_IDLE_S,
 ) -> ImportReport:  # fmt: skip
     from worker.importers.detect import expand
     from worker.importers.publish import connect_publisher
@@ -170,7 +185,8 @@ async def import_paths(
         publisher = Publisher(nc, subjects, window=window)
         await publisher.prepare()
         limit = event_size_limit(publisher.max_payload, max_event_bytes)
-        run = _ImportRun(publisher, bar, errors or sys.stderr, limit, assume_tz)
+        run = _ImportRun(publisher, bar, errors or sys.stderr, limit, assume_tz,
+                         quiet_before=_quiet_before(idle_s))  # fmt: skip
         for file, size in zip(files, sizes, strict=True):
             await run.file(file, fmt)
             run.done_bytes += size
@@ -185,6 +201,16 @@ async def import_paths(
     return run.report
 
 
+def _quiet_before(idle_s: float) -> datetime:
+    """The time before which a session's last event means it is over: the same rule as
+    ``watch``'s idle files, read from the file's own times."""
+    now = datetime.now(UTC)
+    try:
+        return now - timedelta(seconds=idle_s)
+    except OverflowError:  # inf, or further back than datetime reaches: nothing is over
+        return datetime.min.replace(tzinfo=UTC)
+
+
 @dataclass
 class _ImportRun:
     publisher: Publisher
@@ -192,6 +218,7 @@ class _ImportRun:
     errors: TextIO
     limit: int
     assume_tz: tzinfo | None
+    quiet_before: datetime
     done_bytes: int = 0
     pending_problems: int = 0  # problems of the file being read, not yet in the report
     links: SpawnLinks = field(default_factory=dict)
@@ -223,6 +250,7 @@ class _ImportRun:
         except OSError as exc:  # unreadable, or gone since the listing: the rest goes on
             converter.tally.problems.append(Problem(str(path), last, f"cannot read: {exc}"))
         await self.send(converter, converter.finish(), path, last)
+        await self.send(converter, converter.end_quiet(self.quiet_before), path, last)
         self.report.tally.merge(converter.tally)
         self.report.files += 1
         self.pending_problems = 0

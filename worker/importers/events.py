@@ -6,6 +6,7 @@ reported with its number and skipped.
 
 from __future__ import annotations
 
+from datetime import datetime
 from pathlib import Path
 from typing import Final
 
@@ -48,4 +49,8 @@ class EventsConverter:
         return []
 
     def finish(self) -> list[Outgoing]:
+        return []
+
+    def end_quiet(self, before: datetime) -> list[Outgoing]:
+        # Our own events are published byte for byte: the publisher ends its sessions.
         return []

@@ -40,6 +40,7 @@ from contracts.limits import MAX_EVENT_BYTES, event_size_limit
 from contracts.subjects import Subjects
 from worker.importers.base import Converter, Outgoing, SpawnLinks, Tally
 from worker.importers.command import (
+    DEFAULT_IDLE_S,
     EXIT_FAILED,
     EXIT_OK,
     add_common_arguments,
@@ -49,17 +50,12 @@ from worker.importers.publish import ImportFailed, Publisher
 from worker.runtime.connection import NatsOptions
 
 DEFAULT_BUCKET: Final = "sessionquery-watch"
-DEFAULT_IDLE_S: Final = 1800.0
 DEFAULT_POLL_S: Final = 1.0
 DEFAULT_CHUNK_LINES: Final = 500
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_common_arguments(parser)
-    parser.add_argument(
-        "--idle-seconds", type=float, default=DEFAULT_IDLE_S,
-        help=f"end a quiet file's open sessions after this long (default {DEFAULT_IDLE_S:.0f})",
-    )  # fmt: skip
     parser.add_argument(
         "--poll-interval", type=float, default=DEFAULT_POLL_S,
         help=f"seconds between looks at the files (default {DEFAULT_POLL_S})",

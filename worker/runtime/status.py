@@ -5,6 +5,12 @@ reachable, the stream's state: stream identity, first/last sequence, applied seq
 in events and seconds, history unavailable before, dead letters by reason, schema version,
 file size, and a rebuild in progress (``<db>.rebuild``) with its progress. The running
 worker reports the same fields in ``$SRV.STATS`` (the manifest endpoint's data).
+Which index: ``--db``, else ``--home``'s ``index.sqlite``, else the worker's own setting
+(``SESSIONQUERY_DB_PATH``, default ``.sessionquery/index.sqlite``). The report says which
+file it read and whether a worker serving the prefix uses it (by the index's id, which
+each worker reports in ``$SRV.STATS``); with no such file here, it shows what the serving
+workers report of their own indexes over NATS, named as theirs (a worker names its file
+by its name only: its path stays on its host).
 ``doctor`` adds SQLite's full ``integrity_check`` and FTS5's integrity-check and says what
 is wrong and what to do. ``deadletters`` lists the refused events with their reasons
 (``--follow`` keeps printing new ones).
@@ -161,7 +167,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--db", type=Path, default=None, help="index file (default <home>/index.sqlite)"
     )
-    parser.add_argument("--home", type=Path, default=Path(".sessionquery"))
+    parser.add_argument(
+        "--home", type=Path, default=None,
+        help="the worker's state directory: read <home>/index.sqlite (default: the"
+        " worker's own index setting, SESSIONQUERY_DB_PATH or .sessionquery/index.sqlite)",
+    )  # fmt: skip
     parser.add_argument("--json", action="store_true", help="one JSON object")
     parser.add_argument("--follow", action="store_true", help="deadletters: keep printing")
     parser.add_argument("--limit", type=int, default=100, help="deadletters: how many")
@@ -178,7 +188,17 @@ add_deadletters_arguments = add_status_arguments
 
 
 def _db(args: argparse.Namespace) -> Path:
-    return Path(args.db) if args.db is not None else Path(args.home) / "index.sqlite"
+    """The index file to read: ``--db``, ``--home``, else the one the worker would open."""
+    if args.db is not None:
+        return Path(args.db)
+    if args.home is not None:
+        return Path(args.home) / "index.sqlite"
+    from worker.runtime.config import ConfigError, WorkerConfig, load
+
+    try:
+        return Path(load().db_path)
+    except ConfigError:  # another setting is malformed: the default place, still
+        return Path(WorkerConfig().db_path)
 
 
 async def _stream_report(args: argparse.Namespace, db: Path) -> dict[str, Any]:
@@ -210,12 +230,13 @@ async def _stream_report(args: argparse.Namespace, db: Path) -> dict[str, Any]:
             alone["stream_error"] = f"stream {subjects.events_stream}: {exc}"
             return alone
         report = await index_status(_Config(db), stream)
-        report["workers"] = await partition_map(nc, subjects.prefix)
+        served: dict[str, dict[str, Any]] = {}
+        report["workers"] = await partition_map(nc, subjects.prefix, served)
         applied = int(report.get("applied_seq") or 0)
         report["lag_seconds"] = round(
             await lag_seconds(js, stream.name, applied, stream.target_seq), 3
         )
-        return report
+        return which_index(report, served)
     finally:
         await nc.close()
 
@@ -241,9 +262,12 @@ async def _answers(nc: Any, subject: str, within_s: float = 0.5) -> list[dict[st
         await sub.unsubscribe()
 
 
-async def partition_map(nc: Any, prefix: str) -> list[dict[str, Any]]:
+async def partition_map(
+    nc: Any, prefix: str, served: dict[str, dict[str, Any]] | None = None
+) -> list[dict[str, Any]]:
     """The workers serving ``prefix``: the partitions each holds and how far it applied
-    them (their ``$SRV.INFO`` metadata and the manifest endpoint's ``$SRV.STATS`` data)."""
+    them (their ``$SRV.INFO`` metadata and the manifest endpoint's ``$SRV.STATS`` data).
+    ``served``, when given, receives each worker's whole report of its index by id."""
     from contracts.subjects import SERVICE_NAME
     from worker.runtime.service import MANIFEST_ENDPOINT
 
@@ -268,10 +292,36 @@ async def partition_map(nc: Any, prefix: str) -> list[dict[str, Any]]:
             "partition_count": info["metadata"].get("partition_count"),
             "applied_seq": applied.get(worker_id, {}).get("applied_seq"),
             "lag_events": applied.get(worker_id, {}).get("lag_events"),
+            "index_id": applied.get(worker_id, {}).get("index_id"),
         }
         for worker_id, info in infos.items()
     ]
+    if served is not None:
+        served.update(applied)
     return sorted(workers, key=lambda w: (str(w["partitions"]), w["id"]))
+
+
+def which_index(report: dict[str, Any], served: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Say which index the report describes. A file here: whether a serving worker uses it
+    (one that none uses is another index than the one answering, e.g. a worker started
+    with another ``--home``). No file here: the serving workers' own reports, over NATS."""
+    path = str(report["index"])
+    if report.get("exists"):
+        users = [wid for wid, r in served.items() if r.get("index_id") == report.get("index_id")]
+        report["index_source"] = "file"
+        report["served_by"] = sorted(users)
+        return report
+    reports = {wid: r for wid, r in served.items() if r}
+    if not reports:
+        report["index_source"] = "none"
+        return report
+    # The first worker's report stands for the index (the others are listed with theirs).
+    worker_id = sorted(reports)[0]
+    remote = dict(reports[worker_id])
+    remote.update({"workers": report.get("workers"), "index_source": "worker",
+                   "index_worker": worker_id, "index_not_found": path})  # fmt: skip
+    remote.setdefault("exists", True)
+    return remote
 
 
 class _Config:
@@ -285,13 +335,24 @@ def run_status(args: argparse.Namespace) -> int:
         print(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode())
     else:
         print("\n".join(format_status(report)))
-    return EXIT_OK if report.get("exists") and report.get("matches_stream", True) else EXIT_PROBLEM
+    unserved = (
+        report.get("index_source") == "file"
+        and report.get("workers")
+        and not report.get("served_by")
+    )
+    ok = report.get("exists") and report.get("matches_stream", True) and not unserved
+    return EXIT_OK if ok else EXIT_PROBLEM
 
 
 def format_status(report: dict[str, Any]) -> list[str]:
-    lines = [f"index            {report['index']}"]
+    lines = [f"index            {report['index']}{_index_source(report)}"]
     if not report.get("exists"):
         lines.append("                 (no such file: the worker creates it when it starts)")
+    elif report.get("index_source") == "worker":
+        lines.append(
+            f"                 (no {report['index_not_found']} here: --db or --home reads the"
+            " worker's file on its host)"
+        )
     stream = report.get("stream")
     if stream:
         lines.append(f"stream           {stream['name']} (created {stream['created']})")
@@ -341,9 +402,24 @@ def format_status(report: dict[str, Any]) -> list[str]:
             count = f" of {w['partition_count']}" if w.get("partition_count") else ""
             lines.append(
                 f"  {w['id']}  partitions {w['partitions']}{count}, applied seq"
-                f" {w.get('applied_seq', '?')}, lag {w.get('lag_events', '?')} events"
+                f" {w.get('applied_seq', '?')}, lag {w.get('lag_events', '?')} events,"
+                f" index id {w.get('index_id') or '?'}"
             )
     return lines
+
+
+def _index_source(report: dict[str, Any]) -> str:
+    source = report.get("index_source")
+    if source == "worker":
+        return f"  (reported over NATS by worker {report['index_worker']}: its index)"
+    if source == "file" and report.get("workers"):
+        users = report.get("served_by") or []
+        if not users:
+            return "  (this file; NO serving worker uses it: theirs are listed below)"
+        return f"  (this file; served by worker {', '.join(users)})"
+    if source == "file":
+        return "  (this file)"
+    return ""
 
 
 def run_doctor(args: argparse.Namespace) -> int:
@@ -364,8 +440,19 @@ def run_doctor(args: argparse.Namespace) -> int:
 def diagnose(db: Path, report: dict[str, Any]) -> list[str]:
     """Plain-words problems with the remedy, from the full checks."""
     findings: list[str] = []
+    if report.get("index_source") == "worker":
+        return [
+            f"no index at {db} on this machine; worker {report['index_worker']} serves its own"
+            " (reported above): run doctor with its --db or --home on its host for the full"
+            " checks"
+        ]
     if not db.exists():
         return [f"no index at {db}: start the worker (it builds one from the stream)"]
+    if report.get("workers") and not report.get("served_by"):
+        findings.append(
+            f"no serving worker uses {db} (their index ids are listed above): it may be left"
+            " from another --home; run doctor with the serving worker's --db or --home"
+        )
     try:
         version = schema.version_action(int(report.get("schema_version") or 0), str(db))
     except schema.SchemaVersionError as exc:

@@ -24,6 +24,7 @@ from pydantic import ValidationError
 
 from contracts.events import SessionEvent
 from contracts.ids import ID_PATTERN
+from worker.store import schema
 from worker.store.protocol import IngestItem, Rejected
 from worker.store.text import searchable_text
 
@@ -52,6 +53,7 @@ class CheckedEvent:
     cwd: str | None = None  # session/start
     parent_session_id: str | None = None  # session/start
     title: str | None = None  # session/title
+    prompt: str | None = None  # message/user: the start of its text (schema.TITLE_PROMPT_CHARS)
     # The workspace key the subject names (``<prefix>[.<partition>].<key>.<session_id>``);
     # None when the item came without a subject. ``writer_fold`` checks it.
     key: str | None = None
@@ -153,6 +155,10 @@ class BatchChecker:
             parsed.parent_session_id = payload.get("parent_session_id")
         elif kind == "session/title":
             parsed.title = payload.get("title")
+        elif kind == "message/user":
+            prompt = payload.get("text")
+            if isinstance(prompt, str):
+                parsed.prompt = prompt[: schema.TITLE_PROMPT_CHARS]
         return parsed
 
 

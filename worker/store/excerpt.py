@@ -7,7 +7,13 @@ term and cached, since terms recur across queries) says whether a term matches a
 position; a plain case-insensitive alternation of the literals every match starts with
 finds the candidate positions, so the costly patterns run only there (a single pattern
 of lookbehind alternatives ran ~5x slower per text, and compiling it per query cost
-~5 ms for a question). The window holding the most distinct terms wins.
+~5 ms for a question). The window holding the most distinct terms wins, and the excerpt is
+centred on the matches it holds.
+
+Function words ("where did we start work on the bead") are not highlighted when the query
+holds a content word: the search does not require them (``QueryPlan.required``), so
+bracketing every "the" would point at nothing and pull the window off the words that
+matched. A query of function words alone, or a quoted phrase, is highlighted as written.
 """
 
 from __future__ import annotations
@@ -73,10 +79,7 @@ class Highlighter:
             return None
         first, last = _best_window(spans)
         chosen = spans[first : last + 1]
-        start = max(0, chosen[0][0] - _CONTEXT_CHARS)
-        end = min(len(text), max(chosen[-1][1], chosen[0][0] + WINDOW_CHARS) + _CONTEXT_CHARS)
-        if len(text) <= WINDOW_CHARS + 2 * _CONTEXT_CHARS:
-            start, end = 0, len(text)  # short: all of it
+        start, end = _centred(len(text), chosen[0][0], chosen[-1][1])
         if start > 0:  # begin at a word, not inside one
             space = text.find(" ", start, chosen[0][0])
             start = space + 1 if space >= 0 else chosen[0][0]
@@ -92,6 +95,19 @@ class Highlighter:
         if end < len(text):
             pieces.append("…")
         return _WS.sub(" ", "".join(pieces)).strip()
+
+
+def _centred(length: int, first: int, last: int) -> tuple[int, int]:
+    """The excerpt's bounds: the matches from ``first`` to ``last`` with as much text on
+    each side as the excerpt's length leaves (more on one side where the text ends on the
+    other); a short text whole."""
+    total = WINDOW_CHARS + 2 * _CONTEXT_CHARS
+    if length <= total:
+        return 0, length
+    slack = max(2 * _CONTEXT_CHARS, total - (last - first))
+    start = max(0, first - slack // 2)
+    end = min(length, last + slack - (first - start))
+    return max(0, min(start, end - total)), end
 
 
 def _best_window(spans: list[tuple[int, int, str]]) -> tuple[int, int]:
@@ -116,8 +132,11 @@ def highlighter(plan: QueryPlan) -> Highlighter:
 def _highlighter(plan: QueryPlan) -> Highlighter:
     terms: list[tuple[str, re.Pattern[str]]] = []
     literals: set[str] = set()
+    content = any(not term.function_word for group in plan.groups for term in group)
     for number, group in enumerate(plan.groups):
         for term in group:
+            if content and term.function_word:
+                continue
             pattern = _term_regex(term)
             if pattern is not None:
                 terms.append((f"t{number}", pattern))

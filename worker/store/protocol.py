@@ -48,10 +48,15 @@ class SessionHeader:
 
 @dataclass(frozen=True, slots=True)
 class TitleObservation:
-    """A session's header and latest folded title, read together."""
+    """A session's header and latest folded title, read together.
+
+    ``prompts``: when the session has no title, the text of its first few ``message/user``
+    events (``schema.TITLE_PROMPTS``, each cut to ``schema.TITLE_PROMPT_CHARS``), from which
+    the tools derive one; empty otherwise."""
 
     header: SessionHeader
     title: str | None
+    prompts: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

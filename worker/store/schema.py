@@ -18,7 +18,13 @@ from worker.store.errors import SchemaVersionError as SchemaVersionError
 # The one place the index layout's version lives. Bump it with every layout change and add
 # the step from the version before to ``MIGRATIONS`` when one can be done in place; without
 # a step, an index of the older version is rebuilt from the stream (``version_action``).
-SCHEMA_VERSION: Final = 4
+SCHEMA_VERSION: Final = 5
+
+# A session's first few message/user texts, each cut, kept with its header: the tools derive
+# the title of a session without one from them (the first the user wrote, harness text
+# skipped: a presentation rule, so the store keeps them as they came).
+TITLE_PROMPTS: Final = 4
+TITLE_PROMPT_CHARS: Final = 400
 
 # version -> the statements that take a file of that version to the next one.
 MIGRATIONS: Final[dict[int, str]] = {
@@ -70,6 +76,16 @@ UPDATE meta SET value = 3 WHERE key = 'schema_version';
     3: """
 ALTER TABLE events DROP COLUMN ws;
 UPDATE meta SET value = 4 WHERE key = 'schema_version';
+""",
+    # 5: sessions.prompts (the first message/user texts, for the tools' title fallback),
+    # filled from the events already held.
+    4: f"""
+ALTER TABLE sessions ADD COLUMN prompts TEXT;
+UPDATE sessions SET prompts = (SELECT nullif(json_group_array(p), '[]') FROM (
+    SELECT substr(json_extract(e.raw_json, '$.payload.text'), 1, {TITLE_PROMPT_CHARS}) AS p
+    FROM events e WHERE e.session_id = sessions.session_id AND e.type = 'message/user'
+    ORDER BY e.seq LIMIT {TITLE_PROMPTS}) WHERE typeof(p) = 'text');
+UPDATE meta SET value = 5 WHERE key = 'schema_version';
 """,
 }
 
@@ -142,6 +158,8 @@ CREATE TABLE IF NOT EXISTS sessions (
     ws                TEXT NOT NULL,
     parent_session_id TEXT,
     title             TEXT,
+    -- JSON array of the first message/user texts (TITLE_PROMPTS, TITLE_PROMPT_CHARS each)
+    prompts           TEXT,
     availability      TEXT NOT NULL DEFAULT 'live'
                       CHECK (availability IN ('live', 'persisted')),
     created_ms        INTEGER,

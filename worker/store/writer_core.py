@@ -48,11 +48,11 @@ _CHUNK: Final = 500
 _SEARCH_BACKLOG_PER_APPLY: Final = 1000
 
 _UPSERT_SESSION: Final = f"""
-INSERT INTO sessions ({SESSION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+INSERT INTO sessions ({SESSION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (session_id) DO UPDATE SET
     title = excluded.title, availability = excluded.availability,
     updated_ms = excluded.updated_ms, last_seq = excluded.last_seq,
-    event_count = excluded.event_count
+    event_count = excluded.event_count, prompts = excluded.prompts
 """
 _INSERT_EVENT: Final = """
 INSERT INTO events (id, session_id, seq, event_id, type, surface, time_ms, stream_seq,

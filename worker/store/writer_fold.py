@@ -11,6 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
+import orjson
+
 from contracts.partitions import workspace_key
 from worker.store import schema
 from worker.store.batch import CheckedEvent, reason_kind, reject, text_of
@@ -18,7 +20,7 @@ from worker.store.protocol import Availability, Rejected
 
 SESSION_COLUMNS: Final = (
     "session_id, cwd, ws, parent_session_id, title, availability,"
-    " created_ms, updated_ms, last_seq, event_count"
+    " created_ms, updated_ms, last_seq, event_count, prompts"
 )
 
 # An ``events`` row in ``writer_core._INSERT_EVENT``'s column order.
@@ -40,6 +42,13 @@ class SessionHeader:
     updated_ms: int | None
     last_seq: int
     event_count: int
+    # The first message/user texts (schema.TITLE_PROMPTS), as stored: a JSON array or NULL.
+    prompts: str | None = None
+
+    def add_prompt(self, text: str) -> None:
+        held: list[str] = orjson.loads(self.prompts) if self.prompts else []
+        if len(held) < schema.TITLE_PROMPTS:
+            self.prompts = orjson.dumps([*held, text]).decode()
 
     def row(self) -> tuple[object, ...]:
         return (
@@ -53,6 +62,7 @@ class SessionHeader:
             self.updated_ms,
             self.last_seq,
             self.event_count,
+            self.prompts,
         )
 
 
@@ -152,6 +162,9 @@ def fold_event(session: SessionHeader | None, ev: CheckedEvent) -> SessionHeader
     # Every check passed: fold in place (the object is batch-local).
     if ev.type == "session/title":
         session.title = ev.title
+    elif ev.type == "message/user" and ev.prompt is not None:
+        # Kept as they came (harness text too): which one is the user's is the tools' rule.
+        session.add_prompt(ev.prompt)
     elif ev.type == "session/end":
         session.availability = "persisted"
     if session.updated_ms is None or ev.time_ms > session.updated_ms:

@@ -14,6 +14,10 @@ from worker.store import EventSummary, SessionHeader
 from worker.tools.titles import UNAVAILABLE, TitleInfo
 
 _MAX_TITLE: Final = 200
+# A title derived from the session's first prompt is cut to this many characters (a
+# prompt can be pages long) and marked: it is not a title anyone gave the session.
+DERIVED_TITLE_CHARS: Final = 80
+DERIVED_MARK: Final = "(first prompt)"
 
 # Recalled text is shown between these; the text itself can never contain them bare.
 RECALLED_OPEN: Final = "\u27e6"  # ⟦
@@ -49,9 +53,10 @@ def format_title(info: TitleInfo) -> str:
     if not info.title or not info.title.strip():
         return "(untitled)"
     title = one_line(info.title)
-    if len(title) > _MAX_TITLE:
-        title = title[:_MAX_TITLE] + "…"
-    return quote_recalled(title)
+    limit = DERIVED_TITLE_CHARS if info.derived else _MAX_TITLE
+    if len(title) > limit:
+        title = title[:limit].rstrip() + "…"
+    return f"{quote_recalled(title)} {DERIVED_MARK}" if info.derived else quote_recalled(title)
 
 
 def session_line(header: SessionHeader, titles: Mapping[str, TitleInfo]) -> str:

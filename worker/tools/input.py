@@ -136,8 +136,10 @@ class SessionSearchArguments(_Arguments):
         default=None,
         max_length=MAX_LIST_ITEMS,
         description=(
-            "Only matches in events of these types, e.g. message/user, message/assistant, "
-            "tool/call, tool/result, compaction."
+            "Only matches in events of these types, e.g. message/user (what the user "
+            "wrote), message/assistant, tool/call, tool/result, compaction, "
+            "message/context (environment or instructions a harness added), command, "
+            "command/output."
         ),
     )
     event_surfaces: list[SurfaceName] | None = Field(

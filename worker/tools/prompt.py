@@ -16,7 +16,8 @@ short plain question ("flaky date parsing test fix"). Events holding every word 
 when none holds them all, the best partial matches are shown and the reply says so. Word \
 forms, identifier parts and words in Chinese or Japanese text match; "quoted phrases" are \
 exact, OR gives alternatives, -word excludes. Each hit shows the session, its strongest \
-matching event (seq) and an excerpt with the matched terms in [brackets]. Your current \
+matching event (seq) and an excerpt with the matched terms in [brackets]. A session \
+nobody titled shows its first prompt instead, marked (first prompt). Your current \
 session is not included.
 2. session_event_search searches inside one session (by default your own, excluding the \
 current step) to find the exact events.

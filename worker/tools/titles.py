@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from contracts.errors import ErrorCode
+from contracts.harness import first_prompt
 from worker.signals import ExecutionSignal
 from worker.store import SessionHeader, SessionQueryService, TitleObservation
 from worker.tools.definitions import ToolError
@@ -29,11 +30,13 @@ class TitleInfo:
     """The small value a title worker keeps per id; the full observation is released.
 
     ``visible``: the observation's header is in the caller's workspace (None: unknown,
-    because the title could not be read).
+    because the title could not be read). ``derived``: the session has no title, and
+    ``title`` is its first prompt (``derived_title``), which the rendering marks.
     """
 
     title: str | None
     visible: bool | None
+    derived: bool = False
 
     @property
     def available(self) -> bool:
@@ -210,7 +213,28 @@ def _project(
     if title is not None and not isinstance(title, str):
         boundary.log_failure("read_titles", TypeError("malformed title"))
         return UNAVAILABLE if visible else TitleInfo(title=None, visible=False)
+    return title_info(observation, visible=visible)
+
+
+def title_info(observation: TitleObservation, *, visible: bool) -> TitleInfo:
+    """What the rendering shows of an observation already checked: its title, else (in
+    the caller's workspace) its first prompt as a derived title."""
+    title = observation.title
+    if visible and (title is None or not title.strip()):
+        derived = derived_title(observation.prompts)
+        if derived is not None:
+            return TitleInfo(title=derived, visible=visible, derived=True)
     return TitleInfo(title=title, visible=visible)
+
+
+def derived_title(prompts: object) -> str | None:
+    """The title fallback of a session without one, as the agents' resume pickers show it:
+    its first prompt the user wrote (harness text skipped: ``contracts.harness``). The
+    rendering cuts it to ``formatting.DERIVED_TITLE_CHARS``. A malformed value is no
+    prompt: the session stays untitled."""
+    if not isinstance(prompts, tuple) or not all(isinstance(p, str) for p in prompts):
+        return None
+    return first_prompt(prompts)
 
 
 async def _read_title(

@@ -3,6 +3,8 @@ statement (``sql``), run it (``Tx.read``), map its rows (``rows``, ``lineage``).
 
 from __future__ import annotations
 
+import orjson
+
 from worker.store.protocol import (
     EventRelations,
     EventSummary,
@@ -38,7 +40,10 @@ def titles(tx: Tx, ids: list[str]) -> dict[str, TitleObservation]:
     observed: dict[str, TitleObservation] = {}
     for row in found:
         header = rows.header(row, at)
-        observed[header.session_id] = TitleObservation(header, row[at["title"]])
+        prompts = row[at["prompts"]]
+        observed[header.session_id] = TitleObservation(
+            header, row[at["title"]], tuple(orjson.loads(prompts)) if prompts else ()
+        )
     return observed
 
 

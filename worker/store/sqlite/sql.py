@@ -49,14 +49,19 @@ GENERATION: Final = (
 
 LATEST_SEQ_OF_TYPE: Final = "SELECT max(seq) AS seq FROM events WHERE session_id = ? AND type = ?"
 
+# A session without a title: the text of its first few message/user events (a JSON array,
+# kept by the writer), from which the tools derive one.
+_TITLE_COLS: Final = (
+    f"{HEADER_COLS}, s.title AS title,"
+    " CASE WHEN trim(coalesce(s.title, '')) = '' THEN s.prompts END AS prompts"
+)
 TITLES_BY_JSON: Final = (
-    f"SELECT {HEADER_COLS}, s.title AS title FROM sessions s"
-    " WHERE s.session_id IN (SELECT value FROM json_each(?))"
+    f"SELECT {_TITLE_COLS} FROM sessions s WHERE s.session_id IN (SELECT value FROM json_each(?))"
 )
 # A few ids (a direct tool's caller and target): plain key lookups, about half the cost of
 # json_each for one id.
 TITLES_BY_KEYS: Final = tuple(
-    f"SELECT {HEADER_COLS}, s.title AS title FROM sessions s WHERE s.session_id "
+    f"SELECT {_TITLE_COLS} FROM sessions s WHERE s.session_id "
     + ("= ?" if n == 1 else "IN (" + ", ".join("?" * n) + ")")
     for n in range(1, 9)
 )
