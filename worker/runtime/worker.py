@@ -269,7 +269,7 @@ class Worker:
         operators = OperatorEndpoints(
             self.nc,
             OperatorQueries(cast(Any, self.index.store)),
-            status=self.status,
+            status=self._operator_status,
             load=lambda: {
                 "searches": self.in_flight().searches,
                 "parallel_running": self.parallel.running,
@@ -282,6 +282,13 @@ class Worker:
             self.config.subjects, self.config.service_version, self.slow_consumers.limits
         )
         stack.push_async_callback(operators.stop)
+
+    async def _operator_status(self) -> dict[str, Any]:
+        # The report leaves the host: the index is named by its file name, not its path.
+        report = await self.status()
+        if "index" in report:
+            report["index"] = str(report["index"]).rsplit("/", 1)[-1]
+        return report
 
     def _run_actor(self, stack: AsyncExitStack, name: str, body: ActorBody) -> None:
         self.supervisor.start(name, body)
