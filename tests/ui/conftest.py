@@ -22,7 +22,7 @@ from worker.ui.server import UiServer
 @dataclass
 class Ui:
     server: UiServer
-    worker: Worker
+    worker: Worker | None = None
 
     async def get(
         self, path: str, *, cookie: str | None = None, host: str | None = None
@@ -66,3 +66,13 @@ async def ui(nc: NATS, nats_url: str, subjects: Subjects, tmp_path: Path) -> Asy
             yield Ui(server, worker)
         finally:
             await asyncio.to_thread(server.stop)
+
+
+@pytest.fixture
+async def bare_ui(nats_url: str, subjects: Subjects) -> AsyncIterator[UiServer]:
+    """The UI server with no worker behind its subjects (for what needs none)."""
+    server = await start_ui(nats_url, subjects)
+    try:
+        yield server
+    finally:
+        await asyncio.to_thread(server.stop)

@@ -18,6 +18,7 @@ EMBEDDED_DEFAULT_URL: Final = "nats://127.0.0.1:4222"
 DEFAULT_PORT: Final = 8765
 EXIT_FAILED: Final = 2
 LOOPBACK: Final = ("127.0.0.1", "localhost", "::1")
+OPERATOR_INBOX_PREFIX: Final = "_INBOX_operator"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -32,6 +33,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--token",
         default=os.environ.get("SESSIONQUERY_UI_TOKEN"),
         help="the access token (env SESSIONQUERY_UI_TOKEN; default: a fresh random one)",
+    )
+    parser.add_argument(
+        "--inbox-prefix",
+        default=OPERATOR_INBOX_PREFIX,
+        help=f"where replies arrive (default {OPERATOR_INBOX_PREFIX}: what the operator user of"
+        " deploy/nats-accounts.conf may subscribe to)",
     )
     add_flags(parser, ("subject_prefix",))
     add_nats_arguments(parser)
@@ -55,7 +62,9 @@ def run(args: argparse.Namespace) -> int:
     subjects = config_from_args(args).subjects
 
     async def connect() -> object:
-        return await connect_reporting(options, attempts=1, name="sessionquery-ui")
+        return await connect_reporting(
+            options, attempts=1, name="sessionquery-ui", inbox_prefix=args.inbox_prefix
+        )
 
     try:
         server = UiServer.start(connect, subjects, host=args.host, port=args.port, token=args.token)

@@ -255,12 +255,12 @@ class UiApp:
         if host is None or host.lower() not in self.hosts:
             return _html(HTTPStatus.FORBIDDEN, pages.error_page("This host name is not served."))
         q = {k: v[-1] for k, v in parse_qs(query, keep_blank_values=True).items()}
+        if path == "/static/ui.css":  # the login page's too: nothing in it is private
+            return Answer(HTTPStatus.OK, self.css, "text/css; charset=utf-8")
         if "token" in q:
             return self._login(path, q)
         if not self.authorized(cookie):
             return _html(HTTPStatus.UNAUTHORIZED, pages.login_page())
-        if path == "/static/ui.css":
-            return Answer(HTTPStatus.OK, self.css, "text/css; charset=utf-8")
         route = ROUTES.get(path)
         if route is None:
             return _html(HTTPStatus.NOT_FOUND, pages.error_page("No such page."))
@@ -311,8 +311,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(answer.body)
 
     def log_message(self, format: str, *args: Any) -> None:
-        # Paths carry workspaces and queries: not logged (the status line only, at debug).
-        log.debug("ui request", status=args[1] if len(args) > 1 else None)
+        """Not logged: paths carry workspaces, queries and, on login, the token."""
 
 
 class UiServer:
@@ -327,7 +326,9 @@ class UiServer:
         host, port = httpd.server_address[:2]
         self.port = int(port)
         self.base_url = f"http://{_url_host(str(host))}:{self.port}"
-        self._thread = threading.Thread(target=httpd.serve_forever, name="sessionquery-ui")
+        self._thread = threading.Thread(
+            target=httpd.serve_forever, kwargs={"poll_interval": 0.1}, name="sessionquery-ui"
+        )
 
     @property
     def login_url(self) -> str:
