@@ -61,7 +61,9 @@ async def test_every_verb_answers_from_the_worker(nc: NATS, worker: Worker) -> N
 
     lineage = await result(nc, subjects, "lineage", workspace=PAYMENTS, session_id=PAY_CHILD)
     edges = {(e["parent"], e["child"]) for e in lineage["edges"]}
-    assert edges == {(PAY_ROOT, PAY_CHILD), (PAY_CHILD, PAY_GRANDCHILD)}
+    # The whole tree it belongs to: the root's other child (a sibling fork) too.
+    assert edges == {(PAY_ROOT, PAY_CHILD), (PAY_CHILD, PAY_GRANDCHILD), (PAY_ROOT, PAY_SIBLING)}
+    assert lineage["target"] == PAY_CHILD
 
     ops = await result(nc, subjects, "operations")
     assert ops["index"]["lag_events"] == 0 and ops["index"]["matches_stream"] is True

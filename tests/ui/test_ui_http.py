@@ -106,6 +106,6 @@ async def test_timeline_lineage_and_operations(ui: Ui) -> None:
     assert status == 200 and "replaced by seq" in body and "<details class=tool>" in body
     assert "replaces seq" in body
     status, _, svg = await ui.get(f"/lineage?{WS}&id={PAY_CHILD}", cookie=cookie)
-    assert status == 200 and "<svg" in svg and svg.count("<rect") == 3
+    assert status == 200 and "<svg" in svg and svg.count("<rect") == 4
     status, _, ops = await ui.get("/ops", cookie=cookie)
     assert status == 200 and "applied sequence" in ops and "Dead letters" in ops

@@ -139,6 +139,20 @@ def _events(args: SearchArgs) -> EventFilter:
     )
 
 
+def _tree(
+    root: SessionHeader, descendants: tuple[LineageNode, ...]
+) -> tuple[list[SessionHeader], list[tuple[str, str]]]:
+    """The headers of a tree (root first) and its (parent, child) edges, without recursion."""
+    nodes, edges = [root], []
+    stack = [(root.session_id, n) for n in reversed(descendants)]
+    while stack:
+        parent, node = stack.pop()
+        nodes.append(node.header)
+        edges.append((parent, node.header.session_id))
+        stack.extend((node.header.session_id, child) for child in reversed(node.children))
+    return nodes, edges
+
+
 class OperatorQueries:
     """The operator verbs over one store; ``run(verb, arguments, signal)`` answers one."""
 
@@ -314,24 +328,28 @@ class OperatorQueries:
         return {"seq": chunk.seq, "size": chunk.size, "offset": chunk.offset, "text": chunk.text}
 
     async def lineage(self, args: LineageArgs, signal: ExecutionSignal) -> dict[str, Any]:
+        """The whole visible tree the session belongs to: from its topmost ancestor in the
+        workspace down (so forks and siblings show), the session marked as the target."""
+        caller = Caller("", args.workspace)
         lineage = await self._store.lineage(args.session_id, signal=signal)
         if lineage is None:
             raise not_found(args.session_id)
-        visible = project_lineage(Caller("", args.workspace), args.session_id, lineage)
-        nodes = [visible.target, *visible.ancestors]
-        edges: list[tuple[str, str]] = []
-        edges.extend((p.session_id, c.session_id) for c, p in pairwise(nodes))
-        stack: list[tuple[str, LineageNode]] = [
-            (visible.target.session_id, n) for n in visible.descendants
-        ]
-        while stack:
-            parent, node = stack.pop()
-            nodes.append(node.header)
-            edges.append((parent, node.header.session_id))
-            stack.extend((node.header.session_id, child) for child in node.children)
+        visible = project_lineage(caller, args.session_id, lineage)
+        top = visible.ancestors[-1] if visible.ancestors else visible.target
+        tree = visible
+        if top is not visible.target:
+            whole = await self._store.lineage(top.session_id, signal=signal)
+            if whole is not None and is_authorized(caller, whole.target):
+                tree = project_lineage(caller, top.session_id, whole)
+        nodes, edges = _tree(tree.target, tree.descendants)
+        if not any(n.session_id == args.session_id for n in nodes):  # changed between reads
+            nodes, edges = _tree(visible.target, visible.descendants)
+            chain = [visible.target, *visible.ancestors]
+            nodes += chain[1:]
+            edges += [(p.session_id, c.session_id) for c, p in pairwise(chain)]
         titles = await self._store.read_titles([n.session_id for n in nodes], signal=signal)
         return {
-            "target": visible.target.session_id,
+            "target": args.session_id,
             "continues_hidden": visible.continues_hidden,
             "nodes": [
                 {

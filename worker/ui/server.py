@@ -343,9 +343,11 @@ class UiServer:
         host: str = "127.0.0.1",
         port: int = 0,
         token: str | None = None,
+        app: type[UiApp] = UiApp,
     ) -> UiServer:
         """Serve on ``host:port`` (0: any free port); ``connect`` is a coroutine function
-        that opens the NATS connection (run on the UI's own loop)."""
+        that opens the NATS connection (run on the UI's own loop). ``app``: the pages
+        (bench.ui_paint adds its floor page to them)."""
         loop = asyncio.new_event_loop()
         threading.Thread(target=loop.run_forever, name="sessionquery-ui-nats", daemon=True).start()
         try:
@@ -359,8 +361,8 @@ class UiServer:
         bound = int(httpd.server_address[1])
         names = {host, "127.0.0.1", "localhost", "[::1]"}
         hosts = frozenset(f"{_url_host(n)}:{bound}".lower() for n in names)
-        app = UiApp(OperatorClient(nc, loop, subjects), token, hosts)
-        httpd.RequestHandlerClass = type("Handler", (_Handler,), {"app": app})
+        shared = app(OperatorClient(nc, loop, subjects), token, hosts)
+        httpd.RequestHandlerClass = type("Handler", (_Handler,), {"app": shared})
         server = cls(httpd, loop, nc, token)
         server._thread.start()
         return server
