@@ -33,6 +33,7 @@ class Stack:
     subjects: Any
     events: int  # on the stream
     tmp: Path
+    worker_pid: int
 
 
 @asynccontextmanager
@@ -64,7 +65,7 @@ async def ui_stack(
                 if extra_events:
                     await corpus.publish_events(nc.jetstream(), subjects, extra_events)
                 info = await nc.jetstream().stream_info(subjects.events_stream)
-                await worker.start()
+                pid = await worker.start()
                 await wait_ingested(tmp / "index.sqlite", info.state.last_seq, ingest_timeout_s)
                 await wait_searchable(tmp / "index.sqlite", ingest_timeout_s, poll_s=0.2)
 
@@ -74,7 +75,7 @@ async def ui_stack(
                 server = await asyncio.to_thread(
                     UiServer.start, connect, subjects, app=app or UiApp
                 )
-                yield Stack(server, subjects, info.state.last_seq, tmp)
+                yield Stack(server, subjects, info.state.last_seq, tmp, pid)
             finally:
                 if server is not None:
                     await asyncio.to_thread(server.stop)
