@@ -90,6 +90,12 @@ async def test_search_highlights_cjk_and_links_to_the_event(ui: Ui) -> None:
     assert status == 200, body
     assert "<mark>" in body
     assert f"/session?{WS}&amp;id={HOSTILE}&amp;at=4#e4" in body
+    # The tools' event filters: the match is an assistant message.
+    _, _, kept = await ui.get(f"/search?{WS}&q={quote(CJK_QUERY)}&surface=assistant", cookie=cookie)
+    assert f"id={HOSTILE}&amp;at=4" in kept
+    _, _, dropped = await ui.get(f"/search?{WS}&q={quote(CJK_QUERY)}&surface=user", cookie=cookie)
+    assert f"id={HOSTILE}&amp;at=4" not in dropped
+    assert "filters removed every match" in dropped or "No results" in dropped
 
 
 async def test_another_workspace_is_not_found_through_this_one(ui: Ui) -> None:

@@ -113,7 +113,17 @@ SORTS: Final = (("title", "title"), ("created", "created"), ("updated", "updated
                 ("events", "events"))  # fmt: skip
 
 
-def search_form(workspace: str | None, query: str = "", session_id: str | None = None) -> str:
+SURFACES: Final = ("user", "assistant", "tool", "system")
+
+
+def search_form(
+    workspace: str | None,
+    query: str = "",
+    session_id: str | None = None,
+    filters: Mapping[str, str] | None = None,
+) -> str:
+    """The search box, with the tools' event filters: surface and event type."""
+    filters = filters or {}
     hidden = "".join(
         f"<input type=hidden name={esc(k)} value='{esc(v)}'>"
         for k, v in {
@@ -122,10 +132,17 @@ def search_form(workspace: str | None, query: str = "", session_id: str | None =
         }.items()
     )
     scope = "this session" if session_id else "this workspace"
+    chosen = filters.get("surface", "")
+    options = "".join(
+        f"<option value='{v}'{' selected' if chosen == v else ''}>{v or 'any surface'}</option>"
+        for v in ("", *SURFACES)
+    )
     return (
         f"<form class=search method=get action='/search'>{hidden}"
         f"<input name=q value='{esc(query)}' placeholder='search {scope}' aria-label=query"
-        " size=40> <button>Search</button></form>"
+        f" size=40> <select name=surface aria-label=surface>{options}</select>"
+        f" <input name=type value='{esc(filters.get('type', ''))}' placeholder='event type'"
+        " aria-label='event type' size=14> <button>Search</button></form>"
     )
 
 
@@ -227,7 +244,11 @@ def _filter_form(workspace: str | None, args: Mapping[str, Any]) -> str:
 
 
 def search(
-    workspace: str | None, query: str, session_id: str | None, found: Mapping[str, Any]
+    workspace: str | None,
+    query: str,
+    session_id: str | None,
+    found: Mapping[str, Any],
+    filters: Mapping[str, str] | None = None,
 ) -> str:
     notes = []
     if found.get("partial"):
@@ -253,11 +274,11 @@ def search(
         )
     more = ""
     if found.get("next_cursor"):
-        args = {**ws_query(workspace), "q": query, "session": session_id}
+        args = {**ws_query(workspace), "q": query, "session": session_id, **(filters or {})}
         more_link = a(href("/search", **args, cursor=found["next_cursor"]), "more results →")
         more = f"<p class=pager>{more_link}</p>"
     body = (
-        search_form(workspace, query, session_id)
+        search_form(workspace, query, session_id, filters)
         + "".join(f"<p class=note>{n}</p>" for n in notes)
         + (f"<ol class=hits>{''.join(items)}</ol>" if items else "<p>No results.</p>")
         + more

@@ -180,10 +180,17 @@ def search_page(client: OperatorClient, q: Mapping[str, str]) -> str:
     session_id = q.get("session") or None
     if not query:
         raise OperatorError(HTTPStatus.BAD_REQUEST, "Type something to search for.")
+    filters = {k: q[k] for k in ("surface", "type") if q.get(k)}
     found = client.ask(
-        "search", workspace=workspace, query=query, session_id=session_id, cursor=q.get("cursor")
+        "search",
+        workspace=workspace,
+        query=query,
+        session_id=session_id,
+        cursor=q.get("cursor"),
+        surfaces=[filters["surface"]] if "surface" in filters else None,
+        types=[filters["type"]] if "type" in filters else None,
     )
-    return pages.search(workspace, query, session_id, found)
+    return pages.search(workspace, query, session_id, found, filters)
 
 
 def session_page(client: OperatorClient, q: Mapping[str, str]) -> str:
