@@ -58,6 +58,13 @@ async def test_every_verb_answers_from_the_worker(nc: NATS, worker: Worker) -> N
     assert [s["session_id"] for s in paged["sessions"]] == [ids[1]] and paged["total"] == 4
     roots = await result(nc, subjects, "sessions", workspace=PAYMENTS, roots_only=True)
     assert [s["session_id"] for s in roots["sessions"]] == [PAY_ROOT]
+    live = await result(nc, subjects, "sessions", workspace=PAYMENTS, availability=["live"])
+    assert [s["session_id"] for s in live["sessions"]] == [PAY_GRANDCHILD]
+    titled = await result(nc, subjects, "sessions", workspace=PAYMENTS, title_contains="WEBHOOK")
+    assert {s["session_id"] for s in titled["sessions"]} == {PAY_CHILD, PAY_GRANDCHILD}
+    children = await result(nc, subjects, "sessions", workspace=PAYMENTS,
+                            parent_session_ids=[PAY_ROOT])  # fmt: skip
+    assert {s["session_id"] for s in children["sessions"]} == {PAY_CHILD, PAY_SIBLING}
 
     lineage = await result(nc, subjects, "lineage", workspace=PAYMENTS, session_id=PAY_CHILD)
     edges = {(e["parent"], e["child"]) for e in lineage["edges"]}
