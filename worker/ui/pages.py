@@ -265,7 +265,7 @@ def search(
         link = href("/session", **ws_query(workspace), id=sid, at=event["seq"])
         title = hit.get("title")
         items.append(
-            f'<li class=hit><a href="{link}#e{event["seq"]}"><code>{esc(sid)}</code>'
+            f'<li class=hit><a href="{link}#e{int(event["seq"])}"><code>{esc(sid)}</code>'
             f" seq {esc(event['seq'])}</a> <span class=type>{esc(event['type'])}</span>"
             + (f" <span class=title>{esc(title)}</span>" if title else "")
             + f" <span class=time>{esc(when(event['time_ms']))}</span>"
@@ -324,7 +324,7 @@ def timeline(workspace: str | None, found: Mapping[str, Any], from_seq: int, lim
 
 
 def _event(workspace: str | None, sid: str, event: Mapping[str, Any]) -> str:
-    seq, kind = event["seq"], event["type"]
+    seq, kind = int(event["seq"]), event["type"]
     classes = ["event", f"surface-{event['surface']}", "kind-" + re.sub(r"[^a-z]", "-", kind)]
     marks = []
     if event["replaced_by"]:
@@ -342,7 +342,8 @@ def _event(workspace: str | None, sid: str, event: Mapping[str, Any]) -> str:
         f' <a class=json href="{link}">JSON &amp; relations</a></div>'
     )
     return (
-        f"<li id=e{seq} class='{' '.join(classes)}'>{head}{_event_body(event, parsed, link)}</li>"
+        f"<li id=e{seq} class='{esc(' '.join(classes))}'>{head}"
+        f"{_event_body(event, parsed, link)}</li>"
     )
 
 
