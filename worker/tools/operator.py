@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import asdict
-from itertools import pairwise
 from typing import Annotated, Any, Final, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -346,7 +345,8 @@ class OperatorQueries:
             nodes, edges = _tree(visible.target, visible.descendants)
             chain = [visible.target, *visible.ancestors]
             nodes += chain[1:]
-            edges += [(p.session_id, c.session_id) for c, p in pairwise(chain)]
+            # Nearest parent first: each header's parent is the next one.
+            edges += [(chain[i + 1].session_id, chain[i].session_id) for i in range(len(chain) - 1)]
         titles = await self._store.read_titles([n.session_id for n in nodes], signal=signal)
         return {
             "target": args.session_id,

@@ -33,6 +33,7 @@ from nats.errors import NoRespondersError
 from nats.errors import TimeoutError as NatsTimeout
 
 from contracts.subjects import Subjects
+from worker.runtime.errors import RuntimeFailure
 from worker.ui import pages
 
 log = structlog.get_logger("worker.ui.server")
@@ -53,7 +54,7 @@ NO_WORKER: Final = (
 )
 
 
-class OperatorError(Exception):
+class OperatorError(RuntimeFailure):
     """A reply that is not ok, or no reply; ``status`` is the HTTP status to show it with."""
 
     def __init__(self, status: HTTPStatus, message: str) -> None:
