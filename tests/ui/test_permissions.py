@@ -1,7 +1,8 @@
 """NATS permissions keep the operator subjects for operators: a real nats-server runs
 deploy/nats-accounts.conf (the deployment's own file), a worker serves as the worker user,
 an agent runtime's credentials are refused the operator subjects (a permissions violation,
-no answer) while the operator's are answered, and the operator cannot call the tools."""
+no answer) while the operator's are answered, the operator cannot call the tools, and
+sessionquery ui connected as the operator (its default inbox prefix) serves its pages."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from nats.errors import TimeoutError as NatsTimeout
 from contracts.subjects import Subjects
 from deploy.local_cluster import ACCOUNTS_CONF, OPERATOR_INBOX_PREFIX, RUNTIME_INBOX_PREFIX
 from tests.runtime._harness import sample_corpus_worker
+from tests.ui.conftest import Ui
 from worker.runtime.connection import open_connection
 from worker.runtime.embedded_server import EmbeddedNatsServer
 from worker.runtime.sample_corpus import PAYMENTS
@@ -105,3 +107,26 @@ async def test_agents_cannot_call_the_operator_subjects_operators_can(
                          "arguments": {"query": "refund"}})  # fmt: skip
     assert await _ask(nc["operator"], tool, call) is None
     assert await _violation(errors["operator"], tool)
+
+
+async def test_the_ui_as_the_operator_user_is_served(
+    server: EmbeddedNatsServer, clients: dict[str, Any]
+) -> None:
+    """``sessionquery ui``'s own connection (its default inbox prefix) with the operator's
+    credentials: the page is answered through those permissions."""
+    from worker.runtime.connection import NatsOptions, connect_reporting
+    from worker.ui.command import OPERATOR_INBOX_PREFIX as UI_INBOX
+    from worker.ui.server import UiServer
+
+    options = NatsOptions(url=server.url, user="operator", password=PASSWORDS["operator"])
+
+    async def connect() -> NATS:
+        return await connect_reporting(options, attempts=1, inbox_prefix=UI_INBOX)
+
+    ui = await asyncio.to_thread(UiServer.start, connect, Subjects())
+    try:
+        page = Ui(ui)
+        status, _, body = await page.get("/", cookie=await page.cookie())
+        assert status == 200 and PAYMENTS in body
+    finally:
+        await asyncio.to_thread(ui.stop)
