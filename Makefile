@@ -8,7 +8,7 @@ STAMPS ?= $(VENV)
 RUN_STAMP := $(STAMPS)/.installed-run
 TEST_STAMP := $(STAMPS)/.installed-test
 
-.PHONY: run test test-slow lint bench demo cluster asyncapi clean
+.PHONY: run test test-slow lint bench demo cluster asyncapi ui-screenshots clean
 
 $(RUN_STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -45,6 +45,10 @@ lint: $(TEST_STAMP)
 # docs/asyncapi.yaml is generated from the contract's models (a test checks it is current).
 asyncapi: $(TEST_STAMP)
 	$(PY) -m worker.asyncapi > docs/asyncapi.yaml
+
+# docs/images/ui-*.png: sessionquery ui's pages over the sample corpus (needs /usr/bin/chromium).
+ui-screenshots: $(TEST_STAMP)
+	$(PY) -m bench.ui_screenshots --out docs/images
 
 bench: $(RUN_STAMP)
 	$(PY) -m bench.store

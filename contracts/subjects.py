@@ -15,6 +15,9 @@ TOOL_NAMES: Final = (
 SEARCH_TOOLS: Final = frozenset({"session_search", "session_event_search"})
 
 SERVICE_NAME: Final = "session-query"
+# The operator queries (``sessionquery ui``): a service of their own, on subjects of their
+# own, so a deployment's NATS permissions can grant them to operators only.
+OPERATOR_SERVICE_NAME: Final = "session-query-operator"
 
 
 @dataclass(frozen=True)
@@ -37,6 +40,15 @@ class Subjects:
     @property
     def manifest(self) -> str:
         return f"{self.prefix}.manifest"
+
+    def operator(self, verb: str) -> str:
+        """An operator query's request subject (``<prefix>.operator.<verb>``)."""
+        return f"{self.prefix}.operator.{verb}"
+
+    @property
+    def operator_wildcard(self) -> str:
+        """Every operator subject: what an operator's NATS permissions grant."""
+        return f"{self.prefix}.operator.>"
 
     @property
     def cancel(self) -> str:

@@ -46,7 +46,9 @@ ROOT: Final = Path(__file__).resolve().parent.parent
 ACCOUNTS_CONF: Final = ROOT / "deploy" / "nats-accounts.conf"
 # The runtime user may only subscribe under this inbox prefix (deploy/nats-accounts.conf).
 RUNTIME_INBOX_PREFIX: Final = "_INBOX_runtime"
-USERS: Final = ("worker", "runtime")
+# The operator user (``sessionquery ui``) replies under this one.
+OPERATOR_INBOX_PREFIX: Final = "_INBOX_operator"
+USERS: Final = ("worker", "runtime", "operator")
 
 
 class ClusterError(RuntimeError):
@@ -117,10 +119,12 @@ class LocalCluster:
         return ",".join(self.urls)
 
     def connect_options(self, user: str = "worker") -> dict[str, Any]:
-        """Keyword arguments for ``nats.connect`` as ``user`` (worker or runtime)."""
+        """Keyword arguments for ``nats.connect`` as ``user`` (worker, runtime, operator)."""
         options: dict[str, Any] = {"user": user, "password": self.passwords[user]}
         if user == "runtime":
             options["inbox_prefix"] = RUNTIME_INBOX_PREFIX
+        if user == "operator":
+            options["inbox_prefix"] = OPERATOR_INBOX_PREFIX
         return options
 
     def _credentials_env(self) -> dict[str, str]:

@@ -118,3 +118,20 @@ def test_shared_modules_import_nothing_from_worker(module: str) -> None:
         if _within(name, "worker") and not any(_within(name, shared) for shared in SHARED)
     ]
     assert bad == []
+
+
+def test_the_ui_is_a_requester() -> None:
+    """``sessionquery ui`` reads through the workers over NATS: it imports neither the store
+    nor the tools (so never the index file), and nothing of the worker imports it."""
+    bad = [
+        f"{where} imports {name}"
+        for where, name, _ in _imports("worker.ui")
+        if _within(name, "worker.store", "worker.tools")
+    ]
+    for package in ("worker.store", "worker.tools", "worker.runtime"):
+        bad += [
+            f"{where} imports {name}"
+            for where, name, _ in _imports(package)
+            if _within(name, "worker.ui")
+        ]
+    assert bad == []

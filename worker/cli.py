@@ -20,6 +20,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "call": ("worker.runtime.call_command", "call one tool over NATS and print the reply"),
     "manifest": ("worker.runtime.call_command", "print the tool manifest"),
     "mcp": ("worker.mcp_bridge.command", "serve the five tools to MCP clients (stdio or HTTP)"),
+    "ui": ("worker.ui.command", "a local web page to browse and search sessions (operators)"),
     "demo": ("worker.runtime.demo", "embedded server, sample corpus, each tool once"),
     "status": ("worker.runtime.status", "the index against its stream: seqs, lag, dead letters"),
     "doctor": ("worker.runtime.status", "full checks of the index; says what is wrong and why"),

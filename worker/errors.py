@@ -43,7 +43,9 @@ higher one to raise its errors::
     ├── worker.runtime.serve.Refused                         serve cannot start
     ├── worker.runtime.search_queue.OverlappingShards        shards that share partitions
     ├── worker.runtime.continuity.StreamDiverged
-    └── worker.runtime.snapshots.SnapshotDownloadFailed      a snapshot not read whole
+    ├── worker.runtime.snapshots.SnapshotDownloadFailed      a snapshot not read whole
+    └── worker.ui.server.OperatorError                       an operator reply not ok, or
+                                                             none: shown on the ui's page
 
     worker.importers.publish.ImportFailed        an import cannot go on; told to the user
     worker.retry.RetryStopped                    a retry's stop was set (shared module:

@@ -100,7 +100,11 @@ def _check_accounts_config(env: dict[str, str]) -> subprocess.CompletedProcess[s
 
 
 def test_the_accounts_config_is_valid_for_nats_server() -> None:
-    env = {"SESSIONQUERY_WORKER_PASSWORD": "w", "SESSIONQUERY_RUNTIME_PASSWORD": "r"}
+    env = {
+        "SESSIONQUERY_WORKER_PASSWORD": "w",
+        "SESSIONQUERY_RUNTIME_PASSWORD": "r",
+        "SESSIONQUERY_OPERATOR_PASSWORD": "o",
+    }
     done = _check_accounts_config(env)
     assert done.returncode == 0, done.stderr
 

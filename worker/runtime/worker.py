@@ -29,6 +29,7 @@ from worker.runtime.actors import ActorBody, Supervisor
 from worker.runtime.cancellation import CancellationRegistry, CancelListener
 from worker.runtime.config import WorkerConfig
 from worker.runtime.execution import Executor
+from worker.runtime.operator_service import OperatorEndpoints
 from worker.runtime.parallel_lane import ParallelLane
 from worker.runtime.replica import STATUS_ACTOR, IndexReplica
 from worker.runtime.reply_stats import ReplyStats
@@ -38,7 +39,7 @@ from worker.runtime.service import MANIFEST_ENDPOINT, MsgHandler, ToolService
 from worker.runtime.slow_consumers import PendingLimits, SlowConsumerWatch
 from worker.runtime.spill import Spiller, SpillPolicy
 from worker.store.ingest import IngestStats
-from worker.tools import ToolDefinition, ToolSet
+from worker.tools import OperatorQueries, ToolDefinition, ToolSet
 
 log = structlog.get_logger("worker.runtime.worker")
 
@@ -253,12 +254,41 @@ class Worker:
             before_stats=self.index.refresh_once if self.index is not None else None,
         )
         stack.push_async_callback(service.stop)
+        await self._serve_operators(stack)
         self._run_actor(stack, SEARCH_ACTOR, self.search.run)
         if self.index is not None:
             self._run_actor(stack, STATUS_ACTOR, self.index.refresh_status)
         # Registered last, so a stop runs them first: work finishes before anything closes.
         stack.push_async_callback(self._finish_in_flight)
         stack.push_async_callback(self._stop_intake, service)
+
+    async def _serve_operators(self, stack: AsyncExitStack) -> None:
+        """The operator subjects (``sessionquery ui``), over this worker's own index."""
+        if self.index is None:
+            return  # tools over another source: nothing an operator could browse here
+        operators = OperatorEndpoints(
+            self.nc,
+            OperatorQueries(cast(Any, self.index.store)),
+            status=self._operator_status,
+            load=lambda: {
+                "searches": self.in_flight().searches,
+                "parallel_running": self.parallel.running,
+                "parallel_waiting": self.parallel.waiting,
+                "partitions": str(self.partitions),
+            },
+            timeout_ms=self.config.tools.search_timeout_ms,
+        )
+        await operators.start(
+            self.config.subjects, self.config.service_version, self.slow_consumers.limits
+        )
+        stack.push_async_callback(operators.stop)
+
+    async def _operator_status(self) -> dict[str, Any]:
+        # The report leaves the host: the index is named by its file name, not its path.
+        report = await self.status()
+        if "index" in report:
+            report["index"] = str(report["index"]).rsplit("/", 1)[-1]
+        return report
 
     def _run_actor(self, stack: AsyncExitStack, name: str, body: ActorBody) -> None:
         self.supervisor.start(name, body)

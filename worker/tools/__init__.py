@@ -32,13 +32,17 @@ from worker.tools.definitions import (
 )
 from worker.tools.errors import model_error
 from worker.tools.operations import Operations
+from worker.tools.operator import VERBS as OPERATOR_VERBS
+from worker.tools.operator import OperatorQueries
 from worker.tools.prompt import PROMPT_SECTION, prompt_section
 from worker.tools.service_boundary import ServiceBoundary
 
 __all__ = [
     "ARGUMENT_MODELS",
     "JSON_SCHEMA_DIALECT",
+    "OPERATOR_VERBS",
     "PROMPT_SECTION",
+    "OperatorQueries",
     "ToolConfig",
     "ToolDefinition",
     "ToolError",

@@ -18,6 +18,15 @@ from typing import Final
 
 from worker.signals import ExecutionSignal
 from worker.store.errors import StoreError
+from worker.store.operator import (
+    DeadLetter,
+    EventChunk,
+    SessionListFilter,
+    SessionListPage,
+    SessionSort,
+    TimelinePage,
+    WorkspaceSummary,
+)
 from worker.store.protocol import (
     EventFilter,
     EventRelations,
@@ -32,7 +41,7 @@ from worker.store.protocol import (
 )
 from worker.store.query import compile_query
 from worker.store.search_reader import SearchIndexReader
-from worker.store.sqlite import cursors, reads, search
+from worker.store.sqlite import cursors, operator_reads, reads, search
 from worker.store.sqlite.lineage import Truncated
 from worker.store.sqlite.pool import ReaderPool
 
@@ -44,7 +53,8 @@ LOOP_LINEAGE_ROWS: Final = 64
 
 
 class SqliteSessionStore:
-    """``SessionQueryService`` over one SQLite index file. Safe for concurrent use."""
+    """``SessionQueryService`` and ``OperatorReads`` over one SQLite index file. Safe for
+    concurrent use."""
 
     def __init__(self, *, pool: ReaderPool, limits: ServiceLimits, location: str) -> None:
         self._pool = pool
@@ -265,3 +275,60 @@ class SqliteSessionStore:
 
     def _page_size(self, page_size: int) -> int:
         return max(1, min(page_size, self._limits.max_page_size))
+
+    # -- operator reads (worker.store.operator) ----------------------------------------
+
+    async def workspaces(self, *, signal: ExecutionSignal) -> tuple[WorkspaceSummary, ...]:
+        # Grows with the number of sessions: on a reader.
+        return await self._pool.run_on_reader(signal, operator_reads.workspaces)
+
+    async def list_sessions(
+        self,
+        cwd: str | None,
+        *,
+        filters: SessionListFilter,
+        sort: SessionSort,
+        descending: bool,
+        offset: int,
+        limit: int,
+        signal: ExecutionSignal,
+    ) -> SessionListPage:
+        work = partial(
+            operator_reads.list_sessions,
+            cwd=cwd,
+            filters=filters,
+            sort=sort,
+            descending=descending,
+            offset=max(0, offset),
+            limit=self._page_size(limit),
+        )
+        return await self._pool.run_on_reader(signal, work)
+
+    async def timeline(
+        self, session_id: str, *, from_seq: int, limit: int, cut: int, signal: ExecutionSignal
+    ) -> TimelinePage | None:
+        work = partial(
+            operator_reads.timeline,
+            session_id=session_id,
+            from_seq=from_seq,
+            limit=self._page_size(limit),
+            cut=max(1, cut),
+        )
+        # A page may hold long bodies (SQLite reads a value whole to cut it): on a reader.
+        return await self._pool.run_on_reader(signal, work)
+
+    async def event_chunk(
+        self, session_id: str, seq: int, *, offset: int, size: int, signal: ExecutionSignal
+    ) -> EventChunk | None:
+        work = partial(
+            operator_reads.event_chunk,
+            session_id=session_id,
+            seq=seq,
+            offset=max(0, offset),
+            size=max(1, size),
+        )
+        return self._pool.run_inline(signal, work)
+
+    async def dead_letters(self, *, limit: int, signal: ExecutionSignal) -> tuple[DeadLetter, ...]:
+        work = partial(operator_reads.dead_letters, limit=self._page_size(limit))
+        return self._pool.run_inline(signal, work, one_statement=True)

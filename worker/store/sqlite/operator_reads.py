@@ -1,0 +1,185 @@
+"""The operator's reads (``worker.store.operator``), each a function of one read transaction."""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from worker.store.operator import (
+    DeadLetter,
+    EventChunk,
+    SessionListFilter,
+    SessionListPage,
+    SessionRow,
+    SessionSort,
+    TimelineEvent,
+    TimelinePage,
+    WorkspaceSummary,
+)
+from worker.store.sqlite import rows
+from worker.store.sqlite.pool import Tx
+from worker.store.sqlite.sql import HEADER_COLS
+
+WORKSPACES: Final = (
+    "SELECT cwd AS cwd, count(*) AS sessions, sum(event_count) AS events,"
+    " max(updated_ms) AS updated_ms FROM sessions GROUP BY cwd ORDER BY 4 DESC, 1"
+)
+# The sort keys a page may ask for, by name only (never SQL text from the request).
+_SORT: Final[dict[str, str]] = {
+    "updated": "s.updated_ms",
+    "created": "s.created_ms",
+    "events": "s.event_count",
+    "title": "s.title",
+}
+_ROW_COLS: Final = (
+    f"{HEADER_COLS}, s.title AS title,"
+    " (SELECT json_extract(e.raw_json, '$.payload.source') FROM events e"
+    "  WHERE e.session_id = s.session_id AND e.type = 'session/start'"
+    "  ORDER BY e.seq LIMIT 1) AS source,"
+    " (SELECT count(*) FROM sessions c WHERE c.parent_session_id = s.session_id"
+    "  AND c.cwd IS s.cwd) AS children"
+)
+HEADER: Final = f"SELECT {HEADER_COLS} FROM sessions s WHERE s.session_id = ?"
+TIMELINE: Final = (
+    "SELECT e.seq AS seq, e.event_id AS event_id, e.type AS type, e.surface AS surface,"
+    " e.time_ms AS time_ms, length(e.raw_json) AS size, substr(e.raw_json, 1, ?) AS head"
+    " FROM events e WHERE e.session_id = ? AND e.seq >= ? ORDER BY e.seq LIMIT ?"
+)
+REPLACED_BY: Final = (
+    "SELECT replaced_seq AS replaced_seq, seq AS seq FROM replacements"
+    " WHERE session_id = ? AND replaced_seq BETWEEN ? AND ? ORDER BY seq"
+)
+CHUNK: Final = (
+    "SELECT length(raw_json) AS size, substr(raw_json, ?, ?) AS text FROM events"
+    " WHERE session_id = ? AND seq = ?"
+)
+DEAD_LETTERS: Final = (
+    "SELECT stream_seq AS stream_seq, kind AS kind, reason AS reason FROM deadletters"
+    " ORDER BY stream_seq DESC LIMIT ?"
+)
+
+
+def workspaces(tx: Tx) -> tuple[WorkspaceSummary, ...]:
+    found, at = tx.read(WORKSPACES)
+    return tuple(
+        WorkspaceSummary(
+            cwd=row[at["cwd"]],
+            sessions=int(row[at["sessions"]]),
+            events=int(row[at["events"]] or 0),
+            updated_ms=row[at["updated_ms"]],
+        )
+        for row in found
+    )
+
+
+def _where(cwd: str | None, filters: SessionListFilter) -> tuple[str, list[Any]]:
+    """The WHERE clause: the workspace first (exact, ``IS`` so a missing cwd is a
+    workspace of its own), then the filters ANDed, every value a parameter."""
+    clauses, params = ["s.cwd IS ?"], [cwd]
+
+    def add(clause: str, *values: Any) -> None:
+        clauses.append(clause)
+        params.extend(values)
+
+    if filters.availability is not None:
+        add(f"s.availability IN ({', '.join('?' * len(filters.availability))})")
+        params.extend(filters.availability)
+    for column, low, high in (
+        ("s.created_ms", filters.created_from_ms, filters.created_to_ms),
+        ("s.updated_ms", filters.updated_from_ms, filters.updated_to_ms),
+    ):
+        if low is not None:
+            add(f"{column} >= ?", low)
+        if high is not None:
+            add(f"{column} <= ?", high)
+    parents = filters.parent_session_ids
+    if parents or filters.roots_only:
+        ors = ["s.parent_session_id IS NULL"] if filters.roots_only else []
+        if parents:
+            ors.append(f"s.parent_session_id IN ({', '.join('?' * len(parents))})")
+            params.extend(parents)
+        clauses.append("(" + " OR ".join(ors) + ")")
+    if filters.title_contains:
+        add("instr(lower(coalesce(s.title, '')), lower(?)) > 0", filters.title_contains)
+    return " AND ".join(clauses), params
+
+
+def list_sessions(
+    tx: Tx,
+    cwd: str | None,
+    filters: SessionListFilter,
+    sort: SessionSort,
+    descending: bool,
+    offset: int,
+    limit: int,
+) -> SessionListPage:
+    where, params = _where(cwd, filters)
+    total = tx.fetch(f"SELECT count(*) FROM sessions s WHERE {where}", params)[0][0]
+    direction = "DESC" if descending else "ASC"
+    found, at = tx.read(
+        f"SELECT {_ROW_COLS} FROM sessions s WHERE {where}"
+        f" ORDER BY {_SORT[sort]} {direction} NULLS LAST, s.session_id LIMIT ? OFFSET ?",
+        [*params, limit, offset],
+    )
+    page = tuple(
+        SessionRow(
+            header=rows.header(row, at),
+            title=row[at["title"]],
+            source=row[at["source"]] if isinstance(row[at["source"]], str) else None,
+            children=int(row[at["children"]]),
+        )
+        for row in found
+    )
+    return SessionListPage(page, int(total), offset)
+
+
+def timeline(tx: Tx, session_id: str, from_seq: int, limit: int, cut: int) -> TimelinePage | None:
+    found, at = tx.read(HEADER, (session_id,))
+    if not found:
+        return None
+    header = rows.header(found[0], at)
+    # One more than the page: whether there is a next one.
+    events, ev = tx.read(TIMELINE, (cut, session_id, from_seq, limit + 1))
+    more = len(events) > limit
+    events = events[:limit]
+    replaced: dict[int, list[int]] = {}
+    if events:
+        low, high = events[0][ev["seq"]], events[-1][ev["seq"]]
+        pairs, pa = tx.read(REPLACED_BY, (session_id, low, high))
+        for pair in pairs:
+            replaced.setdefault(int(pair[pa["replaced_seq"]]), []).append(int(pair[pa["seq"]]))
+    page = tuple(
+        TimelineEvent(
+            session_id=session_id,
+            seq=int(row[ev["seq"]]),
+            event_id=row[ev["event_id"]],
+            type=row[ev["type"]],
+            surface=row[ev["surface"]],
+            time_ms=int(row[ev["time_ms"]]),
+            size=int(row[ev["size"]]),
+            head=row[ev["head"]],
+            replaced_by=tuple(replaced.get(int(row[ev["seq"]]), ())),
+        )
+        for row in events
+    )
+    next_seq = page[-1].seq + 1 if more and page else None
+    return TimelinePage(header, page, next_seq)
+
+
+def event_chunk(tx: Tx, session_id: str, seq: int, offset: int, size: int) -> EventChunk | None:
+    found, at = tx.read(HEADER, (session_id,))
+    if not found:
+        return None
+    header = rows.header(found[0], at)
+    chunk, ch = tx.read(CHUNK, (offset + 1, size, session_id, seq))  # substr is 1-based
+    if not chunk:
+        return EventChunk(header, seq, 0, offset, "", found=False)
+    row = chunk[0]
+    return EventChunk(header, seq, int(row[ch["size"]]), offset, row[ch["text"]], found=True)
+
+
+def dead_letters(tx: Tx, limit: int) -> tuple[DeadLetter, ...]:
+    found, at = tx.read(DEAD_LETTERS, (limit,))
+    return tuple(
+        DeadLetter(int(r[at["stream_seq"]]), str(r[at["kind"]]), str(r[at["reason"]]))
+        for r in found
+    )

@@ -1,0 +1,393 @@
+"""Operator queries: what ``sessionquery ui`` shows a person, scoped to one workspace.
+
+An operator names the workspace (a cwd) it looks at; every read is then authorized exactly
+as a model caller of that workspace would be (``workspace_access``: the session's recorded
+cwd equal byte for byte, checked on the header read with the payload), and the searches
+are the tools' own store calls with that cwd, so the SQL authorization and the search
+semantics (partial matches, CJK, identifier parts) are the same ones. What differs from the
+model's path: the identity is the named workspace, not a caller session; results are JSON
+(the page renders them), cursors and offsets are visible, and nothing is rendered as text.
+
+Arguments are validated strictly (unknown fields refused). Failures are ``ToolError``s with
+the tools' codes and fixed messages; a missing session and another workspace's answer the
+same.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import asdict
+from typing import Annotated, Any, Final, Literal, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from contracts.errors import ErrorCode
+from worker.signals import ExecutionSignal
+from worker.store import (
+    EventFilter,
+    EventSummary,
+    LineageNode,
+    LinkedEvent,
+    SessionFilter,
+    SessionHeader,
+    SessionQueryService,
+)
+from worker.store.operator import OperatorReads, SessionListFilter
+from worker.tools.definitions import ToolError
+from worker.tools.errors import model_error
+from worker.tools.workspace_access import Caller, is_authorized, not_found, project_lineage
+
+# What a page asks for at most: a session list page, search page, timeline page.
+MAX_PAGE: Final = 100
+# Characters of an event's raw JSON a timeline shows before it cuts (the rest is paged).
+TIMELINE_CUT: Final = 2_048
+# Characters of an event's JSON one reply carries at most: even as \u escapes (6 bytes a
+# character) a reply stays under NATS's default 1 MiB payload; so does a timeline page.
+MAX_CHUNK: Final = 131_072
+MAX_TIMELINE_PAGE: Final = 50
+VERBS: Final = (
+    "workspaces",
+    "sessions",
+    "search",
+    "timeline",
+    "event",
+    "lineage",
+    "relations",
+    "deadletters",
+)
+
+Id = Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]{1,128}$")]
+Surface = Literal["user", "assistant", "tool", "system"]
+
+
+class _Args(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class _Scoped(_Args):
+    # The workspace looked at; None only for sessions that recorded no cwd.
+    workspace: str | None = Field(max_length=4096)
+
+
+class SessionsArgs(_Scoped):
+    sort: Literal["updated", "created", "events", "title"] = "updated"
+    descending: bool = True
+    offset: int = Field(default=0, ge=0, le=10_000_000)
+    limit: int = Field(default=50, ge=1, le=MAX_PAGE)
+    availability: list[Literal["live", "persisted"]] | None = None
+    created_from_ms: int | None = None
+    created_to_ms: int | None = None
+    updated_from_ms: int | None = None
+    updated_to_ms: int | None = None
+    parent_session_ids: list[Id] | None = Field(default=None, max_length=100)
+    roots_only: bool = False
+    title_contains: str | None = Field(default=None, max_length=200)
+
+
+class SearchArgs(_Scoped):
+    query: str = Field(min_length=1, max_length=2000)
+    session_id: Id | None = None  # search inside this session (session_event_search)
+    cursor: str | None = Field(default=None, max_length=4096)
+    limit: int = Field(default=20, ge=1, le=MAX_PAGE)
+    types: list[str] | None = Field(default=None, max_length=50)
+    surfaces: list[Surface] | None = None
+    availability: list[Literal["live", "persisted"]] | None = None
+    time_from_ms: int | None = None
+    time_to_ms: int | None = None
+
+
+class TimelineArgs(_Scoped):
+    session_id: Id
+    from_seq: int = Field(default=1, ge=1)
+    limit: int = Field(default=50, ge=1, le=MAX_TIMELINE_PAGE)
+
+
+class EventArgs(_Scoped):
+    session_id: Id
+    seq: int = Field(ge=1)
+    offset: int = Field(default=0, ge=0)
+    size: int = Field(default=65_536, ge=1, le=MAX_CHUNK)
+
+
+class LineageArgs(_Scoped):
+    session_id: Id
+
+
+class DeadLettersArgs(_Args):
+    limit: int = Field(default=50, ge=1, le=MAX_PAGE)
+
+
+class OperatorService(SessionQueryService, OperatorReads, Protocol):
+    """What the operator queries need of the store: both protocols (the SQLite store)."""
+
+
+def _header(header: SessionHeader) -> dict[str, Any]:
+    return asdict(header)
+
+
+def _summary(event: EventSummary | None) -> dict[str, Any] | None:
+    return None if event is None else asdict(event)
+
+
+def _events(args: SearchArgs) -> EventFilter:
+    return EventFilter(
+        types=tuple(args.types) if args.types else None,
+        surfaces=tuple(args.surfaces) if args.surfaces else None,
+        time_from_ms=args.time_from_ms,
+        time_to_ms=args.time_to_ms,
+    )
+
+
+def _tree(
+    root: SessionHeader, descendants: tuple[LineageNode, ...]
+) -> tuple[list[SessionHeader], list[tuple[str, str]]]:
+    """The headers of a tree (root first) and its (parent, child) edges, without recursion."""
+    nodes, edges = [root], []
+    stack = [(root.session_id, n) for n in reversed(descendants)]
+    while stack:
+        parent, node = stack.pop()
+        nodes.append(node.header)
+        edges.append((parent, node.header.session_id))
+        stack.extend((node.header.session_id, child) for child in reversed(node.children))
+    return nodes, edges
+
+
+class OperatorQueries:
+    """The operator verbs over one store; ``run(verb, arguments, signal)`` answers one."""
+
+    def __init__(self, store: OperatorService) -> None:
+        self._store = store
+        self._verbs: dict[str, tuple[type[_Args], Callable[..., Awaitable[dict[str, Any]]]]] = {
+            "workspaces": (_Args, self.workspaces),
+            "sessions": (SessionsArgs, self.sessions),
+            "search": (SearchArgs, self.search),
+            "timeline": (TimelineArgs, self.timeline),
+            "event": (EventArgs, self.event),
+            "lineage": (LineageArgs, self.lineage),
+            "relations": (EventArgs, self.relations),
+            "deadletters": (DeadLettersArgs, self.deadletters),
+        }
+
+    async def run(
+        self, verb: str, arguments: Mapping[str, Any], signal: ExecutionSignal
+    ) -> dict[str, Any]:
+        """The verb's JSON result; a ``ToolError`` (known code, fixed text) otherwise."""
+        entry = self._verbs.get(verb)
+        if entry is None:
+            raise ToolError(ErrorCode.INVALID_ARGUMENTS, f"No operator verb {verb!r}.")
+        model, method = entry
+        try:
+            args = model.model_validate(dict(arguments))
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"]) or "arguments"
+            raise ToolError(ErrorCode.INVALID_ARGUMENTS, f"{where}: {first['msg']}") from None
+        try:
+            result: dict[str, Any] = await method(args, signal)
+        except ToolError:
+            raise
+        except Exception as exc:  # the tools' one table: no internal text
+            raise model_error(exc) from exc
+        return result
+
+    async def workspaces(self, args: _Args, signal: ExecutionSignal) -> dict[str, Any]:
+        found = await self._store.workspaces(signal=signal)
+        return {"workspaces": [asdict(w) for w in found]}
+
+    async def sessions(self, args: SessionsArgs, signal: ExecutionSignal) -> dict[str, Any]:
+        filters = SessionListFilter(
+            availability=tuple(args.availability) if args.availability else None,
+            created_from_ms=args.created_from_ms,
+            created_to_ms=args.created_to_ms,
+            updated_from_ms=args.updated_from_ms,
+            updated_to_ms=args.updated_to_ms,
+            parent_session_ids=tuple(args.parent_session_ids) if args.parent_session_ids else None,
+            roots_only=args.roots_only,
+            title_contains=args.title_contains or None,
+        )
+        page = await self._store.list_sessions(
+            args.workspace,
+            filters=filters,
+            sort=args.sort,
+            descending=args.descending,
+            offset=args.offset,
+            limit=args.limit,
+            signal=signal,
+        )
+        caller = Caller("", args.workspace)
+        rows = [
+            {**_header(r.header), "title": r.title, "source": r.source, "children": r.children}
+            for r in page.rows
+            if is_authorized(caller, r.header)  # the SQL scoped it; the header says so too
+        ]
+        return {"sessions": rows, "total": page.total, "offset": page.offset}
+
+    async def search(self, args: SearchArgs, signal: ExecutionSignal) -> dict[str, Any]:
+        if args.workspace is None:
+            # The tools never search across sessions without a cwd; neither does this.
+            raise ToolError(ErrorCode.INVALID_ARGUMENTS, "Search needs a workspace with a cwd.")
+        self._store.check_query(args.query)
+        if args.session_id is not None:
+            return await self._search_session(args, args.session_id, signal)
+        sessions = SessionFilter(
+            availability=tuple(args.availability) if args.availability else None
+        )
+        page = await self._store.search_sessions(
+            args.query,
+            cwd=args.workspace,
+            sessions=sessions,
+            events=_events(args),
+            cursor=args.cursor,
+            page_size=args.limit,
+            signal=signal,
+        )
+        caller = Caller("", args.workspace)
+        hits = [h for h in page.hits if is_authorized(caller, h.header)]
+        titles = await self._store.read_titles([h.header.session_id for h in hits], signal=signal)
+        return {
+            "hits": [
+                {
+                    "session": _header(h.header),
+                    "title": titles[h.header.session_id].title
+                    if h.header.session_id in titles
+                    else None,
+                    "event": _summary(h.event),
+                    "excerpt": h.excerpt,
+                    "matching_events": h.matching_events,
+                }
+                for h in hits
+            ],
+            "next_cursor": page.next_cursor,
+            "partial": page.partial,
+            "unmatched": list(page.unmatched),
+            "filtered_out": page.filtered_out,
+        }
+
+    async def _search_session(
+        self, args: SearchArgs, session_id: str, signal: ExecutionSignal
+    ) -> dict[str, Any]:
+        await self._authorized(args.workspace, session_id, signal)  # before any search runs
+        page = await self._store.search_events(
+            args.query,
+            session_id=session_id,
+            events=_events(args),
+            cursor=args.cursor,
+            page_size=args.limit,
+            signal=signal,
+        )
+        if page is None or not is_authorized(Caller("", args.workspace), page.header):
+            raise not_found(session_id)
+        return {
+            "session": _header(page.header),
+            "hits": [{"event": _summary(h.event), "excerpt": h.excerpt} for h in page.hits],
+            "next_cursor": page.next_cursor,
+            "partial": page.partial,
+            "unmatched": list(page.unmatched),
+            "filtered_out": page.filtered_out,
+        }
+
+    async def _authorized(
+        self, workspace: str | None, session_id: str, signal: ExecutionSignal
+    ) -> SessionHeader:
+        titles = await self._store.read_titles([session_id], signal=signal)
+        observed = titles.get(session_id)
+        if observed is None or not is_authorized(Caller("", workspace), observed.header):
+            raise not_found(session_id)
+        return observed.header
+
+    async def timeline(self, args: TimelineArgs, signal: ExecutionSignal) -> dict[str, Any]:
+        page = await self._store.timeline(
+            args.session_id,
+            from_seq=args.from_seq,
+            limit=args.limit,
+            cut=TIMELINE_CUT,
+            signal=signal,
+        )
+        if page is None or not is_authorized(Caller("", args.workspace), page.header):
+            raise not_found(args.session_id)
+        titles = await self._store.read_titles([args.session_id], signal=signal)
+        observed = titles.get(args.session_id)
+        return {
+            "session": _header(page.header),
+            "title": observed.title if observed is not None else None,
+            "events": [{**asdict(e), "cut": e.cut} for e in page.events],
+            "next_seq": page.next_seq,
+        }
+
+    async def event(self, args: EventArgs, signal: ExecutionSignal) -> dict[str, Any]:
+        chunk = await self._store.event_chunk(
+            args.session_id, args.seq, offset=args.offset, size=args.size, signal=signal
+        )
+        if chunk is None or not is_authorized(Caller("", args.workspace), chunk.header):
+            raise not_found(args.session_id)
+        if not chunk.found:
+            raise ToolError(
+                ErrorCode.NOT_FOUND, f"Session {args.session_id} has no event at seq {args.seq}."
+            )
+        return {"seq": chunk.seq, "size": chunk.size, "offset": chunk.offset, "text": chunk.text}
+
+    async def lineage(self, args: LineageArgs, signal: ExecutionSignal) -> dict[str, Any]:
+        """The whole visible tree the session belongs to: from its topmost ancestor in the
+        workspace down (so forks and siblings show), the session marked as the target."""
+        caller = Caller("", args.workspace)
+        lineage = await self._store.lineage(args.session_id, signal=signal)
+        if lineage is None:
+            raise not_found(args.session_id)
+        visible = project_lineage(caller, args.session_id, lineage)
+        top = visible.ancestors[-1] if visible.ancestors else visible.target
+        tree = visible
+        if top is not visible.target:
+            whole = await self._store.lineage(top.session_id, signal=signal)
+            if whole is not None and is_authorized(caller, whole.target):
+                tree = project_lineage(caller, top.session_id, whole)
+        nodes, edges = _tree(tree.target, tree.descendants)
+        if not any(n.session_id == args.session_id for n in nodes):  # changed between reads
+            nodes, edges = _tree(visible.target, visible.descendants)
+            chain = [visible.target, *visible.ancestors]
+            nodes += chain[1:]
+            # Nearest parent first: each header's parent is the next one.
+            edges += [(chain[i + 1].session_id, chain[i].session_id) for i in range(len(chain) - 1)]
+        titles = await self._store.read_titles([n.session_id for n in nodes], signal=signal)
+        return {
+            "target": args.session_id,
+            "continues_hidden": visible.continues_hidden,
+            "nodes": [
+                {
+                    **_header(n),
+                    "title": titles[n.session_id].title if n.session_id in titles else None,
+                }
+                for n in nodes
+            ],
+            "edges": [{"parent": p, "child": c} for p, c in edges],
+        }
+
+    async def relations(self, args: EventArgs, signal: ExecutionSignal) -> dict[str, Any]:
+        found = await self._store.event_relations(args.session_id, args.seq, signal=signal)
+        caller = Caller("", args.workspace)
+        if found is None or not is_authorized(caller, found.header):
+            raise not_found(args.session_id)
+
+        def linked(items: tuple[LinkedEvent, ...]) -> tuple[list[dict[str, Any]], int]:
+            # Another workspace's end of a relation is counted, never named.
+            shown = [
+                {"session_id": i.ref.session_id, "seq": i.ref.seq, "event": _summary(i.event)}
+                for i in items
+                if i.header is not None and is_authorized(caller, i.header)
+            ]
+            return shown, len(items) - len(shown)
+
+        cites, cites_hidden = linked(found.cites)
+        cited_by, cited_by_hidden = linked(found.cited_by)
+        return {
+            "event": _summary(found.event),
+            "replaces": [asdict(e) for e in found.replaces],
+            "replaced_by": [asdict(e) for e in found.replaced_by],
+            "cites": cites,
+            "cites_hidden": cites_hidden,
+            "cited_by": cited_by,
+            "cited_by_hidden": cited_by_hidden,
+        }
+
+    async def deadletters(self, args: DeadLettersArgs, signal: ExecutionSignal) -> dict[str, Any]:
+        found = await self._store.dead_letters(limit=args.limit, signal=signal)
+        return {"dead_letters": [asdict(d) for d in found]}
