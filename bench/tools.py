@@ -52,6 +52,7 @@ from bench.report import (
     nats_url,
     quiet_worker_logs,
     result_dict,
+    threads_cpu_s,
     write_result,
 )
 
@@ -60,6 +61,7 @@ EVENT_SEARCH_TARGET: Final = 1.3
 EXACT_TARGET: Final = 2.0
 THROUGHPUT_TARGET: Final = 0.5
 SPILL_MIB_S_TARGET: Final = 200.0
+EXACT_CPU_US_TARGET: Final = 150.0
 SEARCH_TOOLS: Final = ("session_search", "session_event_search")
 EXACT_TOOLS: Final = ("session_trace", "session_event_trace", "session_event_read")
 
@@ -119,6 +121,21 @@ async def search_by_class(
         for kind in samples
     }
     return per_kind, asked
+
+
+async def worker_cpu_per_call(
+    client: Any, maker: RequestMaker, tool: str, calls: int, pid: int
+) -> dict[str, Any]:
+    """The worker process's CPU per call (all its threads' run time, from /proc) over
+    ``calls`` sequential calls of ``tool``."""
+    prepared = [maker.request(tool) for _ in range(calls)]
+    codes: Counter[str] = Counter()
+    cpu0, t0 = threads_cpu_s(pid), time.perf_counter()
+    for arguments, caller in prepared:
+        reply = await client.call(tool, arguments, {"agent": {"session_id": caller.session_id}})
+        codes["ok" if reply.status == "ok" else reply.error.code.value] += 1
+    cpu, elapsed = threads_cpu_s(pid) - cpu0, time.perf_counter() - t0
+    return {"cpu_us": cpu / calls * 1e6, "wall_us": elapsed / calls * 1e6, "replies": dict(codes)}
 
 
 async def reads_in_flight(
@@ -309,6 +326,7 @@ async def run(
     config: corpus.CorpusConfig,
     *,
     samples: int = 200,
+    cpu_calls: int = 1000,
     parallel_reads: int = 3000,
     in_flight: int = 64,
     spill_mib: int = 16,
@@ -375,6 +393,12 @@ async def run(
                     sink = searched if tool == "session_event_search" else None
                     per_tool[tool] = await call_sequential(client, maker, tool, samples, sink)
                 measurements["tools"] = per_tool
+                measurements["worker_cpu"] = {
+                    tool: await worker_cpu_per_call(
+                        client, maker, tool, cpu_calls if tool in EXACT_TOOLS else 100, pid
+                    )
+                    for tool in (*EXACT_TOOLS, "session_search")
+                }
                 # The floor query runs the very queries the searches ran, per class.
                 measurements["floors"] = {
                     "echo": echo,
@@ -405,6 +429,7 @@ async def run(
     params = {
         **asdict(config),
         "samples": samples,
+        "cpu_calls": cpu_calls,
         "parallel_reads": parallel_reads,
         "in_flight": in_flight,
         "spill_mib": spill_mib,
@@ -434,6 +459,9 @@ def _checks(m: dict[str, Any]) -> list[Check | Absolute]:
         lat = m["tools"][tool]["latency_ms"]
         for q in ("p50", "p99"):
             checks.append(Check(f"{tool} {q}", lat[q], seq_echo[q], "ms", "max", EXACT_TARGET))
+    for tool in EXACT_TOOLS:
+        cpu = m["worker_cpu"][tool]["cpu_us"]
+        checks.append(Absolute(f"{tool} worker CPU/call", cpu, "us", "max", EXACT_CPU_US_TARGET))
     checks.append(
         Check(
             f"reads, {m['reads_in_flight']['in_flight']} in flight",
@@ -460,6 +488,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.tools", description=__doc__)
     corpus.add_size_arguments(parser)
     parser.add_argument("--samples", type=int, default=200, help="sequential calls per tool")
+    parser.add_argument(
+        "--cpu-calls", type=int, default=1000, help="sequential calls per exact tool for CPU"
+    )
     parser.add_argument("--parallel-reads", type=int, default=3000)
     parser.add_argument("--in-flight", type=int, default=64)
     parser.add_argument("--spill-mib", type=int, default=16)
@@ -472,6 +503,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         run(
             config,
             samples=args.samples,
+            cpu_calls=args.cpu_calls,
             parallel_reads=args.parallel_reads,
             in_flight=args.in_flight,
             spill_mib=args.spill_mib,
@@ -494,6 +526,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     for tool, t in m["tools"].items():
         info[f"{tool} replies"] = t["replies"]
+    echo_cpu = m["floors"]["echo"].get("responder_cpu_us")
+    info["echo responder CPU us/reply (floor)"] = echo_cpu
+    for tool, cpu in m["worker_cpu"].items():
+        ratio = f" = {cpu['cpu_us'] / echo_cpu:.1f}x echo" if echo_cpu else ""
+        info[f"{tool} worker CPU us/call"] = (
+            f"{cpu['cpu_us']:.0f}{ratio} (wall {cpu['wall_us']:.0f} us; {cpu['replies']})"
+        )
     info["reads in flight replies"] = m["reads_in_flight"]["replies"]
     ceiling = m["reads_in_process"]["per_s"]
     echo_rps = m["floors"]["echo"]["throughput_rps"]
