@@ -33,7 +33,15 @@ from typing import Any, Final, Literal
 import orjson
 
 from bench import corpus, legacy_fts, vocabulary
-from bench.report import Latency, db_size_bytes, format_table, nats_url, result_dict, write_result
+from bench.report import (
+    Latency,
+    db_size_bytes,
+    format_table,
+    nats_url,
+    result_dict,
+    threads_cpu_s,
+    write_result,
+)
 from worker.store import schema, search_index
 from worker.store.text import searchable_text
 
@@ -420,10 +428,13 @@ async def echo(
         for _ in range(50):  # warm-up
             await client_nc.request(subject, payload, timeout=5)
         samples = []
+        cpu0 = threads_cpu_s(child.pid) if child is not None else 0.0
         for _ in range(sequential):
             t0 = time.perf_counter()
             await client_nc.request(subject, payload, timeout=5)
             samples.append(time.perf_counter() - t0)
+        # The responder's CPU per reply: the floor of the worker's CPU per request.
+        cpu_us = (threads_cpu_s(child.pid) - cpu0) / sequential * 1e6 if child else None
         throughput = await _throughput(client_nc, subject, payload, parallel, in_flight)
     finally:
         await client_nc.close()
@@ -438,6 +449,7 @@ async def echo(
         "throughput_rps": throughput,
         "in_flight": in_flight,
         "responder": responder,
+        "responder_cpu_us": cpu_us,
         "samples": samples,
     }
 

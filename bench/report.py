@@ -250,6 +250,20 @@ def process_cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def threads_cpu_s(pid: int) -> float:
+    """CPU seconds of a live process's live threads at nanosecond resolution (the
+    scheduler's ``/proc/<pid>/task/*/schedstat``): for per-request figures over a few
+    hundred calls, where ``stat``'s 10 ms clock tick would be a large share. A thread
+    that ended meanwhile is not counted (the worker's threads are long-lived pools)."""
+    total = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            total += int((task / "schedstat").read_text().split()[0])
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+    return total / 1e9
+
+
 def _children(pid: int) -> list[int]:
     found: list[int] = []
     for task in Path(f"/proc/{pid}/task").iterdir():

@@ -240,6 +240,7 @@ async def test_tools_bench_end_to_end(nats_url: str, tmp_path: Path) -> None:
     result = await tools.run(
         TINY,
         samples=4,
+        cpu_calls=8,
         parallel_reads=32,
         in_flight=8,
         spill_mib=1,
@@ -268,8 +269,11 @@ async def test_tools_bench_end_to_end(nats_url: str, tmp_path: Path) -> None:
     assert spilled["size"] > 900 * 1024 > spilled["preview_bytes"]
     assert m["worker_exit"] == 0  # stopped gracefully by SIGTERM
     assert m["worker_rss"][0]["peak_kib"] > 0
+    assert set(m["search_in_process"]["by_class"]) == set(vocabulary.QUERY_CLASSES)
+    for tool in (*tools.EXACT_TOOLS, "session_search"):
+        assert m["worker_cpu"][tool]["cpu_us"] > 0, tool
     names = [c["name"] for c in result["checks"]]
-    assert len(names) == 2 * 4 + 2 + 2 * 3 + 2 and names[-1].startswith("spill fetch")
+    assert len(names) == 2 * 4 + 2 + 2 * 3 + 3 + 2 and names[-1].startswith("spill fetch")
 
 
 async def test_loadgen_drives_all_tools_while_ingesting(nats_url: str, tmp_path: Path) -> None:

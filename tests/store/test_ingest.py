@@ -362,3 +362,25 @@ async def test_run_again_after_a_failure_resumes(
     # The failed batch was never committed, so the second run delivered it again.
     assert count(db, "SELECT count(*) FROM events") == 2
     await js.delete_stream(subjects.events_stream)
+
+
+def test_release_memory_collects_what_a_burst_left_in_cycles() -> None:
+    import gc
+    import weakref
+
+    from worker.store.ingest import release_memory
+
+    class Node:
+        other: object = None
+
+    a, b = Node(), Node()
+    a.other, b.other = b, a  # a cycle: only the cyclic collector frees it
+    alive = weakref.ref(a)
+    del a, b
+    gc.disable()
+    try:
+        assert alive() is not None
+        release_memory()
+        assert alive() is None
+    finally:
+        gc.enable()

@@ -38,7 +38,9 @@ from worker.store import (
     LineageNode,
     LinkedEvent,
     SessionSearchPage,
+    StoredEvent,
 )
+from worker.tools.presentation import HIDDEN_PARENT
 from worker.tools.workspace_access import redact_session_ids
 
 TARGET = "s-target"
@@ -423,3 +425,26 @@ def test_redaction_hides_every_spelling_of_a_hidden_id_and_keeps_the_rest(
     assert redact_session_ids(raw, frozenset(), MARKER) == raw
     if "s-hidden" not in _strings(value):
         assert out == raw
+
+
+@pytest.mark.parametrize("key", ['"cites"', '"\\u0063ites"', '"c\\u0069tes"'])
+async def test_read_hides_a_foreign_citation_whatever_the_key_spelling(key: str) -> None:
+    # The exact JSON is printed as published: its cites key may be spelled with escapes,
+    # and a foreign (or missing) cited session is still never named.
+    service = FakeService.with_caller(header(TARGET), header("s-src"))
+    service.add(header("s-far", OTHER_CWD))
+    raw = (
+        f'{{"session_id":"{TARGET}","seq":3,"type":"message/assistant","surface":"assistant",'
+        f'"payload":{{"text":"done"}},{key}:[{{"session_id":"s-far","seq":5}},'
+        '{"session_id":"s-src","seq":4},{"session_id":"s-gone","seq":1}]}'
+    )
+
+    async def read_event(*, session_id: str, seq: int, **_: Any) -> EventWindow:
+        target = StoredEvent(summary=summary(TARGET, seq), raw_json=raw)
+        return EventWindow(header=service.headers[TARGET], target=target)
+
+    service.overrides["read_event"] = read_event
+    text = await run_tool(service, "session_event_read", {"session_id": TARGET, "seq": 3})
+    assert "s-far" not in text and "s-gone" not in text
+    assert '"session_id":"s-src"' in text
+    assert text.count(f'"{HIDDEN_PARENT}"') == 2

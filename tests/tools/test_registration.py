@@ -109,7 +109,8 @@ def test_tools_import_only_the_protocol_never_sqlite_or_nats() -> None:
         "worker.store.search_index",
         "worker.store.schema",
     )
-    stdlib = {"asyncio", "collections", "contextlib", "dataclasses", "datetime", "json", "math",
+    stdlib = {"asyncio", "collections", "contextlib", "dataclasses", "datetime", "functools",
+              "json", "math",
               "re", "typing"}  # fmt: skip
     for path in Path(worker.tools.__file__).parent.glob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):

@@ -19,7 +19,7 @@ from tests.tools._fakes import CALLER, GEN, OTHER_CWD, FakeService, header, sess
 from tests.tools._harness import run_tool, tool_error
 from tests.tools.test_service_boundary import BadStr, RecordingLogger
 from worker.signals import ExecutionSignal
-from worker.store import SessionHeader, SessionSearchPage, TitleObservation
+from worker.store import ServiceLimits, SessionHeader, SessionSearchPage, TitleObservation
 from worker.tools import ToolConfig
 
 HITS = [f"s-{n}" for n in range(10)]
@@ -278,3 +278,19 @@ async def test_parent_outside_the_workspace_is_not_named() -> None:
     assert "parent: not available in this workspace" in far
     assert "parent: not available in this workspace" in gone
     assert "parent: s-1 ⟦Title of s-1⟧" in next(b for b in blocks if b.startswith("5. s-4 "))
+
+
+async def test_a_provider_of_inline_title_reads_gets_one_observation() -> None:
+    # ServiceLimits.title_read_workers=1 (the SQLite store's): chunks could not overlap,
+    # so every unique id is read in ONE observation whatever the configured concurrency.
+    service = search_service({sid: "s-0" for sid in HITS[1:]})
+    service.limits_value = ServiceLimits(title_read_workers=1)
+    text = await run_tool(
+        service,
+        "session_search",
+        {"query": "x"},
+        config=ToolConfig(persisted_inspect_concurrency=3),
+    )
+    calls = title_calls(service)
+    assert len(calls) == 1 and sorted(calls[0]) == sorted(HITS)
+    assert "⟦Title of s-7⟧" in text

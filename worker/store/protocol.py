@@ -225,6 +225,11 @@ class EventWindow:
 class ServiceLimits:
     max_event_window: int = 50  # per side, for read_event's before/after
     max_page_size: int = 100
+    # Title reads of one execution that can usefully run at once (None: as many as the
+    # tools are configured to run). A provider that answers read_titles without waiting
+    # (on the caller's thread) says 1: its reads cannot overlap, so one observation
+    # reads every id, where chunks would only multiply statements.
+    title_read_workers: int | None = None
 
 
 @runtime_checkable

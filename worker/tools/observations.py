@@ -153,12 +153,21 @@ def _referenced_sessions(stored: StoredEvent, parent_session_id: str | None) -> 
     ids: list[str] = []
     if stored.summary.type == "session/start" and parent_session_id:
         ids.append(parent_session_id)
-    try:
-        raw = from_json(stored.raw_json)
-    except ValueError:
-        raw = None
-    cites = raw.get("cites") if isinstance(raw, dict) else None
+    cites = _cites_of(stored.raw_json)
     for cite in cites if isinstance(cites, list) else ():
         if isinstance(cite, dict) and isinstance(cite.get("session_id"), str):
             ids.append(cite["session_id"])
     return tuple(sid for sid in dict.fromkeys(ids) if sid != own)
+
+
+def _cites_of(raw_json: str) -> object:
+    """The exact JSON's ``cites`` value. Parsed only when the text can hold the key: it
+    is spelled ``cites`` or with a ``\\u`` escape (a key may be escaped, and must still
+    be found), so an event without citations is not parsed a second time."""
+    if '"cites"' not in raw_json and "\\u" not in raw_json:
+        return None
+    try:
+        raw = from_json(raw_json)
+    except ValueError:
+        return None
+    return raw.get("cites") if isinstance(raw, dict) else None

@@ -204,6 +204,8 @@ class Operations:
         one that no longer is fails closed: not found for ``fail_as`` when given, else
         ``TitleMismatch`` (a NOT_FOUND ``ToolError`` of its own)."""
         visible = session_ids if expect_visible is None else expect_visible
+        concurrency = self.config.persisted_inspect_concurrency
+        workers = self.limits().title_read_workers
         try:
             return await fetch_titles(
                 self.service,
@@ -211,7 +213,7 @@ class Operations:
                 caller,
                 session_ids,
                 signal,
-                concurrency=self.config.persisted_inspect_concurrency,
+                concurrency=min(concurrency, workers) if workers else concurrency,
                 expect_visible=frozenset(visible),
             )
         except TitleMismatch:

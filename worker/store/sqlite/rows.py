@@ -11,7 +11,6 @@ which a 101-event window pays 1,500 times.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from functools import partial
 from operator import itemgetter
@@ -28,7 +27,8 @@ from worker.store.protocol import (
 from worker.store.sqlite.sql import EVENT_NAMES, HEADER_NAMES
 
 PREVIEW_CHARS: Final = 240
-_WS: Final = re.compile(r"\s+")
+# The prefix a preview is collapsed from first (twice the preview: most bodies fill it).
+_PREFIX_CHARS: Final = 2 * PREVIEW_CHARS
 
 Row = Sequence[Any]
 _Values = Callable[[Row], tuple[Any, ...]]
@@ -121,6 +121,13 @@ def generation(row: Row, at: Columns) -> Generation:
 
 
 def preview(body: str) -> str:
-    """The start of an event's searchable text, whitespace collapsed, bounded."""
-    text = _WS.sub(" ", body).strip()
+    """The start of an event's searchable text, whitespace collapsed, bounded.
+
+    Collapsed from a prefix first: the collapsed text of any prefix is a prefix of the
+    whole body's collapsed text, so once it is longer than the preview the rest of the
+    body cannot change it (a regex over the 1,000 characters read cost ~10-100 us per
+    event). ``str.split`` and ``\\s`` agree on whitespace (both ``str.isspace``)."""
+    text = " ".join(body[:_PREFIX_CHARS].split())
+    if len(text) <= PREVIEW_CHARS and len(body) > _PREFIX_CHARS:
+        text = " ".join(body.split())
     return text if len(text) <= PREVIEW_CHARS else text[: PREVIEW_CHARS - 1] + "…"

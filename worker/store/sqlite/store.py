@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from types import TracebackType
@@ -59,7 +60,8 @@ class SqliteSessionStore:
     def __init__(self, *, pool: ReaderPool, limits: ServiceLimits, location: str) -> None:
         self._pool = pool
         self._readers = pool.readers
-        self._limits = limits
+        # read_titles runs on the loop's thread (run_inline): one observation for all ids.
+        self._limits = replace(limits, title_read_workers=1)
         self._location = location
         self._search: SearchIndexReader | None = None
         self._loop = asyncio.get_running_loop()
