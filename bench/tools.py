@@ -438,7 +438,11 @@ async def run(
                 measurements["tools"] = per_tool
                 measurements["worker_cpu"] = {
                     tool: await worker_cpu_per_call(
-                        client, maker, tool, cpu_calls if tool in EXACT_TOOLS else min(100, cpu_calls), pid
+                        client,
+                        maker,
+                        tool,
+                        cpu_calls if tool in EXACT_TOOLS else min(100, cpu_calls),
+                        pid,
                     )
                     for tool in (*EXACT_TOOLS, "session_search")
                 }
