@@ -31,9 +31,9 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
 DESCRIPTION = """\
 Session Query Worker: five read-only tools that let language models search, trace and read
 the logs of earlier agent sessions, served over NATS. Agent runtimes publish session events
-to the JetStream stream SESSIONS; the worker indexes them (SQLite, FTS5) and answers one
-request subject per tool (sessionquery.tool.<tool>), plus sessionquery.manifest (tool
-schemas and the prompt section) and sessionquery.cancel.
+to the JetStream stream SESSIONS; the worker indexes them (SQLite and a tantivy search
+index) and answers one request subject per tool (sessionquery.tool.<tool>), plus
+sessionquery.manifest (tool schemas and the prompt section) and sessionquery.cancel.
 
 Start here: `sessionquery serve --sample-corpus` (no NATS needed: it starts an embedded
 nats-server), then `sessionquery manifest` and `sessionquery call ...` from another

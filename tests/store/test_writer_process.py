@@ -61,7 +61,8 @@ def gone(pid: int, within_s: float = 10.0) -> bool:
                 state = f.read().rsplit(")", 1)[1].split()[0]
             if state == "Z":
                 return True
-        except FileNotFoundError:
+        except (FileNotFoundError, ProcessLookupError):
+            # Reaped between the open and the read: the read fails with ESRCH.
             return True
         time.sleep(0.02)
     return False
