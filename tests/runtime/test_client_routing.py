@@ -23,6 +23,7 @@ import pytest
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 
+from bench.report import layout_subjects
 from contracts.client import (
     ROUTING_NEEDS_MANIFEST,
     UNROUTED,
@@ -71,17 +72,6 @@ class Deployments:
     whole: Subjects  # one worker holding every partition
 
 
-def _named(shared: Subjects, name: str) -> Subjects:
-    """A deployment of its own over the shared events stream."""
-    return dataclasses.replace(
-        shared,
-        prefix=f"{shared.prefix}{name}",
-        search_stream=f"{shared.search_stream}_{name.upper()}",
-        search_consumer=f"{shared.search_consumer}-{name}",
-        spill_bucket=f"{shared.spill_bucket}-{name}",
-    )
-
-
 @pytest.fixture
 async def deployments(nc: NATS, subjects: Subjects, tmp_path: Path) -> AsyncIterator[Deployments]:
     js = nc.jetstream()
@@ -95,7 +85,7 @@ async def deployments(nc: NATS, subjects: Subjects, tmp_path: Path) -> AsyncIter
         ):
             ack = await js.publish(subjects.events(key, session), data)
             last[partition_of(key, DEFAULT_PARTITION_COUNT)] = ack.seq
-    shard, whole = _named(subjects, "shard"), _named(subjects, "whole")
+    shard, whole = layout_subjects(subjects, "shard"), layout_subjects(subjects, "whole")
     workers = [
         await Worker.start(nc, config_for(shard, tmp_path, partitions=str(HOME_PARTITION))),
         await Worker.start(nc, config_for(whole, tmp_path)),
@@ -231,7 +221,7 @@ async def test_the_count_is_read_once_per_client(nc: NATS, deployments: Deployme
 async def test_a_manifest_that_cannot_be_read_is_a_clear_error(
     nc: NATS, subjects: Subjects
 ) -> None:
-    alone = _named(subjects, "nobody")
+    alone = layout_subjects(subjects, "nobody")
     client = SessionQueryClient(nc, alone)
     execution = {"agent": {"session_id": CALLER}}
     with pytest.raises(NoWorkerError, match=ROUTING_NEEDS_MANIFEST) as raised:
