@@ -115,3 +115,5 @@ async def test_timeline_lineage_and_operations(ui: Ui) -> None:
     assert status == 200 and "<svg" in svg and svg.count("<rect") == 4
     status, _, ops = await ui.get("/ops", cookie=cookie)
     assert status == 200 and "applied sequence" in ops and "Dead letters" in ops
+    # Flags read as words for people, not as Python's True/False.
+    assert "<dt>matches the stream</dt><dd>yes</dd>" in ops and "True" not in ops

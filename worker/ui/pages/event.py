@@ -1,0 +1,78 @@
+"""One event: its exact JSON, paged, and its relations (replacements, citations)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from worker.ui.pages._markup import a, esc, href, page, ws_label, ws_query
+
+
+def event(
+    workspace: str | None,
+    sid: str,
+    seq: int,
+    chunk: Mapping[str, Any],
+    relations: Mapping[str, Any] | None,
+) -> str:
+    wsq = ws_query(workspace)
+    offset, size, text = int(chunk["offset"]), int(chunk["size"]), chunk["text"]
+    pager = [f"<span>characters {offset + 1 if text else 0}–{offset + len(text)} of {size}</span>"]
+    if offset > 0:
+        back = max(0, offset - len(text) if text else 0)
+        pager.insert(
+            0,
+            f'<a href="{href("/event", **wsq, id=sid, seq=seq, offset=back)}">← previous part</a>',
+        )
+    if offset + len(text) < size:
+        pager.append(
+            a(href("/event", **wsq, id=sid, seq=seq, offset=offset + len(text)), "next part →")
+        )
+    body = (
+        f'<p><a href="{href("/session", **wsq, id=sid, at=seq)}#e{seq}">in the timeline</a>'
+        f' · <a href="{href("/lineage", **wsq, id=sid)}">lineage</a></p>'
+        + (_relations(workspace, sid, relations) if relations else "")
+        + f"<h2>Exact JSON</h2><p class=pager>{' '.join(pager)}</p>"
+        + f"<pre class=json>{esc(text)}</pre>"
+    )
+    crumbs = [
+        ("Workspaces", "/"),
+        (ws_label(workspace), href("/sessions", **wsq)),
+        (sid, href("/session", **wsq, id=sid)),
+        (f"seq {seq}", None),
+    ]
+    return page(f"{sid} · seq {seq}", body, crumbs=crumbs)
+
+
+def _relations(workspace: str | None, sid: str, rel: Mapping[str, Any]) -> str:
+    wsq = ws_query(workspace)
+
+    def same(items: Sequence[Mapping[str, Any]]) -> str:
+        return (
+            ", ".join(
+                f'<a href="{href("/event", **wsq, id=sid, seq=e["seq"])}">seq {esc(e["seq"])}</a>'
+                for e in items
+            )
+            or "—"
+        )
+
+    def linked(items: Sequence[Mapping[str, Any]], hidden: int) -> str:
+        shown = ", ".join(
+            f'<a href="{href("/event", **wsq, id=i["session_id"], seq=i["seq"])}">'
+            f"{esc(i['session_id'])} seq {esc(i['seq'])}</a>"
+            for i in items
+        )
+        more = f" and {hidden} outside this workspace or not indexed" if hidden else ""
+        return (shown or "—") + esc(more)
+
+    rows = [
+        ("replaces", same(rel["replaces"])),
+        ("replaced by", same(rel["replaced_by"])),
+        ("cites", linked(rel["cites"], rel["cites_hidden"])),
+        ("cited by", linked(rel["cited_by"], rel["cited_by_hidden"])),
+    ]
+    return (
+        "<h2>Relations</h2><dl class=facts>"
+        + "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in rows)
+        + "</dl>"
+    )
