@@ -253,9 +253,11 @@ async def search_in_process(
 
 
 async def spill_fetch(
-    nc: Any, client: Any, bucket: str, *, mib: int, rounds: int = 3
+    nc: Any, client: Any, bucket: str, *, mib: int, rounds: int = 5
 ) -> dict[str, Any]:
-    """Store ``mib`` MiB through the worker's spill step, fetch it back ``rounds`` times."""
+    """Store ``mib`` MiB through the worker's spill step, fetch it back ``rounds`` times,
+    each fetch beside a pull of the same chunks with nats-py's own pull API and nothing
+    done with them (the transport's floor, alternating with the fetches)."""
     from worker.runtime.config import WorkerConfig
     from worker.runtime.spill import Spiller, SpillPolicy
 
@@ -274,8 +276,9 @@ async def spill_fetch(
     t0 = time.perf_counter()
     locator = await spiller.store(data)
     put_s = time.perf_counter() - t0
-    rates = []
+    rates, pulls = [], []
     for _ in range(rounds):
+        pulls.append(len(data) / 2**20 / await _pull_chunks_s(nc, locator))
         t0 = time.perf_counter()
         fetched = await client.fetch_spilled(locator)
         elapsed = time.perf_counter() - t0
@@ -287,7 +290,31 @@ async def spill_fetch(
         "put_mib_per_s": len(data) / 2**20 / put_s,
         "fetch_mib_per_s": rates,
         "fetch_mib_per_s_median": statistics.median(rates),
+        "pull_mib_per_s": pulls,
+        "pull_mib_per_s_median": statistics.median(pulls),
     }
+
+
+async def _pull_chunks_s(nc: Any, locator: Any) -> float:
+    """Seconds to pull the object's chunks (a fresh consumer, nats-py's ``fetch``), with
+    no hashing, decryption or buffer: the floor ``fetch_spilled`` is compared with."""
+    from nats.js import api
+
+    js = nc.jetstream()
+    t0 = time.perf_counter()
+    info = await (await js.object_store(locator.bucket)).get_info(locator.name)
+    sub = await js.pull_subscribe(
+        f"$O.{locator.bucket}.C.{info.nuid}",
+        stream=f"OBJ_{locator.bucket}",
+        config=api.ConsumerConfig(ack_policy=api.AckPolicy.NONE, mem_storage=True),
+    )
+    got = 0
+    try:
+        while got < int(info.chunks or 0):
+            got += len(await sub.fetch(int(info.chunks or 0) - got, timeout=30))
+    finally:
+        await sub.unsubscribe()
+    return time.perf_counter() - t0
 
 
 BIG_SESSION: Final = "bench-big-output"
@@ -595,6 +622,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"{m['reads_in_flight']['ok_per_s'] / ceiling:.2f}x the ceiling"
     )
     info["spill put MiB/s"] = m["spill"]["put_mib_per_s"]
+    pull = m["spill"]["pull_mib_per_s_median"]
+    info["spill chunks pulled alone MiB/s, median (floor)"] = (
+        f"{pull:.0f}; fetch_spilled = {m['spill']['fetch_mib_per_s_median'] / pull:.2f}x it"
+    )
     info["spilled read (call ms, fetch ms)"] = (
         f"{m['spilled_read'].get('call_ms', 0):.1f}, {m['spilled_read'].get('fetch_ms', 0):.1f}"
         f" of {m['spilled_read'].get('size')} bytes"
