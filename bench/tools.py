@@ -24,7 +24,8 @@ measured in the same run on the same nats-server and the same index file.
 Targets: session_search p50 and p99 <= 1.3x (the same page in-process + echo) per query
 class; session_event_search <= 1.3x (reference FTS5 + echo); traces and reads <= 2x echo
 and <= 150 us of worker CPU per call; reads with 64 in flight >= 0.5x echo throughput;
-spill fetch >= 200 MiB/s.
+spill fetch >= 200 MiB/s; the worker's RssAnon after ingesting <= 1.5x a worker restarted
+on the same index (each read after 3 s idle; after the load is printed too).
 ``python -m bench.tools --sessions 200 --events 250``
 """
 
@@ -46,7 +47,7 @@ from typing import Any, Final
 
 from bench import corpus, floors, vocabulary
 from bench.child import ChildProcess, wait_ingested, wait_searchable, worker_args
-from bench.loadgen import RequestMaker, RssSampler
+from bench.loadgen import RequestMaker, RssSampler, read_rss_kib
 from bench.report import (
     Absolute,
     Check,
@@ -68,6 +69,11 @@ EVENT_SEARCH_TARGET: Final = 1.3
 EXACT_TARGET: Final = 2.0
 THROUGHPUT_TARGET: Final = 0.5
 SPILL_MIB_S_TARGET: Final = 200.0
+# RssAnon of the worker after ingesting, against a worker restarted on the same index.
+RSS_AFTER_INGEST_TARGET: Final = 1.5
+# How long a worker is left idle before its RssAnon is read (it gives back what a burst
+# left once ingestion has been idle for a second: worker.store.ingest.IDLE_RELEASE_S).
+RSS_SETTLE_S: Final = 3.0
 EXACT_CPU_US_TARGET: Final = 150.0
 SEARCH_TOOLS: Final = ("session_search", "session_event_search")
 EXACT_TOOLS: Final = ("session_trace", "session_event_trace", "session_event_read")
@@ -405,6 +411,7 @@ async def run(
     work_dir: Path | None = None,
     ingest_timeout_s: float = 1800.0,
     worker_log: Path | None = None,
+    rss_settle_s: float = RSS_SETTLE_S,
 ) -> dict[str, Any]:
     import nats
 
@@ -432,6 +439,7 @@ async def run(
                 log_path=worker_log or Path(tmp) / "worker.log",
             )
             sampler: RssSampler | None = None
+            restarted = False
             try:
                 t0 = time.perf_counter()
                 published = await corpus.publish_corpus(js, subjects, config)
@@ -442,6 +450,9 @@ async def run(
                 pid = await worker.start()
                 measurements["ingest_wait_s"] = await wait_ingested(db, last_seq, ingest_timeout_s)
                 measurements["search_wait_s"] = await wait_searchable(db, ingest_timeout_s)
+                await asyncio.sleep(rss_settle_s)
+                rss: dict[str, float] = {"after_ingest_mib": _rss_anon_mib(pid)}
+                measurements["rss_anon"] = rss
                 measurements["events"] = published
                 reference = floors.ensure_reference_fts(config, Path(tmp) / "reference")
 
@@ -491,10 +502,19 @@ async def run(
                     nc, client, subjects.spill_bucket, mib=spill_mib
                 )
                 measurements["spilled_read"] = await spilled_read(client, plans[0], big)
+                await asyncio.sleep(rss_settle_s)
+                rss["after_load_mib"] = _rss_anon_mib(pid)
+                # A worker restarted on the same index, serving, for the ratio's floor.
+                measurements["worker_exit"] = await worker.stop()
+                restarted = True
+                fresh_pid = await worker.start()
+                await asyncio.sleep(rss_settle_s)
+                rss["restarted_mib"] = _rss_anon_mib(fresh_pid)
             finally:
                 if sampler is not None:
                     measurements["worker_rss"] = [asdict(r) for r in await sampler.stop()]
-                measurements["worker_exit"] = await worker.stop()
+                exit_code = await worker.stop()
+                measurements["restarted_exit" if restarted else "worker_exit"] = exit_code
                 for stream in (subjects.events_stream, subjects.search_stream):
                     with contextlib.suppress(Exception):
                         await js.delete_stream(stream)
@@ -511,6 +531,11 @@ async def run(
     }
     checks = _checks(measurements)
     return result_dict("tools", params=params, checks=checks, measurements=measurements)
+
+
+def _rss_anon_mib(pid: int) -> float:
+    found = read_rss_kib(pid)
+    return found[0] / 1024 if found else 0.0
 
 
 def _checks(m: dict[str, Any]) -> list[Check | Absolute]:
@@ -545,6 +570,17 @@ def _checks(m: dict[str, Any]) -> list[Check | Absolute]:
             "req/s",
             "min",
             THROUGHPUT_TARGET,
+        )
+    )
+    rss = m["rss_anon"]
+    checks.append(
+        Check(
+            "worker RssAnon after ingest vs restarted",
+            rss["after_ingest_mib"],
+            rss["restarted_mib"],
+            "MiB",
+            "max",
+            RSS_AFTER_INGEST_TARGET,
         )
     )
     checks.append(
@@ -629,6 +665,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     info["spilled read (call ms, fetch ms)"] = (
         f"{m['spilled_read'].get('call_ms', 0):.1f}, {m['spilled_read'].get('fetch_ms', 0):.1f}"
         f" of {m['spilled_read'].get('size')} bytes"
+    )
+    info["worker RssAnon MiB after ingest / after load / restarted"] = (
+        f"{m['rss_anon']['after_ingest_mib']:.1f} / {m['rss_anon']['after_load_mib']:.1f} / "
+        f"{m['rss_anon']['restarted_mib']:.1f}"
     )
     for rss in m.get("worker_rss", []):
         info[f"worker {rss['pid']} peak anon RSS MiB"] = rss["peak_kib"] / 1024
