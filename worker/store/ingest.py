@@ -185,7 +185,14 @@ class IngestActor:
             self._stopping.set()
 
     def _release(self) -> None:
+        before = rss_anon_kib()
         release_memory()
+        log.info(
+            "ingest memory released",
+            applied_since=self._stats.applied - self._released,
+            rss_anon_kib_before=before,
+            rss_anon_kib=rss_anon_kib(),
+        )
         self._released = self._stats.applied
 
     async def _next_batch(self) -> list[IngestItem]:
@@ -328,8 +335,8 @@ def _fields(stats: IngestStats) -> dict[str, int]:
 
 # Events applied between two releases of the memory an ingest burst leaves behind, while
 # the burst goes on; and, once no message came for IDLE_RELEASE_S, after at least
-# RELEASE_WHEN_IDLE_AFTER (the end of every burst: a worker that has caught up holds no
-# more than one that was restarted).
+# RELEASE_WHEN_IDLE_AFTER (the end of every burst), each said in one info line with the
+# process's RssAnon before and after.
 RELEASE_AFTER: Final = 50_000
 RELEASE_WHEN_IDLE_AFTER: Final = 1_000
 IDLE_RELEASE_S: Final = 1.0
@@ -344,6 +351,18 @@ def release_memory() -> None:
     trim = _malloc_trim()
     if trim is not None:
         trim(0)
+
+
+def rss_anon_kib() -> int | None:
+    """This process's RssAnon (its own memory) from /proc, or None where there is none."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("RssAnon:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        return None
+    return None
 
 
 @functools.cache
