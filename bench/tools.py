@@ -24,7 +24,8 @@ measured in the same run on the same nats-server and the same index file.
 Targets: session_search p50 and p99 <= 1.3x (the same page in-process + echo) per query
 class; session_event_search <= 1.3x (reference FTS5 + echo); traces and reads <= 2x echo
 and <= 150 us of worker CPU per call; reads with 64 in flight >= 0.5x echo throughput;
-spill fetch >= 200 MiB/s.
+spill fetch >= 200 MiB/s; the worker's RssAnon after ingesting <= 1.5x a worker restarted
+on the same index (each read after 3 s idle; after the load is printed too).
 ``python -m bench.tools --sessions 200 --events 250``
 """
 
@@ -46,7 +47,7 @@ from typing import Any, Final
 
 from bench import corpus, floors, vocabulary
 from bench.child import ChildProcess, wait_ingested, wait_searchable, worker_args
-from bench.loadgen import RequestMaker, RssSampler
+from bench.loadgen import RequestMaker, RssSampler, read_rss_kib
 from bench.report import (
     Absolute,
     Check,
@@ -68,6 +69,11 @@ EVENT_SEARCH_TARGET: Final = 1.3
 EXACT_TARGET: Final = 2.0
 THROUGHPUT_TARGET: Final = 0.5
 SPILL_MIB_S_TARGET: Final = 200.0
+# RssAnon of the worker after ingesting, against a worker restarted on the same index.
+RSS_AFTER_INGEST_TARGET: Final = 1.5
+# How long a worker is left idle before its RssAnon is read (it gives back what a burst
+# left once ingestion has been idle for a second: worker.store.ingest.IDLE_RELEASE_S).
+RSS_SETTLE_S: Final = 3.0
 EXACT_CPU_US_TARGET: Final = 150.0
 SEARCH_TOOLS: Final = ("session_search", "session_event_search")
 EXACT_TOOLS: Final = ("session_trace", "session_event_trace", "session_event_read")
@@ -253,9 +259,11 @@ async def search_in_process(
 
 
 async def spill_fetch(
-    nc: Any, client: Any, bucket: str, *, mib: int, rounds: int = 3
+    nc: Any, client: Any, bucket: str, *, mib: int, rounds: int = 5
 ) -> dict[str, Any]:
-    """Store ``mib`` MiB through the worker's spill step, fetch it back ``rounds`` times."""
+    """Store ``mib`` MiB through the worker's spill step, fetch it back ``rounds`` times,
+    each fetch beside a pull of the same chunks with nats-py's own pull API and nothing
+    done with them (the transport's floor, alternating with the fetches)."""
     from worker.runtime.config import WorkerConfig
     from worker.runtime.spill import Spiller, SpillPolicy
 
@@ -274,8 +282,9 @@ async def spill_fetch(
     t0 = time.perf_counter()
     locator = await spiller.store(data)
     put_s = time.perf_counter() - t0
-    rates = []
+    rates, pulls = [], []
     for _ in range(rounds):
+        pulls.append(len(data) / 2**20 / await _pull_chunks_s(nc, locator))
         t0 = time.perf_counter()
         fetched = await client.fetch_spilled(locator)
         elapsed = time.perf_counter() - t0
@@ -287,7 +296,31 @@ async def spill_fetch(
         "put_mib_per_s": len(data) / 2**20 / put_s,
         "fetch_mib_per_s": rates,
         "fetch_mib_per_s_median": statistics.median(rates),
+        "pull_mib_per_s": pulls,
+        "pull_mib_per_s_median": statistics.median(pulls),
     }
+
+
+async def _pull_chunks_s(nc: Any, locator: Any) -> float:
+    """Seconds to pull the object's chunks (a fresh consumer, nats-py's ``fetch``), with
+    no hashing, decryption or buffer: the floor ``fetch_spilled`` is compared with."""
+    from nats.js import api
+
+    js = nc.jetstream()
+    t0 = time.perf_counter()
+    info = await (await js.object_store(locator.bucket)).get_info(locator.name)
+    sub = await js.pull_subscribe(
+        f"$O.{locator.bucket}.C.{info.nuid}",
+        stream=f"OBJ_{locator.bucket}",
+        config=api.ConsumerConfig(ack_policy=api.AckPolicy.NONE, mem_storage=True),
+    )
+    got = 0
+    try:
+        while got < int(info.chunks or 0):
+            got += len(await sub.fetch(int(info.chunks or 0) - got, timeout=30))
+    finally:
+        await sub.unsubscribe()
+    return time.perf_counter() - t0
 
 
 BIG_SESSION: Final = "bench-big-output"
@@ -378,6 +411,7 @@ async def run(
     work_dir: Path | None = None,
     ingest_timeout_s: float = 1800.0,
     worker_log: Path | None = None,
+    rss_settle_s: float = RSS_SETTLE_S,
 ) -> dict[str, Any]:
     import nats
 
@@ -405,6 +439,7 @@ async def run(
                 log_path=worker_log or Path(tmp) / "worker.log",
             )
             sampler: RssSampler | None = None
+            restarted = False
             try:
                 t0 = time.perf_counter()
                 published = await corpus.publish_corpus(js, subjects, config)
@@ -415,6 +450,9 @@ async def run(
                 pid = await worker.start()
                 measurements["ingest_wait_s"] = await wait_ingested(db, last_seq, ingest_timeout_s)
                 measurements["search_wait_s"] = await wait_searchable(db, ingest_timeout_s)
+                await asyncio.sleep(rss_settle_s)
+                rss: dict[str, float] = {"after_ingest_mib": _rss_anon_mib(pid)}
+                measurements["rss_anon"] = rss
                 measurements["events"] = published
                 reference = floors.ensure_reference_fts(config, Path(tmp) / "reference")
 
@@ -464,10 +502,19 @@ async def run(
                     nc, client, subjects.spill_bucket, mib=spill_mib
                 )
                 measurements["spilled_read"] = await spilled_read(client, plans[0], big)
+                await asyncio.sleep(rss_settle_s)
+                rss["after_load_mib"] = _rss_anon_mib(pid)
+                # A worker restarted on the same index, serving, for the ratio's floor.
+                measurements["worker_exit"] = await worker.stop()
+                restarted = True
+                fresh_pid = await worker.start()
+                await asyncio.sleep(rss_settle_s)
+                rss["restarted_mib"] = _rss_anon_mib(fresh_pid)
             finally:
                 if sampler is not None:
                     measurements["worker_rss"] = [asdict(r) for r in await sampler.stop()]
-                measurements["worker_exit"] = await worker.stop()
+                exit_code = await worker.stop()
+                measurements["restarted_exit" if restarted else "worker_exit"] = exit_code
                 for stream in (subjects.events_stream, subjects.search_stream):
                     with contextlib.suppress(Exception):
                         await js.delete_stream(stream)
@@ -484,6 +531,11 @@ async def run(
     }
     checks = _checks(measurements)
     return result_dict("tools", params=params, checks=checks, measurements=measurements)
+
+
+def _rss_anon_mib(pid: int) -> float:
+    found = read_rss_kib(pid)
+    return found[0] / 1024 if found else 0.0
 
 
 def _checks(m: dict[str, Any]) -> list[Check | Absolute]:
@@ -518,6 +570,17 @@ def _checks(m: dict[str, Any]) -> list[Check | Absolute]:
             "req/s",
             "min",
             THROUGHPUT_TARGET,
+        )
+    )
+    rss = m["rss_anon"]
+    checks.append(
+        Check(
+            "worker RssAnon after ingest vs restarted",
+            rss["after_ingest_mib"],
+            rss["restarted_mib"],
+            "MiB",
+            "max",
+            RSS_AFTER_INGEST_TARGET,
         )
     )
     checks.append(
@@ -595,9 +658,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"{m['reads_in_flight']['ok_per_s'] / ceiling:.2f}x the ceiling"
     )
     info["spill put MiB/s"] = m["spill"]["put_mib_per_s"]
+    pull = m["spill"]["pull_mib_per_s_median"]
+    info["spill chunks pulled alone MiB/s, median (floor)"] = (
+        f"{pull:.0f}; fetch_spilled = {m['spill']['fetch_mib_per_s_median'] / pull:.2f}x it"
+    )
     info["spilled read (call ms, fetch ms)"] = (
         f"{m['spilled_read'].get('call_ms', 0):.1f}, {m['spilled_read'].get('fetch_ms', 0):.1f}"
         f" of {m['spilled_read'].get('size')} bytes"
+    )
+    info["worker RssAnon MiB after ingest / after load / restarted"] = (
+        f"{m['rss_anon']['after_ingest_mib']:.1f} / {m['rss_anon']['after_load_mib']:.1f} / "
+        f"{m['rss_anon']['restarted_mib']:.1f}"
     )
     for rss in m.get("worker_rss", []):
         info[f"worker {rss['pid']} peak anon RSS MiB"] = rss["peak_kib"] / 1024

@@ -15,6 +15,7 @@ import enum
 import hashlib
 import time
 import uuid
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Final
 
@@ -26,6 +27,7 @@ from nats.errors import NoRespondersError
 from nats.errors import TimeoutError as NatsTimeoutError
 from nats.js import api
 from nats.js.errors import NotFoundError, ObjectNotFoundError
+from nats.js.object_store import VALID_BUCKET_RE, ObjectStore
 from pydantic import ValidationError
 
 from contracts.envelope import (
@@ -38,7 +40,7 @@ from contracts.envelope import (
 )
 from contracts.errors import SessionQueryClientError as SessionQueryClientError
 from contracts.partitions import MAX_PARTITION_COUNT, partition_of_cwd
-from contracts.spill_crypto import TAG_BYTES, SpillDecryptError, open_sealed
+from contracts.spill_crypto import TAG_BYTES, SealedOpener, SpillDecryptError
 from contracts.subjects import TOOL_NAMES, Subjects
 
 # Search runs under a 30 s deadline by default; the reply may take a little longer.
@@ -47,8 +49,9 @@ DEFAULT_TIMEOUT_S: Final = 35.0
 NO_RESPONDERS_RETRY_S: Final = 1.0
 # Margin past an explicit deadline: the worker answers TIMEOUT itself once it passes.
 DEADLINE_MARGIN_S: Final = 2.0
-# Bytes of chunks requested per pull, well under nats-py's pending-bytes limit (128 MiB).
-FETCH_WINDOW_BYTES: Final = 32 * 1024 * 1024
+# Bytes of chunks requested per pull; two pulls are kept outstanding, well under nats-py's
+# pending-bytes limit of a subscription.
+FETCH_WINDOW_BYTES: Final = 16 * 1024 * 1024
 DIGEST_PREFIX: Final = "SHA-256="
 # What a routed call's error says when the partition count could not be learned.
 ROUTING_NEEDS_MANIFEST: Final = (
@@ -237,18 +240,25 @@ class SessionQueryClient:
         locator: SpillLocator,
         *,
         timeout: float = 30.0,  # noqa: ASYNC109 - bounds the pulls, not one await
-    ) -> bytes:
+    ) -> bytearray:
         """The whole spilled result: read, decrypted with the locator's key, verified.
 
         The object is AES-256-GCM ciphertext followed by its tag (docs/spill.md); a wrong
-        key or a changed object fails authentication, and the plaintext's SHA-256 must
-        equal the locator's digest. nats-py's ``ObjectStore.get`` grows its result by
-        concatenation and stalls on flow control; this reads the chunks through a
-        temporary pull consumer into a buffer allocated once at the object's size.
+        key or a changed object fails authentication, the chunks must hash to the object
+        store's recorded digest, and the plaintext's SHA-256 must equal the locator's.
+        nats-py's ``ObjectStore.get`` grows its result by concatenation and stalls on flow
+        control; this pulls the chunks through a temporary consumer of our own, pipelined,
+        and as each arrives hashes it on one thread and decrypts it on another straight
+        into a buffer allocated once at the plaintext's size, which it returns (no copy).
         """
-        js = self._nc.jetstream()
+        if VALID_BUCKET_RE.match(locator.bucket) is None:
+            raise SpillFetchError(f"spilled result bucket {locator.bucket!r} is not a bucket name")
+        # The store bound by name: ``js.object_store`` would ask for the stream's info first,
+        # a round trip (1-6 ms measured) that get_info's own answer makes needless.
+        store = ObjectStore(
+            name=locator.bucket, stream=f"OBJ_{locator.bucket}", js=self._nc.jetstream()
+        )
         try:
-            store = await js.object_store(locator.bucket)
             info = await store.get_info(locator.name)
         except (ObjectNotFoundError, NotFoundError):
             raise SpillFetchError(
@@ -260,26 +270,33 @@ class SessionQueryClient:
                 f"spilled result {locator.name} does not match its locator "
                 f"(size {info.size} vs {stored_size})"
             )
-        if not info.nuid or not info.digest:
+        if not info.nuid or not info.digest or not info.chunks:
             raise SpillFetchError(f"spilled result {locator.name} has no chunks recorded")
-        sealed, digest = await _read_chunks(
+        recorded = _decode_digest(info.digest)
+        expected = _decode_digest(locator.digest)
+        try:
+            opener = SealedOpener(locator.encryption, locator.size)
+        except SpillDecryptError as exc:
+            raise SpillDigestMismatch(f"spilled result {locator.name}: {exc}") from None
+        digest = await _read_chunks(
             self._nc,
             stream=f"OBJ_{locator.bucket}",
             subject=f"$O.{locator.bucket}.C.{info.nuid}",
             size=stored_size,
-            chunks=int(info.chunks or 0),
+            chunks=info.chunks,
             timeout=timeout,
+            sink=opener.feed,
         )
-        if digest != _decode_digest(info.digest):
+        if digest != recorded:
             raise SpillDigestMismatch(
                 f"spilled result {locator.name}: the chunks read do not match the object's "
                 "recorded digest"
             )
         try:
-            plaintext = open_sealed(sealed, locator.encryption)
+            plaintext, plaintext_sha256 = opener.finish()
         except SpillDecryptError as exc:
             raise SpillDigestMismatch(f"spilled result {locator.name}: {exc}") from None
-        if hashlib.sha256(plaintext).digest() != _decode_digest(locator.digest):
+        if plaintext_sha256 != expected:
             raise SpillDigestMismatch(
                 f"spilled result {locator.name}: SHA-256 of the decrypted text does not match "
                 f"{locator.digest}"
@@ -326,10 +343,11 @@ async def _read_chunks(
     size: int,
     chunks: int,
     timeout: float,  # noqa: ASYNC109
-) -> tuple[bytearray, bytes]:
-    """Pull every chunk of one object in order into a preallocated buffer."""
-    if size == 0:
-        return bytearray(), hashlib.sha256().digest()
+    sink: Callable[[bytes], None],
+) -> bytes:
+    """Pull every chunk of one object in order; each goes to ``sink`` (in order, on a
+    thread of its own) while the SHA-256 of them all is computed on another. Returns that
+    digest once the object is complete and both threads have caught up."""
     js = nc.jetstream()
     consumer = await js.add_consumer(
         stream,
@@ -345,7 +363,7 @@ async def _read_chunks(
     )
     name = consumer.name
     assert name is not None
-    reader = _ChunkReader(nc, size=size, chunks=chunks, timeout=timeout)
+    reader = _ChunkReader(nc, size=size, chunks=chunks, timeout=timeout, sink=sink)
     # The pull request's subject (nc.jetstream() uses the default API prefix).
     next_subject = f"{api.DEFAULT_PREFIX}.CONSUMER.MSG.NEXT.{stream}.{name}"
     try:
@@ -357,75 +375,92 @@ async def _read_chunks(
 
 
 class _ChunkReader:
-    """Pulls an object's chunks in windows of ``FETCH_WINDOW_BYTES`` into one buffer,
-    hashing each on another thread while the next arrives."""
+    """Pulls an object's chunks, keeping up to two windows of ``FETCH_WINDOW_BYTES``
+    requested so the server never waits for the next pull; each chunk is handed to the
+    sink and the hash, each on its own thread (hashlib and the cipher release the GIL), so
+    receiving, hashing and decrypting overlap."""
 
-    def __init__(self, nc: NATS, *, size: int, chunks: int, timeout: float) -> None:
+    def __init__(
+        self,
+        nc: NATS,
+        *,
+        size: int,
+        chunks: int,
+        timeout: float,
+        sink: Callable[[bytes], None],
+    ) -> None:
         self._nc = nc
         self._size = size
         self._chunks = chunks
         self._timeout = timeout
         self._deadline = time.monotonic() + timeout
-        self._buffer = bytearray(size)
+        self._sink = sink
         self._hasher = hashlib.sha256()
-        self._hashing: asyncio.Future[None] | None = None
+        self._work: list[asyncio.Future[None]] = []
         self._offset = 0
         self._received = 0
-        chunk_size = max(1, -(-size // max(chunks, 1)))
+        self._requested = 0
+        chunk_size = max(1, -(-size // self._chunks))
         self._window = max(1, FETCH_WINDOW_BYTES // chunk_size)
 
-    async def read(self, next_subject: str) -> tuple[bytearray, bytes]:
+    async def read(self, next_subject: str) -> bytes:
         inbox = self._nc.new_inbox()
         sub = await self._nc.subscribe(inbox)
-        hash_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="spill-sha256")
-        view = memoryview(self._buffer)
+        hashing = ThreadPoolExecutor(max_workers=1, thread_name_prefix="spill-sha256")
+        opening = ThreadPoolExecutor(max_workers=1, thread_name_prefix="spill-open")
         try:
             while self._offset < self._size:
-                remaining = self._deadline - time.monotonic()
-                if remaining <= 0:
-                    raise self._too_slow()
-                want = self._window
-                if self._chunks:
-                    want = max(1, min(want, self._chunks - self._received))
-                request = {"batch": want, "expires": int(remaining * 1e9)}
-                await self._nc.publish(next_subject, orjson.dumps(request), reply=inbox)
-                await self._take(sub, view, want, hash_thread)
-            if self._offset != self._size:
-                raise SpillDigestMismatch("the spilled result is shorter than recorded")
-            if self._hashing is not None:
-                await self._hashing
+                await self._request_more(next_subject, inbox)
+                await self._take(sub, hashing, opening)
+            # Any failure of a step surfaces here (both threads keep their order).
+            await asyncio.gather(*self._work)
         finally:
-            hash_thread.shutdown(wait=False, cancel_futures=True)
-            view.release()
+            for pool in (hashing, opening):
+                pool.shutdown(wait=False, cancel_futures=True)
             await sub.unsubscribe()
-        # The buffer itself: copying 16 MiB into an immutable bytes would cost as much as hashing.
-        return self._buffer, self._hasher.digest()
+        return self._hasher.digest()
+
+    async def _request_more(self, next_subject: str, inbox: str) -> None:
+        """Pull requests until two windows are outstanding (or every chunk is asked for)."""
+        while self._requested < self._chunks and self._requested - self._received < self._window:
+            remaining = self._deadline - time.monotonic()
+            if remaining <= 0:
+                raise self._too_slow()
+            want = min(self._window, self._chunks - self._requested)
+            request = {"batch": want, "expires": int(remaining * 1e9)}
+            await self._nc.publish(next_subject, orjson.dumps(request), reply=inbox)
+            self._requested += want
 
     async def _take(
-        self, sub: Subscription, view: memoryview, want: int, hash_thread: ThreadPoolExecutor
+        self, sub: Subscription, hashing: ThreadPoolExecutor, opening: ThreadPoolExecutor
     ) -> None:
-        """The chunks one pull request delivers, until it ends or the object is complete."""
+        """The next chunk."""
         loop = asyncio.get_running_loop()
-        got = 0
-        while got < want and self._offset < self._size:
-            try:
-                msg = await sub.next_msg(timeout=max(0.01, self._deadline - time.monotonic()))
-            except NatsTimeoutError:
-                raise self._too_slow() from None
-            if msg.headers and msg.headers.get(api.Header.STATUS):
-                return  # 404/408: the pull ended early (nothing more yet, or it expired)
-            end = self._offset + len(msg.data)
-            if end > self._size:
-                raise SpillDigestMismatch("the spilled result is larger than recorded")
-            view[self._offset : end] = msg.data
-            # hashlib releases the GIL: hash on another core while the next chunk arrives;
-            # one worker thread keeps the updates in order.
-            self._hashing = loop.run_in_executor(hash_thread, self._hasher.update, msg.data)
-            self._offset = end
-            got += 1
-            self._received += 1
-            if self._offset < self._size and msg.metadata.num_pending == 0:
-                raise SpillDigestMismatch("the spilled result is shorter than recorded")
+        try:
+            msg = await sub.next_msg(timeout=max(0.01, self._deadline - time.monotonic()))
+        except NatsTimeoutError:
+            raise self._too_slow() from None
+        status = msg.headers.get(api.Header.STATUS) if msg.headers else None
+        if status == "408":
+            raise self._too_slow()
+        if status == "404":  # nothing left to deliver while chunks are missing
+            raise SpillDigestMismatch("the spilled result is shorter than recorded")
+        if status:
+            description = msg.headers.get(api.Header.DESCRIPTION, "") if msg.headers else ""
+            raise SpillFetchError(f"reading the spilled result failed: {status} {description}")
+        data = msg.data
+        end = self._offset + len(data)
+        if end > self._size:
+            raise SpillDigestMismatch("the spilled result is larger than recorded")
+        self._work.append(loop.run_in_executor(hashing, self._hasher.update, data))
+        self._work.append(loop.run_in_executor(opening, self._sink, data))
+        self._offset = end
+        self._received += 1
+        if self._offset < self._size and (
+            self._received >= self._chunks or msg.metadata.num_pending == 0
+        ):
+            # Every recorded chunk is in, or the stream holds no more: bytes are missing.
+            raise SpillDigestMismatch("the spilled result is shorter than recorded")
 
     def _too_slow(self) -> SpillFetchError:
         return SpillFetchError(f"reading the spilled result took over {self._timeout:.0f} s")

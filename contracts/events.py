@@ -84,7 +84,11 @@ class Cite(BaseModel):
 class SessionEvent(BaseModel):
     """The session event contract. ``type`` is open; ``surface`` is closed."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+    # cache_strings="keys": pydantic's JSON parser otherwise keeps every string value of
+    # up to 64 characters it has seen (ids, types, short texts) in a process-wide cache of
+    # 16,384; after an ingest burst those survivors, spread over the allocator's arenas,
+    # kept tens of MiB resident (issue 20). Keys repeat; values mostly do not.
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, cache_strings="keys")
 
     session_id: Id
     seq: int = Field(ge=1)

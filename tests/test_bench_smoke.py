@@ -249,6 +249,7 @@ async def test_tools_bench_end_to_end(nats_url: str, tmp_path: Path) -> None:
         url=nats_url,
         work_dir=tmp_path,
         ingest_timeout_s=60,
+        rss_settle_s=0.2,
     )
     _assert_result_shape(result, "tools")
     m = result["measurements"]
@@ -267,13 +268,17 @@ async def test_tools_bench_end_to_end(nats_url: str, tmp_path: Path) -> None:
     spilled = m["spilled_read"]
     assert spilled["spilled"] and spilled["holds_output"]
     assert spilled["size"] > 900 * 1024 > spilled["preview_bytes"]
-    assert m["worker_exit"] == 0  # stopped gracefully by SIGTERM
+    assert m["worker_exit"] == 0 and m["restarted_exit"] == 0  # both stopped by SIGTERM
     assert m["worker_rss"][0]["peak_kib"] > 0
+    assert all(
+        m["rss_anon"][k] > 0 for k in ("after_ingest_mib", "after_load_mib", "restarted_mib")
+    )
     assert set(m["search_in_process"]["by_class"]) == set(vocabulary.QUERY_CLASSES)
     for tool in (*tools.EXACT_TOOLS, "session_search"):
         assert m["worker_cpu"][tool]["cpu_us"] > 0, tool
     names = [c["name"] for c in result["checks"]]
-    assert len(names) == 2 * 4 + 2 + 2 * 3 + 3 + 2 and names[-1].startswith("spill fetch")
+    assert len(names) == 2 * 4 + 2 + 2 * 3 + 3 + 3 and names[-1].startswith("spill fetch")
+    assert names[-2] == "worker RssAnon after ingest vs restarted"
 
 
 async def test_loadgen_drives_all_tools_while_ingesting(nats_url: str, tmp_path: Path) -> None:

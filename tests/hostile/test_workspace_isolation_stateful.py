@@ -293,7 +293,7 @@ class IsolationMachine(RuleBasedStateMachine):
         if reply.spilled:
             whole = self.loop.run(self._fetch(SpillLocator.model_validate(reply.body["spill"])))
             assert _previews(reply.text, whole.decode()), (tool, reply.body)
-            self.alpha_texts.append(whole[:64])
+            self.alpha_texts.append(bytes(whole[:64]))
             text += " " + whole.decode()
         assert "gammainject" not in text and DUPLICATE not in text, (tool, reply.body)
         # The caller may see ids it named itself echoed back; nothing else of B.
@@ -302,7 +302,7 @@ class IsolationMachine(RuleBasedStateMachine):
         leaked = sorted(secret for secret in self.b_secrets if secret in text)
         assert leaked == [], (tool, arguments, leaked, reply.text)
 
-    async def _fetch(self, locator: SpillLocator) -> bytes:
+    async def _fetch(self, locator: SpillLocator) -> bytearray:
         self.locators.append(locator)
         return await SessionQueryClient(self.live.nc, self.live.subjects).fetch_spilled(locator)
 

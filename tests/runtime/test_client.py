@@ -198,6 +198,125 @@ async def test_fetch_spilled_detects_digest_mismatch(nc: NATS, subjects: Subject
         await client.fetch_spilled(locator)
 
 
+async def _chunk_seqs(nc: NATS, bucket: str, name: str) -> tuple[str, list[int]]:
+    """The chunk subject of object ``name`` and its chunks' stream sequences, in order."""
+    js = nc.jetstream()
+    info = await (await js.object_store(bucket)).get_info(name)
+    subject = f"$O.{bucket}.C.{info.nuid}"
+    seqs: list[int] = []
+    seq = 0
+    while len(seqs) < int(info.chunks or 0):
+        msg = await js.get_msg(f"OBJ_{bucket}", seq + 1, subject=subject, next=True)
+        assert msg.seq is not None
+        seq = msg.seq
+        seqs.append(seq)
+    return subject, seqs
+
+
+async def _replace_last_chunk(nc: NATS, bucket: str, name: str, flip_at: int) -> bytes:
+    """The object's last chunk replaced by a copy with one byte flipped (same length, same
+    place in the order); returns the new chunk."""
+    js = nc.jetstream()
+    subject, seqs = await _chunk_seqs(nc, bucket, name)
+    last = await js.get_msg(f"OBJ_{bucket}", seqs[-1])
+    changed = bytearray(last.data or b"")
+    changed[flip_at] ^= 0x01
+    await js.delete_msg(f"OBJ_{bucket}", seqs[-1])
+    await js.publish(subject, bytes(changed))
+    return bytes(changed)
+
+
+async def test_fetch_spilled_detects_a_corrupted_chunk(nc: NATS, subjects: Subjects) -> None:
+    data = os.urandom(3 * 1024 * 1024 + 100)  # 4 chunks; the tag ends the last one
+    bucket = subjects.spill_bucket
+    locator = await _put_object(nc, bucket, "result-c", data)
+    client = SessionQueryClient(nc, subjects)
+    assert await client.fetch_spilled(locator) == data
+    await _replace_last_chunk(nc, bucket, "result-c", flip_at=10)
+    with pytest.raises(SpillDigestMismatch, match="recorded digest"):
+        await client.fetch_spilled(locator)
+
+
+async def test_fetch_spilled_authenticates_chunks_that_match_a_rewritten_record(
+    nc: NATS, subjects: Subjects
+) -> None:
+    """Whoever can write the bucket but has no key changes a chunk and the object's record
+    to match it: the streamed decryption's tag check refuses the result."""
+    data = os.urandom(2 * 1024 * 1024 + 7)
+    bucket = subjects.spill_bucket
+    locator = await _put_object(nc, bucket, "result-r", data)
+    js = nc.jetstream()
+    store = await js.object_store(bucket)
+    sealed = bytearray()
+    _, seqs = await _chunk_seqs(nc, bucket, "result-r")
+    for seq in seqs[:-1]:
+        sealed += (await js.get_msg(f"OBJ_{bucket}", seq)).data or b""
+    sealed += await _replace_last_chunk(nc, bucket, "result-r", flip_at=3)
+    info = await store.get_info("result-r")
+    digest = base64.urlsafe_b64encode(hashlib.sha256(sealed).digest()).decode()
+    record = {
+        "name": info.name,
+        "bucket": info.bucket,
+        "nuid": info.nuid,
+        "size": info.size,
+        "chunks": info.chunks,
+        "digest": f"SHA-256={digest}",
+    }
+    meta_subject = f"$O.{bucket}.M." + base64.urlsafe_b64encode(b"result-r").decode()
+    await js.publish(meta_subject, orjson.dumps(record), headers={"Nats-Rollup": "sub"})
+    with pytest.raises(SpillDigestMismatch, match="does not authenticate"):
+        await SessionQueryClient(nc, subjects).fetch_spilled(locator)
+
+
+@pytest.mark.parametrize("which", ["first", "middle", "last"])
+async def test_fetch_spilled_detects_a_missing_chunk(
+    nc: NATS, subjects: Subjects, which: str
+) -> None:
+    data = os.urandom(3 * 1024 * 1024)  # 4 chunks (the tag spills into the fourth)
+    bucket = subjects.spill_bucket
+    locator = await _put_object(nc, bucket, "result-m", data)
+    _, seqs = await _chunk_seqs(nc, bucket, "result-m")
+    assert len(seqs) == 4
+    gone = {"first": seqs[0], "middle": seqs[1], "last": seqs[-1]}[which]
+    await nc.jetstream().delete_msg(f"OBJ_{bucket}", gone)
+    started = time.monotonic()
+    with pytest.raises(SpillDigestMismatch, match="shorter than recorded"):
+        await SessionQueryClient(nc, subjects).fetch_spilled(locator, timeout=20.0)
+    # Told at once, from what the server says is left, not after the pull expires.
+    assert time.monotonic() - started < 10.0
+
+
+async def test_fetch_spilled_detects_chunks_of_other_sizes(nc: NATS, subjects: Subjects) -> None:
+    data = os.urandom(1024 * 1024 + 5)
+    bucket = subjects.spill_bucket
+    client = SessionQueryClient(nc, subjects)
+    js = nc.jetstream()
+    # Bytes past the recorded chunks are not the object's: it still reads whole.
+    locator = await _put_object(nc, bucket, "result-x", data)
+    subject, _ = await _chunk_seqs(nc, bucket, "result-x")
+    await js.publish(subject, b"one more chunk")
+    assert await client.fetch_spilled(locator) == data
+    # A recorded chunk that grew: refused before anything past the size is decrypted.
+    locator = await _put_object(nc, bucket, "result-y", data)
+    subject, seqs = await _chunk_seqs(nc, bucket, "result-y")
+    last = await js.get_msg(f"OBJ_{bucket}", seqs[-1])
+    await js.delete_msg(f"OBJ_{bucket}", seqs[-1])
+    await js.publish(subject, (last.data or b"") + b"longer")
+    with pytest.raises(SpillDigestMismatch, match="larger than recorded"):
+        await client.fetch_spilled(locator)
+    # One that shrank, with more bytes behind it: the recorded chunks fall short, at once.
+    locator = await _put_object(nc, bucket, "result-z", data)
+    subject, seqs = await _chunk_seqs(nc, bucket, "result-z")
+    last = await js.get_msg(f"OBJ_{bucket}", seqs[-1])
+    await js.delete_msg(f"OBJ_{bucket}", seqs[-1])
+    await js.publish(subject, (last.data or b"")[:-1])
+    await js.publish(subject, b"the rest")
+    started = time.monotonic()
+    with pytest.raises(SpillDigestMismatch, match="shorter than recorded"):
+        await client.fetch_spilled(locator, timeout=20.0)
+    assert time.monotonic() - started < 10.0
+
+
 async def test_fetch_spilled_refuses_a_wrong_key(nc: NATS, subjects: Subjects) -> None:
     locator = await _put_object(nc, subjects.spill_bucket, "result-3", b"secret text\n" * 100)
     _, other = seal(b"anything")
@@ -212,6 +331,12 @@ async def test_fetch_spilled_missing_object(nc: NATS, subjects: Subjects) -> Non
     missing = present.model_copy(update={"name": "absent"})
     with pytest.raises(SpillFetchError, match="not found"):
         await SessionQueryClient(nc, subjects).fetch_spilled(missing)
+    no_bucket = present.model_copy(update={"bucket": subjects.spill_bucket + "-absent"})
+    with pytest.raises(SpillFetchError, match="not found"):
+        await SessionQueryClient(nc, subjects).fetch_spilled(no_bucket)
+    not_a_bucket = present.model_copy(update={"bucket": "a.b"})
+    with pytest.raises(SpillFetchError, match="not a bucket name"):
+        await SessionQueryClient(nc, subjects).fetch_spilled(not_a_bucket)
 
 
 async def test_client_against_a_real_worker(nc: NATS, subjects: Subjects, tmp_path: Path) -> None:

@@ -384,3 +384,40 @@ def test_release_memory_collects_what_a_burst_left_in_cycles() -> None:
         assert alive() is None
     finally:
         gc.enable()
+
+
+async def test_the_end_of_a_burst_gives_back_its_memory(
+    writer: SqliteIndexWriter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Once no message came for IDLE_RELEASE_S after enough were applied, the actor
+    releases memory once (and not while the burst goes on, nor for a few events)."""
+    from worker.store import ingest
+
+    releases: list[int] = []
+    monkeypatch.setattr(ingest, "release_memory", lambda: releases.append(1))
+    monkeypatch.setattr(ingest, "IDLE_RELEASE_S", 0.2)
+    monkeypatch.setattr(ingest, "RELEASE_WHEN_IDLE_AFTER", 50)
+
+    async def sink(r: Rejected) -> None:
+        raise AssertionError(r)
+
+    actor = IngestActor(writer, dead_letter=sink, batch_size=20, batch_ms=10)
+    running = asyncio.create_task(actor.run())
+    try:
+        await actor.put(IngestItem(1, event("s", 1, "session/start")))
+        for seq in range(2, 31):  # 30 events: under the threshold
+            await actor.put(IngestItem(seq, event("s", seq)))
+        await asyncio.sleep(0.6)
+        assert actor.stats.applied == 30 and releases == []
+        for seq in range(31, 101):  # 100 in all: over it
+            await actor.put(IngestItem(seq, event("s", seq)))
+        for _ in range(100):
+            if releases:
+                break
+            await asyncio.sleep(0.05)
+        assert actor.stats.applied == 100 and releases == [1]
+        await asyncio.sleep(0.6)  # idle again, nothing new applied: no second release
+        assert releases == [1]
+    finally:
+        actor.stop()
+        await running

@@ -146,7 +146,7 @@ class Bridge:
                 data = await self.client.fetch_spilled(reply.spill)
             except SessionQueryClientError:
                 return _error(SPILL_MESSAGE)
-            text = bytes(data).decode("utf-8", "replace")
+            text = data.decode("utf-8", "replace")
         text = cut_at_line(text, self.settings.max_result_bytes)
         return types.CallToolResult(content=[types.TextContent(type="text", text=text)])
 

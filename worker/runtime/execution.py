@@ -11,14 +11,13 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-import structlog
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 from nats.errors import MaxPayloadError
 
 from contracts.envelope import ToolRequest, owner_key
 from contracts.errors import ErrorCode
-from worker.logs import request_context
+from worker.logs import get_logger, request_context
 from worker.runtime import replies
 from worker.runtime.cancellation import CancellationRegistry
 from worker.runtime.replies import EncodedReply
@@ -27,7 +26,7 @@ from worker.runtime.spill import Spiller
 from worker.signals import DeadlineExceeded, ExecutionAborted, ExecutionSignal
 from worker.tools import ToolDefinition, ToolError, model_error
 
-log = structlog.get_logger("worker.runtime.execution")
+log = get_logger("worker.runtime.execution")
 
 
 def error_reply(request_id: str, exc: BaseException) -> EncodedReply:

@@ -102,6 +102,7 @@ class IngestActor:
         self._batch_s = batch_ms / 1000
         self._progress_every_s = progress_every_s
         self._stats = IngestStats()
+        self._released = 0  # stats.applied at the last release_memory
         self._stopping = asyncio.Event()
         self._progress = asyncio.Condition()
         # Set by ``abandon``: a failed batch is no longer retried (nothing is lost: it was
@@ -150,20 +151,21 @@ class IngestActor:
         # (a retried batch is never overtaken); the next batch's collection and parsing
         # overlap them.
         inflight: list[asyncio.Task[None]] = []
-        released = self._stats.applied
+        self._released = self._stats.applied
         try:
             batch = await self._next_batch()
             while batch:
-                if self.mailbox.empty() and self._stats.applied - released >= RELEASE_AFTER:
-                    # A burst is over (nothing waits): what it left behind is given back.
+                if self.mailbox.empty() and self._stats.applied - self._released >= RELEASE_AFTER:
+                    # A pause in a long burst (nothing waits): what it left is given back.
                     await asyncio.sleep(0)
-                    release_memory()
-                    released = self._stats.applied
+                    self._release()
                 previous = inflight[-1] if inflight else None
                 staged = stage(self._writer, batch)
                 task = asyncio.create_task(self._apply(batch, staged, previous))
                 task.add_done_callback(self._stop_if_write_stopped)
                 inflight.append(task)
+                # Held by the task alone: nothing keeps the last batch alive while idle.
+                del batch, staged
                 batch = await self._next_batch()
                 if len(inflight) > 1:
                     await inflight.pop(0)
@@ -182,8 +184,26 @@ class IngestActor:
         if not task.cancelled() and isinstance(task.exception(), IndexWriteStopped):
             self._stopping.set()
 
+    def _release(self) -> None:
+        before = rss_anon_kib()
+        release_memory()
+        log.info(
+            "ingest memory released",
+            applied_since=self._stats.applied - self._released,
+            rss_anon_kib_before=before,
+            rss_anon_kib=rss_anon_kib(),
+        )
+        self._released = self._stats.applied
+
     async def _next_batch(self) -> list[IngestItem]:
-        first = await self._get(None)
+        if self._stats.applied - self._released >= RELEASE_WHEN_IDLE_AFTER:
+            first = await self._get(IDLE_RELEASE_S)
+            if first is None and not self._stopping.is_set():
+                # The burst ended (nothing came for a while): give back what it left.
+                self._release()
+                first = await self._get(None)
+        else:
+            first = await self._get(None)
         if first is None:
             return []
         batch = [first]
@@ -313,8 +333,13 @@ def _fields(stats: IngestStats) -> dict[str, int]:
     }
 
 
-# Events applied between two releases of the memory an ingest burst leaves behind.
+# Events applied between two releases of the memory an ingest burst leaves behind, while
+# the burst goes on; and, once no message came for IDLE_RELEASE_S, after at least
+# RELEASE_WHEN_IDLE_AFTER (the end of every burst), each said in one info line with the
+# process's RssAnon before and after.
 RELEASE_AFTER: Final = 50_000
+RELEASE_WHEN_IDLE_AFTER: Final = 1_000
+IDLE_RELEASE_S: Final = 1.0
 
 
 def release_memory() -> None:
@@ -326,6 +351,18 @@ def release_memory() -> None:
     trim = _malloc_trim()
     if trim is not None:
         trim(0)
+
+
+def rss_anon_kib() -> int | None:
+    """This process's RssAnon (its own memory) from /proc, or None where there is none."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("RssAnon:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        return None
+    return None
 
 
 @functools.cache
