@@ -9,7 +9,10 @@ labelled query runs, in one run, through:
 - ``baseline``: today's AND semantics (``bench.legacy_fts``, a frozen copy of the search
   before issue 10);
 - ``reference``: a small in-Python ranker with stems, identifier parts and CJK bigrams
-  (``bench.relevance_reference``), which shows the labels are attainable.
+  (``bench.relevance_reference``), which shows the labels are attainable;
+- ``hybrid`` (when the ``semantic`` extra is installed, issue 21): the same store with
+  semantic search attached (``SemanticFollower`` embeds the corpus first), so lexical-only
+  (``new``) and hybrid are compared per category in one run.
 
 Per engine and category it prints n, success@1, success@5, MRR and how many queries got
 no results; then PASS/MISS per category for the new search against success@5 >= 0.95.
@@ -32,11 +35,13 @@ import orjson
 
 from bench import relevance_corpus as rc
 from bench.legacy_fts import LegacyIndex
+from bench.relevance_paraphrase import shared_words
 from bench.relevance_reference import ReferenceRanker, missing_terms
 from bench.report import Absolute, checks_of, format_table, result_dict, write_result
 
 TARGET: Final = 0.95
-ENGINES: Final = ("new", "baseline", "reference")
+PARAPHRASE_TARGET: Final = 0.9
+ENGINES: Final = ("new", "hybrid", "baseline", "reference")
 TEXT_CAP_BYTES: Final = 64 * 1024
 MAX_EVENT_BYTES: Final = 1024 * 1024
 PAGE_SIZE: Final = 100
@@ -80,7 +85,10 @@ def build_store_index(events: Sequence[dict[str, Any]], db: Path, *, batch: int 
 
 
 async def ask_store(
-    db: Path, queries: Sequence[rc.LabelledQuery], prompts: Mapping[str, str | None]
+    db: Path,
+    queries: Sequence[rc.LabelledQuery],
+    prompts: Mapping[str, str | None],
+    embedder: Any = None,
 ) -> list[Answer]:
     """Each query through ``search_sessions``, first page of 100, from its caller; and the
     title lines of the sessions found (``title_clashes``)."""
@@ -90,6 +98,8 @@ async def ask_store(
     from worker.store.sqlite import SqliteSessionStore
 
     store = await SqliteSessionStore.open(db, readers=1)
+    if embedder is not None:
+        store.attach_semantic(embedder)
     answers = []
     try:
         for q in queries:
@@ -155,6 +165,37 @@ def first_prompts(events: Sequence[dict[str, Any]]) -> dict[str, str | None]:
     return {sid: first_prompt(found) for sid, found in texts.items()}
 
 
+async def ask_hybrid(
+    db: Path, queries: Sequence[rc.LabelledQuery], prompts: Mapping[str, str | None]
+) -> list[Answer]:
+    """Every query through the store with semantic search on; no answers (every query a
+    miss, flagged in the output) when the extra is not installed."""
+    from worker.store import semantic
+
+    if not semantic.available():
+        return [Answer((), error="semantic extra not installed") for _ in queries]
+    from worker.store.semantic.embedder import Embedder
+    from worker.store.semantic.follower import SemanticFollower
+
+    embedder = Embedder(threads=2)  # the bench has the machine: both cores
+    follower = SemanticFollower(db, embedder.passages)
+    t0 = time.perf_counter()
+    try:
+        await asyncio.to_thread(follower.catch_up)
+        lag = follower.lag()
+    finally:
+        follower.close()
+    EMBEDDING.update(seconds=time.perf_counter() - t0, vectors=lag.vectors)
+    try:
+        return await ask_store(db, queries, prompts, embedder)
+    finally:
+        embedder.close()
+
+
+# Filled by ask_hybrid: how long embedding the corpus took (reported with the scores).
+EMBEDDING: dict[str, float] = {}
+
+
 def ask_local(
     queries: Sequence[rc.LabelledQuery], search: Callable[[rc.LabelledQuery], list[str]]
 ) -> list[Answer]:
@@ -205,6 +246,7 @@ async def answer_all(
         build_s = time.perf_counter() - t0
         prompts = first_prompts(labelled.events)
         answers = {"new": await ask_store(db, queries, prompts)}
+        answers["hybrid"] = await ask_hybrid(db, queries, prompts)
     legacy = LegacyIndex(labelled.events)
     try:
         answers["baseline"] = ask_local(
@@ -226,7 +268,13 @@ async def run(config: rc.RelevanceConfig, *, work_dir: Path | None = None) -> di
     unfindable = {
         i: terms
         for i, q in enumerate(queries)
-        if (terms := missing_terms(q.query, payloads[q.expected]))
+        if q.category != "paraphrase" and (terms := missing_terms(q.query, payloads[q.expected]))
+    }
+    # The paraphrase category's premise: no word of the question is in the session.
+    sharing = {
+        q.query: words
+        for q in queries
+        if q.category == "paraphrase" and (words := shared_words(q.query, payloads[q.expected]))
     }
     generate_s = time.perf_counter() - t0
     answers, applied, build_s = await answer_all(labelled, sessions, work_dir)
@@ -234,7 +282,9 @@ async def run(config: rc.RelevanceConfig, *, work_dir: Path | None = None) -> di
     checks = [
         Absolute(f"success@5 {category}", s["success_at_5"], "share", "min", TARGET)
         for category, s in scores["new"].items()
+        if category != "paraphrase"  # lexical search cannot: it is what hybrid is for
     ]
+    checks += hybrid_checks(scores)
     # No two sessions of a result list share a title line unless their first prompts are
     # equal (a resumed or forked copy): otherwise the model must open each to tell them.
     clashes = [pair for answer in answers["new"] for pair in answer.title_clashes]
@@ -248,6 +298,8 @@ async def run(config: rc.RelevanceConfig, *, work_dir: Path | None = None) -> di
         "build_s": build_s,
         "scores": scores,
         "title_clashes": [list(pair) for pair in clashes[:20]],
+        "paraphrase_sharing_words": sharing,
+        "embedding": dict(EMBEDDING),
         "unfindable_labels": [
             {"query": queries[i].query, "missing": terms} for i, terms in unfindable.items()
         ],
@@ -256,6 +308,36 @@ async def run(config: rc.RelevanceConfig, *, work_dir: Path | None = None) -> di
         ],
     }
     return result_dict("relevance", params=asdict(config), checks=checks, measurements=measurements)
+
+
+def hybrid_checks(scores: Mapping[str, Mapping[str, Mapping[str, float]]]) -> list[Absolute]:
+    """Issue 21's targets: hybrid success@1 >= 0.9 on paraphrases and never below
+    lexical-only in another category; success@5 >= 0.95 everywhere."""
+    hybrid, lexical = scores["hybrid"], scores["new"]
+    checks = [
+        Absolute(
+            "hybrid success@1 paraphrase",
+            hybrid["paraphrase"]["success_at_1"],
+            "share",
+            "min",
+            PARAPHRASE_TARGET,
+        )
+    ]
+    for category, s in hybrid.items():
+        checks.append(
+            Absolute(f"hybrid success@5 {category}", s["success_at_5"], "share", "min", TARGET)
+        )
+        if category != "paraphrase":
+            checks.append(
+                Absolute(
+                    f"hybrid - lexical success@1 {category}",
+                    s["success_at_1"] - lexical[category]["success_at_1"],
+                    "share",
+                    "min",
+                    0.0,
+                )
+            )
+    return checks
 
 
 def _query_record(q: rc.LabelledQuery, answers: Sequence[Answer]) -> dict[str, Any]:
@@ -285,7 +367,9 @@ def format_scores(engine: str, scores: dict[str, dict[str, float]]) -> str:
     return "\n".join(lines)
 
 
-def format_misses(result: dict[str, Any], engines: Sequence[str] = ("new", "reference")) -> str:
+def format_misses(
+    result: dict[str, Any], engines: Sequence[str] = ("new", "hybrid", "reference")
+) -> str:
     lines = []
     for engine in engines:
         for record in result["measurements"]["per_query"]:
@@ -301,7 +385,8 @@ def format_misses(result: dict[str, Any], engines: Sequence[str] = ("new", "refe
 
 
 _TITLES: Final = {
-    "new": "new search (worker store, public path)",
+    "new": "lexical only (worker store, public path)",
+    "hybrid": "hybrid: lexical + semantic (worker store, --semantic on)",
     "baseline": "baseline (today's AND semantics, bench.legacy_fts)",
     "reference": "reference (in-Python: stems, identifier parts, CJK bigrams)",
 }
@@ -328,6 +413,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "labelled queries": m["queries"],
         "workspaces": len(m["workspaces"]),
         "labels with a query term the expected session lacks": len(m["unfindable_labels"]),
+        "paraphrase labels sharing a word with the session": len(m["paraphrase_sharing_words"]),
+        "embedding the corpus (s)": round(m["embedding"].get("seconds", 0.0), 1),
+        "vectors": int(m["embedding"].get("vectors", 0)),
     }
     title = f"relevance (seed {config.seed}): the new search against success@5 >= {TARGET}"
     print(format_table(title, checks_of(result), info))

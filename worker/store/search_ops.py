@@ -24,6 +24,7 @@ import tantivy
 
 from worker.store import rows
 from worker.store.excerpt import Highlighter, highlighter
+from worker.store.hybrid import SemanticQuery
 from worker.store.protocol import EventFilter, EventHit, SessionFilter, SessionHit
 from worker.store.query import QueryPlan
 from worker.store.search_index import GROUP_SCORE, INDEX_TEXT_CAP_BYTES, SCHEMA
@@ -37,6 +38,7 @@ from worker.store.search_reader import (
     session_counts,
     top,
 )
+from worker.store.semantic.fusion import Lexical, fuse
 from worker.store.text import searchable_text
 
 Fetch = Callable[[str, Mapping[str, Any]], list[tuple[Any, ...]]]
@@ -121,12 +123,16 @@ class SessionSearch:
         sessions: SessionFilter,
         events: EventFilter,
         snapshot_seq: int,
+        semantic: SemanticQuery | None = None,
     ) -> None:
         self._fetch = fetch
         self._searcher = index.searcher
         self._plan = plan
         self._builder = QueryBuilder(plan, ws)
         self._cwd = cwd
+        self._ws = ws
+        self._semantic = semantic
+        self._semantic_only: set[str] = set()
         clauses, excluded = scope_clauses(
             snapshot_seq=snapshot_seq,
             covered_seq=index.covers_stream_seq,
@@ -161,12 +167,14 @@ class SessionSearch:
         if partial:
             query = self._builder.partial(self._scope.clauses)
             found = self._collect(query, want)
+        lexical_best = max((entry.groups for entry in found.values()), default=0)
+        if self._semantic is not None:
+            found = self._fused(found, partial)
         chosen = list(found.items())[offset : offset + size]
         result = PageResult[SessionHit](
             hits=self._hits(query, chosen), more=len(found) > offset + size, ranked_partial=partial
         )
-        best = max((entry.groups for entry in found.values()), default=0)
-        if offset == 0 and partial and best < len(self._plan.required):
+        if offset == 0 and partial and lexical_best < len(self._plan.required):
             result.partial = True
             result.unmatched = self._unmatched()
         if offset == 0 and not found and self._filtered:
@@ -208,6 +216,24 @@ class SessionSearch:
                 break
         return found
 
+    def _fused(self, found: dict[str, _Found], partial: bool) -> dict[str, _Found]:
+        """The lexical sessions and the semantic ones merged by ``fusion.fuse``; a semantic
+        candidate counts only when SQL confirms it, as a lexical one does."""
+        assert self._semantic is not None
+        scored = self._semantic.nearest(self._ws)
+        checked = self._check([Candidate(event_id, cosine, 0) for event_id, cosine in scored])
+        excluded = set(self._scope.excluded)
+        semantic: dict[str, _Found] = {}
+        for event_id, cosine in scored:
+            seen = checked.get(event_id)
+            if seen is None or not seen.ok or seen.session_id in excluded:
+                continue
+            semantic.setdefault(seen.session_id, _Found(0, event_id, cosine, event_id))
+        lexical = [Lexical(sid, entry.groups if partial else 0) for sid, entry in found.items()]
+        order = fuse(self._plan, lexical, list(semantic))
+        self._semantic_only = {sid for sid, only in order if only}
+        return {sid: found.get(sid) or semantic[sid] for sid, _ in order}
+
     def _check(self, candidates: Sequence[Candidate]) -> dict[int, _Checked]:
         if not candidates:
             return {}
@@ -243,6 +269,8 @@ class SessionSearch:
                     excerpt=excerpt,
                     score=-entry.score,
                     matching_events=max(1, counts.get(session_id, 1)),
+                    # No event of the session holds a word of the query.
+                    semantic_only=session_id in self._semantic_only and not counts.get(session_id),
                 )
             )
         return self._told_apart(hits)
