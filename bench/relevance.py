@@ -235,14 +235,18 @@ async def answer_all(
     labelled: rc.RelevanceCorpus,
     sessions: Sequence[tuple[str, str, list[Any]]],
     work_dir: Path | None,
+    keep: Path | None = None,
 ) -> tuple[dict[str, list[Answer]], int, float]:
     """Every query through each engine; also the events the store applied and the seconds
     its index took to build."""
     queries = labelled.queries
     with tempfile.TemporaryDirectory(prefix="sq-bench-relevance-", dir=work_dir) as tmp:
-        db = Path(tmp) / "index.sqlite"
+        db = keep or Path(tmp) / "index.sqlite"
         t0 = time.perf_counter()
-        applied = await asyncio.to_thread(build_store_index, labelled.events, db)
+        # A kept index (--db) of the same seed is reused, its vectors too.
+        applied = (
+            0 if db.exists() else await asyncio.to_thread(build_store_index, labelled.events, db)
+        )
         build_s = time.perf_counter() - t0
         prompts = first_prompts(labelled.events)
         answers = {"new": await ask_store(db, queries, prompts)}
@@ -259,7 +263,9 @@ async def answer_all(
     return answers, applied, build_s
 
 
-async def run(config: rc.RelevanceConfig, *, work_dir: Path | None = None) -> dict[str, Any]:
+async def run(
+    config: rc.RelevanceConfig, *, work_dir: Path | None = None, keep: Path | None = None
+) -> dict[str, Any]:
     t0 = time.perf_counter()
     labelled = rc.build(config)
     queries = labelled.queries
@@ -277,7 +283,7 @@ async def run(config: rc.RelevanceConfig, *, work_dir: Path | None = None) -> di
         if q.category == "paraphrase" and (words := shared_words(q.query, payloads[q.expected]))
     }
     generate_s = time.perf_counter() - t0
-    answers, applied, build_s = await answer_all(labelled, sessions, work_dir)
+    answers, applied, build_s = await answer_all(labelled, sessions, work_dir, keep)
     scores = {name: category_scores(queries, answers[name]) for name in ENGINES}
     checks = [
         Absolute(f"success@5 {category}", s["success_at_5"], "share", "min", TARGET)
@@ -400,9 +406,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--noise-sessions", type=int, default=default.noise_sessions, help="per workspace"
     )
     parser.add_argument("--show-misses", action="store_true", help="print each missed query")
+    parser.add_argument("--db", type=Path, help="index file to build once and reuse (same seed)")
     args = parser.parse_args(argv)
     config = rc.RelevanceConfig(seed=args.seed, noise_sessions=args.noise_sessions)
-    result = asyncio.run(run(config))
+    result = asyncio.run(run(config, keep=args.db))
     m = result["measurements"]
     for engine in ENGINES:
         print(format_scores(_TITLES[engine], m["scores"][engine]) + "\n")

@@ -85,7 +85,12 @@ class EventSearch:
             kept = self._run(self._builder.partial(self._clauses), want)
         best = max((c.groups for c, _ in kept), default=0)
         only: set[int] = set()
-        if self._semantic is not None and want <= MAX_CANDIDATE_WINDOW:
+        semantic = self._semantic
+        if (
+            semantic is not None
+            and want <= MAX_CANDIDATE_WINDOW
+            and semantic.needed(partial, len(kept), want)
+        ):
             kept, only = self._fused(kept, partial)
         hits = self._hits(kept[offset : offset + size], only)
         result = PageResult[EventHit](

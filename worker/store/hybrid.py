@@ -23,6 +23,16 @@ class SemanticQuery:
     reader: VectorReader
     vector: Future[Vector]
 
+    def needed(self, partial: bool, lexical: int, want: int) -> bool:
+        """Whether semantic hits can reach the page: always for partial matches; for an
+        all-words search only when it found fewer than the page wants (its hits are pinned
+        above every semantic-only one, so with enough of them the page is lexical alone and
+        nobody waits for the model)."""
+        if partial or lexical < want:
+            return True
+        self.vector.cancel()
+        return False
+
     def nearest(self, ws: str, session_id: str | None = None) -> list[tuple[int, float]]:
         """(event id, cosine) of the workspace (or one session), best first, within the
         margin of the best; empty when the vector did not come in time."""

