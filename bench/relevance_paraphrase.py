@@ -23,7 +23,7 @@ PARAPHRASES: Final = (
             "where did we soften the payment reattempts",
             "где мы сделали повторные попытки оплаты менее агрессивными",
         ),
-        "The payment form shows the reattempts counter in red; soften it.",
+        "The payment form shows the reattempts counter in red.",
         "Changed the colour of the payment reattempts badge to grey.",
     ),
     (

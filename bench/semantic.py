@@ -52,14 +52,16 @@ def embeddable(db: Path) -> list[tuple[int, str, str, str]]:
         conn.close()
 
 
-def throughput(db: Path, ids: Sequence[int], threads: int) -> dict[str, float]:
+def throughput(
+    db: Path, ids: Sequence[int], threads: int, size: int = EMBED_SAMPLE
+) -> dict[str, float]:
     """Vectors per second of the real model on real chunks of the corpus."""
     from worker.store.semantic.chunks import chunk
     from worker.store.semantic.embedder import Embedder
 
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-    step = max(1, len(ids) // EMBED_SAMPLE)
-    sample = list(ids[::step])[:EMBED_SAMPLE]
+    step = max(1, len(ids) // size)
+    sample = list(ids[::step])[:size]
     rows = conn.execute(
         "SELECT type, body FROM events WHERE id IN (SELECT value FROM json_each(?))",
         (str(sample).replace(" ", ""),),
@@ -82,7 +84,7 @@ def throughput(db: Path, ids: Sequence[int], threads: int) -> dict[str, float]:
         "vectors": len(texts),
         "vectors_per_s": len(texts) / seconds,
         "mean_chars": sum(map(len, texts)) / max(1, len(texts)),
-        "query_p50_ms": Latency.of(query_s).p50 * 1000,
+        "query_p50_ms": Latency.of(query_s).p50,
     }
 
 
@@ -114,22 +116,23 @@ def fill_synthetic(db: Path, rows: Sequence[tuple[int, str, str, str]]) -> float
     return time.perf_counter() - t0
 
 
-def scan_cost(sizes: Sequence[int]) -> dict[str, float]:
-    """ms of one exact scan (matrix-vector product and top 100) per workspace size."""
+def scan_cost(sizes: Sequence[int], embed_sample: int) -> dict[str, float]:
+    """ms of one exact scan (matrix-vector product and top 100) per workspace size (the
+    largest only in a full run: a smoke run's sample is small)."""
     import numpy as np
 
     rng = np.random.default_rng(3)
     out = {}
-    for n in sizes:
+    for n in sizes if embed_sample >= EMBED_SAMPLE else sizes[:2]:
         matrix = rng.standard_normal((n, 384)).astype(np.float32)
         query = rng.standard_normal(384).astype(np.float32)
         samples = []
         for _ in range(7):
             t0 = time.perf_counter()
             scores = matrix @ query
-            np.argpartition(-scores, 100)[:100]
+            np.argpartition(-scores, min(100, n - 1))[:100]
             samples.append(time.perf_counter() - t0)
-        out[str(n)] = Latency.of(samples).p50 * 1000
+        out[str(n)] = Latency.of(samples).p50
     return out
 
 
@@ -167,17 +170,23 @@ async def latencies(
 
 
 async def run(
-    config: corpus.CorpusConfig, *, queries: int, page_size: int, db: Path | None
+    config: corpus.CorpusConfig,
+    *,
+    queries: int,
+    page_size: int,
+    db: Path | None,
+    embed_sample: int = EMBED_SAMPLE,
+    work_dir: Path | None = None,
 ) -> dict[str, Any]:
     from worker.store.semantic.embedder import Embedder
     from worker.store.semantic.vectors import vectors_path
 
-    with tempfile.TemporaryDirectory(prefix="sq-bench-semantic-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="sq-bench-semantic-", dir=work_dir) as tmp:
         path = db or Path(tmp) / "index.sqlite"
         events, build_s = await ensure_index(config, path)
         rows = await asyncio.to_thread(embeddable, path)
         ids = [r[0] for r in rows]
-        speed = [await asyncio.to_thread(throughput, path, ids, n) for n in (1, 2)]
+        speed = [await asyncio.to_thread(throughput, path, ids, n, embed_sample) for n in (1, 2)]
         fill_s = await asyncio.to_thread(fill_synthetic, path, rows)
         vector_bytes = vectors_path(path).stat().st_size
         sample = floors.class_queries(config, queries, classes=vocabulary.QUERY_CLASSES)
@@ -199,7 +208,7 @@ async def run(
         "synthetic_fill_s": fill_s,
         "vector_bytes": vector_bytes,
         "vector_mib_per_million_events": vector_bytes / 2**20 / max(1, events) * 1e6,
-        "scan_ms": scan_cost(sorted({1_000, 10_000, per_ws, 100_000, 1_000_000})),
+        "scan_ms": scan_cost(sorted({1_000, 10_000, per_ws, 100_000, 1_000_000}), embed_sample),
         "vectors_per_workspace": per_ws,
         "extra_install_bytes": extra_install_bytes(),
         "p50": p50,
@@ -224,7 +233,7 @@ async def run(
 
 
 def _p50s(by_class: dict[str, list[float]]) -> dict[str, float]:
-    return {kind: Latency.of(values).p50 * 1000 for kind, values in by_class.items()}
+    return {kind: Latency.of(values).p50 for kind, values in by_class.items()}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

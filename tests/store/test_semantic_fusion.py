@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from worker.store.query import compile_query
 from worker.store.semantic.chunks import MESSAGE_CHARS, OUTPUT_HEAD_CHARS, chunk
-from worker.store.semantic.fusion import Lexical, fuse, skips_semantic, within_margin
+from worker.store.semantic.fusion import (
+    SEMANTIC_MARGIN,
+    Lexical,
+    fuse,
+    skips_semantic,
+    within_margin,
+)
 
 
 def test_identifiers_paths_errors_and_phrases_skip_the_semantic_path() -> None:
@@ -46,7 +52,7 @@ def test_with_an_identifier_in_the_query_every_lexical_hit_is_pinned() -> None:
 
 def test_a_hit_in_both_lists_rises_above_one_in_either() -> None:
     plan = compile_query("payment retries aggressive backoff")  # four groups
-    lexical = [Lexical("lex-only", 2), Lexical("both", 1)]
+    lexical = [Lexical("both", 2), Lexical("lex-only", 2)]
     order = fuse(plan, lexical, ["sem-only", "both"])
     assert order[0] == ("both", False)
     flags = dict(order)
@@ -54,7 +60,7 @@ def test_a_hit_in_both_lists_rises_above_one_in_either() -> None:
 
 
 def test_semantic_hits_are_kept_within_the_margin_of_the_best() -> None:
-    kept = within_margin([(1, 0.90), (2, 0.86), (3, 0.80)])
+    kept = within_margin([(1, 0.9), (2, 0.9 - SEMANTIC_MARGIN + 0.01), (3, 0.89 - SEMANTIC_MARGIN)])
     assert [key for key, _ in kept] == [1, 2]
 
 

@@ -86,11 +86,7 @@ class EventSearch:
         best = max((c.groups for c, _ in kept), default=0)
         only: set[int] = set()
         semantic = self._semantic
-        if (
-            semantic is not None
-            and want <= MAX_CANDIDATE_WINDOW
-            and semantic.needed(partial, len(kept), want)
-        ):
+        if semantic is not None and want <= MAX_CANDIDATE_WINDOW and semantic.needed(partial):
             kept, only = self._fused(kept, partial)
         hits = self._hits(kept[offset : offset + size], only)
         result = PageResult[EventHit](

@@ -168,7 +168,7 @@ class SessionSearch:
             query = self._builder.partial(self._scope.clauses)
             found = self._collect(query, want)
         lexical_best = max((entry.groups for entry in found.values()), default=0)
-        if self._semantic is not None and self._semantic.needed(partial, len(found), want):
+        if self._semantic is not None and self._semantic.needed(partial):
             found = self._fused(found, partial)
         chosen = list(found.items())[offset : offset + size]
         result = PageResult[SessionHit](

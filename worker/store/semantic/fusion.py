@@ -6,7 +6,7 @@
   every word of the query, and any lexical hit of a query with an exact-intent term in it
   (the identifier's match ranks above a hit that only means something alike).
 - The rest, lexical partial matches and semantic hits, are ordered by weighted reciprocal
-  rank: ``w/(K + rank)`` summed over the lists an item is in, the lexical weight being the
+  rank: ``w/(RRF_K + rank)`` summed over the lists an item is in, the lexical weight being the
   share of the query's words the hit holds, so a hit in both lists rises and a lexical hit
   holding one word of five weighs a fifth.
 """
@@ -20,13 +20,16 @@ from typing import Final, Generic, TypeVar
 
 from worker.store.query import PlanTerm, QueryPlan
 
-# Reciprocal-rank constant: smaller than the customary 60 so the first places of each list
-# count (measured with bench.relevance; see bench/README.md "Semantic").
-RRF_K: Final = 10
-SEMANTIC_WEIGHT: Final = 1.0
-# Semantic hits kept: within this cosine of the best one (e5's cosines crowd in
-# 0.7-0.9, so an absolute floor would mean little), at most SEMANTIC_EVENTS events.
-SEMANTIC_MARGIN: Final = 0.06
+# Reciprocal-rank constant and the semantic list's weight: small and 2 so the first places
+# of the semantic list count against partial lexical matches (bench.relevance, seed 11:
+# paraphrase success@1 0.05 -> 0.14 against K=10 and weight 1, every other category the
+# same; see bench/README.md "Semantic search").
+RRF_K: Final = 3
+SEMANTIC_WEIGHT: Final = 2.0
+# Semantic hits kept: within this (centred) cosine of the best one, at most
+# SEMANTIC_EVENTS events. 0.35 kept the paraphrase category's success@5 at its best
+# (0.76; 0.15 gave 0.48) while a far-off event stays out.
+SEMANTIC_MARGIN: Final = 0.35
 SEMANTIC_EVENTS: Final = 100
 _EXACT_SHAPE: Final = re.compile(r"[_./\\:()\[\]{}<>=#@$%&*+|~`0-9]|[a-z][A-Z]|\w-\w")
 

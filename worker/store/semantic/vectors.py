@@ -9,6 +9,12 @@ at the sizes measured (bench/semantic.py) a matrix-vector product over a workspa
 costs less than the query's own embedding; an approximate index would add a dependency and
 a recall loss for no measured gain.
 
+Scores are cosines taken around the workspace's mean vector: this model's vectors share a
+large common direction, so raw cosines crowd into 0.75-0.9 and generic text (lists of
+identifiers, boilerplate) comes near every query; centring them on the workspace's mean
+took the paraphrase category's success@5 from 0.05 to 0.76 on the semantic list alone
+(bench.relevance corpus, seed 11).
+
 Vectors are stored as int8 (each component of the unit vector times 127): 384 bytes a
 vector, a quarter of float32, with cosine scores within ~0.01 of the float ones.
 """
@@ -18,7 +24,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
@@ -29,6 +35,7 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
 SCHEMA_VERSION: Final = 1
+MIN_CENTRED: Final = 200  # vectors a workspace needs before its scores are centred
 _SCALE: Final = 127.0
 
 _DDL: Final = """
@@ -72,12 +79,36 @@ def pack(vectors: Vector) -> list[bytes]:
 
 @dataclass(slots=True)
 class _Workspace:
-    """One workspace's vectors in memory, in event-id order."""
+    """One workspace's vectors in memory, in event-id order, with their mean: scores are
+    cosines around the workspace's mean (see ``nearest``)."""
 
     ids: npt.NDArray[np.int64]
     sessions: list[str]
     matrix: npt.NDArray[np.float32]  # (n, DIM), scaled back to unit length
     through: int  # the highest event id loaded
+    mean: npt.NDArray[np.float32] = field(init=False)
+    norms: npt.NDArray[np.float32] = field(init=False)  # |row - mean|
+
+    def __post_init__(self) -> None:
+        import numpy as np
+
+        # A handful of vectors has no common direction to speak of: their mean would be
+        # themselves. Below MIN_CENTRED the scores are plain cosines (a zero mean).
+        centred = len(self.matrix) >= MIN_CENTRED
+        self.mean = self.matrix.mean(axis=0) if centred else np.zeros(DIM, np.float32)
+        # |m - mean|^2 = |m|^2 - 2 m.mean + |mean|^2, rows being unit vectors.
+        squared = 1.0 - 2.0 * (self.matrix @ self.mean) + float(self.mean @ self.mean)
+        self.norms = np.sqrt(np.maximum(squared, 1e-12)).astype(np.float32)
+
+    def scores(self, query: Vector) -> npt.NDArray[np.float32]:
+        """Cosine of each row and the query, both taken around the mean."""
+        import numpy as np
+
+        centred = query - self.mean
+        size = max(float(np.linalg.norm(centred)), 1e-12)
+        return ((self.matrix @ centred - float(self.mean @ centred)) / (self.norms * size)).astype(
+            np.float32
+        )
 
 
 class VectorReader:
@@ -100,7 +131,7 @@ class VectorReader:
         space = self._load(ws)
         if space is None or len(space.ids) == 0:
             return []
-        scores = space.matrix @ query
+        scores = space.scores(query)
         if session_id is not None:
             mask = np.fromiter((s == session_id for s in space.sessions), bool, len(space.ids))
             scores = np.where(mask, scores, -np.inf)

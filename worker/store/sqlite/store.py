@@ -225,7 +225,7 @@ class SqliteSessionStore:
         if self._semantic is None or skips_semantic(plan):
             return None
         embedder, reader = self._semantic
-        return SemanticQuery(reader, embedder.query_soon(query))
+        return SemanticQuery(embedder, reader, query, early=plan.natural_language)
 
     def check_query(self, query: str) -> None:
         compile_query(query)
