@@ -35,12 +35,12 @@ import orjson
 
 from bench import relevance_corpus as rc
 from bench.legacy_fts import LegacyIndex
+from bench.relevance_hybrid import EMBEDDING, ask_hybrid, hybrid_checks
 from bench.relevance_paraphrase import shared_words
 from bench.relevance_reference import ReferenceRanker, missing_terms
 from bench.report import Absolute, checks_of, format_table, result_dict, write_result
 
 TARGET: Final = 0.95
-PARAPHRASE_TARGET: Final = 0.9
 ENGINES: Final = ("new", "hybrid", "baseline", "reference")
 TEXT_CAP_BYTES: Final = 64 * 1024
 MAX_EVENT_BYTES: Final = 1024 * 1024
@@ -165,37 +165,6 @@ def first_prompts(events: Sequence[dict[str, Any]]) -> dict[str, str | None]:
     return {sid: first_prompt(found) for sid, found in texts.items()}
 
 
-async def ask_hybrid(
-    db: Path, queries: Sequence[rc.LabelledQuery], prompts: Mapping[str, str | None]
-) -> list[Answer]:
-    """Every query through the store with semantic search on; no answers (every query a
-    miss, flagged in the output) when the extra is not installed."""
-    from worker.store import semantic
-
-    if not semantic.available():
-        return [Answer((), error="semantic extra not installed") for _ in queries]
-    from worker.store.semantic.embedder import Embedder
-    from worker.store.semantic.follower import SemanticFollower
-
-    embedder = Embedder(threads=2)  # the bench has the machine: both cores
-    follower = SemanticFollower(db, embedder.passages)
-    t0 = time.perf_counter()
-    try:
-        await asyncio.to_thread(follower.catch_up)
-        lag = follower.lag()
-    finally:
-        follower.close()
-    EMBEDDING.update(seconds=time.perf_counter() - t0, vectors=lag.vectors)
-    try:
-        return await ask_store(db, queries, prompts, embedder)
-    finally:
-        embedder.close()
-
-
-# Filled by ask_hybrid: how long embedding the corpus took (reported with the scores).
-EMBEDDING: dict[str, float] = {}
-
-
 def ask_local(
     queries: Sequence[rc.LabelledQuery], search: Callable[[rc.LabelledQuery], list[str]]
 ) -> list[Answer]:
@@ -250,7 +219,7 @@ async def answer_all(
         build_s = time.perf_counter() - t0
         prompts = first_prompts(labelled.events)
         answers = {"new": await ask_store(db, queries, prompts)}
-        answers["hybrid"] = await ask_hybrid(db, queries, prompts)
+        answers["hybrid"] = await ask_hybrid(db, queries, prompts, ask_store)
     legacy = LegacyIndex(labelled.events)
     try:
         answers["baseline"] = ask_local(
@@ -290,7 +259,7 @@ async def run(
         for category, s in scores["new"].items()
         if category != "paraphrase"  # lexical search cannot: it is what hybrid is for
     ]
-    checks += hybrid_checks(scores)
+    checks += hybrid_checks(scores, TARGET)
     # No two sessions of a result list share a title line unless their first prompts are
     # equal (a resumed or forked copy): otherwise the model must open each to tell them.
     clashes = [pair for answer in answers["new"] for pair in answer.title_clashes]
@@ -314,36 +283,6 @@ async def run(
         ],
     }
     return result_dict("relevance", params=asdict(config), checks=checks, measurements=measurements)
-
-
-def hybrid_checks(scores: Mapping[str, Mapping[str, Mapping[str, float]]]) -> list[Absolute]:
-    """Issue 21's targets: hybrid success@1 >= 0.9 on paraphrases and never below
-    lexical-only in another category; success@5 >= 0.95 everywhere."""
-    hybrid, lexical = scores["hybrid"], scores["new"]
-    checks = [
-        Absolute(
-            "hybrid success@1 paraphrase",
-            hybrid["paraphrase"]["success_at_1"],
-            "share",
-            "min",
-            PARAPHRASE_TARGET,
-        )
-    ]
-    for category, s in hybrid.items():
-        checks.append(
-            Absolute(f"hybrid success@5 {category}", s["success_at_5"], "share", "min", TARGET)
-        )
-        if category != "paraphrase":
-            checks.append(
-                Absolute(
-                    f"hybrid - lexical success@1 {category}",
-                    s["success_at_1"] - lexical[category]["success_at_1"],
-                    "share",
-                    "min",
-                    0.0,
-                )
-            )
-    return checks
 
 
 def _query_record(q: rc.LabelledQuery, answers: Sequence[Answer]) -> dict[str, Any]:

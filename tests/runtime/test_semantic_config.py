@@ -52,3 +52,11 @@ def test_the_worker_imports_without_the_extra() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
+
+
+def test_status_prints_the_embedding_followers_lag() -> None:
+    lag = {"through_event_id": 90, "last_event_id": 100, "behind_events": 10, "vectors": 42}
+    assert runtime_semantic.status_line(lag) == (
+        "embedded through event id 90 of 100 (10 behind), 42 vectors"
+    )
+    assert "without --semantic on" in runtime_semantic.status_line(None)

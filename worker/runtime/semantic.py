@@ -97,3 +97,37 @@ class EmbeddingFollower:
         if self._follower is not None:
             self._follower.close()
             self._follower = None
+
+
+def lag_report(path: Path) -> dict[str, Any] | None:
+    """The embedding follower's lag, from its vector file (issue 21)."""
+    from worker.store.semantic.follower import read_lag
+
+    lag = read_lag(path)
+    if lag is None:
+        return None
+    return {
+        "through_event_id": lag.through_event_id,
+        "last_event_id": lag.last_event_id,
+        "behind_events": lag.behind,
+        "vectors": lag.vectors,
+        "vector_bytes": vectors_bytes(path),
+    }
+
+
+def vectors_bytes(path: Path) -> int:
+    from worker.store.semantic.vectors import vectors_path
+
+    found = vectors_path(path)
+    return sum(p.stat().st_size for p in found.parent.glob(found.name + "*") if p.is_file())
+
+
+def status_line(semantic: dict[str, Any] | None) -> str:
+    """The ``status`` line about the embedding follower."""
+    if not semantic:
+        return "no vectors (the worker runs without --semantic on)"
+    return (
+        f"embedded through event id {semantic['through_event_id']} of"
+        f" {semantic['last_event_id']} ({semantic['behind_events']} behind),"
+        f" {semantic['vectors']} vectors"
+    )

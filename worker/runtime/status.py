@@ -30,6 +30,7 @@ from typing import Any, Final
 
 import orjson
 
+from worker.runtime import semantic
 from worker.runtime.continuity import REBUILD_SUFFIX, StreamState, history_note, judge
 from worker.store import index_file, schema
 
@@ -39,29 +40,6 @@ EXIT_USAGE: Final = 2
 
 
 # -- what the index file says --------------------------------------------------------------
-
-
-def lag_report(path: Path) -> dict[str, Any] | None:
-    """The embedding follower's lag, from its vector file (issue 21)."""
-    from worker.store.semantic.follower import read_lag
-
-    lag = read_lag(path)
-    if lag is None:
-        return None
-    return {
-        "through_event_id": lag.through_event_id,
-        "last_event_id": lag.last_event_id,
-        "behind_events": lag.behind,
-        "vectors": lag.vectors,
-        "vector_bytes": vectors_bytes(path),
-    }
-
-
-def vectors_bytes(path: Path) -> int:
-    from worker.store.semantic.vectors import vectors_path
-
-    found = vectors_path(path)
-    return sum(p.stat().st_size for p in found.parent.glob(found.name + "*") if p.is_file())
 
 
 def read_index(path: Path) -> dict[str, Any]:
@@ -76,7 +54,7 @@ def read_index(path: Path) -> dict[str, Any]:
         finally:
             conn.close()
         report["index_bytes"] = index_file.file_size(path)
-        report["semantic"] = lag_report(path)  # None: no vectors (semantic search off)
+        report["semantic"] = semantic.lag_report(path)  # None: no vectors (semantic search off)
     rebuild = Path(f"{path}{REBUILD_SUFFIX}")
     report["rebuild_running"] = rebuild.exists()
     if rebuild.exists():
@@ -410,7 +388,7 @@ def format_status(report: dict[str, Any]) -> list[str]:
             f" (this worker: {report.get('schema_version_supported')})"
         )
         lines.append(f"index size       {report.get('index_bytes', 0):,} bytes")
-        lines.append(f"semantic         {_semantic_line(report.get('semantic'))}")
+        lines.append(f"semantic         {semantic.status_line(report.get('semantic'))}")
     rebuild = "no"
     if report.get("rebuild_running"):
         rebuild = (
@@ -431,16 +409,6 @@ def format_status(report: dict[str, Any]) -> list[str]:
                 f" index id {w.get('index_id') or '?'}"
             )
     return lines
-
-
-def _semantic_line(semantic: dict[str, Any] | None) -> str:
-    if not semantic:
-        return "no vectors (the worker runs without --semantic on)"
-    return (
-        f"embedded through event id {semantic['through_event_id']} of"
-        f" {semantic['last_event_id']} ({semantic['behind_events']} behind),"
-        f" {semantic['vectors']} vectors"
-    )
 
 
 def _index_source(report: dict[str, Any]) -> str:
