@@ -34,6 +34,7 @@ from bench.store import ProviderSearch, ensure_index
 
 TARGET: Final = 1.5
 EMBED_SAMPLE: Final = 200  # real chunks embedded to measure throughput
+SIDES: Final = ("lexical", "hybrid", "control")
 
 
 def embeddable(db: Path) -> list[tuple[int, str, str, str]]:
@@ -148,24 +149,25 @@ def extra_install_bytes() -> dict[str, int]:
 async def latencies(
     db: Path, queries: Sequence[floors.Query], page_size: int, embedder: Any
 ) -> dict[str, dict[str, list[float]]]:
-    """Each query on the lexical-only store and the hybrid one, back to back, in
-    alternating order (drift of a shared machine hits both alike)."""
-    lexical = await ProviderSearch.open(db, page_size=page_size)
-    hybrid = await ProviderSearch.open(db, page_size=page_size)
-    hybrid.store.attach_semantic(embedder)
-    samples: dict[str, dict[str, list[float]]] = {"lexical": {}, "hybrid": {}}
+    """Each query on the lexical-only store, the hybrid one and a second lexical-only one
+    (``control``: the A/A ratio says how far two identical sides differ on this machine),
+    back to back, in rotating order (drift of a shared machine hits all alike)."""
+    sides = {name: await ProviderSearch.open(db, page_size=page_size) for name in SIDES}
+    sides["hybrid"].store.attach_semantic(embedder)
+    sides["hybrid"].store.warm_semantic()  # as the worker does at start
+    samples: dict[str, dict[str, list[float]]] = {name: {} for name in SIDES}
     try:
-        for query in queries[: len(vocabulary.QUERY_CLASSES)]:  # warm both (files, model)
-            await lexical.page(query)
-            await hybrid.page(query)
+        for query in queries[: len(vocabulary.QUERY_CLASSES)]:  # warm all (files, model)
+            for side in sides.values():
+                await side.page(query)
         for i, query in enumerate(queries):
-            order = [("lexical", lexical), ("hybrid", hybrid)]
-            for name, side in order if i % 2 else order[::-1]:
-                seconds, _ = await side.page(query)
+            turn = i % len(SIDES)
+            for name in SIDES[turn:] + SIDES[:turn]:
+                seconds, _ = await sides[name].page(query)
                 samples[name].setdefault(query.kind, []).append(seconds)
     finally:
-        await lexical.close()
-        await hybrid.close()
+        for side in sides.values():
+            await side.close()
     return samples
 
 
@@ -257,6 +259,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         "time to embed 1M events": f"{m['hours_to_embed_1m_events']:.1f} h (extrapolated)",
         "vector file": f"{m['vector_mib_per_million_events']:.0f} MiB per million events",
         "exact scan ms by vectors": ", ".join(f"{n}: {ms:.2f}" for n, ms in m["scan_ms"].items()),
+        "control (A/A) p50 ratio by class": ", ".join(
+            f"{k} {m['p50']['control'][k] / m['p50']['lexical'][k]:.2f}x"
+            for k in m["p50"]["lexical"]
+        ),
         "extra install": ", ".join(
             f"{k} {v / 2**20:.0f} MiB" for k, v in m["extra_install_bytes"].items()
         ),

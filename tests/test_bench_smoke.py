@@ -228,7 +228,7 @@ async def test_semantic_bench_end_to_end(tmp_path: Path) -> None:
     m = result["measurements"]
     assert m["events"] == config.total_events and m["embeddable_events"] > 0
     assert {s["threads"] for s in m["throughput"]} == {1, 2}
-    assert set(m["p50"]) == {"lexical", "hybrid"} and m["vector_bytes"] > 0
+    assert set(m["p50"]) == {"lexical", "hybrid", "control"} and m["vector_bytes"] > 0
     assert [c["name"] for c in result["checks"]] == [
         f"hybrid p50 {kind}" for kind in vocabulary.QUERY_CLASSES
     ]
@@ -361,7 +361,7 @@ async def test_relevance_bench_end_to_end(tmp_path: Path) -> None:
     from bench import relevance, relevance_corpus
 
     config = relevance_corpus.RelevanceConfig(
-        seed=3, noise_sessions=2, noise_events=12, long_kib=70, per_category=2
+        seed=3, noise_sessions=1, noise_events=12, long_kib=70, per_category=1
     )
     labelled = relevance_corpus.build(config)
     again = relevance_corpus.build(config)

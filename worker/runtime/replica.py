@@ -154,7 +154,7 @@ class IndexReplica:
     def _start_embedding(self) -> None:
         if self.embedder is None:
             return
-        follower = EmbeddingFollower(self._config.db_path, self.embedder)
+        follower = EmbeddingFollower(self._config.db_path, self.embedder, self.store)
         self._supervisor.start(SEMANTIC_ACTOR, follower.run)
 
     def _ingestion_ended(self, reason: Exception) -> None:

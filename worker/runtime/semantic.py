@@ -56,13 +56,16 @@ def load_embedder(config: WorkerConfig) -> Any:
 class EmbeddingFollower:
     """The actor body: step the follower until cancelled."""
 
-    def __init__(self, db_path: Path, embedder: Any) -> None:
+    def __init__(self, db_path: Path, embedder: Any, store: Any) -> None:
         self._db_path = db_path
         self._embedder = embedder
+        self._store = store  # warmed first: the vectors of every workspace in memory
         self._follower: Any = None
         self._inode: int | None = None
 
     async def run(self) -> None:
+        loaded = await asyncio.to_thread(self._store.current.warm_semantic)
+        log.info("semantic vectors loaded", vectors=loaded)
         try:
             while True:
                 done = await asyncio.to_thread(self._step)

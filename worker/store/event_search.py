@@ -134,7 +134,7 @@ class EventSearch:
 
     def _hits(self, page: _Kept, only: set[int]) -> list[EventHit]:
         light = highlighter(self._plan)
-        excerpts = bodies(self._fetch, [c.event_id for c, _ in page], light)
+        excerpts = bodies(self._fetch, [c.event_id for c, _ in page], light, only)
         return [
             EventHit(
                 event=rows.summary(row[2:]),

@@ -15,7 +15,7 @@ terms that match nothing at all.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass, field, replace
 from typing import Any, Final, Generic, TypeVar
 
@@ -23,6 +23,7 @@ import orjson
 import tantivy
 
 from worker.store import rows
+from worker.store.copies import own_lines
 from worker.store.excerpt import Highlighter, highlighter
 from worker.store.hybrid import SemanticQuery
 from worker.store.protocol import EventFilter, EventHit, SessionFilter, SessionHit
@@ -42,6 +43,7 @@ from worker.store.semantic.fusion import Lexical, fuse
 from worker.store.text import searchable_text
 
 Fetch = Callable[[str, Mapping[str, Any]], list[tuple[Any, ...]]]
+_NONE: Final[frozenset[int]] = frozenset()
 
 # For natural-language queries, conversation (user and assistant messages) outranks tool
 # output of equal relevance, so a long log that mentions every word does not drown the
@@ -255,7 +257,8 @@ class SessionSearch:
                 entry.strongest = self._best_not_title(query, session_id)
         ids = [entry.strongest or entry.event_id for _, entry in chosen]
         counts = session_counts(self._searcher, query, [sid for sid, _ in chosen])
-        loaded = load_events(self._fetch, ids, self._plan, cwd=self._cwd)
+        semantic = {e.event_id for sid, e in chosen if sid in self._semantic_only}
+        loaded = load_events(self._fetch, ids, self._plan, cwd=self._cwd, semantic=semantic)
         hits: list[SessionHit] = []
         for (session_id, entry), event_id in zip(chosen, ids, strict=True):
             row = loaded.get(event_id)
@@ -327,28 +330,8 @@ class SessionSearch:
         return bool(found)
 
 
-def own_lines(fetch: Fetch, session_ids: Sequence[str]) -> dict[str, str]:
-    """For each session, its first message whose text none of the others holds."""
-    found = fetch(
-        "SELECT session_id, seq, substr(body, 1, :chars) FROM events"
-        " WHERE session_id IN (SELECT value FROM json_each(:ids))"
-        " AND surface IN ('user', 'assistant') ORDER BY session_id, seq LIMIT :cap",
-        {"ids": rows.json_list(session_ids), "chars": rows.PREVIEW_SOURCE_CHARS, "cap": 20_000},
-    )
-    texts: dict[str, list[tuple[int, str]]] = {}
-    for session_id, seq, body in found:
-        texts.setdefault(session_id, []).append((int(seq), body))
-    lines: dict[str, str] = {}
-    for session_id, mine in texts.items():
-        others = {body for sid, items in texts.items() if sid != session_id for _, body in items}
-        first = next(((seq, body) for seq, body in mine if body not in others), None)
-        if first is not None:
-            lines[session_id] = f"seq {first[0]}: {rows.preview(first[1])}"
-    return lines
-
-
 def load_events(
-    fetch: Fetch, event_ids: Sequence[int], plan: QueryPlan, *, cwd: str
+    fetch: Fetch, event_ids: Sequence[int], plan: QueryPlan, *, cwd: str, semantic: Set[int] = _NONE
 ) -> dict[int, tuple[Any, Any, str]]:
     """Header, summary and excerpt of each event, still in ``cwd`` (checked again)."""
     # Here and wherever candidates are checked against a workspace or a session: the
@@ -362,7 +345,7 @@ def load_events(
         {"ids": rows.json_list(event_ids), "cwd": cwd},
     )
     light = highlighter(plan)
-    excerpts = _excerpts(fetch, ((int(r[0]), r[-1]) for r in found), light)
+    excerpts = _excerpts(fetch, ((int(r[0]), r[-1]) for r in found), light, semantic)
     loaded: dict[int, tuple[Any, Any, str]] = {}
     for r in found:
         header = rows.header(r[1 : 1 + rows.HEADER_WIDTH])
@@ -372,7 +355,9 @@ def load_events(
     return loaded
 
 
-def bodies(fetch: Fetch, event_ids: Iterable[int], light: Highlighter) -> dict[int, str]:
+def bodies(
+    fetch: Fetch, event_ids: Iterable[int], light: Highlighter, semantic: Set[int] = _NONE
+) -> dict[int, str]:
     """Excerpts of the named events (see ``_excerpts``)."""
     ids = list(event_ids)
     if not ids:
@@ -381,22 +366,24 @@ def bodies(fetch: Fetch, event_ids: Iterable[int], light: Highlighter) -> dict[i
         "SELECT id, body FROM events WHERE id IN (SELECT value FROM json_each(:ids))",
         {"ids": rows.json_list(ids)},
     )
-    return _excerpts(fetch, ((int(event_id), body) for event_id, body in found), light)
+    return _excerpts(fetch, ((int(event_id), body) for event_id, body in found), light, semantic)
 
 
 def _excerpts(
-    fetch: Fetch, bodies: Iterable[tuple[int, str]], light: Highlighter
+    fetch: Fetch, bodies: Iterable[tuple[int, str]], light: Highlighter, semantic: Set[int]
 ) -> dict[int, str]:
     """Excerpts from each event's stored text, or from its whole payload when the match
-    lies past the stored text's cap (a long tool output)."""
+    lies past the stored text's cap (a long tool output). A ``semantic`` event (found by
+    meaning alone) with no match in its stored text is not searched further: its words
+    are not in the index's list for the query, and its preview shows it."""
     excerpts: dict[int, str] = {}
     missing: list[int] = []
     for event_id, body in bodies:
         excerpt = light.excerpt(body)
-        if excerpt is None:
-            missing.append(event_id)
-        else:
+        if excerpt is not None:
             excerpts[event_id] = excerpt
+        elif event_id not in semantic:
+            missing.append(event_id)
     if missing:
         for event_id, raw in fetch(
             "SELECT id, raw_json FROM events WHERE id IN (SELECT value FROM json_each(:ids))",

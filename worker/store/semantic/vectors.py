@@ -140,6 +140,20 @@ class VectorReader:
         best = best[np.argsort(-scores[best], kind="stable")]
         return [(int(space.ids[i]), float(scores[i])) for i in best if np.isfinite(scores[i])]
 
+    def warm(self) -> int:
+        """Load every workspace's vectors now (the worker does this at start, beside
+        serving), so no query pays for reading its workspace from disk; the vectors
+        loaded."""
+        if not self._path.exists():
+            return 0
+        conn = connect(self._path, read_only=True)
+        try:
+            spaces = [str(r[0]) for r in conn.execute("SELECT DISTINCT ws FROM vectors")]
+        finally:
+            conn.close()
+        loaded = (self._load(ws) for ws in spaces)
+        return sum(len(space.ids) for space in loaded if space is not None)
+
     def _load(self, ws: str) -> _Workspace | None:
         if not self._path.exists():
             return None

@@ -219,6 +219,10 @@ class SqliteSessionStore:
         file beside the index (``<db>.vectors``, filled by ``SemanticFollower``) answers."""
         self._semantic = (embedder, VectorReader(vectors_path(self._location)))
 
+    def warm_semantic(self) -> int:
+        """Load every workspace's vectors into memory (blocking; run it on a thread)."""
+        return 0 if self._semantic is None else self._semantic[1].warm()
+
     def _semantic_query(self, query: str, plan: QueryPlan) -> SemanticQuery | None:
         """The query's vector, started now on the model's thread; None when semantic search
         is off or the query is an identifier (``fusion.skips_semantic``)."""
