@@ -170,3 +170,14 @@ async def test_event_search_marks_an_event_found_by_meaning(
     assert page is not None and page.hits
     assert all(hit.semantic_only for hit in page.hits)
     assert {hit.event.seq for hit in page.hits} <= {2, 3}
+
+
+async def test_a_purged_session_loses_its_vectors(
+    env: tuple[Corpus, SqliteSessionStore], embedder: semantic.embedder.Embedder
+) -> None:
+    corpus, _ = env
+    await fill(corpus)
+    follow(corpus.path, embedder)
+    assert await corpus.writer.purge(session_ids=["charge"]) == 1
+    follow(corpus.path, embedder)
+    assert {sid for _, sid in vector_rows(corpus.path)} == {"docs", "twin"}
