@@ -9,7 +9,10 @@ labelled query runs, in one run, through:
 - ``baseline``: today's AND semantics (``bench.legacy_fts``, a frozen copy of the search
   before issue 10);
 - ``reference``: a small in-Python ranker with stems, identifier parts and CJK bigrams
-  (``bench.relevance_reference``), which shows the labels are attainable.
+  (``bench.relevance_reference``), which shows the labels are attainable;
+- ``hybrid`` (when the ``semantic`` extra is installed, issue 21): the same store with
+  semantic search attached (``SemanticFollower`` embeds the corpus first), so lexical-only
+  (``new``) and hybrid are compared per category in one run.
 
 Per engine and category it prints n, success@1, success@5, MRR and how many queries got
 no results; then PASS/MISS per category for the new search against success@5 >= 0.95.
@@ -32,11 +35,13 @@ import orjson
 
 from bench import relevance_corpus as rc
 from bench.legacy_fts import LegacyIndex
+from bench.relevance_hybrid import EMBEDDING, ask_hybrid, hybrid_checks
+from bench.relevance_paraphrase import shared_words
 from bench.relevance_reference import ReferenceRanker, missing_terms
 from bench.report import Absolute, checks_of, format_table, result_dict, write_result
 
 TARGET: Final = 0.95
-ENGINES: Final = ("new", "baseline", "reference")
+ENGINES: Final = ("new", "hybrid", "baseline", "reference")
 TEXT_CAP_BYTES: Final = 64 * 1024
 MAX_EVENT_BYTES: Final = 1024 * 1024
 PAGE_SIZE: Final = 100
@@ -80,7 +85,10 @@ def build_store_index(events: Sequence[dict[str, Any]], db: Path, *, batch: int 
 
 
 async def ask_store(
-    db: Path, queries: Sequence[rc.LabelledQuery], prompts: Mapping[str, str | None]
+    db: Path,
+    queries: Sequence[rc.LabelledQuery],
+    prompts: Mapping[str, str | None],
+    embedder: Any = None,
 ) -> list[Answer]:
     """Each query through ``search_sessions``, first page of 100, from its caller; and the
     title lines of the sessions found (``title_clashes``)."""
@@ -90,6 +98,8 @@ async def ask_store(
     from worker.store.sqlite import SqliteSessionStore
 
     store = await SqliteSessionStore.open(db, readers=1)
+    if embedder is not None:
+        store.attach_semantic(embedder)
     answers = []
     try:
         for q in queries:
@@ -194,17 +204,22 @@ async def answer_all(
     labelled: rc.RelevanceCorpus,
     sessions: Sequence[tuple[str, str, list[Any]]],
     work_dir: Path | None,
+    keep: Path | None = None,
 ) -> tuple[dict[str, list[Answer]], int, float]:
     """Every query through each engine; also the events the store applied and the seconds
     its index took to build."""
     queries = labelled.queries
     with tempfile.TemporaryDirectory(prefix="sq-bench-relevance-", dir=work_dir) as tmp:
-        db = Path(tmp) / "index.sqlite"
+        db = keep or Path(tmp) / "index.sqlite"
         t0 = time.perf_counter()
-        applied = await asyncio.to_thread(build_store_index, labelled.events, db)
+        # A kept index (--db) of the same seed is reused, its vectors too.
+        applied = (
+            0 if db.exists() else await asyncio.to_thread(build_store_index, labelled.events, db)
+        )
         build_s = time.perf_counter() - t0
         prompts = first_prompts(labelled.events)
         answers = {"new": await ask_store(db, queries, prompts)}
+        answers["hybrid"] = await ask_hybrid(db, queries, prompts, ask_store)
     legacy = LegacyIndex(labelled.events)
     try:
         answers["baseline"] = ask_local(
@@ -217,7 +232,9 @@ async def answer_all(
     return answers, applied, build_s
 
 
-async def run(config: rc.RelevanceConfig, *, work_dir: Path | None = None) -> dict[str, Any]:
+async def run(
+    config: rc.RelevanceConfig, *, work_dir: Path | None = None, keep: Path | None = None
+) -> dict[str, Any]:
     t0 = time.perf_counter()
     labelled = rc.build(config)
     queries = labelled.queries
@@ -226,15 +243,23 @@ async def run(config: rc.RelevanceConfig, *, work_dir: Path | None = None) -> di
     unfindable = {
         i: terms
         for i, q in enumerate(queries)
-        if (terms := missing_terms(q.query, payloads[q.expected]))
+        if q.category != "paraphrase" and (terms := missing_terms(q.query, payloads[q.expected]))
+    }
+    # The paraphrase category's premise: no word of the question is in the session.
+    sharing = {
+        q.query: words
+        for q in queries
+        if q.category == "paraphrase" and (words := shared_words(q.query, payloads[q.expected]))
     }
     generate_s = time.perf_counter() - t0
-    answers, applied, build_s = await answer_all(labelled, sessions, work_dir)
+    answers, applied, build_s = await answer_all(labelled, sessions, work_dir, keep)
     scores = {name: category_scores(queries, answers[name]) for name in ENGINES}
     checks = [
         Absolute(f"success@5 {category}", s["success_at_5"], "share", "min", TARGET)
         for category, s in scores["new"].items()
+        if category != "paraphrase"  # lexical search cannot: it is what hybrid is for
     ]
+    checks += hybrid_checks(scores, TARGET)
     # No two sessions of a result list share a title line unless their first prompts are
     # equal (a resumed or forked copy): otherwise the model must open each to tell them.
     clashes = [pair for answer in answers["new"] for pair in answer.title_clashes]
@@ -248,6 +273,8 @@ async def run(config: rc.RelevanceConfig, *, work_dir: Path | None = None) -> di
         "build_s": build_s,
         "scores": scores,
         "title_clashes": [list(pair) for pair in clashes[:20]],
+        "paraphrase_sharing_words": sharing,
+        "embedding": dict(EMBEDDING),
         "unfindable_labels": [
             {"query": queries[i].query, "missing": terms} for i, terms in unfindable.items()
         ],
@@ -285,7 +312,9 @@ def format_scores(engine: str, scores: dict[str, dict[str, float]]) -> str:
     return "\n".join(lines)
 
 
-def format_misses(result: dict[str, Any], engines: Sequence[str] = ("new", "reference")) -> str:
+def format_misses(
+    result: dict[str, Any], engines: Sequence[str] = ("new", "hybrid", "reference")
+) -> str:
     lines = []
     for engine in engines:
         for record in result["measurements"]["per_query"]:
@@ -301,7 +330,8 @@ def format_misses(result: dict[str, Any], engines: Sequence[str] = ("new", "refe
 
 
 _TITLES: Final = {
-    "new": "new search (worker store, public path)",
+    "new": "lexical only (worker store, public path)",
+    "hybrid": "hybrid: lexical + semantic (worker store, --semantic on)",
     "baseline": "baseline (today's AND semantics, bench.legacy_fts)",
     "reference": "reference (in-Python: stems, identifier parts, CJK bigrams)",
 }
@@ -315,9 +345,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--noise-sessions", type=int, default=default.noise_sessions, help="per workspace"
     )
     parser.add_argument("--show-misses", action="store_true", help="print each missed query")
+    parser.add_argument("--db", type=Path, help="index file to build once and reuse (same seed)")
     args = parser.parse_args(argv)
     config = rc.RelevanceConfig(seed=args.seed, noise_sessions=args.noise_sessions)
-    result = asyncio.run(run(config))
+    result = asyncio.run(run(config, keep=args.db))
     m = result["measurements"]
     for engine in ENGINES:
         print(format_scores(_TITLES[engine], m["scores"][engine]) + "\n")
@@ -328,6 +359,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "labelled queries": m["queries"],
         "workspaces": len(m["workspaces"]),
         "labels with a query term the expected session lacks": len(m["unfindable_labels"]),
+        "paraphrase labels sharing a word with the session": len(m["paraphrase_sharing_words"]),
+        "embedding the corpus (s)": round(m["embedding"].get("seconds", 0.0), 1),
+        "vectors": int(m["embedding"].get("vectors", 0)),
     }
     title = f"relevance (seed {config.seed}): the new search against success@5 >= {TARGET}"
     print(format_table(title, checks_of(result), info))

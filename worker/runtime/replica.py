@@ -32,6 +32,7 @@ from contracts.limits import event_size_limit
 from worker.runtime.actors import Supervisor
 from worker.runtime.config import WorkerConfig
 from worker.runtime.continuity import Plan, RebuildProgress, StreamDiverged, StreamState
+from worker.runtime.semantic import SEMANTIC_ACTOR, EmbeddingFollower, load_embedder
 
 log = structlog.get_logger("worker.runtime.replica")
 
@@ -79,6 +80,7 @@ class IndexReplica:
         self.fatal: asyncio.Future[Exception] = asyncio.get_running_loop().create_future()
         self.last_status: dict[str, Any] = {}
         self.snapshots: Any = None  # the SnapshotPublisher, when snapshots are published
+        self.embedder: Any = None  # the model, with --semantic on
 
     @classmethod
     async def open(cls, nc: NATS, config: WorkerConfig, supervisor: Supervisor) -> IndexReplica:
@@ -91,7 +93,9 @@ class IndexReplica:
             stack.callback(lock.release)
             config = _sized(config, nc)
             stream, plan = await _checked(nc, config)
-            replica = cls(nc, config, supervisor, lock, await _open_store(config))
+            embedder = await asyncio.to_thread(load_embedder, config)
+            replica = cls(nc, config, supervisor, lock, await _open_store(config, embedder))
+            replica.embedder = embedder
             stack.push_async_callback(replica.store.current.close)
             replica.stream = stream
             if plan.rebuild and plan.background:
@@ -99,6 +103,7 @@ class IndexReplica:
             else:
                 await replica._start_ingest(stream)
             replica._start_snapshots()
+            replica._start_embedding()
             stack.pop_all()
         return replica
 
@@ -146,6 +151,12 @@ class IndexReplica:
         self.snapshots = SnapshotPublisher(self._nc, self._config, applied=applied, seq=seq)
         self._supervisor.start(SNAPSHOT_ACTOR, self.snapshots.run)
 
+    def _start_embedding(self) -> None:
+        if self.embedder is None:
+            return
+        follower = EmbeddingFollower(self._config.db_path, self.embedder, self.store)
+        self._supervisor.start(SEMANTIC_ACTOR, follower.run)
+
     def _ingestion_ended(self, reason: Exception) -> None:
         """Ingestion stopped for good: rebuild (a divergence, in rebuild mode) or exit."""
         if isinstance(reason, StreamDiverged) and self._config.on_divergence == "rebuild":
@@ -176,7 +187,7 @@ class IndexReplica:
         log.warning("serving the old index while a new one is built", reason=reason)
         await continuity.build(self._nc, self._config, stream, reason=reason, progress=self.rebuild)
         await continuity.swap(self._config, "replaced")
-        await self.store.swap(await _open_store(self._config))
+        await self.store.swap(await _open_store(self._config, self.embedder))
         await self._start_ingest(stream)
         self.rebuild.running = False
 
@@ -244,6 +255,9 @@ class IndexReplica:
             await asyncio.wait_for(self._supervisor.wait(INGEST_ACTOR), 10.0)
         await self._supervisor.stop(INGEST_ACTOR)
         await self._supervisor.stop(STATUS_ACTOR)
+        await self._supervisor.stop(SEMANTIC_ACTOR)
+        if self.embedder is not None:
+            self.embedder.close()
         with contextlib.suppress(Exception):
             await self.store.current.close()
         if self.writer is not None:
@@ -287,12 +301,15 @@ async def _checked(nc: NATS, config: WorkerConfig) -> tuple[StreamState, Plan]:
     return stream, plan
 
 
-async def _open_store(config: WorkerConfig) -> Any:
+async def _open_store(config: WorkerConfig, embedder: Any = None) -> Any:
     from worker.store.protocol import ServiceLimits
     from worker.store.sqlite import SqliteSessionStore
 
-    return await SqliteSessionStore.open(
+    store = await SqliteSessionStore.open(
         config.db_path,
         readers=config.readers,
         limits=ServiceLimits(max_event_window=config.max_event_window),
     )
+    if embedder is not None:
+        store.attach_semantic(embedder)
+    return store

@@ -26,7 +26,8 @@ from nats.js.errors import ServiceUnavailableError
 
 from worker.retry import STARTUP, RetryStopped, retry
 from worker.runtime import config_flags as settings
-from worker.runtime.config import ENV_PREFIX, WorkerConfig
+from worker.runtime import semantic
+from worker.runtime.config import ENV_PREFIX, ConfigError, WorkerConfig
 from worker.runtime.connection import NatsOptions, add_nats_arguments, options_from_args
 from worker.runtime.errors import RuntimeFailure
 from worker.runtime.process import Watchdog, bounded_stop, close, refuse, say, signal_event
@@ -41,7 +42,7 @@ def _refusals() -> tuple[type[Exception], ...]:
     from worker.store.index_file import IndexFileError
     from worker.store.schema import SchemaVersionError
 
-    return (IndexFileError, SchemaVersionError, StreamDiverged)
+    return (IndexFileError, SchemaVersionError, StreamDiverged, ConfigError)
 
 
 log = structlog.get_logger("worker.runtime.serve")
@@ -270,6 +271,7 @@ async def _serve_connected(
         f"serving the five session query tools on {config.subjects.prefix}.tool.* "
         f"(index {config.db_path}); Ctrl-C or SIGTERM stops"
     )
+    say(semantic.describe(config))
     try:
         reason = await _until_stopped(worker, stop)
     finally:

@@ -30,6 +30,7 @@ from typing import Any, Final
 
 import orjson
 
+from worker.runtime import semantic
 from worker.runtime.continuity import REBUILD_SUFFIX, StreamState, history_note, judge
 from worker.store import index_file, schema
 
@@ -53,6 +54,7 @@ def read_index(path: Path) -> dict[str, Any]:
         finally:
             conn.close()
         report["index_bytes"] = index_file.file_size(path)
+        report["semantic"] = semantic.lag_report(path)  # None: no vectors (semantic search off)
     rebuild = Path(f"{path}{REBUILD_SUFFIX}")
     report["rebuild_running"] = rebuild.exists()
     if rebuild.exists():
@@ -386,6 +388,7 @@ def format_status(report: dict[str, Any]) -> list[str]:
             f" (this worker: {report.get('schema_version_supported')})"
         )
         lines.append(f"index size       {report.get('index_bytes', 0):,} bytes")
+        lines.append(f"semantic         {semantic.status_line(report.get('semantic'))}")
     rebuild = "no"
     if report.get("rebuild_running"):
         rebuild = (

@@ -10,6 +10,7 @@ import tantivy
 
 from worker.store import rows
 from worker.store.excerpt import highlighter
+from worker.store.hybrid import SemanticQuery
 from worker.store.protocol import EventFilter, EventHit
 from worker.store.query import QueryPlan
 from worker.store.search_ops import MAX_CANDIDATE_WINDOW, Fetch, PageResult, bodies, rank_key
@@ -21,6 +22,7 @@ from worker.store.search_reader import (
     scope_clauses,
     top,
 )
+from worker.store.semantic.fusion import Lexical, fuse
 
 _Kept = list[tuple[Candidate, tuple[Any, ...]]]
 
@@ -39,7 +41,10 @@ class EventSearch:
         events: EventFilter,
         snapshot_seq: int,
         scope_to_seq: int | None,
+        semantic: SemanticQuery | None = None,
     ) -> None:
+        self._ws = ws
+        self._semantic = semantic
         self._fetch = fetch
         self._searcher = index.searcher
         self._plan = plan
@@ -78,11 +83,15 @@ class EventSearch:
             partial = not kept
         if partial:
             kept = self._run(self._builder.partial(self._clauses), want)
-        hits = self._hits(kept[offset : offset + size])
+        best = max((c.groups for c, _ in kept), default=0)
+        only: set[int] = set()
+        semantic = self._semantic
+        if semantic is not None and want <= MAX_CANDIDATE_WINDOW and semantic.needed(partial):
+            kept, only = self._fused(kept, partial)
+        hits = self._hits(kept[offset : offset + size], only)
         result = PageResult[EventHit](
             hits=hits, more=len(kept) > offset + size, ranked_partial=partial
         )
-        best = max((c.groups for c, _ in kept), default=0)
         if offset == 0 and partial and best < len(self._plan.required):
             result.partial = True
             result.unmatched = self._unmatched()
@@ -93,7 +102,27 @@ class EventSearch:
     def _run(self, query: tantivy.Query, want: int) -> _Kept:
         if want > MAX_CANDIDATE_WINDOW:
             return []
-        candidates = top(self._searcher, query, want)
+        kept = self._confirmed(top(self._searcher, query, want))
+        weigh = self._plan.natural_language
+        kept.sort(key=lambda pair: (*rank_key(pair[0], pair[1][1], weigh), pair[1][3]))
+        return kept
+
+    def _fused(self, kept: _Kept, partial: bool) -> tuple[_Kept, set[int]]:
+        """Lexical and semantic events merged by ``fusion.fuse``; semantic candidates are
+        confirmed by the same SQL as lexical ones (the session, snapshot and filters)."""
+        assert self._semantic is not None
+        scored = self._semantic.nearest(self._ws, self._session_id)
+        semantic = self._confirmed([Candidate(event_id, cos, 0) for event_id, cos in scored])
+        by_id = {c.event_id: (c, row) for c, row in semantic}
+        by_id.update({c.event_id: (c, row) for c, row in kept})
+        lexical = [Lexical(c.event_id, c.groups if partial else 0) for c, _ in kept]
+        order = fuse(self._plan, lexical, [c.event_id for c, _ in semantic])
+        return [by_id[event_id] for event_id, _ in order], {e for e, only in order if only}
+
+    def _confirmed(self, candidates: list[Candidate]) -> _Kept:
+        """The candidates SQL confirms, in their order."""
+        if not candidates:
+            return []
         found = self._fetch(
             f"SELECT e.id, e.surface, {rows.EVENT_COLS} FROM events e"
             " WHERE e.id IN (SELECT value FROM json_each(:cand)) AND +e.session_id = :sid"
@@ -101,19 +130,18 @@ class EventSearch:
             dict(self._params, cand=rows.json_list(c.event_id for c in candidates)),
         )
         by_id = {int(r[0]): r for r in found}
-        kept = [(c, by_id[c.event_id]) for c in candidates if c.event_id in by_id]
-        weigh = self._plan.natural_language
-        kept.sort(key=lambda pair: (*rank_key(pair[0], pair[1][1], weigh), pair[1][3]))
-        return kept
+        return [(c, by_id[c.event_id]) for c in candidates if c.event_id in by_id]
 
-    def _hits(self, page: _Kept) -> list[EventHit]:
+    def _hits(self, page: _Kept, only: set[int]) -> list[EventHit]:
         light = highlighter(self._plan)
-        excerpts = bodies(self._fetch, [c.event_id for c, _ in page], light)
+        excerpts = bodies(self._fetch, [c.event_id for c, _ in page], light, only)
         return [
             EventHit(
                 event=rows.summary(row[2:]),
                 excerpt=excerpts.get(c.event_id) or rows.preview(row[-1]),
                 score=-c.score,
+                # Semantic alone, and no word of the query highlighted in its text.
+                semantic_only=c.event_id in only and c.event_id not in excerpts,
             )
             for c, row in page
         ]

@@ -131,6 +131,8 @@ class SessionHit:
     # When another hit on the page shows the same excerpt (a resumed or forked session that
     # copied events), this session's first message the others lack: "seq N: text".
     own_line: str | None = None
+    # Found by meaning alone (issue 21): no word of the query is in the session.
+    semantic_only: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,6 +156,7 @@ class EventHit:
     event: EventSummary
     excerpt: str
     score: float
+    semantic_only: bool = False  # found by meaning alone: no word of the query in it
 
 
 @dataclass(frozen=True, slots=True)

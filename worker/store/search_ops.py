@@ -15,7 +15,7 @@ terms that match nothing at all.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass, field, replace
 from typing import Any, Final, Generic, TypeVar
 
@@ -23,7 +23,9 @@ import orjson
 import tantivy
 
 from worker.store import rows
+from worker.store.copies import own_lines
 from worker.store.excerpt import Highlighter, highlighter
+from worker.store.hybrid import SemanticQuery
 from worker.store.protocol import EventFilter, EventHit, SessionFilter, SessionHit
 from worker.store.query import QueryPlan
 from worker.store.search_index import GROUP_SCORE, INDEX_TEXT_CAP_BYTES, SCHEMA
@@ -37,9 +39,11 @@ from worker.store.search_reader import (
     session_counts,
     top,
 )
+from worker.store.semantic.fusion import Lexical, fuse
 from worker.store.text import searchable_text
 
 Fetch = Callable[[str, Mapping[str, Any]], list[tuple[Any, ...]]]
+_NONE: Final[frozenset[int]] = frozenset()
 
 # For natural-language queries, conversation (user and assistant messages) outranks tool
 # output of equal relevance, so a long log that mentions every word does not drown the
@@ -121,12 +125,16 @@ class SessionSearch:
         sessions: SessionFilter,
         events: EventFilter,
         snapshot_seq: int,
+        semantic: SemanticQuery | None = None,
     ) -> None:
         self._fetch = fetch
         self._searcher = index.searcher
         self._plan = plan
         self._builder = QueryBuilder(plan, ws)
         self._cwd = cwd
+        self._ws = ws
+        self._semantic = semantic
+        self._semantic_only: set[str] = set()
         clauses, excluded = scope_clauses(
             snapshot_seq=snapshot_seq,
             covered_seq=index.covers_stream_seq,
@@ -161,12 +169,14 @@ class SessionSearch:
         if partial:
             query = self._builder.partial(self._scope.clauses)
             found = self._collect(query, want)
+        lexical_best = max((entry.groups for entry in found.values()), default=0)
+        if self._semantic is not None and self._semantic.needed(partial):
+            found = self._fused(found, partial)
         chosen = list(found.items())[offset : offset + size]
         result = PageResult[SessionHit](
             hits=self._hits(query, chosen), more=len(found) > offset + size, ranked_partial=partial
         )
-        best = max((entry.groups for entry in found.values()), default=0)
-        if offset == 0 and partial and best < len(self._plan.required):
+        if offset == 0 and partial and lexical_best < len(self._plan.required):
             result.partial = True
             result.unmatched = self._unmatched()
         if offset == 0 and not found and self._filtered:
@@ -208,6 +218,24 @@ class SessionSearch:
                 break
         return found
 
+    def _fused(self, found: dict[str, _Found], partial: bool) -> dict[str, _Found]:
+        """The lexical sessions and the semantic ones merged by ``fusion.fuse``; a semantic
+        candidate counts only when SQL confirms it, as a lexical one does."""
+        assert self._semantic is not None
+        scored = self._semantic.nearest(self._ws)
+        checked = self._check([Candidate(event_id, cosine, 0) for event_id, cosine in scored])
+        excluded = set(self._scope.excluded)
+        semantic: dict[str, _Found] = {}
+        for event_id, cosine in scored:
+            seen = checked.get(event_id)
+            if seen is None or not seen.ok or seen.session_id in excluded:
+                continue
+            semantic.setdefault(seen.session_id, _Found(0, event_id, cosine, event_id))
+        lexical = [Lexical(sid, entry.groups if partial else 0) for sid, entry in found.items()]
+        order = fuse(self._plan, lexical, list(semantic))
+        self._semantic_only = {sid for sid, only in order if only}
+        return {sid: found.get(sid) or semantic[sid] for sid, _ in order}
+
     def _check(self, candidates: Sequence[Candidate]) -> dict[int, _Checked]:
         if not candidates:
             return {}
@@ -229,7 +257,8 @@ class SessionSearch:
                 entry.strongest = self._best_not_title(query, session_id)
         ids = [entry.strongest or entry.event_id for _, entry in chosen]
         counts = session_counts(self._searcher, query, [sid for sid, _ in chosen])
-        loaded = load_events(self._fetch, ids, self._plan, cwd=self._cwd)
+        semantic = {e.event_id for sid, e in chosen if sid in self._semantic_only}
+        loaded = load_events(self._fetch, ids, self._plan, cwd=self._cwd, semantic=semantic)
         hits: list[SessionHit] = []
         for (session_id, entry), event_id in zip(chosen, ids, strict=True):
             row = loaded.get(event_id)
@@ -243,6 +272,8 @@ class SessionSearch:
                     excerpt=excerpt,
                     score=-entry.score,
                     matching_events=max(1, counts.get(session_id, 1)),
+                    # No event of the session holds a word of the query.
+                    semantic_only=session_id in self._semantic_only and not counts.get(session_id),
                 )
             )
         return self._told_apart(hits)
@@ -299,28 +330,8 @@ class SessionSearch:
         return bool(found)
 
 
-def own_lines(fetch: Fetch, session_ids: Sequence[str]) -> dict[str, str]:
-    """For each session, its first message whose text none of the others holds."""
-    found = fetch(
-        "SELECT session_id, seq, substr(body, 1, :chars) FROM events"
-        " WHERE session_id IN (SELECT value FROM json_each(:ids))"
-        " AND surface IN ('user', 'assistant') ORDER BY session_id, seq LIMIT :cap",
-        {"ids": rows.json_list(session_ids), "chars": rows.PREVIEW_SOURCE_CHARS, "cap": 20_000},
-    )
-    texts: dict[str, list[tuple[int, str]]] = {}
-    for session_id, seq, body in found:
-        texts.setdefault(session_id, []).append((int(seq), body))
-    lines: dict[str, str] = {}
-    for session_id, mine in texts.items():
-        others = {body for sid, items in texts.items() if sid != session_id for _, body in items}
-        first = next(((seq, body) for seq, body in mine if body not in others), None)
-        if first is not None:
-            lines[session_id] = f"seq {first[0]}: {rows.preview(first[1])}"
-    return lines
-
-
 def load_events(
-    fetch: Fetch, event_ids: Sequence[int], plan: QueryPlan, *, cwd: str
+    fetch: Fetch, event_ids: Sequence[int], plan: QueryPlan, *, cwd: str, semantic: Set[int] = _NONE
 ) -> dict[int, tuple[Any, Any, str]]:
     """Header, summary and excerpt of each event, still in ``cwd`` (checked again)."""
     # Here and wherever candidates are checked against a workspace or a session: the
@@ -334,7 +345,7 @@ def load_events(
         {"ids": rows.json_list(event_ids), "cwd": cwd},
     )
     light = highlighter(plan)
-    excerpts = _excerpts(fetch, ((int(r[0]), r[-1]) for r in found), light)
+    excerpts = _excerpts(fetch, ((int(r[0]), r[-1]) for r in found), light, semantic)
     loaded: dict[int, tuple[Any, Any, str]] = {}
     for r in found:
         header = rows.header(r[1 : 1 + rows.HEADER_WIDTH])
@@ -344,7 +355,9 @@ def load_events(
     return loaded
 
 
-def bodies(fetch: Fetch, event_ids: Iterable[int], light: Highlighter) -> dict[int, str]:
+def bodies(
+    fetch: Fetch, event_ids: Iterable[int], light: Highlighter, semantic: Set[int] = _NONE
+) -> dict[int, str]:
     """Excerpts of the named events (see ``_excerpts``)."""
     ids = list(event_ids)
     if not ids:
@@ -353,22 +366,24 @@ def bodies(fetch: Fetch, event_ids: Iterable[int], light: Highlighter) -> dict[i
         "SELECT id, body FROM events WHERE id IN (SELECT value FROM json_each(:ids))",
         {"ids": rows.json_list(ids)},
     )
-    return _excerpts(fetch, ((int(event_id), body) for event_id, body in found), light)
+    return _excerpts(fetch, ((int(event_id), body) for event_id, body in found), light, semantic)
 
 
 def _excerpts(
-    fetch: Fetch, bodies: Iterable[tuple[int, str]], light: Highlighter
+    fetch: Fetch, bodies: Iterable[tuple[int, str]], light: Highlighter, semantic: Set[int]
 ) -> dict[int, str]:
     """Excerpts from each event's stored text, or from its whole payload when the match
-    lies past the stored text's cap (a long tool output)."""
+    lies past the stored text's cap (a long tool output). A ``semantic`` event (found by
+    meaning alone) with no match in its stored text is not searched further: its words
+    are not in the index's list for the query, and its preview shows it."""
     excerpts: dict[int, str] = {}
     missing: list[int] = []
     for event_id, body in bodies:
         excerpt = light.excerpt(body)
-        if excerpt is None:
-            missing.append(event_id)
-        else:
+        if excerpt is not None:
             excerpts[event_id] = excerpt
+        elif event_id not in semantic:
+            missing.append(event_id)
     if missing:
         for event_id, raw in fetch(
             "SELECT id, raw_json FROM events WHERE id IN (SELECT value FROM json_each(:ids))",

@@ -56,6 +56,10 @@ class SearchOutcome:
     unmatched: tuple[str, ...] = ()
 
 
+# A hit of the semantic search alone (issue 21): related in meaning, no query word in it.
+SEMANTIC_ONLY: Final = "related, no word in common"
+
+
 def _partial_line(outcome: SearchOutcome) -> list[str]:
     """The one line that says the hits are best partial matches, and what matched nothing."""
     if not outcome.partial:
@@ -91,10 +95,13 @@ def render_session_search(
         lines.append("")
         lines.append(f"{number}. {session_line(header, titles)}")
         lines.append(f"   parent: {_parent(header, titles)}")
-        lines.append(
-            f"   strongest match: {event_head(hit.event)} "
-            f"({count(hit.matching_events, 'matching event')})"
-        )
+        if hit.semantic_only:  # found by meaning: the model should know no word matched
+            lines.append(f"   {SEMANTIC_ONLY}: {event_head(hit.event)}")
+        else:
+            lines.append(
+                f"   strongest match: {event_head(hit.event)} "
+                f"({count(hit.matching_events, 'matching event')})"
+            )
         lines.append(f"   {quote_recalled(one_line(hit.excerpt))}")
         if hit.own_line:
             own = quote_recalled(hit.own_line)
@@ -154,7 +161,8 @@ def render_event_search(
     for hit in hits:
         event = hit.event
         lines.append("")
-        lines.append(event_head(event))
+        related = f" ({SEMANTIC_ONLY})" if hit.semantic_only else ""
+        lines.append(event_head(event) + related)
         lines.append(f"  {quote_recalled(one_line(hit.excerpt))}")
     lines.append("")
     if outcome.capped:

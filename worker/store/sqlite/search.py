@@ -9,6 +9,7 @@ from dataclasses import dataclass
 # A module import, not its names: search_ops imports this package (through
 # worker.store.rows), so either may be imported first.
 from worker.store import event_search, schema, search_ops
+from worker.store.hybrid import SemanticQuery
 from worker.store.protocol import (
     EventFilter,
     EventSearchPage,
@@ -40,6 +41,7 @@ def sessions_page(
     cwd: str,
     sessions: SessionFilter,
     events: EventFilter,
+    semantic: SemanticQuery | None = None,
 ) -> SessionSearchPage:
     start = _start(tx, paging)
     search = search_ops.SessionSearch(
@@ -51,6 +53,7 @@ def sessions_page(
         sessions=sessions,
         events=events,
         snapshot_seq=start.generation.seq,
+        semantic=semantic,
     )
     found = search.page(start.offset, paging.size, start.partial)
     return SessionSearchPage(
@@ -72,6 +75,7 @@ def events_page(
     session_id: str,
     events: EventFilter,
     scope_to_seq: int | None,
+    semantic: SemanticQuery | None = None,
 ) -> EventSearchPage | None:
     found, at = tx.read(sql.HEADER_AND_WORKSPACE, (session_id,))
     if not found:
@@ -87,6 +91,7 @@ def events_page(
         events=events,
         snapshot_seq=start.generation.seq,
         scope_to_seq=scope_to_seq,
+        semantic=semantic,
     )
     page = search.page(start.offset, paging.size, start.partial)
     return EventSearchPage(

@@ -19,6 +19,7 @@ from typing import Final
 
 from worker.signals import ExecutionSignal
 from worker.store.errors import StoreError
+from worker.store.hybrid import SemanticQuery
 from worker.store.operator import (
     DeadLetter,
     EventChunk,
@@ -40,8 +41,11 @@ from worker.store.protocol import (
     SessionSearchPage,
     TitleObservation,
 )
-from worker.store.query import compile_query
+from worker.store.query import QueryPlan, compile_query
 from worker.store.search_reader import SearchIndexReader
+from worker.store.semantic.embedder import Embedder
+from worker.store.semantic.fusion import skips_semantic
+from worker.store.semantic.vectors import VectorReader, vectors_path
 from worker.store.sqlite import cursors, operator_reads, reads, search
 from worker.store.sqlite.lineage import Truncated
 from worker.store.sqlite.pool import ReaderPool
@@ -64,6 +68,7 @@ class SqliteSessionStore:
         self._limits = replace(limits, title_read_workers=1)
         self._location = location
         self._search: SearchIndexReader | None = None
+        self._semantic: tuple[Embedder, VectorReader] | None = None
         self._loop = asyncio.get_running_loop()
         self._committed = asyncio.Event()
 
@@ -209,6 +214,23 @@ class SqliteSessionStore:
 
     # -- search (on a reader) ----------------------------------------------------------
 
+    def attach_semantic(self, embedder: Embedder) -> None:
+        """Hybrid search from now on (issue 21): the model embeds each query, the vector
+        file beside the index (``<db>.vectors``, filled by ``SemanticFollower``) answers."""
+        self._semantic = (embedder, VectorReader(vectors_path(self._location)))
+
+    def warm_semantic(self) -> int:
+        """Load every workspace's vectors into memory (blocking; run it on a thread)."""
+        return 0 if self._semantic is None else self._semantic[1].warm()
+
+    def _semantic_query(self, query: str, plan: QueryPlan) -> SemanticQuery | None:
+        """The query's vector, started now on the model's thread; None when semantic search
+        is off or the query is an identifier (``fusion.skips_semantic``)."""
+        if self._semantic is None or skips_semantic(plan):
+            return None
+        embedder, reader = self._semantic
+        return SemanticQuery(embedder, reader, query, early=plan.natural_language)
+
     def check_query(self, query: str) -> None:
         compile_query(query)
 
@@ -245,6 +267,7 @@ class SqliteSessionStore:
             cwd=cwd,
             sessions=sessions,
             events=events,
+            semantic=self._semantic_query(query, plan),
         )
         return await self._pool.run_on_reader(signal, work)
 
@@ -272,6 +295,7 @@ class SqliteSessionStore:
             session_id=session_id,
             events=events,
             scope_to_seq=scope_to_seq,
+            semantic=self._semantic_query(query, plan),
         )
         return await self._pool.run_on_reader(signal, work)
 

