@@ -302,10 +302,11 @@ class LocalCluster:
         return [p.pid for p in self.worker_procs if p.alive and p.pid is not None]
 
     def indexed_through(self, i: int) -> int:
-        """The SESSIONS stream sequence worker ``i``'s index is complete through."""
-        from worker.store.index_file import applied_seq
+        """The SESSIONS stream sequence worker ``i``'s index is complete through, its
+        search index included (a search right after the wait finds what was seeded)."""
+        from worker.store.index_file import searchable_seq
 
-        return applied_seq(self.worker_procs[i].db_path)
+        return searchable_seq(self.worker_procs[i].db_path)
 
     def wait_indexed(self, stream_seq: int, *, timeout: float = 120.0) -> None:
         """Until every running worker's index holds the stream through ``stream_seq``: a

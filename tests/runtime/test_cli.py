@@ -199,7 +199,7 @@ def test_spilled_result_is_fetched_and_printed_whole(served: Served) -> None:
             client = SessionQueryClient(nc, Subjects())
             execution = Execution(agent=AgentIdentity(session_id=DEMO_CALLER))
             reply = await client.call("session_event_read", orjson.loads(args), execution)
-            assert reply.status == "ok" and reply.content is not None
+            assert reply.status == "ok" and reply.content is not None, reply.error
             assert reply.spill is not None
             whole = (await client.fetch_spilled(reply.spill)).decode()
             return len(reply.content.encode()) <= 1024, whole, reply.spill.size

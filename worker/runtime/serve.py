@@ -209,9 +209,8 @@ async def _connect_and_serve(
         refuse(exc)
         return 0 if stop.is_set() else 1
     try:
-        if sample_corpus:
-            await _publish_sample(nc, config, options)
-        return await _serve_connected(nc, config, stop, watchdog)
+        sample_seq = await _publish_sample(nc, config, options) if sample_corpus else None
+        return await _serve_connected(nc, config, stop, watchdog, sample_seq=sample_seq)
     finally:
         await close(nc)
 
@@ -243,10 +242,11 @@ async def start_when_ready(
         return None
 
 
-async def _publish_sample(nc: NATS, config: WorkerConfig, options: NatsOptions) -> None:
+async def _publish_sample(nc: NATS, config: WorkerConfig, options: NatsOptions) -> int:
+    """Publish the sample corpus; returns the stream sequence it ends at."""
     from worker.runtime import sample_corpus as sample
 
-    count, _last = await publish_sample_corpus(nc, config.subjects)
+    count, last = await publish_sample_corpus(nc, config.subjects)
     say(
         f"sample corpus: {count} events published to stream {config.subjects.events_stream}"
         + ("" if count else " (already there)")
@@ -254,10 +254,32 @@ async def _publish_sample(nc: NATS, config: WorkerConfig, options: NatsOptions) 
     say("  try:")
     say("    " + example_command(options.url or "", config.subjects))
     say(f"  (caller {sample.DEMO_CALLER} works in {sample.PAYMENTS})")
+    return last
+
+
+# How long serve waits for the sample corpus to be indexed before it says it is serving.
+SAMPLE_INDEXED_WAIT_S: Final = 30.0
+
+
+async def _until_indexed(worker: Worker, seq: int, stop: asyncio.Event) -> None:
+    """Wait (bounded) until the index holds the stream through ``seq``, so the printed
+    ``try:`` line answers as soon as serving is said, instead of "not in the index yet"."""
+    deadline = asyncio.get_running_loop().time() + SAMPLE_INDEXED_WAIT_S
+    while not stop.is_set() and asyncio.get_running_loop().time() < deadline:
+        through = await worker.indexed_through()
+        if through is not None and through >= seq:
+            return
+        await asyncio.sleep(0.05)
+    log.warning("sample corpus not indexed yet; serving anyway", stream_seq=seq)
 
 
 async def _serve_connected(
-    nc: NATS, config: WorkerConfig, stop: asyncio.Event, watchdog: Watchdog
+    nc: NATS,
+    config: WorkerConfig,
+    stop: asyncio.Event,
+    watchdog: Watchdog,
+    *,
+    sample_seq: int | None = None,
 ) -> int:
     try:
         worker = await start_when_ready(nc, config, stop)
@@ -267,6 +289,8 @@ async def _serve_connected(
         return 1
     if worker is None:
         return 0
+    if sample_seq is not None:
+        await _until_indexed(worker, sample_seq, stop)
     say(
         f"serving the five session query tools on {config.subjects.prefix}.tool.* "
         f"(index {config.db_path}); Ctrl-C or SIGTERM stops"

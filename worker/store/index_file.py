@@ -125,6 +125,16 @@ def applied_seq(path: str | Path) -> int:
         return 0  # the schema is not created yet, or the file is not readable yet
 
 
+def searchable_seq(path: str | Path) -> int:
+    """The stream sequence the index at ``path`` is complete through, its search index
+    included (what a search without ``step_start_seq`` sees); 0 before either exists."""
+    from worker.store.search_reader import SearchIndexReader  # tantivy only when asked
+
+    stored = applied_seq(path)
+    reader = SearchIndexReader.open(path)
+    return 0 if reader is None else min(stored, reader.refresh().stream_seq)
+
+
 def file_size(path: str | Path) -> int:
     """Bytes on disk of the index with its WAL and its search index."""
     total = 0
