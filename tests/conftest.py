@@ -21,6 +21,7 @@ their names (``unique_subjects``), never by their order.
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import uuid
@@ -30,6 +31,7 @@ from pathlib import Path
 
 import pytest
 import pytest_asyncio
+import structlog
 from nats.aio.client import Client as NATS
 
 from contracts.subjects import Subjects
@@ -53,6 +55,23 @@ def _docker_answers() -> bool:
         return True
     except Exception:
         return False
+
+
+@pytest.fixture(autouse=True)
+def _logging_as_the_session_had_it() -> Iterator[None]:
+    """Each test ends with logging configured as before it: a test that configures it (the
+    CLI's ``configure_logging`` at a level, into a stream) must not change what the next
+    one sees, whatever the order or process the tests run in. (A level of "warning" left
+    behind made ``capture_logs`` in a later test see no info events at all.)"""
+    saved = structlog.get_config()
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    try:
+        yield
+    finally:
+        structlog.configure(**saved)
+        root.handlers[:] = handlers
+        root.setLevel(level)
 
 
 @pytest.fixture(scope="session")
