@@ -30,8 +30,14 @@ demo: $(RUN_STAMP)
 cluster: $(RUN_STAMP)
 	$(PY) -m deploy.local_cluster --seconds 30 --requests 2000 --workers 4 --shards '0-7;0-7;8-15;8-15'
 
+# Two processes (pytest-xdist), one test file at a time each (--dist loadfile, so what a
+# module's tests share is built once), each with its own nats-server: the suite mostly waits
+# on worker and writer processes, so two overlap well on CI's two cores (bench/README.md,
+# "Suite time"). With NATS_URL set both would share that server, where the tests that ask
+# every worker by service name ($SRV.PING, $SRV.STATS) could hear the other's: one process.
+TEST_PROCESSES ?= $(if $(NATS_URL),0,2)
 test: $(TEST_STAMP)
-	$(VENV)/bin/pytest -q
+	$(VENV)/bin/pytest -q -n $(TEST_PROCESSES) --dist loadfile
 
 test-slow: $(TEST_STAMP)
 	$(VENV)/bin/pytest -q -m slow

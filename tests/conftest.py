@@ -10,10 +10,18 @@ Helper modules are named by what they provide, the same in every directory:
 a narrower helper is named by its one noun (``reliability/_cluster.py``, ``_faults.py``,
 ``_serve.py``, ``js/_npm.py``). Shared by every directory: ``tests/_events.py`` (the one
 event builder) and ``tests/_worker_main.py`` (the one worker-subprocess main).
+
+What a module's tests share (a worker only read, a server in front of it) is built once per
+module on ``module_nc`` and ``module_subjects``; such a module runs its tests in the
+module's event loop (``pytestmark = pytest.mark.asyncio(loop_scope="module")``, its async
+fixtures ``loop_scope="module"``) and overrides ``nc`` to return ``module_nc``. A test that kills,
+restarts, fills or breaks what it runs on keeps its own; tests that share are kept apart by
+their names (``unique_subjects``), never by their order.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import uuid
@@ -22,6 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import pytest_asyncio
+import structlog
 from nats.aio.client import Client as NATS
 
 from contracts.subjects import Subjects
@@ -45,6 +55,23 @@ def _docker_answers() -> bool:
         return True
     except Exception:
         return False
+
+
+@pytest.fixture(autouse=True)
+def _logging_as_the_session_had_it() -> Iterator[None]:
+    """Each test ends with logging configured as before it: a test that configures it (the
+    CLI's ``configure_logging`` at a level, into a stream) must not change what the next
+    one sees, whatever the order or process the tests run in. (A level of "warning" left
+    behind made ``capture_logs`` in a later test see no info events at all.)"""
+    saved = structlog.get_config()
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    try:
+        yield
+    finally:
+        structlog.configure(**saved)
+        root.handlers[:] = handlers
+        root.setLevel(level)
 
 
 @pytest.fixture(scope="session")
@@ -88,6 +115,22 @@ def subjects(unique: str) -> Subjects:
 
 @pytest.fixture
 async def nc(nats_url: str) -> AsyncIterator[NATS]:
+    client = await open_connection(nats_url, connect_timeout=5, max_reconnect_attempts=5)
+    try:
+        yield client
+    finally:
+        await client.close()
+
+
+@pytest.fixture(scope="module")
+def module_subjects() -> Subjects:
+    """Subject, stream and bucket names of what one module's tests share."""
+    return unique_subjects()
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def module_nc(nats_url: str) -> AsyncIterator[NATS]:
+    """One connection for a module's tests, in the module's event loop."""
     client = await open_connection(nats_url, connect_timeout=5, max_reconnect_attempts=5)
     try:
         yield client

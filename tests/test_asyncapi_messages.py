@@ -14,6 +14,7 @@ from typing import Any
 import jsonschema
 import orjson
 import pytest
+import pytest_asyncio
 import yaml
 from nats.aio.client import Client as NATS
 
@@ -25,6 +26,8 @@ from worker.runtime.worker import Worker
 
 DOC = yaml.safe_load((Path(__file__).resolve().parents[1] / "docs" / "asyncapi.yaml").read_text())
 MESSAGES = DOC["components"]["messages"]
+# The module's event loop, where the tests that only ask a worker share one (``shared``).
+pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 
 def _validate(payload: Any, schema: str) -> None:
@@ -45,14 +48,33 @@ def _address(subjects: Subjects, channel: str, **parameters: object) -> str:
 
 
 @pytest.fixture
+def nc(module_nc: NATS) -> NATS:
+    """The module's connection: its tests run in the module's loop, beside ``shared``."""
+    return module_nc
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def shared(
+    module_nc: NATS, module_subjects: Subjects, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[tuple[Subjects, Worker]]:
+    """A worker over the sample corpus for the tests that only ask it (each request with
+    its own id), on names no other test uses."""
+    tmp_path = tmp_path_factory.mktemp("served")
+    async with sample_corpus_worker(module_nc, module_subjects, tmp_path) as worker:
+        yield module_subjects, worker
+
+
+@pytest_asyncio.fixture(loop_scope="module")
 async def served(nc: NATS, subjects: Subjects, tmp_path: Path) -> AsyncIterator[Worker]:
+    """A worker of this test's own (the test adds to its stream)."""
     async with sample_corpus_worker(nc, subjects, tmp_path) as worker:
         yield worker
 
 
 async def test_the_manifest_request_is_answered_with_a_manifest(
-    nc: NATS, subjects: Subjects, served: Worker
+    nc: NATS, shared: tuple[Subjects, Worker]
 ) -> None:
+    subjects, _ = shared
     reply = await nc.request(_address(subjects, "manifest"), b"", timeout=10)
     manifest = orjson.loads(reply.data)
     _validate(manifest, "Manifest")
@@ -61,8 +83,9 @@ async def test_the_manifest_request_is_answered_with_a_manifest(
 
 @pytest.mark.parametrize("tool", TOOL_NAMES)
 async def test_each_tool_example_is_answered_on_its_channel_and_its_partition(
-    nc: NATS, subjects: Subjects, served: Worker, tool: str
+    nc: NATS, shared: tuple[Subjects, Worker], tool: str
 ) -> None:
+    subjects, _ = shared
     examples = MESSAGES[f"{tool}_request"]["examples"]
     assert examples
     manifest = orjson.loads((await nc.request(_address(subjects, "manifest"), b"")).data)

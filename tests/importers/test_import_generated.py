@@ -10,6 +10,7 @@ from pathlib import Path
 
 import orjson
 import pytest
+import pytest_asyncio
 from nats.aio.client import Client as NATS
 
 from contracts.subjects import Subjects
@@ -51,10 +52,25 @@ def _expected_events(paths: list[Path]) -> int:
     return events + len(sessions - {RECENT})
 
 
+# The module's event loop, where its tests share one import and worker (they only ask it).
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+
 @pytest.fixture
+def nc(module_nc: NATS) -> NATS:
+    """The module's connection: its tests run in the module's loop, beside the worker."""
+    return module_nc
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def imported(
-    nc: NATS, nats_url: str, subjects: Subjects, tmp_path: Path
+    module_nc: NATS,
+    nats_url: str,
+    module_subjects: Subjects,
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> AsyncIterator[Worker]:
+    """The fixtures imported (twice) and indexed, once for the module, on its own names."""
+    nc, subjects, tmp_path = module_nc, module_subjects, tmp_path_factory.mktemp("imported")
     recent = _recent_rollout(tmp_path)
     paths = [gen.ROOT / "claude-code", gen.ROOT / "codex", recent]
     expected = _expected_events([*sorted(gen.files(), key=str), recent])

@@ -15,11 +15,11 @@ import asyncio
 import dataclasses
 import uuid
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any, Final
 
 import orjson
 import pytest
+import pytest_asyncio
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 
@@ -53,6 +53,8 @@ OTHER: Final = "/work/b"  # partition 9 of 16
 CALLER: Final = "s-route-a"
 FOREIGN: Final = "s-route-b"
 MISSING: Final = "s-route-missing"
+# The module's event loop, where the deployments are built once for the tests that share them.
+in_module_loop = pytest.mark.asyncio(loop_scope="module")
 
 
 def _requests() -> list[tuple[str, dict[str, Any]]]:
@@ -73,7 +75,18 @@ class Deployments:
 
 
 @pytest.fixture
-async def deployments(nc: NATS, subjects: Subjects, tmp_path: Path) -> AsyncIterator[Deployments]:
+def nc(module_nc: NATS) -> NATS:
+    """The module's connection: its tests run in the module's loop, beside the workers."""
+    return module_nc
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def deployments(
+    module_nc: NATS, module_subjects: Subjects, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[Deployments]:
+    """Both deployments, once for the module: its tests only ask them (fresh request ids),
+    on names no other test uses."""
+    nc, subjects, tmp_path = module_nc, module_subjects, tmp_path_factory.mktemp("deployments")
     js = nc.jetstream()
     await ensure_events_stream(js, subjects)
     last: dict[int, int] = {}
@@ -120,6 +133,7 @@ def test_the_documented_vector() -> None:
     assert partition_of_cwd(OTHER, DEFAULT_PARTITION_COUNT) != HOME_PARTITION
 
 
+@in_module_loop
 async def test_the_client_computes_the_documented_subject(
     nc: NATS, deployments: Deployments
 ) -> None:
@@ -137,6 +151,7 @@ async def test_the_client_computes_the_documented_subject(
     assert await client.tool_subject("session_trace", UNROUTED) == f"{prefix}.tool.session_trace"
 
 
+@in_module_loop
 async def test_a_routed_call_reaches_the_shard_and_answers_as_the_whole_worker(
     nc: NATS, deployments: Deployments
 ) -> None:
@@ -163,6 +178,7 @@ async def test_a_routed_call_reaches_the_shard_and_answers_as_the_whole_worker(
         await routed.call("session_trace", {"session_id": CALLER}, execution)
 
 
+@in_module_loop
 async def test_a_wrong_cwd_answers_as_an_unknown_session(
     nc: NATS, deployments: Deployments
 ) -> None:
@@ -197,6 +213,7 @@ async def _manifest_reads(nc: NATS, subjects: Subjects) -> list[Msg]:
     return seen
 
 
+@in_module_loop
 async def test_the_count_is_read_once_per_client(nc: NATS, deployments: Deployments) -> None:
     seen = await _manifest_reads(nc, deployments.shard)
     client = SessionQueryClient(nc, deployments.shard)
@@ -218,6 +235,7 @@ async def test_the_count_is_read_once_per_client(nc: NATS, deployments: Deployme
     assert len(seen) == 2
 
 
+@in_module_loop
 async def test_a_manifest_that_cannot_be_read_is_a_clear_error(
     nc: NATS, subjects: Subjects
 ) -> None:

@@ -19,6 +19,7 @@ from typing import Any, Final
 
 import orjson
 import pytest
+import pytest_asyncio
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from nats.aio.client import Client as NATS
@@ -55,6 +56,8 @@ COUNT: Final = 4
 GAMMA: Final = "/work/gamma"  # shares beta's partition
 DELTA: Final = "/srv/delta"
 CJK: Final = "/home/dev/项目"
+# The module's event loop, where the layouts are built once for the tests that share them.
+in_module_loop = pytest.mark.asyncio(loop_scope="module")
 # Each workspace's partition of four, fixed by the documented key and hash.
 PARTITIONS: Final = {ALPHA: 0, BETA: 3, GAMMA: 3, DELTA: 2, CJK: 1, None: 1}
 G_CALLER: Final = "s-g-caller"
@@ -160,9 +163,18 @@ async def _start(
 
 
 @pytest.fixture
+def nc(module_nc: NATS) -> NATS:
+    """The module's connection: its tests run in the module's loop, beside the layouts."""
+    return module_nc
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def layouts(
-    nc: NATS, subjects: Subjects, tmp_path: Path
+    module_nc: NATS, module_subjects: Subjects, tmp_path_factory: pytest.TempPathFactory
 ) -> AsyncIterator[tuple[Layout, Layout]]:
+    """Both layouts, built once for the module: its tests only read them (each request has
+    its own id), on prefixes no other test uses."""
+    nc, subjects, tmp_path = module_nc, module_subjects, tmp_path_factory.mktemp("layouts")
     js = nc.jetstream()
     await ensure_events_stream(js, subjects, partitions=COUNT)
     routes = routes_for(subjects)
@@ -189,6 +201,7 @@ def test_the_workspaces_partitions_are_the_documented_ones() -> None:
         assert partition_of_cwd(cwd, COUNT) == partition, cwd
 
 
+@in_module_loop
 async def test_every_reply_is_the_same_bytes_in_either_layout(
     nc: NATS, layouts: tuple[Layout, Layout]
 ) -> None:
@@ -219,6 +232,7 @@ async def test_every_reply_is_the_same_bytes_in_either_layout(
     assert all(B_ROOT not in text for key, text in served.items() if key.startswith(CALLER))
 
 
+@in_module_loop
 async def test_a_wrong_partition_that_waits_for_its_step_times_out_like_an_unknown_caller(
     nc: NATS, layouts: tuple[Layout, Layout]
 ) -> None:
@@ -235,6 +249,7 @@ async def test_a_wrong_partition_that_waits_for_its_step_times_out_like_an_unkno
             assert wrong == lagging, (layout.subjects.prefix, elsewhere)
 
 
+@in_module_loop
 async def test_shards_that_overlap_are_refused_and_replicas_of_a_shard_share_its_queue(
     nc: NATS, subjects: Subjects, tmp_path: Path
 ) -> None:
@@ -258,6 +273,7 @@ async def test_shards_that_overlap_are_refused_and_replicas_of_a_shard_share_its
         await first.stop()
 
 
+@in_module_loop
 async def test_an_index_of_other_partitions_is_rebuilt_for_the_worker_s_set(
     nc: NATS, subjects: Subjects, tmp_path: Path
 ) -> None:
@@ -303,6 +319,7 @@ async def test_an_index_of_other_partitions_is_rebuilt_for_the_worker_s_set(
     assert "error" not in found and B_ROOT in found["content"]
 
 
+@in_module_loop
 async def test_status_shows_the_partition_map(nc: NATS, layouts: tuple[Layout, Layout]) -> None:
     one, two = layouts
     shards = await partition_map(nc, two.subjects.prefix)
@@ -319,6 +336,7 @@ async def test_status_shows_the_partition_map(nc: NATS, layouts: tuple[Layout, L
     assert any(f"partitions 0-1 of {COUNT}, applied seq" in line for line in lines)
 
 
+@in_module_loop
 async def test_the_client_routes_by_the_caller_s_cwd(
     nc: NATS, layouts: tuple[Layout, Layout]
 ) -> None:
@@ -374,10 +392,11 @@ _REQUEST = st.one_of(
 )
 
 
+@in_module_loop
 @settings(
     max_examples=60,
     deadline=None,
-    # The layouts are built once per test and only read: every example may share them.
+    # The layouts are built once per module and only read: every example may share them.
     suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(caller=st.sampled_from(list(CALLERS)), request=_REQUEST)
@@ -398,6 +417,7 @@ async def test_any_request_answers_the_same_in_either_layout(
         assert await two.ask(nc, tool, elsewhere, caller, arguments) == expected
 
 
+@in_module_loop
 async def test_a_shard_of_partition_0_resumes_its_own_index(
     nc: NATS, subjects: Subjects, tmp_path: Path
 ) -> None:

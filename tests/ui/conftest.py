@@ -7,9 +7,9 @@ import asyncio
 import http.client
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
+import pytest_asyncio
 from nats.aio.client import Client as NATS
 
 from contracts.subjects import Subjects
@@ -58,17 +58,25 @@ async def start_ui(nats_url: str, subjects: Subjects, **options: object) -> UiSe
     return await asyncio.to_thread(UiServer.start, connect, subjects)
 
 
-@pytest.fixture
-async def ui(nc: NATS, nats_url: str, subjects: Subjects, tmp_path: Path) -> AsyncIterator[Ui]:
-    async with ui_worker(nc, subjects, tmp_path) as worker:
-        server = await start_ui(nats_url, subjects)
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def ui(
+    module_nc: NATS,
+    nats_url: str,
+    module_subjects: Subjects,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> AsyncIterator[Ui]:
+    """One worker and UI server for a module's tests, which only read through them (a
+    module using it runs its tests in its loop: ``pytest.mark.asyncio(loop_scope="module")``)."""
+    tmp_path = tmp_path_factory.mktemp("ui")
+    async with ui_worker(module_nc, module_subjects, tmp_path) as worker:
+        server = await start_ui(nats_url, module_subjects)
         try:
             yield Ui(server, worker)
         finally:
             await asyncio.to_thread(server.stop)
 
 
-@pytest.fixture
+@pytest_asyncio.fixture(loop_scope="module")
 async def bare_ui(nats_url: str, subjects: Subjects) -> AsyncIterator[UiServer]:
     """The UI server with no worker behind its subjects (for what needs none)."""
     server = await start_ui(nats_url, subjects)

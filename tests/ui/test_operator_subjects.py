@@ -4,10 +4,10 @@ verb reads through the worker, scoped to the workspace it names, with the tools'
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from pathlib import Path
 
 import orjson
 import pytest
+import pytest_asyncio
 from nats.aio.client import Client as NATS
 
 from contracts.subjects import OPERATOR_SERVICE_NAME, Subjects
@@ -24,10 +24,23 @@ from worker.runtime.sample_corpus import (
 )
 from worker.runtime.worker import Worker
 
+# The module's event loop, where its tests share one worker (they only ask it).
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
 
 @pytest.fixture
-async def worker(nc: NATS, subjects: Subjects, tmp_path: Path) -> AsyncIterator[Worker]:
-    async with sample_corpus_worker(nc, subjects, tmp_path) as w:
+def nc(module_nc: NATS) -> NATS:
+    """The module's connection: its tests run in the module's loop, beside the worker."""
+    return module_nc
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def worker(
+    module_nc: NATS, module_subjects: Subjects, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[Worker]:
+    """One worker over the sample corpus for the module, on names no other test uses."""
+    tmp_path = tmp_path_factory.mktemp("operator")
+    async with sample_corpus_worker(module_nc, module_subjects, tmp_path) as w:
         yield w
 
 

@@ -10,6 +10,7 @@ from typing import Any
 from urllib.parse import quote
 
 import pytest
+import pytest_asyncio
 
 from tests.ui._browser import browser, skip_without_browser
 from tests.ui._corpus import BIG_MARKER, BIG_SEQ, CJK_QUERY, HOSTILE, SCRIPT
@@ -17,9 +18,11 @@ from tests.ui.conftest import Ui
 from worker.runtime.sample_corpus import PAY_ROOT, PAYMENTS
 
 WS = "ws=" + quote(PAYMENTS, safe="")
+# The module's event loop, where its tests share one worker and UI server (``ui``).
+pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 
-@pytest.fixture
+@pytest_asyncio.fixture(loop_scope="module")
 async def page(ui: Ui, tmp_path: Path) -> AsyncIterator[Any]:
     """A page of a fresh browser profile, not logged in."""
     skip_without_browser()

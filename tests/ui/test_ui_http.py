@@ -7,12 +7,16 @@ import html
 import re
 from urllib.parse import quote
 
+import pytest
+
 from tests.ui._corpus import BIG_MARKER, BIG_SEQ, CJK_QUERY, HOSTILE, IMG, SCRIPT
 from tests.ui.conftest import Ui
 from worker.runtime.sample_corpus import PAY_CHILD, PAY_ROOT, PAYMENTS, WEB_ROOT
 from worker.ui.server import UiServer
 
 WS = "ws=" + quote(PAYMENTS, safe="")
+# The module's event loop, where its tests share one worker and UI server (``ui``).
+pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 
 async def test_no_token_no_page(bare_ui: UiServer) -> None:
