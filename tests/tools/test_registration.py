@@ -11,6 +11,7 @@ from worker.signals import ExecutionSignal
 from worker.store import ServiceLimits
 from worker.tools import ToolConfig, ToolSet, register_tools
 from worker.tools.definitions import ToolDefinition
+from worker.tools.presentation import SEMANTIC_ONLY
 
 
 def tool_set() -> ToolSet:
@@ -66,6 +67,8 @@ def test_prompt_section_teaches_search_then_trace_and_read() -> None:
     assert prompt.index("session_search") < prompt.index("session_event_read")
     # Excerpts mark matches with brackets, which read like code unless the model is told.
     assert "matched terms in [brackets]" in prompt
+    # A hit found by meaning alone is marked; the model is told what the mark means.
+    assert f'"{SEMANTIC_ONLY}" was found by meaning alone' in prompt
     assert len(prompt) < 2000  # concise
 
 

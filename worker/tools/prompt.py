@@ -17,8 +17,9 @@ when none holds them all, the best partial matches are shown and the reply says 
 forms, identifier parts and words in Chinese or Japanese text match; "quoted phrases" are \
 exact, OR gives alternatives, -word excludes. Each hit shows the session, its strongest \
 matching event (seq) and an excerpt with the matched terms in [brackets]. A session \
-nobody titled shows its first prompt instead, marked (first prompt). Your current \
-session is not included.
+nobody titled shows its first prompt instead, marked (first prompt). A hit that says \
+"related, no word in common" was found by meaning alone (no word of the query is in it): \
+read it before relying on it. Your current session is not included.
 2. session_event_search searches inside one session (by default your own, excluding the \
 current step) to find the exact events.
 3. session_event_read reads one event exactly (session_id, seq), with before/after for \
