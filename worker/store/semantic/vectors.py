@@ -83,7 +83,10 @@ class _Workspace:
     cosines around the workspace's mean (see ``nearest``)."""
 
     ids: npt.NDArray[np.int64]
-    sessions: list[str]
+    # Each row's session as a small integer (``codes`` names them): a session-scoped scan
+    # is one vectorised comparison, and a row holds no Python string of its own.
+    session_of: npt.NDArray[np.int32]
+    codes: dict[str, int]
     matrix: npt.NDArray[np.float32]  # (n, DIM), scaled back to unit length
     through: int  # the highest event id loaded
     mean: npt.NDArray[np.float32] = field(init=False)
@@ -133,8 +136,8 @@ class VectorReader:
             return []
         scores = space.scores(query)
         if session_id is not None:
-            mask = np.fromiter((s == session_id for s in space.sessions), bool, len(space.ids))
-            scores = np.where(mask, scores, -np.inf)
+            code = space.codes.get(session_id, -1)
+            scores = np.where(space.session_of == code, scores, -np.inf)
         limit = min(limit, len(scores))
         best = np.argpartition(-scores, limit - 1)[:limit]
         best = best[np.argsort(-scores[best], kind="stable")]
@@ -188,12 +191,16 @@ def _extend(space: _Workspace | None, added: Sequence[tuple[Any, ...]]) -> _Work
     ids = np.fromiter((r[0] for r in added), np.int64, len(added))
     raw = np.frombuffer(b"".join(r[2] for r in added), dtype=np.int8).reshape(len(added), DIM)
     matrix = raw.astype(np.float32) / _SCALE
-    sessions = [str(r[1]) for r in added]
+    codes = dict(space.codes) if space is not None else {}
+    session_of = np.fromiter(
+        (codes.setdefault(str(r[1]), len(codes)) for r in added), np.int32, len(added)
+    )
     if space is None:
-        return _Workspace(ids, sessions, matrix, int(ids[-1]))
+        return _Workspace(ids, session_of, codes, matrix, int(ids[-1]))
     return _Workspace(
         np.concatenate([space.ids, ids]),
-        space.sessions + sessions,
+        np.concatenate([space.session_of, session_of]),
+        codes,
         np.concatenate([space.matrix, matrix]),
         int(ids[-1]),
     )
