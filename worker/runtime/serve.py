@@ -210,6 +210,8 @@ async def _connect_and_serve(
         return 0 if stop.is_set() else 1
     try:
         sample_seq = await _publish_sample(nc, config, options) if sample_corpus else None
+        if config.partitions != "all":
+            sample_seq = None  # a shard's index never reaches the stream's last seq
         return await _serve_connected(nc, config, stop, watchdog, sample_seq=sample_seq)
     finally:
         await close(nc)
@@ -270,7 +272,8 @@ async def _until_indexed(worker: Worker, seq: int, stop: asyncio.Event) -> None:
         if through is not None and through >= seq:
             return
         await asyncio.sleep(0.05)
-    log.warning("sample corpus not indexed yet; serving anyway", stream_seq=seq)
+    if not stop.is_set():
+        log.warning("sample corpus not indexed yet; serving anyway", stream_seq=seq)
 
 
 async def _serve_connected(
