@@ -8,8 +8,8 @@ higher one to raise its errors::
     contracts.errors.SessionQueryClientError     requester side: transport, protocol
     ├── contracts.client.NoWorkerError
     ├── contracts.client.ReplyTimeoutError
-    ├── contracts.client.SpillFetchError
-    │   └── contracts.client.SpillDigestMismatch
+    ├── contracts.spill_fetch.SpillFetchError
+    │   └── contracts.spill_fetch.SpillDigestMismatch
     ├── contracts.spill_crypto.SpillDecryptError            (also a ValueError)
     ├── contracts.partitions.PartitionSetError              (also a ValueError)
     └── contracts.streams.UnpartitionedStream               a stream of protocol 1
