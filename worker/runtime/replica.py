@@ -194,7 +194,7 @@ class IndexReplica:
     async def status(self) -> dict[str, Any]:
         """The index against the stream's current state (one stream info request)."""
         from worker.runtime.continuity import stream_state
-        from worker.runtime.status import index_status, lag_seconds
+        from worker.runtime.index_report import index_status, lag_seconds
 
         js = self._nc.jetstream()
         stream = await stream_state(
