@@ -21,6 +21,7 @@ their names (``unique_subjects``), never by their order.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import shutil
@@ -113,13 +114,19 @@ def subjects(unique: str) -> Subjects:
     return unique_subjects(unique)
 
 
-@pytest.fixture
-async def nc(nats_url: str) -> AsyncIterator[NATS]:
+@contextlib.asynccontextmanager
+async def _connection(nats_url: str) -> AsyncIterator[NATS]:
     client = await open_connection(nats_url, connect_timeout=5, max_reconnect_attempts=5)
     try:
         yield client
     finally:
         await client.close()
+
+
+@pytest.fixture
+async def nc(nats_url: str) -> AsyncIterator[NATS]:
+    async with _connection(nats_url) as client:
+        yield client
 
 
 @pytest.fixture(scope="module")
@@ -131,11 +138,8 @@ def module_subjects() -> Subjects:
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def module_nc(nats_url: str) -> AsyncIterator[NATS]:
     """One connection for a module's tests, in the module's event loop."""
-    client = await open_connection(nats_url, connect_timeout=5, max_reconnect_attempts=5)
-    try:
+    async with _connection(nats_url) as client:
         yield client
-    finally:
-        await client.close()
 
 
 @pytest.fixture

@@ -169,6 +169,23 @@ async def test_fetch_spilled_round_trips_16_mib(nc: NATS, subjects: Subjects) ->
     assert await SessionQueryClient(nc, subjects).fetch_spilled(small) == b"hello\n"
 
 
+async def _rewrite_record(nc: NATS, bucket: str, name: str, *, digest: str) -> None:
+    """Replace an object's stored record with one claiming ``digest`` (base64url SHA-256),
+    as whoever can write the bucket could."""
+    js = nc.jetstream()
+    info = await (await js.object_store(bucket)).get_info(name)
+    record = {
+        "name": info.name,
+        "bucket": info.bucket,
+        "nuid": info.nuid,
+        "size": info.size,
+        "chunks": info.chunks,
+        "digest": f"SHA-256={digest}",
+    }
+    meta_subject = f"$O.{bucket}.M." + base64.urlsafe_b64encode(name.encode()).decode()
+    await js.publish(meta_subject, orjson.dumps(record), headers={"Nats-Rollup": "sub"})
+
+
 async def test_fetch_spilled_detects_digest_mismatch(nc: NATS, subjects: Subjects) -> None:
     data = os.urandom(3 * 1024 * 1024)
     locator = await _put_object(nc, subjects.spill_bucket, "result-2", data)
@@ -178,18 +195,7 @@ async def test_fetch_spilled_detects_digest_mismatch(nc: NATS, subjects: Subject
         await client.fetch_spilled(locator.model_copy(update={"digest": f"SHA-256={wrong}"}))
 
     # Tamper with the stored record itself: the chunks no longer hash to what it claims.
-    js = nc.jetstream()
-    info = await (await js.object_store(subjects.spill_bucket)).get_info("result-2")
-    record = {
-        "name": info.name,
-        "bucket": info.bucket,
-        "nuid": info.nuid,
-        "size": info.size,
-        "chunks": info.chunks,
-        "digest": f"SHA-256={wrong}",
-    }
-    meta_subject = f"$O.{subjects.spill_bucket}.M." + base64.urlsafe_b64encode(b"result-2").decode()
-    await js.publish(meta_subject, orjson.dumps(record), headers={"Nats-Rollup": "sub"})
+    await _rewrite_record(nc, subjects.spill_bucket, "result-2", digest=wrong)
     tampered = locator.model_copy(update={"digest": f"SHA-256={wrong}"})
     with pytest.raises(SpillDigestMismatch, match="recorded digest"):
         await client.fetch_spilled(tampered)
@@ -246,24 +252,13 @@ async def test_fetch_spilled_authenticates_chunks_that_match_a_rewritten_record(
     bucket = subjects.spill_bucket
     locator = await _put_object(nc, bucket, "result-r", data)
     js = nc.jetstream()
-    store = await js.object_store(bucket)
     sealed = bytearray()
     _, seqs = await _chunk_seqs(nc, bucket, "result-r")
     for seq in seqs[:-1]:
         sealed += (await js.get_msg(f"OBJ_{bucket}", seq)).data or b""
     sealed += await _replace_last_chunk(nc, bucket, "result-r", flip_at=3)
-    info = await store.get_info("result-r")
     digest = base64.urlsafe_b64encode(hashlib.sha256(sealed).digest()).decode()
-    record = {
-        "name": info.name,
-        "bucket": info.bucket,
-        "nuid": info.nuid,
-        "size": info.size,
-        "chunks": info.chunks,
-        "digest": f"SHA-256={digest}",
-    }
-    meta_subject = f"$O.{bucket}.M." + base64.urlsafe_b64encode(b"result-r").decode()
-    await js.publish(meta_subject, orjson.dumps(record), headers={"Nats-Rollup": "sub"})
+    await _rewrite_record(nc, bucket, "result-r", digest=digest)
     with pytest.raises(SpillDigestMismatch, match="does not authenticate"):
         await SessionQueryClient(nc, subjects).fetch_spilled(locator)
 

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 from worker.store import rows
 
-Fetch = Callable[[str, Mapping[str, Any]], list[tuple[Any, ...]]]
 
-
-def own_lines(fetch: Fetch, session_ids: Sequence[str]) -> dict[str, str]:
+def own_lines(fetch: rows.Fetch, session_ids: Sequence[str]) -> dict[str, str]:
     """For each session, its first message whose text none of the others holds."""
     found = fetch(
         "SELECT session_id, seq, substr(body, 1, :chars) FROM events"

@@ -5,7 +5,8 @@ search, with the widths of a bare header and event row as ``HEADER_COLS``/``EVEN
 list them (``header``/``summary`` read such a row by those names).
 """
 
-from typing import Final
+from collections.abc import Callable, Mapping
+from typing import Any, Final
 
 from worker.store.sqlite.rows import PREVIEW_CHARS, header, preview, summary
 from worker.store.sqlite.sql import (
@@ -21,6 +22,9 @@ from worker.store.sqlite.sql import (
 
 HEADER_WIDTH: Final = len(HEADER_NAMES)
 EVENT_WIDTH: Final = len(EVENT_NAMES)
+# How the search reads: SQL text and its named parameters in, rows out (in one read
+# transaction the caller holds).
+Fetch = Callable[[str, Mapping[str, Any]], list[tuple[Any, ...]]]
 
 __all__ = [
     "EVENT_COLS",
@@ -29,6 +33,7 @@ __all__ = [
     "HEADER_WIDTH",
     "PREVIEW_CHARS",
     "PREVIEW_SOURCE_CHARS",
+    "Fetch",
     "event_filter_sql",
     "header",
     "json_list",

@@ -15,7 +15,7 @@ terms that match nothing at all.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence, Set
+from collections.abc import Iterable, Sequence, Set
 from dataclasses import dataclass, field, replace
 from typing import Any, Final, Generic, TypeVar
 
@@ -42,7 +42,7 @@ from worker.store.search_reader import (
 from worker.store.semantic.fusion import Lexical, fuse
 from worker.store.text import searchable_text
 
-Fetch = Callable[[str, Mapping[str, Any]], list[tuple[Any, ...]]]
+Fetch = rows.Fetch  # event_search's name for it too
 _NONE: Final[frozenset[int]] = frozenset()
 
 # For natural-language queries, conversation (user and assistant messages) outranks tool
