@@ -17,6 +17,7 @@ import dataclasses
 from typing import Final
 
 import nats.errors
+import structlog
 from nats.aio.client import Client as NATS
 from nats.js import JetStreamContext, api
 from nats.js.errors import (
@@ -29,7 +30,7 @@ from nats.js.errors import (
 
 from contracts.partitions import PartitionSet
 from contracts.subjects import Subjects
-from worker.retry import ENQUEUE, retry
+from worker.retry import ENQUEUE, JETSTREAM, retry
 from worker.runtime.deadlines import loop_time_of
 from worker.runtime.errors import RuntimeFailure
 from worker.runtime.lane_decisions import EnqueueFailure
@@ -44,6 +45,14 @@ PUBLISH_ATTEMPT_S: Final = 2.0
 # A search consumer no worker has pulled from for this long is removed by the server, so
 # the partition sets of workers that stopped do not hold the queue's layout for ever.
 CONSUMER_IDLE_S: Final = 120.0
+# How long the consumer's creation waits for a stream a fresh cluster has not placed yet.
+STREAM_PLACED_S: Final = 15.0
+
+log = structlog.get_logger("worker.runtime.search_queue")
+
+
+def _not_placed(exc: Exception, failures: int, wait: float) -> None:
+    log.warning("search queue stream not placed yet; retrying", failures=failures, wait_s=wait)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -103,19 +112,24 @@ class SearchQueue:
         try:
             info = await self._js.consumer_info(stream, consumer)
         except NotFoundError:
+            wanted = api.ConsumerConfig(
+                durable_name=consumer,
+                ack_policy=api.AckPolicy.EXPLICIT,
+                deliver_policy=api.DeliverPolicy.ALL,
+                max_ack_pending=settings.max_ack_pending,
+                max_deliver=settings.max_deliver,
+                ack_wait=settings.ack_wait_s,
+                filter_subjects=self._filters,
+                inactive_threshold=CONSUMER_IDLE_S,
+            )
             try:
-                info = await self._js.add_consumer(
-                    stream,
-                    api.ConsumerConfig(
-                        durable_name=consumer,
-                        ack_policy=api.AckPolicy.EXPLICIT,
-                        deliver_policy=api.DeliverPolicy.ALL,
-                        max_ack_pending=settings.max_ack_pending,
-                        max_deliver=settings.max_deliver,
-                        ack_wait=settings.ack_wait_s,
-                        filter_subjects=self._filters,
-                        inactive_threshold=CONSUMER_IDLE_S,
-                    ),
+                # The stream exists (it was just looked up or made), but a fresh cluster
+                # may not have placed it yet: "stream not found" is waited out, bounded.
+                info = await retry(
+                    JETSTREAM.within(STREAM_PLACED_S),
+                    lambda: self._js.add_consumer(stream, wanted),
+                    on=lambda exc: isinstance(exc, NotFoundError),
+                    log=_not_placed,
                 )
             except BadRequestError as exc:
                 raise OverlappingShards(self._overlap_message(exc)) from None
