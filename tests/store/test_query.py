@@ -52,11 +52,12 @@ class TinyIndex:
 
     def matches(self, text: str, *, partial: bool = False) -> set[int]:
         plan = compile_query(text)
-        builder = QueryBuilder(plan, WS)
+        self.reader.refresh()
+        view = self.reader.view()
+        builder = QueryBuilder(plan, WS, view)
         scope, _ = scope_clauses(snapshot_seq=self.seq)
         query = builder.partial(scope) if partial else builder.all_words(scope)
-        self.reader.refresh()
-        return {c.event_id for c in top(self.reader.view().searcher, query, 10_000)}
+        return {c.event_id for c in top(view.searcher, query, 10_000)}
 
 
 @pytest.fixture(scope="module")

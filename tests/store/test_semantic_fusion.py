@@ -36,8 +36,7 @@ def test_identifiers_paths_errors_and_phrases_skip_the_semantic_path() -> None:
 
 def test_an_all_words_hit_ranks_above_every_semantic_only_hit() -> None:
     plan = compile_query("where did we fix the refund test")
-    required = len(plan.required)
-    lexical = [Lexical("partial", 1), Lexical("all", required)]
+    lexical = [Lexical("partial", 1 / len(plan.required)), Lexical("all", 1.0)]
     order = fuse(plan, lexical, ["meaning", "partial"])
     assert order[0] == ("all", False)  # pinned, though the semantic list never named it
     assert ("meaning", True) in order and ("partial", False) in order
@@ -45,14 +44,14 @@ def test_an_all_words_hit_ranks_above_every_semantic_only_hit() -> None:
 
 def test_with_an_identifier_in_the_query_every_lexical_hit_is_pinned() -> None:
     plan = compile_query("why did build_retry_policy_v2 fail for payments")
-    order = fuse(plan, [Lexical("weak", 1), Lexical("weaker", 1)], ["meaning", "weak"])
+    order = fuse(plan, [Lexical("weak", 0.2), Lexical("weaker", 0.2)], ["meaning", "weak"])
     assert [key for key, _ in order] == ["weak", "weaker", "meaning"]
     assert order[-1] == ("meaning", True)
 
 
 def test_a_hit_in_both_lists_rises_above_one_in_either() -> None:
     plan = compile_query("payment retries aggressive backoff")  # four groups
-    lexical = [Lexical("both", 2), Lexical("lex-only", 2)]
+    lexical = [Lexical("both", 0.5), Lexical("lex-only", 0.5)]
     order = fuse(plan, lexical, ["sem-only", "both"])
     assert order[0] == ("both", False)
     flags = dict(order)

@@ -50,8 +50,9 @@ def search_ids(db: Path, text: str, cwd: str = "/work/a") -> set[int]:
     reader = SearchIndexReader.open(db)
     assert reader is not None
     scope, _ = scope_clauses(snapshot_seq=2**62)
-    query = QueryBuilder(compile_query(text), schema.workspace_token(cwd)).all_words(scope)
-    return {c.event_id for c in top(reader.view().searcher, query, 1000)}
+    view = reader.view()
+    query = QueryBuilder(compile_query(text), schema.workspace_token(cwd), view).all_words(scope)
+    return {c.event_id for c in top(view.searcher, query, 1000)}
 
 
 def query(db: Path, sql: str, *args: Any) -> list[tuple[Any, ...]]:

@@ -8,12 +8,12 @@ from typing import Any
 
 import tantivy
 
-from worker.store import rows
+from worker.store import ranking, rows
 from worker.store.excerpt import highlighter
 from worker.store.hybrid import SemanticQuery
 from worker.store.protocol import EventFilter, EventHit
 from worker.store.query import QueryPlan
-from worker.store.search_ops import MAX_CANDIDATE_WINDOW, Fetch, PageResult, bodies, rank_key
+from worker.store.search_ops import MAX_CANDIDATE_WINDOW, Fetch, PageResult, bodies, share
 from worker.store.search_reader import (
     Candidate,
     IndexView,
@@ -48,7 +48,7 @@ class EventSearch:
         self._fetch = fetch
         self._searcher = index.searcher
         self._plan = plan
-        self._builder = QueryBuilder(plan, ws)
+        self._builder = QueryBuilder(plan, ws, index)
         self._snapshot_seq = snapshot_seq
         self._covered_seq = index.covers_stream_seq
         self._session_id = session_id
@@ -83,7 +83,7 @@ class EventSearch:
             partial = not kept
         if partial:
             kept = self._run(self._builder.partial(self._clauses), want)
-        best = max((c.groups for c, _ in kept), default=0)
+        best = max((c.coverage for c, _ in kept), default=0)
         only: set[int] = set()
         semantic = self._semantic
         if semantic is not None and want <= MAX_CANDIDATE_WINDOW and semantic.needed(partial):
@@ -92,7 +92,7 @@ class EventSearch:
         result = PageResult[EventHit](
             hits=hits, more=len(kept) > offset + size, ranked_partial=partial
         )
-        if offset == 0 and partial and best < len(self._plan.required):
+        if offset == 0 and partial and best < ranking.COVER_UNITS:
             result.partial = True
             result.unmatched = self._unmatched()
         if offset == 0 and not hits and self._check:
@@ -103,8 +103,7 @@ class EventSearch:
         if want > MAX_CANDIDATE_WINDOW:
             return []
         kept = self._confirmed(top(self._searcher, query, want))
-        weigh = self._plan.natural_language
-        kept.sort(key=lambda pair: (*rank_key(pair[0], pair[1][1], weigh), pair[1][3]))
+        kept.sort(key=lambda pair: ranking.order_key(pair[0].score, self._session_id, pair[0].seq))
         return kept
 
     def _fused(self, kept: _Kept, partial: bool) -> tuple[_Kept, set[int]]:
@@ -115,7 +114,7 @@ class EventSearch:
         semantic = self._confirmed([Candidate(event_id, cos, 0) for event_id, cos in scored])
         by_id = {c.event_id: (c, row) for c, row in semantic}
         by_id.update({c.event_id: (c, row) for c, row in kept})
-        lexical = [Lexical(c.event_id, c.groups if partial else 0) for c, _ in kept]
+        lexical = [Lexical(c.event_id, share(c.coverage, partial)) for c, _ in kept]
         order = fuse(self._plan, lexical, [c.event_id for c, _ in semantic])
         return [by_id[event_id] for event_id, _ in order], {e for e, only in order if only}
 
@@ -124,7 +123,7 @@ class EventSearch:
         if not candidates:
             return []
         found = self._fetch(
-            f"SELECT e.id, e.surface, {rows.EVENT_COLS} FROM events e"
+            f"SELECT e.id, {rows.EVENT_COLS} FROM events e"
             " WHERE e.id IN (SELECT value FROM json_each(:cand)) AND +e.session_id = :sid"
             f" AND e.stream_seq <= :snap{self._check}",
             dict(self._params, cand=rows.json_list(c.event_id for c in candidates)),
@@ -137,7 +136,7 @@ class EventSearch:
         excerpts = bodies(self._fetch, [c.event_id for c, _ in page], light, only)
         return [
             EventHit(
-                event=rows.summary(row[2:]),
+                event=rows.summary(row[1:]),
                 excerpt=excerpts.get(c.event_id) or rows.preview(row[-1]),
                 score=-c.score,
                 # Semantic alone, and no word of the query highlighted in its text.

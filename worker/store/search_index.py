@@ -9,6 +9,12 @@ never from a query), so a term's posting list holds one workspace's events only:
 workspace-scoped query reads its own workspace's postings, whatever the other workspaces
 hold. A worker can hold any subset of workspaces in one index.
 
+**Ranking statistics.** Every event also carries, in its derived field, markers of its own
+workspace: the bare key (so the key's document frequency is the workspace's event count),
+``<key>~t`` on a title and ``<key>~c`` on a user or assistant message; and a ``prior`` from
+its length. ``worker.store.ranking`` scores from these and from workspace-prefixed terms
+only, so no statistic of another workspace enters a score.
+
 **Exactly once.** The index follows the store's ``events`` table by id (ids only grow:
 ``AUTOINCREMENT``) and applies the store's ``search_deletions`` (written by purge in the
 purge's own transaction). Each commit also stores, in one reserved document, the highest
@@ -34,12 +40,13 @@ import orjson
 import structlog
 import tantivy
 
-from worker.store import analysis
+from worker.store import analysis, ranking
 from worker.store.text import searchable_text
 
 log = structlog.get_logger(__name__)
 
-SEARCH_INDEX_VERSION: Final = 1
+# 2: workspace markers and the length prior (ranking from the workspace's own statistics).
+SEARCH_INDEX_VERSION: Final = 2
 _VERSION_FILE: Final = "sessionquery-search.json"
 _TOKENIZER: Final = "sq_whitespace"
 # The reserved document holding the follower's position (ids never contain "~").
@@ -47,11 +54,11 @@ _META_SID: Final = "~meta"
 # What one event contributes to the index at most: the whole event (events are at most
 # 1 MiB by the ingest limit), unlike the store's 64 KiB searchable-text column.
 INDEX_TEXT_CAP_BYTES: Final = 1 << 20
-# Exact forms score above derived ones.
-EXACT_BOOST: Final = 2.0
-# A partial match ranks first by how many query groups an event matches: each matched
-# group adds this constant, far above any relevance score, then relevance orders ties.
-GROUP_SCORE: Final = 1000.0
+# Marker suffixes (word tokens never hold "~"): a title event, a conversation event.
+TITLE_MARK: Final = "~t"
+CONVERSATION_MARK: Final = "~c"
+_CONVERSATION_SURFACES: Final = frozenset({"user", "assistant"})
+TITLE_TYPE: Final = "session/title"
 _WRITER_HEAP_BYTES: Final = 64 * 2**20
 _FOLLOW_CHUNK: Final = 2000
 
@@ -77,6 +84,8 @@ def _schema() -> tantivy.Schema:
     builder.add_integer_field("time", indexed=True, fast=True)
     builder.add_unsigned_field("seq", indexed=True, fast=True)
     builder.add_unsigned_field("sseq", indexed=True, fast=True)
+    # ranking.prior of the event's length, the engine's per-document score factor.
+    builder.add_float_field("prior", fast=True)
     # The reserved document's position fields.
     builder.add_unsigned_field("deleted", fast=True)
     builder.add_unsigned_field("uid", fast=True)
@@ -375,15 +384,29 @@ def _document(row: Sequence[Any]) -> tantivy.Document:
         with contextlib.suppress(ValueError):
             payload = orjson.loads(raw).get("payload")
             text = searchable_text(payload, INDEX_TEXT_CAP_BYTES)
-    exact, derived = analysis.index_fields(text, workspace_key(ws))
+    key = workspace_key(ws)
+    exact, derived = analysis.index_fields(text, key)
+    words = exact.count(" ") + 1 if exact else 0
     doc = tantivy.Document()
     doc.add_unsigned("id", event_id)
     doc.add_text("sid", session_id)
     doc.add_text("ex", exact)
-    doc.add_text("nm", derived)
+    doc.add_text("nm", f"{derived} {_markers(key, kind, surface)}")
     doc.add_text("type", kind)
     doc.add_text("surface", surface)
     doc.add_integer("time", time_ms)
     doc.add_unsigned("seq", seq)
     doc.add_unsigned("sseq", stream_seq)
+    doc.add_float("prior", ranking.prior(words))
     return doc
+
+
+def _markers(key: str, kind: str, surface: str) -> str:
+    """The workspace's markers this event carries (after its words, so no phrase of the
+    text runs into one)."""
+    marks = [key]
+    if kind == TITLE_TYPE:
+        marks.append(key + TITLE_MARK)
+    if surface in _CONVERSATION_SURFACES:
+        marks.append(key + CONVERSATION_MARK)
+    return " ".join(marks)

@@ -8,9 +8,12 @@ the next round of candidates.
 
 Semantics: for keywords, an all-words search first (every content word must match one
 event; function words only rank). When that finds nothing, and always for a natural-language
-question, the best partial matches: events ranked by how many of the query's word groups
-they hold, then relevance. When no event holds every word, the page says so and names the
-terms that match nothing at all.
+question, the best partial matches: events ranked by the share of the query's words they
+hold, each word weighted by its rarity in the workspace (``worker.store.ranking``). When no
+event holds every word, the page says so and names the terms that match nothing at all.
+
+Order: a session ranks by its best event; events and sessions are in ``ranking``'s total
+order (score, then session id, then seq), whatever the engine's internal order.
 """
 
 from __future__ import annotations
@@ -22,13 +25,13 @@ from typing import Any, Final, Generic, TypeVar
 import orjson
 import tantivy
 
-from worker.store import rows
+from worker.store import ranking, rows
 from worker.store.copies import own_lines
 from worker.store.excerpt import Highlighter, highlighter
 from worker.store.hybrid import SemanticQuery
 from worker.store.protocol import EventFilter, EventHit, SessionFilter, SessionHit
 from worker.store.query import QueryPlan
-from worker.store.search_index import GROUP_SCORE, INDEX_TEXT_CAP_BYTES, SCHEMA
+from worker.store.search_index import INDEX_TEXT_CAP_BYTES, SCHEMA, TITLE_TYPE
 from worker.store.search_reader import (
     Candidate,
     IndexView,
@@ -45,12 +48,6 @@ from worker.store.text import searchable_text
 Fetch = rows.Fetch  # event_search's name for it too
 _NONE: Final[frozenset[int]] = frozenset()
 
-# For natural-language queries, conversation (user and assistant messages) outranks tool
-# output of equal relevance, so a long log that mentions every word does not drown the
-# message that answers the question. Measured with bench.relevance (see bench/README.md).
-CONVERSATION_WEIGHT: Final = 1.5
-_CONVERSATION: Final = frozenset({"user", "assistant"})
-TITLE_TYPE: Final = "session/title"
 # Candidates per round, at least; rounds exclude the sessions already decided.
 _ROUND_MIN: Final = 200
 _ROUND_MAX: Final = 4000
@@ -68,22 +65,12 @@ class _Checked:
 
     session_id: str
     type: str
-    surface: str
     ok: bool  # in the workspace, the snapshot and the filters
-
-
-def rank_key(candidate: Candidate, surface: str, weigh: bool) -> tuple[int, float]:
-    """Best first: more query groups matched, then relevance (weighted for conversation
-    when ``weigh``)."""
-    relevance = candidate.score - candidate.groups * GROUP_SCORE
-    if weigh and surface in _CONVERSATION:
-        relevance *= CONVERSATION_WEIGHT
-    return (-candidate.groups, -relevance)
 
 
 @dataclass(slots=True)
 class _Found:
-    groups: int  # query groups the best event holds (partial ranking), else 0
+    coverage: int  # ranking's coverage of the best event (COVER_UNITS: every group)
     event_id: int
     score: float
     strongest: int | None = None  # the best event that is not the title, when seen
@@ -130,7 +117,7 @@ class SessionSearch:
         self._fetch = fetch
         self._searcher = index.searcher
         self._plan = plan
-        self._builder = QueryBuilder(plan, ws)
+        self._builder = QueryBuilder(plan, ws, index)
         self._cwd = cwd
         self._ws = ws
         self._semantic = semantic
@@ -169,14 +156,14 @@ class SessionSearch:
         if partial:
             query = self._builder.partial(self._scope.clauses)
             found = self._collect(query, want)
-        lexical_best = max((entry.groups for entry in found.values()), default=0)
+        lexical_best = max((entry.coverage for entry in found.values()), default=0)
         if self._semantic is not None and self._semantic.needed(partial):
             found = self._fused(found, partial)
         chosen = list(found.items())[offset : offset + size]
         result = PageResult[SessionHit](
             hits=self._hits(query, chosen), more=len(found) > offset + size, ranked_partial=partial
         )
-        if offset == 0 and partial and lexical_best < len(self._plan.required):
+        if offset == 0 and partial and lexical_best < ranking.COVER_UNITS:
             result.partial = True
             result.unmatched = self._unmatched()
         if offset == 0 and not found and self._filtered:
@@ -190,14 +177,9 @@ class SessionSearch:
         for _ in range(_MAX_ROUNDS):
             candidates = top(self._searcher, excluding(query, sorted(decided)), size)
             checked = self._check(candidates)
-            weigh = self._plan.natural_language
-            # Equal ranks go by session id: a stable order across pages.
             ranked = sorted(
                 (c for c in candidates if c.event_id in checked),
-                key=lambda c: (
-                    *rank_key(c, checked[c.event_id].surface, weigh),
-                    checked[c.event_id].session_id,
-                ),
+                key=lambda c: ranking.order_key(c.score, checked[c.event_id].session_id, c.seq),
             )
             for candidate in ranked:
                 seen = checked[candidate.event_id]
@@ -212,7 +194,7 @@ class SessionSearch:
                 if seen.ok:
                     strongest = None if seen.type == TITLE_TYPE else candidate.event_id
                     found[seen.session_id] = _Found(
-                        candidate.groups, candidate.event_id, candidate.score, strongest
+                        candidate.coverage, candidate.event_id, candidate.score, strongest
                     )
             if len(candidates) < size or len(found) >= want:
                 break
@@ -231,7 +213,7 @@ class SessionSearch:
             if seen is None or not seen.ok or seen.session_id in excluded:
                 continue
             semantic.setdefault(seen.session_id, _Found(0, event_id, cosine, event_id))
-        lexical = [Lexical(sid, entry.groups if partial else 0) for sid, entry in found.items()]
+        lexical = [Lexical(sid, share(entry.coverage, partial)) for sid, entry in found.items()]
         order = fuse(self._plan, lexical, list(semantic))
         self._semantic_only = {sid for sid, only in order if only}
         return {sid: found.get(sid) or semantic[sid] for sid, _ in order}
@@ -241,13 +223,13 @@ class SessionSearch:
             return {}
         params = dict(self._params, cand=rows.json_list(c.event_id for c in candidates))
         found = self._fetch(
-            "SELECT e.id, e.session_id, e.type, e.surface,"
+            "SELECT e.id, e.session_id, e.type,"
             f" (s.cwd = :cwd AND e.stream_seq <= :snap{self._check_sql}) AS ok"
             " FROM events e JOIN sessions s ON s.session_id = e.session_id"
             " WHERE e.id IN (SELECT value FROM json_each(:cand))",
             params,
         )
-        return {int(r[0]): _Checked(r[1], r[2], r[3], bool(r[4])) for r in found}
+        return {int(r[0]): _Checked(r[1], r[2], bool(r[3])) for r in found}
 
     def _hits(self, query: tantivy.Query, chosen: list[tuple[str, _Found]]) -> list[SessionHit]:
         if not chosen:
@@ -305,7 +287,7 @@ class SessionSearch:
             ]
         )
         best = top(self._searcher, narrowed, 1)
-        return best[0].event_id if best else None
+        return min(best, key=lambda c: (-c.score, c.seq)).event_id if best else None
 
     def _unmatched(self) -> tuple[str, ...]:
         missing: list[str] = []
@@ -328,6 +310,11 @@ class SessionSearch:
             {"cand": rows.json_list(c.event_id for c in candidates), "cwd": self._cwd},
         )
         return bool(found)
+
+
+def share(coverage: int, partial: bool) -> float:
+    """The share of the query a lexical hit holds, for fusion (an all-words hit: 1)."""
+    return coverage / ranking.COVER_UNITS if partial else 1.0
 
 
 def load_events(

@@ -8,14 +8,16 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Final
 
 import tantivy
 
+from worker.store import ranking
 from worker.store.query import PlanTerm, QueryPlan
 from worker.store.search_index import (
-    EXACT_BOOST,
-    GROUP_SCORE,
+    CONVERSATION_MARK,
     SCHEMA,
+    TITLE_MARK,
     Position,
     open_index,
     read_position,
@@ -27,8 +29,13 @@ from worker.store.search_index import (
 @dataclass(frozen=True, slots=True)
 class Candidate:
     event_id: int
-    score: float  # higher is better
-    groups: int  # query groups the event matched (partial matches), else 0
+    score: float  # higher is better (``ranking``)
+    seq: int  # the event's position in its session: the total order's last key
+    coverage: int = 0  # ``ranking.coverage_of(score)``: COVER_UNITS holds every group
+
+    @property
+    def holds_all(self) -> bool:
+        return self.coverage >= ranking.COVER_UNITS
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +45,16 @@ class IndexView:
 
     searcher: tantivy.Searcher
     covers_stream_seq: int
+    # Whether the commit may hold deleted documents of a workspace (a purge was applied):
+    # the engine's document frequencies count those until segments merge, so counts are
+    # then read by a search instead (exact on every replica, whatever its merges).
+    purged: bool = False
+
+    def doc_freq(self, field: str, token: str) -> int:
+        """Live events holding ``token`` (a workspace-prefixed term)."""
+        if self.purged:
+            return count(self.searcher, tantivy.Query.term_query(SCHEMA, field, token))
+        return int(self.searcher.doc_freq(field, token))
 
 
 class SearchIndexReader:
@@ -72,7 +89,9 @@ class SearchIndexReader:
             self._position = read_position(searcher)
             # One attribute: a search never pairs one commit's searcher with another's
             # position.
-            self._view = IndexView(searcher, self._position.stream_seq)
+            self._view = IndexView(
+                searcher, self._position.stream_seq, purged=self._position.deletion_id > 0
+            )
             self._meta_stamp = stamp
         return self._position
 
@@ -88,52 +107,79 @@ class SearchIndexReader:
 
 
 class QueryBuilder:
-    """Turns a ``QueryPlan`` into tantivy queries for one workspace's key."""
+    """Turns a ``QueryPlan`` into tantivy queries for one workspace's key, scored as
+    ``worker.store.ranking`` says: constant-score clauses weighted from the workspace's own
+    counts (read once per query, from the searched commit)."""
 
-    def __init__(self, plan: QueryPlan, ws: str) -> None:
+    def __init__(self, plan: QueryPlan, ws: str, view: IndexView) -> None:
         self.plan = plan
         self._key = workspace_key(ws)
+        self._view = view
+        self._weights: ranking.Weights | None = None
+
+    @property
+    def weights(self) -> ranking.Weights:
+        if self._weights is None:
+            self._weights = ranking.weights(self.plan, self._key, self._view.doc_freq)
+        return self._weights
 
     def term(self, term: PlanTerm) -> tantivy.Query:
-        """What one term matches: exact words (boosted) or their derived forms."""
-        key = self._key
-        exact = [key + w.exact for w in term.words]
-        derived = [key + d for w in term.words for d in w.derived]
-        exact_q = _phrase("ex", exact)
+        """What one term matches: its exact words, or (unquoted) their derived forms."""
+        exact_q = self._exact(term)
         if term.quoted and not any(w.cjk for w in term.words):
             return exact_q
-        return tantivy.Query.boolean_query(
-            [
-                (tantivy.Occur.Should, tantivy.Query.boost_query(exact_q, EXACT_BOOST)),
-                (tantivy.Occur.Should, _phrase("nm", derived)),
-            ]
-        )
+        derived = [self._key + d for w in term.words for d in w.derived]
+        return _any([exact_q, _phrase("nm", derived)])
+
+    def _exact(self, term: PlanTerm) -> tantivy.Query:
+        return _phrase("ex", [self._key + w.exact for w in term.words])
 
     def group(self, group: Sequence[PlanTerm]) -> tantivy.Query:
-        if len(group) == 1:
-            return self.term(group[0])
-        return tantivy.Query.boolean_query([(tantivy.Occur.Should, self.term(t)) for t in group])
+        return _any([self.term(t) for t in group])
 
     def all_words(self, scope: Sequence[tantivy.Query]) -> tantivy.Query:
         """Every required group must match; optional (function-word) groups only rank."""
-        clauses = [(tantivy.Occur.Must, self.group(g)) for g in self.plan.required]
-        clauses += [(tantivy.Occur.Should, self.group(g)) for g in self.plan.optional]
-        return self._with(clauses, scope)
+        return self._scored([self.group(g) for g in self.plan.required], scope)
 
     def partial(self, scope: Sequence[tantivy.Query]) -> tantivy.Query:
-        """Any required group; ranked by how many groups match, then relevance."""
-        clauses: list[tuple[tantivy.Occur, tantivy.Query]] = []
-        for group in self.plan.required:
-            query = self.group(group)
-            clauses.append(
-                (tantivy.Occur.Should, tantivy.Query.const_score_query(query, GROUP_SCORE))
-            )
-            clauses.append((tantivy.Occur.Should, query))
-        inner = tantivy.Query.boolean_query(clauses)
-        return self._with([(tantivy.Occur.Must, inner)], scope)
+        """Any required group; ranked by the workspace-weighted share of groups held."""
+        return self._scored([_any([self.group(g) for g in self.plan.required])], scope)
 
     def one_group(self, group: Sequence[PlanTerm], scope: Sequence[tantivy.Query]) -> tantivy.Query:
-        return self._with([(tantivy.Occur.Must, self.group(group))], scope)
+        return self._with([(tantivy.Occur.Must, _filter(self.group(group)))], scope)
+
+    def _scored(
+        self, required: Sequence[tantivy.Query], scope: Sequence[tantivy.Query]
+    ) -> tantivy.Query:
+        clauses = [(tantivy.Occur.Must, _filter(q)) for q in required]
+        clauses += [(tantivy.Occur.Should, q) for q in self._scoring()]
+        return self._with(clauses, scope)
+
+    def _scoring(self) -> list[tantivy.Query]:
+        """The clauses that make the score (``ranking``'s coverage and bonuses)."""
+        weights = self.weights
+        key = self._key
+        scoring: list[tantivy.Query] = []
+        for group, cover, exact in zip(
+            self.plan.required, weights.cover, weights.exact, strict=True
+        ):
+            scoring.append(_const(self.group(group), ranking.COVER_SCALE * cover))
+            if exact:
+                scoring.append(_const(_any([self._exact(t) for t in group]), exact))
+        phrase = ranking.phrase_tokens(self.plan)
+        if phrase:
+            tokens = [key + t for t in phrase]
+            scoring.append(_const(_phrase("ex", tokens), ranking.PHRASE_BONUS))
+        near = ranking.near_tokens(self.plan)
+        if near:
+            slop = ranking.NEAR_SLOP_PER_WORD * (len(near) - 1)
+            tokens = [key + t for t in near]
+            scoring.append(_const(_phrase("nm", tokens, slop), ranking.NEAR_BONUS))
+        scoring.append(_const(_term("nm", key + TITLE_MARK), ranking.TITLE_BONUS))
+        if self.plan.natural_language:
+            mark = _term("nm", key + CONVERSATION_MARK)
+            scoring.append(_const(mark, ranking.CONVERSATION_BONUS))
+        return scoring
 
     def _with(
         self, clauses: list[tuple[tantivy.Occur, tantivy.Query]], scope: Sequence[tantivy.Query]
@@ -144,10 +190,24 @@ class QueryBuilder:
         return tantivy.Query.boolean_query(clauses)
 
 
-def _phrase(field: str, tokens: Sequence[str]) -> tantivy.Query:
+def _any(queries: Sequence[tantivy.Query]) -> tantivy.Query:
+    if len(queries) == 1:
+        return queries[0]
+    return tantivy.Query.boolean_query([(tantivy.Occur.Should, q) for q in queries])
+
+
+def _term(field: str, token: str) -> tantivy.Query:
+    return tantivy.Query.term_query(SCHEMA, field, token)
+
+
+def _const(query: tantivy.Query, score: int) -> tantivy.Query:
+    return tantivy.Query.const_score_query(query, float(score))
+
+
+def _phrase(field: str, tokens: Sequence[str], slop: int = 0) -> tantivy.Query:
     if len(tokens) == 1:
-        return tantivy.Query.term_query(SCHEMA, field, tokens[0])
-    return tantivy.Query.phrase_query(SCHEMA, field, list(tokens))
+        return _term(field, tokens[0])
+    return tantivy.Query.phrase_query(SCHEMA, field, list(tokens), slop)
 
 
 def _filter(query: tantivy.Query) -> tantivy.Query:
@@ -208,19 +268,35 @@ def excluding(query: tantivy.Query, session_ids: Sequence[str]) -> tantivy.Query
     )
 
 
-def top(
-    searcher: tantivy.Searcher, query: tantivy.Query, limit: int, offset: int = 0
-) -> list[Candidate]:
-    """The best ``limit`` events after ``offset``, best first."""
+# Hits asked for past the limit at once, to see where a run of equal scores ends.
+_TIE_LOOKAHEAD: Final = 16
+
+
+def top(searcher: tantivy.Searcher, query: tantivy.Query, limit: int) -> list[Candidate]:
+    """The best ``limit`` events and every event that ties with the last of them, best
+    first. Taking whole runs of equal scores makes the set independent of the engine's
+    internal document order (segments, merges, batch sizes); callers order it by
+    ``ranking.order_key``."""
     if limit <= 0:
         return []
-    hits = searcher.search(query, limit, count=False, offset=offset).hits
+    want = limit + _TIE_LOOKAHEAD
+    while True:
+        hits = searcher.search(query, want, count=False, weight_by_field="prior").hits
+        if len(hits) <= limit:
+            break
+        boundary = hits[limit - 1][0]
+        if len(hits) < want or hits[-1][0] != boundary:
+            hits = [hit for i, hit in enumerate(hits) if i < limit or hit[0] == boundary]
+            break
+        want *= 2  # the run of equal scores goes on past what was fetched
     if not hits:
         return []
-    ids = searcher.fast_field_values("id", [address for _, address in hits])
+    addresses = [address for _, address in hits]
+    ids = searcher.fast_field_values("id", addresses)
+    seqs = searcher.fast_field_values("seq", addresses)
     return [
-        Candidate(int(event_id), float(score), int(score // GROUP_SCORE))
-        for (score, _), event_id in zip(hits, ids, strict=True)
+        Candidate(int(event_id), float(score), int(seq or 0), ranking.coverage_of(score))
+        for (score, _), event_id, seq in zip(hits, ids, seqs, strict=True)
         if event_id is not None
     ]
 

@@ -7,8 +7,9 @@
   (the identifier's match ranks above a hit that only means something alike).
 - The rest, lexical partial matches and semantic hits, are ordered by weighted reciprocal
   rank: ``w/(RRF_K + rank)`` summed over the lists an item is in, the lexical weight being the
-  share of the query's words the hit holds, so a hit in both lists rises and a lexical hit
-  holding one word of five weighs a fifth.
+  share of the query's words the hit holds (each word weighted by its rarity in the
+  workspace, ``worker.store.ranking``), so a hit in both lists rises and a lexical hit
+  holding one common word of five weighs little.
 """
 
 from __future__ import annotations
@@ -59,7 +60,7 @@ def pins_lexical(plan: QueryPlan) -> bool:
 @dataclass(frozen=True, slots=True)
 class Lexical(Generic[K]):
     key: K
-    groups: int  # the query's word groups the hit holds (0: all, an all-words hit)
+    share: float  # the share of the query's (weighted) words the hit holds; 1.0: every one
 
 
 def fuse(
@@ -67,15 +68,14 @@ def fuse(
 ) -> list[tuple[K, bool]]:
     """Keys best first, each with whether it is a semantic-only hit. ``lexical`` and
     ``semantic`` are best first; a key may be in both."""
-    required = max(1, len(plan.required))
     pin_all = pins_lexical(plan)
-    pinned = [h.key for h in lexical if pin_all or h.groups in (0, required)]
+    pinned = [h.key for h in lexical if pin_all or h.share >= 1.0]
     pinned_set = set(pinned)
     score: dict[K, float] = {}
     first: dict[K, tuple[int, int]] = {}
     for rank, hit in enumerate(lexical, 1):
         if hit.key not in pinned_set:
-            score[hit.key] = score.get(hit.key, 0.0) + (hit.groups / required) / (RRF_K + rank)
+            score[hit.key] = score.get(hit.key, 0.0) + hit.share / (RRF_K + rank)
             first[hit.key] = (rank, 0)
     for rank, key in enumerate(semantic, 1):
         if key not in pinned_set:
