@@ -11,6 +11,7 @@ wrong route tells nothing, whatever worker takes it.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import uuid
 from collections.abc import AsyncIterator, Iterable
@@ -46,8 +47,10 @@ from tests.hostile._harness import (
     two_workspace_corpus,
 )
 from tests.runtime._harness import config_for, until
+from worker.runtime.connection import NatsOptions
 from worker.runtime.ingest_consumer import ensure_events_stream
 from worker.runtime.search_queue import CONSUMER_IDLE_S, OverlappingShards
+from worker.runtime.serve import serve
 from worker.runtime.status import format_status, partition_map
 from worker.runtime.worker import Worker
 from worker.tools import ToolConfig
@@ -269,6 +272,36 @@ async def test_shards_that_overlap_are_refused_and_replicas_of_a_shard_share_its
         await replica.stop()
         with pytest.raises(OverlappingShards, match="partitions"):
             await Worker.start(nc, config_for(subjects, tmp_path, partitions="1-2"))
+    finally:
+        await first.stop()
+
+
+@in_module_loop
+async def test_serve_refuses_an_overlapping_set_in_one_line_saying_what_to_do(
+    nc: NATS,
+    nats_url: str,
+    subjects: Subjects,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Not the 78-line traceback serve once printed: exit 1 and one line that names the
+    consumer in the way, its partitions, the rule and the remedy."""
+    await ensure_events_stream(nc.jetstream(), subjects, partitions=COUNT)
+    first = await Worker.start(nc, config_for(subjects, tmp_path, partitions="0-1"))
+    try:
+        for held in ("1-2", "all"):
+            config = config_for(subjects, tmp_path, partitions=held)
+            code = await serve(config, NatsOptions(url=nats_url), stop=asyncio.Event())
+            err = capsys.readouterr().err
+            assert code == 1, held
+            assert "Traceback" not in err
+            (line,) = [ln for ln in err.splitlines() if ln.startswith("sessionquery serve:")]
+            consumer = f"{subjects.search_consumer}-p0-1"
+            assert (
+                f"--partitions {held} overlaps search consumer {consumer} (partitions 0-1)" in line
+            )
+            assert "same set or a disjoint one" in line
+            assert f"nats consumer rm {subjects.search_stream} {consumer}" in line
     finally:
         await first.stop()
 

@@ -159,8 +159,8 @@ async def test_a_partition_s_endpoint_counts_its_own_error_replies(
         assert stats[f"{tool}-p3"]["num_errors"] == 1, tool
         assert stats[f"{tool}-p3"]["last_error"] == "404:SESSION_QUERY_NOT_FOUND", tool
         assert stats[tool]["num_errors"] == 0, tool
-        data = stats[f"{tool}-p3"]["data"]
-        assert isinstance(data, dict) and data["run_count"] == 1, tool
+        figures = stats[f"{tool}-p3"]["data"]
+        assert isinstance(figures, dict) and figures["run_count"] == 1, tool
 
 
 async def test_manifest_lists_tools_schemas_modes_and_prompt(nc: NATS, worker: Worker) -> None:
