@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import uuid
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Iterable, MutableMapping
 from pathlib import Path
 from typing import Any, Final
 
@@ -250,6 +250,45 @@ async def test_a_wrong_partition_that_waits_for_its_step_times_out_like_an_unkno
         for elsewhere in set(range(COUNT)) - {home}:
             wrong = await layout.ask(nc, "session_event_read", elsewhere, CALLER, arguments, 99)
             assert wrong == lagging, (layout.subjects.prefix, elsewhere)
+
+
+def _bound_reached(logs: Iterable[MutableMapping[str, Any]]) -> int:
+    """How many read-your-writes waits ran out their bound."""
+    return sum(1 for e in logs if e["event"] == "catch-up bound reached")
+
+
+@in_module_loop
+async def test_a_wrong_partition_waits_out_the_same_bound_as_an_unknown_caller(
+    nc: NATS, layouts: tuple[Layout, Layout]
+) -> None:
+    """The caller's step IS indexed here (step 2: seq 1 is held), so only the route is
+    wrong. Its request goes through the same wait as a caller no index holds: the wait
+    runs out its bound (counted by the line that says so, not by a clock) and the reply is
+    the same bytes. The partition was once checked after the wait, which answered such a
+    caller at once: the same bytes, sooner, so the time told the route. Without a step
+    neither waits."""
+    one, two = layouts
+    home = PARTITIONS[ALPHA]
+    requests: list[tuple[str, dict[str, Any]]] = [
+        ("session_event_read", {"session_id": CALLER, "seq": 2}),
+        ("session_search", {"query": "zebrafish ledger"}),
+    ]
+    for tool, arguments in requests:
+        held = orjson.loads(await one.ask(nc, tool, home, CALLER, arguments, 2))
+        assert "error" not in held, (tool, held)
+        with capture_logs() as logs:
+            unknown = await one.ask(nc, tool, home, NEVER_CALLED, arguments, 2)
+        assert orjson.loads(unknown)["error"]["code"] == ErrorCode.TIMEOUT.value
+        assert _bound_reached(logs) == 1, tool
+        for layout in (one, two):
+            for elsewhere in sorted(set(range(COUNT)) - {home}):
+                with capture_logs() as logs:
+                    wrong = await layout.ask(nc, tool, elsewhere, CALLER, arguments, 2)
+                    no_step = await layout.ask(nc, tool, elsewhere, CALLER, arguments)
+                where = (tool, layout.subjects.prefix, elsewhere)
+                assert wrong == unknown, where
+                assert _bound_reached(logs) == 1, where
+                assert orjson.loads(no_step)["error"]["code"] == ErrorCode.NO_IDENTITY.value
 
 
 @in_module_loop
