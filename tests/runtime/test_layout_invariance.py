@@ -402,10 +402,17 @@ async def test_status_shows_the_partition_map(nc: NATS, layouts: tuple[Layout, L
     for w, worker in zip(shards, two.workers, strict=True):
         assert worker.service is not None and w["id"] == worker.service.id
         assert w["applied_seq"] == await worker.indexed_through() and w["lag_events"] == 0
+        # Caught up through its own partitions' last event, which for one of the two sits
+        # below the stream's last seq: lag 0 all the same (documented in operations.md).
+        assert w["held_last_seq"] == w["applied_seq"]
+        assert w["joined"]["how"] == "replay"
+    last = (await nc.jetstream().stream_info(two.subjects.events_stream)).state.last_seq
+    assert min(w["applied_seq"] for w in shards) < last
     (whole,) = await partition_map(nc, one.subjects.prefix)
-    assert whole["partitions"] == "all"
+    assert whole["partitions"] == "all" and whole["held_last_seq"] == last
     lines = format_status({"index": "x", "exists": False, "workers": shards})
     assert any(f"partitions 0-1 of {COUNT}, applied seq" in line for line in lines)
+    assert any("joined: replayed the stream from its start" in line for line in lines)
 
 
 @in_module_loop
