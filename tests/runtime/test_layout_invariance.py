@@ -11,9 +11,10 @@ wrong route tells nothing, whatever worker takes it.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import uuid
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Iterable, MutableMapping
 from pathlib import Path
 from typing import Any, Final
 
@@ -46,8 +47,10 @@ from tests.hostile._harness import (
     two_workspace_corpus,
 )
 from tests.runtime._harness import config_for, until
+from worker.runtime.connection import NatsOptions
 from worker.runtime.ingest_consumer import ensure_events_stream
 from worker.runtime.search_queue import CONSUMER_IDLE_S, OverlappingShards
+from worker.runtime.serve import serve
 from worker.runtime.status import format_status, partition_map
 from worker.runtime.worker import Worker
 from worker.tools import ToolConfig
@@ -249,6 +252,45 @@ async def test_a_wrong_partition_that_waits_for_its_step_times_out_like_an_unkno
             assert wrong == lagging, (layout.subjects.prefix, elsewhere)
 
 
+def _bound_reached(logs: Iterable[MutableMapping[str, Any]]) -> int:
+    """How many read-your-writes waits ran out their bound."""
+    return sum(1 for e in logs if e["event"] == "catch-up bound reached")
+
+
+@in_module_loop
+async def test_a_wrong_partition_waits_out_the_same_bound_as_an_unknown_caller(
+    nc: NATS, layouts: tuple[Layout, Layout]
+) -> None:
+    """The caller's step IS indexed here (step 2: seq 1 is held), so only the route is
+    wrong. Its request goes through the same wait as a caller no index holds: the wait
+    runs out its bound (counted by the line that says so, not by a clock) and the reply is
+    the same bytes. The partition was once checked after the wait, which answered such a
+    caller at once: the same bytes, sooner, so the time told the route. Without a step
+    neither waits."""
+    one, two = layouts
+    home = PARTITIONS[ALPHA]
+    requests: list[tuple[str, dict[str, Any]]] = [
+        ("session_event_read", {"session_id": CALLER, "seq": 2}),
+        ("session_search", {"query": "zebrafish ledger"}),
+    ]
+    for tool, arguments in requests:
+        held = orjson.loads(await one.ask(nc, tool, home, CALLER, arguments, 2))
+        assert "error" not in held, (tool, held)
+        with capture_logs() as logs:
+            unknown = await one.ask(nc, tool, home, NEVER_CALLED, arguments, 2)
+        assert orjson.loads(unknown)["error"]["code"] == ErrorCode.TIMEOUT.value
+        assert _bound_reached(logs) == 1, tool
+        for layout in (one, two):
+            for elsewhere in sorted(set(range(COUNT)) - {home}):
+                with capture_logs() as logs:
+                    wrong = await layout.ask(nc, tool, elsewhere, CALLER, arguments, 2)
+                    no_step = await layout.ask(nc, tool, elsewhere, CALLER, arguments)
+                where = (tool, layout.subjects.prefix, elsewhere)
+                assert wrong == unknown, where
+                assert _bound_reached(logs) == 1, where
+                assert orjson.loads(no_step)["error"]["code"] == ErrorCode.NO_IDENTITY.value
+
+
 @in_module_loop
 async def test_shards_that_overlap_are_refused_and_replicas_of_a_shard_share_its_queue(
     nc: NATS, subjects: Subjects, tmp_path: Path
@@ -269,6 +311,36 @@ async def test_shards_that_overlap_are_refused_and_replicas_of_a_shard_share_its
         await replica.stop()
         with pytest.raises(OverlappingShards, match="partitions"):
             await Worker.start(nc, config_for(subjects, tmp_path, partitions="1-2"))
+    finally:
+        await first.stop()
+
+
+@in_module_loop
+async def test_serve_refuses_an_overlapping_set_in_one_line_saying_what_to_do(
+    nc: NATS,
+    nats_url: str,
+    subjects: Subjects,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Not the 78-line traceback serve once printed: exit 1 and one line that names the
+    consumer in the way, its partitions, the rule and the remedy."""
+    await ensure_events_stream(nc.jetstream(), subjects, partitions=COUNT)
+    first = await Worker.start(nc, config_for(subjects, tmp_path, partitions="0-1"))
+    try:
+        for held in ("1-2", "all"):
+            config = config_for(subjects, tmp_path, partitions=held)
+            code = await serve(config, NatsOptions(url=nats_url), stop=asyncio.Event())
+            err = capsys.readouterr().err
+            assert code == 1, held
+            assert "Traceback" not in err
+            (line,) = [ln for ln in err.splitlines() if ln.startswith("sessionquery serve:")]
+            consumer = f"{subjects.search_consumer}-p0-1"
+            assert (
+                f"--partitions {held} overlaps search consumer {consumer} (partitions 0-1)" in line
+            )
+            assert "same set or a disjoint one" in line
+            assert f"nats consumer rm {subjects.search_stream} {consumer}" in line
     finally:
         await first.stop()
 
@@ -330,10 +402,17 @@ async def test_status_shows_the_partition_map(nc: NATS, layouts: tuple[Layout, L
     for w, worker in zip(shards, two.workers, strict=True):
         assert worker.service is not None and w["id"] == worker.service.id
         assert w["applied_seq"] == await worker.indexed_through() and w["lag_events"] == 0
+        # Caught up through its own partitions' last event, which for one of the two sits
+        # below the stream's last seq: lag 0 all the same (documented in operations.md).
+        assert w["held_last_seq"] == w["applied_seq"]
+        assert w["joined"]["how"] == "replay"
+    last = (await nc.jetstream().stream_info(two.subjects.events_stream)).state.last_seq
+    assert min(w["applied_seq"] for w in shards) < last
     (whole,) = await partition_map(nc, one.subjects.prefix)
-    assert whole["partitions"] == "all"
+    assert whole["partitions"] == "all" and whole["held_last_seq"] == last
     lines = format_status({"index": "x", "exists": False, "workers": shards})
     assert any(f"partitions 0-1 of {COUNT}, applied seq" in line for line in lines)
+    assert any("joined: replayed the stream from its start" in line for line in lines)
 
 
 @in_module_loop

@@ -143,6 +143,26 @@ async def test_stats_count_error_replies_and_the_searches_run(nc: NATS, worker: 
     assert stats["session_event_search"]["num_errors"] == 0
 
 
+async def test_a_partition_s_endpoint_counts_its_own_error_replies(
+    nc: NATS, worker: Worker
+) -> None:
+    """Each lane counts an error reply under the endpoint that took the request: a
+    shard's ``session_trace-p3``, never the bare ``session_trace`` (the parallel pool once
+    did, so a shard's trace and read endpoints never showed an error)."""
+    subjects = worker.config.subjects
+    for tool in ("session_trace", "session_event_read", "session_search"):
+        data = body(f"r-p3-{tool}", **{"raise": "tool_error"})
+        msg = await nc.request(subjects.tool(tool, 3), data, timeout=15)
+        assert orjson.loads(msg.data)["error"]["code"] == ErrorCode.NOT_FOUND.value
+    stats = await _stats(nc, worker)
+    for tool in ("session_trace", "session_event_read", "session_search"):
+        assert stats[f"{tool}-p3"]["num_errors"] == 1, tool
+        assert stats[f"{tool}-p3"]["last_error"] == "404:SESSION_QUERY_NOT_FOUND", tool
+        assert stats[tool]["num_errors"] == 0, tool
+        figures = stats[f"{tool}-p3"]["data"]
+        assert isinstance(figures, dict) and figures["run_count"] == 1, tool
+
+
 async def test_manifest_lists_tools_schemas_modes_and_prompt(nc: NATS, worker: Worker) -> None:
     msg = await nc.request(worker.config.subjects.manifest, b"", timeout=5)
     manifest = orjson.loads(msg.data)

@@ -6,6 +6,7 @@ with one warning and the worker replays the stream."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ from tests.runtime._harness import config_for, until
 from worker.runtime import snapshots
 from worker.runtime.ingest_consumer import ensure_events_stream
 from worker.runtime.sample_corpus import DEMO_CALLER, PAY_CHILD, PAY_ROOT, sample_events
+from worker.runtime.status import format_status, partition_map
 from worker.runtime.worker import Worker
 from worker.signals import ExecutionSignal
 
@@ -111,14 +113,48 @@ async def test_a_joining_worker_restores_then_replays_only_the_rest(
             await caught_up(joiner, last)
             restored = [e for e in logs if e["event"] == "index restored from a snapshot"]
             assert [e["stream_seq"] for e in restored] == [covered]
+            # The log, the worker's report and status say it joined from which snapshot.
+            name = restored[0]["snapshot"]
+            assert name.startswith(f"{subjects.events_stream}/all/")
+            joined = {"how": "snapshot", "snapshot": name, "stream_seq": covered, "reason": None}
+            assert [_joined(e) for e in logs if e["event"] == "index joined"] == [joined]
+            assert (await joiner.status())["joined"] == joined
+            workers = {w["id"]: w for w in await _serving(nc, subjects, joiner)}
+            assert joiner.service is not None and peer.service is not None
+            assert workers[joiner.service.id]["joined"] == joined
+            assert workers[peer.service.id]["joined"]["how"] == "replay"
+            assert f"joined: from snapshot {name} (through stream seq {covered})" in "\n".join(
+                format_status({"index": "x", "exists": False, "workers": list(workers.values())})
+            )
             stats = joiner.ingest_stats()
             assert stats is not None and stats.applied == len(rest)  # only past the snapshot
             assert await replies(joiner) == await replies(peer)
             assert table_rows(joiner.config.db_path) == table_rows(peer.config.db_path)
         finally:
             await joiner.stop()
+        # Started again on its own file: it resumes, and says from where.
+        with capture_logs() as logs:
+            again = await Worker.start(nc, joiner.config)
+        try:
+            resumed = {"how": "resume", "snapshot": None, "stream_seq": last, "reason": None}
+            assert [_joined(e) for e in logs if e["event"] == "index joined"] == [resumed]
+            assert (await again.status())["joined"] == resumed
+        finally:
+            await again.stop()
     finally:
         await peer.stop()
+
+
+def _joined(line: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: line[k] for k in ("how", "snapshot", "stream_seq", "reason")}
+
+
+async def _serving(nc: NATS, subjects: Subjects, *workers: Worker) -> list[dict[str, Any]]:
+    """``status``'s workers, once each has a report of its index to give."""
+    for worker in workers:
+        assert worker.index is not None
+        await worker.index.refresh_once()
+    return await partition_map(nc, subjects.prefix)
 
 
 async def test_a_corrupted_snapshot_is_refused_and_the_stream_replayed(
@@ -149,6 +185,14 @@ async def test_a_corrupted_snapshot_is_refused_and_the_stream_replayed(
             refused = [e for e in logs if e["event"] == "snapshot refused; falling back to replay"]
             assert len(refused) == 1 and "digest" in refused[0]["reason"]
             assert refused[0]["log_level"] == "warning"
+            replayed = {
+                "how": "replay",
+                "snapshot": None,
+                "stream_seq": 0,
+                "reason": "none of 1 snapshots verified",
+            }
+            assert [_joined(e) for e in logs if e["event"] == "index joined"] == [replayed]
+            assert (await joiner.status())["joined"] == replayed
             assert not [e for e in logs if e["event"] == "index restored from a snapshot"]
             stats = joiner.ingest_stats()
             assert stats is not None and stats.applied == len(first) + len(rest)

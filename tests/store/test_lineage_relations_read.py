@@ -8,6 +8,7 @@ from pathlib import Path
 import orjson
 import pytest
 
+from contracts.partitions import PartitionScope, partition_of_cwd
 from tests.store._corpus import Corpus, bulk_matches, corpus_and_store
 from worker.signals import DeadlineExceeded, ExecutionCancelled, ExecutionSignal
 from worker.store.protocol import LineageNode, ServiceLimits
@@ -369,3 +370,20 @@ async def test_wait_for_seq_is_bounded_by_the_signal(
     assert info.value is signal.error and info.value.reason == "the user pressed stop"
     with pytest.raises(DeadlineExceeded):
         await store.wait_for_seq("never", 1, signal=ExecutionSignal.after(0.05))
+
+
+async def test_wait_for_seq_never_holds_a_session_outside_its_scope(
+    env: tuple[Corpus, SqliteSessionStore],
+) -> None:
+    """A session of another partition than the request's is waited for exactly like one
+    the index lacks: to the signal's bound, however far the index holds it."""
+    corpus, store = env
+    corpus.start("a", cwd="/work/a")
+    corpus.say("a", "two")
+    await corpus.flush()
+    own = partition_of_cwd("/work/a", 16)
+    await store.wait_for_seq("a", 2, signal=sig(), scope=PartitionScope(own, 16))
+    other = PartitionScope((own + 1) % 16, 16)
+    for session_id in ("a", "never"):
+        with pytest.raises(DeadlineExceeded):
+            await store.wait_for_seq(session_id, 1, signal=ExecutionSignal.after(0.05), scope=other)

@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from contracts.partitions import PartitionScope
 from tests._events import event
 from worker.signals import ExecutionSignal
 from worker.store import (
@@ -182,8 +183,17 @@ class FakeService:
     ) -> Mapping[str, TitleObservation]:
         return await self._dispatch("read_titles", signal, session_ids=list(session_ids))
 
-    async def wait_for_seq(self, session_id: str, seq: int, *, signal: ExecutionSignal) -> None:
-        return await self._dispatch("wait_for_seq", signal, session_id=session_id, seq=seq)
+    async def wait_for_seq(
+        self,
+        session_id: str,
+        seq: int,
+        *,
+        signal: ExecutionSignal,
+        scope: PartitionScope | None = None,
+    ) -> None:
+        return await self._dispatch(
+            "wait_for_seq", signal, session_id=session_id, seq=seq, scope=scope
+        )
 
     # --- defaults ---
 
@@ -197,7 +207,12 @@ class FakeService:
         }
 
     async def _default_wait_for_seq(
-        self, *, session_id: str, seq: int, signal: ExecutionSignal
+        self,
+        *,
+        session_id: str,
+        seq: int,
+        signal: ExecutionSignal,
+        scope: PartitionScope | None = None,
     ) -> None:
         return None
 

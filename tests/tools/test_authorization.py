@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from contracts.envelope import Execution
 from contracts.errors import ErrorCode
+from contracts.partitions import PartitionScope, partition_of_cwd
 from tests.tools._fakes import (
     CALLER,
     CWD,
@@ -29,6 +30,7 @@ from tests.tools._fakes import (
     summary,
 )
 from tests.tools._harness import as_caller, outcome, run_tool, tool_error
+from worker.signals import ExecutionSignal
 from worker.store import (
     EventRef,
     EventRelations,
@@ -40,6 +42,7 @@ from worker.store import (
     SessionSearchPage,
     StoredEvent,
 )
+from worker.tools import ToolConfig, ToolError, register_tools
 from worker.tools.presentation import HIDDEN_PARENT
 from worker.tools.workspace_access import redact_session_ids
 
@@ -99,10 +102,24 @@ async def test_read_your_writes_waits_for_the_step_before() -> None:
     service = FakeService.with_caller()
     await run_tool(service, "session_trace", {}, execution=as_caller(step_start_seq=57))
     assert service.calls[0].method == "wait_for_seq"
-    assert service.calls[0].args == {"session_id": CALLER, "seq": 56}
+    assert service.calls[0].args == {"session_id": CALLER, "seq": 56, "scope": None}
     service.calls.clear()
     await run_tool(service, "session_trace", {}, execution=as_caller(step_start_seq=1))
     assert service.calls_of("wait_for_seq") == []
+
+
+async def test_a_partition_s_tools_wait_for_the_step_within_that_partition() -> None:
+    """The wait itself is scoped: a caller of another partition then waits out the bound
+    as an unknown caller does, instead of being told apart after the wait."""
+    service = FakeService.with_caller()
+    scope = PartitionScope((partition_of_cwd(CWD, 16) + 1) % 16, 16)  # not the caller's
+    trace = register_tools(service, ToolConfig(), partition=scope).get("session_trace")
+    assert trace is not None
+    with pytest.raises(ToolError) as caught:
+        await trace.run({}, as_caller(step_start_seq=57), ExecutionSignal())
+    assert caught.value.code is ErrorCode.NO_IDENTITY
+    assert service.calls[0].method == "wait_for_seq"
+    assert service.calls[0].args == {"session_id": CALLER, "seq": 56, "scope": scope}
 
 
 # --- exact-workspace authorization ---

@@ -138,14 +138,12 @@ async def admit(
     try:
         request = replies.parse_request(msg.data)
     except replies.BadEnvelope as bad:
-        await send(
-            nc, msg.reply, bad.reply(), request_id=bad.request_id, tool=tool.endpoint, stats=stats
-        )
+        await send(nc, msg.reply, bad.reply(), request_id=bad.request_id, tool=tool, stats=stats)
         return None
     rid = request.request_id
     if (reason := registry.cancelled_reason(owner_key(request.execution.agent), rid)) is not None:
         reply = replies.error(rid, ErrorCode.CANCELLED, reason)
-        await send(nc, msg.reply, reply, request_id=rid, tool=tool.endpoint, stats=stats)
+        await send(nc, msg.reply, reply, request_id=rid, tool=tool, stats=stats)
         return None
     return request
 
@@ -156,11 +154,13 @@ async def send(
     reply: EncodedReply,
     *,
     request_id: str,
-    tool: str = "",
+    tool: ToolDefinition,
     stats: ReplyStats | None = None,
 ) -> None:
     """Publish ``reply``; on a payload the server refuses, send TOOL_FAILED instead. With
-    ``stats``, an error reply is counted for ``tool``'s endpoint."""
+    ``stats``, an error reply is counted for ``tool``'s endpoint: the definition, not a
+    name, is passed, so a partition's endpoint (``session_trace-p3``) is never counted
+    under the bare tool name."""
     try:
         await nc.publish(subject, reply.data, headers=reply.headers)
     except MaxPayloadError:
@@ -168,4 +168,4 @@ async def send(
         reply = replies.tool_failed(request_id)
         await nc.publish(subject, reply.data, headers=reply.headers)
     if stats is not None:
-        stats.record_reply(tool, reply)
+        stats.record_reply(tool.endpoint, reply)

@@ -99,7 +99,7 @@ class ParallelLane:
                 msg.reply,
                 replies.overloaded(rid),
                 request_id=rid,
-                tool=tool.name,
+                tool=tool,
                 stats=self._executor.stats,
             )
 
@@ -114,7 +114,7 @@ class ParallelLane:
                     job.reply_to,
                     reply,
                     request_id=job.request.request_id,
-                    tool=job.tool.name,
+                    tool=job.tool,
                     stats=self._executor.stats,
                 )
             finally:

@@ -23,7 +23,7 @@ import asyncio
 import contextlib
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import structlog
 from nats.aio.client import Client as NATS
@@ -33,6 +33,9 @@ from worker.runtime.actors import Supervisor
 from worker.runtime.config import WorkerConfig
 from worker.runtime.continuity import Plan, RebuildProgress, StreamDiverged, StreamState
 from worker.runtime.semantic import SEMANTIC_ACTOR, EmbeddingFollower, load_embedder
+
+if TYPE_CHECKING:
+    from worker.runtime.snapshots import Join
 
 log = structlog.get_logger("worker.runtime.replica")
 
@@ -81,6 +84,7 @@ class IndexReplica:
         self.last_status: dict[str, Any] = {}
         self.snapshots: Any = None  # the SnapshotPublisher, when snapshots are published
         self.embedder: Any = None  # the model, with --semantic on
+        self.joined: Join | None = None  # how the index started (snapshot, replay, resume)
 
     @classmethod
     async def open(cls, nc: NATS, config: WorkerConfig, supervisor: Supervisor) -> IndexReplica:
@@ -92,10 +96,11 @@ class IndexReplica:
             lock = IndexLock(config.db_path).acquire()
             stack.callback(lock.release)
             config = _sized(config, nc)
-            stream, plan = await _checked(nc, config)
+            stream, plan, joined = await _checked(nc, config)
             embedder = await asyncio.to_thread(load_embedder, config)
             replica = cls(nc, config, supervisor, lock, await _open_store(config, embedder))
             replica.embedder = embedder
+            replica.joined = joined
             stack.push_async_callback(replica.store.current.close)
             replica.stream = stream
             if plan.rebuild and plan.background:
@@ -207,6 +212,7 @@ class IndexReplica:
             await lag_seconds(js, stream.name, applied, stream.target_seq), 3
         )
         report["writer_restarts"] = getattr(self.writer, "restarts", 0)
+        report["joined"] = self.joined.report() if self.joined is not None else None
         report["rebuild_running"] = self.rebuild.running
         if self.rebuild.running:
             report["rebuild_applied_seq"] = self.rebuild.applied_seq
@@ -278,9 +284,10 @@ def _sized(config: WorkerConfig, nc: NATS) -> WorkerConfig:
     return config.model_copy(update={"max_event_bytes": max_event_bytes})
 
 
-async def _checked(nc: NATS, config: WorkerConfig) -> tuple[StreamState, Plan]:
-    """The stream's state and the preflight's plan for the file; a file with nothing sound
-    to serve (corrupt, or of a schema with no migration) is rebuilt here, first."""
+async def _checked(nc: NATS, config: WorkerConfig) -> tuple[StreamState, Plan, Join]:
+    """The stream's state, the preflight's plan for the file and how the index joined; a
+    file with nothing sound to serve (corrupt, or of a schema with no migration) is
+    rebuilt here, first."""
     from worker.runtime import continuity, snapshots
     from worker.runtime.ingest_consumer import ensure_events_stream
 
@@ -289,16 +296,22 @@ async def _checked(nc: NATS, config: WorkerConfig) -> tuple[StreamState, Plan]:
     await ensure_events_stream(js, config.subjects)
     held = (config.subjects.events_stream, config.partitions, config.subjects)
     stream = await continuity.stream_state(js, *held)
-    if await snapshots.join_from_snapshot(nc, config, stream) is not None:
+    joined = await snapshots.join_from_snapshot(nc, config, stream)
+    if joined.how == "snapshot":
         stream = await continuity.stream_state(js, *held)
     plan = await asyncio.to_thread(
         continuity.preflight, config.db_path, stream, on_divergence=config.on_divergence
     )
+    if plan.rebuild:
+        # Whatever the file held, the index is now built from the stream's start.
+        joined = snapshots.Join("replay", reason=f"rebuild: {plan.reason}")
     if plan.rebuild and not plan.background:
         await continuity.rebuild(
             nc, config, stream, reason=plan.reason, move_aside_as=plan.move_aside_as
         )
-    return stream, plan
+    # One line says how this worker's index started, whichever way it went.
+    log.info("index joined", **joined.report(), partitions=stream.held)
+    return stream, plan, joined
 
 
 async def _open_store(config: WorkerConfig, embedder: Any = None) -> Any:

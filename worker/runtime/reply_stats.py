@@ -22,7 +22,8 @@ STATS_TEXT: Final = {status: code.value for code, status in MICRO_STATUS.items()
 
 
 class ReplyStats:
-    """Error replies sent and tool run times, per tool endpoint name."""
+    """Error replies sent and tool run times, per endpoint name (``ToolDefinition.endpoint``:
+    ``session_trace`` or a partition's ``session_trace-p3``, as ``$SRV.STATS`` names it)."""
 
     def __init__(self) -> None:
         self.errors: Counter[str] = Counter()
@@ -30,23 +31,23 @@ class ReplyStats:
         self.runs: Counter[str] = Counter()
         self.run_ns: Counter[str] = Counter()
 
-    def record_reply(self, tool: str, reply: EncodedReply) -> None:
+    def record_reply(self, endpoint: str, reply: EncodedReply) -> None:
         headers = reply.headers
         if headers is None or ERROR_CODE_HEADER not in headers:
             return
-        self.errors[tool] += 1
+        self.errors[endpoint] += 1
         # The micro format, "<code>:<description>", with the code's fixed text.
         status = headers[ERROR_CODE_HEADER]
-        self.last_error[tool] = f"{status}:{STATS_TEXT.get(status, 'error')}"
+        self.last_error[endpoint] = f"{status}:{STATS_TEXT.get(status, 'error')}"
 
-    def record_run(self, tool: str, elapsed_ns: int) -> None:
-        self.runs[tool] += 1
-        self.run_ns[tool] += elapsed_ns
+    def record_run(self, endpoint: str, elapsed_ns: int) -> None:
+        self.runs[endpoint] += 1
+        self.run_ns[endpoint] += elapsed_ns
 
-    def run_figures(self, tool: str) -> dict[str, Any]:
+    def run_figures(self, endpoint: str) -> dict[str, Any]:
         """The tool runs this worker executed, for the endpoint's ``data``."""
-        runs = self.runs[tool]
-        total = self.run_ns[tool]
+        runs = self.runs[endpoint]
+        total = self.run_ns[endpoint]
         return {
             "run_count": runs,
             "run_processing_time": total,

@@ -344,7 +344,7 @@ class SearchLane:
         self, subject: str, reply: replies.EncodedReply, rid: str, tool: ToolDefinition
     ) -> None:
         stats = self._executor.stats
-        await send(self._nc, subject, reply, request_id=rid, tool=tool.endpoint, stats=stats)
+        await send(self._nc, subject, reply, request_id=rid, tool=tool, stats=stats)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -28,7 +28,7 @@ from nats.js.errors import (
     ServiceUnavailableError,
 )
 
-from contracts.partitions import PartitionSet
+from contracts.partitions import MAX_PARTITION_COUNT, PartitionSet
 from contracts.subjects import Subjects
 from worker.retry import ENQUEUE, JETSTREAM, retry
 from worker.runtime.deadlines import loop_time_of
@@ -132,21 +132,62 @@ class SearchQueue:
                     log=_not_placed,
                 )
             except BadRequestError as exc:
-                raise OverlappingShards(self._overlap_message(exc)) from None
+                holders = await self._overlapping()
+                raise OverlappingShards(self._overlap_message(exc, holders)) from None
         if info.config.max_deliver is not None:
             self.max_deliver = info.config.max_deliver
         if info.config.ack_wait is not None:
             self.ack_wait_s = info.config.ack_wait
 
-    def _overlap_message(self, exc: BadRequestError) -> str:
+    async def _overlapping(self) -> list[str]:
+        """The queue's other consumers that hold some of this worker's partitions, each as
+        ``<name> (partitions <set>)``; best effort: the refusal is told without them."""
+        mine = self._partitions.members if self._partitions is not None else None
+        count = self._partitions.count if self._partitions is not None else MAX_PARTITION_COUNT
+        try:
+            consumers = await self._js.consumers_info(self._subjects.search_stream)
+        except Exception:
+            return []
+        found: list[str] = []
+        for info in consumers:
+            name = info.name or info.config.durable_name or "?"
+            if name == self.consumer:
+                continue
+            theirs = self._held_by(info.config)
+            if mine is None or theirs is None or mine & theirs:
+                held = "all" if theirs is None else str(PartitionSet(count, theirs))
+                found.append(f"{name} (partitions {held})")
+        return sorted(found)
+
+    def _held_by(self, config: api.ConsumerConfig) -> frozenset[int] | None:
+        """The partitions a search consumer filters on (None: unfiltered, all of them)."""
+        filters = list(config.filter_subjects or [])
+        if config.filter_subject:
+            filters.append(config.filter_subject)
+        if not filters:
+            return None
+        # Each filter is ``search_queue_filter(k)``: ``<queue>.p<k>.>``.
+        head = self._subjects.search_queue + ".p"
+        held: set[int] = set()
+        for subject in filters:
+            token = subject.removeprefix(head).removesuffix(".>")
+            if subject.startswith(head) and token.isdigit():
+                held.add(int(token))
+        return frozenset(held)
+
+    def _overlap_message(self, exc: BadRequestError, holders: list[str]) -> str:
+        """One line: what overlaps, the rule, and what to do."""
         held = "all" if self._partitions is None else str(self._partitions)
+        stream = self._subjects.search_stream
+        named = ", ".join(holders) if holders else "another partition set's consumer"
+        remove = " ".join(f"'nats consumer rm {stream} {h.split(' ', 1)[0]}'" for h in holders)
         return (
-            f"the search queue {self._subjects.search_stream} refused consumer {self.consumer}"
-            f" for partitions {held} ({exc.description}): workers that hold different"
-            " partition sets must hold disjoint ones (a worker holding all partitions"
-            " overlaps every shard). A consumer whose workers all stopped is removed by"
-            f" the server after {CONSUMER_IDLE_S:g} s without them; to change the layout"
-            " sooner, delete it (nats consumer rm)"
+            f"--partitions {held} overlaps search consumer {named}"
+            f" ({stream}: {exc.description}): workers on different partition sets must hold"
+            " disjoint sets (all partitions overlap every shard; a replica holds the same"
+            " set). Start this worker with the same set or a disjoint one, or stop those"
+            f" workers: their consumer is removed {CONSUMER_IDLE_S:g} s after the last one"
+            " stops" + (f", or now with {remove}" if remove else "")
         )
 
     async def subscribe(self) -> JetStreamContext.PullSubscription:

@@ -39,10 +39,11 @@ if TYPE_CHECKING:
 
 def _refusals() -> tuple[type[Exception], ...]:
     from worker.runtime.continuity import StreamDiverged
+    from worker.runtime.search_queue import OverlappingShards
     from worker.store.index_file import IndexFileError
     from worker.store.schema import SchemaVersionError
 
-    return (IndexFileError, SchemaVersionError, StreamDiverged, ConfigError)
+    return (IndexFileError, SchemaVersionError, StreamDiverged, ConfigError, OverlappingShards)
 
 
 log = structlog.get_logger("worker.runtime.serve")

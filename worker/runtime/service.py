@@ -183,7 +183,7 @@ class ToolService:
                             msg.reply,
                             reply,
                             request_id=rid,
-                            tool=tool.endpoint,
+                            tool=tool,
                             stats=self._reply_stats,
                         )
 

@@ -112,7 +112,7 @@ class SlowConsumerWatch:
         self._reply_stats = reply_stats
         self.dropped: Counter[str] = Counter()  # per subject
         self.answered_overloaded = 0
-        self._tool_subs: dict[Subscription, str] = {}  # subscription -> tool name
+        self._tool_subs: dict[Subscription, str] = {}  # subscription -> endpoint name
         self._logged_at: dict[str, float] = {}
         self._previous: ErrorCallback | None = None
         self._route: ErrorRoute | None = error_route(nc)
@@ -137,9 +137,10 @@ class SlowConsumerWatch:
             route.handler = self._previous
             self._previous = None
 
-    def answer_dropped_requests(self, sub: Subscription, tool: str) -> None:
-        """Requests this subscription drops are answered OVERLOADED (tool endpoints)."""
-        self._tool_subs[sub] = tool
+    def answer_dropped_requests(self, sub: Subscription, endpoint: str) -> None:
+        """Requests this subscription drops are answered OVERLOADED and counted for
+        ``endpoint`` (a tool endpoint's name, as ``$SRV.STATS`` names it)."""
+        self._tool_subs[sub] = endpoint
 
     async def _on_error(self, exc: Exception) -> None:
         if isinstance(exc, SlowConsumerError):

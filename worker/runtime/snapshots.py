@@ -31,7 +31,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO, Final
+from typing import Any, BinaryIO, Final, Literal
 
 import structlog
 from nats.aio.client import Client as NATS
@@ -91,6 +91,30 @@ class SnapshotPolicy:
             join=config.snapshot_join,
             replicas=config.stream_replicas,
         )
+
+
+@dataclass(frozen=True, slots=True)
+class Join:
+    """How a worker's index started, for its status and its start-up log line: restored
+    from a snapshot (which object, the stream seq it covers), a replay of the stream from
+    its start (and why no snapshot), or an index file resumed (from its applied seq)."""
+
+    how: Literal["snapshot", "replay", "resume"]
+    # The object restored, for a snapshot; None otherwise.
+    snapshot: str | None = None
+    # The stream seq the index held when ingestion started: the snapshot's, the resumed
+    # file's, 0 for a replay.
+    stream_seq: int = 0
+    # Why a replay (no snapshot stored, none verified, joining by snapshot off, ...).
+    reason: str | None = None
+
+    def report(self) -> dict[str, Any]:
+        return {
+            "how": self.how,
+            "snapshot": self.snapshot,
+            "stream_seq": self.stream_seq,
+            "reason": self.reason,
+        }
 
 
 def held_partitions(config: Any, count: int) -> PartitionSet:
@@ -255,13 +279,16 @@ class SnapshotPublisher:
 # -- joining ---------------------------------------------------------------------------------
 
 
-async def join_from_snapshot(nc: NATS, config: Any, stream: StreamState) -> SnapshotManifest | None:
-    """Restore the newest snapshot that verifies onto an empty home; None: replay instead
-    (the home is not empty, joining by snapshot is off, or no snapshot verified)."""
+async def join_from_snapshot(nc: NATS, config: Any, stream: StreamState) -> Join:
+    """On an empty home, restore the newest snapshot that verifies; otherwise say why not:
+    a replay (joining by snapshot is off, no snapshot of this stream and partition set,
+    none verified, the bucket unreadable) or a resume (the home holds an index)."""
     policy = SnapshotPolicy.of(config)
     db = Path(config.db_path)
-    if policy.join != "restore" or not await asyncio.to_thread(_home_empty, db):
-        return None
+    if not await asyncio.to_thread(_home_empty, db):
+        return Join("resume", stream_seq=await asyncio.to_thread(index_file.applied_seq, db))
+    if policy.join != "restore":
+        return Join("replay", reason="--snapshot-join replay")
     try:
         return await _join(nc, config, policy, db, stream)
     except Exception as exc:
@@ -271,16 +298,16 @@ async def join_from_snapshot(nc: NATS, config: Any, stream: StreamState) -> Snap
             error=type(exc).__name__,
             detail=str(exc)[:200],
         )
-        return None
+        return Join("replay", reason=f"snapshot look-up failed ({type(exc).__name__})")
 
 
 async def _join(
     nc: NATS, config: Any, policy: SnapshotPolicy, db: Path, stream: StreamState
-) -> SnapshotManifest | None:
+) -> Join:
     js = nc.jetstream()
     store = await bind_bucket(js, policy, create=False)
     if store is None:
-        return None
+        return Join("replay", reason=f"no snapshot bucket {policy.bucket}")
     partitions = held_partitions(config, stream.partitions)
     expect = Expectation(
         stream_name=stream.name,
@@ -298,10 +325,11 @@ async def _join(
     for info in candidates:
         restored = await _try_restore(nc, store, info, db, expect)
         if restored is not None:
-            return restored
+            return Join("snapshot", snapshot=info.name, stream_seq=restored.stream_seq)
     if candidates:
         log.warning("no snapshot could be used; replaying the stream", tried=len(candidates))
-    return None
+        return Join("replay", reason=f"none of {len(candidates)} snapshots verified")
+    return Join("replay", reason=f"no snapshot of {prefix.rstrip('/')} in {policy.bucket}")
 
 
 async def _try_restore(

@@ -10,7 +10,10 @@ Which index: ``--db``, else ``--home``'s ``index.sqlite``, else the worker's own
 file it read and whether a worker serving the prefix uses it (by the index's id, which
 each worker reports in ``$SRV.STATS``); with no such file here, it shows what the serving
 workers report of their own indexes over NATS, named as theirs (a worker names its file
-by its name only: its path stays on its host). The report itself is ``index_report``'s.
+by its name only: its path stays on its host), and lists the serving workers: each one's
+partitions, how far it applied them against its partitions' last event, and how its index
+started (``joined``: a snapshot, a replay, a resume). The report itself is
+``index_report``'s.
 ``doctor`` adds SQLite's full ``integrity_check`` and FTS5's integrity-check and says what
 is wrong and what to do. ``deadletters`` lists the refused events with their reasons
 (``--follow`` keeps printing new ones).
@@ -173,8 +176,12 @@ async def partition_map(
             "partitions": info["metadata"].get("partitions", "all"),
             "partition_count": info["metadata"].get("partition_count"),
             "applied_seq": applied.get(worker_id, {}).get("applied_seq"),
+            # The stream's last seq in the worker's partitions: what it is complete through
+            # once caught up (below the stream's last_seq when later events are elsewhere).
+            "held_last_seq": (applied.get(worker_id, {}).get("stream") or {}).get("held_last_seq"),
             "lag_events": applied.get(worker_id, {}).get("lag_events"),
             "index_id": applied.get(worker_id, {}).get("index_id"),
+            "joined": applied.get(worker_id, {}).get("joined"),
         }
         for worker_id, info in infos.items()
     ]
@@ -249,7 +256,12 @@ def format_status(report: dict[str, Any]) -> list[str]:
             f"index built from {report.get('stream_name') or '(not recorded)'}"
             f" (created {report.get('stream_created') or '?'})"
         )
-        lines.append(f"applied seq      {report.get('applied_seq')}")
+        held = (stream or {}).get("held_last_seq")
+        shard = stream is not None and held is not None and held != stream.get("last_seq")
+        lines.append(
+            f"applied seq      {report.get('applied_seq')}"
+            + (f" (last seq in its partitions: {held})" if shard else "")
+        )
         count = f" of {stream['partition_count']}" if stream else ""
         lines.append(f"partitions       {report.get('partitions', 'all')}{count}")
         if stream:
@@ -257,6 +269,8 @@ def format_status(report: dict[str, Any]) -> list[str]:
                 f"lag              {report.get('lag_events', 0)} events,"
                 f" {report.get('lag_seconds', 0.0)} s"
             )
+        if report.get("joined"):
+            lines.append(f"joined           {joined_note(report['joined'])}")
         before = report.get("history_unavailable_before")
         lines.append(f"history          {history_note(before) if before else 'complete'}")
         dead = report.get("dead_letters") or {}
@@ -283,12 +297,29 @@ def format_status(report: dict[str, Any]) -> list[str]:
         lines.append(f"workers serving  {len(workers)}")
         for w in workers:
             count = f" of {w['partition_count']}" if w.get("partition_count") else ""
+            held = w.get("held_last_seq")
+            through = "" if held is None else f" (its partitions' last: {held})"
             lines.append(
                 f"  {w['id']}  partitions {w['partitions']}{count}, applied seq"
-                f" {w.get('applied_seq', '?')}, lag {w.get('lag_events', '?')} events,"
+                f" {w.get('applied_seq', '?')}{through}, lag {w.get('lag_events', '?')} events,"
                 f" index id {w.get('index_id') or '?'}"
             )
+            if w.get("joined"):
+                lines.append(f"    joined: {joined_note(w['joined'])}")
     return lines
+
+
+def joined_note(joined: dict[str, Any]) -> str:
+    """How a worker's index started, in words (``snapshots.Join.report``)."""
+    how = joined.get("how")
+    if how == "snapshot":
+        return (
+            f"from snapshot {joined.get('snapshot')} (through stream seq"
+            f" {joined.get('stream_seq')}), then the stream past it"
+        )
+    if how == "resume":
+        return f"resumed its index file (from stream seq {joined.get('stream_seq')})"
+    return f"replayed the stream from its start ({joined.get('reason') or 'no snapshot'})"
 
 
 def _index_source(report: dict[str, Any]) -> str:

@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from contracts.partitions import PartitionScope
 from worker.signals import ExecutionSignal
 
 # Re-exported: the writer protocol's errors (their home is worker.store.errors).
@@ -325,8 +326,20 @@ class SessionQueryService(Protocol):
         """
         ...
 
-    async def wait_for_seq(self, session_id: str, seq: int, *, signal: ExecutionSignal) -> None:
-        """Return once the index holds ``session_id`` through ``seq``; the signal bounds it."""
+    async def wait_for_seq(
+        self,
+        session_id: str,
+        seq: int,
+        *,
+        signal: ExecutionSignal,
+        scope: PartitionScope | None = None,
+    ) -> None:
+        """Return once the index holds ``session_id`` through ``seq``; the signal bounds it.
+
+        With ``scope`` (the partition a request was addressed to), a session whose
+        workspace is outside it is never held: the wait runs out its bound exactly as for
+        a session the index lacks, since a worker holding only that partition would never
+        see it. So how long a wrong route waits tells nothing (docs/protocol.md §10.4)."""
         ...
 
 

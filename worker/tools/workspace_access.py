@@ -13,6 +13,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Final
 
+import structlog
 from pydantic_core import from_json
 
 from contracts.envelope import Execution
@@ -30,6 +31,8 @@ from worker.tools.definitions import ToolError
 from worker.tools.service_boundary import ServiceBoundary
 
 STEP_START: Final = "step/start"
+
+log = structlog.get_logger("worker.tools.workspace_access")
 
 
 @dataclass(frozen=True, slots=True)
@@ -235,28 +238,24 @@ async def _catch_up(
     timeout_ms: int | None,
     partition: PartitionScope | None,
 ) -> None:
+    # Scoped to the addressed partition: a caller of another one is never "held", so it
+    # waits out the bound in this same loop, exactly as a caller the index lacks (which is
+    # all a worker holding only that partition could see). Checking the partition after
+    # the wait instead answered a known caller at once: the timing told the route.
     waiting = signal.child(timeout=None if timeout_ms is None else timeout_ms / 1000)
     try:
         await boundary.call(
             "wait_for_seq",
             waiting,
-            lambda: service.wait_for_seq(session_id, seq, signal=waiting),
+            lambda: service.wait_for_seq(session_id, seq, signal=waiting, scope=partition),
         )
     except ToolError as exc:
         if exc.code is ErrorCode.TIMEOUT and not signal.aborted:
+            log.info("catch-up bound reached", seq=seq, bound_ms=timeout_ms)
             raise _index_lags(seq) from None
         raise
     finally:
         waiting.close()
-    if partition is not None:
-        # A worker holding only the addressed partition would never see a caller of
-        # another one, and would wait out its bound: answer what it answers.
-        observed = await boundary.call(
-            "read_titles", signal, lambda: service.read_titles([session_id], signal=signal)
-        )
-        observation = observed.get(session_id)
-        if observation is not None and not partition.holds_cwd(observation.header.cwd):
-            raise _index_lags(seq)
 
 
 async def preflight(

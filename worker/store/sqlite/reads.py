@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import orjson
 
+from contracts.partitions import PartitionScope
 from worker.store.protocol import (
     EventRelations,
     EventSummary,
@@ -62,11 +63,13 @@ def event_window(tx: Tx, session_id: str, seq: int, before: int, after: int) -> 
     )
 
 
-def seq_held(tx: Tx, session_id: str, seq: int) -> int | None:
+def seq_held(tx: Tx, session_id: str, seq: int, scope: PartitionScope | None = None) -> int | None:
     """The row id of event ``seq`` (0 when absent) once the session holds ``seq``, else
-    None."""
+    None; also None for a session whose workspace is outside ``scope``."""
     found, at = tx.read(sql.SEQ_HELD, {"sid": session_id, "seq": seq})
     if not found or not found[0][at["held"]]:
+        return None
+    if scope is not None and not scope.holds_cwd(found[0][at["cwd"]]):
         return None
     return int(found[0][at["event_id"]] or 0)
 

@@ -77,7 +77,7 @@ EVENT_WINDOW: Final = (
 
 # Whether the session holds ``seq`` (its header says so), and that event's row id.
 SEQ_HELD: Final = (
-    "SELECT s.last_seq >= :seq AS held, (SELECT id FROM events"
+    "SELECT s.last_seq >= :seq AS held, s.cwd AS cwd, (SELECT id FROM events"
     " WHERE session_id = :sid AND seq = :seq) AS event_id FROM sessions s"
     " WHERE s.session_id = :sid"
 )

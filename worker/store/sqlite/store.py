@@ -17,6 +17,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Final
 
+from contracts.partitions import PartitionScope
 from worker.signals import ExecutionSignal
 from worker.store.errors import StoreError
 from worker.store.hybrid import SemanticQuery
@@ -176,10 +177,18 @@ class SqliteSessionStore:
 
     # -- waiting for the writer --------------------------------------------------------
 
-    async def wait_for_seq(self, session_id: str, seq: int, *, signal: ExecutionSignal) -> None:
+    async def wait_for_seq(
+        self,
+        session_id: str,
+        seq: int,
+        *,
+        signal: ExecutionSignal,
+        scope: PartitionScope | None = None,
+    ) -> None:
         """Until the store holds ``session_id`` through ``seq``, and the search index has
-        taken that event too (read-your-writes covers searches)."""
-        work = partial(reads.seq_held, session_id=session_id, seq=seq)
+        taken that event too (read-your-writes covers searches). A session outside
+        ``scope`` is never held (see the protocol)."""
+        work = partial(reads.seq_held, session_id=session_id, seq=seq, scope=scope)
         while True:
             signal.raise_if_aborted()
             # Taken before the read, so a commit between the read and the wait still wakes.
