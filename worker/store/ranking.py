@@ -15,8 +15,8 @@ workspace's own counts (``Weights``), plus a per-event prior the index stores:
   Coverage ranks first: an event holding the whole question beats events holding parts.
 - ``bonus`` (0..COVER_SCALE-1), among events of equal coverage: the query's words as
   written, adjacent (a pasted error or phrase, unquoted); its content words near each
-  other; the session's title; exact forms over derived ones; for a question, conversation
-  over tool output.
+  other; the session's title or first prompt; exact forms over derived ones; for a
+  question, conversation over tool output.
 - ``prior``: shorter events first among equal scores (a focused message over a long dump
   that happens to hold the word). Its factor is below 1 + 1/(2 * MAX_BASE), so it never
   reorders two different integer scores; scores stay exact in the engine's f32.
@@ -44,7 +44,7 @@ COVER_SCALE: Final = 32
 # Bonuses (their sum stays below COVER_SCALE, so coverage always ranks first).
 PHRASE_BONUS: Final = 12  # every word of the query, as written, adjacent and in order
 NEAR_BONUS: Final = 6  # the content words in order within a few words of each other
-TITLE_BONUS: Final = 6  # the session's title holds the match
+TITLE_BONUS: Final = 6  # the session's title or first prompt holds the match
 EXACT_BONUS: Final = 4  # shared out over the rarest groups matched in their exact form
 CONVERSATION_BONUS: Final = 3  # a question: a user or assistant message over tool output
 MAX_BASE: Final = COVER_SCALE * COVER_UNITS + COVER_SCALE - 1

@@ -11,9 +11,10 @@ hold. A worker can hold any subset of workspaces in one index.
 
 **Ranking statistics.** Every event also carries, in its derived field, markers of its own
 workspace: the bare key (so the key's document frequency is the workspace's event count),
-``<key>~t`` on a title and ``<key>~c`` on a user or assistant message; and a ``prior`` from
-its length. ``worker.store.ranking`` scores from these and from workspace-prefixed terms
-only, so no statistic of another workspace enters a score.
+``<key>~t`` on a title or on the session's first prompt (what the session was about),
+``<key>~c`` on a user or assistant message; and a ``prior`` from its length.
+``worker.store.ranking`` scores from these and from workspace-prefixed terms only, so no
+statistic of another workspace enters a score.
 
 **Exactly once.** The index follows the store's ``events`` table by id (ids only grow:
 ``AUTOINCREMENT``) and applies the store's ``search_deletions`` (written by purge in the
@@ -40,6 +41,7 @@ import orjson
 import structlog
 import tantivy
 
+from contracts.harness import first_prompt
 from worker.store import analysis, ranking
 from worker.store.text import searchable_text
 
@@ -54,11 +56,13 @@ _META_SID: Final = "~meta"
 # What one event contributes to the index at most: the whole event (events are at most
 # 1 MiB by the ingest limit), unlike the store's 64 KiB searchable-text column.
 INDEX_TEXT_CAP_BYTES: Final = 1 << 20
-# Marker suffixes (word tokens never hold "~"): a title event, a conversation event.
+# Marker suffixes (word tokens never hold "~"): a title or first prompt, a conversation event.
 TITLE_MARK: Final = "~t"
 CONVERSATION_MARK: Final = "~c"
 _CONVERSATION_SURFACES: Final = frozenset({"user", "assistant"})
 TITLE_TYPE: Final = "session/title"
+# How much of the first prompt must open the event's text to call it the first prompt.
+_LEAD_CHARS: Final = 200
 _WRITER_HEAP_BYTES: Final = 64 * 2**20
 _FOLLOW_CHUNK: Final = 2000
 
@@ -132,7 +136,8 @@ def read_position(searcher: tantivy.Searcher) -> Position:
 
 _EVENTS_AFTER: Final = """
 SELECT e.id, e.session_id, e.seq, e.type, e.surface, e.time_ms, e.stream_seq, s.ws, e.body,
-       CASE WHEN length(CAST(e.body AS BLOB)) >= :cap THEN e.raw_json END AS raw_json
+       CASE WHEN length(CAST(e.body AS BLOB)) >= :cap THEN e.raw_json END AS raw_json,
+       CASE WHEN e.type = 'message/user' THEN s.prompts END AS prompts
 FROM events e JOIN sessions s ON s.session_id = e.session_id
 WHERE e.id > :after ORDER BY e.id LIMIT :limit
 """
@@ -378,7 +383,7 @@ def _stale_reason(path: Path, uid: int) -> str | None:
 
 
 def _document(row: Sequence[Any]) -> tantivy.Document:
-    event_id, session_id, seq, kind, surface, time_ms, stream_seq, ws, body, raw = row
+    event_id, session_id, seq, kind, surface, time_ms, stream_seq, ws, body, raw, prompts = row
     text = body
     if raw is not None:  # the store's column was cut: index the whole event
         with contextlib.suppress(ValueError):
@@ -391,7 +396,8 @@ def _document(row: Sequence[Any]) -> tantivy.Document:
     doc.add_unsigned("id", event_id)
     doc.add_text("sid", session_id)
     doc.add_text("ex", exact)
-    doc.add_text("nm", f"{derived} {_markers(key, kind, surface)}")
+    lead = kind == TITLE_TYPE or _is_first_prompt(body, prompts)
+    doc.add_text("nm", f"{derived} {_markers(key, lead, surface)}")
     doc.add_text("type", kind)
     doc.add_text("surface", surface)
     doc.add_integer("time", time_ms)
@@ -401,11 +407,23 @@ def _document(row: Sequence[Any]) -> tantivy.Document:
     return doc
 
 
-def _markers(key: str, kind: str, surface: str) -> str:
+def _is_first_prompt(body: str, prompts: str | None) -> bool:
+    """Whether a ``message/user`` event is its session's first prompt (harness text
+    skipped, as the tools' title fallback skips it). Decided from events up to and with
+    this one, so every replica decides alike whatever its batches."""
+    if not prompts:
+        return False
+    with contextlib.suppress(ValueError, TypeError):
+        first = first_prompt(tuple(str(p) for p in orjson.loads(prompts)))
+        return first is not None and first[:_LEAD_CHARS] in body[: 2 * _LEAD_CHARS + len(first)]
+    return False
+
+
+def _markers(key: str, lead: bool, surface: str) -> str:
     """The workspace's markers this event carries (after its words, so no phrase of the
     text runs into one)."""
     marks = [key]
-    if kind == TITLE_TYPE:
+    if lead:
         marks.append(key + TITLE_MARK)
     if surface in _CONVERSATION_SURFACES:
         marks.append(key + CONVERSATION_MARK)
