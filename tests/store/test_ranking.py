@@ -153,6 +153,7 @@ def test_the_prior_never_reorders_two_scores(base: int, tokens_a: int, tokens_b:
     lower, higher = engine(base, tokens_a), engine(base + 1, tokens_b)
     assert higher > lower
     assert ranking.coverage_of(lower) == base // ranking.COVER_SCALE
+    assert ranking.holds_all(lower) == bool(base // ranking.ALL_BIT % 2)
 
 
 def test_shorter_events_get_a_higher_prior() -> None:

@@ -83,7 +83,7 @@ class EventSearch:
             partial = not kept
         if partial:
             kept = self._run(self._builder.partial(self._clauses), want)
-        best = max((c.coverage for c, _ in kept), default=0)
+        holds_all = any(c.holds_all for c, _ in kept)
         only: set[int] = set()
         semantic = self._semantic
         if semantic is not None and want <= MAX_CANDIDATE_WINDOW and semantic.needed(partial):
@@ -92,7 +92,7 @@ class EventSearch:
         result = PageResult[EventHit](
             hits=hits, more=len(kept) > offset + size, ranked_partial=partial
         )
-        if offset == 0 and partial and best < ranking.COVER_UNITS:
+        if offset == 0 and partial and not holds_all:
             result.partial = True
             result.unmatched = self._unmatched()
         if offset == 0 and not hits and self._check:
@@ -114,7 +114,7 @@ class EventSearch:
         semantic = self._confirmed([Candidate(event_id, cos, 0) for event_id, cos in scored])
         by_id = {c.event_id: (c, row) for c, row in semantic}
         by_id.update({c.event_id: (c, row) for c, row in kept})
-        lexical = [Lexical(c.event_id, share(c.coverage, partial)) for c, _ in kept]
+        lexical = [Lexical(c.event_id, share(c.coverage, c.holds_all, partial)) for c, _ in kept]
         order = fuse(self._plan, lexical, [c.event_id for c, _ in semantic])
         return [by_id[event_id] for event_id, _ in order], {e for e, only in order if only}
 

@@ -6,13 +6,17 @@ the engine's own relevance (BM25 over index-wide document counts and lengths) is
 An event's score is built from constant-score clauses whose weights come from the
 workspace's own counts (``Weights``), plus a per-event prior the index stores:
 
-    score = (COVER_SCALE * coverage + bonus) * log2(2 + prior)
+    score = (COVER_SCALE * coverage + ALL_BIT * holds_all + bonus) * log2(2 + prior)
 
 - ``coverage`` (0..COVER_UNITS): the query's required word groups the event holds, each
   weighted by its rarity *in the workspace* (an idf over the workspace's event count and
   the group's document frequency, both read from workspace-prefixed terms). An event
   holding every group has ``COVER_UNITS``; a rare word counts for more than a common one.
   Coverage ranks first: an event holding the whole question beats events holding parts.
+  In a long event (over ``LONG_WORDS`` words, a log or a pasted dump) words scattered far
+  apart count half, unless the query's content words stand near each other there: a log
+  that happens to hold every word on lines apart is not a focused answer.
+- ``holds_all``: the event holds every required group (what "partial" is decided by).
 - ``bonus`` (0..COVER_SCALE-1), among events of equal coverage: the query's words as
   written, adjacent (a pasted error or phrase, unquoted); its content words near each
   other; the session's title or first prompt; exact forms over derived ones; for a
@@ -38,18 +42,22 @@ from typing import Final
 
 from worker.store.query import PlanTerm, QueryPlan
 
-# Coverage units shared out over the required groups, and the score per unit.
+# Coverage units shared out over the required groups, the score per unit, and the bit
+# below it that says the event holds every group (bonuses stay below that bit).
 COVER_UNITS: Final = 256
-COVER_SCALE: Final = 32
-# Bonuses (their sum stays below COVER_SCALE, so coverage always ranks first).
-PHRASE_BONUS: Final = 12  # every word of the query, as written, adjacent and in order
-NEAR_BONUS: Final = 6  # the content words in order within a few words of each other
+COVER_SCALE: Final = 64
+ALL_BIT: Final = 32
+# Bonuses (their sum stays below ALL_BIT, so coverage always ranks first).
+PHRASE_BONUS: Final = 10  # every word of the query, as written, adjacent and in order
+NEAR_BONUS: Final = 6  # the content words within a few words of each other
 TITLE_BONUS: Final = 6  # the session's title or first prompt holds the match
-EXACT_BONUS: Final = 4  # shared out over the rarest groups matched in their exact form
+EXACT_BONUS: Final = 2  # shared out over the rarest groups matched in their exact form
 CONVERSATION_BONUS: Final = 3  # a question: a user or assistant message over tool output
-MAX_BASE: Final = COVER_SCALE * COVER_UNITS + COVER_SCALE - 1
+MAX_BASE: Final = COVER_SCALE * COVER_UNITS + ALL_BIT + ALL_BIT - 1
+# Events longer than this count scattered matches half (the index marks them).
+LONG_WORDS: Final = 256
 # The prior's largest value: log2(2 + v) - 1 ~ v / (2 ln 2) stays below 1 / (2 * MAX_BASE).
-PRIOR_MAX: Final = 8.0e-5
+PRIOR_MAX: Final = 4.0e-5
 _PRIOR_LEVELS: Final = 511
 _PRIOR_LOG2_TOKENS: Final = 20.0  # ~1M tokens: every longer event has the lowest prior
 # Words apart, per word of the query, that still count as near each other.
@@ -58,7 +66,7 @@ NEAR_SLOP_PER_WORD: Final = 3
 # What a workspace-prefixed term's document frequency is read with.
 DocFreq = Callable[[str, str], int]  # (field, token) -> events of the workspace holding it
 
-assert PHRASE_BONUS + NEAR_BONUS + TITLE_BONUS + EXACT_BONUS + CONVERSATION_BONUS < COVER_SCALE
+assert PHRASE_BONUS + NEAR_BONUS + TITLE_BONUS + EXACT_BONUS + CONVERSATION_BONUS < ALL_BIT
 assert (MAX_BASE + 1) * (1 + PRIOR_MAX / (2 * math.log(2))) < MAX_BASE + 1.5
 
 
@@ -72,6 +80,11 @@ def prior(tokens: int) -> float:
 def coverage_of(score: float) -> int:
     """The coverage part of an engine score (exact: the prior never crosses a unit)."""
     return int(score // COVER_SCALE)
+
+
+def holds_all(score: float) -> bool:
+    """Whether the engine score's event holds every required group."""
+    return int(score // ALL_BIT) % 2 == 1
 
 
 @dataclass(frozen=True, slots=True)

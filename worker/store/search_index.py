@@ -12,7 +12,8 @@ hold. A worker can hold any subset of workspaces in one index.
 **Ranking statistics.** Every event also carries, in its derived field, markers of its own
 workspace: the bare key (so the key's document frequency is the workspace's event count),
 ``<key>~t`` on a title or on the session's first prompt (what the session was about),
-``<key>~c`` on a user or assistant message; and a ``prior`` from its length.
+``<key>~c`` on a user or assistant message, ``<key>~l`` on a long one (``ranking.LONG_WORDS``);
+and a ``prior`` from its length.
 ``worker.store.ranking`` scores from these and from workspace-prefixed terms only, so no
 statistic of another workspace enters a score.
 
@@ -59,6 +60,7 @@ INDEX_TEXT_CAP_BYTES: Final = 1 << 20
 # Marker suffixes (word tokens never hold "~"): a title or first prompt, a conversation event.
 TITLE_MARK: Final = "~t"
 CONVERSATION_MARK: Final = "~c"
+LONG_MARK: Final = "~l"
 _CONVERSATION_SURFACES: Final = frozenset({"user", "assistant"})
 TITLE_TYPE: Final = "session/title"
 # How much of the first prompt must open the event's text to call it the first prompt.
@@ -397,7 +399,7 @@ def _document(row: Sequence[Any]) -> tantivy.Document:
     doc.add_text("sid", session_id)
     doc.add_text("ex", exact)
     lead = kind == TITLE_TYPE or _is_first_prompt(body, prompts)
-    doc.add_text("nm", f"{derived} {_markers(key, lead, surface)}")
+    doc.add_text("nm", f"{derived} {_markers(key, lead, surface, words > ranking.LONG_WORDS)}")
     doc.add_text("type", kind)
     doc.add_text("surface", surface)
     doc.add_integer("time", time_ms)
@@ -419,7 +421,7 @@ def _is_first_prompt(body: str, prompts: str | None) -> bool:
     return False
 
 
-def _markers(key: str, lead: bool, surface: str) -> str:
+def _markers(key: str, lead: bool, surface: str, long: bool) -> str:
     """The workspace's markers this event carries (after its words, so no phrase of the
     text runs into one)."""
     marks = [key]
@@ -427,4 +429,6 @@ def _markers(key: str, lead: bool, surface: str) -> str:
         marks.append(key + TITLE_MARK)
     if surface in _CONVERSATION_SURFACES:
         marks.append(key + CONVERSATION_MARK)
+    if long:
+        marks.append(key + LONG_MARK)
     return " ".join(marks)

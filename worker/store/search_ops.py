@@ -70,7 +70,8 @@ class _Checked:
 
 @dataclass(slots=True)
 class _Found:
-    coverage: int  # ranking's coverage of the best event (COVER_UNITS: every group)
+    coverage: int  # ranking's coverage of the best event
+    holds_all: bool  # the best event holds every group
     event_id: int
     score: float
     strongest: int | None = None  # the best event that is not the title, when seen
@@ -156,14 +157,14 @@ class SessionSearch:
         if partial:
             query = self._builder.partial(self._scope.clauses)
             found = self._collect(query, want)
-        lexical_best = max((entry.coverage for entry in found.values()), default=0)
+        holds_all = any(entry.holds_all for entry in found.values())
         if self._semantic is not None and self._semantic.needed(partial):
             found = self._fused(found, partial)
         chosen = list(found.items())[offset : offset + size]
         result = PageResult[SessionHit](
             hits=self._hits(query, chosen), more=len(found) > offset + size, ranked_partial=partial
         )
-        if offset == 0 and partial and lexical_best < ranking.COVER_UNITS:
+        if offset == 0 and partial and not holds_all:
             result.partial = True
             result.unmatched = self._unmatched()
         if offset == 0 and not found and self._filtered:
@@ -194,7 +195,11 @@ class SessionSearch:
                 if seen.ok:
                     strongest = None if seen.type == TITLE_TYPE else candidate.event_id
                     found[seen.session_id] = _Found(
-                        candidate.coverage, candidate.event_id, candidate.score, strongest
+                        candidate.coverage,
+                        candidate.holds_all,
+                        candidate.event_id,
+                        candidate.score,
+                        strongest,
                     )
             if len(candidates) < size or len(found) >= want:
                 break
@@ -212,8 +217,11 @@ class SessionSearch:
             seen = checked.get(event_id)
             if seen is None or not seen.ok or seen.session_id in excluded:
                 continue
-            semantic.setdefault(seen.session_id, _Found(0, event_id, cosine, event_id))
-        lexical = [Lexical(sid, share(entry.coverage, partial)) for sid, entry in found.items()]
+            semantic.setdefault(seen.session_id, _Found(0, False, event_id, cosine, event_id))
+        lexical = [
+            Lexical(sid, share(entry.coverage, entry.holds_all, partial))
+            for sid, entry in found.items()
+        ]
         order = fuse(self._plan, lexical, list(semantic))
         self._semantic_only = {sid for sid, only in order if only}
         return {sid: found.get(sid) or semantic[sid] for sid, _ in order}
@@ -312,9 +320,9 @@ class SessionSearch:
         return bool(found)
 
 
-def share(coverage: int, partial: bool) -> float:
+def share(coverage: int, holds_all: bool, partial: bool) -> float:
     """The share of the query a lexical hit holds, for fusion (an all-words hit: 1)."""
-    return coverage / ranking.COVER_UNITS if partial else 1.0
+    return coverage / ranking.COVER_UNITS if partial and not holds_all else 1.0
 
 
 def load_events(

@@ -16,6 +16,7 @@ from worker.store import ranking
 from worker.store.query import PlanTerm, QueryPlan
 from worker.store.search_index import (
     CONVERSATION_MARK,
+    LONG_MARK,
     SCHEMA,
     TITLE_MARK,
     Position,
@@ -31,11 +32,8 @@ class Candidate:
     event_id: int
     score: float  # higher is better (``ranking``)
     seq: int  # the event's position in its session: the total order's last key
-    coverage: int = 0  # ``ranking.coverage_of(score)``: COVER_UNITS holds every group
-
-    @property
-    def holds_all(self) -> bool:
-        return self.coverage >= ranking.COVER_UNITS
+    coverage: int = 0  # ``ranking.coverage_of(score)``
+    holds_all: bool = False  # ``ranking.holds_all(score)``: the event holds every group
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,16 +154,26 @@ class QueryBuilder:
         return self._with(clauses, scope)
 
     def _scoring(self) -> list[tantivy.Query]:
-        """The clauses that make the score (``ranking``'s coverage and bonuses)."""
+        """The clauses that make the score (``ranking``'s coverage, bit and bonuses)."""
         weights = self.weights
         key = self._key
+        required = [self.group(g) for g in self.plan.required]
+        # Scattered words count half in a long event; one word cannot be scattered.
+        split = len(required) > 1
+        long = _term("nm", key + LONG_MARK)
         scoring: list[tantivy.Query] = []
-        for group, cover, exact in zip(
-            self.plan.required, weights.cover, weights.exact, strict=True
+        for group, query, cover, exact in zip(
+            self.plan.required, required, weights.cover, weights.exact, strict=True
         ):
-            scoring.append(_const(self.group(group), ranking.COVER_SCALE * cover))
+            if split:
+                half = ranking.COVER_SCALE * cover // 2
+                scoring.append(_const(query, half))
+                scoring.append(_const(_all([query], but=long), half))
+            else:
+                scoring.append(_const(query, ranking.COVER_SCALE * cover))
             if exact:
                 scoring.append(_const(_any([self._exact(t) for t in group]), exact))
+        scoring.append(_const(_all(required), ranking.ALL_BIT))
         phrase = ranking.phrase_tokens(self.plan)
         if phrase:
             tokens = [key + t for t in phrase]
@@ -173,8 +181,11 @@ class QueryBuilder:
         near = ranking.near_tokens(self.plan)
         if near:
             slop = ranking.NEAR_SLOP_PER_WORD * (len(near) - 1)
-            tokens = [key + t for t in near]
-            scoring.append(_const(_phrase("nm", tokens, slop), ranking.NEAR_BONUS))
+            near_q = _phrase("nm", [key + t for t in near], slop)
+            scoring.append(_const(near_q, ranking.NEAR_BONUS))
+            if split:  # near each other in a long event: the other half back
+                restore = ranking.COVER_SCALE * ranking.COVER_UNITS // 2
+                scoring.append(_const(_all([near_q, long]), restore))
         scoring.append(_const(_term("nm", key + TITLE_MARK), ranking.TITLE_BONUS))
         if self.plan.natural_language:
             mark = _term("nm", key + CONVERSATION_MARK)
@@ -194,6 +205,16 @@ def _any(queries: Sequence[tantivy.Query]) -> tantivy.Query:
     if len(queries) == 1:
         return queries[0]
     return tantivy.Query.boolean_query([(tantivy.Occur.Should, q) for q in queries])
+
+
+def _all(queries: Sequence[tantivy.Query], but: tantivy.Query | None = None) -> tantivy.Query:
+    """Every one of ``queries`` (and not ``but``), scoring nothing of its own."""
+    if len(queries) == 1 and but is None:
+        return queries[0]
+    clauses = [(tantivy.Occur.Must, _filter(q)) for q in queries]
+    if but is not None:
+        clauses.append((tantivy.Occur.MustNot, but))
+    return tantivy.Query.boolean_query(clauses)
 
 
 def _term(field: str, token: str) -> tantivy.Query:
@@ -295,7 +316,13 @@ def top(searcher: tantivy.Searcher, query: tantivy.Query, limit: int) -> list[Ca
     ids = searcher.fast_field_values("id", addresses)
     seqs = searcher.fast_field_values("seq", addresses)
     return [
-        Candidate(int(event_id), float(score), int(seq or 0), ranking.coverage_of(score))
+        Candidate(
+            int(event_id),
+            float(score),
+            int(seq or 0),
+            ranking.coverage_of(score),
+            ranking.holds_all(score),
+        )
         for (score, _), event_id, seq in zip(hits, ids, seqs, strict=True)
         if event_id is not None
     ]
