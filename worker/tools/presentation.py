@@ -64,7 +64,10 @@ def _partial_line(outcome: SearchOutcome) -> list[str]:
     """The one line that says the hits are best partial matches, and what matched nothing."""
     if not outcome.partial:
         return []
-    line = "No event contains every word; best partial matches shown (most of the words first)."
+    line = (
+        "No event contains every word; best partial matches shown"
+        " (more of the words, and rarer ones, first)."
+    )
     if outcome.unmatched:
         shown = ", ".join(quote_query(term) for term in outcome.unmatched[:10])
         line += f" No match at all for: {shown}."
