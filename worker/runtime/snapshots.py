@@ -27,6 +27,7 @@ import asyncio
 import contextlib
 import functools
 import hashlib
+import sqlite3
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -286,7 +287,7 @@ async def join_from_snapshot(nc: NATS, config: Any, stream: StreamState) -> Join
     policy = SnapshotPolicy.of(config)
     db = Path(config.db_path)
     if not await asyncio.to_thread(_home_empty, db):
-        return Join("resume", stream_seq=await asyncio.to_thread(index_file.applied_seq, db))
+        return Join("resume", stream_seq=await asyncio.to_thread(_resumed_seq, db))
     if policy.join != "restore":
         return Join("replay", reason="--snapshot-join replay")
     try:
@@ -299,6 +300,15 @@ async def join_from_snapshot(nc: NATS, config: Any, stream: StreamState) -> Join
             detail=str(exc)[:200],
         )
         return Join("replay", reason=f"snapshot look-up failed ({type(exc).__name__})")
+
+
+def _resumed_seq(db: Path) -> int:
+    """The resumed file's applied seq; 0 when it cannot be read at all (the preflight that
+    follows decides what such a file is, and a corrupt one is rebuilt and said so)."""
+    try:
+        return index_file.applied_seq(db)
+    except sqlite3.DatabaseError:
+        return 0
 
 
 async def _join(
