@@ -136,25 +136,23 @@ class QueryBuilder:
         return _any([self.term(t) for t in group])
 
     def all_words(self, scope: Sequence[tantivy.Query]) -> tantivy.Query:
-        """Every required group must match; optional (function-word) groups only rank."""
-        return self._scored([self.group(g) for g in self.plan.required], scope)
+        """Every required group must match (so every hit has the all-groups bit, scored by
+        the clause that requires them); optional (function-word) groups only rank."""
+        required = [self.group(g) for g in self.plan.required]
+        matched = _const(_all(required), ranking.ALL_BIT)
+        return self._with([(tantivy.Occur.Must, matched), *self._scoring(all_bit=False)], scope)
 
     def partial(self, scope: Sequence[tantivy.Query]) -> tantivy.Query:
         """Any required group; ranked by the workspace-weighted share of groups held."""
-        return self._scored([_any([self.group(g) for g in self.plan.required])], scope)
+        matched = _filter(_any([self.group(g) for g in self.plan.required]))
+        return self._with([(tantivy.Occur.Must, matched), *self._scoring(all_bit=True)], scope)
 
     def one_group(self, group: Sequence[PlanTerm], scope: Sequence[tantivy.Query]) -> tantivy.Query:
         return self._with([(tantivy.Occur.Must, _filter(self.group(group)))], scope)
 
-    def _scored(
-        self, required: Sequence[tantivy.Query], scope: Sequence[tantivy.Query]
-    ) -> tantivy.Query:
-        clauses = [(tantivy.Occur.Must, _filter(q)) for q in required]
-        clauses += [(tantivy.Occur.Should, q) for q in self._scoring()]
-        return self._with(clauses, scope)
-
-    def _scoring(self) -> list[tantivy.Query]:
-        """The clauses that make the score (``ranking``'s coverage, bit and bonuses)."""
+    def _scoring(self, *, all_bit: bool) -> list[tuple[tantivy.Occur, tantivy.Query]]:
+        """The optional clauses that make the score (``ranking``'s coverage, bonuses and,
+        with ``all_bit``, the all-groups bit)."""
         weights = self.weights
         key = self._key
         required = [self.group(g) for g in self.plan.required]
@@ -173,7 +171,8 @@ class QueryBuilder:
                 scoring.append(_const(query, ranking.COVER_SCALE * cover))
             if exact:
                 scoring.append(_const(_any([self._exact(t) for t in group]), exact))
-        scoring.append(_const(_all(required), ranking.ALL_BIT))
+        if all_bit:
+            scoring.append(_const(_all(required), ranking.ALL_BIT))
         phrase = ranking.phrase_tokens(self.plan)
         if phrase:
             tokens = [key + t for t in phrase]
@@ -190,7 +189,7 @@ class QueryBuilder:
         if self.plan.natural_language:
             mark = _term("nm", key + CONVERSATION_MARK)
             scoring.append(_const(mark, ranking.CONVERSATION_BONUS))
-        return scoring
+        return [(tantivy.Occur.Should, q) for q in scoring]
 
     def _with(
         self, clauses: list[tuple[tantivy.Occur, tantivy.Query]], scope: Sequence[tantivy.Query]
