@@ -530,3 +530,21 @@ async def test_scale_out_bench_end_to_end(nats_url: str, tmp_path: Path) -> None
     # Every read reached the shard holding its caller's workspace and was answered.
     assert all(layout["ok"] == layout["sent"] == 40 for layout in layouts)
     assert layouts[0]["vs_one"] == 1.0 and layouts[1]["answered_per_s"] > 0
+
+
+def test_search_ab_bench_end_to_end(tmp_path: Path) -> None:
+    """Both sides from this checkout: the children run in a tree of their own, time the
+    same queries and report per class, with CPU per search from /proc."""
+    from bench import search_ab
+
+    repo = Path(__file__).resolve().parents[1]
+    trees = {"base": repo, "new": repo}
+    result = search_ab.run(trees, TINY, queries=2, rounds=2, work=tmp_path)
+    _assert_result_shape(result, "search_ab")
+    latency = result["measurements"]["latency_ms"]
+    assert latency["base"]["all"]["n"] == latency["new"]["all"]["n"] == 2 * 2 * 2 * 5
+    assert result["measurements"]["cpu_ms_per_search"]["new"] > 0
+    assert [c["name"] for c in result["checks"]] == [
+        "search p50 (new vs base)",
+        "search p99 (new vs base)",
+    ]
