@@ -9,13 +9,14 @@ is one of:
 
 - ``docs``: a pasted documentation dump, 50-90 sections read one per tool call (100-180
   events), about two in three sections holding one or two of the query's words;
-- ``long_output``: one to three tool outputs of 8-48 KiB (logs, grep hits) with the
-  query's words on lines far apart, some several times, and near-miss lines;
-- ``tests``: test runs whose summaries carry near-miss error lines and test names made
-  of the query's words;
-- ``near_miss``: short events holding most of the query: a near-miss error line repeated
-  by a retry loop, pasted by the user, quoted by the assistant; for a question, messages
-  with all but one of its words (for ``rare_word``: the name and the common word);
+- ``long_output``: one to three logs of 8-48 KiB with the query's words on lines far
+  apart, some several times, and the label's near-miss lines;
+- ``tests``: test runs whose summaries name a failing test after two of the query's
+  words and, for an error label, carry its near-miss error lines;
+- ``near_miss``: short events holding most of the query: an error label's near-miss
+  lines pasted by the user, repeated by a retry loop, quoted by the assistant; another
+  label's near misses as messages (for ``rare_word``: the name and the common words),
+  and messages holding half of its words;
 - ``boilerplate``: the same preambles (agent instructions, licence headers, CI
   templates) repeated across sessions, with one of the query's words in the ask.
 
@@ -95,7 +96,7 @@ class Target:
 
 
 @dataclass(frozen=True, slots=True)
-class _Guard:
+class Guard:
     """One label's terms, for ``holds_label``."""
 
     verbatim: str  # the query, case-folded, whitespace collapsed
@@ -125,7 +126,7 @@ def dilute(labelled: rc.RelevanceCorpus, per_workspace: int, seed: int | None = 
     rewritten = 0
     for w, cwd in enumerate(labelled.workspaces):
         queries = by_cwd.get(cwd, [])
-        guards = [_guard(q.query, labelled.reserved.get(q.expected, ())) for q in queries]
+        guards = [guard(q.query, labelled.reserved.get(q.expected, ())) for q in queries]
         # A word that is a whole query on its own (``stall`` of ``StallDetector``) is never
         # scattered: it would make a right answer to that query.
         alone = {g.terms[0] for g in guards if len(g.terms) == 1}
@@ -175,15 +176,15 @@ def _target(q: rc.LabelledQuery, labelled: rc.RelevanceCorpus, alone: set[str]) 
     return Target(q.category, q.query, tuple(dict.fromkeys(words)), near)
 
 
-def _guard(query: str, reserved: Sequence[str]) -> _Guard:
-    return _Guard(
+def guard(query: str, reserved: Sequence[str]) -> Guard:
+    return Guard(
         verbatim=" ".join(query.casefold().split()),
         terms=tuple(analyze(query, query=True)),
         reserved=frozenset(t for word in reserved for t in analyze(word)),
     )
 
 
-def holds_label(text: str, guards: Sequence[_Guard]) -> bool:
+def holds_label(text: str, guards: Sequence[Guard]) -> bool:
     """Whether ``text`` would be a right answer to one of the guards' queries (or holds a
     word reserved to its needle): the query verbatim, its analysed terms in a row, a
     reserved term."""
@@ -204,7 +205,7 @@ def holds_label(text: str, guards: Sequence[_Guard]) -> bool:
     return False
 
 
-def _keep_labels_right(session: rc.Session, guards: Sequence[_Guard]) -> int:
+def _keep_labels_right(session: rc.Session, guards: Sequence[Guard]) -> int:
     """Rewrite each event of ``session`` that holds a label as generated filler; the count."""
     count = 0
     for event in session.events:

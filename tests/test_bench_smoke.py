@@ -446,7 +446,7 @@ def test_relevance_scale_distractors_keep_the_labels_right() -> None:
     guards: dict[str, list[Any]] = {}
     for q in labelled.queries:
         reserved = labelled.reserved.get(q.expected, ())
-        guards.setdefault(q.cwd, []).append(relevance_scale._guard(q.query, reserved))
+        guards.setdefault(q.cwd, []).append(relevance_scale.guard(q.query, reserved))
     rare = {t for _, _, _, _, word in relevance_probes.RARE_WORDS for t in analyze(word)}
     for event in added:
         SessionEvent.model_validate_json(corpus.encode(event))
