@@ -16,7 +16,16 @@ labelled query runs, in one run, through:
 
 Per engine and category it prints n, success@1, success@5, MRR and how many queries got
 no results; then PASS/MISS per category for the new search against success@5 >= 0.95.
-``python -m bench.relevance [--seed N] [--show-misses]``
+
+At scale (issue 29; ``--scale N``, default 400, 0 to skip): the same labels over the
+corpus with N generated distractor sessions more per workspace (``bench.relevance_scale``:
+documentation dumps, long tool outputs, test summaries, near-miss errors, boilerplate),
+answered by ``new``, ``baseline`` and ``reference`` (not ``hybrid``: embedding the diluted
+corpus would take most of an hour). Success@1, success@5 and MRR per category at 1x and
+at scale side by side, and the at-scale targets: success@1 >= 0.95 overall and >= 0.90
+per category, success@5 = 1.00, ``pasted_error`` success@1 = 1.00 (paraphrase excepted:
+lexical search cannot answer it).
+``python -m bench.relevance [--seed N] [--scale N] [--lexical-only] [--show-misses]``
 """
 
 from __future__ import annotations
@@ -34,6 +43,7 @@ from typing import Any, Final
 import orjson
 
 from bench import relevance_corpus as rc
+from bench import relevance_scale as rscale
 from bench.legacy_fts import LegacyIndex
 from bench.relevance_hybrid import EMBEDDING, ask_hybrid, hybrid_checks
 from bench.relevance_paraphrase import shared_words
@@ -42,6 +52,12 @@ from bench.report import Absolute, checks_of, format_table, result_dict, write_r
 
 TARGET: Final = 0.95
 ENGINES: Final = ("new", "hybrid", "baseline", "reference")
+SCALE_ENGINES: Final = ("new", "baseline", "reference")
+# At scale (issue 29), for the store's search over every category but paraphrase.
+SCALE_OVERALL_S1: Final = 0.95
+SCALE_CATEGORY_S1: Final = 0.90
+SCALE_S5: Final = 1.0
+EXACT_S1: Final = {"pasted_error": 1.0}  # a pasted error ranks its exact message first
 TEXT_CAP_BYTES: Final = 64 * 1024
 MAX_EVENT_BYTES: Final = 1024 * 1024
 PAGE_SIZE: Final = 100
@@ -205,9 +221,11 @@ async def answer_all(
     sessions: Sequence[tuple[str, str, list[Any]]],
     work_dir: Path | None,
     keep: Path | None = None,
+    *,
+    hybrid: bool = True,
 ) -> tuple[dict[str, list[Answer]], int, float]:
-    """Every query through each engine; also the events the store applied and the seconds
-    its index took to build."""
+    """Every query through each engine (``hybrid`` only when asked: it embeds the corpus);
+    also the events the store applied and the seconds its index took to build."""
     queries = labelled.queries
     with tempfile.TemporaryDirectory(prefix="sq-bench-relevance-", dir=work_dir) as tmp:
         db = keep or Path(tmp) / "index.sqlite"
@@ -219,7 +237,8 @@ async def answer_all(
         build_s = time.perf_counter() - t0
         prompts = first_prompts(labelled.events)
         answers = {"new": await ask_store(db, queries, prompts)}
-        answers["hybrid"] = await ask_hybrid(db, queries, prompts, ask_store)
+        if hybrid:
+            answers["hybrid"] = await ask_hybrid(db, queries, prompts, ask_store)
     legacy = LegacyIndex(labelled.events)
     try:
         answers["baseline"] = ask_local(
@@ -233,8 +252,15 @@ async def answer_all(
 
 
 async def run(
-    config: rc.RelevanceConfig, *, work_dir: Path | None = None, keep: Path | None = None
+    config: rc.RelevanceConfig,
+    *,
+    work_dir: Path | None = None,
+    keep: Path | None = None,
+    scale: int = 0,
+    hybrid: bool = True,
 ) -> dict[str, Any]:
+    """The bench at 1x and, with ``scale`` > 0, with ``scale`` distractor sessions more
+    per workspace; ``hybrid`` False skips the semantic engine and its checks."""
     t0 = time.perf_counter()
     labelled = rc.build(config)
     queries = labelled.queries
@@ -252,14 +278,16 @@ async def run(
         if q.category == "paraphrase" and (words := shared_words(q.query, payloads[q.expected]))
     }
     generate_s = time.perf_counter() - t0
-    answers, applied, build_s = await answer_all(labelled, sessions, work_dir, keep)
-    scores = {name: category_scores(queries, answers[name]) for name in ENGINES}
+    answers, applied, build_s = await answer_all(labelled, sessions, work_dir, keep, hybrid=hybrid)
+    engines = ENGINES if hybrid else tuple(e for e in ENGINES if e != "hybrid")
+    scores = {name: category_scores(queries, answers[name]) for name in engines}
     checks = [
         Absolute(f"success@5 {category}", s["success_at_5"], "share", "min", TARGET)
         for category, s in scores["new"].items()
         if category != "paraphrase"  # lexical search cannot: it is what hybrid is for
     ]
-    checks += hybrid_checks(scores, TARGET)
+    if hybrid:
+        checks += hybrid_checks(scores, TARGET)
     # No two sessions of a result list share a title line unless their first prompts are
     # equal (a resumed or forked copy): otherwise the model must open each to tell them.
     clashes = [pair for answer in answers["new"] for pair in answer.title_clashes]
@@ -272,29 +300,137 @@ async def run(
         "generate_s": generate_s,
         "build_s": build_s,
         "scores": scores,
+        "overall": {name: overall(queries, answers[name]) for name in engines},
         "title_clashes": [list(pair) for pair in clashes[:20]],
         "paraphrase_sharing_words": sharing,
-        "embedding": dict(EMBEDDING),
+        "embedding": dict(EMBEDDING) if hybrid else {},
         "unfindable_labels": [
             {"query": queries[i].query, "missing": terms} for i, terms in unfindable.items()
         ],
         "per_query": [
-            _query_record(q, [answers[name][i] for name in ENGINES]) for i, q in enumerate(queries)
+            _query_record(q, [answers[name][i] for name in engines], engines)
+            for i, q in enumerate(queries)
         ],
     }
-    return result_dict("relevance", params=asdict(config), checks=checks, measurements=measurements)
+    if scale > 0:
+        at_scale = await run_at_scale(labelled, scale, work_dir, keep)
+        measurements["at_scale"] = at_scale
+        checks += scale_checks(at_scale["scores"]["new"], at_scale["overall"]["new"])
+        checks.append(
+            Absolute(
+                "at scale: title lines alike, prompts differ",
+                len(at_scale["title_clashes"]),
+                "pairs",
+                "max",
+                0,
+            )
+        )
+    measurements["seconds"] = time.perf_counter() - t0
+    params = {**asdict(config), "scale": scale, "hybrid": hybrid}
+    return result_dict("relevance", params=params, checks=checks, measurements=measurements)
 
 
-def _query_record(q: rc.LabelledQuery, answers: Sequence[Answer]) -> dict[str, Any]:
+async def run_at_scale(
+    labelled: rc.RelevanceCorpus, scale: int, work_dir: Path | None, keep: Path | None
+) -> dict[str, Any]:
+    """The labels over the corpus diluted with ``scale`` distractor sessions per workspace,
+    through ``SCALE_ENGINES``."""
+    t0 = time.perf_counter()
+    dilution = rscale.dilute(labelled, scale)
+    diluted = dilution.corpus
+    sessions = list(rc.session_texts(diluted.events))
+    generate_s = time.perf_counter() - t0
+    kept = keep.with_name(f"{keep.stem}-x{scale}{keep.suffix}") if keep else None
+    answers, applied, build_s = await answer_all(diluted, sessions, work_dir, kept, hybrid=False)
+    queries = diluted.queries
+    scores = {name: category_scores(queries, answers[name]) for name in SCALE_ENGINES}
+    clashes = [pair for answer in answers["new"] for pair in answer.title_clashes]
+    return {
+        "distractor_sessions_per_workspace": scale,
+        "distractor_sessions": dilution.sessions,
+        "distractor_events": dilution.events,
+        "distractor_kinds": dilution.kinds,
+        "rewritten_events": dilution.rewritten,
+        "events": len(diluted.events),
+        "applied": applied,
+        "generate_s": generate_s,
+        "build_s": build_s,
+        "seconds": time.perf_counter() - t0,
+        "scores": scores,
+        "overall": {name: overall(queries, answers[name]) for name in SCALE_ENGINES},
+        "title_clashes": [list(pair) for pair in clashes[:20]],
+        "per_query": [
+            _query_record(
+                q, [answers[name][i] for name in SCALE_ENGINES], SCALE_ENGINES, dilution.made
+            )
+            for i, q in enumerate(queries)
+        ],
+    }
+
+
+def overall(queries: Sequence[rc.LabelledQuery], answers: Sequence[Answer]) -> dict[str, float]:
+    """Success@1, success@5 and MRR over every query but the paraphrases."""
+    ranks = [
+        a.rank_of(q.expected)
+        for q, a in zip(queries, answers, strict=True)
+        if q.category != "paraphrase"
+    ]
+    n = len(ranks) or 1
+    return {
+        "n": len(ranks),
+        "success_at_1": sum(r == 1 for r in ranks) / n,
+        "success_at_5": sum(r is not None and r <= 5 for r in ranks) / n,
+        "mrr": sum(1 / r for r in ranks if r is not None) / n,
+    }
+
+
+def scale_checks(
+    scores: Mapping[str, Mapping[str, float]], total: Mapping[str, float]
+) -> list[Absolute]:
+    """Issue 29's targets for the store's search at scale (paraphrase excepted)."""
+    checks = [
+        Absolute(
+            "at scale: success@1 overall", total["success_at_1"], "share", "min", SCALE_OVERALL_S1
+        )
+    ]
+    for category, s in scores.items():
+        if category == "paraphrase":
+            continue
+        target = EXACT_S1.get(category, SCALE_CATEGORY_S1)
+        checks.append(
+            Absolute(f"at scale: success@1 {category}", s["success_at_1"], "share", "min", target)
+        )
+        checks.append(
+            Absolute(f"at scale: success@5 {category}", s["success_at_5"], "share", "min", SCALE_S5)
+        )
+    return checks
+
+
+def _query_record(
+    q: rc.LabelledQuery,
+    answers: Sequence[Answer],
+    engines: Sequence[str] = ENGINES,
+    made: Mapping[str, tuple[str, str]] | None = None,
+) -> dict[str, Any]:
+    """A query's rank and top 5 per engine; at scale (``made``), also the sessions ranked
+    above the expected one (up to 10), each with its distractor kind and aim."""
     record: dict[str, Any] = {"category": q.category, "query": q.query, "cwd": q.cwd}
     record["expected"] = q.expected
-    for name, answer in zip(ENGINES, answers, strict=True):
+    for name, answer in zip(engines, answers, strict=True):
+        rank = answer.rank_of(q.expected)
         record[name] = {
-            "rank": answer.rank_of(q.expected),
+            "rank": rank,
             "top5": list(answer.sessions[:5]),
             "returned": len(answer.sessions),
             "error": answer.error,
         }
+        if made is not None:
+            above = answer.sessions[: (rank or 11) - 1][:10]
+            record[name]["above"] = [
+                {"session": sid, "kind": made.get(sid, ("needle or 1x", ""))[0]}
+                | ({"aimed_at": made[sid][1]} if sid in made else {})
+                for sid in above
+            ]
     return record
 
 
@@ -312,12 +448,53 @@ def format_scores(engine: str, scores: dict[str, dict[str, float]]) -> str:
     return "\n".join(lines)
 
 
+def format_side_by_side(
+    engine: str, at_1x: dict[str, dict[str, float]], at_scale: dict[str, dict[str, float]]
+) -> str:
+    """Per category: n, then success@1, success@5 and MRR at 1x and at scale."""
+    header = (
+        f"{'category':<16} {'n':>4} {'s@1 1x':>7} {'s@1 scale':>9} {'s@5 1x':>7}"
+        f" {'s@5 scale':>9} {'MRR 1x':>7} {'MRR scale':>9}"
+    )
+    lines = [engine, header, "-" * len(header)]
+    for category, s in at_scale.items():
+        one = at_1x.get(category, {})
+        lines.append(
+            f"{category:<16} {int(s['n']):>4}"
+            f" {one.get('success_at_1', float('nan')):>7.2f} {s['success_at_1']:>9.2f}"
+            f" {one.get('success_at_5', float('nan')):>7.2f} {s['success_at_5']:>9.2f}"
+            f" {one.get('mrr', float('nan')):>7.2f} {s['mrr']:>9.2f}"
+        )
+    return "\n".join(lines)
+
+
+def format_scale_misses(result: dict[str, Any], engine: str = "new") -> str:
+    """Each query the engine did not rank first at scale, with what ranked above it."""
+    lines = []
+    for record in result["measurements"]["at_scale"]["per_query"]:
+        answer = record[engine]
+        if answer["rank"] == 1:
+            continue
+        above = "; ".join(
+            f"{a['session']} ({a['kind']}"
+            + (f" aimed at {a['aimed_at']!r})" if a.get("aimed_at") else ")")
+            for a in answer["above"][:3]
+        )
+        lines.append(
+            f"[{engine} at scale] {record['category']}: {record['query']!r} rank "
+            f"{answer['rank']}; above it: {above or answer['error'] or 'nothing'}"
+        )
+    return "\n".join(lines) or "no misses at scale"
+
+
 def format_misses(
     result: dict[str, Any], engines: Sequence[str] = ("new", "hybrid", "reference")
 ) -> str:
     lines = []
     for engine in engines:
         for record in result["measurements"]["per_query"]:
+            if engine not in record:
+                continue
             answer = record[engine]
             if answer["rank"] is not None and answer["rank"] <= 5:
                 continue
@@ -344,16 +521,44 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--noise-sessions", type=int, default=default.noise_sessions, help="per workspace"
     )
+    parser.add_argument(
+        "--scale",
+        type=int,
+        default=rscale.DEFAULT_PER_WORKSPACE,
+        help="distractor sessions per workspace for the at-scale run (0: 1x only)",
+    )
+    parser.add_argument(
+        "--lexical-only",
+        action="store_true",
+        help="skip the hybrid engine (embedding the corpus takes ~10 minutes)",
+    )
     parser.add_argument("--show-misses", action="store_true", help="print each missed query")
     parser.add_argument("--db", type=Path, help="index file to build once and reuse (same seed)")
     args = parser.parse_args(argv)
     config = rc.RelevanceConfig(seed=args.seed, noise_sessions=args.noise_sessions)
-    result = asyncio.run(run(config, keep=args.db))
+    result = asyncio.run(run(config, keep=args.db, scale=args.scale, hybrid=not args.lexical_only))
     m = result["measurements"]
     for engine in ENGINES:
-        print(format_scores(_TITLES[engine], m["scores"][engine]) + "\n")
+        if engine in m["scores"]:
+            print(format_scores(_TITLES[engine], m["scores"][engine]) + "\n")
+    at_scale = m.get("at_scale")
+    if at_scale is not None:
+        for engine in SCALE_ENGINES:
+            title = (
+                f"{_TITLES[engine]}: 1x against at scale "
+                f"(+{at_scale['distractor_sessions_per_workspace']} sessions per workspace)"
+            )
+            print(format_side_by_side(title, m["scores"][engine], at_scale["scores"][engine]))
+            total = at_scale["overall"][engine]
+            at_1x = m["overall"][engine]["success_at_1"]
+            print(
+                f"overall but paraphrase ({total['n']}): success@1 {at_1x:.2f} at 1x,"
+                f" {total['success_at_1']:.2f} at scale\n"
+            )
     if args.show_misses:
         print(format_misses(result) + "\n")
+        if at_scale is not None:
+            print(format_scale_misses(result) + "\n")
     info = {
         "events": m["events"],
         "labelled queries": m["queries"],
@@ -363,7 +568,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         "embedding the corpus (s)": round(m["embedding"].get("seconds", 0.0), 1),
         "vectors": int(m["embedding"].get("vectors", 0)),
     }
-    title = f"relevance (seed {config.seed}): the new search against success@5 >= {TARGET}"
+    if at_scale is not None:
+        info |= {
+            "at scale: events": at_scale["events"],
+            "at scale: distractor sessions": at_scale["distractor_sessions"],
+            "at scale: distractor events rewritten (held a label)": at_scale["rewritten_events"],
+            "at scale: generate + build (s)": round(
+                at_scale["generate_s"] + at_scale["build_s"], 1
+            ),
+        }
+    info["seconds in all"] = round(m["seconds"], 1)
+    title = f"relevance (seed {config.seed}): the new search against its targets"
     print(format_table(title, checks_of(result), info))
     print(f"\nresult: {write_result(result)}")
     return 0

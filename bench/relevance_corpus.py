@@ -48,6 +48,11 @@ CATEGORIES: Final = (
     "long_output",
     "fork",
     "paraphrase",
+    # Issue 29's failure modes at scale (bench.relevance_probes); last, so the needles
+    # above keep their workspaces and texts.
+    "pasted_error",
+    "focused",
+    "rare_word",
 )
 
 # A planted turn: ("user" | "assistant", text), ("run", tool output), ("code", a tool
@@ -86,6 +91,10 @@ class RelevanceCorpus:
     callers: dict[str, str]  # cwd -> caller session id
     events: list[dict[str, Any]]
     queries: tuple[LabelledQuery, ...]
+    # Per needle session: the texts of its near misses (its distractors' planted texts and
+    # its spec's variants), and the words no distractor may hold (bench.relevance_scale).
+    near_misses: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    reserved: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +105,10 @@ class Spec:
     turns: tuple[Turn, ...]
     queries: tuple[str, ...]
     distractors: tuple[tuple[Turn, ...], ...] = field(default_factory=tuple)
+    # For the at-scale corpus (bench.relevance_scale): more near-miss texts, and words
+    # (the rare word of a partial match) no distractor may hold.
+    variants: tuple[str, ...] = ()
+    reserved: tuple[str, ...] = ()
 
 
 # --- needle texts ------------------------------------------------------------------------
@@ -967,6 +980,10 @@ class _Session:
         self.add("session/end", "system", {"reason": "completed"})
 
 
+# Public name for bench.relevance_scale, which builds its distractor sessions the same way.
+Session = _Session
+
+
 class _Builder:
     """Places sessions in workspaces and collects events and labels."""
 
@@ -977,6 +994,8 @@ class _Builder:
         self.clock = corpus.ORIGIN_MS + 400 * 86_400_000  # after the noise sessions
         self.sessions: list[_Session] = []
         self.labels: list[tuple[str, str, str, str]] = []  # category, query, cwd, sid
+        self.near_misses: dict[str, tuple[str, ...]] = {}
+        self.reserved: dict[str, tuple[str, ...]] = {}
         self._order = list(range(len(workspaces)))
         self.rng.shuffle(self._order)
         self._placed = 0
@@ -1009,6 +1028,10 @@ class _Builder:
             self._filled(f"{sid}-d{j}", cwd, turns, titled=False)
         for query in spec.queries:
             self.labels.append((category, query, cwd, sid))
+        planted = [text for turns in spec.distractors for _, text in turns]
+        self.near_misses[sid] = (*planted, *spec.variants)
+        if spec.reserved:
+            self.reserved[sid] = spec.reserved
 
     def _filled(self, sid: str, cwd: str, turns: Sequence[Turn], *, titled: bool = True) -> None:
         session = self.session(sid, cwd, titled=titled)
@@ -1053,6 +1076,8 @@ def _paraphrase_specs(rng: random.Random) -> list[Spec]:
 def _specs(category: str, rng: random.Random, config: RelevanceConfig) -> list[Spec]:
     if category == "long_output":
         return _long_specs(rng, config)
+    from bench import relevance_probes as probes
+
     makers = {
         "error_fragment": _error_specs,
         "identifier_part": _identifier_specs,
@@ -1062,6 +1087,9 @@ def _specs(category: str, rng: random.Random, config: RelevanceConfig) -> list[S
         "cjk": _cjk_specs,
         "non_english": _russian_specs,
         "paraphrase": _paraphrase_specs,
+        "pasted_error": probes.pasted_error_specs,
+        "focused": probes.focused_specs,
+        "rare_word": probes.rare_word_specs,
     }
     return makers[category](rng)
 
@@ -1099,7 +1127,9 @@ def build(config: RelevanceConfig) -> RelevanceCorpus:
         LabelledQuery(category, query, cwd, sid, callers[cwd])
         for category, query, cwd, sid in builder.labels
     )
-    return RelevanceCorpus(config, workspaces, callers, events, queries)
+    return RelevanceCorpus(
+        config, workspaces, callers, events, queries, builder.near_misses, builder.reserved
+    )
 
 
 def _caller_start(sid: str, cwd: str) -> dict[str, Any]:

@@ -373,7 +373,8 @@ async def test_relevance_bench_end_to_end(tmp_path: Path) -> None:
     assert [corpus.encode(e) for e in labelled.events] == [corpus.encode(e) for e in again.events]
     for event in labelled.events:
         SessionEvent.model_validate_json(corpus.encode(event))
-    result = await relevance.run(config, work_dir=tmp_path)
+    # At scale too, with two distractor sessions per workspace (issue 29).
+    result = await relevance.run(config, work_dir=tmp_path, scale=2)
     _assert_result_shape(result, "relevance")
     m = result["measurements"]
     assert m["applied"] == m["events"] == len(labelled.events)
@@ -389,7 +390,7 @@ async def test_relevance_bench_end_to_end(tmp_path: Path) -> None:
     names = [c["name"] for c in result["checks"]]
     lexical = [c for c in relevance_corpus.CATEGORIES if c != "paraphrase"]
     assert names[: len(lexical)] == [f"success@5 {c}" for c in lexical]
-    assert names[-1] == "title lines alike, prompts differ"
+    assert "title lines alike, prompts differ" in names
     # Lexical-only against hybrid in the same run (issue 21), every category.
     assert names[len(lexical)] == "hybrid success@1 paraphrase"
     assert {f"hybrid success@5 {c}" for c in relevance_corpus.CATEGORIES} <= set(names)
@@ -400,7 +401,59 @@ async def test_relevance_bench_end_to_end(tmp_path: Path) -> None:
     assert {"category", "query", "expected", *relevance.ENGINES} <= set(record)
     for line in relevance.format_misses(result, relevance.ENGINES).splitlines():
         assert line == "no misses" or (line.startswith("[") and "top 5:" in line)
+    at_scale = m["at_scale"]
+    assert at_scale["distractor_sessions"] == 2 * config.workspaces
+    assert at_scale["applied"] == at_scale["events"] == m["events"] + at_scale["distractor_events"]
+    for engine in relevance.SCALE_ENGINES:
+        assert set(at_scale["scores"][engine]) == categories, engine
+        assert (
+            at_scale["overall"][engine]["n"] == m["queries"] - m["scores"]["new"]["paraphrase"]["n"]
+        )
+    assert {"at scale: success@1 overall", "at scale: title lines alike, prompts differ"} <= set(
+        names
+    )
+    assert {f"at scale: success@1 {c}" for c in lexical} <= set(names)
+    assert {f"at scale: success@5 {c}" for c in lexical} <= set(names)
+    assert {"rank", "top5", "above"} <= set(at_scale["per_query"][0]["new"])
+    side = relevance.format_side_by_side("new", m["scores"]["new"], at_scale["scores"]["new"])
+    assert len(side.splitlines()) == 3 + len(categories)
+    for line in relevance.format_scale_misses(result).splitlines():
+        assert line == "no misses at scale" or "above it:" in line
     assert report.write_result(result, tmp_path).exists()
+
+
+def test_relevance_scale_distractors_keep_the_labels_right() -> None:
+    from bench import relevance_corpus, relevance_probes, relevance_scale
+    from bench.relevance_reference import analyze, payload_text
+
+    config = relevance_corpus.RelevanceConfig(
+        seed=4, noise_sessions=1, noise_events=8, long_kib=70, per_category=3
+    )
+    labelled = relevance_corpus.build(config)
+    one = relevance_scale.dilute(labelled, 15)
+    again = relevance_scale.dilute(labelled, 15)
+    added = one.corpus.events[len(labelled.events) :]
+    assert [corpus.encode(e) for e in added] == [
+        corpus.encode(e) for e in again.corpus.events[len(labelled.events) :]
+    ]
+    assert one.corpus.events[: len(labelled.events)] == labelled.events
+    assert one.corpus.queries == labelled.queries
+    assert len(added) == one.events and one.sessions == 15 * config.workspaces
+    assert sum(one.kinds.values()) == one.sessions and set(one.made) == {
+        e["session_id"] for e in added
+    }
+    cwd_of = {e["session_id"]: e["payload"]["cwd"] for e in added if e["seq"] == 1}
+    guards: dict[str, list[Any]] = {}
+    for q in labelled.queries:
+        reserved = labelled.reserved.get(q.expected, ())
+        guards.setdefault(q.cwd, []).append(relevance_scale.guard(q.query, reserved))
+    rare = {t for _, _, _, _, word in relevance_probes.RARE_WORDS for t in analyze(word)}
+    for event in added:
+        SessionEvent.model_validate_json(corpus.encode(event))
+        text = payload_text(event["payload"])
+        # no distractor answers a label: not its query verbatim, not its terms in a row
+        assert not relevance_scale.holds_label(text, guards[cwd_of[event["session_id"]]])
+        assert not rare & set(analyze(text))
 
 
 async def test_isolation_bench_end_to_end(tmp_path: Path) -> None:
