@@ -125,6 +125,20 @@ async def test_the_first_prompt_tells_what_a_session_was_about(
     assert ids(page)[2] == "a-mentions"
 
 
+async def test_a_sentence_in_other_word_forms_beats_a_paragraph_that_holds_the_words(
+    env: tuple[Corpus, SqliteSessionStore],
+) -> None:
+    corpus, store = env
+    filler = "the a review is so there lock key index case cursor exact and or because"
+    corpus.start("paragraph")
+    corpus.say("paragraph", f"{filler} request timeout {filler} {filler}")
+    corpus.start("sentence")
+    corpus.say("sentence", "Raised the timeouts of slow requests to thirty seconds.")
+    await corpus.flush()
+    page = await search(store, "timeout request")
+    assert ids(page) == ["sentence", "paragraph"]
+
+
 def test_shares_sum_to_the_units_and_follow_rarity() -> None:
     shares = ranking._shares([3.0, 1.0, 0.0], ranking.COVER_UNITS)
     assert sum(shares) == ranking.COVER_UNITS and min(shares) >= 1

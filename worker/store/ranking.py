@@ -19,8 +19,9 @@ workspace's own counts (``Weights``), plus a per-event prior the index stores:
 - ``holds_all``: the event holds every required group (what "partial" is decided by).
 - ``bonus`` (0..COVER_SCALE-1), among events of equal coverage: the query's words as
   written, adjacent (a pasted error or phrase, unquoted); its content words near each
-  other; the session's title or first prompt; exact forms over derived ones; for a
-  question, conversation over tool output.
+  other; the session's title or first prompt; a short event (a sentence holding the words
+  over a paragraph that happens to); exact forms over derived ones; for a question,
+  conversation over tool output.
 - ``prior``: shorter events first among equal scores (a focused message over a long dump
   that happens to hold the word). Its factor is below 1 + 1/(2 * MAX_BASE), so it never
   reorders two different integer scores; scores stay exact in the engine's f32.
@@ -53,20 +54,26 @@ NEAR_BONUS: Final = 6  # the content words within a few words of each other
 TITLE_BONUS: Final = 6  # the session's title or first prompt holds the match
 EXACT_BONUS: Final = 2  # shared out over the rarest groups matched in their exact form
 CONVERSATION_BONUS: Final = 3  # a question: a user or assistant message over tool output
+SHORT_BONUS: Final = 3  # a short event (a sentence, not a paragraph of other words)
 MAX_BASE: Final = COVER_SCALE * COVER_UNITS + ALL_BIT + ALL_BIT - 1
-# Events longer than this count scattered matches half (the index marks them).
+# Events longer than this count scattered matches half; up to SHORT_WORDS is a short one
+# (the index marks both).
 LONG_WORDS: Final = 256
+SHORT_WORDS: Final = 16
 # The prior's largest value: log2(2 + v) - 1 ~ v / (2 ln 2) stays below 1 / (2 * MAX_BASE).
 PRIOR_MAX: Final = 4.0e-5
 _PRIOR_LEVELS: Final = 511
 _PRIOR_LOG2_TOKENS: Final = 20.0  # ~1M tokens: every longer event has the lowest prior
 # Words apart, per word of the query, that still count as near each other.
-NEAR_SLOP_PER_WORD: Final = 3
+NEAR_SLOP_PER_WORD: Final = 6
 
 # What a workspace-prefixed term's document frequency is read with.
 DocFreq = Callable[[str, str], int]  # (field, token) -> events of the workspace holding it
 
-assert PHRASE_BONUS + NEAR_BONUS + TITLE_BONUS + EXACT_BONUS + CONVERSATION_BONUS < ALL_BIT
+assert (
+    PHRASE_BONUS + NEAR_BONUS + TITLE_BONUS + EXACT_BONUS + CONVERSATION_BONUS + SHORT_BONUS
+    < ALL_BIT
+)
 assert (MAX_BASE + 1) * (1 + PRIOR_MAX / (2 * math.log(2))) < MAX_BASE + 1.5
 
 

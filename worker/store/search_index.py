@@ -12,8 +12,8 @@ hold. A worker can hold any subset of workspaces in one index.
 **Ranking statistics.** Every event also carries, in its derived field, markers of its own
 workspace: the bare key (so the key's document frequency is the workspace's event count),
 ``<key>~t`` on a title or on the session's first prompt (what the session was about),
-``<key>~c`` on a user or assistant message, ``<key>~l`` on a long one (``ranking.LONG_WORDS``);
-and a ``prior`` from its length.
+``<key>~c`` on a user or assistant message, ``<key>~l`` on a long one and ``<key>~s`` on a
+short one (``ranking.LONG_WORDS``, ``SHORT_WORDS``); and a ``prior`` from its length.
 ``worker.store.ranking`` scores from these and from workspace-prefixed terms only, so no
 statistic of another workspace enters a score.
 
@@ -61,6 +61,7 @@ INDEX_TEXT_CAP_BYTES: Final = 1 << 20
 TITLE_MARK: Final = "~t"
 CONVERSATION_MARK: Final = "~c"
 LONG_MARK: Final = "~l"
+SHORT_MARK: Final = "~s"
 _CONVERSATION_SURFACES: Final = frozenset({"user", "assistant"})
 TITLE_TYPE: Final = "session/title"
 # How much of the first prompt must open the event's text to call it the first prompt.
@@ -399,7 +400,7 @@ def _document(row: Sequence[Any]) -> tantivy.Document:
     doc.add_text("sid", session_id)
     doc.add_text("ex", exact)
     lead = kind == TITLE_TYPE or _is_first_prompt(body, prompts)
-    doc.add_text("nm", f"{derived} {_markers(key, lead, surface, words > ranking.LONG_WORDS)}")
+    doc.add_text("nm", f"{derived} {_markers(key, lead, surface, words)}")
     doc.add_text("type", kind)
     doc.add_text("surface", surface)
     doc.add_integer("time", time_ms)
@@ -421,7 +422,7 @@ def _is_first_prompt(body: str, prompts: str | None) -> bool:
     return False
 
 
-def _markers(key: str, lead: bool, surface: str, long: bool) -> str:
+def _markers(key: str, lead: bool, surface: str, words: int) -> str:
     """The workspace's markers this event carries (after its words, so no phrase of the
     text runs into one)."""
     marks = [key]
@@ -429,6 +430,8 @@ def _markers(key: str, lead: bool, surface: str, long: bool) -> str:
         marks.append(key + TITLE_MARK)
     if surface in _CONVERSATION_SURFACES:
         marks.append(key + CONVERSATION_MARK)
-    if long:
+    if words > ranking.LONG_WORDS:
         marks.append(key + LONG_MARK)
+    elif words <= ranking.SHORT_WORDS:
+        marks.append(key + SHORT_MARK)
     return " ".join(marks)

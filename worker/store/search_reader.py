@@ -18,6 +18,7 @@ from worker.store.search_index import (
     CONVERSATION_MARK,
     LONG_MARK,
     SCHEMA,
+    SHORT_MARK,
     TITLE_MARK,
     Position,
     open_index,
@@ -186,6 +187,7 @@ class QueryBuilder:
                 restore = ranking.COVER_SCALE * ranking.COVER_UNITS // 2
                 scoring.append(_const(_all([near_q, long]), restore))
         scoring.append(_const(_term("nm", key + TITLE_MARK), ranking.TITLE_BONUS))
+        scoring.append(_const(_term("nm", key + SHORT_MARK), ranking.SHORT_BONUS))
         if self.plan.natural_language:
             mark = _term("nm", key + CONVERSATION_MARK)
             scoring.append(_const(mark, ranking.CONVERSATION_BONUS))
