@@ -137,26 +137,29 @@ class QueryBuilder:
         return _any([self.term(t) for t in group])
 
     def all_words(self, scope: Sequence[tantivy.Query]) -> tantivy.Query:
-        """Every required group must match (so every hit has the all-groups bit, scored by
-        the clause that requires them); optional (function-word) groups only rank."""
+        """Every required group must match, so every hit has the all-groups bit (scored by
+        the clause that requires them); function words count only in the phrase bonus."""
         required = [self.group(g) for g in self.plan.required]
         matched = _const(_all(required), ranking.ALL_BIT)
-        return self._with([(tantivy.Occur.Must, matched), *self._scoring(all_bit=False)], scope)
+        scoring = self._scoring(required, all_bit=False)
+        return self._with([(tantivy.Occur.Must, matched), *scoring], scope)
 
     def partial(self, scope: Sequence[tantivy.Query]) -> tantivy.Query:
         """Any required group; ranked by the workspace-weighted share of groups held."""
-        matched = _filter(_any([self.group(g) for g in self.plan.required]))
-        return self._with([(tantivy.Occur.Must, matched), *self._scoring(all_bit=True)], scope)
+        required = [self.group(g) for g in self.plan.required]
+        scoring = self._scoring(required, all_bit=True)
+        return self._with([(tantivy.Occur.Must, _filter(_any(required))), *scoring], scope)
 
     def one_group(self, group: Sequence[PlanTerm], scope: Sequence[tantivy.Query]) -> tantivy.Query:
         return self._with([(tantivy.Occur.Must, _filter(self.group(group)))], scope)
 
-    def _scoring(self, *, all_bit: bool) -> list[tuple[tantivy.Occur, tantivy.Query]]:
+    def _scoring(
+        self, required: Sequence[tantivy.Query], *, all_bit: bool
+    ) -> list[tuple[tantivy.Occur, tantivy.Query]]:
         """The optional clauses that make the score (``ranking``'s coverage, bonuses and,
-        with ``all_bit``, the all-groups bit)."""
+        with ``all_bit``, the all-groups bit); ``required``: the plan's groups' queries."""
         weights = self.weights
         key = self._key
-        required = [self.group(g) for g in self.plan.required]
         # Scattered words count half in a long event; one word cannot be scattered.
         split = len(required) > 1
         long = _term("nm", key + LONG_MARK)
