@@ -412,8 +412,9 @@ def _document(row: Sequence[Any]) -> tantivy.Document:
 
 def _is_first_prompt(body: str, prompts: str | None) -> bool:
     """Whether a ``message/user`` event is its session's first prompt (harness text
-    skipped, as the tools' title fallback skips it). Decided from events up to and with
-    this one, so every replica decides alike whatever its batches."""
+    skipped, as the tools' title fallback skips it). Decided from the session's first
+    stored prompts, which later events never change: every replica decides alike,
+    whatever its batches."""
     if not prompts:
         return False
     with contextlib.suppress(ValueError, TypeError):
