@@ -59,3 +59,25 @@ def test_a_session_scoped_scan_keeps_that_session_across_loads(tmp_path: Path) -
     # Another workspace's session, or an unknown one, holds nothing here.
     assert reader.nearest("w1", query, 10, "s-c") == []
     assert reader.nearest("w1", query, 10, "s-nope") == []
+
+
+def test_equal_cosines_keep_event_order_at_the_cut(tmp_path: Path) -> None:
+    """Copied events embed alike: which of them a cut keeps, and their order, follow the
+    event ids (the workspace's stream order on every replica), never a partial sort."""
+    import numpy as np
+
+    from worker.store.semantic.vectors import VectorReader
+
+    path = tmp_path / "index.sqlite.vectors"
+    # 1,500 copies of one event among rows further off, every tenth a little nearer.
+    rows = [
+        (n, "w1", f"s-{n % 7}", _unit(0, 0.05) if n % 10 == 0 else _unit(0, 0.3 + n % 3))
+        for n in range(1, 3001)
+    ]
+    rows = [(n, ws, sid, vec if n % 2 else _unit(0)) for n, ws, sid, vec in rows]
+    _write(path, rows)
+    query = np.array(_unit(0), dtype=np.float32)
+    copies = [n for n in range(1, 3001) if n % 2 == 0]
+    for limit in (1, 50, 333):
+        found = [eid for eid, _ in VectorReader(path).nearest("w1", query, limit)]
+        assert found == copies[:limit]

@@ -7,10 +7,11 @@ authority: a candidate SQL does not confirm is dropped, and its session is exclu
 the next round of candidates.
 
 Semantics: for keywords, an all-words search first (every content word must match one
-event; function words count only toward the query-as-written bonus). When that finds nothing, and always for a natural-language
-question, the best partial matches: events ranked by the share of the query's words they
-hold, each word weighted by its rarity in the workspace (``worker.store.ranking``). When no
-event holds every word, the page says so and names the terms that match nothing at all.
+event; function words count only toward the query-as-written bonus). When that finds
+nothing, and always for a natural-language question, the best partial matches: events
+ranked by the share of the query's words they hold, each word weighted by its rarity in
+the workspace (``worker.store.ranking``). When no event holds every word, the page says so
+and names the terms that match nothing at all.
 
 Order: a session ranks by its best event; events and sessions are in ``ranking``'s total
 order (score, then session id, then seq), whatever the engine's internal order.

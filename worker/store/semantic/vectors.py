@@ -139,8 +139,13 @@ class VectorReader:
             code = space.codes.get(session_id, -1)
             scores = np.where(space.session_of == code, scores, -np.inf)
         limit = min(limit, len(scores))
-        best = np.argpartition(-scores, limit - 1)[:limit]
-        best = best[np.argsort(-scores[best], kind="stable")]
+        # Every row scoring at least the limit-th best, then a stable sort: rows are in
+        # event-id order (a workspace's stream order, the same on every replica and
+        # layout), so equal cosines (copied events) keep that order, and the cut never
+        # depends on how a partial sort happened to split a tie.
+        kth = -np.partition(-scores, limit - 1)[limit - 1]
+        chosen = np.flatnonzero(scores >= kth)
+        best = chosen[np.argsort(-scores[chosen], kind="stable")][:limit]
         return [(int(space.ids[i]), float(scores[i])) for i in best if np.isfinite(scores[i])]
 
     def warm(self) -> int:
