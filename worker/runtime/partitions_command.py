@@ -278,12 +278,12 @@ def format_plan(report: dict[str, Any]) -> list[str]:
     for s in shards:
         lines.append(
             f"shard {s['shard']:<6} partitions {s['partitions']:<{width}}  {s['events']:>12,}"
-            f" events  {s['bytes']:>15,} bytes  {s['deviation']:+.1%} of the mean"
+            f" events  {s['bytes']:>15,} bytes  {s['deviation']:+.2%} of the mean"
         )
     tolerance = f"±{report['tolerance']:.0%}"
     if report["within_tolerance"]:
         lines.append(
-            f"balance      every shard within {report['max_deviation']:.1%} of the mean"
+            f"balance      every shard within {report['max_deviation']:.2%} of the mean"
             f" (target {tolerance})"
         )
     else:
