@@ -200,6 +200,7 @@ async def test_snapshot_join_bench_end_to_end(nats_url: str, tmp_path: Path) -> 
     # The joiner restored the snapshot: it replayed only the tail past it.
     assert m["snapshot_seq"] < m["stream_last_seq"] == TINY.total_events
     assert m["tail_events_replayed"] == m["stream_last_seq"] - m["snapshot_seq"]
+    assert m["fixed_start_s"] > 0  # the restart on the joined index was timed
 
 
 async def test_snapshot_join_bench_of_one_shard(nats_url: str, tmp_path: Path) -> None:
@@ -500,6 +501,19 @@ async def test_capacity_bench_end_to_end(nats_url: str, tmp_path: Path) -> None:
     }
     # The shards together, each shard against its share, and the two tools' routing.
     assert len(result["checks"]) == 1 + 2 + 2
+
+
+async def test_plan_balance_bench_end_to_end(nats_url: str) -> None:
+    from bench import plan_balance
+
+    result = await plan_balance.run(TINY, count=4, shard_counts=(1, 2), url=nats_url)
+    _assert_result_shape(result, "plan_balance")
+    m = result["measurements"]
+    # The sizes read from the stream were checked against the generator's bytes.
+    assert m["sizes_checked_against_generator"] and m["events"] == TINY.total_events
+    assert [layout["shards"] for layout in m["layouts"]] == [1, 2]
+    assert m["layouts"][0]["max_deviation"] == 0
+    assert plan_balance.contiguous_deviation([1, 1, 1, 3], 2) == pytest.approx(1 / 3)
 
 
 async def test_scale_out_bench_end_to_end(nats_url: str, tmp_path: Path) -> None:
