@@ -16,7 +16,8 @@
    time the search index takes to rebuild from the restored store alone.
 
 Target: join seconds <= 0.22x full replay seconds for a worker of the whole stream (issue
-29 accepts 0.22x, measured at 1M events).
+29 accepts 0.22x, measured at 1M events); a shard's (``--held``) ratio is printed without
+a target.
 ``python -m bench.snapshot_join --sessions 80 --events 250`` (20k events)
 """
 
@@ -160,16 +161,12 @@ async def run(
             finally:
                 await nc.close()
     assert isinstance(partitions, PartitionSet)
-    checks = [
-        Check(
-            "join seconds (restore + tail vs full replay)",
-            measured=join_s,
-            floor=replay_s,
-            unit="s",
-            kind="max",
-            target=TARGET,
-        )
-    ]
+    # The target is a whole-stream worker's: a shard's join is mostly the fixed start-up
+    # cost (printed on its own line), so its ratio is reported without one.
+    checks: list[Check] = []
+    if partitions.is_all:
+        name = "join seconds (restore + tail vs full replay)"
+        checks.append(Check(name, join_s, replay_s, "s", "max", TARGET))
     measurements = {
         "events": len(events),
         "events_held": sum(1 for k in stored.values() if k in partitions),
@@ -226,6 +223,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         ),
         "full replay seconds": m["full_replay_s"],
         "join seconds": m["join_s"],
+        "join / full replay": f"{m['join_s'] / m['full_replay_s']:.2f}x",
         "fixed start-up seconds (a restart on the current index)": fixed,
         "join / full replay seconds less the fixed start-up": (
             f"{m['join_s'] - fixed:.2f} / {m['full_replay_s'] - fixed:.2f}"
