@@ -205,9 +205,16 @@ async def _read(args: argparse.Namespace) -> PartitionSizes:
     options = options_from_args(args)
     if options.url is None:
         raise SizesUnavailable("no NATS URL given (--nats-url or NATS_URL)")
+    import nats.errors
+
+    from worker.runtime.connection import describe_error
+
     nc = await connect_reporting(options, attempts=1, name="sessionquery-partitions")
+    subjects = subjects_from_args(args)
     try:
-        return await read_partition_sizes(nc.jetstream(), subjects_from_args(args), _progress)
+        return await read_partition_sizes(nc.jetstream(), subjects, _progress)
+    except (nats.errors.Error, TimeoutError) as exc:  # JetStream off, no leader, a timeout
+        raise SizesUnavailable(f"stream {subjects.events_stream}: {describe_error(exc)}") from None
     finally:
         await nc.close()
 
