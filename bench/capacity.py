@@ -1,20 +1,21 @@
-"""Capacity and routing bench (issue 19): what a shard costs against a worker of everything.
+"""Capacity and routing bench (issues 19, 29): what a shard costs against a worker of everything.
 
 1. One corpus is published to a fresh events stream of ``--partitions`` partitions (16).
 2. Layout A: one worker holding every partition. Layout B: one worker per ``--shards`` set
-   (default ``0-7`` and ``8-15``; replicas of a shard do the same work, so one stands for
-   each). The workers ingest one after another; each one's ingest CPU (its process's and
-   its writer child's, read from ``/proc``) and its index bytes on disk are measured.
-   Capacity: each shard's figures against layout A's; target <= 0.55x.
+   (default ``0-7`` and ``8-15``; ``plan:N``: the N sets ``sessionquery partitions plan``
+   prints for this stream, balanced by its bytes; replicas of a shard do the same work, so
+   one stands for each). The workers ingest one after another; each one's ingest CPU (its
+   process's and its writer child's, read from ``/proc``) and its index bytes on disk are
+   measured. Capacity (issue 29: the overhead of sharding, not a blind half): the shards
+   together hold <= 1.10x layout A's bytes, and each shard <= 1.10x its share of them (A's
+   bytes times the shard's share of the events).
 3. Routing: with every worker serving, ``session_search`` and ``session_event_read`` are
    sent alternately to layout A's unpartitioned subjects and to layout B's partition of the
    caller's workspace (interleaved, the order swapped every round); target: B's p50 <=
    1.1x A's.
 
-The ratio depends on how the workspaces fall into the partitions: the run prints each
-shard's share of the events beside it (use many workspaces, ``--workspaces``, for halves
-near one half; ``--shards balanced:2`` splits the partitions by their events' bytes).
-``python -m bench.capacity --sessions 400 --events 250 --workspaces 64`` (100k events)
+``python -m bench.capacity --sessions 400 --events 250 --workspaces 64 --shards plan:2``
+(100k events)
 """
 
 from __future__ import annotations
@@ -51,10 +52,11 @@ from bench.report import (
     write_result,
 )
 
-CAPACITY_TARGET: Final = 0.55
+# Issue 29: the shards of a layout together, and each against its share of the events.
+OVERHEAD_TARGET: Final = 1.10
 ROUTING_TARGET: Final = 1.1
-# ``--shards balanced:N``: N sets balanced by the events' bytes (balanced_sets).
-BALANCED: Final = "balanced:"
+# ``--shards plan:N``: the N sets the partitions plan command prints for the stream.
+PLANNED: Final = "plan:"
 
 
 @dataclasses.dataclass
@@ -148,30 +150,9 @@ async def _routing(
 
 
 def _max(
-    name: str, measured: float, floor: float, unit: str, target: float = CAPACITY_TARGET
+    name: str, measured: float, floor: float, unit: str, target: float = OVERHEAD_TARGET
 ) -> Check:
     return Check(name, measured, floor, unit, "max", target)
-
-
-def balanced_sets(
-    events: Sequence[dict[str, Any]], config: corpus.CorpusConfig, count: int, shards: int
-) -> list[str]:
-    """``shards`` partition sets of near-equal event bytes (largest partition first, each to
-    the lightest set): what an operator does with the partitions' measured sizes, where a
-    contiguous split takes whatever the hash gave each half."""
-    from contracts.partitions import partition_of_cwd
-
-    cwd_of = {plan.session_id: plan.cwd for plan in corpus.plan_sessions(config)}
-    size = [0] * count
-    for event in events:
-        size[partition_of_cwd(cwd_of[event["session_id"]], count)] += len(corpus.encode(event))
-    sets: list[list[int]] = [[] for _ in range(shards)]
-    loads = [0] * shards
-    for partition in sorted(range(count), key=lambda k: -size[k]):
-        lightest = loads.index(min(loads))
-        sets[lightest].append(partition)
-        loads[lightest] += size[partition]
-    return [",".join(str(k) for k in sorted(members)) for members in sets]
 
 
 def _members(held: Held, count: int) -> list[int]:
@@ -196,9 +177,7 @@ async def run(
     shared = bench_subjects("cap")
     whole = Held("all", layout_subjects(shared, "a"))
     events = list(corpus.generate(config))
-    if len(shards) == 1 and shards[0].startswith(BALANCED):
-        shards = balanced_sets(events, config, count, int(shards[0].removeprefix(BALANCED)))
-    parts = [Held(text, layout_subjects(shared, "b")) for text in shards]
+    plan: dict[str, Any] | None = None
     with tempfile.TemporaryDirectory(prefix="sq-bench-capacity-", dir=work_dir) as tmp:
         root = Path(tmp)
         async with nats_url(url) as resolved:
@@ -207,6 +186,10 @@ async def run(
             try:
                 await ensure_events_stream(js, shared, partitions=count)
                 stored = await corpus.publish_partitioned(js, shared, events, count)
+                if len(shards) == 1 and shards[0].startswith(PLANNED):
+                    plan = await _planned(js, shared, int(shards[0].removeprefix(PLANNED)))
+                    shards = [s["partitions"] for s in plan["shards"]]
+                parts = [Held(text, layout_subjects(shared, "b")) for text in shards]
                 try:
                     for i, held in enumerate((whole, *parts)):
                         await _ingest(nc, held, root / f"w{i}", stored, count)
@@ -219,10 +202,16 @@ async def run(
             finally:
                 await nc.close()
     checks: list[Check] = []
+    covered = sorted(k for held in parts for k in _members(held, count))
+    if covered == list(range(count)):  # the shards are a layout: each partition once
+        total = sum(held.index_bytes for held in parts)
+        checks.append(
+            _max("index bytes, the shards together vs all", total, whole.index_bytes, "B")
+        )
     for held in parts:
-        name = f"shard {held.partitions} vs all"
-        checks.append(_max(f"index bytes, {name}", held.index_bytes, whole.index_bytes, "B"))
-        checks.append(_max(f"ingest CPU, {name}", held.ingest_cpu_s, whole.ingest_cpu_s, "s"))
+        share = held.events / whole.events if whole.events else 0.0
+        name = f"index bytes, shard {held.partitions} vs its share ({share:.1%})"
+        checks.append(_max(name, held.index_bytes, whole.index_bytes * share, "B"))
     for tool in ("session_search", "session_event_read"):
         a_ms, b_ms = latency[f"{tool} A"]["p50_ms"], latency[f"{tool} B"]["p50_ms"]
         name = f"{tool} p50, partitioned vs unpartitioned"
@@ -238,9 +227,19 @@ async def run(
             for held in (whole, *parts)
         },
         "latency": latency,
+        "plan": plan,
     }
     params = {**asdict(config), "partitions": count, "shards": list(shards), "rounds": rounds}
     return result_dict("capacity", params=params, checks=checks, measurements=measurements)
+
+
+async def _planned(js: Any, subjects: Any, shards: int) -> dict[str, Any]:
+    """What ``sessionquery partitions plan --workers N`` prints for the stream (its report)."""
+    from worker.runtime.partition_plan import balance
+    from worker.runtime.partitions_command import plan_report, read_partition_sizes
+
+    sizes = await read_partition_sizes(js, subjects)
+    return plan_report(sizes, balance(sizes.bytes, shards), replicas=1)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -250,7 +249,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--shards",
         default="0-7;8-15",
-        help="partition sets, ';' between; or balanced:N, N sets of near-equal event bytes",
+        help="partition sets, ';' between; or plan:N, the N sets `sessionquery partitions"
+        " plan --workers N` prints for the stream (balanced by bytes)",
     )
     parser.add_argument("--rounds", type=int, default=200, help="requests per tool and layout")
     parser.add_argument("--nats-url", default=None)
@@ -273,6 +273,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         for name, w in workers.items()
     }
+    whole = workers["all"]
+    for name, w in workers.items():
+        if name != "all" and whole["events"] and whole["ingest_cpu_s"]:
+            share = w["events"] / whole["events"]
+            info[f"worker {name}: ingest CPU vs its share"] = (
+                f"{w['ingest_cpu_s'] / (whole['ingest_cpu_s'] * share):.2f}x"
+            )
+    plan = result["measurements"]["plan"]
+    if plan is not None:
+        info["plan: stream bytes, max deviation from the mean"] = f"{plan['max_deviation']:.2%}"
+        info["plan: partition sizes read in s"] = plan["read_seconds"]
     for name, figures in result["measurements"]["latency"].items():
         info[f"{name} p50 / p90 ms"] = f"{figures['p50_ms']:.2f} / {figures['p90_ms']:.2f}"
     title = (

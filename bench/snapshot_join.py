@@ -7,10 +7,17 @@
    ``Worker.start`` until its index, search index included, holds the stream's last seq.
 3. Join: a worker on an empty home with ``snapshot_join=restore``, timed the same way
    (download, verify, restore, then the tail replayed).
-4. For the record (the design's choice of carrying the search index in the snapshot): the
+4. The fixed start-up cost: the joined worker restarted on its own, current index, timed
+   the same way (the writer child, the index's open and checks, the stream checks, the
+   consumers: what every start pays with nothing to restore or replay). A one-partition
+   join is dominated by it, so it is printed on its own line, with the join and the replay
+   less it beside.
+5. For the record (the design's choice of carrying the search index in the snapshot): the
    time the search index takes to rebuild from the restored store alone.
 
-Target: join seconds <= 0.2x full replay seconds (issue 19 states it at 1M events).
+Target: join seconds <= 0.22x full replay seconds for a worker of the whole stream (issue
+29 accepts 0.22x, measured at 1M events); a shard's (``--held``) ratio is printed without
+a target.
 ``python -m bench.snapshot_join --sessions 80 --events 250`` (20k events)
 """
 
@@ -40,7 +47,7 @@ from bench.report import (
     write_result,
 )
 
-TARGET: Final = 0.2
+TARGET: Final = 0.22
 
 
 def _config(subjects: Any, home: Path, bucket: str, join: str, held: str) -> Any:
@@ -145,6 +152,8 @@ async def run(
                 joiner, join_s = await _serve_until(nc, join_config, last_seq, timeout_s)
                 stats = joiner.ingest_stats()
                 await joiner.stop()
+                restarted, fixed_s = await _serve_until(nc, join_config, last_seq, timeout_s)
+                await restarted.stop()
                 index_bytes = db_size_bytes(join_config.db_path)
                 search_s = await _search_rebuild_s(join_config.db_path)
                 await js.delete_stream(subjects.events_stream)
@@ -152,16 +161,12 @@ async def run(
             finally:
                 await nc.close()
     assert isinstance(partitions, PartitionSet)
-    checks = [
-        Check(
-            "join seconds (restore + tail vs full replay)",
-            measured=join_s,
-            floor=replay_s,
-            unit="s",
-            kind="max",
-            target=TARGET,
-        )
-    ]
+    # The target is a whole-stream worker's: a shard's join is mostly the fixed start-up
+    # cost (printed on its own line), so its ratio is reported without one.
+    checks: list[Check] = []
+    if partitions.is_all:
+        name = "join seconds (restore + tail vs full replay)"
+        checks.append(Check(name, join_s, replay_s, "s", "max", TARGET))
     measurements = {
         "events": len(events),
         "events_held": sum(1 for k in stored.values() if k in partitions),
@@ -173,6 +178,7 @@ async def run(
         "index_bytes": index_bytes,
         "full_replay_s": replay_s,
         "join_s": join_s,
+        "fixed_start_s": fixed_s,
         "search_rebuild_from_store_s": search_s,
         "partitions": partitions.label,
     }
@@ -206,6 +212,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     )
     m = result["measurements"]
+    fixed = m["fixed_start_s"]
     info = {
         "events (snapshot covers seq)": f"{m['events']:,} ({m['snapshot_seq']:,})",
         f"events in partitions {m['partitions']}": f"{m['events_held']:,}",
@@ -216,6 +223,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         ),
         "full replay seconds": m["full_replay_s"],
         "join seconds": m["join_s"],
+        "join / full replay": f"{m['join_s'] / m['full_replay_s']:.2f}x",
+        "fixed start-up seconds (a restart on the current index)": fixed,
+        "join / full replay seconds less the fixed start-up": (
+            f"{m['join_s'] - fixed:.2f} / {m['full_replay_s'] - fixed:.2f}"
+        ),
         # What a snapshot without the search index would add to the join.
         "search index rebuild from the store, seconds": m["search_rebuild_from_store_s"],
     }

@@ -200,6 +200,7 @@ async def test_snapshot_join_bench_end_to_end(nats_url: str, tmp_path: Path) -> 
     # The joiner restored the snapshot: it replayed only the tail past it.
     assert m["snapshot_seq"] < m["stream_last_seq"] == TINY.total_events
     assert m["tail_events_replayed"] == m["stream_last_seq"] - m["snapshot_seq"]
+    assert m["fixed_start_s"] > 0  # the restart on the joined index was timed
 
 
 async def test_snapshot_join_bench_of_one_shard(nats_url: str, tmp_path: Path) -> None:
@@ -535,40 +536,37 @@ async def test_capacity_bench_end_to_end(nats_url: str, tmp_path: Path) -> None:
     from bench import capacity
 
     result = await capacity.run(
-        TINY, count=4, shards=("0-1", "2-3"), rounds=4, url=nats_url, work_dir=tmp_path
+        TINY, count=4, shards=("plan:2",), rounds=4, url=nats_url, work_dir=tmp_path
     )
     _assert_result_shape(result, "capacity")
     workers = result["measurements"]["workers"]
-    # The shards split the stream: every event indexed by exactly one of them.
-    assert workers["0-1"]["events"] + workers["2-3"]["events"] == workers["all"]["events"]
+    # The shards are the plan's sets for the stream, and they split it: every event indexed
+    # by exactly one of them.
+    plan = result["measurements"]["plan"]
+    shards = [s["partitions"] for s in plan["shards"]]
+    assert set(workers) == {"all", *shards} and len(shards) == 2
+    assert plan["events"] == TINY.total_events
+    assert sum(workers[s]["events"] for s in shards) == workers["all"]["events"]
     assert workers["all"]["events"] == TINY.total_events
     assert all(w["index_bytes"] > 0 and w["ingest_cpu_s"] > 0 for w in workers.values())
     assert set(result["measurements"]["latency"]) == {
         f"{tool} {layout}" for tool in ("session_search", "session_event_read") for layout in "AB"
     }
-    assert len(result["checks"]) == 2 * 2 + 2
+    # The shards together, each shard against its share, and the two tools' routing.
+    assert len(result["checks"]) == 1 + 2 + 2
 
 
-def test_capacity_balanced_sets_split_by_bytes() -> None:
-    from bench import capacity
-    from contracts.partitions import PartitionSet, partition_of_cwd
+async def test_plan_balance_bench_end_to_end(nats_url: str) -> None:
+    from bench import plan_balance
 
-    config = corpus.CorpusConfig(sessions=60, events=20, workspaces=12, seed=3)
-    events = list(corpus.generate(config))
-    sets = capacity.balanced_sets(events, config, 16, 2)
-    members = [list(PartitionSet.parse(text, 16)) for text in sets]
-    # Every partition in exactly one set.
-    assert sorted(k for one in members for k in one) == list(range(16))
-    cwd_of = {plan.session_id: plan.cwd for plan in corpus.plan_sessions(config)}
-    size = [0] * 16
-    for event in events:
-        size[partition_of_cwd(cwd_of[event["session_id"]], 16)] += len(corpus.encode(event))
-    loads = sorted(sum(size[k] for k in one) for one in members)
-    # Greedy by size: the heavier set exceeds the lighter by at most the largest partition.
-    assert loads[1] - loads[0] <= max(size)
-    # And it is no worse than the contiguous halves.
-    halves = sorted((sum(size[:8]), sum(size[8:])))
-    assert loads[1] - loads[0] <= halves[1] - halves[0]
+    result = await plan_balance.run(TINY, count=4, shard_counts=(1, 2), url=nats_url)
+    _assert_result_shape(result, "plan_balance")
+    m = result["measurements"]
+    # The sizes read from the stream were checked against the generator's bytes.
+    assert m["sizes_checked_against_generator"] and m["events"] == TINY.total_events
+    assert [layout["shards"] for layout in m["layouts"]] == [1, 2]
+    assert m["layouts"][0]["max_deviation"] == 0
+    assert plan_balance.contiguous_deviation([1, 1, 1, 3], 2) == pytest.approx(1 / 3)
 
 
 async def test_scale_out_bench_end_to_end(nats_url: str, tmp_path: Path) -> None:

@@ -25,6 +25,10 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "status": ("worker.runtime.status", "the index against its stream: seqs, lag, dead letters"),
     "doctor": ("worker.runtime.status", "full checks of the index; says what is wrong and why"),
     "deadletters": ("worker.runtime.status", "events the index refused, with their reasons"),
+    "partitions": (
+        "worker.runtime.partitions_command",
+        "plan: balanced --partitions values for W workers, R replicas per shard",
+    ),
 }
 
 

@@ -44,6 +44,8 @@ higher one to raise its errors::
     ├── worker.runtime.search_queue.OverlappingShards        shards that share partitions
     ├── worker.runtime.continuity.StreamDiverged
     ├── worker.runtime.snapshots.SnapshotDownloadFailed      a snapshot not read whole
+    ├── worker.runtime.partition_plan.PlanError              (also a ValueError)
+    ├── worker.runtime.partitions_command.SizesUnavailable   no stream sizes to plan by
     └── worker.ui.server.OperatorError                       an operator reply not ok, or
                                                              none: shown on the ui's page
 
