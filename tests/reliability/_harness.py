@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Final, TypeVar
 
 import nats.errors
+import nats.js.errors
 import orjson
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
@@ -307,9 +308,10 @@ async def stream_contents(nc: NATS, subjects: Subjects) -> list[tuple[str, int, 
     for attempt in range(5):
         try:
             return await _read_stream(nc, subjects)
-        except nats.errors.TimeoutError:
-            # A cluster that just lost a node can be slow to create the consumer; this is
-            # the test reading its evidence, so it may ask again.
+        except (nats.errors.TimeoutError, nats.js.errors.ServiceUnavailableError):
+            # A cluster that just lost a node can be slow to create the consumer, or answer
+            # a fetch with 503 while the stream moves its leader; this is the test reading
+            # its evidence, so it may ask again.
             if attempt == 4:
                 raise
             await asyncio.sleep(1.0)
