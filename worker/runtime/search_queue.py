@@ -139,16 +139,16 @@ class SearchQueue:
         if info.config.ack_wait is not None:
             self.ack_wait_s = info.config.ack_wait
 
-    async def _overlapping(self) -> list[str]:
+    async def _overlapping(self) -> list[tuple[str, str]]:
         """The queue's other consumers that hold some of this worker's partitions, each as
-        ``<name> (partitions <set>)``; best effort: the refusal is told without them."""
+        (name, partition set); best effort: the refusal is told without them."""
         mine = self._partitions.members if self._partitions is not None else None
         count = self._partitions.count if self._partitions is not None else MAX_PARTITION_COUNT
         try:
             consumers = await self._js.consumers_info(self._subjects.search_stream)
         except Exception:
             return []
-        found: list[str] = []
+        found: list[tuple[str, str]] = []
         for info in consumers:
             name = info.name or info.config.durable_name or "?"
             if name == self.consumer:
@@ -156,7 +156,7 @@ class SearchQueue:
             theirs = self._held_by(info.config)
             if mine is None or theirs is None or mine & theirs:
                 held = "all" if theirs is None else str(PartitionSet(count, theirs))
-                found.append(f"{name} (partitions {held})")
+                found.append((name, held))
         return sorted(found)
 
     def _held_by(self, config: api.ConsumerConfig) -> frozenset[int] | None:
@@ -175,12 +175,16 @@ class SearchQueue:
                 held.add(int(token))
         return frozenset(held)
 
-    def _overlap_message(self, exc: BadRequestError, holders: list[str]) -> str:
+    def _overlap_message(self, exc: BadRequestError, holders: list[tuple[str, str]]) -> str:
         """One line: what overlaps, the rule, and what to do."""
         held = "all" if self._partitions is None else str(self._partitions)
         stream = self._subjects.search_stream
-        named = ", ".join(holders) if holders else "another partition set's consumer"
-        remove = " ".join(f"'nats consumer rm {stream} {h.split(' ', 1)[0]}'" for h in holders)
+        named = (
+            ", ".join(f"{name} (partitions {held})" for name, held in holders)
+            if holders
+            else "another partition set's consumer"
+        )
+        remove = " ".join(f"'nats consumer rm {stream} {name}'" for name, _ in holders)
         return (
             f"--partitions {held} overlaps search consumer {named}"
             f" ({stream}: {exc.description}): workers on different partition sets must hold"

@@ -171,18 +171,7 @@ async def partition_map(
             if endpoint.get("name") == MANIFEST_ENDPOINT and answer.get("id") in infos:
                 applied[answer["id"]] = (endpoint.get("data") or {}).get("index") or {}
     workers = [
-        {
-            "id": worker_id,
-            "partitions": info["metadata"].get("partitions", "all"),
-            "partition_count": info["metadata"].get("partition_count"),
-            "applied_seq": applied.get(worker_id, {}).get("applied_seq"),
-            # The stream's last seq in the worker's partitions: what it is complete through
-            # once caught up (below the stream's last_seq when later events are elsewhere).
-            "held_last_seq": (applied.get(worker_id, {}).get("stream") or {}).get("held_last_seq"),
-            "lag_events": applied.get(worker_id, {}).get("lag_events"),
-            "index_id": applied.get(worker_id, {}).get("index_id"),
-            "joined": applied.get(worker_id, {}).get("joined"),
-        }
+        _worker_row(worker_id, info, applied.get(worker_id, {}))
         for worker_id, info in infos.items()
     ]
     if served is not None:
@@ -307,6 +296,23 @@ def format_status(report: dict[str, Any]) -> list[str]:
             if w.get("joined"):
                 lines.append(f"    joined: {joined_note(w['joined'])}")
     return lines
+
+
+def _worker_row(worker_id: str, info: dict[str, Any], index: dict[str, Any]) -> dict[str, Any]:
+    """One serving worker as ``status`` lists it, from its INFO metadata and the index part
+    of its STATS."""
+    return {
+        "id": worker_id,
+        "partitions": info["metadata"].get("partitions", "all"),
+        "partition_count": info["metadata"].get("partition_count"),
+        "applied_seq": index.get("applied_seq"),
+        # The stream's last seq in the worker's partitions: what it is complete through
+        # once caught up (below the stream's last_seq when later events are elsewhere).
+        "held_last_seq": (index.get("stream") or {}).get("held_last_seq"),
+        "lag_events": index.get("lag_events"),
+        "index_id": index.get("index_id"),
+        "joined": index.get("joined"),
+    }
 
 
 def joined_note(joined: dict[str, Any]) -> str:

@@ -13,7 +13,7 @@ from worker.store.excerpt import highlighter
 from worker.store.hybrid import SemanticQuery
 from worker.store.protocol import EventFilter, EventHit
 from worker.store.query import QueryPlan
-from worker.store.search_ops import MAX_CANDIDATE_WINDOW, Fetch, PageResult, bodies, share
+from worker.store.search_ops import MAX_CANDIDATE_WINDOW, Fetch, PageResult, bodies
 from worker.store.search_reader import (
     Candidate,
     IndexView,
@@ -114,7 +114,9 @@ class EventSearch:
         semantic = self._confirmed([Candidate(event_id, cos, 0) for event_id, cos in scored])
         by_id = {c.event_id: (c, row) for c, row in semantic}
         by_id.update({c.event_id: (c, row) for c, row in kept})
-        lexical = [Lexical(c.event_id, share(c.coverage, c.holds_all, partial)) for c, _ in kept]
+        lexical = [
+            Lexical(c.event_id, ranking.share(c.coverage, c.holds_all, partial)) for c, _ in kept
+        ]
         order = fuse(self._plan, lexical, [c.event_id for c, _ in semantic])
         return [by_id[event_id] for event_id, _ in order], {e for e, only in order if only}
 

@@ -171,6 +171,12 @@ def near_tokens(plan: QueryPlan) -> list[str]:
     return tokens if len(tokens) > 1 else []
 
 
+def share(coverage: int, holds_all: bool, partial: bool) -> float:
+    """The share of the query a lexical hit holds, for fusion's weight (an event holding
+    every group, or any hit of an all-words search: 1)."""
+    return coverage / COVER_UNITS if partial and not holds_all else 1.0
+
+
 def order_key(score: float, session_id: str, seq: int) -> tuple[float, str, int]:
     """The total order of events: higher score first, then session id, then seq."""
     return (-score, session_id, seq)

@@ -220,7 +220,7 @@ class SessionSearch:
                 continue
             semantic.setdefault(seen.session_id, _Found(0, False, event_id, cosine, event_id))
         lexical = [
-            Lexical(sid, share(entry.coverage, entry.holds_all, partial))
+            Lexical(sid, ranking.share(entry.coverage, entry.holds_all, partial))
             for sid, entry in found.items()
         ]
         order = fuse(self._plan, lexical, list(semantic))
@@ -319,11 +319,6 @@ class SessionSearch:
             {"cand": rows.json_list(c.event_id for c in candidates), "cwd": self._cwd},
         )
         return bool(found)
-
-
-def share(coverage: int, holds_all: bool, partial: bool) -> float:
-    """The share of the query a lexical hit holds, for fusion (an all-words hit: 1)."""
-    return coverage / ranking.COVER_UNITS if partial and not holds_all else 1.0
 
 
 def load_events(

@@ -33,8 +33,15 @@ class Candidate:
     event_id: int
     score: float  # higher is better (``ranking``)
     seq: int  # the event's position in its session: the total order's last key
-    coverage: int = 0  # ``ranking.coverage_of(score)``
-    holds_all: bool = False  # ``ranking.holds_all(score)``: the event holds every group
+
+    @property
+    def coverage(self) -> int:
+        return ranking.coverage_of(self.score)
+
+    @property
+    def holds_all(self) -> bool:
+        """The event holds every required group."""
+        return ranking.holds_all(self.score)
 
 
 @dataclass(frozen=True, slots=True)
@@ -320,13 +327,7 @@ def top(searcher: tantivy.Searcher, query: tantivy.Query, limit: int) -> list[Ca
     ids = searcher.fast_field_values("id", addresses)
     seqs = searcher.fast_field_values("seq", addresses)
     return [
-        Candidate(
-            int(event_id),
-            float(score),
-            int(seq or 0),
-            ranking.coverage_of(score),
-            ranking.holds_all(score),
-        )
+        Candidate(int(event_id), float(score), int(seq or 0))
         for (score, _), event_id, seq in zip(hits, ids, seqs, strict=True)
         if event_id is not None
     ]
