@@ -43,6 +43,7 @@ from bench.report import (
     write_result,
 )
 from worker.store import schema, search_index
+from worker.store.database import INDEX
 from worker.store.text import searchable_text
 
 # The pre-issue-10 ranking and excerpt, verbatim.
@@ -161,8 +162,8 @@ def raw_ingest(
 ) -> IngestFloor:
     """Insert ``events`` with bare executemany and add their search documents with bare
     tantivy; returns the SQLite and tantivy elapsed times."""
-    conn = schema.connect(str(db_path))
-    schema.create(conn)
+    conn = plain_connection(db_path)
+    conn.executescript(schema.DDL)
     index_dir = search_index.search_index_path(db_path)
     index_dir.mkdir(parents=True, exist_ok=True)
     index = search_index.open_index(index_dir)  # the follower's schema and tokenizer
@@ -298,7 +299,7 @@ def reference_path(db_path: Path) -> Path:
 def build_reference_fts(events: Iterable[dict[str, Any]], path: Path, *, batch: int = 5000) -> int:
     """The pre-issue-10 FTS5 table (``ws``, ``body``; rowid = the event's order, as the
     store's ids) in its own file, from the same corpus. Returns the events indexed."""
-    conn = schema.connect(str(path))
+    conn = plain_connection(path)
     conn.execute(
         "CREATE VIRTUAL TABLE IF NOT EXISTS events_fts USING fts5"
         f" (ws, body, tokenize = '{legacy_fts.TOKENIZER}')"
@@ -346,11 +347,19 @@ def ensure_reference_fts(config: corpus.CorpusConfig, db_path: Path) -> Path:
     return path
 
 
+def plain_connection(path: Path) -> sqlite3.Connection:
+    """A bare sqlite3 connection with the index's pragmas: a floor pays no ``Database``."""
+    conn = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
+    for pragma in INDEX.statements():
+        conn.execute(pragma)
+    return conn
+
+
 class ReferenceFts:
     """The reference floor query on one plain sqlite3 connection of the FTS5 file."""
 
     def __init__(self, path: Path) -> None:
-        self.conn = schema.connect(str(path))
+        self.conn = plain_connection(path)
 
     def query(self, query: Query, *, any_word: bool = False) -> tuple[float, int]:
         """(seconds, rows) of one run; the MATCH text is built outside the timing."""

@@ -100,19 +100,19 @@ def fill_synthetic(db: Path, rows: Sequence[tuple[int, str, str, str]]) -> float
     out = vectors.connect(vectors.vectors_path(db))
     store_uid = sqlite3.connect(db).execute("SELECT value FROM meta WHERE key = 'index_uid'")
     rng = np.random.default_rng(7)
-    out.execute("BEGIN")
+    out.run("BEGIN")
     for start in range(0, len(rows), 20_000):
         part = rows[start : start + 20_000]
         matrix = rng.standard_normal((len(part), DIM)).astype(np.float32)
         matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
-        out.executemany(
+        out.run_many(
             "INSERT OR REPLACE INTO vectors VALUES (?, ?, ?, ?)",
             [(r[0], r[2], r[1], blob) for r, blob in zip(part, vectors.pack(matrix), strict=True)],
         )
     meta = {"store_uid": int(store_uid.fetchone()[0]), "generation": 1, "through": rows[-1][0]}
-    out.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", list(meta.items()))
-    out.execute("COMMIT")
-    out.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    out.run_many("INSERT OR REPLACE INTO meta VALUES (?, ?)", list(meta.items()))
+    out.run("COMMIT")
+    out.run("PRAGMA wal_checkpoint(TRUNCATE)")
     out.close()
     return time.perf_counter() - t0
 

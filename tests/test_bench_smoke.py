@@ -6,6 +6,7 @@ No timing assertions: only that each bench produces a result with the expected k
 from __future__ import annotations
 
 import hashlib
+import sqlite3
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -103,11 +104,10 @@ def test_raw_ingest_floor_fills_the_schema(tmp_path: Path) -> None:
     assert result.events == TINY.total_events
     assert result.seconds > 0 and result.db_bytes > 0
     assert result.sqlite_seconds > 0 and result.tantivy_seconds > 0
-    from worker.store import schema
     from worker.store.integrity import check_integrity
     from worker.store.search_reader import SearchIndexReader
 
-    conn = schema.connect(str(db))
+    conn = sqlite3.connect(str(db), isolation_level=None)
     try:
         assert conn.execute("SELECT count(*) FROM events").fetchone()[0] == TINY.total_events
         assert conn.execute("SELECT count(*) FROM sessions").fetchone()[0] == TINY.sessions

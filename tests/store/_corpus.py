@@ -134,7 +134,7 @@ def bulk_matches(
     """Insert many matching events with plain SQL, in the schema's exact shape (the
     search index takes them at ``corpus.writer.sync_search()``)."""
     ws = schema.workspace_token(cwd)
-    conn = schema.connect(str(path))
+    conn = sqlite3.connect(str(path), isolation_level=None)
     try:
         next_id = int(conn.execute("SELECT coalesce(max(id), 0) FROM events").fetchone()[0]) + 1
         session_rows, event_rows = [], []

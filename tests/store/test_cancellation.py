@@ -59,7 +59,7 @@ async def env(tmp_path: Path) -> AsyncIterator[tuple[Corpus, SqliteSessionStore,
         crawl = Crawl()
         # Test-only reach into the pool: the handler must sit on the reader itself.
         (reader,) = store._readers
-        reader.set_progress_handler(crawl, HANDLER_EVERY)  # idle now: safe from this thread
+        reader.on_progress(crawl, HANDLER_EVERY)  # idle now: safe from this thread
         yield corpus, store, crawl
         crawl.slow.clear()
 

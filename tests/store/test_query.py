@@ -31,7 +31,7 @@ class TinyIndex:
     def __init__(self, path: Path) -> None:
         self.core = WriterCore.open(path, text_cap_bytes=65536, max_event_bytes=1 << 20)
         self.reader = SearchIndexReader(search_index_path(path))
-        self.core.conn.execute(
+        self.core.conn.run(
             "INSERT INTO sessions (session_id, cwd, ws, availability, last_seq, event_count)"
             " VALUES ('s', ?, ?, 'live', 0, 0)",
             (CWD, WS),
@@ -40,15 +40,16 @@ class TinyIndex:
 
     def put(self, body: str) -> int:
         self.seq += 1
-        cur = self.core.conn.execute(
+        self.core.conn.run(
             "INSERT INTO events (session_id, seq, event_id, type, surface, time_ms,"
             " stream_seq, body, raw_json) VALUES ('s', ?, 'e', 't', 'user', 0, ?, ?, '{}')",
             (self.seq, self.seq, body),
         )
-        self.core.conn.execute("UPDATE meta SET value = ? WHERE key = 'stream_seq'", (self.seq,))
-        assert cur.lastrowid is not None
+        event_id = self.core.conn.value("SELECT last_insert_rowid()")
+        self.core.conn.run("UPDATE meta SET value = ? WHERE key = 'stream_seq'", (self.seq,))
+        assert event_id is not None
         self.core.catch_up_search()
-        return cur.lastrowid
+        return int(event_id)
 
     def matches(self, text: str, *, partial: bool = False) -> set[int]:
         plan = compile_query(text)

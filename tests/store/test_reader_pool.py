@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from worker.signals import ExecutionCancelled, ExecutionSignal
-from worker.store import rows as positional
+from worker.store import tables
 from worker.store.errors import StoreError
 from worker.store.protocol import EventFilter, SessionFilter
 from worker.store.sqlite import sql
@@ -35,7 +35,7 @@ def generation_seq(tx: Tx) -> int:
 
 
 def broken(tx: Tx) -> None:
-    tx.fetch("SELECT no_such_column FROM meta")
+    tx.read("SELECT no_such_column FROM meta")
 
 
 async def test_both_modes_return_the_work_result(pool: ReaderPool) -> None:
@@ -99,12 +99,9 @@ async def test_the_column_lists_name_their_columns_in_order(pool: ReaderPool) ->
         return sorted(at, key=at.__getitem__)
 
     assert pool.run_inline(ExecutionSignal(), names, one_statement=True) == [
-        *sql.HEADER_NAMES,
-        *sql.EVENT_NAMES,
+        *tables.HEADER_NAMES,
+        *tables.EVENT_NAMES,
     ]
-    # search_ops reads the same lists by position.
-    assert positional.HEADER_WIDTH == 8
-    assert positional.EVENT_WIDTH == 7
 
 
 def test_the_filter_builder_binds_each_set_filter_once() -> None:

@@ -245,7 +245,7 @@ async def test_workspace_filter_applies_before_limit(
                  text="needle needle", prefix="far")  # fmt: skip
     bulk_matches(corpus.path, corpus=corpus, cwd="/w/mainX", sessions=500, events_per_session=10,
                  text="needle needle", prefix="twin")  # fmt: skip
-    conn = schema.connect(str(corpus.path))
+    conn = sqlite3.connect(str(corpus.path), isolation_level=None)
     try:
         token = schema.workspace_token(MAIN)
         conn.execute("UPDATE sessions SET ws = ? WHERE session_id LIKE 'twin%'", (token,))

@@ -198,12 +198,12 @@ CRASH = """
 import os, sys
 from worker.store.writer import WriterCore
 core = WriterCore.open(sys.argv[1], text_cap_bytes=65536, max_event_bytes=1 << 20)
-core.conn.execute("INSERT INTO sessions (session_id, cwd, ws, availability, last_seq,"
-                  " event_count) VALUES ('late', '/w/main', 'x', 'live', 0, 0)")
+core.conn.run("INSERT INTO sessions (session_id, cwd, ws, availability, last_seq,"
+              " event_count) VALUES ('late', '/w/main', 'x', 'live', 0, 0)")
 for n in range(500):
-    core.conn.execute("INSERT INTO events (session_id, seq, event_id, type, surface, time_ms,"
-                      " stream_seq, body, raw_json) VALUES ('late', ?, 'e', 't', 'user', 0,"
-                      " 0, 'crash needle', '{}')", (n + 1,))
+    core.conn.run("INSERT INTO events (session_id, seq, event_id, type, surface, time_ms,"
+                  " stream_seq, body, raw_json) VALUES ('late', ?, 'e', 't', 'user', 0,"
+                  " 0, 'crash needle', '{}')", (n + 1,))
 assert core.search is not None
 core.search.follow(300)   # added, never committed
 os._exit(9)               # a crash: no commit, no close

@@ -32,7 +32,7 @@ def _write(path: Path, rows: list[tuple[int, str, str, list[float]]]) -> None:
     conn = connect(path)
     try:
         packed = pack(np.array([vec for *_, vec in rows], dtype=np.float32))
-        conn.executemany(
+        conn.run_many(
             "INSERT INTO vectors (event_id, ws, session_id, vec) VALUES (?,?,?,?)",
             [(eid, ws, sid, blob) for (eid, ws, sid, _), blob in zip(rows, packed, strict=True)],
         )

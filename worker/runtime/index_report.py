@@ -13,7 +13,7 @@ from typing import Any
 
 from worker.runtime import semantic
 from worker.runtime.continuity import REBUILD_SUFFIX, StreamState, judge
-from worker.store import index_file, schema
+from worker.store import file_reads, index_file, schema
 
 # -- what the index file says --------------------------------------------------------------
 
@@ -22,34 +22,19 @@ def read_index(path: Path) -> dict[str, Any]:
     """The file's own report (no NATS): meta, dead letters by kind, size, rebuild."""
     report: dict[str, Any] = {"index": str(path), "exists": path.exists()}
     if path.exists():
-        conn = read_only(path)
-        try:
-            meta = index_file.read_meta(conn)
-            report.update(_meta_fields(meta))
-            report["dead_letters"] = _dead_letters_by_kind(conn)
-        finally:
-            conn.close()
+        meta, dead_letters = file_reads.meta_and_dead_letters(path)
+        report.update(_meta_fields(meta))
+        report["dead_letters"] = dead_letters
         report["index_bytes"] = index_file.file_size(path)
         report["semantic"] = semantic.lag_report(path)  # None: no vectors (semantic search off)
     rebuild = Path(f"{path}{REBUILD_SUFFIX}")
     report["rebuild_running"] = rebuild.exists()
     if rebuild.exists():
         try:
-            conn = read_only(rebuild)
-            try:
-                applied = index_file.read_meta(conn).get("stream_seq")
-            finally:
-                conn.close()
-            report["rebuild_applied_seq"] = applied
+            report["rebuild_applied_seq"] = file_reads.meta_of(rebuild).get("stream_seq")
         except sqlite3.Error:
             report["rebuild_applied_seq"] = None
     return report
-
-
-def read_only(path: Path) -> sqlite3.Connection:
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None)
-    conn.execute("PRAGMA busy_timeout = 5000")
-    return conn
 
 
 def _meta_fields(meta: dict[str, object]) -> dict[str, Any]:
@@ -65,16 +50,6 @@ def _meta_fields(meta: dict[str, object]) -> dict[str, Any]:
         "index_id": meta.get(index_file.INDEX_ID),
         "history_unavailable_before": history_from if history_from else None,
     }
-
-
-def _dead_letters_by_kind(conn: sqlite3.Connection) -> dict[str, int]:
-    try:
-        rows = conn.execute(
-            "SELECT kind, count(*) FROM deadletters GROUP BY kind ORDER BY 2 DESC"
-        ).fetchall()
-    except sqlite3.OperationalError:
-        return {}  # an index older than the dead-letter table
-    return {str(kind): int(n) for kind, n in rows}
 
 
 # -- with the stream -----------------------------------------------------------------------

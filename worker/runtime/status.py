@@ -34,8 +34,8 @@ import orjson
 
 from worker.runtime import semantic
 from worker.runtime.continuity import history_note
-from worker.runtime.index_report import index_status, lag_seconds, read_only
-from worker.store import schema
+from worker.runtime.index_report import index_status, lag_seconds
+from worker.store import file_reads, schema
 
 EXIT_OK: Final = 0
 EXIT_PROBLEM: Final = 1
@@ -414,12 +414,7 @@ def run_deadletters(args: argparse.Namespace) -> int:
     if not db.exists():
         print(f"deadletters: no index at {db}", file=sys.stderr)
         return EXIT_PROBLEM
-    rows = _dead_letters(
-        db,
-        "SELECT * FROM (SELECT stream_seq, kind, reason FROM deadletters"
-        " ORDER BY stream_seq DESC LIMIT ?) ORDER BY stream_seq",
-        (args.limit,),
-    )
+    rows = file_reads.last_dead_letters(db, args.limit)
     if not rows and not args.follow:
         print("no dead letters", file=sys.stderr)
     after = _print_dead_letters(rows, 0)
@@ -428,24 +423,9 @@ def run_deadletters(args: argparse.Namespace) -> int:
             time.sleep(1.0)
         except KeyboardInterrupt:
             break
-        rows = _dead_letters(
-            db,
-            "SELECT stream_seq, kind, reason FROM deadletters WHERE stream_seq > ?"
-            " ORDER BY stream_seq LIMIT 1000",
-            (after,),
-        )
+        rows = file_reads.dead_letters_after(db, after)
         after = _print_dead_letters(rows, after)
     return EXIT_OK
-
-
-def _dead_letters(db: Path, sql: str, params: tuple[int, ...]) -> list[tuple[int, str, str]]:
-    conn = read_only(db)
-    try:
-        return [(int(a), str(b), str(c)) for a, b, c in conn.execute(sql, params)]
-    except sqlite3.OperationalError:
-        return []  # an index older than the dead-letter table, or one being swapped
-    finally:
-        conn.close()
 
 
 def _print_dead_letters(rows: list[tuple[int, str, str]], after: int) -> int:

@@ -9,14 +9,15 @@ from worker.store import rows
 
 def own_lines(fetch: rows.Fetch, session_ids: Sequence[str]) -> dict[str, str]:
     """For each session, its first message whose text none of the others holds."""
-    found = fetch(
-        "SELECT session_id, seq, substr(body, 1, :chars) FROM events"
+    found, at = fetch(
+        "SELECT session_id AS session_id, seq AS seq, substr(body, 1, :chars) AS body"
+        " FROM events"
         " WHERE session_id IN (SELECT value FROM json_each(:ids))"
         " AND surface IN ('user', 'assistant') ORDER BY session_id, seq LIMIT :cap",
         {"ids": rows.json_list(session_ids), "chars": rows.PREVIEW_SOURCE_CHARS, "cap": 20_000},
     )
     texts: dict[str, list[tuple[int, str]]] = {}
-    for session_id, seq, body in found:
+    for session_id, seq, body in map(at.getter(("session_id", "seq", "body")), found):
         texts.setdefault(session_id, []).append((int(seq), body))
     lines: dict[str, str] = {}
     for session_id, mine in texts.items():

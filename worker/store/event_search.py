@@ -9,6 +9,7 @@ from typing import Any
 import tantivy
 
 from worker.store import ranking, rows
+from worker.store.database import Columns
 from worker.store.excerpt import highlighter
 from worker.store.hybrid import SemanticQuery
 from worker.store.protocol import EventFilter, EventHit
@@ -24,7 +25,8 @@ from worker.store.search_reader import (
 )
 from worker.store.semantic.fusion import Lexical, fuse
 
-_Kept = list[tuple[Candidate, tuple[Any, ...]]]
+# Each candidate SQL confirmed, with its row and the row's columns.
+_Kept = list[tuple[Candidate, tuple[tuple[Any, ...], Columns]]]
 
 
 class EventSearch:
@@ -124,28 +126,32 @@ class EventSearch:
         """The candidates SQL confirms, in their order."""
         if not candidates:
             return []
-        found = self._fetch(
-            f"SELECT e.id, {rows.EVENT_COLS} FROM events e"
+        found, at = self._fetch(
+            f"SELECT e.id AS id, {rows.EVENT_COLS} FROM events e"
             " WHERE e.id IN (SELECT value FROM json_each(:cand)) AND +e.session_id = :sid"
             f" AND e.stream_seq <= :snap{self._check}",
             dict(self._params, cand=rows.json_list(c.event_id for c in candidates)),
         )
-        by_id = {int(r[0]): r for r in found}
-        return [(c, by_id[c.event_id]) for c in candidates if c.event_id in by_id]
+        event_id = at["id"]
+        by_id = {int(r[event_id]): r for r in found}
+        return [(c, (by_id[c.event_id], at)) for c in candidates if c.event_id in by_id]
 
     def _hits(self, page: _Kept, only: set[int]) -> list[EventHit]:
         light = highlighter(self._plan)
         excerpts = bodies(self._fetch, [c.event_id for c, _ in page], light, only)
-        return [
-            EventHit(
-                event=rows.summary(row[1:]),
-                excerpt=excerpts.get(c.event_id) or rows.preview(row[-1]),
-                score=-c.score,
-                # Semantic alone, and no word of the query highlighted in its text.
-                semantic_only=c.event_id in only and c.event_id not in excerpts,
+        hits = []
+        for c, (row, at) in page:
+            summary = rows.summary(row, at)
+            hits.append(
+                EventHit(
+                    event=summary,
+                    excerpt=excerpts.get(c.event_id) or summary.preview,
+                    score=-c.score,
+                    # Semantic alone, and no word of the query highlighted in its text.
+                    semantic_only=c.event_id in only and c.event_id not in excerpts,
+                )
             )
-            for c, row in page
-        ]
+        return hits
 
     def _unmatched(self) -> tuple[str, ...]:
         minimal = self._minimal()

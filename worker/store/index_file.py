@@ -24,7 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from worker.store import schema
+from worker.store import schema, tables
+from worker.store.database import Database
 from worker.store.errors import CorruptIndex as CorruptIndex
 from worker.store.errors import IndexFileError as IndexFileError  # re-exported
 from worker.store.errors import IndexLocked as IndexLocked
@@ -72,14 +73,14 @@ def inspect(path: str | Path, *, quick_check_s: float = QUICK_CHECK_S) -> IndexS
     try:
         # Read-write, not read-only: after a crash the WAL may need recovering (the caller
         # holds the lock, so nothing else writes meanwhile); nothing here writes otherwise.
-        conn = sqlite3.connect(f"file:{location}?mode=rw", uri=True, isolation_level=None)
+        conn = Database.open(location, "write", role="inspect")
     except sqlite3.Error as exc:
         raise CorruptIndex(_corrupt_message(location, str(exc))) from exc
     try:
         problem = _quick_check(conn, quick_check_s)
         if problem is not None:
             raise CorruptIndex(_corrupt_message(location, problem))
-        tables = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+        table_count = conn.value(tables.TABLE_COUNT)
         meta = read_meta(conn)
     except sqlite3.DatabaseError as exc:
         raise CorruptIndex(_corrupt_message(location, str(exc))) from exc
@@ -95,13 +96,15 @@ def inspect(path: str | Path, *, quick_check_s: float = QUICK_CHECK_S) -> IndexS
         history_from=_int(meta.get(HISTORY_FROM)),
         index_id=_text(meta.get(INDEX_ID)),
         size_bytes=file_size(location),
-        empty=tables == 0,
+        empty=table_count == 0,
     )
 
 
-def read_meta(conn: sqlite3.Connection) -> dict[str, object]:
+def read_meta(conn: Database) -> dict[str, object]:
     try:
-        return {str(k): v for k, v in conn.execute("SELECT key, value FROM meta")}
+        found, at = conn.rows(tables.META_ALL)
+        key, value = at["key"], at["value"]
+        return {str(r[key]): r[value] for r in found}
     except sqlite3.OperationalError as exc:
         if "no such table" in str(exc):
             return {}
@@ -116,7 +119,7 @@ def applied_seq(path: str | Path) -> int:
     if not location.exists():
         return 0
     try:
-        conn = sqlite3.connect(f"file:{location}?mode=ro", uri=True, timeout=5)
+        conn = Database.open(location, "read", role="report")
         try:
             return _int(read_meta(conn).get("stream_seq"))
         finally:
@@ -151,21 +154,19 @@ def _files(path: Path) -> list[Path]:
     return [path]
 
 
-def _quick_check(conn: sqlite3.Connection, limit_s: float) -> str | None:
+def _quick_check(conn: Database, limit_s: float) -> str | None:
     """The first problem ``PRAGMA quick_check`` reports, or None. Bounded: past ``limit_s``
     the check is interrupted and the file is taken as it is (the full check is
     ``sessionquery doctor``'s)."""
-    deadline = time.monotonic() + limit_s
-    conn.set_progress_handler(lambda: int(time.monotonic() > deadline), 10_000)
     try:
-        rows = conn.execute("PRAGMA quick_check(5)").fetchall()
+        with conn.deadline(limit_s):
+            found, at = conn.rows(tables.QUICK_CHECK)
     except sqlite3.OperationalError as exc:
         if "interrupted" in str(exc):
             return None
         raise
-    finally:
-        conn.set_progress_handler(None, 0)
-    problems = [str(r[0]) for r in rows if r[0] != "ok"]
+    said = at["quick_check"]
+    problems = [str(r[said]) for r in found if r[said] != "ok"]
     return "; ".join(problems) if problems else None
 
 

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import tantivy
 
-from worker.store import schema
+from worker.store import tables
+from worker.store.database import INDEX, Database
 from worker.store.search_index import search_index_path
 from worker.store.search_reader import SearchIndexReader
 
@@ -17,9 +18,11 @@ from worker.store.search_reader import SearchIndexReader
 def check_integrity(path: str | Path, *, wait_s: float = 10.0) -> list[str]:
     """Problems found by SQLite's own check and by comparing the search index with the
     store (waiting up to ``wait_s`` for it to catch up); an empty list means clean."""
-    conn = schema.connect(str(path))
+    conn = Database.open(path, pragmas=INDEX, role="check")
     try:
-        problems = [str(row[0]) for row in conn.execute("PRAGMA integrity_check") if row[0] != "ok"]
+        found, at = conn.rows(tables.INTEGRITY_CHECK)
+        said = at["integrity_check"]
+        problems = [str(row[said]) for row in found if row[said] != "ok"]
     finally:
         conn.close()
     return problems + search_index_problems(path, wait_s=wait_s)
@@ -27,10 +30,12 @@ def check_integrity(path: str | Path, *, wait_s: float = 10.0) -> list[str]:
 
 def search_index_problems(path: str | Path, *, wait_s: float = 10.0) -> list[str]:
     """Every stored event indexed exactly once, nothing else indexed, once caught up."""
-    conn = schema.connect(str(path))
+    conn = Database.open(path, pragmas=INDEX, role="check")
     try:
-        expected = {int(r[0]) for r in conn.execute("SELECT id FROM events")}
-        uid = int(conn.execute("SELECT value FROM meta WHERE key = 'index_uid'").fetchone()[0])
+        found, at = conn.rows(tables.EVENT_IDS)
+        event_id = at["id"]
+        expected = {int(r[event_id]) for r in found}
+        uid = int(conn.value(tables.META_VALUE, ("index_uid",)))
     finally:
         conn.close()
     reader = SearchIndexReader.open(path)
@@ -68,10 +73,10 @@ def content_checksum(path: str | Path) -> tuple[int, str]:
     """The number of stored events and a sha256 over (session_id, seq, raw_json), in order."""
     digest = hashlib.sha256()
     count = 0
-    conn = schema.connect(str(path))
+    conn = Database.open(path, pragmas=INDEX, role="check")
     try:
-        rows = conn.execute("SELECT session_id, seq, raw_json FROM events ORDER BY session_id, seq")
-        for session_id, seq, raw_json in rows:
+        found, at = conn.stream(tables.EVENTS_IN_ORDER)
+        for session_id, seq, raw_json in map(at.getter(("session_id", "seq", "raw_json")), found):
             digest.update(f"{session_id}\x00{seq}\x00".encode())
             digest.update(raw_json.encode("utf-8"))
             digest.update(b"\x00")

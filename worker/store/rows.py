@@ -1,36 +1,30 @@
-"""Row mappers and SQL pieces for ``search_ops``, which reads its rows by position.
+"""Row mappers and SQL pieces for ``search_ops``, which reads its rows by column name.
 
 They live in ``worker.store.sqlite`` (``rows``, ``sql``); this module names them for the
-search, with the widths of a bare header and event row as ``HEADER_COLS``/``EVENT_COLS``
-list them (``header``/``summary`` read such a row by those names).
+search (``header``/``summary`` read a row by the names ``HEADER_COLS``/``EVENT_COLS`` give).
 """
 
 from collections.abc import Callable, Mapping
-from typing import Any, Final
+from typing import Any
 
+from worker.store.database import Result
 from worker.store.sqlite.rows import PREVIEW_CHARS, header, preview, summary
 from worker.store.sqlite.sql import (
     EVENT_COLS,
-    EVENT_NAMES,
     HEADER_COLS,
-    HEADER_NAMES,
     PREVIEW_SOURCE_CHARS,
     event_filter_sql,
     json_list,
     session_filter_sql,
 )
 
-HEADER_WIDTH: Final = len(HEADER_NAMES)
-EVENT_WIDTH: Final = len(EVENT_NAMES)
-# How the search reads: SQL text and its named parameters in, rows out (in one read
-# transaction the caller holds).
-Fetch = Callable[[str, Mapping[str, Any]], list[tuple[Any, ...]]]
+# How the search reads: SQL text and its named parameters in, rows with their columns out
+# (in one read transaction the caller holds).
+Fetch = Callable[[str, Mapping[str, Any]], Result]
 
 __all__ = [
     "EVENT_COLS",
-    "EVENT_WIDTH",
     "HEADER_COLS",
-    "HEADER_WIDTH",
     "PREVIEW_CHARS",
     "PREVIEW_SOURCE_CHARS",
     "Fetch",

@@ -11,9 +11,13 @@ from __future__ import annotations
 
 import hashlib
 import sqlite3
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
+from worker.store import tables
 from worker.store.errors import SchemaVersionError as SchemaVersionError
+
+if TYPE_CHECKING:
+    from worker.store.database import Database
 
 # The one place the index layout's version lives. Bump it with every layout change and add
 # the step from the version before to ``MIGRATIONS`` when one can be done in place; without
@@ -106,22 +110,16 @@ def version_action(found: int, path: str) -> str:
     return "rebuild"
 
 
-def migrate(conn: sqlite3.Connection) -> int:
+def migrate(conn: Database) -> int:
     """Apply the in-place steps from the file's version to the current one, each in its
     own transaction; returns the version found."""
     found = read_version(conn)
     version = found
     while version < SCHEMA_VERSION:
-        conn.execute("BEGIN IMMEDIATE")
-        try:
+        with conn.transaction():
             for statement in MIGRATIONS[version].split(";"):
                 if statement.strip():
-                    conn.execute(statement)
-            conn.execute("COMMIT")
-        except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise
+                    conn.run(statement)
         version += 1
     return found
 
@@ -131,13 +129,13 @@ def read_version_from(meta: dict[str, object]) -> int:
     return value if isinstance(value, int) else 0
 
 
-def read_version(conn: sqlite3.Connection) -> int:
+def read_version(conn: Database) -> int:
     """The file's schema version; 0 for a file without one (no meta table or row)."""
     try:
-        row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        value = conn.value(tables.META_VALUE, ("schema_version",))
     except sqlite3.OperationalError:
         return 0
-    return int(row[0]) if row else 0
+    return int(value or 0)
 
 
 DDL: Final = f"""
@@ -228,28 +226,5 @@ def workspace_token(cwd: str | None) -> str:
     return "ws" + hashlib.sha256(cwd.encode("utf-8", "surrogatepass")).hexdigest()[:20]
 
 
-# Reads go through a memory map of the index file instead of a read() per page into each
-# connection's 2 MiB page cache: on a 1M-event index (1 GiB) an exact read took 365 us in
-# the tool layer with read() and 88 us mapped. The pages are the OS page cache, shared by
-# every connection and process, not heap. SQLite clamps this to its build's maximum
-# (2 GiB for the stdlib's SQLite); past that the rest of the file is read as before.
-MMAP_BYTES: Final = 64 * 2**30
-
-
-def connect(path: str) -> sqlite3.Connection:
-    """A plain sqlite3 connection with the pragmas every connection of the index uses."""
-    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-    configure(conn)
-    return conn
-
-
-def configure(conn: sqlite3.Connection) -> None:
-    conn.execute("PRAGMA journal_mode = WAL")
-    conn.execute("PRAGMA synchronous = NORMAL")
-    conn.execute("PRAGMA foreign_keys = OFF")
-    conn.execute("PRAGMA busy_timeout = 5000")
-    conn.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
-
-
-def create(conn: sqlite3.Connection) -> None:
-    conn.executescript(DDL)
+def create(conn: Database) -> None:
+    conn.script(DDL)

@@ -31,7 +31,6 @@ from __future__ import annotations
 import contextlib
 import json
 import shutil
-import sqlite3
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -43,7 +42,8 @@ import structlog
 import tantivy
 
 from contracts.harness import first_prompt
-from worker.store import analysis, ranking
+from worker.store import analysis, ranking, tables
+from worker.store.database import Database
 from worker.store.text import searchable_text
 
 log = structlog.get_logger(__name__)
@@ -138,12 +138,33 @@ def read_position(searcher: tantivy.Searcher) -> Position:
 
 
 _EVENTS_AFTER: Final = """
-SELECT e.id, e.session_id, e.seq, e.type, e.surface, e.time_ms, e.stream_seq, s.ws, e.body,
+SELECT e.id AS id, e.session_id AS session_id, e.seq AS seq, e.type AS type,
+       e.surface AS surface, e.time_ms AS time_ms, e.stream_seq AS stream_seq, s.ws AS ws,
+       e.body AS body,
        CASE WHEN length(CAST(e.body AS BLOB)) >= :cap THEN e.raw_json END AS raw_json,
        CASE WHEN e.type = 'message/user' THEN s.prompts END AS prompts
 FROM events e JOIN sessions s ON s.session_id = e.session_id
 WHERE e.id > :after ORDER BY e.id LIMIT :limit
 """
+# The columns ``_document`` takes, in its order.
+_DOCUMENT_NAMES: Final = (
+    "id",
+    "session_id",
+    "seq",
+    "type",
+    "surface",
+    "time_ms",
+    "stream_seq",
+    "ws",
+    "body",
+    "raw_json",
+    "prompts",
+)
+_AHEAD: Final = (
+    "SELECT (SELECT coalesce(max(id), 0) FROM events) AS event_id,"
+    " (SELECT coalesce(max(id), 0) FROM search_deletions) AS deletion_id,"
+    " (SELECT value FROM meta WHERE key = 'stream_seq') AS stream_seq"
+)
 
 
 class SearchIndexWriter:
@@ -153,7 +174,7 @@ class SearchIndexWriter:
     def __init__(
         self,
         path: Path,
-        conn: sqlite3.Connection,
+        conn: Database,
         *,
         body_cap_bytes: int,
         commit_interval_s: float = 0.25,
@@ -206,16 +227,13 @@ class SearchIndexWriter:
     @property
     def behind(self) -> bool:
         """Whether the store holds events or deletions the index has not taken yet."""
-        row = self._conn.execute(
-            "SELECT (SELECT coalesce(max(id), 0) FROM events),"
-            " (SELECT coalesce(max(id), 0) FROM search_deletions),"
-            " (SELECT value FROM meta WHERE key = 'stream_seq')"
-        ).fetchone()
-        position = self._position
+        found, at = self._conn.rows(_AHEAD)
+        row, position = found[0], self._position
         return bool(
-            row[0] > position.event_id
-            or row[1] > position.deletion_id
-            or row[2] > position.stream_seq  # messages that added no event still count
+            row[at["event_id"]] > position.event_id
+            or row[at["deletion_id"]] > position.deletion_id
+            # messages that added no event still count
+            or row[at["stream_seq"]] > position.stream_seq
         )
 
     @property
@@ -227,20 +245,19 @@ class SearchIndexWriter:
         Nothing is visible to searches before ``commit``. Returns the events added."""
         conn = self._conn
         writer = self._live_writer()
-        stream_seq = int(
-            conn.execute("SELECT value FROM meta WHERE key = 'stream_seq'").fetchone()[0]
-        )
+        stream_seq = int(conn.value(tables.META_VALUE, ("stream_seq",)))
         deletion_id = self._apply_deletions(writer)
-        rows = conn.execute(
+        rows, at = conn.rows(
             _EVENTS_AFTER,
             {"cap": self._body_cap, "after": self._position.event_id, "limit": max_events},
-        ).fetchall()
+        )
+        values = at.getter(_DOCUMENT_NAMES)
         for row in rows:
-            writer.add_document(_document(row))
-        last_id = int(rows[-1][0]) if rows else self._position.event_id
+            writer.add_document(_document(values(row)))
+        last_id = int(rows[-1][at["id"]]) if rows else self._position.event_id
         if rows and len(rows) == max_events:
             # More may follow: the stream sequence covered is the last added event's.
-            stream_seq = int(rows[-1][6])
+            stream_seq = int(rows[-1][at["stream_seq"]])
         if (
             rows
             or deletion_id != self._position.deletion_id
@@ -253,17 +270,14 @@ class SearchIndexWriter:
         return len(rows)
 
     def _remaining(self, last_id: int) -> int:
-        row = self._conn.execute("SELECT count(*) FROM events WHERE id > ?", (last_id,)).fetchone()
-        return int(row[0])
+        return int(self._conn.value("SELECT count(*) FROM events WHERE id > ?", (last_id,)))
 
     def _apply_deletions(self, writer: tantivy.IndexWriter) -> int:
-        rows = self._conn.execute(
-            "SELECT id, session_id FROM search_deletions WHERE id > ? ORDER BY id",
-            (self._position.deletion_id,),
-        ).fetchall()
-        for _, session_id in rows:
-            writer.delete_documents_by_term("sid", session_id)
-        return int(rows[-1][0]) if rows else self._position.deletion_id
+        rows, at = self._conn.rows(tables.DELETIONS_AFTER, (self._position.deletion_id,))
+        session_id = at["session_id"]
+        for row in rows:
+            writer.delete_documents_by_term("sid", row[session_id])
+        return int(rows[-1][at["id"]]) if rows else self._position.deletion_id
 
     def commit(self) -> None:
         """Publish what was added, with the position it covers, atomically."""
@@ -365,9 +379,8 @@ class _Progress:
             self._logged = now
 
 
-def _store_uid(conn: sqlite3.Connection) -> int:
-    row = conn.execute("SELECT value FROM meta WHERE key = 'index_uid'").fetchone()
-    return int(row[0]) if row else 0
+def _store_uid(conn: Database) -> int:
+    return int(conn.value(tables.META_VALUE, ("index_uid",)) or 0)
 
 
 def _stale_reason(path: Path, uid: int) -> str | None:

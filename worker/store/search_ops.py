@@ -231,14 +231,15 @@ class SessionSearch:
         if not candidates:
             return {}
         params = dict(self._params, cand=rows.json_list(c.event_id for c in candidates))
-        found = self._fetch(
-            "SELECT e.id, e.session_id, e.type,"
+        found, at = self._fetch(
+            "SELECT e.id AS id, e.session_id AS session_id, e.type AS type,"
             f" (s.cwd = :cwd AND e.stream_seq <= :snap{self._check_sql}) AS ok"
             " FROM events e JOIN sessions s ON s.session_id = e.session_id"
             " WHERE e.id IN (SELECT value FROM json_each(:cand))",
             params,
         )
-        return {int(r[0]): _Checked(r[1], r[2], bool(r[3])) for r in found}
+        event_id, session_id, kind, ok = at["id"], at["session_id"], at["type"], at["ok"]
+        return {int(r[event_id]): _Checked(r[session_id], r[kind], bool(r[ok])) for r in found}
 
     def _hits(self, query: tantivy.Query, chosen: list[tuple[str, _Found]]) -> list[SessionHit]:
         if not chosen:
@@ -313,8 +314,8 @@ class SessionSearch:
         candidates = top(self._searcher, query, 50)
         if not candidates:
             return False
-        found = self._fetch(
-            "SELECT 1 FROM events e JOIN sessions s ON s.session_id = e.session_id"
+        found, _ = self._fetch(
+            "SELECT 1 AS found FROM events e JOIN sessions s ON s.session_id = e.session_id"
             " WHERE e.id IN (SELECT value FROM json_each(:cand)) AND +s.cwd = :cwd LIMIT 1",
             {"cand": rows.json_list(c.event_id for c in candidates), "cwd": self._cwd},
         )
@@ -329,20 +330,19 @@ def load_events(
     # unary ``+`` keeps SQLite from driving the join by the cwd (or session) index, which
     # walks every event of the workspace (~16 ms for 60 ids at 1M events / 24
     # workspaces) instead of looking the ids up by primary key (~0.3-0.7 ms).
-    found = fetch(
-        f"SELECT e.id, {rows.HEADER_COLS}, {rows.EVENT_COLS}, e.body FROM events e"
-        " JOIN sessions s ON s.session_id = e.session_id"
+    found, at = fetch(
+        f"SELECT e.id AS id, {rows.HEADER_COLS}, {rows.EVENT_COLS}, e.body AS body"
+        " FROM events e JOIN sessions s ON s.session_id = e.session_id"
         " WHERE e.id IN (SELECT value FROM json_each(:ids)) AND +s.cwd = :cwd",
         {"ids": rows.json_list(event_ids), "cwd": cwd},
     )
     light = highlighter(plan)
-    excerpts = _excerpts(fetch, ((int(r[0]), r[-1]) for r in found), light, semantic)
+    event_id, body, body_start = at["id"], at["body"], at["body_start"]
+    excerpts = _excerpts(fetch, ((int(r[event_id]), r[body]) for r in found), light, semantic)
     loaded: dict[int, tuple[Any, Any, str]] = {}
     for r in found:
-        header = rows.header(r[1 : 1 + rows.HEADER_WIDTH])
-        summary = rows.summary(r[1 + rows.HEADER_WIDTH : -1])
-        excerpt = excerpts.get(int(r[0])) or rows.preview(r[-2])
-        loaded[int(r[0])] = (header, summary, excerpt)
+        excerpt = excerpts.get(int(r[event_id])) or rows.preview(r[body_start])
+        loaded[int(r[event_id])] = (rows.header(r, at), rows.summary(r, at), excerpt)
     return loaded
 
 
@@ -353,11 +353,12 @@ def bodies(
     ids = list(event_ids)
     if not ids:
         return {}
-    found = fetch(
-        "SELECT id, body FROM events WHERE id IN (SELECT value FROM json_each(:ids))",
+    found, at = fetch(
+        "SELECT id AS id, body AS body FROM events WHERE id IN (SELECT value FROM json_each(:ids))",
         {"ids": rows.json_list(ids)},
     )
-    return _excerpts(fetch, ((int(event_id), body) for event_id, body in found), light, semantic)
+    pair = at.getter(("id", "body"))
+    return _excerpts(fetch, ((int(i), body) for i, body in map(pair, found)), light, semantic)
 
 
 def _excerpts(
@@ -376,10 +377,12 @@ def _excerpts(
         elif event_id not in semantic:
             missing.append(event_id)
     if missing:
-        for event_id, raw in fetch(
-            "SELECT id, raw_json FROM events WHERE id IN (SELECT value FROM json_each(:ids))",
+        found, at = fetch(
+            "SELECT id AS id, raw_json AS raw_json FROM events"
+            " WHERE id IN (SELECT value FROM json_each(:ids))",
             {"ids": rows.json_list(missing)},
-        ):
+        )
+        for event_id, raw in map(at.getter(("id", "raw_json")), found):
             payload = orjson.loads(raw).get("payload")
             excerpt = light.excerpt(searchable_text(payload, INDEX_TEXT_CAP_BYTES))
             if excerpt is not None:

@@ -30,7 +30,6 @@ import io
 import json
 import os
 import shutil
-import sqlite3
 import tarfile
 import time
 import uuid
@@ -40,7 +39,8 @@ from pathlib import Path
 from typing import IO, Any, BinaryIO, Final
 
 from contracts.partitions import PartitionSet
-from worker.store import index_file, schema
+from worker.store import index_file, schema, tables
+from worker.store.database import Database
 from worker.store.errors import SnapshotRefused as SnapshotRefused
 from worker.store.search_index import SEARCH_INDEX_VERSION, search_index_path
 
@@ -192,12 +192,12 @@ def _backup(db: Path, target: Path) -> dict[str, object]:
     the copy's ``meta``. The copy is a plain rollback-journal file: no WAL to ship."""
     if not db.exists():
         raise SnapshotRefused(f"index {db} does not exist")
-    source = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30)
+    source = Database.open(db, "read", role="snapshot", busy_timeout_s=30)
     try:
-        copy = sqlite3.connect(str(target), isolation_level=None)
+        copy = Database.open(target, role="snapshot")
         try:
-            source.backup(copy, pages=-1)
-            copy.execute("PRAGMA journal_mode = DELETE")
+            source.copy_into(copy)
+            copy.run("PRAGMA journal_mode = DELETE")
             return index_file.read_meta(copy)
         finally:
             copy.close()
@@ -413,12 +413,9 @@ def _check_store(path: Path, manifest: SnapshotManifest) -> None:
     found = (state.schema_version, state.stream_seq, state.stream_name, state.stream_created)
     if said != found:
         raise SnapshotRefused(f"the archived store does not match its manifest ({found} vs {said})")
-    conn = sqlite3.connect(str(path), isolation_level=None)
+    conn = Database.open(path, role="snapshot")
     try:
-        conn.execute(
-            "UPDATE meta SET value = ? WHERE key = ?",
-            ("ix-" + uuid.uuid4().hex, index_file.INDEX_ID),
-        )
+        conn.run(tables.META_SET, ("ix-" + uuid.uuid4().hex, index_file.INDEX_ID))
     finally:
         conn.close()
 

@@ -1,4 +1,4 @@
-"""The writer's synchronous work on one sqlite3 connection, and the search index it feeds.
+"""The writer's synchronous work on one ``Database`` connection, and the search index it feeds.
 
 Each ``apply`` is one ``BEGIN IMMEDIATE`` transaction that also stores the highest stream
 sequence of the batch (``meta.stream_seq``), so a crash replays the batch instead of
@@ -18,7 +18,6 @@ Session rules (each rejection carries a one-line reason for the dead-letter subj
 
 from __future__ import annotations
 
-import sqlite3
 import time
 from collections.abc import Callable, Iterable, Sequence
 from functools import partial
@@ -28,12 +27,25 @@ from typing import Final, ParamSpec, TypeVar
 import structlog
 
 from worker.retry import SEARCH_INDEX, RetryPolicy
-from worker.store import schema
+from worker.store import tables
 from worker.store.batch import BatchChecker, CheckedEvent, PreparedBatch
-from worker.store.index_file import HISTORY_FROM, STREAM_CREATED, STREAM_NAME, STREAM_PARTITIONS
+from worker.store.database import INDEX, Database
+from worker.store.index_file import (
+    HISTORY_FROM,
+    STREAM_CREATED,
+    STREAM_NAME,
+    STREAM_PARTITIONS,
+    read_meta,
+)
 from worker.store.protocol import ApplyResult, BatchNotAttempted, Generation, IngestItem
 from worker.store.search_index import SearchIndexWriter, search_index_path
-from worker.store.writer_fold import SESSION_COLUMNS, BatchRows, SessionHeader, fold_batch
+from worker.store.writer_fold import (
+    SESSION_COLUMNS,
+    SESSION_NAMES,
+    BatchRows,
+    SessionHeader,
+    fold_batch,
+)
 from worker.store.writer_open import open_existing, prepare_schema
 
 log = structlog.get_logger(__name__)
@@ -54,6 +66,7 @@ ON CONFLICT (session_id) DO UPDATE SET
     updated_ms = excluded.updated_ms, last_seq = excluded.last_seq,
     event_count = excluded.event_count, prompts = excluded.prompts
 """
+_SESSION_SELECT: Final = ", ".join(f"{name} AS {name}" for name in SESSION_NAMES)
 _INSERT_EVENT: Final = """
 INSERT INTO events (id, session_id, seq, event_id, type, surface, time_ms, stream_seq,
                     body, raw_json)
@@ -83,7 +96,7 @@ class WriterCore:
 
     def __init__(
         self,
-        conn: sqlite3.Connection,
+        conn: Database,
         *,
         text_cap_bytes: int,
         max_event_bytes: int,
@@ -116,7 +129,7 @@ class WriterCore:
         on_disk = location != ":memory:" and not location.startswith("file:")
         if on_disk:
             Path(location).parent.mkdir(parents=True, exist_ok=True)
-        conn = schema.connect(location)
+        conn = Database.open(location, pragmas=INDEX, role="writer")
         try:
             prepare_schema(conn, location)
             search = None
@@ -201,12 +214,11 @@ class WriterCore:
     # -- meta ----------------------------------------------------------------------------
 
     def meta(self, key: str) -> int:
-        row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-        return int(row[0]) if row else 0
+        return int(self.conn.value(tables.META_VALUE, (key,)) or 0)
 
     def info(self) -> dict[str, object]:
         """The ``meta`` table (stream identity, sequence, epoch, index id)."""
-        return {str(k): v for k, v in self.conn.execute("SELECT key, value FROM meta")}
+        return read_meta(self.conn)
 
     def generation(self) -> Generation:
         return Generation(epoch=self.meta("epoch"), seq=self.meta("stream_seq"))
@@ -223,13 +235,13 @@ class WriterCore:
     def _bind_sync(
         self, name: str, created: str, first_seq: int, partitions: str
     ) -> dict[str, object]:
-        put = "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)"
-        self.conn.execute(put, (STREAM_NAME, name))
-        self.conn.execute(put, (STREAM_CREATED, created))
-        self.conn.execute(put, (STREAM_PARTITIONS, partitions))
+        put = partial(self.conn.run, tables.META_PUT)
+        put((STREAM_NAME, name))
+        put((STREAM_CREATED, created))
+        put((STREAM_PARTITIONS, partitions))
         if self.meta("stream_seq") == 0 and first_seq > 1:
-            self.conn.execute(put, (HISTORY_FROM, first_seq))
-            self.conn.execute(put, ("stream_seq", first_seq - 1))
+            put((HISTORY_FROM, first_seq))
+            put(("stream_seq", first_seq - 1))
         return self.info()
 
     # -- apply ---------------------------------------------------------------------------
@@ -259,21 +271,8 @@ class WriterCore:
         return result
 
     def _transaction(self, body: Callable[_P, _T], *args: _P.args, **kwargs: _P.kwargs) -> _T:
-        conn = self.conn
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            result = body(*args, **kwargs)
-            conn.execute("COMMIT")
-        except BaseException:
-            # SQLite rolls back by itself on some errors (disk full, I/O): nothing is open
-            # then, and a ROLLBACK would only fail with "no transaction is active".
-            if conn.in_transaction:
-                try:
-                    conn.execute("ROLLBACK")
-                except sqlite3.Error:
-                    log.warning("rollback failed", exc_info=True)
-            raise
-        return result
+        with self.conn.transaction():
+            return body(*args, **kwargs)
 
     def _apply_sync(self, batch: PreparedBatch) -> ApplyResult:
         stored_seq = self.meta("stream_seq")
@@ -282,13 +281,13 @@ class WriterCore:
         rows = fold_batch(
             fresh,
             sessions,
-            next_id=int(self.conn.execute(_LAST_EVENT_ID).fetchone()[0]) + 1,
+            next_id=int(self.conn.value(_LAST_EVENT_ID)) + 1,
             text_cap_bytes=self._text_cap_bytes,
         )
         self._write(rows)
         last = max(stored_seq, max(p.stream_seq for p in batch.items))
         if last != stored_seq:
-            self.conn.execute("UPDATE meta SET value = ? WHERE key = 'stream_seq'", (last,))
+            self.conn.run(tables.META_SET, (last, "stream_seq"))
         return ApplyResult(
             applied=len(rows.events),
             duplicates=rows.duplicates + len(batch.items) - len(fresh),
@@ -299,15 +298,15 @@ class WriterCore:
     def _write(self, rows: BatchRows) -> None:
         conn = self.conn
         if rows.events:
-            conn.executemany(_INSERT_EVENT, rows.events)
+            conn.run_many(_INSERT_EVENT, rows.events)
         if rows.replacements:
-            conn.executemany(_INSERT_REPLACEMENT, rows.replacements)
+            conn.run_many(_INSERT_REPLACEMENT, rows.replacements)
         if rows.citations:
-            conn.executemany(_INSERT_CITATION, rows.citations)
+            conn.run_many(_INSERT_CITATION, rows.citations)
         if rows.sessions:
-            conn.executemany(_UPSERT_SESSION, [s.row() for s in rows.sessions])
+            conn.run_many(_UPSERT_SESSION, [s.row() for s in rows.sessions])
         if rows.rejected:
-            conn.executemany(_INSERT_DEADLETTER, rows.deadletters())
+            conn.run_many(_INSERT_DEADLETTER, rows.deadletters())
 
     def _load_sessions(self, ids: Iterable[str]) -> dict[str, SessionHeader]:
         wanted = sorted(ids)
@@ -315,9 +314,12 @@ class WriterCore:
         for start in range(0, len(wanted), _CHUNK):
             chunk = wanted[start : start + _CHUNK]
             marks = ",".join("?" * len(chunk))
-            sql = f"SELECT {SESSION_COLUMNS} FROM sessions WHERE session_id IN ({marks})"
-            for r in self.conn.execute(sql, chunk):
-                found[r[0]] = SessionHeader(*r)
+            sql = f"SELECT {_SESSION_SELECT} FROM sessions WHERE session_id IN ({marks})"
+            stored, at = self.conn.rows(sql, chunk)
+            values = at.getter(SESSION_NAMES)  # in SessionHeader's field order
+            for r in stored:
+                header = SessionHeader(*values(r))
+                found[header.session_id] = header
         return found
 
     # -- purge ---------------------------------------------------------------------------
@@ -338,24 +340,24 @@ class WriterCore:
 
     def _purge_sync(self, session_ids: tuple[str, ...], older_than_ms: int | None) -> int:
         conn = self.conn
-        conn.execute("CREATE TEMP TABLE IF NOT EXISTS purge_ids (session_id TEXT PRIMARY KEY)")
-        conn.execute("DELETE FROM temp.purge_ids")
+        conn.run("CREATE TEMP TABLE IF NOT EXISTS purge_ids (session_id TEXT PRIMARY KEY)")
+        conn.run("DELETE FROM temp.purge_ids")
         pick = "INSERT OR IGNORE INTO temp.purge_ids SELECT session_id FROM sessions WHERE "
         if session_ids:
-            conn.executemany(pick + "session_id = ?", [(sid,) for sid in session_ids])
+            conn.run_many(pick + "session_id = ?", [(sid,) for sid in session_ids])
         if older_than_ms is not None:
-            conn.execute(pick + "updated_ms < ?", (older_than_ms,))
-        count = int(conn.execute("SELECT count(*) FROM temp.purge_ids").fetchone()[0])
+            conn.run(pick + "updated_ms < ?", (older_than_ms,))
+        count = int(conn.value("SELECT count(*) FROM temp.purge_ids"))
         if count:
             scope = "session_id IN (SELECT session_id FROM temp.purge_ids)"
             # The search index deletes these in turn (search_index.SearchIndexWriter).
-            conn.execute(
+            conn.run(
                 "INSERT INTO search_deletions (session_id) SELECT session_id FROM temp.purge_ids"
             )
             for table in ("events", "replacements", "citations", "sessions"):
-                conn.execute(f"DELETE FROM {table} WHERE {scope}")
-            conn.execute("UPDATE meta SET value = value + 1 WHERE key = 'epoch'")
-        conn.execute("DELETE FROM temp.purge_ids")
+                conn.run(f"DELETE FROM {table} WHERE {scope}")
+            conn.run(tables.META_NEXT_EPOCH)
+        conn.run("DELETE FROM temp.purge_ids")
         return count
 
 

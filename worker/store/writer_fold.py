@@ -18,10 +18,21 @@ from worker.store import schema
 from worker.store.batch import CheckedEvent, reason_kind, reject, text_of
 from worker.store.protocol import Availability, Rejected
 
-SESSION_COLUMNS: Final = (
-    "session_id, cwd, ws, parent_session_id, title, availability,"
-    " created_ms, updated_ms, last_seq, event_count, prompts"
+# The ``sessions`` columns, in ``SessionHeader``'s field order.
+SESSION_NAMES: Final = (
+    "session_id",
+    "cwd",
+    "ws",
+    "parent_session_id",
+    "title",
+    "availability",
+    "created_ms",
+    "updated_ms",
+    "last_seq",
+    "event_count",
+    "prompts",
 )
+SESSION_COLUMNS: Final = ", ".join(SESSION_NAMES)
 
 # An ``events`` row in ``writer_core._INSERT_EVENT``'s column order.
 EventRow = tuple[int, str, int, str, str, str, int, int, str, str]
@@ -30,7 +41,7 @@ EventRow = tuple[int, str, int, str, str, str, int, int, str, str]
 @dataclass(slots=True)
 class SessionHeader:
     """A session's header while a batch folds into it (mutable on purpose, batch-local).
-    The fields are ``SESSION_COLUMNS`` in order."""
+    The fields are ``SESSION_NAMES`` in order."""
 
     session_id: str
     cwd: str | None

@@ -8,22 +8,22 @@ import uuid
 
 import structlog
 
-from worker.store import index_file, schema
+from worker.store import index_file, schema, tables
+from worker.store.database import INDEX, Database
 from worker.store.errors import IndexFileReplaced as IndexFileReplaced
 
 log = structlog.get_logger(__name__)
 
 
-def open_existing(location: str, expect_index_id: str) -> sqlite3.Connection:
+def open_existing(location: str, expect_index_id: str) -> Database:
     try:
-        conn = sqlite3.connect(f"file:{location}?mode=rw", uri=True, isolation_level=None)
+        conn = Database.open(location, "write", pragmas=INDEX, role="writer")
     except sqlite3.OperationalError as exc:
         raise IndexFileReplaced(
             f"index {location} is missing: it was removed while the worker ran; ingestion"
             " stopped (restart the worker: it rebuilds the index from the stream)"
         ) from exc
     try:
-        schema.configure(conn)
         found = str(index_file.read_meta(conn).get(index_file.INDEX_ID))
     except BaseException:
         conn.close()
@@ -37,10 +37,10 @@ def open_existing(location: str, expect_index_id: str) -> sqlite3.Connection:
     return conn
 
 
-def prepare_schema(conn: sqlite3.Connection, location: str) -> None:
+def prepare_schema(conn: Database, location: str) -> None:
     """Create a new index, migrate an older one in place, or refuse one this writer cannot
     take (newer, or older without a migration: those are rebuilt from the stream first)."""
-    fresh = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] == 0
+    fresh = conn.value(tables.TABLE_COUNT) == 0
     if not fresh:
         action = schema.version_action(schema.read_version(conn), location)
         if action == "rebuild":
@@ -52,7 +52,7 @@ def prepare_schema(conn: sqlite3.Connection, location: str) -> None:
             found = schema.migrate(conn)
             log.info("index migrated", path=location, from_version=found, to=schema.SCHEMA_VERSION)
     schema.create(conn)
-    conn.execute(
-        "INSERT OR IGNORE INTO meta (key, value) VALUES (?, ?)",
+    conn.run(
+        tables.META_PUT_NEW,
         (index_file.INDEX_ID, "ix-" + uuid.uuid4().hex),  # text, never an integer
     )

@@ -8,12 +8,13 @@ vectors. It never writes the store and never holds ingestion up: it has its own 
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
+from worker.store import tables
+from worker.store.database import Database
 from worker.store.semantic import vectors
 from worker.store.semantic.chunks import EMBEDDED_TYPES, chunk
 from worker.store.semantic.embedder import Vector
@@ -22,6 +23,15 @@ from worker.store.semantic.embedder import Vector
 # of the model, and the worker stops between steps.
 STEP_EVENTS: Final = 32
 _TYPES_SQL: Final = ", ".join(f"'{t}'" for t in EMBEDDED_TYPES)
+# The embeddable events after ``?`` up to ``?`` (the newest when the read began).
+_EVENTS_AFTER: Final = (
+    "SELECT e.id AS id, e.session_id AS session_id, s.ws AS ws, e.type AS type,"
+    " e.body AS body FROM events e JOIN sessions s ON s.session_id = e.session_id"
+    f" WHERE e.id > ? AND e.id <= ? AND e.type IN ({_TYPES_SQL})"
+    " ORDER BY e.id LIMIT ?"
+)
+# The columns of an event to embed, in ``_Event``'s order.
+_EVENT_NAMES: Final = ("id", "session_id", "ws", "type", "body")
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,33 +46,47 @@ class Lag:
         return max(0, self.last_event_id - self.through_event_id)
 
 
+@dataclass(frozen=True, slots=True)
+class _Event:
+    """An event to embed (``_EVENT_NAMES``)."""
+
+    id: int
+    session_id: str
+    ws: str
+    type: str
+    body: str
+
+
+def _lag(store: Database, out: Database) -> Lag:
+    meta = vectors.read_meta(out)
+    newest = store.value(tables.NEWEST_EVENT_ID)
+    count = out.value(tables.VECTOR_COUNT)
+    return Lag(meta.get("through", 0), int(newest), int(count))
+
+
 class SemanticFollower:
     """Embeds the store's events into ``<db>.vectors``; one thread calls ``step``."""
 
     def __init__(self, db_path: str | Path, embed: Callable[[list[str]], Vector]) -> None:
-        self._store = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True, check_same_thread=False)
-        self._store.execute("PRAGMA busy_timeout=5000")
+        self._store = Database.open(db_path, "read", role="semantic")
         self._out = vectors.connect(vectors.vectors_path(db_path))
         self._embed = embed
         self._check_store()
 
     def _check_store(self) -> None:
         """A vector file made from another store file is emptied (and read again)."""
-        row = self._store.execute("SELECT value FROM meta WHERE key = 'index_uid'").fetchone()
-        uid = int(row[0]) if row else 0
+        uid = int(self._store.value(tables.META_VALUE, ("index_uid",)) or 0)
         meta = vectors.read_meta(self._out)
         if meta.get("store_uid") == uid:
             return
-        with self._out:  # one transaction: readers see the old file or the new one
-            self._out.execute("BEGIN IMMEDIATE")
-            self._out.execute("DELETE FROM vectors")
-            self._out.execute("DELETE FROM meta WHERE key IN ('through', 'deletions')")
+        with self._out.transaction():  # one transaction: readers see the old file or the new one
+            self._out.run(tables.VECTORS_DROP)
+            self._out.run(tables.VECTOR_META_RESTART)
             self._set("store_uid", uid)
             self._set("generation", meta.get("generation", 0) + 1)
-            self._out.execute("COMMIT")
 
     def _set(self, key: str, value: int) -> None:
-        self._out.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
+        self._out.run(tables.META_PUT, (key, value))
 
     def step(self, limit: int = STEP_EVENTS) -> int:
         """Embed up to ``limit`` events past the file's position; the events looked at (0:
@@ -70,53 +94,42 @@ class SemanticFollower:
         meta = vectors.read_meta(self._out)
         through = meta.get("through", 0)
         rows, newest, deletions = self._read(through, meta.get("deletions", 0), limit)
-        texts = [(r, text) for r in rows if (text := chunk(r[3], r[4])) is not None]
+        texts = [(e, text) for e in rows if (text := chunk(e.type, e.body)) is not None]
         packed = vectors.pack(self._embed([t for _, t in texts])) if texts else []
         # Fewer rows than asked: everything up to the store's newest id was seen.
-        reached = int(rows[-1][0]) if len(rows) == limit else max(newest, through)
-        self._out.execute("BEGIN IMMEDIATE")
-        try:
-            self._out.executemany(
-                "INSERT OR REPLACE INTO vectors (event_id, ws, session_id, vec) VALUES (?,?,?,?)",
-                [(r[0], r[2], r[1], blob) for (r, _), blob in zip(texts, packed, strict=True)],
+        reached = rows[-1].id if len(rows) == limit else max(newest, through)
+        with self._out.transaction():
+            self._out.run_many(
+                tables.VECTOR_PUT,
+                [
+                    (e.id, e.ws, e.session_id, blob)
+                    for (e, _), blob in zip(texts, packed, strict=True)
+                ],
             )
             for deletion_id, session_id in deletions:
-                self._out.execute("DELETE FROM vectors WHERE session_id = ?", (session_id,))
+                self._out.run(tables.VECTORS_OF_SESSION_DROP, (session_id,))
                 self._set("deletions", deletion_id)
             self._set("through", reached)
-            self._out.execute("COMMIT")
-        except BaseException:
-            self._out.execute("ROLLBACK")
-            raise
         return len(rows) + len(deletions)
 
     def _read(
         self, through: int, deleted: int, limit: int
-    ) -> tuple[list[tuple[Any, ...]], int, list[tuple[int, str]]]:
+    ) -> tuple[list[_Event], int, list[tuple[int, str]]]:
         """One read transaction of the store: the next events, its newest id, deletions."""
-        with self._store:
-            self._store.execute("BEGIN")
-            newest = int(
-                self._store.execute("SELECT coalesce(max(id), 0) FROM events").fetchone()[0]
-            )
-            rows = self._store.execute(
-                "SELECT e.id, e.session_id, s.ws, e.type, e.body FROM events e"
-                " JOIN sessions s ON s.session_id = e.session_id"
-                f" WHERE e.id > ? AND e.id <= ? AND e.type IN ({_TYPES_SQL})"
-                " ORDER BY e.id LIMIT ?",
-                (through, newest, limit),
-            ).fetchall()
-            deletions = self._store.execute(
-                "SELECT id, session_id FROM search_deletions WHERE id > ? ORDER BY id",
-                (deleted,),
-            ).fetchall()
-        return rows, newest, [(int(i), str(s)) for i, s in deletions]
+        with self._store.transaction("BEGIN"):
+            newest = int(self._store.value(tables.NEWEST_EVENT_ID))
+            found, at = self._store.rows(_EVENTS_AFTER, (through, newest, limit))
+            removed, gone = self._store.rows(tables.DELETIONS_AFTER, (deleted,))
+        event = at.getter(_EVENT_NAMES)
+        deletion = gone.getter(("id", "session_id"))
+        return (
+            [_Event(*event(r)) for r in found],
+            newest,
+            [(int(i), str(s)) for i, s in map(deletion, removed)],
+        )
 
     def lag(self) -> Lag:
-        meta = vectors.read_meta(self._out)
-        newest = self._store.execute("SELECT coalesce(max(id), 0) FROM events").fetchone()[0]
-        count = self._out.execute("SELECT count(*) FROM vectors").fetchone()[0]
-        return Lag(meta.get("through", 0), int(newest), int(count))
+        return _lag(self._store, self._out)
 
     def catch_up(self) -> int:
         """Step until caught up (tests, benches); the events looked at."""
@@ -137,12 +150,9 @@ def read_lag(db_path: str | Path) -> Lag | None:
     if not path.exists() or not Path(db_path).exists():
         return None
     out = vectors.connect(path, read_only=True)
-    store = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
+    store = Database.open(db_path, "read", role="report")
     try:
-        meta = vectors.read_meta(out)
-        count = out.execute("SELECT count(*) FROM vectors").fetchone()[0]
-        newest = store.execute("SELECT coalesce(max(id), 0) FROM events").fetchone()[0]
-        return Lag(meta.get("through", 0), int(newest), int(count))
+        return _lag(store, out)
     finally:
         out.close()
         store.close()

@@ -21,13 +21,14 @@ vector, a quarter of float32, with cosine scores within ~0.01 of the float ones.
 
 from __future__ import annotations
 
-import sqlite3
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
+from worker.store import tables
+from worker.store.database import VECTORS, Columns, Database
 from worker.store.semantic.embedder import DIM, Vector
 
 if TYPE_CHECKING:
@@ -54,20 +55,22 @@ def vectors_path(db_path: str | Path) -> Path:
     return Path(str(db_path) + ".vectors")
 
 
-def connect(path: Path, *, read_only: bool = False) -> sqlite3.Connection:
+def connect(path: Path, *, read_only: bool = False) -> Database:
     if read_only:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
-    else:
-        conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA synchronous=NORMAL")
-        conn.executescript(_DDL)
-    conn.execute("PRAGMA busy_timeout=5000")
+        return Database.open(path, "read", role="vectors")
+    conn = Database.open(path, pragmas=VECTORS, role="vectors")
+    try:
+        conn.script(_DDL)
+    except BaseException:
+        conn.close()
+        raise
     return conn
 
 
-def read_meta(conn: sqlite3.Connection) -> dict[str, int]:
-    return {str(k): int(v) for k, v in conn.execute("SELECT key, value FROM meta")}
+def read_meta(conn: Database) -> dict[str, int]:
+    found, at = conn.rows(tables.META_ALL)
+    key, value = at["key"], at["value"]
+    return {str(r[key]): int(r[value]) for r in found}
 
 
 def pack(vectors: Vector) -> list[bytes]:
@@ -156,7 +159,8 @@ class VectorReader:
             return 0
         conn = connect(self._path, read_only=True)
         try:
-            spaces = [str(r[0]) for r in conn.execute("SELECT DISTINCT ws FROM vectors")]
+            found, at = conn.rows(tables.VECTOR_SPACES)
+            spaces = [str(r[at["ws"]]) for r in found]
         finally:
             conn.close()
         loaded = (self._load(ws) for ws in spaces)
@@ -173,32 +177,25 @@ class VectorReader:
                     self._cache.clear()
                     self._generation = generation
                 space = self._cache.get(ws)
-                added = _rows(conn, ws, space.through if space else 0)
+                added, at = conn.rows(tables.VECTORS_AFTER, (ws, space.through if space else 0))
                 if added:
-                    space = _extend(space, added)
+                    space = _extend(space, added, at)
                     self._cache[ws] = space
                 return space
         finally:
             conn.close()
 
 
-def _rows(conn: sqlite3.Connection, ws: str, after: int) -> list[tuple[Any, ...]]:
-    return conn.execute(
-        "SELECT event_id, session_id, vec FROM vectors WHERE ws = ? AND event_id > ?"
-        " ORDER BY event_id",
-        (ws, after),
-    ).fetchall()
-
-
-def _extend(space: _Workspace | None, added: Sequence[tuple[Any, ...]]) -> _Workspace:
+def _extend(space: _Workspace | None, added: Sequence[tuple[Any, ...]], at: Columns) -> _Workspace:
     import numpy as np
 
-    ids = np.fromiter((r[0] for r in added), np.int64, len(added))
-    raw = np.frombuffer(b"".join(r[2] for r in added), dtype=np.int8).reshape(len(added), DIM)
+    event_id, session_id, vec = at["event_id"], at["session_id"], at["vec"]
+    ids = np.fromiter((r[event_id] for r in added), np.int64, len(added))
+    raw = np.frombuffer(b"".join(r[vec] for r in added), dtype=np.int8).reshape(len(added), DIM)
     matrix = raw.astype(np.float32) / _SCALE
     codes = dict(space.codes) if space is not None else {}
     session_of = np.fromiter(
-        (codes.setdefault(str(r[1]), len(codes)) for r in added), np.int32, len(added)
+        (codes.setdefault(str(r[session_id]), len(codes)) for r in added), np.int32, len(added)
     )
     if space is None:
         return _Workspace(ids, session_of, codes, matrix, int(ids[-1]))

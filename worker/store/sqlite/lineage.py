@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Final
 
+from worker.store.database import Columns
 from worker.store.protocol import Lineage, LineageNode, SessionHeader
 from worker.store.sqlite import rows
 
@@ -20,7 +21,7 @@ TRUNCATED: Final = Truncated()
 
 
 def lineage(
-    found: Sequence[rows.Row], at: rows.Columns, session_id: str, cap: int
+    found: Sequence[rows.Row], at: Columns, session_id: str, cap: int
 ) -> Lineage | Truncated | None:
     """The lineage of ``session_id``; ``TRUNCATED`` when a walk holds ``cap`` rows."""
     kind, sid = at["kind"], at["sid"]

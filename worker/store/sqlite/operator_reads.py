@@ -113,7 +113,8 @@ def list_sessions(
     limit: int,
 ) -> SessionListPage:
     where, params = _where(cwd, filters)
-    total = tx.fetch(f"SELECT count(*) FROM sessions s WHERE {where}", params)[0][0]
+    counted, at = tx.read(f"SELECT count(*) AS total FROM sessions s WHERE {where}", params)
+    total = counted[0][at["total"]]
     direction = "DESC" if descending else "ASC"
     found, at = tx.read(
         f"SELECT {_ROW_COLS} FROM sessions s WHERE {where}"

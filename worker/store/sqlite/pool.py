@@ -27,30 +27,20 @@ import asyncio
 import contextlib
 import sqlite3
 import threading
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Final, TypeVar
 
 from worker.signals import ExecutionSignal
 from worker.store import schema
+from worker.store.database import INDEX, INDEX_READER, Database, Params, Result
 from worker.store.errors import StoreError
-from worker.store.sqlite.rows import Columns, columns
 
 T = TypeVar("T")
-Params = Sequence[Any] | Mapping[str, Any]
 
-# Column positions by statement text: the store's statements are constants, so their
-# columns are resolved once (bounded anyway, should a caller build statements on the fly).
-_COLUMNS: dict[str, Columns] = {}
-_COLUMNS_KEPT: Final = 256
 # An interrupt that lands before the statement starts is a no-op in SQLite: repeat it
 # until the statement settles.
 _INTERRUPT_RETRY_S: Final = 0.02
-
-
-# One statement's rows (plain tuples) and their column positions by name. A plain tuple:
-# a NamedTuple's construction cost ~0.3 us a statement, event_relations runs five.
-Result = tuple[list[tuple[Any, ...]], Columns]
 
 
 class _Stopped(StoreError):
@@ -64,44 +54,36 @@ _NEVER_STOPPED: Final = threading.Event()
 class Tx:
     """The statements of one read transaction, run on the thread that runs the work."""
 
-    __slots__ = ("_conn", "_stop")
+    __slots__ = ("_db", "_stop")
 
-    def __init__(self, conn: sqlite3.Connection, stop: threading.Event) -> None:
-        self._conn = conn
+    def __init__(self, db: Database, stop: threading.Event) -> None:
+        self._db = db
         self._stop = stop
-
-    def fetch(self, sql: str, params: Params = ()) -> list[tuple[Any, ...]]:
-        """The rows as plain tuples (no row factory is set), read by position."""
-        if self._stop.is_set():
-            raise _Stopped
-        return self._conn.execute(sql, params).fetchall()
 
     def read(self, sql: str, params: Params = ()) -> Result:
         """The rows with their columns by name (``rows`` reads them so)."""
         if self._stop.is_set():
             raise _Stopped
-        cursor = self._conn.execute(sql, params)
-        at = _COLUMNS.get(sql)
-        if at is None:
-            at = columns(cursor.description)
-            if len(_COLUMNS) < _COLUMNS_KEPT:
-                _COLUMNS[sql] = at
-        return cursor.fetchall(), at
+        return self._db.rows(sql, params)
+
+    def run(self, sql: str) -> None:
+        """A statement without rows (BEGIN, COMMIT)."""
+        if self._stop.is_set():
+            raise _Stopped
+        self._db.run(sql)
 
 
 class ReaderPool:
     """Reader connections (each with its own thread) and the loop thread's connection."""
 
-    def __init__(
-        self, readers: Sequence[sqlite3.Connection], loop_reader: sqlite3.Connection
-    ) -> None:
+    def __init__(self, readers: Sequence[Database], loop_reader: Database) -> None:
         self.readers = tuple(readers)
         # The key lookups run on the event loop's thread, one at a time (nothing awaits
         # inside them), so one connection of their own serves them all: no pool round
         # trip per lookup, no wait behind a search that holds every reader, and one
         # connection's caches stay warm instead of four taking turns.
         self._loop_reader = loop_reader
-        self._idle: asyncio.Queue[sqlite3.Connection] = asyncio.Queue()
+        self._idle: asyncio.Queue[Database] = asyncio.Queue()
         for conn in self.readers:
             self._idle.put_nowait(conn)
         # One thread per reader: a reader is used by one operation at a time, so a hop
@@ -150,14 +132,14 @@ class ReaderPool:
         try:
             if one_statement:
                 if conn.in_transaction:  # a rollback that failed earlier: do not read in it
-                    conn.execute("ROLLBACK")
+                    conn.run("ROLLBACK")
                 return work(Tx(conn, _NEVER_STOPPED))
             return _transaction(conn, work, _NEVER_STOPPED)
         except sqlite3.Error as exc:
-            _rollback(conn)
+            conn.rollback()
             raise StoreError(f"index read failed: {exc}") from exc
         except BaseException:
-            _rollback(conn)
+            conn.rollback()
             raise
 
     async def run_on_reader(self, signal: ExecutionSignal, work: Callable[[Tx], T]) -> T:
@@ -181,7 +163,7 @@ class ReaderPool:
     async def _settle(
         self,
         signal: ExecutionSignal,
-        conn: sqlite3.Connection,
+        conn: Database,
         running: asyncio.Future[Any],
         stop: threading.Event,
     ) -> None:
@@ -207,10 +189,10 @@ class ReaderPool:
         if not running.done():
             await self._abandon(conn, running, stop)
         elif signal.aborted or running.exception() is not None:
-            await self._loop.run_in_executor(self._threads, _rollback, conn)
+            await self._loop.run_in_executor(self._threads, conn.rollback)
 
     async def _abandon(
-        self, conn: sqlite3.Connection, running: asyncio.Future[Any], stop: threading.Event
+        self, conn: Database, running: asyncio.Future[Any], stop: threading.Event
     ) -> None:
         """Stop the transaction: no new statement starts, the running one is interrupted
         until the hop has settled, then the transaction is rolled back."""
@@ -220,7 +202,7 @@ class ReaderPool:
             await asyncio.wait({running}, timeout=_INTERRUPT_RETRY_S)
         if not running.cancelled():
             running.exception()  # retrieved: 'interrupted' is expected here, not news
-        await self._loop.run_in_executor(self._threads, _rollback, conn)
+        await self._loop.run_in_executor(self._threads, conn.rollback)
 
     # -- taking a reader -----------------------------------------------------------------
 
@@ -229,7 +211,7 @@ class ReaderPool:
             raise StoreError("the session store is closed")
 
     @contextlib.asynccontextmanager
-    async def _reader(self, signal: ExecutionSignal) -> AsyncIterator[sqlite3.Connection]:
+    async def _reader(self, signal: ExecutionSignal) -> AsyncIterator[Database]:
         signal.raise_if_aborted()
         self._check_open()
         conn = await self._take(signal)
@@ -238,7 +220,7 @@ class ReaderPool:
         finally:
             self._idle.put_nowait(conn)
 
-    async def _take(self, signal: ExecutionSignal) -> sqlite3.Connection:
+    async def _take(self, signal: ExecutionSignal) -> Database:
         with contextlib.suppress(asyncio.QueueEmpty):
             return self._idle.get_nowait()
         getter = asyncio.ensure_future(self._idle.get())
@@ -256,7 +238,7 @@ class ReaderPool:
             raise signal.error
         return getter.result()
 
-    def _drop(self, getter: asyncio.Future[sqlite3.Connection]) -> None:
+    def _drop(self, getter: asyncio.Future[Database]) -> None:
         """Give up a pending pool get; a reader it already obtained goes straight back."""
         if not getter.done():
             getter.cancel()
@@ -264,32 +246,24 @@ class ReaderPool:
             self._idle.put_nowait(getter.result())
 
 
-def _transaction(conn: sqlite3.Connection, work: Callable[[Tx], T], stop: threading.Event) -> T:
+def _transaction(conn: Database, work: Callable[[Tx], T], stop: threading.Event) -> T:
     """BEGIN, the work, COMMIT. On failure the caller rolls back (after any interrupt)."""
     tx = Tx(conn, stop)
     if conn.in_transaction:  # a rollback that failed earlier must not poison the reader
-        conn.execute("ROLLBACK")
-    tx.fetch("BEGIN")
+        conn.run("ROLLBACK")
+    tx.run("BEGIN")
     result = work(tx)
-    tx.fetch("COMMIT")
+    tx.run("COMMIT")
     return result
 
 
-def _rollback(conn: sqlite3.Connection) -> None:
-    # No transaction may be open (BEGIN failed, or COMMIT ended it): nothing to undo then.
-    with contextlib.suppress(sqlite3.Error):
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
-
-
-def _connect_readers(path: str, count: int) -> list[sqlite3.Connection]:
+def _connect_readers(path: str, count: int) -> list[Database]:
     _create_schema(path)  # a short-lived connection, so readers never write
-    conns: list[sqlite3.Connection] = []
+    conns: list[Database] = []
     try:
         for _ in range(count):
-            conn = schema.connect(path)  # isolation_level=None: BEGIN/COMMIT are explicit
-            conns.append(conn)
-            conn.execute("PRAGMA query_only = 1")
+            # Autocommit: BEGIN/COMMIT are explicit.
+            conns.append(Database.open(path, pragmas=INDEX_READER, role="reader"))
     except BaseException:
         for conn in conns:
             conn.close()
@@ -298,7 +272,7 @@ def _connect_readers(path: str, count: int) -> list[sqlite3.Connection]:
 
 
 def _create_schema(path: str) -> None:
-    conn = schema.connect(path)
+    conn = Database.open(path, pragmas=INDEX, role="schema")
     try:
         schema.create(conn)
     finally:

@@ -1,21 +1,16 @@
 """Rows to results, read by column name.
 
-A statement's result comes with its ``Columns``: positions by name, resolved once per
-statement text from the cursor's description; a mapper reads each value by the name ``sql``
-gives it. The header's and the event's names are resolved to one ``itemgetter`` each, so a
-row's eight header values cost one C call rather than eight lookups (read_titles of 20
-sessions measured ~5% slower with a lookup per value). ``sqlite3.Row`` would read by name
-too, but it compares names case-insensitively on every access: ~0.4 us a value measured,
-which a 101-event window pays 1,500 times.
+A statement's result comes with its ``Columns`` (``worker.store.database``): positions by
+name, resolved once per statement text from the cursor's description; a mapper reads each
+value by the name ``sql`` gives it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from functools import partial
-from operator import itemgetter
+from collections.abc import Sequence
 from typing import Any, Final
 
+from worker.store.database import Columns
 from worker.store.protocol import (
     EventRef,
     EventSummary,
@@ -24,58 +19,18 @@ from worker.store.protocol import (
     SessionHeader,
     StoredEvent,
 )
-from worker.store.sqlite.sql import EVENT_NAMES, HEADER_NAMES
+from worker.store.tables import EVENT_NAMES, HEADER_NAMES
 
 PREVIEW_CHARS: Final = 240
 # The prefix a preview is collapsed from first (twice the preview: most bodies fill it).
 _PREFIX_CHARS: Final = 2 * PREVIEW_CHARS
 
 Row = Sequence[Any]
-_Values = Callable[[Row], tuple[Any, ...]]
-
-
-class Columns(Mapping[str, int]):
-    """Column positions by name (the first of a repeated name), in column order."""
-
-    __slots__ = ("_at", "event_values", "header_values")
-
-    def __init__(self, names: Iterable[str]) -> None:
-        self._at: dict[str, int] = {}
-        for i, name in enumerate(names):
-            self._at.setdefault(name, i)
-        # The values of the header's and the event's columns, in HEADER_NAMES/EVENT_NAMES
-        # order (raising KeyError when the statement does not select them all).
-        self.header_values = self._values(HEADER_NAMES)
-        self.event_values = self._values(EVENT_NAMES)
-
-    def _values(self, names: Sequence[str]) -> _Values:
-        missing = [name for name in names if name not in self._at]
-        if missing:
-            return partial(_not_selected, missing)
-        return itemgetter(*(self._at[name] for name in names))
-
-    def __getitem__(self, name: str) -> int:
-        return self._at[name]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._at)
-
-    def __len__(self) -> int:
-        return len(self._at)
-
-
-def _not_selected(missing: list[str], row: Row) -> tuple[Any, ...]:
-    raise KeyError(f"the statement selects no {', '.join(missing)}")
 
 
 # The columns of a bare header or event row, as ``sql.HEADER_COLS``/``EVENT_COLS`` list them.
 HEADER_AT: Final = Columns(HEADER_NAMES)
 EVENT_AT: Final = Columns(EVENT_NAMES)
-
-
-def columns(description: Sequence[Sequence[Any]]) -> Columns:
-    """The columns of a cursor's ``description``."""
-    return Columns(column[0] for column in description)
 
 
 def header(row: Row, at: Columns = HEADER_AT) -> SessionHeader:

@@ -45,7 +45,7 @@ def sessions_page(
 ) -> SessionSearchPage:
     start = _start(tx, paging)
     search = search_ops.SessionSearch(
-        tx.fetch,
+        tx.read,
         index().view(),
         plan,
         cwd=cwd,
@@ -83,7 +83,7 @@ def events_page(
     header = rows.header(found[0], at)
     start = _start(tx, paging)
     search = event_search.EventSearch(
-        tx.fetch,
+        tx.read,
         index().view(),
         plan,
         session_id=session_id,

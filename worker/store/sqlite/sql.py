@@ -14,32 +14,28 @@ from typing import Any, Final
 import orjson
 
 from worker.store.protocol import EventFilter, SessionFilter
+from worker.store.tables import EVENT_NAMES, HEADER_NAMES
 
 # Enough of the body to fill a collapsed preview without pulling a 64 KiB body per row.
 PREVIEW_SOURCE_CHARS: Final = 1000
 
-HEADER_NAMES: Final = (
-    "session_id",
-    "cwd",
-    "parent_session_id",
-    "availability",
-    "created_ms",
-    "updated_ms",
-    "last_seq",
-    "event_count",
-)
 HEADER_COLS: Final = ", ".join(f"s.{name} AS {name}" for name in HEADER_NAMES)
-# (name, expression): the event's session id is named apart from the header's.
-_EVENT_COLUMNS: Final = (
-    ("event_session_id", "e.session_id"),
-    ("seq", "e.seq"),
-    ("event_id", "e.event_id"),
-    ("type", "e.type"),
-    ("surface", "e.surface"),
-    ("time_ms", "e.time_ms"),
-    ("body_start", f"substr(e.body, 1, {PREVIEW_SOURCE_CHARS})"),
+# (name, expression), in EVENT_NAMES order.
+_EVENT_COLUMNS: Final = tuple(
+    zip(
+        EVENT_NAMES,
+        (
+            "e.session_id",
+            "e.seq",
+            "e.event_id",
+            "e.type",
+            "e.surface",
+            "e.time_ms",
+            f"substr(e.body, 1, {PREVIEW_SOURCE_CHARS})",
+        ),
+        strict=True,
+    )
 )
-EVENT_NAMES: Final = tuple(name for name, _ in _EVENT_COLUMNS)
 EVENT_COLS: Final = ", ".join(f"{expr} AS {name}" for name, expr in _EVENT_COLUMNS)
 
 GENERATION: Final = (

@@ -1,0 +1,102 @@
+"""The named statements of the index file's and the vector file's tables, table by table,
+for every reader outside the request path (the writer's, the checks', the reports', the
+semantic follower's). The request path's reads, joins of several tables, are in ``sql``;
+the batch's inserts are the writer's (``writer_core``).
+
+A statement read by ``Database.rows`` names each column it is read by (``AS``): SQLite
+leaves a result column's name unspecified without one. A statement read by
+``Database.value`` selects one column.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+# -- sessions and events as the request path reads them (``sqlite.sql`` selects them) ------
+
+# A session's header, in ``SessionHeader``'s field order.
+HEADER_NAMES: Final = (
+    "session_id",
+    "cwd",
+    "parent_session_id",
+    "availability",
+    "created_ms",
+    "updated_ms",
+    "last_seq",
+    "event_count",
+)
+# An event's summary, in ``EventSummary``'s field order; its session id is named apart from
+# the header's.
+EVENT_NAMES: Final = (
+    "event_session_id",
+    "seq",
+    "event_id",
+    "type",
+    "surface",
+    "time_ms",
+    "body_start",
+)
+
+# -- meta (key, value): the stream identity, sequence, epoch, index ids -------------------
+
+META_VALUE: Final = "SELECT value FROM meta WHERE key = ?"
+META_ALL: Final = "SELECT key AS key, value AS value FROM meta"
+META_PUT: Final = "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)"
+META_PUT_NEW: Final = "INSERT OR IGNORE INTO meta (key, value) VALUES (?, ?)"
+META_SET: Final = "UPDATE meta SET value = ? WHERE key = ?"
+META_NEXT_EPOCH: Final = "UPDATE meta SET value = value + 1 WHERE key = 'epoch'"
+
+# -- sqlite_master ------------------------------------------------------------------------
+
+TABLE_COUNT: Final = "SELECT count(*) FROM sqlite_master"
+
+# -- search_deletions (id, session_id): purged sessions, for the indexes that follow ------
+
+DELETIONS_AFTER: Final = (
+    "SELECT id AS id, session_id AS session_id FROM search_deletions WHERE id > ? ORDER BY id"
+)
+
+# -- events -------------------------------------------------------------------------------
+
+EVENT_IDS: Final = "SELECT id AS id FROM events"
+NEWEST_EVENT_ID: Final = "SELECT coalesce(max(id), 0) FROM events"
+EVENTS_IN_ORDER: Final = (
+    "SELECT session_id AS session_id, seq AS seq, raw_json AS raw_json FROM events"
+    " ORDER BY session_id, seq"
+)
+
+# -- deadletters (stream_seq, reason, kind) -----------------------------------------------
+
+DEAD_LETTERS_BY_KIND: Final = (
+    "SELECT kind AS kind, count(*) AS n FROM deadletters GROUP BY kind ORDER BY 2 DESC"
+)
+# The last ``?`` dead letters, oldest first.
+DEAD_LETTERS_LAST: Final = (
+    "SELECT * FROM (SELECT stream_seq AS stream_seq, kind AS kind, reason AS reason"
+    " FROM deadletters ORDER BY stream_seq DESC LIMIT ?) ORDER BY stream_seq"
+)
+# Those after stream sequence ``?``, a thousand at most.
+DEAD_LETTERS_AFTER: Final = (
+    "SELECT stream_seq AS stream_seq, kind AS kind, reason AS reason FROM deadletters"
+    " WHERE stream_seq > ? ORDER BY stream_seq LIMIT 1000"
+)
+
+# -- the vector file (``<db>.vectors``): vectors and its own meta --------------------------
+
+VECTOR_SPACES: Final = "SELECT DISTINCT ws AS ws FROM vectors"
+VECTORS_AFTER: Final = (
+    "SELECT event_id AS event_id, session_id AS session_id, vec AS vec FROM vectors"
+    " WHERE ws = ? AND event_id > ? ORDER BY event_id"
+)
+VECTOR_COUNT: Final = "SELECT count(*) FROM vectors"
+VECTOR_PUT: Final = (
+    "INSERT OR REPLACE INTO vectors (event_id, ws, session_id, vec) VALUES (?, ?, ?, ?)"
+)
+VECTORS_OF_SESSION_DROP: Final = "DELETE FROM vectors WHERE session_id = ?"
+VECTORS_DROP: Final = "DELETE FROM vectors"
+VECTOR_META_RESTART: Final = "DELETE FROM meta WHERE key IN ('through', 'deletions')"
+
+# -- checks -------------------------------------------------------------------------------
+
+INTEGRITY_CHECK: Final = "PRAGMA integrity_check"
+QUICK_CHECK: Final = "PRAGMA quick_check(5)"
