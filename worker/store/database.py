@@ -26,7 +26,11 @@ from operator import itemgetter
 from pathlib import Path
 from typing import Any, Final, Literal
 
+import structlog
+
 from worker.store.tables import EVENT_NAMES, HEADER_NAMES
+
+log = structlog.get_logger(__name__)
 
 Params = Sequence[Any] | Mapping[str, Any]
 # What a tracer is told: the role of the database ("reader", "writer", ...) and the SQL.
@@ -255,9 +259,13 @@ class Database:
             self.run("COMMIT")
         except BaseException:
             # SQLite rolls back by itself on some errors (disk full, I/O): nothing is open
-            # then, and a ROLLBACK would only fail with "no transaction is active".
+            # then, and a ROLLBACK would only fail with "no transaction is active". A failed
+            # ROLLBACK is logged, and the body's own error raised.
             if self.in_transaction:
-                self.run("ROLLBACK")
+                try:
+                    self.run("ROLLBACK")
+                except sqlite3.Error:
+                    log.warning("rollback failed", role=self.role, exc_info=True)
             raise
 
     def rollback(self) -> None:

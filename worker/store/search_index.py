@@ -137,36 +137,6 @@ def read_position(searcher: tantivy.Searcher) -> Position:
 # -- the writer's side ---------------------------------------------------------------------
 
 
-_EVENTS_AFTER: Final = """
-SELECT e.id AS id, e.session_id AS session_id, e.seq AS seq, e.type AS type,
-       e.surface AS surface, e.time_ms AS time_ms, e.stream_seq AS stream_seq, s.ws AS ws,
-       e.body AS body,
-       CASE WHEN length(CAST(e.body AS BLOB)) >= :cap THEN e.raw_json END AS raw_json,
-       CASE WHEN e.type = 'message/user' THEN s.prompts END AS prompts
-FROM events e JOIN sessions s ON s.session_id = e.session_id
-WHERE e.id > :after ORDER BY e.id LIMIT :limit
-"""
-# The columns ``_document`` takes, in its order.
-_DOCUMENT_NAMES: Final = (
-    "id",
-    "session_id",
-    "seq",
-    "type",
-    "surface",
-    "time_ms",
-    "stream_seq",
-    "ws",
-    "body",
-    "raw_json",
-    "prompts",
-)
-_AHEAD: Final = (
-    "SELECT (SELECT coalesce(max(id), 0) FROM events) AS event_id,"
-    " (SELECT coalesce(max(id), 0) FROM search_deletions) AS deletion_id,"
-    " (SELECT value FROM meta WHERE key = 'stream_seq') AS stream_seq"
-)
-
-
 class SearchIndexWriter:
     """The follower that keeps the search index equal to the store. One per index; it runs
     wherever the store's single writer runs, on that writer's connection."""
@@ -227,7 +197,7 @@ class SearchIndexWriter:
     @property
     def behind(self) -> bool:
         """Whether the store holds events or deletions the index has not taken yet."""
-        found, at = self._conn.rows(_AHEAD)
+        found, at = self._conn.rows(tables.SEARCH_AHEAD)
         row, position = found[0], self._position
         return bool(
             row[at["event_id"]] > position.event_id
@@ -248,10 +218,10 @@ class SearchIndexWriter:
         stream_seq = int(conn.value(tables.META_VALUE, ("stream_seq",)))
         deletion_id = self._apply_deletions(writer)
         rows, at = conn.rows(
-            _EVENTS_AFTER,
+            tables.SEARCH_EVENTS_AFTER,
             {"cap": self._body_cap, "after": self._position.event_id, "limit": max_events},
         )
-        values = at.getter(_DOCUMENT_NAMES)
+        values = at.getter(tables.SEARCH_DOCUMENT_NAMES)
         for row in rows:
             writer.add_document(_document(values(row)))
         last_id = int(rows[-1][at["id"]]) if rows else self._position.event_id

@@ -65,6 +65,41 @@ EVENTS_IN_ORDER: Final = (
     " ORDER BY session_id, seq"
 )
 
+# -- events as the search index takes them (``search_index.SearchIndexWriter``) ----------
+
+# The events after ``:after``, each with its session's workspace token and, on a user
+# message, the session's first prompts (``:cap``: the stored body's cap, past which the
+# whole event is indexed).
+SEARCH_EVENTS_AFTER: Final = """
+SELECT e.id AS id, e.session_id AS session_id, e.seq AS seq, e.type AS type,
+       e.surface AS surface, e.time_ms AS time_ms, e.stream_seq AS stream_seq, s.ws AS ws,
+       e.body AS body,
+       CASE WHEN length(CAST(e.body AS BLOB)) >= :cap THEN e.raw_json END AS raw_json,
+       CASE WHEN e.type = 'message/user' THEN s.prompts END AS prompts
+FROM events e JOIN sessions s ON s.session_id = e.session_id
+WHERE e.id > :after ORDER BY e.id LIMIT :limit
+"""
+# The columns ``search_index._document`` takes, in its order.
+SEARCH_DOCUMENT_NAMES: Final = (
+    "id",
+    "session_id",
+    "seq",
+    "type",
+    "surface",
+    "time_ms",
+    "stream_seq",
+    "ws",
+    "body",
+    "raw_json",
+    "prompts",
+)
+# How far the store is past a search index position (events, deletions, stream sequence).
+SEARCH_AHEAD: Final = (
+    "SELECT (SELECT coalesce(max(id), 0) FROM events) AS event_id,"
+    " (SELECT coalesce(max(id), 0) FROM search_deletions) AS deletion_id,"
+    " (SELECT value FROM meta WHERE key = 'stream_seq') AS stream_seq"
+)
+
 # -- deadletters (stream_seq, reason, kind) -----------------------------------------------
 
 DEAD_LETTERS_BY_KIND: Final = (
