@@ -32,7 +32,7 @@ from typing import Generic, Protocol, Self, TypeVar
 
 import structlog
 
-from worker.store.batch import BatchChecker, PreparedBatch, parse_event, reason_kind
+from worker.store.batch import BatchChecker, PreparedBatch, reason_kind
 from worker.store.protocol import ApplyResult, Generation, IngestItem, SessionIndexWriter
 from worker.store.writer_core import WriterCore
 from worker.store.writer_open import IndexFileReplaced
@@ -48,7 +48,6 @@ __all__ = [
     "WriterCore",
     "WriterTransport",
     "notify_listeners",
-    "parse_event",
     "reason_kind",
 ]
 
