@@ -4,6 +4,7 @@ publisher runs it without loading the index, and it refuses with the writer's wo
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -100,3 +101,42 @@ def test_a_valid_event_comes_back_as_the_model() -> None:
 def test_the_cited_seq_must_fit_the_index() -> None:
     refusal = validate_event(_citing(2**63))
     assert refusal == Refusal(f"contract violation: cites seq {2**63} out of range")
+
+
+def _documented_reasons() -> list[list[str]]:
+    """docs/protocol.md's table of per-message checks: each row's reasons, as written."""
+    text = (ROOT / "docs" / "protocol.md").read_text()
+    table = text.split("**Checking an event before publishing.**", 1)[1].split("\n\n")[1]
+    rows = [line for line in table.splitlines() if line.startswith("| ")][2:]  # past the header
+    return [re.findall(r"`([^`]+)`", row.split(" | ", 1)[1]) for row in rows]
+
+
+def _pattern(documented: str) -> re.Pattern[str]:
+    """A documented reason as a pattern: N, M, P, S stand for numbers, <...> for text."""
+    parts = re.split(r"(<[^>]+>|\b[NMPS]\b)", documented)
+    return re.compile(
+        "".join(
+            ".+" if p.startswith("<") else r"\d+" if p in "NMPS" and p else re.escape(p)
+            for p in parts
+        )
+    )
+
+
+def test_docs_protocol_names_every_reason_the_check_gives() -> None:
+    rows = _documented_reasons()
+    assert len(rows) == 9, rows
+    bodies = [
+        b"x" * 2049,
+        b"\xff\xfe",
+        b'{"a":',
+        event("s-1", 1, "session/start", surface="robot"),
+        _citing(2**63),
+        event("s-1", 2, replaces=[2]),
+        event("s-1", 1, "session/start", payload={"cwd": 5}),
+        event("s-1", 1, "session/start", payload={"parent_session_id": "a/b"}),
+        event("s-1", 2, "session/title", payload={"title": ["x"]}),
+    ]
+    for body, documented in zip(bodies, rows, strict=True):
+        refusal = validate_event(body, max_event_bytes=2048)
+        assert isinstance(refusal, Refusal)
+        assert _pattern(documented[0]).fullmatch(refusal.reason), (documented, refusal)
