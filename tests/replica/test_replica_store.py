@@ -37,7 +37,7 @@ def test_every_protocol_method_is_its_own_not_forwarded_by_name() -> None:
 
 
 async def _store_with(path: Path, session_id: str) -> SqliteSessionStore:
-    async with writer_and_store(path) as (writer, store):
+    async with writer_and_store(path) as (writer, _reads):
         corpus = Corpus(writer=writer, path=path)
         corpus.start(session_id)
         corpus.say(session_id, "the ledger reconciliation finished")
