@@ -424,6 +424,7 @@ async def test_the_worker_ingests_through_a_child_process(
         assert pid is not None and not gone(pid, within_s=0.1)
         for item in session_items("s", 1, 3):
             await js.publish(subject_of(subjects, "s"), item.data)
+        assert index.consumer is not None
         await asyncio.wait_for(index.consumer.actor.wait_applied(3), 20)
     finally:
         await worker.stop()
