@@ -1,5 +1,7 @@
 """The benches at tiny sizes: the generator is deterministic and valid, each bench runs.
 
+Over 400 lines: one smoke test per bench, each at a tiny size.
+
 No timing assertions: only that each bench produces a result with the expected keys.
 """
 
