@@ -32,9 +32,9 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Final, TypeVar
 
 from worker.signals import ExecutionSignal
-from worker.store import schema
 from worker.store.database import INDEX, INDEX_READER, Database, Params, Result
 from worker.store.errors import StoreError
+from worker.store.files import schema
 
 T = TypeVar("T")
 
