@@ -26,6 +26,7 @@ BUILT_IN: Final = {
     "claude-code": "worker.importers.builtin:ClaudeCodeImporter",
     "codex": "worker.importers.builtin:CodexImporter",
     "aider": "worker.importers.builtin:AiderImporter",
+    "gemini-cli": "worker.importers.gemini_cli:GeminiCliImporter",
 }
 
 
