@@ -8,28 +8,47 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
+import orjson
 from nats.aio.client import Client as NATS
 
 from contracts.subjects import Subjects
 from tests.importers.test_import_tools import import_args, sessionquery
 from tests.importers.test_watch import has, start, stop, watch_command
 from tests.runtime._harness import config_for, until
-from worker.importers.base import SpawnLinks
+from worker.importers.base import Outgoing, SpawnLinks, Tally
 from worker.importers.detect import expand
 from worker.importers.pipeline import convert_file
 from worker.runtime.worker import Worker
 
+Bodies = dict[str, list[dict[str, Any]]]
+
+
+def by_session(fmt: str, root: Path) -> tuple[Bodies, list[Outgoing], Tally]:
+    """Every source under ``root`` converted in import's order with one links table:
+    (event bodies by session, the events, the tally)."""
+    links, tally, outs = SpawnLinks(), Tally(), list[Outgoing]()
+    for path in expand([root], fmt):
+        events, file_tally = convert_file(fmt, path, links=links)
+        outs += events
+        tally.merge(file_tally)
+    sessions: Bodies = {}
+    for out in outs:
+        sessions.setdefault(out.session_id, []).append(orjson.loads(out.body))
+    return sessions, outs, tally
+
 
 def converted(fmt: str, root: Path) -> tuple[int, set[str]]:
-    """(events, sessions) the converter makes of every source under ``root``, read in the
-    order ``import`` reads them."""
-    events, sessions, links = 0, set[str](), SpawnLinks()
+    """(events, sessions the source leaves open) the converter makes of every source
+    under ``root``, read in the order ``import`` reads them."""
+    events, sessions, ended, links = 0, set[str](), set[str](), SpawnLinks()
     for path in expand([root], fmt):
         outs, _ = convert_file(fmt, path, links=links)
         events += len(outs)
         sessions |= {out.session_id for out in outs}
-    return events, sessions
+        ended |= {out.session_id for out in outs if out.kind == "session/end"}
+    return events, sessions - ended
 
 
 @contextlib.asynccontextmanager
@@ -37,9 +56,9 @@ async def imported(
     nc: NATS, nats_url: str, subjects: Subjects, tmp_path: Path, root: Path, fmt: str
 ) -> AsyncIterator[tuple[Worker, str]]:
     """``root`` imported twice and indexed; yields the worker and the first import's
-    stderr. Every session of a generated history is old: each gets its session/end."""
-    events, sessions = converted(fmt, root)
-    expected = events + len(sessions)
+    stderr. Every session of a generated history is old: each open one gets its end."""
+    events, open_sessions = converted(fmt, root)
+    expected = events + len(open_sessions)
     args = import_args(nats_url, subjects, root, fmt=fmt, idle="1800")
     first = await asyncio.to_thread(sessionquery, *args)
     assert first.returncode == 0, first.stderr

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import orjson
 import pytest
@@ -13,33 +12,18 @@ from nats.aio.client import Client as NATS
 from contracts.partitions import NO_CWD_KEY
 from contracts.subjects import Subjects
 from tests.importers import gen_gemini_cli as gen
-from tests.importers._agent_e2e import imported, watch_grows
+from tests.importers._agent_e2e import by_session, imported, watch_grows
 from tests.importers.test_import_tools import ask
-from worker.importers.base import Outgoing, SpawnLinks, Tally
 from worker.importers.detect import detect, expand
 from worker.importers.gemini_cli import GeminiCliImporter
-from worker.importers.pipeline import convert_file
 from worker.importers.plugin import UnreadableSource
 
 FMT = "gemini-cli"
 
 
-def _convert(tmp: Path) -> tuple[dict[str, list[dict[str, Any]]], list[Outgoing], Tally]:
-    """Every file, in import's order, one links table: events by session."""
-    links, tally, outs = SpawnLinks(), Tally(), list[Outgoing]()
-    for path in expand([tmp], FMT):
-        events, file_tally = convert_file(FMT, path, links=links)
-        outs += events
-        tally.merge(file_tally)
-    by_session: dict[str, list[dict[str, Any]]] = {}
-    for out in outs:
-        by_session.setdefault(out.session_id, []).append(orjson.loads(out.body))
-    return by_session, outs, tally
-
-
 def test_both_layouts_convert_with_lineage_tools_and_titles(tmp_path: Path) -> None:
     tmp = gen.write(tmp_path)
-    sessions, outs, tally = _convert(tmp)
+    sessions, outs, tally = by_session(FMT, tmp)
     assert {k: len(v) for k, v in sessions.items()} == {
         gen.MAIN: gen.MAIN_EVENTS,
         gen.SUB: gen.SUB_EVENTS,

@@ -27,6 +27,7 @@ BUILT_IN: Final = {
     "codex": "worker.importers.builtin:CodexImporter",
     "aider": "worker.importers.builtin:AiderImporter",
     "gemini-cli": "worker.importers.gemini_cli:GeminiCliImporter",
+    "copilot-cli": "worker.importers.copilot_cli:CopilotCliImporter",
 }
 
 
