@@ -28,6 +28,7 @@ BUILT_IN: Final = {
     "aider": "worker.importers.builtin:AiderImporter",
     "gemini-cli": "worker.importers.gemini_cli:GeminiCliImporter",
     "copilot-cli": "worker.importers.copilot_cli:CopilotCliImporter",
+    "pi": "worker.importers.pi:PiImporter",
 }
 
 
