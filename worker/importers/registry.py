@@ -29,6 +29,7 @@ BUILT_IN: Final = {
     "gemini-cli": "worker.importers.gemini_cli:GeminiCliImporter",
     "copilot-cli": "worker.importers.copilot_cli:CopilotCliImporter",
     "pi": "worker.importers.pi:PiImporter",
+    "cursor": "worker.importers.cursor:CursorImporter",
 }
 
 
