@@ -70,7 +70,9 @@ def on_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
 def test_the_registry_finds_the_installed_example(on_path: Path) -> None:
     install_example(on_path)
     found = registry.importers()
-    assert list(found)[:4] == ["events", "codex", "claude-code", "aider"]  # detection order
+    orders = [importer.detect_order for importer in found.values()]
+    assert orders == sorted(orders) and next(iter(found)) == "events"  # detection order
+    assert list(found)[-1] == "chatlog"  # a plug-in's default order: after the built-ins
     assert found["chatlog"].help.startswith("chat logs")
     log = on_path / "log.jsonl"
     log.write_bytes(b"".join(orjson.dumps(line) + b"\n" for line in LOG))

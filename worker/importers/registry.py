@@ -27,6 +27,7 @@ BUILT_IN: Final = {
     "codex": "worker.importers.builtin:CodexImporter",
     "aider": "worker.importers.builtin:AiderImporter",
     "gemini-cli": "worker.importers.gemini_cli:GeminiCliImporter",
+    "qwen-code": "worker.importers.qwen_code:QwenCodeImporter",
     "copilot-cli": "worker.importers.copilot_cli:CopilotCliImporter",
     "pi": "worker.importers.pi:PiImporter",
     "cursor": "worker.importers.cursor:CursorImporter",
