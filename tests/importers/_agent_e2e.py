@@ -14,9 +14,9 @@ import orjson
 from nats.aio.client import Client as NATS
 
 from contracts.subjects import Subjects
-from tests.importers.test_import_tools import import_args, sessionquery
+from tests.importers.test_import_tools import import_args, indexed, sessionquery
 from tests.importers.test_watch import has, start, stop, watch_command
-from tests.runtime._harness import config_for, until
+from tests.runtime._harness import until
 from worker.importers.base import Outgoing, SpawnLinks, Tally
 from worker.importers.detect import expand
 from worker.importers.pipeline import convert_file
@@ -68,17 +68,8 @@ async def imported(
     assert f"published {expected} events ({expected} already in the stream)" in second.stderr
     js = nc.jetstream()
     assert (await js.stream_info(subjects.events_stream)).state.messages == expected
-    worker = await Worker.start(nc, config_for(subjects, tmp_path))
-    try:
-
-        async def caught_up() -> bool:
-            return (await worker.indexed_through()) == expected
-
-        await until(caught_up, within=20)
+    async with indexed(nc, subjects, tmp_path, expected) as worker:
         yield worker, first.stderr
-    finally:
-        await worker.stop()
-        await js.delete_stream(subjects.events_stream)
 
 
 async def watch_grows(

@@ -16,8 +16,7 @@ import pytest
 from nats.aio.client import Client as NATS
 
 from contracts.subjects import Subjects
-from tests.importers.test_import_tools import ask, import_args, sessionquery
-from tests.runtime._harness import config_for, until
+from tests.importers.test_import_tools import ask, import_args, indexed, sessionquery
 from worker.importers import registry
 from worker.runtime.worker import Worker
 
@@ -129,19 +128,9 @@ async def imported(
     assert "skipped records: record:system 1" in first.stderr
     again = await asyncio.to_thread(sessionquery, *args, env=env)
     assert "published 6 events (6 already in the stream)" in again.stderr, again.stderr
-    js = nc.jetstream()
-    assert (await js.stream_info(subjects.events_stream)).state.messages == 6
-    worker = await Worker.start(nc, config_for(subjects, tmp_path))
-    try:
-
-        async def caught_up() -> bool:
-            return (await worker.indexed_through()) == 6
-
-        await until(caught_up, within=20)
+    assert (await nc.jetstream().stream_info(subjects.events_stream)).state.messages == 6
+    async with indexed(nc, subjects, tmp_path, 6) as worker:
         yield worker
-    finally:
-        await worker.stop()
-        await js.delete_stream(subjects.events_stream)
 
 
 async def test_the_example_plugin_imports_end_to_end(nc: NATS, imported: Worker) -> None:
