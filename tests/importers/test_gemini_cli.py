@@ -19,6 +19,7 @@ from tests.importers.test_watch import said as said_by
 from tests.runtime._harness import until
 from worker.importers.detect import detect, expand
 from worker.importers.gemini_cli import GeminiCliImporter
+from worker.importers.pipeline import convert_file
 from worker.importers.plugin import UnreadableSource
 
 FMT = "gemini-cli"
@@ -160,3 +161,12 @@ async def test_watch_reads_a_rewritten_document_from_where_it_stopped(
     code, said = stop(again)
     assert code == 0 and "published 0 events (0 already in the stream)" in said, said
     await nc.jetstream().delete_stream(subjects.events_stream)
+
+
+def test_json_lines_under_the_old_name_are_read_as_lines(tmp_path: Path) -> None:
+    path = tmp_path / "chats" / f"session-2025-06-01T09-00-{gen.MAIN[:8]}.json"
+    path.parent.mkdir()
+    path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in gen.main_session()))
+    assert detect(path) == FMT
+    events, tally = convert_file(FMT, path)
+    assert len(events) == gen.MAIN_EVENTS and tally.skipped == gen.MAIN_SKIPPED
