@@ -31,6 +31,7 @@ BUILT_IN: Final = {
     "copilot-cli": "worker.importers.copilot_cli:CopilotCliImporter",
     "pi": "worker.importers.pi:PiImporter",
     "cursor": "worker.importers.cursor:CursorImporter",
+    "droid": "worker.importers.droid:DroidImporter",
 }
 
 
