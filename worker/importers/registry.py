@@ -18,6 +18,7 @@ from importlib.metadata import entry_points
 from typing import Final
 
 from worker.importers.plugin import Importer
+from worker.importers.publish import ImportFailed
 
 GROUP: Final = "sessionquery.importers"
 # name -> "module:class" of the importers shipped with the worker.
@@ -35,8 +36,8 @@ BUILT_IN: Final = {
 }
 
 
-class UnknownFormat(ValueError):
-    pass
+class UnknownFormat(ImportFailed, ValueError):
+    """A format no importer here has (a converter asked by name, outside ``--format``)."""
 
 
 def _built_in(name: str, target: str) -> Importer:
