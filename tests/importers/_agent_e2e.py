@@ -14,13 +14,13 @@ import orjson
 from nats.aio.client import Client as NATS
 
 from contracts.subjects import Subjects
+from tests._harness import until
 from tests.importers.test_import_tools import import_args, indexed, sessionquery
 from tests.importers.test_watch import has, start, stop, watch_command
-from tests.runtime._harness import until
 from worker.importers.base import Outgoing, SpawnLinks, Tally
 from worker.importers.detect import expand
 from worker.importers.pipeline import convert_file
-from worker.runtime.worker import Worker
+from worker.worker import Worker
 
 Bodies = dict[str, list[dict[str, Any]]]
 

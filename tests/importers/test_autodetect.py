@@ -12,11 +12,11 @@ from pathlib import Path
 from nats.aio.client import Client as NATS
 
 from contracts.subjects import Subjects
+from tests._harness import until
 from tests.importers import gen_copilot_cli, gen_cursor, gen_gemini_cli, gen_pi
 from tests.importers._agent_e2e import converted
 from tests.importers.test_import_tools import sessionquery
 from tests.importers.test_watch import has, start, stop
-from tests.runtime._harness import until
 from worker.importers import registry
 
 # The variables that move an agent's folder: unset, so only this test's HOME counts.

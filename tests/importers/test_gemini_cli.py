@@ -11,12 +11,12 @@ from nats.aio.client import Client as NATS
 
 from contracts.partitions import NO_CWD_KEY
 from contracts.subjects import Subjects
+from tests._harness import until
 from tests.importers import gen_gemini_cli as gen
 from tests.importers._agent_e2e import by_session, imported, watch_grows
 from tests.importers.test_import_tools import ask
 from tests.importers.test_watch import has, start, stop, watch_command
 from tests.importers.test_watch import said as said_by
-from tests.runtime._harness import until
 from worker.importers.detect import detect, expand
 from worker.importers.gemini_cli import GeminiCliImporter
 from worker.importers.pipeline import convert_file

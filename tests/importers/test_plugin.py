@@ -18,7 +18,7 @@ from nats.aio.client import Client as NATS
 from contracts.subjects import Subjects
 from tests.importers.test_import_tools import ask, import_args, indexed, sessionquery
 from worker.importers import registry
-from worker.runtime.worker import Worker
+from worker.worker import Worker
 
 DOCS = Path(__file__).parents[2] / "docs" / "importers.md"
 CWD = "/home/dev/chatlogs"
