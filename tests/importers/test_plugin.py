@@ -142,3 +142,10 @@ async def test_the_example_plugin_imports_end_to_end(nc: NATS, imported: Worker)
     assert "created 2025-03-01T08:00:00.000Z · updated 2025-03-01T08:02:00.000Z" in trace
     read = await ask(nc, imported, "session_event_read", CALLER, session_id=LOG_SESSION, seq=3)
     assert "Ross droplet" in read
+
+
+def test_the_built_ins_are_registered_as_entry_points_like_any_plugin() -> None:
+    import tomllib
+
+    project = tomllib.loads((DOCS.parents[1] / "pyproject.toml").read_text())["project"]
+    assert project["entry-points"][registry.GROUP] == registry.BUILT_IN
