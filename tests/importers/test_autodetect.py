@@ -64,11 +64,13 @@ async def test_import_with_no_path_reads_every_agent_and_reports_each(
     first = await asyncio.to_thread(sessionquery, *args, env=env)
     assert first.returncode == 0, first.stderr
     lines = first.stderr.splitlines()
+    home = Path(env["HOME"])
+    also = {"pi": f", {home / '.omp' / 'agent' / 'sessions'}"}  # Oh My Pi's, empty here
     for fmt, root in roots.items():
         files = len(registry.get(fmt).files(root))
-        line = f"{fmt}: {files} files in {root}: published {expected[fmt]} events"
+        where = f"{root}{also.get(fmt, '')}"
+        line = f"{fmt}: {files} files in {where}: published {expected[fmt]} events"
         assert any(text.startswith(line) for text in lines), (line, first.stderr)
-    home = Path(env["HOME"])
     assert f"claude-code: nothing found in {home / '.claude' / 'projects'}" in lines
     assert f"codex: nothing found in {home / '.codex' / 'sessions'}" in lines
     assert f"published {total} events (0 already in the stream)" in first.stderr
