@@ -75,17 +75,17 @@ async def test_agent_markup_is_text(ui: Ui) -> None:
 async def test_a_1_mib_event_is_paged_not_loaded_whole(ui: Ui) -> None:
     cookie = await ui.cookie()
     status, _, body = await ui.get(f"/session?{WS}&id={HOSTILE}", cookie=cookie)
-    assert status == 200 and "A long event" in body
+    assert status == 200 and "The first 2,048 of" in body
     assert BIG_MARKER not in body and len(body) < 100_000
-    status, _, first = await ui.get(f"/event?{WS}&id={HOSTILE}&seq={BIG_SEQ}", cookie=cookie)
-    assert status == 200 and "next part" in first and BIG_MARKER not in first
-    size = int(re.search(r"of (\d+)</span>", first).group(1))  # type: ignore[union-attr]
-    assert size > 1_000_000
-    last = (size // 65_536) * 65_536
-    status, _, tail = await ui.get(
-        f"/event?{WS}&id={HOSTILE}&seq={BIG_SEQ}&offset={last}", cookie=cookie
-    )
-    assert status == 200 and BIG_MARKER in tail and "next part" not in tail
+    for view, part in (("json", 65_536), ("text", 16_384)):
+        start = f"/event?{WS}&id={HOSTILE}&seq={BIG_SEQ}&view={view}"
+        status, _, first = await ui.get(start, cookie=cookie)
+        assert status == 200 and "next part" in first and BIG_MARKER not in first
+        size = int(re.search(r"of ([\d,]+)</span>", first).group(1).replace(",", ""))  # type: ignore[union-attr]
+        assert size > 1_000_000
+        last = (size // part) * part
+        status, _, tail = await ui.get(f"{start}&offset={last}", cookie=cookie)
+        assert status == 200 and BIG_MARKER in tail and "next part" not in tail, view
 
 
 async def test_search_highlights_cjk_and_links_to_the_event(ui: Ui) -> None:
@@ -93,7 +93,7 @@ async def test_search_highlights_cjk_and_links_to_the_event(ui: Ui) -> None:
     status, _, body = await ui.get(f"/search?{WS}&q={quote(CJK_QUERY)}", cookie=cookie)
     assert status == 200, body
     assert "<mark>" in body
-    assert f"/session?{WS}&amp;id={HOSTILE}&amp;at=4#e4" in body
+    assert f"/session?{WS}&amp;id={HOSTILE}&amp;at=4&amp;q={quote(CJK_QUERY)}#e4" in body
     # The tools' event filters: the match is an assistant message.
     _, _, kept = await ui.get(f"/search?{WS}&q={quote(CJK_QUERY)}&surface=assistant", cookie=cookie)
     assert f"id={HOSTILE}&amp;at=4" in kept
@@ -114,6 +114,7 @@ async def test_timeline_lineage_and_operations(ui: Ui) -> None:
     cookie = await ui.cookie()
     status, _, body = await ui.get(f"/session?{WS}&id={PAY_ROOT}", cookie=cookie)
     assert status == 200 and "replaced by seq" in body and "<details class=tool>" in body
+    assert "UTC" in body  # times say their zone
     assert "replaces seq" in body
     status, _, svg = await ui.get(f"/lineage?{WS}&id={PAY_CHILD}", cookie=cookie)
     assert status == 200 and "<svg" in svg and svg.count("<rect") == 4

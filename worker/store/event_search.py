@@ -9,7 +9,7 @@ from typing import Any
 import tantivy
 
 from worker.store import ranking, rows
-from worker.store.excerpt import highlighter
+from worker.store.excerpt import highlighter, plain_excerpt
 from worker.store.hybrid import SemanticQuery
 from worker.store.protocol import EventFilter, EventHit
 from worker.store.query import QueryPlan
@@ -139,7 +139,7 @@ class EventSearch:
         return [
             EventHit(
                 event=rows.summary(row[1:]),
-                excerpt=excerpts.get(c.event_id) or rows.preview(row[-1]),
+                excerpt=excerpts.get(c.event_id) or plain_excerpt(rows.preview(row[-1])),
                 score=-c.score,
                 # Semantic alone, and no word of the query highlighted in its text.
                 semantic_only=c.event_id in only and c.event_id not in excerpts,

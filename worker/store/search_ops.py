@@ -28,7 +28,7 @@ import tantivy
 
 from worker.store import ranking, rows
 from worker.store.copies import own_lines
-from worker.store.excerpt import Highlighter, highlighter
+from worker.store.excerpt import Highlighter, highlighter, plain_excerpt
 from worker.store.hybrid import SemanticQuery
 from worker.store.protocol import EventFilter, EventHit, SessionFilter, SessionHit
 from worker.store.query import QueryPlan
@@ -341,7 +341,7 @@ def load_events(
     for r in found:
         header = rows.header(r[1 : 1 + rows.HEADER_WIDTH])
         summary = rows.summary(r[1 + rows.HEADER_WIDTH : -1])
-        excerpt = excerpts.get(int(r[0])) or rows.preview(r[-2])
+        excerpt = excerpts.get(int(r[0])) or plain_excerpt(rows.preview(r[-2]))
         loaded[int(r[0])] = (header, summary, excerpt)
     return loaded
 
