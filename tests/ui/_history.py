@@ -22,6 +22,10 @@ FIRST_PROMPT: Final = (
     " second run clobbers the transcript file, please find out why the hook runs twice and"
     " make it idempotent, and while you are at it check whether the retry logic in"
 )
+# A workspace of many small sessions, so a search has more than one page of results.
+MANY: Final = "/work/history-many"
+MANY_SESSIONS: Final = 27
+MANY_WORD: Final = "rollout"
 HARNESS: Final = "<system-reminder>The user opened the file src/hooks.py</system-reminder>"
 
 
@@ -44,14 +48,16 @@ def _output(rng: random.Random, size: int, deep: bool) -> str:
     return "\n".join(lines)
 
 
-def _event(sid: str, seq: int, kind: str, surface: str, payload: dict[str, Any]) -> dict[str, Any]:
+def _event(
+    sid: str, seq: int, kind: str, surface: str, payload: dict[str, Any], day: int = 0
+) -> dict[str, Any]:
     return {
         "session_id": sid,
         "seq": seq,
         "event_id": f"e-{sid}-{seq}",
         "type": kind,
         "surface": surface,
-        "time": f"2026-11-2{SESSIONS.index(sid)}T09:{seq:02d}:00.000Z",
+        "time": f"2026-11-{20 + day:02d}T09:{seq:02d}:00.000Z",
         "payload": {**payload, "source_type": "generated"},
     }
 
@@ -59,47 +65,36 @@ def _event(sid: str, seq: int, kind: str, surface: str, payload: dict[str, Any])
 def history_events() -> list[dict[str, Any]]:
     rng = random.Random(33)
     events: list[dict[str, Any]] = []
+    for number in range(MANY_SESSIONS):
+        sid = f"s-many-{number:02d}"
+        start = {"cwd": MANY, "parent_session_id": None, "source": "aider"}
+        prompt = f"plan the {MANY_WORD} of service {number} to the staging cluster"
+        events += [
+            _event(sid, 1, "session/start", "system", start, day=number % 9),
+            _event(sid, 2, "message/user", "user", {"text": prompt}, day=number % 9),
+        ]
     for number, sid in enumerate(SESSIONS):
         parent = SESSIONS[0] if sid == CHILD else None
         prompt = f"{FIRST_PROMPT} session {number} " + "with more context. " * 30
         start = {"cwd": HISTORY, "parent_session_id": parent, "source": "claude-code"}
+        plan = (
+            f"Plan:\n- [X] read the {BRACKET_WORD} code\n- [ ] run the tests\n"
+            "\nThe checkbox above is markdown, [X] is not a match."
+        )
+        command = {"command": "pytest -q tests/test_hooks.py", "description": "Run"}
+        output = _output(rng, 5_000 + number * 37_000, deep=True)
+        done = "The hook ran twice.\nFixed it by checking the marker file first."
+        kinds = [
+            ("session/start", "system", start),
+            ("message/user", "user", {"text": HARNESS}),
+            ("message/user", "user", {"text": prompt}),
+            ("message/assistant", "assistant", {"text": plan}),
+            ("tool/call", "assistant", {"tool": "Bash", "input": command}),
+            ("tool/result", "tool", {"tool": "Bash", "output": output}),
+            ("message/assistant", "assistant", {"text": done}),
+        ]
         events += [
-            _event(sid, 1, "session/start", "system", start),
-            _event(sid, 2, "message/user", "user", {"text": HARNESS}),
-            _event(sid, 3, "message/user", "user", {"text": prompt}),
-            _event(
-                sid,
-                4,
-                "message/assistant",
-                "assistant",
-                {
-                    "text": f"Plan:\n- [X] read the {BRACKET_WORD} code\n- [ ] run the tests\n"
-                    "\nThe checkbox above is markdown, [X] is not a match."
-                },
-            ),
-            _event(
-                sid,
-                5,
-                "tool/call",
-                "assistant",
-                {
-                    "tool": "Bash",
-                    "input": {"command": "pytest -q tests/test_hooks.py", "description": "Run"},
-                },
-            ),
-            _event(
-                sid,
-                DEEP_SEQ,
-                "tool/result",
-                "tool",
-                {"tool": "Bash", "output": _output(rng, 5_000 + number * 37_000, deep=True)},
-            ),
-            _event(
-                sid,
-                7,
-                "message/assistant",
-                "assistant",
-                {"text": "The hook ran twice.\nFixed it by checking the marker file first."},
-            ),
+            _event(sid, seq, kind, surface, payload, day=number)
+            for seq, (kind, surface, payload) in enumerate(kinds, start=1)
         ]
     return events

@@ -3,16 +3,23 @@ and search, against a real worker answering the operator subjects."""
 
 from __future__ import annotations
 
+import asyncio
 import html
 import re
+from pathlib import Path
 from urllib.parse import quote
 
 import pytest
+from nats.aio.client import Client as NATS
+from structlog.testing import capture_logs
 
+from contracts.subjects import Subjects
+from tests.runtime._harness import sample_corpus_worker, until
 from tests.ui._corpus import BIG_MARKER, BIG_SEQ, CJK_QUERY, HOSTILE, IMG, SCRIPT
 from tests.ui.conftest import Ui
 from worker.runtime.sample_corpus import PAY_CHILD, PAY_ROOT, PAYMENTS, WEB_ROOT
 from worker.ui.server import UiServer
+from worker.ui.watch import PROBE_S
 
 WS = "ws=" + quote(PAYMENTS, safe="")
 # The module's event loop, where its tests share one worker and UI server (``ui``).
@@ -122,3 +129,30 @@ async def test_timeline_lineage_and_operations(ui: Ui) -> None:
     assert status == 200 and "applied sequence" in ops and "Dead letters" in ops
     # Flags read as words for people, not as Python's True/False.
     assert "<dt>matches the stream</dt><dd>yes</dd>" in ops and "True" not in ops
+
+
+async def test_one_log_line_when_the_worker_goes_and_one_when_it_is_back(
+    bare_ui: UiServer, module_nc: NATS, subjects: Subjects, tmp_path: Path
+) -> None:
+    ui = Ui(bare_ui)
+    cookie = await ui.cookie()
+    with capture_logs() as logs:
+        # Already down since the UI started (its probe said so before this capture).
+        for _ in range(3):
+            status, _, body = await ui.get("/", cookie=cookie)
+            assert status == 503 and "class=banner" in body
+        async with sample_corpus_worker(module_nc, subjects, tmp_path):
+            await until(lambda: _said(logs, "a worker answers the UI again"), within=PROBE_S * 4)
+            status, _, _ = await ui.get("/", cookie=cookie)
+            assert status == 200
+        await until(lambda: _said(logs, "no worker answers the UI"), within=PROBE_S * 4)
+        for _ in range(3):
+            status, _, _ = await ui.get("/", cookie=cookie)
+            assert status == 503
+        await asyncio.sleep(PROBE_S * 1.5)  # the probe runs meanwhile: the same state
+    changes = [e["event"] for e in logs if "the UI" in str(e["event"])]
+    assert changes == ["a worker answers the UI again", "no worker answers the UI"], changes
+
+
+async def _said(logs: list[dict[str, object]], line: str) -> bool:
+    return any(entry.get("event") == line for entry in logs)

@@ -28,12 +28,12 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 import structlog
 from nats.aio.client import Client as NATS
 
-from contracts.subjects import OPERATOR_SERVICE_NAME, Subjects
+from contracts.subjects import Subjects
 from worker.runtime.connection import error_route
 from worker.ui import pages
 from worker.ui.client import OperatorClient, OperatorError
 from worker.ui.routes import ROUTES
-from worker.ui.watch import WorkerWatch
+from worker.ui.watch import PROBE_VERB, WorkerWatch
 
 log = structlog.get_logger("worker.ui.server")
 
@@ -190,8 +190,8 @@ class UiServer:
         if route is not None:  # one line per change, not one per reconnect attempt
             route.handler = watch.on_error
         probing = asyncio.Event()
-        ping = f"$SRV.PING.{OPERATOR_SERVICE_NAME}"
-        asyncio.run_coroutine_threadsafe(watch.probe(nc, ping, probing), loop)
+        probe = subjects.operator(PROBE_VERB)
+        asyncio.run_coroutine_threadsafe(watch.probe(nc, probe, probing), loop)
         token = token or secrets.token_urlsafe(24)
         httpd = ThreadingHTTPServer((host, port), _Handler)
         httpd.daemon_threads = True

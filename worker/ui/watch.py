@@ -3,8 +3,10 @@
 The NATS client retries a lost server twice a second and reports every failed try; a
 person watching the UI's terminal needs the change, not the retries. The pages learn of
 it at once (``OperatorClient`` fails fast while the connection is down, and NATS answers
-"no responders" at once when no worker listens); a probe every ``PROBE_S`` notices the
-return without waiting for someone to load a page.
+"no responders" at once when no worker listens); a probe every ``PROBE_S`` notices a
+change without waiting for someone to load a page. The probe asks the cheapest operator
+verb on the UI's own subject prefix (the latest dead letter: one row by its key), since
+``$SRV.PING`` would be answered by workers of any prefix.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ log = structlog.get_logger("worker.ui.watch")
 
 PROBE_S: Final = 2.0
 PROBE_TIMEOUT_S: Final = 1.0
+PROBE_VERB: Final = "deadletters"
+PROBE_BODY: Final = b'{"arguments": {"limit": 1}}'
 
 
 class WorkerWatch:
@@ -56,13 +60,13 @@ class WorkerWatch:
         self.went_away("the NATS connection was lost")
 
     async def probe(self, nc: NATS, subject: str, stop: asyncio.Event) -> None:
-        """Ping the workers' service every ``PROBE_S`` until ``stop``."""
+        """Ask ``subject`` (an operator verb) every ``PROBE_S`` until ``stop``."""
         while not stop.is_set():
             if not nc.is_connected:
                 self.went_away("the NATS connection is down")
             else:
                 try:
-                    await nc.request(subject, b"", timeout=PROBE_TIMEOUT_S)
+                    await nc.request(subject, PROBE_BODY, timeout=PROBE_TIMEOUT_S)
                     self.answered()
                 except (NoRespondersError, NatsTimeout):
                     self.went_away("nothing answers the operator service")
