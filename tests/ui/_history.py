@@ -84,7 +84,7 @@ def history_events() -> list[dict[str, Any]]:
         command = {"command": "pytest -q tests/test_hooks.py", "description": "Run"}
         output = _output(rng, 5_000 + number * 37_000, deep=True)
         done = "The hook ran twice.\nFixed it by checking the marker file first."
-        kinds = [
+        kinds: list[tuple[str, str, dict[str, Any]]] = [
             ("session/start", "system", start),
             ("message/user", "user", {"text": HARNESS}),
             ("message/user", "user", {"text": prompt}),

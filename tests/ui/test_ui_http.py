@@ -6,7 +6,9 @@ from __future__ import annotations
 import asyncio
 import html
 import re
+from collections.abc import MutableMapping
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 import pytest
@@ -154,5 +156,5 @@ async def test_one_log_line_when_the_worker_goes_and_one_when_it_is_back(
     assert changes == ["a worker answers the UI again", "no worker answers the UI"], changes
 
 
-async def _said(logs: list[dict[str, object]], line: str) -> bool:
+async def _said(logs: list[MutableMapping[str, Any]], line: str) -> bool:
     return any(entry.get("event") == line for entry in logs)
