@@ -156,7 +156,8 @@ def _filter_form(workspace: str | None, args: Mapping[str, Any]) -> str:
         " aria-label='title contains'>"
         f" <select name=availability aria-label=state>{options}</select>"
         f" <label><input type=checkbox name=roots value=1{roots}> roots only</label>"
-        f" · updated (UTC) from <input type=date name=updated_from value='{arg(args, 'updated_from')}'>"
+        " · updated (UTC) from"
+        f" <input type=date name=updated_from value='{arg(args, 'updated_from')}'>"
         f" to <input type=date name=updated_to value='{arg(args, 'updated_to')}'>"
         " <button>Filter</button></form>"
     )
