@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import re
 
-from worker.store.excerpt import (
+from worker.store.search.excerpt import (
     WINDOW_CHARS,
     highlighter,
     mark_matches,
     plain_excerpt,
     split_excerpt,
 )
-from worker.store.query import compile_query
+from worker.store.search.query import compile_query
 
 FILLER = "The notes of the day said the team had a plan for the build and the release. "
 TEXT = (

@@ -28,7 +28,7 @@ from tests.ui._history import (
     SESSIONS,
 )
 from tests.ui.conftest import Ui
-from worker.runtime.sample_corpus import PAY_ROOT, PAYMENTS
+from worker.commands.sample_corpus import PAY_ROOT, PAYMENTS
 from worker.ui.server import UiServer
 
 WS = "ws=" + quote(PAYMENTS, safe="")

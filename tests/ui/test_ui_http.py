@@ -16,10 +16,10 @@ from nats.aio.client import Client as NATS
 from structlog.testing import capture_logs
 
 from contracts.subjects import Subjects
-from tests.runtime._harness import sample_corpus_worker, until
+from tests._harness import sample_corpus_worker, until
 from tests.ui._corpus import BIG_MARKER, BIG_SEQ, CJK_QUERY, HOSTILE, IMG, SCRIPT
 from tests.ui.conftest import Ui
-from worker.runtime.sample_corpus import PAY_CHILD, PAY_ROOT, PAYMENTS, WEB_ROOT
+from worker.commands.sample_corpus import PAY_CHILD, PAY_ROOT, PAYMENTS, WEB_ROOT
 from worker.ui.server import UiServer
 from worker.ui.watch import PROBE_S
 

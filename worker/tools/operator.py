@@ -33,8 +33,8 @@ from worker.store import (
     SessionQueryService,
     TitleObservation,
 )
-from worker.store.excerpt import split_excerpt
 from worker.store.operator import OperatorReads, SessionListFilter
+from worker.store.search.excerpt import split_excerpt
 from worker.tools.definitions import ToolError
 from worker.tools.errors import model_error
 from worker.tools.formatting import title_text

@@ -14,7 +14,7 @@ from nats.errors import NoRespondersError
 from nats.errors import TimeoutError as NatsTimeout
 
 from contracts.subjects import Subjects
-from worker.runtime.errors import RuntimeFailure
+from worker.failures import RuntimeFailure
 from worker.ui.watch import WorkerWatch
 
 REQUEST_TIMEOUT_S: Final = 35.0  # the worker's own deadline is 30 s

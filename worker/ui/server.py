@@ -29,7 +29,7 @@ import structlog
 from nats.aio.client import Client as NATS
 
 from contracts.subjects import Subjects
-from worker.runtime.connection import error_route
+from worker.transport.connection import error_route
 from worker.ui import pages
 from worker.ui.client import OperatorClient, OperatorError
 from worker.ui.routes import ROUTES

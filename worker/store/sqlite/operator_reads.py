@@ -17,7 +17,7 @@ from worker.store.operator import (
     WorkspaceSummary,
 )
 from worker.store.protocol import SessionHeader
-from worker.store.readable import matches, part_holding, readable
+from worker.store.search.readable import matches, part_holding, readable
 from worker.store.sqlite import rows
 from worker.store.sqlite.pool import Tx
 from worker.store.sqlite.sql import HEADER_COLS
