@@ -40,6 +40,7 @@ from worker.tools.errors import model_error
 from worker.tools.formatting import title_text
 from worker.tools.operator_args import (
     TIMELINE_CUT,
+    Args,
     DeadLettersArgs,
     EventArgs,
     LineageArgs,
@@ -47,7 +48,6 @@ from worker.tools.operator_args import (
     SessionsArgs,
     TextArgs,
     TimelineArgs,
-    _Args,
 )
 from worker.tools.titles import TitleInfo, title_info
 from worker.tools.workspace_access import Caller, is_authorized, not_found, project_lineage
@@ -82,6 +82,12 @@ def _title(info: TitleInfo) -> dict[str, Any]:
     return {"title": title_text(info), "title_derived": info.derived}
 
 
+def _row_title(title: str | None, first_prompt: str | None) -> TitleInfo:
+    if title is not None and title.strip():
+        return TitleInfo(title, True)
+    return TitleInfo(first_prompt, True, derived=first_prompt is not None)
+
+
 def _observed_title(observation: TitleObservation | None) -> dict[str, Any]:
     if observation is None:
         return {"title": None, "title_derived": False}
@@ -89,8 +95,9 @@ def _observed_title(observation: TitleObservation | None) -> dict[str, Any]:
 
 
 def _excerpt(excerpt: str) -> dict[str, Any]:
-    """The excerpt as the tools write it, and as plain text with its matches' offsets (what
-    a page highlights: never brackets parsed out of text)."""
+    """The excerpt as the tools write it, and as plain text with its matches' offsets: the
+    exact inverse of the store's escaping, so a page highlights offsets and never has to
+    tell a mark from a bracket of the text."""
     text, spans = split_excerpt(excerpt)
     return {"excerpt": excerpt, "excerpt_text": text, "highlights": [list(s) for s in spans]}
 
@@ -123,8 +130,8 @@ class OperatorQueries:
 
     def __init__(self, store: OperatorService) -> None:
         self._store = store
-        self._verbs: dict[str, tuple[type[_Args], Callable[..., Awaitable[dict[str, Any]]]]] = {
-            "workspaces": (_Args, self.workspaces),
+        self._verbs: dict[str, tuple[type[Args], Callable[..., Awaitable[dict[str, Any]]]]] = {
+            "workspaces": (Args, self.workspaces),
             "sessions": (SessionsArgs, self.sessions),
             "search": (SearchArgs, self.search),
             "timeline": (TimelineArgs, self.timeline),
@@ -157,7 +164,7 @@ class OperatorQueries:
             raise model_error(exc) from exc
         return result
 
-    async def workspaces(self, args: _Args, signal: ExecutionSignal) -> dict[str, Any]:
+    async def workspaces(self, args: Args, signal: ExecutionSignal) -> dict[str, Any]:
         found = await self._store.workspaces(signal=signal)
         return {"workspaces": [asdict(w) for w in found]}
 
@@ -185,7 +192,7 @@ class OperatorQueries:
         rows = [
             {
                 **_header(r.header),
-                **_title(TitleInfo(r.title or r.first_prompt, True, derived=not r.title)),
+                **_title(_row_title(r.title, r.first_prompt)),
                 "source": r.source,
                 "children": r.children,
             }

@@ -23,11 +23,11 @@ Id = Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]{1,128}$")]
 Surface = Literal["user", "assistant", "tool", "system"]
 
 
-class _Args(BaseModel):
+class Args(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class _Scoped(_Args):
+class _Scoped(Args):
     # The workspace looked at; None only for sessions that recorded no cwd.
     workspace: str | None = Field(max_length=4096)
 
@@ -76,7 +76,7 @@ class LineageArgs(_Scoped):
     session_id: Id
 
 
-class DeadLettersArgs(_Args):
+class DeadLettersArgs(Args):
     limit: int = Field(default=50, ge=1, le=MAX_PAGE)
 
 

@@ -144,12 +144,24 @@ def session_page(client: OperatorClient, q: Mapping[str, str]) -> str:
     )
     focus = None
     if at is not None and any(e["seq"] == at for e in found["events"]):
-        query = q.get("q") or None
-        focus = client.ask(
-            "text", workspace=workspace, session_id=sid, seq=at, query=query, size=FOCUS_CHARS
-        )
-        focus["query"] = query
+        focus = _focus(client, workspace, sid, at, q.get("q") or None)
     return pages.timeline(workspace, found, start, TIMELINE_PAGE, focus)
+
+
+def _focus(
+    client: OperatorClient, workspace: str | None, sid: str, seq: int, query: str | None
+) -> dict[str, Any]:
+    """The part of event ``seq`` that holds the query's first match; a query the search
+    cannot use (only punctuation, say) marks and unfolds the event all the same."""
+    ask = {"workspace": workspace, "session_id": sid, "seq": seq, "size": FOCUS_CHARS}
+    try:
+        focus = client.ask("text", **ask, query=query)
+    except OperatorError as exc:
+        if exc.status != HTTPStatus.BAD_REQUEST or query is None:
+            raise
+        focus, query = client.ask("text", **ask), None
+    focus["query"] = query
+    return focus
 
 
 def event_page(client: OperatorClient, q: Mapping[str, str]) -> str:
