@@ -78,9 +78,11 @@ def run(args: argparse.Namespace) -> int:
     except ConnectFailed as exc:
         print(f"sessionquery ui: {exc}", file=sys.stderr)
         return EXIT_FAILED
+    stop = _stop_on_signals()  # before the address is printed: a SIGINT right after it counts
     print(f"sessionquery ui: open {server.login_url}", flush=True)
     try:
-        _wait_for_stop()
+        while not stop.wait(0.5):  # a timed wait: signals reach the main thread between them
+            pass
     finally:
         server.stop()
     return 0
@@ -93,9 +95,9 @@ def _bind_failure(exc: OSError, host: str, port: int) -> str:
     return str(exc)
 
 
-def _wait_for_stop() -> None:
-    """Until SIGINT or SIGTERM. Installed here: a shell script's background job starts
-    with SIGINT ignored, where Python's own KeyboardInterrupt never comes."""
+def _stop_on_signals() -> threading.Event:
+    """An event SIGINT or SIGTERM sets. Installed here: a shell script's background job
+    starts with SIGINT ignored, where Python's own KeyboardInterrupt never comes."""
     stop = threading.Event()
 
     def stopping(signum: int, frame: object) -> None:
@@ -103,5 +105,4 @@ def _wait_for_stop() -> None:
 
     for number in (signal.SIGINT, signal.SIGTERM):
         signal.signal(number, stopping)
-    while not stop.wait(0.5):  # a timed wait: signals reach the main thread between them
-        pass
+    return stop
