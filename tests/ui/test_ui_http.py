@@ -4,8 +4,10 @@ and search, against a real worker answering the operator subjects."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import html
 import re
+import time
 from collections.abc import MutableMapping
 from pathlib import Path
 from typing import Any
@@ -18,8 +20,10 @@ from structlog.testing import capture_logs
 from contracts.subjects import Subjects
 from tests._harness import sample_corpus_worker, until
 from tests.ui._corpus import BIG_MARKER, BIG_SEQ, CJK_QUERY, HOSTILE, IMG, SCRIPT
-from tests.ui.conftest import Ui
+from tests.ui.conftest import Ui, start_ui
 from worker.commands.sample_corpus import PAY_CHILD, PAY_ROOT, PAYMENTS, WEB_ROOT
+from worker.transport.connection import NatsOptions, connect_reporting
+from worker.transport.embedded_server import EmbeddedNatsServer
 from worker.ui.server import UiServer
 from worker.ui.watch import PROBE_S
 
@@ -158,3 +162,32 @@ async def test_one_log_line_when_the_worker_goes_and_one_when_it_is_back(
 
 async def _said(logs: list[MutableMapping[str, Any]], line: str) -> bool:
     return any(entry.get("event") == line for entry in logs)
+
+
+async def test_a_lost_nats_connection_is_said_at_once_and_logged_once(
+    own_nats_server: EmbeddedNatsServer, tmp_path: Path
+) -> None:
+    url, subjects = str(own_nats_server.url), Subjects()
+    worker_nc = await connect_reporting(NatsOptions(url=url), attempts=1)
+    server = await start_ui(url, subjects)
+    try:
+        async with sample_corpus_worker(worker_nc, subjects, tmp_path):
+            ui = Ui(server)
+            cookie = await ui.cookie()
+            status, _, _ = await ui.get("/", cookie=cookie)
+            assert status == 200
+            with capture_logs() as logs:
+                await asyncio.to_thread(own_nats_server.kill)
+                await until(lambda: _said(logs, "no worker answers the UI"), within=PROBE_S * 4)
+                for _ in range(3):
+                    started = time.monotonic()
+                    status, _, body = await ui.get("/", cookie=cookie)
+                    assert status == 503 and "lost its NATS connection" in body
+                    assert time.monotonic() - started < 2.0  # not the request's 35 s timeout
+                await asyncio.sleep(PROBE_S * 1.5)  # reconnects keep failing meanwhile
+            changes = [e["event"] for e in logs if "the UI" in str(e["event"])]
+            assert changes == ["no worker answers the UI"], changes
+    finally:
+        await asyncio.to_thread(server.stop)
+        with contextlib.suppress(ConnectionResetError):  # its server is gone
+            await worker_nc.close()
