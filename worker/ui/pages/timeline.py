@@ -88,10 +88,11 @@ def _event(
     wsq = ws_query(workspace)
     json_link = href("/event", **wsq, id=sid, seq=seq, view="json")
     text_link = href("/event", **wsq, id=sid, seq=seq, q=query)
+    badge = "search hit" if query else "linked"
     head = (
         f"<div class=meta><a href='#e{seq}'>#{seq}</a> <b>{esc(kind)}</b>"
         f" <span class=time>{esc(when(event['time_ms']))}</span> {' '.join(marks)}"
-        + (" <span class='mark found'>search hit</span>" if target else "")
+        + (f" <span class='mark found'>{badge}</span>" if target else "")
         + f' <a class=json href="{json_link}">exact JSON</a></div>'
     )
     body = _focus(focus, text_link) if target and focus is not None else _text(event, text_link)
