@@ -9,7 +9,7 @@ names case-insensitively on every access, ~0.4 us a value measured). ``tracing``
 hook that sees each statement with the role of the database that ran it (tests, debugging).
 
 The statements themselves are named constants: per table in ``tables``; the request
-path's joins in ``sqlite.sql``; the batch's inserts in ``writer_core``. This module runs
+path's joins in ``sqlite.sql``; the batch's inserts in ``index.writer_core``. This module runs
 them. It sits beside the protocol, not in ``sqlite/``, so the writer and the search index
 import it without loading the reader provider.
 """
@@ -276,6 +276,11 @@ class Database:
                 self.run("ROLLBACK")
 
     # -- the connection itself -----------------------------------------------------------
+
+    def define_function(self, name: str, args: int, function: Callable[..., Any]) -> None:
+        """An SQL function of this connection's statements (deterministic: same arguments,
+        same result, so SQLite may use it in an index or factor it out)."""
+        self._conn.create_function(name, args, function, deterministic=True)
 
     def interrupt(self) -> None:
         """Abort the statement running on another thread (``sqlite3_interrupt``)."""

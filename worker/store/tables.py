@@ -1,7 +1,8 @@
 """The named statements of the index file's and the vector file's tables, table by table,
-for every reader outside the request path (the writer's, the checks', the reports', the
-semantic follower's). The request path's reads, joins of several tables, are in ``sql``;
-the batch's inserts are the writer's (``writer_core``).
+for every user outside the request path (the writer, the search index and semantic
+followers, the checks, the operator commands' reports), and the column names the request
+path reads a header and an event by. The request path's reads, joins of several tables,
+are in ``sqlite/sql.py``; the batch's inserts are the writer's (``index/writer_core.py``).
 
 A statement read by ``Database.rows`` names each column it is read by (``AS``): SQLite
 leaves a result column's name unspecified without one. A statement read by

@@ -13,6 +13,9 @@ import hashlib
 import sqlite3
 from typing import TYPE_CHECKING, Final
 
+import orjson
+
+from contracts.harness import first_prompt
 from worker.store import tables
 from worker.store.errors import SchemaVersionError as SchemaVersionError
 
@@ -225,6 +228,24 @@ def workspace_token(cwd: str | None) -> str:
     if cwd is None:
         return "wsnone"
     return "ws" + hashlib.sha256(cwd.encode("utf-8", "surrogatepass")).hexdigest()[:20]
+
+
+def define_functions(conn: Database) -> None:
+    """SQL functions the reads use: ``first_prompt(prompts)``, the first prompt the user
+    wrote of a ``sessions.prompts`` value (the title of a session nobody titled)."""
+    conn.define_function("first_prompt", 1, _first_prompt)
+
+
+def _first_prompt(prompts: object) -> str | None:
+    if not isinstance(prompts, str):
+        return None
+    try:
+        texts = orjson.loads(prompts)
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(texts, list):
+        return None
+    return first_prompt(tuple(t for t in texts if isinstance(t, str)))
 
 
 def create(conn: Database) -> None:

@@ -12,7 +12,7 @@ from worker.store import rows
 from worker.store.database import Columns
 from worker.store.protocol import EventFilter, EventHit
 from worker.store.search import ranking
-from worker.store.search.excerpt import highlighter
+from worker.store.search.excerpt import highlighter, plain_excerpt
 from worker.store.search.hybrid import SemanticQuery
 from worker.store.search.query import QueryPlan
 from worker.store.search.search_ops import MAX_CANDIDATE_WINDOW, Fetch, PageResult, bodies
@@ -146,7 +146,7 @@ class EventSearch:
             hits.append(
                 EventHit(
                     event=summary,
-                    excerpt=excerpts.get(c.event_id) or summary.preview,
+                    excerpt=excerpts.get(c.event_id) or plain_excerpt(summary.preview),
                     score=-c.score,
                     # Semantic alone, and no word of the query highlighted in its text.
                     semantic_only=c.event_id in only and c.event_id not in excerpts,

@@ -30,7 +30,7 @@ from worker.store import rows
 from worker.store.protocol import EventFilter, EventHit, SessionFilter, SessionHit
 from worker.store.search import ranking
 from worker.store.search.copies import own_lines
-from worker.store.search.excerpt import Highlighter, highlighter
+from worker.store.search.excerpt import Highlighter, highlighter, plain_excerpt
 from worker.store.search.hybrid import SemanticQuery
 from worker.store.search.query import QueryPlan
 from worker.store.search.search_index import INDEX_TEXT_CAP_BYTES, SCHEMA, TITLE_TYPE
@@ -342,7 +342,7 @@ def load_events(
     excerpts = _excerpts(fetch, ((int(r[event_id]), r[body]) for r in found), light, semantic)
     loaded: dict[int, tuple[Any, Any, str]] = {}
     for r in found:
-        excerpt = excerpts.get(int(r[event_id])) or rows.preview(r[body_start])
+        excerpt = excerpts.get(int(r[event_id])) or plain_excerpt(rows.preview(r[body_start]))
         loaded[int(r[event_id])] = (rows.header(r, at), rows.summary(r, at), excerpt)
     return loaded
 

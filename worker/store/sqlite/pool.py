@@ -263,7 +263,9 @@ def _connect_readers(path: str, count: int) -> list[Database]:
     try:
         for _ in range(count):
             # Autocommit: BEGIN/COMMIT are explicit.
-            conns.append(Database.open(path, pragmas=INDEX_READER, role="reader"))
+            conn = Database.open(path, pragmas=INDEX_READER, role="reader")
+            conns.append(conn)
+            schema.define_functions(conn)
     except BaseException:
         for conn in conns:
             conn.close()
