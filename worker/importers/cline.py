@@ -133,9 +133,20 @@ def _message(
         item = _block(f"{ref}-{index}", str(role), block, time) if isinstance(block, dict) else None
         if item is None:
             snapshot.skip(f"block:{block.get('type') if isinstance(block, dict) else None}")
+        elif _continues_xml_result(items, item):
+            # XML mode: the blocks after a "[tool] Result:" header are that result's output.
+            items[-1].payload["output"] += "\n" + str(item.payload["text"])
         else:
             items.append(item)
     return items
+
+
+def _continues_xml_result(items: list[Item], item: Item) -> bool:
+    return (
+        bool(items)
+        and items[-1].source_type == "text:xml-tool-result"
+        and item.type == "message/user"
+    )
 
 
 def _block(ref: str, role: str, block: dict[str, Any], time: str | None) -> Item | None:

@@ -35,7 +35,9 @@ from worker.importers.base import Problem, as_text, cut, iso_time, safe_id
 from worker.importers.snapshot import Item, Snapshot, SourceSession, field_of, said
 
 _INDEX: Final = re.compile(r"(\d+)")
-_SKIPPED_ACTIONS: Final = frozenset({"system", "recall", "change_agent_state", "null"})
+_SKIPPED_ACTIONS: Final = frozenset(
+    {"system", "recall", "change_agent_state", "agent_state_changed", "null"}
+)
 _RESULT_KINDS: Final = frozenset({"ObservationEvent", "UserRejectObservation", "AgentErrorEvent"})
 
 
@@ -112,7 +114,7 @@ def _sdk_event(ref: str, event: dict[str, Any]) -> list[Item] | None:
         return [said(ref, str(role), as_text(message.get("content")), time, f"message:{role}")]
     if kind == "ActionEvent":
         items: list[Item] = []
-        thought = as_text(event.get("thought"))
+        thought = as_text(event.get("thought")) if event.get("thought") else ""
         if thought:
             items.append(said(f"{ref}-thought", "assistant", thought, time, "action:thought"))
         if isinstance(event.get("reasoning_content"), str) and event["reasoning_content"]:
