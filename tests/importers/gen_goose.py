@@ -48,8 +48,11 @@ def text(value: str) -> dict[str, Any]:
 
 
 def tool_request(call: str, name: str, args: dict[str, Any]) -> dict[str, Any]:
-    return {"type": "toolRequest", "id": call,
-            "toolCall": {"status": "success", "value": {"name": name, "arguments": args}}}  # fmt: skip
+    return {
+        "type": "toolRequest",
+        "id": call,
+        "toolCall": {"status": "success", "value": {"name": name, "arguments": args}},
+    }
 
 
 def tool_response(call: str, output: str, *, wrapped: bool = True) -> dict[str, Any]:
@@ -72,7 +75,7 @@ def conversation() -> dict[str, list[tuple[str, list[dict[str, Any]], dict[str, 
                     tool_request("tc_1", "developer__shell", {"command": "head bank.csv"}),
                 ],
                 None,
-            ),  # fmt: skip
+            ),
             ("user", [tool_response("tc_1", "date,amount\n2025-03-01,120.00")], None),
             (
                 "assistant",
@@ -82,18 +85,18 @@ def conversation() -> dict[str, list[tuple[str, list[dict[str, Any]], dict[str, 
                     )
                 ],
                 None,
-            ),  # fmt: skip
+            ),
             ("user", [tool_response("tc_2", "2025-03-01,120.00", wrapped=False)], None),
             (
                 "assistant",
                 [text("Both agree on March 1st."), {"type": "image", "data": "AA=="}],
                 None,
-            ),  # fmt: skip
+            ),
             (
                 "user",
                 [text("Summary: the March ledger matches the bank export so far.")],
                 {"userVisible": False, "agentVisible": True},
-            ),  # fmt: skip
+            ),
             ("user", [text("Now check April")], {"userVisible": True, "agentVisible": True}),
         ],
         HELPER: [
@@ -111,32 +114,44 @@ def write_database(path: Path, *, schema: int = 5, upto: int | None = None) -> N
     try:
         if not conn.execute("SELECT 1 FROM sqlite_master WHERE name='sessions'").fetchone():
             conn.executescript(SCHEMA_V5 if schema == 5 else SCHEMA_V2)
-            for n, (sid, title, cwd) in enumerate([
-                (MAIN, "March ledger reconciliation", CWD),
-                (HELPER, "", CWD),
-                (NO_CWD, "Empty dir question", ""),
-            ]):  # fmt: skip
+            for n, (sid, title, cwd) in enumerate(
+                [
+                    (MAIN, "March ledger reconciliation", CWD),
+                    (HELPER, "", CWD),
+                    (NO_CWD, "Empty dir question", ""),
+                ]
+            ):
                 created = f"2025-11-24 16:0{n}:00"
                 if schema == 5:
                     kind = "sub_agent" if sid == HELPER else "user"
-                    conn.execute("INSERT INTO sessions (id, name, session_type, working_dir,"
-                                 " created_at) VALUES (?, ?, ?, ?, ?)",
-                                 (sid, title, kind, cwd, created))  # fmt: skip
+                    conn.execute(
+                        "INSERT INTO sessions (id, name, session_type, working_dir,"
+                        " created_at) VALUES (?, ?, ?, ?, ?)",
+                        (sid, title, kind, cwd, created),
+                    )
                 else:
-                    conn.execute("INSERT INTO sessions (id, description, working_dir, created_at)"
-                                 " VALUES (?, ?, ?, ?)", (sid, title, cwd, created))  # fmt: skip
+                    conn.execute(
+                        "INSERT INTO sessions (id, description, working_dir, created_at)"
+                        " VALUES (?, ?, ?, ?)",
+                        (sid, title, cwd, created),
+                    )
         for sid, messages in conversation().items():
             have = conn.execute("SELECT COUNT(*) FROM messages WHERE session_id = ?", (sid,))
             start = have.fetchone()[0]
             for n, (role, content, meta) in enumerate(messages[start:upto], start=start):
                 row = (sid, role, orjson.dumps(content).decode(), T0 + n * 30)
                 if schema == 5:
-                    conn.execute("INSERT INTO messages (session_id, role, content_json,"
-                                 " created_timestamp, metadata_json) VALUES (?, ?, ?, ?, ?)",
-                                 (*row, orjson.dumps(meta).decode() if meta else None))  # fmt: skip
+                    conn.execute(
+                        "INSERT INTO messages (session_id, role, content_json,"
+                        " created_timestamp, metadata_json) VALUES (?, ?, ?, ?, ?)",
+                        (*row, orjson.dumps(meta).decode() if meta else None),
+                    )
                 else:
-                    conn.execute("INSERT INTO messages (session_id, role, content_json,"
-                                 " created_timestamp) VALUES (?, ?, ?, ?)", row)  # fmt: skip
+                    conn.execute(
+                        "INSERT INTO messages (session_id, role, content_json,"
+                        " created_timestamp) VALUES (?, ?, ?, ?)",
+                        row,
+                    )
         conn.commit()
     finally:
         conn.close()

@@ -56,13 +56,20 @@ class History:
         self.counter += 1
         return f"{prefix}_{self.clock:013x}{self.counter:06d}"
 
-    def session(self, sid: str, title: str, *, parent: str | None = None,
-                directory: str = CWD) -> None:  # fmt: skip
-        self.sessions.append({
-            "id": sid, "projectID": "prj_shop", "directory": directory, "parentID": parent,
-            "title": title, "version": "1.0.140",
-            "time": {"created": self.tick(), "updated": self.clock},
-        })  # fmt: skip
+    def session(
+        self, sid: str, title: str, *, parent: str | None = None, directory: str = CWD
+    ) -> None:
+        self.sessions.append(
+            {
+                "id": sid,
+                "projectID": "prj_shop",
+                "directory": directory,
+                "parentID": parent,
+                "title": title,
+                "version": "1.0.140",
+                "time": {"created": self.tick(), "updated": self.clock},
+            }
+        )
         self.messages[sid] = []
 
     def message(self, sid: str, role: str, *, done: bool = True, **extra: Any) -> str:
@@ -72,8 +79,14 @@ class History:
             time["completed"] = self.clock + 900
         info = {"id": mid, "sessionID": sid, "role": role, "time": time, **extra}
         if role == "assistant":
-            info |= {"modelID": "model-x", "providerID": "prov", "mode": "build",
-                     "path": {"cwd": CWD, "root": CWD}, "cost": 0, "tokens": {"input": 1}}  # fmt: skip
+            info |= {
+                "modelID": "model-x",
+                "providerID": "prov",
+                "mode": "build",
+                "path": {"cwd": CWD, "root": CWD},
+                "cost": 0,
+                "tokens": {"input": 1},
+            }
         self.messages[sid].append(info)
         self.parts[mid] = []
         return mid
@@ -87,8 +100,17 @@ class History:
         span = {"start": self.clock, **({"end": self.clock + 10} if ended else {})}
         self.part(sid, mid, "text", text=text, time=span, **extra)
 
-    def tool(self, sid: str, mid: str, tool: str, args: dict[str, Any], output: str, *,
-             status: str = "completed", metadata: dict[str, Any] | None = None) -> None:  # fmt: skip
+    def tool(
+        self,
+        sid: str,
+        mid: str,
+        tool: str,
+        args: dict[str, Any],
+        output: str,
+        *,
+        status: str = "completed",
+        metadata: dict[str, Any] | None = None,
+    ) -> None:
         state: dict[str, Any] = {"status": status, "input": args}
         if status == "pending":
             state["raw"] = orjson.dumps(args).decode()
@@ -115,13 +137,24 @@ def corpus() -> History:
     h.part(MAIN, a, "step-start", snapshot="abc")
     h.part(MAIN, a, "reasoning", text="The sum is rounded per line.", time={"start": 1, "end": 2})
     h.tool(MAIN, a, "grep", {"pattern": "round("}, "cart.py:41: total += round(price, 2)")
-    h.tool(MAIN, a, "task", {"description": "Find every rounding call", "prompt": "Search",
-                             "subagent_type": "general"}, "Found three rounding calls",
-           metadata={"sessionId": CHILD})  # fmt: skip
+    h.tool(
+        MAIN,
+        a,
+        "task",
+        {"description": "Find every rounding call", "prompt": "Search", "subagent_type": "general"},
+        "Found three rounding calls",
+        metadata={"sessionId": CHILD},
+    )
     h.part(MAIN, a, "hologram", shimmer=True)  # a part type from a future version
     h.text(MAIN, a, "Rounding per line loses a cent; I will round the total once instead.")
-    h.part(MAIN, a, "step-finish", reason="stop", cost=0, tokens={"input": 1, "output": 1,
-           "reasoning": 0, "cache": {"read": 0, "write": 0}})  # fmt: skip
+    h.part(
+        MAIN,
+        a,
+        "step-finish",
+        reason="stop",
+        cost=0,
+        tokens={"input": 1, "output": 1, "reasoning": 0, "cache": {"read": 0, "write": 0}},
+    )
     h.session(CHILD, "Find every rounding call (@general subagent)", parent=MAIN)
     c = h.message(CHILD, "user", agent="general", model={"providerID": "p", "modelID": "m"})
     h.text(CHILD, c, "Search the code base for every call to round() in the cart module")
@@ -150,8 +183,9 @@ def write_database(path: Path, history: History) -> None:
         conn.execute("PRAGMA journal_mode=WAL")
         if not conn.execute("SELECT 1 FROM sqlite_master WHERE name='session'").fetchone():
             conn.executescript(SCHEMA)
-            conn.execute("INSERT INTO project VALUES ('prj_shop', ?, 'git', 'shop', ?, ?)",
-                         (CWD, T0, T0))  # fmt: skip
+            conn.execute(
+                "INSERT INTO project VALUES ('prj_shop', ?, 'git', 'shop', ?, ?)", (CWD, T0, T0)
+            )
         sync_database(conn, history)
         conn.commit()
     finally:
@@ -164,19 +198,43 @@ def sync_database(conn: sqlite3.Connection, history: History) -> None:
         conn.execute(
             "INSERT OR REPLACE INTO session (id, project_id, parent_id, slug, directory, title,"
             " version, time_created, time_updated) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (s["id"], s["projectID"], s["parentID"], s["id"][-6:], s["directory"], s["title"],
-             s["version"], s["time"]["created"], s["time"]["updated"]),
-        )  # fmt: skip
+            (
+                s["id"],
+                s["projectID"],
+                s["parentID"],
+                s["id"][-6:],
+                s["directory"],
+                s["title"],
+                s["version"],
+                s["time"]["created"],
+                s["time"]["updated"],
+            ),
+        )
         for m in history.messages[s["id"]]:
             data = {k: v for k, v in m.items() if k not in ("id", "sessionID")}
-            conn.execute("INSERT OR REPLACE INTO message VALUES (?, ?, ?, ?, ?)",
-                         (m["id"], s["id"], m["time"]["created"], m["time"]["created"],
-                          orjson.dumps(data).decode()))  # fmt: skip
+            conn.execute(
+                "INSERT OR REPLACE INTO message VALUES (?, ?, ?, ?, ?)",
+                (
+                    m["id"],
+                    s["id"],
+                    m["time"]["created"],
+                    m["time"]["created"],
+                    orjson.dumps(data).decode(),
+                ),
+            )
             for p in history.parts[m["id"]]:
                 data = {k: v for k, v in p.items() if k not in ("id", "sessionID", "messageID")}
-                conn.execute("INSERT OR REPLACE INTO part VALUES (?, ?, ?, ?, ?, ?)",
-                             (p["id"], m["id"], s["id"], m["time"]["created"],
-                              m["time"]["created"], orjson.dumps(data).decode()))  # fmt: skip
+                conn.execute(
+                    "INSERT OR REPLACE INTO part VALUES (?, ?, ?, ?, ?, ?)",
+                    (
+                        p["id"],
+                        m["id"],
+                        s["id"],
+                        m["time"]["created"],
+                        m["time"]["created"],
+                        orjson.dumps(data).decode(),
+                    ),
+                )
 
 
 def write_tree(storage: Path, history: History) -> None:

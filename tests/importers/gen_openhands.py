@@ -28,46 +28,99 @@ def sdk_events() -> list[dict[str, Any]]:
 
     return [
         {"kind": "SystemPromptEvent", "source": "agent", "system_prompt": text("You are...")},
-        {"kind": "MessageEvent", "source": "user",
-         "llm_message": {"role": "user", "content": text("Make the scraper respect robots.txt")}},
-        {"kind": "ActionEvent", "source": "agent", "thought": text("Check how pages are fetched"),
-         "tool_name": "terminal", "tool_call_id": "call_a", "action": {"command": "grep -rn get("},
-         "reasoning_content": "Fetching happens in one module."},
-        {"kind": "ObservationEvent", "source": "environment", "tool_name": "terminal",
-         "tool_call_id": "call_a", "observation": {"content": text("fetch.py:12: requests.get(url)"),
-                                                   "metadata": {"working_dir": "/workspace"}}},
-        {"kind": "ActionEvent", "source": "agent", "thought": [], "tool_name": "file_editor",
-         "tool_call_id": "call_b", "action": {"command": "str_replace", "path": "fetch.py"}},
-        {"kind": "UserRejectObservation", "source": "user", "tool_call_id": "call_b",
-         "rejection_reason": "Use urllib.robotparser instead"},
-        {"kind": "Condensation", "source": "environment", "forgotten_event_ids": ["x"],
-         "summary": "Summary: robots.txt must be honoured via urllib.robotparser."},
+        {
+            "kind": "MessageEvent",
+            "source": "user",
+            "llm_message": {"role": "user", "content": text("Make the scraper respect robots.txt")},
+        },
+        {
+            "kind": "ActionEvent",
+            "source": "agent",
+            "thought": text("Check how pages are fetched"),
+            "tool_name": "terminal",
+            "tool_call_id": "call_a",
+            "action": {"command": "grep -rn get("},
+            "reasoning_content": "Fetching happens in one module.",
+        },
+        {
+            "kind": "ObservationEvent",
+            "source": "environment",
+            "tool_name": "terminal",
+            "tool_call_id": "call_a",
+            "observation": {
+                "content": text("fetch.py:12: requests.get(url)"),
+                "metadata": {"working_dir": "/workspace"},
+            },
+        },
+        {
+            "kind": "ActionEvent",
+            "source": "agent",
+            "thought": [],
+            "tool_name": "file_editor",
+            "tool_call_id": "call_b",
+            "action": {"command": "str_replace", "path": "fetch.py"},
+        },
+        {
+            "kind": "UserRejectObservation",
+            "source": "user",
+            "tool_call_id": "call_b",
+            "rejection_reason": "Use urllib.robotparser instead",
+        },
+        {
+            "kind": "Condensation",
+            "source": "environment",
+            "forgotten_event_ids": ["x"],
+            "summary": "Summary: robots.txt must be honoured via urllib.robotparser.",
+        },
         {"kind": "ConversationStateUpdateEvent", "source": "environment", "key": "status"},
-        {"kind": "MessageEvent", "source": "agent",
-         "llm_message": {"role": "assistant", "content": text("Switched to urllib.robotparser.")}},
-    ]  # fmt: skip
+        {
+            "kind": "MessageEvent",
+            "source": "agent",
+            "llm_message": {
+                "role": "assistant",
+                "content": text("Switched to urllib.robotparser."),
+            },
+        },
+    ]
 
 
 def server_events() -> list[dict[str, Any]]:
     return [
         {"action": "system", "source": "agent", "args": {"content": "You are..."}},
-        {"action": "message", "source": "user", "message": "Count the 404s in access.log",
-         "args": {"content": "Count the 404s in access.log"}},
-        {"action": "run", "source": "agent", "args": {"command": "grep -c ' 404 ' access.log"},
-         "tool_call_metadata": {"function_name": "execute_bash", "tool_call_id": "t1"}},
-        {"observation": "run", "source": "agent", "content": "17", "cause": 2,
-         "extras": {"metadata": {"working_dir": "/workspace/logs", "exit_code": 0}}},
+        {
+            "action": "message",
+            "source": "user",
+            "message": "Count the 404s in access.log",
+            "args": {"content": "Count the 404s in access.log"},
+        },
+        {
+            "action": "run",
+            "source": "agent",
+            "args": {"command": "grep -c ' 404 ' access.log"},
+            "tool_call_metadata": {"function_name": "execute_bash", "tool_call_id": "t1"},
+        },
+        {
+            "observation": "run",
+            "source": "agent",
+            "content": "17",
+            "cause": 2,
+            "extras": {"metadata": {"working_dir": "/workspace/logs", "exit_code": 0}},
+        },
         {"observation": "agent_state_changed", "source": "environment", "content": ""},
         {"action": "message", "source": "agent", "args": {"content": "There are 17 404s."}},
-    ]  # fmt: skip
+    ]
 
 
 def write_sdk(root: Path, events: list[dict[str, Any]] | None = None) -> Path:
     """``conversations/<id>``: base state, then the events (each with id and time)."""
     folder = root / "conversations" / SDK_ID
     (folder / "events").mkdir(parents=True, exist_ok=True)
-    state = {"id": SDK_ID, "title": "Respect robots.txt",
-             "agent": {"llm": {"model": "m"}}, "workspace": {"working_dir": CWD}}  # fmt: skip
+    state = {
+        "id": SDK_ID,
+        "title": "Respect robots.txt",
+        "agent": {"llm": {"model": "m"}},
+        "workspace": {"working_dir": CWD},
+    }
     (folder / "base_state.json").write_bytes(orjson.dumps(state))
     for n, event in enumerate(sdk_events() if events is None else events):
         write_sdk_event(folder, n, event)
@@ -83,8 +136,11 @@ def write_sdk_event(folder: Path, n: int, event: dict[str, Any]) -> None:
 def write_server(root: Path) -> Path:
     folder = root / "sessions" / SERVER_ID
     (folder / "events").mkdir(parents=True, exist_ok=True)
-    meta = {"conversation_id": SERVER_ID, "title": "404 count",
-            "created_at": "2025-11-24T15:00:00Z"}  # fmt: skip
+    meta = {
+        "conversation_id": SERVER_ID,
+        "title": "404 count",
+        "created_at": "2025-11-24T15:00:00Z",
+    }
     (folder / "metadata.json").write_bytes(orjson.dumps(meta))
     for n, event in enumerate(server_events()):
         body = {"id": n, "timestamp": _time(n), **event}
