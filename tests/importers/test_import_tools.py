@@ -30,9 +30,9 @@ from worker.runtime.worker import Worker
 EXPECTED_EVENTS = 36
 
 
-def sessionquery(*args: str) -> subprocess.CompletedProcess[str]:
+def sessionquery(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     done = subprocess.run(
-        [sys.executable, "-m", "worker.cli", *args], capture_output=True, timeout=60
+        [sys.executable, "-m", "worker.cli", *args], capture_output=True, timeout=60, env=env
     )
     return subprocess.CompletedProcess(
         done.args, done.returncode, done.stdout.decode(), done.stderr.decode()
