@@ -15,7 +15,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, tzinfo
 from pathlib import Path
-from typing import Any, Final, NamedTuple, Protocol
+from typing import Any, Final, NamedTuple, Protocol, runtime_checkable
 
 import orjson
 
@@ -179,6 +179,17 @@ class Converter(Protocol):
         """After ``finish``: end the sessions the format left open whose last event is
         older than ``before`` (``import``: the file's own times say they are over)."""
         ...
+
+
+@runtime_checkable
+class Resumable(Protocol):
+    """A converter of a whole source (a database, a folder), which cannot be brought back
+    by feeding it the records before the stored position: ``watch`` stores its ``token``
+    with the position and gives it back with ``restore`` after a restart."""
+
+    def token(self) -> dict[str, Any]: ...
+
+    def restore(self, token: dict[str, Any]) -> None: ...
 
 
 @dataclass

@@ -87,6 +87,12 @@ class Importer(ABC):
         path, so a transcript comes before its sub-agents'."""
         return (path for path in root.rglob(self.pattern) if self.accepts(path))
 
+    def last_change(self, path: Path) -> float:
+        """When the source last changed (Unix time): ``watch`` ends the sessions a source
+        left open once that is ``--idle-seconds`` ago. A database also writes its WAL
+        file, a folder the files inside it: their importers say so here."""
+        return path.stat().st_mtime
+
     def records(
         self, path: Path, *, after: int = 0, number: int = 0, complete: bool = True
     ) -> Iterator[Record]:

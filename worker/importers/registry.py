@@ -26,6 +26,12 @@ BUILT_IN: Final = {
     "claude-code": "worker.importers.builtin:ClaudeCodeImporter",
     "codex": "worker.importers.builtin:CodexImporter",
     "aider": "worker.importers.builtin:AiderImporter",
+    "opencode": "worker.importers.whole_sources:OpenCodeImporter",
+    "kilo": "worker.importers.whole_sources:KiloImporter",
+    "goose": "worker.importers.whole_sources:GooseImporter",
+    "cline": "worker.importers.whole_sources:ClineImporter",
+    "roo-code": "worker.importers.whole_sources:RooCodeImporter",
+    "openhands": "worker.importers.whole_sources:OpenHandsImporter",
 }
 
 

@@ -17,6 +17,7 @@ by ``watch`` so a restart picks up where it stopped.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -146,20 +147,35 @@ def parents_first(sessions: list[SourceSession]) -> list[SourceSession]:
 @dataclass
 class _Progress:
     done: int = 0  # items published
-    title: str | None = None  # the title published last
+    title: str | None = None  # the source's title when last read: published at the end
 
 
 class SnapshotConverter:
-    """Snapshots of one source in, each session's new complete items out as events."""
+    """Readings of one source in (``read``, called on each ``feed``), each session's new
+    complete items out as events.
 
-    def __init__(self, name: str, label: str) -> None:
-        self.label = label  # the source's path, naming it in problems
+    A session's title is published just before its end (the source's, when the session
+    is over: idle, or ended by the source): agents name a session after its first turns
+    and rename it later, and a title published where it was first seen would take a seq
+    that a later import of the same source gives to another event.
+    """
+
+    def __init__(self, name: str, read: Callable[[], Snapshot]) -> None:
+        self.read = read
         self.tally = Tally()
         self.sessions = Sessions(name)
         self.progress: dict[str, _Progress] = {}
         self.calls: dict[str, tuple[str, int, object]] = {}  # call id -> its event, tool
         self.spawned: dict[str, tuple[str, int]] = {}  # child session -> spawning call
         self._seen_problems: set[str] = set()
+
+    def feed(self, line_no: int, line: bytes) -> list[Outgoing]:
+        """A record of a whole source says only "it changed": read it again."""
+        self.tally.lines += 1
+        return self.update(self.read())
+
+    def finish(self) -> list[Outgoing]:
+        return []
 
     def update(self, snapshot: Snapshot) -> list[Outgoing]:
         # A source is read whole each time: its skips are this reading's, not a sum.
@@ -185,27 +201,21 @@ class SnapshotConverter:
                 sid, time=source.time, cwd=source.cwd, parent=source.parent,
                 extra=source.extra, cites=[spawn] if spawn else None,
             ))  # fmt: skip
-        if source.title and source.title.strip() and source.title != progress.title:
+        if source.title and source.title.strip():
             progress.title = source.title
-            payload = {"title": cut(source.title)}
-            out.append(self.sessions.emit(sid, "session/title", "system", None, payload, "title"))
         for item in source.items[progress.done :]:
             if not item.complete:
                 break
-            out.append(self._item(sid, item))
+            out.extend(self._item(sid, item))
             progress.done += 1
         return out
 
-    def _item(self, sid: str, item: Item) -> Outgoing:
+    def _item(self, sid: str, item: Item) -> list[Outgoing]:
         if item.type == "compaction":
-            return self.sessions.compaction(sid, item.time, item.payload, item.source_type)
+            return [self.sessions.compaction(sid, item.time, item.payload, item.source_type)]
         if item.type == "session/end":
-            ended = self.sessions.end(
-                sid, reason=str(item.payload.get("reason", "ended")),
-                source_type=item.source_type, time=item.time,
-            )  # fmt: skip
-            if ended is not None:
-                return ended
+            reason = str(item.payload.get("reason", "ended"))
+            return self._close(sid, reason, source_type=item.source_type, time=item.time)
         payload = dict(item.payload)
         cites = None
         call = self.calls.pop(item.result_of, None) if item.result_of else None
@@ -220,15 +230,32 @@ class SnapshotConverter:
             self.calls[item.call] = (sid, out.seq, payload.get("tool"))
         if item.spawns:
             self.spawned[item.spawns] = (sid, out.seq)
-        return out
+        return [out]
+
+    def _close(
+        self, sid: str, reason: str, *, source_type: str = "idle", time: str | None = None
+    ) -> list[Outgoing]:
+        """The session's title (when it has one), then its end."""
+        state = self.sessions.by_id.get(sid)
+        if state is None or state.ended:
+            return []
+        out = []
+        title = self.progress[sid].title
+        if title:
+            payload = {"title": cut(title)}
+            out.append(self.sessions.emit(sid, "session/title", "system", time, payload, "title"))
+        ended = self.sessions.end(sid, reason=reason, source_type=source_type, time=time)
+        return out + ([ended] if ended is not None else [])
 
     def idle(self) -> list[Outgoing]:
-        out = self.sessions.end_all(reason="idle")
+        out = [event for sid in self.progress for event in self._close(sid, "idle")]
         self.tally.events += len(out)
         return out
 
     def end_quiet(self, before: datetime) -> list[Outgoing]:
-        out = self.sessions.end_quiet(before)
+        quiet = [sid for sid, state in self.sessions.by_id.items()
+                 if datetime.fromisoformat(state.last_time) < before]  # fmt: skip
+        out = [event for sid in quiet for event in self._close(sid, "idle")]
         self.tally.events += len(out)
         return out
 

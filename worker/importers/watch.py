@@ -38,7 +38,7 @@ import orjson
 
 from contracts.limits import MAX_EVENT_BYTES, event_size_limit
 from contracts.subjects import Subjects
-from worker.importers.base import Converter, Outgoing, SpawnLinks, Tally
+from worker.importers.base import Converter, Outgoing, Resumable, SpawnLinks, Tally
 from worker.importers.command import (
     DEFAULT_IDLE_S,
     EXIT_FAILED,
@@ -159,9 +159,10 @@ class Tracked:
     reported: int = 0  # problems already printed
 
     def state(self) -> bytes:
+        token = self.converter.token() if isinstance(self.converter, Resumable) else None
         return orjson.dumps(
             {"path": str(self.path), "format": self.fmt, "offset": self.offset,
-             "line": self.line, "idle_marks": self.idle_marks}
+             "line": self.line, "idle_marks": self.idle_marks, "token": token}
         )  # fmt: skip
 
 
@@ -263,8 +264,8 @@ class Watcher:
         while await self._pump(tracked, stop):
             grew = True
         # Quiet by the file's own clock: a transcript untouched for days ends at once.
-        stat = await asyncio.to_thread(path.stat)
-        if not grew and time.time() - stat.st_mtime >= self.settings.idle_s:
+        changed = await asyncio.to_thread(tracked.importer.last_change, path)
+        if not grew and time.time() - changed >= self.settings.idle_s:
             await self._idle(tracked)
 
     def _discover(self) -> list[tuple[Path, Job]]:
@@ -291,8 +292,13 @@ class Watcher:
         tracked = Tracked(path, fmt, importer, state_key(path), self._converter(importer, path))
         stored = await self._load(tracked.key)
         if stored and stored.get("format") == fmt:
-            await asyncio.to_thread(self._replay, tracked, int(stored.get("offset", 0)),
-                                    list(stored.get("idle_marks", [])))  # fmt: skip
+            if isinstance(tracked.converter, Resumable) and stored.get("token"):
+                tracked.converter.restore(stored["token"])  # a whole source: no replay
+                tracked.offset, tracked.line = int(stored["offset"]), int(stored["line"])
+                tracked.idle_marks = list(stored.get("idle_marks", []))
+            else:
+                await asyncio.to_thread(self._replay, tracked, int(stored.get("offset", 0)),
+                                        list(stored.get("idle_marks", [])))  # fmt: skip
         self.files[path] = tracked
         return tracked
 
