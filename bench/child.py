@@ -107,7 +107,7 @@ def echo_args(url: str, subject: str) -> list[str]:
 
 
 def _stream_seq(db: Path) -> int:
-    from worker.store.index_file import applied_seq
+    from worker.store.files.index_file import applied_seq
 
     return applied_seq(db)
 
@@ -124,7 +124,7 @@ async def wait_ingested(db: Path, last_seq: int, timeout_s: float) -> float:
 
 def _search_lag(db: Path) -> int:
     """Events the store holds that the search index's last commit does not cover."""
-    from worker.store.search_reader import SearchIndexReader
+    from worker.store.search.search_reader import SearchIndexReader
 
     conn = sqlite3.connect(str(db))
     try:
@@ -177,7 +177,7 @@ async def local_fleet(
 
     from bench import corpus
     from bench.report import bench_subjects, nats_url
-    from worker.runtime.continuity import stream_state
+    from worker.replica.continuity import stream_state
 
     held = list(shards) or ["all"] * workers
 
@@ -218,10 +218,10 @@ async def local_fleet(
 
 async def _serve_worker(args: argparse.Namespace) -> None:
     from contracts.subjects import Subjects
+    from worker.config import WorkerConfig
     from worker.logs import configure_logging
-    from worker.runtime.config import WorkerConfig
-    from worker.runtime.connection import open_connection
-    from worker.runtime.worker import Worker
+    from worker.transport.connection import open_connection
+    from worker.worker import Worker
 
     configure_logging(json=True)  # stderr: the parent points it at a log file
     overrides: dict[str, Any] = {}

@@ -42,8 +42,9 @@ from bench.report import (
     threads_cpu_s,
     write_result,
 )
-from worker.store import schema, search_index
-from worker.store.text import searchable_text
+from worker.store.files import schema
+from worker.store.search import search_index
+from worker.store.search.text import searchable_text
 
 # The pre-issue-10 ranking and excerpt, verbatim.
 BM25: Final = "bm25(events_fts, 0.0, 1.0)"
@@ -268,7 +269,7 @@ def class_queries(
 
 def _compiles(text: str) -> bool:
     from worker.store.errors import InvalidQuery
-    from worker.store.query import compile_query
+    from worker.store.search.query import compile_query
 
     try:
         compile_query(text)

@@ -72,7 +72,7 @@ SPILL_MIB_S_TARGET: Final = 200.0
 # RssAnon of the worker after ingesting, against a worker restarted on the same index.
 RSS_AFTER_INGEST_TARGET: Final = 1.5
 # How long a worker is left idle before its RssAnon is read (it gives back what a burst
-# left once ingestion has been idle for a second: worker.store.ingest.IDLE_RELEASE_S).
+# left once ingestion has been idle for a second: worker.store.index.ingest.IDLE_RELEASE_S).
 RSS_SETTLE_S: Final = 3.0
 EXACT_CPU_US_TARGET: Final = 150.0
 SEARCH_TOOLS: Final = ("session_search", "session_event_search")
@@ -264,8 +264,8 @@ async def spill_fetch(
     """Store ``mib`` MiB through the worker's spill step, fetch it back ``rounds`` times,
     each fetch beside a pull of the same chunks with nats-py's own pull API and nothing
     done with them (the transport's floor, alternating with the fetches)."""
-    from worker.runtime.config import WorkerConfig
-    from worker.runtime.spill import Spiller, SpillPolicy
+    from worker.config import WorkerConfig
+    from worker.serving.spill import Spiller, SpillPolicy
 
     defaults = WorkerConfig()
     spiller = await Spiller.bind(
@@ -416,7 +416,7 @@ async def run(
     import nats
 
     from contracts.client import SessionQueryClient
-    from worker.runtime.config import WorkerConfig
+    from worker.config import WorkerConfig
 
     subjects = bench_subjects("tools")
     plans = corpus.plan_sessions(config)

@@ -15,7 +15,7 @@ import pytest
 
 from bench import corpus, floors, report, vocabulary
 from contracts.events import SessionEvent
-from worker.store.semantic import available as semantic_available
+from worker.store.search.semantic import available as semantic_available
 
 TINY = corpus.CorpusConfig(sessions=20, events=30, workspaces=3, seed=5)
 
@@ -103,9 +103,9 @@ def test_raw_ingest_floor_fills_the_schema(tmp_path: Path) -> None:
     assert result.events == TINY.total_events
     assert result.seconds > 0 and result.db_bytes > 0
     assert result.sqlite_seconds > 0 and result.tantivy_seconds > 0
-    from worker.store import schema
-    from worker.store.integrity import check_integrity
-    from worker.store.search_reader import SearchIndexReader
+    from worker.store.files import schema
+    from worker.store.files.integrity import check_integrity
+    from worker.store.search.search_reader import SearchIndexReader
 
     conn = schema.connect(str(db))
     try:

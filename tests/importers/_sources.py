@@ -12,9 +12,9 @@ from typing import Any
 from nats.aio.client import Client as NATS
 
 from contracts.subjects import Subjects
+from tests._harness import body, call, config_for, until
 from tests.importers.test_import_tools import import_args, sessionquery
-from tests.runtime._harness import body, call, config_for, until
-from worker.runtime.worker import Worker
+from worker.worker import Worker
 
 
 @asynccontextmanager

@@ -4,6 +4,7 @@ with the five tools, and ``watch`` following a task folder whose history grows."
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import orjson
 from nats.aio.client import Client as NATS
@@ -20,7 +21,7 @@ ROO = f"roo-{gen.ROO_TASK}"
 ROO_CHILD = f"roo-{gen.ROO_CHILD}"
 
 
-def events(task: Path) -> list[dict[str, object]]:
+def events(task: Path) -> list[dict[str, Any]]:
     snapshot = cline.read_task(task)
     name = "roo-code" if cline.flavour(task) == "roo" else "cline"
     return [orjson.loads(o.body) for o in SnapshotConverter(name, lambda: snapshot).feed(1, b"")]
@@ -33,30 +34,30 @@ def test_native_tools_pair_and_environment_details_are_context(tmp_path: Path) -
         "session/start", "message/user", "message/context", "message/assistant", "tool/call",
         "tool/result", "message/context", "tool/call", "tool/result", "message/assistant",
     ]  # fmt: skip
-    assert got[0]["payload"]["cwd"] == gen.CWD  # type: ignore[index]
+    assert got[0]["payload"]["cwd"] == gen.CWD
     assert got[0]["time"] == "2025-11-24T16:00:00.000Z"  # Cline's task id: its start
     assert got[5]["cites"] == [{"session_id": CLINE, "seq": 5}]
-    assert got[8]["payload"]["is_error"] is True  # type: ignore[index]
+    assert got[8]["payload"]["is_error"] is True
     assert cline.read_task(tasks / gen.CLINE_TASK).skipped == {"block:image": 1}
 
 
 def test_xml_mode_results_keep_their_output(tmp_path: Path) -> None:
     got = events(gen.write_cline(tmp_path) / gen.CLINE_XML_TASK)
     result = next(e for e in got if e["type"] == "tool/result")
-    assert result["payload"]["tool"] == "read_file"  # type: ignore[index]
-    assert "UNITS = 'standard'" in result["payload"]["output"]  # type: ignore[index]
-    assert got[0]["payload"]["cwd"] == "/home/dev/forecast"  # type: ignore[index]
+    assert result["payload"]["tool"] == "read_file"
+    assert "UNITS = 'standard'" in result["payload"]["output"]
+    assert got[0]["payload"]["cwd"] == "/home/dev/forecast"
     assert len(got) == 6
 
 
 def test_roo_sub_task_is_a_child_and_its_summary_compacts(tmp_path: Path) -> None:
     tasks = gen.write_roo(tmp_path)
     parent, child = events(tasks / gen.ROO_TASK), events(tasks / gen.ROO_CHILD)
-    assert child[0]["payload"]["parent_session_id"] == ROO  # type: ignore[index]
-    assert child[0]["payload"]["source"] == "roo-code"  # type: ignore[index]
+    assert child[0]["payload"]["parent_session_id"] == ROO
+    assert child[0]["payload"]["source"] == "roo-code"
     compaction = next(e for e in parent if e["type"] == "compaction")
     assert compaction["replaces"] == [2, 3, 4, 5, 6]
-    assert parent[0]["payload"]["mode"] == "architect"  # type: ignore[index]
+    assert parent[0]["payload"]["mode"] == "architect"
 
 
 def test_a_half_written_history_is_a_problem_not_a_guess(tmp_path: Path) -> None:

@@ -4,6 +4,7 @@ tools, and ``watch`` following a ``sessions.db`` that gains messages."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -24,7 +25,7 @@ NO_CWD = f"goose-{gen.NO_CWD}"
 EVENTS = 13 + 4 + 4
 
 
-def events(db: Path) -> list[dict[str, object]]:
+def events(db: Path) -> list[dict[str, Any]]:
     snapshot = goose.read_database(db)
     return [orjson.loads(o.body) for o in SnapshotConverter("goose", lambda: snapshot).feed(1, b"")]
 
@@ -34,20 +35,20 @@ def test_both_schema_versions_give_the_conversation(tmp_path: Path, schema: int)
     db = tmp_path / "sessions.db"
     gen.write_database(db, schema=schema)
     got = events(db)
-    main = [(e["type"], e["payload"].get("tool")) for e in got if e["session_id"] == MAIN]  # type: ignore[union-attr]
+    main = [(e["type"], e["payload"].get("tool")) for e in got if e["session_id"] == MAIN]
     assert main[3:7] == [
         ("message/assistant", None), ("tool/call", "developer__shell"),
         ("tool/result", "developer__shell"), ("tool/call", "developer__text_editor"),
     ]  # fmt: skip
     result = next(e for e in got if e["type"] == "tool/result")
-    assert result["payload"]["output"] == "date,amount\n2025-03-01,120.00"  # type: ignore[index]
+    assert result["payload"]["output"] == "date,amount\n2025-03-01,120.00"
     compactions = [e for e in got if e["type"] == "compaction"]
     # Only v3 and later mark what the model alone sees: v2 reads the summary as a message.
     assert len(compactions) == (1 if schema == 5 else 0)
     if compactions:
         assert compactions[0]["replaces"] == list(range(2, 10))
     start = next(e for e in got if e["session_id"] == NO_CWD)
-    assert start["payload"]["cwd"] is None  # type: ignore[index]
+    assert start["payload"]["cwd"] is None
     assert goose.read_database(db).skipped == {"content:image": 1}
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import orjson
 from nats.aio.client import Client as NATS
@@ -21,7 +22,7 @@ from worker.importers.snapshot import Snapshot, SnapshotConverter
 EVENTS = 11 + 9 + 8
 
 
-def events_of(snapshot: Snapshot) -> list[dict[str, object]]:
+def events_of(snapshot: Snapshot) -> list[dict[str, Any]]:
     converter = SnapshotConverter("opencode", lambda: snapshot)
     return [orjson.loads(out.body) for out in converter.update(snapshot)]
 
@@ -44,9 +45,9 @@ def test_sub_agent_cites_its_task_call_and_the_summary_compacts(tmp_path: Path) 
     gen.write_database(tmp_path / "opencode.db", gen.corpus())
     events = events_of(opencode.read_database(tmp_path / "opencode.db"))
     child_start = next(e for e in events if e["session_id"] == gen.CHILD)
-    assert child_start["payload"]["parent_session_id"] == gen.MAIN  # type: ignore[index]
+    assert child_start["payload"]["parent_session_id"] == gen.MAIN
     task_call = next(e for e in events if e["type"] == "tool/call"
-                     and e["payload"]["tool"] == "task")  # type: ignore[index]  # fmt: skip
+                     and e["payload"]["tool"] == "task")  # fmt: skip
     assert child_start["cites"] == [{"session_id": gen.MAIN, "seq": task_call["seq"]}]
     compaction = next(e for e in events if e["type"] == "compaction")
     assert compaction["session_id"] == gen.COMPACTED and compaction["replaces"] == [2, 3, 4, 5]

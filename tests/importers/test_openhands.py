@@ -4,6 +4,7 @@ back with the five tools, and ``watch`` following a conversation that gains even
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import orjson
 from nats.aio.client import Client as NATS
@@ -18,7 +19,7 @@ SDK = f"openhands-{gen.SDK_ID}"
 SERVER = f"openhands-{gen.SERVER_ID}"
 
 
-def events(folder: Path) -> list[dict[str, object]]:
+def events(folder: Path) -> list[dict[str, Any]]:
     snapshot = openhands.read_conversation(folder)
     converter = SnapshotConverter("openhands", lambda: snapshot)
     return [orjson.loads(o.body) for o in converter.feed(1, b"")]
@@ -32,10 +33,10 @@ def test_sdk_events(tmp_path: Path) -> None:
         "tool/call", "tool/result", "tool/call", "tool/result", "compaction",
         "message/assistant",
     ]  # fmt: skip
-    assert got[0]["payload"]["cwd"] == gen.CWD  # type: ignore[index]
+    assert got[0]["payload"]["cwd"] == gen.CWD
     assert got[5]["cites"] == [{"session_id": SDK, "seq": 5}]
     rejected = got[7]["payload"]
-    assert rejected["is_error"] is True and "robotparser" in rejected["output"]  # type: ignore[index]
+    assert rejected["is_error"] is True and "robotparser" in rejected["output"]
     assert got[8]["replaces"] == [2, 3, 4, 5, 6, 7, 8]
     skipped = openhands.read_conversation(folder).skipped
     assert skipped == {"event:SystemPromptEvent": 1, "event:ConversationStateUpdateEvent": 1}
@@ -51,7 +52,7 @@ def test_older_server_events(tmp_path: Path) -> None:
         "message/assistant",
     ]
     assert got[3]["cites"] == [{"session_id": SERVER, "seq": 3}]
-    assert got[0]["payload"]["cwd"] == "/workspace/logs"  # type: ignore[index]
+    assert got[0]["payload"]["cwd"] == "/workspace/logs"
     assert got[0]["time"] == "2025-11-24T15:00:00.000Z"  # metadata.json's created_at
 
 

@@ -16,10 +16,10 @@ import pytest
 from nats.aio.client import Client as NATS
 
 from contracts.subjects import Subjects
+from tests._harness import config_for, until
 from tests.importers.test_import_tools import ask, import_args, sessionquery
-from tests.runtime._harness import config_for, until
 from worker.importers import registry
-from worker.runtime.worker import Worker
+from worker.worker import Worker
 
 DOCS = Path(__file__).parents[2] / "docs" / "importers.md"
 CWD = "/home/dev/chatlogs"

@@ -38,8 +38,7 @@ import orjson
 
 from contracts.limits import MAX_EVENT_BYTES, event_size_limit
 from contracts.subjects import Subjects
-from worker.importers.base import Converter, Outgoing, Resumable, SpawnLinks, Tally
-from worker.importers.command import (
+from worker.commands.importing import (
     DEFAULT_IDLE_S,
     EXIT_FAILED,
     EXIT_OK,
@@ -47,9 +46,10 @@ from worker.importers.command import (
     add_common_arguments,
     dead_letter_line,
 )
+from worker.importers.base import Converter, Outgoing, Resumable, SpawnLinks, Tally
 from worker.importers.plugin import ConvertOptions, Importer
 from worker.importers.publish import ImportFailed, Publisher
-from worker.runtime.connection import NatsOptions
+from worker.transport.connection import NatsOptions
 
 DEFAULT_BUCKET: Final = "sessionquery-watch"
 DEFAULT_POLL_S: Final = 1.0
@@ -73,11 +73,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from worker.importers.command import assumed_zone, resolve_jobs
+    from worker.commands.importing import assumed_zone, resolve_jobs
+    from worker.config_flags import config_from_args, subjects_from_args
     from worker.logs import configure_logging
-    from worker.runtime.config_flags import config_from_args
-    from worker.runtime.connection import options_from_args
-    from worker.runtime.ingest_consumer import subjects_from_args
+    from worker.transport.flags import options_from_args
 
     configure_logging()
     jobs = resolve_jobs(args)
