@@ -32,6 +32,7 @@ BUILT_IN: Final = {
     "cline": "worker.importers.whole_sources:ClineImporter",
     "roo-code": "worker.importers.whole_sources:RooCodeImporter",
     "openhands": "worker.importers.whole_sources:OpenHandsImporter",
+    "vscode-copilot": "worker.importers.whole_sources:VSCodeCopilotImporter",
 }
 
 

@@ -1,4 +1,5 @@
-"""The importers of whole sources: OpenCode, Kilo CLI, Goose, Cline, Roo Code, OpenHands.
+"""The importers of whole sources: OpenCode, Kilo CLI, Goose, Cline, Roo Code, OpenHands,
+VS Code Copilot Chat.
 
 Each source (a database file, a session's folder) is one record per change: reading it
 says "look again", and the converter (``snapshot.SnapshotConverter``) publishes what is
@@ -14,7 +15,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import ClassVar, Final
 
-from worker.importers import cline, goose, opencode, openhands
+from worker.importers import cline, goose, opencode, openhands, vscode_copilot
 from worker.importers.base import Converter
 from worker.importers.plugin import ConvertOptions, Importer, Record
 from worker.importers.snapshot import Snapshot, SnapshotConverter
@@ -28,15 +29,15 @@ def data_home() -> Path:
     return Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
 
 
-def editor_storage(extension: str) -> list[Path]:
-    """``<editor>/User/globalStorage/<extension>/tasks`` for each editor, on this OS."""
+def editor_user_dirs() -> list[Path]:
+    """Each editor's ``User`` folder on this OS (its global and workspace storage)."""
     if sys.platform == "darwin":
         base = Path.home() / "Library" / "Application Support"
     elif sys.platform == "win32":
         base = Path(os.environ.get("APPDATA") or Path.home())
     else:
         base = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
-    return [base / editor / "User" / "globalStorage" / extension / "tasks" for editor in _EDITORS]
+    return [base / editor / "User" for editor in _EDITORS]
 
 
 def _newest_change(path: Path) -> float:
@@ -134,7 +135,8 @@ class ClineImporter(SnapshotImporter):
     extensions: ClassVar[tuple[str, ...]] = ("saoudrizwan.claude-dev",)
 
     def default_locations(self) -> list[Path]:
-        found = [p for ext in self.extensions for p in editor_storage(ext)]
+        found = [user / "globalStorage" / ext / "tasks"
+                 for ext in self.extensions for user in editor_user_dirs()]  # fmt: skip
         if self.flavour == "cline":
             found.append(Path.home() / ".cline" / "data" / "tasks")
         return found
@@ -184,3 +186,28 @@ class OpenHandsImporter(SnapshotImporter):
 
     def read(self, path: Path) -> Snapshot:
         return openhands.read_conversation(path)
+
+
+class VSCodeCopilotImporter(SnapshotImporter):
+    name: ClassVar[str] = "vscode-copilot"
+    help: ClassVar[str] = (
+        "VS Code Copilot Chat sessions (the editor's workspaceStorage/*/chatSessions)"
+    )
+    env_vars: ClassVar[tuple[str, ...]] = ("XDG_CONFIG_HOME", "APPDATA")
+    detect_order: ClassVar[int] = 56
+    folders: ClassVar[tuple[str, ...]] = ("chatSessions", "emptyWindowChatSessions")
+
+    def default_locations(self) -> list[Path]:
+        return [user / place for user in editor_user_dirs()
+                for place in ("workspaceStorage", "globalStorage")]  # fmt: skip
+
+    def detect(self, path: Path, head: Sequence[bytes]) -> bool:
+        return path.parent.name in self.folders and path.suffix in (".json", ".jsonl")
+
+    def files(self, root: Path) -> Iterator[Path]:
+        for folder in self.folders:
+            for pattern in ("*.json", "*.jsonl"):
+                yield from root.rglob(f"{folder}/{pattern}")
+
+    def read(self, path: Path) -> Snapshot:
+        return vscode_copilot.read_chat(path)
