@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Final, TextIO
 
 from contracts.limits import MAX_EVENT_BYTES, event_size_limit
+from contracts.partitions import NO_CWD_KEY
 from contracts.subjects import Subjects
 from worker.importers.base import Converter, Outgoing, Problem, SpawnLinks, Tally
 from worker.importers.detect import AUTO
@@ -93,6 +94,7 @@ class ImportReport:
     will_dead_letter: int = 0
     dead_letter_reasons: tuple[str, ...] = ()
     agents: list[AgentReport] = field(default_factory=list)  # auto-detection's, per agent
+    no_cwd_sessions: int = 0  # sessions whose source says no cwd (or none found)
 
     @property
     def invalid(self) -> int:
@@ -181,6 +183,9 @@ def print_summary(report: ImportReport, out: TextIO) -> None:
     )
     if report.tally.skipped:
         print(f"skipped records: {skipped_text(report.tally)}", file=out)
+    if report.no_cwd_sessions:
+        print(f"sessions without a cwd: {report.no_cwd_sessions} (the no-cwd workspace,"
+              " where each session sees only itself)", file=out)  # fmt: skip
     if report.will_dead_letter:
         print(dead_letter_line(report.will_dead_letter, report.dead_letter_reasons), file=out)
 
@@ -301,6 +306,8 @@ class _ImportRun:
         from worker.importers.pipeline import checked
 
         for out in checked(converter, outs, str(path), line_no, self.limit):
+            if out.kind == "session/start" and out.key == NO_CWD_KEY:
+                self.report.no_cwd_sessions += 1
             await self.publisher.send(out)
         for problem in converter.tally.problems[self.pending_problems :]:
             self.bar.clear()

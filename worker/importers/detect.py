@@ -38,7 +38,9 @@ def expand(paths: list[Path], fmt: str) -> Iterator[Path]:
     for path in paths:
         if path.is_file():
             found = [path]
-        else:
+        elif len(chosen) == 1:
+            found = chosen[0].files(path) if path.is_dir() else []
+        else:  # any format's sources: by path
             found = sorted({f for imp in chosen if path.is_dir() for f in imp.files(path)}, key=str)
         for file in found:
             if file not in seen:

@@ -82,10 +82,11 @@ class Importer(ABC):
         writes in its own format only repeat others)."""
         return True
 
-    def files(self, root: Path) -> Iterator[Path]:
-        """The sources under the folder ``root``; ``import`` and ``watch`` sort them by
-        path, so a transcript comes before its sub-agents'."""
-        return (path for path in root.rglob(self.pattern) if self.accepts(path))
+    def files(self, root: Path) -> list[Path]:
+        """The sources under the folder ``root``, in the order to read them: a transcript
+        before its sub-agents', whose start cites the call that spawned them (default:
+        by path)."""
+        return sorted((path for path in root.rglob(self.pattern) if self.accepts(path)), key=str)
 
     def last_change(self, path: Path) -> float:
         """When the source last changed (Unix time): ``watch`` ends the sessions a source

@@ -55,6 +55,13 @@ class SnapshotImporter(Importer):
     def read(self, path: Path) -> Snapshot:
         raise NotImplementedError
 
+    def sources(self, root: Path) -> Iterator[Path]:
+        """The sources under ``root`` (or ``root`` itself), in any order."""
+        raise NotImplementedError
+
+    def files(self, root: Path) -> list[Path]:
+        return sorted(set(self.sources(root)), key=str)
+
     def last_change(self, path: Path) -> float:
         return _newest_change(path)
 
@@ -85,7 +92,7 @@ class OpenCodeImporter(SnapshotImporter):
             path.is_dir() and path.name == "storage" and path.parent.name == self.folder
         )
 
-    def files(self, root: Path) -> Iterator[Path]:
+    def sources(self, root: Path) -> Iterator[Path]:
         if root.name == "storage" and (root / "session").is_dir():
             yield root
             return
@@ -120,7 +127,7 @@ class GooseImporter(SnapshotImporter):
     def detect(self, path: Path, head: Sequence[bytes]) -> bool:
         return path.name == "sessions.db"
 
-    def files(self, root: Path) -> Iterator[Path]:
+    def sources(self, root: Path) -> Iterator[Path]:
         return root.rglob("sessions.db")
 
     def read(self, path: Path) -> Snapshot:
@@ -144,7 +151,7 @@ class ClineImporter(SnapshotImporter):
     def detect(self, path: Path, head: Sequence[bytes]) -> bool:
         return (path / cline.CONVERSATION).is_file() and cline.flavour(path) == self.flavour
 
-    def files(self, root: Path) -> Iterator[Path]:
+    def sources(self, root: Path) -> Iterator[Path]:
         if (root / cline.CONVERSATION).is_file():
             yield root
             return
@@ -176,7 +183,7 @@ class OpenHandsImporter(SnapshotImporter):
     def detect(self, path: Path, head: Sequence[bytes]) -> bool:
         return (path / "events").is_dir()
 
-    def files(self, root: Path) -> Iterator[Path]:
+    def sources(self, root: Path) -> Iterator[Path]:
         if (root / "events").is_dir():
             yield root
             return
@@ -204,7 +211,7 @@ class VSCodeCopilotImporter(SnapshotImporter):
     def detect(self, path: Path, head: Sequence[bytes]) -> bool:
         return path.parent.name in self.folders and path.suffix in (".json", ".jsonl")
 
-    def files(self, root: Path) -> Iterator[Path]:
+    def sources(self, root: Path) -> Iterator[Path]:
         for folder in self.folders:
             for pattern in ("*.json", "*.jsonl"):
                 yield from root.rglob(f"{folder}/{pattern}")
