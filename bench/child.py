@@ -1,4 +1,5 @@
-"""Child processes for benches: a real ``Worker``, or a raw nats-py echo responder.
+"""Child processes for benches: a real ``Worker``, a raw nats-py echo responder, or a
+JetStream work-queue echo (the search lane's floor).
 
 A deployment runs the worker in its own process; so do the benches, so the requesting
 side and the serving side do not share one interpreter (and one core). The echo floor's
@@ -104,6 +105,10 @@ def worker_args(
 
 def echo_args(url: str, subject: str) -> list[str]:
     return ["echo", "--nats-url", url, "--subject", subject]
+
+
+def work_queue_echo_args(url: str, subject: str) -> list[str]:
+    return ["wq-echo", "--nats-url", url, "--subject", subject]
 
 
 def _stream_seq(db: Path) -> int:
@@ -266,6 +271,52 @@ async def _serve_echo(args: argparse.Namespace) -> None:
         await nc.close()
 
 
+async def _serve_work_queue_echo(args: argparse.Namespace) -> None:
+    """The search lane's floor: each request is put on a work-queue stream (publish, the
+    stream's ack), pulled back by the one durable consumer, answered and acked, as the
+    search lane does with a search; nothing else."""
+    import nats
+    from nats.js import api
+
+    nc = await nats.connect(args.nats_url, name="sessionquery-bench-wq-echo")
+    js = nc.jetstream()
+    stream, queued = f"SQBENCH_WQ_{args.subject.rsplit('.', 1)[-1]}", f"{args.subject}.queued"
+    await js.add_stream(name=stream, subjects=[queued], retention=api.RetentionPolicy.WORK_QUEUE)
+    pull = await js.pull_subscribe(queued, durable="echo", stream=stream)
+    stop = _stop_event()
+
+    async def handler(msg: Any) -> None:
+        await js.publish(queued, msg.data, headers={"Reply-To": msg.reply})
+
+    async def lane() -> None:
+        while not stop.is_set():
+            try:
+                taken = await pull.fetch(1, timeout=1)
+            except nats.errors.TimeoutError:
+                continue
+            for queued_msg in taken:
+                reply_to = (queued_msg.headers or {}).get("Reply-To")
+                if reply_to:
+                    await nc.publish(reply_to, queued_msg.data)
+                await queued_msg.ack()
+
+    sub = await nc.subscribe(args.subject, cb=handler)
+    await nc.flush()
+    pulling = asyncio.create_task(lane())
+    _ready()
+    try:
+        await stop.wait()
+    finally:
+        pulling.cancel()
+        with contextlib.suppress(BaseException):
+            await pulling
+        with contextlib.suppress(Exception):
+            await sub.unsubscribe()
+        with contextlib.suppress(Exception):
+            await js.delete_stream(stream)
+        await nc.close()
+
+
 def _stop_event() -> asyncio.Event:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -288,11 +339,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     w.add_argument("--subjects", required=True, help="Subjects as JSON")
     w.add_argument("--set", action="append", default=[], help="integer WorkerConfig field")
     w.add_argument("--partitions", default="all", help="the partition set it holds")
-    e = sub.add_parser("echo")
-    e.add_argument("--nats-url", required=True)
-    e.add_argument("--subject", required=True)
+    for mode in ("echo", "wq-echo"):
+        e = sub.add_parser(mode)
+        e.add_argument("--nats-url", required=True)
+        e.add_argument("--subject", required=True)
     args = parser.parse_args(argv)
-    serve = _serve_worker if args.mode == "worker" else _serve_echo
+    serve = {"worker": _serve_worker, "echo": _serve_echo, "wq-echo": _serve_work_queue_echo}[
+        args.mode
+    ]
     profile_to = os.environ.get(PROFILE_ENV)
     if not profile_to:
         asyncio.run(serve(args))

@@ -1,5 +1,7 @@
 """The worker: the index, ingestion, the tools and the NATS runtime, composed.
 
+Over 400 lines: the composition root, where the order the pieces open and close in is read.
+
 ``Worker.start`` opens the pieces in order on one ``AsyncExitStack``, each registering its
 close as it opens: the slow-consumer watch, the supervisor, the tools' source (by default
 this worker's index replica: store, writer, supervised ingestion), the spill bucket, the
@@ -18,7 +20,7 @@ import contextlib
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
-from typing import Any, Final, cast
+from typing import Any, Final
 
 import structlog
 from nats.aio.client import Client as NATS
@@ -84,7 +86,7 @@ async def indexed_tools(
 
     index = await IndexReplica.open(nc, config, supervisor)
     stack.push_async_callback(index.close)
-    store = cast(Any, index.store)
+    store = index.store
 
     def scoped(partition: PartitionScope) -> ToolSet:
         return register_tools(store, config.tools, partition=partition)
@@ -268,7 +270,7 @@ class Worker:
             return  # tools over another source: nothing an operator could browse here
         operators = OperatorEndpoints(
             self.nc,
-            OperatorQueries(cast(Any, self.index.store)),
+            OperatorQueries(self.index.store),
             status=self._operator_status,
             load=lambda: {
                 "searches": self.in_flight().searches,

@@ -1,4 +1,7 @@
-"""Ingestion: the actor's batching and backpressure, and the JetStream binding end to end."""
+"""Ingestion: the actor's batching and backpressure, and the JetStream binding end to end.
+
+Over 400 lines: the ingest actor's batching, order and memory, one behaviour per test.
+"""
 
 from __future__ import annotations
 

@@ -1,6 +1,9 @@
 """The index writer in a child process: same results as the thread writer, ordered chained
 applies, torn frames never committed, the child dies with its parent, a crashed child is
-reported and replaced, and the worker runs this writer by default."""
+reported and replaced, and the worker runs this writer by default.
+
+Over 400 lines: the writer child's lifecycle and faults, one per test.
+"""
 
 from __future__ import annotations
 
@@ -424,6 +427,7 @@ async def test_the_worker_ingests_through_a_child_process(
         assert pid is not None and not gone(pid, within_s=0.1)
         for item in session_items("s", 1, 3):
             await js.publish(subject_of(subjects, "s"), item.data)
+        assert index.consumer is not None
         await asyncio.wait_for(index.consumer.actor.wait_applied(3), 20)
     finally:
         await worker.stop()

@@ -9,8 +9,9 @@ schema version, stream identity) and then:
   (nothing sound to serve meanwhile), then opened;
 - it is sound but the stream moved on (re-created, reset, a gap): the old file is served as
   it is while a new one is built beside it, and swapped in when caught up. The tools read
-  through ``SwappableStore``, so the swap replaces the readers under them; reads running on
-  the old file finish there.
+  through ``ReplicaStore``, so the swap replaces the readers under them; reads running on
+  the old file finish there. ``state`` says which of opening, serving, rebuilding or stopped
+the replica is in.
 
 A divergence found later, after a consumer reset, is handled the same way (ingestion into
 the old file stops, the old file keeps serving, the new one is built and swapped in) with
@@ -23,7 +24,7 @@ import asyncio
 import contextlib
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 import structlog
 from nats.aio.client import Client as NATS
@@ -33,9 +34,17 @@ from worker.actors import Supervisor
 from worker.config import WorkerConfig
 from worker.replica import continuity, rebuild, snapshots
 from worker.replica.continuity import Plan, StreamDiverged, StreamState
+from worker.replica.ingest_consumer import EventConsumer, ensure_events_stream
 from worker.replica.rebuild import RebuildProgress
+from worker.replica.replica_store import ReplicaStore
 from worker.replica.semantic import SEMANTIC_ACTOR, EmbeddingFollower, load_embedder
-from worker.replica.snapshots import Join
+from worker.replica.snapshots import Join, SnapshotPolicy, SnapshotPublisher
+from worker.store.files.index_file import IndexLock
+from worker.store.index.writer import IndexWriter
+from worker.store.index.writer_process import open_index_writer
+from worker.store.protocol import ServiceLimits
+from worker.store.search.semantic.embedder import Embedder
+from worker.store.sqlite import SqliteSessionStore
 
 log = structlog.get_logger("worker.replica.replica")
 
@@ -45,23 +54,9 @@ STATUS_ACTOR: Final = "index-status"
 SNAPSHOT_ACTOR: Final = "index-snapshots"
 STATUS_EVERY_S: Final = 5.0
 
-
-class SwappableStore:
-    """The store the tools hold: every call goes to the current ``SqliteSessionStore``."""
-
-    def __init__(self, store: Any) -> None:
-        self.current = store
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.current, name)
-
-    def notify_commit(self) -> None:
-        self.current.notify_commit()
-
-    async def swap(self, store: Any) -> None:
-        old, self.current = self.current, store
-        with contextlib.suppress(Exception):
-            await old.close()  # waits for the reads running on the old file
+# opening: locking, checking, joining; serving: ingesting into the file it serves;
+# rebuilding: serving the old file while a new one is built beside it; stopped: closed.
+ReplicaState = Literal["opening", "serving", "rebuilding", "stopped"]
 
 
 class IndexReplica:
@@ -69,29 +64,33 @@ class IndexReplica:
     ``writer`` and ``consumer`` are None while a rebuild is in progress."""
 
     def __init__(
-        self, nc: NATS, config: WorkerConfig, supervisor: Supervisor, lock: Any, store: Any
+        self,
+        nc: NATS,
+        config: WorkerConfig,
+        supervisor: Supervisor,
+        lock: IndexLock,
+        store: SqliteSessionStore,
     ) -> None:
         self._nc = nc
         self._config = config
         self._supervisor = supervisor
         self._lock = lock
-        self.store = SwappableStore(store)
-        self.writer: Any = None
-        self.consumer: Any = None
+        self.state: ReplicaState = "opening"
+        self.store = ReplicaStore(store)
+        self.writer: IndexWriter[Any] | None = None
+        self.consumer: EventConsumer | None = None
         self.stream: StreamState | None = None
         self.rebuild = RebuildProgress()
         self.fatal: asyncio.Future[Exception] = asyncio.get_running_loop().create_future()
         self.last_status: dict[str, Any] = {}
-        self.snapshots: Any = None  # the SnapshotPublisher, when snapshots are published
-        self.embedder: Any = None  # the model, with --semantic on
+        self.snapshots: SnapshotPublisher | None = None  # when snapshots are published
+        self.embedder: Embedder | None = None  # the model, with --semantic on
         self.joined: Join | None = None  # how the index started (snapshot, replay, resume)
 
     @classmethod
     async def open(cls, nc: NATS, config: WorkerConfig, supervisor: Supervisor) -> IndexReplica:
         """Lock, check (rebuilding first when nothing sound can be served), then serve the
         file and ingest, or rebuild beside it; a failure part way releases what was taken."""
-        from worker.store.files.index_file import IndexLock
-
         async with contextlib.AsyncExitStack() as stack:
             lock = IndexLock(config.db_path).acquire()
             stack.callback(lock.release)
@@ -101,7 +100,7 @@ class IndexReplica:
             replica = cls(nc, config, supervisor, lock, await _open_store(config, embedder))
             replica.embedder = embedder
             replica.joined = joined
-            stack.push_async_callback(replica.store.current.close)
+            stack.push_async_callback(replica.store.close)
             replica.stream = stream
             if plan.rebuild and plan.background:
                 replica._start_rebuild(plan.reason)
@@ -113,9 +112,6 @@ class IndexReplica:
         return replica
 
     async def _start_ingest(self, stream: StreamState) -> None:
-        from worker.replica.ingest_consumer import EventConsumer
-        from worker.store.index.writer_process import open_index_writer
-
         config = self._config
         writer = await open_index_writer(
             config.db_path,
@@ -135,11 +131,10 @@ class IndexReplica:
         )
         consumer.stream = stream  # as checked, until the consumer checks again
         self.writer, self.consumer = writer, consumer
+        self.state = "serving"
         self._supervisor.start(INGEST_ACTOR, consumer.run)
 
     def _start_snapshots(self) -> None:
-        from worker.replica.snapshots import SnapshotPolicy, SnapshotPublisher
-
         if not SnapshotPolicy.of(self._config).publishing:
             return
 
@@ -170,6 +165,7 @@ class IndexReplica:
             self.fatal.set_result(reason)
 
     def _start_rebuild(self, reason: str) -> None:
+        self.state = "rebuilding"
         self.rebuild.running, self.rebuild.reason = True, reason
 
         async def body() -> None:
@@ -196,11 +192,10 @@ class IndexReplica:
 
     async def status(self) -> dict[str, Any]:
         """The index against the stream's current state (one stream info request)."""
-        from worker.replica.continuity import stream_state
         from worker.replica.index_report import index_status, lag_seconds
 
         js = self._nc.jetstream()
-        stream = await stream_state(
+        stream = await continuity.stream_state(
             js, self._config.subjects.events_stream, self._config.partitions, self._config.subjects
         )
         meta = await self.writer.info() if self.writer is not None else None
@@ -262,8 +257,9 @@ class IndexReplica:
         await self._supervisor.stop(SEMANTIC_ACTOR)
         if self.embedder is not None:
             self.embedder.close()
+        self.state = "stopped"
         with contextlib.suppress(Exception):
-            await self.store.current.close()
+            await self.store.close()
         if self.writer is not None:
             await self.writer.close()
         self._lock.release()
@@ -286,8 +282,6 @@ async def _checked(nc: NATS, config: WorkerConfig) -> tuple[StreamState, Plan, J
     """The stream's state, the preflight's plan for the file and how the index joined; a
     file with nothing sound to serve (corrupt, or of a schema with no migration) is
     rebuilt here, first."""
-    from worker.replica.ingest_consumer import ensure_events_stream
-
     config.db_path.parent.mkdir(parents=True, exist_ok=True)
     js = nc.jetstream()
     await ensure_events_stream(js, config.subjects)
@@ -311,10 +305,7 @@ async def _checked(nc: NATS, config: WorkerConfig) -> tuple[StreamState, Plan, J
     return stream, plan, joined
 
 
-async def _open_store(config: WorkerConfig, embedder: Any = None) -> Any:
-    from worker.store.protocol import ServiceLimits
-    from worker.store.sqlite import SqliteSessionStore
-
+async def _open_store(config: WorkerConfig, embedder: Embedder | None) -> SqliteSessionStore:
     store = await SqliteSessionStore.open(
         config.db_path,
         readers=config.readers,

@@ -19,6 +19,7 @@ from typing import Any, Final
 import structlog
 
 from worker.config import WorkerConfig
+from worker.replica.replica_store import ReplicaStore
 from worker.settings import ConfigError
 
 log = structlog.get_logger("sessionquery.semantic")
@@ -57,7 +58,7 @@ def load_embedder(config: WorkerConfig) -> Any:
 class EmbeddingFollower:
     """The actor body: step the follower until cancelled."""
 
-    def __init__(self, db_path: Path, embedder: Any, store: Any) -> None:
+    def __init__(self, db_path: Path, embedder: Any, store: ReplicaStore) -> None:
         self._db_path = db_path
         self._embedder = embedder
         self._store = store  # warmed first: the vectors of every workspace in memory
@@ -65,7 +66,7 @@ class EmbeddingFollower:
         self._inode: int | None = None
 
     async def run(self) -> None:
-        loaded = await asyncio.to_thread(self._store.current.warm_semantic)
+        loaded = await asyncio.to_thread(self._store.warm_semantic)
         log.info("semantic vectors loaded", vectors=loaded)
         try:
             while True:

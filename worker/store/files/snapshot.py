@@ -1,5 +1,7 @@
 """Snapshots of the index: a consistent copy to ship to another worker, and its restore.
 
+Over 400 lines: writing, verifying and restoring one archive format must agree line by line.
+
 A snapshot is one tar archive (written as a stream, never held in memory whole):
 
 - ``manifest.json``: the snapshot format, the schema and search-index versions, the stream
