@@ -1,56 +1,27 @@
-"""Importing a generated whole source with the real command and reading it back with the
-five tools, against a real nats-server and a real worker: shared by the per-agent tests."""
+"""What the whole-source agents' tests share: the events a converter makes of one reading,
+the citations in a tool's answer, and ``watch`` following a source that grows (with a real
+nats-server) and resuming from its stored token."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import orjson
 from nats.aio.client import Client as NATS
 
 from contracts.subjects import Subjects
-from tests._harness import body, call, config_for, until
-from tests.importers.test_import_tools import import_args, sessionquery
-from worker.worker import Worker
+from tests._harness import until
+from tests.importers.test_watch import has, said, start, stop, watch_command
+from worker.importers.snapshot import Snapshot, SnapshotConverter
 
 
-@asynccontextmanager
-async def imported(
-    nc: NATS, nats_url: str, subjects: Subjects, tmp_path: Path, fmt: str, *paths: Path,
-    expected: int,
-) -> AsyncIterator[Worker]:  # fmt: skip
-    """Import ``paths`` twice (the second publishes nothing new), then index them.
-
-    ``--idle-seconds 0``: every session is over, so each gets its title and its end."""
-    args = import_args(nats_url, subjects, *paths, fmt=fmt, idle="0")
-    first = await asyncio.to_thread(sessionquery, *args)
-    assert first.returncode == 0, first.stderr
-    assert f"published {expected} events (0 already in the stream)" in first.stderr, first.stderr
-    js = nc.jetstream()
-    assert (await js.stream_info(subjects.events_stream)).state.messages == expected
-    second = await asyncio.to_thread(sessionquery, *args)
-    assert f"published {expected} events ({expected} already in the stream)" in second.stderr
-    assert (await js.stream_info(subjects.events_stream)).state.messages == expected
-    worker = await Worker.start(nc, config_for(subjects, tmp_path))
-    try:
-
-        async def caught_up() -> bool:
-            return (await worker.indexed_through()) == expected
-
-        await until(caught_up, within=20)
-        yield worker
-    finally:
-        await worker.stop()
-        await js.delete_stream(subjects.events_stream)
-
-
-async def ask(nc: NATS, worker: Worker, tool: str, caller: str, **args: Any) -> str:
-    reply, _ = await call(nc, worker.config.subjects, tool, body(caller=caller, **args))
-    assert reply["status"] == "ok", reply
-    return str(reply["content"])
+def snapshot_events(name: str, snapshot: Snapshot) -> list[dict[str, Any]]:
+    """The event bodies a fresh converter named ``name`` makes of one reading."""
+    converter = SnapshotConverter(name, lambda: snapshot)
+    return [orjson.loads(out.body) for out in converter.feed(1, b"")]
 
 
 def cites_of(trace: str) -> str:
@@ -65,8 +36,6 @@ async def watch_growth(
     """``watch`` publishes the ``before`` events a source holds, then the ones ``grow``
     adds (``after`` in all); restarted, it resumes from its stored token and publishes
     nothing again."""
-    from tests.importers.test_watch import has, said, start, stop, watch_command
-
     command = watch_command(nats_url, subjects, bucket, path, fmt=fmt, quiet=False)
     first = start(command)
     try:

@@ -11,9 +11,10 @@ from nats.aio.client import Client as NATS
 
 from contracts.subjects import Subjects
 from tests.importers import gen_cline as gen
-from tests.importers._sources import ask, cites_of, imported, watch_growth
+from tests.importers._agent_e2e import imported
+from tests.importers._sources import cites_of, snapshot_events, watch_growth
+from tests.importers.test_import_tools import ask
 from worker.importers import cline
-from worker.importers.snapshot import SnapshotConverter
 
 CLINE = f"cline-{gen.CLINE_TASK}"
 CLINE_XML = f"cline-{gen.CLINE_XML_TASK}"
@@ -22,9 +23,8 @@ ROO_CHILD = f"roo-{gen.ROO_CHILD}"
 
 
 def events(task: Path) -> list[dict[str, Any]]:
-    snapshot = cline.read_task(task)
     name = "roo-code" if cline.flavour(task) == "roo" else "cline"
-    return [orjson.loads(o.body) for o in SnapshotConverter(name, lambda: snapshot).feed(1, b"")]
+    return snapshot_events(name, cline.read_task(task))
 
 
 def test_native_tools_pair_and_environment_details_are_context(tmp_path: Path) -> None:
@@ -74,8 +74,8 @@ async def test_import_answers_the_tools(
     storage = tmp_path / "globalStorage"
     tasks = gen.write_roo(storage)
     # Roo: 8 + 3 events and an end each (untitled: the first prompt stands in).
-    async with imported(nc, nats_url, subjects, tmp_path, "roo-code", tasks,
-                        expected=13) as worker:  # fmt: skip
+    async with imported(nc, nats_url, subjects, tmp_path, tasks, "roo-code",
+                        expected=13, idle="0") as (worker, _):  # fmt: skip
         lineage = await ask(nc, worker, "session_trace", ROO, session_id=ROO)
         assert ROO_CHILD in lineage.split("Descendants")[1]
         assert "Plan the caching layer" in lineage  # the first prompt
@@ -89,8 +89,8 @@ async def test_import_of_cline_tasks_pairs_tool_calls(
     nc: NATS, nats_url: str, subjects: Subjects, tmp_path: Path
 ) -> None:
     tasks = gen.write_cline(tmp_path / "globalStorage")
-    async with imported(nc, nats_url, subjects, tmp_path, "cline", tasks,
-                        expected=11 + 7) as worker:  # fmt: skip
+    async with imported(nc, nats_url, subjects, tmp_path, tasks, "cline",
+                        expected=11 + 7, idle="0") as (worker, _):  # fmt: skip
         result = await ask(nc, worker, "session_event_trace", CLINE, session_id=CLINE, seq=6)
         assert f"{CLINE} seq 5 · tool/call" in cites_of(result)
         other = await ask(nc, worker, "session_search", CLINE, query="Kelvin forecast")

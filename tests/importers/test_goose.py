@@ -6,15 +6,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import orjson
 import pytest
 from nats.aio.client import Client as NATS
 
 from contracts.subjects import Subjects
 from tests.importers import gen_goose as gen
-from tests.importers._sources import ask, cites_of, imported, watch_growth
+from tests.importers._agent_e2e import imported
+from tests.importers._sources import cites_of, snapshot_events, watch_growth
+from tests.importers.test_import_tools import ask
 from worker.importers import goose
-from worker.importers.snapshot import SnapshotConverter
 
 MAIN = f"goose-{gen.MAIN}"
 HELPER = f"goose-{gen.HELPER}"
@@ -26,8 +26,7 @@ EVENTS = 13 + 4 + 4
 
 
 def events(db: Path) -> list[dict[str, Any]]:
-    snapshot = goose.read_database(db)
-    return [orjson.loads(o.body) for o in SnapshotConverter("goose", lambda: snapshot).feed(1, b"")]
+    return snapshot_events("goose", goose.read_database(db))
 
 
 @pytest.mark.parametrize("schema", [5, 2])
@@ -57,8 +56,8 @@ async def test_import_answers_the_tools(
 ) -> None:
     db = tmp_path / "sessions.db"
     gen.write_database(db)
-    async with imported(nc, nats_url, subjects, tmp_path, "goose", db,
-                        expected=EVENTS) as worker:  # fmt: skip
+    async with imported(nc, nats_url, subjects, tmp_path, db, "goose",
+                        expected=EVENTS, idle="0") as (worker, _):  # fmt: skip
         lineage = await ask(nc, worker, "session_trace", MAIN, session_id=MAIN)
         assert "⟦March ledger reconciliation⟧" in lineage
         result = await ask(nc, worker, "session_event_trace", MAIN, session_id=MAIN, seq=6)

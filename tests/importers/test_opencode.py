@@ -12,7 +12,9 @@ from nats.aio.client import Client as NATS
 
 from contracts.subjects import Subjects
 from tests.importers import gen_opencode as gen
-from tests.importers._sources import ask, cites_of, imported, watch_growth
+from tests.importers._agent_e2e import imported
+from tests.importers._sources import cites_of, snapshot_events, watch_growth
+from tests.importers.test_import_tools import ask
 from worker.importers import opencode
 from worker.importers.snapshot import Snapshot, SnapshotConverter
 
@@ -23,8 +25,7 @@ EVENTS = 11 + 9 + 8
 
 
 def events_of(snapshot: Snapshot) -> list[dict[str, Any]]:
-    converter = SnapshotConverter("opencode", lambda: snapshot)
-    return [orjson.loads(out.body) for out in converter.update(snapshot)]
+    return snapshot_events("opencode", snapshot)
 
 
 def test_database_and_older_tree_give_the_same_events(tmp_path: Path) -> None:
@@ -112,8 +113,8 @@ async def test_import_answers_the_tools(
     db = tmp_path / "opencode" / "opencode.db"
     db.parent.mkdir()
     gen.write_database(db, gen.corpus())
-    async with imported(nc, nats_url, subjects, tmp_path, "opencode", db,
-                        expected=EVENTS) as worker:  # fmt: skip
+    async with imported(nc, nats_url, subjects, tmp_path, db, "opencode",
+                        expected=EVENTS, idle="0") as (worker, _):  # fmt: skip
         lineage = await ask(nc, worker, "session_trace", gen.MAIN, session_id=gen.MAIN)
         assert "⟦Fix the checkout rounding⟧" in lineage  # the title, published at the end
         assert f"{gen.CHILD} ⟦Find every rounding call (@general subagent)⟧" in lineage

@@ -6,23 +6,21 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import orjson
 from nats.aio.client import Client as NATS
 
 from contracts.subjects import Subjects
 from tests.importers import gen_openhands as gen
-from tests.importers._sources import ask, cites_of, imported, watch_growth
+from tests.importers._agent_e2e import imported
+from tests.importers._sources import cites_of, snapshot_events, watch_growth
+from tests.importers.test_import_tools import ask
 from worker.importers import openhands
-from worker.importers.snapshot import SnapshotConverter
 
 SDK = f"openhands-{gen.SDK_ID}"
 SERVER = f"openhands-{gen.SERVER_ID}"
 
 
 def events(folder: Path) -> list[dict[str, Any]]:
-    snapshot = openhands.read_conversation(folder)
-    converter = SnapshotConverter("openhands", lambda: snapshot)
-    return [orjson.loads(o.body) for o in converter.feed(1, b"")]
+    return snapshot_events("openhands", openhands.read_conversation(folder))
 
 
 def test_sdk_events(tmp_path: Path) -> None:
@@ -72,8 +70,8 @@ async def test_import_answers_the_tools(
     gen.write_sdk(root)
     gen.write_server(root)
     # SDK: 10 events, title and end; server: 5, title and end.
-    async with imported(nc, nats_url, subjects, tmp_path, "openhands", root,
-                        expected=12 + 7) as worker:  # fmt: skip
+    async with imported(nc, nats_url, subjects, tmp_path, root, "openhands",
+                        expected=12 + 7, idle="0") as (worker, _):  # fmt: skip
         lineage = await ask(nc, worker, "session_trace", SDK, session_id=SDK)
         assert "⟦Respect robots.txt⟧" in lineage
         result = await ask(nc, worker, "session_event_trace", SDK, session_id=SDK, seq=6)

@@ -8,15 +8,14 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-import orjson
 from nats.aio.client import Client as NATS
 
 from contracts.subjects import Subjects
 from tests.importers import gen_vscode_copilot as gen
-from tests.importers._sources import ask, cites_of, imported, watch_growth
-from tests.importers.test_import_tools import import_args, sessionquery
+from tests.importers._agent_e2e import imported
+from tests.importers._sources import cites_of, snapshot_events, watch_growth
+from tests.importers.test_import_tools import ask, import_args, sessionquery
 from worker.importers import vscode_copilot
-from worker.importers.snapshot import SnapshotConverter
 
 DOCUMENT = f"vscode-{gen.DOCUMENT}"
 LOG = f"vscode-{gen.LOG}"
@@ -24,9 +23,7 @@ EMPTY = f"vscode-{gen.EMPTY_WINDOW}"
 
 
 def events(path: Path) -> list[dict[str, Any]]:
-    snapshot = vscode_copilot.read_chat(path)
-    converter = SnapshotConverter("vscode-copilot", lambda: snapshot)
-    return [orjson.loads(o.body) for o in converter.feed(1, b"")]
+    return snapshot_events("vscode-copilot", vscode_copilot.read_chat(path))
 
 
 def test_document_requests_and_tool_calls(tmp_path: Path) -> None:
@@ -80,8 +77,8 @@ async def test_import_answers_the_tools(
     gen.write_log(user)
     gen.write_empty_window(user)
     # Document: 11, title, end; log: 3, title, end; empty window: 3 and end.
-    async with imported(nc, nats_url, subjects, tmp_path, "vscode-copilot", user,
-                        expected=13 + 5 + 4) as worker:  # fmt: skip
+    async with imported(nc, nats_url, subjects, tmp_path, user, "vscode-copilot",
+                        expected=13 + 5 + 4, idle="0") as (worker, _):  # fmt: skip
         lineage = await ask(nc, worker, "session_trace", DOCUMENT, session_id=DOCUMENT)
         assert "⟦Retina hero image⟧" in lineage
         result = await ask(nc, worker, "session_event_trace", DOCUMENT, session_id=DOCUMENT,

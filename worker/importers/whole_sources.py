@@ -49,6 +49,14 @@ def _newest_change(path: Path) -> float:
     return max(path.stat().st_mtime, wal.stat().st_mtime if wal.exists() else 0.0)
 
 
+def _folders_holding(root: Path, name: str) -> Iterator[Path]:
+    """``root`` when it holds ``name`` (a session's own folder), else every folder below
+    it that does."""
+    if (root / name).exists():
+        return iter([root])
+    return (found.parent for found in root.rglob(name))
+
+
 class SnapshotImporter(Importer):
     """A source read whole on each change; subclasses say where and how to read it."""
 
@@ -152,12 +160,8 @@ class ClineImporter(SnapshotImporter):
         return (path / cline.CONVERSATION).is_file() and cline.flavour(path) == self.flavour
 
     def sources(self, root: Path) -> Iterator[Path]:
-        if (root / cline.CONVERSATION).is_file():
-            yield root
-            return
-        for found in root.rglob(cline.CONVERSATION):
-            if cline.flavour(found.parent) == self.flavour:
-                yield found.parent
+        found = _folders_holding(root, cline.CONVERSATION)
+        return (task for task in found if cline.flavour(task) == self.flavour)
 
     def read(self, path: Path) -> Snapshot:
         return cline.read_task(path)
@@ -184,12 +188,7 @@ class OpenHandsImporter(SnapshotImporter):
         return (path / "events").is_dir()
 
     def sources(self, root: Path) -> Iterator[Path]:
-        if (root / "events").is_dir():
-            yield root
-            return
-        for events in root.rglob("events"):
-            if events.is_dir():
-                yield events.parent
+        return _folders_holding(root, "events")
 
     def read(self, path: Path) -> Snapshot:
         return openhands.read_conversation(path)
