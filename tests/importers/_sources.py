@@ -35,8 +35,9 @@ async def watch_growth(
 ) -> None:  # fmt: skip
     """``watch`` publishes the ``before`` events a source holds, then the ones ``grow``
     adds (``after`` in all); restarted, it resumes from its stored token and publishes
-    nothing again."""
-    command = watch_command(nats_url, subjects, bucket, path, fmt=fmt, quiet=False)
+    nothing again. The generated sessions' times are long past: ``--idle-seconds`` of
+    about 30 years keeps them open."""
+    command = watch_command(nats_url, subjects, bucket, path, fmt=fmt, idle=1e9, quiet=False)
     first = start(command)
     try:
         await until(lambda: has(nc, subjects, before), within=30)

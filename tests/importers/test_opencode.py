@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
+import time
 from pathlib import Path
 from typing import Any
 
@@ -11,10 +13,12 @@ import orjson
 from nats.aio.client import Client as NATS
 
 from contracts.subjects import Subjects
+from tests._harness import until
 from tests.importers import gen_opencode as gen
 from tests.importers._agent_e2e import imported
 from tests.importers._sources import cites_of, snapshot_events, watch_growth
 from tests.importers.test_import_tools import ask
+from tests.importers.test_watch import has, start, stop, watch_command
 from worker.importers import opencode
 from worker.importers.snapshot import Snapshot, SnapshotConverter
 
@@ -152,3 +156,37 @@ async def test_watch_follows_a_database_that_gains_rows(
     # Without titles and ends (the sessions are not idle): 9 + 7 + 7, then 2 more.
     await watch_growth(nc, nats_url, subjects, f"watch-{unique}", "opencode", db,
                        before=23, grow=next_turn, after=25)  # fmt: skip
+
+
+async def test_watch_ends_each_quiet_session_of_a_busy_database(
+    nc: NATS, nats_url: str, subjects: Subjects, unique: str, tmp_path: Path
+) -> None:
+    """The database changes all the time (one session is live), yet the session whose
+    last event is older than --idle-seconds gets its title and end."""
+    history = gen.History()
+    history.session(gen.MAIN, "Yesterday's work")
+    old = history.message(gen.MAIN, "user", agent="build")
+    history.text(gen.MAIN, old, "Rename the cart module")
+    history.clock = int(time.time() * 1000)  # a session of a minute ago
+    history.session(gen.COMPACTED, "Live work")
+    live = history.message(gen.COMPACTED, "user", agent="build")
+    history.text(gen.COMPACTED, live, "Now the invoice module")
+    db = tmp_path / "opencode.db"
+    gen.write_database(db, history)
+    process = start(watch_command(nats_url, subjects, f"watch-{unique}", db, fmt="opencode",
+                                  idle=600))  # fmt: skip
+    try:
+        await until(lambda: has(nc, subjects, 6), within=30)  # 2 + title + end, 2
+        await asyncio.sleep(0.3)
+        assert await has(nc, subjects, 6)  # the live session stays open
+    finally:
+        code, err = stop(process)
+    assert code == 0, err
+    js = nc.jetstream()
+    ended = await js.get_last_msg(subjects.events_stream, subjects.stored_session("*", gen.MAIN))
+    assert ended.data is not None and orjson.loads(ended.data)["type"] == "session/end"
+    live_last = await js.get_last_msg(
+        subjects.events_stream, subjects.stored_session("*", gen.COMPACTED)
+    )
+    assert live_last.data is not None and orjson.loads(live_last.data)["type"] == "message/user"
+    await js.delete_stream(subjects.events_stream)

@@ -21,14 +21,14 @@ import argparse
 import asyncio
 import sys
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta, tzinfo
+from datetime import datetime, tzinfo
 from pathlib import Path
 from typing import Final, TextIO
 
 from contracts.limits import MAX_EVENT_BYTES, event_size_limit
 from contracts.partitions import NO_CWD_KEY
 from contracts.subjects import Subjects
-from worker.importers.base import Converter, Outgoing, Problem, SpawnLinks, Tally
+from worker.importers.base import Converter, Outgoing, Problem, SpawnLinks, Tally, quiet_since
 from worker.importers.detect import AUTO
 from worker.importers.progress import Progress
 from worker.importers.publish import DEFAULT_WINDOW, ImportFailed, Publisher
@@ -220,7 +220,7 @@ async def import_jobs(
         await publisher.prepare()
         limit = event_size_limit(publisher.max_payload, max_event_bytes)
         run = _ImportRun(publisher, bar, errors or sys.stderr, limit, assume_tz,
-                         quiet_before=_quiet_before(idle_s))  # fmt: skip
+                         quiet_before=quiet_since(idle_s))  # fmt: skip
         for job, job_files in found:
             before = AgentReport.snapshot(job, run)
             for file in job_files:
@@ -238,16 +238,6 @@ async def import_jobs(
         bar.clear()
         await nc.close()
     return run.report
-
-
-def _quiet_before(idle_s: float) -> datetime:
-    """The time before which a session's last event means it is over: the same rule as
-    ``watch``'s idle files, read from the file's own times."""
-    now = datetime.now(UTC)
-    try:
-        return now - timedelta(seconds=idle_s)
-    except OverflowError:  # inf, or further back than datetime reaches: nothing is over
-        return datetime.min.replace(tzinfo=UTC)
 
 
 @dataclass

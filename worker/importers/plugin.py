@@ -50,6 +50,9 @@ class ConvertOptions:
     # One table per import or watch run: a transcript tells the files read after it which
     # tool call spawned each sub-agent (files are read in path order).
     links: SpawnLinks | None = None
+    # ``watch``'s --idle-seconds: a whole source holding many sessions (a database) ends
+    # each one quiet for that long as it reads, not only when the whole source is quiet.
+    idle_s: float | None = None
 
 
 class UnreadableSource(Exception):

@@ -23,7 +23,16 @@ from datetime import UTC, datetime
 from typing import Any
 
 from contracts import harness
-from worker.importers.base import Outgoing, Problem, Sessions, SessionState, Tally, as_text, cut
+from worker.importers.base import (
+    Outgoing,
+    Problem,
+    Sessions,
+    SessionState,
+    Tally,
+    as_text,
+    cut,
+    quiet_since,
+)
 
 
 @dataclass
@@ -160,8 +169,13 @@ class SnapshotConverter:
     that a later import of the same source gives to another event.
     """
 
-    def __init__(self, name: str, read: Callable[[], Snapshot]) -> None:
+    def __init__(
+        self, name: str, read: Callable[[], Snapshot], *, idle_s: float | None = None
+    ) -> None:
         self.read = read
+        # ``watch``: each reading also ends the sessions quiet for this long (a database
+        # holds every session of an agent, and is rarely quiet as a whole).
+        self.idle_s = idle_s
         self.tally = Tally()
         self.sessions = Sessions(name)
         self.progress: dict[str, _Progress] = {}
@@ -172,7 +186,10 @@ class SnapshotConverter:
     def feed(self, line_no: int, line: bytes) -> list[Outgoing]:
         """A record of a whole source says only "it changed": read it again."""
         self.tally.lines += 1
-        return self.update(self.read())
+        out = self.update(self.read())
+        if self.idle_s is not None:
+            out += self.end_quiet(quiet_since(self.idle_s))
+        return out
 
     def finish(self) -> list[Outgoing]:
         return []

@@ -312,7 +312,8 @@ class Watcher:
         return value if isinstance(value, dict) else None
 
     def _converter(self, importer: Importer, path: Path) -> Converter:
-        options = ConvertOptions(self.limit, self.settings.assume_tz, self.links)
+        options = ConvertOptions(self.limit, self.settings.assume_tz, self.links,
+                                 idle_s=self.settings.idle_s)  # fmt: skip
         return importer.converter(path, options)
 
     def _replay(self, tracked: Tracked, offset: int, marks: list[int]) -> None:

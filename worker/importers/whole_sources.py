@@ -82,7 +82,7 @@ class SnapshotImporter(Importer):
 
     def converter(self, path: Path, options: ConvertOptions) -> Converter:
         read: Callable[[], Snapshot] = lambda: self.read(path)  # noqa: E731
-        return SnapshotConverter(self.name, read)
+        return SnapshotConverter(self.name, read, idle_s=options.idle_s)
 
 
 class OpenCodeImporter(SnapshotImporter):
