@@ -20,7 +20,7 @@ from tests.importers._sources import cites_of, snapshot_events, watch_growth
 from tests.importers.test_import_tools import ask
 from tests.importers.test_watch import has, start, stop, watch_command
 from worker.importers import opencode
-from worker.importers.snapshot import Snapshot, SnapshotConverter
+from worker.importers.snapshot import SessionCache, Snapshot, SnapshotConverter
 
 # Main: start, user text, synthetic context, thinking, 2 x (call, result), text = 9, plus
 # title and end; child: start, text, 2 x (call, result), text = 7, plus title and end;
@@ -86,6 +86,24 @@ def test_a_running_tool_and_a_streaming_answer_wait(tmp_path: Path) -> None:
     gen.write_database(db, history)
     later = [orjson.loads(o.body) for o in converter.feed(3, b"")]
     assert [(e["seq"], e["type"]) for e in later] == [(5, "message/assistant")]
+
+
+def test_a_cached_reading_reads_again_only_what_changed(tmp_path: Path) -> None:
+    history = gen.corpus()
+    db = tmp_path / "opencode.db"
+    gen.write_database(db, history)
+    cache = SessionCache()
+    first = {s.session_id: s for s in opencode.read_database(db, cache).sessions}
+    # A tool's state changes in place (same rows, same times): its length tells.
+    answer = history.messages[gen.CHILD][1]["id"]
+    history.parts[answer][0]["state"]["output"] += " and one more line"
+    gen.write_database(db, history)
+    again = {s.session_id: s for s in opencode.read_database(db, cache).sessions}
+    assert again[gen.MAIN] is first[gen.MAIN] and again[gen.COMPACTED] is first[gen.COMPACTED]
+    assert again[gen.CHILD] is not first[gen.CHILD]
+    output = again[gen.CHILD].items[2].payload["output"]
+    assert output == "41 total += round(x) and one more line"
+    assert opencode.read_database(db, cache).skipped == opencode.read_database(db).skipped
 
 
 def test_the_database_is_read_only_and_never_locked(tmp_path: Path) -> None:

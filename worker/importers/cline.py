@@ -31,6 +31,7 @@ publishes the messages after the ones it published.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from pathlib import Path
 from typing import Any, Final
 
@@ -84,9 +85,9 @@ def read_task(task_dir: Path) -> Snapshot:
     )
     for index, message in enumerate(conversation):
         if isinstance(message, dict):
-            session.items.extend(_message(str(index), message, start, snapshot))
+            session.items.extend(_message(str(index), message, start, session.skipped))
         else:
-            snapshot.skip("message:not-an-object")
+            session.skipped["message:not-an-object"] += 1
     snapshot.sessions.append(session)
     return snapshot
 
@@ -116,13 +117,13 @@ def _cwd_of(conversation: list[Any]) -> str | None:
 
 
 def _message(
-    ref: str, message: dict[str, Any], start: str | None, snapshot: Snapshot
+    ref: str, message: dict[str, Any], start: str | None, skipped: Counter[str]
 ) -> list[Item]:
     role = message.get("role")
     time = from_millis(message.get("ts")) or start
     content = message.get("content")
     if role not in ("user", "assistant"):
-        snapshot.skip(f"message:{role}")
+        skipped[f"message:{role}"] += 1
         return []
     if message.get("isSummary") is True:
         return [Item(ref, "compaction", "system", {"summary": as_text(content)}, "isSummary", time)]
@@ -132,7 +133,7 @@ def _message(
     for index, block in enumerate(content if isinstance(content, list) else []):
         item = _block(f"{ref}-{index}", str(role), block, time) if isinstance(block, dict) else None
         if item is None:
-            snapshot.skip(f"block:{block.get('type') if isinstance(block, dict) else None}")
+            skipped[f"block:{block.get('type') if isinstance(block, dict) else None}"] += 1
         elif _continues_xml_result(items, item):
             # XML mode: the blocks after a "[tool] Result:" header are that result's output.
             items[-1].payload["output"] += "\n" + str(item.payload["text"])

@@ -26,20 +26,32 @@ Studied: Goose's ``session_manager.rs`` (schema versions 1-5: ``sessions`` with
 from __future__ import annotations
 
 import sqlite3
+from collections import Counter
 from pathlib import Path
 from typing import Any, Final
 
 import orjson
 
 from worker.importers.base import Problem, as_text, cut, iso_time, safe_id
-from worker.importers.readonly_db import columns, read_only, tables
-from worker.importers.snapshot import Item, Snapshot, SourceSession, field_of, from_seconds, said
+from worker.importers.readonly_db import columns, grouped, read_only, tables
+from worker.importers.snapshot import (
+    Item,
+    SessionCache,
+    Snapshot,
+    SourceSession,
+    field_of,
+    from_seconds,
+    said,
+)
 
 NAME: Final = "goose"
 
 
-def read_database(path: Path) -> Snapshot:
+def read_database(path: Path, cache: SessionCache | None = None) -> Snapshot:
+    """Every session of a ``sessions.db``, read in one transaction; with a ``cache``, a
+    session whose messages did not change is not read again."""
     snapshot = Snapshot()
+    cache = SessionCache() if cache is None else cache
     try:
         with read_only(path) as conn:
             if not {"sessions", "messages"} <= tables(conn):
@@ -47,20 +59,20 @@ def read_database(path: Path) -> Snapshot:
                     Problem(str(path), 0, "not a Goose database: no sessions/messages tables")
                 )
                 return snapshot
-            have = columns(conn, "messages")
-            meta = "metadata_json" if "metadata_json" in have else "NULL"
-            rows = conn.execute(
-                f"SELECT id, session_id, role, content_json, created_timestamp, {meta} AS meta"
-                " FROM messages ORDER BY id"
-            ).fetchall()
-            by_session: dict[str, list[sqlite3.Row]] = {}
-            for row in rows:
-                by_session.setdefault(str(row["session_id"]), []).append(row)
+            meta = "metadata_json" if "metadata_json" in columns(conn, "messages") else "NULL"
+            stamps = grouped(conn, "SELECT session_id, COUNT(*), MAX(id),"
+                                   " TOTAL(LENGTH(content_json)) FROM messages"
+                                   " GROUP BY session_id")  # fmt: skip
             for row in conn.execute("SELECT * FROM sessions ORDER BY created_at, id"):
                 info = dict(row)
-                session = _session(info)
-                for message in by_session.get(str(info["id"]), []):
-                    session.items.extend(_message(message, snapshot))
+                stamp = (*tuple(row), *stamps.get(str(info["id"]), ()))
+                session = cache.get(str(info["id"]), stamp)
+                if session is None:
+                    session = cache.put(str(info["id"]), stamp, _session(info))
+                    query = (f"SELECT id, role, content_json, created_timestamp, {meta} AS meta"
+                             " FROM messages WHERE session_id = ? ORDER BY id")  # fmt: skip
+                    for message in conn.execute(query, (info["id"],)):
+                        session.items.extend(_message(message, session.skipped))
                 snapshot.sessions.append(session)
     except sqlite3.Error as exc:
         snapshot.problems.append(Problem(str(path), 0, f"cannot read the database: {exc}"))
@@ -80,15 +92,15 @@ def _session(info: dict[str, Any]) -> SourceSession:
     )
 
 
-def _message(row: sqlite3.Row, snapshot: Snapshot) -> list[Item]:
+def _message(row: sqlite3.Row, skipped: Counter[str]) -> list[Item]:
     role = str(row["role"])
     try:
         content = orjson.loads(row["content_json"])
     except (orjson.JSONDecodeError, TypeError):
-        snapshot.skip("message:invalid-json")
+        skipped["message:invalid-json"] += 1
         return []
     if role not in ("user", "assistant") or not isinstance(content, list):
-        snapshot.skip(f"message:{role}")
+        skipped[f"message:{role}"] += 1
         return []
     time = from_seconds(row["created_timestamp"])
     ref = str(row["id"])
@@ -101,7 +113,7 @@ def _message(row: sqlite3.Row, snapshot: Snapshot) -> list[Item]:
         kind = block.get("type") if isinstance(block, dict) else None
         item = _block(f"{ref}-{index}", role, block, time) if isinstance(block, dict) else None
         if item is None:
-            snapshot.skip(f"content:{kind}")
+            skipped[f"content:{kind}"] += 1
         else:
             items.append(item)
     return items

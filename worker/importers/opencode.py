@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
+from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Final
@@ -36,9 +37,10 @@ from typing import Any, Final
 import orjson
 
 from worker.importers.base import Problem, as_text, cut, safe_id
-from worker.importers.readonly_db import read_only, tables
+from worker.importers.readonly_db import grouped, read_only, tables
 from worker.importers.snapshot import (
     Item,
+    SessionCache,
     Snapshot,
     SourceSession,
     field_of,
@@ -54,13 +56,23 @@ _BOOKKEEPING: Final = frozenset({"step-start", "step-finish", "snapshot", "patch
 _MARKERS: Final = frozenset({"file", "agent", "subtask", "retry", "compaction"})
 _SPAWNING_TOOLS: Final = frozenset({"task"})
 
+_MESSAGE_STAMPS: Final = (
+    "SELECT session_id, COUNT(*), TOTAL(LENGTH(data)) FROM message GROUP BY session_id"
+)
+_PART_STAMPS: Final = (
+    "SELECT m.session_id, COUNT(*), TOTAL(LENGTH(p.data)) FROM part p"
+    " JOIN message m ON m.id = p.message_id GROUP BY m.session_id"
+)
+
 # One message as read: its info (id, role, time...) and its parts, in order.
 Message = tuple[dict[str, Any], list[dict[str, Any]]]
 
 
-def read_database(path: Path) -> Snapshot:
-    """Every session of an ``opencode.db`` (or ``kilo.db``), read in one transaction."""
+def read_database(path: Path, cache: SessionCache | None = None) -> Snapshot:
+    """Every session of an ``opencode.db`` (or ``kilo.db``), read in one transaction;
+    with a ``cache``, a session whose rows did not change is not read again."""
     snapshot = Snapshot()
+    cache = SessionCache() if cache is None else cache
     try:
         with read_only(path) as conn:
             missing = {"session", "message", "part"} - tables(conn)
@@ -69,14 +81,29 @@ def read_database(path: Path) -> Snapshot:
                 snapshot.problems.append(Problem(str(path), 0, what))
                 return snapshot
             worktrees = _worktrees(conn)
+            stamps = _stamps(conn)
             for row in conn.execute("SELECT * FROM session ORDER BY time_created, id"):
-                info = _session_info(dict(row), worktrees)
-                messages = _db_messages(conn, str(row["id"]), snapshot)
-                snapshot.sessions.append(build(info, messages, snapshot))
+                sid = str(row["id"])
+                stamp = (*tuple(row), *stamps.get(sid, ()))
+                session = cache.get(sid, stamp)
+                if session is None:
+                    skipped: Counter[str] = Counter()
+                    messages = _db_messages(conn, sid, skipped)
+                    built = build(_session_info(dict(row), worktrees), messages, skipped)
+                    session = cache.put(sid, stamp, built)
+                snapshot.sessions.append(session)
     except sqlite3.Error as exc:
         snapshot.problems.append(Problem(str(path), 0, f"cannot read the database: {exc}"))
     snapshot.sessions = parents_first(snapshot.sessions)
     return snapshot
+
+
+def _stamps(conn: sqlite3.Connection) -> dict[str, tuple[object, ...]]:
+    """Per session: its messages' and parts' counts and total length (a streamed part
+    grows; a tool's state changes), read without decoding any JSON."""
+    messages = grouped(conn, _MESSAGE_STAMPS)
+    parts = grouped(conn, _PART_STAMPS)
+    return {sid: (*counts, *parts.get(sid, ())) for sid, counts in messages.items()}
 
 
 def _worktrees(conn: sqlite3.Connection) -> dict[str, str]:
@@ -96,12 +123,12 @@ def _session_info(row: dict[str, Any], worktrees: dict[str, str]) -> dict[str, A
     }  # fmt: skip
 
 
-def _db_messages(conn: sqlite3.Connection, session: str, snapshot: Snapshot) -> list[Message]:
+def _db_messages(conn: sqlite3.Connection, session: str, skipped: Counter[str]) -> list[Message]:
     messages: list[Message] = []
     by_id: dict[str, list[dict[str, Any]]] = {}
     query = "SELECT id, data FROM message WHERE session_id = ? ORDER BY time_created, id"
     for row in conn.execute(query, (session,)):
-        info = _json(row["data"], snapshot, f"message {row['id']}")
+        info = _json(row["data"], skipped, "message")
         if info is not None:
             info["id"] = row["id"]
             parts: list[dict[str, Any]] = []
@@ -109,20 +136,20 @@ def _db_messages(conn: sqlite3.Connection, session: str, snapshot: Snapshot) -> 
             messages.append((info, parts))
     query = "SELECT p.id, p.message_id, p.data FROM part p JOIN message m ON m.id = p.message_id"
     for row in conn.execute(query + " WHERE m.session_id = ? ORDER BY p.id", (session,)):
-        part = _json(row["data"], snapshot, f"part {row['id']}")
+        part = _json(row["data"], skipped, "part")
         if part is not None and str(row["message_id"]) in by_id:
             part["id"] = row["id"]
             by_id[str(row["message_id"])].append(part)
     return messages
 
 
-def _json(raw: object, snapshot: Snapshot, what: str) -> dict[str, Any] | None:
+def _json(raw: object, skipped: Counter[str], what: str) -> dict[str, Any] | None:
     try:
         value = orjson.loads(raw) if isinstance(raw, str | bytes) else None
     except orjson.JSONDecodeError:
         value = None
     if not isinstance(value, dict):
-        snapshot.skip(f"{what.split()[0]}:invalid-json")
+        skipped[f"{what}:invalid-json"] += 1
         return None
     return value
 
@@ -149,7 +176,7 @@ def read_tree(storage: Path) -> Snapshot:
                             key=lambda p: str(p.get("id")))  # fmt: skip
             messages.append((message, loaded))
         messages.sort(key=lambda m: (_created(m[0]), str(m[0].get("id"))))
-        snapshot.sessions.append(build(info, messages, snapshot))
+        snapshot.sessions.append(build(info, messages))
     snapshot.sessions = parents_first(snapshot.sessions)
     return snapshot
 
@@ -169,7 +196,9 @@ def _created(info: dict[str, Any]) -> float:
     return float(created) if isinstance(created, int | float) else 0.0
 
 
-def build(info: dict[str, Any], messages: Iterable[Message], snapshot: Snapshot) -> SourceSession:
+def build(
+    info: dict[str, Any], messages: Iterable[Message], skipped: Counter[str] | None = None
+) -> SourceSession:
     """One OpenCode session, from its info and its messages with their parts."""
     parent = info.get("parentID")
     title = info.get("title") if isinstance(info.get("title"), str) else None
@@ -181,20 +210,21 @@ def build(info: dict[str, Any], messages: Iterable[Message], snapshot: Snapshot)
         title=None if title is None or _PLACEHOLDER_TITLE.match(title) else title,
         parent=safe_id(parent) if isinstance(parent, str) and parent else None,
         extra=extra,
+        skipped=Counter() if skipped is None else skipped,
     )
     for message, parts in messages:
-        session.items.extend(_message_items(message, parts, snapshot))
+        session.items.extend(_message_items(message, parts, session.skipped))
     return session
 
 
 def _message_items(
-    message: dict[str, Any], parts: list[dict[str, Any]], snapshot: Snapshot
+    message: dict[str, Any], parts: list[dict[str, Any]], skipped: Counter[str]
 ) -> list[Item]:
     role = message.get("role")
     times = field_of(message, "time")
     time = from_millis(times.get("created"))
     if role not in ("user", "assistant"):
-        snapshot.skip(f"message:{role}")
+        skipped[f"message:{role}"] += 1
         return []
     finished = role == "user" or "completed" in times or bool(message.get("error"))
     if role == "assistant" and message.get("summary") is True:
@@ -203,12 +233,12 @@ def _message_items(
                      "assistant:summary", time, complete=finished)]  # fmt: skip
     items: list[Item] = []
     for part in parts:
-        items.extend(_part_items(str(role), part, finished, time, snapshot))
+        items.extend(_part_items(str(role), part, finished, time, skipped))
     return items
 
 
 def _part_items(
-    role: str, part: dict[str, Any], finished: bool, time: str | None, snapshot: Snapshot
+    role: str, part: dict[str, Any], finished: bool, time: str | None, skipped: Counter[str]
 ) -> list[Item]:
     kind = part.get("type")
     ref = str(part.get("id"))
@@ -227,7 +257,7 @@ def _part_items(
                      complete=written)]  # fmt: skip
     if kind == "tool":
         return _tool_items(ref, part, time)
-    snapshot.skip(f"part:{kind}" if kind in _BOOKKEEPING | _MARKERS else f"part:unknown:{kind}")
+    skipped[f"part:{kind}" if kind in _BOOKKEEPING | _MARKERS else f"part:unknown:{kind}"] += 1
     return []
 
 

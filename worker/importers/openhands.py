@@ -72,13 +72,13 @@ def read_conversation(conversation: Path) -> Snapshot:
             snapshot.problems.append(Problem(str(file), 0, f"not readable JSON: {exc}"))
             break
         if not isinstance(event, dict):
-            snapshot.skip("event:not-an-object")
+            session.skipped["event:not-an-object"] += 1
             continue
         ref = str(event.get("id") or file.stem)
         items = _sdk_event(ref, event) if "kind" in event else _server_event(ref, event)
         if items is None:
             name = event.get("kind") or event.get("action") or event.get("observation")
-            snapshot.skip(f"event:{name}")
+            session.skipped[f"event:{name}"] += 1
             continue
         session.time = session.time or iso_time(event.get("timestamp"))
         session.cwd = session.cwd or _working_dir(event)

@@ -39,3 +39,8 @@ def tables(conn: sqlite3.Connection) -> set[str]:
 
 def columns(conn: sqlite3.Connection, table: str) -> set[str]:
     return {str(row[1]) for row in conn.execute(f"PRAGMA table_info({table})")}
+
+
+def grouped(conn: sqlite3.Connection, query: str) -> dict[str, tuple[object, ...]]:
+    """A ``GROUP BY`` query's rows as key (its first column) -> the other columns."""
+    return {str(row[0]): tuple(row[1:]) for row in conn.execute(query)}

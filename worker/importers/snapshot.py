@@ -62,6 +62,9 @@ class SourceSession:
     title: str | None = None
     parent: str | None = None  # the parent session's id (a sub-agent, a fork)
     extra: dict[str, Any] = field(default_factory=dict)  # more session/start payload
+    # What reading it left out, counted: kept with the session, so a reader may reuse an
+    # unchanged session's reading (and its counts) instead of reading it again.
+    skipped: Counter[str] = field(default_factory=Counter)
 
 
 @dataclass
@@ -69,11 +72,14 @@ class Snapshot:
     """What a source holds now: its sessions, parents before their children."""
 
     sessions: list[SourceSession] = field(default_factory=list)
-    skipped: Counter[str] = field(default_factory=Counter)
     problems: list[Problem] = field(default_factory=list)
 
-    def skip(self, what: str) -> None:
-        self.skipped[what] += 1
+    @property
+    def skipped(self) -> Counter[str]:
+        total: Counter[str] = Counter()
+        for session in self.sessions:
+            total.update(session.skipped)
+        return total
 
 
 def field_of(record: dict[str, Any], key: str) -> dict[str, Any]:
@@ -300,3 +306,25 @@ def _state(state: SessionState) -> dict[str, Any]:
         "key": state.key, "next_seq": state.next_seq, "last_time": state.last_time,
         "ended": state.ended, "replaceable": state.replaceable,
     }  # fmt: skip
+
+
+# What a reader compares to tell whether a session changed since it was read: counts,
+# lengths, times of its rows, as the reader's cheap query gives them.
+Stamp = tuple[object, ...]
+
+
+@dataclass
+class SessionCache:
+    """Each session's last reading with the stamp of its rows then: a reader of a database
+    rebuilds only the sessions whose stamp changed (an agent's database holds thousands of
+    quiet sessions beside the one being written)."""
+
+    entries: dict[str, tuple[Stamp, SourceSession]] = field(default_factory=dict)
+
+    def get(self, key: str, stamp: Stamp) -> SourceSession | None:
+        entry = self.entries.get(key)
+        return entry[1] if entry is not None and entry[0] == stamp else None
+
+    def put(self, key: str, stamp: Stamp, session: SourceSession) -> SourceSession:
+        self.entries[key] = (stamp, session)
+        return session

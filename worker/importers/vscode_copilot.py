@@ -23,6 +23,7 @@ half-imported.
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 from typing import Any, Final
 from urllib.parse import unquote, urlparse
@@ -65,8 +66,8 @@ def read_chat(path: Path) -> Snapshot:
     requests = state.get("requests")
     for index, request in enumerate(requests if isinstance(requests, list) else []):
         if isinstance(request, dict):
-            session.items.extend(_request(str(request.get("requestId") or index), request,
-                                          snapshot))  # fmt: skip
+            ref = str(request.get("requestId") or index)
+            session.items.extend(_request(ref, request, session.skipped))
     snapshot.sessions.append(session)
     return snapshot
 
@@ -132,7 +133,7 @@ def _workspace_folder(path: Path) -> str | None:
     return unquote(urlparse(uri).path) or None
 
 
-def _request(ref: str, request: dict[str, Any], snapshot: Snapshot) -> list[Item]:
+def _request(ref: str, request: dict[str, Any], skipped: Counter[str]) -> list[Item]:
     time = from_millis(request.get("timestamp"))
     answered = isinstance(request.get("result"), dict)
     items: list[Item] = []
@@ -144,22 +145,22 @@ def _request(ref: str, request: dict[str, Any], snapshot: Snapshot) -> list[Item
     for index, part in enumerate(response if isinstance(response, list) else []):
         kind = part.get("kind") if isinstance(part, dict) else None
         if not isinstance(part, dict) or kind in _SKIPPED:
-            snapshot.skip(f"response:{kind}")
+            skipped[f"response:{kind}"] += 1
             continue
-        items.extend(_response_part(f"{ref}-{index}", part, items, time, snapshot))
+        items.extend(_response_part(f"{ref}-{index}", part, items, time, skipped))
     for item in items:  # an answer still streaming waits, with what follows it
         item.complete = item.complete and (answered or item.type == "message/user")
     return items
 
 
 def _response_part(
-    ref: str, part: dict[str, Any], before: list[Item], time: str | None, snapshot: Snapshot
+    ref: str, part: dict[str, Any], before: list[Item], time: str | None, skipped: Counter[str]
 ) -> list[Item]:
     kind = part.get("kind")
     if kind in (None, "markdownContent"):
         value = part.get("value") if kind is None else field_of(part, "content").get("value")
         if not isinstance(value, str):
-            snapshot.skip(f"response:{kind}:no-text")
+            skipped[f"response:{kind}:no-text"] += 1
             return []
         if before and before[-1].type == "message/assistant" and "text" in before[-1].payload:
             before[-1].payload["text"] = cut(before[-1].payload["text"] + value)
@@ -179,7 +180,7 @@ def _response_part(
             Item(f"{ref}-result", "tool/result", "tool", result, kind, time,
                  complete=part.get("isComplete") is not False, result_of=call_id),
         ]  # fmt: skip
-    snapshot.skip(f"response:{kind}")
+    skipped[f"response:{kind}"] += 1
     return []
 
 

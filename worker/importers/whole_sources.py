@@ -18,7 +18,7 @@ from typing import ClassVar, Final
 from worker.importers import cline, goose, opencode, openhands, vscode_copilot
 from worker.importers.base import Converter
 from worker.importers.plugin import ConvertOptions, Importer, Record
-from worker.importers.snapshot import Snapshot, SnapshotConverter
+from worker.importers.snapshot import SessionCache, Snapshot, SnapshotConverter
 
 # VS Code and the editors built on it keep an extension's storage under these names.
 _EDITORS: Final = ("Code", "Code - Insiders", "VSCodium", "Cursor", "Windsurf")
@@ -60,7 +60,9 @@ def _folders_holding(root: Path, name: str) -> Iterator[Path]:
 class SnapshotImporter(Importer):
     """A source read whole on each change; subclasses say where and how to read it."""
 
-    def read(self, path: Path) -> Snapshot:
+    def read(self, path: Path, cache: SessionCache) -> Snapshot:
+        """The source as it is now; ``cache`` (one per converter) keeps what a reader
+        may reuse of its earlier readings."""
         raise NotImplementedError
 
     def sources(self, root: Path) -> Iterator[Path]:
@@ -81,7 +83,8 @@ class SnapshotImporter(Importer):
             yield Record(number + 1, b"", changed)
 
     def converter(self, path: Path, options: ConvertOptions) -> Converter:
-        read: Callable[[], Snapshot] = lambda: self.read(path)  # noqa: E731
+        cache = SessionCache()
+        read: Callable[[], Snapshot] = lambda: self.read(path, cache)  # noqa: E731
         return SnapshotConverter(self.name, read, idle_s=options.idle_s)
 
 
@@ -109,8 +112,10 @@ class OpenCodeImporter(SnapshotImporter):
             if (storage / "session").is_dir() and (storage / "message").is_dir():
                 yield storage
 
-    def read(self, path: Path) -> Snapshot:
-        return opencode.read_tree(path) if path.is_dir() else opencode.read_database(path)
+    def read(self, path: Path, cache: SessionCache) -> Snapshot:
+        if path.is_dir():
+            return opencode.read_tree(path)
+        return opencode.read_database(path, cache)
 
 
 class KiloImporter(OpenCodeImporter):
@@ -138,8 +143,8 @@ class GooseImporter(SnapshotImporter):
     def sources(self, root: Path) -> Iterator[Path]:
         return root.rglob("sessions.db")
 
-    def read(self, path: Path) -> Snapshot:
-        return goose.read_database(path)
+    def read(self, path: Path, cache: SessionCache) -> Snapshot:
+        return goose.read_database(path, cache)
 
 
 class ClineImporter(SnapshotImporter):
@@ -163,7 +168,7 @@ class ClineImporter(SnapshotImporter):
         found = _folders_holding(root, cline.CONVERSATION)
         return (task for task in found if cline.flavour(task) == self.flavour)
 
-    def read(self, path: Path) -> Snapshot:
+    def read(self, path: Path, cache: SessionCache) -> Snapshot:
         return cline.read_task(path)
 
 
@@ -190,7 +195,7 @@ class OpenHandsImporter(SnapshotImporter):
     def sources(self, root: Path) -> Iterator[Path]:
         return _folders_holding(root, "events")
 
-    def read(self, path: Path) -> Snapshot:
+    def read(self, path: Path, cache: SessionCache) -> Snapshot:
         return openhands.read_conversation(path)
 
 
@@ -215,5 +220,5 @@ class VSCodeCopilotImporter(SnapshotImporter):
             for pattern in ("*.json", "*.jsonl"):
                 yield from root.rglob(f"{folder}/{pattern}")
 
-    def read(self, path: Path) -> Snapshot:
+    def read(self, path: Path, cache: SessionCache) -> Snapshot:
         return vscode_copilot.read_chat(path)
