@@ -81,7 +81,7 @@ def read_database(path: Path, cache: SessionCache | None = None) -> Snapshot:
                 snapshot.problems.append(Problem(str(path), 0, what))
                 return snapshot
             worktrees = _worktrees(conn)
-            stamps = _stamps(conn)
+            stamps = session_stamps(conn)
             for row in conn.execute("SELECT * FROM session ORDER BY time_created, id"):
                 sid = str(row["id"])
                 stamp = (*tuple(row), *stamps.get(sid, ()))
@@ -98,7 +98,7 @@ def read_database(path: Path, cache: SessionCache | None = None) -> Snapshot:
     return snapshot
 
 
-def _stamps(conn: sqlite3.Connection) -> dict[str, tuple[object, ...]]:
+def session_stamps(conn: sqlite3.Connection) -> dict[str, tuple[object, ...]]:
     """Per session: its messages' and parts' counts and total length (a streamed part
     grows; a tool's state changes), read without decoding any JSON."""
     messages = grouped(conn, _MESSAGE_STAMPS)
