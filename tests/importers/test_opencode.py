@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -208,3 +209,27 @@ async def test_watch_ends_each_quiet_session_of_a_busy_database(
     )
     assert live_last.data is not None and orjson.loads(live_last.data)["type"] == "message/user"
     await js.delete_stream(subjects.events_stream)
+
+
+def test_the_resume_token_carries_on_where_the_converter_stopped(tmp_path: Path) -> None:
+    history = gen.corpus()
+    db = tmp_path / "opencode.db"
+    gen.write_database(db, history)
+    before = SnapshotConverter("opencode", lambda: opencode.read_database(db))
+    published = before.feed(1, b"") + before.end_quiet(datetime(2025, 11, 24, 16, 0, 5, tzinfo=UTC))
+    token = orjson.loads(orjson.dumps(before.token()))  # as the KV stores it
+    assert token["sessions"][gen.COMPACTED][2]["replaceable"] == [
+        [7, 7]
+    ]  # runs, after the compaction
+    user = history.message(gen.COMPACTED, "user", agent="build")
+    history.text(gen.COMPACTED, user, "And the page numbers")
+    gen.write_database(db, history)
+    after = SnapshotConverter("opencode", lambda: opencode.read_database(db))
+    after.restore(token)
+    resumed = [orjson.loads(o.body) for o in after.feed(2, b"")]
+    # Only the new prompt, numbered after what was published; the ended main session
+    # (quiet since before the cut-off) publishes nothing again.
+    assert [(e["session_id"], e["seq"], e["type"]) for e in resumed] == [
+        (gen.COMPACTED, 8, "message/user")
+    ]
+    assert {o.session_id for o in published if o.kind == "session/end"} == {gen.MAIN}

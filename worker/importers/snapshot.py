@@ -1,10 +1,11 @@
 """Whole sources: agents that keep a session as a database or a tree of JSON files.
 
-OpenCode, Goose, Cline, Roo Code and OpenHands do not append lines to one file: they
-write rows, or files, and rewrite some of them while a turn runs. A format module reads
-its source into a :class:`Snapshot` (sessions, each an ordered list of :class:`Item`, one
-per event it will be), without I/O of its own beyond the read and without NATS; the
-:class:`SnapshotConverter` turns successive snapshots of the same source into events.
+OpenCode, Kilo, Goose, Cline, Roo Code, OpenHands and VS Code Copilot Chat do not append
+lines to one file: they write rows, or files, and rewrite some of them while a turn runs.
+A format module reads its source into a :class:`Snapshot` (sessions, each an ordered list
+of :class:`Item`, one per event it will be), without I/O of its own beyond the read and
+without NATS; the :class:`SnapshotConverter` turns successive snapshots of the same
+source into events.
 
 Each session's items are published in order, once: the converter remembers how many it
 published (``done``) and publishes the ones after them, stopping at the first item the
@@ -236,9 +237,6 @@ class SnapshotConverter:
     def _item(self, sid: str, item: Item) -> list[Outgoing]:
         if item.type == "compaction":
             return [self.sessions.compaction(sid, item.time, item.payload, item.source_type)]
-        if item.type == "session/end":
-            reason = str(item.payload.get("reason", "ended"))
-            return self._close(sid, reason, source_type=item.source_type, time=item.time)
         payload = dict(item.payload)
         cites = None
         call = self.calls.pop(item.result_of, None) if item.result_of else None
@@ -255,9 +253,7 @@ class SnapshotConverter:
             self.spawned[item.spawns] = (sid, out.seq)
         return [out]
 
-    def _close(
-        self, sid: str, reason: str, *, source_type: str = "idle", time: str | None = None
-    ) -> list[Outgoing]:
+    def _close(self, sid: str, reason: str) -> list[Outgoing]:
         """The session's title (when it has one), then its end."""
         state = self.sessions.by_id.get(sid)
         if state is None or state.ended:
@@ -266,8 +262,8 @@ class SnapshotConverter:
         title = self.progress[sid].title
         if title:
             payload = {"title": cut(title)}
-            out.append(self.sessions.emit(sid, "session/title", "system", time, payload, "title"))
-        ended = self.sessions.end(sid, reason=reason, source_type=source_type, time=time)
+            out.append(self.sessions.emit(sid, "session/title", "system", None, payload, "title"))
+        ended = self.sessions.end(sid, reason=reason)
         return out + ([ended] if ended is not None else [])
 
     def idle(self) -> list[Outgoing]:
@@ -296,16 +292,34 @@ class SnapshotConverter:
     def restore(self, token: dict[str, Any]) -> None:
         for sid, (done, title, state) in token.get("sessions", {}).items():
             self.progress[sid] = _Progress(int(done), title)
-            self.sessions.by_id[sid] = SessionState(sid, **state)
+            runs = state.pop("replaceable")
+            self.sessions.by_id[sid] = SessionState(sid, **state, replaceable=_from_runs(runs))
         self.calls = {k: (v[0], int(v[1]), v[2]) for k, v in token.get("calls", {}).items()}
         self.spawned = {k: (v[0], int(v[1])) for k, v in token.get("spawned", {}).items()}
 
 
 def _state(state: SessionState) -> dict[str, Any]:
+    # The token is one KV value: the seqs a compaction would replace are kept as runs
+    # (nearly contiguous), and an ended session needs none of them.
     return {
         "key": state.key, "next_seq": state.next_seq, "last_time": state.last_time,
-        "ended": state.ended, "replaceable": state.replaceable,
+        "ended": state.ended, "replaceable": [] if state.ended else _runs(state.replaceable),
     }  # fmt: skip
+
+
+def _runs(seqs: list[int]) -> list[list[int]]:
+    """Sorted seqs as ``[first, last]`` runs of consecutive numbers."""
+    runs: list[list[int]] = []
+    for seq in seqs:
+        if runs and runs[-1][1] == seq - 1:
+            runs[-1][1] = seq
+        else:
+            runs.append([seq, seq])
+    return runs
+
+
+def _from_runs(runs: list[list[int]]) -> list[int]:
+    return [seq for first, last in runs for seq in range(first, last + 1)]
 
 
 # What a reader compares to tell whether a session changed since it was read: counts,
