@@ -203,9 +203,10 @@ def build(
     parent = info.get("parentID")
     title = info.get("title") if isinstance(info.get("title"), str) else None
     extra = {"version": info["version"]} if isinstance(info.get("version"), str) else {}
+    directory = info.get("directory")
     session = SourceSession(
         session_id=safe_id(str(info.get("id"))),
-        cwd=info.get("directory") if isinstance(info.get("directory"), str) else None,
+        cwd=directory if isinstance(directory, str) and directory else None,
         time=from_millis(_created(info)),
         title=None if title is None or _PLACEHOLDER_TITLE.match(title) else title,
         parent=safe_id(parent) if isinstance(parent, str) and parent else None,
