@@ -32,7 +32,7 @@ cluster: $(RUN_STAMP)
 
 # Two processes (pytest-xdist), one test file at a time each (--dist loadfile, so what a
 # module's tests share is built once), each with its own nats-server: the suite mostly waits
-# on worker and writer processes, so two overlap well on CI's two cores (bench/README.md,
+# on worker and writer processes, so two overlap well on CI's two cores (bench/HISTORY.md,
 # "Suite time"). With NATS_URL set both would share that server, where the tests that ask
 # every worker by service name ($SRV.PING, $SRV.STATS) could hear the other's: one process.
 TEST_PROCESSES ?= $(if $(NATS_URL),0,2)

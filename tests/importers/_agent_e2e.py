@@ -14,8 +14,8 @@ import orjson
 from nats.aio.client import Client as NATS
 
 from contracts.subjects import Subjects
-from tests._harness import config_for, until
-from tests.importers.test_import_tools import import_args, sessionquery
+from tests._harness import until
+from tests.importers.test_import_tools import import_args, indexed, sessionquery
 from tests.importers.test_watch import has, start, stop, watch_command
 from worker.importers.base import Outgoing, SpawnLinks, Tally
 from worker.importers.detect import expand
@@ -71,17 +71,8 @@ async def imported(
     assert f"published {expected} events ({expected} already in the stream)" in second.stderr
     js = nc.jetstream()
     assert (await js.stream_info(subjects.events_stream)).state.messages == expected
-    worker = await Worker.start(nc, config_for(subjects, tmp_path))
-    try:
-
-        async def caught_up() -> bool:
-            return (await worker.indexed_through()) == expected
-
-        await until(caught_up, within=20)
+    async with indexed(nc, subjects, tmp_path, expected) as worker:
         yield worker, first.stderr
-    finally:
-        await worker.stop()
-        await js.delete_stream(subjects.events_stream)
 
 
 async def watch_grows(

@@ -11,11 +11,15 @@ from nats.aio.client import Client as NATS
 
 from contracts.partitions import NO_CWD_KEY
 from contracts.subjects import Subjects
+from tests._harness import until
 from tests.importers import gen_gemini_cli as gen
 from tests.importers._agent_e2e import by_session, imported, watch_grows
 from tests.importers.test_import_tools import ask
+from tests.importers.test_watch import has, start, stop, watch_command
+from tests.importers.test_watch import said as said_by
 from worker.importers.detect import detect, expand
 from worker.importers.gemini_cli import GeminiCliImporter
+from worker.importers.pipeline import convert_file
 from worker.importers.plugin import UnreadableSource
 
 FMT = "gemini-cli"
@@ -128,3 +132,41 @@ async def test_watch_follows_a_chat_being_written(
     said = await watch_grows(nc, nats_url, subjects, f"watch-{unique}", tmp_path / "tmp", FMT,
                              file, rest, before=2, after=gen.MAIN_EVENTS)  # fmt: skip
     assert f"published {gen.MAIN_EVENTS} events (0 already in the stream)" in said
+
+
+async def test_watch_reads_a_rewritten_document_from_where_it_stopped(
+    nc: NATS, nats_url: str, subjects: Subjects, unique: str, tmp_path: Path
+) -> None:
+    """The older layout is rewritten whole after each turn: watch publishes the messages
+    added since, and a restarted watch resumes at the stored message index."""
+    chats = tmp_path / "tmp" / gen.PROJECT_HASH / "chats"
+    chats.mkdir(parents=True)
+    file = chats / f"session-2025-05-02T10-00-{gen.LEGACY[:8]}.json"
+    whole = gen.legacy_session()
+    first = {**whole, "messages": whole["messages"][:1]}
+    file.write_bytes(orjson.dumps(first, option=orjson.OPT_INDENT_2))
+    rewritten = orjson.dumps(whole, option=orjson.OPT_INDENT_2)
+    command = watch_command(nats_url, subjects, f"watch-{unique}", tmp_path / "tmp", fmt=FMT)
+    process = start(command)
+    try:
+        await until(lambda: has(nc, subjects, 2), within=20)  # start, first prompt
+        file.write_bytes(rewritten)
+        await until(lambda: has(nc, subjects, gen.LEGACY_EVENTS), within=20)
+    finally:
+        code, said = stop(process)
+    assert code == 0 and f"published {gen.LEGACY_EVENTS} events" in said, said
+    again = start(watch_command(nats_url, subjects, f"watch-{unique}", tmp_path / "tmp",
+                                fmt=FMT, quiet=False))  # fmt: skip
+    await until(lambda: "1/1 files" in said_by(again), within=30)
+    code, said = stop(again)
+    assert code == 0 and "published 0 events (0 already in the stream)" in said, said
+    await nc.jetstream().delete_stream(subjects.events_stream)
+
+
+def test_json_lines_under_the_old_name_are_read_as_lines(tmp_path: Path) -> None:
+    path = tmp_path / "chats" / f"session-2025-06-01T09-00-{gen.MAIN[:8]}.json"
+    path.parent.mkdir()
+    path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in gen.main_session()))
+    assert detect(path) == FMT
+    events, tally = convert_file(FMT, path)
+    assert len(events) == gen.MAIN_EVENTS and tally.skipped == gen.MAIN_SKIPPED

@@ -16,8 +16,7 @@ import pytest
 from nats.aio.client import Client as NATS
 
 from contracts.subjects import Subjects
-from tests._harness import config_for, until
-from tests.importers.test_import_tools import ask, import_args, sessionquery
+from tests.importers.test_import_tools import ask, import_args, indexed, sessionquery
 from worker.importers import registry
 from worker.worker import Worker
 
@@ -70,7 +69,9 @@ def on_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
 def test_the_registry_finds_the_installed_example(on_path: Path) -> None:
     install_example(on_path)
     found = registry.importers()
-    assert list(found)[:4] == ["events", "codex", "claude-code", "aider"]  # detection order
+    orders = [importer.detect_order for importer in found.values()]
+    assert orders == sorted(orders) and next(iter(found)) == "events"  # detection order
+    assert list(found)[-1] == "chatlog"  # a plug-in's default order: after the built-ins
     assert found["chatlog"].help.startswith("chat logs")
     log = on_path / "log.jsonl"
     log.write_bytes(b"".join(orjson.dumps(line) + b"\n" for line in LOG))
@@ -127,19 +128,9 @@ async def imported(
     assert "skipped records: record:system 1" in first.stderr
     again = await asyncio.to_thread(sessionquery, *args, env=env)
     assert "published 6 events (6 already in the stream)" in again.stderr, again.stderr
-    js = nc.jetstream()
-    assert (await js.stream_info(subjects.events_stream)).state.messages == 6
-    worker = await Worker.start(nc, config_for(subjects, tmp_path))
-    try:
-
-        async def caught_up() -> bool:
-            return (await worker.indexed_through()) == 6
-
-        await until(caught_up, within=20)
+    assert (await nc.jetstream().stream_info(subjects.events_stream)).state.messages == 6
+    async with indexed(nc, subjects, tmp_path, 6) as worker:
         yield worker
-    finally:
-        await worker.stop()
-        await js.delete_stream(subjects.events_stream)
 
 
 async def test_the_example_plugin_imports_end_to_end(nc: NATS, imported: Worker) -> None:
@@ -151,3 +142,10 @@ async def test_the_example_plugin_imports_end_to_end(nc: NATS, imported: Worker)
     assert "created 2025-03-01T08:00:00.000Z · updated 2025-03-01T08:02:00.000Z" in trace
     read = await ask(nc, imported, "session_event_read", CALLER, session_id=LOG_SESSION, seq=3)
     assert "Ross droplet" in read
+
+
+def test_the_built_ins_are_registered_as_entry_points_like_any_plugin() -> None:
+    import tomllib
+
+    project = tomllib.loads((DOCS.parents[1] / "pyproject.toml").read_text())["project"]
+    assert project["entry-points"][registry.GROUP] == registry.BUILT_IN

@@ -65,6 +65,15 @@ def iso_time(raw: object, *, assume: tzinfo = UTC) -> str | None:
     return utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"
 
 
+def file_time(path: Path) -> str | None:
+    """When ``path`` was last modified, as an event time (a format that writes no times)."""
+    try:
+        stamp = datetime.fromtimestamp(path.stat().st_mtime, UTC)
+    except OSError:
+        return None
+    return stamp.strftime("%Y-%m-%dT%H:%M:%S.") + f"{stamp.microsecond // 1000:03d}Z"
+
+
 def cut(text: str) -> str:
     if len(text) <= MAX_TEXT_CHARS:
         return text

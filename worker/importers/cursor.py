@@ -30,13 +30,20 @@ import functools
 import re
 from collections import deque
 from collections.abc import Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, ClassVar, Final
 
 from contracts import harness
 from contracts.harness import harness_type
-from worker.importers.base import Converter, JsonRecordConverter, Outgoing, as_text, cut, safe_id
+from worker.importers.base import (
+    Converter,
+    JsonRecordConverter,
+    Outgoing,
+    as_text,
+    cut,
+    file_time,
+    safe_id,
+)
 from worker.importers.plugin import ConvertOptions, Importer, json_objects
 
 NAME: Final = "cursor"
@@ -45,14 +52,6 @@ _QUERY: Final = re.compile(r"<user_query>\s*(.*?)\s*</user_query>", re.S)
 _NOT_ALNUM: Final = re.compile(r"[^A-Za-z0-9]")
 # Folder listings a cwd lookup may make: a name that matches nothing fails fast.
 _MAX_LISTINGS: Final = 200
-
-
-def _file_time(path: Path) -> str | None:
-    try:
-        stamp = datetime.fromtimestamp(path.stat().st_mtime, UTC)
-    except OSError:
-        return None
-    return stamp.strftime("%Y-%m-%dT%H:%M:%S.") + f"{stamp.microsecond // 1000:03d}Z"
 
 
 def split_query(text: str) -> tuple[str, str]:
@@ -99,7 +98,7 @@ def folder_of(name: str) -> str | None:
 class CursorConverter(JsonRecordConverter):
     def __init__(self, path: Path) -> None:
         super().__init__(path, NAME)
-        self.time = _file_time(path)
+        self.time = file_time(path)
         project = next((p.parent for p in path.parents if p.name == TRANSCRIPTS), None)
         self.cwd = folder_of(project.name) if project is not None else None
         # The file is named by its session; <id>/subagents/<child>.jsonl is a child of <id>.

@@ -15,10 +15,12 @@ Two layouts, both read:
   ``kind: subagent``: a child session whose start cites the tool call that names it
   (``agentId``), read first since a folder's sub-agents are read after its sessions.
 - older (one JSON document, ``session-<time>-<short id>.json``): the header's fields and
-  ``messages[]``, rewritten whole after each turn. ``watch`` reads the messages added
-  since; a message changed after it was read (a tool result added to the last one) is
-  not read again. When the CLI resumes such a session it copies it to a ``.jsonl``
-  file beside it and goes on there: the ``.json`` is then skipped (the copy holds it).
+  ``messages[]``, rewritten whole after each turn (a ``.json`` whose first line is a
+  whole record holds JSON Lines, as some versions appended them, and is read so).
+  ``watch`` reads the messages added since; a message changed after it was read (a tool
+  result added to the last one) is not read again. When the CLI resumes such a session
+  it copies it to a ``.jsonl`` file beside it and goes on there: the ``.json`` is then
+  skipped (the copy holds it).
 
 The cwd: the project folder's ``.project_root`` marker (newer versions name the folder
 by a slug and write the project's path in it); else a sub-agent's first workspace
@@ -293,7 +295,7 @@ class GeminiCliImporter(WholeSourceImporter):
     def records(
         self, path: Path, *, after: int = 0, number: int = 0, complete: bool = True
     ) -> Iterator[Record]:
-        if path.suffix == ".jsonl":
+        if path.suffix == ".jsonl" or _lines_inside(path):
             return Importer.records(self, path, after=after, number=number, complete=complete)
         return super().records(path, after=after, number=number, complete=complete)
 
@@ -310,6 +312,19 @@ class GeminiCliImporter(WholeSourceImporter):
 
     def converter(self, path: Path, options: ConvertOptions) -> Converter:
         return GeminiConverter(path, links=options.links, name=self.name)
+
+
+def _lines_inside(path: Path) -> bool:
+    """A ``.json`` session whose first line is a header record: JSON Lines under the old
+    name (some versions append records to it). A legacy document is one value holding
+    the ``messages`` (written indented: its first line is ``{`` alone)."""
+    try:
+        with path.open("rb") as fh:
+            first = fh.readline().strip()
+    except OSError:
+        return False
+    header = next(json_objects([first]), None)
+    return header is not None and "messages" not in header
 
 
 def _chats_folder(path: Path) -> Path:

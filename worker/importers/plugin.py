@@ -28,6 +28,7 @@ import orjson
 
 from contracts.limits import MAX_EVENT_BYTES
 from worker.importers.base import Converter, SpawnLinks
+from worker.importers.publish import ImportFailed
 
 # Lines of a file read for ``detect``: the first records of a transcript may be snapshots
 # or titles before anything that names the format.
@@ -55,8 +56,9 @@ class ConvertOptions:
     idle_s: float | None = None
 
 
-class UnreadableSource(Exception):
-    """A source that cannot be read as a whole (``import`` reports it with its path)."""
+class UnreadableSource(ImportFailed):
+    """A source that cannot be read as a whole: ``import`` reports it with its path and
+    goes on with the others."""
 
 
 class Importer(ABC):

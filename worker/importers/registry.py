@@ -1,9 +1,10 @@
-"""The importers on this machine: the built-in formats and every plug-in registered under
-the entry-point group ``sessionquery.importers``.
+"""The importers on this machine: every class registered under the entry-point group
+``sessionquery.importers``, the built-in formats included (``pyproject.toml``).
 
-The built-ins are listed here rather than as entry points so a checkout works without
-its package metadata being (re)installed; they are :class:`Importer` classes like any
-plug-in, and ``import --format``, ``watch`` and auto-detection see one list. A plug-in
+The built-ins are also listed here (``BUILT_IN``, kept equal to ``pyproject.toml`` by a
+test) so a checkout whose package metadata predates an importer still has it; they are
+:class:`Importer` classes like any plug-in, and ``import --format``, ``watch`` and
+auto-detection see one list. A plug-in
 that fails to load is left out with one line on stderr naming it and the exception's
 class: one broken package must not take the others down with it. A plug-in may not
 take a built-in's name.
@@ -18,6 +19,7 @@ from importlib.metadata import entry_points
 from typing import Final
 
 from worker.importers.plugin import Importer
+from worker.importers.publish import ImportFailed
 
 GROUP: Final = "sessionquery.importers"
 # name -> "module:class" of the importers shipped with the worker.
@@ -27,9 +29,11 @@ BUILT_IN: Final = {
     "codex": "worker.importers.builtin:CodexImporter",
     "aider": "worker.importers.builtin:AiderImporter",
     "gemini-cli": "worker.importers.gemini_cli:GeminiCliImporter",
+    "qwen-code": "worker.importers.qwen_code:QwenCodeImporter",
     "copilot-cli": "worker.importers.copilot_cli:CopilotCliImporter",
     "pi": "worker.importers.pi:PiImporter",
     "cursor": "worker.importers.cursor:CursorImporter",
+    "droid": "worker.importers.droid:DroidImporter",
     "opencode": "worker.importers.whole_sources:OpenCodeImporter",
     "kilo": "worker.importers.whole_sources:KiloImporter",
     "goose": "worker.importers.whole_sources:GooseImporter",
@@ -40,8 +44,8 @@ BUILT_IN: Final = {
 }
 
 
-class UnknownFormat(ValueError):
-    pass
+class UnknownFormat(ImportFailed, ValueError):
+    """A format no importer here has (a converter asked by name, outside ``--format``)."""
 
 
 def _built_in(name: str, target: str) -> Importer:
@@ -55,6 +59,8 @@ def importers() -> dict[str, Importer]:
     """Name -> importer, in auto-detection order (then by name)."""
     found = {name: _built_in(name, target) for name, target in BUILT_IN.items()}
     for point in entry_points(group=GROUP):
+        if BUILT_IN.get(point.name) == point.value:
+            continue  # a built-in's own registration
         if point.name in found:
             print(f"importers: plug-in {point.name!r} ignored: the name is taken",
                   file=sys.stderr)  # fmt: skip
