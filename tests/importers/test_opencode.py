@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+import pytest
 from nats.aio.client import Client as NATS
 
 from contracts.subjects import Subjects
@@ -130,13 +131,14 @@ def test_not_an_opencode_database_is_a_precise_problem(tmp_path: Path) -> None:
     ]
 
 
+@pytest.mark.parametrize("agent", ["opencode", "kilo"])  # Kilo CLI: OpenCode's schema
 async def test_import_answers_the_tools(
-    nc: NATS, nats_url: str, subjects: Subjects, tmp_path: Path
+    nc: NATS, nats_url: str, subjects: Subjects, tmp_path: Path, agent: str
 ) -> None:
-    db = tmp_path / "opencode" / "opencode.db"
+    db = tmp_path / agent / f"{agent}.db"
     db.parent.mkdir()
     gen.write_database(db, gen.corpus())
-    async with imported(nc, nats_url, subjects, tmp_path, db, "opencode",
+    async with imported(nc, nats_url, subjects, tmp_path, db.parent, agent,
                         expected=EVENTS, idle="0") as (worker, _):  # fmt: skip
         lineage = await ask(nc, worker, "session_trace", gen.MAIN, session_id=gen.MAIN)
         assert "⟦Fix the checkout rounding⟧" in lineage  # the title, published at the end
