@@ -155,3 +155,21 @@ def write_database(path: Path, *, schema: int = 5, upto: int | None = None) -> N
         conn.commit()
     finally:
         conn.close()
+
+
+def write_session_file(folder: Path, name: str = "20250301_090000") -> Path:
+    """The older layout: ``sessions/<name>.jsonl``, the metadata line, then one message
+    per line (Goose's ``Message``: ``role``, ``created`` in seconds, ``content``)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    meta = {"working_dir": CWD, "description": "Quarterly totals", "message_count": 4,
+            "total_tokens": 1200}  # fmt: skip
+    messages = [
+        {"role": "user", "created": T0, "content": [text("Sum the Q1 totals in ledger.csv")]},
+        {"role": "assistant", "created": T0 + 5,
+         "content": [tool_request("tc_9", "developer__shell", {"command": "awk"})]},
+        {"role": "user", "created": T0 + 9, "content": [tool_response("tc_9", "Q1: 3410.50")]},
+        {"role": "assistant", "created": T0 + 12, "content": [text("Q1 totals 3410.50.")]},
+    ]  # fmt: skip
+    path = folder / f"{name}.jsonl"
+    path.write_bytes(b"".join(orjson.dumps(line) + b"\n" for line in [meta, *messages]))
+    return path

@@ -51,6 +51,25 @@ def test_both_schema_versions_give_the_conversation(tmp_path: Path, schema: int)
     assert goose.read_database(db).skipped == {"content:image": 1}
 
 
+def test_the_older_session_files(tmp_path: Path) -> None:
+    path = gen.write_session_file(tmp_path / "sessions")
+    path.write_bytes(path.read_bytes() + b'{"role": "user", "created": 1, "content": [')
+    snapshot = goose.read_jsonl(path)
+    got = snapshot_events("goose", snapshot)
+    assert [e["type"] for e in got] == [
+        "session/start",
+        "message/user",
+        "tool/call",
+        "tool/result",
+        "message/assistant",
+    ]  # the last line, still being written, waits
+    assert got[0]["session_id"] == "goose-20250301_090000"
+    assert got[0]["payload"]["cwd"] == gen.CWD and got[0]["time"] == "2025-11-24T16:00:00.000Z"
+    assert snapshot.sessions[0].title == "Quarterly totals"
+    assert got[3]["cites"] == [{"session_id": "goose-20250301_090000", "seq": 3}]
+    assert not snapshot.problems
+
+
 async def test_import_answers_the_tools(
     nc: NATS, nats_url: str, subjects: Subjects, tmp_path: Path
 ) -> None:

@@ -29,6 +29,9 @@ def test_each_source_is_detected_as_its_agent(tmp_path: Path) -> None:
     assert detect(tmp_path / "opencode" / "storage") == "opencode"
     assert detect(tmp_path / "kilo" / "kilo.db") == "kilo"
     assert detect(tmp_path / "sessions.db") == "goose"
+    older = gen_goose.write_session_file(tmp_path / "goose" / "sessions")
+    assert detect(older) == "goose"
+    assert list(expand([tmp_path / "goose"], "goose")) == [older]
     assert detect(cline / gen_cline.CLINE_TASK) == "cline"
     assert detect(roo / gen_cline.ROO_TASK) == "roo-code"
     assert detect(gen_openhands.write_sdk(tmp_path)) == "openhands"

@@ -32,7 +32,7 @@ from typing import Any, Final
 
 import orjson
 
-from worker.importers.base import Problem, as_text, cut, iso_time, safe_id
+from worker.importers.base import Problem, Tally, as_text, cut, iso_time, load_json_line, safe_id
 from worker.importers.readonly_db import columns, grouped, read_only, tables
 from worker.importers.snapshot import (
     Item,
@@ -72,11 +72,46 @@ def read_database(path: Path, cache: SessionCache | None = None) -> Snapshot:
                     query = (f"SELECT id, role, content_json, created_timestamp, {meta} AS meta"
                              " FROM messages WHERE session_id = ? ORDER BY id")  # fmt: skip
                     for message in conn.execute(query, (info["id"],)):
-                        session.items.extend(_message(message, session.skipped))
+                        session.items.extend(_row_message(message, session.skipped))
                 snapshot.sessions.append(session)
     except sqlite3.Error as exc:
         snapshot.problems.append(Problem(str(path), 0, f"cannot read the database: {exc}"))
     return snapshot
+
+
+def read_jsonl(path: Path) -> Snapshot:
+    """An older session file (``sessions/<id>.jsonl``): its metadata line (working dir,
+    description), then one message per line; a last line without its newline is still
+    being written and waits."""
+    snapshot = Snapshot()
+    try:
+        lines = path.read_bytes().split(b"\n")[:-1]
+    except OSError as exc:
+        snapshot.problems.append(Problem(str(path), 0, f"cannot read: {exc}"))
+        return snapshot
+    read = Tally()  # where a line that is not JSON is reported
+    records = [(n, load_json_line(line, n, str(path), read)) for n, line in
+               enumerate(lines, start=1)]  # fmt: skip
+    snapshot.problems.extend(read.problems)
+    header = records[0][1] if records and records[0][1] and "role" not in records[0][1] else {}
+    created = path.stat().st_mtime
+    session = _session({"id": path.stem, "created_at": None, **(header or {})})
+    for number, record in records[1 if header else 0 :]:
+        if record is None:
+            continue
+        session.time = session.time or from_seconds(record.get("created"))
+        meta = field_of(record, "metadata")
+        ref = str(record.get("id") or number)
+        session.items.extend(_message(ref, str(record.get("role")), record.get("content"),
+                                      record.get("created"), meta, session.skipped))  # fmt: skip
+    session.time = session.time or from_seconds(created)
+    snapshot.sessions.append(session)
+    return snapshot
+
+
+def looks_like_session_file(first: dict[str, Any]) -> bool:
+    """Detection: an older Goose session file starts with its metadata (``working_dir``)."""
+    return "working_dir" in first and "role" not in first
 
 
 def _session(info: dict[str, Any]) -> SourceSession:
@@ -92,19 +127,26 @@ def _session(info: dict[str, Any]) -> SourceSession:
     )
 
 
-def _message(row: sqlite3.Row, skipped: Counter[str]) -> list[Item]:
-    role = str(row["role"])
+def _row_message(row: sqlite3.Row, skipped: Counter[str]) -> list[Item]:
     try:
         content = orjson.loads(row["content_json"])
     except (orjson.JSONDecodeError, TypeError):
         skipped["message:invalid-json"] += 1
         return []
+    meta = _meta(row["meta"])
+    return _message(str(row["id"]), str(row["role"]), content, row["created_timestamp"], meta,
+                    skipped)  # fmt: skip
+
+
+def _message(
+    ref: str, role: str, content: object, created: object, meta: dict[str, Any],
+    skipped: Counter[str],
+) -> list[Item]:  # fmt: skip
+    """One Goose message (a database row, or a line of an older session file)."""
     if role not in ("user", "assistant") or not isinstance(content, list):
         skipped[f"message:{role}"] += 1
         return []
-    time = from_seconds(row["created_timestamp"])
-    ref = str(row["id"])
-    meta = _meta(row["meta"])
+    time = from_seconds(created)
     if meta.get("userVisible") is False and meta.get("agentVisible", True) is not False:
         texts = [c for c in content if isinstance(c, dict) and c.get("type") == "text"]
         return [Item(ref, "compaction", "system", {"summary": as_text(texts)}, "summary", time)]

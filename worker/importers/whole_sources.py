@@ -17,7 +17,7 @@ from typing import ClassVar, Final
 
 from worker.importers import cline, goose, opencode, openhands, vscode_copilot
 from worker.importers.base import Converter
-from worker.importers.plugin import ConvertOptions, Importer, Record
+from worker.importers.plugin import ConvertOptions, Importer, Record, json_objects
 from worker.importers.snapshot import SessionCache, Snapshot, SnapshotConverter
 
 # VS Code and the editors built on it keep an extension's storage under these names.
@@ -127,7 +127,9 @@ class KiloImporter(OpenCodeImporter):
 
 class GooseImporter(SnapshotImporter):
     name: ClassVar[str] = "goose"
-    help: ClassVar[str] = "Goose's sessions.db ($GOOSE_PATH_ROOT or $XDG_DATA_HOME/goose)"
+    help: ClassVar[str] = (
+        "Goose's sessions.db and older sessions/*.jsonl ($GOOSE_PATH_ROOT or $XDG_DATA_HOME/goose)"
+    )
     env_vars: ClassVar[tuple[str, ...]] = ("GOOSE_PATH_ROOT", "XDG_DATA_HOME")
     detect_order: ClassVar[int] = 52
 
@@ -138,12 +140,23 @@ class GooseImporter(SnapshotImporter):
         return [data_home() / "goose" / "sessions"]
 
     def detect(self, path: Path, head: Sequence[bytes]) -> bool:
-        return path.name == "sessions.db"
+        if path.name == "sessions.db":
+            return True
+        first = next(json_objects(head), None)
+        return (
+            path.suffix == ".jsonl" and first is not None and goose.looks_like_session_file(first)
+        )
 
     def sources(self, root: Path) -> Iterator[Path]:
-        return root.rglob("sessions.db")
+        yield from root.rglob("sessions.db")
+        for file in root.rglob("*.jsonl"):  # the older one-file-per-session layout
+            with file.open("rb") as fh:
+                if self.detect(file, [fh.readline()]):
+                    yield file
 
     def read(self, path: Path, cache: SessionCache) -> Snapshot:
+        if path.suffix == ".jsonl":
+            return goose.read_jsonl(path)
         return goose.read_database(path, cache)
 
 
