@@ -8,7 +8,7 @@ STAMPS ?= $(VENV)
 RUN_STAMP := $(STAMPS)/.installed-run
 TEST_STAMP := $(STAMPS)/.installed-test
 
-.PHONY: run test test-slow lint bench demo cluster asyncapi ui-screenshots clean
+.PHONY: run test test-slow lint bench demo ui cluster asyncapi ui-screenshots clean
 
 $(RUN_STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -25,6 +25,10 @@ run: $(RUN_STAMP)
 
 demo: $(RUN_STAMP)
 	$(VENV)/bin/sessionquery demo
+
+# sessionquery ui against the worker make run started (NATS_URL when it printed another URL).
+ui: $(RUN_STAMP)
+	$(VENV)/bin/sessionquery ui
 
 # compose.yaml's topology as local processes: 3 clustered nats-servers, 2 workers, seeder, load.
 cluster: $(RUN_STAMP)
