@@ -14,8 +14,8 @@ import orjson
 from nats.aio.client import Client as NATS
 
 from contracts.subjects import Subjects
-from tests._harness import until
-from tests.importers.test_import_tools import import_args, indexed, sessionquery
+from tests._harness import body, call, until
+from tests.importers.test_import_tools import ask, import_args, indexed, sessionquery
 from tests.importers.test_watch import has, start, stop, watch_command
 from worker.importers.base import Outgoing, SpawnLinks, Tally
 from worker.importers.detect import expand
@@ -95,3 +95,12 @@ async def watch_grows(
     assert code == 0, said
     await nc.jetstream().delete_stream(subjects.events_stream)
     return said
+
+
+async def assert_events(nc: NATS, worker: Worker, caller: str, session: str, count: int) -> None:
+    """Through the tools: ``session`` holds exactly ``count`` events, the last its end."""
+    last = await ask(nc, worker, "session_event_read", caller, session_id=session, seq=count)
+    assert "session/end" in last, last
+    beyond = body(caller=caller, session_id=session, seq=count + 1)
+    reply, _ = await call(nc, worker.config.subjects, "session_event_read", beyond)
+    assert reply["status"] == "error", reply

@@ -23,7 +23,7 @@ OLD: Final = "c5000000-0000-4000-8000-00000000c003"
 # A project folder whose name matches no folder on this machine: its sessions have no cwd.
 GONE_SLUG: Final = "home-nobody-gone-project-7f3a"
 EVENTS: Final = {MAIN: 9, CHILD: 3, OLD: 3}
-SKIPPED: Final = {"record:turn_ended": 1, "block:assistant:image": 1}
+SKIPPED: Final = {"record:turn_ended": 1, "block:message:assistant:image": 1}
 # The files' modification time: every event's time, as the format writes none.
 WRITTEN: Final = 1_748_000_000  # 2025-05-23T11:33:20Z
 WRITTEN_ISO: Final = "2025-05-23T11:33:20.000Z"

@@ -13,11 +13,20 @@ from nats.aio.client import Client as NATS
 
 from contracts.subjects import Subjects
 from tests._harness import until
-from tests.importers import gen_copilot_cli, gen_cursor, gen_gemini_cli, gen_pi
+from tests.importers import (
+    fixture_gen,
+    gen_copilot_cli,
+    gen_cursor,
+    gen_droid,
+    gen_gemini_cli,
+    gen_pi,
+    gen_qwen_code,
+)
 from tests.importers._agent_e2e import converted
 from tests.importers.test_import_tools import sessionquery
 from tests.importers.test_watch import has, start, stop
 from worker.importers import registry
+from worker.importers.detect import AUTO, detect, expand
 
 # The variables that move an agent's folder: unset, so only this test's HOME counts.
 MOVED_BY = {v for imp in registry.importers().values() for v in imp.env_vars}
@@ -55,11 +64,13 @@ async def test_import_with_no_path_reads_every_agent_and_reports_each(
     first = await asyncio.to_thread(sessionquery, *args, env=env)
     assert first.returncode == 0, first.stderr
     lines = first.stderr.splitlines()
+    home = Path(env["HOME"])
+    also = {"pi": f", {home / '.omp' / 'agent' / 'sessions'}"}  # Oh My Pi's, empty here
     for fmt, root in roots.items():
         files = len(registry.get(fmt).files(root))
-        line = f"{fmt}: {files} files in {root}: published {expected[fmt]} events"
+        where = f"{root}{also.get(fmt, '')}"
+        line = f"{fmt}: {files} files in {where}: published {expected[fmt]} events"
         assert any(text.startswith(line) for text in lines), (line, first.stderr)
-    home = Path(env["HOME"])
     assert f"claude-code: nothing found in {home / '.claude' / 'projects'}" in lines
     assert f"codex: nothing found in {home / '.codex' / 'sessions'}" in lines
     assert f"published {total} events (0 already in the stream)" in first.stderr
@@ -87,3 +98,23 @@ async def test_watch_with_no_path_follows_every_agent(
     assert f"copilot-cli: 2 files in {roots['copilot-cli']}" in said
     assert f"published {total} events" in said
     await nc.jetstream().delete_stream(subjects.events_stream)
+
+
+def test_every_generated_file_is_detected_as_its_own_format(tmp_path: Path) -> None:
+    """--format auto over one tree holding every format: no importer claims another's file
+    (Qwen Code's records look like Claude Code's, Droid's first line like Pi's header)."""
+    _, roots = _machine(tmp_path)
+    roots |= {"qwen-code": gen_qwen_code.write(tmp_path / "home"),
+              "droid": gen_droid.write(tmp_path / "home")}  # fmt: skip
+    roots["claude-code"] = fixture_gen.ROOT / "claude-code"
+    roots["codex"] = fixture_gen.ROOT / "codex"
+    at_home = set[Path]()
+    for fmt, root in roots.items():
+        files = registry.get(fmt).files(root)
+        assert files, fmt
+        assert {path: detect(path) for path in files} == dict.fromkeys(files, fmt)
+        at_home |= set(files) if tmp_path in root.parents else set()
+    # Auto over the whole home lists every format's sources (Copilot's home is elsewhere).
+    assert set(expand([tmp_path / "home"], AUTO)) == at_home - set(
+        registry.get("copilot-cli").files(roots["copilot-cli"])
+    )

@@ -11,7 +11,7 @@ from nats.aio.client import Client as NATS
 from contracts.partitions import NO_CWD_KEY
 from contracts.subjects import Subjects
 from tests.importers import gen_copilot_cli as gen
-from tests.importers._agent_e2e import by_session, imported, watch_grows
+from tests.importers._agent_e2e import assert_events, by_session, imported, watch_grows
 from tests.importers.test_import_tools import ask
 from worker.importers.detect import detect, expand
 
@@ -63,6 +63,8 @@ async def test_import_then_the_tools(
     state = gen.write(tmp_path / "home")
     async with imported(nc, nats_url, subjects, tmp_path, state, FMT) as (worker, said):
         assert "record:hook.start 1" in said
+        await assert_events(nc, worker, gen.MAIN, gen.MAIN, gen.MAIN_EVENTS)  # shut down
+        await assert_events(nc, worker, gen.OLD, gen.OLD, gen.OLD_EVENTS + 1)
         # A caller of the no-cwd workspace never sees the project's session.
         found = await ask(nc, worker, "session_search", gen.OLD, query="purge steamer")
         assert gen.MAIN not in found

@@ -11,7 +11,7 @@ from nats.aio.client import Client as NATS
 from contracts.partitions import NO_CWD_KEY
 from contracts.subjects import Subjects
 from tests.importers import gen_cursor as gen
-from tests.importers._agent_e2e import by_session, imported, watch_grows
+from tests.importers._agent_e2e import assert_events, by_session, imported, watch_grows
 from tests.importers.test_import_tools import ask
 from worker.importers.detect import detect, expand
 
@@ -54,6 +54,7 @@ async def test_import_then_the_tools(
     root = gen.write(tmp_path / "home")
     async with imported(nc, nats_url, subjects, tmp_path, root, FMT) as (worker, said):
         assert "record:turn_ended 1" in said
+        await assert_events(nc, worker, gen.CHILD, gen.MAIN, gen.EVENTS[gen.MAIN] + 1)
         assert "sessions without a cwd: 1 (the no-cwd workspace" in said
         trace = await ask(nc, worker, "session_trace", gen.CHILD, session_id=gen.MAIN)
         assert "the grinder app crashes on start" in trace  # the first prompt titles it

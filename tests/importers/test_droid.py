@@ -11,7 +11,7 @@ from nats.aio.client import Client as NATS
 
 from contracts.subjects import Subjects
 from tests.importers import gen_droid as gen
-from tests.importers._agent_e2e import by_session, imported, watch_grows
+from tests.importers._agent_e2e import assert_events, by_session, imported, watch_grows
 from tests.importers.test_import_tools import ask
 from worker.importers.detect import detect, expand
 from worker.importers.droid import DroidImporter
@@ -64,6 +64,7 @@ async def test_import_then_the_tools(
     root = gen.write(tmp_path / "home")
     async with imported(nc, nats_url, subjects, tmp_path, root, FMT) as (worker, said):
         assert "record:todo_state 1" in said
+        await assert_events(nc, worker, gen.TASK, gen.MAIN, gen.EVENTS[gen.MAIN] + 1)
         trace = await ask(nc, worker, "session_trace", gen.TASK, session_id=gen.MAIN)
         assert f"⟦{gen.TITLE}⟧" in trace and gen.TASK in trace.split("Descendants")[1]
         found = await ask(nc, worker, "session_search", gen.TASK, query="double shot basket")

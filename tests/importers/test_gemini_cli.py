@@ -13,7 +13,7 @@ from contracts.partitions import NO_CWD_KEY
 from contracts.subjects import Subjects
 from tests._harness import until
 from tests.importers import gen_gemini_cli as gen
-from tests.importers._agent_e2e import by_session, imported, watch_grows
+from tests.importers._agent_e2e import assert_events, by_session, imported, watch_grows
 from tests.importers.test_import_tools import ask
 from tests.importers.test_watch import has, start, stop, watch_command
 from tests.importers.test_watch import said as said_by
@@ -99,6 +99,8 @@ async def test_import_then_the_tools(
     tmp = gen.write(tmp_path / "home")
     async with imported(nc, nats_url, subjects, tmp_path, tmp, FMT) as (worker, said):
         assert "skipped records: record:$rewindTo 1, record:unknown 1" in said
+        await assert_events(nc, worker, gen.SUB, gen.MAIN, gen.MAIN_EVENTS + 1)  # + its end
+        await assert_events(nc, worker, gen.SUB, gen.SUB, gen.SUB_EVENTS + 1)
         trace = await ask(nc, worker, "session_trace", gen.SUB, session_id=gen.MAIN)
         assert f"⟦{gen.SUMMARY}⟧" in trace and gen.SUB in trace.split("Descendants")[1]
         spawned = await ask(nc, worker, "session_event_trace", gen.SUB, session_id=gen.SUB, seq=1)

@@ -11,7 +11,7 @@ from nats.aio.client import Client as NATS
 from contracts.partitions import NO_CWD_KEY
 from contracts.subjects import Subjects
 from tests.importers import gen_pi as gen
-from tests.importers._agent_e2e import by_session, imported, watch_grows
+from tests.importers._agent_e2e import assert_events, by_session, imported, watch_grows
 from tests.importers.test_import_tools import ask
 from worker.importers.detect import detect, expand
 
@@ -62,6 +62,8 @@ async def test_import_then_the_tools(
     root = gen.write(tmp_path / "home")
     async with imported(nc, nats_url, subjects, tmp_path, root, FMT) as (worker, said):
         assert "record:future_entry:new 1" in said
+        for session in (gen.MAIN, gen.FORK):  # each with the end of an old session
+            await assert_events(nc, worker, gen.SPLIT, session, gen.EVENTS[session] + 1)
         trace = await ask(nc, worker, "session_trace", gen.SPLIT, session_id=gen.MAIN)
         assert f"⟦{gen.TITLE}⟧" in trace
         descendants = trace.split("Descendants")[1]

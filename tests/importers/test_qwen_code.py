@@ -10,7 +10,7 @@ from nats.aio.client import Client as NATS
 
 from contracts.subjects import Subjects
 from tests.importers import gen_qwen_code as gen
-from tests.importers._agent_e2e import by_session, imported, watch_grows
+from tests.importers._agent_e2e import assert_events, by_session, imported, watch_grows
 from tests.importers.test_import_tools import ask
 from worker.importers.detect import detect, expand
 
@@ -52,6 +52,8 @@ async def test_import_then_the_tools(
     root = gen.write(tmp_path / "home")
     async with imported(nc, nats_url, subjects, tmp_path, root, FMT) as (worker, said):
         assert "record:system:ui_telemetry 1" in said
+        for session in (gen.MAIN, gen.SIDE):  # each with the end of an old session
+            await assert_events(nc, worker, gen.SUB, session, gen.EVENTS[session] + 1)
         trace = await ask(nc, worker, "session_trace", gen.SUB, session_id=gen.MAIN)
         assert f"⟦{gen.TITLE}⟧" in trace
         descendants = trace.split("Descendants")[1]

@@ -28,22 +28,19 @@ from __future__ import annotations
 
 import functools
 import re
-from collections import deque
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Final
 
-from contracts import harness
-from contracts.harness import harness_type
 from worker.importers.base import (
     Converter,
     JsonRecordConverter,
     Outgoing,
-    as_text,
     cut,
     file_time,
     safe_id,
 )
+from worker.importers.blocks import Blocks
 from worker.importers.plugin import ConvertOptions, Importer, json_objects
 
 NAME: Final = "cursor"
@@ -105,8 +102,7 @@ class CursorConverter(JsonRecordConverter):
         self.session = safe_id(path.stem)
         subagent = path.parent.name == "subagents"
         self.parent = safe_id(path.parent.parent.name) if subagent else None
-        self.calls: dict[str, tuple[int, object]] = {}  # tool_use id -> (seq, tool name)
-        self.unanswered: deque[tuple[int, object]] = deque()  # calls without an id
+        self.blocks = Blocks(self.sessions, self.tally, user_text=self._user_text)
 
     def _record(self, record: dict[str, Any]) -> list[Outgoing]:
         role = record.get("role")
@@ -119,59 +115,18 @@ class CursorConverter(JsonRecordConverter):
         if not self.sessions.has(self.session):
             out.append(self.sessions.start(self.session, time=self.time, cwd=self.cwd,
                                            parent=self.parent))  # fmt: skip
-        content = message.get("content")
-        blocks = content if isinstance(content, list) else [{"type": "text", "text": content}]
-        for block in blocks:
-            if isinstance(block, dict):
-                out += self._block(str(role), block)
-        return out
+        return out + self.blocks.message(
+            self.session, str(role), message.get("content"), self.time, "message"
+        )
 
-    def _block(self, role: str, block: dict[str, Any]) -> list[Outgoing]:
-        kind = block.get("type")
-        source = f"{role}:{kind}"
-        emit, session, time = self.sessions.emit, self.session, self.time
-        if kind == "text" and isinstance(block.get("text"), str) and block["text"].strip():
-            if role == "assistant":
-                return [emit(session, "message/assistant", "assistant", time,
-                             {"text": cut(block["text"])}, source)]  # fmt: skip
-            return self._user_text(block["text"], source)
-        if kind == "thinking" and isinstance(block.get("thinking"), str):
-            return [emit(session, "message/assistant", "assistant", time,
-                         {"thinking": cut(block["thinking"])}, source)]  # fmt: skip
-        if kind == "tool_use":
-            call_id = block.get("id") if isinstance(block.get("id"), str) else None
-            payload = {"tool": block.get("name"), "call_id": call_id, "input": block.get("input")}
-            out = emit(session, "tool/call", "assistant", time, payload, source)
-            if call_id:
-                self.calls[call_id] = (out.seq, block.get("name"))
-            else:
-                self.unanswered.append((out.seq, block.get("name")))
-            return [out]
-        if kind == "tool_result":
-            call_id = block.get("tool_use_id")
-            call = self.calls.get(call_id) if isinstance(call_id, str) else None
-            if call is None and not isinstance(call_id, str) and self.unanswered:
-                call = self.unanswered.popleft()
-            payload = {"call_id": call_id, "output": as_text(block.get("content")),
-                       "tool": call[1] if call else None}  # fmt: skip
-            if block.get("is_error") is True:
-                payload["is_error"] = True
-            return [emit(session, "tool/result", "tool", time, payload, source,
-                         cites=[(session, call[0])] if call else None)]  # fmt: skip
-        self.tally.skip(f"block:{source}")
-        return []
-
-    def _user_text(self, text: str, source: str) -> list[Outgoing]:
+    def _user_text(self, session: str, text: str, time: str | None, source: str) -> list[Outgoing]:
         words, context = split_query(text)
         out = []
         if context:
-            out.append(self.sessions.emit(self.session, "message/context", "system", self.time,
+            out.append(self.sessions.emit(session, "message/context", "system", time,
                                           {"text": cut(context)}, source))  # fmt: skip
         if words.strip():
-            type_ = harness_type(words) or "message/user"
-            surface = harness.SURFACES.get(type_, "user")
-            out.append(self.sessions.emit(self.session, type_, surface, self.time,
-                                          {"text": cut(words)}, source))  # fmt: skip
+            out += self.blocks.typed_user_text(session, words, time, source)
         return out
 
 

@@ -29,18 +29,16 @@ from typing import Any, ClassVar, Final
 
 import orjson
 
-from contracts import harness
-from contracts.harness import harness_type
 from worker.importers.base import (
     Converter,
     JsonRecordConverter,
     Outgoing,
-    as_text,
     cut,
     file_time,
+    iso_time,
     safe_id,
 )
-from worker.importers.base import iso_time as to_time
+from worker.importers.blocks import Blocks
 from worker.importers.plugin import ConvertOptions, Importer, Record, json_objects
 
 NAME: Final = "droid"
@@ -60,7 +58,7 @@ class DroidConverter(JsonRecordConverter):
         # The session_start read, held until the first message gives the session's time.
         self.header: dict[str, Any] | None = None
         self.title: str | None = None
-        self.calls: dict[str, tuple[int, object]] = {}  # tool_use id -> (seq, tool name)
+        self.blocks = Blocks(self.sessions, self.tally)
 
     def _record(self, record: dict[str, Any]) -> list[Outgoing]:
         kind = record.get("type")
@@ -77,15 +75,11 @@ class DroidConverter(JsonRecordConverter):
         if kind != "message" or not isinstance(message, dict):
             self.tally.skip(f"record:{kind}")
             return []
-        role, content = str(message.get("role")), message.get("content")
-        blocks = content if isinstance(content, list) else [{"type": "text", "text": content}]
-        time = to_time(record.get("timestamp"))
+        time = iso_time(record.get("timestamp"))
         out = self._start(self.header, time) if self.session is None else []
-        assert self.session is not None
-        for block in blocks:
-            if isinstance(block, dict):
-                out += self._block(self.session, role, block, time)
-        return out
+        assert self.session is not None  # _start named it
+        role, content = str(message.get("role")), message.get("content")
+        return out + self.blocks.message(self.session, role, content, time, "message")
 
     def _start(self, record: dict[str, Any], time: str | None) -> list[Outgoing]:
         """The session's start, at its first message's time (the record has none)."""
@@ -130,42 +124,6 @@ class DroidConverter(JsonRecordConverter):
 
     def idle(self) -> list[Outgoing]:
         return self._retitle() + super().idle()
-
-    def _block(
-        self, session: str, role: str, block: dict[str, Any], time: str | None
-    ) -> list[Outgoing]:
-        kind = block.get("type")
-        source = f"message:{role}:{kind}"
-        emit = self.sessions.emit
-        if kind == "text" and isinstance(block.get("text"), str) and block["text"].strip():
-            text = cut(block["text"])
-            if role == "assistant":
-                return [emit(session, "message/assistant", "assistant", time, {"text": text},
-                             source)]  # fmt: skip
-            type_ = harness_type(text) or "message/user"
-            return [emit(session, type_, harness.SURFACES.get(type_, "user"), time,
-                         {"text": text}, source)]  # fmt: skip
-        if kind == "thinking" and isinstance(block.get("thinking"), str):
-            return [emit(session, "message/assistant", "assistant", time,
-                         {"thinking": cut(block["thinking"])}, source)]  # fmt: skip
-        if kind == "tool_use":
-            call_id = block.get("id") if isinstance(block.get("id"), str) else None
-            payload = {"tool": block.get("name"), "call_id": call_id, "input": block.get("input")}
-            out = emit(session, "tool/call", "assistant", time, payload, source)
-            if call_id:
-                self.calls[call_id] = (out.seq, block.get("name"))
-            return [out]
-        if kind == "tool_result":
-            call_id = block.get("tool_use_id")
-            call = self.calls.get(call_id) if isinstance(call_id, str) else None
-            payload = {"call_id": call_id, "output": as_text(block.get("content")),
-                       "tool": call[1] if call else None}  # fmt: skip
-            if block.get("is_error") is True:
-                payload["is_error"] = True
-            return [emit(session, "tool/result", "tool", time, payload, source,
-                         cites=[(session, call[0])] if call else None)]  # fmt: skip
-        self.tally.skip(f"block:{source}")
-        return []
 
 
 class DroidImporter(Importer):

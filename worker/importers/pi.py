@@ -1,5 +1,6 @@
 """Pi coding agent sessions: ``$PI_CODING_AGENT_DIR/sessions/--<cwd>--/<time>_<id>.jsonl``
-(default ``~/.pi/agent``).
+(default ``~/.pi/agent``), and Oh My Pi's, the same format (``$OMP_AGENT_DIR``, default
+``~/.omp/agent``).
 
 A header record (``type: session``, ``id``, ``cwd``, ``timestamp``, ``version``; a session
 forked into a new file names its ``parentSession`` file), then entries that form a tree
@@ -209,13 +210,15 @@ class PiConverter(JsonRecordConverter):
 
 class PiImporter(Importer):
     name: ClassVar[str] = NAME
-    help: ClassVar[str] = "Pi coding agent sessions ($PI_CODING_AGENT_DIR/sessions)"
-    env_vars: ClassVar[tuple[str, ...]] = ("PI_CODING_AGENT_DIR",)
+    help: ClassVar[str] = "Pi coding agent and Oh My Pi sessions ($PI_CODING_AGENT_DIR/sessions)"
+    env_vars: ClassVar[tuple[str, ...]] = ("PI_CODING_AGENT_DIR", "OMP_AGENT_DIR")
     detect_order: ClassVar[int] = 40
 
     def default_locations(self) -> list[Path]:
-        agent = os.environ.get("PI_CODING_AGENT_DIR") or Path.home() / ".pi" / "agent"
-        return [Path(agent) / "sessions"]
+        # Oh My Pi, a fork, writes the same format under its own folder.
+        pi = os.environ.get("PI_CODING_AGENT_DIR") or Path.home() / ".pi" / "agent"
+        omp = os.environ.get("OMP_AGENT_DIR") or Path.home() / ".omp" / "agent"
+        return [Path(pi) / "sessions", Path(omp) / "sessions"]
 
     def detect(self, path: Path, head: Sequence[bytes]) -> bool:
         return any(

@@ -4,10 +4,9 @@
 The built-ins are also listed here (``BUILT_IN``, kept equal to ``pyproject.toml`` by a
 test) so a checkout whose package metadata predates an importer still has it; they are
 :class:`Importer` classes like any plug-in, and ``import --format``, ``watch`` and
-auto-detection see one list. A plug-in
-that fails to load is left out with one line on stderr naming it and the exception's
-class: one broken package must not take the others down with it. A plug-in may not
-take a built-in's name.
+auto-detection see one list. A plug-in that fails to load is left out with one line on
+stderr naming it and the exception's class (never its text): one broken package must
+not take the others down with it. A plug-in may not take a built-in's name.
 """
 
 from __future__ import annotations
@@ -48,7 +47,7 @@ class UnknownFormat(ImportFailed, ValueError):
     """A format no importer here has (a converter asked by name, outside ``--format``)."""
 
 
-def _built_in(name: str, target: str) -> Importer:
+def _built_in(target: str) -> Importer:
     module, _, attr = target.partition(":")
     importer: Importer = getattr(importlib.import_module(module), attr)()
     return importer
@@ -57,7 +56,7 @@ def _built_in(name: str, target: str) -> Importer:
 @functools.cache
 def importers() -> dict[str, Importer]:
     """Name -> importer, in auto-detection order (then by name)."""
-    found = {name: _built_in(name, target) for name, target in BUILT_IN.items()}
+    found = {name: _built_in(target) for name, target in BUILT_IN.items()}
     for point in entry_points(group=GROUP):
         if BUILT_IN.get(point.name) == point.value:
             continue  # a built-in's own registration
