@@ -36,7 +36,7 @@ def test_events_map_to_messages_tools_compaction_and_end(tmp_path: Path) -> None
     assert main[2]["payload"]["thinking"] == "Probably condensate in the wand."
     assert main[5]["cites"] == [{"session_id": gen.MAIN, "seq": 5}]
     assert main[5]["payload"]["output"].startswith("purge_seconds = 0")
-    assert main[7]["payload"] | {"is_error": True} == main[7]["payload"]
+    assert main[7]["payload"]["is_error"] is True
     assert main[7]["payload"]["output"] == "wand.toml does not exist"
     assert main[8]["replaces"] == [2, 3, 4, 5, 6, 7, 8]
     assert main[11]["payload"]["text"] == "abort: user initiated"
