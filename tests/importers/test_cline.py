@@ -11,7 +11,7 @@ from nats.aio.client import Client as NATS
 
 from contracts.subjects import Subjects
 from tests.importers import gen_cline as gen
-from tests.importers._agent_e2e import imported
+from tests.importers._agent_e2e import assert_events, imported
 from tests.importers._sources import cites_of, snapshot_events, watch_growth
 from tests.importers.test_import_tools import ask
 from worker.importers import cline
@@ -76,6 +76,8 @@ async def test_import_answers_the_tools(
     # Roo: 8 + 3 events and an end each (untitled: the first prompt stands in).
     async with imported(nc, nats_url, subjects, tmp_path, tasks, "roo-code",
                         expected=13, idle="0") as (worker, _):  # fmt: skip
+        await assert_events(nc, worker, ROO, ROO, 9)
+        await assert_events(nc, worker, ROO, ROO_CHILD, 4)
         lineage = await ask(nc, worker, "session_trace", ROO, session_id=ROO)
         assert ROO_CHILD in lineage.split("Descendants")[1]
         assert "Plan the caching layer" in lineage  # the first prompt
@@ -91,6 +93,8 @@ async def test_import_of_cline_tasks_pairs_tool_calls(
     tasks = gen.write_cline(tmp_path / "globalStorage")
     async with imported(nc, nats_url, subjects, tmp_path, tasks, "cline",
                         expected=11 + 7, idle="0") as (worker, _):  # fmt: skip
+        await assert_events(nc, worker, CLINE, CLINE, 11)
+        await assert_events(nc, worker, CLINE_XML, CLINE_XML, 7)
         result = await ask(nc, worker, "session_event_trace", CLINE, session_id=CLINE, seq=6)
         assert f"{CLINE} seq 5 · tool/call" in cites_of(result)
         other = await ask(nc, worker, "session_search", CLINE, query="Kelvin forecast")

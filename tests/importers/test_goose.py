@@ -11,7 +11,7 @@ from nats.aio.client import Client as NATS
 
 from contracts.subjects import Subjects
 from tests.importers import gen_goose as gen
-from tests.importers._agent_e2e import imported
+from tests.importers._agent_e2e import assert_events, imported
 from tests.importers._sources import cites_of, snapshot_events, watch_growth
 from tests.importers.test_import_tools import ask
 from worker.importers import goose
@@ -77,6 +77,8 @@ async def test_import_answers_the_tools(
     gen.write_database(db)
     async with imported(nc, nats_url, subjects, tmp_path, db, "goose",
                         expected=EVENTS, idle="0") as (worker, _):  # fmt: skip
+        for session, count in ((MAIN, 13), (HELPER, 4), (NO_CWD, 4)):
+            await assert_events(nc, worker, session, session, count)
         lineage = await ask(nc, worker, "session_trace", MAIN, session_id=MAIN)
         assert "⟦March ledger reconciliation⟧" in lineage
         result = await ask(nc, worker, "session_event_trace", MAIN, session_id=MAIN, seq=6)

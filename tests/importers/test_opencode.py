@@ -17,7 +17,7 @@ from nats.aio.client import Client as NATS
 from contracts.subjects import Subjects
 from tests._harness import until
 from tests.importers import gen_opencode as gen
-from tests.importers._agent_e2e import imported
+from tests.importers._agent_e2e import assert_events, imported
 from tests.importers._sources import cites_of, snapshot_events, watch_growth
 from tests.importers.test_import_tools import ask
 from tests.importers.test_watch import has, start, stop, watch_command
@@ -140,6 +140,8 @@ async def test_import_answers_the_tools(
     gen.write_database(db, gen.corpus())
     async with imported(nc, nats_url, subjects, tmp_path, db.parent, agent,
                         expected=EVENTS, idle="0") as (worker, _):  # fmt: skip
+        for session, count in ((gen.MAIN, 11), (gen.CHILD, 9), (gen.COMPACTED, 8)):
+            await assert_events(nc, worker, gen.MAIN, session, count)
         lineage = await ask(nc, worker, "session_trace", gen.MAIN, session_id=gen.MAIN)
         assert "⟦Fix the checkout rounding⟧" in lineage  # the title, published at the end
         assert f"{gen.CHILD} ⟦Find every rounding call (@general subagent)⟧" in lineage

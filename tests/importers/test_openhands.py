@@ -10,7 +10,7 @@ from nats.aio.client import Client as NATS
 
 from contracts.subjects import Subjects
 from tests.importers import gen_openhands as gen
-from tests.importers._agent_e2e import imported
+from tests.importers._agent_e2e import assert_events, imported
 from tests.importers._sources import cites_of, snapshot_events, watch_growth
 from tests.importers.test_import_tools import ask
 from worker.importers import openhands
@@ -72,6 +72,8 @@ async def test_import_answers_the_tools(
     # SDK: 10 events, title and end; server: 5, title and end.
     async with imported(nc, nats_url, subjects, tmp_path, root, "openhands",
                         expected=12 + 7, idle="0") as (worker, _):  # fmt: skip
+        await assert_events(nc, worker, SDK, SDK, 12)
+        await assert_events(nc, worker, SERVER, SERVER, 7)
         lineage = await ask(nc, worker, "session_trace", SDK, session_id=SDK)
         assert "⟦Respect robots.txt⟧" in lineage
         result = await ask(nc, worker, "session_event_trace", SDK, session_id=SDK, seq=6)

@@ -12,7 +12,7 @@ from nats.aio.client import Client as NATS
 
 from contracts.subjects import Subjects
 from tests.importers import gen_vscode_copilot as gen
-from tests.importers._agent_e2e import imported
+from tests.importers._agent_e2e import assert_events, imported
 from tests.importers._sources import cites_of, snapshot_events, watch_growth
 from tests.importers.test_import_tools import ask, import_args, sessionquery
 from worker.importers import vscode_copilot
@@ -79,6 +79,8 @@ async def test_import_answers_the_tools(
     # Document: 11, title, end; log: 3, title, end; empty window: 3 and end.
     async with imported(nc, nats_url, subjects, tmp_path, user, "vscode-copilot",
                         expected=13 + 5 + 4, idle="0") as (worker, _):  # fmt: skip
+        for session, count in ((DOCUMENT, 13), (LOG, 5), (EMPTY, 4)):
+            await assert_events(nc, worker, session, session, count)
         lineage = await ask(nc, worker, "session_trace", DOCUMENT, session_id=DOCUMENT)
         assert "⟦Retina hero image⟧" in lineage
         result = await ask(nc, worker, "session_event_trace", DOCUMENT, session_id=DOCUMENT,
