@@ -43,12 +43,8 @@ def test_sdk_events(tmp_path: Path) -> None:
 def test_older_server_events(tmp_path: Path) -> None:
     got = events(gen.write_server(tmp_path))
     assert [e["type"] for e in got] == [
-        "session/start",
-        "message/user",
-        "tool/call",
-        "tool/result",
-        "message/assistant",
-    ]
+        "session/start", "message/user", "tool/call", "tool/result", "message/assistant"
+    ]  # fmt: skip
     assert got[3]["cites"] == [{"session_id": SERVER, "seq": 3}]
     assert got[0]["payload"]["cwd"] == "/workspace/logs"
     assert got[0]["time"] == "2025-11-24T15:00:00.000Z"  # metadata.json's created_at
