@@ -11,7 +11,9 @@ again up to the stored offset without publishing, to rebuild the converter's sta
 (numbering, tool-call citations); the lines after it are published. A crash between a
 publish and the offset's store re-publishes at most one chunk, with the same
 ``Nats-Msg-Id`` values: the stream's duplicate window drops them and, past it, the index
-stores each (session_id, seq) once.
+stores each (session_id, seq) once. A whole source (a database, a session's folder) is
+not replayed: its converter's resume token (``base.Resumable``) is stored with the
+position and restored.
 
 A file that stops growing for ``--idle-seconds`` gets a ``session/end`` for each of its
 sessions the format left open (Claude Code and Codex never write an end; Aider ends a
