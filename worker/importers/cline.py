@@ -74,12 +74,15 @@ def read_task(task_dir: Path) -> Snapshot:
     first_ui = ui[0] if isinstance(ui, list) and ui and isinstance(ui[0], dict) else {}
     kind = flavour(task_dir)
     task_id = str(history.get("id") or task_dir.name)
+    # Cline's task ids are the task's start in milliseconds.
     start = from_millis(history.get("ts")) or from_millis(first_ui.get("ts"))
+    start = start or (from_millis(int(task_id)) if task_id.isdigit() else None)
     parent = history.get("parentTaskId")
+    workspace = history.get("workspace")
     session = SourceSession(
         session_id=safe_id(task_id, prefix=f"{kind}-"),
-        cwd=history.get("workspace") or _cwd_of(conversation),
-        time=start or (from_millis(int(task_id)) if task_id.isdigit() else None),
+        cwd=workspace if isinstance(workspace, str) and workspace else _cwd_of(conversation),
+        time=start,
         parent=safe_id(parent, prefix=f"{kind}-") if isinstance(parent, str) and parent else None,
         extra={"mode": history["mode"]} if isinstance(history.get("mode"), str) else {},
     )
