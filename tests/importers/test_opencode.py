@@ -237,3 +237,19 @@ def test_the_resume_token_carries_on_where_the_converter_stopped(tmp_path: Path)
         (gen.COMPACTED, 8, "message/user")
     ]
     assert {o.session_id for o in published if o.kind == "session/end"} == {gen.MAIN}
+
+
+async def test_watch_follows_the_older_tree_as_files_appear(
+    nc: NATS, nats_url: str, subjects: Subjects, unique: str, tmp_path: Path
+) -> None:
+    storage = tmp_path / "opencode" / "storage"
+    history = gen.corpus()
+    gen.write_tree(storage, history)
+
+    def next_prompt() -> None:  # a message file and its part file appear
+        user = history.message(gen.COMPACTED, "user", agent="build")
+        history.text(gen.COMPACTED, user, "And the page numbers")
+        gen.write_tree(storage, history)
+
+    await watch_growth(nc, nats_url, subjects, f"watch-{unique}", "opencode", storage,
+                       before=23, grow=next_prompt, after=24)  # fmt: skip
