@@ -52,6 +52,7 @@ higher one to raise its errors::
     worker.importers.publish.ImportFailed        an import cannot go on; told to the user
     ├── worker.importers.registry.UnknownFormat              (also a ValueError)
     └── worker.importers.plugin.UnreadableSource             one source; the others import
+        └── worker.importers.vscode_copilot.Refused          a chat file of an unknown version
     worker.retry.RetryStopped                    a retry's stop was set (shared module:
                                                  it imports nothing from worker)
 

@@ -31,6 +31,7 @@ from urllib.parse import unquote, urlparse
 import orjson
 
 from worker.importers.base import Problem, as_text, cut, safe_id
+from worker.importers.plugin import UnreadableSource
 from worker.importers.snapshot import Item, Snapshot, SourceSession, field_of, from_millis
 
 VERSIONS: Final = frozenset({1, 2, 3})
@@ -40,8 +41,9 @@ _SKIPPED: Final = frozenset({
 })  # fmt: skip
 
 
-class Refused(Exception):
-    """A file this module cannot read as a whole (an unknown version, a broken log)."""
+class Refused(UnreadableSource):
+    """A file this module cannot read as a whole (an unknown version, a broken log): its
+    reason becomes the file's one problem line, and nothing of it is imported."""
 
 
 def read_chat(path: Path) -> Snapshot:
