@@ -20,6 +20,7 @@ higher one to raise its errors::
     │   ├── CorruptIndex, IndexLocked, IndexFileReplaced
     ├── SchemaVersionError
     ├── SnapshotRefused                                      a snapshot that does not check
+    ├── EmbedderUnavailable                                  semantic falls behind, lexical goes on
     ├── BatchNotAttempted, IndexWriteStopped                 the write path
     ├── WriterProcessError
     │   └── IndexFileLost                                    (also an IndexWriteStopped)

@@ -37,7 +37,7 @@ def test_serve_says_in_one_line_whether_semantic_search_is_on() -> None:
 def test_semantic_on_without_the_extra_refuses_with_the_install_line(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(semantic, "available", lambda: False)  # as in a base install
+    monkeypatch.setattr(semantic, "available", lambda **_: False)  # as in a base install
     with pytest.raises(ConfigError, match=r"\[semantic\]"):
         runtime_semantic.load_embedder(WorkerConfig(semantic="on"))
 

@@ -41,6 +41,7 @@ class CountingEmbedder:
         self.model = model
         self.queries: list[str] = []
         self.passages = model.passages
+        self.known_identity = model.known_identity
 
     def query_soon(self, text: str) -> object:
         self.queries.append(text)
@@ -56,7 +57,7 @@ async def env(tmp_path: Path) -> AsyncIterator[tuple[Corpus, SqliteSessionStore]
 def follow(db: Path, model: semantic.embedder.Embedder) -> int:
     from worker.store.semantic.follower import SemanticFollower
 
-    follower = SemanticFollower(db, model.passages)
+    follower = SemanticFollower(db, model)
     try:
         return follower.catch_up()
     finally:

@@ -82,6 +82,21 @@ class WorkerConfig(BaseModel):
         description="hybrid lexical + semantic search with a local model (needs the"
         " semantic extra)",
     )
+    # Bring your own embedder (issue 34): an OpenAI-compatible /v1/embeddings server in
+    # place of the bundled model; docs/semantic.md.
+    embedder: str = Field(
+        "",
+        description="with --semantic on: base URL of an OpenAI-compatible embeddings server"
+        " to use instead of the bundled model (empty: the bundled model)",
+    )
+    embedder_model: str = Field("", description="the model name sent to --embedder")
+    embedder_timeout_s: float = Field(
+        10.0, gt=0, description="seconds one request to --embedder may take"
+    )
+    embedder_batch: int = Field(32, ge=1, le=2048, description="texts sent in one request")
+    embedder_concurrency: int = Field(
+        2, ge=1, le=64, description="requests to --embedder in flight at once"
+    )
     # Parallel lane (traces and reads)
     parallel_pool_size: int = Field(8, description="traces and reads running at once")
     parallel_queue_size: int = Field(32, description="traces and reads waiting before OVERLOADED")
