@@ -5,6 +5,7 @@ missing one answer alike; status reports the embedding follower's lag."""
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -102,3 +103,43 @@ async def test_hybrid_search_over_nats_keeps_to_the_callers_workspace(
         for (reply, msg), sid in zip(replies, ("s-b-charge", "s-missing"), strict=True)
     )
     assert foreign == missing and b"NOT_FOUND" in foreign
+
+
+async def test_an_unreachable_embedder_leaves_lexical_search_and_status_says_so(
+    nc: NATS, subjects: Subjects, tmp_path: Path
+) -> None:
+    """``--embedder`` naming a server that is down: the worker starts, answers lexically,
+    logs nothing of the URL, and status says semantic search is behind and why."""
+    from structlog.testing import capture_logs
+
+    from worker.runtime.status import format_status
+
+    with socket.socket() as sock:  # a loopback port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        down = f"http://user:s3cret@127.0.0.1:{sock.getsockname()[1]}"
+    await ensure_events_stream(nc.jetstream(), subjects)
+    events = corpus()
+    await publish(nc, subjects, events)
+    with capture_logs() as logs:
+        worker = await Worker.start(
+            nc, config_for(subjects, tmp_path, semantic="on", embedder=down)
+        )
+        try:
+
+            async def failing() -> bool:
+                if (await worker.indexed_through()) != len(events):
+                    return False
+                return bool(((await worker.status()).get("semantic") or {}).get("failing"))
+
+            await until(failing, within=60)
+            reply, _ = await call(
+                nc, subjects, "session_search", request("s-a-caller", query="render_sidebar_v2")
+            )
+            report = await worker.status()
+        finally:
+            await worker.stop()
+    assert "s-a-docs" in reply["content"]
+    line = "\n".join(format_status({**report, "index": "x", "exists": True}))
+    assert "embedder failing since" in line and "(the embedder is unreachable)" in line
+    assert "semantic search is behind, lexical search is unaffected" in line
+    assert "s3cret" not in repr(logs) and "s3cret" not in line
