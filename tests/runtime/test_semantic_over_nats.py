@@ -143,3 +143,49 @@ async def test_an_unreachable_embedder_leaves_lexical_search_and_status_says_so(
     assert "embedder failing since" in line and "(the embedder is unreachable)" in line
     assert "semantic search is behind, lexical search is unaffected" in line
     assert "s3cret" not in repr(logs) and "s3cret" not in line
+
+
+async def test_each_shard_embeds_its_own_partitions_and_status_shows_it(
+    nc: NATS, subjects: Subjects, tmp_path: Path
+) -> None:
+    """Two shards, ``/ws/a`` in partition 12 and ``/ws/b`` in partition 2: each worker's
+    vector file holds its own workspace's events only, and ``status`` lists each worker's
+    embedding beside its partitions."""
+    import sqlite3
+
+    from worker.runtime.status import format_status, partition_map
+
+    await ensure_events_stream(nc.jetstream(), subjects)
+    await publish(nc, subjects, corpus())
+    shards = [
+        await Worker.start(nc, config_for(subjects, tmp_path, semantic="on", partitions=held))
+        for held in ("0-7", "8-15")
+    ]
+    try:
+
+        async def embedded() -> bool:
+            for worker in shards:
+                lag = (await worker.status()).get("semantic") or {}
+                if lag.get("vectors") != 3 or lag.get("behind_events") != 0:
+                    return False
+            return True
+
+        await until(embedded, within=60)
+        for worker in shards:
+            assert worker.index is not None
+            await worker.index.refresh_once()
+        rows = await partition_map(nc, subjects.prefix)
+        held: dict[str, set[str]] = {}
+        for worker in shards:
+            conn = sqlite3.connect(f"{worker.config.db_path}.vectors")
+            found = {str(r[0]) for r in conn.execute("SELECT DISTINCT session_id FROM vectors")}
+            conn.close()
+            held[str(worker.config.partitions)] = found
+    finally:
+        for worker in shards:
+            await worker.stop()
+    assert held == {"0-7": {"s-b-charge", "s-b-docs"}, "8-15": {"s-a-charge", "s-a-docs"}}
+    text = "\n".join(format_status({"index": "x", "exists": False, "workers": rows}))
+    for label in ("0-7", "8-15"):
+        assert f"semantic: partitions {label}: embedded through event id" in text
+    assert text.count("(0 behind), 3 vectors of multilingual-e5-small-q4 (bundled)") == 2
