@@ -121,6 +121,63 @@ async def test_a_replaced_store_file_is_embedded_again(
     assert len(vector_rows(corpus.path)) == 5
 
 
+class PassageCounter:
+    """The real model; counts the passages it was asked to embed."""
+
+    def __init__(self, model: semantic.embedder.Embedder) -> None:
+        self.model = model
+        self.step_events = model.step_events
+        self.identity = model.identity
+        self.embedded: list[str] = []
+
+    def passages(self, texts: list[str]) -> object:
+        self.embedded += texts
+        return self.model.passages(texts)
+
+
+async def test_a_rebuilt_store_reuses_the_vectors_of_unchanged_events(
+    env: tuple[Corpus, SqliteSessionStore], embedder: semantic.embedder.Embedder
+) -> None:
+    from worker.store.semantic.follower import SemanticFollower
+
+    corpus, _ = env
+    await fill(corpus)
+    follow(corpus.path, embedder)
+    before = vector_blobs(corpus.path)
+    conn = sqlite3.connect(corpus.path)
+    with conn:  # what a rebuild's new file carries: another index_uid
+        conn.execute("UPDATE meta SET value = value + 1 WHERE key = 'index_uid'")
+    conn.close()
+    corpus.say("docs", "A note written after the rebuild.")
+    await corpus.flush()
+    counting = PassageCounter(embedder)
+    follower = SemanticFollower(corpus.path, counting)  # type: ignore[arg-type]
+    try:
+        follower.catch_up()
+    finally:
+        follower.close()
+    # Only the new event went to the model; the rest kept their vectors, byte for byte.
+    assert counting.embedded == ["A note written after the rebuild."]
+    after = vector_blobs(corpus.path)
+    assert {k: v for k, v in after.items() if k in before} == before
+    assert len(after) == len(before) + 1
+    conn = sqlite3.connect(f"{corpus.path}.vectors")
+    try:
+        assert conn.execute("SELECT count(*) FROM reusable").fetchone() == (0,)  # caught up
+        reused = conn.execute("SELECT value FROM meta WHERE key = 'reused'").fetchone()
+    finally:
+        conn.close()
+    assert reused == (len(before),)
+
+
+def vector_blobs(db: Path) -> dict[int, bytes]:
+    conn = sqlite3.connect(f"{db}.vectors")
+    try:
+        return dict(conn.execute("SELECT event_id, vec FROM vectors"))
+    finally:
+        conn.close()
+
+
 async def test_a_paraphrase_finds_its_session_in_the_callers_workspace_only(
     env: tuple[Corpus, SqliteSessionStore], embedder: semantic.embedder.Embedder
 ) -> None:

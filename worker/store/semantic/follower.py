@@ -57,10 +57,18 @@ class SemanticFollower:
         uid = int(row[0]) if row else 0
         identity = self._model.identity()
         meta = vectors.read_meta(self._out)
-        if meta.get("store_uid") == uid and vectors.read_identity(self._out) == identity:
+        same_model = vectors.read_identity(self._out) == identity
+        if meta.get("store_uid") == uid and same_model:
             return
         with self._out:  # one transaction: readers see the old file or the new one
             self._out.execute("BEGIN IMMEDIATE")
+            if same_model:  # another store file (a rebuild): its unchanged events reuse these
+                self._out.execute(
+                    "INSERT OR IGNORE INTO reusable (digest, vec)"
+                    " SELECT digest, vec FROM vectors WHERE digest IS NOT NULL"
+                )
+            else:
+                self._out.execute("DELETE FROM reusable")
             self._out.execute("DELETE FROM vectors")
             self._out.execute("DELETE FROM meta WHERE key IN ('through', 'deletions')")
             self._set("store_uid", uid)
@@ -90,15 +98,28 @@ class SemanticFollower:
         through = meta.get("through", 0)
         rows, newest, deletions = self._read(through, meta.get("deletions", 0), limit)
         texts = [(r, text) for r in rows if (text := chunk(r[3], r[4])) is not None]
-        packed = vectors.pack(self._model.passages([t for _, t in texts])) if texts else []
+        digests = [vectors.digest(text) for _, text in texts]
+        reused = self._reusable(digests)
+        missing = [text for (_, text), d in zip(texts, digests, strict=True) if d not in reused]
+        fresh = iter(vectors.pack(self._model.passages(missing)) if missing else [])
+        packed = [reused[d] if d in reused else next(fresh) for d in digests]
         # Fewer rows than asked: everything up to the store's newest id was seen.
-        reached = int(rows[-1][0]) if len(rows) == limit else max(newest, through)
+        caught_up = len(rows) < limit
+        reached = int(rows[-1][0]) if not caught_up else max(newest, through)
         self._out.execute("BEGIN IMMEDIATE")
         try:
             self._out.executemany(
-                "INSERT OR REPLACE INTO vectors (event_id, ws, session_id, vec) VALUES (?,?,?,?)",
-                [(r[0], r[2], r[1], blob) for (r, _), blob in zip(texts, packed, strict=True)],
+                "INSERT OR REPLACE INTO vectors (event_id, ws, session_id, vec, digest)"
+                " VALUES (?,?,?,?,?)",
+                [
+                    (r[0], r[2], r[1], blob, d)
+                    for (r, _), blob, d in zip(texts, packed, digests, strict=True)
+                ],
             )
+            if reused:
+                self._set("reused", meta.get("reused", 0) + len(texts) - len(missing))
+            if caught_up:  # the rebuilt file is followed to its end: the old vectors go
+                self._out.execute("DELETE FROM reusable")
             for deletion_id, session_id in deletions:
                 self._out.execute("DELETE FROM vectors WHERE session_id = ?", (session_id,))
                 self._set("deletions", deletion_id)
@@ -109,6 +130,16 @@ class SemanticFollower:
             self._out.execute("ROLLBACK")
             raise
         return len(rows) + len(deletions)
+
+    def _reusable(self, digests: list[bytes]) -> dict[bytes, bytes]:
+        """The vectors a rebuild left for these chunks (usually none)."""
+        if not digests:
+            return {}
+        marks = ",".join("?" * len(digests))
+        found = self._out.execute(
+            f"SELECT digest, vec FROM reusable WHERE digest IN ({marks})", digests
+        )
+        return {bytes(d): bytes(v) for d, v in found}
 
     def _read(
         self, through: int, deleted: int, limit: int

@@ -27,6 +27,7 @@ failure of the embedder (status says it): a file holds the vectors of one model 
 
 from __future__ import annotations
 
+import hashlib
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
@@ -50,12 +51,17 @@ CREATE TABLE IF NOT EXISTS vectors (
     event_id   INTEGER PRIMARY KEY,
     ws         TEXT NOT NULL,
     session_id TEXT NOT NULL,
-    vec        BLOB NOT NULL
+    vec        BLOB NOT NULL,
+    digest     BLOB  -- of the chunk embedded (``digest``): a rebuild reuses the vector
 );
 CREATE INDEX IF NOT EXISTS vectors_ws ON vectors (ws, event_id);
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS model (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+-- The vectors of the store file before a rebuild, by chunk digest, until the follower has
+-- caught up with the new file: an unchanged event is not embedded again.
+CREATE TABLE IF NOT EXISTS reusable (digest BLOB PRIMARY KEY, vec BLOB NOT NULL);
 """
+_DIGEST_BYTES: Final = 16
 
 
 def vectors_path(db_path: str | Path) -> Path:
@@ -70,8 +76,16 @@ def connect(path: Path, *, read_only: bool = False) -> sqlite3.Connection:
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")
         conn.executescript(_DDL)
+        columns = {str(r[1]) for r in conn.execute("PRAGMA table_info(vectors)")}
+        if "digest" not in columns:  # a file made before the column: its rows reuse nothing
+            conn.execute("ALTER TABLE vectors ADD COLUMN digest BLOB")
     conn.execute("PRAGMA busy_timeout=5000")
     return conn
+
+
+def digest(chunk: str) -> bytes:
+    """What a vector is reused by: the chunk's text (the model is the file's own)."""
+    return hashlib.sha256(chunk.encode()).digest()[:_DIGEST_BYTES]
 
 
 def read_meta(conn: sqlite3.Connection) -> dict[str, int]:
