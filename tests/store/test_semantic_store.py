@@ -239,3 +239,29 @@ async def test_a_purged_session_loses_its_vectors(
     assert await corpus.writer.purge(session_ids=["charge"]) == 1
     follow(corpus.path, embedder)
     assert {sid for _, sid in vector_rows(corpus.path)} == {"docs", "twin"}
+
+
+def test_a_question_does_not_wait_for_the_followers_whole_step(
+    embedder: semantic.embedder.Embedder,
+) -> None:
+    """A question asked while the follower embeds a step of passages gets the engine
+    between two slices of it, so its vector comes before the step is done."""
+    import threading
+
+    texts = [f"{REPLY} (variant {n})" for n in range(24)]
+    finished: list[str] = []
+    started = threading.Event()
+
+    def step() -> None:
+        started.set()
+        embedder.passages(texts)
+        finished.append("passages")
+
+    follower = threading.Thread(target=step)
+    follower.start()
+    started.wait()
+    question = embedder.query_soon("which question goes first")
+    question.add_done_callback(lambda _: finished.append("question"))
+    question.result(timeout=60)
+    follower.join(60)
+    assert finished == ["question", "passages"]
