@@ -90,8 +90,8 @@ class WorkerConfig(BaseModel):
         " to use instead of the bundled model (empty: the bundled model)",
     )
     embedder_model: str = Field("", description="the model name sent to --embedder")
-    embedder_timeout_s: float = Field(
-        10.0, gt=0, description="seconds one request to --embedder may take"
+    embedder_timeout_ms: int = Field(
+        10_000, ge=1, description="milliseconds one request to --embedder may take"
     )
     embedder_batch: int = Field(32, ge=1, le=2048, description="texts sent in one request")
     embedder_concurrency: int = Field(
@@ -212,11 +212,16 @@ class Setting:
     secret: bool = False  # never shown: not its value in help, nor in an error
 
 
+# Never shown in help or an error: the embedder's URL may carry a user and password.
+_WORKER_SECRETS: Final = frozenset({"embedder"})
+
+
 def _worker_setting(
     name: str, path: tuple[str, ...], kind: Any, default: Any, help: str
 ) -> Setting:
     flags = _FLAGS.get(name, ("--" + name.replace("_", "-"),))
-    return Setting(name, path, kind, default, help, ENV_PREFIX + name.upper(), flags)
+    env = ENV_PREFIX + name.upper()
+    return Setting(name, path, kind, default, help, env, flags, secret=name in _WORKER_SECRETS)
 
 
 @functools.cache

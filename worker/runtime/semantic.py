@@ -63,7 +63,7 @@ def load_embedder(config: WorkerConfig) -> Any:
             RemoteSettings(
                 url=config.embedder,
                 model=config.embedder_model,
-                timeout_s=config.embedder_timeout_s,
+                timeout_s=config.embedder_timeout_ms / 1000,
                 batch=config.embedder_batch,
                 concurrency=config.embedder_concurrency,
             )
