@@ -44,7 +44,10 @@ if TYPE_CHECKING:
 SCHEMA_VERSION: Final = 1
 MIN_CENTRED: Final = 200  # vectors a workspace needs before its scores are centred
 _SCALE: Final = 127.0
-_BLOCK_ROWS: Final = 8192  # rows turned to float32 at once by a scan (3 MiB at 384 dims)
+# Rows turned to float32 at once by a scan, into one buffer (1.5 MiB at 384 dims): small
+# enough to stay in the CPU's cache, so the int8 scan costs what a float32 one does
+# (8,192-row blocks, which do not, made it 3-5x slower).
+_BLOCK_ROWS: Final = 1024
 
 _DDL: Final = """
 CREATE TABLE IF NOT EXISTS vectors (
@@ -179,12 +182,17 @@ class _Workspace:
             self.norms[rows] = np.sqrt(np.maximum(squared, 1e-12))
 
     def _blocks(self) -> Iterator[tuple[slice, npt.NDArray[np.float32]]]:
-        """The matrix as float32 a block of rows at a time (the whole never is)."""
+        """The matrix as float32 a block of rows at a time (the whole never is), each
+        block in the same buffer: use it before asking for the next."""
         import numpy as np
 
+        buffer = np.empty((min(_BLOCK_ROWS, len(self.matrix)), self.matrix.shape[1]), np.float32)
         for start in range(0, len(self.matrix), _BLOCK_ROWS):
-            rows = slice(start, start + _BLOCK_ROWS)
-            yield rows, self.matrix[rows].astype(np.float32) * np.float32(1.0 / _SCALE)
+            part = self.matrix[start : start + _BLOCK_ROWS]
+            block = buffer[: len(part)]
+            np.copyto(block, part, casting="unsafe")
+            block *= np.float32(1.0 / _SCALE)
+            yield slice(start, start + len(part)), block
 
     def scores(self, query: Vector) -> npt.NDArray[np.float32]:
         """Cosine of each row and the query, both taken around the mean."""
