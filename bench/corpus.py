@@ -1,5 +1,7 @@
 """Deterministic corpus generator: sessions of agent work, as the SESSIONS stream carries them.
 
+Over 400 lines: one generator: plans, event bodies and publishing share the seeded model.
+
 ``plan_sessions(config)`` is cheap (one small record per session) and is what the load
 generator uses to know ids, seqs and workspaces; ``generate(config)`` streams event dicts
 in stream order with memory bounded by the number of sessions, never by events. The same
@@ -439,8 +441,8 @@ async def write_index(
     max_event_bytes: int = 1024 * 1024,
 ) -> int:
     """Apply the corpus straight through the index writer (no NATS), for store benches."""
+    from worker.store.index.writer import SqliteIndexWriter
     from worker.store.protocol import IngestItem
-    from worker.store.writer import SqliteIndexWriter
 
     writer = await SqliteIndexWriter.open(
         db_path, text_cap_bytes=text_cap_bytes, max_event_bytes=max_event_bytes

@@ -45,7 +45,7 @@ RECALL_AT: Final = 10
 
 def embeddable(db: Path) -> list[tuple[int, str, str, str]]:
     """(event id, session, workspace token, type) of every event the follower embeds."""
-    from worker.store.semantic.chunks import EMBEDDED_TYPES
+    from worker.store.search.semantic.chunks import EMBEDDED_TYPES
 
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     try:
@@ -66,8 +66,8 @@ def throughput(
     vectors and their queries' (the first 80 characters of 30 of them)."""
     import numpy as np
 
-    from worker.store.semantic.chunks import chunk
-    from worker.store.semantic.embedder import Embedder
+    from worker.store.search.semantic.chunks import chunk
+    from worker.store.search.semantic.embedder import Embedder
 
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     step = max(1, len(ids) // size)
@@ -103,7 +103,7 @@ def int8_recall(tmp: Path, passages: Any, questions: Any) -> dict[str, float]:
     against the same scan in float32 (the same centring), over the embedded sample."""
     import numpy as np
 
-    from worker.store.semantic import vectors
+    from worker.store.search.semantic import vectors
 
     path = tmp / "recall.vectors"
     out = vectors.connect(path)
@@ -136,8 +136,8 @@ def fill_synthetic(db: Path, rows: Sequence[tuple[int, str, str, str]], model: A
     ``model``'s (its queries are scored against them); seconds."""
     import numpy as np
 
-    from worker.store.semantic import vectors
-    from worker.store.semantic.embedder import DIM
+    from worker.store.search.semantic import vectors
+    from worker.store.search.semantic.embedder import DIM
 
     t0 = time.perf_counter()
     out = vectors.connect(vectors.vectors_path(db))
@@ -167,7 +167,7 @@ def scan_cost(tmp: Path, sizes: Sequence[int], embed_sample: int) -> dict[str, f
     run: a smoke run's sample is small)."""
     import numpy as np
 
-    from worker.store.semantic import vectors
+    from worker.store.search.semantic import vectors
 
     rng = np.random.default_rng(3)
     out = {}
@@ -246,8 +246,8 @@ async def run(
     embed_sample: int = EMBED_SAMPLE,
     work_dir: Path | None = None,
 ) -> dict[str, Any]:
-    from worker.store.semantic.embedder import Embedder
-    from worker.store.semantic.vectors import vectors_path
+    from worker.store.search.semantic.embedder import Embedder
+    from worker.store.search.semantic.vectors import vectors_path
 
     with tempfile.TemporaryDirectory(prefix="sq-bench-semantic-", dir=work_dir) as tmp:
         path = db or Path(tmp) / "index.sqlite"

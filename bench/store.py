@@ -1,5 +1,7 @@
 """Store bench: ``search_sessions`` per query class vs the reference FTS5 floor; index size.
 
+Over 400 lines: one bench: its build, its floors and its report.
+
 The index (SQLite store and tantivy search index) is built through the real writer
 (``bench.corpus.write_index``); the reference floor is the search before issue 10, a global
 FTS5 table with a workspace token (``bench.floors.ReferenceFts``), in its own file built

@@ -1,5 +1,7 @@
 """Shared plumbing for the hostile-input tests: a real Worker over a real nats-server.
 
+Over 400 lines: the hostile tests' one worker, requester and reply checks.
+
 Hypothesis tests are synchronous, so the worker, its NATS connection and the requester
 live on an event loop in a background thread (``LoopThread``); a test submits coroutines to
 it. ``LiveWorker`` publishes events to a per-test SESSIONS stream, starts the composed
@@ -30,10 +32,10 @@ from contracts.errors import ErrorCode
 from contracts.subjects import Subjects
 from tests._events import cite_list, event_dict, routes_for
 from tests._subjects import unique_subjects
-from worker.runtime.config import WorkerConfig
-from worker.runtime.connection import open_connection
-from worker.runtime.ingest_consumer import ensure_events_stream
-from worker.runtime.worker import Worker
+from worker.config import WorkerConfig
+from worker.replica.ingest_consumer import ensure_events_stream
+from worker.transport.connection import open_connection
+from worker.worker import Worker
 
 T = TypeVar("T")
 

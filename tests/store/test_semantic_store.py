@@ -12,8 +12,8 @@ import pytest
 
 from tests.store._corpus import Corpus, corpus_and_store, search
 from worker.signals import ExecutionSignal
-from worker.store import semantic
 from worker.store.protocol import EventFilter
+from worker.store.search import semantic
 from worker.store.sqlite import SqliteSessionStore
 
 pytestmark = pytest.mark.skipif(
@@ -27,7 +27,7 @@ PARAPHRASE = "where did we soften the payment reattempts"
 
 @pytest.fixture(scope="module")
 def embedder() -> Iterator[semantic.embedder.Embedder]:
-    from worker.store.semantic.embedder import Embedder
+    from worker.store.search.semantic.embedder import Embedder
 
     model = Embedder()
     yield model
@@ -55,7 +55,7 @@ async def env(tmp_path: Path) -> AsyncIterator[tuple[Corpus, SqliteSessionStore]
 
 
 def follow(db: Path, model: semantic.embedder.Embedder) -> int:
-    from worker.store.semantic.follower import SemanticFollower
+    from worker.store.search.semantic.follower import SemanticFollower
 
     follower = SemanticFollower(db, model)
     try:
@@ -138,7 +138,7 @@ class PassageCounter:
 async def test_a_rebuilt_store_reuses_the_vectors_of_unchanged_events(
     env: tuple[Corpus, SqliteSessionStore], embedder: semantic.embedder.Embedder
 ) -> None:
-    from worker.store.semantic.follower import SemanticFollower
+    from worker.store.search.semantic.follower import SemanticFollower
 
     corpus, _ = env
     await fill(corpus)

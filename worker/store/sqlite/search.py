@@ -6,10 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-# A module import, not its names: search_ops imports this package (through
-# worker.store.rows), so either may be imported first.
-from worker.store import event_search, schema, search_ops
-from worker.store.hybrid import SemanticQuery
+from worker.store.files import schema
 from worker.store.protocol import (
     EventFilter,
     EventSearchPage,
@@ -17,8 +14,13 @@ from worker.store.protocol import (
     SessionFilter,
     SessionSearchPage,
 )
-from worker.store.query import QueryPlan
-from worker.store.search_reader import SearchIndexReader
+
+# A module import, not its names: search_ops imports this package (through
+# worker.store.rows), so either may be imported first.
+from worker.store.search import event_search, search_ops
+from worker.store.search.hybrid import SemanticQuery
+from worker.store.search.query import QueryPlan
+from worker.store.search.search_reader import SearchIndexReader
 from worker.store.sqlite import cursors, reads, rows, sql
 from worker.store.sqlite.pool import Tx
 
