@@ -4,10 +4,10 @@ opens, and the embedding follower as an actor beside ingestion.
 The follower runs on a thread of its own at a lower CPU priority (nice +10 for that thread
 alone), one model thread: ingestion and searches come first, embedding takes what is left
 and reports its own lag. It follows the file the store path names now, so after a rebuild
-swapped in a new file it starts on that one (and empties the vectors of the old one).
-With ``--embedder URL`` the model is a remote OpenAI-compatible server
-(``store/semantic/remote.py``); when it fails, the follower says so once, waits and tries
-again, and searches go on lexical only meanwhile.
+swapped in a new file it starts on that one (keeping the old file's vectors of unchanged
+events: ``follower.py``). With ``--embedder URL`` the model is a remote OpenAI-compatible
+server (``store/search/semantic/remote.py``); when it fails, the follower says so once,
+waits and tries again, and searches go on lexical only meanwhile.
 """
 
 from __future__ import annotations
