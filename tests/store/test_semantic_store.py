@@ -102,16 +102,21 @@ async def test_the_follower_embeds_each_event_once_across_restarts(
     assert len(vector_rows(corpus.path)) == len(rows) + 1
 
 
-async def test_a_replaced_store_file_is_embedded_again(
+def as_rebuilt(db: Path) -> None:
+    """What a rebuild's new file carries: another index_uid."""
+    conn = sqlite3.connect(db)
+    with conn:
+        conn.execute("UPDATE meta SET value = value + 1 WHERE key = 'index_uid'")
+    conn.close()
+
+
+async def test_a_replaced_store_file_is_followed_again(
     env: tuple[Corpus, SqliteSessionStore], embedder: semantic.embedder.Embedder
 ) -> None:
     corpus, _ = env
     await fill(corpus)
     follow(corpus.path, embedder)
-    conn = sqlite3.connect(corpus.path)
-    with conn:  # what a rebuild's new file carries: another index_uid
-        conn.execute("UPDATE meta SET value = value + 1 WHERE key = 'index_uid'")
-    conn.close()
+    as_rebuilt(corpus.path)
     conn = sqlite3.connect(f"{corpus.path}.vectors")
     conn.execute("UPDATE vectors SET session_id = 'stale'")
     conn.commit()
@@ -144,10 +149,7 @@ async def test_a_rebuilt_store_reuses_the_vectors_of_unchanged_events(
     await fill(corpus)
     follow(corpus.path, embedder)
     before = vector_blobs(corpus.path)
-    conn = sqlite3.connect(corpus.path)
-    with conn:  # what a rebuild's new file carries: another index_uid
-        conn.execute("UPDATE meta SET value = value + 1 WHERE key = 'index_uid'")
-    conn.close()
+    as_rebuilt(corpus.path)
     corpus.say("docs", "A note written after the rebuild.")
     await corpus.flush()
     counting = PassageCounter(embedder)
