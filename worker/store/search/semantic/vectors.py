@@ -18,8 +18,8 @@ took the paraphrase category's success@5 from 0.05 to 0.76 on the semantic list 
 Vectors are stored as int8 (each component of the unit vector times 127): 384 bytes a
 vector, a quarter of float32, with cosine scores within ~0.01 of the float ones. They stay
 int8 in memory too (a workspace's matrix is scanned in blocks turned to float32 one at a
-time), so loaded vectors take what they take on disk; the recall effect is measured by
-``bench/semantic.py --quantisation`` (bench/README.md).
+time), so loaded vectors take what they take on disk; ``bench/semantic.py`` measures the
+recall that costs against float32 vectors (bench/README.md).
 
 The model's identity (``model.ModelIdentity``) is recorded in the file, beside the last
 failure of the embedder (status says it): a file holds the vectors of one model only.
