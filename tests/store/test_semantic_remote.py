@@ -279,3 +279,33 @@ async def test_a_failing_embedder_leaves_lexical_search_and_says_semantic_is_beh
     # Lexical hits as ever (a question: the model was asked, and failed or was refused).
     assert [hit.header.session_id for hit in page.hits] == ["docs"]
     assert not any(hit.semantic_only for hit in page.hits)
+
+
+async def test_a_passing_failure_is_retried_and_a_refusal_is_not(
+    serve: Callable[[Answer], str],
+) -> None:
+    """HTTP 503 twice, then vectors: the batch succeeds on its third attempt. HTTP 400 is
+    the request's own fault: asked once, never again."""
+    calls = {"flaky": 0, "refusing": 0}
+
+    def flaky(texts: list[str]) -> tuple[int, dict[str, Any]]:
+        calls["flaky"] += 1
+        return (503, {}) if calls["flaky"] <= 2 else (200, embeddings([[0.0, 1.0]] * len(texts)))
+
+    def refusing(texts: list[str]) -> tuple[int, dict[str, Any]]:
+        calls["refusing"] += 1
+        return 400, {"error": {"message": "bad input"}}
+
+    model = remote(serve(flaky))
+    try:
+        assert model.identity().dims == 2
+    finally:
+        model.close()
+    model = remote(serve(refusing))
+    try:
+        with pytest.raises(EmbedderUnavailable) as refused:
+            model.identity()
+    finally:
+        model.close()
+    assert calls == {"flaky": 3, "refusing": 1}
+    assert str(refused.value) == "the embedder refused the request (HTTP 400)"
