@@ -47,7 +47,7 @@ from bench.report import (
 
 TARGET: Final = 0.3
 PARTIAL_TARGET: Final = 3.0
-# Today's SQLite + FTS5 index per million events (bench/README.md, 2026-12-02).
+# The SQLite + FTS5 index per million events before issue 10 (bench/HISTORY.md, 2026-12-02).
 SIZE_MIB_PER_MILLION: Final = 1048.0
 # The tool asks for one first page of 100 sessions.
 DEFAULT_PAGE_SIZE: Final = 100

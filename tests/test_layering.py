@@ -121,7 +121,15 @@ def test_contracts_import_nothing_from_worker() -> None:
     assert bad == []
 
 
-SHARED = ("worker.logs", "worker.retry", "worker.tasks", "worker.failures", "worker.actors")
+SHARED = (
+    "worker.logs",
+    "worker.retry",
+    "worker.tasks",
+    "worker.failures",
+    "worker.actors",
+    "worker.settings",
+    "worker.config",
+)
 
 
 @pytest.mark.parametrize("module", SHARED)

@@ -8,6 +8,7 @@ from datetime import tzinfo
 from pathlib import Path
 from typing import BinaryIO
 
+from contracts.events import Refusal, validate_event
 from contracts.limits import MAX_EVENT_BYTES
 from worker.importers import make_converter
 from worker.importers.base import Converter, Outgoing, Problem, SpawnLinks, Tally
@@ -47,17 +48,15 @@ def checked(
     a converter bug or an odd source record must not put a bad event on the stream."""
     if getattr(converter, "validated", False):
         return outs
-    from worker.store.index.writer import parse_event
-
     good = []
     for out in outs:
         if out.dropped:
             converter.tally.skip("event after its session ended (idle)")
             continue
-        outcome = parse_event(out.body, max_event_bytes=max_event_bytes)
-        if isinstance(outcome, str):
+        outcome = validate_event(out.body, max_event_bytes=max_event_bytes)
+        if isinstance(outcome, Refusal):
             converter.tally.problems.append(
-                Problem(path, line_no, f"event not imported: {outcome}")
+                Problem(path, line_no, f"event not imported: {outcome.reason}")
             )
         else:
             good.append(out)

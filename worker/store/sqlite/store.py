@@ -23,6 +23,7 @@ from worker.store.errors import StoreError
 from worker.store.operator import (
     DeadLetter,
     EventChunk,
+    EventText,
     SessionListFilter,
     SessionListPage,
     SessionSort,
@@ -363,6 +364,29 @@ class SqliteSessionStore:
             size=max(1, size),
         )
         return self._pool.run_inline(signal, work)
+
+    async def event_text(
+        self,
+        session_id: str,
+        seq: int,
+        *,
+        query: str | None,
+        offset: int | None,
+        size: int,
+        signal: ExecutionSignal,
+    ) -> EventText | None:
+        if query:
+            compile_query(query)  # InvalidQuery before any read
+        work = partial(
+            operator_reads.event_text,
+            session_id=session_id,
+            seq=seq,
+            query=query,
+            offset=None if offset is None else max(0, offset),
+            size=max(1, size),
+        )
+        # The whole event is parsed and scanned for matches: on a reader, off the loop.
+        return await self._pool.run_on_reader(signal, work)
 
     async def dead_letters(self, *, limit: int, signal: ExecutionSignal) -> tuple[DeadLetter, ...]:
         work = partial(operator_reads.dead_letters, limit=self._page_size(limit))
