@@ -262,3 +262,41 @@ async def test_a_passing_failure_is_retried_and_a_refusal_is_not(
         model.close()
     assert calls == {"flaky": 3, "refusing": 1}
     assert str(refused.value) == "the embedder refused the request (HTTP 400)"
+
+
+async def test_a_server_that_swaps_its_model_is_caught_before_its_vectors_are_stored(
+    env: tuple[Corpus, SqliteSessionStore],
+    embedder: Embedder,
+    serve: Callable[[Answer], str],
+) -> None:
+    """The same server, the same name, another model behind it (within the re-probe
+    interval): the probe at the head of the step's batch tells, the step stores nothing,
+    and the next steps embed everything again in the new space."""
+    from worker.store.search.semantic.follower import read_lag
+
+    corpus, _ = env
+    swapped = {"now": False}
+
+    def answer(texts: list[str]) -> tuple[int, dict[str, Any]]:
+        rows = embedder.passages(texts)
+        return 200, embeddings([(row[::-1] if swapped["now"] else row).tolist() for row in rows])
+
+    model = remote(serve(answer))
+    try:
+        follow = follower(corpus.path, model)
+        follow.catch_up()
+        before = vector_rows(corpus.path)
+        swapped["now"] = True
+        corpus.say("docs", "A note written after the swap.")
+        await corpus.flush()
+        with pytest.raises(EmbedderUnavailable, match="the embedder's model changed"):
+            follow.step()
+        assert vector_rows(corpus.path) == before  # nothing of the new model stored
+        follow.catch_up()
+        follow.close()
+    finally:
+        model.close()
+    after = vector_rows(corpus.path)
+    lag = read_lag(corpus.path)
+    assert lag is not None and lag.failing is None and lag.vectors == len(before) + 1
+    assert all(a != b for (_, a), (_, b) in zip(after, before, strict=False))

@@ -11,9 +11,10 @@ while the worker stays small.
   a way that may pass (unreachable, timed out, HTTP 429 or 5xx) is retried with the
   ``retry.EMBEDDER`` waits (stamina), then reported as ``EmbedderUnavailable``. A question
   gets one attempt: a search never waits on retries, it goes on lexical only.
-- **Identity**: the probe text's vector, asked again every ``REPROBE_S`` (a server that
-  swapped its model is noticed: the follower re-embeds), and every reply's vectors are
-  checked against it (the wrong dimensions are refused, never stored).
+- **Identity**: the probe text's vector, asked again every ``REPROBE_S``, and sent again
+  at the head of every step's first batch: a server that swapped its model is noticed
+  before that step's vectors are stored (none are; the follower re-embeds). Every reply's
+  vectors are checked against it (the wrong dimensions are refused, never stored).
 
 Only the standard library speaks HTTP here: the worker needs no HTTP client package.
 """
@@ -106,19 +107,26 @@ class RemoteEmbedder:
     def passages(self, texts: Sequence[str]) -> Vector:
         import numpy as np
 
-        dims = self.identity().dims
+        known = self.identity()
+        dims = known.dims
         if not texts:
             return np.zeros((0, dims), dtype=np.float32)
         size = self._settings.batch
-        batches = [list(texts[i : i + size]) for i in range(0, len(texts), size)]
+        # The probe rides at the head of the first batch: its vector says the model is still
+        # the one the file's vectors are of.
+        head = [PROBE_TEXT, *texts]
+        batches = [head[i : i + size] for i in range(0, len(head), size)]
         try:
             parts = list(
                 self._batches.map(lambda b: self._with_retries(b, "passage", dims), batches)
             )
+            vectors = np.concatenate(parts)
+            if identify(known.name, vectors[0]) != known:
+                raise EmbedderUnavailable("the embedder's model changed")
         except EmbedderUnavailable:
             self._forget_identity()  # the model may have changed: probe before the next step
             raise
-        return np.concatenate(parts)
+        return vectors[1:]
 
     def query_soon(self, text: str) -> Future[Vector]:
         return self._queries.soon(text)
