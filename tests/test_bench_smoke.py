@@ -607,3 +607,13 @@ def test_search_ab_bench_end_to_end(tmp_path: Path) -> None:
         "search p50 (new vs base)",
         "search p99 (new vs base)",
     ]
+
+
+def test_whole_sources_bench_end_to_end(tmp_path: Path) -> None:
+    from bench import whole_sources
+
+    result = whole_sources.run(sessions=6, turns=2, repeats=1, work_dir=tmp_path)
+    _assert_result_shape(result, "whole_sources")
+    m = result["measurements"]
+    assert m["items"] == 6 * 2 * 4 + 4  # each turn: prompt, call, result, answer; one more
+    assert {"full_read_s", "stamp_query_s", "cached_reread_s"} <= set(m)

@@ -52,6 +52,8 @@ higher one to raise its errors::
                                                              none: shown on the ui's page
 
     worker.importers.publish.ImportFailed        an import cannot go on; told to the user
+    ├── worker.importers.registry.UnknownFormat              (also a ValueError)
+    └── worker.importers.plugin.UnreadableSource             one source; the others import
     worker.retry.RetryStopped                    a retry's stop was set (shared module:
                                                  it imports nothing from worker)
 

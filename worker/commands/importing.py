@@ -1,10 +1,12 @@
 """``sessionquery import --format FORMAT PATH...``: agent session files onto the stream.
 
-A path may be a file or a directory (searched for the format's files); with no path,
-Claude Code and Codex imports read the agent's own folder (``$CLAUDE_CONFIG_DIR/projects``
-or ``~/.claude/projects``; ``$CODEX_HOME/sessions`` or ``~/.codex/sessions``). A line
-that cannot be imported is reported with its file and number and the rest imports; the
-exit code is then 1. Record types a format module does not know are skipped and counted.
+A path may be a file or a directory (searched for the format's files); with no path, a
+format reads the agent's own folder (``importer.default_locations``), and with no path and
+no ``--format`` (or ``--format auto``) every registered importer's folders that exist are
+read, each with its own importer, and the summary says per agent what it found, imported
+and skipped. A line that cannot be imported is reported with its file and number and the
+rest imports; the exit code is then 1. Record types a format module does not know are
+skipped and counted.
 
 Claude Code and Codex never write a session's end: a session whose last event is older
 than ``--idle-seconds`` (default 1800, as ``watch``) gets its ``session/end`` at that
@@ -19,14 +21,15 @@ import argparse
 import asyncio
 import sys
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta, tzinfo
+from datetime import datetime, tzinfo
 from pathlib import Path
 from typing import Final, TextIO
 
 from contracts.limits import MAX_EVENT_BYTES, event_size_limit
+from contracts.partitions import NO_CWD_KEY
 from contracts.subjects import Subjects
-from worker.importers.base import Converter, Outgoing, SpawnLinks, Tally
-from worker.importers.detect import FORMATS
+from worker.importers.base import Converter, Outgoing, Problem, SpawnLinks, Tally, quiet_since
+from worker.importers.detect import AUTO
 from worker.importers.progress import Progress
 from worker.importers.publish import DEFAULT_WINDOW, ImportFailed, Publisher
 from worker.transport.connection import NatsOptions
@@ -41,6 +44,7 @@ EXIT_FAILED: Final = 2
 
 def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     from worker.config_flags import add_flags, add_subject_arguments
+    from worker.importers import registry
     from worker.transport.flags import add_nats_arguments
 
     parser.add_argument(
@@ -48,9 +52,14 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
         help="files or directories (default: the agent's own session folder)",
     )  # fmt: skip
     parser.add_argument(
-        "--format", choices=[*FORMATS, "auto"], default="events",
-        help="source format (default events: our own JSONL; auto: detect per file)",
+        "--format", choices=[*registry.names(), AUTO], default=None,
+        help="source format (default with paths: events, our own JSONL; without: auto);"
+        " auto: detect per file, and with no path read every agent's own folders",
     )  # fmt: skip
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.epilog = "formats:\n" + "\n".join(
+        f"  {name:<14} {importer.help}" for name, importer in registry.importers().items()
+    )
     parser.add_argument(
         "--window", type=int, default=DEFAULT_WINDOW,
         help=f"publishes in flight before awaiting their acks (default {DEFAULT_WINDOW})",
@@ -84,23 +93,40 @@ class ImportReport:
     # session/start before it, a gap, an event after session/end), with the first reasons.
     will_dead_letter: int = 0
     dead_letter_reasons: tuple[str, ...] = ()
+    agents: list[AgentReport] = field(default_factory=list)  # auto-detection's, per agent
+    no_cwd_sessions: int = 0  # sessions whose source says no cwd (or none found)
 
     @property
     def invalid(self) -> int:
         return len(self.tally.problems)
 
 
-def resolve_paths(args: argparse.Namespace) -> list[Path] | str:
-    """The paths to read, or the message to print when they cannot be."""
-    from worker.importers.detect import default_paths
+@dataclass(frozen=True)
+class Job:
+    """Paths read with one format (``auto``: detected per file); ``agent``: the importer
+    whose own folders they are, when auto-detection found them."""
 
-    paths = list(args.paths) or default_paths(args.format)
+    fmt: str
+    paths: list[Path]
+    agent: str | None = None
+
+
+def resolve_jobs(args: argparse.Namespace) -> list[Job] | str:
+    """What to read, or the message to print when it cannot be."""
+    from worker.importers.detect import default_paths, discover
+
+    paths = list(args.paths)
+    if not paths and args.format in (None, AUTO):
+        jobs = [Job(name, found, agent=name) for name, found in discover()]
+        return jobs or "no path given, and no agent's session folder found on this machine"
+    fmt = args.format or "events"
+    paths = paths or default_paths(fmt)
     if not paths:
-        return f"no path given (the {args.format} format has no default folder)"
+        return f"no path given (the {fmt} format has no default folder)"
     missing = [p for p in paths if not p.exists()]
     if missing:
         return f"no such file: {missing[0]}"
-    return paths
+    return [Job(fmt, paths)]
 
 
 def assumed_zone(name: str | None) -> tzinfo | str | None:
@@ -124,17 +150,17 @@ def run(args: argparse.Namespace) -> int:
     if args.window < 1:
         print("import: --window must be at least 1", file=sys.stderr)
         return EXIT_FAILED
-    paths = resolve_paths(args)
+    jobs = resolve_jobs(args)
     zone = assumed_zone(args.timezone)
-    for failure in (paths, zone):
+    for failure in (jobs, zone):
         if isinstance(failure, str):
             print(f"import: {failure}", file=sys.stderr)
             return EXIT_FAILED
-    assert isinstance(paths, list) and not isinstance(zone, str)
+    assert isinstance(jobs, list) and not isinstance(zone, str)
     try:
         report = asyncio.run(
-            import_paths(
-                paths, fmt=args.format, options=options_from_args(args),
+            import_jobs(
+                jobs, options=options_from_args(args),
                 subjects=config.subjects, window=args.window,
                 max_event_bytes=config.max_event_bytes, assume_tz=zone,
                 progress=None if args.quiet else sys.stderr, idle_s=args.idle_seconds,
@@ -148,16 +174,24 @@ def run(args: argparse.Namespace) -> int:
 
 
 def print_summary(report: ImportReport, out: TextIO) -> None:
+    for agent in report.agents:
+        print(agent.line(), file=out)
     print(
         f"published {report.published} events ({report.duplicates} already in the stream),"
         f" {report.invalid} invalid lines skipped",
         file=out,
     )
     if report.tally.skipped:
-        parts = ", ".join(f"{what} {n}" for what, n in sorted(report.tally.skipped.items()))
-        print(f"skipped records: {parts}", file=out)
+        print(f"skipped records: {skipped_text(report.tally)}", file=out)
+    if report.no_cwd_sessions:
+        print(f"sessions without a cwd: {report.no_cwd_sessions} (the no-cwd workspace,"
+              " where each session sees only itself)", file=out)  # fmt: skip
     if report.will_dead_letter:
         print(dead_letter_line(report.will_dead_letter, report.dead_letter_reasons), file=out)
+
+
+def skipped_text(tally: Tally) -> str:
+    return ", ".join(f"{what} {n}" for what, n in sorted(tally.skipped.items()))
 
 
 def dead_letter_line(count: int, reasons: tuple[str, ...] | list[str]) -> str:
@@ -167,8 +201,8 @@ def dead_letter_line(count: int, reasons: tuple[str, ...] | list[str]) -> str:
     )
 
 
-async def import_paths(
-    paths: list[Path], *, fmt: str, options: NatsOptions, subjects: Subjects,
+async def import_jobs(
+    jobs: list[Job], *, options: NatsOptions, subjects: Subjects,
     window: int = DEFAULT_WINDOW, max_event_bytes: int = MAX_EVENT_BYTES,
     assume_tz: tzinfo | None = None, progress: TextIO | None = None, errors: TextIO | None = None,
     idle_s: float = DEFAULT_IDLE_S,
@@ -176,19 +210,25 @@ async def import_paths(
     from worker.importers.detect import expand
     from worker.importers.publish import connect_publisher
 
-    files = list(expand(paths, fmt))
-    sizes = await asyncio.to_thread(lambda: [f.stat().st_size for f in files])
+    found = [(job, list(expand([p for p in job.paths if p.exists()], job.fmt))) for job in jobs]
+    files = [file for _, job_files in found for file in job_files]
+    sizes = await asyncio.to_thread(lambda: {f: f.stat().st_size for f in files})
     nc = await connect_publisher(options, name="sessionquery-import")
-    bar = Progress(progress, total_bytes=sum(sizes), total_files=len(files))
+    bar = Progress(progress, total_bytes=sum(sizes.values()), total_files=len(files))
     try:
         publisher = Publisher(nc, subjects, window=window)
         await publisher.prepare()
         limit = event_size_limit(publisher.max_payload, max_event_bytes)
         run = _ImportRun(publisher, bar, errors or sys.stderr, limit, assume_tz,
-                         quiet_before=_quiet_before(idle_s))  # fmt: skip
-        for file, size in zip(files, sizes, strict=True):
-            await run.file(file, fmt)
-            run.done_bytes += size
+                         quiet_before=quiet_since(idle_s))  # fmt: skip
+        for job, job_files in found:
+            before = AgentReport.snapshot(job, run)
+            for file in job_files:
+                await run.file(file, job.fmt, sizes[file])
+                run.done_bytes += sizes[file]
+            await publisher.settle()
+            if job.agent is not None:
+                run.report.agents.append(before.since(run, files=len(job_files)))
         await publisher.settle()
         run.report.published, run.report.duplicates = publisher.published, publisher.duplicates
         run.report.will_dead_letter = publisher.order.refused
@@ -198,16 +238,6 @@ async def import_paths(
         bar.clear()
         await nc.close()
     return run.report
-
-
-def _quiet_before(idle_s: float) -> datetime:
-    """The time before which a session's last event means it is over: the same rule as
-    ``watch``'s idle files, read from the file's own times."""
-    now = datetime.now(UTC)
-    try:
-        return now - timedelta(seconds=idle_s)
-    except OverflowError:  # inf, or further back than datetime reaches: nothing is over
-        return datetime.min.replace(tzinfo=UTC)
 
 
 @dataclass
@@ -223,36 +253,42 @@ class _ImportRun:
     links: SpawnLinks = field(default_factory=dict)
     report: ImportReport = field(default_factory=ImportReport)
 
-    async def file(self, path: Path, fmt: str) -> None:
-        from worker.importers import make_converter
-        from worker.importers.base import Problem
+    async def file(self, path: Path, fmt: str, size: int) -> None:
+        from worker.importers import registry
         from worker.importers.detect import detect
-        from worker.importers.pipeline import all_lines
+        from worker.importers.plugin import ConvertOptions, UnreadableSource
 
-        chosen = detect(path) if fmt == "auto" else fmt
+        chosen = detect(path) if fmt == AUTO else fmt
         if chosen is None:
-            problem = Problem(str(path), 0, "cannot tell its format; not imported")
-            self.report.tally.problems.append(problem)
-            self.bar.clear()
-            print(problem, file=self.errors)
+            self.problem(Problem(str(path), 0, "cannot tell its format; not imported"))
             return
-        converter = make_converter(chosen, path, max_event_bytes=self.limit,
-                                   assume_tz=self.assume_tz, links=self.links)  # fmt: skip
+        importer = registry.get(chosen)
+        if not importer.accepts(path):
+            self.report.tally.skip(f"file:{chosen}:not a source")
+            return
+        options = ConvertOptions(self.limit, self.assume_tz, self.links)
+        converter = importer.converter(path, options)
         last = 0
         try:
-            with path.open("rb") as fh:
-                for line in all_lines(fh):
-                    last = line.number
-                    outs = converter.feed(line.number, line.data)
-                    await self.send(converter, outs, path, last)
-                    self.show(line.end)
+            for record in importer.records(path, complete=True):
+                last = record.number
+                outs = converter.feed(record.number, record.data)
+                await self.send(converter, outs, path, last)
+                self.show(min(record.position, size))
         except OSError as exc:  # unreadable, or gone since the listing: the rest goes on
             converter.tally.problems.append(Problem(str(path), last, f"cannot read: {exc}"))
+        except UnreadableSource as exc:
+            converter.tally.problems.append(Problem(str(path), last, str(exc)))
         await self.send(converter, converter.finish(), path, last)
         await self.send(converter, converter.end_quiet(self.quiet_before), path, last)
         self.report.tally.merge(converter.tally)
         self.report.files += 1
         self.pending_problems = 0
+
+    def problem(self, problem: Problem) -> None:
+        self.report.tally.problems.append(problem)
+        self.bar.clear()
+        print(problem, file=self.errors)
 
     async def send(
         self, converter: Converter, outs: list[Outgoing], path: Path, line_no: int
@@ -260,6 +296,8 @@ class _ImportRun:
         from worker.importers.pipeline import checked
 
         for out in checked(converter, outs, str(path), line_no, self.limit):
+            if out.kind == "session/start" and out.key == NO_CWD_KEY:
+                self.report.no_cwd_sessions += 1
             await self.publisher.send(out)
         for problem in converter.tally.problems[self.pending_problems :]:
             self.bar.clear()
@@ -273,3 +311,46 @@ class _ImportRun:
             duplicates=p.duplicates, problems=self.report.invalid + self.pending_problems,
             done_bytes=self.done_bytes + file_bytes, final=final,
         )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class AgentReport:
+    """What auto-detection did for one agent: where it looked, what it found there, what
+    it published, and what it skipped (counts taken from the run before and after)."""
+
+    agent: str
+    looked: tuple[Path, ...]
+    files: int = 0
+    published: int = 0
+    duplicates: int = 0
+    invalid: int = 0
+    skipped: tuple[tuple[str, int], ...] = ()
+
+    @classmethod
+    def snapshot(cls, job: Job, run: _ImportRun) -> AgentReport:
+        tally = run.report.tally
+        return cls(job.agent or job.fmt, tuple(job.paths), 0, run.publisher.published,
+                   run.publisher.duplicates, len(tally.problems),
+                   tuple(tally.skipped.items()))  # fmt: skip
+
+    def since(self, run: _ImportRun, *, files: int) -> AgentReport:
+        tally, before = run.report.tally, dict(self.skipped)
+        skipped = tuple((what, n - before.get(what, 0)) for what, n in tally.skipped.items()
+                        if n > before.get(what, 0))  # fmt: skip
+        return AgentReport(
+            self.agent, self.looked, files, run.publisher.published - self.published,
+            run.publisher.duplicates - self.duplicates, len(tally.problems) - self.invalid,
+            skipped,
+        )  # fmt: skip
+
+    def line(self) -> str:
+        where = ", ".join(str(path) for path in self.looked)
+        if not self.files:
+            return f"{self.agent}: nothing found in {where}"
+        text = (
+            f"{self.agent}: {self.files} files in {where}: published {self.published} events"
+            f" ({self.duplicates} already in the stream), {self.invalid} invalid lines skipped"
+        )
+        if self.skipped:
+            text += "; skipped records: " + ", ".join(f"{w} {n}" for w, n in sorted(self.skipped))
+        return text
