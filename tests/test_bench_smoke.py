@@ -231,9 +231,10 @@ async def test_semantic_bench_end_to_end(tmp_path: Path) -> None:
     m = result["measurements"]
     assert m["events"] == config.total_events and m["embeddable_events"] > 0
     assert {s["threads"] for s in m["throughput"]} == {1, 2}
-    assert set(m["p50"]) == {"lexical", "hybrid", "control"} and m["vector_bytes"] > 0
+    assert set(m["p50"]) == {"lexical", "hybrid", "re-asked", "control"}
+    assert m["vector_bytes"] > 0 and 0.0 <= m["int8_recall"]["recall_at_10"] <= 1.0
     assert [c["name"] for c in result["checks"]] == [
-        f"hybrid p50 {kind}" for kind in vocabulary.QUERY_CLASSES
+        f"{side} p50 {kind}" for side in ("hybrid", "re-asked") for kind in vocabulary.QUERY_CLASSES
     ]
 
 

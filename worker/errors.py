@@ -20,6 +20,8 @@ higher one to raise its errors::
     │   ├── CorruptIndex, IndexLocked, IndexFileReplaced
     ├── SchemaVersionError
     ├── SnapshotRefused                                      a snapshot that does not check
+    ├── EmbedderUnavailable                                  semantic falls behind, lexical goes on
+    │   └── worker.store.search.semantic.remote._Transient   private: the ones retried
     ├── BatchNotAttempted, IndexWriteStopped                 the write path
     ├── WriterProcessError
     │   └── IndexFileLost                                    (also an IndexWriteStopped)
