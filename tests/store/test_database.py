@@ -88,7 +88,7 @@ def test_access_modes_never_create_or_write_where_not_asked(tmp_path: Path) -> N
     missing = tmp_path / "missing.sqlite"
     for access in ("read", "write"):
         with pytest.raises(sqlite3.OperationalError):
-            Database.open(missing, access, role="test")  # type: ignore[arg-type]
+            Database.open(missing, access, role="test")
     assert not missing.exists()
     made = Database.open(tmp_path / "made.sqlite", role="test")
     made.script("CREATE TABLE t (a INTEGER)")

@@ -51,6 +51,9 @@ class ConvertOptions:
     # One table per import or watch run: a transcript tells the files read after it which
     # tool call spawned each sub-agent (files are read in path order).
     links: SpawnLinks | None = None
+    # ``watch``'s --idle-seconds: a whole source holding many sessions (a database) ends
+    # each one quiet for that long as it reads, not only when the whole source is quiet.
+    idle_s: float | None = None
 
 
 class UnreadableSource(ImportFailed):
@@ -89,6 +92,12 @@ class Importer(ABC):
         before its sub-agents', whose start cites the call that spawned them (default:
         by path)."""
         return sorted((path for path in root.rglob(self.pattern) if self.accepts(path)), key=str)
+
+    def last_change(self, path: Path) -> float:
+        """When the source last changed (Unix time): ``watch`` ends the sessions a source
+        left open once that is ``--idle-seconds`` ago. A database also writes its WAL
+        file, a folder the files inside it: their importers say so here."""
+        return path.stat().st_mtime
 
     def records(
         self, path: Path, *, after: int = 0, number: int = 0, complete: bool = True

@@ -33,6 +33,13 @@ BUILT_IN: Final = {
     "pi": "worker.importers.pi:PiImporter",
     "cursor": "worker.importers.cursor:CursorImporter",
     "droid": "worker.importers.droid:DroidImporter",
+    "opencode": "worker.importers.whole_sources:OpenCodeImporter",
+    "kilo": "worker.importers.whole_sources:KiloImporter",
+    "goose": "worker.importers.whole_sources:GooseImporter",
+    "cline": "worker.importers.whole_sources:ClineImporter",
+    "roo-code": "worker.importers.whole_sources:RooCodeImporter",
+    "openhands": "worker.importers.whole_sources:OpenHandsImporter",
+    "vscode-copilot": "worker.importers.whole_sources:VSCodeCopilotImporter",
 }
 
 

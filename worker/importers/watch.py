@@ -1,4 +1,4 @@
-"""``sessionquery watch --format FORMAT PATH...``: import, then follow the files as they grow.
+"""Following session files as they grow, for ``sessionquery watch`` (``worker.commands.watching``).
 
 What exists is imported first (with a progress line: files, events, rate, ETA). Then the
 paths are polled: appended lines and new files are imported as the agent writes them; a
@@ -11,7 +11,9 @@ again up to the stored offset without publishing, to rebuild the converter's sta
 (numbering, tool-call citations); the lines after it are published. A crash between a
 publish and the offset's store re-publishes at most one chunk, with the same
 ``Nats-Msg-Id`` values: the stream's duplicate window drops them and, past it, the index
-stores each (session_id, seq) once.
+stores each (session_id, seq) once. A whole source (a database, a session's folder) is
+not replayed: its converter's resume token (``base.Resumable``) is stored with the
+position and restored.
 
 A file that stops growing for ``--idle-seconds`` gets a ``session/end`` for each of its
 sessions the format left open (Claude Code and Codex never write an end; Aider ends a
@@ -21,12 +23,10 @@ acknowledged and its offset stored.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import hashlib
 import itertools
-import signal
 import sys
 import time
 from dataclasses import dataclass, field
@@ -38,98 +38,14 @@ import orjson
 
 from contracts.limits import MAX_EVENT_BYTES, event_size_limit
 from contracts.subjects import Subjects
-from worker.commands.importing import (
-    DEFAULT_IDLE_S,
-    EXIT_FAILED,
-    EXIT_OK,
-    Job,
-    add_common_arguments,
-    dead_letter_line,
-)
-from worker.importers.base import Converter, Outgoing, SpawnLinks, Tally
+from worker.importers.base import Converter, Outgoing, Resumable, SpawnLinks, Tally
 from worker.importers.plugin import ConvertOptions, Importer
 from worker.importers.publish import ImportFailed, Publisher
-from worker.transport.connection import NatsOptions
+from worker.importers.run import DEFAULT_IDLE_S, Job
 
 DEFAULT_BUCKET: Final = "sessionquery-watch"
 DEFAULT_POLL_S: Final = 1.0
 DEFAULT_CHUNK_LINES: Final = 500
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_common_arguments(parser)
-    parser.add_argument(
-        "--poll-interval", type=float, default=DEFAULT_POLL_S,
-        help=f"seconds between looks at the files (default {DEFAULT_POLL_S})",
-    )  # fmt: skip
-    parser.add_argument(
-        "--state-bucket", default=DEFAULT_BUCKET,
-        help=f"JetStream KV bucket holding each file's position (default {DEFAULT_BUCKET})",
-    )  # fmt: skip
-    parser.add_argument(
-        "--chunk-lines", type=int, default=DEFAULT_CHUNK_LINES,
-        help="lines published between two stores of a file's position",
-    )  # fmt: skip
-
-
-def run(args: argparse.Namespace) -> int:
-    from worker.commands.importing import assumed_zone, resolve_jobs
-    from worker.config_flags import config_from_args, subjects_from_args
-    from worker.logs import configure_logging
-    from worker.transport.flags import options_from_args
-
-    configure_logging()
-    jobs = resolve_jobs(args)
-    zone = assumed_zone(args.timezone)
-    for failure in (jobs, zone):
-        if isinstance(failure, str):
-            print(f"watch: {failure}", file=sys.stderr)
-            return EXIT_FAILED
-    assert isinstance(jobs, list) and not isinstance(zone, str)
-    max_event_bytes = config_from_args(args).max_event_bytes
-    settings = WatchSettings(
-        idle_s=args.idle_seconds, poll_s=args.poll_interval,
-        bucket=args.state_bucket, chunk_lines=max(1, args.chunk_lines),
-        window=max(1, args.window), max_event_bytes=max_event_bytes, assume_tz=zone,
-    )  # fmt: skip
-    progress = None if args.quiet else sys.stderr
-    try:
-        asyncio.run(_main(jobs, settings, options_from_args(args), subjects_from_args(args),
-                          progress))  # fmt: skip
-    except ImportFailed as exc:
-        print(f"watch: {exc}", file=sys.stderr)
-        return EXIT_FAILED
-    return EXIT_OK
-
-
-async def _main(
-    jobs: list[Job], settings: WatchSettings, options: NatsOptions, subjects: Subjects,
-    progress: TextIO | None,
-) -> None:  # fmt: skip
-    from worker.importers.publish import connect_publisher
-
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
-    # A follower, like the worker: --connect-attempts as given (0: until stopped).
-    nc = await connect_publisher(
-        options, name="sessionquery-watch", attempts=options.connect_attempts, stop=stop
-    )
-    try:
-        watcher = Watcher(nc, subjects, jobs, settings, progress=progress, errors=sys.stderr)
-        await watcher.run(stop)
-    finally:
-        await nc.close()
-    tally, order = watcher.tally, watcher.publisher.order
-    print(
-        f"watch stopped: published {watcher.publisher.published} events"
-        f" ({watcher.publisher.duplicates} already in the stream) from {len(watcher.files)}"
-        f" files, {len(tally.problems)} invalid lines skipped",
-        file=sys.stderr,
-    )
-    if order.refused:
-        print(dead_letter_line(order.refused, order.reasons), file=sys.stderr)
 
 
 @dataclass(frozen=True)
@@ -158,9 +74,10 @@ class Tracked:
     reported: int = 0  # problems already printed
 
     def state(self) -> bytes:
+        token = self.converter.token() if isinstance(self.converter, Resumable) else None
         return orjson.dumps(
             {"path": str(self.path), "format": self.fmt, "offset": self.offset,
-             "line": self.line, "idle_marks": self.idle_marks}
+             "line": self.line, "idle_marks": self.idle_marks, "token": token}
         )  # fmt: skip
 
 
@@ -262,8 +179,8 @@ class Watcher:
         while await self._pump(tracked, stop):
             grew = True
         # Quiet by the file's own clock: a transcript untouched for days ends at once.
-        stat = await asyncio.to_thread(path.stat)
-        if not grew and time.time() - stat.st_mtime >= self.settings.idle_s:
+        changed = await asyncio.to_thread(tracked.importer.last_change, path)
+        if not grew and time.time() - changed >= self.settings.idle_s:
             await self._idle(tracked)
 
     def _discover(self) -> list[tuple[Path, Job]]:
@@ -290,8 +207,13 @@ class Watcher:
         tracked = Tracked(path, fmt, importer, state_key(path), self._converter(importer, path))
         stored = await self._load(tracked.key)
         if stored and stored.get("format") == fmt:
-            await asyncio.to_thread(self._replay, tracked, int(stored.get("offset", 0)),
-                                    list(stored.get("idle_marks", [])))  # fmt: skip
+            if isinstance(tracked.converter, Resumable) and stored.get("token"):
+                tracked.converter.restore(stored["token"])  # a whole source: no replay
+                tracked.offset, tracked.line = int(stored["offset"]), int(stored["line"])
+                tracked.idle_marks = list(stored.get("idle_marks", []))
+            else:
+                await asyncio.to_thread(self._replay, tracked, int(stored.get("offset", 0)),
+                                        list(stored.get("idle_marks", [])))  # fmt: skip
         self.files[path] = tracked
         return tracked
 
@@ -306,7 +228,8 @@ class Watcher:
         return value if isinstance(value, dict) else None
 
     def _converter(self, importer: Importer, path: Path) -> Converter:
-        options = ConvertOptions(self.limit, self.settings.assume_tz, self.links)
+        options = ConvertOptions(self.limit, self.settings.assume_tz, self.links,
+                                 idle_s=self.settings.idle_s)  # fmt: skip
         return importer.converter(path, options)
 
     def _replay(self, tracked: Tracked, offset: int, marks: list[int]) -> None:

@@ -126,11 +126,21 @@ VECTORS_AFTER: Final = (
 )
 VECTOR_COUNT: Final = "SELECT count(*) FROM vectors"
 VECTOR_PUT: Final = (
-    "INSERT OR REPLACE INTO vectors (event_id, ws, session_id, vec) VALUES (?, ?, ?, ?)"
+    "INSERT OR REPLACE INTO vectors (event_id, ws, session_id, vec, digest) VALUES (?, ?, ?, ?, ?)"
 )
 VECTORS_OF_SESSION_DROP: Final = "DELETE FROM vectors WHERE session_id = ?"
 VECTORS_DROP: Final = "DELETE FROM vectors"
 VECTOR_META_RESTART: Final = "DELETE FROM meta WHERE key IN ('through', 'deletions')"
+# A rebuilt store's unchanged events reuse the vectors of their chunks (by digest).
+VECTORS_KEPT_FOR_REUSE: Final = (
+    "INSERT OR IGNORE INTO reusable (digest, vec)"
+    " SELECT digest, vec FROM vectors WHERE digest IS NOT NULL"
+)
+REUSABLE_DROP: Final = "DELETE FROM reusable"
+# The model table (key, value): the identity of the model the vectors came from, and the
+# embedder's failure while it lasts.
+MODEL_ALL: Final = "SELECT key AS key, value AS value FROM model"
+MODEL_PUT: Final = "INSERT OR REPLACE INTO model (key, value) VALUES (?, ?)"
 
 # -- checks -------------------------------------------------------------------------------
 
