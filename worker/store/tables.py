@@ -50,6 +50,7 @@ META_NEXT_EPOCH: Final = "UPDATE meta SET value = value + 1 WHERE key = 'epoch'"
 # -- sqlite_master ------------------------------------------------------------------------
 
 TABLE_COUNT: Final = "SELECT count(*) FROM sqlite_master"
+TABLE_EXISTS: Final = "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?"
 
 # -- search_deletions (id, session_id): purged sessions, for the indexes that follow ------
 

@@ -24,6 +24,7 @@ from worker.signals import DeadlineExceeded, ExecutionAborted, ExecutionCancelle
 from worker.store.errors import (
     BatchNotAttempted,
     CorruptIndex,
+    EmbedderUnavailable,
     GenerationChanged,
     IndexFileError,
     IndexFileLost,
@@ -90,6 +91,8 @@ ERROR_TABLE: Final[Mapping[type[BaseException], ModelError]] = {
     IndexWriteStopped: TOOL_FAILED,
     WriterProcessError: TOOL_FAILED,
     IndexFileLost: TOOL_FAILED,
+    # A search falls back to lexical when the model does not answer: one that escapes is a bug.
+    EmbedderUnavailable: TOOL_FAILED,
     # --- an execution signal that is not ours (ours is answered first, by abort_error) ---
     ExecutionAborted: TOOL_FAILED,
     ExecutionCancelled: TOOL_FAILED,  # its reason is someone else's internal text

@@ -204,6 +204,10 @@ def read_lag(db_path: str | Path) -> Lag | None:
     out = vectors.connect(path, read_only=True)
     store = Database.open(db_path, "read", role="report")
     try:
+        if not out.value(tables.TABLE_EXISTS, ("meta",)):
+            # The follower has created the file but not yet its tables (one transaction,
+            # vectors._DDL): nothing embedded yet.
+            return Lag(0, int(store.value(tables.NEWEST_EVENT_ID)), 0)
         return _lag(out, store)
     finally:
         out.close()

@@ -51,7 +51,9 @@ _SCALE: Final = 127.0
 # (8,192-row blocks, which do not, made it 3-5x slower).
 _BLOCK_ROWS: Final = 1024
 
+# One transaction: a reader (``status``) sees every table or none.
 _DDL: Final = """
+BEGIN;
 CREATE TABLE IF NOT EXISTS vectors (
     event_id   INTEGER PRIMARY KEY,
     ws         TEXT NOT NULL,
@@ -65,6 +67,7 @@ CREATE TABLE IF NOT EXISTS model (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 -- The vectors of the store file before a rebuild, by chunk digest, until the follower has
 -- caught up with the new file: an unchanged event is not embedded again.
 CREATE TABLE IF NOT EXISTS reusable (digest BLOB PRIMARY KEY, vec BLOB NOT NULL);
+COMMIT;
 """
 _DIGEST_BYTES: Final = 16
 
