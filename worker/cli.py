@@ -23,8 +23,8 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "ui": ("worker.commands.ui", "a local web page to browse and search sessions (operators)"),
     "demo": ("worker.commands.demo", "embedded server, sample corpus, each tool once"),
     "status": ("worker.commands.status", "the index against its stream: seqs, lag, dead letters"),
-    "doctor": ("worker.commands.status", "full checks of the index; says what is wrong and why"),
-    "deadletters": ("worker.commands.status", "events the index refused, with their reasons"),
+    "doctor": ("worker.commands.doctor", "full checks of the index; says what is wrong and why"),
+    "deadletters": ("worker.commands.deadletters", "events the index refused, with their reasons"),
     "partitions": (
         "worker.commands.partitions",
         "plan: balanced --partitions values for W workers, R replicas per shard",

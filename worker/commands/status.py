@@ -1,4 +1,5 @@
-"""``sessionquery status``, ``doctor`` and ``deadletters``: the index against its stream.
+"""``sessionquery status``: the index against its stream (``doctor`` and ``deadletters``,
+beside it, share its flags and its report).
 
 ``status`` reads the index file (read-only; the worker may be running) and, when NATS is
 reachable, the stream's state: stream identity, first/last sequence, applied sequence, lag
@@ -14,9 +15,6 @@ by its name only: its path stays on its host), and lists the serving workers: ea
 partitions, how far it applied them against its partitions' last event, and how its index
 started (``joined``: a snapshot, a replay, a resume). The report itself is
 ``index_report``'s.
-``doctor`` adds SQLite's full ``integrity_check`` and FTS5's integrity-check and says what
-is wrong and what to do. ``deadletters`` lists the refused events with their reasons
-(``--follow`` keeps printing new ones).
 """
 
 from __future__ import annotations
@@ -24,9 +22,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import sqlite3
-import sys
-import time
 from pathlib import Path
 from typing import Any, Final
 
@@ -35,7 +30,6 @@ import orjson
 from worker.replica import semantic
 from worker.replica.continuity import history_note
 from worker.replica.index_report import index_status, lag_seconds
-from worker.store.files import file_reads, schema
 
 EXIT_OK: Final = 0
 EXIT_PROBLEM: Final = 1
@@ -64,15 +58,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_nats_arguments(parser)
 
 
-def add_status_arguments(parser: argparse.ArgumentParser) -> None:
-    add_arguments(parser)
-
-
-add_doctor_arguments = add_status_arguments
-add_deadletters_arguments = add_status_arguments
-
-
-def _db(args: argparse.Namespace) -> Path:
+def index_file_of(args: argparse.Namespace) -> Path:
     """The index file to read: ``--db``, ``--home``, else the one the worker would open."""
     if args.db is not None:
         return Path(args.db)
@@ -87,7 +73,7 @@ def _db(args: argparse.Namespace) -> Path:
         return Path(WorkerConfig().db_path)
 
 
-async def _stream_report(args: argparse.Namespace, db: Path) -> dict[str, Any]:
+async def stream_report(args: argparse.Namespace, db: Path) -> dict[str, Any]:
     from worker.config_flags import subjects_from_args
     from worker.replica.continuity import stream_state
     from worker.transport.connection import connect_reporting
@@ -209,8 +195,8 @@ class _Config:
         self.db_path = db
 
 
-def run_status(args: argparse.Namespace) -> int:
-    report = asyncio.run(_stream_report(args, _db(args)))
+def run(args: argparse.Namespace) -> int:
+    report = asyncio.run(stream_report(args, index_file_of(args)))
     if args.json:
         print(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode())
     else:
@@ -349,96 +335,3 @@ def _index_source(report: dict[str, Any]) -> str:
     if source == "file":
         return "  (this file)"
     return ""
-
-
-def run_doctor(args: argparse.Namespace) -> int:
-    db = _db(args)
-    report = asyncio.run(_stream_report(args, db))
-    findings = diagnose(db, report)
-    for line in format_status(report):
-        print(line)
-    print()
-    if not findings:
-        print("doctor: no problem found (integrity_check, FTS5 integrity-check, stream match)")
-        return EXIT_OK
-    for finding in findings:
-        print(f"problem: {finding}")
-    return EXIT_PROBLEM
-
-
-def diagnose(db: Path, report: dict[str, Any]) -> list[str]:
-    """Plain-words problems with the remedy, from the full checks."""
-    findings: list[str] = []
-    if report.get("index_source") == "worker":
-        return [
-            f"no index at {db} on this machine; worker {report['index_worker']} serves its own"
-            " (reported above): run doctor with its --db or --home on its host for the full"
-            " checks"
-        ]
-    if not db.exists():
-        return [f"no index at {db}: start the worker (it builds one from the stream)"]
-    if report.get("workers") and not report.get("served_by"):
-        findings.append(
-            f"no serving worker uses {db} (their index ids are listed above): it may be left"
-            " from another --home; run doctor with the serving worker's --db or --home"
-        )
-    try:
-        version = schema.version_action(int(report.get("schema_version") or 0), str(db))
-    except schema.SchemaVersionError as exc:
-        return [str(exc)]
-    if version == "rebuild":
-        findings.append(
-            f"schema version {report.get('schema_version')} has no migration: the worker"
-            " rebuilds the index from the stream at its next start"
-        )
-    from worker.store.files.integrity import check_integrity
-
-    try:
-        problems = check_integrity(db)
-    except sqlite3.DatabaseError as exc:
-        problems = [str(exc)]
-    if problems:
-        findings.append(
-            f"index {db} is corrupt ({'; '.join(problems[:3])}): stop the worker and start it"
-            " again; it moves the file aside and rebuilds it from the stream when the stream"
-            " holds the whole history, else restore the file from a backup"
-        )
-    if "divergence" in report:
-        findings.append(
-            f"{report['divergence']}: the worker rebuilds the index at its next start"
-            " (or refuses with --on-divergence refuse)"
-        )
-    if report.get("history_unavailable_before"):
-        findings.append(
-            f"{history_note(report['history_unavailable_before'])}: events before it were"
-            " gone from the stream when the index was built; sessions that started earlier"
-            " are dead-lettered as unknown"
-        )
-    return findings
-
-
-def run_deadletters(args: argparse.Namespace) -> int:
-    """The last ``--limit`` dead letters, oldest first; ``--follow`` then prints new ones."""
-    db = _db(args)
-    if not db.exists():
-        print(f"deadletters: no index at {db}", file=sys.stderr)
-        return EXIT_PROBLEM
-    rows = file_reads.last_dead_letters(db, args.limit)
-    if not rows and not args.follow:
-        print("no dead letters", file=sys.stderr)
-    after = _print_dead_letters(rows, 0)
-    while args.follow:
-        try:
-            time.sleep(1.0)
-        except KeyboardInterrupt:
-            break
-        rows = file_reads.dead_letters_after(db, after)
-        after = _print_dead_letters(rows, after)
-    return EXIT_OK
-
-
-def _print_dead_letters(rows: list[tuple[int, str, str]], after: int) -> int:
-    for stream_seq, kind, reason in rows:
-        print(f"seq {stream_seq}\t{kind}\t{reason}", flush=True)
-        after = stream_seq
-    return after
