@@ -22,9 +22,19 @@ from worker.signals import ExecutionSignal
 # Re-exported: the writer protocol's errors (their home is worker.store.errors).
 from worker.store.errors import BatchNotAttempted as BatchNotAttempted
 from worker.store.errors import IndexWriteStopped as IndexWriteStopped
+from worker.store.search.query import QueryPlan
 
 Availability = Literal["live", "persisted"]
 SurfaceName = Literal["user", "assistant", "tool", "system"]
+
+
+@dataclass(frozen=True, slots=True)
+class CompiledQuery:
+    """A model's search text and its plan, compiled once per request (``compile_query``):
+    the tools carry it from admission to the store, which never compiles it again."""
+
+    text: str
+    plan: QueryPlan
 
 
 @dataclass(frozen=True, slots=True)
@@ -250,9 +260,14 @@ class SessionQueryService(Protocol):
         the provider can search. No I/O: the searches raise the same for the same text."""
         ...
 
+    def compile_query(self, query: str) -> CompiledQuery:
+        """``query`` compiled once, for the searches to take instead of its text; raises
+        ``InvalidQuery`` as ``check_query`` does. No I/O."""
+        ...
+
     async def search_sessions(
         self,
-        query: str,
+        query: CompiledQuery | str,
         *,
         cwd: str,
         sessions: SessionFilter,
@@ -263,15 +278,16 @@ class SessionQueryService(Protocol):
     ) -> SessionSearchPage:
         """Full-text search across the sessions whose cwd equals ``cwd``, grouped by session.
 
-        The cwd filter is applied inside SQL before any LIMIT. ``query`` is the model's text,
-        compiled by the allow-list compiler (``InvalidQuery`` when nothing is searchable).
+        The cwd filter is applied inside SQL before any LIMIT. ``query`` is the model's text
+        as ``compile_query`` compiled it, or the text itself, then compiled here by the
+        allow-list compiler (``InvalidQuery`` when nothing is searchable).
         A cursor from another epoch raises ``GenerationChanged``.
         """
         ...
 
     async def search_events(
         self,
-        query: str,
+        query: CompiledQuery | str,
         *,
         session_id: str,
         events: EventFilter,

@@ -27,18 +27,15 @@ from worker.store import (
     SessionQueryService,
     TitleObservation,
 )
+
+# Caller is re-exported: its home is definitions (an admitted request memoises one).
+from worker.tools.definitions import Caller as Caller
 from worker.tools.definitions import ToolError
 from worker.tools.service_boundary import ServiceBoundary
 
 STEP_START: Final = "step/start"
 
 log = structlog.get_logger("worker.tools.workspace_access")
-
-
-@dataclass(frozen=True, slots=True)
-class Caller:
-    session_id: str
-    cwd: str | None
 
 
 def no_identity() -> ToolError:
@@ -111,14 +108,17 @@ async def resolve_caller(
     *,
     catch_up_timeout_ms: int | None = None,
     partition: PartitionScope | None = None,
+    caught_up: bool = False,
 ) -> Caller:
+    """The caller, read and interpreted once; ``caught_up``: its prepare step already
+    waited for its step, so the wait is not run again."""
     session_id = await _identity(
-        service, boundary, execution, signal, catch_up_timeout_ms, partition
+        service, boundary, execution, signal, catch_up_timeout_ms, partition, wait=not caught_up
     )
     observed = await boundary.call(
         "read_titles", signal, lambda: service.read_titles([session_id], signal=signal)
     )
-    return _caller_of(session_id, observed, partition)
+    return caller_of(session_id, observed, partition)
 
 
 async def resolve_caller_and_target(
@@ -130,13 +130,14 @@ async def resolve_caller_and_target(
     *,
     catch_up_timeout_ms: int | None = None,
     partition: PartitionScope | None = None,
+    caught_up: bool = False,
 ) -> tuple[Caller, str, SessionHeader]:
     """The caller, the direct target (``requested_id``, else the caller's own session) and
     its authorized header, from ONE observation of both headers: the preflight of a
     direct tool costs no provider call of its own. The payload read after it is still
     re-checked against its own header."""
     session_id = await _identity(
-        service, boundary, execution, signal, catch_up_timeout_ms, partition
+        service, boundary, execution, signal, catch_up_timeout_ms, partition, wait=not caught_up
     )
     target = requested_id or session_id
     ids = [session_id] if target == session_id else [session_id, target]
@@ -144,7 +145,7 @@ async def resolve_caller_and_target(
         "read_titles", signal, lambda: service.read_titles(ids, signal=signal)
     )
     # An unknown caller fails before the target.
-    caller = _caller_of(session_id, observed, partition)
+    caller = caller_of(session_id, observed, partition)
     observation = observed.get(target)
     header = observation.header if observation is not None else None
     check_observation(caller, target, header)
@@ -159,15 +160,17 @@ async def _identity(
     signal: ExecutionSignal,
     catch_up_timeout_ms: int | None,
     partition: PartitionScope | None,
+    *,
+    wait: bool,
 ) -> str:
     agent = execution.agent
     if agent is None or not agent.session_id:
         raise no_identity()
     session_id = agent.session_id
     step = execution.step_start_seq
-    if step is not None and step - 1 >= 1:
+    if wait and step is not None and step - 1 >= 1:
         # Read-your-writes: a session that just started can search itself.
-        await _catch_up(
+        await wait_for_step(
             service, boundary, session_id, step - 1, signal, catch_up_timeout_ms, partition
         )
     return session_id
@@ -188,12 +191,12 @@ async def catch_up_caller(
     step = execution.step_start_seq
     if agent is None or not agent.session_id or step is None or step - 1 < 1:
         return
-    await _catch_up(
+    await wait_for_step(
         service, boundary, agent.session_id, step - 1, signal, catch_up_timeout_ms, partition
     )
 
 
-def _caller_of(
+def caller_of(
     session_id: str,
     observed: Mapping[str, TitleObservation],
     partition: PartitionScope | None = None,
@@ -229,7 +232,7 @@ def _index_lags(seq: int) -> ToolError:
     )
 
 
-async def _catch_up(
+async def wait_for_step(
     service: SessionQueryService,
     boundary: ServiceBoundary,
     session_id: str,
@@ -238,6 +241,8 @@ async def _catch_up(
     timeout_ms: int | None,
     partition: PartitionScope | None,
 ) -> None:
+    """The read-your-writes wait: until the index holds ``session_id`` through ``seq``,
+    within ``timeout_ms``; TIMEOUT naming the seq when the bound is reached."""
     # Scoped to the addressed partition: a caller of another one is never "held", so it
     # waits out the bound in this same loop, exactly as a caller the index lacks (which is
     # all a worker holding only that partition could see). Checking the partition after
