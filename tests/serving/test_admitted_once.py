@@ -15,12 +15,11 @@ import asyncio
 import collections
 import contextvars
 import functools
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from typing import Any
 
 import orjson
 import pytest
-import pytest_asyncio
 from nats.aio.client import Client as NATS
 
 import worker.serving.replies
@@ -29,8 +28,7 @@ import worker.tools.input
 import worker.tools.operations
 import worker.tools.workspace_access
 from contracts.envelope import Execution
-from contracts.subjects import Subjects
-from tests._harness import call, new_id, sample_corpus_worker
+from tests._harness import call, new_id
 from worker.commands.sample_corpus import DEMO_CALLER, PAY_CHILD, PAY_ROOT
 from worker.serving import lane_decisions as decide
 from worker.serving.admitted_handoff import AdmittedHandoff
@@ -108,13 +106,9 @@ def nc(module_nc: NATS) -> NATS:
     return module_nc
 
 
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def served(
-    module_nc: NATS, module_subjects: Subjects, tmp_path_factory: pytest.TempPathFactory
-) -> AsyncIterator[Worker]:
-    tmp_path = tmp_path_factory.mktemp("admitted-once")
-    async with sample_corpus_worker(module_nc, module_subjects, tmp_path) as w:
-        yield w
+@pytest.fixture
+def served(module_sample_worker: Worker) -> Worker:
+    return module_sample_worker
 
 
 @pytest.fixture

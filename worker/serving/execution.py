@@ -37,7 +37,7 @@ class Executor:
     async def execute(
         self, tool: ToolDefinition, admitted: Admitted[Any], signal: ExecutionSignal
     ) -> EncodedReply:
-        """The reply for ``request``. Never raises (except task cancellation)."""
+        """The reply for ``admitted``. Never raises (except task cancellation)."""
         # Every line logged while serving it, in any layer, carries request_id and tool.
         runs = signal.error is None  # else it is answered without running
         started = time.perf_counter_ns()

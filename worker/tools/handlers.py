@@ -56,7 +56,14 @@ class _Declared(Generic[ArgsT]):
         return None
 
     async def prepare(self, admitted: Admitted[ArgsT], signal: ExecutionSignal) -> None:
+        """Only called when ``prepares``: the searches' catch-up wait."""
         await self.ops.prepare_search(admitted, signal)
+
+    async def run(self, admitted: Admitted[ArgsT], signal: ExecutionSignal) -> str:
+        return await self.ops.boundary.guard(self.name, signal, self.workflow(admitted, signal))
+
+    async def workflow(self, admitted: Admitted[ArgsT], signal: ExecutionSignal) -> str:
+        raise NotImplementedError
 
 
 class SessionSearch(_Declared[filters.SessionSearchRequest]):
@@ -72,11 +79,10 @@ class SessionSearch(_Declared[filters.SessionSearchRequest]):
     def compiled(self, args: filters.SessionSearchRequest) -> CompiledQuery:
         return self.ops.compile_query(args.query)
 
-    async def run(
+    async def workflow(
         self, admitted: Admitted[filters.SessionSearchRequest], signal: ExecutionSignal
     ) -> str:
-        run = searches.session_search(self.ops, admitted, signal)
-        return await self.ops.boundary.guard(self.name, signal, run)
+        return await searches.session_search(self.ops, admitted, signal)
 
 
 class SessionEventSearch(_Declared[args_input.SessionEventSearchArguments]):
@@ -88,16 +94,13 @@ class SessionEventSearch(_Declared[args_input.SessionEventSearchArguments]):
             self.name, args_input.SessionEventSearchArguments, arguments
         )
 
-    prepares = True
-
     def compiled(self, args: args_input.SessionEventSearchArguments) -> CompiledQuery:
         return self.ops.compile_query(args.query)
 
-    async def run(
+    async def workflow(
         self, admitted: Admitted[args_input.SessionEventSearchArguments], signal: ExecutionSignal
     ) -> str:
-        run = searches.session_event_search(self.ops, admitted, signal)
-        return await self.ops.boundary.guard(self.name, signal, run)
+        return await searches.session_event_search(self.ops, admitted, signal)
 
 
 class SessionTrace(_Declared[args_input.SessionTraceArguments]):
@@ -106,11 +109,10 @@ class SessionTrace(_Declared[args_input.SessionTraceArguments]):
     def parse(self, arguments: Mapping[str, Any]) -> args_input.SessionTraceArguments:
         return args_input.parse_arguments(self.name, args_input.SessionTraceArguments, arguments)
 
-    async def run(
+    async def workflow(
         self, admitted: Admitted[args_input.SessionTraceArguments], signal: ExecutionSignal
     ) -> str:
-        run = observations.session_trace(self.ops, admitted, signal)
-        return await self.ops.boundary.guard(self.name, signal, run)
+        return await observations.session_trace(self.ops, admitted, signal)
 
 
 class SessionEventTrace(_Declared[args_input.SessionEventTraceArguments]):
@@ -121,11 +123,10 @@ class SessionEventTrace(_Declared[args_input.SessionEventTraceArguments]):
             self.name, args_input.SessionEventTraceArguments, arguments
         )
 
-    async def run(
+    async def workflow(
         self, admitted: Admitted[args_input.SessionEventTraceArguments], signal: ExecutionSignal
     ) -> str:
-        run = observations.session_event_trace(self.ops, admitted, signal)
-        return await self.ops.boundary.guard(self.name, signal, run)
+        return await observations.session_event_trace(self.ops, admitted, signal)
 
 
 class SessionEventRead(_Declared[args_input.SessionEventReadArguments]):
@@ -136,8 +137,7 @@ class SessionEventRead(_Declared[args_input.SessionEventReadArguments]):
             self.name, args_input.SessionEventReadArguments, arguments
         )
 
-    async def run(
+    async def workflow(
         self, admitted: Admitted[args_input.SessionEventReadArguments], signal: ExecutionSignal
     ) -> str:
-        run = observations.session_event_read(self.ops, admitted, signal)
-        return await self.ops.boundary.guard(self.name, signal, run)
+        return await observations.session_event_read(self.ops, admitted, signal)
