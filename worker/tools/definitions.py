@@ -89,6 +89,13 @@ class Admitted(Generic[ArgsT]):
         return agent.session_id if agent is not None and agent.session_id else None
 
     @property
+    def prior_seq(self) -> int | None:
+        """The caller's last seq before its current step (what read-your-writes waits
+        for and its own-session search stops at), or None without a step before it."""
+        step = self.execution.step_start_seq
+        return step - 1 if step is not None and step - 1 >= 1 else None
+
+    @property
     def owner(self) -> tuple[str, str | None] | None:
         """Who may cancel this request (``contracts.envelope.owner_key``)."""
         return owner_key(self.execution.agent)

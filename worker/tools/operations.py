@@ -118,12 +118,11 @@ class Operations:
         caller, target, _ = await resolve_caller_and_target(
             self.service,
             self.boundary,
-            admitted.execution,
+            admitted,
             signal,
             requested_id,
             catch_up_timeout_ms=self.config.catch_up_timeout_ms,
             partition=self.partition,
-            caught_up=admitted.memo.caught_up,
         )
         admitted.memo.caller = caller
         return caller, target
@@ -135,11 +134,10 @@ class Operations:
             memo.caller = await resolve_caller(
                 self.service,
                 self.boundary,
-                admitted.execution,
+                admitted,
                 signal,
                 catch_up_timeout_ms=self.config.catch_up_timeout_ms,
                 partition=self.partition,
-                caught_up=memo.caught_up,
             )
         return memo.caller
 
@@ -158,7 +156,7 @@ class Operations:
             lambda search_signal: catch_up_caller(
                 self.service,
                 self.boundary,
-                admitted.execution,
+                admitted,
                 search_signal,
                 catch_up_timeout_ms=self.config.catch_up_timeout_ms,
                 partition=self.partition,

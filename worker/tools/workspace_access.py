@@ -11,12 +11,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 import structlog
 from pydantic_core import from_json
 
-from contracts.envelope import Execution
 from contracts.errors import ErrorCode
 from contracts.partitions import PartitionScope
 from worker.signals import ExecutionSignal
@@ -29,8 +28,8 @@ from worker.store import (
 )
 
 # Caller is re-exported: its home is definitions (an admitted request memoises one).
+from worker.tools.definitions import Admitted, ToolError
 from worker.tools.definitions import Caller as Caller
-from worker.tools.definitions import ToolError
 from worker.tools.service_boundary import ServiceBoundary
 
 STEP_START: Final = "step/start"
@@ -103,17 +102,16 @@ def check_observation(caller: Caller, requested_id: str, header: SessionHeader |
 async def resolve_caller(
     service: SessionQueryService,
     boundary: ServiceBoundary,
-    execution: Execution,
+    admitted: Admitted[Any],
     signal: ExecutionSignal,
     *,
     catch_up_timeout_ms: int | None = None,
     partition: PartitionScope | None = None,
-    caught_up: bool = False,
 ) -> Caller:
-    """The caller, read and interpreted once; ``caught_up``: its prepare step already
-    waited for its step, so the wait is not run again."""
+    """The caller, read and interpreted; its step's wait is skipped when the request's
+    prepare step already ran it (``CallerMemo.caught_up``)."""
     session_id = await _identity(
-        service, boundary, execution, signal, catch_up_timeout_ms, partition, wait=not caught_up
+        service, boundary, admitted, signal, catch_up_timeout_ms, partition
     )
     observed = await boundary.call(
         "read_titles", signal, lambda: service.read_titles([session_id], signal=signal)
@@ -124,20 +122,19 @@ async def resolve_caller(
 async def resolve_caller_and_target(
     service: SessionQueryService,
     boundary: ServiceBoundary,
-    execution: Execution,
+    admitted: Admitted[Any],
     signal: ExecutionSignal,
     requested_id: str | None,
     *,
     catch_up_timeout_ms: int | None = None,
     partition: PartitionScope | None = None,
-    caught_up: bool = False,
 ) -> tuple[Caller, str, SessionHeader]:
     """The caller, the direct target (``requested_id``, else the caller's own session) and
     its authorized header, from ONE observation of both headers: the preflight of a
     direct tool costs no provider call of its own. The payload read after it is still
     re-checked against its own header."""
     session_id = await _identity(
-        service, boundary, execution, signal, catch_up_timeout_ms, partition, wait=not caught_up
+        service, boundary, admitted, signal, catch_up_timeout_ms, partition
     )
     target = requested_id or session_id
     ids = [session_id] if target == session_id else [session_id, target]
@@ -156,22 +153,19 @@ async def resolve_caller_and_target(
 async def _identity(
     service: SessionQueryService,
     boundary: ServiceBoundary,
-    execution: Execution,
+    admitted: Admitted[Any],
     signal: ExecutionSignal,
     catch_up_timeout_ms: int | None,
     partition: PartitionScope | None,
-    *,
-    wait: bool,
 ) -> str:
-    agent = execution.agent
-    if agent is None or not agent.session_id:
+    session_id = admitted.session_id
+    if session_id is None:
         raise no_identity()
-    session_id = agent.session_id
-    step = execution.step_start_seq
-    if wait and step is not None and step - 1 >= 1:
+    seq = admitted.prior_seq
+    if seq is not None and not admitted.memo.caught_up:
         # Read-your-writes: a session that just started can search itself.
         await wait_for_step(
-            service, boundary, session_id, step - 1, signal, catch_up_timeout_ms, partition
+            service, boundary, session_id, seq, signal, catch_up_timeout_ms, partition
         )
     return session_id
 
@@ -179,7 +173,7 @@ async def _identity(
 async def catch_up_caller(
     service: SessionQueryService,
     boundary: ServiceBoundary,
-    execution: Execution,
+    admitted: Admitted[Any],
     signal: ExecutionSignal,
     *,
     catch_up_timeout_ms: int | None = None,
@@ -187,13 +181,10 @@ async def catch_up_caller(
 ) -> None:
     """The read-your-writes wait alone, so a runtime can run it before taking a lane;
     nothing to wait for without identity or step (the run itself then answers)."""
-    agent = execution.agent
-    step = execution.step_start_seq
-    if agent is None or not agent.session_id or step is None or step - 1 < 1:
+    session_id, seq = admitted.session_id, admitted.prior_seq
+    if session_id is None or seq is None:
         return
-    await wait_for_step(
-        service, boundary, agent.session_id, step - 1, signal, catch_up_timeout_ms, partition
-    )
+    await wait_for_step(service, boundary, session_id, seq, signal, catch_up_timeout_ms, partition)
 
 
 def caller_of(
