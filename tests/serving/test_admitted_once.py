@@ -1,7 +1,7 @@
 """Each request is admitted once: every step of it runs once, on each of the five tools.
 
 A real worker (real nats-server, real SQLite index of the sample corpus) answers one
-request at a time while counting wrappers around the real functions count, per request:
+request at a time while wrappers around the real functions count, per request:
 envelope parses, argument parses, query compiles, read-your-writes waits, caller
 resolutions, the titles step, and the store's reads of the caller's header outside the
 titles step (that step observes its sessions afresh after the payload, by design, to fail
@@ -102,16 +102,6 @@ in_module_loop = pytest.mark.asyncio(loop_scope="module")
 
 
 @pytest.fixture
-def nc(module_nc: NATS) -> NATS:
-    return module_nc
-
-
-@pytest.fixture
-def served(module_sample_worker: Worker) -> Worker:
-    return module_sample_worker
-
-
-@pytest.fixture
 def counts(monkeypatch: pytest.MonkeyPatch) -> Counts:
     counts = Counts()
     counts.wrap(monkeypatch, worker.serving.replies, "parse_request")
@@ -147,9 +137,9 @@ def assert_once(counts: Counts, tool: str) -> None:
 @in_module_loop
 @pytest.mark.parametrize("tool", list(ARGUMENTS))
 async def test_every_step_of_a_request_runs_once(
-    nc: NATS, served: Worker, counts: Counts, tool: str
+    module_nc: NATS, module_sample_worker: Worker, counts: Counts, tool: str
 ) -> None:
-    subjects = served.config.subjects
+    nc, subjects = module_nc, module_sample_worker.config.subjects
     await call(nc, subjects, tool, envelope(tool))  # warm: the first search opens readers
     counts.reset()
     reply, _ = await call(nc, subjects, tool, envelope(tool))
@@ -160,11 +150,11 @@ async def test_every_step_of_a_request_runs_once(
 @in_module_loop
 @pytest.mark.parametrize("tool", SEARCHES)
 async def test_a_search_queued_by_another_process_is_admitted_once_here(
-    nc: NATS, served: Worker, counts: Counts, tool: str
+    module_nc: NATS, module_sample_worker: Worker, counts: Counts, tool: str
 ) -> None:
     """What another worker's endpoint puts on the work queue (the body and the lane's
     headers, nothing admitted here) is admitted once by the lane that fetches it."""
-    subjects = served.config.subjects
+    nc, subjects = module_nc, module_sample_worker.config.subjects
     data = envelope(tool)
     rid = orjson.loads(data)["request_id"]
     inbox = nc.new_inbox()
