@@ -198,3 +198,18 @@ def test_the_handoff_keeps_the_first_of_a_resent_request_and_forgets_only_its_ow
     handoff.put("m-3", b"three", other)  # beyond capacity: the oldest is dropped
     assert len(handoff) == 2
     assert handoff.take("m-1", b"one") is None
+
+
+def test_the_handoff_is_bounded_by_the_bytes_it_holds() -> None:
+    """Entries of messages another worker fetched are never taken here: large bodies must
+    not pile up to the entry count's bound."""
+    handoff = AdmittedHandoff(capacity=100, capacity_bytes=10)
+    handoff.put("m-1", b"12345", _admitted("r-1"))
+    handoff.put("m-2", b"12345", _admitted("r-2"))
+    assert (len(handoff), handoff.held_bytes) == (2, 10)
+    handoff.put("m-3", b"123", _admitted("r-3"))  # the oldest goes
+    assert (len(handoff), handoff.held_bytes) == (2, 8)
+    assert handoff.take("m-1", b"12345") is None
+    assert handoff.take("m-2", b"12345") is not None
+    handoff.put("m-3", b"other", _admitted("r-4"))  # replaced: its bytes counted once
+    assert (len(handoff), handoff.held_bytes) == (1, 5)

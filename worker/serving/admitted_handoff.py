@@ -17,9 +17,12 @@ from typing import Any, Final
 
 from worker.tools import Admitted
 
-# Searches queued by this process and not yet fetched by its lane, at most: beyond it the
-# oldest is dropped (its message is then admitted again from its bytes, once).
+# Searches queued by this process and not yet fetched by its lane, at most, and the bytes
+# of their bodies: beyond either the oldest is dropped (its message is then admitted again
+# from its bytes, once). Entries of messages another worker fetched are only ever dropped
+# this way, so both bounds matter: a body may be as large as the server's max_payload.
 CAPACITY: Final = 1024
+CAPACITY_BYTES: Final = 16 * 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,9 +32,11 @@ class _Entry:
 
 
 class AdmittedHandoff:
-    def __init__(self, capacity: int = CAPACITY) -> None:
+    def __init__(self, capacity: int = CAPACITY, capacity_bytes: int = CAPACITY_BYTES) -> None:
         self._capacity = capacity
+        self._capacity_bytes = capacity_bytes
         self._entries: OrderedDict[str, _Entry] = OrderedDict()
+        self._bytes = 0
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -42,19 +47,30 @@ class AdmittedHandoff:
         kept = self._entries.get(msg_id)
         if kept is not None and kept.data == data:
             return
+        self._drop(msg_id)
         self._entries[msg_id] = _Entry(data, admitted)
-        self._entries.move_to_end(msg_id)
-        while len(self._entries) > self._capacity:
-            self._entries.popitem(last=False)
+        self._bytes += len(data)
+        while len(self._entries) > self._capacity or self._bytes > self._capacity_bytes:
+            self._drop(next(iter(self._entries)))
 
     def forget(self, msg_id: str, admitted: Admitted[Any]) -> None:
         """Drop the entry ``put`` made for ``admitted`` (its message was never queued)."""
         kept = self._entries.get(msg_id)
         if kept is not None and kept.admitted is admitted:
-            del self._entries[msg_id]
+            self._drop(msg_id)
 
     def take(self, msg_id: str, data: bytes) -> Admitted[Any] | None:
         """The value admitted from exactly ``data``, once; None when this process did not
         admit it (the caller admits the bytes itself)."""
-        kept = self._entries.pop(msg_id, None)
+        kept = self._drop(msg_id)
         return kept.admitted if kept is not None and kept.data == data else None
+
+    @property
+    def held_bytes(self) -> int:
+        return self._bytes
+
+    def _drop(self, msg_id: str) -> _Entry | None:
+        kept = self._entries.pop(msg_id, None)
+        if kept is not None:
+            self._bytes -= len(kept.data)
+        return kept
