@@ -30,6 +30,7 @@ from contracts.errors import ErrorCode
 from contracts.partitions import PartitionScope
 from contracts.subjects import Subjects
 from tests._events import event_dict, routes_for
+from worker.commands.sample_corpus import PAY_CHILD, PAY_ROOT
 from worker.config import WorkerConfig
 from worker.signals import DeadlineExceeded, ExecutionSignal
 from worker.tools.definitions import (
@@ -44,6 +45,16 @@ from worker.worker import Served, ToolSource, Worker
 
 SEARCHES = ("session_search", "session_event_search")
 EXACT = ("session_trace", "session_event_trace", "session_event_read")
+
+# One call of each tool over the sample corpus, as its DEMO_CALLER may make it: each finds
+# something in the caller's own workspace.
+SAMPLE_CALLS: Mapping[str, Mapping[str, Any]] = {
+    "session_search": {"query": "refund flake"},
+    "session_event_search": {"query": "retry", "session_id": PAY_CHILD},
+    "session_trace": {},
+    "session_event_trace": {"session_id": PAY_ROOT, "seq": 3},
+    "session_event_read": {"session_id": PAY_ROOT, "seq": 3, "before": 1},
+}
 
 
 @dataclass

@@ -28,8 +28,8 @@ import worker.tools.input
 import worker.tools.operations
 import worker.tools.workspace_access
 from contracts.envelope import Execution
-from tests._harness import call, new_id
-from worker.commands.sample_corpus import DEMO_CALLER, PAY_CHILD, PAY_ROOT
+from tests._harness import SAMPLE_CALLS, call, new_id
+from worker.commands.sample_corpus import DEMO_CALLER
 from worker.serving import lane_decisions as decide
 from worker.serving.admitted_handoff import AdmittedHandoff
 from worker.store.sqlite import SqliteSessionStore
@@ -39,13 +39,6 @@ from worker.worker import Worker
 # The caller's step starts at seq 2, so every request waits for seq 1 (indexed: quick).
 STEP = 2
 
-ARGUMENTS: dict[str, dict[str, Any]] = {
-    "session_search": {"query": "refund flake"},
-    "session_event_search": {"query": "retry", "session_id": PAY_CHILD},
-    "session_trace": {},
-    "session_event_trace": {"session_id": PAY_ROOT, "seq": 3},
-    "session_event_read": {"session_id": PAY_ROOT, "seq": 3, "before": 1},
-}
 SEARCHES = ("session_search", "session_event_search")
 # Set while the titles step runs: its reads are its own fresh observation.
 IN_TITLES: contextvars.ContextVar[bool] = contextvars.ContextVar("in_titles", default=False)
@@ -117,7 +110,7 @@ def counts(monkeypatch: pytest.MonkeyPatch) -> Counts:
 def envelope(tool: str) -> bytes:
     execution = {"agent": {"session_id": DEMO_CALLER}, "step_start_seq": STEP}
     return orjson.dumps(
-        {"request_id": new_id(), "execution": execution, "arguments": ARGUMENTS[tool]}
+        {"request_id": new_id(), "execution": execution, "arguments": SAMPLE_CALLS[tool]}
     )
 
 
@@ -135,7 +128,7 @@ def assert_once(counts: Counts, tool: str) -> None:
 
 
 @in_module_loop
-@pytest.mark.parametrize("tool", list(ARGUMENTS))
+@pytest.mark.parametrize("tool", list(SAMPLE_CALLS))
 async def test_every_step_of_a_request_runs_once(
     module_nc: NATS, module_sample_worker: Worker, counts: Counts, tool: str
 ) -> None:

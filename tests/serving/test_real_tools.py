@@ -10,10 +10,9 @@ from nats.aio.client import Client as NATS
 
 from contracts.errors import ErrorCode
 from contracts.subjects import TOOL_NAMES
-from tests._harness import body, call
+from tests._harness import SAMPLE_CALLS, body, call
 from worker.commands.sample_corpus import (
     DEMO_CALLER,
-    PAY_CHILD,
     PAY_ROOT,
     WEB_CHILD,
     WEB_ROOT,
@@ -42,15 +41,8 @@ async def test_each_real_tool_answers_over_nats(nc: NATS, worker: Worker) -> Non
     assert [t["name"] for t in manifest["tools"]] == list(TOOL_NAMES)
     assert manifest["prompt_section"]
 
-    arguments: dict[str, dict[str, Any]] = {
-        "session_search": {"query": "refund flake"},
-        "session_event_search": {"query": "retry", "session_id": PAY_CHILD},
-        "session_trace": {},
-        "session_event_trace": {"session_id": PAY_ROOT, "seq": 3},
-        "session_event_read": {"session_id": PAY_ROOT, "seq": 3, "before": 1},
-    }
     texts = {}
-    for tool, args in arguments.items():
+    for tool, args in SAMPLE_CALLS.items():
         reply, _ = await call(nc, subjects, tool, body(caller=DEMO_CALLER, **args))
         assert reply["status"] == "ok", (tool, reply)
         texts[tool] = reply["content"]
