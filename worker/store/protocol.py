@@ -8,6 +8,9 @@ then raises the signal's error unchanged.
 Times are epoch milliseconds (UTC). Ranges are inclusive at both ends; ``None`` means open.
 Every read that returns a payload also returns the header of its session *from the same
 read transaction*, so callers can re-check authorization on the same observation.
+
+Over 400 lines on purpose: one contract (the reads, the writer and every type they
+exchange), so a provider, the replica and the test fakes are checked against one file.
 """
 
 from __future__ import annotations
@@ -22,19 +25,10 @@ from worker.signals import ExecutionSignal
 # Re-exported: the writer protocol's errors (their home is worker.store.errors).
 from worker.store.errors import BatchNotAttempted as BatchNotAttempted
 from worker.store.errors import IndexWriteStopped as IndexWriteStopped
-from worker.store.search.query import QueryPlan
+from worker.store.search.query import CompiledQuery as CompiledQuery
 
 Availability = Literal["live", "persisted"]
 SurfaceName = Literal["user", "assistant", "tool", "system"]
-
-
-@dataclass(frozen=True, slots=True)
-class CompiledQuery:
-    """A model's search text and its plan, compiled once per request (``compile_query``):
-    the tools carry it from admission to the store, which never compiles it again."""
-
-    text: str
-    plan: QueryPlan
 
 
 @dataclass(frozen=True, slots=True)
@@ -261,9 +255,7 @@ class SessionQueryService(Protocol):
         ...
 
     def compile_query(self, query: str) -> CompiledQuery:
-        """``query`` compiled once, for the searches to take instead of its text; raises
-        ``InvalidQuery`` as ``check_query`` does. No I/O."""
-        ...
+        """What ``check_query`` compiles, kept for the searches (they never compile it again)."""
 
     async def search_sessions(
         self,
@@ -278,9 +270,8 @@ class SessionQueryService(Protocol):
     ) -> SessionSearchPage:
         """Full-text search across the sessions whose cwd equals ``cwd``, grouped by session.
 
-        The cwd filter is applied inside SQL before any LIMIT. ``query`` is the model's text
-        as ``compile_query`` compiled it, or the text itself, then compiled here by the
-        allow-list compiler (``InvalidQuery`` when nothing is searchable).
+        The cwd filter is applied inside SQL before any LIMIT. ``query`` is compiled by
+        ``compile_query`` (text is compiled here): ``InvalidQuery`` when nothing is searchable.
         A cursor from another epoch raises ``GenerationChanged``.
         """
         ...
