@@ -30,13 +30,31 @@ from contracts.errors import ErrorCode
 from contracts.partitions import PartitionScope
 from contracts.subjects import Subjects
 from tests._events import event_dict, routes_for
+from worker.commands.sample_corpus import PAY_CHILD, PAY_ROOT
 from worker.config import WorkerConfig
 from worker.signals import DeadlineExceeded, ExecutionSignal
-from worker.tools.definitions import ExecutionMode, ToolDefinition, ToolError, ToolSet
+from worker.tools.definitions import (
+    Admitted,
+    Endpoint,
+    ExecutionMode,
+    ToolDefinition,
+    ToolError,
+    ToolSet,
+)
 from worker.worker import Served, ToolSource, Worker
 
 SEARCHES = ("session_search", "session_event_search")
 EXACT = ("session_trace", "session_event_trace", "session_event_read")
+
+# One call of each tool over the sample corpus, as its DEMO_CALLER may make it: each finds
+# something in the caller's own workspace.
+SAMPLE_CALLS: Mapping[str, Mapping[str, Any]] = {
+    "session_search": {"query": "refund flake"},
+    "session_event_search": {"query": "retry", "session_id": PAY_CHILD},
+    "session_trace": {},
+    "session_event_trace": {"session_id": PAY_ROOT, "seq": 3},
+    "session_event_read": {"session_id": PAY_ROOT, "seq": 3, "before": 1},
+}
 
 
 @dataclass
@@ -81,10 +99,34 @@ async def _abortable(signal: ExecutionSignal, awaitable: Any) -> None:
         raise ToolError(ErrorCode.CANCELLED, signal.error.reason)
 
 
+@dataclass(frozen=True)
+class RecordedTool:
+    """A stand-in tool's handler: admitted as it came (no schema), run by ``run``."""
+
+    name: str
+    run_recorded: Callable[[Mapping[str, Any], ExecutionSignal], Awaitable[str]]
+    prepares: bool = False
+
+    def admit(
+        self,
+        request_id: str,
+        execution: Execution,
+        arguments: Mapping[str, Any],
+        endpoint: Endpoint,
+    ) -> Admitted[Mapping[str, Any]]:
+        return Admitted(request_id, execution, endpoint, arguments)
+
+    async def prepare(self, admitted: Admitted[Any], signal: ExecutionSignal) -> None:
+        return None
+
+    async def run(self, admitted: Admitted[Any], signal: ExecutionSignal) -> str:
+        return await self.run_recorded(admitted.checked(), signal)
+
+
 def make_tool(name: str, recorder: Recorder) -> ToolDefinition:
     mode: ExecutionMode = "exclusive" if name in SEARCHES else "parallel"
 
-    async def run(args: Mapping[str, Any], execution: Execution, signal: ExecutionSignal) -> str:
+    async def run(args: Mapping[str, Any], signal: ExecutionSignal) -> str:
         tag = str(args.get("tag", ""))
         recorder.started.append(tag)
         recorder.running += 1
@@ -116,7 +158,7 @@ def make_tool(name: str, recorder: Recorder) -> ToolDefinition:
         description=f"test stand-in for {name}",
         input_schema={"type": "object", "properties": {"tag": {"type": "string"}}},
         execution=mode,
-        run=run,
+        handler=RecordedTool(name, run),
     )
 
 

@@ -29,6 +29,7 @@ import uuid
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 import pytest_asyncio
@@ -38,6 +39,9 @@ from nats.aio.client import Client as NATS
 from contracts.subjects import Subjects
 from tests._subjects import unique_subjects
 from worker.transport.connection import open_connection
+
+if TYPE_CHECKING:
+    from worker.worker import Worker
 from worker.transport.embedded_server import EmbeddedNatsServer, EmbeddedServerError
 
 
@@ -140,6 +144,19 @@ async def module_nc(nats_url: str) -> AsyncIterator[NATS]:
     """One connection for a module's tests, in the module's event loop."""
     async with _connection(nats_url) as client:
         yield client
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def module_sample_worker(
+    module_nc: NATS, module_subjects: Subjects, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[Worker]:
+    """One worker with the real tools over the sample corpus for a module, on names no
+    other module uses; its tests only ask it, in the module's loop."""
+    from tests._harness import sample_corpus_worker
+
+    tmp_path = tmp_path_factory.mktemp("sample-worker")
+    async with sample_corpus_worker(module_nc, module_subjects, tmp_path) as worker:
+        yield worker
 
 
 @pytest.fixture

@@ -21,23 +21,15 @@ from contracts.envelope import AgentIdentity, Execution
 from contracts.partitions import PartitionSet
 from contracts.publish import EventRoutes, event_headers
 from contracts.subjects import Subjects
-from tests._harness import config_for, until
+from tests._harness import SAMPLE_CALLS, config_for, until
 from tests._index import table_rows
-from worker.commands.sample_corpus import DEMO_CALLER, PAY_CHILD, PAY_ROOT, sample_events
+from worker.commands.sample_corpus import DEMO_CALLER, sample_events
 from worker.commands.status import format_status, partition_map
 from worker.replica import snapshots
 from worker.replica.ingest_consumer import ensure_events_stream
 from worker.signals import ExecutionSignal
 from worker.store.search import semantic
 from worker.worker import Worker
-
-TOOL_CALLS: dict[str, dict[str, Any]] = {
-    "session_search": {"query": "refund flake"},
-    "session_event_search": {"query": "retry", "session_id": PAY_CHILD},
-    "session_trace": {},
-    "session_event_trace": {"session_id": PAY_ROOT, "seq": 3},
-    "session_event_read": {"session_id": PAY_ROOT, "seq": 3, "before": 1},
-}
 
 
 async def publish(nc: NATS, subjects: Subjects, events: list[dict[str, Any]]) -> int:
@@ -80,7 +72,7 @@ async def caught_up(worker: Worker, seq: int) -> None:
 async def replies(worker: Worker) -> dict[str, str]:
     execution = Execution(agent=AgentIdentity(session_id=DEMO_CALLER))
     out = {}
-    for name, arguments in TOOL_CALLS.items():
+    for name, arguments in SAMPLE_CALLS.items():
         tool = worker.toolset.get(name)
         assert tool is not None
         out[name] = await tool.run(arguments, execution, ExecutionSignal())

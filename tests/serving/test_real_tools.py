@@ -2,20 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import orjson
 import pytest
-import pytest_asyncio
 from nats.aio.client import Client as NATS
 
 from contracts.errors import ErrorCode
-from contracts.subjects import TOOL_NAMES, Subjects
-from tests._harness import body, call, sample_corpus_worker
+from contracts.subjects import TOOL_NAMES
+from tests._harness import SAMPLE_CALLS, body, call
 from worker.commands.sample_corpus import (
     DEMO_CALLER,
-    PAY_CHILD,
     PAY_ROOT,
     WEB_CHILD,
     WEB_ROOT,
@@ -32,14 +29,10 @@ def nc(module_nc: NATS) -> NATS:
     return module_nc
 
 
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def worker(
-    module_nc: NATS, module_subjects: Subjects, tmp_path_factory: pytest.TempPathFactory
-) -> AsyncIterator[Worker]:
+@pytest.fixture
+def worker(module_sample_worker: Worker) -> Worker:
     """One worker over the sample corpus for the module, on names no other test uses."""
-    tmp_path = tmp_path_factory.mktemp("real-tools")
-    async with sample_corpus_worker(module_nc, module_subjects, tmp_path) as w:
-        yield w
+    return module_sample_worker
 
 
 async def test_each_real_tool_answers_over_nats(nc: NATS, worker: Worker) -> None:
@@ -48,15 +41,8 @@ async def test_each_real_tool_answers_over_nats(nc: NATS, worker: Worker) -> Non
     assert [t["name"] for t in manifest["tools"]] == list(TOOL_NAMES)
     assert manifest["prompt_section"]
 
-    arguments: dict[str, dict[str, Any]] = {
-        "session_search": {"query": "refund flake"},
-        "session_event_search": {"query": "retry", "session_id": PAY_CHILD},
-        "session_trace": {},
-        "session_event_trace": {"session_id": PAY_ROOT, "seq": 3},
-        "session_event_read": {"session_id": PAY_ROOT, "seq": 3, "before": 1},
-    }
     texts = {}
-    for tool, args in arguments.items():
+    for tool, args in SAMPLE_CALLS.items():
         reply, _ = await call(nc, subjects, tool, body(caller=DEMO_CALLER, **args))
         assert reply["status"] == "ok", (tool, reply)
         texts[tool] = reply["content"]

@@ -14,6 +14,7 @@ from contracts.partitions import PartitionScope
 from tests._events import event
 from worker.signals import ExecutionSignal
 from worker.store import (
+    CompiledQuery,
     EventFilter,
     EventHit,
     EventRelations,
@@ -94,6 +95,9 @@ class FakeService:
     def check_query(self, query: str) -> None:
         compile_query(query)  # the provider's own rules: the fake searches as it would
 
+    def compile_query(self, query: str) -> CompiledQuery:
+        return CompiledQuery(query, compile_query(query))
+
     def calls_of(self, method: str) -> list[Call]:
         return [call for call in self.calls if call.method == method]
 
@@ -114,7 +118,7 @@ class FakeService:
 
     async def search_sessions(
         self,
-        query: str,
+        query: CompiledQuery | str,
         *,
         cwd: str,
         sessions: SessionFilter,
@@ -126,7 +130,7 @@ class FakeService:
         return await self._dispatch(
             "search_sessions",
             signal,
-            query=query,
+            query=_text(query),
             cwd=cwd,
             sessions=sessions,
             events=events,
@@ -136,7 +140,7 @@ class FakeService:
 
     async def search_events(
         self,
-        query: str,
+        query: CompiledQuery | str,
         *,
         session_id: str,
         events: EventFilter,
@@ -148,7 +152,7 @@ class FakeService:
         return await self._dispatch(
             "search_events",
             signal,
-            query=query,
+            query=_text(query),
             session_id=session_id,
             events=events,
             cursor=cursor,
@@ -306,3 +310,8 @@ def stored(session_id: str, seq: int) -> StoredEvent:
         payload={"output": "ok"},
     )
     return StoredEvent(summary=summary(session_id, seq), raw_json=raw.decode())
+
+
+def _text(query: CompiledQuery | str) -> str:
+    """The query as the model wrote it: the calls record text, compiled or not."""
+    return query if isinstance(query, str) else query.text

@@ -26,6 +26,7 @@ from worker.store.operator import (
     WorkspaceSummary,
 )
 from worker.store.protocol import (
+    CompiledQuery,
     EventFilter,
     EventRelations,
     EventSearchPage,
@@ -80,9 +81,12 @@ class ReplicaStore:
     def check_query(self, query: str) -> None:
         self.current.check_query(query)
 
+    def compile_query(self, query: str) -> CompiledQuery:
+        return self.current.compile_query(query)
+
     async def search_sessions(
         self,
-        query: str,
+        query: CompiledQuery | str,
         *,
         cwd: str,
         sessions: SessionFilter,
@@ -103,7 +107,7 @@ class ReplicaStore:
 
     async def search_events(
         self,
-        query: str,
+        query: CompiledQuery | str,
         *,
         session_id: str,
         events: EventFilter,

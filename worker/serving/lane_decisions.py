@@ -10,15 +10,16 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Final, Literal
+from typing import Final, Literal, Protocol
 
 import orjson
 
-from contracts.envelope import ToolRequest, owner_key
+from contracts.envelope import Execution, owner_key
 from contracts.errors import ErrorCode
 from contracts.subjects import Subjects
 from worker.serving import replies
 from worker.serving.replies import EncodedReply
+from worker.signals import DeadlineExceeded, ExecutionCancelled
 
 Lane = Literal["search-queue", "parallel-pool"]
 SEARCH_LANE: Final[Lane] = "search-queue"
@@ -46,13 +47,23 @@ def expired_at(deadline_ms: int | None, now_ms: int) -> bool:
 
 
 def timeout_reply(rid: str) -> EncodedReply:
-    return replies.error(rid, ErrorCode.TIMEOUT, replies.QUEUE_TIMEOUT_MESSAGE)
+    return replies.aborted(rid, DeadlineExceeded(), started=False)
 
 
 # -- the search endpoint: enqueue or answer ---------------------------------------------
 
 
-def dedupe_id(request: ToolRequest) -> str:
+class Enveloped(Protocol):
+    """A request's envelope as parsed (``ToolRequest``) or admitted (``Admitted``)."""
+
+    @property
+    def request_id(self) -> str: ...
+
+    @property
+    def execution(self) -> Execution: ...
+
+
+def dedupe_id(request: Enveloped) -> str:
     """The work queue's ``Nats-Msg-Id``: the caller identity and request id together, so
     de-duplication is scoped to the caller (ids are only unique per caller)."""
     owner = owner_key(request.execution.agent)
@@ -62,7 +73,7 @@ def dedupe_id(request: ToolRequest) -> str:
     return hashlib.sha256(key).hexdigest()
 
 
-def queue_headers(request: ToolRequest, reply_to: str, deadline_ms: int | None) -> dict[str, str]:
+def queue_headers(request: Enveloped, reply_to: str, deadline_ms: int | None) -> dict[str, str]:
     """What a queued search carries besides its body: dedupe id, request id, the original
     reply subject and the effective deadline."""
     headers = {
@@ -166,7 +177,7 @@ def fetched_refusal(
 
 def fetched_refusal_reply(rid: str, refusal: FetchedRefusal, cancel_reason: str) -> EncodedReply:
     if refusal == "cancelled":
-        return replies.error(rid, ErrorCode.CANCELLED, cancel_reason)
+        return replies.aborted(rid, ExecutionCancelled(cancel_reason), started=False)
     if refusal == "expired":
         return timeout_reply(rid)
     return replies.tool_failed(rid)

@@ -10,19 +10,19 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import structlog
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 
-from contracts.envelope import ToolRequest, owner_key
 from worker.actors import Mailbox, Supervisor
 from worker.serving import replies
 from worker.serving.cancellation import CancellationRegistry
 from worker.serving.deadlines import effective_deadline_ms, signal_until
 from worker.serving.execution import Executor, admit, send
 from worker.signals import ExecutionSignal
-from worker.tools import ToolDefinition
+from worker.tools import Admitted, ToolDefinition
 
 log = structlog.get_logger("worker.serving.parallel_lane")
 
@@ -30,7 +30,7 @@ log = structlog.get_logger("worker.serving.parallel_lane")
 @dataclass(frozen=True, slots=True)
 class Job:
     tool: ToolDefinition
-    request: ToolRequest
+    admitted: Admitted[Any]
     signal: ExecutionSignal
     reply_to: str
     detach: Callable[[], None]
@@ -78,17 +78,17 @@ class ParallelLane:
 
     async def handle(self, tool: ToolDefinition, msg: Msg) -> None:
         """The endpoint handler: admit or answer at once. Must stay quick."""
-        request = await admit(self._nc, self._registry, tool, msg, self._executor.stats)
-        if request is None or not msg.reply:
+        admitted = await admit(self._nc, self._registry, tool, msg, self._executor.stats)
+        if admitted is None or not msg.reply:
             return
-        rid = request.request_id
+        rid = admitted.request_id
         # The deadline starts now: time spent waiting for a slot counts against it.
         deadline_ms = effective_deadline_ms(
-            request.execution, default_timeout_ms=self._default_timeout_ms
+            admitted.execution, default_timeout_ms=self._default_timeout_ms
         )
         signal = signal_until(deadline_ms)
-        detach = self._registry.attach(owner_key(request.execution.agent), rid, signal)
-        job = Job(tool=tool, request=request, signal=signal, reply_to=msg.reply, detach=detach)
+        detach = self._registry.attach(admitted.owner, rid, signal)
+        job = Job(tool=tool, admitted=admitted, signal=signal, reply_to=msg.reply, detach=detach)
         if not self._mailbox.offer(job):
             detach()
             signal.close()
@@ -108,12 +108,12 @@ class ParallelLane:
             job = await self._mailbox.take()
             self._running += 1
             try:
-                reply = await self._executor.execute(job.tool, job.request, job.signal)
+                reply = await self._executor.execute(job.tool, job.admitted, job.signal)
                 await send(
                     self._nc,
                     job.reply_to,
                     reply,
-                    request_id=job.request.request_id,
+                    request_id=job.admitted.request_id,
                     tool=job.tool,
                     stats=self._executor.stats,
                 )

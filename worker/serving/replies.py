@@ -18,6 +18,9 @@ from contracts.envelope import SpillLocator, ToolReply, ToolRequest
 from contracts.errors import MICRO_STATUS, TOOL_FAILED_MESSAGE, ErrorCode
 from contracts.ids import ID_PATTERN
 from worker.failures import RuntimeFailure
+from worker.signals import ExecutionAborted
+from worker.tools import QUEUE_TIMEOUT_MESSAGE as QUEUE_TIMEOUT_MESSAGE
+from worker.tools import ToolError, abort_error, model_error
 
 _ID: Final = re.compile(ID_PATTERN)
 
@@ -27,10 +30,6 @@ ERROR_CODE_HEADER: Final = "Nats-Service-Error-Code"
 MAX_HEADER_CHARS: Final = 512
 
 OVERLOADED_MESSAGE: Final = "The worker is at capacity; retry shortly."
-QUEUE_TIMEOUT_MESSAGE: Final = (
-    "The request's deadline passed before it could run; retry with a later deadline."
-)
-RUN_TIMEOUT_MESSAGE: Final = "The request's deadline passed while it ran."
 DUPLICATE_MESSAGE: Final = (
     "This request_id was already submitted; send each new request with a new request_id."
 )
@@ -58,6 +57,21 @@ def ok(request_id: str, content: str, spill: SpillLocator | None = None) -> Enco
 def error(request_id: str, code: ErrorCode, message: str) -> EncodedReply:
     body = ToolReply.failure(request_id, code, message).to_json()
     return EncodedReply(body, error_headers(code, message))
+
+
+def model_failure(request_id: str, exc: BaseException) -> EncodedReply:
+    """Whatever a tool run or a handler raised, as the model sees it: the tools' table."""
+    return _tool_error(request_id, model_error(exc))
+
+
+def aborted(request_id: str, fired: ExecutionAborted, *, started: bool) -> EncodedReply:
+    """The runtime's own fired signal, before the run started or after: the tools' one
+    abort table (``worker.tools.abort_error``), never a message of the runtime's own."""
+    return _tool_error(request_id, abort_error(fired, started=started))
+
+
+def _tool_error(request_id: str, failed: ToolError) -> EncodedReply:
+    return error(request_id, failed.code, failed.message)
 
 
 def tool_failed(request_id: str) -> EncodedReply:

@@ -26,7 +26,7 @@ import contextlib
 import dataclasses
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Final
+from typing import Any, Final
 
 import nats.errors
 import structlog
@@ -34,23 +34,23 @@ from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 
-from contracts.envelope import ToolRequest, owner_key
 from contracts.partitions import PartitionSet
 from contracts.subjects import Subjects
 from worker.serving import lane_decisions as decide
 from worker.serving import replies
+from worker.serving.admitted_handoff import AdmittedHandoff
 from worker.serving.cancellation import CancellationRegistry
 from worker.serving.deadlines import effective_deadline_ms, now_ms, signal_until
-from worker.serving.execution import Executor, admit, send
+from worker.serving.execution import Executor, admit, admitted_from, send
 from worker.serving.lane_decisions import MSG_ID_HEADER as MSG_ID_HEADER
 from worker.serving.lane_decisions import REPLY_HEADER as REPLY_HEADER
 from worker.serving.lane_decisions import REQUEST_ID_HEADER as REQUEST_ID_HEADER
-from worker.serving.replies import BadEnvelope, parse_request
+from worker.serving.replies import BadEnvelope
 from worker.serving.search_queue import QueueSettings, SearchQueue, failure_of
 from worker.serving.slow_consumers import PendingLimits
 from worker.signals import ExecutionSignal
 from worker.tasks import cancel_and_wait
-from worker.tools import ToolDefinition, ToolSet
+from worker.tools import Admitted, ToolDefinition, ToolSet
 
 log = structlog.get_logger("worker.serving.search_lane")
 
@@ -107,6 +107,7 @@ class SearchLane:
         self._waiting: set[asyncio.Task[None]] = set()  # prepare steps beside the lane
         self._ready: deque[_Job] = deque()  # prepared, waiting
         self._wakeup = asyncio.Event()
+        self._handoff = AdmittedHandoff()
         # Awaited with each fetched search before it is handled (tracing, holding a fetch).
         self.on_fetched: Callable[[Msg], Awaitable[None]] | None = None
 
@@ -123,15 +124,15 @@ class SearchLane:
 
     async def enqueue(self, tool: ToolDefinition, msg: Msg) -> None:
         """The endpoint handler: put the request on the work queue, or answer at once."""
-        request = await admit(self._nc, self._registry, tool, msg, self._executor.stats)
-        if request is None or not msg.reply:
+        admitted = await admit(self._nc, self._registry, tool, msg, self._executor.stats)
+        if admitted is None or not msg.reply:
             return
-        rid = request.request_id
+        rid = admitted.request_id
         bound = log.bind(request_id=rid, tool=tool.name)
         deadline_ms = effective_deadline_ms(
-            request.execution, default_timeout_ms=self._default_timeout_ms
+            admitted.execution, default_timeout_ms=self._default_timeout_ms
         )
-        headers = decide.queue_headers(request, msg.reply, deadline_ms)
+        headers = decide.queue_headers(admitted, msg.reply, deadline_ms)
         sent = {**headers, decide.EXPECTED_STREAM_HEADER: self._subjects.search_stream}
         size = decide.encoded_size(msg.data, sent)
         refusal = decide.enqueue_refusal(
@@ -142,9 +143,13 @@ class SearchLane:
             await self._answer(msg.reply, refusal, rid, tool)
             return
         subject = self._subjects.search_queue_subject(tool.name, tool.partition)
+        msg_id = headers[MSG_ID_HEADER]
+        # Before publishing: this process's lane may fetch the message before the ack.
+        self._handoff.put(msg_id, msg.data, admitted)
         try:
             ack = await self._queue.publish(subject, msg.data, headers, deadline_ms)
         except Exception as exc:
+            self._handoff.forget(msg_id, admitted)
             failure = failure_of(exc)
             bound.warning("enqueue failed", failure=failure, exc_info=failure == "failed")
             expired = decide.expired_at(deadline_ms, now_ms())
@@ -152,6 +157,7 @@ class SearchLane:
             await self._answer(msg.reply, reply, rid, tool)
             return
         if ack.duplicate:
+            self._handoff.forget(msg_id, admitted)
             bound.info("duplicate request id refused")
             await self._answer(msg.reply, decide.duplicate_reply(rid), rid, tool)
             return
@@ -230,7 +236,7 @@ class SearchLane:
         job = await self._admit_fetched(msg)
         if job is None:
             return
-        if job.tool.prepare is None:
+        if not job.tool.prepares:
             await self._run_job(job)
             return
         task = asyncio.create_task(self._prepare(job), name=f"prepare:{job.rid}")
@@ -256,13 +262,16 @@ class SearchLane:
             await msg.term()
             return None
         rid, reply_to = queued.rid, queued.reply_to
-        try:
-            request = parse_request(msg.data)
-        except BadEnvelope as bad:
-            await self._answer(reply_to, bad.reply(), rid, tool)
-            await msg.term()
-            return None
-        owner = owner_key(request.execution.agent)
+        admitted = self._handoff.take((msg.headers or {}).get(MSG_ID_HEADER, ""), msg.data)
+        if admitted is None:
+            # Queued by another process (or evicted here): admitted once, from its bytes.
+            try:
+                admitted = admitted_from(tool, msg.data)
+            except BadEnvelope as bad:
+                await self._answer(reply_to, bad.reply(), rid, tool)
+                await msg.term()
+                return None
+        owner = admitted.owner
         reason = self._registry.cancelled_reason(owner, rid)
         delivered = msg.metadata.num_delivered or 1
         refusal = decide.fetched_refusal(
@@ -284,7 +293,7 @@ class SearchLane:
         return _Job(
             msg=msg,
             tool=tool,
-            request=request,
+            admitted=admitted,
             rid=rid,
             reply_to=reply_to,
             signal=signal,
@@ -295,7 +304,7 @@ class SearchLane:
     async def _prepare(self, job: _Job) -> None:
         """The prepare step, outside the lane: ready for the lane, or answered now."""
         try:
-            reply = await self._executor.prepare(job.tool, job.request, job.signal)
+            reply = await self._executor.prepare(job.tool, job.admitted, job.signal)
         except BaseException:
             await self._finish(job, replies.tool_failed(job.rid))
             raise
@@ -316,7 +325,7 @@ class SearchLane:
         self._idle.clear()
         self.running = job.rid
         try:
-            reply = await self._executor.execute(job.tool, job.request, job.signal)
+            reply = await self._executor.execute(job.tool, job.admitted, job.signal)
             await self._finish(job, reply)
             self.completed += 1
         finally:
@@ -353,7 +362,7 @@ class _Job:
 
     msg: Msg
     tool: ToolDefinition
-    request: ToolRequest
+    admitted: Admitted[Any]
     rid: str
     reply_to: str
     signal: ExecutionSignal

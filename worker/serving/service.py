@@ -19,7 +19,7 @@ from nats.aio.msg import Msg
 
 from contracts.subjects import SERVICE_NAME, Subjects
 from worker.serving import replies
-from worker.serving.execution import error_reply, send
+from worker.serving.execution import send
 from worker.serving.lane_decisions import lane_of
 from worker.serving.reply_stats import ReplyStats
 from worker.serving.slow_consumers import PendingLimits, SlowConsumerWatch
@@ -177,7 +177,7 @@ class ToolService:
                 if msg.reply:
                     rid = replies.request_id_of(msg.data)
                     with contextlib.suppress(Exception):
-                        reply = error_reply(rid, exc)
+                        reply = replies.model_failure(rid, exc)
                         await send(
                             self._nc,
                             msg.reply,

@@ -8,6 +8,7 @@ from worker.store.errors import GenerationChanged, InvalidCursor, InvalidQuery, 
 from worker.store.protocol import (
     ApplyResult,
     Availability,
+    CompiledQuery,
     EventFilter,
     EventHit,
     EventRef,
@@ -36,6 +37,7 @@ from worker.store.protocol import (
 __all__ = [
     "ApplyResult",
     "Availability",
+    "CompiledQuery",
     "EventFilter",
     "EventHit",
     "EventRef",

@@ -8,6 +8,9 @@ then raises the signal's error unchanged.
 Times are epoch milliseconds (UTC). Ranges are inclusive at both ends; ``None`` means open.
 Every read that returns a payload also returns the header of its session *from the same
 read transaction*, so callers can re-check authorization on the same observation.
+
+Over 400 lines on purpose: one contract (the reads, the writer and every type they
+exchange), so a provider, the replica and the test fakes are checked against one file.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from worker.signals import ExecutionSignal
 # Re-exported: the writer protocol's errors (their home is worker.store.errors).
 from worker.store.errors import BatchNotAttempted as BatchNotAttempted
 from worker.store.errors import IndexWriteStopped as IndexWriteStopped
+from worker.store.search.query import CompiledQuery as CompiledQuery
 
 Availability = Literal["live", "persisted"]
 SurfaceName = Literal["user", "assistant", "tool", "system"]
@@ -250,9 +254,12 @@ class SessionQueryService(Protocol):
         the provider can search. No I/O: the searches raise the same for the same text."""
         ...
 
+    def compile_query(self, query: str) -> CompiledQuery:
+        """What ``check_query`` compiles, kept for the searches (they never compile it again)."""
+
     async def search_sessions(
         self,
-        query: str,
+        query: CompiledQuery | str,
         *,
         cwd: str,
         sessions: SessionFilter,
@@ -263,15 +270,15 @@ class SessionQueryService(Protocol):
     ) -> SessionSearchPage:
         """Full-text search across the sessions whose cwd equals ``cwd``, grouped by session.
 
-        The cwd filter is applied inside SQL before any LIMIT. ``query`` is the model's text,
-        compiled by the allow-list compiler (``InvalidQuery`` when nothing is searchable).
+        The cwd filter is applied inside SQL before any LIMIT. ``query`` is compiled by
+        ``compile_query`` (text is compiled here): ``InvalidQuery`` when nothing is searchable.
         A cursor from another epoch raises ``GenerationChanged``.
         """
         ...
 
     async def search_events(
         self,
-        query: str,
+        query: CompiledQuery | str,
         *,
         session_id: str,
         events: EventFilter,

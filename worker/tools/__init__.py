@@ -1,36 +1,37 @@
 """The model-facing session query tools: the public composition root.
 
 ``register_tools`` gives the runtime the five read-only tools (schemas, descriptions,
-execution modes, ``run``) and the prompt section; ``model_error`` gives it the one error
-table (``errors``) for whatever escapes a run, so the runtime translates nothing itself.
+execution modes, a declared handler each: ``admit``, ``prepare``, ``run``) and the prompt
+section; ``model_error`` gives it the one error table (``errors``) for whatever escapes a
+run and ``abort_error`` the one answer to its own fired signal, so the runtime translates
+nothing itself.
 Everything else in this package is internal. The tools depend on the
 ``SessionQueryService`` protocol only.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from pydantic import BaseModel
 from structlog.typing import FilteringBoundLogger
 
-from contracts.envelope import Execution
 from contracts.partitions import PartitionScope
 from worker.config import ToolConfig
-from worker.signals import ExecutionSignal
 from worker.store import SessionQueryService
+from worker.tools import handlers
 from worker.tools import input as args_input
-from worker.tools import observations, searches
 from worker.tools.definitions import (
+    Admitted,
+    Endpoint,
     ExecutionMode,
     ToolDefinition,
     ToolError,
-    ToolPrepare,
-    ToolRun,
+    ToolHandler,
     ToolSet,
 )
-from worker.tools.errors import model_error
+from worker.tools.errors import QUEUE_TIMEOUT_MESSAGE, abort_error, model_error
 from worker.tools.operations import Operations
 from worker.tools.operator import VERBS as OPERATOR_VERBS
 from worker.tools.operator import OperatorQueries
@@ -42,18 +43,20 @@ __all__ = [
     "JSON_SCHEMA_DIALECT",
     "OPERATOR_VERBS",
     "PROMPT_SECTION",
+    "QUEUE_TIMEOUT_MESSAGE",
+    "Admitted",
+    "Endpoint",
     "OperatorQueries",
     "ToolConfig",
     "ToolDefinition",
     "ToolError",
+    "ToolHandler",
     "ToolSet",
+    "abort_error",
     "input_schema",
     "model_error",
     "register_tools",
 ]
-
-# One workflow: the shared steps (``Operations``) first, then what ``ToolRun`` takes.
-Workflow = Callable[[Operations, Mapping[str, Any], Execution, ExecutionSignal], Awaitable[str]]
 
 _DESCRIPTIONS: Mapping[str, str] = {
     "session_search": (
@@ -139,44 +142,25 @@ def register_tools(
     operations = Operations(
         service=service, boundary=ServiceBoundary(logger), config=config, partition=partition
     )
-    table: tuple[tuple[str, ExecutionMode, Workflow], ...] = (
-        ("session_search", "exclusive", searches.session_search),
-        ("session_event_search", "exclusive", searches.session_event_search),
-        ("session_trace", "parallel", observations.session_trace),
-        ("session_event_trace", "parallel", observations.session_event_trace),
-        ("session_event_read", "parallel", observations.session_event_read),
+    # Searches run one at a time: their checks and catch-up wait run beside the lane.
+    table: tuple[tuple[ExecutionMode, ToolHandler], ...] = (
+        ("exclusive", handlers.SessionSearch(operations)),
+        ("exclusive", handlers.SessionEventSearch(operations)),
+        ("parallel", handlers.SessionTrace(operations)),
+        ("parallel", handlers.SessionEventTrace(operations)),
+        ("parallel", handlers.SessionEventRead(operations)),
     )
     window = service.limits.max_event_window
     tools = tuple(
         ToolDefinition(
-            name=name,
-            description=_DESCRIPTIONS[name],
-            input_schema=input_schema(name, window),
+            name=handler.name,
+            description=_DESCRIPTIONS[handler.name],
+            input_schema=input_schema(handler.name, window),
             execution=mode,
-            run=operations.boundary.guard(name, _bound(workflow, operations)),
+            handler=handler,
             read_only=True,
-            # Searches run one at a time: their checks and catch-up wait run beside the lane.
-            prepare=_search_prepare(name, operations) if mode == "exclusive" else None,
             partition=partition.partition if partition is not None else None,
         )
-        for name, mode, workflow in table
+        for mode, handler in table
     )
     return ToolSet(tools=tools, prompt_section=prompt_section(config.max_search_results))
-
-
-def _search_prepare(name: str, operations: Operations) -> ToolPrepare:
-    async def prepare(
-        arguments: Mapping[str, Any], execution: Execution, signal: ExecutionSignal
-    ) -> None:
-        await operations.prepare_search(name, arguments, execution, signal)
-
-    return prepare
-
-
-def _bound(workflow: Workflow, operations: Operations) -> ToolRun:
-    async def run(
-        arguments: Mapping[str, Any], execution: Execution, signal: ExecutionSignal
-    ) -> str:
-        return await workflow(operations, arguments, execution, signal)
-
-    return run

@@ -11,6 +11,8 @@ for the model by design) may show its own, and only as a plain bounded string.
 A ``ToolError`` is already a model-facing answer and passes through as it is; a fired
 execution signal is answered by ``abort_error`` before the table is consulted, so a
 cancellation keeps its exact reason whatever the provider raised while being stopped.
+``abort_error`` is also the runtime's only translation of its own fired signal (before a
+run starts, while it runs, or after it returned): one message per condition.
 """
 
 from __future__ import annotations
@@ -45,6 +47,9 @@ GENERATION_CHANGED_MESSAGE: Final = (
 )
 TIMEOUT_MESSAGE: Final = (
     "The session query ran out of time. Narrow the query or filters and try again."
+)
+QUEUE_TIMEOUT_MESSAGE: Final = (
+    "The request's deadline passed before it could run; retry with a later deadline."
 )
 NOTHING_SEARCHABLE_MESSAGE: Final = "The query has nothing searchable."
 # The longest own text a model-safe class may show; anything longer gets the fixed message.
@@ -126,8 +131,16 @@ def tool_failed() -> ToolError:
     return TOOL_FAILED.error()
 
 
-def abort_error(error: ExecutionAborted) -> ToolError:
-    """Our own fired signal as the model sees it: CANCELLED keeps the exact reason."""
+# Our own fired deadline, by whether the run had started: the one table of abort replies.
+DEADLINE_TABLE: Final[Mapping[bool, ModelError]] = {
+    False: ModelError(ErrorCode.TIMEOUT, QUEUE_TIMEOUT_MESSAGE),
+    True: ModelError(ErrorCode.TIMEOUT, TIMEOUT_MESSAGE),
+}
+
+
+def abort_error(error: ExecutionAborted, *, started: bool = True) -> ToolError:
+    """Our own fired signal as the model sees it: CANCELLED keeps the exact reason; a
+    deadline says whether it passed before the run could start (``started`` False)."""
     if isinstance(error, DeadlineExceeded):
-        return ToolError(ErrorCode.TIMEOUT, TIMEOUT_MESSAGE)
+        return DEADLINE_TABLE[started].error()
     return ToolError(ErrorCode.CANCELLED, error.reason)

@@ -7,18 +7,16 @@ renders only what the caller's workspace may see.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any
 
 from pydantic_core import from_json
 
-from contracts.envelope import Execution
 from contracts.errors import ErrorCode
 from worker.signals import ExecutionSignal
 from worker.store import LinkedEvent, StoredEvent
 from worker.tools import input as args_input
-from worker.tools.definitions import ToolError
+from worker.tools.definitions import Admitted, ToolError
 from worker.tools.operations import Operations
 from worker.tools.presentation import (
     HIDDEN_PARENT,
@@ -40,10 +38,10 @@ from worker.tools.workspace_access import (
 
 
 async def session_trace(
-    ops: Operations, arguments: Mapping[str, Any], execution: Execution, signal: ExecutionSignal
+    ops: Operations, admitted: Admitted[args_input.SessionTraceArguments], signal: ExecutionSignal
 ) -> str:
-    args = args_input.parse_arguments("session_trace", args_input.SessionTraceArguments, arguments)
-    caller, target = await ops.caller_and_target(execution, signal, args.session_id)
+    args = admitted.checked()
+    caller, target = await ops.caller_and_target(admitted, signal, args.session_id)
     lineage = await ops.boundary.call(
         "lineage", signal, lambda: ops.service.lineage(target, signal=signal)
     )
@@ -55,12 +53,12 @@ async def session_trace(
 
 
 async def session_event_trace(
-    ops: Operations, arguments: Mapping[str, Any], execution: Execution, signal: ExecutionSignal
+    ops: Operations,
+    admitted: Admitted[args_input.SessionEventTraceArguments],
+    signal: ExecutionSignal,
 ) -> str:
-    args = args_input.parse_arguments(
-        "session_event_trace", args_input.SessionEventTraceArguments, arguments
-    )
-    caller, target = await ops.caller_and_target(execution, signal, args.session_id)
+    args = admitted.checked()
+    caller, target = await ops.caller_and_target(admitted, signal, args.session_id)
     relations = await ops.boundary.call(
         "event_relations",
         signal,
@@ -96,11 +94,11 @@ def _visible(caller: Caller, links: Sequence[LinkedEvent]) -> list[LinkedEvent]:
 
 
 async def session_event_read(
-    ops: Operations, arguments: Mapping[str, Any], execution: Execution, signal: ExecutionSignal
+    ops: Operations,
+    admitted: Admitted[args_input.SessionEventReadArguments],
+    signal: ExecutionSignal,
 ) -> str:
-    args = args_input.parse_arguments(
-        "session_event_read", args_input.SessionEventReadArguments, arguments
-    )
+    args = admitted.checked()
     window_limit = ops.limits().max_event_window
     before, after = args.before or 0, args.after or 0
     for name, value in (("before", before), ("after", after)):
@@ -110,7 +108,7 @@ async def session_event_read(
                 f"Invalid arguments for session_event_read: '{name}' must be at most "
                 f"{window_limit} (the event window limit).",
             )
-    caller, target = await ops.caller_and_target(execution, signal, args.session_id)
+    caller, target = await ops.caller_and_target(admitted, signal, args.session_id)
     window = await ops.boundary.call(
         "read_event",
         signal,

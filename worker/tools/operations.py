@@ -9,15 +9,15 @@ service boundary, which alone turns a provider's error into a model-facing one.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Generic, TypeVar
 
-from contracts.envelope import Execution
 from contracts.partitions import PartitionScope
 from worker.config import ToolConfig
 from worker.signals import ExecutionSignal
 from worker.store import (
+    CompiledQuery,
     EventHit,
     EventSearchPage,
     GenerationChanged,
@@ -26,12 +26,11 @@ from worker.store import (
     SessionQueryService,
     SessionSearchPage,
 )
-from worker.tools import input as args_input
+from worker.tools.definitions import Admitted, Caller
 from worker.tools.errors import ERROR_TABLE, tool_failed
 from worker.tools.service_boundary import ServiceBoundary
 from worker.tools.titles import TitleInfo, TitleMismatch, fetch_titles
 from worker.tools.workspace_access import (
-    Caller,
     catch_up_caller,
     not_found,
     resolve_caller,
@@ -113,68 +112,62 @@ class Operations:
     partition: PartitionScope | None = None
 
     async def caller_and_target(
-        self, execution: Execution, signal: ExecutionSignal, requested_id: str | None
+        self, admitted: Admitted[Any], signal: ExecutionSignal, requested_id: str | None
     ) -> tuple[Caller, str]:
         """The caller and the authorized direct target, in one provider call."""
         caller, target, _ = await resolve_caller_and_target(
             self.service,
             self.boundary,
-            execution,
+            admitted,
             signal,
             requested_id,
             catch_up_timeout_ms=self.config.catch_up_timeout_ms,
             partition=self.partition,
         )
+        admitted.memo.caller = caller
         return caller, target
 
-    async def caller(self, execution: Execution, signal: ExecutionSignal) -> Caller:
-        return await resolve_caller(
-            self.service,
-            self.boundary,
-            execution,
-            signal,
-            catch_up_timeout_ms=self.config.catch_up_timeout_ms,
-            partition=self.partition,
-        )
+    async def caller(self, admitted: Admitted[Any], signal: ExecutionSignal) -> Caller:
+        """The request's caller, resolved on first use and kept for the request."""
+        memo = admitted.memo
+        if memo.caller is None:
+            memo.caller = await resolve_caller(
+                self.service,
+                self.boundary,
+                admitted,
+                signal,
+                catch_up_timeout_ms=self.config.catch_up_timeout_ms,
+                partition=self.partition,
+            )
+        return memo.caller
 
-    def validate_query(self, query: str) -> None:
-        """Check up front: an unsearchable query is an argument error, never "no results"."""
-        self.boundary.check("check_query", lambda: self.service.check_query(query))
+    def compile_query(self, query: str) -> CompiledQuery:
+        """Compiled once, at admission: an unsearchable query is an argument error, never
+        "no results"."""
+        return self.boundary.check("check_query", lambda: self.service.compile_query(query))
 
-    async def prepare_search(
-        self,
-        tool: str,
-        arguments: Mapping[str, Any],
-        execution: Execution,
-        signal: ExecutionSignal,
-    ) -> None:
-        """What a search needs before it may take the exclusive lane: its arguments checked
-        (a bad one is answered at once) and its read-your-writes wait, under the search
-        deadline. The run repeats both; by then they are quick."""
-        if tool == "session_search":
-            model: type[args_input.SessionSearchArguments | args_input.SessionEventSearchArguments]
-            model = args_input.SessionSearchArguments
-        else:
-            model = args_input.SessionEventSearchArguments
+    async def prepare_search(self, admitted: Admitted[Any], signal: ExecutionSignal) -> None:
+        """What a search needs before it may take the exclusive lane: its admission's
+        refusal answered at once, and its read-your-writes wait, under the search deadline.
+        The run does not wait again (``CallerMemo.caught_up``)."""
+        admitted.checked()
         await self.under_search_deadline(
-            args_input.parse_arguments(tool, model, arguments).query,
             signal,
             lambda search_signal: catch_up_caller(
                 self.service,
                 self.boundary,
-                execution,
+                admitted,
                 search_signal,
                 catch_up_timeout_ms=self.config.catch_up_timeout_ms,
                 partition=self.partition,
             ),
         )
+        admitted.memo.caught_up = True
 
     async def under_search_deadline(
-        self, query: str, signal: ExecutionSignal, work: Callable[[ExecutionSignal], Awaitable[T]]
+        self, signal: ExecutionSignal, work: Callable[[ExecutionSignal], Awaitable[T]]
     ) -> T:
-        """``work`` under the search deadline (a child of ``signal``), once ``query`` is
-        known to be searchable."""
-        self.validate_query(query)
+        """``work`` under the search deadline (a child of ``signal``)."""
         search_signal = signal.child(timeout=self.config.search_timeout_ms / 1000)
         try:
             return await work(search_signal)

@@ -7,13 +7,14 @@ before anything of them is rendered.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Mapping, Sequence
+from collections.abc import Awaitable, Sequence
 from dataclasses import replace
 from typing import Any, Final
 
 from contracts.envelope import Execution
 from worker.signals import ExecutionSignal
 from worker.store import (
+    CompiledQuery,
     EventFilter,
     EventHit,
     EventSearchPage,
@@ -23,6 +24,7 @@ from worker.store import (
 )
 from worker.tools import filters
 from worker.tools import input as args_input
+from worker.tools.definitions import Admitted
 from worker.tools.operations import Collected, Operations, collect_pages
 from worker.tools.presentation import SearchOutcome, render_event_search, render_session_search
 from worker.tools.workspace_access import (
@@ -54,30 +56,26 @@ def _outcome(collected: Collected[Any], model_filters: bool) -> SearchOutcome:
 
 
 async def session_search(
-    ops: Operations, arguments: Mapping[str, Any], execution: Execution, signal: ExecutionSignal
+    ops: Operations, admitted: Admitted[filters.SessionSearchRequest], signal: ExecutionSignal
 ) -> str:
-    args = args_input.parse_arguments(
-        "session_search", args_input.SessionSearchArguments, arguments
-    )
-    request = filters.session_search_request(args)
+    request = admitted.checked()
     return await ops.under_search_deadline(
-        request.query,
-        signal,
-        lambda search_signal: _session_search(ops, request, execution, search_signal),
+        signal, lambda search_signal: _session_search(ops, admitted, request, search_signal)
     )
 
 
 async def _session_search(
     ops: Operations,
+    admitted: Admitted[filters.SessionSearchRequest],
     request: filters.SessionSearchRequest,
-    execution: Execution,
     signal: ExecutionSignal,
 ) -> str:
-    caller = await ops.caller(execution, signal)
+    caller = await ops.caller(admitted, signal)
     if caller.cwd is None:
         return NO_WORKSPACE_MESSAGE
     scoped = await _authorized_request(ops, caller, request, signal)
-    collected = await _collect_sessions(ops, caller, caller.cwd, scoped, signal)
+    query = _compiled(admitted)
+    collected = await _collect_sessions(ops, caller, caller.cwd, query, scoped, signal)
     hit_ids = [hit.header.session_id for hit in collected.hits]
     parent_ids = [
         hit.header.parent_session_id
@@ -124,6 +122,7 @@ async def _collect_sessions(
     ops: Operations,
     caller: Caller,
     cwd: str,
+    query: CompiledQuery,
     request: filters.SessionSearchRequest,
     signal: ExecutionSignal,
 ) -> Collected[SessionHit]:
@@ -134,7 +133,7 @@ async def _collect_sessions(
             "search_sessions",
             signal,
             lambda: service.search_sessions(
-                request.query,
+                query,
                 cwd=cwd,
                 sessions=request.sessions,
                 events=request.events,
@@ -167,25 +166,24 @@ async def _collect_sessions(
 
 
 async def session_event_search(
-    ops: Operations, arguments: Mapping[str, Any], execution: Execution, signal: ExecutionSignal
+    ops: Operations,
+    admitted: Admitted[args_input.SessionEventSearchArguments],
+    signal: ExecutionSignal,
 ) -> str:
-    args = args_input.parse_arguments(
-        "session_event_search", args_input.SessionEventSearchArguments, arguments
-    )
+    args = admitted.checked()
     return await ops.under_search_deadline(
-        args.query,
-        signal,
-        lambda search_signal: _session_event_search(ops, args, execution, search_signal),
+        signal, lambda search_signal: _session_event_search(ops, admitted, args, search_signal)
     )
 
 
 async def _session_event_search(
     ops: Operations,
+    admitted: Admitted[args_input.SessionEventSearchArguments],
     args: args_input.SessionEventSearchArguments,
-    execution: Execution,
     signal: ExecutionSignal,
 ) -> str:
-    caller, target = await ops.caller_and_target(execution, signal, args.session_id)
+    caller, target = await ops.caller_and_target(admitted, signal, args.session_id)
+    execution = admitted.execution
     own = target == caller.session_id
     events = filters.event_filter(
         event_types=args.event_types,
@@ -208,13 +206,19 @@ async def _session_event_search(
         )
     headers: list[SessionHeader] = []
     collected = await _collect_events(
-        ops, caller, target, args.query, events, scope_to_seq, headers, signal
+        ops, caller, target, _compiled(admitted), events, scope_to_seq, headers, signal
     )
     titles = await ops.titles(caller, [target], signal, fail_as=target)
     outcome = _outcome(collected, filters.has_model_filters(events))
     return render_event_search(
         args.query, headers[-1], collected.hits, titles, outcome, limit=limit, own_session=own
     )
+
+
+def _compiled(admitted: Admitted[Any]) -> CompiledQuery:
+    """The query compiled at admission (a search is never admitted without one)."""
+    assert admitted.query is not None
+    return admitted.query
 
 
 def _nothing_before(events: EventFilter, scope_to_seq: int) -> bool:
@@ -227,7 +231,7 @@ async def _collect_events(
     ops: Operations,
     caller: Caller,
     target: str,
-    query: str,
+    query: CompiledQuery,
     events: EventFilter,
     scope_to_seq: int | None,
     headers: list[SessionHeader],

@@ -11,15 +11,14 @@ raises, can neither escape nor change the classification.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Final, TypeVar
+from collections.abc import Awaitable, Callable
+from typing import Final, TypeVar
 
 import structlog
 from structlog.typing import FilteringBoundLogger
 
-from contracts.envelope import Execution
 from worker.signals import ExecutionSignal
-from worker.tools.definitions import ToolError, ToolRun
+from worker.tools.definitions import ToolError
 from worker.tools.errors import GENERATION_CHANGED_MESSAGE, abort_error, model_error_of, tool_failed
 
 __all__ = [
@@ -73,22 +72,16 @@ class ServiceBoundary:
         except Exception as exc:
             raise self.translate(operation, None, exc) from None
 
-    def guard(self, name: str, run: ToolRun) -> ToolRun:
+    async def guard(self, name: str, signal: ExecutionSignal, run: Awaitable[T]) -> T:
         """Whatever escapes a workflow reaches the model only as a known code."""
-
-        async def guarded(
-            arguments: Mapping[str, Any], execution: Execution, signal: ExecutionSignal
-        ) -> str:
-            try:
-                return await run(arguments, execution, signal)
-            except ToolError:
-                raise
-            except Exception as exc:
-                # Provider failures are translated at the call, so this is a bug: log it and
-                # answer with its table code (or the abort, which always wins).
-                raise self.translate(name, signal, exc) from None
-
-        return guarded
+        try:
+            return await run
+        except ToolError:
+            raise
+        except Exception as exc:
+            # Provider failures are translated at the call, so this is a bug: log it and
+            # answer with its table code (or the abort, which always wins).
+            raise self.translate(name, signal, exc) from None
 
     def translate(
         self, operation: str, signal: ExecutionSignal | None, exc: BaseException

@@ -11,12 +11,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 import structlog
 from pydantic_core import from_json
 
-from contracts.envelope import Execution
 from contracts.errors import ErrorCode
 from contracts.partitions import PartitionScope
 from worker.signals import ExecutionSignal
@@ -27,18 +26,15 @@ from worker.store import (
     SessionQueryService,
     TitleObservation,
 )
-from worker.tools.definitions import ToolError
+
+# Caller is re-exported: its home is definitions (an admitted request memoises one).
+from worker.tools.definitions import Admitted, ToolError
+from worker.tools.definitions import Caller as Caller
 from worker.tools.service_boundary import ServiceBoundary
 
 STEP_START: Final = "step/start"
 
 log = structlog.get_logger("worker.tools.workspace_access")
-
-
-@dataclass(frozen=True, slots=True)
-class Caller:
-    session_id: str
-    cwd: str | None
 
 
 def no_identity() -> ToolError:
@@ -106,25 +102,27 @@ def check_observation(caller: Caller, requested_id: str, header: SessionHeader |
 async def resolve_caller(
     service: SessionQueryService,
     boundary: ServiceBoundary,
-    execution: Execution,
+    admitted: Admitted[Any],
     signal: ExecutionSignal,
     *,
     catch_up_timeout_ms: int | None = None,
     partition: PartitionScope | None = None,
 ) -> Caller:
+    """The caller, read and interpreted; its step's wait is skipped when the request's
+    prepare step already ran it (``CallerMemo.caught_up``)."""
     session_id = await _identity(
-        service, boundary, execution, signal, catch_up_timeout_ms, partition
+        service, boundary, admitted, signal, catch_up_timeout_ms, partition
     )
     observed = await boundary.call(
         "read_titles", signal, lambda: service.read_titles([session_id], signal=signal)
     )
-    return _caller_of(session_id, observed, partition)
+    return caller_of(session_id, observed, partition)
 
 
 async def resolve_caller_and_target(
     service: SessionQueryService,
     boundary: ServiceBoundary,
-    execution: Execution,
+    admitted: Admitted[Any],
     signal: ExecutionSignal,
     requested_id: str | None,
     *,
@@ -136,7 +134,7 @@ async def resolve_caller_and_target(
     direct tool costs no provider call of its own. The payload read after it is still
     re-checked against its own header."""
     session_id = await _identity(
-        service, boundary, execution, signal, catch_up_timeout_ms, partition
+        service, boundary, admitted, signal, catch_up_timeout_ms, partition
     )
     target = requested_id or session_id
     ids = [session_id] if target == session_id else [session_id, target]
@@ -144,7 +142,7 @@ async def resolve_caller_and_target(
         "read_titles", signal, lambda: service.read_titles(ids, signal=signal)
     )
     # An unknown caller fails before the target.
-    caller = _caller_of(session_id, observed, partition)
+    caller = caller_of(session_id, observed, partition)
     observation = observed.get(target)
     header = observation.header if observation is not None else None
     check_observation(caller, target, header)
@@ -155,20 +153,19 @@ async def resolve_caller_and_target(
 async def _identity(
     service: SessionQueryService,
     boundary: ServiceBoundary,
-    execution: Execution,
+    admitted: Admitted[Any],
     signal: ExecutionSignal,
     catch_up_timeout_ms: int | None,
     partition: PartitionScope | None,
 ) -> str:
-    agent = execution.agent
-    if agent is None or not agent.session_id:
+    session_id = admitted.session_id
+    if session_id is None:
         raise no_identity()
-    session_id = agent.session_id
-    step = execution.step_start_seq
-    if step is not None and step - 1 >= 1:
+    seq = admitted.prior_seq
+    if seq is not None and not admitted.memo.caught_up:
         # Read-your-writes: a session that just started can search itself.
-        await _catch_up(
-            service, boundary, session_id, step - 1, signal, catch_up_timeout_ms, partition
+        await wait_for_step(
+            service, boundary, session_id, seq, signal, catch_up_timeout_ms, partition
         )
     return session_id
 
@@ -176,7 +173,7 @@ async def _identity(
 async def catch_up_caller(
     service: SessionQueryService,
     boundary: ServiceBoundary,
-    execution: Execution,
+    admitted: Admitted[Any],
     signal: ExecutionSignal,
     *,
     catch_up_timeout_ms: int | None = None,
@@ -184,16 +181,13 @@ async def catch_up_caller(
 ) -> None:
     """The read-your-writes wait alone, so a runtime can run it before taking a lane;
     nothing to wait for without identity or step (the run itself then answers)."""
-    agent = execution.agent
-    step = execution.step_start_seq
-    if agent is None or not agent.session_id or step is None or step - 1 < 1:
+    session_id, seq = admitted.session_id, admitted.prior_seq
+    if session_id is None or seq is None:
         return
-    await _catch_up(
-        service, boundary, agent.session_id, step - 1, signal, catch_up_timeout_ms, partition
-    )
+    await wait_for_step(service, boundary, session_id, seq, signal, catch_up_timeout_ms, partition)
 
 
-def _caller_of(
+def caller_of(
     session_id: str,
     observed: Mapping[str, TitleObservation],
     partition: PartitionScope | None = None,
@@ -229,7 +223,7 @@ def _index_lags(seq: int) -> ToolError:
     )
 
 
-async def _catch_up(
+async def wait_for_step(
     service: SessionQueryService,
     boundary: ServiceBoundary,
     session_id: str,
@@ -238,6 +232,8 @@ async def _catch_up(
     timeout_ms: int | None,
     partition: PartitionScope | None,
 ) -> None:
+    """The read-your-writes wait: until the index holds ``session_id`` through ``seq``,
+    within ``timeout_ms``; TIMEOUT naming the seq when the bound is reached."""
     # Scoped to the addressed partition: a caller of another one is never "held", so it
     # waits out the bound in this same loop, exactly as a caller the index lacks (which is
     # all a worker holding only that partition could see). Checking the partition after

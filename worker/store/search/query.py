@@ -88,6 +88,16 @@ class QueryPlan:
         return tuple(g for g in self.groups if g not in required)
 
 
+@dataclass(frozen=True, slots=True)
+class CompiledQuery:
+    """A model's search text and its plan, compiled once per request (the provider's
+    ``compile_query``): the tools carry it from admission to the search, which never
+    compiles it again."""
+
+    text: str
+    plan: QueryPlan
+
+
 def compile_query(text: str) -> QueryPlan:
     """Compile the model's ``text`` into a ``QueryPlan``, or raise ``InvalidQuery``."""
     items = [

@@ -31,6 +31,7 @@ from worker.store.operator import (
     WorkspaceSummary,
 )
 from worker.store.protocol import (
+    CompiledQuery,
     EventFilter,
     EventRelations,
     EventSearchPage,
@@ -244,6 +245,9 @@ class SqliteSessionStore:
     def check_query(self, query: str) -> None:
         compile_query(query)
 
+    def compile_query(self, query: str) -> CompiledQuery:
+        return CompiledQuery(query, compile_query(query))
+
     def _search_index(self) -> SearchIndexReader:
         """The search index as of its latest commit."""
         reader = self._search_reader()
@@ -254,7 +258,7 @@ class SqliteSessionStore:
 
     async def search_sessions(
         self,
-        query: str,
+        query: CompiledQuery | str,
         *,
         cwd: str,
         sessions: SessionFilter,
@@ -266,7 +270,7 @@ class SqliteSessionStore:
         """Cross-session search. ``events.seq_from/seq_to`` only apply to one session, so
         they are ignored here."""
         signal.raise_if_aborted()
-        plan = compile_query(query)
+        query, plan = _compiled(query)
         binding = cursors.binding("sessions", query, cwd, sessions, events)
         paging = search.Paging(cursor, binding, self._page_size(page_size))
         work = partial(
@@ -283,7 +287,7 @@ class SqliteSessionStore:
 
     async def search_events(
         self,
-        query: str,
+        query: CompiledQuery | str,
         *,
         session_id: str,
         events: EventFilter,
@@ -293,7 +297,7 @@ class SqliteSessionStore:
         scope_to_seq: int | None = None,
     ) -> EventSearchPage | None:
         signal.raise_if_aborted()
-        plan = compile_query(query)
+        query, plan = _compiled(query)
         scope = session_id if scope_to_seq is None else f"{session_id}:{scope_to_seq}"
         binding = cursors.binding("events", query, scope, None, events)
         paging = search.Paging(cursor, binding, self._page_size(page_size))
@@ -391,3 +395,11 @@ class SqliteSessionStore:
     async def dead_letters(self, *, limit: int, signal: ExecutionSignal) -> tuple[DeadLetter, ...]:
         work = partial(operator_reads.dead_letters, limit=self._page_size(limit))
         return self._pool.run_inline(signal, work, one_statement=True)
+
+
+def _compiled(query: CompiledQuery | str) -> tuple[str, QueryPlan]:
+    """The text and plan of a search: as the tools compiled it, else compiled now (a
+    caller that passes text: the operator reads, the benches)."""
+    if isinstance(query, CompiledQuery):
+        return query.text, query.plan
+    return query, compile_query(query)
