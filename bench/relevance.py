@@ -42,6 +42,7 @@ from typing import Any, Final
 
 import orjson
 
+from bench import relevance_conversation as rconv
 from bench import relevance_corpus as rc
 from bench import relevance_scale as rscale
 from bench.legacy_fts import LegacyIndex
@@ -269,7 +270,8 @@ async def run(
     unfindable = {
         i: terms
         for i, q in enumerate(queries)
-        if q.category != "paraphrase" and (terms := missing_terms(q.query, payloads[q.expected]))
+        if q.category != "paraphrase"
+        and (terms := missing_terms(rconv.without_dates(q.query), payloads[q.expected]))
     }
     # The paraphrase category's premise: no word of the question is in the session.
     sharing = {
