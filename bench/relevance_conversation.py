@@ -27,7 +27,7 @@ import random
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Final
 
 if TYPE_CHECKING:
@@ -39,7 +39,6 @@ TURNS: Final = 12  # per session, planted turns included
 PEOPLE: Final = (("Maya", "Jon"), ("Priya", "Tomas"), ("Lena", "Marco"))
 _FIRST_DAY: Final = datetime(2025, 1, 6, 18, tzinfo=UTC)
 _DAYS_APART: Final = 17
-_DAY_MS: Final = 86_400_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,8 +55,11 @@ class Fact:
 FACTS: Final = (
     Fact(
         (
-            (0, "{a}: My daughter turned seven on Saturday and we had the party at the "
-                "aquarium, she would not leave the shark tunnel."),
+            (
+                0,
+                "{a}: My daughter turned seven on Saturday and we had the party at the "
+                "aquarium, she would not leave the shark tunnel.",
+            ),
             (1, "{b}: Seven already! Did she like her birthday cake?"),
         ),
         "Where was the birthday party for the daughter of {a}?",
@@ -65,8 +67,11 @@ FACTS: Final = (
     ),
     Fact(
         (
-            (1, "{b}: I finally signed up for the pottery class at the community center, "
-                "Tuesday evenings for eight weeks."),
+            (
+                1,
+                "{b}: I finally signed up for the pottery class at the community center, "
+                "Tuesday evenings for eight weeks.",
+            ),
             (0, "{a}: You will be making mugs for everyone by spring."),
         ),
         "Which class did {a} sign up for at the community center?",
@@ -74,8 +79,11 @@ FACTS: Final = (
     ),
     Fact(
         (
-            (0, "{a}: We brought home a rescue greyhound from the shelter, we named him "
-                "Biscuit and he sleeps on the sofa all day."),
+            (
+                0,
+                "{a}: We brought home a rescue greyhound from the shelter, we named him "
+                "Biscuit and he sleeps on the sofa all day.",
+            ),
             (1, "{b}: A greyhound! How is the new dog settling in?"),
         ),
         "What did {a} name the rescue dog?",
@@ -83,8 +91,11 @@ FACTS: Final = (
     ),
     Fact(
         (
-            (1, "{b}: My brother is moving to Lisbon in the autumn for a job at a "
-                "shipping company."),
+            (
+                1,
+                "{b}: My brother is moving to Lisbon in the autumn for a job at a "
+                "shipping company.",
+            ),
             (0, "{a}: Lisbon is lovely, you will have somewhere to stay on holiday."),
         ),
         "Where is the brother of {a} moving for a job?",
@@ -92,8 +103,11 @@ FACTS: Final = (
     ),
     Fact(
         (
-            (0, "{a}: I ran my first half marathon on Sunday, two hours and four minutes, "
-                "my knees are still complaining."),
+            (
+                0,
+                "{a}: I ran my first half marathon on Sunday, two hours and four minutes, "
+                "my knees are still complaining.",
+            ),
             (1, "{b}: Two hours is a great time for a first race."),
         ),
         "What was the time of {a} in the first half marathon?",
@@ -101,8 +115,11 @@ FACTS: Final = (
     ),
     Fact(
         (
-            (1, "{b}: The book club picked a novel about a lighthouse keeper on a Scottish "
-                "island, I could not put it down."),
+            (
+                1,
+                "{b}: The book club picked a novel about a lighthouse keeper on a Scottish "
+                "island, I could not put it down.",
+            ),
             (0, "{a}: Send me the title, I need something for the train."),
         ),
         "What was the book club novel of {a} about?",
@@ -110,8 +127,11 @@ FACTS: Final = (
     ),
     Fact(
         (
-            (0, "{a}: We painted the kitchen a dark green over the weekend, the old "
-                "yellow walls are finally gone."),
+            (
+                0,
+                "{a}: We painted the kitchen a dark green over the weekend, the old "
+                "yellow walls are finally gone.",
+            ),
             (1, "{b}: Dark green is a cosy colour, send a picture."),
         ),
         "What colour did {a} paint the kitchen?",
@@ -119,8 +139,11 @@ FACTS: Final = (
     ),
     Fact(
         (
-            (1, "{b}: My grandmother is teaching me her plum dumpling recipe, the dough has "
-                "mashed potato in it."),
+            (
+                1,
+                "{b}: My grandmother is teaching me her plum dumpling recipe, the dough has "
+                "mashed potato in it.",
+            ),
             (0, "{a}: Potato in the dough? I would love that recipe."),
         ),
         "Which recipe did the grandmother of {a} teach?",
@@ -216,10 +239,9 @@ def build(
         dated_sessions.append(second)
     ids = []
     for s in range(SESSIONS):
-        day = _FIRST_DAY.timestamp() * 1000 + s * _DAYS_APART * _DAY_MS
         sid = f"r{seed}-conv{conversation}-s{s:02d}"
         ids.append(sid)
-        session = new_session(sid, int(day))
+        session = new_session(sid, int(_day_of(s).timestamp() * 1000))
         planted = plan[s]
         at = rng.randrange(0, TURNS - len(planted) + 1)
         talk = rng.sample(SMALL_TALK, TURNS - len(planted))
@@ -240,10 +262,13 @@ def build(
         if fact.wrong_person is not None:
             labels.append(Label("conv_wrong_person", fact.wrong_person.format(**who), ids[s]))
     for (_, _, question), s in zip(DATED, dated_sessions, strict=True):
-        day = datetime.fromtimestamp(_FIRST_DAY.timestamp() + s * _DAYS_APART * 86_400, UTC)
-        month = day.strftime("%B %Y")
+        month = _day_of(s).strftime("%B %Y")
         labels.append(Label("conv_dated", question.format(a=a, month=month), ids[s]))
     return labels
+
+
+def _day_of(session: int) -> datetime:
+    return _FIRST_DAY + timedelta(days=session * _DAYS_APART)
 
 
 def _say(session: Session, speaker: int, text: str) -> None:

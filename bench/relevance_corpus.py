@@ -1063,7 +1063,6 @@ class _Builder:
             self.labels.append(("fork", query, cwd, child.sid))
         self.labels.append(("fork", parent_query, cwd, sid))
 
-
     def conversations(self, limit: int | None) -> list[str]:
         """The conversational-memory workspaces (``limit`` of them at most), their
         sessions and labels; returns their cwds."""

@@ -4,6 +4,7 @@ one session)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import tantivy
@@ -23,6 +24,7 @@ from worker.store.search_reader import (
     top,
 )
 from worker.store.semantic.fusion import Lexical, fuse
+from worker.store.time_words import TimeRange
 
 _Kept = list[tuple[Candidate, tuple[Any, ...]]]
 
@@ -42,13 +44,14 @@ class EventSearch:
         snapshot_seq: int,
         scope_to_seq: int | None,
         semantic: SemanticQuery | None = None,
+        favour: Sequence[TimeRange] = (),
     ) -> None:
         self._ws = ws
         self._semantic = semantic
         self._fetch = fetch
         self._searcher = index.searcher
         self._plan = plan
-        self._builder = QueryBuilder(plan, ws, index)
+        self._builder = QueryBuilder(plan, ws, index, favour)
         self._snapshot_seq = snapshot_seq
         self._covered_seq = index.covers_stream_seq
         self._session_id = session_id

@@ -45,6 +45,7 @@ from worker.store.search_reader import (
 )
 from worker.store.semantic.fusion import Lexical, fuse
 from worker.store.text import searchable_text
+from worker.store.time_words import TimeRange
 
 Fetch = rows.Fetch  # event_search's name for it too
 _NONE: Final[frozenset[int]] = frozenset()
@@ -115,11 +116,12 @@ class SessionSearch:
         events: EventFilter,
         snapshot_seq: int,
         semantic: SemanticQuery | None = None,
+        favour: Sequence[TimeRange] = (),
     ) -> None:
         self._fetch = fetch
         self._searcher = index.searcher
         self._plan = plan
-        self._builder = QueryBuilder(plan, ws, index)
+        self._builder = QueryBuilder(plan, ws, index, favour)
         self._cwd = cwd
         self._ws = ws
         self._semantic = semantic
