@@ -76,8 +76,8 @@ async def _ingest(
 ) -> None:
     """Start ``held``'s worker on an empty home and wait until it holds its partitions."""
     from contracts.partitions import PartitionSet
-    from worker.runtime.config import WorkerConfig
-    from worker.runtime.worker import Worker
+    from worker.config import WorkerConfig
+    from worker.worker import Worker
 
     members = PartitionSet.parse(held.partitions, count)
     held.events = sum(1 for k in stored.values() if k in members)
@@ -235,8 +235,8 @@ async def run(
 
 async def _planned(js: Any, subjects: Any, shards: int) -> dict[str, Any]:
     """What ``sessionquery partitions plan --workers N`` prints for the stream (its report)."""
-    from worker.runtime.partition_plan import balance
-    from worker.runtime.partitions_command import plan_report, read_partition_sizes
+    from worker.commands.partition_plan import balance
+    from worker.commands.partitions import plan_report, read_partition_sizes
 
     sizes = await read_partition_sizes(js, subjects)
     return plan_report(sizes, balance(sizes.bytes, shards), replicas=1)

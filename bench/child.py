@@ -1,4 +1,5 @@
-"""Child processes for benches: a real ``Worker``, or a raw nats-py echo responder.
+"""Child processes for benches: a real ``Worker``, a raw nats-py echo responder, or a
+JetStream work-queue echo (the search lane's floor).
 
 A deployment runs the worker in its own process; so do the benches, so the requesting
 side and the serving side do not share one interpreter (and one core). The echo floor's
@@ -106,8 +107,12 @@ def echo_args(url: str, subject: str) -> list[str]:
     return ["echo", "--nats-url", url, "--subject", subject]
 
 
+def work_queue_echo_args(url: str, subject: str) -> list[str]:
+    return ["wq-echo", "--nats-url", url, "--subject", subject]
+
+
 def _stream_seq(db: Path) -> int:
-    from worker.store.index_file import applied_seq
+    from worker.store.files.index_file import applied_seq
 
     return applied_seq(db)
 
@@ -124,7 +129,7 @@ async def wait_ingested(db: Path, last_seq: int, timeout_s: float) -> float:
 
 def _search_lag(db: Path) -> int:
     """Events the store holds that the search index's last commit does not cover."""
-    from worker.store.search_reader import SearchIndexReader
+    from worker.store.search.search_reader import SearchIndexReader
 
     conn = sqlite3.connect(str(db))
     try:
@@ -177,7 +182,7 @@ async def local_fleet(
 
     from bench import corpus
     from bench.report import bench_subjects, nats_url
-    from worker.runtime.continuity import stream_state
+    from worker.replica.continuity import stream_state
 
     held = list(shards) or ["all"] * workers
 
@@ -218,10 +223,10 @@ async def local_fleet(
 
 async def _serve_worker(args: argparse.Namespace) -> None:
     from contracts.subjects import Subjects
+    from worker.config import WorkerConfig
     from worker.logs import configure_logging
-    from worker.runtime.config import WorkerConfig
-    from worker.runtime.connection import open_connection
-    from worker.runtime.worker import Worker
+    from worker.transport.connection import open_connection
+    from worker.worker import Worker
 
     configure_logging(json=True)  # stderr: the parent points it at a log file
     overrides: dict[str, Any] = {}
@@ -266,6 +271,52 @@ async def _serve_echo(args: argparse.Namespace) -> None:
         await nc.close()
 
 
+async def _serve_work_queue_echo(args: argparse.Namespace) -> None:
+    """The search lane's floor: each request is put on a work-queue stream (publish, the
+    stream's ack), pulled back by the one durable consumer, answered and acked, as the
+    search lane does with a search; nothing else."""
+    import nats
+    from nats.js import api
+
+    nc = await nats.connect(args.nats_url, name="sessionquery-bench-wq-echo")
+    js = nc.jetstream()
+    stream, queued = f"SQBENCH_WQ_{args.subject.rsplit('.', 1)[-1]}", f"{args.subject}.queued"
+    await js.add_stream(name=stream, subjects=[queued], retention=api.RetentionPolicy.WORK_QUEUE)
+    pull = await js.pull_subscribe(queued, durable="echo", stream=stream)
+    stop = _stop_event()
+
+    async def handler(msg: Any) -> None:
+        await js.publish(queued, msg.data, headers={"Reply-To": msg.reply})
+
+    async def lane() -> None:
+        while not stop.is_set():
+            try:
+                taken = await pull.fetch(1, timeout=1)
+            except nats.errors.TimeoutError:
+                continue
+            for queued_msg in taken:
+                reply_to = (queued_msg.headers or {}).get("Reply-To")
+                if reply_to:
+                    await nc.publish(reply_to, queued_msg.data)
+                await queued_msg.ack()
+
+    sub = await nc.subscribe(args.subject, cb=handler)
+    await nc.flush()
+    pulling = asyncio.create_task(lane())
+    _ready()
+    try:
+        await stop.wait()
+    finally:
+        pulling.cancel()
+        with contextlib.suppress(BaseException):
+            await pulling
+        with contextlib.suppress(Exception):
+            await sub.unsubscribe()
+        with contextlib.suppress(Exception):
+            await js.delete_stream(stream)
+        await nc.close()
+
+
 def _stop_event() -> asyncio.Event:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -288,11 +339,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     w.add_argument("--subjects", required=True, help="Subjects as JSON")
     w.add_argument("--set", action="append", default=[], help="integer WorkerConfig field")
     w.add_argument("--partitions", default="all", help="the partition set it holds")
-    e = sub.add_parser("echo")
-    e.add_argument("--nats-url", required=True)
-    e.add_argument("--subject", required=True)
+    for mode in ("echo", "wq-echo"):
+        e = sub.add_parser(mode)
+        e.add_argument("--nats-url", required=True)
+        e.add_argument("--subject", required=True)
     args = parser.parse_args(argv)
-    serve = _serve_worker if args.mode == "worker" else _serve_echo
+    serve = {"worker": _serve_worker, "echo": _serve_echo, "wq-echo": _serve_work_queue_echo}[
+        args.mode
+    ]
     profile_to = os.environ.get(PROFILE_ENV)
     if not profile_to:
         asyncio.run(serve(args))

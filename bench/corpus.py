@@ -439,8 +439,8 @@ async def write_index(
     max_event_bytes: int = 1024 * 1024,
 ) -> int:
     """Apply the corpus straight through the index writer (no NATS), for store benches."""
+    from worker.store.index.writer import SqliteIndexWriter
     from worker.store.protocol import IngestItem
-    from worker.store.writer import SqliteIndexWriter
 
     writer = await SqliteIndexWriter.open(
         db_path, text_cap_bytes=text_cap_bytes, max_event_bytes=max_event_bytes

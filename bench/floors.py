@@ -42,8 +42,9 @@ from bench.report import (
     threads_cpu_s,
     write_result,
 )
-from worker.store import schema, search_index
-from worker.store.text import searchable_text
+from worker.store.files import schema
+from worker.store.search import search_index
+from worker.store.search.text import searchable_text
 
 # The pre-issue-10 ranking and excerpt, verbatim.
 BM25: Final = "bm25(events_fts, 0.0, 1.0)"
@@ -268,7 +269,7 @@ def class_queries(
 
 def _compiles(text: str) -> bool:
     from worker.store.errors import InvalidQuery
-    from worker.store.query import compile_query
+    from worker.store.search.query import compile_query
 
     try:
         compile_query(text)
@@ -396,24 +397,27 @@ async def echo(
     parallel: int = 20_000,
     in_flight: int = 64,
     size: int = 1024,
-    responder: Literal["process", "inline"] = "process",
+    responder: Literal["process", "inline", "work-queue"] = "process",
 ) -> dict[str, Any]:
     """Raw nats-py request/reply to an echo responder.
 
     ``process``: the responder is a child process (as the worker is in the tools bench), so
-    requester and responder do not share one interpreter; ``inline``: same event loop.
+    requester and responder do not share one interpreter; ``inline``: same event loop;
+    ``work-queue``: a child that passes each request through a JetStream work-queue stream
+    (publish, pull, reply, ack), the search lane's floor. ``parallel`` 0 skips throughput.
     """
     import nats
 
-    from bench.child import ChildProcess, echo_args
+    from bench.child import ChildProcess, echo_args, work_queue_echo_args
 
     subject = f"sqbench.echo.{random.getrandbits(40):x}"
     payload = random.Random(5).randbytes(size)
     child: ChildProcess | None = None
     server_nc: Any = None
     sub: Any = None
-    if responder == "process":
-        child = ChildProcess(echo_args(url, subject))
+    if responder != "inline":
+        make_args = echo_args if responder == "process" else work_queue_echo_args
+        child = ChildProcess(make_args(url, subject))
         await child.start()
     else:
         server_nc = await nats.connect(url)
@@ -435,7 +439,9 @@ async def echo(
             samples.append(time.perf_counter() - t0)
         # The responder's CPU per reply: the floor of the worker's CPU per request.
         cpu_us = (threads_cpu_s(child.pid) - cpu0) / sequential * 1e6 if child else None
-        throughput = await _throughput(client_nc, subject, payload, parallel, in_flight)
+        throughput = (
+            await _throughput(client_nc, subject, payload, parallel, in_flight) if parallel else 0.0
+        )
     finally:
         await client_nc.close()
         if sub is not None:

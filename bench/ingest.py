@@ -50,9 +50,9 @@ async def run(
 ) -> dict[str, Any]:
     import nats
 
-    from worker.runtime.config import WorkerConfig
-    from worker.runtime.ingest_consumer import EventConsumer
-    from worker.store.writer_process import open_index_writer
+    from worker.config import WorkerConfig
+    from worker.replica.ingest_consumer import EventConsumer
+    from worker.store.index.writer_process import open_index_writer
 
     defaults = WorkerConfig()
     subjects = bench_subjects("ing")

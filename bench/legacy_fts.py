@@ -3,8 +3,8 @@
 A copy of our own code as of commit 0985d23b11c3, so the baseline survives the search
 rewrite: the allow-list compiler of ``worker/store/fts_query.py`` (bare words ANDed,
 "phrases", ``OR``, ``-exclude``; every term an FTS5 string literal), the searchable text of
-``worker/store/text.py`` (every string value of the payload, capped at 64 KiB per event),
-the workspace token of ``worker/store/schema.py``, and the cross-session query of
+``worker/store/search/text.py`` (every string value of the payload, capped at 64 KiB per event),
+the workspace token of ``worker/store/files/schema.py``, and the cross-session query of
 ``SqliteSessionStore.search_sessions``: ``ws:"<token>" AND body:(<compiled>)`` over an FTS5
 table with the ``unicode61 remove_diacritics 2`` tokenizer, ranked by
 ``bm25(events_fts, 0.0, 1.0)``, grouped by session with its best event, the exact cwd

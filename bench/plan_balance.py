@@ -67,8 +67,8 @@ async def run(
     from contracts.partitions import partition_of_cwd
     from contracts.streams import ensure_events_stream
     from contracts.subjects import Subjects
-    from worker.runtime.partition_plan import balance
-    from worker.runtime.partitions_command import read_partition_sizes
+    from worker.commands.partition_plan import balance
+    from worker.commands.partitions import read_partition_sizes
 
     expected: list[int] | None = None
     async with nats_url(url) as resolved:

@@ -28,14 +28,14 @@ async def ask_hybrid(
 ) -> list[Answer]:
     """Every query through the store with semantic search on; no answers (every query a
     miss, flagged in the output) when the extra is not installed."""
-    from worker.store import semantic
+    from worker.store.search import semantic
 
     if not semantic.available():
         from bench.relevance import Answer
 
         return [Answer((), error="semantic extra not installed") for _ in queries]
-    from worker.store.semantic.embedder import Embedder
-    from worker.store.semantic.follower import SemanticFollower
+    from worker.store.search.semantic.embedder import Embedder
+    from worker.store.search.semantic.follower import SemanticFollower
 
     embedder = Embedder(threads=2)  # the bench has the machine: both cores
     follower = SemanticFollower(db, embedder.passages)

@@ -200,7 +200,7 @@ async def nats_url(explicit: str | None = None) -> AsyncIterator[str]:
     if url:
         yield require_loopback(url)
         return
-    from worker.runtime.embedded_server import EmbeddedNatsServer
+    from worker.transport.embedded_server import EmbeddedNatsServer
 
     with tempfile.TemporaryDirectory(prefix="sq-bench-nats-") as tmp:
         server = EmbeddedNatsServer(store_dir=Path(tmp))

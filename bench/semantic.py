@@ -39,7 +39,7 @@ SIDES: Final = ("lexical", "hybrid", "control")
 
 def embeddable(db: Path) -> list[tuple[int, str, str, str]]:
     """(event id, session, workspace token, type) of every event the follower embeds."""
-    from worker.store.semantic.chunks import EMBEDDED_TYPES
+    from worker.store.search.semantic.chunks import EMBEDDED_TYPES
 
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     try:
@@ -57,8 +57,8 @@ def throughput(
     db: Path, ids: Sequence[int], threads: int, size: int = EMBED_SAMPLE
 ) -> dict[str, float]:
     """Vectors per second of the real model on real chunks of the corpus."""
-    from worker.store.semantic.chunks import chunk
-    from worker.store.semantic.embedder import Embedder
+    from worker.store.search.semantic.chunks import chunk
+    from worker.store.search.semantic.embedder import Embedder
 
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     step = max(1, len(ids) // size)
@@ -93,8 +93,8 @@ def fill_synthetic(db: Path, rows: Sequence[tuple[int, str, str, str]]) -> float
     """The vector file as the follower leaves it, with random unit vectors; seconds."""
     import numpy as np
 
-    from worker.store.semantic import vectors
-    from worker.store.semantic.embedder import DIM
+    from worker.store.search.semantic import vectors
+    from worker.store.search.semantic.embedder import DIM
 
     t0 = time.perf_counter()
     out = vectors.connect(vectors.vectors_path(db))
@@ -180,8 +180,8 @@ async def run(
     embed_sample: int = EMBED_SAMPLE,
     work_dir: Path | None = None,
 ) -> dict[str, Any]:
-    from worker.store.semantic.embedder import Embedder
-    from worker.store.semantic.vectors import vectors_path
+    from worker.store.search.semantic.embedder import Embedder
+    from worker.store.search.semantic.vectors import vectors_path
 
     with tempfile.TemporaryDirectory(prefix="sq-bench-semantic-", dir=work_dir) as tmp:
         path = db or Path(tmp) / "index.sqlite"

@@ -1,7 +1,7 @@
 """Join bench: a worker joining from a snapshot vs one replaying the whole stream.
 
 1. Publish the head of the corpus (all but ``--tail`` of it) to a fresh SESSIONS stream; a
-   peer worker replays it and publishes a snapshot (``worker.runtime.snapshots``); then the
+   peer worker replays it and publishes a snapshot (``worker.replica.snapshots``); then the
    tail is published and the peer catches up.
 2. Full replay: a worker on an empty home with ``snapshot_join=replay``, timed from
    ``Worker.start`` until its index, search index included, holds the stream's last seq.
@@ -51,7 +51,7 @@ TARGET: Final = 0.22
 
 
 def _config(subjects: Any, home: Path, bucket: str, join: str, held: str) -> Any:
-    from worker.runtime.config import WorkerConfig
+    from worker.config import WorkerConfig
 
     home.mkdir(parents=True)
     return WorkerConfig(
@@ -66,7 +66,7 @@ def _config(subjects: Any, home: Path, bucket: str, join: str, held: str) -> Any
 
 async def _serve_until(nc: Any, config: Any, last_seq: int, timeout_s: float) -> tuple[Any, float]:
     """Start a worker; seconds until its index, search included, holds ``last_seq``."""
-    from worker.runtime.worker import Worker
+    from worker.worker import Worker
 
     t0 = time.perf_counter()
     worker = await Worker.start(nc, config)
@@ -80,8 +80,8 @@ async def _serve_until(nc: Any, config: Any, last_seq: int, timeout_s: float) ->
 
 async def _search_rebuild_s(db: Path) -> float:
     """Seconds the search index takes to rebuild from the store (the index removed)."""
-    from worker.store.search_index import search_index_path
-    from worker.store.writer import SqliteIndexWriter
+    from worker.store.index.writer import SqliteIndexWriter
+    from worker.store.search.search_index import search_index_path
 
     shutil.rmtree(search_index_path(db))
     t0 = time.perf_counter()
@@ -108,7 +108,7 @@ async def run(
     from contracts.partitions import PartitionSet
     from contracts.publish import EventRoutes
     from contracts.streams import ensure_events_stream
-    from worker.runtime import snapshots
+    from worker.replica import snapshots
 
     subjects = bench_subjects("join")
     routes = EventRoutes(subjects)  # a tail session's start may be in the head

@@ -17,7 +17,7 @@ from typing import Final
 from urllib.parse import quote
 
 from bench.ui_stack import chromium, ui_stack
-from worker.runtime.sample_corpus import PAY_CHILD, PAY_ROOT, PAYMENTS
+from worker.commands.sample_corpus import PAY_CHILD, PAY_ROOT, PAYMENTS
 
 WS: Final = "ws=" + quote(PAYMENTS, safe="")
 PAGES: Final = (

@@ -46,8 +46,8 @@ async def ui_stack(
 ) -> AsyncIterator[Stack]:
     import nats
 
-    from worker.runtime.connection import NatsOptions, connect_reporting
-    from worker.runtime.sample_publish import publish_sample_corpus
+    from worker.commands.sample_publish import publish_sample_corpus
+    from worker.transport.connection import NatsOptions, connect_reporting
     from worker.ui.server import UiApp, UiServer
 
     subjects = bench_subjects("ui")

@@ -168,7 +168,7 @@ class SessionQueryClient:
         """A request that retries "no responders" briefly, within ``wait``.
 
         A worker may be restarting, and a connection's first request can be answered "no
-        responders" spuriously (see worker.runtime.connection.open_connection). Retrying
+        responders" spuriously (see worker.transport.connection.open_connection). Retrying
         is safe: nothing was delivered.
         """
         loop = asyncio.get_running_loop()

@@ -83,7 +83,7 @@ class CancelRequest(BaseModel):
     """A ``<prefix>.cancel`` broadcast; no reply. It is honoured only for a request whose
     ``execution.agent`` equals ``agent`` (session_id and agent_id alike: a missing
     ``agent_id`` and ``agent_id: null`` are the same). The one model of the message: the
-    worker parses it (``worker.runtime.cancellation``) and docs/asyncapi.yaml is generated
+    worker parses it (``worker.serving.cancellation``) and docs/asyncapi.yaml is generated
     from it. Other fields are ignored."""
 
     model_config = ConfigDict(

@@ -36,8 +36,8 @@ from pathlib import Path
 from typing import Any, Final
 
 from contracts.subjects import Subjects
-from worker.runtime.connection import open_connection
-from worker.runtime.embedded_server import EmbeddedNatsServer
+from worker.transport.connection import open_connection
+from worker.transport.embedded_server import EmbeddedNatsServer
 
 LOOPBACK: Final = "127.0.0.1"
 CLUSTER_NAME: Final = "sessionquery-local"
@@ -304,7 +304,7 @@ class LocalCluster:
     def indexed_through(self, i: int) -> int:
         """The SESSIONS stream sequence worker ``i``'s index is complete through, its
         search index included (a search right after the wait finds what was seeded)."""
-        from worker.store.index_file import searchable_seq
+        from worker.store.files.index_file import searchable_seq
 
         return searchable_seq(self.worker_procs[i].db_path)
 
@@ -321,7 +321,7 @@ class LocalCluster:
         raise ClusterError(f"the workers did not index through {stream_seq} in {timeout:.0f} s")
 
     async def _held_targets(self, stream_seq: int) -> list[int]:
-        from worker.runtime.continuity import stream_state
+        from worker.replica.continuity import stream_state
 
         nc = await open_connection(
             self.urls, connect_timeout=5, max_reconnect_attempts=5, **self.connect_options()

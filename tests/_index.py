@@ -6,7 +6,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from worker.store.index_file import applied_seq
+from worker.store.files.index_file import applied_seq
 
 
 def meta(db: Path) -> dict[str, object]:

@@ -29,11 +29,11 @@ from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 
 from contracts.subjects import Subjects
+from worker.config import WorkerConfig
 from worker.logs import configure_logging
-from worker.runtime.config import WorkerConfig
-from worker.runtime.connection import NatsOptions, connect
-from worker.runtime.search_lane import REQUEST_ID_HEADER
-from worker.runtime.worker import Worker
+from worker.serving.search_lane import REQUEST_ID_HEADER
+from worker.transport.connection import NatsOptions, connect
+from worker.worker import Worker
 
 
 async def main(spec: dict[str, Any]) -> int:
@@ -57,7 +57,7 @@ async def _start(nc: NATS, spec: dict[str, Any], label: str) -> Worker:
     subjects = Subjects(**spec["subjects"])
     config: dict[str, Any] = spec.get("config", {})
     if spec.get("tools", "real") == "recorded":
-        from tests.runtime._harness import start_recorded_worker
+        from tests._harness import start_recorded_worker
 
         recorder, worker = await start_recorded_worker(
             nc, subjects, Path(spec.get("tmp", ".")), **config

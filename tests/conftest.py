@@ -37,8 +37,8 @@ from nats.aio.client import Client as NATS
 
 from contracts.subjects import Subjects
 from tests._subjects import unique_subjects
-from worker.runtime.connection import open_connection
-from worker.runtime.embedded_server import EmbeddedNatsServer, EmbeddedServerError
+from worker.transport.connection import open_connection
+from worker.transport.embedded_server import EmbeddedNatsServer, EmbeddedServerError
 
 
 @dataclass

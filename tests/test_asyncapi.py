@@ -89,8 +89,8 @@ def test_the_official_asyncapi_parser_validates_the_document(
 def test_the_cancel_schema_is_the_model_the_worker_parses() -> None:
     import contracts.messages
     import worker.asyncapi
-    import worker.runtime.cancellation
+    import worker.serving.cancellation
 
-    parsed_by_the_worker = worker.runtime.cancellation.parse_cancel.__globals__["CancelRequest"]
+    parsed_by_the_worker = worker.serving.cancellation.parse_cancel.__globals__["CancelRequest"]
     assert worker.asyncapi._messages.__globals__["CancelRequest"] is parsed_by_the_worker
     assert not hasattr(contracts.messages, "CancelRequest"), "one model per message"

@@ -1,6 +1,6 @@
 """Every message of docs/asyncapi.yaml, as its schema and examples describe it, sent to a
 real worker over the sample corpus (issue 23; the cancel is in
-tests/runtime/test_asyncapi_cancel.py): each tool's example on the tool's channel and on
+tests/serving/test_asyncapi_cancel.py): each tool's example on the tool's channel and on
 its partition's channel is answered ok with a reply its schema accepts, the same on both;
 the manifest request is answered with a manifest; the event example, published on the
 documented address, is indexed."""
@@ -20,9 +20,9 @@ from nats.aio.client import Client as NATS
 
 from contracts.partitions import partition_of_cwd, workspace_key
 from contracts.subjects import TOOL_NAMES, Subjects
-from tests.runtime._harness import sample_corpus_worker, until
-from worker.runtime.sample_corpus import DEMO_CALLER, PAYMENTS
-from worker.runtime.worker import Worker
+from tests._harness import sample_corpus_worker, until
+from worker.commands.sample_corpus import DEMO_CALLER, PAYMENTS
+from worker.worker import Worker
 
 DOC = yaml.safe_load((Path(__file__).resolve().parents[1] / "docs" / "asyncapi.yaml").read_text())
 MESSAGES = DOC["components"]["messages"]

@@ -13,9 +13,9 @@ import contracts
 import worker
 import worker.errors
 from contracts.errors import SessionQueryClientError
+from worker.failures import RuntimeFailure
 from worker.importers.publish import ImportFailed
 from worker.retry import RetryStopped
-from worker.runtime.errors import RuntimeFailure
 from worker.signals import ExecutionAborted
 from worker.store.errors import StoreError
 from worker.tools import ToolError

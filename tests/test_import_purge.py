@@ -13,11 +13,11 @@ from nats.aio.client import Client as NATS
 
 from contracts.subjects import Subjects
 from tests._events import event
-from worker.runtime.ingest_consumer import EventConsumer
-from worker.runtime.purge import InvalidDuration, parse_duration_ms
-from worker.store.integrity import check_integrity
+from worker.commands.purge import InvalidDuration, parse_duration_ms
+from worker.replica.ingest_consumer import EventConsumer
+from worker.store.files.integrity import check_integrity
+from worker.store.index.writer import SqliteIndexWriter
 from worker.store.protocol import IngestItem
-from worker.store.writer import SqliteIndexWriter
 
 
 def sessionquery(*args: str) -> subprocess.CompletedProcess[str]:

@@ -2,11 +2,18 @@
 source with ``ast`` so an import inside a function or under ``TYPE_CHECKING`` counts too.
 
 - ``worker/store`` and ``worker/tools`` import no ``nats``: transport is the runtime's.
-- ``worker/store`` imports nothing from ``worker/tools`` or ``worker/runtime``.
-- ``worker/runtime`` imports the tools only through ``worker.tools``'s exported names.
+- ``worker/store`` imports nothing from the tools, serving, the replica, the commands or
+  the transport.
+- The runtime (serving, replica, commands, the worker's composition) imports the tools only
+  through ``worker.tools``'s exported names.
 - ``contracts`` (imported by other runtimes) imports nothing from ``worker``.
-- The modules every layer shares (``worker.logs``, ``worker.retry``, ``worker.tasks``) import
-  nothing from ``worker`` but each other, so sharing them adds no edge between the layers.
+- The modules every layer shares (``worker.logs``, ``worker.retry``, ``worker.tasks``,
+  ``worker.failures``, ``worker.actors``) import nothing from ``worker`` but each other, so
+  sharing them adds no edge between the layers.
+- Requesters (importers, the MCP bridge, the UI, and the commands that only ask: ``call``,
+  ``import``, ``mcp``, ``ui``) never import serving, the replica or the store.
+- No import inside a function (or under ``TYPE_CHECKING``) closes a cycle: a deferred
+  import may keep start-up cheap, never hide a loop between modules.
 """
 
 from __future__ import annotations
@@ -60,9 +67,17 @@ def _within(name: str, *packages: str) -> bool:
     return any(name == p or name.startswith(p + ".") for p in packages)
 
 
+RUNTIME = ("worker.serving", "worker.replica", "worker.commands", "worker.worker")
+
+
+def _imports_of(*packages: str) -> Iterator[tuple[str, str, tuple[str, ...]]]:
+    for package in packages:
+        yield from _imports(package)
+
+
 def test_the_rules_see_imports() -> None:
     # A guard on the guard: if the walk found nothing, every rule below would pass vacuously.
-    found = {name for _, name, _ in _imports("worker.runtime")}
+    found = {name for _, name, _ in _imports_of(*RUNTIME)}
     assert "worker.tools" in found
     assert "nats" in found or any(_within(n, "nats") for n in found)
     assert any(_within(n, "worker.store") for n in found)
@@ -76,11 +91,11 @@ def test_store_and_tools_import_no_nats(package: str) -> None:
     assert bad == []
 
 
-def test_store_imports_neither_tools_nor_runtime() -> None:
+def test_store_imports_nothing_above_it() -> None:
     bad = [
         f"{where} imports {name}"
         for where, name, _ in _imports("worker.store")
-        if _within(name, "worker.tools", "worker.runtime")
+        if _within(name, "worker.tools", "worker.transport", *RUNTIME)
     ]
     assert bad == []
 
@@ -88,7 +103,7 @@ def test_store_imports_neither_tools_nor_runtime() -> None:
 def test_runtime_imports_tools_only_through_the_package() -> None:
     public = set(worker.tools.__all__)
     bad = []
-    for where, name, names in _imports("worker.runtime"):
+    for where, name, names in _imports_of(*RUNTIME):
         if not _within(name, "worker.tools"):
             continue
         if name != "worker.tools":
@@ -106,7 +121,7 @@ def test_contracts_import_nothing_from_worker() -> None:
     assert bad == []
 
 
-SHARED = ("worker.logs", "worker.retry", "worker.tasks")
+SHARED = ("worker.logs", "worker.retry", "worker.tasks", "worker.failures", "worker.actors")
 
 
 @pytest.mark.parametrize("module", SHARED)
@@ -128,10 +143,101 @@ def test_the_ui_is_a_requester() -> None:
         for where, name, _ in _imports("worker.ui")
         if _within(name, "worker.store", "worker.tools")
     ]
-    for package in ("worker.store", "worker.tools", "worker.runtime"):
+    for package in ("worker.store", "worker.tools", "worker.transport", *RUNTIME):
         bad += [
             f"{where} imports {name}"
             for where, name, _ in _imports(package)
-            if _within(name, "worker.ui")
+            if _within(name, "worker.ui") and package != "worker.commands"
         ]
+    assert bad == []
+
+
+REQUESTERS = (
+    "worker.importers",
+    "worker.mcp_bridge",
+    "worker.ui",
+    "worker.commands.call",
+    "worker.commands.importing",
+    "worker.commands.mcp",
+    "worker.commands.ui",
+)
+
+
+@pytest.mark.parametrize("requester", REQUESTERS)
+def test_requesters_ask_over_nats_only(requester: str) -> None:
+    """A requester reaches the worker over NATS: it never imports what serves, replicates or
+    stores (so checking an event or asking a question loads neither tantivy nor the index)."""
+    assert _files(requester), requester
+    bad = [
+        f"{where} imports {name}"
+        for where, name, _ in _imports(requester)
+        if _within(name, "worker.serving", "worker.replica", "worker.store", "worker.tools")
+    ]
+    assert bad == []
+
+
+def _deferred_imports(path: Path) -> set[int]:
+    """Line numbers of imports inside a function or under ``if TYPE_CHECKING:``."""
+    lines: set[int] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        deferred = isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) or (
+            isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+        )
+        if deferred:
+            lines.update(
+                inner.lineno
+                for inner in ast.walk(node)
+                if isinstance(inner, ast.Import | ast.ImportFrom)
+            )
+    return lines
+
+
+def _project_module(name: str, names: tuple[str, ...], known: set[str]) -> list[str]:
+    """The project modules an import names: ``from a.b import c`` is ``a.b.c`` when that is
+    a module, else ``a.b`` (or its closest known ancestor)."""
+    out = [f"{name}.{n}" for n in names if f"{name}.{n}" in known]
+    if not out or len(out) < len(names):
+        parts = name.split(".")
+        while parts and ".".join(parts) not in known:
+            parts.pop()
+        if parts:
+            out.append(".".join(parts))
+    return out
+
+
+def test_no_deferred_import_hides_a_cycle() -> None:
+    known = {_module_name(path) for package in ("worker", "contracts") for path in _files(package)}
+    edges: dict[str, set[str]] = {module: set() for module in known}
+    deferred: list[tuple[str, str, str]] = []
+    for package in ("worker", "contracts"):
+        for path in _files(package):
+            module = _module_name(path)
+            late = _deferred_imports(path)
+            for where, name, names in _imports(_module_name(path)):
+                if _module_name(ROOT / where.split(":")[0]) != module:
+                    continue
+                for target in _project_module(name, names, known):
+                    if target == module:
+                        continue
+                    edges[module].add(target)
+                    if int(where.split(":")[1]) in late:
+                        deferred.append((where, module, target))
+
+    def reaches(start: str, goal: str) -> bool:
+        seen, todo = {start}, [start]
+        while todo:
+            for nxt in edges[todo.pop()]:
+                if nxt == goal:
+                    return True
+                if nxt not in seen:
+                    seen.add(nxt)
+                    todo.append(nxt)
+        return False
+
+    assert len(deferred) > 10  # the walk sees the deferred imports at all
+    bad = [
+        f"{where}: {module} -> {target} -> ... -> {module}"
+        for where, module, target in deferred
+        if reaches(target, module)
+    ]
     assert bad == []

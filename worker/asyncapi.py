@@ -18,8 +18,8 @@ from contracts.errors import MICRO_STATUS, ErrorCode
 from contracts.events import SessionEvent
 from contracts.messages import Manifest
 from contracts.subjects import SERVICE_NAME, TOOL_NAMES, Subjects
-from worker.runtime.config import WorkerConfig
-from worker.runtime.sample_corpus import DEMO_CALLER, PAY_CHILD, PAY_ROOT, PAYMENTS
+from worker.commands.sample_corpus import DEMO_CALLER, PAY_CHILD, PAY_ROOT, PAYMENTS
+from worker.config import WorkerConfig
 from worker.store.protocol import ServiceLimits
 from worker.tools import input_schema
 

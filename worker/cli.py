@@ -13,20 +13,20 @@ import sys
 from collections.abc import Sequence
 
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
-    "serve": ("worker.runtime.serve", "run the worker (embedded nats-server when no URL)"),
-    "import": ("worker.importers.command", "publish agent session files to the stream"),
+    "serve": ("worker.commands.serve", "run the worker (embedded nats-server when no URL)"),
+    "import": ("worker.commands.importing", "publish agent session files to the stream"),
     "watch": ("worker.importers.watch", "import session files and follow them as they grow"),
-    "purge": ("worker.runtime.purge", "remove sessions from the index (bumps the epoch)"),
-    "call": ("worker.runtime.call_command", "call one tool over NATS and print the reply"),
-    "manifest": ("worker.runtime.call_command", "print the tool manifest"),
-    "mcp": ("worker.mcp_bridge.command", "serve the five tools to MCP clients (stdio or HTTP)"),
-    "ui": ("worker.ui.command", "a local web page to browse and search sessions (operators)"),
-    "demo": ("worker.runtime.demo", "embedded server, sample corpus, each tool once"),
-    "status": ("worker.runtime.status", "the index against its stream: seqs, lag, dead letters"),
-    "doctor": ("worker.runtime.status", "full checks of the index; says what is wrong and why"),
-    "deadletters": ("worker.runtime.status", "events the index refused, with their reasons"),
+    "purge": ("worker.commands.purge", "remove sessions from the index (bumps the epoch)"),
+    "call": ("worker.commands.call", "call one tool over NATS and print the reply"),
+    "manifest": ("worker.commands.call", "print the tool manifest"),
+    "mcp": ("worker.commands.mcp", "serve the five tools to MCP clients (stdio or HTTP)"),
+    "ui": ("worker.commands.ui", "a local web page to browse and search sessions (operators)"),
+    "demo": ("worker.commands.demo", "embedded server, sample corpus, each tool once"),
+    "status": ("worker.commands.status", "the index against its stream: seqs, lag, dead letters"),
+    "doctor": ("worker.commands.status", "full checks of the index; says what is wrong and why"),
+    "deadletters": ("worker.commands.status", "events the index refused, with their reasons"),
     "partitions": (
-        "worker.runtime.partitions_command",
+        "worker.commands.partitions",
         "plan: balanced --partitions values for W workers, R replicas per shard",
     ),
 }
@@ -76,7 +76,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:
         # A bad setting (flag or SESSIONQUERY_* variable) is one line and exit 2, as a
         # usage error; the configuration module is imported only once a command runs.
-        from worker.runtime.config import ConfigError
+        from worker.settings import ConfigError
 
         if not isinstance(exc, ConfigError):
             raise

@@ -32,20 +32,20 @@ higher one to raise its errors::
     worker.tools.definitions.ToolError           a model-facing answer: code + message
     └── worker.tools.titles.TitleMismatch                    NOT_FOUND, fail closed
 
-    worker.runtime.errors.RuntimeFailure         operational; told to the operator
-    ├── worker.runtime.connection.ConnectFailed
-    ├── worker.runtime.embedded_server.EmbeddedServerError   (also a RuntimeError)
-    ├── worker.runtime.actors.MailboxFull
-    ├── worker.runtime.spill.SpillConfigError                (also a ValueError)
-    ├── worker.runtime.replies.BadEnvelope
-    ├── worker.runtime.purge.InvalidDuration                 (also a ValueError)
-    ├── worker.runtime.config.ConfigError                    (also a ValueError)
-    ├── worker.runtime.serve.Refused                         serve cannot start
-    ├── worker.runtime.search_queue.OverlappingShards        shards that share partitions
-    ├── worker.runtime.continuity.StreamDiverged
-    ├── worker.runtime.snapshots.SnapshotDownloadFailed      a snapshot not read whole
-    ├── worker.runtime.partition_plan.PlanError              (also a ValueError)
-    ├── worker.runtime.partitions_command.SizesUnavailable   no stream sizes to plan by
+    worker.failures.RuntimeFailure         operational; told to the operator
+    ├── worker.transport.connection.ConnectFailed
+    ├── worker.transport.embedded_server.EmbeddedServerError   (also a RuntimeError)
+    ├── worker.actors.MailboxFull
+    ├── worker.serving.spill.SpillConfigError                (also a ValueError)
+    ├── worker.serving.replies.BadEnvelope
+    ├── worker.commands.purge.InvalidDuration                 (also a ValueError)
+    ├── worker.config.ConfigError                    (also a ValueError)
+    ├── worker.commands.serve.Refused                         serve cannot start
+    ├── worker.serving.search_queue.OverlappingShards        shards that share partitions
+    ├── worker.replica.continuity.StreamDiverged
+    ├── worker.replica.snapshots.SnapshotDownloadFailed      a snapshot not read whole
+    ├── worker.commands.partition_plan.PlanError              (also a ValueError)
+    ├── worker.commands.partitions.SizesUnavailable   no stream sizes to plan by
     └── worker.ui.server.OperatorError                       an operator reply not ok, or
                                                              none: shown on the ui's page
 

@@ -30,10 +30,10 @@ from contracts.errors import ErrorCode
 from contracts.subjects import Subjects
 from tests._events import cite_list, event_dict, routes_for
 from tests._subjects import unique_subjects
-from worker.runtime.config import WorkerConfig
-from worker.runtime.connection import open_connection
-from worker.runtime.ingest_consumer import ensure_events_stream
-from worker.runtime.worker import Worker
+from worker.config import WorkerConfig
+from worker.replica.ingest_consumer import ensure_events_stream
+from worker.transport.connection import open_connection
+from worker.worker import Worker
 
 T = TypeVar("T")
 

@@ -62,7 +62,7 @@ from tests.hostile._harness import (
     reply_problems,
     two_workspace_corpus,
 )
-from worker.runtime.cancellation import cancel_message
+from worker.serving.cancellation import cancel_message
 
 CORPUS: Corpus = two_workspace_corpus()
 
@@ -79,7 +79,7 @@ A_WORDS = ("amberfox", "azurehawk", "applewren")
 # A caller whose session/start is not indexed yet has no workspace (NO_IDENTITY).
 # GENERATION_CHANGED is not among them: it is raised only when the index epoch moves
 # (worker/store/sqlite.py _resume, worker/tools/operations.py collect_pages), and only a
-# purge bumps it (worker/store/writer.py); this machine ingests and reads, never purges.
+# purge bumps it (worker/store/index/writer.py); this machine ingests and reads, never purges.
 ALLOWED_CODES = {
     ErrorCode.NOT_FOUND.value,
     ErrorCode.INVALID_ARGUMENTS.value,

@@ -26,7 +26,7 @@ from tests.importers._corpus import (
 from worker.importers.base import SpawnLinks, iso_time, safe_id
 from worker.importers.detect import detect
 from worker.importers.pipeline import convert_file
-from worker.store.writer import parse_event
+from worker.store.index.writer import parse_event
 
 ALL = [
     ("claude-code", CLAUDE_MAIN),

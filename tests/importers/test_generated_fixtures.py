@@ -15,7 +15,7 @@ from tests.importers._corpus import bodies
 from worker.importers import make_converter
 from worker.importers.base import Converter, SpawnLinks, Tally, safe_id
 from worker.importers.pipeline import convert_file
-from worker.store.writer import parse_event
+from worker.store.index.writer import parse_event
 
 FRESH_FILE = gen.PROJECT / f"{gen.FRESH}.jsonl"
 AGENT_FILE = gen.PROJECT / gen.FRESH / "subagents" / f"agent-{gen.AGENT}.jsonl"

@@ -14,12 +14,12 @@ import pytest_asyncio
 from nats.aio.client import Client as NATS
 
 from contracts.subjects import Subjects
+from tests._harness import config_for, until
 from tests.importers import fixture_gen as gen
 from tests.importers.test_import_tools import ask, import_args, sessionquery
-from tests.runtime._harness import config_for, until
 from worker.importers.base import SpawnLinks, safe_id
 from worker.importers.pipeline import convert_file
-from worker.runtime.worker import Worker
+from worker.worker import Worker
 
 # A rollout still being written: its last event is a minute old, so import leaves it live.
 RECENT: str = "0199cccc-0000-7000-8000-00000000f001"

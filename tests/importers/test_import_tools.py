@@ -13,6 +13,7 @@ import pytest
 from nats.aio.client import Client as NATS
 
 from contracts.subjects import Subjects
+from tests._harness import body, call, config_for, until
 from tests.importers._corpus import (
     AIDER_FILE,
     CLAUDE_AGENT,
@@ -22,8 +23,7 @@ from tests.importers._corpus import (
     CODEX_DIR,
     CODEX_SESSION,
 )
-from tests.runtime._harness import body, call, config_for, until
-from worker.runtime.worker import Worker
+from worker.worker import Worker
 
 # Events the fixtures hold: Claude Code 11 + 3 (sidechain) + 6 (sub-agent, titled by its
 # Task call), Codex 7, Aider 9.

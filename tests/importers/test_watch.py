@@ -15,8 +15,8 @@ import orjson
 from nats.aio.client import Client as NATS
 
 from contracts.subjects import Subjects
+from tests._harness import until
 from tests.importers._corpus import CODEX_FILE
-from tests.runtime._harness import until
 from tests.test_import_purge import ingest_all
 from worker.importers.pipeline import convert_file
 

@@ -10,12 +10,12 @@ from nats.aio.client import Client as NATS
 
 from contracts.partitions import DEFAULT_PARTITION_COUNT, PartitionSet, partition_of
 from contracts.subjects import Subjects
+from tests._harness import config_for, until
 from tests.importers._corpus import AIDER_FILE, CLAUDE_AGENT_FILE, CLAUDE_MAIN, CODEX_FILE
-from tests.runtime._harness import config_for, until
 from worker.importers.base import SpawnLinks
 from worker.importers.pipeline import convert_file
-from worker.runtime.ingest_consumer import ensure_events_stream
-from worker.runtime.worker import Worker
+from worker.replica.ingest_consumer import ensure_events_stream
+from worker.worker import Worker
 
 # Results longer than this spill, so the lineage and event traces of the fixtures do.
 SPILL_THRESHOLD = 1024

@@ -10,7 +10,7 @@ from nats.aio.client import Client as NATS
 
 from contracts.subjects import Subjects
 from tests.mcp_bridge._harness import indexed_worker
-from worker.runtime.worker import Worker
+from worker.worker import Worker
 
 
 @pytest.fixture

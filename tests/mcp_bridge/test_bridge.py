@@ -21,11 +21,11 @@ from nats.aio.msg import Msg
 from contracts.client import SessionQueryClient
 from contracts.partitions import DEFAULT_PARTITION_COUNT, partition_of_cwd
 from contracts.subjects import TOOL_NAMES, Subjects
+from tests._harness import body, call, start_recorded_worker, until
 from tests.importers._corpus import CLAUDE_AGENT, CLAUDE_SESSION, CODEX_SESSION, WORKSPACE
 from tests.mcp_bridge._harness import bridge_args, bridge_command, indexed_worker, text_of
-from tests.runtime._harness import body, call, start_recorded_worker, until
 from worker.mcp_bridge.bridge import CANCEL_REASON, TIMEOUT_META_KEY
-from worker.runtime.worker import Worker
+from worker.worker import Worker
 
 ARGUMENTS: dict[str, dict[str, Any]] = {
     "session_search": {"query": "checkout flake"},

@@ -13,7 +13,7 @@ import pytest
 from contracts.subjects import TOOL_NAMES, Subjects
 from tests.importers._corpus import CLAUDE_AGENT, CLAUDE_SESSION, CODEX_SESSION
 from tests.mcp_bridge._harness import bridge_command
-from worker.runtime.worker import Worker
+from worker.worker import Worker
 
 SDK = "@modelcontextprotocol/sdk@1"
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from nats.aio.client import Client as NATS
 
-from worker.runtime.embedded_server import EmbeddedNatsServer
+from worker.transport.embedded_server import EmbeddedNatsServer
 
 
 def free_port() -> int:

@@ -20,8 +20,8 @@ from contracts.subjects import Subjects
 from tests._events import event, subject_of
 from tests.reliability._harness import stream_contents, wait_indexed
 from tests.reliability._serve import REPO, Serve, serve_args
-from worker.runtime.connection import open_connection
-from worker.store.integrity import checksum_of, content_checksum
+from worker.store.files.integrity import checksum_of, content_checksum
+from worker.transport.connection import open_connection
 
 SUBJECTS = Subjects()
 

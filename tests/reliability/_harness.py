@@ -35,9 +35,9 @@ from bench.report import Latency
 from contracts import streams
 from contracts.subjects import Subjects
 from tests._events import routes_for
+from tests._harness import until
 from tests._index import index_seq
-from tests.runtime._harness import until
-from worker.store.integrity import check_integrity, checksum_of, content_checksum
+from worker.store.files.integrity import check_integrity, checksum_of, content_checksum
 
 T = TypeVar("T")
 REPO: Final = Path(__file__).resolve().parents[2]
@@ -46,7 +46,7 @@ NO_REPLY: Final = "NO_REPLY"
 NO_RESPONDERS: Final = "NO_RESPONDERS"
 OK: Final = "ok"
 # A caller backs off this long after no reply or no responders: longer than the worker's
-# reconnect wait (0.5 s + 0.1 s jitter, worker.runtime.connection), so while the worker
+# reconnect wait (0.5 s + 0.1 s jitter, worker.transport.connection), so while the worker
 # re-subscribes after an outage a lane sees "no responders" once or twice, not every 50 ms.
 OUTAGE_BACKOFF_S: Final = 1.0
 # What one fault (a server restart, a node killed) can cost one MixedLoad lane, which has

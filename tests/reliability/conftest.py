@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.reliability._faults import Rig, open_rig
-from worker.runtime.embedded_server import EmbeddedNatsServer
+from worker.transport.embedded_server import EmbeddedNatsServer
 
 
 @pytest.fixture

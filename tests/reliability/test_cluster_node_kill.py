@@ -21,6 +21,7 @@ from nats.aio.client import Client as NATS
 
 from bench import corpus
 from contracts.subjects import SEARCH_TOOLS, Subjects
+from tests._harness import until
 from tests.reliability._cluster import LocalCluster, wait_jetstream
 from tests.reliability._harness import (
     NO_REPLY,
@@ -39,7 +40,6 @@ from tests.reliability._harness import (
     until_sent,
     wait_indexed,
 )
-from tests.runtime._harness import until
 
 REPLICAS = 3
 EXPECTED = {OK, "SESSION_QUERY_NOT_FOUND", "SESSION_QUERY_TIMEOUT"}

@@ -23,6 +23,7 @@ import pytest
 from nats.aio.client import Client as NATS
 
 from contracts.client import SessionQueryClient
+from tests._harness import until
 from tests._index import meta
 from tests.reliability._faults import (
     SUBJECTS,
@@ -34,7 +35,6 @@ from tests.reliability._faults import (
 )
 from tests.reliability._harness import wait_indexed
 from tests.reliability._serve import children_running
-from tests.runtime._harness import until
 
 STOP_BOUND_S = 15.0 + 5.0  # the default shutdown timeout, plus process start-up slack
 
@@ -124,7 +124,7 @@ async def test_an_index_removed_under_a_running_worker_stops_ingestion_loudly(ri
     nc, db = rig.nc, rig.db
     last = await publish(nc, ["s-a", "s-b"], 15)
     worker = await rig.serving("w1.log", through=last)
-    writers = children_running(worker.pid, b"worker.store.writer_process")
+    writers = children_running(worker.pid, b"worker.store.index.writer_process")
     assert writers, f"no writer child under {worker.pid}"
     writer = writers[0]
     for suffix in ("", "-wal", "-shm"):

@@ -20,7 +20,7 @@ from tests.reliability._faults import (
     run_cli,
 )
 from tests.reliability._serve import Serve, children_running, pid_alive
-from worker.store import schema
+from worker.store.files import schema
 
 EXIT_BOUND_S = 20.0
 

@@ -34,7 +34,7 @@ from tests.reliability._harness import (
     small_corpus,
     until_sent,
 )
-from worker.runtime.embedded_server import EmbeddedNatsServer
+from worker.transport.embedded_server import EmbeddedNatsServer
 
 # Replies a healthy worker may give this load (foreign and missing ids are NOT_FOUND).
 TOOL_CODES = {OK, "SESSION_QUERY_NOT_FOUND", "SESSION_QUERY_TIMEOUT"}

@@ -36,7 +36,7 @@ from tests.reliability._harness import (
     small_corpus,
     value_of,
 )
-from worker.runtime.config import WorkerConfig
+from worker.config import WorkerConfig
 
 OVERLOADED = "SESSION_QUERY_OVERLOADED"
 DROPPED_EVENT = "slow consumer: message dropped"

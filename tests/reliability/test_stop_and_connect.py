@@ -17,7 +17,7 @@ import pytest
 from tests.reliability._faults import connected, publish, run_cli, session_events
 from tests.reliability._harness import wait_indexed
 from tests.reliability._serve import Serve, children_of, pid_alive, serve_args
-from worker.runtime.embedded_server import EmbeddedNatsServer
+from worker.transport.embedded_server import EmbeddedNatsServer
 
 STOP_BOUND_S = 15.0  # the default shutdown timeout
 SLACK_S = 5.0  # process start-up and interpreter exit

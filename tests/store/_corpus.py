@@ -17,10 +17,10 @@ from typing import Any
 
 from tests import _events
 from worker.signals import ExecutionSignal
-from worker.store import schema
+from worker.store.files import schema
+from worker.store.index.writer import SqliteIndexWriter
 from worker.store.protocol import EventFilter, IngestItem, SessionFilter, SessionSearchPage
 from worker.store.sqlite import SqliteSessionStore
-from worker.store.writer import SqliteIndexWriter
 
 MAIN = "/w/main"  # the workspace Corpus.start puts sessions in by default
 BASE_MS = 1_796_000_000_000  # a fixed clock: tests never depend on the wall clock

@@ -28,7 +28,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
 from contracts.partitions import partition_of_cwd
-from worker.store.text import searchable_text
+from worker.store.search.text import searchable_text
 
 PARTITION_COUNT: Final = 4
 # The shards of the sharded layout, as partition sets of PARTITION_COUNT.
@@ -90,7 +90,7 @@ IDENTIFIERS: Final = (
     "PaymentIntent",
     "test_refund_is_idempotent",
     "src/payments/refund.py",
-    "worker/store/search_index.py",
+    "worker/store/search/search_index.py",
     "useInvoiceTotals",
     "CACHE_TTL_SECONDS",
     "tz.localize",

@@ -1,6 +1,6 @@
 """Exactly-once ingestion across SIGKILLs of the ingesting process at random points.
 
-The real ``python -m worker.runtime.ingest_consumer`` process ingests a stream of ~20k
+The real ``python -m worker.replica.ingest_consumer`` process ingests a stream of ~20k
 events; it is killed with SIGKILL three times while it works (each time once its committed
 position has passed a random target, plus a random delay, so kills land inside batches),
 restarted, and finally let run until caught up. The index must then hold exactly what the
@@ -27,8 +27,8 @@ from nats.js.api import AckPolicy, ConsumerConfig
 from contracts.subjects import Subjects
 from tests._events import event_dict, subject_of
 from tests._index import index_seq
-from worker.runtime.ingest_consumer import ensure_events_stream
-from worker.store.integrity import check_integrity, checksum_of, content_checksum
+from worker.replica.ingest_consumer import ensure_events_stream
+from worker.store.files.integrity import check_integrity, checksum_of, content_checksum
 
 SESSIONS = 80
 EVENTS_PER_SESSION = 250  # 20,000 events
@@ -83,7 +83,7 @@ def start_ingester(
     db: Path, nats_url: str, subjects: Subjects, log: Path
 ) -> subprocess.Popen[bytes]:
     args = [
-        sys.executable, "-m", "worker.runtime.ingest_consumer",
+        sys.executable, "-m", "worker.replica.ingest_consumer",
         "--db", str(db),
         "--nats-url", nats_url,
         "--stream", subjects.events_stream,

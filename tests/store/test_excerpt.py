@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import re
 
-from worker.store.excerpt import WINDOW_CHARS, highlighter
-from worker.store.query import compile_query
+from worker.store.search.excerpt import WINDOW_CHARS, highlighter
+from worker.store.search.query import compile_query
 
 FILLER = "The notes of the day said the team had a plan for the build and the release. "
 TEXT = (

@@ -17,18 +17,18 @@ from nats.js.api import StorageType
 
 from contracts.subjects import Subjects
 from tests._events import event, subject_of
-from worker.runtime.connection import open_connection
-from worker.runtime.embedded_server import EmbeddedNatsServer
-from worker.runtime.ingest_consumer import (
+from worker.replica.ingest_consumer import (
     REASON_HEADER,
     STREAM_SEQ_HEADER,
     EventConsumer,
     ensure_events_stream,
 )
-from worker.store.ingest import IngestActor
-from worker.store.integrity import check_integrity
+from worker.store.files.integrity import check_integrity
+from worker.store.index.ingest import IngestActor
+from worker.store.index.writer import SqliteIndexWriter
 from worker.store.protocol import ApplyResult, IngestItem, Rejected
-from worker.store.writer import SqliteIndexWriter
+from worker.transport.connection import open_connection
+from worker.transport.embedded_server import EmbeddedNatsServer
 
 
 def count(db: Path, sql: str) -> int:
@@ -368,7 +368,7 @@ def test_release_memory_collects_what_a_burst_left_in_cycles() -> None:
     import gc
     import weakref
 
-    from worker.store.ingest import release_memory
+    from worker.store.index.ingest import release_memory
 
     class Node:
         other: object = None
@@ -391,7 +391,7 @@ async def test_the_end_of_a_burst_gives_back_its_memory(
 ) -> None:
     """Once no message came for IDLE_RELEASE_S after enough were applied, the actor
     releases memory once (and not while the burst goes on, nor for a few events)."""
-    from worker.store import ingest
+    from worker.store.index import ingest
 
     releases: list[int] = []
     monkeypatch.setattr(ingest, "release_memory", lambda: releases.append(1))

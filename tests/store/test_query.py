@@ -9,12 +9,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from worker.store import analysis, schema
 from worker.store.errors import InvalidQuery
-from worker.store.query import QueryPlan, compile_query
-from worker.store.search_index import search_index_path
-from worker.store.search_reader import QueryBuilder, SearchIndexReader, scope_clauses, top
-from worker.store.writer import WriterCore
+from worker.store.files import schema
+from worker.store.index.writer import WriterCore
+from worker.store.search import analysis
+from worker.store.search.query import QueryPlan, compile_query
+from worker.store.search.search_index import search_index_path
+from worker.store.search.search_reader import QueryBuilder, SearchIndexReader, scope_clauses, top
 
 CWD = "/w/query"
 WS = schema.workspace_token(CWD)

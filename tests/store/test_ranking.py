@@ -1,4 +1,4 @@
-"""The ranking's rules (``worker.store.ranking``), through the real store: what a reader
+"""The ranking's rules (``worker.store.search.ranking``), through the real store: what a reader
 would put first when a workspace holds noise, and the pure parts on their own."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.store._corpus import Corpus, search
-from worker.store import ranking
 from worker.store.protocol import SessionSearchPage
+from worker.store.search import ranking
 from worker.store.sqlite import SqliteSessionStore
 
 

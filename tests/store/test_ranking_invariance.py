@@ -38,11 +38,11 @@ from contracts.partitions import PartitionSet
 from tests.store import _ranking_corpus as corpus
 from tests.store._corpus import writer_and_store
 from worker.signals import ExecutionSignal
-from worker.store import snapshot
+from worker.store.files import snapshot
+from worker.store.index.writer import SqliteIndexWriter
 from worker.store.protocol import IngestItem
-from worker.store.search_index import search_index_path
+from worker.store.search.search_index import search_index_path
 from worker.store.sqlite import SqliteSessionStore
-from worker.store.writer import SqliteIndexWriter
 from worker.tools import ToolConfig, ToolError, ToolSet, register_tools
 
 in_module_loop = pytest.mark.asyncio(loop_scope="module")
@@ -410,7 +410,7 @@ _QUESTION = _sessions(
 _QUESTION_2 = _sessions(
     corpus.WEBSITE, "what was the cause of the nightly export hangs after a restart"
 )
-_IDENTIFIER = _sessions(corpus.INFRA, "worker/store/search_index.py")
+_IDENTIFIER = _sessions(corpus.INFRA, "worker/store/search/search_index.py")
 _IN_LONG = _events("s-infra-long-005", "running the refund tests again")
 _IN_LONG_2 = _events("s-pay-long-003", "'origin' does not")
 _IN_LONG_3 = _events("s-infra-long-005", "running")

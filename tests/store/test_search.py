@@ -28,8 +28,8 @@ from tests.store._corpus import (
     search,
 )
 from worker.signals import ExecutionSignal
-from worker.store import schema
 from worker.store.errors import GenerationChanged, InvalidCursor, InvalidQuery, StoreError
+from worker.store.files import schema
 from worker.store.protocol import (
     EventFilter,
     EventSearchPage,

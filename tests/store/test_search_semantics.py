@@ -12,11 +12,11 @@ import sys
 from pathlib import Path
 
 from tests.store._corpus import Corpus, corpus_and_store, search
-from worker.store.integrity import check_integrity
+from worker.store.files.integrity import check_integrity
+from worker.store.index.writer import SqliteIndexWriter
 from worker.store.protocol import SessionSearchPage
-from worker.store.search_index import SEARCH_INDEX_VERSION, search_index_path
+from worker.store.search.search_index import SEARCH_INDEX_VERSION, search_index_path
 from worker.store.sqlite import SqliteSessionStore
-from worker.store.writer import SqliteIndexWriter
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -196,7 +196,7 @@ async def test_a_missing_or_outdated_search_index_is_rebuilt_from_the_store(
 
 CRASH = """
 import os, sys
-from worker.store.writer import WriterCore
+from worker.store.index.writer import WriterCore
 core = WriterCore.open(sys.argv[1], text_cap_bytes=65536, max_event_bytes=1 << 20)
 core.conn.execute("INSERT INTO sessions (session_id, cwd, ws, availability, last_seq,"
                   " event_count) VALUES ('late', '/w/main', 'x', 'live', 0, 0)")

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from worker.store.query import compile_query
-from worker.store.semantic.chunks import MESSAGE_CHARS, OUTPUT_HEAD_CHARS, chunk
-from worker.store.semantic.fusion import (
+from worker.store.search.query import compile_query
+from worker.store.search.semantic.chunks import MESSAGE_CHARS, OUTPUT_HEAD_CHARS, chunk
+from worker.store.search.semantic.fusion import (
     SEMANTIC_MARGIN,
     Lexical,
     fuse,
@@ -17,7 +17,7 @@ def test_identifiers_paths_errors_and_phrases_skip_the_semantic_path() -> None:
     for query in (
         "build_retry_policy_v2",
         "SqliteVectorIndex",
-        "worker/store/search_ops.py",
+        "worker/store/search/search_ops.py",
         "ConnectionResetError: [Errno 104]",
         '"connection refused"',
         "test_vat_rounding",

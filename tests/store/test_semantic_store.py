@@ -12,8 +12,8 @@ import pytest
 
 from tests.store._corpus import Corpus, corpus_and_store, search
 from worker.signals import ExecutionSignal
-from worker.store import semantic
 from worker.store.protocol import EventFilter
+from worker.store.search import semantic
 from worker.store.sqlite import SqliteSessionStore
 
 pytestmark = pytest.mark.skipif(
@@ -27,7 +27,7 @@ PARAPHRASE = "where did we soften the payment reattempts"
 
 @pytest.fixture(scope="module")
 def embedder() -> Iterator[semantic.embedder.Embedder]:
-    from worker.store.semantic.embedder import Embedder
+    from worker.store.search.semantic.embedder import Embedder
 
     model = Embedder()
     yield model
@@ -54,7 +54,7 @@ async def env(tmp_path: Path) -> AsyncIterator[tuple[Corpus, SqliteSessionStore]
 
 
 def follow(db: Path, model: semantic.embedder.Embedder) -> int:
-    from worker.store.semantic.follower import SemanticFollower
+    from worker.store.search.semantic.follower import SemanticFollower
 
     follower = SemanticFollower(db, model.passages)
     try:

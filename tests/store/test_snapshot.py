@@ -1,4 +1,4 @@
-"""Snapshots of the index (worker.store.snapshot): taken beside a running writer, restored
+"""Snapshots of the index (worker.store.files.snapshot): taken beside a running writer, restored
 onto an empty home, and refused (with nothing left behind) when any check fails."""
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ import pytest
 from contracts.partitions import PartitionSet
 from tests._index import table_rows
 from tests.store._corpus import Corpus, search, writer_and_store
-from worker.store import snapshot
-from worker.store.search_index import search_index_path
-from worker.store.snapshot import Expectation, SnapshotRefused
-from worker.store.writer import SqliteIndexWriter
+from worker.store.files import snapshot
+from worker.store.files.snapshot import Expectation, SnapshotRefused
+from worker.store.index.writer import SqliteIndexWriter
+from worker.store.search.search_index import search_index_path
 
 STREAM = "SESSIONS_SNAP"
 CREATED = "2026-12-04T10:00:00+00:00"

@@ -7,8 +7,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from worker.store import time_words
-from worker.store.query import compile_query
+from worker.store.search import time_words
+from worker.store.search.query import compile_query
 
 # Wednesday 2025-05-14 12:00 UTC: what relative times count from below.
 REFERENCE_MS = int(datetime(2025, 5, 14, 12, tzinfo=UTC).timestamp() * 1000)

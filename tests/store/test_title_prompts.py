@@ -11,9 +11,9 @@ import orjson
 from tests import _events
 from tests.store._corpus import writer_and_store
 from worker.signals import ExecutionSignal
-from worker.store import schema
+from worker.store.files import schema
+from worker.store.index.writer import SqliteIndexWriter
 from worker.store.protocol import IngestItem
-from worker.store.writer import SqliteIndexWriter
 
 TEXTS = ["<command-name>/clear</command-name>", "x" * 1000, "third", "fourth", "fifth"]
 

@@ -12,13 +12,13 @@ import pytest
 from contracts.partitions import NO_CWD_KEY, workspace_key
 from contracts.subjects import Subjects
 from tests._events import event, subject_of
-from worker.store import schema
-from worker.store.integrity import check_integrity, content_checksum
+from worker.store.files import schema
+from worker.store.files.integrity import check_integrity, content_checksum
+from worker.store.index.writer import SqliteIndexWriter
 from worker.store.protocol import IngestItem
-from worker.store.query import compile_query
-from worker.store.search_reader import QueryBuilder, SearchIndexReader, scope_clauses, top
-from worker.store.text import searchable_text
-from worker.store.writer import SqliteIndexWriter
+from worker.store.search.query import compile_query
+from worker.store.search.search_reader import QueryBuilder, SearchIndexReader, scope_clauses, top
+from worker.store.search.text import searchable_text
 
 SUBJECTS = Subjects()
 

@@ -22,17 +22,15 @@ from nats.aio.client import Client as NATS
 
 from contracts.subjects import Subjects
 from tests._events import event, subject_of
-from worker.runtime.config import WorkerConfig
-from worker.runtime.ingest_consumer import ensure_events_stream
-from worker.runtime.worker import Worker
-from worker.store import index_file
-from worker.store.batch import CheckedEvent, from_wire, to_wire
-from worker.store.index_file import move_aside, remove_files
-from worker.store.ingest import IngestActor
-from worker.store.integrity import check_integrity
-from worker.store.protocol import BatchNotAttempted, IngestItem, Rejected
-from worker.store.writer import BatchChecker, SqliteIndexWriter, WriterCore
-from worker.store.writer_process import (
+from worker.config import WorkerConfig
+from worker.replica.ingest_consumer import ensure_events_stream
+from worker.store.files import index_file
+from worker.store.files.index_file import move_aside, remove_files
+from worker.store.files.integrity import check_integrity
+from worker.store.index.batch import CheckedEvent, from_wire, to_wire
+from worker.store.index.ingest import IngestActor
+from worker.store.index.writer import BatchChecker, SqliteIndexWriter, WriterCore
+from worker.store.index.writer_process import (
     EXIT_TORN,
     HEADER,
     STATUS_OK,
@@ -41,6 +39,8 @@ from worker.store.writer_process import (
     WriterProcessError,
     encode_batch,
 )
+from worker.store.protocol import BatchNotAttempted, IngestItem, Rejected
+from worker.worker import Worker
 
 from .test_exactly_once import wait_until
 from .test_ingest import count
@@ -261,7 +261,7 @@ async def test_the_actor_retries_a_failed_batch_before_the_chained_one(tmp_path:
 
 def start_child(db: Path) -> subprocess.Popen[bytes]:
     args = [
-        sys.executable, "-m", "worker.store.writer_process",
+        sys.executable, "-m", "worker.store.index.writer_process",
         "--db", str(db),
         "--text-cap-bytes", "65536",
         "--max-event-bytes", "1048576",
@@ -302,7 +302,7 @@ def test_a_torn_frame_is_never_committed(tmp_path: Path, cut: int) -> None:
 
 PARENT = """
 import asyncio, sys
-from worker.store.writer_process import ProcessIndexWriter
+from worker.store.index.writer_process import ProcessIndexWriter
 
 async def main() -> None:
     writer = await ProcessIndexWriter.open(sys.argv[1])
@@ -424,6 +424,7 @@ async def test_the_worker_ingests_through_a_child_process(
         assert pid is not None and not gone(pid, within_s=0.1)
         for item in session_items("s", 1, 3):
             await js.publish(subject_of(subjects, "s"), item.data)
+        assert index.consumer is not None
         await asyncio.wait_for(index.consumer.actor.wait_applied(3), 20)
     finally:
         await worker.stop()

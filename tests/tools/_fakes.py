@@ -30,7 +30,7 @@ from worker.store import (
     StoredEvent,
     TitleObservation,
 )
-from worker.store.query import compile_query
+from worker.store.search.query import compile_query
 
 CWD = "/home/dev/payments"
 OTHER_CWD = "/home/dev/website"

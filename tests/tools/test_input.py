@@ -9,8 +9,7 @@ import pytest
 
 from contracts.errors import ErrorCode
 from worker.store import EventFilter
-from worker.tools import ToolError
-from worker.tools import input as args_input
+from worker.tools import ToolError, filters
 from worker.tools.input import (
     SessionEventReadArguments,
     SessionEventSearchArguments,
@@ -125,7 +124,7 @@ def test_timestamp_normalization_offsets_become_inclusive_epoch_ms() -> None:
             "event_before": "2026-12-02T09:25:49.1239Z",  # sub-ms upper bound rounds down
         },
     )
-    request = args_input.session_search_request(args)
+    request = filters.session_search_request(args)
     expected = int(datetime(2026, 12, 2, 9, 25, 49, 123000, tzinfo=UTC).timestamp() * 1000)
     assert request.sessions.created_from_ms == expected
     assert request.sessions.created_to_ms == expected
@@ -151,7 +150,7 @@ def test_filter_translation_lists_deduplicated_and_fields_mapped() -> None:
             "updated_after": "2026-12-01T00:00:00Z",
         },
     )
-    request = args_input.session_search_request(args)
+    request = filters.session_search_request(args)
     assert request.sessions.session_ids == ("s-a", "s-b")
     assert request.requested_parent_ids == ("p-1",)
     assert request.include_roots is True
@@ -167,14 +166,14 @@ def test_filter_translation_empty_lists_mean_no_filter() -> None:
     args = parse_arguments(
         "t", SessionSearchArguments, {"query": "x", "event_types": [], "session_ids": []}
     )
-    request = args_input.session_search_request(args)
+    request = filters.session_search_request(args)
     assert request.events.types is None and request.sessions.session_ids is None
 
 
 def test_filter_translation_parent_clause() -> None:
     def clause(arguments: dict[str, Any], authorized: tuple[str, ...]) -> object:
         args = parse_arguments("t", SessionSearchArguments, {"query": "x", **arguments})
-        return args_input.parent_clause(args_input.session_search_request(args), authorized)
+        return filters.parent_clause(filters.session_search_request(args), authorized)
 
     assert clause({}, ()) == (None, False)
     # Every guessed parent was missing or foreign: () matches nothing.
@@ -191,7 +190,7 @@ def test_filter_translation_event_search_seq_range() -> None:
         SessionEventSearchArguments,
         {"query": "x", "from_seq": 2, "to_seq": 9, "event_surfaces": ["assistant"]},
     )
-    events = args_input.event_filter(
+    events = filters.event_filter(
         event_types=args.event_types,
         event_surfaces=args.event_surfaces,
         event_after=args.event_after,

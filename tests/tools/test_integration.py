@@ -19,7 +19,7 @@ import pytest
 from contracts.errors import ErrorCode
 from tests.tools._corpus import Index, event, sqlite_index, start
 from tests.tools._harness import as_caller, outcome, run_tool, tool_error
-from worker.runtime.sample_corpus import (
+from worker.commands.sample_corpus import (
     DEMO_CALLER,
     PAY_CHILD,
     PAY_ROOT,

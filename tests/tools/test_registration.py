@@ -106,11 +106,11 @@ def test_tools_import_only_the_protocol_never_sqlite_or_nats() -> None:
     # The provider's search engine and schema are its own: the tools ask through the protocol.
     forbidden = (
         "worker.store.sqlite",
-        "worker.store.writer",
-        "worker.store.ingest",
-        "worker.store.query",
-        "worker.store.search_index",
-        "worker.store.schema",
+        "worker.store.index.writer",
+        "worker.store.index.ingest",
+        "worker.store.search.query",
+        "worker.store.search.search_index",
+        "worker.store.files.schema",
     )
     stdlib = {"asyncio", "collections", "contextlib", "dataclasses", "datetime", "functools",
               "json", "math",

@@ -14,9 +14,9 @@ from nats.aio.client import Client as NATS
 from contracts.limits import MAX_EVENT_BYTES
 from contracts.publish import EventRoutes, event_headers
 from contracts.subjects import Subjects
-from tests.runtime._harness import sample_corpus_worker, until
-from worker.runtime.sample_corpus import PAYMENTS
-from worker.runtime.worker import Worker
+from tests._harness import sample_corpus_worker, until
+from worker.commands.sample_corpus import PAYMENTS
+from worker.worker import Worker
 
 HOSTILE: Final = "s-ui-hostile"
 # Markup an agent could have printed: it must show as text, never run or render.

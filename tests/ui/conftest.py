@@ -14,9 +14,9 @@ from nats.aio.client import Client as NATS
 
 from contracts.subjects import Subjects
 from tests.ui._corpus import ui_worker
-from worker.runtime.connection import NatsOptions, connect_reporting
-from worker.runtime.worker import Worker
+from worker.transport.connection import NatsOptions, connect_reporting
 from worker.ui.server import UiServer
+from worker.worker import Worker
 
 
 @dataclass

@@ -11,9 +11,9 @@ import pytest_asyncio
 from nats.aio.client import Client as NATS
 
 from contracts.subjects import OPERATOR_SERVICE_NAME, Subjects
-from tests.runtime._harness import sample_corpus_worker
+from tests._harness import sample_corpus_worker
 from tests.ui._operator import ask, result
-from worker.runtime.sample_corpus import (
+from worker.commands.sample_corpus import (
     PAY_CHILD,
     PAY_GRANDCHILD,
     PAY_ROOT,
@@ -22,7 +22,7 @@ from worker.runtime.sample_corpus import (
     WEB_ROOT,
     WEBSITE,
 )
-from worker.runtime.worker import Worker
+from worker.worker import Worker
 
 # The module's event loop, where its tests share one worker (they only ask it).
 pytestmark = pytest.mark.asyncio(loop_scope="module")

@@ -20,11 +20,11 @@ from nats.errors import TimeoutError as NatsTimeout
 
 from contracts.subjects import Subjects
 from deploy.local_cluster import ACCOUNTS_CONF, OPERATOR_INBOX_PREFIX, RUNTIME_INBOX_PREFIX
-from tests.runtime._harness import sample_corpus_worker
+from tests._harness import sample_corpus_worker
 from tests.ui.conftest import Ui
-from worker.runtime.connection import open_connection
-from worker.runtime.embedded_server import EmbeddedNatsServer
-from worker.runtime.sample_corpus import PAYMENTS
+from worker.commands.sample_corpus import PAYMENTS
+from worker.transport.connection import open_connection
+from worker.transport.embedded_server import EmbeddedNatsServer
 
 PASSWORDS = {user: "pw" + secrets.token_hex(12) for user in ("worker", "runtime", "operator")}
 INBOXES = {"runtime": RUNTIME_INBOX_PREFIX, "operator": OPERATOR_INBOX_PREFIX}
@@ -114,8 +114,8 @@ async def test_the_ui_as_the_operator_user_is_served(
 ) -> None:
     """``sessionquery ui``'s own connection (its default inbox prefix) with the operator's
     credentials: the page is answered through those permissions."""
-    from worker.runtime.connection import NatsOptions, connect_reporting
-    from worker.ui.command import OPERATOR_INBOX_PREFIX as UI_INBOX
+    from worker.commands.ui import OPERATOR_INBOX_PREFIX as UI_INBOX
+    from worker.transport.connection import NatsOptions, connect_reporting
     from worker.ui.server import UiServer
 
     options = NatsOptions(url=server.url, user="operator", password=PASSWORDS["operator"])

@@ -15,7 +15,7 @@ import pytest_asyncio
 from tests.ui._browser import browser, skip_without_browser
 from tests.ui._corpus import BIG_MARKER, BIG_SEQ, CJK_QUERY, HOSTILE, SCRIPT
 from tests.ui.conftest import Ui
-from worker.runtime.sample_corpus import PAY_ROOT, PAYMENTS
+from worker.commands.sample_corpus import PAY_ROOT, PAYMENTS
 
 WS = "ws=" + quote(PAYMENTS, safe="")
 # The module's event loop, where its tests share one worker and UI server (``ui``).

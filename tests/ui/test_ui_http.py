@@ -11,7 +11,7 @@ import pytest
 
 from tests.ui._corpus import BIG_MARKER, BIG_SEQ, CJK_QUERY, HOSTILE, IMG, SCRIPT
 from tests.ui.conftest import Ui
-from worker.runtime.sample_corpus import PAY_CHILD, PAY_ROOT, PAYMENTS, WEB_ROOT
+from worker.commands.sample_corpus import PAY_CHILD, PAY_ROOT, PAYMENTS, WEB_ROOT
 from worker.ui.server import UiServer
 
 WS = "ws=" + quote(PAYMENTS, safe="")

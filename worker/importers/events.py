@@ -29,7 +29,7 @@ class EventsConverter:
         self._keys: dict[str, str] = {}
 
     def feed(self, line_no: int, line: bytes) -> list[Outgoing]:
-        from worker.store.writer import parse_event
+        from worker.store.index.writer import parse_event
 
         self.tally.lines += 1
         if not line.strip():

@@ -47,7 +47,7 @@ def checked(
     a converter bug or an odd source record must not put a bad event on the stream."""
     if getattr(converter, "validated", False):
         return outs
-    from worker.store.writer import parse_event
+    from worker.store.index.writer import parse_event
 
     good = []
     for out in outs:

@@ -18,7 +18,7 @@ from nats.aio.client import Client as NATS
 from contracts.partitions import NO_CWD_KEY
 from contracts.subjects import Subjects
 from worker.importers.base import Outgoing
-from worker.runtime.connection import NatsOptions
+from worker.transport.connection import NatsOptions
 
 DEFAULT_WINDOW: Final = 512
 # Connection attempts of a one-shot import: enough to ride out a blip, bounded even when
@@ -41,7 +41,7 @@ async def connect_publisher(
 ) -> NATS:
     """Connect, logging one redacted line per failed attempt (the server's reason, e.g.
     "Authorization Violation"); ``attempts`` defaults to the import's bound."""
-    from worker.runtime.connection import ConnectFailed, connect_reporting
+    from worker.transport.connection import ConnectFailed, connect_reporting
 
     if attempts is None:
         attempts = min(options.connect_attempts, IMPORT_CONNECT_ATTEMPTS) or IMPORT_CONNECT_ATTEMPTS

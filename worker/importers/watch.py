@@ -38,16 +38,16 @@ import orjson
 
 from contracts.limits import MAX_EVENT_BYTES, event_size_limit
 from contracts.subjects import Subjects
-from worker.importers.base import Converter, Outgoing, SpawnLinks, Tally
-from worker.importers.command import (
+from worker.commands.importing import (
     DEFAULT_IDLE_S,
     EXIT_FAILED,
     EXIT_OK,
     add_common_arguments,
     dead_letter_line,
 )
+from worker.importers.base import Converter, Outgoing, SpawnLinks, Tally
 from worker.importers.publish import ImportFailed, Publisher
-from worker.runtime.connection import NatsOptions
+from worker.transport.connection import NatsOptions
 
 DEFAULT_BUCKET: Final = "sessionquery-watch"
 DEFAULT_POLL_S: Final = 1.0
@@ -71,11 +71,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from worker.importers.command import assumed_zone, resolve_paths
+    from worker.commands.importing import assumed_zone, resolve_paths
+    from worker.config_flags import config_from_args, subjects_from_args
     from worker.logs import configure_logging
-    from worker.runtime.config_flags import config_from_args
-    from worker.runtime.connection import options_from_args
-    from worker.runtime.ingest_consumer import subjects_from_args
+    from worker.transport.flags import options_from_args
 
     configure_logging()
     paths = resolve_paths(args)

@@ -17,13 +17,13 @@ from structlog.typing import FilteringBoundLogger
 
 from contracts.envelope import Execution
 from contracts.partitions import PartitionScope
+from worker.config import ToolConfig
 from worker.signals import ExecutionSignal
 from worker.store import SessionQueryService
 from worker.tools import input as args_input
 from worker.tools import observations, searches
 from worker.tools.definitions import (
     ExecutionMode,
-    ToolConfig,
     ToolDefinition,
     ToolError,
     ToolPrepare,

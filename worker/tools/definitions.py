@@ -35,21 +35,6 @@ class ToolError(Exception):
 
 
 @dataclass(frozen=True, slots=True)
-class ToolConfig:
-    max_search_results: int = 100
-    search_timeout_ms: int = 30_000
-    persisted_inspect_concurrency: int = 4
-    # Read-your-writes waits at most this long for the index to reach the caller's step,
-    # so one runtime that sends a step the index never reaches cannot hold a search lane
-    # for the whole search deadline.
-    catch_up_timeout_ms: int = 5_000
-    # Internal provider page size; the model never sees it. Equal to the default
-    # max_search_results, so a search is one provider query (every page re-scores every
-    # match); pages are still followed when the cap is set higher.
-    provider_page_size: int = 100
-
-
-@dataclass(frozen=True, slots=True)
 class ToolDefinition:
     name: str
     description: str

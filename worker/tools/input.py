@@ -28,13 +28,6 @@ from contracts.ids import ID_PATTERN
 from worker.store.protocol import Availability, SurfaceName
 from worker.tools.definitions import ToolError
 
-# The filters built from these arguments, re-exported: callers read one module.
-from worker.tools.filters import SessionSearchRequest as SessionSearchRequest
-from worker.tools.filters import event_filter as event_filter
-from worker.tools.filters import has_model_filters as has_model_filters
-from worker.tools.filters import parent_clause as parent_clause
-from worker.tools.filters import session_search_request as session_search_request
-
 MAX_QUERY_CHARS = 2000
 MAX_LIST_ITEMS = 100
 _MAX_REPORTED_ERRORS = 5

@@ -15,6 +15,7 @@ from typing import Any, Final, Generic, TypeVar
 
 from contracts.envelope import Execution
 from contracts.partitions import PartitionScope
+from worker.config import ToolConfig
 from worker.signals import ExecutionSignal
 from worker.store import (
     EventHit,
@@ -26,7 +27,6 @@ from worker.store import (
     SessionSearchPage,
 )
 from worker.tools import input as args_input
-from worker.tools.definitions import ToolConfig
 from worker.tools.errors import ERROR_TABLE, tool_failed
 from worker.tools.service_boundary import ServiceBoundary
 from worker.tools.titles import TitleInfo, TitleMismatch, fetch_titles

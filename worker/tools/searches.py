@@ -21,6 +21,7 @@ from worker.store import (
     SessionHit,
     SessionSearchPage,
 )
+from worker.tools import filters
 from worker.tools import input as args_input
 from worker.tools.operations import Collected, Operations, collect_pages
 from worker.tools.presentation import SearchOutcome, render_event_search, render_session_search
@@ -59,7 +60,7 @@ async def session_search(
     args = args_input.parse_arguments(
         "session_search", args_input.SessionSearchArguments, arguments
     )
-    request = args_input.session_search_request(args)
+    request = filters.session_search_request(args)
     return await ops.under_search_deadline(
         request.query,
         signal,
@@ -69,7 +70,7 @@ async def session_search(
 
 async def _session_search(
     ops: Operations,
-    request: args_input.SessionSearchRequest,
+    request: filters.SessionSearchRequest,
     execution: Execution,
     signal: ExecutionSignal,
 ) -> str:
@@ -87,7 +88,7 @@ async def _session_search(
     # Only the hits must still be visible (a hidden parent is shown as hidden); a hit that
     # no longer is fails the search as changed (TitleMismatch).
     titles = await ops.titles(caller, [*hit_ids, *parent_ids], signal, expect_visible=hit_ids)
-    model_filters = args_input.has_model_filters(request.events, request.sessions)
+    model_filters = filters.has_model_filters(request.events, request.sessions)
     return render_session_search(
         request.query,
         collected.hits,
@@ -100,9 +101,9 @@ async def _session_search(
 async def _authorized_request(
     ops: Operations,
     caller: Caller,
-    request: args_input.SessionSearchRequest,
+    request: filters.SessionSearchRequest,
     signal: ExecutionSignal,
-) -> args_input.SessionSearchRequest:
+) -> filters.SessionSearchRequest:
     """The request as the provider may see it: parents narrowed to the authorized ones,
     the caller's own session excluded (``has_model_filters`` is asked of the original)."""
     authorized_parents: tuple[str, ...] = ()
@@ -110,7 +111,7 @@ async def _authorized_request(
         authorized_parents = await authorized_subset(
             ops.service, ops.boundary, caller, request.requested_parent_ids, signal
         )
-    parent_ids, include_roots = args_input.parent_clause(request, authorized_parents)
+    parent_ids, include_roots = filters.parent_clause(request, authorized_parents)
     sessions = replace(
         request.sessions,
         parent_session_ids=parent_ids,
@@ -124,7 +125,7 @@ async def _collect_sessions(
     ops: Operations,
     caller: Caller,
     cwd: str,
-    request: args_input.SessionSearchRequest,
+    request: filters.SessionSearchRequest,
     signal: ExecutionSignal,
 ) -> Collected[SessionHit]:
     service, page_size = ops.service, ops.page_size()
@@ -187,7 +188,7 @@ async def _session_event_search(
 ) -> str:
     caller, target = await ops.caller_and_target(execution, signal, args.session_id)
     own = target == caller.session_id
-    events = args_input.event_filter(
+    events = filters.event_filter(
         event_types=args.event_types,
         event_surfaces=args.event_surfaces,
         event_after=args.event_after,
@@ -211,7 +212,7 @@ async def _session_event_search(
         ops, caller, target, args.query, events, scope_to_seq, headers, signal
     )
     titles = await ops.titles(caller, [target], signal, fail_as=target)
-    outcome = _outcome(collected, args_input.has_model_filters(events))
+    outcome = _outcome(collected, filters.has_model_filters(events))
     return render_event_search(
         args.query, headers[-1], collected.hits, titles, outcome, limit=limit, own_session=own
     )

@@ -33,7 +33,7 @@ from nats.errors import NoRespondersError
 from nats.errors import TimeoutError as NatsTimeout
 
 from contracts.subjects import Subjects
-from worker.runtime.errors import RuntimeFailure
+from worker.failures import RuntimeFailure
 from worker.ui import pages
 
 log = structlog.get_logger("worker.ui.server")

@@ -32,8 +32,8 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Final, TypeVar
 
 from worker.signals import ExecutionSignal
-from worker.store import schema
 from worker.store.errors import StoreError
+from worker.store.files import schema
 from worker.store.sqlite.rows import Columns, columns
 
 T = TypeVar("T")

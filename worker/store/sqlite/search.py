@@ -2,7 +2,7 @@
 page of ``search_ops`` (which ranks and filters), the times the query names, and the
 page's result.
 
-A time the query names ("in January 2024", "last week"; ``worker.store.time_words``) is
+A time the query names ("in January 2024", "last week"; ``worker.store.search.time_words``) is
 favoured unless the request filters by time itself. A relative one ("yesterday", or a
 month without its year) counts from the newest event of the caller's workspace in the
 page's snapshot: the envelope carries no time of its own, and the clock of the replica
@@ -14,10 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-# A module import, not its names: search_ops imports this package (through
-# worker.store.rows), so either may be imported first.
-from worker.store import event_search, schema, search_ops, time_words
-from worker.store.hybrid import SemanticQuery
+from worker.store.files import schema
 from worker.store.protocol import (
     EventFilter,
     EventSearchPage,
@@ -25,8 +22,13 @@ from worker.store.protocol import (
     SessionFilter,
     SessionSearchPage,
 )
-from worker.store.query import QueryPlan
-from worker.store.search_reader import SearchIndexReader
+
+# A module import, not its names: search_ops imports this package (through
+# worker.store.rows), so either may be imported first.
+from worker.store.search import event_search, search_ops, time_words
+from worker.store.search.hybrid import SemanticQuery
+from worker.store.search.query import QueryPlan
+from worker.store.search.search_reader import SearchIndexReader
 from worker.store.sqlite import cursors, reads, rows, sql
 from worker.store.sqlite.pool import Tx
 

@@ -20,7 +20,6 @@ from typing import Final
 from contracts.partitions import PartitionScope
 from worker.signals import ExecutionSignal
 from worker.store.errors import StoreError
-from worker.store.hybrid import SemanticQuery
 from worker.store.operator import (
     DeadLetter,
     EventChunk,
@@ -42,11 +41,12 @@ from worker.store.protocol import (
     SessionSearchPage,
     TitleObservation,
 )
-from worker.store.query import QueryPlan, compile_query
-from worker.store.search_reader import SearchIndexReader
-from worker.store.semantic.embedder import Embedder
-from worker.store.semantic.fusion import skips_semantic
-from worker.store.semantic.vectors import VectorReader, vectors_path
+from worker.store.search.hybrid import SemanticQuery
+from worker.store.search.query import QueryPlan, compile_query
+from worker.store.search.search_reader import SearchIndexReader
+from worker.store.search.semantic.embedder import Embedder
+from worker.store.search.semantic.fusion import skips_semantic
+from worker.store.search.semantic.vectors import VectorReader, vectors_path
 from worker.store.sqlite import cursors, operator_reads, reads, search
 from worker.store.sqlite.lineage import Truncated
 from worker.store.sqlite.pool import ReaderPool

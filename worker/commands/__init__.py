@@ -1,0 +1,1 @@
+"""Every ``sessionquery`` subcommand with its flags; ``worker.cli`` only dispatches."""

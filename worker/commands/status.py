@@ -1,0 +1,457 @@
+"""``sessionquery status``, ``doctor`` and ``deadletters``: the index against its stream.
+
+``status`` reads the index file (read-only; the worker may be running) and, when NATS is
+reachable, the stream's state: stream identity, first/last sequence, applied sequence, lag
+in events and seconds, history unavailable before, dead letters by reason, schema version,
+file size, and a rebuild in progress (``<db>.rebuild``) with its progress. The running
+worker reports the same fields in ``$SRV.STATS`` (the manifest endpoint's data).
+Which index: ``--db``, else ``--home``'s ``index.sqlite``, else the worker's own setting
+(``SESSIONQUERY_DB_PATH``, default ``.sessionquery/index.sqlite``). The report says which
+file it read and whether a worker serving the prefix uses it (by the index's id, which
+each worker reports in ``$SRV.STATS``); with no such file here, it shows what the serving
+workers report of their own indexes over NATS, named as theirs (a worker names its file
+by its name only: its path stays on its host), and lists the serving workers: each one's
+partitions, how far it applied them against its partitions' last event, and how its index
+started (``joined``: a snapshot, a replay, a resume). The report itself is
+``index_report``'s.
+``doctor`` adds SQLite's full ``integrity_check`` and FTS5's integrity-check and says what
+is wrong and what to do. ``deadletters`` lists the refused events with their reasons
+(``--follow`` keeps printing new ones).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import sqlite3
+import sys
+import time
+from pathlib import Path
+from typing import Any, Final
+
+import orjson
+
+from worker.replica import semantic
+from worker.replica.continuity import history_note
+from worker.replica.index_report import index_status, lag_seconds, read_only
+from worker.store.files import schema
+
+EXIT_OK: Final = 0
+EXIT_PROBLEM: Final = 1
+EXIT_USAGE: Final = 2
+
+
+# -- commands ------------------------------------------------------------------------------
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from worker.config_flags import add_subject_arguments
+    from worker.transport.flags import add_nats_arguments
+
+    parser.add_argument(
+        "--db", type=Path, default=None, help="index file (default <home>/index.sqlite)"
+    )
+    parser.add_argument(
+        "--home", type=Path, default=None,
+        help="the worker's state directory: read <home>/index.sqlite (default: the"
+        " worker's own index setting, SESSIONQUERY_DB_PATH or .sessionquery/index.sqlite)",
+    )  # fmt: skip
+    parser.add_argument("--json", action="store_true", help="one JSON object")
+    parser.add_argument("--follow", action="store_true", help="deadletters: keep printing")
+    parser.add_argument("--limit", type=int, default=100, help="deadletters: how many")
+    add_subject_arguments(parser)
+    add_nats_arguments(parser)
+
+
+def add_status_arguments(parser: argparse.ArgumentParser) -> None:
+    add_arguments(parser)
+
+
+add_doctor_arguments = add_status_arguments
+add_deadletters_arguments = add_status_arguments
+
+
+def _db(args: argparse.Namespace) -> Path:
+    """The index file to read: ``--db``, ``--home``, else the one the worker would open."""
+    if args.db is not None:
+        return Path(args.db)
+    if args.home is not None:
+        return Path(args.home) / "index.sqlite"
+    from worker.config import WorkerConfig, load
+    from worker.settings import ConfigError
+
+    try:
+        return Path(load().db_path)
+    except ConfigError:  # another setting is malformed: the default place, still
+        return Path(WorkerConfig().db_path)
+
+
+async def _stream_report(args: argparse.Namespace, db: Path) -> dict[str, Any]:
+    from worker.config_flags import subjects_from_args
+    from worker.replica.continuity import stream_state
+    from worker.transport.connection import connect_reporting
+    from worker.transport.flags import options_from_args
+
+    subjects = subjects_from_args(args)
+    report: dict[str, Any]
+    options = options_from_args(args)
+    if options.url is None:
+        report = await index_status(_Config(db), None)
+        report["stream_error"] = "no NATS URL given (--nats-url or NATS_URL)"
+        return report
+    try:
+        nc = await connect_reporting(options, attempts=1, name="sessionquery-status")
+    except Exception as exc:
+        report = await index_status(_Config(db), None)
+        report["stream_error"] = str(exc)
+        return report
+    try:
+        js = nc.jetstream()
+        alone = await index_status(_Config(db), None)
+        try:
+            # The stream as seen by the partitions the index holds.
+            held = str(alone.get("partitions") or "all")
+            stream = await stream_state(js, subjects.events_stream, held, subjects)
+        except Exception as exc:
+            alone["stream_error"] = f"stream {subjects.events_stream}: {exc}"
+            return alone
+        report = await index_status(_Config(db), stream)
+        served: dict[str, dict[str, Any]] = {}
+        report["workers"] = await partition_map(nc, subjects.prefix, served)
+        applied = int(report.get("applied_seq") or 0)
+        report["lag_seconds"] = round(
+            await lag_seconds(js, stream.name, applied, stream.target_seq), 3
+        )
+        return which_index(report, served)
+    finally:
+        await nc.close()
+
+
+async def _answers(nc: Any, subject: str, within_s: float = 0.5) -> list[dict[str, Any]]:
+    """Every answer to a request on a subject many services answer (``$SRV.*``)."""
+    inbox = nc.new_inbox()
+    sub = await nc.subscribe(inbox)
+    try:
+        await nc.publish(subject, b"", reply=inbox)
+        answers: list[dict[str, Any]] = []
+        with contextlib.suppress(TimeoutError):
+            while True:
+                msg = await sub.next_msg(timeout=within_s)
+                if not msg.data:
+                    continue  # "no responders": a status without a body, when none serve
+                with contextlib.suppress(orjson.JSONDecodeError):
+                    answer = orjson.loads(msg.data)
+                    if isinstance(answer, dict):
+                        answers.append(answer)
+        return answers
+    finally:
+        await sub.unsubscribe()
+
+
+async def partition_map(
+    nc: Any, prefix: str, served: dict[str, dict[str, Any]] | None = None
+) -> list[dict[str, Any]]:
+    """The workers serving ``prefix``: the partitions each holds and how far it applied
+    them (their ``$SRV.INFO`` metadata and the manifest endpoint's ``$SRV.STATS`` data).
+    ``served``, when given, receives each worker's whole report of its index by id."""
+    from contracts.subjects import SERVICE_NAME
+    from worker.serving.service import MANIFEST_ENDPOINT
+
+    # Both asked at once: each collects answers for its whole window.
+    info_answers, stats_answers = await asyncio.gather(
+        _answers(nc, f"$SRV.INFO.{SERVICE_NAME}"), _answers(nc, f"$SRV.STATS.{SERVICE_NAME}")
+    )
+    infos = {
+        a["id"]: a
+        for a in info_answers
+        if (a.get("metadata") or {}).get("subject_prefix") == prefix
+    }
+    applied: dict[str, dict[str, Any]] = {}
+    for answer in stats_answers:
+        for endpoint in answer.get("endpoints") or ():
+            if endpoint.get("name") == MANIFEST_ENDPOINT and answer.get("id") in infos:
+                applied[answer["id"]] = (endpoint.get("data") or {}).get("index") or {}
+    workers = [
+        _worker_row(worker_id, info, applied.get(worker_id, {}))
+        for worker_id, info in infos.items()
+    ]
+    if served is not None:
+        served.update(applied)
+    return sorted(workers, key=lambda w: (str(w["partitions"]), w["id"]))
+
+
+def which_index(report: dict[str, Any], served: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Say which index the report describes. A file here: whether a serving worker uses it
+    (one that none uses is another index than the one answering, e.g. a worker started
+    with another ``--home``). No file here: the serving workers' own reports, over NATS."""
+    path = str(report["index"])
+    if report.get("exists"):
+        users = [wid for wid, r in served.items() if r.get("index_id") == report.get("index_id")]
+        report["index_source"] = "file"
+        report["served_by"] = sorted(users)
+        return report
+    reports = {wid: r for wid, r in served.items() if r}
+    if not reports:
+        report["index_source"] = "none"
+        return report
+    # The first worker's report stands for the index (the others are listed with theirs).
+    worker_id = sorted(reports)[0]
+    remote = dict(reports[worker_id])
+    remote.update({"workers": report.get("workers"), "index_source": "worker",
+                   "index_worker": worker_id, "index_not_found": path})  # fmt: skip
+    remote.setdefault("exists", True)
+    return remote
+
+
+class _Config:
+    def __init__(self, db: Path) -> None:
+        self.db_path = db
+
+
+def run_status(args: argparse.Namespace) -> int:
+    report = asyncio.run(_stream_report(args, _db(args)))
+    if args.json:
+        print(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode())
+    else:
+        print("\n".join(format_status(report)))
+    unserved = (
+        report.get("index_source") == "file"
+        and report.get("workers")
+        and not report.get("served_by")
+    )
+    ok = report.get("exists") and report.get("matches_stream", True) and not unserved
+    return EXIT_OK if ok else EXIT_PROBLEM
+
+
+def format_status(report: dict[str, Any]) -> list[str]:
+    lines = [f"index            {report['index']}{_index_source(report)}"]
+    if not report.get("exists"):
+        lines.append("                 (no such file: the worker creates it when it starts)")
+    elif report.get("index_source") == "worker":
+        lines.append(
+            f"                 (no {report['index_not_found']} here: --db or --home reads the"
+            " worker's file on its host)"
+        )
+    stream = report.get("stream")
+    if stream:
+        lines.append(f"stream           {stream['name']} (created {stream['created']})")
+        lines.append(
+            f"stream seqs      first {stream['first_seq']}, last {stream['last_seq']},"
+            f" {stream['messages']} messages"
+        )
+    else:
+        lines.append(f"stream           unknown: {report.get('stream_error', 'not checked')}")
+    if report.get("exists"):
+        lines.append(
+            f"index built from {report.get('stream_name') or '(not recorded)'}"
+            f" (created {report.get('stream_created') or '?'})"
+        )
+        held = (stream or {}).get("held_last_seq")
+        shard = stream is not None and held is not None and held != stream.get("last_seq")
+        lines.append(
+            f"applied seq      {report.get('applied_seq')}"
+            + (f" (last seq in its partitions: {held})" if shard else "")
+        )
+        count = f" of {stream['partition_count']}" if stream else ""
+        lines.append(f"partitions       {report.get('partitions', 'all')}{count}")
+        if stream:
+            lines.append(
+                f"lag              {report.get('lag_events', 0)} events,"
+                f" {report.get('lag_seconds', 0.0)} s"
+            )
+        if report.get("joined"):
+            lines.append(f"joined           {joined_note(report['joined'])}")
+        before = report.get("history_unavailable_before")
+        lines.append(f"history          {history_note(before) if before else 'complete'}")
+        dead = report.get("dead_letters") or {}
+        total = sum(dead.values())
+        detail = ", ".join(f"{k} {n}" for k, n in dead.items())
+        lines.append(f"dead letters     {total}" + (f" ({detail})" if detail else ""))
+        lines.append(
+            f"schema version   {report.get('schema_version')}"
+            f" (this worker: {report.get('schema_version_supported')})"
+        )
+        lines.append(f"index size       {report.get('index_bytes', 0):,} bytes")
+        lines.append(f"semantic         {semantic.status_line(report.get('semantic'))}")
+    rebuild = "no"
+    if report.get("rebuild_running"):
+        rebuild = (
+            f"yes: applied {report.get('rebuild_applied_seq')}"
+            f" of {report.get('rebuild_target_seq', '?')}"
+        )
+    lines.append(f"rebuild running  {rebuild}")
+    if "divergence" in report:
+        lines.append(f"DIVERGED         {report['divergence']}")
+    workers = report.get("workers")
+    if workers is not None:
+        lines.append(f"workers serving  {len(workers)}")
+        for w in workers:
+            count = f" of {w['partition_count']}" if w.get("partition_count") else ""
+            held = w.get("held_last_seq")
+            through = "" if held is None else f" (its partitions' last: {held})"
+            lines.append(
+                f"  {w['id']}  partitions {w['partitions']}{count}, applied seq"
+                f" {w.get('applied_seq', '?')}{through}, lag {w.get('lag_events', '?')} events,"
+                f" index id {w.get('index_id') or '?'}"
+            )
+            if w.get("joined"):
+                lines.append(f"    joined: {joined_note(w['joined'])}")
+    return lines
+
+
+def _worker_row(worker_id: str, info: dict[str, Any], index: dict[str, Any]) -> dict[str, Any]:
+    """One serving worker as ``status`` lists it, from its INFO metadata and the index part
+    of its STATS."""
+    return {
+        "id": worker_id,
+        "partitions": info["metadata"].get("partitions", "all"),
+        "partition_count": info["metadata"].get("partition_count"),
+        "applied_seq": index.get("applied_seq"),
+        # The stream's last seq in the worker's partitions: what it is complete through
+        # once caught up (below the stream's last_seq when later events are elsewhere).
+        "held_last_seq": (index.get("stream") or {}).get("held_last_seq"),
+        "lag_events": index.get("lag_events"),
+        "index_id": index.get("index_id"),
+        "joined": index.get("joined"),
+    }
+
+
+def joined_note(joined: dict[str, Any]) -> str:
+    """How a worker's index started, in words (``snapshots.Join.report``)."""
+    how = joined.get("how")
+    if how == "snapshot":
+        return (
+            f"from snapshot {joined.get('snapshot')} (through stream seq"
+            f" {joined.get('stream_seq')}), then the stream past it"
+        )
+    if how == "resume":
+        return f"resumed its index file (from stream seq {joined.get('stream_seq')})"
+    return f"replayed the stream from its start ({joined.get('reason') or 'no snapshot'})"
+
+
+def _index_source(report: dict[str, Any]) -> str:
+    source = report.get("index_source")
+    if source == "worker":
+        return f"  (reported over NATS by worker {report['index_worker']}: its index)"
+    if source == "file" and report.get("workers"):
+        users = report.get("served_by") or []
+        if not users:
+            return "  (this file; NO serving worker uses it: theirs are listed below)"
+        return f"  (this file; served by worker {', '.join(users)})"
+    if source == "file":
+        return "  (this file)"
+    return ""
+
+
+def run_doctor(args: argparse.Namespace) -> int:
+    db = _db(args)
+    report = asyncio.run(_stream_report(args, db))
+    findings = diagnose(db, report)
+    for line in format_status(report):
+        print(line)
+    print()
+    if not findings:
+        print("doctor: no problem found (integrity_check, FTS5 integrity-check, stream match)")
+        return EXIT_OK
+    for finding in findings:
+        print(f"problem: {finding}")
+    return EXIT_PROBLEM
+
+
+def diagnose(db: Path, report: dict[str, Any]) -> list[str]:
+    """Plain-words problems with the remedy, from the full checks."""
+    findings: list[str] = []
+    if report.get("index_source") == "worker":
+        return [
+            f"no index at {db} on this machine; worker {report['index_worker']} serves its own"
+            " (reported above): run doctor with its --db or --home on its host for the full"
+            " checks"
+        ]
+    if not db.exists():
+        return [f"no index at {db}: start the worker (it builds one from the stream)"]
+    if report.get("workers") and not report.get("served_by"):
+        findings.append(
+            f"no serving worker uses {db} (their index ids are listed above): it may be left"
+            " from another --home; run doctor with the serving worker's --db or --home"
+        )
+    try:
+        version = schema.version_action(int(report.get("schema_version") or 0), str(db))
+    except schema.SchemaVersionError as exc:
+        return [str(exc)]
+    if version == "rebuild":
+        findings.append(
+            f"schema version {report.get('schema_version')} has no migration: the worker"
+            " rebuilds the index from the stream at its next start"
+        )
+    from worker.store.files.integrity import check_integrity
+
+    try:
+        problems = check_integrity(db)
+    except sqlite3.DatabaseError as exc:
+        problems = [str(exc)]
+    if problems:
+        findings.append(
+            f"index {db} is corrupt ({'; '.join(problems[:3])}): stop the worker and start it"
+            " again; it moves the file aside and rebuilds it from the stream when the stream"
+            " holds the whole history, else restore the file from a backup"
+        )
+    if "divergence" in report:
+        findings.append(
+            f"{report['divergence']}: the worker rebuilds the index at its next start"
+            " (or refuses with --on-divergence refuse)"
+        )
+    if report.get("history_unavailable_before"):
+        findings.append(
+            f"{history_note(report['history_unavailable_before'])}: events before it were"
+            " gone from the stream when the index was built; sessions that started earlier"
+            " are dead-lettered as unknown"
+        )
+    return findings
+
+
+def run_deadletters(args: argparse.Namespace) -> int:
+    """The last ``--limit`` dead letters, oldest first; ``--follow`` then prints new ones."""
+    db = _db(args)
+    if not db.exists():
+        print(f"deadletters: no index at {db}", file=sys.stderr)
+        return EXIT_PROBLEM
+    rows = _dead_letters(
+        db,
+        "SELECT * FROM (SELECT stream_seq, kind, reason FROM deadletters"
+        " ORDER BY stream_seq DESC LIMIT ?) ORDER BY stream_seq",
+        (args.limit,),
+    )
+    if not rows and not args.follow:
+        print("no dead letters", file=sys.stderr)
+    after = _print_dead_letters(rows, 0)
+    while args.follow:
+        try:
+            time.sleep(1.0)
+        except KeyboardInterrupt:
+            break
+        rows = _dead_letters(
+            db,
+            "SELECT stream_seq, kind, reason FROM deadletters WHERE stream_seq > ?"
+            " ORDER BY stream_seq LIMIT 1000",
+            (after,),
+        )
+        after = _print_dead_letters(rows, after)
+    return EXIT_OK
+
+
+def _dead_letters(db: Path, sql: str, params: tuple[int, ...]) -> list[tuple[int, str, str]]:
+    conn = read_only(db)
+    try:
+        return [(int(a), str(b), str(c)) for a, b, c in conn.execute(sql, params)]
+    except sqlite3.OperationalError:
+        return []  # an index older than the dead-letter table, or one being swapped
+    finally:
+        conn.close()
+
+
+def _print_dead_letters(rows: list[tuple[int, str, str]], after: int) -> int:
+    for stream_seq, kind, reason in rows:
+        print(f"seq {stream_seq}\t{kind}\t{reason}", flush=True)
+        after = stream_seq
+    return after

@@ -1,1 +1,0 @@
-"""The NATS runtime: service registration, lanes, cancellation, spill, embedded server."""

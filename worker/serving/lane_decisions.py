@@ -1,0 +1,181 @@
+"""The lanes' decisions, as pure functions: which lane a tool takes, whether a request is
+admitted, and which reply answers it when it is not.
+
+No NATS, no clock reads and no I/O here (the time is a parameter), so each rule is tested
+on its own (tests/serving/test_lane_decisions.py); the lanes do the sending and acking.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Final, Literal
+
+import orjson
+
+from contracts.envelope import ToolRequest, owner_key
+from contracts.errors import ErrorCode
+from contracts.subjects import Subjects
+from worker.serving import replies
+from worker.serving.replies import EncodedReply
+
+Lane = Literal["search-queue", "parallel-pool"]
+SEARCH_LANE: Final[Lane] = "search-queue"
+PARALLEL_LANE: Final[Lane] = "parallel-pool"
+
+MSG_ID_HEADER: Final = "Nats-Msg-Id"
+REQUEST_ID_HEADER: Final = "Sessionquery-Request-Id"
+REPLY_HEADER: Final = "Sessionquery-Reply"
+DEADLINE_HEADER: Final = "Sessionquery-Deadline-Ms"
+# js.publish adds this header itself; it counts against max_payload too.
+EXPECTED_STREAM_HEADER: Final = "Nats-Expected-Stream"
+
+TOO_LARGE_MESSAGE: Final = (
+    "The request is too large to queue for a search; send a shorter query and fewer filters."
+)
+
+
+def lane_of(execution: str) -> Lane:
+    """Exclusive tools (the searches) queue fleet-wide; every other tool runs in the pool."""
+    return SEARCH_LANE if execution == "exclusive" else PARALLEL_LANE
+
+
+def expired_at(deadline_ms: int | None, now_ms: int) -> bool:
+    return deadline_ms is not None and deadline_ms <= now_ms
+
+
+def timeout_reply(rid: str) -> EncodedReply:
+    return replies.error(rid, ErrorCode.TIMEOUT, replies.QUEUE_TIMEOUT_MESSAGE)
+
+
+# -- the search endpoint: enqueue or answer ---------------------------------------------
+
+
+def dedupe_id(request: ToolRequest) -> str:
+    """The work queue's ``Nats-Msg-Id``: the caller identity and request id together, so
+    de-duplication is scoped to the caller (ids are only unique per caller)."""
+    owner = owner_key(request.execution.agent)
+    key = orjson.dumps(
+        [owner[0] if owner else None, owner[1] if owner else None, request.request_id]
+    )
+    return hashlib.sha256(key).hexdigest()
+
+
+def queue_headers(request: ToolRequest, reply_to: str, deadline_ms: int | None) -> dict[str, str]:
+    """What a queued search carries besides its body: dedupe id, request id, the original
+    reply subject and the effective deadline."""
+    headers = {
+        MSG_ID_HEADER: dedupe_id(request),
+        REQUEST_ID_HEADER: request.request_id,
+        REPLY_HEADER: reply_to,
+    }
+    if deadline_ms is not None:
+        headers[DEADLINE_HEADER] = str(deadline_ms)
+    return headers
+
+
+def encoded_size(data: bytes, headers: Mapping[str, str]) -> int:
+    """Bytes the server counts against max_payload: the header block plus the payload."""
+    block = b"NATS/1.0\r\n" + b"".join(
+        f"{key}: {value}\r\n".encode() for key, value in headers.items()
+    )
+    return len(block) + 2 + len(data)
+
+
+def enqueue_refusal(
+    rid: str, deadline_ms: int | None, size: int, max_payload: int, *, now_ms: int
+) -> EncodedReply | None:
+    """The reply that answers a search before it is queued, or None to queue it.
+
+    ``size`` is what the server would count (``encoded_size``): nats-py checks only the
+    payload against max_payload, the server counts the headers too and closes the whole
+    connection on a violation."""
+    if expired_at(deadline_ms, now_ms):
+        return timeout_reply(rid)
+    if size > max_payload:
+        return replies.error(rid, ErrorCode.INVALID_ARGUMENTS, TOO_LARGE_MESSAGE)
+    return None
+
+
+EnqueueFailure = Literal["queue-full", "refused", "timed-out", "failed"]
+
+
+def enqueue_failure_reply(rid: str, failure: EnqueueFailure, *, expired: bool) -> EncodedReply:
+    """The reply when the queue did not take the search: a full queue or a queue that did
+    not answer in time is OVERLOADED (retry), unless the deadline passed meanwhile."""
+    if failure == "queue-full":
+        return replies.overloaded(rid)
+    if failure == "timed-out":
+        return timeout_reply(rid) if expired else replies.overloaded(rid)
+    return replies.tool_failed(rid)
+
+
+def duplicate_reply(rid: str) -> EncodedReply:
+    return replies.error(rid, ErrorCode.INVALID_ARGUMENTS, replies.DUPLICATE_MESSAGE)
+
+
+# -- the fetch side: run, or answer and terminate -----------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class QueuedSearch:
+    """What a fetched work-queue message says about its search."""
+
+    rid: str
+    reply_to: str
+    tool: str
+    deadline_ms: int | None
+    partition: int | None = None  # the partition whose subject the request came on
+
+
+def queued_search(headers: Mapping[str, str] | None, subject: str) -> QueuedSearch | None:
+    """The search a fetched message carries; None when it is malformed (terminated
+    unanswered: there is no one to answer)."""
+    headers = headers or {}
+    rid = headers.get(REQUEST_ID_HEADER, "")
+    reply_to = headers.get(REPLY_HEADER, "")
+    if not rid or not reply_to:
+        return None
+    deadline = _int_or_none(headers.get(DEADLINE_HEADER))
+    partition, tool = Subjects.search_queue_parts(subject)
+    return QueuedSearch(rid, reply_to, tool, deadline, partition)
+
+
+FetchedRefusal = Literal["cancelled", "expired", "given-up"]
+
+
+def fetched_refusal(
+    *,
+    cancelled: bool,
+    deadline_ms: int | None,
+    delivered: int,
+    max_deliver: int,
+    now_ms: int,
+) -> FetchedRefusal | None:
+    """Why a fetched search is answered without running, or None to run it. A message on
+    its last delivery after earlier ones died unanswered must not kill another worker."""
+    if cancelled:
+        return "cancelled"
+    if expired_at(deadline_ms, now_ms):
+        return "expired"
+    if delivered > 1 and delivered >= max_deliver:
+        return "given-up"
+    return None
+
+
+def fetched_refusal_reply(rid: str, refusal: FetchedRefusal, cancel_reason: str) -> EncodedReply:
+    if refusal == "cancelled":
+        return replies.error(rid, ErrorCode.CANCELLED, cancel_reason)
+    if refusal == "expired":
+        return timeout_reply(rid)
+    return replies.tool_failed(rid)
+
+
+def _int_or_none(value: str | None) -> int | None:
+    if value is None:
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        return None

@@ -1,0 +1,391 @@
+"""The writer's synchronous work on one sqlite3 connection, and the search index it feeds.
+
+Each ``apply`` is one ``BEGIN IMMEDIATE`` transaction that also stores the highest stream
+sequence of the batch (``meta.stream_seq``), so a crash replays the batch instead of
+losing or doubling it; items at or below the stored sequence are skipped as already
+applied. Not thread-safe: an ``IndexWriter``'s transport runs it on one dedicated thread
+(``writer.ThreadTransport``) or on a child process's main thread (``writer_child``).
+
+Session rules (each rejection carries a one-line reason for the dead-letter subject):
+
+- A session starts with ``session/start`` at seq 1; any other first event is an unknown
+  session, and a later ``session/start`` is refused.
+- Seqs are contiguous: seq <= last stored seq is a duplicate (a no-op, delivery is
+  at-least-once); a seq beyond last + 1 is a gap.
+- ``session/end`` closes the log: later seqs are refused, so ``persisted`` stays true and a
+  persisted session never changes under a reader.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Callable, Iterable, Sequence
+from functools import partial
+from pathlib import Path
+from typing import Final, ParamSpec, TypeVar
+
+import structlog
+
+from worker.retry import SEARCH_INDEX, RetryPolicy
+from worker.store.files import schema
+from worker.store.files.index_file import (
+    HISTORY_FROM,
+    STREAM_CREATED,
+    STREAM_NAME,
+    STREAM_PARTITIONS,
+)
+from worker.store.index.batch import BatchChecker, CheckedEvent, PreparedBatch
+from worker.store.index.writer_fold import SESSION_COLUMNS, BatchRows, SessionHeader, fold_batch
+from worker.store.index.writer_open import open_existing, prepare_schema
+from worker.store.protocol import ApplyResult, BatchNotAttempted, Generation, IngestItem
+from worker.store.search.search_index import SearchIndexWriter, search_index_path
+
+log = structlog.get_logger(__name__)
+
+_T = TypeVar("_T")
+_P = ParamSpec("_P")
+
+# SQLite's default limit on host parameters is 32766; stay far below it.
+_CHUNK: Final = 500
+# The batch's own events (hot in the cache) plus this much backlog per apply, so a rebuild
+# of the search index catches up even while batches keep coming.
+_SEARCH_BACKLOG_PER_APPLY: Final = 1000
+
+_UPSERT_SESSION: Final = f"""
+INSERT INTO sessions ({SESSION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (session_id) DO UPDATE SET
+    title = excluded.title, availability = excluded.availability,
+    updated_ms = excluded.updated_ms, last_seq = excluded.last_seq,
+    event_count = excluded.event_count, prompts = excluded.prompts
+"""
+_INSERT_EVENT: Final = """
+INSERT INTO events (id, session_id, seq, event_id, type, surface, time_ms, stream_seq,
+                    body, raw_json)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+"""
+_INSERT_REPLACEMENT: Final = (
+    "INSERT OR IGNORE INTO replacements (session_id, seq, replaced_seq) VALUES (?, ?, ?)"
+)
+_INSERT_CITATION: Final = (
+    "INSERT OR IGNORE INTO citations (session_id, seq, cited_session_id, cited_seq)"
+    " VALUES (?, ?, ?, ?)"
+)
+_INSERT_DEADLETTER: Final = (
+    "INSERT OR REPLACE INTO deadletters (stream_seq, reason, kind) VALUES (?, ?, ?)"
+)
+# The highest id ever given (AUTOINCREMENT's record): ids of purged events are never
+# reused, so the search index's "every id up to N" stays true.
+_LAST_EVENT_ID: Final = (
+    "SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'events'), 0),"
+    " (SELECT coalesce(max(id), 0) FROM events))"
+)
+
+
+class WriterCore:
+    """Checking messages, applying a batch in one transaction, purging; the search index
+    follows the store after each."""
+
+    def __init__(
+        self,
+        conn: sqlite3.Connection,
+        *,
+        text_cap_bytes: int,
+        max_event_bytes: int,
+        search: SearchIndexWriter | None = None,
+    ) -> None:
+        self.conn = conn
+        self.checker = BatchChecker(text_cap_bytes=text_cap_bytes, max_event_bytes=max_event_bytes)
+        self._text_cap_bytes = text_cap_bytes
+        self.search = search
+        # Whether the last apply committed: a chained apply is tried only then.
+        self._committed = False
+        self._search_retry = _Backoff(SEARCH_INDEX)
+
+    @classmethod
+    def open(
+        cls,
+        location: str | Path,
+        *,
+        text_cap_bytes: int,
+        max_event_bytes: int,
+        expect_index_id: str | None = None,
+    ) -> WriterCore:
+        """Open (or create) the index. With ``expect_index_id`` (a writer started again
+        under a running worker) the file must exist and carry that id: a missing or
+        replaced file raises ``IndexFileReplaced`` instead of a fresh empty index."""
+        location = str(location)
+        limits = partial(cls, text_cap_bytes=text_cap_bytes, max_event_bytes=max_event_bytes)
+        if expect_index_id is not None:
+            return limits(open_existing(location, expect_index_id))
+        on_disk = location != ":memory:" and not location.startswith("file:")
+        if on_disk:
+            Path(location).parent.mkdir(parents=True, exist_ok=True)
+        conn = schema.connect(location)
+        try:
+            prepare_schema(conn, location)
+            search = None
+            if on_disk:
+                search = SearchIndexWriter(
+                    search_index_path(location), conn, body_cap_bytes=text_cap_bytes - 4
+                )
+        except BaseException:
+            conn.close()
+            raise
+        return limits(conn, search=search)
+
+    def close(self) -> None:
+        if self.search is not None:
+            self.search.close()
+        self.conn.close()
+
+    # -- the search index ----------------------------------------------------------------
+
+    def follow_search(self, max_events: int, *, commit: bool) -> None:
+        """Bring the search index up to the store (a bounded step); committed when asked
+        or when the commit interval has passed. A failure (a full disk) is logged once
+        and the step is tried again after a growing wait (``retry.SEARCH_INDEX``); until
+        then steps are skipped, so the store's writes, whose commits already stand, go on
+        at full speed and the log gets one line per wait, not one per batch."""
+        search = self.search
+        if search is None or self._search_retry.left() > 0:
+            return
+        try:
+            search.follow(max_events)
+            if commit or search.commit_due():
+                search.commit()
+        except Exception as exc:
+            search.reset()
+            wait = self._search_retry.failed()
+            log.error(
+                "search index update failed; it will be retried",
+                error=_one_line(exc),
+                failures=self._search_retry.failures,
+                retry_in_s=round(wait, 2),
+                # The first failure in a row is logged with its traceback, the rest without.
+                exc_info=self._search_retry.failures == 1,
+            )
+            return
+        if self._search_retry.failures:
+            log.warning("search index updated again", failures=self._search_retry.failures)
+            self._search_retry.succeeded()
+
+    def catch_up_search(self) -> None:
+        """Index everything the store holds and the search index lacks (a rebuild after a
+        new or outdated search index), logging progress."""
+        if self.search is None or not self.search.behind:
+            return
+        started = time.monotonic()
+        try:
+            total = self.search.catch_up()
+        except Exception:
+            # Resume from the last commit: what the failed writer held is gone with it.
+            self.search.reset()
+            raise
+        log.info(
+            "search index caught up", events=total, seconds=round(time.monotonic() - started, 1)
+        )
+
+    def search_pending(self) -> bool:
+        """Whether the search index has uncommitted work or the store holds more."""
+        search = self.search
+        return search is not None and (search.dirty or search.behind)
+
+    def search_wait(self, idle_s: float) -> float | None:
+        """How long a quiet pipe may be waited on before the next search step: None when
+        the search index has nothing to do; the wait left after a failure; 0 when the
+        commit interval has passed (requests kept the writer busy); else ``idle_s``."""
+        if not self.search_pending():
+            return None
+        left = self._search_retry.left()
+        if left > 0:
+            return left
+        assert self.search is not None  # pending implies a search index
+        return 0.0 if self.search.interval_passed() else idle_s
+
+    # -- meta ----------------------------------------------------------------------------
+
+    def meta(self, key: str) -> int:
+        row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return int(row[0]) if row else 0
+
+    def info(self) -> dict[str, object]:
+        """The ``meta`` table (stream identity, sequence, epoch, index id)."""
+        return {str(k): v for k, v in self.conn.execute("SELECT key, value FROM meta")}
+
+    def generation(self) -> Generation:
+        return Generation(epoch=self.meta("epoch"), seq=self.meta("stream_seq"))
+
+    def bind_stream(
+        self, name: str, created: str, first_seq: int, partitions: str = "all"
+    ) -> dict[str, object]:
+        """Record which stream this index replicates, and which of its partitions, in one
+        transaction with the stream sequence. An empty index on a stream whose first
+        sequence is past 1 records that history before it is unavailable and starts right
+        before it."""
+        return self._transaction(self._bind_sync, name, created, first_seq, partitions)
+
+    def _bind_sync(
+        self, name: str, created: str, first_seq: int, partitions: str
+    ) -> dict[str, object]:
+        put = "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)"
+        self.conn.execute(put, (STREAM_NAME, name))
+        self.conn.execute(put, (STREAM_CREATED, created))
+        self.conn.execute(put, (STREAM_PARTITIONS, partitions))
+        if self.meta("stream_seq") == 0 and first_seq > 1:
+            self.conn.execute(put, (HISTORY_FROM, first_seq))
+            self.conn.execute(put, ("stream_seq", first_seq - 1))
+        return self.info()
+
+    # -- apply ---------------------------------------------------------------------------
+
+    def prepare(self, items: Sequence[IngestItem]) -> PreparedBatch:
+        return self.checker.prepare(items)
+
+    def apply(
+        self, batch: PreparedBatch, *, commit_search: bool = False, chained: bool = False
+    ) -> ApplyResult:
+        """One transaction; the stored stream sequence moves with the events. The search
+        index then takes the batch; it is committed now with ``commit_search``, else when
+        the commit interval passed (the writer process also commits when idle).
+
+        ``chained``: the batch was sent while the one before it was still being applied;
+        it is tried only if that one committed (``BatchNotAttempted`` otherwise), so a
+        batch never overtakes one that must be retried."""
+        if chained and not self._committed:
+            raise BatchNotAttempted("the batch before it was not applied")
+        self._committed = False
+        if not batch.items:
+            result = ApplyResult(applied=0, duplicates=0, last_stream_seq=self.meta("stream_seq"))
+        else:
+            result = self._transaction(self._apply_sync, batch)
+            self.follow_search(result.applied + _SEARCH_BACKLOG_PER_APPLY, commit=commit_search)
+        self._committed = True
+        return result
+
+    def _transaction(self, body: Callable[_P, _T], *args: _P.args, **kwargs: _P.kwargs) -> _T:
+        conn = self.conn
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            result = body(*args, **kwargs)
+            conn.execute("COMMIT")
+        except BaseException:
+            # SQLite rolls back by itself on some errors (disk full, I/O): nothing is open
+            # then, and a ROLLBACK would only fail with "no transaction is active".
+            if conn.in_transaction:
+                try:
+                    conn.execute("ROLLBACK")
+                except sqlite3.Error:
+                    log.warning("rollback failed", exc_info=True)
+            raise
+        return result
+
+    def _apply_sync(self, batch: PreparedBatch) -> ApplyResult:
+        stored_seq = self.meta("stream_seq")
+        fresh = [p for p in batch.items if p.stream_seq > stored_seq]
+        sessions = self._load_sessions({p.session_id for p in fresh if isinstance(p, CheckedEvent)})
+        rows = fold_batch(
+            fresh,
+            sessions,
+            next_id=int(self.conn.execute(_LAST_EVENT_ID).fetchone()[0]) + 1,
+            text_cap_bytes=self._text_cap_bytes,
+        )
+        self._write(rows)
+        last = max(stored_seq, max(p.stream_seq for p in batch.items))
+        if last != stored_seq:
+            self.conn.execute("UPDATE meta SET value = ? WHERE key = 'stream_seq'", (last,))
+        return ApplyResult(
+            applied=len(rows.events),
+            duplicates=rows.duplicates + len(batch.items) - len(fresh),
+            rejected=tuple(rows.rejected),
+            last_stream_seq=last,
+        )
+
+    def _write(self, rows: BatchRows) -> None:
+        conn = self.conn
+        if rows.events:
+            conn.executemany(_INSERT_EVENT, rows.events)
+        if rows.replacements:
+            conn.executemany(_INSERT_REPLACEMENT, rows.replacements)
+        if rows.citations:
+            conn.executemany(_INSERT_CITATION, rows.citations)
+        if rows.sessions:
+            conn.executemany(_UPSERT_SESSION, [s.row() for s in rows.sessions])
+        if rows.rejected:
+            conn.executemany(_INSERT_DEADLETTER, rows.deadletters())
+
+    def _load_sessions(self, ids: Iterable[str]) -> dict[str, SessionHeader]:
+        wanted = sorted(ids)
+        found: dict[str, SessionHeader] = {}
+        for start in range(0, len(wanted), _CHUNK):
+            chunk = wanted[start : start + _CHUNK]
+            marks = ",".join("?" * len(chunk))
+            sql = f"SELECT {SESSION_COLUMNS} FROM sessions WHERE session_id IN ({marks})"
+            for r in self.conn.execute(sql, chunk):
+                found[r[0]] = SessionHeader(*r)
+        return found
+
+    # -- purge ---------------------------------------------------------------------------
+
+    def purge(self, session_ids: Sequence[str] = (), older_than_ms: int | None = None) -> int:
+        """Remove the named sessions and those last updated before ``older_than_ms``.
+
+        Relations recorded by the removed sessions go with them; citations other sessions
+        hold towards them stay (the read side reports those sessions as not indexed).
+        The epoch is bumped only when something was removed.
+        """
+        if not session_ids and older_than_ms is None:
+            return 0
+        count = self._transaction(self._purge_sync, tuple(session_ids), older_than_ms)
+        if count:
+            self.follow_search(0, commit=True)
+        return count
+
+    def _purge_sync(self, session_ids: tuple[str, ...], older_than_ms: int | None) -> int:
+        conn = self.conn
+        conn.execute("CREATE TEMP TABLE IF NOT EXISTS purge_ids (session_id TEXT PRIMARY KEY)")
+        conn.execute("DELETE FROM temp.purge_ids")
+        pick = "INSERT OR IGNORE INTO temp.purge_ids SELECT session_id FROM sessions WHERE "
+        if session_ids:
+            conn.executemany(pick + "session_id = ?", [(sid,) for sid in session_ids])
+        if older_than_ms is not None:
+            conn.execute(pick + "updated_ms < ?", (older_than_ms,))
+        count = int(conn.execute("SELECT count(*) FROM temp.purge_ids").fetchone()[0])
+        if count:
+            scope = "session_id IN (SELECT session_id FROM temp.purge_ids)"
+            # The search index deletes these in turn (search_index.SearchIndexWriter).
+            conn.execute(
+                "INSERT INTO search_deletions (session_id) SELECT session_id FROM temp.purge_ids"
+            )
+            for table in ("events", "replacements", "citations", "sessions"):
+                conn.execute(f"DELETE FROM {table} WHERE {scope}")
+            conn.execute("UPDATE meta SET value = value + 1 WHERE key = 'epoch'")
+        conn.execute("DELETE FROM temp.purge_ids")
+        return count
+
+
+class _Backoff:
+    """The waits between failed search index steps, by ``policy``."""
+
+    def __init__(self, policy: RetryPolicy) -> None:
+        self._policy = policy
+        self.failures = 0
+        self._retry_at = 0.0
+
+    def left(self) -> float:
+        """Seconds until the next step may run (0 when it may run now)."""
+        return max(0.0, self._retry_at - time.monotonic()) if self.failures else 0.0
+
+    def failed(self) -> float:
+        self.failures += 1
+        wait = self._policy.wait(self.failures)
+        self._retry_at = time.monotonic() + wait
+        return wait
+
+    def succeeded(self) -> None:
+        self.failures = 0
+        self._retry_at = 0.0
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(f"{type(exc).__name__}: {exc}".split())[:300]

@@ -1,0 +1,180 @@
+"""Text analysis for the search index: the same at index time and at query time.
+
+A text becomes two token streams (positions are the order of each stream):
+
+- **exact**: each word lower-cased with diacritics folded, whole: ``maxAttempts`` ->
+  ``maxattempts``, ``src/worker/store.py`` -> ``src worker store py`` (punctuation splits,
+  so a path or dotted name is a phrase of its parts), an unspaced CJK run as one token;
+- **derived**: what a word is also findable by: the Snowball stem of each word (English
+  for Latin script, Russian for Cyrillic), the stemmed parts of an identifier
+  (``SqliteVectorIndex`` -> ``sqlit vector index``, ``max_attempts`` -> ``max attempt``),
+  and the overlapping character bigrams of a CJK run (``测试在`` -> ``测试 试在``).
+
+Exact tokens are searched with a higher weight, so the exact form ranks first. The work
+per word is cached: a corpus's vocabulary is Zipf-like, so almost every word is a dict hit
+after the first few thousand events.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from functools import cache
+from typing import Final
+
+import snowballstemmer
+
+from worker.store.search.function_words import FUNCTION_WORDS
+
+# Longer "words" are hashes, base64 blobs and minified code: never searched for by parts.
+MAX_TOKEN_CHARS: Final = 64
+_CACHE_LIMIT: Final = 200_000
+
+_WORD: Final = re.compile(r"\w+")
+# Han, Hiragana, Katakana (with the half-width forms and the phonetic extensions), Hangul.
+_CJK_CLASS: Final = (
+    "\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9f"
+    "\uac00-\ud7af\u1100-\u11ff\u3130-\u318f"
+)
+_CJK_RUN: Final = re.compile(f"[{_CJK_CLASS}]+")
+_HAS_CJK: Final = re.compile(f"[{_CJK_CLASS}]")
+_CYRILLIC: Final = re.compile("[\u0400-\u04ff]")
+# Identifier parts: "HTTPServer" -> HTTP Server, "maxAttempts2" -> max Attempts2.
+_PART: Final = re.compile(r"[A-Z]+(?![a-z])\d*|[A-Z]?[a-z]+\d*|\d+|[^\W\d_A-Za-z]+\d*")
+
+
+@dataclass(frozen=True, slots=True)
+class Word:
+    """One word of a text: its exact token and its derived tokens (in order)."""
+
+    exact: str
+    derived: tuple[str, ...]
+    cjk: bool = False
+
+
+@cache
+def _stemmer(language: str) -> Callable[[str], str]:
+    # snowballstemmer uses PyStemmer's C implementation when it is installed.
+    return snowballstemmer.stemmer(language).stemWord  # type: ignore[no-any-return]
+
+
+def fold(text: str) -> str:
+    """Lower-case with diacritics removed (as FTS5's ``remove_diacritics`` did)."""
+    lowered = text.lower()
+    if lowered.isascii():
+        return lowered
+    decomposed = unicodedata.normalize("NFKD", lowered)
+    return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+
+
+def _stem(lowered: str) -> str:
+    language = "russian" if _CYRILLIC.search(lowered) else "english"
+    return fold(_stemmer(language)(lowered))
+
+
+def _analyze_plain(word: str) -> Word:
+    """A word with no CJK characters."""
+    exact = fold(word)
+    if word.isascii():
+        parts = [p.lower() for chunk in word.split("_") for p in _PART.findall(chunk)]
+    else:  # folded first: case boundaries of other scripts are not identifier parts
+        parts = [p for p in exact.split("_") if p]
+    if len(parts) <= 1:
+        return Word(exact, (_stem(exact),))
+    return Word(exact, tuple(_stem(p) for p in parts))
+
+
+def _bigrams(run: str) -> tuple[str, ...]:
+    if len(run) == 1:
+        return (run,)
+    return tuple(run[i : i + 2] for i in range(len(run) - 1))
+
+
+def _analyze_mixed(word: str) -> list[Word]:
+    """A \\w+ run holding CJK characters: CJK runs and the plain words between them."""
+    words: list[Word] = []
+    pos = 0
+    for run in _CJK_RUN.finditer(word):
+        if run.start() > pos:
+            words.append(_analyze_plain(word[pos : run.start()]))
+        text = run.group()
+        words.append(Word(text, _bigrams(text), cjk=True))
+        pos = run.end()
+    if pos < len(word):
+        words.append(_analyze_plain(word[pos:]))
+    return words
+
+
+_cache: dict[str, tuple[Word, ...]] = {}
+
+
+def words_of_token(token: str) -> tuple[Word, ...]:
+    """The analysed words of one ``\\w+`` run (cached)."""
+    found = _cache.get(token)
+    if found is not None:
+        return found
+    if len(token) > MAX_TOKEN_CHARS:
+        result: tuple[Word, ...] = ()
+    elif _HAS_CJK.search(token):
+        result = tuple(w for w in _analyze_mixed(token) if w.exact.strip("_"))
+    else:
+        stripped = token.strip("_")
+        result = (_analyze_plain(stripped),) if stripped else ()
+    if len(_cache) >= _CACHE_LIMIT:
+        _cache.clear()
+    _cache[token] = result
+    return result
+
+
+def words(text: str) -> list[Word]:
+    """Every analysed word of ``text``, in order."""
+    found: list[Word] = []
+    for token in _WORD.findall(text):
+        found.extend(words_of_token(token))
+    return found
+
+
+# Token -> (exact tokens, derived tokens), without the workspace prefix: one entry per
+# distinct token whatever the number of workspaces (a cache per workspace prefix held the
+# vocabulary once per workspace, and with thousands of small workspaces it filled and was
+# cleared again and again: ingest ran at 0.42x the 24-workspace rate with 5,000).
+_fragments: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
+
+
+def _fragment(token: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    analysed = words_of_token(token)
+    return tuple(w.exact for w in analysed), tuple(d for w in analysed for d in w.derived)
+
+
+def index_fields(text: str, prefix: str) -> tuple[str, str]:
+    """The exact and derived token streams of ``text`` for the index, each token prefixed
+    with the workspace's ``prefix`` and joined by spaces (the index splits on whitespace)."""
+    cache = _fragments
+    exact: list[str] = []
+    derived: list[str] = []
+    for token in _WORD.findall(text):
+        hit = cache.get(token)
+        if hit is None:
+            if len(cache) >= _CACHE_LIMIT:
+                cache.clear()
+            hit = cache[token] = _fragment(token)
+        exact.extend(hit[0])
+        derived.extend(hit[1])
+    # The prefix goes in as the separator of one join: no per-token string work here.
+    separator = " " + prefix
+    return (
+        prefix + separator.join(exact) if exact else "",
+        prefix + separator.join(derived) if derived else "",
+    )
+
+
+def tokens_of(values: Iterable[Word]) -> tuple[list[str], list[str]]:
+    exact = [w.exact for w in values]
+    derived = [d for w in values for d in w.derived]
+    return exact, derived
+
+
+def is_function_word(word: Word) -> bool:
+    return not word.cjk and word.exact in FUNCTION_WORDS

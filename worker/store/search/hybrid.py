@@ -1,0 +1,60 @@
+"""The semantic half of a hybrid search, as the two searches use it: a query's vector and
+the nearest events of the caller's workspace, each a candidate SQL confirms like any
+lexical one. The rule that merges the two lists is ``semantic.fusion``; the model and the
+vectors are only touched through here.
+
+When the model runs: a search of all the query's words that finds hits is lexical alone
+(those hits hold every word; a hit holding none would rank below all of them anyway), so
+only a partial-match search (a question, or keywords no event holds together) uses the
+semantic list. A question is known to be one before the search runs: its vector is computed
+on the model's thread while the lexical search runs. Keywords wait for the lexical search
+to say it found no event holding them all, and only then ask the model.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import Final, Protocol
+
+from worker.store.search.semantic.embedder import Vector
+from worker.store.search.semantic.fusion import SEMANTIC_EVENTS, within_margin
+from worker.store.search.semantic.vectors import VectorReader
+
+# The query's vector normally comes in ~20 ms; a search never waits for it longer than
+# this, and goes on lexical only.
+_VECTOR_WAIT_S: Final = 2.0
+
+
+class QueryEmbedder(Protocol):
+    def query_soon(self, text: str) -> Future[Vector]: ...
+
+
+@dataclass(slots=True)
+class SemanticQuery:
+    embedder: QueryEmbedder
+    reader: VectorReader
+    text: str
+    early: bool  # a question: embed now, beside the lexical search
+    _vector: Future[Vector] | None = field(default=None, init=False)
+
+    def __post_init__(self) -> None:
+        if self.early:
+            self._vector = self.embedder.query_soon(self.text)
+
+    def needed(self, partial: bool) -> bool:
+        """Whether semantic hits take part: only in a partial-match search (see above)."""
+        if not partial and self._vector is not None:
+            self._vector.cancel()
+        return partial
+
+    def nearest(self, ws: str, session_id: str | None = None) -> list[tuple[int, float]]:
+        """(event id, cosine) of the workspace (or one session), best first, within the
+        margin of the best; empty when the vector did not come in time."""
+        if self._vector is None:
+            self._vector = self.embedder.query_soon(self.text)
+        try:
+            vector = self._vector.result(timeout=_VECTOR_WAIT_S)
+        except Exception:  # the model failed or was slow: the search stays lexical
+            return []
+        return within_margin(self.reader.nearest(ws, vector, SEMANTIC_EVENTS, session_id))

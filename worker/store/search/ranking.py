@@ -1,0 +1,189 @@
+"""How search ranks: a score computed from the caller's workspace alone, and a total order.
+
+A reply must be a function of the caller's workspace and the request: other workspaces'
+data, the partition layout, segment merges and replicas must not move a byte of it. So
+the engine's own relevance (BM25 over index-wide document counts and lengths) is not used.
+An event's score is built from constant-score clauses whose weights come from the
+workspace's own counts (``Weights``), plus a per-event prior the index stores:
+
+    score = (COVER_SCALE * (coverage + time) + ALL_BIT * holds_all + bonus) * log2(2 + prior)
+
+- ``coverage`` (0..COVER_UNITS): the query's required word groups the event holds, each
+  weighted by its rarity *in the workspace* (an idf over the workspace's event count and
+  the group's document frequency, both read from workspace-prefixed terms). An event
+  holding every group has ``COVER_UNITS``; a rare word counts for more than a common one.
+  Coverage ranks first: an event holding the whole question beats events holding parts.
+  In a long event (over ``LONG_WORDS`` words, a log or a pasted dump) words scattered far
+  apart count half, unless the query's content words stand near each other there: a log
+  that happens to hold every word on lines apart is not a focused answer.
+- ``time``: when the query names a time and no time filter is given, ``TIME_UNITS`` more
+  coverage for an event from that time (so coverage may pass ``COVER_UNITS``).
+- ``holds_all``: the event holds every required group (what "partial" is decided by).
+- ``bonus`` (0..COVER_SCALE-1), among events of equal coverage: the query's words as
+  written, adjacent (a pasted error or phrase, unquoted); its content words near each
+  other; the session's title or first prompt; a short event (a sentence holding the words
+  over a paragraph that happens to); exact forms over derived ones; for a question,
+  conversation over tool output.
+- ``prior``: shorter events first among equal scores (a focused message over a long dump
+  that happens to hold the word). Its factor is below 1 + 1/(2 * MAX_BASE), so it never
+  reorders two different integer scores; scores stay exact in the engine's f32.
+
+Term frequency and the workspace's average length are not used: a session must not rise
+because it repeats loose matches, and a per-event length prior needs no average.
+
+Total order: score (higher first), then session id, then seq. Every cut takes whole runs
+of equal scores (``search_reader.top``), so the engine's internal document order never
+decides what is kept or how it is ordered.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Final
+
+from worker.store.search.query import PlanTerm, QueryPlan
+
+# Coverage units shared out over the required groups, the score per unit, and the bit
+# below it that says the event holds every group (bonuses stay below that bit).
+COVER_UNITS: Final = 256
+COVER_SCALE: Final = 64
+ALL_BIT: Final = 32
+# Bonuses (their sum stays below ALL_BIT, so coverage always ranks first).
+PHRASE_BONUS: Final = 10  # every word of the query, as written, adjacent and in order
+NEAR_BONUS: Final = 6  # the content words within a few words of each other
+TITLE_BONUS: Final = 6  # the session's title or first prompt holds the match
+EXACT_BONUS: Final = 2  # shared out over the rarest groups matched in their exact form
+CONVERSATION_BONUS: Final = 3  # a question: a user or assistant message over tool output
+SHORT_BONUS: Final = 3  # a short event (a sentence, not a paragraph of other words)
+# Coverage units an event from the time the query names earns ("in January 2024",
+# ``QueryPlan.times``): a soft favour that decides between events holding the same or
+# nearly the same words, never one holding much less (the prior's bound leaves room for 13).
+TIME_UNITS: Final = 12
+MAX_BASE: Final = COVER_SCALE * (COVER_UNITS + TIME_UNITS) + ALL_BIT + ALL_BIT - 1
+# Events longer than this count scattered matches half; up to SHORT_WORDS is a short one
+# (the index marks both).
+LONG_WORDS: Final = 256
+SHORT_WORDS: Final = 16
+# The prior's largest value: log2(2 + v) - 1 ~ v / (2 ln 2) stays below 1 / (2 * MAX_BASE).
+PRIOR_MAX: Final = 4.0e-5
+_PRIOR_LEVELS: Final = 511
+_PRIOR_LOG2_TOKENS: Final = 20.0  # ~1M tokens: every longer event has the lowest prior
+# Words apart, per word of the query, that still count as near each other.
+NEAR_SLOP_PER_WORD: Final = 6
+
+# What a workspace-prefixed term's document frequency is read with.
+DocFreq = Callable[[str, str], int]  # (field, token) -> events of the workspace holding it
+
+assert (
+    PHRASE_BONUS + NEAR_BONUS + TITLE_BONUS + EXACT_BONUS + CONVERSATION_BONUS + SHORT_BONUS
+    < ALL_BIT
+)
+assert (MAX_BASE + 1) * (1 + PRIOR_MAX / (2 * math.log(2))) < MAX_BASE + 1.5
+
+
+def prior(tokens: int) -> float:
+    """The stored per-event prior from its number of words: shorter events higher, in
+    ``_PRIOR_LEVELS`` steps (a function of the event alone)."""
+    share = min(1.0, math.log2(1 + max(0, tokens)) / _PRIOR_LOG2_TOKENS)
+    return PRIOR_MAX * (_PRIOR_LEVELS - round(share * _PRIOR_LEVELS)) / _PRIOR_LEVELS
+
+
+def coverage_of(score: float) -> int:
+    """The coverage part of an engine score (exact: the prior never crosses a unit)."""
+    return int(score // COVER_SCALE)
+
+
+def holds_all(score: float) -> bool:
+    """Whether the engine score's event holds every required group."""
+    return int(score // ALL_BIT) % 2 == 1
+
+
+@dataclass(frozen=True, slots=True)
+class Weights:
+    """One query's clause weights in one workspace: coverage units per required group
+    (summing to ``COVER_UNITS``) and exact-form bonus per required group."""
+
+    cover: tuple[int, ...]
+    exact: tuple[int, ...]
+
+
+def term_tokens(term: PlanTerm) -> tuple[str, list[str]]:
+    """(field, tokens) that decide whether an event holds ``term``: a quoted term's exact
+    words; otherwise the derived forms, which every exact form also yields."""
+    if term.quoted:
+        return "ex", [w.exact for w in term.words]
+    return "nm", [d for w in term.words for d in w.derived]
+
+
+def weights(plan: QueryPlan, key: str, doc_freq: DocFreq) -> Weights:
+    """The clause weights from the workspace's own counts (``key`` prefixes its terms).
+
+    A group's document frequency is its most frequent alternative's, a term's is its
+    rarest word's (an upper bound of the phrase's, read in O(1) per word); the event
+    count is the workspace marker's. Equal inputs give equal weights on every replica."""
+    events = doc_freq("nm", key)
+    idfs = [_idf(events, max(_term_df(t, key, doc_freq) for t in g)) for g in plan.required]
+    return Weights(cover=_shares(idfs, COVER_UNITS), exact=_exact_shares(idfs))
+
+
+def _term_df(term: PlanTerm, key: str, doc_freq: DocFreq) -> int:
+    field, tokens = term_tokens(term)
+    return min((doc_freq(field, key + token) for token in tokens), default=0)
+
+
+def _idf(events: int, df: int) -> float:
+    df = min(df, events)
+    return math.log(1 + (events - df + 0.5) / (df + 0.5))
+
+
+def _shares(values: Sequence[float], total: int) -> tuple[int, ...]:
+    """Integers >= 1 proportional to ``values`` summing to ``total`` (largest remainder;
+    equal remainders go to the earlier group)."""
+    n = len(values)
+    if n == 0:
+        return ()
+    spare = total - n  # every group gets one unit first
+    whole = sum(values)
+    raw = [spare * v / whole if whole > 0 else spare / n for v in values]
+    shares = [1 + math.floor(r) for r in raw]
+    order = sorted(range(n), key=lambda i: (-(raw[i] - math.floor(raw[i])), i))
+    for i in order[: total - sum(shares)]:
+        shares[i] += 1
+    return tuple(shares)
+
+
+def _exact_shares(idfs: Sequence[float]) -> tuple[int, ...]:
+    """One exact-form point for each of the ``EXACT_BONUS`` rarest groups."""
+    rarest = sorted(range(len(idfs)), key=lambda i: (-idfs[i], i))[:EXACT_BONUS]
+    return tuple(1 if i in rarest else 0 for i in range(len(idfs)))
+
+
+def phrase_tokens(plan: QueryPlan) -> list[str]:
+    """The query's words as written, in order, for the adjacency bonus: only when every
+    group is one unquoted-or-quoted term (an OR has no single wording)."""
+    if any(len(group) != 1 for group in plan.groups):
+        return []
+    tokens = [w.exact for group in plan.groups for w in group[0].words]
+    return tokens if len(tokens) > 1 else []
+
+
+def near_tokens(plan: QueryPlan) -> list[str]:
+    """The content words' derived forms, in order, for the nearness bonus."""
+    if any(len(group) != 1 for group in plan.required):
+        return []
+    tokens = [d for group in plan.required for w in group[0].words for d in w.derived]
+    return tokens if len(tokens) > 1 else []
+
+
+def share(coverage: int, holds_all: bool, partial: bool) -> float:
+    """The share of the query a lexical hit holds, for fusion's weight (an event holding
+    every group, or any hit of an all-words search: 1; the time favour counts as held
+    words, up to 1)."""
+    return min(1.0, coverage / COVER_UNITS) if partial and not holds_all else 1.0
+
+
+def order_key(score: float, session_id: str, seq: int) -> tuple[float, str, int]:
+    """The total order of events: higher score first, then session id, then seq."""
+    return (-score, session_id, seq)

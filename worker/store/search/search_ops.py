@@ -1,0 +1,390 @@
+"""The two searches, as steps inside one read transaction of the store.
+
+The search index proposes candidate event ids, best first; SQL then decides, in the same
+transaction that reads the payload, which candidates are in the caller's workspace (exact
+cwd equality), in the snapshot and inside the filters. The search index is never the
+authority: a candidate SQL does not confirm is dropped, and its session is excluded from
+the next round of candidates.
+
+Semantics: for keywords, an all-words search first (every content word must match one
+event; function words count only toward the query-as-written bonus). When that finds
+nothing, and always for a natural-language question, the best partial matches: events
+ranked by the share of the query's words they hold, each word weighted by its rarity in
+the workspace (``worker.store.search.ranking``). When no event holds every word, the page says so
+and names the terms that match nothing at all.
+
+Order: a session ranks by its best event; events and sessions are in ``ranking``'s total
+order (score, then session id, then seq), whatever the engine's internal order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence, Set
+from dataclasses import dataclass, field, replace
+from typing import Any, Final, Generic, TypeVar
+
+import orjson
+import tantivy
+
+from worker.store import rows
+from worker.store.protocol import EventFilter, EventHit, SessionFilter, SessionHit
+from worker.store.search import ranking
+from worker.store.search.copies import own_lines
+from worker.store.search.excerpt import Highlighter, highlighter
+from worker.store.search.hybrid import SemanticQuery
+from worker.store.search.query import QueryPlan
+from worker.store.search.search_index import INDEX_TEXT_CAP_BYTES, SCHEMA, TITLE_TYPE
+from worker.store.search.search_reader import (
+    Candidate,
+    IndexView,
+    QueryBuilder,
+    count,
+    excluding,
+    scope_clauses,
+    session_counts,
+    top,
+)
+from worker.store.search.semantic.fusion import Lexical, fuse
+from worker.store.search.text import searchable_text
+from worker.store.search.time_words import TimeRange
+
+Fetch = rows.Fetch  # event_search's name for it too
+_NONE: Final[frozenset[int]] = frozenset()
+
+# Candidates per round, at least; rounds exclude the sessions already decided.
+_ROUND_MIN: Final = 200
+_ROUND_MAX: Final = 4000
+_MAX_ROUNDS: Final = 50
+# Groups of sessions with the same excerpt that get their own lines, per page.
+_MAX_COPY_GROUPS: Final = 10
+# Candidates a page may skip and take at most: a page past this is empty (a model's
+# search stops at the tool's result cap long before).
+MAX_CANDIDATE_WINDOW: Final = 100_000
+
+
+@dataclass(frozen=True, slots=True)
+class _Checked:
+    """A candidate as SQL saw it."""
+
+    session_id: str
+    type: str
+    ok: bool  # in the workspace, the snapshot and the filters
+
+
+@dataclass(slots=True)
+class _Found:
+    coverage: int  # ranking's coverage of the best event
+    holds_all: bool  # the best event holds every group
+    event_id: int
+    score: float
+    strongest: int | None = None  # the best event that is not the title, when seen
+
+
+HitT = TypeVar("HitT", SessionHit, EventHit)
+
+
+@dataclass(slots=True)
+class PageResult(Generic[HitT]):
+    """One page of either search, before it becomes the protocol's page."""
+
+    hits: list[HitT]
+    more: bool
+    ranked_partial: bool  # the query mode, for the cursor
+    partial: bool = False  # no event holds every word (the reply says so)
+    unmatched: tuple[str, ...] = ()
+    filtered_out: bool = False
+
+
+@dataclass(slots=True)
+class _Scope:
+    clauses: list[tantivy.Query]
+    excluded: list[str]
+    minimal: list[tantivy.Query] = field(default_factory=list)
+
+
+class SessionSearch:
+    """One page of ``search_sessions`` inside a read transaction."""
+
+    def __init__(
+        self,
+        fetch: Fetch,
+        index: IndexView,
+        plan: QueryPlan,
+        *,
+        cwd: str,
+        ws: str,
+        sessions: SessionFilter,
+        events: EventFilter,
+        snapshot_seq: int,
+        semantic: SemanticQuery | None = None,
+        favour: Sequence[TimeRange] = (),
+    ) -> None:
+        self._fetch = fetch
+        self._searcher = index.searcher
+        self._plan = plan
+        self._builder = QueryBuilder(plan, ws, index, favour)
+        self._cwd = cwd
+        self._ws = ws
+        self._semantic = semantic
+        self._semantic_only: set[str] = set()
+        clauses, excluded = scope_clauses(
+            snapshot_seq=snapshot_seq,
+            covered_seq=index.covers_stream_seq,
+            session_ids=sessions.session_ids,
+            exclude_session_ids=sessions.exclude_session_ids,
+            types=events.types,
+            surfaces=events.surfaces,
+            time_from_ms=events.time_from_ms,
+            time_to_ms=events.time_to_ms,
+        )
+        minimal, _ = scope_clauses(snapshot_seq=snapshot_seq, covered_seq=index.covers_stream_seq)
+        self._scope = _Scope(clauses, excluded, minimal)
+        self._params: dict[str, Any] = {"cwd": cwd, "snap": snapshot_seq}
+        check = rows.session_filter_sql(sessions, self._params)
+        check += rows.event_filter_sql(events, self._params, with_seq=False)
+        if sessions.session_ids is not None:
+            self._params["only"] = rows.json_list(sessions.session_ids)
+            check += " AND e.session_id IN (SELECT value FROM json_each(:only))"
+        self._check_sql = check
+        self._filtered = bool(check)
+
+    def page(self, offset: int, size: int, partial: bool | None) -> PageResult[SessionHit]:
+        want = offset + size + 1
+        if want > MAX_CANDIDATE_WINDOW:
+            return PageResult[SessionHit](hits=[], more=False, ranked_partial=bool(partial))
+        if partial is None and self._plan.natural_language:
+            partial = True  # a question: rank by how many of its words an event holds
+        query = self._builder.all_words(self._scope.clauses)
+        found = self._collect(query, want) if not partial else {}
+        if partial is None:  # a first page decides: all words, else best partial matches
+            partial = not found
+        if partial:
+            query = self._builder.partial(self._scope.clauses)
+            found = self._collect(query, want)
+        holds_all = any(entry.holds_all for entry in found.values())
+        if self._semantic is not None and self._semantic.needed(partial):
+            found = self._fused(found, partial)
+        chosen = list(found.items())[offset : offset + size]
+        result = PageResult[SessionHit](
+            hits=self._hits(query, chosen), more=len(found) > offset + size, ranked_partial=partial
+        )
+        if offset == 0 and partial and not holds_all:
+            result.partial = True
+            result.unmatched = self._unmatched()
+        if offset == 0 and not found and self._filtered:
+            result.filtered_out = self._matches_unfiltered()
+        return result
+
+    def _collect(self, query: tantivy.Query, want: int) -> dict[str, _Found]:
+        found: dict[str, _Found] = {}
+        decided: set[str] = set(self._scope.excluded)
+        size = min(max(_ROUND_MIN, 2 * want), _ROUND_MAX)
+        for _ in range(_MAX_ROUNDS):
+            candidates = top(self._searcher, excluding(query, sorted(decided)), size)
+            checked = self._check(candidates)
+            ranked = sorted(
+                (c for c in candidates if c.event_id in checked),
+                key=lambda c: ranking.order_key(c.score, checked[c.event_id].session_id, c.seq),
+            )
+            for candidate in ranked:
+                seen = checked[candidate.event_id]
+                entry = found.get(seen.session_id)
+                if entry is not None:
+                    if entry.strongest is None and seen.type != TITLE_TYPE and seen.ok:
+                        entry.strongest = candidate.event_id
+                    continue
+                if seen.session_id in decided:
+                    continue
+                decided.add(seen.session_id)
+                if seen.ok:
+                    strongest = None if seen.type == TITLE_TYPE else candidate.event_id
+                    found[seen.session_id] = _Found(
+                        candidate.coverage,
+                        candidate.holds_all,
+                        candidate.event_id,
+                        candidate.score,
+                        strongest,
+                    )
+            if len(candidates) < size or len(found) >= want:
+                break
+        return found
+
+    def _fused(self, found: dict[str, _Found], partial: bool) -> dict[str, _Found]:
+        """The lexical sessions and the semantic ones merged by ``fusion.fuse``; a semantic
+        candidate counts only when SQL confirms it, as a lexical one does."""
+        assert self._semantic is not None
+        scored = self._semantic.nearest(self._ws)
+        checked = self._check([Candidate(event_id, cosine, 0) for event_id, cosine in scored])
+        excluded = set(self._scope.excluded)
+        semantic: dict[str, _Found] = {}
+        for event_id, cosine in scored:
+            seen = checked.get(event_id)
+            if seen is None or not seen.ok or seen.session_id in excluded:
+                continue
+            semantic.setdefault(seen.session_id, _Found(0, False, event_id, cosine, event_id))
+        lexical = [
+            Lexical(sid, ranking.share(entry.coverage, entry.holds_all, partial))
+            for sid, entry in found.items()
+        ]
+        order = fuse(self._plan, lexical, list(semantic))
+        self._semantic_only = {sid for sid, only in order if only}
+        return {sid: found.get(sid) or semantic[sid] for sid, _ in order}
+
+    def _check(self, candidates: Sequence[Candidate]) -> dict[int, _Checked]:
+        if not candidates:
+            return {}
+        params = dict(self._params, cand=rows.json_list(c.event_id for c in candidates))
+        found = self._fetch(
+            "SELECT e.id, e.session_id, e.type,"
+            f" (s.cwd = :cwd AND e.stream_seq <= :snap{self._check_sql}) AS ok"
+            " FROM events e JOIN sessions s ON s.session_id = e.session_id"
+            " WHERE e.id IN (SELECT value FROM json_each(:cand))",
+            params,
+        )
+        return {int(r[0]): _Checked(r[1], r[2], bool(r[3])) for r in found}
+
+    def _hits(self, query: tantivy.Query, chosen: list[tuple[str, _Found]]) -> list[SessionHit]:
+        if not chosen:
+            return []
+        for session_id, entry in chosen:
+            if entry.strongest is None:  # only the title was seen: look past it
+                entry.strongest = self._best_not_title(query, session_id)
+        ids = [entry.strongest or entry.event_id for _, entry in chosen]
+        counts = session_counts(self._searcher, query, [sid for sid, _ in chosen])
+        semantic = {e.event_id for sid, e in chosen if sid in self._semantic_only}
+        loaded = load_events(self._fetch, ids, self._plan, cwd=self._cwd, semantic=semantic)
+        hits: list[SessionHit] = []
+        for (session_id, entry), event_id in zip(chosen, ids, strict=True):
+            row = loaded.get(event_id)
+            if row is None:
+                continue
+            header, summary, excerpt = row
+            hits.append(
+                SessionHit(
+                    header=header,
+                    event=summary,
+                    excerpt=excerpt,
+                    score=-entry.score,
+                    matching_events=max(1, counts.get(session_id, 1)),
+                    # No event of the session holds a word of the query.
+                    semantic_only=session_id in self._semantic_only and not counts.get(session_id),
+                )
+            )
+        return self._told_apart(hits)
+
+    def _told_apart(self, hits: list[SessionHit]) -> list[SessionHit]:
+        """Sessions whose excerpts are the same text (copied events) get their own line."""
+        by_excerpt: dict[str, list[str]] = {}
+        for hit in hits:
+            by_excerpt.setdefault(hit.excerpt, []).append(hit.header.session_id)
+        copies = [ids for ids in by_excerpt.values() if len(ids) > 1]
+        if not copies:
+            return hits
+        own: dict[str, str] = {}
+        for group in copies[:_MAX_COPY_GROUPS]:
+            own.update(own_lines(self._fetch, group))
+        return [
+            replace(hit, own_line=own.get(hit.header.session_id))
+            if hit.header.session_id in own
+            else hit
+            for hit in hits
+        ]
+
+    def _best_not_title(self, query: tantivy.Query, session_id: str) -> int | None:
+        narrowed = tantivy.Query.boolean_query(
+            [
+                (tantivy.Occur.Must, query),
+                (tantivy.Occur.Must, tantivy.Query.term_query(SCHEMA, "sid", session_id)),
+                (tantivy.Occur.MustNot, tantivy.Query.term_query(SCHEMA, "type", TITLE_TYPE)),
+            ]
+        )
+        best = top(self._searcher, narrowed, 1)
+        return min(best, key=lambda c: (-c.score, c.seq)).event_id if best else None
+
+    def _unmatched(self) -> tuple[str, ...]:
+        missing: list[str] = []
+        for group in self._plan.required:
+            query = excluding(
+                self._builder.one_group(group, self._scope.minimal), self._scope.excluded
+            )
+            if count(self._searcher, query) == 0:
+                missing.extend(term.text for term in group)
+        return tuple(missing)
+
+    def _matches_unfiltered(self) -> bool:
+        query = excluding(self._builder.partial(self._scope.minimal), self._scope.excluded)
+        candidates = top(self._searcher, query, 50)
+        if not candidates:
+            return False
+        found = self._fetch(
+            "SELECT 1 FROM events e JOIN sessions s ON s.session_id = e.session_id"
+            " WHERE e.id IN (SELECT value FROM json_each(:cand)) AND +s.cwd = :cwd LIMIT 1",
+            {"cand": rows.json_list(c.event_id for c in candidates), "cwd": self._cwd},
+        )
+        return bool(found)
+
+
+def load_events(
+    fetch: Fetch, event_ids: Sequence[int], plan: QueryPlan, *, cwd: str, semantic: Set[int] = _NONE
+) -> dict[int, tuple[Any, Any, str]]:
+    """Header, summary and excerpt of each event, still in ``cwd`` (checked again)."""
+    # Here and wherever candidates are checked against a workspace or a session: the
+    # unary ``+`` keeps SQLite from driving the join by the cwd (or session) index, which
+    # walks every event of the workspace (~16 ms for 60 ids at 1M events / 24
+    # workspaces) instead of looking the ids up by primary key (~0.3-0.7 ms).
+    found = fetch(
+        f"SELECT e.id, {rows.HEADER_COLS}, {rows.EVENT_COLS}, e.body FROM events e"
+        " JOIN sessions s ON s.session_id = e.session_id"
+        " WHERE e.id IN (SELECT value FROM json_each(:ids)) AND +s.cwd = :cwd",
+        {"ids": rows.json_list(event_ids), "cwd": cwd},
+    )
+    light = highlighter(plan)
+    excerpts = _excerpts(fetch, ((int(r[0]), r[-1]) for r in found), light, semantic)
+    loaded: dict[int, tuple[Any, Any, str]] = {}
+    for r in found:
+        header = rows.header(r[1 : 1 + rows.HEADER_WIDTH])
+        summary = rows.summary(r[1 + rows.HEADER_WIDTH : -1])
+        excerpt = excerpts.get(int(r[0])) or rows.preview(r[-2])
+        loaded[int(r[0])] = (header, summary, excerpt)
+    return loaded
+
+
+def bodies(
+    fetch: Fetch, event_ids: Iterable[int], light: Highlighter, semantic: Set[int] = _NONE
+) -> dict[int, str]:
+    """Excerpts of the named events (see ``_excerpts``)."""
+    ids = list(event_ids)
+    if not ids:
+        return {}
+    found = fetch(
+        "SELECT id, body FROM events WHERE id IN (SELECT value FROM json_each(:ids))",
+        {"ids": rows.json_list(ids)},
+    )
+    return _excerpts(fetch, ((int(event_id), body) for event_id, body in found), light, semantic)
+
+
+def _excerpts(
+    fetch: Fetch, bodies: Iterable[tuple[int, str]], light: Highlighter, semantic: Set[int]
+) -> dict[int, str]:
+    """Excerpts from each event's stored text, or from its whole payload when the match
+    lies past the stored text's cap (a long tool output). A ``semantic`` event (found by
+    meaning alone) with no match in its stored text is not searched further: its words
+    are not in the index's list for the query, and its preview shows it."""
+    excerpts: dict[int, str] = {}
+    missing: list[int] = []
+    for event_id, body in bodies:
+        excerpt = light.excerpt(body)
+        if excerpt is not None:
+            excerpts[event_id] = excerpt
+        elif event_id not in semantic:
+            missing.append(event_id)
+    if missing:
+        for event_id, raw in fetch(
+            "SELECT id, raw_json FROM events WHERE id IN (SELECT value FROM json_each(:ids))",
+            {"ids": rows.json_list(missing)},
+        ):
+            payload = orjson.loads(raw).get("payload")
+            excerpt = light.excerpt(searchable_text(payload, INDEX_TEXT_CAP_BYTES))
+            if excerpt is not None:
+                excerpts[int(event_id)] = excerpt
+    return excerpts

@@ -1,0 +1,364 @@
+"""The readers' side of the search index: a commit to search (``SearchIndexReader``,
+``IndexView``), the queries a plan becomes (``QueryBuilder``, ``scope_clauses``) and the
+searches (``top``, ``count``, ``session_counts``). Every hit is a candidate SQL confirms."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+import tantivy
+
+from worker.store.search import ranking
+from worker.store.search.query import PlanTerm, QueryPlan
+from worker.store.search.search_index import (
+    CONVERSATION_MARK,
+    LONG_MARK,
+    SCHEMA,
+    SHORT_MARK,
+    TITLE_MARK,
+    Position,
+    open_index,
+    read_position,
+    search_index_path,
+    workspace_key,
+)
+from worker.store.search.time_words import TimeRange
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    event_id: int
+    score: float  # higher is better (``ranking``)
+    seq: int  # the event's position in its session: the total order's last key
+
+    @property
+    def coverage(self) -> int:
+        return ranking.coverage_of(self.score)
+
+    @property
+    def holds_all(self) -> bool:
+        """The event holds every required group."""
+        return ranking.holds_all(self.score)
+
+
+@dataclass(frozen=True, slots=True)
+class IndexView:
+    """One commit of the search index: its searcher and the store's stream sequence the
+    commit covers (no document of it is past that)."""
+
+    searcher: tantivy.Searcher
+    covers_stream_seq: int
+    # Whether the commit may hold deleted documents of a workspace (a purge was applied):
+    # the engine's document frequencies count those until segments merge, so counts are
+    # then read by a search instead (exact on every replica, whatever its merges).
+    purged: bool = False
+
+    def doc_freq(self, field: str, token: str) -> int:
+        """Live events holding ``token`` (a workspace-prefixed term)."""
+        if self.purged:
+            return count(self.searcher, tantivy.Query.term_query(SCHEMA, field, token))
+        return int(self.searcher.doc_freq(field, token))
+
+
+class SearchIndexReader:
+    """Searches of the index, as of its last commit. Thread-safe for concurrent searches."""
+
+    def __init__(self, path: Path) -> None:
+        self._path = path
+        self._index = open_index(path)
+        self._index.config_reader("Manual")
+        self._meta_stamp: tuple[int, int] | None = None
+        self._position = Position()
+        self._view = IndexView(self._index.searcher(), 0)
+        self.refresh()
+
+    @classmethod
+    def open(cls, db_path: str | Path) -> SearchIndexReader | None:
+        path = search_index_path(db_path)
+        if not (path / "meta.json").exists():
+            return None
+        return cls(path)
+
+    def refresh(self) -> Position:
+        """Take the latest commit when the index changed (one stat call otherwise)."""
+        try:
+            st = os.stat(self._path / "meta.json")
+        except FileNotFoundError:
+            return self._position
+        stamp = (st.st_mtime_ns, st.st_size)
+        if stamp != self._meta_stamp:
+            self._index.reload()
+            searcher = self._index.searcher()
+            self._position = read_position(searcher)
+            # One attribute: a search never pairs one commit's searcher with another's
+            # position.
+            self._view = IndexView(
+                searcher, self._position.stream_seq, purged=self._position.deletion_id > 0
+            )
+            self._meta_stamp = stamp
+        return self._position
+
+    @property
+    def position(self) -> Position:
+        return self._position
+
+    def view(self) -> IndexView:
+        return self._view
+
+    def doc_count(self) -> int:
+        return int(self._view.searcher.num_docs)
+
+
+class QueryBuilder:
+    """Turns a ``QueryPlan`` into tantivy queries for one workspace's key, scored as
+    ``worker.store.search.ranking`` says: constant-score clauses weighted from the workspace's own
+    counts (read once per query, from the searched commit)."""
+
+    def __init__(
+        self, plan: QueryPlan, ws: str, view: IndexView, favour: Sequence[TimeRange] = ()
+    ) -> None:
+        self.plan = plan
+        self._key = workspace_key(ws)
+        self._view = view
+        self._weights: ranking.Weights | None = None
+        self._favour = favour
+
+    @property
+    def weights(self) -> ranking.Weights:
+        if self._weights is None:
+            self._weights = ranking.weights(self.plan, self._key, self._view.doc_freq)
+        return self._weights
+
+    def term(self, term: PlanTerm) -> tantivy.Query:
+        """What one term matches: its exact words, or (unquoted) their derived forms."""
+        exact_q = self._exact(term)
+        if term.quoted and not any(w.cjk for w in term.words):
+            return exact_q
+        derived = [self._key + d for w in term.words for d in w.derived]
+        return _any([exact_q, _phrase("nm", derived)])
+
+    def _exact(self, term: PlanTerm) -> tantivy.Query:
+        return _phrase("ex", [self._key + w.exact for w in term.words])
+
+    def group(self, group: Sequence[PlanTerm]) -> tantivy.Query:
+        return _any([self.term(t) for t in group])
+
+    def all_words(self, scope: Sequence[tantivy.Query]) -> tantivy.Query:
+        """Every required group must match, so every hit has the all-groups bit (scored by
+        the clause that requires them); function words count only in the phrase bonus."""
+        required = [self.group(g) for g in self.plan.required]
+        matched = _const(_all(required), ranking.ALL_BIT)
+        scoring = self._scoring(required, all_bit=False)
+        return self._with([(tantivy.Occur.Must, matched), *scoring], scope)
+
+    def partial(self, scope: Sequence[tantivy.Query]) -> tantivy.Query:
+        """Any required group; ranked by the workspace-weighted share of groups held."""
+        required = [self.group(g) for g in self.plan.required]
+        scoring = self._scoring(required, all_bit=True)
+        return self._with([(tantivy.Occur.Must, _filter(_any(required))), *scoring], scope)
+
+    def one_group(self, group: Sequence[PlanTerm], scope: Sequence[tantivy.Query]) -> tantivy.Query:
+        return self._with([(tantivy.Occur.Must, _filter(self.group(group)))], scope)
+
+    def _scoring(
+        self, required: Sequence[tantivy.Query], *, all_bit: bool
+    ) -> list[tuple[tantivy.Occur, tantivy.Query]]:
+        """The optional clauses that make the score (``ranking``'s coverage, bonuses and,
+        with ``all_bit``, the all-groups bit); ``required``: the plan's groups' queries."""
+        weights = self.weights
+        key = self._key
+        # Scattered words count half in a long event; one word cannot be scattered.
+        split = len(required) > 1
+        long = _term("nm", key + LONG_MARK)
+        scoring: list[tantivy.Query] = []
+        for group, query, cover, exact in zip(
+            self.plan.required, required, weights.cover, weights.exact, strict=True
+        ):
+            if split:
+                half = ranking.COVER_SCALE * cover // 2
+                scoring.append(_const(query, half))
+                scoring.append(_const(_all([query], but=long), half))
+            else:
+                scoring.append(_const(query, ranking.COVER_SCALE * cover))
+            if exact:
+                scoring.append(_const(_any([self._exact(t) for t in group]), exact))
+        if all_bit:
+            scoring.append(_const(_all(required), ranking.ALL_BIT))
+        phrase = ranking.phrase_tokens(self.plan)
+        if phrase:
+            tokens = [key + t for t in phrase]
+            scoring.append(_const(_phrase("ex", tokens), ranking.PHRASE_BONUS))
+        near = ranking.near_tokens(self.plan)
+        if near:
+            slop = ranking.NEAR_SLOP_PER_WORD * (len(near) - 1)
+            near_q = _phrase("nm", [key + t for t in near], slop)
+            scoring.append(_const(near_q, ranking.NEAR_BONUS))
+            if split:  # near each other in a long event: the other half back
+                restore = ranking.COVER_SCALE * ranking.COVER_UNITS // 2
+                scoring.append(_const(_all([near_q, long]), restore))
+        scoring.append(_const(_term("nm", key + TITLE_MARK), ranking.TITLE_BONUS))
+        scoring.append(_const(_term("nm", key + SHORT_MARK), ranking.SHORT_BONUS))
+        if self.plan.natural_language:
+            mark = _term("nm", key + CONVERSATION_MARK)
+            scoring.append(_const(mark, ranking.CONVERSATION_BONUS))
+        if self._favour:
+            spans = [_range("time", tantivy.FieldType.Integer, a, b) for a, b in self._favour]
+            scoring.append(_const(_any(spans), ranking.COVER_SCALE * ranking.TIME_UNITS))
+        return [(tantivy.Occur.Should, q) for q in scoring]
+
+    def _with(
+        self, clauses: list[tuple[tantivy.Occur, tantivy.Query]], scope: Sequence[tantivy.Query]
+    ) -> tantivy.Query:
+        clauses = list(clauses)
+        clauses += [(tantivy.Occur.Must, _filter(q)) for q in scope]
+        clauses += [(tantivy.Occur.MustNot, self.term(t)) for t in self.plan.excluded]
+        return tantivy.Query.boolean_query(clauses)
+
+
+def _any(queries: Sequence[tantivy.Query]) -> tantivy.Query:
+    if len(queries) == 1:
+        return queries[0]
+    return tantivy.Query.boolean_query([(tantivy.Occur.Should, q) for q in queries])
+
+
+def _all(queries: Sequence[tantivy.Query], but: tantivy.Query | None = None) -> tantivy.Query:
+    """Every one of ``queries`` (and not ``but``), scoring nothing of its own."""
+    if len(queries) == 1 and but is None:
+        return queries[0]
+    clauses = [(tantivy.Occur.Must, _filter(q)) for q in queries]
+    if but is not None:
+        clauses.append((tantivy.Occur.MustNot, but))
+    return tantivy.Query.boolean_query(clauses)
+
+
+def _term(field: str, token: str) -> tantivy.Query:
+    return tantivy.Query.term_query(SCHEMA, field, token)
+
+
+def _const(query: tantivy.Query, score: int) -> tantivy.Query:
+    return tantivy.Query.const_score_query(query, float(score))
+
+
+def _phrase(field: str, tokens: Sequence[str], slop: int = 0) -> tantivy.Query:
+    if len(tokens) == 1:
+        return _term(field, tokens[0])
+    return tantivy.Query.phrase_query(SCHEMA, field, list(tokens), slop)
+
+
+def _filter(query: tantivy.Query) -> tantivy.Query:
+    """A clause that restricts without scoring."""
+    return tantivy.Query.const_score_query(query, 0.0)
+
+
+def scope_clauses(
+    *,
+    snapshot_seq: int,
+    covered_seq: int | None = None,
+    session_ids: Sequence[str] | None = None,
+    exclude_session_ids: Sequence[str] = (),
+    types: Sequence[str] | None = None,
+    surfaces: Sequence[str] | None = None,
+    time_from_ms: int | None = None,
+    time_to_ms: int | None = None,
+    seq_from: int | None = None,
+    seq_to: int | None = None,
+) -> tuple[list[tantivy.Query], list[str]]:
+    """(restricting clauses, session ids to exclude). SQL re-checks every one of these.
+
+    ``covered_seq``: the stream sequence the searched commit covers. When the snapshot is
+    not older, no document can be past it and the snapshot's range is left out (a range
+    over a number unique per event cost ~1 ms per query at 1M events)."""
+    clauses: list[tantivy.Query] = []
+    if covered_seq is None or covered_seq > snapshot_seq:
+        clauses.append(_range("sseq", tantivy.FieldType.Unsigned, 0, snapshot_seq))
+    if session_ids is not None:
+        clauses.append(tantivy.Query.term_set_query(SCHEMA, "sid", list(session_ids)))
+    if types is not None:
+        clauses.append(tantivy.Query.term_set_query(SCHEMA, "type", list(types)))
+    if surfaces is not None:
+        clauses.append(tantivy.Query.term_set_query(SCHEMA, "surface", list(surfaces)))
+    if time_from_ms is not None or time_to_ms is not None:
+        clauses.append(_range("time", tantivy.FieldType.Integer, time_from_ms, time_to_ms))
+    if seq_from is not None or seq_to is not None:
+        clauses.append(_range("seq", tantivy.FieldType.Unsigned, seq_from, seq_to))
+    return clauses, list(exclude_session_ids)
+
+
+def _range(field: str, kind: tantivy.FieldType, low: int | None, high: int | None) -> tantivy.Query:
+    if kind == tantivy.FieldType.Unsigned:
+        low = None if low is None else max(0, low)
+        if high is not None and high < 0:
+            return tantivy.Query.empty_query()
+    return tantivy.Query.range_query(SCHEMA, field, kind, low, high)
+
+
+def excluding(query: tantivy.Query, session_ids: Sequence[str]) -> tantivy.Query:
+    if not session_ids:
+        return query
+    return tantivy.Query.boolean_query(
+        [
+            (tantivy.Occur.Must, query),
+            (tantivy.Occur.MustNot, tantivy.Query.term_set_query(SCHEMA, "sid", list(session_ids))),
+        ]
+    )
+
+
+# Hits asked for past the limit at once, to see where a run of equal scores ends.
+_TIE_LOOKAHEAD: Final = 16
+
+
+def top(searcher: tantivy.Searcher, query: tantivy.Query, limit: int) -> list[Candidate]:
+    """The best ``limit`` events and every event that ties with the last of them, best
+    first. Taking whole runs of equal scores makes the set independent of the engine's
+    internal document order (segments, merges, batch sizes); callers order it by
+    ``ranking.order_key``."""
+    if limit <= 0:
+        return []
+    want = limit + _TIE_LOOKAHEAD
+    while True:
+        hits = searcher.search(query, want, count=False, weight_by_field="prior").hits
+        if len(hits) <= limit:
+            break
+        boundary = hits[limit - 1][0]
+        if len(hits) < want or hits[-1][0] != boundary:
+            hits = [hit for i, hit in enumerate(hits) if i < limit or hit[0] == boundary]
+            break
+        want *= 2  # the run of equal scores goes on past what was fetched
+    if not hits:
+        return []
+    addresses = [address for _, address in hits]
+    ids = searcher.fast_field_values("id", addresses)
+    seqs = searcher.fast_field_values("seq", addresses)
+    return [
+        Candidate(int(event_id), float(score), int(seq or 0))
+        for (score, _), event_id, seq in zip(hits, ids, seqs, strict=True)
+        if event_id is not None
+    ]
+
+
+def count(searcher: tantivy.Searcher, query: tantivy.Query) -> int:
+    found: int | None = searcher.search(query, 1, count=True).count  # type: ignore[attr-defined]
+    return int(found or 0)
+
+
+def session_counts(
+    searcher: tantivy.Searcher, query: tantivy.Query, session_ids: Sequence[str]
+) -> dict[str, int]:
+    """Matching events per session, for the named sessions only."""
+    if not session_ids:
+        return {}
+    scoped = tantivy.Query.boolean_query(
+        [
+            (tantivy.Occur.Must, query),
+            (tantivy.Occur.Must, tantivy.Query.term_set_query(SCHEMA, "sid", list(session_ids))),
+        ]
+    )
+    result = searcher.aggregate(
+        scoped, {"by_session": {"terms": {"field": "sid", "size": len(session_ids)}}}
+    )
+    buckets = result.get("by_session", {}).get("buckets", [])
+    return {str(b["key"]): int(b["doc_count"]) for b in buckets}
