@@ -17,6 +17,8 @@ questions are).
   one to show, not a turn that only names the person.
 - ``conv_dated``: one topic in two sessions of different months, asked "in March 2025":
   only the date tells the sessions apart (the session's events carry the date).
+- ``conv_meaning``: the facts asked in other words ("What pet did Maya bring home?" for a
+  rescue greyhound): only the name is a word in common, so meaning has to find them.
 
 Everything is written for the bench; nothing comes from a transcript or another corpus.
 """
@@ -33,7 +35,10 @@ from typing import TYPE_CHECKING, Final
 if TYPE_CHECKING:
     from bench.relevance_corpus import Session
 
-CATEGORIES: Final = ("conv_single", "conv_wrong_person", "conv_dated")
+CATEGORIES: Final = ("conv_single", "conv_wrong_person", "conv_dated", "conv_meaning")
+# Questions in words the conversation does not use: lexical search finds them by the name
+# at most (exempt, like the paraphrases, from "every query word is in the session").
+IN_OTHER_WORDS: Final = "conv_meaning"
 SESSIONS: Final = 10
 TURNS: Final = 12  # per session, planted turns included
 PEOPLE: Final = (("Maya", "Jon"), ("Priya", "Tomas"), ("Lena", "Marco"))
@@ -44,12 +49,14 @@ _DAYS_APART: Final = 17
 @dataclass(frozen=True, slots=True)
 class Fact:
     """A planted exchange: ``turns`` as (speaker 0 or 1, text with ``{a}`` and ``{b}``
-    for the two names); the question asked about it (``{a}`` names who said it) and the
-    same question about the wrong person (``{b}``), when it has one."""
+    for the two names); the question asked about it (``{a}`` names who said it), the
+    same question about the wrong person (``{b}``) when it has one, and the question in
+    other words."""
 
     turns: tuple[tuple[int, str], ...]
     question: str
-    wrong_person: str | None = None
+    wrong_person: str | None
+    in_other_words: str  # the question in words the turns do not use (meaning alone)
 
 
 FACTS: Final = (
@@ -64,6 +71,7 @@ FACTS: Final = (
         ),
         "Where was the birthday party for the daughter of {a}?",
         "Where was the birthday party for the daughter of {b}?",
+        "How did {a}'s little girl celebrate getting a year older?",
     ),
     Fact(
         (
@@ -76,6 +84,7 @@ FACTS: Final = (
         ),
         "Which class did {a} sign up for at the community center?",
         None,
+        "What craft is {a} learning on weeknights?",
     ),
     Fact(
         (
@@ -88,6 +97,7 @@ FACTS: Final = (
         ),
         "What did {a} name the rescue dog?",
         "What did {b} name the rescue dog?",
+        "What pet did {a} bring home recently?",
     ),
     Fact(
         (
@@ -100,6 +110,7 @@ FACTS: Final = (
         ),
         "Where is the brother of {a} moving for a job?",
         "Where is the brother of {b} moving for a job?",
+        "Which city is {a}'s sibling relocating to?",
     ),
     Fact(
         (
@@ -112,6 +123,7 @@ FACTS: Final = (
         ),
         "What was the time of {a} in the first half marathon?",
         "What was the time of {b} in the first half marathon?",
+        "How fast did {a} finish the long-distance run?",
     ),
     Fact(
         (
@@ -124,6 +136,7 @@ FACTS: Final = (
         ),
         "What was the book club novel of {a} about?",
         None,
+        "What story was {a}'s reading group discussing?",
     ),
     Fact(
         (
@@ -136,6 +149,7 @@ FACTS: Final = (
         ),
         "What colour did {a} paint the kitchen?",
         "What colour did {b} paint the kitchen?",
+        "Which room did {a} redecorate?",
     ),
     Fact(
         (
@@ -148,6 +162,7 @@ FACTS: Final = (
         ),
         "Which recipe did the grandmother of {a} teach?",
         "Which recipe did the grandmother of {b} teach?",
+        "What dish is {a} learning to cook from an older relative?",
     ),
 )
 
@@ -261,6 +276,7 @@ def build(
         labels.append(Label("conv_single", fact.question.format(**who), ids[s]))
         if fact.wrong_person is not None:
             labels.append(Label("conv_wrong_person", fact.wrong_person.format(**who), ids[s]))
+        labels.append(Label(IN_OTHER_WORDS, fact.in_other_words.format(**who), ids[s]))
     for (_, _, question), s in zip(DATED, dated_sessions, strict=True):
         month = _day_of(s).strftime("%B %Y")
         labels.append(Label("conv_dated", question.format(a=a, month=month), ids[s]))

@@ -58,6 +58,10 @@ CATEGORIES: Final = (
     # own, after everything else.
     *rconv.CATEGORIES,
 )
+# Questions in other words than their session's: lexical search cannot answer them (it is
+# what hybrid is for), so they are exempt from the lexical targets and from the check that
+# every query word is in the expected session.
+IN_OTHER_WORDS: Final = frozenset({"paraphrase", rconv.IN_OTHER_WORDS})
 
 # A planted turn: ("user" | "assistant", text), ("run", tool output), ("code", a tool
 # output that is source or grep lines), ("read" | "edit", a file path).
