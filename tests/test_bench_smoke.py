@@ -510,7 +510,7 @@ async def test_many_workspaces_bench_end_to_end(nats_url: str, tmp_path: Path) -
 
 
 def test_relevance_corpus_labels_hold_what_they_claim() -> None:
-    from bench import relevance_corpus
+    from bench import relevance_conversation, relevance_corpus
 
     config = relevance_corpus.RelevanceConfig(
         seed=4, noise_sessions=1, noise_events=8, long_kib=70, per_category=3
@@ -527,6 +527,10 @@ def test_relevance_corpus_labels_hold_what_they_claim() -> None:
             line = next(line for line, query, _ in relevance_corpus.LONG_LINES if query == q.query)
             outputs = [p["output"] for p in payloads if line in p.get("output", "")]
             assert outputs and all(o.encode().find(line.encode()) > 65536 for o in outputs)
+        elif q.category in relevance_conversation.CATEGORIES:
+            # the conversation's other sessions, in its own workspace, are the distractors
+            same = [sid for sid, (where, _) in sessions.items() if where == cwd]
+            assert len(same) == relevance_conversation.SESSIONS + 1  # and the caller
         elif q.category != "fork":
             # a distractor in the same workspace shares the needle's id prefix
             assert sessions[f"{q.expected}-d0"][0] == cwd
