@@ -11,8 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.store._corpus import Corpus, corpus_and_store, search
-from worker.signals import ExecutionSignal
+from tests.store._corpus import Corpus, corpus_and_store, search, search_in
 from worker.store.protocol import EventFilter, SessionSearchPage
 from worker.store.sqlite import SqliteSessionStore
 
@@ -90,14 +89,6 @@ async def test_event_search_favours_the_named_day(tmp_path: Path) -> None:
             ("release checklist 2025-03-09", [second, first]),
             ("release checklist on March 2, 2025", [first, second]),
         ):
-            page = await store.search_events(
-                query,
-                session_id="s",
-                events=EventFilter(),
-                cursor=None,
-                page_size=10,
-                signal=ExecutionSignal(),
-            )
-            assert page is not None
+            page = await search_in(store, query, "s")
             assert [hit.event.seq for hit in page.hits] == expected, query
             assert len(page.time_readings) == 1
