@@ -40,10 +40,20 @@ def test_identifiers_paths_errors_and_phrases_skip_the_semantic_path() -> None:
 
 def test_an_all_words_hit_ranks_above_every_semantic_only_hit() -> None:
     plan = compile_query("where did we fix the refund test")
-    lexical = [Lexical("partial", 1 / len(plan.required)), Lexical("all", 1.0)]
+    lexical = [Lexical("all", 1.0), Lexical("partial", 1 / len(plan.required))]
     order = fuse(plan, lexical, ["meaning", "partial"])
     assert order[0] == ("all", False)  # pinned, though the semantic list never named it
     assert ("meaning", True) in order and ("partial", False) in order
+
+
+def test_a_hit_lexical_ranks_above_an_all_words_hit_keeps_its_place() -> None:
+    # bench.relevance's natural_language: the answer (most of the words, near each other,
+    # in a message) ranks above a log holding every word scattered; meaning must not move
+    # the log above it (issue 21's fusion pinned the log alone, and the answer fell).
+    plan = compile_query("where did we fix the flaky date parsing test")
+    lexical = [Lexical("answer", 0.8), Lexical("fork", 0.6), Lexical("log", 1.0)]
+    order = [key for key, _ in fuse(plan, lexical, ["fork", "meaning"])]
+    assert order[:3] == ["answer", "fork", "log"]
 
 
 def test_with_an_identifier_in_the_query_every_lexical_hit_is_pinned() -> None:

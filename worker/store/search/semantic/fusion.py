@@ -3,8 +3,9 @@
 - A query whose every term is exact intent (an identifier, a path, an error fragment, a
   quoted phrase, a number) skips the semantic path: it asks for those characters.
 - Pinned lexical hits keep their lexical order above everything semantic: an event holding
-  every word of the query, and any lexical hit of a query with an exact-intent term in it
-  (the identifier's match ranks above a hit that only means something alike).
+  every word of the query and every lexical hit ranked above one, and any lexical hit of a
+  query with an exact-intent term in it (the identifier's match ranks above a hit that only
+  means something alike).
 - The rest, lexical partial matches and semantic hits, rank by evidence first: the share of
   the query's words a hit holds (each word weighted by its rarity in the workspace,
   ``worker.store.search.ranking``), in tiers of ``1/SHARE_TIERS``. A semantic hit counts as
@@ -77,7 +78,10 @@ def fuse(
     """Keys best first, each with whether it is a semantic-only hit. ``lexical`` and
     ``semantic`` are best first; a key may be in both."""
     pin_all = pins_lexical(plan)
-    pinned = [h.key for h in lexical if pin_all or h.share >= 1.0]
+    # Lexical order is kept down to the last hit holding every word: a hit ranked above it
+    # (a focused message above a log holding the words scattered) is at least as sure.
+    last = max((i for i, h in enumerate(lexical) if pin_all or h.share >= 1.0), default=-1)
+    pinned = [h.key for h in lexical[: last + 1]]
     pinned_set = set(pinned)
     evidence: dict[K, float] = {}
     score: dict[K, float] = {}
