@@ -8,7 +8,7 @@ STAMPS ?= $(VENV)
 RUN_STAMP := $(STAMPS)/.installed-run
 TEST_STAMP := $(STAMPS)/.installed-test
 
-.PHONY: run test test-slow lint bench demo cluster asyncapi ui-screenshots clean
+.PHONY: run test test-slow lint bench demo ui cluster asyncapi ui-screenshots clean
 
 $(RUN_STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -26,13 +26,17 @@ run: $(RUN_STAMP)
 demo: $(RUN_STAMP)
 	$(VENV)/bin/sessionquery demo
 
+# sessionquery ui against the worker make run started (NATS_URL when it printed another URL).
+ui: $(RUN_STAMP)
+	$(VENV)/bin/sessionquery ui
+
 # compose.yaml's topology as local processes: 3 clustered nats-servers, 2 workers, seeder, load.
 cluster: $(RUN_STAMP)
 	$(PY) -m deploy.local_cluster --seconds 30 --requests 2000 --workers 4 --shards '0-7;0-7;8-15;8-15'
 
 # Two processes (pytest-xdist), one test file at a time each (--dist loadfile, so what a
 # module's tests share is built once), each with its own nats-server: the suite mostly waits
-# on worker and writer processes, so two overlap well on CI's two cores (bench/README.md,
+# on worker and writer processes, so two overlap well on CI's two cores (bench/HISTORY.md,
 # "Suite time"). With NATS_URL set both would share that server, where the tests that ask
 # every worker by service name ($SRV.PING, $SRV.STATS) could hear the other's: one process.
 TEST_PROCESSES ?= $(if $(NATS_URL),0,2)

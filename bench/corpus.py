@@ -1,5 +1,7 @@
 """Deterministic corpus generator: sessions of agent work, as the SESSIONS stream carries them.
 
+Over 400 lines: one generator: plans, event bodies and publishing share the seeded model.
+
 ``plan_sessions(config)`` is cheap (one small record per session) and is what the load
 generator uses to know ids, seqs and workspaces; ``generate(config)`` streams event dicts
 in stream order with memory bounded by the number of sessions, never by events. The same

@@ -1,5 +1,7 @@
 """Floors: the least the machine can do for each job, measured in the same run as a bench.
 
+Over 400 lines: every floor the benches share, so each is measured one way.
+
 - ``raw_ingest``: the floor of the index layout: plain ``sqlite3`` ``executemany`` into the
   store's schema (events, relations, headers, the stream seq) in transactions of the
   writer's batch size, plus raw tantivy: ``add_document`` of the search index's documents

@@ -1,5 +1,7 @@
 """Load generator: all five tools in a realistic mix against a generated corpus.
 
+Over 400 lines: the request mix and the pacing it is driven by are one model of a fleet.
+
 It knows the corpus's sessions, seqs and workspaces from the generator's plan (the seed
 and sizes, or the sidecar file ``python -m bench.corpus`` writes), so every request names
 real ids: callers are corpus sessions, targets are mostly sessions of the caller's own

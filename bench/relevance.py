@@ -1,5 +1,7 @@
 """Relevance bench: does search find the session a model is looking for?
 
+Over 400 lines: one bench: the runs at 1x and at scale and their checks.
+
 Over the labelled corpus of ``bench.relevance_corpus`` (generated; no transcripts), every
 labelled query runs, in one run, through:
 

@@ -1,5 +1,7 @@
 """A labelled corpus for search relevance: generated sessions plus planted "needles".
 
+Over 400 lines: the labelled needles and the sessions that hide them are one corpus.
+
 ``build(config)`` returns the events (the event contract of ``bench.corpus``) and labelled
 queries ``(category, query, cwd, expected session id, caller session id)``. Everything is
 deterministic by seed. Nothing comes from real transcripts: the needle texts below are

@@ -40,7 +40,7 @@ async def ask_hybrid(
     from worker.store.search.semantic.follower import SemanticFollower
 
     embedder = Embedder(threads=2)  # the bench has the machine: both cores
-    follower = SemanticFollower(db, embedder.passages)
+    follower = SemanticFollower(db, embedder)
     t0 = time.perf_counter()
     try:
         await asyncio.to_thread(follower.catch_up)

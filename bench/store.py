@@ -1,5 +1,7 @@
 """Store bench: ``search_sessions`` per query class vs the reference FTS5 floor; index size.
 
+Over 400 lines: one bench: its build, its floors and its report.
+
 The index (SQLite store and tantivy search index) is built through the real writer
 (``bench.corpus.write_index``); the reference floor is the search before issue 10, a global
 FTS5 table with a workspace token (``bench.floors.ReferenceFts``), in its own file built
@@ -45,7 +47,7 @@ from bench.report import (
 
 TARGET: Final = 0.3
 PARTIAL_TARGET: Final = 3.0
-# Today's SQLite + FTS5 index per million events (bench/README.md, 2026-12-02).
+# The SQLite + FTS5 index per million events before issue 10 (bench/HISTORY.md, 2026-12-02).
 SIZE_MIB_PER_MILLION: Final = 1048.0
 # The tool asks for one first page of 100 sessions.
 DEFAULT_PAGE_SIZE: Final = 100

@@ -1,6 +1,8 @@
 """Tools bench: each tool end to end over NATS through a real ``Worker``, against floors
 measured in the same run on the same nats-server and the same index file.
 
+Over 400 lines: one bench: each phase over NATS beside the floors it is compared with.
+
 1. Publish the corpus to a fresh SESSIONS stream; start a ``Worker`` (its own connection,
    a fresh index) and wait until it has ingested the stream.
 2. Floors: raw nats-py echo (1 KiB; sequential p50/p99, throughput with 64 in flight, the

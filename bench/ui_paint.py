@@ -82,7 +82,11 @@ def pages_of(config: corpus.CorpusConfig) -> list[tuple[str, str]]:
         ("search", f"/search?{ws}&q={'+'.join(vocab.COMMON[7:9])}"),
         ("timeline", f"/session?{ws}&id={plans[0].session_id}"),
         ("timeline, 1 MiB event", f"/session?{ws}&id={BIG_SESSION}"),
-        ("event JSON part", f"/event?{ws}&id={BIG_SESSION}&seq=2"),
+        ("event JSON part", f"/event?{ws}&id={BIG_SESSION}&seq=2&view=json"),
+        # The readable text of the 1 MiB event: parsed whole on the worker, a part sent.
+        ("event text part", f"/event?{ws}&id={BIG_SESSION}&seq=2"),
+        # A search hit followed: the timeline and the part of the event holding the match.
+        ("timeline at a hit", f"/session?{ws}&id={BIG_SESSION}&at=2&q={vocab.COMMON[7]}"),
         ("lineage", f"/lineage?{ws}&id={child.session_id}"),
         ("operations", "/ops"),
     ]

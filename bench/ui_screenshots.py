@@ -29,6 +29,7 @@ PAGES: Final = (
     ("ui-lineage", f"/lineage?{WS}&id={PAY_CHILD}"),
     ("ui-operations", "/ops"),
 )
+HIT_SEARCH: Final = f"/search?{WS}&q=flaky+refund+test"
 
 
 async def shoot(out: Path) -> list[Path]:
@@ -41,6 +42,16 @@ async def shoot(out: Path) -> list[Path]:
             target = out / f"{name}.png"
             await page.screenshot(path=str(target), full_page=False)
             saved.append(target)
+        # A search hit followed: its event in view, outlined, the match highlighted.
+        await page.goto(stack.server.base_url + HIT_SEARCH)
+        await page.locator("ol.hits li.hit a").first.click()
+        saved.append(out / "ui-hit.png")
+        await page.screenshot(path=str(saved[-1]), full_page=False)
+        # A phone's width: the sessions list fits, its table scrolls inside itself.
+        await page.set_viewport_size({"width": 390, "height": 844})
+        await page.goto(stack.server.base_url + f"/sessions?{WS}")
+        saved.append(out / "ui-phone-sessions.png")
+        await page.screenshot(path=str(saved[-1]), full_page=False)
     return saved
 
 

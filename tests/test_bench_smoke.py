@@ -1,5 +1,7 @@
 """The benches at tiny sizes: the generator is deterministic and valid, each bench runs.
 
+Over 400 lines: one smoke test per bench, each at a tiny size.
+
 No timing assertions: only that each bench produces a result with the expected keys.
 """
 
@@ -229,9 +231,10 @@ async def test_semantic_bench_end_to_end(tmp_path: Path) -> None:
     m = result["measurements"]
     assert m["events"] == config.total_events and m["embeddable_events"] > 0
     assert {s["threads"] for s in m["throughput"]} == {1, 2}
-    assert set(m["p50"]) == {"lexical", "hybrid", "control"} and m["vector_bytes"] > 0
+    assert set(m["p50"]) == {"lexical", "hybrid", "re-asked", "control"}
+    assert m["vector_bytes"] > 0 and 0.0 <= m["int8_recall"]["recall_at_10"] <= 1.0
     assert [c["name"] for c in result["checks"]] == [
-        f"hybrid p50 {kind}" for kind in vocabulary.QUERY_CLASSES
+        f"{side} p50 {kind}" for side in ("hybrid", "re-asked") for kind in vocabulary.QUERY_CLASSES
     ]
 
 
@@ -610,3 +613,13 @@ def test_search_ab_bench_end_to_end(tmp_path: Path) -> None:
         "search p50 (new vs base)",
         "search p99 (new vs base)",
     ]
+
+
+def test_whole_sources_bench_end_to_end(tmp_path: Path) -> None:
+    from bench import whole_sources
+
+    result = whole_sources.run(sessions=6, turns=2, repeats=1, work_dir=tmp_path)
+    _assert_result_shape(result, "whole_sources")
+    m = result["measurements"]
+    assert m["items"] == 6 * 2 * 4 + 4  # each turn: prompt, call, result, answer; one more
+    assert {"full_read_s", "stamp_query_s", "cached_reread_s"} <= set(m)

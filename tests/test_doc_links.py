@@ -1,11 +1,11 @@
 """Every link in the repository's markdown points at something that exists.
 
-README.md, docs/*.md and bench/README.md: a relative link must name a file or directory
-inside the repository, and a ``#fragment`` must be a heading (GitHub's slug) or an explicit
-``id``/``name`` anchor of the markdown file it points into. External links (``http:``,
-``https:``, ``mailto:``) are not fetched. The markdown is parsed with markdown-it-py, so
-text that only looks like a link (in a code span, a fenced block or an HTML comment) is not
-checked, and reference-style links are.
+README.md, docs/*.md, bench/README.md and bench/HISTORY.md: a relative link must name a
+file or directory inside the repository, and a ``#fragment`` must be a heading (GitHub's
+slug) or an explicit ``id``/``name`` anchor of the markdown file it points into. External
+links (``http:``, ``https:``, ``mailto:``) are not fetched. The markdown is parsed with
+markdown-it-py, so text that only looks like a link (in a code span, a fenced block or an
+HTML comment) is not checked, and reference-style links are.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ def documents() -> list[Path]:
         ROOT / "README.md",
         *sorted((ROOT / "docs").glob("*.md")),
         ROOT / "bench" / "README.md",
+        ROOT / "bench" / "HISTORY.md",
     ]
 
 

@@ -1,5 +1,7 @@
 """A client written from docs/protocol.md alone: raw nats-py, no import of ``contracts``.
 
+Over 400 lines: the wire contract, section by section.
+
 It builds the envelope, parses every kind of reply, reads a spill with the standard object
 store client and checks its digest, cancels, publishes events at the documented size limit
 and reads a dead letter, all by the rules (and section numbers) of docs/protocol.md. The

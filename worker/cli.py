@@ -15,7 +15,7 @@ from collections.abc import Sequence
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "serve": ("worker.commands.serve", "run the worker (embedded nats-server when no URL)"),
     "import": ("worker.commands.importing", "publish agent session files to the stream"),
-    "watch": ("worker.importers.watch", "import session files and follow them as they grow"),
+    "watch": ("worker.commands.watching", "import session files and follow them as they grow"),
     "purge": ("worker.commands.purge", "remove sessions from the index (bumps the epoch)"),
     "call": ("worker.commands.call", "call one tool over NATS and print the reply"),
     "manifest": ("worker.commands.call", "print the tool manifest"),

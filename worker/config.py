@@ -97,6 +97,21 @@ class WorkerConfig(BaseModel):
         description="hybrid lexical + semantic search with a local model (needs the"
         " semantic extra)",
     )
+    # Bring your own embedder (issue 34): an OpenAI-compatible /v1/embeddings server in
+    # place of the bundled model; docs/semantic.md.
+    embedder: str = Field(
+        "",
+        description="with --semantic on: base URL of an OpenAI-compatible embeddings server"
+        " to use instead of the bundled model (empty: the bundled model)",
+    )
+    embedder_model: str = Field("", description="the model name sent to --embedder")
+    embedder_timeout_ms: int = Field(
+        10_000, ge=1, description="milliseconds one request to --embedder may take"
+    )
+    embedder_batch: int = Field(32, ge=1, le=2048, description="texts sent in one request")
+    embedder_concurrency: int = Field(
+        2, ge=1, le=64, description="requests to --embedder in flight at once"
+    )
     # Parallel lane (traces and reads)
     parallel_pool_size: int = Field(8, description="traces and reads running at once")
     parallel_queue_size: int = Field(32, description="traces and reads waiting before OVERLOADED")
@@ -198,11 +213,16 @@ _FLAGS: Final = {
 }
 
 
+# Never shown in help or an error: the embedder's URL may carry a user and password.
+_WORKER_SECRETS: Final = frozenset({"embedder"})
+
+
 def _worker_setting(
     name: str, path: tuple[str, ...], kind: Any, default: Any, help: str
 ) -> Setting:
     flags = _FLAGS.get(name, ("--" + name.replace("_", "-"),))
-    return Setting(name, path, kind, default, help, ENV_PREFIX + name.upper(), flags)
+    env = ENV_PREFIX + name.upper()
+    return Setting(name, path, kind, default, help, env, flags, secret=name in _WORKER_SECRETS)
 
 
 @functools.cache

@@ -20,6 +20,8 @@ higher one to raise its errors::
     │   ├── CorruptIndex, IndexLocked, IndexFileReplaced
     ├── SchemaVersionError
     ├── SnapshotRefused                                      a snapshot that does not check
+    ├── EmbedderUnavailable                                  semantic falls behind, lexical goes on
+    │   └── worker.store.search.semantic.remote._Transient   private: the ones retried
     ├── BatchNotAttempted, IndexWriteStopped                 the write path
     ├── WriterProcessError
     │   └── IndexFileLost                                    (also an IndexWriteStopped)
@@ -50,6 +52,9 @@ higher one to raise its errors::
                                                              none: shown on the ui's page
 
     worker.importers.publish.ImportFailed        an import cannot go on; told to the user
+    ├── worker.importers.registry.UnknownFormat              (also a ValueError)
+    └── worker.importers.plugin.UnreadableSource             one source; the others import
+        └── worker.importers.vscode_copilot.Refused          a chat file of an unknown version
     worker.retry.RetryStopped                    a retry's stop was set (shared module:
                                                  it imports nothing from worker)
 

@@ -1,5 +1,7 @@
 """Logging: structlog JSON lines (a console renderer when stderr is a terminal).
 
+Over 400 lines: one concern (what a log line may hold) whose redaction rules belong together.
+
 Every command, the runtime and the index writer's child process configure logging here, so
 it sits beside the layers (it imports nothing from ``worker``): the store may use it.
 

@@ -72,6 +72,11 @@ INGEST_APPLY: Final = RetryPolicy(first_s=0.05, max_s=5.0)
 # A search index step that failed (a full disk under the search index): the writer's child
 # keeps answering its pipe and tries again after these waits, one log line per failure.
 SEARCH_INDEX: Final = RetryPolicy(first_s=0.5, max_s=10.0)
+# A batch of passages sent to a remote embedder (``--embedder``) that failed in a way
+# that may pass: a few attempts, then the follower reports it and tries again later.
+EMBEDDER: Final = RetryPolicy(first_s=0.2, max_s=2.0, attempts=3)
+# The follower's next try after those attempts failed: an outage may last, so up to 30 s.
+EMBEDDER_OUTAGE: Final = RetryPolicy(first_s=1.0, max_s=30.0)
 # A search's enqueue during an election: a request is waiting, so short waits, and never
 # past its deadline.
 ENQUEUE: Final = RetryPolicy(first_s=0.05, max_s=0.5)

@@ -1,5 +1,7 @@
 """The worker: the index, ingestion, the tools and the NATS runtime, composed.
 
+Over 400 lines: the composition root, where the order the pieces open and close in is read.
+
 ``Worker.start`` opens the pieces in order on one ``AsyncExitStack``, each registering its
 close as it opens: the slow-consumer watch, the supervisor, the tools' source (by default
 this worker's index replica: store, writer, supervised ingestion), the spill bucket, the

@@ -30,7 +30,11 @@ def _serve_parser() -> argparse.ArgumentParser:
 
 
 # Settings whose text has a form of its own: a valid value that is not the default.
-_FORMED = {"partitions": "0-7,9"}
+_FORMED = {
+    "partitions": "0-7,9",
+    "embedder": "http://127.0.0.1:8000",
+    "embedder_model": "e5-small",
+}
 
 
 def _other_value(item: Setting) -> str:
@@ -191,3 +195,18 @@ def test_a_nats_secret_is_in_neither_help_nor_an_error(monkeypatch: pytest.Monke
     with pytest.raises(ConfigError) as caught:
         options_from_args(parser.parse_args(["--connect-attempts", "many"]))
     assert str(caught.value) == "--connect-attempts must be a whole number, got 'many'"
+
+
+def test_the_embedders_url_is_in_neither_help_nor_an_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``--embedder`` may carry a user and password, like a NATS URL."""
+    monkeypatch.setenv("SESSIONQUERY_EMBEDDER", "http://sq:hunter2-embed@10.0.0.5:8000")
+    monkeypatch.setenv("SESSIONQUERY_EMBEDDER_BATCH", "0")
+    parser = _serve_parser()
+    assert "hunter2" not in parser.format_help()
+    assert "--embedder-concurrency" in parser.format_help()
+    with pytest.raises(ConfigError) as caught:
+        config_from_args(parser.parse_args([]))
+    assert "SESSIONQUERY_EMBEDDER_BATCH" in str(caught.value)
+    assert "hunter2" not in str(caught.value)

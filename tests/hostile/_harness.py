@@ -1,5 +1,7 @@
 """Shared plumbing for the hostile-input tests: a real Worker over a real nats-server.
 
+Over 400 lines: the hostile tests' one worker, requester and reply checks.
+
 Hypothesis tests are synchronous, so the worker, its NATS connection and the requester
 live on an event loop in a background thread (``LoopThread``); a test submits coroutines to
 it. ``LiveWorker`` publishes events to a per-test SESSIONS stream, starts the composed

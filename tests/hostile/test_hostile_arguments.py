@@ -1,5 +1,7 @@
 """Fuzzed tool arguments against a real Worker over NATS, real SQLite.
 
+Over 400 lines: every argument of every tool, hostile, in one place.
+
 Three properties, each for every tool:
 
 - arguments generated from the tool's own JSON Schema (from the manifest) and arbitrary

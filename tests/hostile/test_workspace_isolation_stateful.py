@@ -1,6 +1,8 @@
 """Three workspaces, interleaved ingestion and tool calls: nothing of B ever reaches A,
 and G cannot stall, steer or read A.
 
+Over 400 lines: one state machine and its invariants.
+
 A hypothesis state machine (bounded: a few runs of a few dozen steps, a fresh Worker per
 run) publishes sessions and events to the workspaces while calling all five tools as
 sessions of workspace A. Workspace B's sessions carry canary words in every event and

@@ -9,6 +9,7 @@ from pathlib import Path
 import orjson
 import pytest
 
+from contracts.events import Refusal, validate_event
 from contracts.ids import ID_PATTERN
 from tests.importers._corpus import (
     AIDER_FILE,
@@ -26,7 +27,6 @@ from tests.importers._corpus import (
 from worker.importers.base import SpawnLinks, iso_time, safe_id
 from worker.importers.detect import detect
 from worker.importers.pipeline import convert_file
-from worker.store.index.writer import parse_event
 
 ALL = [
     ("claude-code", CLAUDE_MAIN),
@@ -43,7 +43,7 @@ def test_every_event_passes_the_index_checks_and_numbering_is_contiguous(
     outs, tally = convert_file(fmt, path, assume_tz=UTC)
     assert outs and tally.events == len(outs)
     for out in outs:
-        assert not isinstance(parse_event(out.body, max_event_bytes=1 << 20), str)
+        assert not isinstance(validate_event(out.body, max_event_bytes=1 << 20), Refusal)
         assert out.msg_id == f"{out.session_id}:{out.seq}"
     for session_id, events in by_session(bodies(outs)).items():
         assert re.fullmatch(ID_PATTERN.strip("^$"), session_id)

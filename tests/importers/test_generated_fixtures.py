@@ -10,12 +10,12 @@ from typing import Any
 import orjson
 import pytest
 
+from contracts.events import Refusal, validate_event
 from tests.importers import fixture_gen as gen
 from tests.importers._corpus import bodies
 from worker.importers import make_converter
 from worker.importers.base import Converter, SpawnLinks, Tally, safe_id
 from worker.importers.pipeline import convert_file
-from worker.store.index.writer import parse_event
 
 FRESH_FILE = gen.PROJECT / f"{gen.FRESH}.jsonl"
 AGENT_FILE = gen.PROJECT / gen.FRESH / "subagents" / f"agent-{gen.AGENT}.jsonl"
@@ -39,7 +39,7 @@ def _convert(
     outs, tally = convert_file(fmt, path, links=links)
     assert not tally.problems
     for out in outs:
-        assert not isinstance(parse_event(out.body, max_event_bytes=1 << 20), str)
+        assert not isinstance(validate_event(out.body, max_event_bytes=1 << 20), Refusal)
     return bodies(outs), tally
 
 

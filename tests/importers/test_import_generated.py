@@ -14,9 +14,8 @@ import pytest_asyncio
 from nats.aio.client import Client as NATS
 
 from contracts.subjects import Subjects
-from tests._harness import config_for, until
 from tests.importers import fixture_gen as gen
-from tests.importers.test_import_tools import ask, import_args, sessionquery
+from tests.importers.test_import_tools import ask, import_args, indexed, sessionquery
 from worker.importers.base import SpawnLinks, safe_id
 from worker.importers.pipeline import convert_file
 from worker.worker import Worker
@@ -83,17 +82,8 @@ async def imported(
     assert f"published {expected} events ({expected} already in the stream)" in second.stderr
     js = nc.jetstream()
     assert (await js.stream_info(subjects.events_stream)).state.messages == expected
-    worker = await Worker.start(nc, config_for(subjects, tmp_path))
-    try:
-
-        async def caught_up() -> bool:
-            return (await worker.indexed_through()) == expected
-
-        await until(caught_up, within=20)
+    async with indexed(nc, subjects, tmp_path, expected) as worker:
         yield worker
-    finally:
-        await worker.stop()
-        await js.delete_stream(subjects.events_stream)
 
 
 def _title_lines(text: str) -> dict[str, str]:

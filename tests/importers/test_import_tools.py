@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -30,9 +31,9 @@ from worker.worker import Worker
 EXPECTED_EVENTS = 36
 
 
-def sessionquery(*args: str) -> subprocess.CompletedProcess[str]:
+def sessionquery(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     done = subprocess.run(
-        [sys.executable, "-m", "worker.cli", *args], capture_output=True, timeout=60
+        [sys.executable, "-m", "worker.cli", *args], capture_output=True, timeout=60, env=env
     )
     return subprocess.CompletedProcess(
         done.args, done.returncode, done.stdout.decode(), done.stderr.decode()
@@ -71,17 +72,26 @@ async def imported(
     assert f"({EXPECTED_EVENTS} already in the stream)" in second.stderr
     assert "dead-letter" not in second.stderr, second.stderr
     assert (await js.stream_info(subjects.events_stream)).state.messages == EXPECTED_EVENTS
+    async with indexed(nc, subjects, tmp_path, EXPECTED_EVENTS) as worker:
+        yield worker
+
+
+@contextlib.asynccontextmanager
+async def indexed(
+    nc: NATS, subjects: Subjects, tmp_path: Path, events: int
+) -> AsyncIterator[Worker]:
+    """A worker that has indexed the stream's first ``events``; the stream deleted after."""
     worker = await Worker.start(nc, config_for(subjects, tmp_path))
     try:
 
         async def caught_up() -> bool:
-            return (await worker.indexed_through()) == EXPECTED_EVENTS
+            return (await worker.indexed_through()) == events
 
         await until(caught_up, within=20)
         yield worker
     finally:
         await worker.stop()
-        await js.delete_stream(subjects.events_stream)
+        await nc.jetstream().delete_stream(subjects.events_stream)
 
 
 async def ask(nc: NATS, worker: Worker, tool: str, caller: str, **args: Any) -> str:

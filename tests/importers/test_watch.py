@@ -53,10 +53,10 @@ def watch_command(
     ]  # fmt: skip
 
 
-def start(command: list[str]) -> subprocess.Popen[bytes]:
+def start(command: list[str], env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
     # stderr goes to a file, so a test can wait for what the process said so far.
     log = tempfile.NamedTemporaryFile(prefix="watch-", suffix=".log", delete=False)  # noqa: SIM115
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=log)
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=log, env=env)
     log.close()
     _logs[process.pid] = Path(log.name)
     return process

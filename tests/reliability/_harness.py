@@ -1,6 +1,8 @@
 """What the reliability tests share: worker processes, a paced event feed, a requester that
 accounts for every request, and the index-versus-stream comparison.
 
+Over 400 lines: the reliability tests' processes, feed and accounting, shared.
+
 Everything here is loopback only and bounded; a process is only ever signalled by the pid
 this module started.
 """

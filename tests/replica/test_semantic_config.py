@@ -33,12 +33,16 @@ def test_serve_says_in_one_line_whether_semantic_search_is_on() -> None:
     assert off.endswith(f"the semantic extra is {installed})")
     assert on.startswith("semantic search: on")
     assert runtime_semantic.load_embedder(WorkerConfig()) is None
+    # With --embedder: the line names the remote model, never the URL (it may hold a password).
+    remote = WorkerConfig(semantic="on", embedder="http://u:pw@10.0.0.5:8000", embedder_model="e5")
+    said = runtime_semantic.describe(remote)
+    assert "remote embedder e5" in said and "10.0.0.5" not in said and "pw" not in said
 
 
 def test_semantic_on_without_the_extra_refuses_with_the_install_line(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(semantic, "available", lambda: False)  # as in a base install
+    monkeypatch.setattr(semantic, "available", lambda **_: False)  # as in a base install
     with pytest.raises(ConfigError, match=r"\[semantic\]"):
         runtime_semantic.load_embedder(WorkerConfig(semantic="on"))
 

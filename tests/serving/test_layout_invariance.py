@@ -1,5 +1,7 @@
 """Replies are the same bytes whatever the layout (issue 19).
 
+Over 400 lines: the layouts, their corpus and the byte comparison are one test.
+
 One events stream of four partitions, two layouts over it: A, one worker holding every
 partition; B, two workers holding 0-1 and 2-3. Each layout has its own tool prefix and
 search queue (an all-partitions search consumer overlaps every shard's), and every request

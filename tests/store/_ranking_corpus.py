@@ -1,5 +1,7 @@
 """A generated, deterministic corpus for the ranking-invariance property test (issue 29).
 
+Over 400 lines: one generated corpus with its workspaces and queries.
+
 Several workspaces of realistic agent-session text (short chats, long sessions with pasted
 logs and stack traces, identifiers and paths, Chinese and Japanese), shaped so that a
 ranking that leans on anything but the caller's workspace and an explicit total order

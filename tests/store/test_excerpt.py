@@ -5,7 +5,13 @@ from __future__ import annotations
 
 import re
 
-from worker.store.search.excerpt import WINDOW_CHARS, highlighter
+from worker.store.search.excerpt import (
+    WINDOW_CHARS,
+    highlighter,
+    mark_matches,
+    plain_excerpt,
+    split_excerpt,
+)
 from worker.store.search.query import compile_query
 
 FILLER = "The notes of the day said the team had a plan for the build and the release. "
@@ -41,3 +47,31 @@ def test_a_query_of_function_words_or_a_phrase_is_highlighted_as_written() -> No
     assert alone is not None and _bracketed(alone) == ["on", "the"]
     phrase = highlighter(compile_query('"work on the bead"')).excerpt(TEXT)
     assert phrase is not None and _bracketed(phrase) == ["work on the bead"]
+
+
+def test_literal_brackets_are_escaped_so_a_bare_bracket_is_a_mark() -> None:
+    text = "- [X] pinned the refund ledger; pip printed [end of output] and a\\[0] path C:\\tmp"
+    excerpt = highlighter(compile_query("refund")).excerpt(text)
+    assert excerpt is not None
+    # Only the match is between bare brackets; the text's own read as escaped.
+    assert re.findall(r"(?<!\\)\[([^\]]*)(?<!\\)\]", excerpt) == ["refund"]
+    assert "\\[X\\]" in excerpt and "\\[end of output\\]" in excerpt
+    assert "C:\\tmp" in excerpt  # a backslash before no bracket stays as it is
+    plain, spans = split_excerpt(excerpt)
+    assert plain == text
+    assert [plain[s:e] for s, e in spans] == ["refund"]
+
+
+def test_marking_and_splitting_are_exact_inverses() -> None:
+    # Every mix of brackets, backslashes and marks, including a backslash before a mark.
+    import itertools
+
+    alphabet = ("a", "[", "]", "\\", " ")
+    for length in range(5):
+        for chars in itertools.product(alphabet, repeat=length):
+            for cut in range(length + 1):
+                pieces = [("".join(chars[:cut]), False), ("".join(chars[cut:]), True)]
+                plain, spans = split_excerpt(mark_matches(pieces))
+                assert plain == "".join(chars)
+                assert spans == [(cut, length)]
+    assert plain_excerpt("[X] done") == "\\[X\\] done"

@@ -1,4 +1,7 @@
-"""Ingestion: the actor's batching and backpressure, and the JetStream binding end to end."""
+"""Ingestion: the actor's batching and backpressure, and the JetStream binding end to end.
+
+Over 400 lines: the ingest actor's batching, order and memory, one behaviour per test.
+"""
 
 from __future__ import annotations
 
@@ -407,11 +410,14 @@ async def test_the_end_of_a_burst_gives_back_its_memory(
         await actor.put(IngestItem(1, event("s", 1, "session/start")))
         for seq in range(2, 31):  # 30 events: under the threshold
             await actor.put(IngestItem(seq, event("s", seq)))
+        # Applied first (however loaded the machine), then idle past IDLE_RELEASE_S.
+        await asyncio.wait_for(actor.wait_applied(30), 30)
         await asyncio.sleep(0.6)
         assert actor.stats.applied == 30 and releases == []
         for seq in range(31, 101):  # 100 in all: over it
             await actor.put(IngestItem(seq, event("s", seq)))
-        for _ in range(100):
+        await asyncio.wait_for(actor.wait_applied(100), 30)
+        for _ in range(600):
             if releases:
                 break
             await asyncio.sleep(0.05)

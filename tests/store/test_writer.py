@@ -1,4 +1,7 @@
-"""The index writer against a real SQLite file: folding, duplicates, rejects, relations, purge."""
+"""The index writer against a real SQLite file: folding, duplicates, rejects, relations, purge.
+
+Over 400 lines: the writer's checks and folds, one rule per test.
+"""
 
 from __future__ import annotations
 

@@ -1,6 +1,9 @@
 """The index writer in a child process: same results as the thread writer, ordered chained
 applies, torn frames never committed, the child dies with its parent, a crashed child is
-reported and replaced, and the worker runs this writer by default."""
+reported and replaced, and the worker runs this writer by default.
+
+Over 400 lines: the writer child's lifecycle and faults, one per test.
+"""
 
 from __future__ import annotations
 

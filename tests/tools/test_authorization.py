@@ -1,6 +1,8 @@
 """Workspace authority over a protocol fake: identity, exact cwd, parent preauthorization,
 oracle resistance, changed-observation rejection, hidden-boundary pruning.
 
+Over 400 lines: every tool's authorisation, one rule per test.
+
 The fake is used where an observation must be swapped or a call inspected; the same
 properties are checked against the real SQLite provider in test_integration.py.
 """

@@ -1,5 +1,6 @@
 """The UI tests' corpus: the sample corpus plus one hostile session in its payments
-workspace — markup in its title and messages, a CJK message, and an event of ~1 MiB."""
+workspace — markup in its title and messages, a CJK message, and an event of ~1 MiB —
+and a workspace that looks like imported histories (``_history``)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from contracts.limits import MAX_EVENT_BYTES
 from contracts.publish import EventRoutes, event_headers
 from contracts.subjects import Subjects
 from tests._harness import sample_corpus_worker, until
+from tests.ui._history import history_events
 from worker.commands.sample_corpus import PAYMENTS
 from worker.worker import Worker
 
@@ -72,9 +74,10 @@ async def publish(nc: NATS, subjects: Subjects, events: list[dict[str, Any]]) ->
 
 @asynccontextmanager
 async def ui_worker(nc: NATS, subjects: Subjects, tmp_path: Path) -> AsyncIterator[Worker]:
-    """A worker holding the sample corpus and the hostile session, all of it indexed."""
+    """A worker holding the sample corpus, the hostile session and the generated
+    histories, all of it indexed."""
     async with sample_corpus_worker(nc, subjects, tmp_path) as worker:
-        await publish(nc, subjects, hostile_events())
+        await publish(nc, subjects, hostile_events() + history_events())
         stream = await nc.jetstream().stream_info(subjects.events_stream)
 
         async def indexed() -> bool:

@@ -3,16 +3,29 @@ and search, against a real worker answering the operator subjects."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import html
 import re
+import time
+from collections.abc import MutableMapping
+from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 import pytest
+from nats.aio.client import Client as NATS
+from structlog.testing import capture_logs
 
+from contracts.subjects import Subjects
+from tests._harness import sample_corpus_worker, until
 from tests.ui._corpus import BIG_MARKER, BIG_SEQ, CJK_QUERY, HOSTILE, IMG, SCRIPT
-from tests.ui.conftest import Ui
+from tests.ui.conftest import Ui, start_ui
 from worker.commands.sample_corpus import PAY_CHILD, PAY_ROOT, PAYMENTS, WEB_ROOT
+from worker.transport.connection import NatsOptions, connect_reporting
+from worker.transport.embedded_server import EmbeddedNatsServer
 from worker.ui.server import UiServer
+from worker.ui.watch import PROBE_S
 
 WS = "ws=" + quote(PAYMENTS, safe="")
 # The module's event loop, where its tests share one worker and UI server (``ui``).
@@ -75,17 +88,17 @@ async def test_agent_markup_is_text(ui: Ui) -> None:
 async def test_a_1_mib_event_is_paged_not_loaded_whole(ui: Ui) -> None:
     cookie = await ui.cookie()
     status, _, body = await ui.get(f"/session?{WS}&id={HOSTILE}", cookie=cookie)
-    assert status == 200 and "A long event" in body
+    assert status == 200 and "The first 2,048 of" in body
     assert BIG_MARKER not in body and len(body) < 100_000
-    status, _, first = await ui.get(f"/event?{WS}&id={HOSTILE}&seq={BIG_SEQ}", cookie=cookie)
-    assert status == 200 and "next part" in first and BIG_MARKER not in first
-    size = int(re.search(r"of (\d+)</span>", first).group(1))  # type: ignore[union-attr]
-    assert size > 1_000_000
-    last = (size // 65_536) * 65_536
-    status, _, tail = await ui.get(
-        f"/event?{WS}&id={HOSTILE}&seq={BIG_SEQ}&offset={last}", cookie=cookie
-    )
-    assert status == 200 and BIG_MARKER in tail and "next part" not in tail
+    for view, part in (("json", 65_536), ("text", 16_384)):
+        start = f"/event?{WS}&id={HOSTILE}&seq={BIG_SEQ}&view={view}"
+        status, _, first = await ui.get(start, cookie=cookie)
+        assert status == 200 and "next part" in first and BIG_MARKER not in first
+        size = int(re.search(r"of ([\d,]+)</span>", first).group(1).replace(",", ""))  # type: ignore[union-attr]
+        assert size > 1_000_000
+        last = (size // part) * part
+        status, _, tail = await ui.get(f"{start}&offset={last}", cookie=cookie)
+        assert status == 200 and BIG_MARKER in tail and "next part" not in tail, view
 
 
 async def test_search_highlights_cjk_and_links_to_the_event(ui: Ui) -> None:
@@ -93,7 +106,7 @@ async def test_search_highlights_cjk_and_links_to_the_event(ui: Ui) -> None:
     status, _, body = await ui.get(f"/search?{WS}&q={quote(CJK_QUERY)}", cookie=cookie)
     assert status == 200, body
     assert "<mark>" in body
-    assert f"/session?{WS}&amp;id={HOSTILE}&amp;at=4#e4" in body
+    assert f"/session?{WS}&amp;id={HOSTILE}&amp;at=4&amp;q={quote(CJK_QUERY)}#e4" in body
     # The tools' event filters: the match is an assistant message.
     _, _, kept = await ui.get(f"/search?{WS}&q={quote(CJK_QUERY)}&surface=assistant", cookie=cookie)
     assert f"id={HOSTILE}&amp;at=4" in kept
@@ -114,6 +127,7 @@ async def test_timeline_lineage_and_operations(ui: Ui) -> None:
     cookie = await ui.cookie()
     status, _, body = await ui.get(f"/session?{WS}&id={PAY_ROOT}", cookie=cookie)
     assert status == 200 and "replaced by seq" in body and "<details class=tool>" in body
+    assert "UTC" in body  # times say their zone
     assert "replaces seq" in body
     status, _, svg = await ui.get(f"/lineage?{WS}&id={PAY_CHILD}", cookie=cookie)
     assert status == 200 and "<svg" in svg and svg.count("<rect") == 4
@@ -121,3 +135,59 @@ async def test_timeline_lineage_and_operations(ui: Ui) -> None:
     assert status == 200 and "applied sequence" in ops and "Dead letters" in ops
     # Flags read as words for people, not as Python's True/False.
     assert "<dt>matches the stream</dt><dd>yes</dd>" in ops and "True" not in ops
+
+
+async def test_one_log_line_when_the_worker_goes_and_one_when_it_is_back(
+    bare_ui: UiServer, module_nc: NATS, subjects: Subjects, tmp_path: Path
+) -> None:
+    ui = Ui(bare_ui)
+    cookie = await ui.cookie()
+    with capture_logs() as logs:
+        # Already down since the UI started (its probe said so before this capture).
+        for _ in range(3):
+            status, _, body = await ui.get("/", cookie=cookie)
+            assert status == 503 and "class=banner" in body
+        async with sample_corpus_worker(module_nc, subjects, tmp_path):
+            await until(lambda: _said(logs, "a worker answers the UI again"), within=PROBE_S * 4)
+            status, _, _ = await ui.get("/", cookie=cookie)
+            assert status == 200
+        await until(lambda: _said(logs, "no worker answers the UI"), within=PROBE_S * 4)
+        for _ in range(3):
+            status, _, _ = await ui.get("/", cookie=cookie)
+            assert status == 503
+        await asyncio.sleep(PROBE_S * 1.5)  # the probe runs meanwhile: the same state
+    changes = [e["event"] for e in logs if "the UI" in str(e["event"])]
+    assert changes == ["a worker answers the UI again", "no worker answers the UI"], changes
+
+
+async def _said(logs: list[MutableMapping[str, Any]], line: str) -> bool:
+    return any(entry.get("event") == line for entry in logs)
+
+
+async def test_a_lost_nats_connection_is_said_at_once_and_logged_once(
+    own_nats_server: EmbeddedNatsServer, tmp_path: Path
+) -> None:
+    url, subjects = str(own_nats_server.url), Subjects()
+    worker_nc = await connect_reporting(NatsOptions(url=url), attempts=1)
+    server = await start_ui(url, subjects)
+    try:
+        async with sample_corpus_worker(worker_nc, subjects, tmp_path):
+            ui = Ui(server)
+            cookie = await ui.cookie()
+            status, _, _ = await ui.get("/", cookie=cookie)
+            assert status == 200
+            with capture_logs() as logs:
+                await asyncio.to_thread(own_nats_server.kill)
+                await until(lambda: _said(logs, "no worker answers the UI"), within=PROBE_S * 4)
+                for _ in range(3):
+                    started = time.monotonic()
+                    status, _, body = await ui.get("/", cookie=cookie)
+                    assert status == 503 and "lost its NATS connection" in body
+                    assert time.monotonic() - started < 2.0  # not the request's 35 s timeout
+                await asyncio.sleep(PROBE_S * 1.5)  # reconnects keep failing meanwhile
+            changes = [e["event"] for e in logs if "the UI" in str(e["event"])]
+            assert changes == ["no worker answers the UI"], changes
+    finally:
+        await asyncio.to_thread(server.stop)
+        with contextlib.suppress(ConnectionResetError):  # its server is gone
+            await worker_nc.close()

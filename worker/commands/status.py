@@ -297,6 +297,12 @@ def format_status(report: dict[str, Any]) -> list[str]:
             )
             if w.get("joined"):
                 lines.append(f"    joined: {joined_note(w['joined'])}")
+            if w.get("semantic"):
+                # Each worker embeds the events of its own partitions, nothing else.
+                lines.append(
+                    f"    semantic: partitions {w['partitions']}:"
+                    f" {semantic.status_line(w['semantic'])}"
+                )
     return lines
 
 
@@ -314,6 +320,7 @@ def _worker_row(worker_id: str, info: dict[str, Any], index: dict[str, Any]) -> 
         "lag_events": index.get("lag_events"),
         "index_id": index.get("index_id"),
         "joined": index.get("joined"),
+        "semantic": index.get("semantic"),
     }
 
 

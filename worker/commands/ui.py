@@ -9,7 +9,9 @@ its requests on ``<prefix>.operator.<verb>`` (docs/ui.md).
 from __future__ import annotations
 
 import argparse
+import errno
 import os
+import signal
 import sys
 import threading
 from typing import Final
@@ -63,20 +65,44 @@ def run(args: argparse.Namespace) -> int:
     subjects = config_from_args(args).subjects
 
     async def connect() -> object:
+        # ``--connect-attempts`` (or its variable) as every command takes it.
         return await connect_reporting(
-            options, attempts=1, name="sessionquery-ui", inbox_prefix=args.inbox_prefix
+            options, name="sessionquery-ui", inbox_prefix=args.inbox_prefix
         )
 
     try:
         server = UiServer.start(connect, subjects, host=args.host, port=args.port, token=args.token)
-    except (ConnectFailed, OSError) as exc:
+    except OSError as exc:
+        print(f"sessionquery ui: {_bind_failure(exc, args.host, args.port)}", file=sys.stderr)
+        return EXIT_FAILED
+    except ConnectFailed as exc:
         print(f"sessionquery ui: {exc}", file=sys.stderr)
         return EXIT_FAILED
+    stop = _stop_on_signals()  # before the address is printed: a SIGINT right after it counts
     print(f"sessionquery ui: open {server.login_url}", flush=True)
     try:
-        threading.Event().wait()
-    except KeyboardInterrupt:
-        pass
+        while not stop.wait(0.5):  # a timed wait: signals reach the main thread between them
+            pass
     finally:
         server.stop()
     return 0
+
+
+def _bind_failure(exc: OSError, host: str, port: int) -> str:
+    if exc.errno == errno.EADDRINUSE:
+        return (f"{host}:{port} is already in use (another sessionquery ui?): choose another"
+                " port with --port, or --port 0 for any free one")  # fmt: skip
+    return str(exc)
+
+
+def _stop_on_signals() -> threading.Event:
+    """An event SIGINT or SIGTERM sets. Installed here: a shell script's background job
+    starts with SIGINT ignored, where Python's own KeyboardInterrupt never comes."""
+    stop = threading.Event()
+
+    def stopping(signum: int, frame: object) -> None:
+        stop.set()
+
+    for number in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(number, stopping)
+    return stop

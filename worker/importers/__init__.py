@@ -1,8 +1,10 @@
-"""Importers: agent session files (ours, Claude Code, Codex, Aider) in, session events out.
+"""Importers: agent session files (ours, Claude Code, Codex, Aider, plug-ins) in, session
+events out.
 
-Each format is one module with a converter: source lines in, event bodies out, no NATS.
-``pipeline`` drives a converter over a file and ``publish`` sends what it produced: the
-importers are publishers on the SESSIONS stream, like any agent runtime.
+Each format is an importer (``plugin.py``: the contract; ``registry.py``: the registered
+ones) with a converter: source records in, event bodies out, no NATS. ``pipeline`` drives
+a converter over a file and ``publish`` sends what it produced: the importers are
+publishers on the SESSIONS stream, like any agent runtime.
 """
 
 from __future__ import annotations
@@ -11,11 +13,7 @@ from datetime import tzinfo
 from pathlib import Path
 
 from contracts.limits import MAX_EVENT_BYTES
-from worker.importers.aider import AiderConverter
 from worker.importers.base import Converter, SpawnLinks
-from worker.importers.claude_code import ClaudeCodeConverter
-from worker.importers.codex import CodexConverter
-from worker.importers.events import EventsConverter
 
 
 def make_converter(
@@ -26,12 +24,8 @@ def make_converter(
     assume_tz: tzinfo | None = None,
     links: SpawnLinks | None = None,
 ) -> Converter:
-    if fmt == "events":
-        return EventsConverter(path, max_event_bytes=max_event_bytes)
-    if fmt == "claude-code":
-        return ClaudeCodeConverter(path, links=links)
-    if fmt == "codex":
-        return CodexConverter(path)
-    if fmt == "aider":
-        return AiderConverter(path, assume_tz=assume_tz)
-    raise ValueError(f"unknown format {fmt!r}")
+    from worker.importers import registry
+    from worker.importers.plugin import ConvertOptions
+
+    options = ConvertOptions(max_event_bytes=max_event_bytes, assume_tz=assume_tz, links=links)
+    return registry.get(fmt).converter(path, options)

@@ -25,6 +25,7 @@ from typing import Final
 from worker.importers.base import Outgoing, Sessions, Tally, cut, iso_time
 
 NAME: Final = "aider"
+HISTORY_FILE: Final = ".aider.chat.history.md"
 _START: Final = re.compile(r"^# aider chat started at (\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2})")
 
 

@@ -13,9 +13,9 @@ import re
 from collections import Counter
 from collections.abc import Collection
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, tzinfo
+from datetime import UTC, datetime, timedelta, tzinfo
 from pathlib import Path
-from typing import Any, Final, NamedTuple, Protocol
+from typing import Any, Final, NamedTuple, Protocol, runtime_checkable
 
 import orjson
 
@@ -63,6 +63,15 @@ def iso_time(raw: object, *, assume: tzinfo = UTC) -> str | None:
         parsed = parsed.replace(tzinfo=assume)
     utc = parsed.astimezone(UTC)
     return utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"
+
+
+def file_time(path: Path) -> str | None:
+    """When ``path`` was last modified, as an event time (a format that writes no times)."""
+    try:
+        stamp = datetime.fromtimestamp(path.stat().st_mtime, UTC)
+    except OSError:
+        return None
+    return stamp.strftime("%Y-%m-%dT%H:%M:%S.") + f"{stamp.microsecond // 1000:03d}Z"
 
 
 def cut(text: str) -> str:
@@ -179,6 +188,17 @@ class Converter(Protocol):
         """After ``finish``: end the sessions the format left open whose last event is
         older than ``before`` (``import``: the file's own times say they are over)."""
         ...
+
+
+@runtime_checkable
+class Resumable(Protocol):
+    """A converter of a whole source (a database, a folder), which cannot be brought back
+    by feeding it the records before the stored position: ``watch`` stores its ``token``
+    with the position and gives it back with ``restore`` after a restart."""
+
+    def token(self) -> dict[str, Any]: ...
+
+    def restore(self, token: dict[str, Any]) -> None: ...
 
 
 @dataclass
@@ -309,6 +329,15 @@ class Sessions:
             if sid not in keep and datetime.fromisoformat(state.last_time) < before
         ]
         return [out for out in ends if out is not None]
+
+
+def quiet_since(idle_s: float) -> datetime:
+    """The time before which a session's last event means it is over (``import`` reads it
+    from the source's own times, as ``watch`` ends what has been quiet that long)."""
+    try:
+        return datetime.now(UTC) - timedelta(seconds=idle_s)
+    except OverflowError:  # inf, or further back than datetime reaches: nothing is over
+        return datetime.min.replace(tzinfo=UTC)
 
 
 def load_json_line(line: bytes, line_no: int, path: str, tally: Tally) -> dict[str, Any] | None:

@@ -1,7 +1,8 @@
 """Our own contract: one session event per line, published byte for byte.
 
-Each line gets the same per-message checks the index writer makes; a line that fails is
-reported with its number and skipped.
+Each line gets the event contract's checks (``contracts.events.validate_event``, the ones
+the index writer makes per message); a line that fails is reported with its number and
+skipped.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Final
 
+from contracts.events import Refusal, validate_event
 from contracts.partitions import workspace_key
 from worker.importers.base import Outgoing, Problem, Tally
 
@@ -29,16 +31,13 @@ class EventsConverter:
         self._keys: dict[str, str] = {}
 
     def feed(self, line_no: int, line: bytes) -> list[Outgoing]:
-        from worker.store.index.writer import parse_event
-
         self.tally.lines += 1
         if not line.strip():
             return []
-        outcome = parse_event(line, max_event_bytes=self.max_event_bytes)
-        if isinstance(outcome, str):
-            self.tally.problems.append(Problem(self.path, line_no, outcome))
+        event = validate_event(line, max_event_bytes=self.max_event_bytes)
+        if isinstance(event, Refusal):
+            self.tally.problems.append(Problem(self.path, line_no, event.reason))
             return []
-        event = outcome[0]
         self.tally.events += 1
         if event.type == "session/start":
             self._keys[event.session_id] = workspace_key(event.payload.get("cwd"))

@@ -1,4 +1,4 @@
-"""``sessionquery watch --format FORMAT PATH...``: import, then follow the files as they grow.
+"""Following session files as they grow, for ``sessionquery watch`` (``worker.commands.watching``).
 
 What exists is imported first (with a progress line: files, events, rate, ETA). Then the
 paths are polled: appended lines and new files are imported as the agent writes them; a
@@ -11,7 +11,9 @@ again up to the stored offset without publishing, to rebuild the converter's sta
 (numbering, tool-call citations); the lines after it are published. A crash between a
 publish and the offset's store re-publishes at most one chunk, with the same
 ``Nats-Msg-Id`` values: the stream's duplicate window drops them and, past it, the index
-stores each (session_id, seq) once.
+stores each (session_id, seq) once. A whole source (a database, a session's folder) is
+not replayed: its converter's resume token (``base.Resumable``) is stored with the
+position and restored.
 
 A file that stops growing for ``--idle-seconds`` gets a ``session/end`` for each of its
 sessions the format left open (Claude Code and Codex never write an end; Aider ends a
@@ -21,12 +23,10 @@ acknowledged and its offset stored.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import hashlib
 import itertools
-import signal
 import sys
 import time
 from dataclasses import dataclass, field
@@ -38,101 +38,18 @@ import orjson
 
 from contracts.limits import MAX_EVENT_BYTES, event_size_limit
 from contracts.subjects import Subjects
-from worker.commands.importing import (
-    DEFAULT_IDLE_S,
-    EXIT_FAILED,
-    EXIT_OK,
-    add_common_arguments,
-    dead_letter_line,
-)
-from worker.importers.base import Converter, Outgoing, SpawnLinks, Tally
+from worker.importers.base import Converter, Outgoing, Resumable, SpawnLinks, Tally
+from worker.importers.plugin import ConvertOptions, Importer
 from worker.importers.publish import ImportFailed, Publisher
-from worker.transport.connection import NatsOptions
+from worker.importers.run import DEFAULT_IDLE_S, Job
 
 DEFAULT_BUCKET: Final = "sessionquery-watch"
 DEFAULT_POLL_S: Final = 1.0
 DEFAULT_CHUNK_LINES: Final = 500
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_common_arguments(parser)
-    parser.add_argument(
-        "--poll-interval", type=float, default=DEFAULT_POLL_S,
-        help=f"seconds between looks at the files (default {DEFAULT_POLL_S})",
-    )  # fmt: skip
-    parser.add_argument(
-        "--state-bucket", default=DEFAULT_BUCKET,
-        help=f"JetStream KV bucket holding each file's position (default {DEFAULT_BUCKET})",
-    )  # fmt: skip
-    parser.add_argument(
-        "--chunk-lines", type=int, default=DEFAULT_CHUNK_LINES,
-        help="lines published between two stores of a file's position",
-    )  # fmt: skip
-
-
-def run(args: argparse.Namespace) -> int:
-    from worker.commands.importing import assumed_zone, resolve_paths
-    from worker.config_flags import config_from_args, subjects_from_args
-    from worker.logs import configure_logging
-    from worker.transport.flags import options_from_args
-
-    configure_logging()
-    paths = resolve_paths(args)
-    zone = assumed_zone(args.timezone)
-    for failure in (paths, zone):
-        if isinstance(failure, str):
-            print(f"watch: {failure}", file=sys.stderr)
-            return EXIT_FAILED
-    assert isinstance(paths, list) and not isinstance(zone, str)
-    max_event_bytes = config_from_args(args).max_event_bytes
-    settings = WatchSettings(
-        fmt=args.format, idle_s=args.idle_seconds, poll_s=args.poll_interval,
-        bucket=args.state_bucket, chunk_lines=max(1, args.chunk_lines),
-        window=max(1, args.window), max_event_bytes=max_event_bytes, assume_tz=zone,
-    )  # fmt: skip
-    progress = None if args.quiet else sys.stderr
-    try:
-        asyncio.run(_main(paths, settings, options_from_args(args), subjects_from_args(args),
-                          progress))  # fmt: skip
-    except ImportFailed as exc:
-        print(f"watch: {exc}", file=sys.stderr)
-        return EXIT_FAILED
-    return EXIT_OK
-
-
-async def _main(
-    paths: list[Path], settings: WatchSettings, options: NatsOptions, subjects: Subjects,
-    progress: TextIO | None,
-) -> None:  # fmt: skip
-    from worker.importers.publish import connect_publisher
-
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
-    # A follower, like the worker: --connect-attempts as given (0: until stopped).
-    nc = await connect_publisher(
-        options, name="sessionquery-watch", attempts=options.connect_attempts, stop=stop
-    )
-    try:
-        watcher = Watcher(nc, subjects, paths, settings, progress=progress, errors=sys.stderr)
-        await watcher.run(stop)
-    finally:
-        await nc.close()
-    tally, order = watcher.tally, watcher.publisher.order
-    print(
-        f"watch stopped: published {watcher.publisher.published} events"
-        f" ({watcher.publisher.duplicates} already in the stream) from {len(watcher.files)}"
-        f" files, {len(tally.problems)} invalid lines skipped",
-        file=sys.stderr,
-    )
-    if order.refused:
-        print(dead_letter_line(order.refused, order.reasons), file=sys.stderr)
-
-
 @dataclass(frozen=True)
 class WatchSettings:
-    fmt: str
     idle_s: float = DEFAULT_IDLE_S
     poll_s: float = DEFAULT_POLL_S
     bucket: str = DEFAULT_BUCKET
@@ -148,6 +65,7 @@ class Tracked:
 
     path: Path
     fmt: str
+    importer: Importer
     key: str
     converter: Converter
     offset: int = 0
@@ -156,9 +74,10 @@ class Tracked:
     reported: int = 0  # problems already printed
 
     def state(self) -> bytes:
+        token = self.converter.token() if isinstance(self.converter, Resumable) else None
         return orjson.dumps(
             {"path": str(self.path), "format": self.fmt, "offset": self.offset,
-             "line": self.line, "idle_marks": self.idle_marks}
+             "line": self.line, "idle_marks": self.idle_marks, "token": token}
         )  # fmt: skip
 
 
@@ -168,11 +87,11 @@ def state_key(path: Path) -> str:
 
 class Watcher:
     def __init__(
-        self, nc: Any, subjects: Subjects, paths: list[Path], settings: WatchSettings, *,
+        self, nc: Any, subjects: Subjects, jobs: list[Job], settings: WatchSettings, *,
         progress: TextIO | None = None, errors: TextIO | None = None,
     ) -> None:  # fmt: skip
         self.nc = nc
-        self.paths = paths
+        self.jobs = jobs
         self.settings = settings
         self.publisher = Publisher(nc, subjects, window=settings.window)
         self.files: dict[Path, Tracked] = {}
@@ -216,19 +135,25 @@ class Watcher:
         from worker.importers.progress import Progress
 
         files = self._discover()
-        sizes = [f.stat().st_size for f in files]
+        for job in self.jobs:  # auto-detection: say what was found where, per agent
+            if job.agent is not None:
+                count = sum(1 for _, owner in files if owner is job)
+                where = ", ".join(map(str, job.paths))
+                print(f"{job.agent}: {count or 'no'} files in {where}", file=self.errors)
+        sizes = [f.stat().st_size for f, _ in files]
         bar = Progress(self.progress, total_bytes=sum(sizes), total_files=len(files))
         done = 0
-        for index, (path, size) in enumerate(zip(files, sizes, strict=True)):
+        for index, ((path, job), size) in enumerate(zip(files, sizes, strict=True)):
             if stop.is_set():
                 break
-            tracked = await self._open(path)
+            tracked = await self._open(path, job.fmt)
             if tracked is None:
                 continue
             while await self._pump(tracked, stop):
                 p = self.publisher
                 bar.show(files=index, events=p.published, duplicates=p.duplicates,
-                         problems=self._problems(), done_bytes=done + tracked.offset)  # fmt: skip
+                         problems=self._problems(),
+                         done_bytes=done + min(tracked.offset, size))  # fmt: skip
             done += size
         p = self.publisher
         bar.show(files=len(files), events=p.published, duplicates=p.duplicates,
@@ -238,46 +163,57 @@ class Watcher:
         return sum(len(t.converter.tally.problems) for t in self.files.values())
 
     async def _poll(self, stop: asyncio.Event) -> None:
-        for path in self._discover():
+        for path, job in self._discover():
             if stop.is_set():
                 return
             try:
-                await self._follow(path, stop)
+                await self._follow(path, job.fmt, stop)
             except FileNotFoundError:
                 self.files.pop(path, None)  # removed between the listing and the read
 
-    async def _follow(self, path: Path, stop: asyncio.Event) -> None:
-        tracked = self.files.get(path) or await self._open(path)
+    async def _follow(self, path: Path, fmt: str, stop: asyncio.Event) -> None:
+        tracked = self.files.get(path) or await self._open(path, fmt)
         if tracked is None:
             return
         grew = False
         while await self._pump(tracked, stop):
             grew = True
         # Quiet by the file's own clock: a transcript untouched for days ends at once.
-        stat = await asyncio.to_thread(path.stat)
-        if not grew and time.time() - stat.st_mtime >= self.settings.idle_s:
+        changed = await asyncio.to_thread(tracked.importer.last_change, path)
+        if not grew and time.time() - changed >= self.settings.idle_s:
             await self._idle(tracked)
 
-    def _discover(self) -> list[Path]:
+    def _discover(self) -> list[tuple[Path, Job]]:
+        """Every source of every job (the first job to list a file reads it)."""
         from worker.importers.detect import expand
 
-        return list(expand(self.paths, self.settings.fmt))
+        found: dict[Path, Job] = {}
+        for job in self.jobs:
+            for path in expand([p for p in job.paths if p.exists()], job.fmt):
+                found.setdefault(path, job)
+        return list(found.items())
 
-    async def _open(self, path: Path) -> Tracked | None:
+    async def _open(self, path: Path, job_fmt: str) -> Tracked | None:
         """Start following ``path``: its stored position, and its converter brought there."""
-        from worker.importers import make_converter
-        from worker.importers.detect import detect
+        from worker.importers import registry
+        from worker.importers.detect import AUTO, detect
 
-        fmt = detect(path) if self.settings.fmt == "auto" else self.settings.fmt
+        fmt = detect(path) if job_fmt == AUTO else job_fmt
         if fmt is None:
             return None  # not (yet) recognisable: looked at again on the next poll
-        converter = make_converter(fmt, path, max_event_bytes=self.limit,
-                                   assume_tz=self.settings.assume_tz, links=self.links)  # fmt: skip
-        tracked = Tracked(path, fmt, state_key(path), converter)
+        importer = registry.get(fmt)
+        if not importer.accepts(path):
+            return None
+        tracked = Tracked(path, fmt, importer, state_key(path), self._converter(importer, path))
         stored = await self._load(tracked.key)
         if stored and stored.get("format") == fmt:
-            await asyncio.to_thread(self._replay, tracked, int(stored.get("offset", 0)),
-                                    list(stored.get("idle_marks", [])))  # fmt: skip
+            if isinstance(tracked.converter, Resumable) and stored.get("token"):
+                tracked.converter.restore(stored["token"])  # a whole source: no replay
+                tracked.offset, tracked.line = int(stored["offset"]), int(stored["line"])
+                tracked.idle_marks = list(stored.get("idle_marks", []))
+            else:
+                await asyncio.to_thread(self._replay, tracked, int(stored.get("offset", 0)),
+                                        list(stored.get("idle_marks", [])))  # fmt: skip
         self.files[path] = tracked
         return tracked
 
@@ -291,24 +227,28 @@ class Watcher:
         value = orjson.loads(entry.value) if entry.value else None
         return value if isinstance(value, dict) else None
 
-    def _replay(self, tracked: Tracked, offset: int, marks: list[int]) -> None:
-        """Feed the lines already published, publishing nothing, to rebuild the state."""
-        from worker.importers.pipeline import complete_lines
+    def _converter(self, importer: Importer, path: Path) -> Converter:
+        options = ConvertOptions(self.limit, self.settings.assume_tz, self.links,
+                                 idle_s=self.settings.idle_s)  # fmt: skip
+        return importer.converter(path, options)
 
-        if tracked.path.stat().st_size < offset:
+    def _replay(self, tracked: Tracked, offset: int, marks: list[int]) -> None:
+        """Feed the records already published, publishing nothing, to rebuild the state."""
+        pending = sorted(marks)
+        for record in tracked.importer.records(tracked.path, complete=False):
+            if record.position > offset:
+                break
+            while pending and pending[0] < record.position:
+                tracked.converter.idle()
+                pending.pop(0)
+            tracked.converter.feed(record.number, record.data)
+            tracked.offset, tracked.line = record.position, record.number
+        if tracked.offset != offset:  # the stored position is gone: a new or rewritten file
             print(f"watch: {tracked.path} shrank; reading it again from the start",
                   file=self.errors)  # fmt: skip
+            tracked.converter = self._converter(tracked.importer, tracked.path)
+            tracked.offset, tracked.line = 0, 0
             return
-        pending = sorted(marks)
-        with tracked.path.open("rb") as fh:
-            for line in complete_lines(fh):
-                if line.end > offset:
-                    break
-                while pending and pending[0] < line.end:
-                    tracked.converter.idle()
-                    pending.pop(0)
-                tracked.converter.feed(line.number, line.data)
-                tracked.offset, tracked.line = line.end, line.number
         for _ in pending:
             tracked.converter.idle()
         tracked.idle_marks = sorted(marks)
@@ -316,22 +256,21 @@ class Watcher:
 
     async def _pump(self, tracked: Tracked, stop: asyncio.Event) -> bool:
         """Publish one chunk of new complete lines; True when there was one."""
-        from worker.importers.pipeline import checked, complete_lines
+        from worker.importers.pipeline import checked
 
         if stop.is_set():
             return False
-        with tracked.path.open("rb") as fh:
-            chunk = list(itertools.islice(
-                complete_lines(fh, offset=tracked.offset, number=tracked.line),
-                self.settings.chunk_lines,
-            ))  # fmt: skip
+        records = tracked.importer.records(
+            tracked.path, after=tracked.offset, number=tracked.line, complete=False
+        )
+        chunk = list(itertools.islice(records, self.settings.chunk_lines))
         if not chunk:
             return False
-        for line in chunk:
-            outs = tracked.converter.feed(line.number, line.data)
+        for record in chunk:
+            outs = tracked.converter.feed(record.number, record.data)
             await self._send(tracked, checked(tracked.converter, outs, str(tracked.path),
-                                              line.number, self.limit))  # fmt: skip
-        tracked.offset, tracked.line = chunk[-1].end, chunk[-1].number
+                                              record.number, self.limit))  # fmt: skip
+        tracked.offset, tracked.line = chunk[-1].position, chunk[-1].number
         await self._commit(tracked)
         return True
 

@@ -18,6 +18,7 @@ from worker.signals import ExecutionSignal
 from worker.store.operator import (
     DeadLetter,
     EventChunk,
+    EventText,
     SessionListFilter,
     SessionListPage,
     SessionSort,
@@ -194,6 +195,20 @@ class ReplicaStore:
     ) -> EventChunk | None:
         return await self.current.event_chunk(
             session_id, seq, offset=offset, size=size, signal=signal
+        )
+
+    async def event_text(
+        self,
+        session_id: str,
+        seq: int,
+        *,
+        query: str | None,
+        offset: int | None,
+        size: int,
+        signal: ExecutionSignal,
+    ) -> EventText | None:
+        return await self.current.event_text(
+            session_id, seq, query=query, offset=offset, size=size, signal=signal
         )
 
     async def dead_letters(self, *, limit: int, signal: ExecutionSignal) -> tuple[DeadLetter, ...]:

@@ -4,7 +4,10 @@ opens, and the embedding follower as an actor beside ingestion.
 The follower runs on a thread of its own at a lower CPU priority (nice +10 for that thread
 alone), one model thread: ingestion and searches come first, embedding takes what is left
 and reports its own lag. It follows the file the store path names now, so after a rebuild
-swapped in a new file it starts on that one (and empties the vectors of the old one).
+swapped in a new file it starts on that one (keeping the old file's vectors of unchanged
+events: ``follower.py``). With ``--embedder URL`` the model is a remote OpenAI-compatible
+server (``store/search/semantic/remote.py``); when it fails, the follower says so once,
+waits and tries again, and searches go on lexical only meanwhile.
 """
 
 from __future__ import annotations
@@ -13,11 +16,13 @@ import asyncio
 import contextlib
 import os
 import threading
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
 
 import structlog
 
+from worker import retry
 from worker.config import WorkerConfig
 from worker.replica.replica_store import ReplicaStore
 from worker.settings import ConfigError
@@ -36,6 +41,9 @@ def describe(config: WorkerConfig) -> str:
     """The one line ``serve`` prints about semantic search."""
     from worker.store.search import semantic
 
+    if config.semantic == "on" and config.embedder:
+        model = f" {config.embedder_model}" if config.embedder_model else ""
+        return f"semantic search: on (the remote embedder{model}, --embedder; lexical + semantic)"
     if config.semantic == "on":
         return "semantic search: on (multilingual-e5-small, 4-bit, local; lexical + semantic)"
     extra = "installed" if semantic.available() else "not installed"
@@ -48,8 +56,20 @@ def load_embedder(config: WorkerConfig) -> Any:
 
     if config.semantic != "on":
         return None
-    if not semantic.available():
+    if not semantic.available(bundled=not config.embedder):
         raise ConfigError(MISSING_EXTRA)
+    if config.embedder:
+        from worker.store.search.semantic.remote import RemoteEmbedder, RemoteSettings
+
+        return RemoteEmbedder(
+            RemoteSettings(
+                url=config.embedder,
+                model=config.embedder_model,
+                timeout_s=config.embedder_timeout_ms / 1000,
+                batch=config.embedder_batch,
+                concurrency=config.embedder_concurrency,
+            )
+        )
     from worker.store.search.semantic.embedder import Embedder
 
     return Embedder(threads=1)
@@ -66,11 +86,26 @@ class EmbeddingFollower:
         self._inode: int | None = None
 
     async def run(self) -> None:
+        from worker.store.errors import EmbedderUnavailable
+
         loaded = await asyncio.to_thread(self._store.warm_semantic)
         log.info("semantic vectors loaded", vectors=loaded)
+        failures = 0
         try:
             while True:
-                done = await asyncio.to_thread(self._step)
+                try:
+                    done = await asyncio.to_thread(self._step)
+                except EmbedderUnavailable as exc:
+                    failures += 1
+                    if failures == 1:  # one line per outage, its fixed reason only
+                        log.warning(
+                            "embedder failing; semantic search falls behind", reason=str(exc)
+                        )
+                    await asyncio.sleep(retry.EMBEDDER_OUTAGE.wait(failures))
+                    continue
+                if failures:
+                    log.info("embedder answering again", failures=failures)
+                    failures = 0
                 if done == 0:
                     await asyncio.sleep(_IDLE_S)
         finally:
@@ -93,7 +128,7 @@ class EmbeddingFollower:
             return None
         if inode != self._inode:
             self._close()
-            self._follower = SemanticFollower(self._db_path, self._embedder.passages)
+            self._follower = SemanticFollower(self._db_path, self._embedder)
             self._inode = inode
             log.info("embedding follower started", index=str(self._db_path))
         return self._follower
@@ -117,6 +152,9 @@ def lag_report(path: Path) -> dict[str, Any] | None:
         "behind_events": lag.behind,
         "vectors": lag.vectors,
         "vector_bytes": vectors_bytes(path),
+        "model": lag.model,
+        "failing": lag.failing,
+        "failing_since_ms": lag.failing_since_ms,
     }
 
 
@@ -131,8 +169,17 @@ def status_line(semantic: dict[str, Any] | None) -> str:
     """The ``status`` line about the embedding follower."""
     if not semantic:
         return "no vectors (the worker runs without --semantic on)"
-    return (
+    line = (
         f"embedded through event id {semantic['through_event_id']} of"
         f" {semantic['last_event_id']} ({semantic['behind_events']} behind),"
         f" {semantic['vectors']} vectors"
     )
+    if semantic.get("model"):
+        line += f" of {semantic['model']}"
+    if semantic.get("failing"):
+        since = datetime.fromtimestamp(semantic["failing_since_ms"] / 1000, UTC)
+        line += (
+            f"; embedder failing since {since:%Y-%m-%d %H:%M:%S} UTC ({semantic['failing']}):"
+            " semantic search is behind, lexical search is unaffected"
+        )
+    return line

@@ -1,5 +1,7 @@
 """Snapshots in a JetStream object store: published periodically, restored to join.
 
+Over 400 lines: publishing and joining share the object naming and the fallback rules.
+
 A worker publishes a snapshot of its index (``worker.store.files.snapshot``) every
 ``snapshot_every_s`` seconds and/or every ``snapshot_every_events`` applied events (0
 turns a trigger off; both 0: none published), when the index moved since the last one, to

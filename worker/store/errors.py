@@ -51,6 +51,12 @@ class SnapshotRefused(StoreError):
     the home is not empty): the message says which check failed."""
 
 
+class EmbedderUnavailable(StoreError):
+    """The embedding model did not answer usably (unreachable, too slow, an HTTP error, a
+    vector of the wrong size): semantic search falls behind, lexical search goes on. The
+    message is a short fixed reason, never the server's text."""
+
+
 class SchemaVersionError(StoreError):
     """An index made by a newer version of the worker: never opened, never overwritten."""
 

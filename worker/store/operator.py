@@ -44,6 +44,8 @@ class SessionListFilter:
 class SessionRow:
     header: SessionHeader
     title: str | None
+    # Untitled: the first prompt the user wrote (``contracts.harness.first_prompt``).
+    first_prompt: str | None
     source: str | None  # the importer's source format (session/start payload), if any
     children: int  # sub-sessions recorded in the same workspace
 
@@ -67,6 +69,11 @@ class TimelineEvent:
     # The raw JSON whole when ``size`` fits the page's cut, else its first characters.
     head: str
     replaced_by: tuple[int, ...] = ()  # seqs that took this event's place
+    # The event as a person reads it (``readable``): its first ``cut`` characters, the
+    # whole text's length, and the tool a call or result names.
+    text: str = ""
+    text_size: int = 0
+    tool: str | None = None
 
     @property
     def cut(self) -> bool:
@@ -88,6 +95,23 @@ class EventChunk:
     offset: int
     text: str
     found: bool
+
+
+@dataclass(frozen=True, slots=True)
+class EventText:
+    """A part of one event's readable text (``readable``), with the query's matches in it."""
+
+    header: SessionHeader
+    seq: int
+    found: bool
+    type: str = ""
+    tool: str | None = None
+    size: int = 0  # characters of the whole readable text
+    offset: int = 0  # where the part starts in it
+    text: str = ""
+    # The query's matches in the part: (start, end) offsets into ``text``.
+    matches: tuple[tuple[int, int], ...] = ()
+    first_match: int | None = None  # offset of the first match in the whole text
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,6 +149,21 @@ class OperatorReads(Protocol):
         self, session_id: str, seq: int, *, offset: int, size: int, signal: ExecutionSignal
     ) -> EventChunk | None:
         """``size`` characters of one event's raw JSON from ``offset``; None: no session."""
+        ...
+
+    async def event_text(
+        self,
+        session_id: str,
+        seq: int,
+        *,
+        query: str | None,
+        offset: int | None,
+        size: int,
+        signal: ExecutionSignal,
+    ) -> EventText | None:
+        """A part of ``size`` characters of one event's readable text from ``offset`` (None:
+        where the query's first match is, else the start) and the query's matches in it;
+        None: no session. ``InvalidQuery`` for a query with nothing searchable."""
         ...
 
     async def dead_letters(self, *, limit: int, signal: ExecutionSignal) -> tuple[DeadLetter, ...]:

@@ -61,15 +61,21 @@ def one_line(text: str) -> str:
     return " ".join(text.split())
 
 
+def title_text(info: TitleInfo) -> str | None:
+    """The title on one line, cut (a first prompt shorter than a title); None: untitled."""
+    if not info.title or not info.title.strip():
+        return None
+    title = one_line(info.title)
+    limit = DERIVED_TITLE_CHARS if info.derived else _MAX_TITLE
+    return title[:limit].rstrip() + "…" if len(title) > limit else title
+
+
 def format_title(info: TitleInfo) -> str:
     if not info.available:
         return "(title unavailable)"
-    if not info.title or not info.title.strip():
+    title = title_text(info)
+    if title is None:
         return "(untitled)"
-    title = one_line(info.title)
-    limit = DERIVED_TITLE_CHARS if info.derived else _MAX_TITLE
-    if len(title) > limit:
-        title = title[:limit].rstrip() + "…"
     return f"{quote_recalled(title)} {DERIVED_MARK}" if info.derived else quote_recalled(title)
 
 

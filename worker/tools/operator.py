@@ -17,9 +17,9 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import asdict
-from typing import Annotated, Any, Final, Literal, Protocol
+from typing import Any, Final, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
 
 from contracts.errors import ErrorCode
 from worker.signals import ExecutionSignal
@@ -31,20 +31,27 @@ from worker.store import (
     SessionFilter,
     SessionHeader,
     SessionQueryService,
+    TitleObservation,
 )
 from worker.store.operator import OperatorReads, SessionListFilter
+from worker.store.search.excerpt import split_excerpt
 from worker.tools.definitions import ToolError
 from worker.tools.errors import model_error
+from worker.tools.formatting import title_text
+from worker.tools.operator_args import (
+    TIMELINE_CUT,
+    Args,
+    DeadLettersArgs,
+    EventArgs,
+    LineageArgs,
+    SearchArgs,
+    SessionsArgs,
+    TextArgs,
+    TimelineArgs,
+)
+from worker.tools.titles import TitleInfo, title_info
 from worker.tools.workspace_access import Caller, is_authorized, not_found, project_lineage
 
-# What a page asks for at most: a session list page, search page, timeline page.
-MAX_PAGE: Final = 100
-# Characters of an event's raw JSON a timeline shows before it cuts (the rest is paged).
-TIMELINE_CUT: Final = 2_048
-# Characters of an event's JSON one reply carries at most: even as \u escapes (6 bytes a
-# character) a reply stays under NATS's default 1 MiB payload; so does a timeline page.
-MAX_CHUNK: Final = 131_072
-MAX_TIMELINE_PAGE: Final = 50
 VERBS: Final = (
     "workspaces",
     "sessions",
@@ -53,68 +60,9 @@ VERBS: Final = (
     "event",
     "lineage",
     "relations",
+    "text",
     "deadletters",
 )
-
-Id = Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]{1,128}$")]
-Surface = Literal["user", "assistant", "tool", "system"]
-
-
-class _Args(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class _Scoped(_Args):
-    # The workspace looked at; None only for sessions that recorded no cwd.
-    workspace: str | None = Field(max_length=4096)
-
-
-class SessionsArgs(_Scoped):
-    sort: Literal["updated", "created", "events", "title"] = "updated"
-    descending: bool = True
-    offset: int = Field(default=0, ge=0, le=10_000_000)
-    limit: int = Field(default=50, ge=1, le=MAX_PAGE)
-    availability: list[Literal["live", "persisted"]] | None = None
-    created_from_ms: int | None = None
-    created_to_ms: int | None = None
-    updated_from_ms: int | None = None
-    updated_to_ms: int | None = None
-    parent_session_ids: list[Id] | None = Field(default=None, max_length=100)
-    roots_only: bool = False
-    title_contains: str | None = Field(default=None, max_length=200)
-
-
-class SearchArgs(_Scoped):
-    query: str = Field(min_length=1, max_length=2000)
-    session_id: Id | None = None  # search inside this session (session_event_search)
-    cursor: str | None = Field(default=None, max_length=4096)
-    limit: int = Field(default=20, ge=1, le=MAX_PAGE)
-    types: list[str] | None = Field(default=None, max_length=50)
-    surfaces: list[Surface] | None = None
-    availability: list[Literal["live", "persisted"]] | None = None
-    time_from_ms: int | None = None
-    time_to_ms: int | None = None
-
-
-class TimelineArgs(_Scoped):
-    session_id: Id
-    from_seq: int = Field(default=1, ge=1)
-    limit: int = Field(default=50, ge=1, le=MAX_TIMELINE_PAGE)
-
-
-class EventArgs(_Scoped):
-    session_id: Id
-    seq: int = Field(ge=1)
-    offset: int = Field(default=0, ge=0)
-    size: int = Field(default=65_536, ge=1, le=MAX_CHUNK)
-
-
-class LineageArgs(_Scoped):
-    session_id: Id
-
-
-class DeadLettersArgs(_Args):
-    limit: int = Field(default=50, ge=1, le=MAX_PAGE)
 
 
 class OperatorService(SessionQueryService, OperatorReads, Protocol):
@@ -127,6 +75,31 @@ def _header(header: SessionHeader) -> dict[str, Any]:
 
 def _summary(event: EventSummary | None) -> dict[str, Any] | None:
     return None if event is None else asdict(event)
+
+
+def _title(info: TitleInfo) -> dict[str, Any]:
+    """The title the tools show (its own, else the first prompt: ``title_derived``)."""
+    return {"title": title_text(info), "title_derived": info.derived}
+
+
+def _row_title(title: str | None, first_prompt: str | None) -> TitleInfo:
+    if title is not None and title.strip():
+        return TitleInfo(title, True)
+    return TitleInfo(first_prompt, True, derived=first_prompt is not None)
+
+
+def _observed_title(observation: TitleObservation | None) -> dict[str, Any]:
+    if observation is None:
+        return {"title": None, "title_derived": False}
+    return _title(title_info(observation, visible=True))
+
+
+def _excerpt(excerpt: str) -> dict[str, Any]:
+    """The excerpt as the tools write it, and as plain text with its matches' offsets: the
+    exact inverse of the store's escaping, so a page highlights offsets and never has to
+    tell a mark from a bracket of the text."""
+    text, spans = split_excerpt(excerpt)
+    return {"excerpt": excerpt, "excerpt_text": text, "highlights": [list(s) for s in spans]}
 
 
 def _events(args: SearchArgs) -> EventFilter:
@@ -157,14 +130,15 @@ class OperatorQueries:
 
     def __init__(self, store: OperatorService) -> None:
         self._store = store
-        self._verbs: dict[str, tuple[type[_Args], Callable[..., Awaitable[dict[str, Any]]]]] = {
-            "workspaces": (_Args, self.workspaces),
+        self._verbs: dict[str, tuple[type[Args], Callable[..., Awaitable[dict[str, Any]]]]] = {
+            "workspaces": (Args, self.workspaces),
             "sessions": (SessionsArgs, self.sessions),
             "search": (SearchArgs, self.search),
             "timeline": (TimelineArgs, self.timeline),
             "event": (EventArgs, self.event),
             "lineage": (LineageArgs, self.lineage),
             "relations": (EventArgs, self.relations),
+            "text": (TextArgs, self.text),
             "deadletters": (DeadLettersArgs, self.deadletters),
         }
 
@@ -190,7 +164,7 @@ class OperatorQueries:
             raise model_error(exc) from exc
         return result
 
-    async def workspaces(self, args: _Args, signal: ExecutionSignal) -> dict[str, Any]:
+    async def workspaces(self, args: Args, signal: ExecutionSignal) -> dict[str, Any]:
         found = await self._store.workspaces(signal=signal)
         return {"workspaces": [asdict(w) for w in found]}
 
@@ -216,7 +190,12 @@ class OperatorQueries:
         )
         caller = Caller("", args.workspace)
         rows = [
-            {**_header(r.header), "title": r.title, "source": r.source, "children": r.children}
+            {
+                **_header(r.header),
+                **_title(_row_title(r.title, r.first_prompt)),
+                "source": r.source,
+                "children": r.children,
+            }
             for r in page.rows
             if is_authorized(caller, r.header)  # the SQL scoped it; the header says so too
         ]
@@ -248,11 +227,9 @@ class OperatorQueries:
             "hits": [
                 {
                     "session": _header(h.header),
-                    "title": titles[h.header.session_id].title
-                    if h.header.session_id in titles
-                    else None,
+                    **_observed_title(titles.get(h.header.session_id)),
                     "event": _summary(h.event),
-                    "excerpt": h.excerpt,
+                    **_excerpt(h.excerpt),
                     "matching_events": h.matching_events,
                 }
                 for h in hits
@@ -279,7 +256,7 @@ class OperatorQueries:
             raise not_found(session_id)
         return {
             "session": _header(page.header),
-            "hits": [{"event": _summary(h.event), "excerpt": h.excerpt} for h in page.hits],
+            "hits": [{"event": _summary(h.event), **_excerpt(h.excerpt)} for h in page.hits],
             "next_cursor": page.next_cursor,
             "partial": page.partial,
             "unmatched": list(page.unmatched),
@@ -309,7 +286,7 @@ class OperatorQueries:
         observed = titles.get(args.session_id)
         return {
             "session": _header(page.header),
-            "title": observed.title if observed is not None else None,
+            **_observed_title(observed),
             "events": [{**asdict(e), "cut": e.cut} for e in page.events],
             "next_seq": page.next_seq,
         }
@@ -325,6 +302,33 @@ class OperatorQueries:
                 ErrorCode.NOT_FOUND, f"Session {args.session_id} has no event at seq {args.seq}."
             )
         return {"seq": chunk.seq, "size": chunk.size, "offset": chunk.offset, "text": chunk.text}
+
+    async def text(self, args: TextArgs, signal: ExecutionSignal) -> dict[str, Any]:
+        """A part of one event's readable text, the query's matches in it as offsets."""
+        found = await self._store.event_text(
+            args.session_id,
+            args.seq,
+            query=args.query,
+            offset=args.offset,
+            size=args.size,
+            signal=signal,
+        )
+        if found is None or not is_authorized(Caller("", args.workspace), found.header):
+            raise not_found(args.session_id)
+        if not found.found:
+            raise ToolError(
+                ErrorCode.NOT_FOUND, f"Session {args.session_id} has no event at seq {args.seq}."
+            )
+        return {
+            "seq": found.seq,
+            "type": found.type,
+            "tool": found.tool,
+            "size": found.size,
+            "offset": found.offset,
+            "text": found.text,
+            "highlights": [list(m) for m in found.matches],
+            "first_match": found.first_match,
+        }
 
     async def lineage(self, args: LineageArgs, signal: ExecutionSignal) -> dict[str, Any]:
         """The whole visible tree the session belongs to: from its topmost ancestor in the
@@ -351,13 +355,7 @@ class OperatorQueries:
         return {
             "target": args.session_id,
             "continues_hidden": visible.continues_hidden,
-            "nodes": [
-                {
-                    **_header(n),
-                    "title": titles[n.session_id].title if n.session_id in titles else None,
-                }
-                for n in nodes
-            ],
+            "nodes": [{**_header(n), **_observed_title(titles.get(n.session_id))} for n in nodes],
             "edges": [{"parent": p, "child": c} for p, c in edges],
         }
 

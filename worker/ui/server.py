@@ -16,9 +16,8 @@ import asyncio
 import hmac
 import secrets
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from http import HTTPStatus
 from http.cookies import SimpleCookie
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -26,79 +25,23 @@ from importlib import resources
 from typing import Any, Final
 from urllib.parse import parse_qs, urlencode, urlsplit
 
-import orjson
 import structlog
 from nats.aio.client import Client as NATS
-from nats.errors import NoRespondersError
-from nats.errors import TimeoutError as NatsTimeout
 
 from contracts.subjects import Subjects
-from worker.failures import RuntimeFailure
+from worker.transport.connection import error_route
 from worker.ui import pages
+from worker.ui.client import OperatorClient, OperatorError
+from worker.ui.routes import ROUTES
+from worker.ui.watch import PROBE_VERB, WorkerWatch
 
 log = structlog.get_logger("worker.ui.server")
 
 COOKIE: Final = "sessionquery_ui"
-REQUEST_TIMEOUT_S: Final = 35.0  # the worker's own deadline is 30 s
-SESSIONS_PAGE: Final = 50
-TIMELINE_PAGE: Final = 50
-CHUNK_CHARS: Final = 65_536
 CSP: Final = (
     "default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self';"
     " frame-ancestors 'none'; base-uri 'none'"
 )
-SORT_KEYS: Final = frozenset({"updated", "created", "events", "title"})
-NO_WORKER: Final = (
-    "No worker answers the operator subjects: is `sessionquery serve` running, on this NATS"
-    " server and subject prefix, with credentials that may call them?"
-)
-
-
-class OperatorError(RuntimeFailure):
-    """A reply that is not ok, or no reply; ``status`` is the HTTP status to show it with."""
-
-    def __init__(self, status: HTTPStatus, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-
-
-_ERROR_STATUS: Final = {
-    "SESSION_QUERY_NOT_FOUND": HTTPStatus.NOT_FOUND,
-    "SESSION_QUERY_INVALID_ARGUMENTS": HTTPStatus.BAD_REQUEST,
-    "SESSION_QUERY_TIMEOUT": HTTPStatus.GATEWAY_TIMEOUT,
-}
-
-
-class OperatorClient:
-    """Operator requests over one NATS connection, asked from the HTTP threads."""
-
-    def __init__(self, nc: NATS, loop: asyncio.AbstractEventLoop, subjects: Subjects) -> None:
-        self._nc = nc
-        self._loop = loop
-        self._subjects = subjects
-
-    def ask(self, verb: str, **arguments: Any) -> dict[str, Any]:
-        body = orjson.dumps({"arguments": {k: v for k, v in arguments.items() if v is not None}})
-        future = asyncio.run_coroutine_threadsafe(self._request(verb, body), self._loop)
-        return future.result(REQUEST_TIMEOUT_S + 1)
-
-    async def _request(self, verb: str, body: bytes) -> dict[str, Any]:
-        try:
-            msg = await self._nc.request(
-                self._subjects.operator(verb), body, timeout=REQUEST_TIMEOUT_S
-            )
-        except NoRespondersError:
-            raise OperatorError(HTTPStatus.SERVICE_UNAVAILABLE, NO_WORKER) from None
-        except NatsTimeout:
-            raise OperatorError(HTTPStatus.GATEWAY_TIMEOUT, NO_WORKER) from None
-        reply = orjson.loads(msg.data) if msg.data else {}
-        if reply.get("status") == "ok":
-            result: dict[str, Any] = reply["result"]
-            return result
-        error = reply.get("error") or {}
-        status = _ERROR_STATUS.get(error.get("code", ""), HTTPStatus.BAD_GATEWAY)
-        raise OperatorError(status, str(error.get("message") or "The worker refused."))
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,132 +50,6 @@ class Answer:
     body: bytes
     content_type: str = "text/html; charset=utf-8"
     headers: tuple[tuple[str, str], ...] = ()
-
-
-Route = Callable[[OperatorClient, Mapping[str, str]], str]
-
-
-def _workspace(q: Mapping[str, str]) -> str | None:
-    if q.get("nocwd") == "1":
-        return None
-    if "ws" not in q:
-        raise OperatorError(HTTPStatus.BAD_REQUEST, "Which workspace? (ws= is missing)")
-    return q["ws"]
-
-
-def _int(q: Mapping[str, str], key: str, default: int, low: int = 0) -> int:
-    try:
-        return max(low, int(q.get(key, default)))
-    except ValueError:
-        raise OperatorError(HTTPStatus.BAD_REQUEST, f"{key} must be a number") from None
-
-
-def _day_ms(value: str | None, *, end: bool) -> int | None:
-    if not value:
-        return None
-    try:
-        day = datetime.strptime(value, "%Y-%m-%d").replace(tzinfo=UTC)
-    except ValueError:
-        raise OperatorError(HTTPStatus.BAD_REQUEST, "dates are YYYY-MM-DD") from None
-    return int(day.timestamp() * 1000) + (86_399_999 if end else 0)
-
-
-def _required(q: Mapping[str, str], key: str) -> str:
-    if not q.get(key):
-        raise OperatorError(HTTPStatus.BAD_REQUEST, f"{key}= is missing")
-    return q[key]
-
-
-def workspaces_page(client: OperatorClient, q: Mapping[str, str]) -> str:
-    return pages.workspaces(client.ask("workspaces"))
-
-
-def sessions_page(client: OperatorClient, q: Mapping[str, str]) -> str:
-    workspace = _workspace(q)
-    sort = q.get("sort", "updated") if q.get("sort") in SORT_KEYS else "updated"
-    args: dict[str, Any] = {
-        "sort": sort,
-        "desc": 0 if q.get("desc") == "0" else 1,
-        "limit": SESSIONS_PAGE,
-        "availability": q.get("availability") or None,
-        "title": q.get("title") or None,
-        "roots": 1 if q.get("roots") == "1" else None,
-        "updated_from": q.get("updated_from") or None,
-        "updated_to": q.get("updated_to") or None,
-    }
-    found = client.ask(
-        "sessions",
-        workspace=workspace,
-        sort=sort,
-        descending=args["desc"] == 1,
-        offset=_int(q, "offset", 0),
-        limit=SESSIONS_PAGE,
-        availability=[args["availability"]] if args["availability"] else None,
-        title_contains=args["title"],
-        roots_only=bool(args["roots"]),
-        updated_from_ms=_day_ms(args["updated_from"], end=False),
-        updated_to_ms=_day_ms(args["updated_to"], end=True),
-    )
-    return pages.sessions(workspace, {k: v for k, v in args.items() if v is not None}, found)
-
-
-def search_page(client: OperatorClient, q: Mapping[str, str]) -> str:
-    workspace, query = _workspace(q), q.get("q", "").strip()
-    session_id = q.get("session") or None
-    if not query:
-        raise OperatorError(HTTPStatus.BAD_REQUEST, "Type something to search for.")
-    filters = {k: q[k] for k in ("surface", "type") if q.get(k)}
-    found = client.ask(
-        "search",
-        workspace=workspace,
-        query=query,
-        session_id=session_id,
-        cursor=q.get("cursor"),
-        surfaces=[filters["surface"]] if "surface" in filters else None,
-        types=[filters["type"]] if "type" in filters else None,
-    )
-    return pages.search(workspace, query, session_id, found, filters)
-
-
-def session_page(client: OperatorClient, q: Mapping[str, str]) -> str:
-    workspace, sid = _workspace(q), _required(q, "id")
-    # ``at``: an event to show (a search hit): its page starts a few events before it.
-    start = _int(q, "from", max(1, _int(q, "at", 1, 1) - 5), 1)
-    found = client.ask(
-        "timeline", workspace=workspace, session_id=sid, from_seq=start, limit=TIMELINE_PAGE
-    )
-    return pages.timeline(workspace, found, start, TIMELINE_PAGE)
-
-
-def event_page(client: OperatorClient, q: Mapping[str, str]) -> str:
-    workspace, sid = _workspace(q), _required(q, "id")
-    seq = _int(q, "seq", 1, 1)
-    chunk = client.ask(
-        "event", workspace=workspace, session_id=sid, seq=seq, offset=_int(q, "offset", 0),
-        size=CHUNK_CHARS,
-    )  # fmt: skip
-    relations = client.ask("relations", workspace=workspace, session_id=sid, seq=seq)
-    return pages.event(workspace, sid, seq, chunk, relations)
-
-
-def lineage_page(client: OperatorClient, q: Mapping[str, str]) -> str:
-    workspace, sid = _workspace(q), _required(q, "id")
-    return pages.lineage(workspace, client.ask("lineage", workspace=workspace, session_id=sid))
-
-
-def operations_page(client: OperatorClient, q: Mapping[str, str]) -> str:
-    return pages.operations(client.ask("operations"))
-
-
-ROUTES: Final[dict[str, Route]] = {
-    "/": workspaces_page,
-    "/sessions": sessions_page,
-    "/search": search_page,
-    "/session": session_page,
-    "/event": event_page,
-    "/lineage": lineage_page,
-    "/ops": operations_page,
-}
 
 
 def _stylesheet() -> bytes:
@@ -275,7 +92,10 @@ class UiApp:
         try:
             return _html(HTTPStatus.OK, route(self.client, q))
         except OperatorError as exc:
-            return _html(exc.status, pages.error_page(exc.message))
+            if exc.shown is not None:
+                return _html(exc.status, exc.shown)
+            unavailable = exc.status == HTTPStatus.SERVICE_UNAVAILABLE
+            return _html(exc.status, pages.error_page(exc.message, unavailable=unavailable))
         except Exception:
             log.exception("ui page failed", path=path)
             return _html(HTTPStatus.INTERNAL_SERVER_ERROR, pages.error_page("The page failed."))
@@ -326,10 +146,11 @@ class UiServer:
     """The HTTP server and its NATS loop; ``start`` returns it serving, ``stop`` ends both."""
 
     def __init__(self, httpd: ThreadingHTTPServer, loop: asyncio.AbstractEventLoop,
-                 nc: NATS, token: str) -> None:  # fmt: skip
+                 nc: NATS, token: str, probing: asyncio.Event) -> None:  # fmt: skip
         self._httpd = httpd
         self._loop = loop
         self._nc = nc
+        self._probing = probing  # set: the probe stops
         self.token = token
         host, port = httpd.server_address[:2]
         self.port = int(port)
@@ -359,19 +180,27 @@ class UiServer:
         loop = asyncio.new_event_loop()
         threading.Thread(target=loop.run_forever, name="sessionquery-ui-nats", daemon=True).start()
         try:
-            nc = asyncio.run_coroutine_threadsafe(connect(), loop).result(60)
+            # As long as ``connect`` tries (its ``--connect-attempts``), however long.
+            nc = asyncio.run_coroutine_threadsafe(connect(), loop).result()
         except BaseException:
             loop.call_soon_threadsafe(loop.stop)
             raise
+        watch = WorkerWatch()
+        route = error_route(nc)
+        if route is not None:  # one line per change, not one per reconnect attempt
+            route.handler = watch.on_error
+        probing = asyncio.Event()
+        probe = subjects.operator(PROBE_VERB)
+        asyncio.run_coroutine_threadsafe(watch.probe(nc, probe, probing), loop)
         token = token or secrets.token_urlsafe(24)
         httpd = ThreadingHTTPServer((host, port), _Handler)
         httpd.daemon_threads = True
         bound = int(httpd.server_address[1])
         names = {host, "127.0.0.1", "localhost", "[::1]"}
         hosts = frozenset(f"{_url_host(n)}:{bound}".lower() for n in names)
-        shared = app(OperatorClient(nc, loop, subjects), token, hosts)
+        shared = app(OperatorClient(nc, loop, subjects, watch), token, hosts)
         httpd.RequestHandlerClass = type("Handler", (_Handler,), {"app": shared})
-        server = cls(httpd, loop, nc, token)
+        server = cls(httpd, loop, nc, token, probing)
         server._thread.start()
         return server
 
@@ -379,6 +208,7 @@ class UiServer:
         self._httpd.shutdown()
         self._httpd.server_close()
         self._thread.join(10)
+        self._loop.call_soon_threadsafe(self._probing.set)
         done = asyncio.run_coroutine_threadsafe(self._nc.close(), self._loop)
         try:
             done.result(10)

@@ -13,6 +13,9 @@ import hashlib
 import sqlite3
 from typing import Final
 
+import orjson
+
+from contracts.harness import first_prompt
 from worker.store.errors import SchemaVersionError as SchemaVersionError
 
 # The one place the index layout's version lives. Bump it with every layout change and add
@@ -250,6 +253,24 @@ def configure(conn: sqlite3.Connection) -> None:
     conn.execute("PRAGMA foreign_keys = OFF")
     conn.execute("PRAGMA busy_timeout = 5000")
     conn.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
+
+
+def define_functions(conn: sqlite3.Connection) -> None:
+    """SQL functions the reads use: ``first_prompt(prompts)``, the first prompt the user
+    wrote of a ``sessions.prompts`` value (the title of a session nobody titled)."""
+    conn.create_function("first_prompt", 1, _first_prompt, deterministic=True)
+
+
+def _first_prompt(prompts: object) -> str | None:
+    if not isinstance(prompts, str):
+        return None
+    try:
+        texts = orjson.loads(prompts)
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(texts, list):
+        return None
+    return first_prompt(tuple(t for t in texts if isinstance(t, str)))
 
 
 def create(conn: sqlite3.Connection) -> None:

@@ -1,5 +1,7 @@
 """Snapshots of the index: a consistent copy to ship to another worker, and its restore.
 
+Over 400 lines: writing, verifying and restoring one archive format must agree line by line.
+
 A snapshot is one tar archive (written as a stream, never held in memory whole):
 
 - ``manifest.json``: the snapshot format, the schema and search-index versions, the stream
@@ -12,7 +14,13 @@ A snapshot is one tar archive (written as a stream, never held in memory whole):
   so it is never ahead of the store. A search index behind the store is sound: it records
   the event id and deletion id each commit covers, and the follower catches up from the
   store after a restore (``search_index``). Carried rather than rebuilt at restore because
-  indexing is most of ingestion's cost (``bench/snapshot_join.py`` measures it).
+  indexing is most of ingestion's cost (``bench/snapshot_join.py`` measures it);
+- ``vectors.sqlite``, when the index has a vector file (``--semantic on``): a backup of it
+  taken after the search index is pinned and before the store is copied, so it too is
+  never ahead of the store. It records the store's ``index_uid``, which a restore keeps, so
+  the joining worker's embedding follower keeps these vectors and embeds only what came
+  after: a worker joins with semantic search at once, not after re-embedding (at 7-9
+  vectors/s on two cores, hours for a large index).
 
 The SHA-256 digest of the whole archive travels beside it (the archive cannot hold its own
 digest): ``restore`` checks it first, then the manifest against what the restoring worker
@@ -43,11 +51,13 @@ from contracts.partitions import PartitionSet
 from worker.store.errors import SnapshotRefused as SnapshotRefused
 from worker.store.files import index_file, schema
 from worker.store.search.search_index import SEARCH_INDEX_VERSION, search_index_path
+from worker.store.search.semantic.vectors import vectors_path
 
 SNAPSHOT_FORMAT: Final = 1
 MANIFEST_MEMBER: Final = "manifest.json"
 STORE_MEMBER: Final = "index.sqlite"
 SEARCH_MEMBER: Final = "search"
+VECTORS_MEMBER: Final = "vectors.sqlite"
 # tantivy's own bookkeeping (the GC list, lock files) is not part of a commit: a restored
 # index starts its own.
 _SEARCH_SKIP: Final = frozenset({".managed.json", ".tantivy-meta.lock", ".tantivy-writer.lock"})
@@ -159,8 +169,13 @@ def take(db_path: str | Path, out: BinaryIO, *, partitions: PartitionSet) -> Sna
     """
     db = Path(db_path)
     scratch = Path(f"{db}.snapshot-{uuid.uuid4().hex[:8]}")
+    vectors_scratch = Path(f"{scratch}.vectors")
     with _pinned_search(search_index_path(db)) as search, contextlib.ExitStack() as cleanup:
         cleanup.callback(index_file.remove_files, scratch)
+        cleanup.callback(index_file.remove_files, vectors_scratch)
+        has_vectors = vectors_path(db).exists()
+        if has_vectors:
+            _backup_file(vectors_path(db), vectors_scratch).close()
         meta = _backup(db, scratch)
         manifest = SnapshotManifest(
             format=SNAPSHOT_FORMAT,
@@ -184,23 +199,36 @@ def take(db_path: str | Path, out: BinaryIO, *, partitions: PartitionSet) -> Sna
                 _add_file(archive, STORE_MEMBER, store)
             for name, handle in search:
                 _add_file(archive, f"{SEARCH_MEMBER}/{name}", handle)
+            if has_vectors:
+                with vectors_scratch.open("rb") as vectors:
+                    _add_file(archive, VECTORS_MEMBER, vectors)
     return Snapshot(manifest, hashing.size, hashing.sha256.hexdigest())
 
 
 def _backup(db: Path, target: Path) -> dict[str, object]:
-    """Copy the store into ``target`` in one backup step (one read transaction); returns
-    the copy's ``meta``. The copy is a plain rollback-journal file: no WAL to ship."""
+    """Copy the store into ``target``; returns the copy's ``meta``."""
     if not db.exists():
         raise SnapshotRefused(f"index {db} does not exist")
-    source = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30)
+    copy = _backup_file(db, target)
+    try:
+        return index_file.read_meta(copy)
+    finally:
+        copy.close()
+
+
+def _backup_file(source_path: Path, target: Path) -> sqlite3.Connection:
+    """Copy a SQLite file into ``target`` in one backup step (one read transaction); the
+    copy, open. It is a plain rollback-journal file: no WAL to ship."""
+    source = sqlite3.connect(f"file:{source_path}?mode=ro", uri=True, timeout=30)
     try:
         copy = sqlite3.connect(str(target), isolation_level=None)
         try:
             source.backup(copy, pages=-1)
             copy.execute("PRAGMA journal_mode = DELETE")
-            return index_file.read_meta(copy)
-        finally:
+        except BaseException:
             copy.close()
+            raise
+        return copy
     finally:
         source.close()
 
@@ -341,6 +369,10 @@ def restore(
         search = staging / SEARCH_MEMBER
         if search.is_dir():
             os.replace(search, search_index_path(db))
+        if (staging / VECTORS_MEMBER).is_file():
+            for stale in ("-wal", "-shm"):  # an old file's log must not replay onto this one
+                Path(f"{vectors_path(db)}{stale}").unlink(missing_ok=True)
+            os.replace(staging / VECTORS_MEMBER, vectors_path(db))
         os.replace(staging / STORE_MEMBER, db)  # last: the file's presence means restored
     finally:
         shutil.rmtree(staging, ignore_errors=True)
@@ -388,8 +420,8 @@ def _member_target(staging: Path, member: tarfile.TarInfo) -> Path:
     paths out of the staging directory, no links, no devices)."""
     name = member.name
     if member.isfile():
-        if name == STORE_MEMBER:
-            return staging / STORE_MEMBER
+        if name in (STORE_MEMBER, VECTORS_MEMBER):
+            return staging / name
         folder, _, leaf = name.partition("/")
         if folder == SEARCH_MEMBER and leaf and "/" not in leaf and leaf not in ("..", "."):
             return staging / SEARCH_MEMBER / leaf

@@ -3,8 +3,9 @@
 CPU only, so it runs apart from the transaction: on the event loop while the writer's
 thread or child process applies the batch before. Each rejection carries a one-line
 reason for the dead-letter subject; ``reason_kind`` names its kind for the ``deadletters``
-table. The checks that need the index (unknown session, gaps, after the end) are
-``writer_core``'s.
+table. The event contract's own rules and their texts are ``contracts.events``'s
+(``validate_event``); the checks that need the index (unknown session, gaps, after the
+end) are ``writer_core``'s.
 
 A checked batch crosses the pipe to the writer's child process as plain tuples whose
 layout is derived from ``CheckedEvent``'s fields (``to_wire``/``from_wire``): adding a
@@ -20,15 +21,12 @@ from dataclasses import dataclass, fields
 from typing import Any, Final
 
 import orjson
-from pydantic import ValidationError
 
-from contracts.events import SessionEvent
-from contracts.ids import ID_PATTERN
+from contracts.events import Refusal, validate_event_text
 from worker.store.files import schema
 from worker.store.protocol import IngestItem, Rejected
 from worker.store.search.text import searchable_text
 
-MAX_INT64: Final = 2**63 - 1
 MAX_REASON_CHARS: Final = 1000
 
 
@@ -49,7 +47,7 @@ class CheckedEvent:
     body: str | None  # searchable text; None: left to the writer (``BatchChecker(text=)``)
     replaces: tuple[int, ...]
     cites: tuple[tuple[str, int], ...]
-    # Header fields carried by the payload (shapes checked by parse_event).
+    # Header fields carried by the payload (shapes checked by validate_event).
     cwd: str | None = None  # session/start
     parent_session_id: str | None = None  # session/start
     title: str | None = None  # session/title
@@ -117,9 +115,9 @@ class BatchChecker:
         return PreparedBatch(items=tuple(self._parse(item) for item in items))
 
     def _parse(self, item: IngestItem) -> CheckedEvent | Rejected:
-        outcome = parse_event(item.data, max_event_bytes=self._max_event_bytes)
-        if isinstance(outcome, str):
-            return reject(item.stream_seq, item.data, outcome)
+        outcome = validate_event_text(item.data, max_event_bytes=self._max_event_bytes)
+        if isinstance(outcome, Refusal):
+            return reject(item.stream_seq, item.data, outcome.reason)
         event, text = outcome
         key = None
         if item.subject is not None:
@@ -167,61 +165,6 @@ def text_of(event: CheckedEvent, cap_bytes: int) -> str:
     return searchable_text(indexed_payload(event.type, _payload_of(event.raw_json)), cap_bytes)
 
 
-# The model's own validator, called directly: ``model_validate_json`` adds about 1 us of
-# Python around it, and this runs for every ingested event.
-_validate_event_json: Final = SessionEvent.__pydantic_validator__.validate_json
-
-
-def parse_event(data: bytes, *, max_event_bytes: int) -> tuple[SessionEvent, str] | str:
-    """The event and its text, or why it is refused. Checks one message alone: the session
-    checks (unknown session, gaps, ...) need the index and happen in ``apply``."""
-    size = len(data)
-    if size > max_event_bytes:
-        return f"oversized: the event is {size} bytes, the maximum is {max_event_bytes} bytes"
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        return f"invalid JSON: not UTF-8 at byte {exc.start}"
-    try:
-        event: SessionEvent = _validate_event_json(text)
-    except ValidationError as exc:
-        return _describe(exc)
-    problem = _range_problem(event) or _header_problem(event)
-    return (event, text) if problem is None else problem
-
-
-def _range_problem(event: SessionEvent) -> str | None:
-    for cite in event.cites:
-        if cite.seq > MAX_INT64:
-            return f"contract violation: cites seq {cite.seq} out of range"
-    for pos in event.replaces:
-        if pos >= event.seq:
-            return (
-                f"contract violation: replaces {pos} at seq {event.seq}:"
-                " replaces names earlier positions of the same session"
-            )
-    return None
-
-
-def _header_problem(event: SessionEvent) -> str | None:
-    """The payload fields the sessions table takes must have the right shapes."""
-    if event.type == "session/start":
-        cwd = event.payload.get("cwd")
-        if cwd is not None and not isinstance(cwd, str):
-            return "contract violation: session/start payload.cwd must be a string or null"
-        parent = event.payload.get("parent_session_id")
-        if parent is not None and not (isinstance(parent, str) and _is_id(parent)):
-            return (
-                "contract violation: session/start payload.parent_session_id must be"
-                f" an id matching {ID_PATTERN} or null"
-            )
-    elif event.type == "session/title":
-        title = event.payload.get("title")
-        if title is not None and not isinstance(title, str):
-            return "contract violation: session/title payload.title must be a string"
-    return None
-
-
 def indexed_payload(kind: str, payload: dict[str, Any]) -> dict[str, Any]:
     """The payload whose strings are searchable. A session/start's parent id is lineage (the
     sessions table holds it), not text: indexed, it would show in excerpts and previews even
@@ -232,7 +175,7 @@ def indexed_payload(kind: str, payload: dict[str, Any]) -> dict[str, Any]:
 
 
 def _payload_of(raw_json: str) -> dict[str, Any]:
-    """The payload of an event that passed ``parse_event``, parsed again. orjson refuses a
+    """The payload of an event that passed ``validate_event``, parsed again. orjson refuses a
     few inputs pydantic accepts (integers past 64 bits, floats out of range: never text);
     the standard library reads those. Strings come out the same from all three."""
     try:
@@ -272,23 +215,3 @@ def reject(stream_seq: int, data: bytes, reason: str) -> Rejected:
     if len(reason) > MAX_REASON_CHARS:
         reason = reason[: MAX_REASON_CHARS - 3] + "..."
     return Rejected(stream_seq=stream_seq, data=data, reason=reason)
-
-
-def _describe(exc: ValidationError) -> str:
-    errors = exc.errors(include_input=False, include_url=False, include_context=False)
-    invalid_json = [e for e in errors if e["type"] == "json_invalid"]
-    if invalid_json:
-        msg = str(invalid_json[0]["msg"]).removeprefix("Invalid JSON: ")
-        return f"invalid JSON: {msg}"
-    parts = []
-    for e in errors:
-        loc = ".".join(str(x) for x in e["loc"]) or "event"
-        parts.append(f"{loc}: {e['msg']}")
-    return "contract violation: " + "; ".join(parts)
-
-
-_ID_CHARS: Final = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
-
-
-def _is_id(value: str) -> bool:
-    return 1 <= len(value) <= 128 and all(c in _ID_CHARS for c in value)

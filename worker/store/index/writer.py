@@ -32,7 +32,7 @@ from typing import Generic, Protocol, Self, TypeVar
 
 import structlog
 
-from worker.store.index.batch import BatchChecker, PreparedBatch, parse_event, reason_kind
+from worker.store.index.batch import BatchChecker, PreparedBatch, reason_kind
 from worker.store.index.writer_core import WriterCore
 from worker.store.index.writer_open import IndexFileReplaced
 from worker.store.protocol import ApplyResult, Generation, IngestItem, SessionIndexWriter
@@ -48,7 +48,6 @@ __all__ = [
     "WriterCore",
     "WriterTransport",
     "notify_listeners",
-    "parse_event",
     "reason_kind",
 ]
 

@@ -12,7 +12,7 @@ import tantivy
 from worker.store import rows
 from worker.store.protocol import EventFilter, EventHit
 from worker.store.search import ranking
-from worker.store.search.excerpt import highlighter
+from worker.store.search.excerpt import highlighter, plain_excerpt
 from worker.store.search.hybrid import SemanticQuery
 from worker.store.search.query import QueryPlan
 from worker.store.search.search_ops import MAX_CANDIDATE_WINDOW, Fetch, PageResult, bodies
@@ -143,7 +143,7 @@ class EventSearch:
         return [
             EventHit(
                 event=rows.summary(row[1:]),
-                excerpt=excerpts.get(c.event_id) or rows.preview(row[-1]),
+                excerpt=excerpts.get(c.event_id) or plain_excerpt(rows.preview(row[-1])),
                 score=-c.score,
                 # Semantic alone, and no word of the query highlighted in its text.
                 semantic_only=c.event_id in only and c.event_id not in excerpts,

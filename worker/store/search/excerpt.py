@@ -1,5 +1,10 @@
 """Excerpts: the part of an event's text where the query matched, matched words in [brackets].
 
+A literal ``[`` or ``]`` of the text is written ``\\[`` or ``\\]`` (and a literal backslash
+right before a bracket or another backslash is doubled), so a bare bracket is always a
+match mark: a markdown ``[X]`` cannot read as a match. ``split_excerpt`` reverses it into
+the plain text and the matches' offsets (what the operator replies carry).
+
 The search index stores no text, so the excerpt is cut from the store's text of the few
 events a page shows. One regular expression per term (the term's exact words, its stems
 as word prefixes, identifier parts at case boundaries and CJK bigrams; compiled once per
@@ -29,6 +34,8 @@ WINDOW_CHARS: Final = 120
 _CONTEXT_CHARS: Final = 30
 _MAX_MATCHES: Final = 400
 _WS: Final = re.compile(r"\s+")
+# A text piece as atoms: a bracket, a backslash, or a run of other characters.
+_LITERAL_ATOM: Final = re.compile(r"[^\[\]\\]+|[\[\]\\]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,18 +48,19 @@ class Highlighter:
     # Every term belongs to one query group (decided when built, not per text).
     one_group: bool = False
 
-    def spans(self, text: str) -> list[tuple[int, int, str]]:
+    def spans(self, text: str, *, every: bool = False) -> list[tuple[int, int, str]]:
         """Non-overlapping matches, left to right (what ``finditer`` over the alternation
         of the term patterns gives).
 
         With one group the first window is the best (no later one holds more groups), so
-        the scan stops past it: a rare identifier in a long log no longer reads it all."""
+        the scan stops past it: a rare identifier in a long log no longer reads it all.
+        ``every``: no such stop (a page highlighting every match of a part)."""
         spans: list[tuple[int, int, str]] = []
         if self.prefilter is None:
             return spans
         search, pos = self.prefilter.search, 0
         window_end = len(text) + 1
-        one_group = self.one_group
+        one_group = self.one_group and not every
         while len(spans) < _MAX_MATCHES:
             hit = search(text, pos, window_end)
             if hit is None:
@@ -83,18 +91,71 @@ class Highlighter:
         if start > 0:  # begin at a word, not inside one
             space = text.find(" ", start, chosen[0][0])
             start = space + 1 if space >= 0 else chosen[0][0]
-        pieces: list[str] = ["…" if start > 0 else ""]
+        pieces: list[tuple[str, bool]] = [("…" if start > 0 else "", False)]
         cursor = start
         for s, e, _ in chosen:
             if s < cursor:
                 continue  # overlapping matches: the first one is bracketed
-            pieces.append(text[cursor:s])
-            pieces.append("[" + text[s:e] + "]")
+            pieces.append((text[cursor:s], False))
+            pieces.append((text[s:e], True))
             cursor = e
-        pieces.append(text[cursor:end])
+        pieces.append((text[cursor:end], False))
         if end < len(text):
-            pieces.append("…")
-        return _WS.sub(" ", "".join(pieces)).strip()
+            pieces.append(("…", False))
+        # Whitespace runs become one space before marking: escapes hold no whitespace.
+        flat = [(_WS.sub(" ", piece), matched) for piece, matched in pieces]
+        return mark_matches(flat).strip(" ")
+
+
+def mark_matches(pieces: list[tuple[str, bool]]) -> str:
+    """The pieces joined, each matched one in ``[...]``, literal brackets escaped (above)."""
+    atoms: list[tuple[str, bool]] = []  # (atom, is a mark)
+    for piece, matched in pieces:
+        if matched:
+            atoms.append(("[", True))
+        atoms.extend((atom, False) for atom in _LITERAL_ATOM.findall(piece))
+        if matched:
+            atoms.append(("]", True))
+    out: list[str] = []
+    for index, (atom, mark) in enumerate(atoms):
+        if not mark and atom in ("[", "]"):
+            atom = "\\" + atom
+        elif not mark and atom == "\\":
+            following = atoms[index + 1][0] if index + 1 < len(atoms) else ""
+            if following in ("[", "]", "\\"):  # it would read as an escape: doubled
+                atom = "\\\\"
+        out.append(atom)
+    return "".join(out)
+
+
+def plain_excerpt(text: str) -> str:
+    """A text shown in an excerpt's place with nothing matched (a preview): escaped alike."""
+    return mark_matches([(text, False)])
+
+
+def split_excerpt(excerpt: str) -> tuple[str, list[tuple[int, int]]]:
+    """An excerpt's plain text and its matches as (start, end) offsets into that text: the
+    exact inverse of ``mark_matches`` (a bare bracket is a mark, an escaped one a literal)."""
+    text: list[str] = []
+    spans: list[tuple[int, int]] = []
+    length, opened, index = 0, -1, 0
+    while index < len(excerpt):
+        char = excerpt[index]
+        if char == "\\" and excerpt[index + 1 : index + 2] in ("[", "]", "\\"):
+            char = excerpt[index + 1]
+            index += 1
+        elif char == "[":
+            opened, index = length, index + 1
+            continue
+        elif char == "]":
+            if opened >= 0:
+                spans.append((opened, length))
+            opened, index = -1, index + 1
+            continue
+        text.append(char)
+        length += 1
+        index += 1
+    return "".join(text), spans
 
 
 def _centred(length: int, first: int, last: int) -> tuple[int, int]:

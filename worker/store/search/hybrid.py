@@ -17,8 +17,8 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Final, Protocol
 
-from worker.store.search.semantic.embedder import Vector
 from worker.store.search.semantic.fusion import SEMANTIC_EVENTS, within_margin
+from worker.store.search.semantic.model import ModelIdentity, Vector
 from worker.store.search.semantic.vectors import VectorReader
 
 # The query's vector normally comes in ~20 ms; a search never waits for it longer than
@@ -28,6 +28,8 @@ _VECTOR_WAIT_S: Final = 2.0
 
 class QueryEmbedder(Protocol):
     def query_soon(self, text: str) -> Future[Vector]: ...
+
+    def known_identity(self) -> ModelIdentity | None: ...
 
 
 @dataclass(slots=True)
@@ -57,4 +59,8 @@ class SemanticQuery:
             vector = self._vector.result(timeout=_VECTOR_WAIT_S)
         except Exception:  # the model failed or was slow: the search stays lexical
             return []
-        return within_margin(self.reader.nearest(ws, vector, SEMANTIC_EVENTS, session_id))
+        # A model not known yet (a remote one never reached) has no vectors to compare.
+        model = self.embedder.known_identity()
+        if model is None:
+            return []
+        return within_margin(self.reader.nearest(ws, vector, SEMANTIC_EVENTS, session_id, model))

@@ -1,5 +1,7 @@
 """The search index: a tantivy index derived from the SQLite store, partitioned by workspace.
 
+Over 400 lines: the index's schema and the follower that fills it change together.
+
 SQLite stays the store of record and the authority; this index only proposes candidate
 event ids, which the store then checks in SQL (workspace, snapshot, filters) in the same
 read transaction that produces the payload.

@@ -30,7 +30,7 @@ from worker.store import rows
 from worker.store.protocol import EventFilter, EventHit, SessionFilter, SessionHit
 from worker.store.search import ranking
 from worker.store.search.copies import own_lines
-from worker.store.search.excerpt import Highlighter, highlighter
+from worker.store.search.excerpt import Highlighter, highlighter, plain_excerpt
 from worker.store.search.hybrid import SemanticQuery
 from worker.store.search.query import QueryPlan
 from worker.store.search.search_index import INDEX_TEXT_CAP_BYTES, SCHEMA, TITLE_TYPE
@@ -344,7 +344,7 @@ def load_events(
     for r in found:
         header = rows.header(r[1 : 1 + rows.HEADER_WIDTH])
         summary = rows.summary(r[1 + rows.HEADER_WIDTH : -1])
-        excerpt = excerpts.get(int(r[0])) or rows.preview(r[-2])
+        excerpt = excerpts.get(int(r[0])) or plain_excerpt(rows.preview(r[-2]))
         loaded[int(r[0])] = (header, summary, excerpt)
     return loaded
 

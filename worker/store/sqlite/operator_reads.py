@@ -7,6 +7,7 @@ from typing import Any, Final
 from worker.store.operator import (
     DeadLetter,
     EventChunk,
+    EventText,
     SessionListFilter,
     SessionListPage,
     SessionRow,
@@ -15,6 +16,8 @@ from worker.store.operator import (
     TimelinePage,
     WorkspaceSummary,
 )
+from worker.store.protocol import SessionHeader
+from worker.store.search.readable import matches, part_holding, readable
 from worker.store.sqlite import rows
 from worker.store.sqlite.pool import Tx
 from worker.store.sqlite.sql import HEADER_COLS
@@ -28,10 +31,14 @@ _SORT: Final[dict[str, str]] = {
     "updated": "s.updated_ms",
     "created": "s.created_ms",
     "events": "s.event_count",
-    "title": "s.title",
+    "title": "shown_title",
 }
+# The title a session is shown by: its own, else its first prompt (``first_prompt``, a
+# function each reader connection defines), so the title filter and sort see what a
+# person reads.
+SHOWN_TITLE: Final = "coalesce(nullif(trim(coalesce(s.title, '')), ''), first_prompt(s.prompts))"
 _ROW_COLS: Final = (
-    f"{HEADER_COLS}, s.title AS title,"
+    f"{HEADER_COLS}, s.title AS title, {SHOWN_TITLE} AS shown_title,"
     " (SELECT json_extract(e.raw_json, '$.payload.source') FROM events e"
     "  WHERE e.session_id = s.session_id AND e.type = 'session/start'"
     "  ORDER BY e.seq LIMIT 1) AS source,"
@@ -41,7 +48,7 @@ _ROW_COLS: Final = (
 HEADER: Final = f"SELECT {HEADER_COLS} FROM sessions s WHERE s.session_id = ?"
 TIMELINE: Final = (
     "SELECT e.seq AS seq, e.event_id AS event_id, e.type AS type, e.surface AS surface,"
-    " e.time_ms AS time_ms, length(e.raw_json) AS size, substr(e.raw_json, 1, ?) AS head"
+    " e.time_ms AS time_ms, e.raw_json AS raw_json"
     " FROM events e WHERE e.session_id = ? AND e.seq >= ? ORDER BY e.seq LIMIT ?"
 )
 REPLACED_BY: Final = (
@@ -52,6 +59,7 @@ CHUNK: Final = (
     "SELECT length(raw_json) AS size, substr(raw_json, ?, ?) AS text FROM events"
     " WHERE session_id = ? AND seq = ?"
 )
+RAW: Final = "SELECT raw_json FROM events WHERE session_id = ? AND seq = ?"
 DEAD_LETTERS: Final = (
     "SELECT stream_seq AS stream_seq, kind AS kind, reason AS reason FROM deadletters"
     " ORDER BY stream_seq DESC LIMIT ?"
@@ -99,8 +107,12 @@ def _where(cwd: str | None, filters: SessionListFilter) -> tuple[str, list[Any]]
             params.extend(parents)
         clauses.append("(" + " OR ".join(ors) + ")")
     if filters.title_contains:
-        add("instr(lower(coalesce(s.title, '')), lower(?)) > 0", filters.title_contains)
+        add(f"instr(lower(coalesce({SHOWN_TITLE}, '')), lower(?)) > 0", filters.title_contains)
     return " AND ".join(clauses), params
+
+
+def _titled(title: object) -> bool:
+    return isinstance(title, str) and bool(title.strip())
 
 
 def list_sessions(
@@ -124,6 +136,7 @@ def list_sessions(
         SessionRow(
             header=rows.header(row, at),
             title=row[at["title"]],
+            first_prompt=None if _titled(row[at["title"]]) else row[at["shown_title"]],
             source=row[at["source"]] if isinstance(row[at["source"]], str) else None,
             children=int(row[at["children"]]),
         )
@@ -138,7 +151,7 @@ def timeline(tx: Tx, session_id: str, from_seq: int, limit: int, cut: int) -> Ti
         return None
     header = rows.header(found[0], at)
     # One more than the page: whether there is a next one.
-    events, ev = tx.read(TIMELINE, (cut, session_id, from_seq, limit + 1))
+    events, ev = tx.read(TIMELINE, (session_id, from_seq, limit + 1))
     more = len(events) > limit
     events = events[:limit]
     replaced: dict[int, list[int]] = {}
@@ -147,22 +160,62 @@ def timeline(tx: Tx, session_id: str, from_seq: int, limit: int, cut: int) -> Ti
         pairs, pa = tx.read(REPLACED_BY, (session_id, low, high))
         for pair in pairs:
             replaced.setdefault(int(pair[pa["replaced_seq"]]), []).append(int(pair[pa["seq"]]))
-    page = tuple(
-        TimelineEvent(
-            session_id=session_id,
-            seq=int(row[ev["seq"]]),
-            event_id=row[ev["event_id"]],
-            type=row[ev["type"]],
-            surface=row[ev["surface"]],
-            time_ms=int(row[ev["time_ms"]]),
-            size=int(row[ev["size"]]),
-            head=row[ev["head"]],
-            replaced_by=tuple(replaced.get(int(row[ev["seq"]]), ())),
-        )
-        for row in events
-    )
+    page = tuple(_timeline_event(session_id, row, ev, cut, replaced) for row in events)
     next_seq = page[-1].seq + 1 if more and page else None
     return TimelinePage(header, page, next_seq)
+
+
+def _timeline_event(
+    session_id: str, row: rows.Row, at: rows.Columns, cut: int, replaced: dict[int, list[int]]
+) -> TimelineEvent:
+    raw: str = row[at["raw_json"]]
+    _, tool, text = readable(raw)
+    seq = int(row[at["seq"]])
+    return TimelineEvent(
+        session_id=session_id,
+        seq=seq,
+        event_id=row[at["event_id"]],
+        type=row[at["type"]],
+        surface=row[at["surface"]],
+        time_ms=int(row[at["time_ms"]]),
+        size=len(raw),
+        head=raw[:cut],
+        replaced_by=tuple(replaced.get(seq, ())),
+        text=text[:cut],
+        text_size=len(text),
+        tool=tool,
+    )
+
+
+def event_raw(tx: Tx, session_id: str, seq: int) -> tuple[SessionHeader | None, str | None]:
+    """The session's header (None: no session) and the event's raw JSON (None: no event)."""
+    found, at = tx.read(HEADER, (session_id,))
+    if not found:
+        return None, None
+    raw = tx.fetch(RAW, (session_id, seq))
+    return rows.header(found[0], at), (str(raw[0][0]) if raw else None)
+
+
+def event_text(
+    tx: Tx, session_id: str, seq: int, query: str | None, offset: int | None, size: int
+) -> EventText | None:
+    header, raw = event_raw(tx, session_id, seq)
+    if header is None:
+        return None
+    if raw is None:
+        return EventText(header, seq, found=False)
+    kind, tool, text = readable(raw)
+    found = matches(query, text) if query else []
+    first = found[0][0] if found else None
+    if offset is None:
+        offset = part_holding(text, first, size) if first is not None else 0
+    part = text[offset : offset + size]
+    inside = tuple(
+        (max(s, offset) - offset, min(e, offset + size) - offset)
+        for s, e in found
+        if e > offset and s < offset + size
+    )
+    return EventText(header, seq, True, kind, tool, len(text), offset, part, inside, first)
 
 
 def event_chunk(tx: Tx, session_id: str, seq: int, offset: int, size: int) -> EventChunk | None:

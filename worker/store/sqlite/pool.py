@@ -290,6 +290,7 @@ def _connect_readers(path: str, count: int) -> list[sqlite3.Connection]:
             conn = schema.connect(path)  # isolation_level=None: BEGIN/COMMIT are explicit
             conns.append(conn)
             conn.execute("PRAGMA query_only = 1")
+            schema.define_functions(conn)
     except BaseException:
         for conn in conns:
             conn.close()

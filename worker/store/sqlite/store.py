@@ -23,6 +23,7 @@ from worker.store.errors import StoreError
 from worker.store.operator import (
     DeadLetter,
     EventChunk,
+    EventText,
     SessionListFilter,
     SessionListPage,
     SessionSort,
@@ -44,8 +45,8 @@ from worker.store.protocol import (
 from worker.store.search.hybrid import SemanticQuery
 from worker.store.search.query import QueryPlan, compile_query
 from worker.store.search.search_reader import SearchIndexReader
-from worker.store.search.semantic.embedder import Embedder
 from worker.store.search.semantic.fusion import skips_semantic
+from worker.store.search.semantic.model import SemanticModel
 from worker.store.search.semantic.vectors import VectorReader, vectors_path
 from worker.store.sqlite import cursors, operator_reads, reads, search
 from worker.store.sqlite.lineage import Truncated
@@ -69,7 +70,7 @@ class SqliteSessionStore:
         self._limits = replace(limits, title_read_workers=1)
         self._location = location
         self._search: SearchIndexReader | None = None
-        self._semantic: tuple[Embedder, VectorReader] | None = None
+        self._semantic: tuple[SemanticModel, VectorReader] | None = None
         self._loop = asyncio.get_running_loop()
         self._committed = asyncio.Event()
 
@@ -223,7 +224,7 @@ class SqliteSessionStore:
 
     # -- search (on a reader) ----------------------------------------------------------
 
-    def attach_semantic(self, embedder: Embedder) -> None:
+    def attach_semantic(self, embedder: SemanticModel) -> None:
         """Hybrid search from now on (issue 21): the model embeds each query, the vector
         file beside the index (``<db>.vectors``, filled by ``SemanticFollower``) answers."""
         self._semantic = (embedder, VectorReader(vectors_path(self._location)))
@@ -363,6 +364,29 @@ class SqliteSessionStore:
             size=max(1, size),
         )
         return self._pool.run_inline(signal, work)
+
+    async def event_text(
+        self,
+        session_id: str,
+        seq: int,
+        *,
+        query: str | None,
+        offset: int | None,
+        size: int,
+        signal: ExecutionSignal,
+    ) -> EventText | None:
+        if query:
+            compile_query(query)  # InvalidQuery before any read
+        work = partial(
+            operator_reads.event_text,
+            session_id=session_id,
+            seq=seq,
+            query=query,
+            offset=None if offset is None else max(0, offset),
+            size=max(1, size),
+        )
+        # The whole event is parsed and scanned for matches: on a reader, off the loop.
+        return await self._pool.run_on_reader(signal, work)
 
     async def dead_letters(self, *, limit: int, signal: ExecutionSignal) -> tuple[DeadLetter, ...]:
         work = partial(operator_reads.dead_letters, limit=self._page_size(limit))

@@ -10,14 +10,10 @@ through would still not run. Pages are plain HTML with one stylesheet; folding i
 from __future__ import annotations
 
 import html
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any, Final
+from typing import Any
 from urllib.parse import urlencode
-
-# The excerpt marks matched words as [word]; shown as <mark>.
-_MATCH: Final = re.compile(r"\[([^\[\]\n]{1,200})\]")
 
 
 def esc(value: object) -> str:
@@ -30,7 +26,7 @@ def esc(value: object) -> str:
 def when(ms: int | None) -> str:
     if ms is None:
         return ""
-    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S")
+    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 def href(path: str, **query: object) -> str:
@@ -44,7 +40,17 @@ def ws_query(workspace: str | None) -> dict[str, object]:
     return {"nocwd": 1} if workspace is None else {"ws": workspace}
 
 
-def page(title: str, body: str, *, crumbs: Sequence[tuple[str, str | None]] = ()) -> str:
+def page(
+    title: str,
+    body: str,
+    *,
+    crumbs: Sequence[tuple[str, str | None]] = (),
+    heading: str | None = None,
+    banner: str | None = None,
+) -> str:
+    """A whole page; ``heading``: the h1's markup when it is more than ``title`` as text;
+    ``banner``: a warning shown above everything (no worker answers)."""
+    alert = f"<div class=banner role=alert>{esc(banner)}</div>" if banner else ""
     trail = " / ".join(
         f'<a href="{link}">{esc(label)}</a>' if link else esc(label) for label, link in crumbs
     )
@@ -55,11 +61,16 @@ def page(title: str, body: str, *, crumbs: Sequence[tuple[str, str | None]] = ()
         '<link rel=stylesheet href="/static/ui.css"></head><body>'
         '<nav><a class=brand href="/">sessionquery</a> <a href="/">Workspaces</a>'
         ' <a href="/ops">Operations</a></nav>'
-        f"<main><p class=crumbs>{trail}</p><h1>{esc(title)}</h1>{body}</main></body></html>"
+        f"{alert}<main><p class=crumbs>{trail}</p><h1>{heading or esc(title)}</h1>{body}</main>"
+        "</body></html>"
     )
 
 
-def error_page(message: str) -> str:
+def error_page(message: str, *, unavailable: bool = False) -> str:
+    """An error; ``unavailable``: no worker answers, said in the banner every page has."""
+    if unavailable:
+        return page("Not available", "<p>This page shows again once a worker answers.</p>",
+                    banner=message)  # fmt: skip
     return page("Not available", f"<p class=error>{esc(message)}</p>")
 
 
@@ -73,22 +84,40 @@ def login_page() -> str:
     )
 
 
-def highlight(excerpt: str) -> str:
-    """The excerpt escaped, its [matched] words as <mark>."""
+def marked(text: str, spans: Iterable[Sequence[int]]) -> str:
+    """``text`` escaped, the (start, end) offsets the worker sent as <mark> (the worker
+    found the matches; brackets in the text are text)."""
     out, at = [], 0
-    for match in _MATCH.finditer(excerpt):
-        out.append(esc(excerpt[at : match.start()]))
-        out.append(f"<mark>{esc(match.group(1))}</mark>")
-        at = match.end()
-    out.append(esc(excerpt[at:]))
+    for start, end in sorted((int(s), int(e)) for s, e in spans):
+        start, end = max(start, at), min(end, len(text))
+        if end <= start:
+            continue
+        out.append(esc(text[at:start]))
+        out.append(f"<mark>{esc(text[start:end])}</mark>")
+        at = end
+    out.append(esc(text[at:]))
     return "".join(out)
 
 
+def title_label(item: Mapping[str, Any], *, untitled: str = "(untitled)") -> str:
+    """A session's title as the tools show it: its own, else its first prompt, marked."""
+    title = item.get("title")
+    if not title:
+        return f"<i class=untitled>{esc(untitled)}</i>"
+    if item.get("title_derived"):
+        return f"<span class=title>{esc(title)}</span> <span class=derived>(first prompt)</span>"
+    return f"<span class=title>{esc(title)}</span>"
+
+
 def table(headers: Iterable[str], rows: Iterable[Iterable[str]], *, cls: str = "") -> str:
-    """A table of cells that are already markup (escape them before)."""
+    """A table of cells that are already markup (escape them before), scrolling inside
+    itself when it is wider than the screen (the page never scrolls sideways)."""
     head = "".join(f"<th>{h}</th>" for h in headers)
     body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
-    return f"<table class='{cls}'><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    return (
+        f"<div class=scroll><table class='{cls}'><thead><tr>{head}</tr></thead>"
+        f"<tbody>{body}</tbody></table></div>"
+    )
 
 
 def a(url: str, label: str) -> str:

@@ -1,11 +1,13 @@
-"""One event: its exact JSON, paged, and its relations (replacements, citations)."""
+"""One event read in parts: its readable text (matches highlighted when a search led
+here) or its exact JSON, with the parts' navigation above and below; and its relations
+(replacements, citations)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from worker.ui.pages._markup import a, esc, href, page, ws_label, ws_query
+from worker.ui.pages._markup import a, esc, href, marked, page, ws_label, ws_query
 
 
 def event(
@@ -14,26 +16,42 @@ def event(
     seq: int,
     chunk: Mapping[str, Any],
     relations: Mapping[str, Any] | None,
+    *,
+    view: str = "json",
+    query: str | None = None,
 ) -> str:
     wsq = ws_query(workspace)
     offset, size, text = int(chunk["offset"]), int(chunk["size"]), chunk["text"]
-    pager = [f"<span>characters {offset + 1 if text else 0}–{offset + len(text)} of {size}</span>"]
+    keep = {**wsq, "id": sid, "seq": seq, "view": view, "q": query}
+    pager = [
+        f"<span>characters {offset + 1 if text else 0:,}–{offset + len(text):,} of {size:,}</span>"
+    ]
     if offset > 0:
         back = max(0, offset - len(text) if text else 0)
-        pager.insert(
-            0,
-            f'<a href="{href("/event", **wsq, id=sid, seq=seq, offset=back)}">← previous part</a>',
-        )
+        pager.insert(0, a(href("/event", **keep, offset=back), "← previous part"))
     if offset + len(text) < size:
-        pager.append(
-            a(href("/event", **wsq, id=sid, seq=seq, offset=offset + len(text)), "next part →")
+        pager.append(a(href("/event", **keep, offset=offset + len(text)), "next part →"))
+    nav = f"<p class=pager>{' '.join(pager)}</p>"
+    if view == "json":
+        other = a(href("/event", **wsq, id=sid, seq=seq, q=query), "readable text")
+        heading = f"<h2>Exact JSON</h2><p class=views>or its {other}</p>"
+        shown = f"<pre class=json>{esc(text)}</pre>"
+    else:
+        other = a(href("/event", **wsq, id=sid, seq=seq, view="json"), "exact JSON")
+        tool = f" · {esc(chunk['tool'])}" if chunk.get("tool") else ""
+        heading = (
+            f"<h2>{esc(chunk.get('type') or 'event')}{tool}</h2><p class=views>or its {other}</p>"
         )
+        shown = f"<pre class='json readable'>{marked(text, chunk.get('highlights') or ())}</pre>"
+    timeline = href("/session", **wsq, id=sid, at=seq, q=query)
     body = (
-        f'<p><a href="{href("/session", **wsq, id=sid, at=seq)}#e{seq}">in the timeline</a>'
+        f'<p><a href="{timeline}#e{seq}">in the timeline</a>'
         f' · <a href="{href("/lineage", **wsq, id=sid)}">lineage</a></p>'
         + (_relations(workspace, sid, relations) if relations else "")
-        + f"<h2>Exact JSON</h2><p class=pager>{' '.join(pager)}</p>"
-        + f"<pre class=json>{esc(text)}</pre>"
+        + heading
+        + nav
+        + shown
+        + nav.replace("<p class=pager>", "<p class='pager bottom'>", 1)
     )
     crumbs = [
         ("Workspaces", "/"),

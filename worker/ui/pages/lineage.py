@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from worker.ui.pages._markup import esc, href, page, ws_label, ws_query
+from worker.ui.pages._markup import esc, href, page, title_label, ws_label, ws_query
 
 _NODE_W: Final = 230
 _NODE_H: Final = 46
@@ -23,7 +23,8 @@ def lineage(workspace: str | None, found: Mapping[str, Any]) -> str:
             if found.get("continues_hidden")
             else ""
         )
-        + lineage_svg(workspace, found)
+        + f"<div class=scroll>{lineage_svg(workspace, found)}</div>"
+        + _listing(workspace, found)
         + "<p class=legend>Arrows point from a parent to the session started from it (a"
         " fork, a resumed session or a sub-agent's delegation); the outlined box is this"
         " session.</p>"
@@ -34,7 +35,21 @@ def lineage(workspace: str | None, found: Mapping[str, Any]) -> str:
         (target, href("/session", **wsq, id=target)),
         ("lineage", None),
     ]
-    return page(f"Lineage of {target}", body, crumbs=crumbs)
+    node: Mapping[str, Any] = next((n for n in found["nodes"] if n["session_id"] == target), {})
+    heading = "Lineage of " + title_label(node, untitled=target)
+    return page(f"Lineage of {node.get('title') or target}", body, crumbs=crumbs, heading=heading)
+
+
+def _listing(workspace: str | None, found: Mapping[str, Any]) -> str:
+    """The drawn sessions as a list with their titles (readable where the graph is small)."""
+    items = "".join(
+        f'<li><a href="{href("/session", **ws_query(workspace), id=n["session_id"])}">'
+        f"{title_label(n)}</a> <code class=sid>{esc(n['session_id'])}</code>"
+        + (" (this session)" if n["session_id"] == found["target"] else "")
+        + "</li>"
+        for n in found["nodes"]
+    )
+    return f"<ul class=nodes>{items}</ul>"
 
 
 def _layers(

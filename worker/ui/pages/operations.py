@@ -3,9 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
 
 from worker.ui.pages._markup import esc, page, table
+
+LOAD_LABELS: Final = {
+    "searches": "searches running",
+    "parallel_running": "reads and traces running",
+    "parallel_waiting": "reads and traces waiting",
+    "partitions": "partitions served",
+}
 
 
 def operations(found: Mapping[str, Any]) -> str:
@@ -24,7 +31,7 @@ def operations(found: Mapping[str, Any]) -> str:
         ("partitions held", index.get("partitions")),
         ("epoch", index.get("epoch")),
         ("schema version", index.get("schema_version")),
-        ("index size (bytes)", index.get("index_bytes")),
+        ("index size", _bytes(index.get("index_bytes"))),
         ("history unavailable before", index.get("history_unavailable_before") or "—"),
     ]
     load = found.get("load") or {}
@@ -34,10 +41,15 @@ def operations(found: Mapping[str, Any]) -> str:
         "<h2>Index against its stream</h2><dl class=facts>"
         + "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in facts)
         + "</dl><h2>This worker's load</h2><dl class=facts>"
-        + "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in load.items())
+        + "".join(
+            f"<dt>{esc(LOAD_LABELS.get(k, k.replace('_', ' ')))}</dt><dd>{esc(v)}</dd>"
+            for k, v in load.items()
+        )
         + "</dl><h2>Dead letters</h2>"
         + (
-            "<p>" + ", ".join(f"{esc(k)}: {esc(v)}" for k, v in kinds.items()) + "</p>"
+            "<p>"
+            + ", ".join(f"{esc(k.replace('_', ' '))}: {esc(v)}" for k, v in kinds.items())
+            + "</p>"
             if kinds
             else ""
         )
@@ -51,6 +63,18 @@ def operations(found: Mapping[str, Any]) -> str:
         )
     )
     return page("Operations", body, crumbs=[("Workspaces", "/"), ("Operations", None)])
+
+
+def _bytes(count: object) -> str:
+    """A byte count as people read it, with the exact number beside it."""
+    if not isinstance(count, int):
+        return "—"
+    size, unit = float(count), "bytes"
+    for bigger in ("KiB", "MiB", "GiB", "TiB"):
+        if size < 1024:
+            break
+        size, unit = size / 1024, bigger
+    return f"{count:,} bytes" if unit == "bytes" else f"{size:.1f} {unit} ({count:,} bytes)"
 
 
 def _rebuild(index: Mapping[str, Any]) -> str:

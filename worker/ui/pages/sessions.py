@@ -5,7 +5,18 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from worker.ui.pages._markup import arg, esc, href, page, table, when, ws_label, ws_query
+from contracts.events import KNOWN_EVENT_TYPES
+from worker.ui.pages._markup import (
+    arg,
+    esc,
+    href,
+    page,
+    table,
+    title_label,
+    when,
+    ws_label,
+    ws_query,
+)
 
 
 def workspaces(found: Mapping[str, Any]) -> str:
@@ -23,11 +34,14 @@ def workspaces(found: Mapping[str, Any]) -> str:
     return page("Workspaces", body)
 
 
-SORTS: Final = (("title", "title"), ("created", "created"), ("updated", "updated"),
+SORTS: Final = (("title", "session"), ("created", "created"), ("updated", "updated"),
                 ("events", "events"))  # fmt: skip
 
 
 SURFACES: Final = ("user", "assistant", "tool", "system")
+# An event type the publishers may add (protocol.md: open types are namespaced words).
+EVENT_TYPE_PATTERN: Final = r"[a-z0-9_.\-]+(/[a-z0-9_.\-]+)*"
+MAX_QUERY: Final = 2_000  # the operator search's own bound
 
 
 def search_form(
@@ -46,17 +60,25 @@ def search_form(
         }.items()
     )
     scope = "this session" if session_id else "this workspace"
-    chosen = filters.get("surface", "")
-    options = "".join(
-        f"<option value='{v}'{' selected' if chosen == v else ''}>{v or 'any surface'}</option>"
-        for v in ("", *SURFACES)
-    )
+    surfaces = _options(("", *SURFACES), filters.get("surface", ""), "any surface")
+    kind = filters.get("type", "")
+    known = kind in KNOWN_EVENT_TYPES
+    types = _options(("", *KNOWN_EVENT_TYPES), kind if known else "", "any event type")
     return (
         f"<form class=search method=get action='/search'>{hidden}"
         f"<input name=q value='{esc(query)}' placeholder='search {scope}' aria-label=query"
-        f" size=40> <select name=surface aria-label=surface>{options}</select>"
-        f" <input name=type value='{esc(filters.get('type', ''))}' placeholder='event type'"
-        " aria-label='event type' size=14> <button>Search</button></form>"
+        f" size=32 maxlength={MAX_QUERY}> <select name=surface aria-label=surface>{surfaces}"
+        f"</select> <select name=type aria-label='event type'>{types}</select>"
+        f" <input name=other_type value='{esc('' if known else kind)}'"
+        " placeholder='or another type' aria-label='another event type' size=14"
+        f" pattern='{EVENT_TYPE_PATTERN}'> <button>Search</button></form>"
+    )
+
+
+def _options(values: tuple[str, ...], chosen: str, blank: str) -> str:
+    return "".join(
+        f"<option value='{esc(v)}'{' selected' if chosen == v else ''}>{esc(v or blank)}</option>"
+        for v in values
     )
 
 
@@ -65,7 +87,7 @@ def sessions(workspace: str | None, args: Mapping[str, Any], found: Mapping[str,
         **ws_query(workspace),
         **{k: v for k, v in args.items() if k not in ("sort", "desc", "offset")},
     }
-    heads = ["session"]
+    heads = []
     for key, label in SORTS:
         desc = 0 if args.get("sort") == key and args.get("desc") == 1 else 1
         mark = (" ▼" if args.get("desc") == 1 else " ▲") if args.get("sort") == key else ""
@@ -101,8 +123,7 @@ def _session_row(workspace: str | None, s: Mapping[str, Any]) -> list[str]:
         else ""
     )
     return [
-        f'<a href="{link}"><code>{esc(s["session_id"])}</code></a>',
-        esc(s["title"] or ""),
+        f'<a href="{link}">{title_label(s)}</a><br><code class=sid>{esc(s["session_id"])}</code>',
         esc(when(s["created_ms"])),
         esc(when(s["updated_ms"])),
         esc(s["event_count"]),
@@ -135,7 +156,8 @@ def _filter_form(workspace: str | None, args: Mapping[str, Any]) -> str:
         " aria-label='title contains'>"
         f" <select name=availability aria-label=state>{options}</select>"
         f" <label><input type=checkbox name=roots value=1{roots}> roots only</label>"
-        f" · updated from <input type=date name=updated_from value='{arg(args, 'updated_from')}'>"
+        " · updated (UTC) from"
+        f" <input type=date name=updated_from value='{arg(args, 'updated_from')}'>"
         f" to <input type=date name=updated_to value='{arg(args, 'updated_to')}'>"
         " <button>Filter</button></form>"
     )

@@ -1,24 +1,43 @@
-"""A session as a readable timeline: messages, tool calls folded, replacements marked, paged."""
+"""A session as a readable timeline: messages as text, tool calls as their tool and
+command, tool results as their output, replacements marked, the exact JSON one click away,
+paged. A search hit's event is marked, unfolded and shows the part that holds the match."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any, Final
+from typing import Any
 
 import orjson
 
-from worker.ui.pages._markup import a, esc, href, page, when, ws_label, ws_query
+from worker.ui.pages._markup import (
+    a,
+    esc,
+    href,
+    marked,
+    page,
+    title_label,
+    when,
+    ws_label,
+    ws_query,
+)
 from worker.ui.pages.sessions import search_form
 
-_TEXT_KEYS: Final = ("text", "output", "summary", "title", "content", "message")
+_FOLDED = frozenset({"tool/call", "tool/result", "command/output", "message/context"})
 
 
-def timeline(workspace: str | None, found: Mapping[str, Any], from_seq: int, limit: int) -> str:
+def timeline(
+    workspace: str | None,
+    found: Mapping[str, Any],
+    from_seq: int,
+    limit: int,
+    focus: Mapping[str, Any] | None = None,
+) -> str:
     session = found["session"]
     sid = session["session_id"]
     wsq = ws_query(workspace)
     facts = [
+        ("session", f"<code>{esc(sid)}</code>"),
         ("state", esc(session["availability"])),
         ("created", esc(when(session["created_ms"]))),
         ("updated", esc(when(session["updated_ms"]))),
@@ -31,7 +50,7 @@ def timeline(workspace: str | None, found: Mapping[str, Any], from_seq: int, lim
         )
     facts.append(("lineage", f'<a href="{href("/lineage", **wsq, id=sid)}">graph</a>'))
     header = "<dl class=facts>" + "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in facts) + "</dl>"
-    events = "".join(_event(workspace, sid, e) for e in found["events"])
+    events = "".join(_event(workspace, sid, e, focus) for e in found["events"])
     pager = []
     if from_seq > 1:
         back = max(1, from_seq - limit)
@@ -44,12 +63,18 @@ def timeline(workspace: str | None, found: Mapping[str, Any], from_seq: int, lim
         + f"<ol class=timeline>{events}</ol><p class=pager>{' '.join(pager)}</p>"
     )
     crumbs = [("Workspaces", "/"), (ws_label(workspace), href("/sessions", **wsq)), (sid, None)]
-    return page(found.get("title") or sid, body, crumbs=crumbs)
+    title = found.get("title") or sid
+    return page(title, body, crumbs=crumbs, heading=title_label(found, untitled=sid))
 
 
-def _event(workspace: str | None, sid: str, event: Mapping[str, Any]) -> str:
+def _event(
+    workspace: str | None, sid: str, event: Mapping[str, Any], focus: Mapping[str, Any] | None
+) -> str:
     seq, kind = int(event["seq"]), event["type"]
+    target = focus is not None and int(focus["seq"]) == seq
     classes = ["event", f"surface-{event['surface']}", "kind-" + re.sub(r"[^a-z]", "-", kind)]
+    if target:
+        classes.append("target")
     marks = []
     if event["replaced_by"]:
         classes.append("replaced")
@@ -59,47 +84,47 @@ def _event(workspace: str | None, sid: str, event: Mapping[str, Any]) -> str:
     replaces = parsed.get("replaces") if parsed else None
     if replaces:
         marks.append(f"<span class='mark replaces'>replaces seq {esc(_ranges(replaces))}</span>")
-    link = href("/event", **ws_query(workspace), id=sid, seq=seq)
+    query = focus.get("query") if focus is not None and target else None
+    wsq = ws_query(workspace)
+    json_link = href("/event", **wsq, id=sid, seq=seq, view="json")
+    text_link = href("/event", **wsq, id=sid, seq=seq, q=query)
+    badge = "search hit" if query else "linked"
     head = (
-        f"<div class=meta><a href='#e{seq}'>#{esc(seq)}</a> <b>{esc(kind)}</b>"
+        f"<div class=meta><a href='#e{seq}'>#{seq}</a> <b>{esc(kind)}</b>"
         f" <span class=time>{esc(when(event['time_ms']))}</span> {' '.join(marks)}"
-        f' <a class=json href="{link}">JSON &amp; relations</a></div>'
+        + (f" <span class='mark found'>{badge}</span>" if target else "")
+        + f' <a class=json href="{json_link}">exact JSON</a></div>'
     )
-    return (
-        f"<li id=e{seq} class='{esc(' '.join(classes))}'>{head}"
-        f"{_event_body(event, parsed, link)}</li>"
-    )
+    body = _focus(focus, text_link) if target and focus is not None else _text(event, text_link)
+    if kind in _FOLDED:
+        open_ = " open" if target else ""
+        tool = event.get("tool")
+        label = f"{esc(tool)} · {esc(kind)}" if tool else esc(kind)
+        body = f"<details class=tool{open_}><summary>{label}</summary>{body}</details>"
+    return f"<li id=e{seq} class='{esc(' '.join(classes))}'>{head}{body}</li>"
 
 
-def _event_body(event: Mapping[str, Any], parsed: dict[str, Any] | None, link: str) -> str:
-    if parsed is None:  # cut (its start only; the rest is paged on the event's page) or not JSON
-        return (
-            f"<p class=cut>A long event ({esc(event['size'])} characters): the first"
-            f' {len(event["head"])} shown; <a href="{link}">read it all, paged</a>.</p>'
-            f"<pre class=head>{esc(event['head'])}…</pre>"
+def _text(event: Mapping[str, Any], link: str) -> str:
+    text, size = event["text"], int(event["text_size"])
+    shown = f"<div class=text>{esc(text)}</div>" if text else ""
+    if len(text) < size:
+        shown += (
+            f"<p class=cut>The first {len(text):,} of {size:,} characters;"
+            f' <a href="{link}">read it all, in parts</a>.</p>'
         )
-    value = parsed.get("payload")
-    payload: dict[str, Any] = value if isinstance(value, dict) else {}
-    raw = (
-        f"<details class=raw><summary>exact JSON</summary><pre>{esc(event['head'])}</pre></details>"
-    )
-    kind = event["type"]
-    if kind in ("tool/call", "tool/result"):
-        label = "call" if kind == "tool/call" else "result"
-        inner = payload.get("output") if kind == "tool/result" else payload.get("arguments")
+    return shown
+
+
+def _focus(focus: Mapping[str, Any], link: str) -> str:
+    """The part of the hit's event that holds the match, the matches highlighted."""
+    text, offset, size = focus["text"], int(focus["offset"]), int(focus["size"])
+    shown = f"<div class=text>{marked(text, focus['highlights'])}</div>"
+    if offset > 0 or offset + len(text) < size:
         shown = (
-            inner
-            if isinstance(inner, str)
-            else orjson.dumps(inner, option=orjson.OPT_INDENT_2).decode()
+            f"<p class=cut>Characters {offset + 1:,}–{offset + len(text):,} of {size:,}, where"
+            f' the search matched; <a href="{link}">read it all, in parts</a>.</p>' + shown
         )
-        return (
-            f"<details class=tool><summary>{esc(payload.get('tool', 'tool'))} {label}</summary>"
-            f"<pre>{esc(shown)}</pre></details>{raw}"
-        )
-    text = next((payload[k] for k in _TEXT_KEYS if isinstance(payload.get(k), str)), None)
-    if text is None:
-        return raw
-    return f"<div class=text>{esc(text)}</div>{raw}"
+    return shown
 
 
 def _parse(text: str) -> dict[str, Any] | None:

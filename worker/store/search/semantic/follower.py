@@ -2,25 +2,27 @@
 embeds each event's chunk (``chunks.chunk``) and writes the vectors, with how far it got,
 in one transaction of the vector file. So it resumes after a restart from what the file
 really holds (exactly once), and it rebuilds when the store was replaced (another
-``index_uid``: a restore, a rebuild). Purged sessions (``search_deletions``) lose their
-vectors. It never writes the store and never holds ingestion up: it has its own lag.
+``index_uid``: a rebuild) or the model changed (``model.ModelIdentity``: another name,
+size or probe vector), so one file never mixes two models' spaces. A restored snapshot
+keeps its store's ``index_uid``, so the vectors that came with it are kept. Purged sessions
+(``search_deletions``) lose their vectors. It never writes the store and never holds
+ingestion up: it has its own lag. When the model fails (``EmbedderUnavailable``) the step
+writes nothing but the failure, which status reports, and the next step tries again.
 """
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from worker.store.errors import EmbedderUnavailable
 from worker.store.search.semantic import vectors
 from worker.store.search.semantic.chunks import EMBEDDED_TYPES, chunk
-from worker.store.search.semantic.embedder import Vector
+from worker.store.search.semantic.model import SemanticModel
 
-# Events read per step. Small: a step is one transaction of the vector file and one call
-# of the model, and the worker stops between steps.
-STEP_EVENTS: Final = 32
 _TYPES_SQL: Final = ", ".join(f"'{t}'" for t in EMBEDDED_TYPES)
 
 
@@ -29,6 +31,9 @@ class Lag:
     through_event_id: int  # every event up to this id is embedded (or not embeddable)
     last_event_id: int  # the store's newest event
     vectors: int
+    model: str | None = None  # ModelIdentity.describe() of the vectors
+    failing: str | None = None  # why the embedder failed, since the last vectors written
+    failing_since_ms: int | None = None
 
     @property
     def behind(self) -> int:
@@ -39,56 +44,102 @@ class Lag:
 class SemanticFollower:
     """Embeds the store's events into ``<db>.vectors``; one thread calls ``step``."""
 
-    def __init__(self, db_path: str | Path, embed: Callable[[list[str]], Vector]) -> None:
+    def __init__(self, db_path: str | Path, model: SemanticModel) -> None:
         self._store = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True, check_same_thread=False)
         self._store.execute("PRAGMA busy_timeout=5000")
         self._out = vectors.connect(vectors.vectors_path(db_path))
-        self._embed = embed
-        self._check_store()
+        self._model = model
 
-    def _check_store(self) -> None:
-        """A vector file made from another store file is emptied (and read again)."""
+    def _check(self) -> None:
+        """A vector file made from another store file, or by another model, is emptied (and
+        embedded again). Raises ``EmbedderUnavailable`` when the model cannot say what it is."""
         row = self._store.execute("SELECT value FROM meta WHERE key = 'index_uid'").fetchone()
         uid = int(row[0]) if row else 0
+        identity = self._model.identity()
         meta = vectors.read_meta(self._out)
-        if meta.get("store_uid") == uid:
+        same_model = vectors.read_identity(self._out) == identity
+        if meta.get("store_uid") == uid and same_model:
             return
         with self._out:  # one transaction: readers see the old file or the new one
             self._out.execute("BEGIN IMMEDIATE")
+            if same_model:  # another store file (a rebuild): its unchanged events reuse these
+                self._out.execute(
+                    "INSERT OR IGNORE INTO reusable (digest, vec)"
+                    " SELECT digest, vec FROM vectors WHERE digest IS NOT NULL"
+                )
+            else:
+                self._out.execute("DELETE FROM reusable")
             self._out.execute("DELETE FROM vectors")
             self._out.execute("DELETE FROM meta WHERE key IN ('through', 'deletions')")
             self._set("store_uid", uid)
             self._set("generation", meta.get("generation", 0) + 1)
+            vectors.write_identity(self._out, identity)
             self._out.execute("COMMIT")
 
     def _set(self, key: str, value: int) -> None:
         self._out.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
 
-    def step(self, limit: int = STEP_EVENTS) -> int:
-        """Embed up to ``limit`` events past the file's position; the events looked at (0:
-        caught up)."""
+    def step(self, limit: int | None = None) -> int:
+        """Embed up to ``limit`` events (the model's ``step_events``) past the file's
+        position; the events looked at (0: caught up). Raises ``EmbedderUnavailable``
+        after recording it in the file."""
+        try:
+            return self._step(limit or self._model.step_events)
+        except EmbedderUnavailable as exc:
+            with self._out:
+                self._out.execute("BEGIN IMMEDIATE")
+                vectors.write_failure(self._out, str(exc), int(time.time() * 1000))
+                self._out.execute("COMMIT")
+            raise
+
+    def _step(self, limit: int) -> int:
+        self._check()
         meta = vectors.read_meta(self._out)
         through = meta.get("through", 0)
         rows, newest, deletions = self._read(through, meta.get("deletions", 0), limit)
         texts = [(r, text) for r in rows if (text := chunk(r[3], r[4])) is not None]
-        packed = vectors.pack(self._embed([t for _, t in texts])) if texts else []
+        digests = [vectors.digest(text) for _, text in texts]
+        reused = self._reusable(digests)
+        missing = [text for (_, text), d in zip(texts, digests, strict=True) if d not in reused]
+        fresh = iter(vectors.pack(self._model.passages(missing)) if missing else [])
+        packed = [reused[d] if d in reused else next(fresh) for d in digests]
         # Fewer rows than asked: everything up to the store's newest id was seen.
-        reached = int(rows[-1][0]) if len(rows) == limit else max(newest, through)
+        caught_up = len(rows) < limit
+        reached = int(rows[-1][0]) if not caught_up else max(newest, through)
         self._out.execute("BEGIN IMMEDIATE")
         try:
             self._out.executemany(
-                "INSERT OR REPLACE INTO vectors (event_id, ws, session_id, vec) VALUES (?,?,?,?)",
-                [(r[0], r[2], r[1], blob) for (r, _), blob in zip(texts, packed, strict=True)],
+                "INSERT OR REPLACE INTO vectors (event_id, ws, session_id, vec, digest)"
+                " VALUES (?,?,?,?,?)",
+                [
+                    (r[0], r[2], r[1], blob, d)
+                    for (r, _), blob, d in zip(texts, packed, digests, strict=True)
+                ],
             )
+            if reused:
+                self._set("reused", meta.get("reused", 0) + len(texts) - len(missing))
+            if caught_up:  # the rebuilt file is followed to its end: the old vectors go
+                self._out.execute("DELETE FROM reusable")
             for deletion_id, session_id in deletions:
                 self._out.execute("DELETE FROM vectors WHERE session_id = ?", (session_id,))
                 self._set("deletions", deletion_id)
             self._set("through", reached)
+            vectors.write_failure(self._out, None, 0)
             self._out.execute("COMMIT")
         except BaseException:
             self._out.execute("ROLLBACK")
             raise
         return len(rows) + len(deletions)
+
+    def _reusable(self, digests: list[bytes]) -> dict[bytes, bytes]:
+        """The vectors a rebuild left for these chunks (usually none)."""
+        if not digests:
+            return {}
+        marks = ",".join("?" * len(digests))
+        found = self._out.execute(
+            f"SELECT digest, vec FROM reusable WHERE digest IN ({marks})", digests
+        )
+        return {bytes(d): bytes(v) for d, v in found}
 
     def _read(
         self, through: int, deleted: int, limit: int
@@ -113,10 +164,7 @@ class SemanticFollower:
         return rows, newest, [(int(i), str(s)) for i, s in deletions]
 
     def lag(self) -> Lag:
-        meta = vectors.read_meta(self._out)
-        newest = self._store.execute("SELECT coalesce(max(id), 0) FROM events").fetchone()[0]
-        count = self._out.execute("SELECT count(*) FROM vectors").fetchone()[0]
-        return Lag(meta.get("through", 0), int(newest), int(count))
+        return _lag(self._out, self._store)
 
     def catch_up(self) -> int:
         """Step until caught up (tests, benches); the events looked at."""
@@ -130,6 +178,22 @@ class SemanticFollower:
         self._out.close()
 
 
+def _lag(out: sqlite3.Connection, store: sqlite3.Connection) -> Lag:
+    meta = vectors.read_meta(out)
+    count = out.execute("SELECT count(*) FROM vectors").fetchone()[0]
+    newest = store.execute("SELECT coalesce(max(id), 0) FROM events").fetchone()[0]
+    identity = vectors.read_identity(out)
+    failure = vectors.read_failure(out)
+    return Lag(
+        meta.get("through", 0),
+        int(newest),
+        int(count),
+        model=identity.describe() if identity is not None else None,
+        failing=failure[0] if failure else None,
+        failing_since_ms=failure[1] if failure else None,
+    )
+
+
 def read_lag(db_path: str | Path) -> Lag | None:
     """The follower's lag read from the files (``status``, ``$SRV.STATS``); None when no
     vector file exists (semantic search was never on for this index)."""
@@ -139,10 +203,7 @@ def read_lag(db_path: str | Path) -> Lag | None:
     out = vectors.connect(path, read_only=True)
     store = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
     try:
-        meta = vectors.read_meta(out)
-        count = out.execute("SELECT count(*) FROM vectors").fetchone()[0]
-        newest = store.execute("SELECT coalesce(max(id), 0) FROM events").fetchone()[0]
-        return Lag(meta.get("through", 0), int(newest), int(count))
+        return _lag(out, store)
     finally:
         out.close()
         store.close()

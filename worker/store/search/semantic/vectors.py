@@ -16,19 +16,26 @@ took the paraphrase category's success@5 from 0.05 to 0.76 on the semantic list 
 (bench.relevance corpus, seed 11).
 
 Vectors are stored as int8 (each component of the unit vector times 127): 384 bytes a
-vector, a quarter of float32, with cosine scores within ~0.01 of the float ones.
+vector, a quarter of float32, with cosine scores within ~0.01 of the float ones. They stay
+int8 in memory too (a workspace's matrix is scanned in blocks turned to float32 one at a
+time), so loaded vectors take what they take on disk; ``bench/semantic.py`` measures the
+recall that costs against float32 vectors (bench/README.md).
+
+The model's identity (``model.ModelIdentity``) is recorded in the file, beside the last
+failure of the embedder (status says it): a file holds the vectors of one model only.
 """
 
 from __future__ import annotations
 
+import hashlib
 import sqlite3
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-from worker.store.search.semantic.embedder import DIM, Vector
+from worker.store.search.semantic.model import ModelIdentity, Vector
 
 if TYPE_CHECKING:
     import numpy as np
@@ -37,17 +44,27 @@ if TYPE_CHECKING:
 SCHEMA_VERSION: Final = 1
 MIN_CENTRED: Final = 200  # vectors a workspace needs before its scores are centred
 _SCALE: Final = 127.0
+# Rows turned to float32 at once by a scan, into one buffer (1.5 MiB at 384 dims): small
+# enough to stay in the CPU's cache, so the int8 scan costs what a float32 one does
+# (8,192-row blocks, which do not, made it 3-5x slower).
+_BLOCK_ROWS: Final = 1024
 
 _DDL: Final = """
 CREATE TABLE IF NOT EXISTS vectors (
     event_id   INTEGER PRIMARY KEY,
     ws         TEXT NOT NULL,
     session_id TEXT NOT NULL,
-    vec        BLOB NOT NULL
+    vec        BLOB NOT NULL,
+    digest     BLOB  -- of the chunk embedded (``digest``): a rebuild reuses the vector
 );
 CREATE INDEX IF NOT EXISTS vectors_ws ON vectors (ws, event_id);
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS model (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+-- The vectors of the store file before a rebuild, by chunk digest, until the follower has
+-- caught up with the new file: an unchanged event is not embedded again.
+CREATE TABLE IF NOT EXISTS reusable (digest BLOB PRIMARY KEY, vec BLOB NOT NULL);
 """
+_DIGEST_BYTES: Final = 16
 
 
 def vectors_path(db_path: str | Path) -> Path:
@@ -62,12 +79,65 @@ def connect(path: Path, *, read_only: bool = False) -> sqlite3.Connection:
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")
         conn.executescript(_DDL)
+        columns = {str(r[1]) for r in conn.execute("PRAGMA table_info(vectors)")}
+        if "digest" not in columns:  # a file made before the column: its rows reuse nothing
+            conn.execute("ALTER TABLE vectors ADD COLUMN digest BLOB")
     conn.execute("PRAGMA busy_timeout=5000")
     return conn
 
 
+def digest(chunk: str) -> bytes:
+    """What a vector is reused by: the chunk's text (the model is the file's own)."""
+    return hashlib.sha256(chunk.encode()).digest()[:_DIGEST_BYTES]
+
+
 def read_meta(conn: sqlite3.Connection) -> dict[str, int]:
     return {str(k): int(v) for k, v in conn.execute("SELECT key, value FROM meta")}
+
+
+def read_identity(conn: sqlite3.Connection) -> ModelIdentity | None:
+    """The model the file's vectors are of; None before the follower's first step."""
+    found = _model_rows(conn)
+    if not {"name", "dims", "fingerprint"} <= found.keys():
+        return None
+    return ModelIdentity(found["name"], int(found["dims"]), found["fingerprint"])
+
+
+def write_identity(conn: sqlite3.Connection, identity: ModelIdentity) -> None:
+    conn.executemany(
+        "INSERT OR REPLACE INTO model (key, value) VALUES (?, ?)",
+        [
+            ("name", identity.name),
+            ("dims", str(identity.dims)),
+            ("fingerprint", identity.fingerprint),
+        ],
+    )
+
+
+def read_failure(conn: sqlite3.Connection) -> tuple[str, int] | None:
+    """The embedder's failure since the last vectors were written: (reason, since ms)."""
+    reason = _model_rows(conn).get("failing")
+    since = read_meta(conn).get("failing_since_ms")
+    return None if reason is None or since is None else (reason, since)
+
+
+def _model_rows(conn: sqlite3.Connection) -> dict[str, str]:
+    try:
+        return {str(k): str(v) for k, v in conn.execute("SELECT key, value FROM model")}
+    except sqlite3.OperationalError:  # a file of a version before the table, read-only
+        return {}
+
+
+def write_failure(conn: sqlite3.Connection, reason: str | None, now_ms: int) -> None:
+    """Record the embedder failing (kept since its first failure), or clear it."""
+    if reason is None:
+        conn.execute("DELETE FROM model WHERE key = 'failing'")
+        conn.execute("DELETE FROM meta WHERE key = 'failing_since_ms'")
+        return
+    conn.execute("INSERT OR REPLACE INTO model (key, value) VALUES ('failing', ?)", (reason,))
+    conn.execute(
+        "INSERT OR IGNORE INTO meta (key, value) VALUES ('failing_since_ms', ?)", (now_ms,)
+    )
 
 
 def pack(vectors: Vector) -> list[bytes]:
@@ -87,7 +157,7 @@ class _Workspace:
     # is one vectorised comparison, and a row holds no Python string of its own.
     session_of: npt.NDArray[np.int32]
     codes: dict[str, int]
-    matrix: npt.NDArray[np.float32]  # (n, DIM), scaled back to unit length
+    matrix: npt.NDArray[np.int8]  # (n, dims) as stored: each component times _SCALE
     through: int  # the highest event id loaded
     mean: npt.NDArray[np.float32] = field(init=False)
     norms: npt.NDArray[np.float32] = field(init=False)  # |row - mean|
@@ -95,23 +165,46 @@ class _Workspace:
     def __post_init__(self) -> None:
         import numpy as np
 
+        dims = self.matrix.shape[1]
         # A handful of vectors has no common direction to speak of: their mean would be
         # themselves. Below MIN_CENTRED the scores are plain cosines (a zero mean).
         centred = len(self.matrix) >= MIN_CENTRED
-        self.mean = self.matrix.mean(axis=0) if centred else np.zeros(DIM, np.float32)
-        # |m - mean|^2 = |m|^2 - 2 m.mean + |mean|^2, rows being unit vectors.
-        squared = 1.0 - 2.0 * (self.matrix @ self.mean) + float(self.mean @ self.mean)
-        self.norms = np.sqrt(np.maximum(squared, 1e-12)).astype(np.float32)
+        total = np.zeros(dims, np.float64)
+        if centred:
+            for _, block in self._blocks():
+                total += block.sum(axis=0, dtype=np.float64)
+        self.mean = (total / max(len(self.matrix), 1)).astype(np.float32)
+        # |m - mean|^2 = |m|^2 - 2 m.mean + |mean|^2
+        self.norms = np.empty(len(self.matrix), np.float32)
+        mean_sq = float(self.mean @ self.mean)
+        for rows, block in self._blocks():
+            squared = np.einsum("ij,ij->i", block, block) - 2.0 * (block @ self.mean) + mean_sq
+            self.norms[rows] = np.sqrt(np.maximum(squared, 1e-12))
+
+    def _blocks(self) -> Iterator[tuple[slice, npt.NDArray[np.float32]]]:
+        """The matrix as float32 a block of rows at a time (the whole never is), each
+        block in the same buffer: use it before asking for the next."""
+        import numpy as np
+
+        buffer = np.empty((min(_BLOCK_ROWS, len(self.matrix)), self.matrix.shape[1]), np.float32)
+        for start in range(0, len(self.matrix), _BLOCK_ROWS):
+            part = self.matrix[start : start + _BLOCK_ROWS]
+            block = buffer[: len(part)]
+            np.copyto(block, part, casting="unsafe")
+            block *= np.float32(1.0 / _SCALE)
+            yield slice(start, start + len(part)), block
 
     def scores(self, query: Vector) -> npt.NDArray[np.float32]:
         """Cosine of each row and the query, both taken around the mean."""
         import numpy as np
 
-        centred = query - self.mean
+        centred = (query - self.mean).astype(np.float32)
         size = max(float(np.linalg.norm(centred)), 1e-12)
-        return ((self.matrix @ centred - float(self.mean @ centred)) / (self.norms * size)).astype(
-            np.float32
-        )
+        offset = float(self.mean @ centred)
+        out = np.empty(len(self.matrix), np.float32)
+        for rows, block in self._blocks():
+            out[rows] = (block @ centred - offset) / (self.norms[rows] * size)
+        return out
 
 
 class VectorReader:
@@ -123,16 +216,25 @@ class VectorReader:
         self._lock = threading.Lock()
         self._cache: dict[str, _Workspace] = {}
         self._generation: int | None = None
+        self._identity: ModelIdentity | None = None
 
     def nearest(
-        self, ws: str, query: Vector, limit: int, session_id: str | None = None
+        self,
+        ws: str,
+        query: Vector,
+        limit: int,
+        session_id: str | None = None,
+        model: ModelIdentity | None = None,
     ) -> list[tuple[int, float]]:
         """The ``limit`` events of workspace ``ws`` (of one session when given) nearest to
-        ``query``: (event id, cosine), best first. Candidates only: SQL confirms them."""
+        ``query``: (event id, cosine), best first. Candidates only: SQL confirms them.
+        ``model``: the query's model; vectors of another one are never scored against it."""
         import numpy as np
 
         space = self._load(ws)
-        if space is None or len(space.ids) == 0:
+        if model is not None and model != self._identity:
+            return []  # the file holds another model's space (being re-embedded)
+        if space is None or len(space.ids) == 0 or space.matrix.shape[1] != query.shape[-1]:
             return []
         scores = space.scores(query)
         if session_id is not None:
@@ -168,10 +270,7 @@ class VectorReader:
         conn = connect(self._path, read_only=True)
         try:
             with self._lock:
-                generation = read_meta(conn).get("generation", 0)
-                if generation != self._generation:  # rebuilt: start again
-                    self._cache.clear()
-                    self._generation = generation
+                self._refresh(conn)
                 space = self._cache.get(ws)
                 added = _rows(conn, ws, space.through if space else 0)
                 if added:
@@ -180,6 +279,14 @@ class VectorReader:
                 return space
         finally:
             conn.close()
+
+    def _refresh(self, conn: sqlite3.Connection) -> None:
+        """A new generation (rebuilt, another model): start again. Holds the lock."""
+        generation = read_meta(conn).get("generation", 0)
+        if generation != self._generation:
+            self._cache.clear()
+            self._generation = generation
+            self._identity = read_identity(conn)
 
 
 def _rows(conn: sqlite3.Connection, ws: str, after: int) -> list[tuple[Any, ...]]:
@@ -194,8 +301,8 @@ def _extend(space: _Workspace | None, added: Sequence[tuple[Any, ...]]) -> _Work
     import numpy as np
 
     ids = np.fromiter((r[0] for r in added), np.int64, len(added))
-    raw = np.frombuffer(b"".join(r[2] for r in added), dtype=np.int8).reshape(len(added), DIM)
-    matrix = raw.astype(np.float32) / _SCALE
+    dims = len(added[0][2])  # int8: a byte a dimension
+    matrix = np.frombuffer(b"".join(r[2] for r in added), dtype=np.int8).reshape(len(added), dims)
     codes = dict(space.codes) if space is not None else {}
     session_of = np.fromiter(
         (codes.setdefault(str(r[1]), len(codes)) for r in added), np.int32, len(added)

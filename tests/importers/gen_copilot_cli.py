@@ -1,0 +1,145 @@
+"""A generated GitHub Copilot CLI history (``~/.copilot/session-state``), made-up content.
+
+The shapes follow the CLI's session event log as the public parsers and schema notes of
+its users describe it (copilotVersion 0.0.3xx–1.0.x, 2025–2026): the event envelope
+(``type``, ``id``, ``parentId``, ``timestamp``, ``data``), a session folder with
+``events.jsonl`` and ``workspace.yaml``, and the older flat ``<id>.jsonl`` without a
+``context`` in its ``session.start``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Final
+
+import orjson
+
+CWD: Final = "/home/dev/milk-steamer"
+MAIN: Final = "c0p1-0000-4000-8000-00000000a001"
+OLD: Final = "c0p1-0000-4000-8000-00000000b002"
+SUMMARY: Final = "Steamer spits water"
+MAIN_EVENTS: Final = 14  # the title and the shutdown's end included
+OLD_EVENTS: Final = 3
+MAIN_SKIPPED: Final = {
+    "record:session.model_change": 1, "record:assistant.turn_start": 1,
+    "record:session.compaction_start": 1, "record:hook.start": 1,
+}  # fmt: skip
+
+
+class _Log:
+    """One session's events, each with the envelope the CLI writes."""
+
+    def __init__(self, minute: int = 0) -> None:
+        self.events: list[dict[str, Any]] = []
+        self.second = minute * 60
+
+    def add(self, kind: str, **data: Any) -> _Log:
+        self.second += 7
+        parent = self.events[-1]["id"] if self.events else None
+        self.events.append({
+            "type": kind, "data": data, "id": f"ev-{len(self.events) + 1:04d}",
+            "timestamp": f"2025-07-01T10:{self.second // 60:02d}:{self.second % 60:02d}.000Z",
+            "parentId": parent,
+        })  # fmt: skip
+        return self
+
+    def bytes(self) -> bytes:
+        return b"".join(orjson.dumps(event) + b"\n" for event in self.events)
+
+
+def main_session() -> _Log:
+    log = _Log()
+    log.add(
+        "session.start",
+        sessionId=MAIN,
+        version=1,
+        producer="copilot-agent",
+        copilotVersion="0.0.369",
+        startTime="2025-07-01T10:00:00.000Z",
+        context={"cwd": CWD, "gitRoot": CWD, "branch": "main", "repository": "dev/steamer"},
+    )
+    log.add("session.model_change", newModel="claude-sonnet-4.5")
+    log.add("user.message", content="the milk steamer spits water before the steam", attachments=[])
+    log.add("assistant.turn_start", turnId="0")
+    log.add("assistant.reasoning", reasoningId="r-1", content="Probably condensate in the wand.")
+    log.add(
+        "assistant.message",
+        messageId="m-1",
+        content="Let me look at the purge settings.",
+        toolRequests=[
+            {
+                "toolCallId": "call-1",
+                "name": "bash",
+                "type": "function",
+                "arguments": {"command": "cat steamer.toml"},
+            }
+        ],
+    )
+    log.add(
+        "tool.execution_start",
+        toolCallId="call-1",
+        toolName="bash",
+        arguments={"command": "cat steamer.toml"},
+    )
+    log.add(
+        "tool.execution_complete",
+        toolCallId="call-1",
+        success=True,
+        result={"content": "purge_seconds = 0\nboiler_temp = 125"},
+        toolTelemetry={},
+    )
+    log.add(
+        "tool.execution_start",
+        toolCallId="call-2",
+        toolName="view",
+        arguments={"path": "wand.toml"},
+    )
+    log.add(
+        "tool.execution_complete",
+        toolCallId="call-2",
+        success=False,
+        error={"message": "wand.toml does not exist", "code": "ENOENT"},
+    )
+    log.add("session.compaction_start")
+    log.add(
+        "session.compaction_complete",
+        success=True,
+        preCompactionTokens=120_000,
+        summaryContent="User's steamer spits water; purge_seconds is 0.",
+    )
+    log.add("user.message", content="set the purge to two seconds")
+    log.add(
+        "assistant.message", messageId="m-2", content="Purge set to 2 seconds.", toolRequests=[]
+    )
+    log.add("abort", reason="user initiated")
+    log.add("hook.start", hookType="postToolUse")  # an event type this importer does not know
+    log.add("session.shutdown", shutdownType="routine")
+    return log  # fmt: skip
+
+
+def old_session() -> _Log:
+    log = _Log(minute=30)
+    log.add(
+        "session.start",
+        sessionId=OLD,
+        version=1,
+        producer="copilot-agent",
+        copilotVersion="0.0.330",
+        startTime="2025-07-01T10:30:00.000Z",
+    )
+    log.add("user.message", content="descale reminder every 200 shots")
+    log.add("assistant.message", messageId="m-9", content="Added the 200-shot reminder.")
+    return log  # fmt: skip
+
+
+def write(home: Path) -> Path:
+    """The history under ``home/.copilot/session-state``; returns that folder."""
+    state = home / ".copilot" / "session-state"
+    folder = state / MAIN
+    folder.mkdir(parents=True)
+    (folder / "events.jsonl").write_bytes(main_session().bytes())
+    (folder / "workspace.yaml").write_text(
+        f"id: {MAIN}\ncwd: {CWD}\nbranch: main\nsummary: {SUMMARY}\nsummary_count: 1\n"
+    )
+    (state / f"{OLD}.jsonl").write_bytes(old_session().bytes())
+    return state

@@ -1,0 +1,98 @@
+"""A generated Cursor agent-transcript history (``~/.cursor/projects``), made-up content.
+
+The shapes follow what public readers of Cursor's transcripts parse (2025–2026): lines
+of ``{"role", "message": {"content": [blocks]}}`` with Anthropic-style blocks, the user's
+words inside ``<user_query>`` among other tags, ``turn_ended`` marker lines, tool calls
+with and without ids, the session folder layout with a ``subagents`` folder, and the
+older flat ``agent-transcripts/<id>.jsonl`` (in a project folder naming no folder here).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Final
+
+import orjson
+
+from worker.importers.cursor import slug
+
+MAIN: Final = "c5000000-0000-4000-8000-00000000a001"
+CHILD: Final = "c5000000-0000-4000-8000-00000000b002"
+OLD: Final = "c5000000-0000-4000-8000-00000000c003"
+# A project folder whose name matches no folder on this machine: its sessions have no cwd.
+GONE_SLUG: Final = "home-nobody-gone-project-7f3a"
+EVENTS: Final = {MAIN: 9, CHILD: 3, OLD: 3}
+SKIPPED: Final = {"record:turn_ended": 1, "block:message:assistant:image": 1}
+# The files' modification time: every event's time, as the format writes none.
+WRITTEN: Final = 1_748_000_000  # 2025-05-23T11:33:20Z
+WRITTEN_ISO: Final = "2025-05-23T11:33:20.000Z"
+
+
+def _line(role: str, *blocks: dict[str, Any]) -> dict[str, Any]:
+    return {"role": role, "message": {"content": list(blocks)}}
+
+
+def _text(text: str) -> dict[str, Any]:
+    return {"type": "text", "text": text}
+
+
+def main_session() -> list[dict[str, Any]]:
+    return [
+        _line("user", _text("<user_info>OS: linux</user_info>\n<user_query>\n"
+                            "the grinder app crashes on start\n</user_query>")),
+        _line("assistant", _text("Let me check the logs."),
+              {"type": "tool_use", "id": "t-1", "name": "Read", "input": {"path": "app.log"}}),
+        _line("user", {"type": "tool_result", "tool_use_id": "t-1",
+                       "content": "Traceback: KeyError 'burr_size'"}),
+        _line("assistant", {"type": "tool_use", "name": "Shell",
+                            "input": {"command": "grep -n burr_size config.py"}}),
+        _line("user", {"type": "tool_result", "content": [_text("12: burr_size = None")]}),
+        _line("assistant", _text("Fixed the missing burr_size default.")),
+        {"type": "turn_ended"},
+        _line("assistant", {"type": "image", "source": {"type": "base64", "data": "AAAA"}}),
+    ]  # fmt: skip
+
+
+def child_session() -> list[dict[str, Any]]:
+    return [
+        _line("user", _text("find where burr_size is configured")),
+        _line("assistant", _text("config.py line 12 sets burr_size to None.")),
+    ]
+
+
+def old_session() -> list[dict[str, Any]]:
+    return [
+        _line("user", _text("<user_query>add a dark mode</user_query>")),
+        _line("assistant", _text("Dark mode added to the settings page.")),
+    ]
+
+
+def lines(records: list[dict[str, Any]]) -> bytes:
+    return b"".join(orjson.dumps(record) + b"\n" for record in records)
+
+
+def project_dir(home: Path) -> Path:
+    """The workspace the generated sessions ran in (it exists: Cursor's name for it is
+    read back by finding it)."""
+    return home / "src" / "grinder-app"
+
+
+def write(home: Path) -> Path:
+    """The history under ``home/.cursor/projects``; returns that folder."""
+    projects = home / ".cursor" / "projects"
+    project_dir(home).mkdir(parents=True)
+    transcripts = projects / slug(str(project_dir(home))) / "agent-transcripts"
+    folder = transcripts / MAIN
+    (folder / "subagents").mkdir(parents=True)
+    gone = projects / GONE_SLUG / "agent-transcripts"
+    gone.mkdir(parents=True)
+    files = {
+        folder / f"{MAIN}.jsonl": main_session(),
+        folder / "subagents" / f"{CHILD}.jsonl": child_session(),
+        gone / f"{OLD}.jsonl": old_session(),
+    }
+    for path, records in files.items():
+        path.write_bytes(lines(records))
+        os.utime(path, (WRITTEN, WRITTEN))
+    return projects

@@ -1,0 +1,148 @@
+"""Generated OpenHands conversations: one JSON file per event, in both layouts.
+
+The agent SDK's (CLI 1.x): ``conversations/<id>/base_state.json`` and
+``events/event-<n>-<uuid>.json`` whose events carry ``kind``. The older server's:
+``sessions/<id>/metadata.json`` and ``events/<n>.json`` with ``action``/``observation``.
+The event shapes follow the studied sources; the text is our own.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Final
+
+import orjson
+
+SDK_ID: Final = "3f2a1b0c4d5e6f708192a3b4c5d6e7f8"
+SERVER_ID: Final = "c0ffee00-1111-4222-8333-444455556666"
+CWD: Final = "/home/dev/scraper"
+
+
+def _time(n: int) -> str:
+    return f"2025-11-24T16:{n // 60:02d}:{n % 60:02d}.000000"
+
+
+def sdk_events() -> list[dict[str, Any]]:
+    def text(value: str) -> list[dict[str, Any]]:
+        return [{"type": "text", "text": value}]
+
+    return [
+        {"kind": "SystemPromptEvent", "source": "agent", "system_prompt": text("You are...")},
+        {
+            "kind": "MessageEvent",
+            "source": "user",
+            "llm_message": {"role": "user", "content": text("Make the scraper respect robots.txt")},
+        },
+        {
+            "kind": "ActionEvent",
+            "source": "agent",
+            "thought": text("Check how pages are fetched"),
+            "tool_name": "terminal",
+            "tool_call_id": "call_a",
+            "action": {"command": "grep -rn get("},
+            "reasoning_content": "Fetching happens in one module.",
+        },
+        {
+            "kind": "ObservationEvent",
+            "source": "environment",
+            "tool_name": "terminal",
+            "tool_call_id": "call_a",
+            "observation": {
+                "content": text("fetch.py:12: requests.get(url)"),
+                "metadata": {"working_dir": "/workspace"},
+            },
+        },
+        {
+            "kind": "ActionEvent",
+            "source": "agent",
+            "thought": [],
+            "tool_name": "file_editor",
+            "tool_call_id": "call_b",
+            "action": {"command": "str_replace", "path": "fetch.py"},
+        },
+        {
+            "kind": "UserRejectObservation",
+            "source": "user",
+            "tool_call_id": "call_b",
+            "rejection_reason": "Use urllib.robotparser instead",
+        },
+        {
+            "kind": "Condensation",
+            "source": "environment",
+            "forgotten_event_ids": ["x"],
+            "summary": "Summary: robots.txt must be honoured via urllib.robotparser.",
+        },
+        {"kind": "ConversationStateUpdateEvent", "source": "environment", "key": "status"},
+        {
+            "kind": "MessageEvent",
+            "source": "agent",
+            "llm_message": {
+                "role": "assistant",
+                "content": text("Switched to urllib.robotparser."),
+            },
+        },
+    ]
+
+
+def server_events() -> list[dict[str, Any]]:
+    return [
+        {"action": "system", "source": "agent", "args": {"content": "You are..."}},
+        {
+            "action": "message",
+            "source": "user",
+            "message": "Count the 404s in access.log",
+            "args": {"content": "Count the 404s in access.log"},
+        },
+        {
+            "action": "run",
+            "source": "agent",
+            "args": {"command": "grep -c ' 404 ' access.log"},
+            "tool_call_metadata": {"function_name": "execute_bash", "tool_call_id": "t1"},
+        },
+        {
+            "observation": "run",
+            "source": "agent",
+            "content": "17",
+            "cause": 2,
+            "extras": {"metadata": {"working_dir": "/workspace/logs", "exit_code": 0}},
+        },
+        {"observation": "agent_state_changed", "source": "environment", "content": ""},
+        {"action": "message", "source": "agent", "args": {"content": "There are 17 404s."}},
+    ]
+
+
+def write_sdk(root: Path, events: list[dict[str, Any]] | None = None) -> Path:
+    """``conversations/<id>``: base state, then the events (each with id and time)."""
+    folder = root / "conversations" / SDK_ID
+    (folder / "events").mkdir(parents=True, exist_ok=True)
+    state = {
+        "id": SDK_ID,
+        "title": "Respect robots.txt",
+        "agent": {"llm": {"model": "m"}},
+        "workspace": {"working_dir": CWD},
+    }
+    (folder / "base_state.json").write_bytes(orjson.dumps(state))
+    for n, event in enumerate(sdk_events() if events is None else events):
+        write_sdk_event(folder, n, event)
+    return folder
+
+
+def write_sdk_event(folder: Path, n: int, event: dict[str, Any]) -> None:
+    uid = f"{n:08x}-0000-4000-8000-{n:012x}"
+    body = {"id": uid, "timestamp": _time(n), **event}
+    (folder / "events" / f"event-{n:05d}-{uid}.json").write_bytes(orjson.dumps(body))
+
+
+def write_server(root: Path) -> Path:
+    folder = root / "sessions" / SERVER_ID
+    (folder / "events").mkdir(parents=True, exist_ok=True)
+    meta = {
+        "conversation_id": SERVER_ID,
+        "title": "404 count",
+        "created_at": "2025-11-24T15:00:00Z",
+    }
+    (folder / "metadata.json").write_bytes(orjson.dumps(meta))
+    for n, event in enumerate(server_events()):
+        body = {"id": n, "timestamp": _time(n), **event}
+        (folder / "events" / f"{n}.json").write_bytes(orjson.dumps(body))
+    return folder

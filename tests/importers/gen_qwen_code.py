@@ -1,0 +1,140 @@
+"""A generated Qwen Code history (``~/.qwen/projects``), made-up content.
+
+The shapes follow Qwen Code's own chat recording (``ChatRecord`` in
+``packages/core/src/services/chatRecordingService.ts`` of QwenLM/qwen-code, 2025–2026):
+records linked by ``uuid``/``parentUuid`` carrying ``sessionId``, ``cwd``, ``version``
+and ``gitBranch``; messages as model API content (``parts`` with text, thoughts,
+function calls and responses); ``system`` records with subtypes (compression, titles,
+slash commands, telemetry); a sub-agent's sidechain records inline; a sub-session naming
+its parent.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Final
+
+import orjson
+
+CWD: Final = "/home/dev/kettle"
+MAIN: Final = "0e000000-0000-4000-8000-00000000a001"
+AGENT: Final = "explore-7f3c"
+SIDE: Final = f"{MAIN}-agent-{AGENT}"
+SUB: Final = "0e000000-0000-4000-8000-00000000b002"
+TITLE: Final = "Kettle boils dry"
+EVENTS: Final = {MAIN: 13, SIDE: 3, SUB: 2}
+SKIPPED: Final = {"record:system:ui_telemetry": 1, "record:file-history": 1}
+
+
+class _Chat:
+    def __init__(self, session: str, minute: int = 0) -> None:
+        self.session, self.records, self.minute = session, list[dict[str, Any]](), minute
+
+    def add(self, kind: str, parts: list[dict[str, Any]] | None = None, **extra: Any) -> None:
+        self.minute += 1
+        record: dict[str, Any] = {
+            "uuid": f"{self.session[:8]}-{len(self.records) + 1:04d}",
+            "parentUuid": self.records[-1]["uuid"] if self.records else None,
+            "sessionId": self.session, "timestamp": f"2025-09-01T08:{self.minute:02d}:00.000Z",
+            "type": kind, "cwd": CWD, "version": "0.0.14", "gitBranch": "main",
+        }  # fmt: skip
+        if parts is not None:
+            record["message"] = {"role": "model" if kind == "assistant" else "user", "parts": parts}
+        self.records.append(record | extra)
+
+    def bytes(self) -> bytes:
+        return b"".join(orjson.dumps(record) + b"\n" for record in self.records)
+
+
+def main_chat() -> _Chat:
+    chat = _Chat(MAIN)
+    chat.add("user", [{"text": "the kettle boils dry and keeps heating"}])
+    chat.add(
+        "assistant",
+        [
+            {"text": "The cut-off sensor may be stuck.", "thought": True},
+            {"text": "Checking the thermostat code."},
+            {"functionCall": {"id": "fc-1", "name": "read_file", "args": {"path": "thermostat.c"}}},
+        ],
+    )
+    chat.add(
+        "tool_result",
+        [
+            {
+                "functionResponse": {
+                    "id": "fc-1",
+                    "name": "read_file",
+                    "response": {"output": "if (temp > 100) { /* TODO */ }"},
+                }
+            }
+        ],
+        toolCallResult={"callId": "fc-1", "status": "success"},
+    )
+    # A sub-agent's records, inline.
+    chat.add("user", [{"text": "find every use of dry_boil"}], isSidechain=True, agentId=AGENT)
+    chat.add("assistant", [{"text": "dry_boil is never set."}], isSidechain=True, agentId=AGENT)
+    chat.add(
+        "assistant",
+        [
+            {
+                "functionCall": {
+                    "id": "fc-2",
+                    "name": "run_shell_command",
+                    "args": {"command": "make test"},
+                }
+            }
+        ],
+    )
+    chat.add(
+        "tool_result",
+        [
+            {
+                "functionResponse": {
+                    "id": "fc-2",
+                    "name": "run_shell_command",
+                    "response": {"error": "make: *** [test] Error 2"},
+                }
+            }
+        ],
+    )
+    chat.add("system", subtype="ui_telemetry", systemPayload={"uiEvent": {"event.name": "x"}})
+    chat.add(
+        "system",
+        subtype="slash_command",
+        systemPayload={"phase": "invocation", "rawCommand": "/compress"},
+    )
+    chat.add(
+        "system",
+        subtype="chat_compression",
+        systemPayload={
+            "info": {"originalTokenCount": 9000, "newTokenCount": 800},
+            "compressedHistory": [
+                {
+                    "role": "user",
+                    "parts": [{"text": "Kettle boils dry: thermostat cut-off is a TODO."}],
+                }
+            ],
+        },
+    )
+    chat.add("system", subtype="custom_title", systemPayload={"customTitle": TITLE})
+    chat.add("user", [{"text": "implement the cut-off at 100 degrees"}])
+    chat.add("assistant", [{"text": "Cut-off implemented and tested."}])
+    chat.records.append({"type": "file-history", "snapshot": {}})  # a record type not known
+    return chat  # fmt: skip
+
+
+def sub_chat() -> _Chat:
+    chat = _Chat(SUB, minute=30)
+    chat.add("system", subtype="parent_session", systemPayload={"parentSessionId": MAIN})
+    chat.add("user", [{"text": "write the release note for the cut-off"}])
+    return chat
+
+
+def write(home: Path) -> Path:
+    """The history under ``home/.qwen/projects``; returns that folder."""
+    projects = home / ".qwen" / "projects"
+    chats = projects / "-home-dev-kettle" / "chats"
+    chats.mkdir(parents=True)
+    (chats / f"{MAIN}.jsonl").write_bytes(main_chat().bytes())
+    (chats / f"{SUB}.jsonl").write_bytes(sub_chat().bytes())
+    return projects

@@ -1,0 +1,120 @@
+"""``import`` and ``watch`` with no path and no ``--format``: every agent's own folders
+(moved by the agents' environment variables) read with that agent's importer, and a
+line per agent saying what was found, published and skipped."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from pathlib import Path
+
+from nats.aio.client import Client as NATS
+
+from contracts.subjects import Subjects
+from tests._harness import until
+from tests.importers import (
+    fixture_gen,
+    gen_copilot_cli,
+    gen_cursor,
+    gen_droid,
+    gen_gemini_cli,
+    gen_pi,
+    gen_qwen_code,
+)
+from tests.importers._agent_e2e import converted
+from tests.importers.test_import_tools import sessionquery
+from tests.importers.test_watch import has, start, stop
+from worker.importers import registry
+from worker.importers.detect import AUTO, detect, expand
+
+# The variables that move an agent's folder: unset, so only this test's HOME counts.
+MOVED_BY = {v for imp in registry.importers().values() for v in imp.env_vars}
+
+
+def _machine(tmp_path: Path) -> tuple[dict[str, str], dict[str, Path]]:
+    """A home with four agents' histories, Copilot's moved by COPILOT_HOME."""
+    home, elsewhere = tmp_path / "home", tmp_path / "elsewhere"
+    roots = {
+        "gemini-cli": gen_gemini_cli.write(home),
+        "pi": gen_pi.write(home),
+        "cursor": gen_cursor.write(home),
+        "copilot-cli": gen_copilot_cli.write(elsewhere),
+    }
+    env = {k: v for k, v in os.environ.items() if k not in MOVED_BY}
+    env |= {"HOME": str(home), "COPILOT_HOME": str(elsewhere / ".copilot")}
+    return env, roots
+
+
+def _nats(nats_url: str, subjects: Subjects) -> list[str]:
+    return ["--nats-url", nats_url, "--stream", subjects.events_stream,
+            "--events-prefix", subjects.events_prefix]  # fmt: skip
+
+
+async def test_import_with_no_path_reads_every_agent_and_reports_each(
+    nc: NATS, nats_url: str, subjects: Subjects, tmp_path: Path
+) -> None:
+    env, roots = _machine(tmp_path)
+    expected = {}
+    for fmt, root in roots.items():
+        events, open_sessions = converted(fmt, root)
+        expected[fmt] = events + len(open_sessions)
+    total = sum(expected.values())
+    args = ["import", *_nats(nats_url, subjects), "--idle-seconds", "1800"]
+    first = await asyncio.to_thread(sessionquery, *args, env=env)
+    assert first.returncode == 0, first.stderr
+    lines = first.stderr.splitlines()
+    home = Path(env["HOME"])
+    also = {"pi": f", {home / '.omp' / 'agent' / 'sessions'}"}  # Oh My Pi's, empty here
+    for fmt, root in roots.items():
+        files = len(registry.get(fmt).files(root))
+        where = f"{root}{also.get(fmt, '')}"
+        line = f"{fmt}: {files} files in {where}: published {expected[fmt]} events"
+        assert any(text.startswith(line) for text in lines), (line, first.stderr)
+    assert f"claude-code: nothing found in {home / '.claude' / 'projects'}" in lines
+    assert f"codex: nothing found in {home / '.codex' / 'sessions'}" in lines
+    assert f"published {total} events (0 already in the stream)" in first.stderr
+    assert "record:hook.start 1" in first.stderr  # each agent's skipped records, said
+    second = await asyncio.to_thread(sessionquery, *args, env=env)
+    assert f"published {total} events ({total} already in the stream)" in second.stderr
+    await nc.jetstream().delete_stream(subjects.events_stream)
+
+
+async def test_watch_with_no_path_follows_every_agent(
+    nc: NATS, nats_url: str, subjects: Subjects, unique: str, tmp_path: Path
+) -> None:
+    env, roots = _machine(tmp_path)
+    total = sum(converted(fmt, root)[0] for fmt, root in roots.items())
+    command = [sys.executable, "-m", "worker.cli", "watch", *_nats(nats_url, subjects),
+               "--state-bucket", f"watch-{unique}", "--poll-interval", "0.05", "--quiet",
+               "--idle-seconds", "inf"]  # fmt: skip
+    process = start(command, env=env)
+    try:
+        # No session is ended (--idle-seconds inf): the stream holds the files' events.
+        await until(lambda: has(nc, subjects, total), within=30)
+    finally:
+        code, said = stop(process)
+    assert code == 0, said
+    assert f"copilot-cli: 2 files in {roots['copilot-cli']}" in said
+    assert f"published {total} events" in said
+    await nc.jetstream().delete_stream(subjects.events_stream)
+
+
+def test_every_generated_file_is_detected_as_its_own_format(tmp_path: Path) -> None:
+    """--format auto over one tree holding every format: no importer claims another's file
+    (Qwen Code's records look like Claude Code's, Droid's first line like Pi's header)."""
+    _, roots = _machine(tmp_path)
+    roots |= {"qwen-code": gen_qwen_code.write(tmp_path / "home"),
+              "droid": gen_droid.write(tmp_path / "home")}  # fmt: skip
+    roots["claude-code"] = fixture_gen.ROOT / "claude-code"
+    roots["codex"] = fixture_gen.ROOT / "codex"
+    at_home = set[Path]()
+    for fmt, root in roots.items():
+        files = registry.get(fmt).files(root)
+        assert files, fmt
+        assert {path: detect(path) for path in files} == dict.fromkeys(files, fmt)
+        at_home |= set(files) if tmp_path in root.parents else set()
+    # Auto over the whole home lists every format's sources (Copilot's home is elsewhere).
+    assert set(expand([tmp_path / "home"], AUTO)) == at_home - set(
+        registry.get("copilot-cli").files(roots["copilot-cli"])
+    )

@@ -1,0 +1,174 @@
+"""Gemini CLI chats: the converter over a generated history (both layouts), then the real
+``import`` and ``watch`` into a real nats-server and worker, read back through the tools."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+import pytest
+from nats.aio.client import Client as NATS
+
+from contracts.partitions import NO_CWD_KEY
+from contracts.subjects import Subjects
+from tests._harness import until
+from tests.importers import gen_gemini_cli as gen
+from tests.importers._agent_e2e import assert_events, by_session, imported, watch_grows
+from tests.importers.test_import_tools import ask
+from tests.importers.test_watch import has, start, stop, watch_command
+from tests.importers.test_watch import said as said_by
+from worker.importers.detect import detect, expand
+from worker.importers.gemini_cli import GeminiCliImporter
+from worker.importers.pipeline import convert_file
+from worker.importers.plugin import UnreadableSource
+
+FMT = "gemini-cli"
+
+
+def test_both_layouts_convert_with_lineage_tools_and_titles(tmp_path: Path) -> None:
+    tmp = gen.write(tmp_path)
+    sessions, outs, tally = by_session(FMT, tmp)
+    assert {k: len(v) for k, v in sessions.items()} == {
+        gen.MAIN: gen.MAIN_EVENTS,
+        gen.SUB: gen.SUB_EVENTS,
+        gen.LEGACY: gen.LEGACY_EVENTS,
+    }
+    main = sessions[gen.MAIN]
+    assert [e["type"] for e in main] == [
+        "session/start", "message/user", "message/assistant", "message/assistant",
+        "tool/call", "tool/result", "tool/call", "tool/result", "message/context",
+        "session/title", "message/user", "message/user", "message/assistant",
+    ]  # fmt: skip
+    payloads = [e["payload"] for e in main]
+    assert main[0]["payload"]["cwd"] == gen.CWD  # from the project folder's marker
+    assert payloads[2] == {"thinking": "Checking pump: The pressure may be too high.",
+                           "source_type": "gemini:thought"}  # fmt: skip
+    # The message appended three times gave its call once and its result once, citing it.
+    assert main[5]["cites"] == [{"session_id": gen.MAIN, "seq": 5}]
+    assert "pressure_bar: 15" in str(payloads[5]["output"])
+    assert payloads[9]["title"] == gen.SUMMARY
+    assert tally.skipped == gen.MAIN_SKIPPED
+    # The sub-agent: a child of the session, citing the call that names it, titled by it.
+    sub = sessions[gen.SUB]
+    assert sub[0]["payload"]["parent_session_id"] == gen.MAIN
+    assert sub[0]["cites"] == [{"session_id": gen.MAIN, "seq": 7}]
+    assert sub[1]["payload"]["title"] == gen.SUB_TASK
+    assert sub[4]["payload"]["output"] == "pattern matched 0 files"
+    assert sub[4]["payload"]["status"] == "error"
+    # The older layout: no marker, so no cwd (the no-cwd workspace), never a guessed one.
+    legacy = sessions[gen.LEGACY]
+    assert legacy[0]["payload"]["cwd"] is None
+    assert {o.key for o in outs if o.session_id == gen.LEGACY} == {NO_CWD_KEY}
+    assert legacy[4]["payload"]["output"] == "calibrated: burr gap 0.2 mm"
+    assert [e["type"] for e in legacy][-1] == "message/context"
+
+
+def test_detection_and_which_files_are_sources(tmp_path: Path) -> None:
+    tmp = gen.write(tmp_path)
+    files = list(expand([tmp], FMT))
+    assert [f.name for f in files] == [  # by project; a project's sessions before sub-agents
+        f"session-2025-05-02T10-00-{gen.LEGACY[:8]}.json",
+        f"session-2025-06-01T09-00-{gen.MAIN[:8]}.jsonl", f"{gen.SUB}.jsonl",
+    ]  # fmt: skip
+    assert {detect(f) for f in files} == {FMT}
+    assert list(expand([tmp], "auto")) == sorted(files, key=str)
+    # Resumed by a newer CLI, a .json gets a .jsonl copy beside it: only the copy is read.
+    legacy = files[0]
+    legacy.with_suffix(".jsonl").write_bytes(b"")
+    assert not GeminiCliImporter().accepts(legacy)
+
+
+def test_a_half_written_document_waits_for_watch_and_is_reported_by_import(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "chats" / "session-2025-05-02T10-00-half.json"
+    path.parent.mkdir()
+    whole = orjson.dumps(gen.legacy_session())
+    path.write_bytes(whole[: len(whole) // 2])
+    importer = GeminiCliImporter()
+    assert list(importer.records(path, complete=False)) == []
+    with pytest.raises(UnreadableSource, match="not a whole JSON document"):
+        list(importer.records(path, complete=True))
+    path.write_bytes(whole)  # written out: the records after the ones already read
+    assert [r.position for r in importer.records(path, after=2, complete=False)] == [3, 4]
+
+
+async def test_import_then_the_tools(
+    nc: NATS, nats_url: str, subjects: Subjects, tmp_path: Path
+) -> None:
+    tmp = gen.write(tmp_path / "home")
+    async with imported(nc, nats_url, subjects, tmp_path, tmp, FMT) as (worker, said):
+        assert "skipped records: record:$rewindTo 1, record:unknown 1" in said
+        await assert_events(nc, worker, gen.SUB, gen.MAIN, gen.MAIN_EVENTS + 1)  # + its end
+        await assert_events(nc, worker, gen.SUB, gen.SUB, gen.SUB_EVENTS + 1)
+        trace = await ask(nc, worker, "session_trace", gen.SUB, session_id=gen.MAIN)
+        assert f"⟦{gen.SUMMARY}⟧" in trace and gen.SUB in trace.split("Descendants")[1]
+        spawned = await ask(nc, worker, "session_event_trace", gen.SUB, session_id=gen.SUB, seq=1)
+        assert f"{gen.MAIN} seq 7 · tool/call" in spawned.split("Cites (")[1]
+        result = await ask(nc, worker, "session_event_trace", gen.SUB, session_id=gen.MAIN, seq=6)
+        assert f"{gen.MAIN} seq 5 · tool/call" in result.split("Cites (")[1]
+        found = await ask(nc, worker, "session_search", gen.SUB, query="quiet pump profile")
+        assert gen.MAIN in found
+        hits = await ask(nc, worker, "session_event_search", gen.SUB, session_id=gen.MAIN,
+                         query="pressure_bar")  # fmt: skip
+        assert "tool/result" in hits
+        # The older session is in the no-cwd workspace: a caller of the project never sees
+        # it, a caller from that workspace does.
+        assert gen.LEGACY not in await ask(nc, worker, "session_search", gen.SUB, query="burrs")
+        read = await ask(nc, worker, "session_event_read", gen.LEGACY, session_id=gen.LEGACY,
+                         seq=5)  # fmt: skip
+        assert "burr gap 0.2 mm" in read
+
+
+async def test_watch_follows_a_chat_being_written(
+    nc: NATS, nats_url: str, subjects: Subjects, unique: str, tmp_path: Path
+) -> None:
+    chats = tmp_path / "tmp" / "espresso-app" / "chats"
+    chats.mkdir(parents=True)
+    (chats.parent / ".project_root").write_text(gen.CWD)
+    lines = [orjson.dumps(r) + b"\n" for r in gen.main_session()]
+    file = chats / f"session-2025-06-01T09-00-{gen.MAIN[:8]}.jsonl"
+    # The header and the first prompt, then half of the next record: held until whole.
+    file.write_bytes(b"".join(lines[:2]) + lines[2][:25])
+    rest = lines[2][25:] + b"".join(lines[3:])
+    said = await watch_grows(nc, nats_url, subjects, f"watch-{unique}", tmp_path / "tmp", FMT,
+                             file, rest, before=2, after=gen.MAIN_EVENTS)  # fmt: skip
+    assert f"published {gen.MAIN_EVENTS} events (0 already in the stream)" in said
+
+
+async def test_watch_reads_a_rewritten_document_from_where_it_stopped(
+    nc: NATS, nats_url: str, subjects: Subjects, unique: str, tmp_path: Path
+) -> None:
+    """The older layout is rewritten whole after each turn: watch publishes the messages
+    added since, and a restarted watch resumes at the stored message index."""
+    chats = tmp_path / "tmp" / gen.PROJECT_HASH / "chats"
+    chats.mkdir(parents=True)
+    file = chats / f"session-2025-05-02T10-00-{gen.LEGACY[:8]}.json"
+    whole = gen.legacy_session()
+    first = {**whole, "messages": whole["messages"][:1]}
+    file.write_bytes(orjson.dumps(first, option=orjson.OPT_INDENT_2))
+    rewritten = orjson.dumps(whole, option=orjson.OPT_INDENT_2)
+    command = watch_command(nats_url, subjects, f"watch-{unique}", tmp_path / "tmp", fmt=FMT)
+    process = start(command)
+    try:
+        await until(lambda: has(nc, subjects, 2), within=20)  # start, first prompt
+        file.write_bytes(rewritten)
+        await until(lambda: has(nc, subjects, gen.LEGACY_EVENTS), within=20)
+    finally:
+        code, said = stop(process)
+    assert code == 0 and f"published {gen.LEGACY_EVENTS} events" in said, said
+    again = start(watch_command(nats_url, subjects, f"watch-{unique}", tmp_path / "tmp",
+                                fmt=FMT, quiet=False))  # fmt: skip
+    await until(lambda: "1/1 files" in said_by(again), within=30)
+    code, said = stop(again)
+    assert code == 0 and "published 0 events (0 already in the stream)" in said, said
+    await nc.jetstream().delete_stream(subjects.events_stream)
+
+
+def test_json_lines_under_the_old_name_are_read_as_lines(tmp_path: Path) -> None:
+    path = tmp_path / "chats" / f"session-2025-06-01T09-00-{gen.MAIN[:8]}.json"
+    path.parent.mkdir()
+    path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in gen.main_session()))
+    assert detect(path) == FMT
+    events, tally = convert_file(FMT, path)
+    assert len(events) == gen.MAIN_EVENTS and tally.skipped == gen.MAIN_SKIPPED

@@ -1,0 +1,255 @@
+"""OpenCode (and Kilo CLI): converter checks, an import read back with the five tools, and
+``watch`` following a database that gains rows; all over generated histories."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from nats.aio.client import Client as NATS
+
+from contracts.subjects import Subjects
+from tests._harness import until
+from tests.importers import gen_opencode as gen
+from tests.importers._agent_e2e import assert_events, imported
+from tests.importers._sources import cites_of, snapshot_events, watch_growth
+from tests.importers.test_import_tools import ask
+from tests.importers.test_watch import has, start, stop, watch_command
+from worker.importers import opencode
+from worker.importers.snapshot import SessionCache, Snapshot, SnapshotConverter
+
+# Main: start, user text, synthetic context, thinking, 2 x (call, result), text = 9, plus
+# title and end; child: start, text, 2 x (call, result), text = 7, plus title and end;
+# compacted: start, 4 texts, compaction, text = 7, plus end (its title is a placeholder).
+EVENTS = 11 + 9 + 8
+
+
+def events_of(snapshot: Snapshot) -> list[dict[str, Any]]:
+    return snapshot_events("opencode", snapshot)
+
+
+def test_database_and_older_tree_give_the_same_events(tmp_path: Path) -> None:
+    history = gen.corpus()
+    gen.write_database(tmp_path / "opencode.db", history)
+    gen.write_tree(tmp_path / "storage", history)
+    from_db = opencode.read_database(tmp_path / "opencode.db")
+    from_tree = opencode.read_tree(tmp_path / "storage")
+    assert events_of(from_db) == events_of(from_tree)
+    assert from_db.skipped == from_tree.skipped
+    # Bookkeeping and marker parts are counted, and so is the part type nobody knows yet.
+    assert from_db.skipped["part:unknown:hologram"] == 1
+    assert from_db.skipped["part:step-start"] == 1 and from_db.skipped["part:file"] == 1
+    assert not from_db.problems
+
+
+def test_sub_agent_cites_its_task_call_and_the_summary_compacts(tmp_path: Path) -> None:
+    gen.write_database(tmp_path / "opencode.db", gen.corpus())
+    events = events_of(opencode.read_database(tmp_path / "opencode.db"))
+    child_start = next(e for e in events if e["session_id"] == gen.CHILD)
+    assert child_start["payload"]["parent_session_id"] == gen.MAIN
+    task_call = next(e for e in events if e["type"] == "tool/call"
+                     and e["payload"]["tool"] == "task")  # fmt: skip
+    assert child_start["cites"] == [{"session_id": gen.MAIN, "seq": task_call["seq"]}]
+    compaction = next(e for e in events if e["type"] == "compaction")
+    assert compaction["session_id"] == gen.COMPACTED and compaction["replaces"] == [2, 3, 4, 5]
+    kinds = [e["type"] for e in events if e["session_id"] == gen.MAIN]
+    assert kinds[:4] == ["session/start", "message/user", "message/context", "message/assistant"]
+    # Titles wait for the session's end; OpenCode's placeholder title is no title.
+    assert "session/title" not in kinds
+
+
+def test_a_running_tool_and_a_streaming_answer_wait(tmp_path: Path) -> None:
+    history = gen.History()
+    history.session(gen.MAIN, "Streaming")
+    user = history.message(gen.MAIN, "user", agent="build")
+    history.text(gen.MAIN, user, "Run the slow test suite")
+    answer = history.message(gen.MAIN, "assistant", done=False)
+    history.tool(gen.MAIN, answer, "bash", {"command": "make test"}, "", status="running")
+    history.text(gen.MAIN, answer, "While it runs", ended=False)
+    db = tmp_path / "opencode.db"
+    gen.write_database(db, history)
+    converter = SnapshotConverter("opencode", lambda: opencode.read_database(db))
+    first = [orjson.loads(o.body)["type"] for o in converter.feed(1, b"")]
+    # The call's input is final once it runs; its result and the text after it wait.
+    assert first == ["session/start", "message/user", "tool/call"]
+    history.parts[answer][0]["state"] = {
+        "status": "completed", "input": {"command": "make test"}, "output": "412 passed",
+        "title": "make test", "metadata": {}, "time": {"start": 1, "end": 2},
+    }  # fmt: skip
+    gen.write_database(db, history)
+    assert [orjson.loads(o.body)["type"] for o in converter.feed(2, b"")] == ["tool/result"]
+    history.messages[gen.MAIN][1]["time"]["completed"] = gen.T0 + 99_000
+    gen.write_database(db, history)
+    later = [orjson.loads(o.body) for o in converter.feed(3, b"")]
+    assert [(e["seq"], e["type"]) for e in later] == [(5, "message/assistant")]
+
+
+def test_a_cached_reading_reads_again_only_what_changed(tmp_path: Path) -> None:
+    history = gen.corpus()
+    db = tmp_path / "opencode.db"
+    gen.write_database(db, history)
+    cache = SessionCache()
+    first = {s.session_id: s for s in opencode.read_database(db, cache).sessions}
+    # A tool's state changes in place (same rows, same times): its length tells.
+    answer = history.messages[gen.CHILD][1]["id"]
+    history.parts[answer][0]["state"]["output"] += " and one more line"
+    gen.write_database(db, history)
+    again = {s.session_id: s for s in opencode.read_database(db, cache).sessions}
+    assert again[gen.MAIN] is first[gen.MAIN] and again[gen.COMPACTED] is first[gen.COMPACTED]
+    assert again[gen.CHILD] is not first[gen.CHILD]
+    output = again[gen.CHILD].items[2].payload["output"]
+    assert output == "41 total += round(x) and one more line"
+    assert opencode.read_database(db, cache).skipped == opencode.read_database(db).skipped
+
+
+def test_the_database_is_read_only_and_never_locked(tmp_path: Path) -> None:
+    db = tmp_path / "opencode.db"
+    gen.write_database(db, gen.corpus())
+    writer = sqlite3.connect(db)
+    try:
+        writer.execute("BEGIN IMMEDIATE")  # the agent holds the write lock mid-turn
+        assert len(opencode.read_database(db).sessions) == 3  # WAL: readers still read
+        writer.execute("UPDATE session SET title = 'renamed' WHERE id = ?", (gen.MAIN,))
+        writer.commit()
+    finally:
+        writer.close()
+    assert not db.with_name("opencode.db-journal").exists()
+
+
+def test_not_an_opencode_database_is_a_precise_problem(tmp_path: Path) -> None:
+    db = tmp_path / "opencode.db"
+    sqlite3.connect(db).close()
+    problems = opencode.read_database(db).problems
+    assert [p.message for p in problems] == [
+        "not an OpenCode database: no message, part, session table"
+    ]
+
+
+@pytest.mark.parametrize("agent", ["opencode", "kilo"])  # Kilo CLI: OpenCode's schema
+async def test_import_answers_the_tools(
+    nc: NATS, nats_url: str, subjects: Subjects, tmp_path: Path, agent: str
+) -> None:
+    db = tmp_path / agent / f"{agent}.db"
+    db.parent.mkdir()
+    gen.write_database(db, gen.corpus())
+    async with imported(nc, nats_url, subjects, tmp_path, db.parent, agent,
+                        expected=EVENTS, idle="0") as (worker, _):  # fmt: skip
+        for session, count in ((gen.MAIN, 11), (gen.CHILD, 9), (gen.COMPACTED, 8)):
+            await assert_events(nc, worker, gen.MAIN, session, count)
+        lineage = await ask(nc, worker, "session_trace", gen.MAIN, session_id=gen.MAIN)
+        assert "⟦Fix the checkout rounding⟧" in lineage  # the title, published at the end
+        assert f"{gen.CHILD} ⟦Find every rounding call (@general subagent)⟧" in lineage
+        child = await ask(nc, worker, "session_trace", gen.MAIN, session_id=gen.CHILD)
+        assert gen.MAIN in child.split("Ancestors")[1].split("Descendants")[0]
+        result = await ask(nc, worker, "session_event_trace", gen.MAIN, session_id=gen.MAIN, seq=6)
+        assert f"{gen.MAIN} seq 5 · tool/call" in cites_of(result)
+        spawned = await ask(nc, worker, "session_event_trace", gen.MAIN,
+                            session_id=gen.CHILD, seq=1)  # fmt: skip
+        assert f"{gen.MAIN} seq 7 · tool/call" in cites_of(spawned)
+        found = await ask(nc, worker, "session_event_search", gen.MAIN, query="cent",
+                          session_id=gen.MAIN)  # fmt: skip
+        assert "Found 2 events" in found  # the question and the answer
+        summary = await ask(nc, worker, "session_event_trace", gen.MAIN,
+                            session_id=gen.COMPACTED, seq=6)  # fmt: skip
+        assert "seq 2 ·" in summary.split("Replaces (")[1].split("Replaced by")[0]
+        read = await ask(nc, worker, "session_event_read", gen.MAIN, session_id=gen.MAIN, seq=1)
+        assert '"cwd":"/home/dev/shop"' in read
+
+
+async def test_watch_follows_a_database_that_gains_rows(
+    nc: NATS, nats_url: str, subjects: Subjects, unique: str, tmp_path: Path
+) -> None:
+    db = tmp_path / "opencode.db"
+    history = gen.corpus()
+    gen.write_database(db, history)
+
+    def next_turn() -> None:
+        user = history.message(gen.MAIN, "user", agent="build")
+        history.text(gen.MAIN, user, "Also round the tax line")
+        answer = history.message(gen.MAIN, "assistant")
+        history.text(gen.MAIN, answer, "The tax line is rounded once now.")
+        gen.write_database(db, history)
+
+    # Without titles and ends (the sessions are not idle): 9 + 7 + 7, then 2 more.
+    await watch_growth(nc, nats_url, subjects, f"watch-{unique}", "opencode", db,
+                       before=23, grow=next_turn, after=25)  # fmt: skip
+
+
+async def test_watch_ends_each_quiet_session_of_a_busy_database(
+    nc: NATS, nats_url: str, subjects: Subjects, unique: str, tmp_path: Path
+) -> None:
+    """The database changes all the time (one session is live), yet the session whose
+    last event is older than --idle-seconds gets its title and end."""
+    history = gen.History()
+    history.session(gen.MAIN, "Yesterday's work")
+    old = history.message(gen.MAIN, "user", agent="build")
+    history.text(gen.MAIN, old, "Rename the cart module")
+    history.clock = int(time.time() * 1000)  # a session of a minute ago
+    history.session(gen.COMPACTED, "Live work")
+    live = history.message(gen.COMPACTED, "user", agent="build")
+    history.text(gen.COMPACTED, live, "Now the invoice module")
+    db = tmp_path / "opencode.db"
+    gen.write_database(db, history)
+    process = start(watch_command(nats_url, subjects, f"watch-{unique}", db, fmt="opencode",
+                                  idle=600))  # fmt: skip
+    try:
+        await until(lambda: has(nc, subjects, 6), within=30)  # 2 + title + end, 2
+        await asyncio.sleep(0.3)
+        assert await has(nc, subjects, 6)  # the live session stays open
+    finally:
+        code, err = stop(process)
+    assert code == 0, err
+    js = nc.jetstream()
+    ended = await js.get_last_msg(subjects.events_stream, subjects.stored_session("*", gen.MAIN))
+    assert ended.data is not None and orjson.loads(ended.data)["type"] == "session/end"
+    live_last = await js.get_last_msg(
+        subjects.events_stream, subjects.stored_session("*", gen.COMPACTED)
+    )
+    assert live_last.data is not None and orjson.loads(live_last.data)["type"] == "message/user"
+    await js.delete_stream(subjects.events_stream)
+
+
+def test_the_resume_token_carries_on_where_the_converter_stopped(tmp_path: Path) -> None:
+    history = gen.corpus()
+    db = tmp_path / "opencode.db"
+    gen.write_database(db, history)
+    before = SnapshotConverter("opencode", lambda: opencode.read_database(db))
+    published = before.feed(1, b"") + before.end_quiet(datetime(2025, 11, 24, 16, 0, 5, tzinfo=UTC))
+    token = orjson.loads(orjson.dumps(before.token()))  # as the KV stores it
+    assert token["sessions"][gen.COMPACTED][2]["replaceable"] == [
+        [7, 7]
+    ]  # runs, after the compaction
+    user = history.message(gen.COMPACTED, "user", agent="build")
+    history.text(gen.COMPACTED, user, "And the page numbers")
+    gen.write_database(db, history)
+    after = SnapshotConverter("opencode", lambda: opencode.read_database(db))
+    after.restore(token)
+    resumed = [orjson.loads(o.body) for o in after.feed(2, b"")]
+    # Only the new prompt, numbered after what was published; the ended main session
+    # (quiet since before the cut-off) publishes nothing again.
+    assert [(e["session_id"], e["seq"], e["type"]) for e in resumed] == [
+        (gen.COMPACTED, 8, "message/user")
+    ]
+    assert {o.session_id for o in published if o.kind == "session/end"} == {gen.MAIN}
+
+
+async def test_watch_follows_the_older_tree_as_files_appear(
+    nc: NATS, nats_url: str, subjects: Subjects, unique: str, tmp_path: Path
+) -> None:
+    storage = tmp_path / "opencode" / "storage"
+    history = gen.corpus()
+    gen.write_tree(storage, history)
+
+    def next_prompt() -> None:  # a message file and its part file appear
+        user = history.message(gen.COMPACTED, "user", agent="build")
+        history.text(gen.COMPACTED, user, "And the page numbers")
+        gen.write_tree(storage, history)
+
+    await watch_growth(nc, nats_url, subjects, f"watch-{unique}", "opencode", storage,
+                       before=23, grow=next_prompt, after=24)  # fmt: skip

@@ -1,0 +1,93 @@
+"""OpenHands: converter checks over the SDK's and the older server's events, an import read
+back with the five tools, and ``watch`` following a conversation that gains event files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from nats.aio.client import Client as NATS
+
+from contracts.subjects import Subjects
+from tests.importers import gen_openhands as gen
+from tests.importers._agent_e2e import assert_events, imported
+from tests.importers._sources import cites_of, snapshot_events, watch_growth
+from tests.importers.test_import_tools import ask
+from worker.importers import openhands
+
+SDK = f"openhands-{gen.SDK_ID}"
+SERVER = f"openhands-{gen.SERVER_ID}"
+
+
+def events(folder: Path) -> list[dict[str, Any]]:
+    return snapshot_events("openhands", openhands.read_conversation(folder))
+
+
+def test_sdk_events(tmp_path: Path) -> None:
+    folder = gen.write_sdk(tmp_path)
+    got = events(folder)
+    assert [e["type"] for e in got] == [
+        "session/start", "message/user", "message/assistant", "message/assistant",
+        "tool/call", "tool/result", "tool/call", "tool/result", "compaction",
+        "message/assistant",
+    ]  # fmt: skip
+    assert got[0]["payload"]["cwd"] == gen.CWD
+    assert got[5]["cites"] == [{"session_id": SDK, "seq": 5}]
+    rejected = got[7]["payload"]
+    assert rejected["is_error"] is True and "robotparser" in rejected["output"]
+    assert got[8]["replaces"] == [2, 3, 4, 5, 6, 7, 8]
+    skipped = openhands.read_conversation(folder).skipped
+    assert skipped == {"event:SystemPromptEvent": 1, "event:ConversationStateUpdateEvent": 1}
+
+
+def test_older_server_events(tmp_path: Path) -> None:
+    got = events(gen.write_server(tmp_path))
+    assert [e["type"] for e in got] == [
+        "session/start", "message/user", "tool/call", "tool/result", "message/assistant"
+    ]  # fmt: skip
+    assert got[3]["cites"] == [{"session_id": SERVER, "seq": 3}]
+    assert got[0]["payload"]["cwd"] == "/workspace/logs"
+    assert got[0]["time"] == "2025-11-24T15:00:00.000Z"  # metadata.json's created_at
+
+
+def test_an_event_of_no_known_shape_is_counted(tmp_path: Path) -> None:
+    folder = gen.write_sdk(tmp_path, events=[])
+    gen.write_sdk_event(folder, 0, {"kind": "TeleportEvent", "source": "agent"})
+    gen.write_sdk_event(folder, 1, {"mystery": True})
+    snapshot = openhands.read_conversation(folder)
+    assert snapshot.skipped == {"event:TeleportEvent": 1, "event:None": 1}
+    assert snapshot.sessions[0].items == []
+
+
+async def test_import_answers_the_tools(
+    nc: NATS, nats_url: str, subjects: Subjects, tmp_path: Path
+) -> None:
+    root = tmp_path / ".openhands"
+    gen.write_sdk(root)
+    gen.write_server(root)
+    # SDK: 10 events, title and end; server: 5, title and end.
+    async with imported(nc, nats_url, subjects, tmp_path, root, "openhands",
+                        expected=12 + 7, idle="0") as (worker, _):  # fmt: skip
+        await assert_events(nc, worker, SDK, SDK, 12)
+        await assert_events(nc, worker, SERVER, SERVER, 7)
+        lineage = await ask(nc, worker, "session_trace", SDK, session_id=SDK)
+        assert "⟦Respect robots.txt⟧" in lineage
+        result = await ask(nc, worker, "session_event_trace", SDK, session_id=SDK, seq=6)
+        assert f"{SDK} seq 5 · tool/call" in cites_of(result)
+        found = await ask(nc, worker, "session_event_search", SDK, query="robotparser",
+                          session_id=SDK)  # fmt: skip
+        assert "seq 8 · tool/result" in found
+
+
+async def test_watch_follows_new_event_files(
+    nc: NATS, nats_url: str, subjects: Subjects, unique: str, tmp_path: Path
+) -> None:
+    every = gen.sdk_events()
+    folder = gen.write_sdk(tmp_path, events=every[:4])
+
+    def more_events() -> None:
+        for n, event in enumerate(every[4:], start=4):
+            gen.write_sdk_event(folder, n, event)
+
+    await watch_growth(nc, nats_url, subjects, f"watch-{unique}", "openhands", folder,
+                       before=6, grow=more_events, after=10)  # fmt: skip

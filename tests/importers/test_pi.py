@@ -1,0 +1,92 @@
+"""Pi coding agent sessions: the converter over a generated history (a tree with a branch,
+version 1, a session forked into its own file), then the real ``import`` and ``watch``
+into a real nats-server and worker, read back through the tools."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from nats.aio.client import Client as NATS
+
+from contracts.partitions import NO_CWD_KEY
+from contracts.subjects import Subjects
+from tests.importers import gen_pi as gen
+from tests.importers._agent_e2e import assert_events, by_session, imported, watch_grows
+from tests.importers.test_import_tools import ask
+from worker.importers.detect import detect, expand
+
+FMT = "pi"
+
+
+def test_a_branch_is_a_fork_and_entries_map(tmp_path: Path) -> None:
+    sessions, outs, tally = by_session(FMT, gen.write(tmp_path))
+    assert {k: len(v) for k, v in sessions.items()} == gen.EVENTS
+    main, fork = sessions[gen.MAIN], sessions[gen.FORK]
+    assert [e["type"] for e in main] == [
+        "session/start", "message/user", "message/assistant", "message/assistant",
+        "tool/call", "tool/result", "message/assistant", "session/title",
+    ]  # fmt: skip
+    assert main[0]["payload"]["cwd"] == gen.CWD
+    assert main[2]["payload"]["thinking"] == "Could be wiring or calibration."
+    assert main[5]["cites"] == [{"session_id": gen.MAIN, "seq": 5}]
+    assert main[7]["payload"]["title"] == gen.TITLE
+    # The branch from e02: a child session citing the prompt it grows from.
+    assert fork[0]["payload"]["parent_session_id"] == gen.MAIN
+    assert fork[0]["cites"] == [{"session_id": gen.MAIN, "seq": 2}]
+    assert [e["type"] for e in fork[1:]] == [
+        "message/context", "message/user", "command", "command/output", "message/assistant",
+        "compaction", "message/context",
+    ]  # fmt: skip
+    assert fork[4]["payload"]["exit_code"] == 0
+    assert fork[6]["replaces"] == [2, 3, 4, 5]  # up to the first kept entry (e10)
+    assert tally.skipped == gen.SKIPPED
+    # Version 1 (no ids) reads in order; its empty cwd is no cwd.
+    assert [e["type"] for e in sessions[gen.OLD]] == [
+        "session/start",
+        "message/user",
+        "message/assistant",
+    ]
+    assert {o.key for o in outs if o.session_id == gen.OLD} == {NO_CWD_KEY}
+    # A session forked into its own file is a child of the session it names.
+    assert sessions[gen.SPLIT][0]["payload"]["parent_session_id"] == gen.MAIN
+
+
+def test_detection(tmp_path: Path) -> None:
+    files = list(expand([gen.write(tmp_path)], FMT))
+    assert len(files) == 3 and {detect(f) for f in files} == {FMT}
+
+
+async def test_import_then_the_tools(
+    nc: NATS, nats_url: str, subjects: Subjects, tmp_path: Path
+) -> None:
+    root = gen.write(tmp_path / "home")
+    async with imported(nc, nats_url, subjects, tmp_path, root, FMT) as (worker, said):
+        assert "record:future_entry:new 1" in said
+        for session in (gen.MAIN, gen.FORK):  # each with the end of an old session
+            await assert_events(nc, worker, gen.SPLIT, session, gen.EVENTS[session] + 1)
+        trace = await ask(nc, worker, "session_trace", gen.SPLIT, session_id=gen.MAIN)
+        assert f"⟦{gen.TITLE}⟧" in trace
+        descendants = trace.split("Descendants")[1]
+        assert gen.FORK in descendants and gen.SPLIT in descendants
+        fork = await ask(nc, worker, "session_event_trace", gen.SPLIT, session_id=gen.FORK, seq=1)
+        assert f"{gen.MAIN} seq 2 · message/user" in fork.split("Cites (")[1]
+        found = await ask(nc, worker, "session_search", gen.SPLIT, query="calibration defaults")
+        assert gen.FORK in found
+        hits = await ask(nc, worker, "session_event_search", gen.SPLIT, session_id=gen.MAIN,
+                         query="read_tamper")  # fmt: skip
+        assert "tool/result" in hits
+
+
+async def test_watch_follows_a_tree_being_written(
+    nc: NATS, nats_url: str, subjects: Subjects, unique: str, tmp_path: Path
+) -> None:
+    folder = tmp_path / "sessions" / gen.FOLDER
+    folder.mkdir(parents=True)
+    records = [gen.lines([r]) for r in gen.main_session()]
+    file = folder / f"2025-08-01T07-00-00-000Z_{gen.MAIN}.jsonl"
+    file.write_bytes(b"".join(records[:3]) + records[3][:30])  # header, e01, e02; e03 half
+    rest = records[3][30:] + b"".join(records[4:])
+    total = gen.EVENTS[gen.MAIN] + gen.EVENTS[gen.FORK]
+    said = await watch_grows(nc, nats_url, subjects, f"watch-{unique}", tmp_path / "sessions",
+                             FMT, file, rest, before=2, after=total)  # fmt: skip
+    assert f"published {total} events (0 already in the stream)" in said

@@ -1,0 +1,116 @@
+"""VS Code Copilot Chat: converter checks over the JSON document and the operation log,
+versions refused whole, an import read back with the five tools, and ``watch`` following
+an operation log that grows."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from nats.aio.client import Client as NATS
+
+from contracts.subjects import Subjects
+from tests.importers import gen_vscode_copilot as gen
+from tests.importers._agent_e2e import assert_events, imported
+from tests.importers._sources import cites_of, snapshot_events, watch_growth
+from tests.importers.test_import_tools import ask, import_args, sessionquery
+from worker.importers import vscode_copilot
+
+DOCUMENT = f"vscode-{gen.DOCUMENT}"
+LOG = f"vscode-{gen.LOG}"
+EMPTY = f"vscode-{gen.EMPTY_WINDOW}"
+
+
+def events(path: Path) -> list[dict[str, Any]]:
+    return snapshot_events("vscode-copilot", vscode_copilot.read_chat(path))
+
+
+def test_document_requests_and_tool_calls(tmp_path: Path) -> None:
+    path = gen.write_document(tmp_path)
+    got = events(path)
+    assert [e["type"] for e in got] == [
+        "session/start", "message/user", "message/assistant", "tool/call", "tool/result",
+        "message/assistant", "message/user", "message/assistant", "tool/call", "tool/result",
+        "message/assistant",
+    ]  # fmt: skip
+    assert got[0]["payload"]["cwd"] == gen.CWD  # workspace.json's folder
+    assert got[2]["payload"]["text"] == "Let me look at the image markup."  # pieces joined
+    assert got[4]["cites"] == [{"session_id": DOCUMENT, "seq": 4}]
+    assert got[8]["payload"]["input"]["command"] == "ls assets/hero*"
+    assert vscode_copilot.read_chat(path).skipped == {"response:inlineReference": 1}
+
+
+def test_operation_log_is_replayed_and_an_unanswered_request_waits(tmp_path: Path) -> None:
+    lines = gen.log_lines()
+    path = gen.write_log(tmp_path, lines[:3])  # answered in part, no result yet
+    assert [e["type"] for e in events(path)] == ["session/start", "message/user"]
+    gen.write_log(tmp_path, lines)
+    snapshot = vscode_copilot.read_chat(path)
+    assert snapshot.sessions[0].title == "CSS minify"
+    assert [e["type"] for e in events(path)][-1] == "message/assistant"
+    # A line still being written (no newline yet) is not applied.
+    path.write_bytes(path.read_bytes() + b'{"kind": 1, "k": ["customTi')
+    assert vscode_copilot.read_chat(path).sessions[0].title == "CSS minify"
+
+
+def test_what_cannot_be_read_whole_is_refused_whole(tmp_path: Path) -> None:
+    future = vscode_copilot.read_chat(gen.write_future_version(tmp_path))
+    assert not future.sessions
+    assert future.problems[0].message == (
+        "chat session format version 9 is not one this importer reads (1, 2, 3); not imported"
+    )
+    broken = [*gen.log_lines(), {"kind": 2, "k": ["requests", 5, "response"], "v": []}]
+    refused = vscode_copilot.read_chat(gen.write_log(tmp_path, broken))
+    assert not refused.sessions
+    assert refused.problems[0].message == "line 6: cannot apply (IndexError); not imported"
+    unknown = [*gen.log_lines(), {"kind": 7, "k": ["x"]}]
+    message = vscode_copilot.read_chat(gen.write_log(tmp_path, unknown)).problems[0].message
+    assert message == "line 6: unknown operation kind 7; not imported"
+
+
+async def test_import_answers_the_tools(
+    nc: NATS, nats_url: str, subjects: Subjects, tmp_path: Path
+) -> None:
+    user = tmp_path / "Code" / "User"
+    gen.write_document(user)
+    gen.write_log(user)
+    gen.write_empty_window(user)
+    # Document: 11, title, end; log: 3, title, end; empty window: 3 and end.
+    async with imported(nc, nats_url, subjects, tmp_path, user, "vscode-copilot",
+                        expected=13 + 5 + 4, idle="0") as (worker, _):  # fmt: skip
+        for session, count in ((DOCUMENT, 13), (LOG, 5), (EMPTY, 4)):
+            await assert_events(nc, worker, session, session, count)
+        lineage = await ask(nc, worker, "session_trace", DOCUMENT, session_id=DOCUMENT)
+        assert "⟦Retina hero image⟧" in lineage
+        result = await ask(nc, worker, "session_event_trace", DOCUMENT, session_id=DOCUMENT,
+                           seq=10)  # fmt: skip
+        assert f"{DOCUMENT} seq 9 · tool/call" in cites_of(result)
+        found = await ask(nc, worker, "session_search", DOCUMENT, query="cssnano postcss")
+        assert LOG in found
+        # The empty window's chat has no folder: the no-cwd workspace, apart from the site's.
+        assert EMPTY not in await ask(nc, worker, "session_search", DOCUMENT, query="cascade layer")
+
+
+async def test_an_unknown_version_is_reported_and_nothing_of_it_published(
+    nats_url: str, subjects: Subjects, tmp_path: Path
+) -> None:
+    path = gen.write_future_version(tmp_path)
+    args = import_args(nats_url, subjects, path, fmt="vscode-copilot", idle="0")
+    done = await asyncio.to_thread(sessionquery, *args)
+    assert done.returncode == 1, done.stderr
+    assert f"{path}:0: chat session format version 9 is not one" in done.stderr
+    assert "published 0 events" in done.stderr
+
+
+async def test_watch_follows_a_growing_operation_log(
+    nc: NATS, nats_url: str, subjects: Subjects, unique: str, tmp_path: Path
+) -> None:
+    lines = gen.log_lines()
+    path = gen.write_log(tmp_path, lines[:3])
+
+    def answered() -> None:
+        gen.write_log(tmp_path, lines)
+
+    await watch_growth(nc, nats_url, subjects, f"watch-{unique}", "vscode-copilot", path,
+                       before=2, grow=answered, after=3)  # fmt: skip

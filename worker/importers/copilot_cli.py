@@ -1,0 +1,226 @@
+"""GitHub Copilot CLI sessions: ``$COPILOT_HOME/session-state/<id>/events.jsonl`` (default
+``~/.copilot``; older versions wrote ``session-state/<id>.jsonl``).
+
+One event per line: ``{"type", "id", "parentId", "timestamp", "data"}``. Mapping:
+
+- ``session.start`` (``sessionId``, ``copilotVersion``, ``context.cwd``/``branch``/
+  ``repository``) is the ``session/start``; without a ``context`` the cwd comes from the
+  session folder's ``workspace.yaml`` (``cwd:``), else there is none (the no-cwd
+  workspace). That file's ``summary:`` titles the session once the events are read;
+- ``user.message`` is ``message/user`` (harness text typed by ``contracts.harness``),
+  ``assistant.message`` with text ``message/assistant``, ``assistant.reasoning`` a
+  ``message/assistant`` with ``thinking``; ``tool.execution_start`` is the ``tool/call``
+  and ``tool.execution_complete`` its ``tool/result`` (``result.content``, or the error's
+  message when it failed), citing the call (the assistant message's ``toolRequests``
+  repeat the calls and are not read again);
+- ``session.compaction_complete`` with its ``summaryContent`` is a ``compaction`` that
+  replaces what came before it; ``session.info``, ``session.error`` and ``abort`` are
+  ``message/context``; ``session.shutdown`` is the ``session/end``.
+
+Everything else (turn boundaries, model changes, truncation notices, usage, compaction
+starts, new event types) is skipped and counted. A session that never shut down is ended
+by ``--idle-seconds``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, ClassVar, Final
+
+from contracts import harness
+from contracts.harness import harness_type
+from worker.importers.base import (
+    Converter,
+    JsonRecordConverter,
+    Outgoing,
+    as_text,
+    cut,
+    iso_time,
+    safe_id,
+)
+from worker.importers.plugin import ConvertOptions, Importer, json_objects
+
+NAME: Final = "copilot-cli"
+STATE_DIR: Final = "session-state"
+EVENTS_FILE: Final = "events.jsonl"
+_CONTEXT_EVENTS: Final = {"session.info": "info", "session.error": "error", "abort": "abort"}
+# A top-level ``key: value`` line of workspace.yaml (the values read here are one line).
+_YAML_LINE: Final = re.compile(r"^([A-Za-z_]+):[ \t]*(.*?)[ \t]*$")
+
+
+def workspace_fields(folder: Path) -> dict[str, str]:
+    """The one-line top-level values of a session folder's ``workspace.yaml``."""
+    try:
+        text = (folder / "workspace.yaml").read_text("utf-8")
+    except OSError:
+        return {}
+    fields = {}
+    for line in text.splitlines():
+        found = _YAML_LINE.match(line)
+        if found and found.group(2) and found.group(2) not in ("|", ">", "|-", ">-"):
+            fields[found.group(1)] = found.group(2).strip("\"'")
+    return fields
+
+
+class CopilotConverter(JsonRecordConverter):
+    def __init__(self, path: Path) -> None:
+        super().__init__(path, NAME)
+        in_folder = path.name == EVENTS_FILE
+        self.workspace = workspace_fields(path.parent) if in_folder else {}
+        self.fallback_id = path.parent.name if in_folder else path.stem
+        self.session: str | None = None
+        self.titled = False
+        self.calls: dict[str, tuple[int, object]] = {}  # toolCallId -> (seq, tool name)
+
+    def _record(self, record: dict[str, Any]) -> list[Outgoing]:
+        kind = record.get("type")
+        data = _fields(record.get("data"))
+        time = iso_time(record.get("timestamp"))
+        if kind == "session.start":
+            return self._start(data, time)
+        if self.session is None:
+            self.tally.skip(f"record:{kind}:before-session.start")
+            return []
+        session, source = self.session, str(kind)
+        if kind == "user.message":
+            text = as_text(data.get("content"))
+            type_ = harness_type(text) or "message/user"
+            surface = harness.SURFACES.get(type_, "user")
+            return [self.sessions.emit(session, type_, surface, time, {"text": text}, source)]
+        if kind == "assistant.message":
+            text = as_text(data.get("content"))
+            if not text.strip():
+                return []  # only tool requests: their tool.execution_start events follow
+            return [self.sessions.emit(session, "message/assistant", "assistant", time,
+                                       {"text": text}, source)]  # fmt: skip
+        if kind == "assistant.reasoning":
+            payload = {"thinking": as_text(data.get("content"))}
+            return [self.sessions.emit(session, "message/assistant", "assistant", time,
+                                       payload, source)]  # fmt: skip
+        if kind == "tool.execution_start":
+            return [self._call(session, data, time)]
+        if kind == "tool.execution_complete":
+            return [self._result(session, data, time)]
+        if kind == "session.compaction_complete" and data.get("success") is not False:
+            payload = {"summary": as_text(data.get("summaryContent"))}
+            return [self.sessions.compaction(session, time, payload, source)]
+        if kind in _CONTEXT_EVENTS:
+            text = as_text(data.get("message", data.get("reason")))
+            payload = {"text": f"{_CONTEXT_EVENTS[kind]}: {text}"}
+            return [self.sessions.emit(session, "message/context", "system", time, payload,
+                                       source)]  # fmt: skip
+        if kind == "session.shutdown":
+            titled = self._title()
+            end = self.sessions.end(session, reason="shutdown", source_type=source, time=time)
+            return titled + ([end] if end else [])
+        self.tally.skip(f"record:{kind}")
+        return []
+
+    def _start(self, data: dict[str, Any], time: str | None) -> list[Outgoing]:
+        if self.session is not None:
+            self.tally.skip("record:session.start:repeated")
+            return []
+        raw = data.get("sessionId") if isinstance(data.get("sessionId"), str) else None
+        self.session = safe_id(raw or self.fallback_id)
+        context = _fields(data.get("context"))
+        cwd = context.get("cwd") if isinstance(context.get("cwd"), str) else None
+        extra = {
+            name: value
+            for name, value in (
+                ("version", data.get("copilotVersion")),
+                ("git_branch", context.get("branch")),
+                ("repository", context.get("repository")),
+            )
+            if isinstance(value, str)
+        }
+        start_time = iso_time(data.get("startTime")) or time
+        return [self.sessions.start(self.session, time=start_time,
+                                    cwd=cwd or self.workspace.get("cwd"), extra=extra)]  # fmt: skip
+
+    def _call(self, session: str, data: dict[str, Any], time: str | None) -> Outgoing:
+        call_id = data.get("toolCallId") if isinstance(data.get("toolCallId"), str) else None
+        name = data.get("toolName")
+        payload = {"tool": name, "call_id": call_id, "arguments": data.get("arguments")}
+        if isinstance(data.get("mcpServerName"), str):
+            payload["mcp_server"] = data["mcpServerName"]
+        out = self.sessions.emit(session, "tool/call", "assistant", time, payload,
+                                 "tool.execution_start")  # fmt: skip
+        if call_id:
+            self.calls[call_id] = (out.seq, name)
+        return out
+
+    def _result(self, session: str, data: dict[str, Any], time: str | None) -> Outgoing:
+        call_id = data.get("toolCallId") if isinstance(data.get("toolCallId"), str) else None
+        call = self.calls.get(call_id) if call_id else None
+        result, error = data.get("result"), data.get("error")
+        if isinstance(result, dict):
+            output = as_text(result.get("content", result.get("detailedContent")))
+        elif isinstance(error, dict):
+            output = as_text(error.get("message"))
+        else:
+            output = as_text(result if result is not None else error)
+        payload: dict[str, Any] = {"call_id": call_id, "output": output}
+        if call is not None:
+            payload["tool"] = call[1]
+        if data.get("success") is False:
+            payload["is_error"] = True
+        return self.sessions.emit(session, "tool/result", "tool", time, payload,
+                                  "tool.execution_complete",
+                                  cites=[(session, call[0])] if call else None)  # fmt: skip
+
+    def _title(self) -> list[Outgoing]:
+        """``workspace.yaml``'s summary, once, while the session is open."""
+        summary = self.workspace.get("summary")
+        if self.titled or self.session is None or not summary:
+            return []
+        self.titled = True
+        payload = {"title": cut(summary)}
+        return [self.sessions.emit(self.session, "session/title", "system", None, payload,
+                                   "workspace.yaml:summary")]  # fmt: skip
+
+    def finish(self) -> list[Outgoing]:
+        out = self._title()
+        self.tally.events += len(out)
+        return out
+
+    def idle(self) -> list[Outgoing]:
+        out = self._title()
+        self.tally.events += len(out)
+        return out + super().idle()
+
+
+def _fields(value: object) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def looks_like(record: dict[str, Any]) -> bool:
+    data = record.get("data")
+    return (
+        record.get("type") == "session.start"
+        and isinstance(data, dict)
+        and data.get("producer") == "copilot-agent"
+    )
+
+
+class CopilotCliImporter(Importer):
+    name: ClassVar[str] = NAME
+    help: ClassVar[str] = "GitHub Copilot CLI sessions ($COPILOT_HOME/session-state)"
+    env_vars: ClassVar[tuple[str, ...]] = ("COPILOT_HOME",)
+    detect_order: ClassVar[int] = 40
+
+    def default_locations(self) -> list[Path]:
+        home = os.environ.get("COPILOT_HOME") or Path.home() / ".copilot"
+        return [Path(home) / STATE_DIR]
+
+    def accepts(self, path: Path) -> bool:
+        # A session folder's events, or an older version's flat file.
+        return path.name == EVENTS_FILE or path.parent.name == STATE_DIR
+
+    def detect(self, path: Path, head: Sequence[bytes]) -> bool:
+        return any(looks_like(record) for record in json_objects(head))
+
+    def converter(self, path: Path, options: ConvertOptions) -> Converter:
+        return CopilotConverter(path)

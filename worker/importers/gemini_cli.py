@@ -1,0 +1,331 @@
+"""Gemini CLI chats: ``$GEMINI_CLI_HOME/.gemini/tmp/<project>/chats/`` (default ``~``).
+
+Two layouts, both read:
+
+- newer (JSON Lines, ``session-<time>-<short id>.jsonl``): a header record (``sessionId``,
+  ``projectHash``, ``startTime``, ``kind``: ``main`` or ``subagent``, ``directories``),
+  then message records (``id``, ``timestamp``, ``type``: ``user``, ``gemini``, ``info``,
+  ``error``, ``warning``; ``content``: a string or a list of parts; a ``gemini`` message
+  may carry ``thoughts`` and ``toolCalls``). The CLI appends a message again, whole, each
+  time it changes (tokens counted, tool calls added, their results in): a message is
+  converted once per part, each part the first time it is seen. ``{"$set": {...}}``
+  records update the header (``summary`` titles the session); ``{"$rewindTo": id}``
+  marks a rewind (counted: what was published stays, and what follows continues the
+  session). Sub-agents write ``chats/<parent session id>/<session id>.jsonl`` with
+  ``kind: subagent``: a child session whose start cites the tool call that names it
+  (``agentId``), read first since a folder's sub-agents are read after its sessions.
+- older (one JSON document, ``session-<time>-<short id>.json``): the header's fields and
+  ``messages[]``, rewritten whole after each turn (a ``.json`` whose first line is a
+  whole record holds JSON Lines, as some versions appended them, and is read so).
+  ``watch`` reads the messages added since; a message changed after it was read (a tool
+  result added to the last one) is not read again. When the CLI resumes such a session
+  it copies it to a ``.jsonl`` file beside it and goes on there: the ``.json`` is then
+  skipped (the copy holds it).
+
+The cwd: the project folder's ``.project_root`` marker (newer versions name the folder
+by a slug and write the project's path in it); else a sub-agent's first workspace
+directory; else none (older versions name the folder by a digest of the path only), and
+the session is in the no-cwd workspace. Tool calls become ``tool/call`` and, once their
+result is in, ``tool/result`` citing the call (text parts and function responses'
+``output``/``error``, else the display text); thoughts become ``message/assistant`` with
+``thinking``; ``info``, ``error`` and ``warning`` messages are ``message/context``.
+The format has no session end and no compaction record: a session is ended by
+``--idle-seconds`` as Claude Code's are.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any, ClassVar, Final
+
+import orjson
+
+from contracts import harness
+from contracts.harness import harness_type
+from worker.importers.base import (
+    Converter,
+    JsonRecordConverter,
+    Outgoing,
+    Spawn,
+    SpawnLinks,
+    as_text,
+    cut,
+    iso_time,
+    safe_id,
+)
+from worker.importers.plugin import (
+    ConvertOptions,
+    Importer,
+    Record,
+    UnreadableSource,
+    WholeSourceImporter,
+    json_document,
+    json_objects,
+)
+
+NAME: Final = "gemini-cli"
+CHATS: Final = "chats"
+PROJECT_ROOT_FILE: Final = ".project_root"
+# Tool call states after which the call has its result (the CLI's scheduler statuses).
+_DONE: Final = frozenset({"success", "error", "cancelled"})
+_CONTEXT_TYPES: Final = frozenset({"info", "error", "warning"})
+
+
+def parts_text(content: object) -> str:
+    """The text of a ``PartListUnion``: a string, a part, or a list of either."""
+    if isinstance(content, str):
+        return content
+    parts = content if isinstance(content, list) else [content]
+    texts = []
+    for part in parts:
+        if isinstance(part, str):
+            texts.append(part)
+        elif isinstance(part, dict) and isinstance(part.get("text"), str):
+            texts.append(part["text"])
+    return "\n".join(texts)
+
+
+def result_text(call: dict[str, Any]) -> str:
+    """A tool call's result: its text parts and function responses, else its display."""
+    texts = []
+    result = call.get("result")
+    for part in result if isinstance(result, list) else [result]:
+        if not isinstance(part, dict):
+            continue
+        if isinstance(part.get("text"), str):
+            texts.append(part["text"])
+        response = part.get("functionResponse")
+        if isinstance(response, dict) and isinstance(response.get("response"), dict):
+            body = response["response"]
+            value = body.get("output", body.get("error", body))
+            texts.append(value if isinstance(value, str) else as_text(value))
+    if texts:
+        return cut("\n".join(texts))
+    return as_text(call.get("resultDisplay"))
+
+
+def project_cwd(chats_file: Path) -> str | None:
+    """The project path the CLI wrote beside its chats (newer versions), or None."""
+    for folder in chats_file.parents:
+        if folder.name == CHATS:
+            try:
+                text = (folder.parent / PROJECT_ROOT_FILE).read_text("utf-8").strip()
+            except OSError:
+                return None
+            return text or None
+    return None
+
+
+class GeminiConverter(JsonRecordConverter):
+    def __init__(self, path: Path, *, links: SpawnLinks | None = None, name: str = NAME) -> None:
+        super().__init__(path, name)
+        self.links: SpawnLinks = {} if links is None else links
+        self.cwd = project_cwd(path)
+        # A sub-agent's folder is named by its parent session's id.
+        self.parent_raw = path.parent.name if path.parent.name != CHATS else None
+        self.raw_id: str | None = None
+        self.session: str | None = None
+        self.title: str | None = None
+        # message id -> the parts already converted ("text", "thought:<n>", "call:<id>",
+        # "result:<id>"), so a message appended again gives only what is new.
+        self.seen: dict[str, set[str]] = {}
+        self.calls: dict[str, int] = {}  # tool call id -> seq of its tool/call
+
+    def _record(self, record: dict[str, Any]) -> list[Outgoing]:
+        if isinstance(record.get("$rewindTo"), str):
+            self.tally.skip("record:$rewindTo")
+            return []
+        if isinstance(record.get("$set"), dict):
+            return self._update(record["$set"])
+        if isinstance(record.get("id"), str):
+            if self.session is None:
+                self.tally.skip("record:message:no-header")
+                return []
+            return self._message(self.session, record)
+        if isinstance(record.get("sessionId"), str):
+            return self._header(record)
+        self.tally.skip("record:unknown")
+        return []
+
+    def _header(self, record: dict[str, Any]) -> list[Outgoing]:
+        if self.session is not None:
+            return self._update(record)  # a resumed session's header again
+        self.raw_id = record["sessionId"]
+        self.session = safe_id(record["sessionId"])
+        cwd = self.cwd
+        directories = record.get("directories")
+        if cwd is None and isinstance(directories, list) and directories:
+            cwd = directories[0] if isinstance(directories[0], str) else None
+        parent_raw = self.parent_raw if record.get("kind") == "subagent" else None
+        parent = safe_id(parent_raw) if parent_raw else None
+        spawn = self.links.get((parent_raw, record["sessionId"])) if parent_raw else None
+        extra = {"kind": record["kind"]} if isinstance(record.get("kind"), str) else {}
+        out = [
+            self.sessions.start(
+                self.session, time=iso_time(record.get("startTime")), cwd=cwd, parent=parent,
+                extra=extra, cites=[(spawn.session_id, spawn.seq)] if spawn else None,
+            )
+        ]  # fmt: skip
+        if spawn is not None and spawn.description:
+            out += self._title(spawn.description, "toolCall:description")
+        return out + self._update(record)
+
+    def _update(self, fields: dict[str, Any]) -> list[Outgoing]:
+        if "messages" in fields:  # a rewrite of the whole history (masking): not re-read
+            self.tally.skip("record:$set:messages")
+        summary = fields.get("summary")
+        if self.session is None or not isinstance(summary, str) or not summary.strip():
+            return []
+        return self._title(summary, "summary")
+
+    def _title(self, title: str, source_type: str) -> list[Outgoing]:
+        if self.session is None or title == self.title:
+            return []
+        self.title = title
+        payload = {"title": cut(title)}
+        return [self.sessions.emit(self.session, "session/title", "system", None, payload,
+                                   source_type)]  # fmt: skip
+
+    def _message(self, session: str, record: dict[str, Any]) -> list[Outgoing]:
+        kind = record.get("type")
+        time = iso_time(record.get("timestamp"))
+        seen = self.seen.setdefault(record["id"], set())
+        out: list[Outgoing] = []
+        if kind == "gemini":
+            for n, thought in enumerate(record.get("thoughts") or []):
+                if isinstance(thought, dict) and f"thought:{n}" not in seen:
+                    seen.add(f"thought:{n}")
+                    text = ": ".join(
+                        str(thought[k]) for k in ("subject", "description") if thought.get(k)
+                    )
+                    payload = {"thinking": cut(text)}
+                    out.append(self.sessions.emit(session, "message/assistant", "assistant",
+                                                  time, payload, "gemini:thought"))  # fmt: skip
+        text = parts_text(record.get("content"))
+        if text.strip() and "text" not in seen:
+            seen.add("text")
+            out += self._text(session, kind, text, time)
+        if kind == "gemini":
+            for call in record.get("toolCalls") or []:
+                if isinstance(call, dict) and isinstance(call.get("id"), str):
+                    out += self._tool_call(session, call, seen)
+        return out
+
+    def _text(self, session: str, kind: object, text: str, time: str | None) -> list[Outgoing]:
+        if kind == "user":
+            type_ = harness_type(text) or "message/user"
+            surface = harness.SURFACES.get(type_, "user")
+        elif kind == "gemini":
+            type_, surface = "message/assistant", "assistant"
+        elif kind in _CONTEXT_TYPES:
+            type_, surface = "message/context", "system"
+        else:
+            self.tally.skip(f"record:message:{kind}")
+            return []
+        payload = {"text": cut(text)}
+        return [self.sessions.emit(session, type_, surface, time, payload, f"message:{kind}")]
+
+    def _tool_call(self, session: str, call: dict[str, Any], seen: set[str]) -> list[Outgoing]:
+        call_id = call["id"]
+        time = iso_time(call.get("timestamp"))
+        out = []
+        if f"call:{call_id}" not in seen:
+            seen.add(f"call:{call_id}")
+            payload = {"tool": call.get("name"), "call_id": call_id, "arguments": call.get("args")}
+            if isinstance(call.get("description"), str) and call["description"]:
+                payload["description"] = cut(call["description"])
+            emitted = self.sessions.emit(session, "tool/call", "assistant", time, payload,
+                                         "toolCall")  # fmt: skip
+            self.calls[call_id] = emitted.seq
+            out.append(emitted)
+            agent = call.get("agentId")
+            if isinstance(agent, str) and self.raw_id is not None:
+                description = call.get("description") or call.get("displayName")
+                self.links[(self.raw_id, agent)] = Spawn(
+                    session, emitted.seq, description if isinstance(description, str) else None
+                )
+        done = call.get("status") in _DONE or call.get("result") is not None
+        if done and f"result:{call_id}" not in seen:
+            seen.add(f"result:{call_id}")
+            payload = {"tool": call.get("name"), "call_id": call_id, "output": result_text(call)}
+            if call.get("status") in ("error", "cancelled"):
+                payload["status"] = call["status"]
+            seq = self.calls.get(call_id)
+            out.append(self.sessions.emit(session, "tool/result", "tool", time, payload,
+                                          "toolCall:result",
+                                          cites=[(session, seq)] if seq else None))  # fmt: skip
+        return out
+
+
+class GeminiCliImporter(WholeSourceImporter):
+    name: ClassVar[str] = NAME
+    help: ClassVar[str] = "Gemini CLI chats ($GEMINI_CLI_HOME/.gemini/tmp/*/chats)"
+    env_vars: ClassVar[tuple[str, ...]] = ("GEMINI_CLI_HOME",)
+    detect_order: ClassVar[int] = 40
+    home: ClassVar[str] = ".gemini"
+    home_variable: ClassVar[str] = "GEMINI_CLI_HOME"
+
+    def default_locations(self) -> list[Path]:
+        home = Path(os.environ.get(self.home_variable) or Path.home())
+        return [home / self.home / "tmp"]
+
+    def accepts(self, path: Path) -> bool:
+        if CHATS not in (path.parent.name, path.parent.parent.name):
+            return False
+        if path.suffix == ".json":
+            # Resumed by a newer CLI: the .jsonl beside it holds all of it and goes on.
+            return path.name.startswith("session-") and not path.with_suffix(".jsonl").exists()
+        return path.suffix == ".jsonl"
+
+    def detect(self, path: Path, head: Sequence[bytes]) -> bool:
+        if path.suffix == ".json":
+            return self.accepts(path)
+        return any(
+            isinstance(r.get("sessionId"), str) and "projectHash" in r for r in json_objects(head)
+        )
+
+    def files(self, root: Path) -> list[Path]:
+        # A folder's own sessions before its sub-agents' folders: a sub-agent's start cites
+        # the call in its parent that names it.
+        found = [p for p in root.rglob("*.json*") if p.is_file() and self.accepts(p)]
+        return sorted(found, key=lambda p: (str(_chats_folder(p)), p.parent.name != CHATS, str(p)))
+
+    def records(
+        self, path: Path, *, after: int = 0, number: int = 0, complete: bool = True
+    ) -> Iterator[Record]:
+        if path.suffix == ".jsonl" or _lines_inside(path):
+            return Importer.records(self, path, after=after, number=number, complete=complete)
+        return super().records(path, after=after, number=number, complete=complete)
+
+    def split(self, path: Path) -> list[bytes]:
+        """A legacy session file as records: its header's fields, then each message."""
+        document = json_document(path)
+        if not isinstance(document, dict) or not isinstance(document.get("sessionId"), str):
+            raise UnreadableSource("not a Gemini CLI session (no sessionId)")
+        messages = document.get("messages")
+        header = {k: v for k, v in document.items() if k != "messages"}
+        header.setdefault("projectHash", "")
+        listed = messages if isinstance(messages, list) else []
+        return [orjson.dumps(header), *(orjson.dumps(m) for m in listed)]
+
+    def converter(self, path: Path, options: ConvertOptions) -> Converter:
+        return GeminiConverter(path, links=options.links, name=self.name)
+
+
+def _lines_inside(path: Path) -> bool:
+    """A ``.json`` session whose first line is a header record: JSON Lines under the old
+    name (some versions append records to it). A legacy document is one value holding
+    the ``messages`` (written indented: its first line is ``{`` alone)."""
+    try:
+        with path.open("rb") as fh:
+            first = fh.readline().strip()
+    except OSError:
+        return False
+    header = next(json_objects([first]), None)
+    return header is not None and "messages" not in header
+
+
+def _chats_folder(path: Path) -> Path:
+    return path.parent if path.parent.name == CHATS else path.parent.parent

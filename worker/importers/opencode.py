@@ -1,0 +1,286 @@
+"""OpenCode (and Kilo CLI, its fork): ``opencode.db`` or the older ``storage/`` JSON tree.
+
+Studied: OpenCode's ``session.sql.ts`` and ``message-v2.ts`` (2025-2026 sources, the
+SQLite store; ``storage/{session,message,part}`` JSON files before it), and public
+readers of both. Kilo CLI keeps the same schema in ``kilo/kilo.db``.
+
+- ``session`` (``id``, ``parent_id``, ``directory``, ``title``, ``version``,
+  ``time_created``) starts a session whose cwd is its ``directory`` (else the project's
+  ``worktree``); a ``parent_id`` makes it a child (OpenCode's sub-agents, started by the
+  ``task`` tool, whose ``metadata.sessionId`` names the child: its start cites the call).
+  The title is the session's, unless still OpenCode's placeholder ("New session - …").
+- ``message`` rows (``data``: ``role``, ``time``, ``summary``...) in time order, and their
+  ``part`` rows (``data.type``) in id order: ``text`` as ``message/user`` (harness text
+  typed) or ``message/assistant``, synthetic user text (file contents the harness adds)
+  as ``message/context``; ``reasoning`` as ``message/assistant`` thinking; ``tool`` as a
+  ``tool/call`` (once running: its input is final) and its ``tool/result`` (once
+  completed or failed).
+- an assistant message with ``summary: true`` is OpenCode's compaction summary: one
+  ``compaction`` replacing everything before it.
+- skipped and counted: ``step-start``/``step-finish``/``snapshot``/``patch`` (bookkeeping),
+  ``file``/``agent``/``subtask``/``retry``/``compaction`` parts (references and markers
+  whose content appears as other parts), unknown part types.
+
+A part still being written (a text without an end time in an unfinished message, a
+pending or running tool) waits, with what follows it in its session, for a later look.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from collections import Counter
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, Final
+
+import orjson
+
+from worker.importers.base import Problem, as_text, cut, safe_id
+from worker.importers.readonly_db import grouped, read_only, tables
+from worker.importers.snapshot import (
+    Item,
+    SessionCache,
+    Snapshot,
+    SourceSession,
+    field_of,
+    from_millis,
+    parents_first,
+    said,
+    tool_pair,
+)
+
+NAME: Final = "opencode"
+_PLACEHOLDER_TITLE: Final = re.compile(r"^(New|Child) session - \d{4}-\d{2}-\d{2}T")
+_BOOKKEEPING: Final = frozenset({"step-start", "step-finish", "snapshot", "patch"})
+_MARKERS: Final = frozenset({"file", "agent", "subtask", "retry", "compaction"})
+_SPAWNING_TOOLS: Final = frozenset({"task"})
+
+_MESSAGE_STAMPS: Final = (
+    "SELECT session_id, COUNT(*), TOTAL(LENGTH(data)) FROM message GROUP BY session_id"
+)
+_PART_STAMPS: Final = (
+    "SELECT m.session_id, COUNT(*), TOTAL(LENGTH(p.data)) FROM part p"
+    " JOIN message m ON m.id = p.message_id GROUP BY m.session_id"
+)
+
+# One message as read: its info (id, role, time...) and its parts, in order.
+Message = tuple[dict[str, Any], list[dict[str, Any]]]
+
+
+def read_database(path: Path, cache: SessionCache | None = None) -> Snapshot:
+    """Every session of an ``opencode.db`` (or ``kilo.db``), read in one transaction;
+    with a ``cache``, a session whose rows did not change is not read again."""
+    snapshot = Snapshot()
+    cache = SessionCache() if cache is None else cache
+    try:
+        with read_only(path) as conn:
+            missing = {"session", "message", "part"} - tables(conn)
+            if missing:
+                what = f"not an OpenCode database: no {', '.join(sorted(missing))} table"
+                snapshot.problems.append(Problem(str(path), 0, what))
+                return snapshot
+            worktrees = _worktrees(conn)
+            stamps = session_stamps(conn)
+            for row in conn.execute("SELECT * FROM session ORDER BY time_created, id"):
+                sid = str(row["id"])
+                stamp = (*tuple(row), *stamps.get(sid, ()))
+                session = cache.get(sid, stamp)
+                if session is None:
+                    skipped: Counter[str] = Counter()
+                    messages = _db_messages(conn, sid, skipped)
+                    built = build(_session_info(dict(row), worktrees), messages, skipped)
+                    session = cache.put(sid, stamp, built)
+                snapshot.sessions.append(session)
+    except sqlite3.Error as exc:
+        snapshot.problems.append(Problem(str(path), 0, f"cannot read the database: {exc}"))
+    snapshot.sessions = parents_first(snapshot.sessions)
+    return snapshot
+
+
+def session_stamps(conn: sqlite3.Connection) -> dict[str, tuple[object, ...]]:
+    """Per session: its messages' and parts' counts and total length (a streamed part
+    grows; a tool's state changes), read without decoding any JSON."""
+    messages = grouped(conn, _MESSAGE_STAMPS)
+    parts = grouped(conn, _PART_STAMPS)
+    return {sid: (*counts, *parts.get(sid, ())) for sid, counts in messages.items()}
+
+
+def _worktrees(conn: sqlite3.Connection) -> dict[str, str]:
+    if "project" not in tables(conn):
+        return {}
+    rows = conn.execute("SELECT id, worktree FROM project")
+    return {str(r[0]): str(r[1]) for r in rows if isinstance(r[1], str)}
+
+
+def _session_info(row: dict[str, Any], worktrees: dict[str, str]) -> dict[str, Any]:
+    """A session row in the shape of the older JSON file (what ``build`` reads)."""
+    directory = row.get("directory") or worktrees.get(str(row.get("project_id")))
+    return {
+        "id": row["id"], "parentID": row.get("parent_id"), "directory": directory,
+        "title": row.get("title"), "version": row.get("version"),
+        "time": {"created": row.get("time_created")},
+    }  # fmt: skip
+
+
+def _db_messages(conn: sqlite3.Connection, session: str, skipped: Counter[str]) -> list[Message]:
+    messages: list[Message] = []
+    by_id: dict[str, list[dict[str, Any]]] = {}
+    query = "SELECT id, data FROM message WHERE session_id = ? ORDER BY time_created, id"
+    for row in conn.execute(query, (session,)):
+        info = _json(row["data"], skipped, "message")
+        if info is not None:
+            info["id"] = row["id"]
+            parts: list[dict[str, Any]] = []
+            by_id[str(row["id"])] = parts
+            messages.append((info, parts))
+    query = "SELECT p.id, p.message_id, p.data FROM part p JOIN message m ON m.id = p.message_id"
+    for row in conn.execute(query + " WHERE m.session_id = ? ORDER BY p.id", (session,)):
+        part = _json(row["data"], skipped, "part")
+        if part is not None and str(row["message_id"]) in by_id:
+            part["id"] = row["id"]
+            by_id[str(row["message_id"])].append(part)
+    return messages
+
+
+def _json(raw: object, skipped: Counter[str], what: str) -> dict[str, Any] | None:
+    try:
+        value = orjson.loads(raw) if isinstance(raw, str | bytes) else None
+    except orjson.JSONDecodeError:
+        value = None
+    if not isinstance(value, dict):
+        skipped[f"{what}:invalid-json"] += 1
+        return None
+    return value
+
+
+def read_tree(storage: Path) -> Snapshot:
+    """The older layout: ``storage/session/<project>/<id>.json``,
+    ``storage/message/<session>/<id>.json``, ``storage/part/<message>/<id>.json``."""
+    snapshot = Snapshot()
+    worktrees = {}
+    for file in sorted((storage / "project").glob("*.json")):
+        project = _file_json(file, snapshot)
+        if project and isinstance(project.get("worktree"), str):
+            worktrees[str(project.get("id"))] = project["worktree"]
+    infos = [i for f in (storage / "session").glob("*/*.json") if (i := _file_json(f, snapshot))]
+    infos.sort(key=lambda i: (_created(i), str(i.get("id"))))
+    for info in infos:
+        if not info.get("directory"):
+            info["directory"] = worktrees.get(str(info.get("projectID")))
+        messages: list[Message] = []
+        files = sorted((storage / "message" / str(info.get("id"))).glob("*.json"))
+        for message in (m for f in files if (m := _file_json(f, snapshot))):
+            parts = (storage / "part" / str(message.get("id"))).glob("*.json")
+            loaded = sorted((p for f in parts if (p := _file_json(f, snapshot))),
+                            key=lambda p: str(p.get("id")))  # fmt: skip
+            messages.append((message, loaded))
+        messages.sort(key=lambda m: (_created(m[0]), str(m[0].get("id"))))
+        snapshot.sessions.append(build(info, messages))
+    snapshot.sessions = parents_first(snapshot.sessions)
+    return snapshot
+
+
+def _file_json(path: Path, snapshot: Snapshot) -> dict[str, Any] | None:
+    try:
+        value = orjson.loads(path.read_bytes())
+    except (OSError, orjson.JSONDecodeError) as exc:
+        # A file being written is read again on the next poll; a broken one is reported.
+        snapshot.problems.append(Problem(str(path), 0, f"not readable JSON: {exc}"))
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _created(info: dict[str, Any]) -> float:
+    created = field_of(info, "time").get("created")
+    return float(created) if isinstance(created, int | float) else 0.0
+
+
+def build(
+    info: dict[str, Any], messages: Iterable[Message], skipped: Counter[str] | None = None
+) -> SourceSession:
+    """One OpenCode session, from its info and its messages with their parts."""
+    parent = info.get("parentID")
+    title = info.get("title") if isinstance(info.get("title"), str) else None
+    extra = {"version": info["version"]} if isinstance(info.get("version"), str) else {}
+    directory = info.get("directory")
+    session = SourceSession(
+        session_id=safe_id(str(info.get("id"))),
+        cwd=directory if isinstance(directory, str) and directory else None,
+        time=from_millis(_created(info)),
+        title=None if title is None or _PLACEHOLDER_TITLE.match(title) else title,
+        parent=safe_id(parent) if isinstance(parent, str) and parent else None,
+        extra=extra,
+        skipped=Counter() if skipped is None else skipped,
+    )
+    for message, parts in messages:
+        session.items.extend(_message_items(message, parts, session.skipped))
+    return session
+
+
+def _message_items(
+    message: dict[str, Any], parts: list[dict[str, Any]], skipped: Counter[str]
+) -> list[Item]:
+    role = message.get("role")
+    times = field_of(message, "time")
+    time = from_millis(times.get("created"))
+    if role not in ("user", "assistant"):
+        skipped[f"message:{role}"] += 1
+        return []
+    finished = role == "user" or "completed" in times or bool(message.get("error"))
+    if role == "assistant" and message.get("summary") is True:
+        payload = {"summary": as_text([p for p in parts if p.get("type") == "text"])}
+        return [Item(str(message.get("id")), "compaction", "system", payload,
+                     "assistant:summary", time, complete=finished)]  # fmt: skip
+    items: list[Item] = []
+    for part in parts:
+        items.extend(_part_items(str(role), part, finished, time, skipped))
+    return items
+
+
+def _part_items(
+    role: str, part: dict[str, Any], finished: bool, time: str | None, skipped: Counter[str]
+) -> list[Item]:
+    kind = part.get("type")
+    ref = str(part.get("id"))
+    span = field_of(part, "time")
+    written = finished or "end" in span
+    if kind == "text" and isinstance(part.get("text"), str):
+        if part.get("synthetic") is True:  # the harness's: file contents, tool echoes
+            payload = {"text": cut(part["text"])}
+            return [Item(ref, "message/context", "system", payload, "text:synthetic", time)]
+        item = said(ref, role, part["text"], time, f"{role}:text")
+        item.complete = written
+        return [item]
+    if kind == "reasoning" and isinstance(part.get("text"), str):
+        payload = {"thinking": cut(part["text"])}
+        return [Item(ref, "message/assistant", "assistant", payload, "reasoning", time,
+                     complete=written)]  # fmt: skip
+    if kind == "tool":
+        return _tool_items(ref, part, time)
+    skipped[f"part:{kind}" if kind in _BOOKKEEPING | _MARKERS else f"part:unknown:{kind}"] += 1
+    return []
+
+
+def _tool_items(ref: str, part: dict[str, Any], time: str | None) -> list[Item]:
+    state = field_of(part, "state")
+    status = state.get("status")
+    error = status == "error"
+    output = state.get("error") if error else state.get("output")
+    items = tool_pair(
+        ref, str(part.get("callID") or ref), part.get("tool"), state.get("input"), time,
+        "tool", output=output, answered=status in ("completed", "error"), error=error,
+    )  # fmt: skip
+    # Pending: the model is still writing the input. Running: the input is final.
+    items[0].complete = status in ("running", "completed", "error")
+    metadata = field_of(state, "metadata")
+    child = metadata.get("sessionId")
+    if part.get("tool") in _SPAWNING_TOOLS and isinstance(child, str) and child:
+        items[0].spawns = safe_id(child)
+    if isinstance(state.get("title"), str):
+        items[1].payload["title"] = as_text(state["title"])
+    return items
+
+
+def looks_like_database(path: Path) -> bool:
+    return path.suffix == ".db" and path.stem in ("opencode", "kilo")

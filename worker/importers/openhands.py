@@ -1,0 +1,164 @@
+"""OpenHands: a folder per conversation holding one JSON file per event.
+
+Studied: the OpenHands agent SDK's event model (CLI 1.x: ``~/.openhands/conversations/
+<id>/base_state.json`` and ``events/event-<n>-<uuid>.json`` with ``kind``), the older
+server's file store (``~/.openhands/sessions/<id>/events/<n>.json`` with ``action`` or
+``observation``, and ``metadata.json``), and public readers of both. The version is told
+per event by its keys; an event of neither shape is counted, never guessed at.
+
+SDK events (``kind``): ``MessageEvent`` (``llm_message``: role and content parts) as
+``message/user``/``message/assistant``; ``ActionEvent`` as a ``tool/call`` (``tool_name``,
+``action``; its ``thought`` first as assistant text, ``reasoning_content`` as thinking);
+``ObservationEvent``, ``UserRejectObservation`` and ``AgentErrorEvent`` as the
+``tool/result`` citing the call of their ``tool_call_id``; ``Condensation`` (``summary``)
+as a ``compaction`` replacing what came before. Older events: ``action: message`` as a
+message of its ``source``, other actions as a ``tool/call`` (tool: the action), an
+``observation`` as the ``tool/result`` citing the action it names (``cause``),
+``condensation`` as a ``compaction``. Skipped and counted: system prompts, state changes,
+pauses, recalls and other kinds.
+
+The cwd is ``base_state.json``'s ``workspace.working_dir``, else the first observation's
+``metadata.working_dir`` (the sandbox's); the title is ``metadata.json``'s or the base
+state's ``title``. OpenHands writes each event file whole and adds files in order:
+``watch`` publishes the files after the ones it published.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Final
+
+import orjson
+
+from worker.importers.base import Problem, as_text, cut, iso_time, safe_id
+from worker.importers.snapshot import Item, Snapshot, SourceSession, field_of, said
+
+_INDEX: Final = re.compile(r"(\d+)")
+_SKIPPED_ACTIONS: Final = frozenset(
+    {"system", "recall", "change_agent_state", "agent_state_changed", "null"}
+)
+_RESULT_KINDS: Final = frozenset({"ObservationEvent", "UserRejectObservation", "AgentErrorEvent"})
+
+
+def event_files(conversation: Path) -> list[Path]:
+    """The event files in the order OpenHands wrote them (their number)."""
+    files = [f for f in (conversation / "events").glob("*.json") if f.is_file()]
+    return sorted(files, key=lambda f: (_number(f.name), f.name))
+
+
+def _number(name: str) -> int:
+    found = _INDEX.search(name)
+    return int(found.group(1)) if found else 0
+
+
+def read_conversation(conversation: Path) -> Snapshot:
+    snapshot = Snapshot()
+    base = _document(conversation / "base_state.json")
+    metadata = _document(conversation / "metadata.json")
+    title = metadata.get("title") or base.get("title")
+    session = SourceSession(
+        session_id=safe_id(str(base.get("id") or conversation.name), prefix="openhands-"),
+        cwd=field_of(base, "workspace").get("working_dir"),
+        time=iso_time(metadata.get("created_at")),
+        title=title if isinstance(title, str) else None,
+    )
+    for file in event_files(conversation):
+        try:
+            event = orjson.loads(file.read_bytes())
+        except (OSError, orjson.JSONDecodeError) as exc:
+            # Later events depend on this one (citations, order): stop here; a file still
+            # being written is read whole on the next look.
+            snapshot.problems.append(Problem(str(file), 0, f"not readable JSON: {exc}"))
+            break
+        if not isinstance(event, dict):
+            session.skipped["event:not-an-object"] += 1
+            continue
+        ref = str(event.get("id") or file.stem)
+        items = _sdk_event(ref, event) if "kind" in event else _server_event(ref, event)
+        if items is None:
+            name = event.get("kind") or event.get("action") or event.get("observation")
+            session.skipped[f"event:{name}"] += 1
+            continue
+        session.time = session.time or iso_time(event.get("timestamp"))
+        session.cwd = session.cwd or _working_dir(event)
+        session.items.extend(items)
+    if not isinstance(session.cwd, str) or not session.cwd:
+        session.cwd = None
+    snapshot.sessions.append(session)
+    return snapshot
+
+
+def _document(path: Path) -> dict[str, Any]:
+    try:
+        value = orjson.loads(path.read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _working_dir(event: dict[str, Any]) -> str | None:
+    found = field_of(field_of(event, "observation"), "metadata").get("working_dir")
+    found = found or field_of(field_of(event, "extras"), "metadata").get("working_dir")
+    return found if isinstance(found, str) and found else None
+
+
+def _sdk_event(ref: str, event: dict[str, Any]) -> list[Item] | None:
+    kind = event.get("kind")
+    time = iso_time(event.get("timestamp"))
+    if kind == "MessageEvent":
+        message = field_of(event, "llm_message")
+        role = message.get("role")
+        if role not in ("user", "assistant"):
+            return None
+        return [said(ref, str(role), as_text(message.get("content")), time, f"message:{role}")]
+    if kind == "ActionEvent":
+        items: list[Item] = []
+        thought = as_text(event.get("thought")) if event.get("thought") else ""
+        if thought:
+            items.append(said(f"{ref}-thought", "assistant", thought, time, "action:thought"))
+        if isinstance(event.get("reasoning_content"), str) and event["reasoning_content"]:
+            payload = {"thinking": cut(event["reasoning_content"])}
+            items.append(Item(f"{ref}-reasoning", "message/assistant", "assistant", payload,
+                              "action:reasoning", time))  # fmt: skip
+        tool = event.get("tool_name") or field_of(event, "tool_call").get("name")
+        call = {"tool": tool, "input": event.get("action")}
+        items.append(Item(ref, "tool/call", "assistant", call, "ActionEvent", time,
+                          call=str(event.get("tool_call_id") or ref)))  # fmt: skip
+        return items
+    if kind in _RESULT_KINDS:
+        observation = field_of(event, "observation")
+        output = observation.get("content") or event.get("rejection_reason") or event.get("error")
+        answer: dict[str, Any] = {"output": as_text(output)}
+        if kind != "ObservationEvent" or observation.get("is_error") is True:
+            answer["is_error"] = True
+        return [Item(ref, "tool/result", "tool", answer, str(kind), time,
+                     result_of=str(event.get("tool_call_id")))]  # fmt: skip
+    if kind == "Condensation":
+        summary = {"summary": as_text(event.get("summary"))}
+        return [Item(ref, "compaction", "system", summary, "Condensation", time)]
+    return None  # system prompts, state updates, pauses: counted by the caller
+
+
+def _server_event(ref: str, event: dict[str, Any]) -> list[Item] | None:
+    time = iso_time(event.get("timestamp"))
+    action = event.get("action")
+    args = field_of(event, "args")
+    if action == "message":
+        role = "user" if event.get("source") == "user" else "assistant"
+        text = args.get("content") or event.get("message")
+        return [said(ref, role, as_text(text), time, f"message:{event.get('source')}")]
+    if action == "condensation":
+        summary = {"summary": as_text(args.get("summary"))}
+        return [Item(ref, "compaction", "system", summary, "condensation", time)]
+    if isinstance(action, str) and action not in _SKIPPED_ACTIONS:
+        call = {"tool": action, "input": args}
+        return [Item(ref, "tool/call", "assistant", call, f"action:{action}", time, call=ref)]
+    observation = event.get("observation")
+    if isinstance(observation, str) and observation not in _SKIPPED_ACTIONS:
+        answer: dict[str, Any] = {"output": as_text(event.get("content"))}
+        if observation == "error":
+            answer["is_error"] = True
+        return [Item(ref, "tool/result", "tool", answer, f"observation:{observation}", time,
+                     result_of=str(event.get("cause")))]  # fmt: skip
+    return None

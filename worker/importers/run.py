@@ -1,0 +1,243 @@
+"""One import run: the files of each job converted and published, the per-agent report,
+and the summary's lines. ``sessionquery import`` (``worker.commands.importing``) and
+``watch`` (``worker.importers.watch``) share it; neither command's flags live here.
+
+Claude Code and Codex never write a session's end: a session whose last event is older
+than ``idle_s`` (default 1800, as ``watch``) gets its ``session/end`` at that event's time,
+with the next seq, so importing the file again publishes the same end (the stream and the
+index keep it once). Aider's events carry their session's start time, so its last session
+is ended only when the file, too, is older than that.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from dataclasses import dataclass, field
+from datetime import datetime, tzinfo
+from pathlib import Path
+from typing import Final, TextIO
+
+from contracts.limits import MAX_EVENT_BYTES, event_size_limit
+from contracts.partitions import NO_CWD_KEY
+from contracts.subjects import Subjects
+from worker.importers.base import Converter, Outgoing, Problem, SpawnLinks, Tally, quiet_since
+from worker.importers.detect import AUTO
+from worker.importers.progress import Progress
+from worker.importers.publish import DEFAULT_WINDOW, Publisher
+from worker.transport.connection import NatsOptions
+
+# A session whose last event is older than this is over (import), as is a file that has
+# not grown for this long (watch).
+DEFAULT_IDLE_S: Final = 1800.0
+
+
+@dataclass
+class ImportReport:
+    published: int = 0
+    duplicates: int = 0
+    files: int = 0
+    tally: Tally = field(default_factory=Tally)
+    # Published, but the worker will dead-letter them (a session's order broken: no
+    # session/start before it, a gap, an event after session/end), with the first reasons.
+    will_dead_letter: int = 0
+    dead_letter_reasons: tuple[str, ...] = ()
+    agents: list[AgentReport] = field(default_factory=list)  # auto-detection's, per agent
+    no_cwd_sessions: int = 0  # sessions whose source says no cwd (or none found)
+
+    @property
+    def invalid(self) -> int:
+        return len(self.tally.problems)
+
+
+@dataclass(frozen=True)
+class Job:
+    """Paths read with one format (``auto``: detected per file); ``agent``: the importer
+    whose own folders they are, when auto-detection found them."""
+
+    fmt: str
+    paths: list[Path]
+    agent: str | None = None
+
+
+def print_summary(report: ImportReport, out: TextIO) -> None:
+    for agent in report.agents:
+        print(agent.line(), file=out)
+    print(
+        f"published {report.published} events ({report.duplicates} already in the stream),"
+        f" {report.invalid} invalid lines skipped",
+        file=out,
+    )
+    if report.tally.skipped:
+        print(f"skipped records: {skipped_text(report.tally)}", file=out)
+    if report.no_cwd_sessions:
+        print(f"sessions without a cwd: {report.no_cwd_sessions} (the no-cwd workspace,"
+              " where each session sees only itself)", file=out)  # fmt: skip
+    if report.will_dead_letter:
+        print(dead_letter_line(report.will_dead_letter, report.dead_letter_reasons), file=out)
+
+
+def skipped_text(tally: Tally) -> str:
+    return ", ".join(f"{what} {n}" for what, n in sorted(tally.skipped.items()))
+
+
+def dead_letter_line(count: int, reasons: tuple[str, ...] | list[str]) -> str:
+    return (
+        f"of those, the worker will dead-letter {count}"
+        f" (see sessionquery deadletters): {'; '.join(reasons[:5])}"
+    )
+
+
+async def import_jobs(
+    jobs: list[Job], *, options: NatsOptions, subjects: Subjects,
+    window: int = DEFAULT_WINDOW, max_event_bytes: int = MAX_EVENT_BYTES,
+    assume_tz: tzinfo | None = None, progress: TextIO | None = None, errors: TextIO | None = None,
+    idle_s: float = DEFAULT_IDLE_S,
+) -> ImportReport:  # fmt: skip
+    from worker.importers.detect import expand
+    from worker.importers.publish import connect_publisher
+
+    found = [(job, list(expand([p for p in job.paths if p.exists()], job.fmt))) for job in jobs]
+    files = [file for _, job_files in found for file in job_files]
+    sizes = await asyncio.to_thread(lambda: {f: f.stat().st_size for f in files})
+    nc = await connect_publisher(options, name="sessionquery-import")
+    bar = Progress(progress, total_bytes=sum(sizes.values()), total_files=len(files))
+    try:
+        publisher = Publisher(nc, subjects, window=window)
+        await publisher.prepare()
+        limit = event_size_limit(publisher.max_payload, max_event_bytes)
+        run = _ImportRun(publisher, bar, errors or sys.stderr, limit, assume_tz,
+                         quiet_before=quiet_since(idle_s))  # fmt: skip
+        for job, job_files in found:
+            before = AgentReport.snapshot(job, run)
+            for file in job_files:
+                await run.file(file, job.fmt, sizes[file])
+                run.done_bytes += sizes[file]
+            await publisher.settle()
+            if job.agent is not None:
+                run.report.agents.append(before.since(run, files=len(job_files)))
+        await publisher.settle()
+        run.report.published, run.report.duplicates = publisher.published, publisher.duplicates
+        run.report.will_dead_letter = publisher.order.refused
+        run.report.dead_letter_reasons = tuple(publisher.order.reasons)
+        run.show(0, final=True)
+    finally:
+        bar.clear()
+        await nc.close()
+    return run.report
+
+
+@dataclass
+class _ImportRun:
+    publisher: Publisher
+    bar: Progress
+    errors: TextIO
+    limit: int
+    assume_tz: tzinfo | None
+    quiet_before: datetime
+    done_bytes: int = 0
+    pending_problems: int = 0  # problems of the file being read, not yet in the report
+    links: SpawnLinks = field(default_factory=dict)
+    report: ImportReport = field(default_factory=ImportReport)
+
+    async def file(self, path: Path, fmt: str, size: int) -> None:
+        from worker.importers import registry
+        from worker.importers.detect import detect
+        from worker.importers.plugin import ConvertOptions, UnreadableSource
+
+        chosen = detect(path) if fmt == AUTO else fmt
+        if chosen is None:
+            self.problem(Problem(str(path), 0, "cannot tell its format; not imported"))
+            return
+        importer = registry.get(chosen)
+        if not importer.accepts(path):
+            self.report.tally.skip(f"file:{chosen}:not a source")
+            return
+        options = ConvertOptions(self.limit, self.assume_tz, self.links)
+        converter = importer.converter(path, options)
+        last = 0
+        try:
+            for record in importer.records(path, complete=True):
+                last = record.number
+                outs = converter.feed(record.number, record.data)
+                await self.send(converter, outs, path, last)
+                self.show(min(record.position, size))
+        except OSError as exc:  # unreadable, or gone since the listing: the rest goes on
+            converter.tally.problems.append(Problem(str(path), last, f"cannot read: {exc}"))
+        except UnreadableSource as exc:
+            converter.tally.problems.append(Problem(str(path), last, str(exc)))
+        await self.send(converter, converter.finish(), path, last)
+        await self.send(converter, converter.end_quiet(self.quiet_before), path, last)
+        self.report.tally.merge(converter.tally)
+        self.report.files += 1
+        self.pending_problems = 0
+
+    def problem(self, problem: Problem) -> None:
+        self.report.tally.problems.append(problem)
+        self.bar.clear()
+        print(problem, file=self.errors)
+
+    async def send(
+        self, converter: Converter, outs: list[Outgoing], path: Path, line_no: int
+    ) -> None:
+        from worker.importers.pipeline import checked
+
+        for out in checked(converter, outs, str(path), line_no, self.limit):
+            if out.kind == "session/start" and out.key == NO_CWD_KEY:
+                self.report.no_cwd_sessions += 1
+            await self.publisher.send(out)
+        for problem in converter.tally.problems[self.pending_problems :]:
+            self.bar.clear()
+            print(problem, file=self.errors)
+        self.pending_problems = len(converter.tally.problems)
+
+    def show(self, file_bytes: int, *, final: bool = False) -> None:
+        p = self.publisher
+        self.bar.show(
+            files=self.report.files, events=p.published + p.in_flight,
+            duplicates=p.duplicates, problems=self.report.invalid + self.pending_problems,
+            done_bytes=self.done_bytes + file_bytes, final=final,
+        )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class AgentReport:
+    """What auto-detection did for one agent: where it looked, what it found there, what
+    it published, and what it skipped (counts taken from the run before and after)."""
+
+    agent: str
+    looked: tuple[Path, ...]
+    files: int = 0
+    published: int = 0
+    duplicates: int = 0
+    invalid: int = 0
+    skipped: tuple[tuple[str, int], ...] = ()
+
+    @classmethod
+    def snapshot(cls, job: Job, run: _ImportRun) -> AgentReport:
+        tally = run.report.tally
+        return cls(job.agent or job.fmt, tuple(job.paths), 0, run.publisher.published,
+                   run.publisher.duplicates, len(tally.problems),
+                   tuple(tally.skipped.items()))  # fmt: skip
+
+    def since(self, run: _ImportRun, *, files: int) -> AgentReport:
+        tally, before = run.report.tally, dict(self.skipped)
+        skipped = tuple((what, n - before.get(what, 0)) for what, n in tally.skipped.items()
+                        if n > before.get(what, 0))  # fmt: skip
+        return AgentReport(
+            self.agent, self.looked, files, run.publisher.published - self.published,
+            run.publisher.duplicates - self.duplicates, len(tally.problems) - self.invalid,
+            skipped,
+        )  # fmt: skip
+
+    def line(self) -> str:
+        where = ", ".join(str(path) for path in self.looked)
+        if not self.files:
+            return f"{self.agent}: nothing found in {where}"
+        text = (
+            f"{self.agent}: {self.files} files in {where}: published {self.published} events"
+            f" ({self.duplicates} already in the stream), {self.invalid} invalid lines skipped"
+        )
+        if self.skipped:
+            text += "; skipped records: " + ", ".join(f"{w} {n}" for w, n in sorted(self.skipped))
+        return text
