@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, timedelta
 from typing import Final
 
@@ -151,7 +151,7 @@ def read(terms: Sequence[str]) -> list[tuple[range, TimeExpression]]:
             continue
         end, expression = match
         text = bare(" ".join(terms[i:end]))
-        found.append((range(i, end), _with_text(expression, text)))
+        found.append((range(i, end), replace(expression, text=text)))
         i = end
     return found
 
@@ -169,17 +169,6 @@ def resolve(expression: TimeExpression, reference_ms: int | None) -> TimeReading
     else:
         start, end = _relative_span(_day_of(reference_ms), expression.unit, expression.offset)
     return TimeReading(expression.text, _ms(start), _ms(end + timedelta(days=1)) - 1)
-
-
-def _with_text(expression: TimeExpression, text: str) -> TimeExpression:
-    return TimeExpression(
-        text,
-        expression.unit,
-        expression.year,
-        expression.month,
-        expression.day,
-        expression.offset,
-    )
 
 
 def _relative(lowered: Sequence[str], i: int) -> tuple[int, TimeExpression] | None:
