@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from bench import corpus
+from bench import relevance_conversation as rconv
 from bench import vocabulary as vocab
 from bench.relevance_reference import FUNCTION_WORDS
 
@@ -55,7 +56,14 @@ CATEGORIES: Final = (
     "pasted_error",
     "focused",
     "rare_word",
+    # Issue 34's conversational memory (bench.relevance_conversation): workspaces of their
+    # own, after everything else.
+    *rconv.CATEGORIES,
 )
+# Questions in other words than their session's: lexical search cannot answer them (it is
+# what hybrid is for), so they are exempt from the lexical targets and from the check that
+# every query word is in the expected session.
+IN_OTHER_WORDS: Final = frozenset({"paraphrase", rconv.IN_OTHER_WORDS})
 
 # A planted turn: ("user" | "assistant", text), ("run", tool output), ("code", a tool
 # output that is source or grep lines), ("read" | "edit", a file path).
@@ -1061,6 +1069,23 @@ class _Builder:
             self.labels.append(("fork", query, cwd, child.sid))
         self.labels.append(("fork", parent_query, cwd, sid))
 
+    def conversations(self, limit: int | None) -> list[str]:
+        """The conversational-memory workspaces (``limit`` of them at most), their
+        sessions and labels; returns their cwds."""
+        cwds = []
+        for i, (a, b) in enumerate(rconv.PEOPLE[:limit]):
+            cwd = f"/home/{a.lower()}/chats/{b.lower()}"
+
+            def new_session(sid: str, start_ms: int, cwd: str = cwd) -> _Session:
+                session = _Session(sid, cwd, start_ms, random.Random(f"{self.config.seed}:{sid}"))
+                self.sessions.append(session)
+                return session
+
+            for label in rconv.build(self.config.seed, i, cwd, new_session):
+                self.labels.append((label.category, label.query, cwd, label.session_id))
+            cwds.append(cwd)
+        return cwds
+
 
 def _paraphrase_specs(rng: random.Random) -> list[Spec]:
     from bench.relevance_paraphrase import PARAPHRASES
@@ -1116,6 +1141,8 @@ def build(config: RelevanceConfig) -> RelevanceCorpus:
     builder = _Builder(config, workspaces)
     limit = config.per_category
     for category in CATEGORIES:
+        if category in rconv.CATEGORIES:
+            continue
         if category == "fork":
             for i, family in enumerate(FORKS[:limit]):
                 builder.fork_family(i, family)
@@ -1123,6 +1150,9 @@ def build(config: RelevanceConfig) -> RelevanceCorpus:
         rng = random.Random(f"{config.seed}:{category}")
         for i, spec in enumerate(_specs(category, rng, config)[:limit]):
             builder.needle(category, i, spec)
+    for cwd in builder.conversations(limit):
+        callers[cwd] = f"caller{config.seed}-{len(callers)}"
+        events.append(_caller_start(callers[cwd], cwd))
     for session in builder.sessions:
         events.extend(session.events)
     queries = tuple(

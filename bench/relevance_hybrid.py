@@ -1,5 +1,6 @@
-"""bench.relevance's hybrid engine (issue 21): the store with semantic search on, after the
-embedding follower has embedded the whole corpus, and the targets hybrid answers to."""
+"""bench.relevance's hybrid engine (issues 21 and 34): the store with semantic search on,
+after the embedding follower has embedded the whole corpus, and the targets hybrid
+answers to."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ from bench.report import Absolute
 if TYPE_CHECKING:
     from bench.relevance import Answer  # relevance imports this module
 
-PARAPHRASE_TARGET: Final = 0.9
+# "Ahead" on the questions in other words: at least one question in 20 more ranked first.
+AHEAD: Final = 0.05
 # Filled by ask_hybrid: how long embedding the corpus took (reported with the scores).
 EMBEDDING: dict[str, float] = {}
 
@@ -52,33 +54,17 @@ async def ask_hybrid(
         embedder.close()
 
 
-def hybrid_checks(
-    scores: Mapping[str, Mapping[str, Mapping[str, float]]], target: float
-) -> list[Absolute]:
-    """Issue 21's targets: hybrid success@1 >= 0.9 on paraphrases and never below
-    lexical-only in another category; success@5 >= 0.95 everywhere."""
+def hybrid_checks(scores: Mapping[str, Mapping[str, Mapping[str, float]]]) -> list[Absolute]:
+    """Issue 34's targets (issue 21's paraphrase targets, 0.9 and 0.95, are retired): hybrid
+    success@1 never below lexical-only in any category, and ahead of it on the questions
+    asked in other words (paraphrase, conv_meaning)."""
     hybrid, lexical = scores["hybrid"], scores["new"]
-    checks = [
-        Absolute(
-            "hybrid success@1 paraphrase",
-            hybrid["paraphrase"]["success_at_1"],
-            "share",
-            "min",
-            PARAPHRASE_TARGET,
-        )
-    ]
+    checks = []
     for category, s in hybrid.items():
-        checks.append(
-            Absolute(f"hybrid success@5 {category}", s["success_at_5"], "share", "min", target)
-        )
-        if category != "paraphrase":
+        gain = s["success_at_1"] - lexical[category]["success_at_1"]
+        checks.append(Absolute(f"hybrid - lexical success@1 {category}", gain, "share", "min", 0.0))
+        if category in rc.IN_OTHER_WORDS:
             checks.append(
-                Absolute(
-                    f"hybrid - lexical success@1 {category}",
-                    s["success_at_1"] - lexical[category]["success_at_1"],
-                    "share",
-                    "min",
-                    0.0,
-                )
+                Absolute(f"hybrid ahead of lexical {category}", gain, "share", "min", AHEAD)
             )
     return checks

@@ -19,7 +19,13 @@ from tests import _events
 from worker.signals import ExecutionSignal
 from worker.store.files import schema
 from worker.store.index.writer import SqliteIndexWriter
-from worker.store.protocol import EventFilter, IngestItem, SessionFilter, SessionSearchPage
+from worker.store.protocol import (
+    EventFilter,
+    EventSearchPage,
+    IngestItem,
+    SessionFilter,
+    SessionSearchPage,
+)
 from worker.store.sqlite import SqliteSessionStore
 
 MAIN = "/w/main"  # the workspace Corpus.start puts sessions in by default
@@ -199,3 +205,19 @@ async def search(
         page_size=page_size,
         signal=ExecutionSignal(),
     )
+
+
+async def search_in(
+    store: SqliteSessionStore, query: str, session_id: str, *, page_size: int = 10
+) -> EventSearchPage:
+    """One first page of ``search_events`` in a session that exists."""
+    page = await store.search_events(
+        query,
+        session_id=session_id,
+        events=NONE,
+        cursor=None,
+        page_size=page_size,
+        signal=ExecutionSignal(),
+    )
+    assert page is not None
+    return page

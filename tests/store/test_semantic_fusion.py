@@ -6,9 +6,13 @@ from worker.store.search.query import compile_query
 from worker.store.search.semantic.chunks import MESSAGE_CHARS, OUTPUT_HEAD_CHARS, chunk
 from worker.store.search.semantic.fusion import (
     SEMANTIC_MARGIN,
+    SEMANTIC_SHARE,
+    SHARE_TIERS,
     Lexical,
     fuse,
+    semantic_share,
     skips_semantic,
+    tier,
     within_margin,
 )
 
@@ -36,10 +40,20 @@ def test_identifiers_paths_errors_and_phrases_skip_the_semantic_path() -> None:
 
 def test_an_all_words_hit_ranks_above_every_semantic_only_hit() -> None:
     plan = compile_query("where did we fix the refund test")
-    lexical = [Lexical("partial", 1 / len(plan.required)), Lexical("all", 1.0)]
+    lexical = [Lexical("all", 1.0), Lexical("partial", 1 / len(plan.required))]
     order = fuse(plan, lexical, ["meaning", "partial"])
     assert order[0] == ("all", False)  # pinned, though the semantic list never named it
     assert ("meaning", True) in order and ("partial", False) in order
+
+
+def test_a_hit_lexical_ranks_above_an_all_words_hit_keeps_its_place() -> None:
+    # bench.relevance's natural_language: the answer (most of the words, near each other,
+    # in a message) ranks above a log holding every word scattered; meaning must not move
+    # the log above it (issue 21's fusion pinned the log alone, and the answer fell).
+    plan = compile_query("where did we fix the flaky date parsing test")
+    lexical = [Lexical("answer", 0.8), Lexical("fork", 0.6), Lexical("log", 1.0)]
+    order = [key for key, _ in fuse(plan, lexical, ["fork", "meaning"])]
+    assert order[:3] == ["answer", "fork", "log"]
 
 
 def test_with_an_identifier_in_the_query_every_lexical_hit_is_pinned() -> None:
@@ -56,6 +70,33 @@ def test_a_hit_in_both_lists_rises_above_one_in_either() -> None:
     assert order[0] == ("both", False)
     flags = dict(order)
     assert flags["sem-only"] is True and flags["lex-only"] is False
+
+
+def test_a_hit_holding_most_of_the_rare_words_stays_above_the_models_first_choice() -> None:
+    # Issue 34: "when is Jon's daughter's birthday": the turn holding "daughter" and
+    # "birthday" (most of the weight) against the model's favourite, a turn naming Jon.
+    plan = compile_query("when is the birthday of the daughter of Jon")
+    strong = SEMANTIC_SHARE + 2 / SHARE_TIERS  # a tier above the model's best
+    lexical = [Lexical("birthday-daughter", strong), Lexical("names-jon", 0.1)]
+    order = [key for key, _ in fuse(plan, lexical, ["names-jon", "elsewhere"])]
+    assert order[0] == "birthday-daughter"
+    # Equal evidence: the semantic list decides inside the tier.
+    level = lexical[0].share
+    even = [Lexical("a", level), Lexical("b", level)]
+    assert [key for key, _ in fuse(plan, even, ["b"])][:2] == ["b", "a"]
+
+
+def test_meaning_lifts_a_hit_over_weak_lexical_evidence_only() -> None:
+    plan = compile_query("where did we make the payment retries less aggressive")
+    weak = SEMANTIC_SHARE - 2 / SHARE_TIERS  # a tier below the model's best
+    order = fuse(plan, [Lexical("one-common-word", weak)], ["meaning"])
+    assert order == [("meaning", True), ("one-common-word", False)]
+    # Further down the semantic list a hit counts for less: the weak hit keeps its place
+    # above the model's tenth choice.
+    assert tier(semantic_share(10)) < tier(weak) <= tier(semantic_share(1))
+    tenth = [f"m{i}" for i in range(10)]
+    ranked = [key for key, _ in fuse(plan, [Lexical("one-common-word", weak)], tenth)]
+    assert ranked.index("one-common-word") < ranked.index("m9")
 
 
 def test_semantic_hits_are_kept_within_the_margin_of_the_best() -> None:

@@ -12,9 +12,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from tests._paraphrase import PARAPHRASE, REPLY, USER
-from tests.store._corpus import Corpus, corpus_and_store, search
-from worker.signals import ExecutionSignal
-from worker.store.protocol import EventFilter
+from tests.store._corpus import Corpus, corpus_and_store, search, search_in
 from worker.store.search import semantic
 from worker.store.sqlite import SqliteSessionStore
 
@@ -211,15 +209,8 @@ async def test_event_search_marks_an_event_found_by_meaning(
     await fill(corpus)
     follow(corpus.path, embedder)
     store.attach_semantic(embedder)
-    page = await store.search_events(
-        PARAPHRASE,
-        session_id="charge",
-        events=EventFilter(),
-        cursor=None,
-        page_size=10,
-        signal=ExecutionSignal(),
-    )
-    assert page is not None and page.hits
+    page = await search_in(store, PARAPHRASE, "charge")
+    assert page.hits
     assert all(hit.semantic_only for hit in page.hits)
     assert {hit.event.seq for hit in page.hits} <= {2, 3}
 

@@ -94,6 +94,14 @@ async def test_representative_rendering_session_search(index: Index) -> None:
     check_golden("session_search", text)
 
 
+async def test_representative_rendering_session_search_with_a_date(index: Index) -> None:
+    # The date is read, said, and favours its day; "2026?" is no word the reply names.
+    text = await call(
+        index, "session_search", {"query": "why did the refund test fail on November 30, 2026?"}
+    )
+    check_golden("session_search_dated", text)
+
+
 async def test_representative_rendering_session_event_search(index: Index) -> None:
     text = await call(index, "session_event_search", {"query": "refund", "session_id": PAY_ROOT})
     check_golden("session_event_search", text)

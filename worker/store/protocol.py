@@ -154,6 +154,10 @@ class SessionSearchPage:
     # match nothing in scope (first page only).
     partial: bool = False
     unmatched: tuple[str, ...] = ()
+    # How the query's times were read ("read 'January 2024' as 2024-01-01..2024-01-31
+    # (UTC)"), first page only: events of that time are favoured unless a time filter is
+    # given.
+    time_readings: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,6 +177,7 @@ class EventSearchPage:
     filtered_out: bool = False
     partial: bool = False
     unmatched: tuple[str, ...] = ()
+    time_readings: tuple[str, ...] = ()  # as SessionSearchPage's
 
 
 @dataclass(frozen=True, slots=True)

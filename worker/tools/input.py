@@ -87,7 +87,8 @@ class SessionSearchArguments(_Arguments):
             "matches are shown. Word forms, parts of identifiers (camelCase, snake_case, "
             'paths) and words inside Chinese or Japanese text match. Use "double quotes" for '
             "an exact phrase, OR between terms for alternatives and a leading - to exclude a "
-            "term."
+            'term. A date or time in it ("in January 2024", "last week") is not a word to '
+            "match: events from then rank higher, and the reply says how it was read."
         ),
     )
     session_ids: list[SessionId] | None = Field(
@@ -162,7 +163,9 @@ class SessionEventSearchArguments(_Arguments):
         description=(
             "Words or phrases to find. Events holding every word rank first; when none does, "
             'the best partial matches are shown. Use "double quotes" for an exact phrase, OR '
-            "between terms for alternatives and a leading - to exclude a term."
+            "between terms for alternatives and a leading - to exclude a term. A date or "
+            'time in it ("on March 3", "yesterday") is not a word to match: events from then '
+            "rank higher."
         ),
     )
     session_id: SessionId | None = Field(

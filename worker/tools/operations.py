@@ -54,6 +54,7 @@ class Collected(Generic[HitT]):
     filtered_out: bool
     partial: bool = False  # best partial matches: no event held every word
     unmatched: tuple[str, ...] = ()  # query terms that match nothing in scope
+    time_readings: tuple[str, ...] = ()  # how the query's dates were read
 
 
 async def collect_pages(
@@ -70,6 +71,7 @@ async def collect_pages(
     hits: list[HitT] = []
     filtered_out = capped = partial = False
     unmatched: tuple[str, ...] = ()
+    time_readings: tuple[str, ...] = ()
     for number in range(MAX_PROVIDER_PAGES):
         page = await fetch(cursor)
         if epoch is None:
@@ -79,6 +81,7 @@ async def collect_pages(
         page_hits = hits_of(page)
         if number == 0:
             partial, unmatched = page.partial, page.unmatched
+            time_readings = page.time_readings
             filtered_out = not page_hits and page.filtered_out
         for hit in page_hits:
             identity = key(hit)
@@ -97,7 +100,7 @@ async def collect_pages(
             break
     else:
         capped = True
-    return Collected(tuple(hits), capped, filtered_out, partial, unmatched)
+    return Collected(tuple(hits), capped, filtered_out, partial, unmatched, time_readings)
 
 
 @dataclass(frozen=True, slots=True)

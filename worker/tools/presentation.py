@@ -54,10 +54,23 @@ class SearchOutcome:
     model_filters: bool
     partial: bool = False
     unmatched: tuple[str, ...] = ()
+    time_readings: tuple[str, ...] = ()  # how the query's dates were read (first page)
 
 
 # A hit of the semantic search alone (issue 21): related in meaning, no query word in it.
 SEMANTIC_ONLY: Final = "related, no word in common"
+
+
+def _time_line(outcome: SearchOutcome) -> list[str]:
+    """How the query's dates were read: they are not words to match, events of that time
+    rank first among like matches; the filters set a time exactly."""
+    if not outcome.time_readings:
+        return []
+    return [
+        "Time in the query: " + "; ".join(outcome.time_readings) + ". Not searched as words; "
+        "events of that time rank higher. To set the time exactly, use the "
+        "event_after/event_before filters."
+    ]
 
 
 def _partial_line(outcome: SearchOutcome) -> list[str]:
@@ -88,11 +101,16 @@ def render_session_search(
                 f"The query {quote_query(query)} matched events in earlier sessions of this "
                 "workspace, but the filters removed every match. Loosen or remove filters."
             )
-        return f"No earlier session in this workspace matches {quote_query(query)}."
+        return " ".join(
+            [
+                f"No earlier session in this workspace matches {quote_query(query)}.",
+                *_time_line(outcome),
+            ]
+        )
     lines = [
         f"Found {count(len(hits), 'session')} matching {quote_query(query)}, best match first."
     ]
-    lines += _partial_line(outcome)
+    lines += _time_line(outcome) + _partial_line(outcome)
     for number, hit in enumerate(hits, start=1):
         header = hit.header
         lines.append("")
@@ -155,12 +173,14 @@ def render_event_search(
                 f"removed every match{scope}. Loosen or remove filters."
             )
         earlier = " before the current step" if own_session else ""
-        return f"No event{earlier} in {session} matches {quote_query(query)}."
+        return " ".join(
+            [f"No event{earlier} in {session} matches {quote_query(query)}.", *_time_line(outcome)]
+        )
     lines = [
         f"Found {count(len(hits), 'event')} matching {quote_query(query)} in {session} "
         f"({header.availability}), best match first{scope}."
     ]
-    lines += _partial_line(outcome)
+    lines += _time_line(outcome) + _partial_line(outcome)
     for hit in hits:
         event = hit.event
         lines.append("")

@@ -15,9 +15,10 @@ filters. Query with the distinctive words: an error fragment, an identifier, a p
 short plain question ("flaky date parsing test fix"). Events holding every word rank first; \
 when none holds them all, the best partial matches are shown and the reply says so. Word \
 forms, identifier parts and words in Chinese or Japanese text match; "quoted phrases" are \
-exact, OR gives alternatives, -word excludes. Each hit shows the session, its strongest \
-matching event (seq) and an excerpt with the matched terms in [brackets] (a bracket of \
-the text itself is written \\[ or \\]). A session \
+exact, OR gives alternatives, -word excludes; dates ("last week") favour events of that \
+time. Each hit shows the session, its strongest matching event (seq) and an excerpt with \
+the matched terms in [brackets] (a bracket of the text itself is written \\[ or \\]). \
+A session \
 nobody titled shows its first prompt instead, marked (first prompt). A hit that says \
 "related, no word in common" was found by meaning alone (no word of the query is in it): \
 read it before relying on it. Your current session is not included.

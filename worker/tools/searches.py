@@ -49,6 +49,7 @@ def _outcome(collected: Collected[Any], model_filters: bool) -> SearchOutcome:
         model_filters=model_filters,
         partial=collected.partial,
         unmatched=collected.unmatched,
+        time_readings=collected.time_readings,
     )
 
 

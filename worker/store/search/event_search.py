@@ -4,6 +4,7 @@ one session)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import tantivy
@@ -25,6 +26,7 @@ from worker.store.search.search_reader import (
     top,
 )
 from worker.store.search.semantic.fusion import Lexical, fuse
+from worker.store.search.time_words import TimeRange
 
 # Each candidate SQL confirmed, with its row and the row's columns.
 _Kept = list[tuple[Candidate, tuple[tuple[Any, ...], Columns]]]
@@ -45,13 +47,14 @@ class EventSearch:
         snapshot_seq: int,
         scope_to_seq: int | None,
         semantic: SemanticQuery | None = None,
+        favour: Sequence[TimeRange] = (),
     ) -> None:
         self._ws = ws
         self._semantic = semantic
         self._fetch = fetch
         self._searcher = index.searcher
         self._plan = plan
-        self._builder = QueryBuilder(plan, ws, index)
+        self._builder = QueryBuilder(plan, ws, index, favour)
         self._snapshot_seq = snapshot_seq
         self._covered_seq = index.covers_stream_seq
         self._session_id = session_id

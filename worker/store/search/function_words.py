@@ -147,6 +147,12 @@ FUNCTION_WORDS: Final = frozenset(
         "hows",
         "earlier",
         "previously",
+        # Question words and modals ("whose", "might"): a question, not its topic.
+        "whose",
+        "may",
+        "might",
+        "must",
+        "shall",
         "и",
         "в",
         "во",

@@ -11,6 +11,9 @@ Supported syntax, and nothing else:
   ``a AND (b OR c) AND d``
 - a leading ``-`` excludes a term: ``-foo``, ``-"a phrase"``
 - a bare upper-case ``AND`` is dropped: terms are ANDed anyway
+- a date, month, year or relative time among the plain terms ("in January 2024", "last
+  week"; ``worker.store.search.time_words``) is not a word to match: the plan keeps it apart
+  (``times``), unless the query holds nothing else
 
 Every other character is literal text: the plan holds analysed words
 (``worker.store.search.analysis``), never query syntax of the search engine, so ``NEAR``, ``*``,
@@ -26,7 +29,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from worker.store.errors import InvalidQuery
-from worker.store.search import analysis
+from worker.store.search import analysis, time_words
 from worker.store.search.analysis import Word
 
 _QUOTED_PREVIEW_CHARS: Final = 80
@@ -71,6 +74,9 @@ class QueryPlan:
 
     groups: tuple[tuple[PlanTerm, ...], ...]
     excluded: tuple[PlanTerm, ...]
+    # Dates, months, years and relative times the query names (``time_words``): not words
+    # to match; the search favours events of that time.
+    times: tuple[time_words.TimeExpression, ...] = ()
 
     @property
     def required(self) -> tuple[tuple[PlanTerm, ...], ...]:
@@ -105,17 +111,54 @@ def compile_query(text: str) -> QueryPlan:
         for item in _lex(_UNSAFE.sub(" ", text))
         if isinstance(item, _Or) or has_tokens(item.text)
     ]
-    groups, excluded = _group(items)
+    without_times, times = _times_apart(items)
+    groups, excluded = _group(without_times)
+    if not groups:  # only a time ("2024"): search for it as words
+        groups, excluded = _group(items)
+        times = ()
     if not groups:
         raise InvalidQuery(_nothing_searchable(text, had_excluded=bool(excluded)))
     return QueryPlan(
         groups=tuple(tuple(_plan_term(t) for t in g) for g in groups),
         excluded=tuple(_plan_term(t) for t in excluded),
+        times=times,
     )
 
 
+def _times_apart(
+    items: list[_Term | _Or],
+) -> tuple[list[_Term | _Or], tuple[time_words.TimeExpression, ...]]:
+    """The items without the time expressions among their plain terms (a run of positive
+    unquoted terms not joined by OR), and those expressions."""
+    plain = [
+        isinstance(item, _Term)
+        and not item.excluded
+        and not item.quoted
+        and not (0 < i < len(items) - 1 and (items[i - 1] is _OR or items[i + 1] is _OR))
+        for i, item in enumerate(items)
+    ]
+    taken: set[int] = set()
+    times: list[time_words.TimeExpression] = []
+    start = 0
+    while start < len(items):
+        if not plain[start]:
+            start += 1
+            continue
+        end = start
+        while end < len(items) and plain[end]:
+            end += 1
+        run = [item.text for item in items[start:end] if isinstance(item, _Term)]
+        for positions, expression in time_words.read(run):
+            taken.update(start + p for p in positions)
+            times.append(expression)
+        start = end
+    return [item for i, item in enumerate(items) if i not in taken], tuple(times)
+
+
 def _plan_term(term: _Term) -> PlanTerm:
-    return PlanTerm(text=term.text, words=tuple(analysis.words(term.text)), quoted=term.quoted)
+    # A sentence's closing punctuation is not part of the word the reply names.
+    shown = term.text if term.quoted else time_words.bare(term.text) or term.text
+    return PlanTerm(text=shown, words=tuple(analysis.words(term.text)), quoted=term.quoted)
 
 
 def _lex(text: str) -> list[_Term | _Or]:

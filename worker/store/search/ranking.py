@@ -6,7 +6,7 @@ the engine's own relevance (BM25 over index-wide document counts and lengths) is
 An event's score is built from constant-score clauses whose weights come from the
 workspace's own counts (``Weights``), plus a per-event prior the index stores:
 
-    score = (COVER_SCALE * coverage + ALL_BIT * holds_all + bonus) * log2(2 + prior)
+    score = (COVER_SCALE * (coverage + time) + ALL_BIT * holds_all + bonus) * log2(2 + prior)
 
 - ``coverage`` (0..COVER_UNITS): the query's required word groups the event holds, each
   weighted by its rarity *in the workspace* (an idf over the workspace's event count and
@@ -16,6 +16,8 @@ workspace's own counts (``Weights``), plus a per-event prior the index stores:
   In a long event (over ``LONG_WORDS`` words, a log or a pasted dump) words scattered far
   apart count half, unless the query's content words stand near each other there: a log
   that happens to hold every word on lines apart is not a focused answer.
+- ``time``: when the query names a time and no time filter is given, ``TIME_UNITS`` more
+  coverage for an event from that time (so coverage may pass ``COVER_UNITS``).
 - ``holds_all``: the event holds every required group (what "partial" is decided by).
 - ``bonus`` (0..COVER_SCALE-1), among events of equal coverage: the query's words as
   written, adjacent (a pasted error or phrase, unquoted); its content words near each
@@ -55,7 +57,11 @@ TITLE_BONUS: Final = 6  # the session's title or first prompt holds the match
 EXACT_BONUS: Final = 2  # shared out over the rarest groups matched in their exact form
 CONVERSATION_BONUS: Final = 3  # a question: a user or assistant message over tool output
 SHORT_BONUS: Final = 3  # a short event (a sentence, not a paragraph of other words)
-MAX_BASE: Final = COVER_SCALE * COVER_UNITS + ALL_BIT + ALL_BIT - 1
+# Coverage units an event from the time the query names earns ("in January 2024",
+# ``QueryPlan.times``): a soft favour that decides between events holding the same or
+# nearly the same words, never one holding much less (the prior's bound leaves room for 13).
+TIME_UNITS: Final = 12
+MAX_BASE: Final = COVER_SCALE * (COVER_UNITS + TIME_UNITS) + ALL_BIT + ALL_BIT - 1
 # Events longer than this count scattered matches half; up to SHORT_WORDS is a short one
 # (the index marks both).
 LONG_WORDS: Final = 256
@@ -173,8 +179,9 @@ def near_tokens(plan: QueryPlan) -> list[str]:
 
 def share(coverage: int, holds_all: bool, partial: bool) -> float:
     """The share of the query a lexical hit holds, for fusion's weight (an event holding
-    every group, or any hit of an all-words search: 1)."""
-    return coverage / COVER_UNITS if partial and not holds_all else 1.0
+    every group, or any hit of an all-words search: 1; the time favour counts as held
+    words, up to 1)."""
+    return min(1.0, coverage / COVER_UNITS) if partial and not holds_all else 1.0
 
 
 def order_key(score: float, session_id: str, seq: int) -> tuple[float, str, int]:

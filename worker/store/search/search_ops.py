@@ -46,6 +46,7 @@ from worker.store.search.search_reader import (
 )
 from worker.store.search.semantic.fusion import Lexical, fuse
 from worker.store.search.text import searchable_text
+from worker.store.search.time_words import TimeRange
 
 Fetch = rows.Fetch  # event_search's name for it too
 _NONE: Final[frozenset[int]] = frozenset()
@@ -116,11 +117,12 @@ class SessionSearch:
         events: EventFilter,
         snapshot_seq: int,
         semantic: SemanticQuery | None = None,
+        favour: Sequence[TimeRange] = (),
     ) -> None:
         self._fetch = fetch
         self._searcher = index.searcher
         self._plan = plan
-        self._builder = QueryBuilder(plan, ws, index)
+        self._builder = QueryBuilder(plan, ws, index, favour)
         self._cwd = cwd
         self._ws = ws
         self._semantic = semantic

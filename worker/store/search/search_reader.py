@@ -26,6 +26,7 @@ from worker.store.search.search_index import (
     search_index_path,
     workspace_key,
 )
+from worker.store.search.time_words import TimeRange
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,11 +118,14 @@ class QueryBuilder:
     ``worker.store.search.ranking`` says: constant-score clauses weighted from the workspace's own
     counts (read once per query, from the searched commit)."""
 
-    def __init__(self, plan: QueryPlan, ws: str, view: IndexView) -> None:
+    def __init__(
+        self, plan: QueryPlan, ws: str, view: IndexView, favour: Sequence[TimeRange] = ()
+    ) -> None:
         self.plan = plan
         self._key = workspace_key(ws)
         self._view = view
         self._weights: ranking.Weights | None = None
+        self._favour = favour
 
     @property
     def weights(self) -> ranking.Weights:
@@ -201,6 +205,9 @@ class QueryBuilder:
         if self.plan.natural_language:
             mark = _term("nm", key + CONVERSATION_MARK)
             scoring.append(_const(mark, ranking.CONVERSATION_BONUS))
+        if self._favour:
+            spans = [_range("time", tantivy.FieldType.Integer, a, b) for a, b in self._favour]
+            scoring.append(_const(_any(spans), ranking.COVER_SCALE * ranking.TIME_UNITS))
         return [(tantivy.Occur.Should, q) for q in scoring]
 
     def _with(

@@ -1,5 +1,13 @@
 """The two searches as functions of one read transaction: the snapshot and cursor around a
-page of ``search_ops`` (which ranks and filters), and the page's result."""
+page of ``search_ops`` (which ranks and filters), the times the query names, and the
+page's result.
+
+A time the query names ("in January 2024", "last week"; ``worker.store.search.time_words``) is
+favoured unless the request filters by time itself. A relative one ("yesterday", or a
+month without its year) counts from the newest event of the caller's workspace in the
+page's snapshot: the envelope carries no time of its own, and the clock of the replica
+answering would make the reply differ between replicas and between a page and the next.
+"""
 
 from __future__ import annotations
 
@@ -17,7 +25,7 @@ from worker.store.protocol import (
 
 # A module import, not its names: search_ops imports this package (through
 # worker.store.rows), so either may be imported first.
-from worker.store.search import event_search, search_ops
+from worker.store.search import event_search, search_ops, time_words
 from worker.store.search.hybrid import SemanticQuery
 from worker.store.search.query import QueryPlan
 from worker.store.search.search_reader import SearchIndexReader
@@ -46,16 +54,28 @@ def sessions_page(
     semantic: SemanticQuery | None = None,
 ) -> SessionSearchPage:
     start = _start(tx, paging)
+    ws = schema.workspace_token(cwd)
+    timed = _timed(events) or any(
+        bound is not None
+        for bound in (
+            sessions.created_from_ms,
+            sessions.created_to_ms,
+            sessions.updated_from_ms,
+            sessions.updated_to_ms,
+        )
+    )
+    times = _times(tx, plan, ws, start.generation.seq, filtered=timed)
     search = search_ops.SessionSearch(
         tx.read,
         index().view(),
         plan,
         cwd=cwd,
-        ws=schema.workspace_token(cwd),
+        ws=ws,
         sessions=sessions,
         events=events,
         snapshot_seq=start.generation.seq,
         semantic=semantic,
+        favour=times.favour,
     )
     found = search.page(start.offset, paging.size, start.partial)
     return SessionSearchPage(
@@ -65,6 +85,7 @@ def sessions_page(
         filtered_out=found.filtered_out,
         partial=found.partial,
         unmatched=found.unmatched,
+        time_readings=times.readings if start.offset == 0 else (),
     )
 
 
@@ -84,6 +105,7 @@ def events_page(
         return None
     header = rows.header(found[0], at)
     start = _start(tx, paging)
+    times = _times(tx, plan, found[0][at["ws"]], start.generation.seq, filtered=_timed(events))
     search = event_search.EventSearch(
         tx.read,
         index().view(),
@@ -94,6 +116,7 @@ def events_page(
         snapshot_seq=start.generation.seq,
         scope_to_seq=scope_to_seq,
         semantic=semantic,
+        favour=times.favour,
     )
     page = search.page(start.offset, paging.size, start.partial)
     return EventSearchPage(
@@ -104,7 +127,42 @@ def events_page(
         filtered_out=page.filtered_out,
         partial=page.partial,
         unmatched=page.unmatched,
+        time_readings=times.readings if start.offset == 0 else (),
     )
+
+
+@dataclass(frozen=True, slots=True)
+class _Times:
+    """The query's times as read (for the reply) and the ranges the ranking favours."""
+
+    readings: tuple[str, ...] = ()
+    favour: tuple[time_words.TimeRange, ...] = ()
+
+
+# The newest event of a workspace in a snapshot: what relative times count from.
+_NEWEST_EVENT_MS = (
+    "SELECT max(e.time_ms) FROM sessions s JOIN events e ON e.session_id = s.session_id"
+    " WHERE s.ws = ? AND e.stream_seq <= ?"
+)
+
+
+def _timed(events: EventFilter) -> bool:
+    return events.time_from_ms is not None or events.time_to_ms is not None
+
+
+def _times(tx: Tx, plan: QueryPlan, ws: str, snapshot_seq: int, *, filtered: bool) -> _Times:
+    """How the query's times read, and what to favour: nothing when the request gives its
+    own time filter (``filtered``)."""
+    if not plan.times:
+        return _Times()
+    reference: int | None = None
+    if any(t.needs_reference for t in plan.times):
+        newest, _ = tx.read(_NEWEST_EVENT_MS, (ws, snapshot_seq))
+        reference = newest[0][0] if newest else None
+    read = [r for t in plan.times if (r := time_words.resolve(t, reference)) is not None]
+    if filtered:  # the model's own filter decides; the reading is still said
+        return _Times(tuple(f"{r.describe()}; the time filter given decides" for r in read))
+    return _Times(tuple(r.describe() for r in read), tuple(r.span for r in read))
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,17 +3,24 @@
 - A query whose every term is exact intent (an identifier, a path, an error fragment, a
   quoted phrase, a number) skips the semantic path: it asks for those characters.
 - Pinned lexical hits keep their lexical order above everything semantic: an event holding
-  every word of the query, and any lexical hit of a query with an exact-intent term in it
-  (the identifier's match ranks above a hit that only means something alike).
-- The rest, lexical partial matches and semantic hits, are ordered by weighted reciprocal
-  rank: ``w/(RRF_K + rank)`` summed over the lists an item is in, the lexical weight being the
-  share of the query's words the hit holds (each word weighted by its rarity in the
-  workspace, ``worker.store.search.ranking``), so a hit in both lists rises and a lexical hit
-  holding one common word of five weighs little.
+  every word of the query and every lexical hit ranked above one, and any lexical hit of a
+  query with an exact-intent term in it (the identifier's match ranks above a hit that only
+  means something alike).
+- The rest, lexical partial matches and semantic hits, rank by evidence first: the share of
+  the query's words a hit holds (each word weighted by its rarity in the workspace,
+  ``worker.store.search.ranking``), in tiers of ``1/SHARE_TIERS``. A semantic hit counts as
+  holding ``SEMANTIC_SHARE`` of the query at the top of its list (less further down), so
+  meaning lifts a hit over lexical hits whose evidence is weak (a name and a common word)
+  and never over one holding most of the rare words (issue 34: the reciprocal-rank fusion
+  before let the model's first choice beat the turn holding "birthday" and "daughter").
+- Inside a tier, weighted reciprocal rank decides: ``w/(RRF_K + rank)`` summed over the
+  lists an item is in, the lexical weight being the hit's share, so a hit in both lists
+  rises.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
@@ -21,12 +28,14 @@ from typing import Final, Generic, TypeVar
 
 from worker.store.search.query import PlanTerm, QueryPlan
 
-# Reciprocal-rank constant and the semantic list's weight: small and 2 so the first places
-# of the semantic list count against partial lexical matches (bench.relevance, seed 11:
-# paraphrase success@1 0.05 -> 0.14 against K=10 and weight 1, every other category the
-# same; see bench/README.md "Semantic search").
+# Reciprocal-rank constant and the semantic list's weight, inside a tier (issue 21's).
 RRF_K: Final = 3
 SEMANTIC_WEIGHT: Final = 2.0
+# Evidence tiers, and the share of the query a semantic hit counts as holding at the top
+# of its list: SEMANTIC_SHARE * (RRF_K + 1) / (RRF_K + rank). Measured on bench.relevance
+# (seed 11, 1x; bench/README.md "Semantic search"): see the figures there.
+SHARE_TIERS: Final = 8
+SEMANTIC_SHARE: Final = 0.5
 # Semantic hits kept: within this (centred) cosine of the best one, at most
 # SEMANTIC_EVENTS events. 0.35 kept the paraphrase category's success@5 at its best
 # (0.76; 0.15 gave 0.48) while a far-off event stays out.
@@ -69,21 +78,38 @@ def fuse(
     """Keys best first, each with whether it is a semantic-only hit. ``lexical`` and
     ``semantic`` are best first; a key may be in both."""
     pin_all = pins_lexical(plan)
-    pinned = [h.key for h in lexical if pin_all or h.share >= 1.0]
+    # Lexical order is kept down to the last hit holding every word: a hit ranked above it
+    # (a focused message above a log holding the words scattered) is at least as sure.
+    last = max((i for i, h in enumerate(lexical) if pin_all or h.share >= 1.0), default=-1)
+    pinned = [h.key for h in lexical[: last + 1]]
     pinned_set = set(pinned)
+    evidence: dict[K, float] = {}
     score: dict[K, float] = {}
     first: dict[K, tuple[int, int]] = {}
     for rank, hit in enumerate(lexical, 1):
         if hit.key not in pinned_set:
-            score[hit.key] = score.get(hit.key, 0.0) + hit.share / (RRF_K + rank)
+            evidence[hit.key] = hit.share
+            score[hit.key] = hit.share / (RRF_K + rank)
             first[hit.key] = (rank, 0)
     for rank, key in enumerate(semantic, 1):
         if key not in pinned_set:
+            evidence[key] = max(evidence.get(key, 0.0), semantic_share(rank))
             score[key] = score.get(key, 0.0) + SEMANTIC_WEIGHT / (RRF_K + rank)
             first.setdefault(key, (len(lexical) + 1, rank))
-    rest = sorted(score, key=lambda key: (-score[key], first[key]))
+    rest = sorted(score, key=lambda key: (-tier(evidence[key]), -score[key], first[key]))
     lexical_keys = {h.key for h in lexical}
     return [(key, False) for key in pinned] + [(key, key not in lexical_keys) for key in rest]
+
+
+def semantic_share(rank: int) -> float:
+    """The share of the query a semantic hit at ``rank`` (from 1) counts as holding."""
+    return SEMANTIC_SHARE * (RRF_K + 1) / (RRF_K + rank)
+
+
+def tier(share: float) -> int:
+    """The evidence tier of a share (0..SHARE_TIERS); shares are sums of 1/256 units, the
+    small margin keeps a share exactly on a step in the tier above."""
+    return math.floor(share * SHARE_TIERS + 1e-9)
 
 
 def within_margin(scored: Sequence[tuple[K, float]]) -> list[tuple[K, float]]:
