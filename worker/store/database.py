@@ -159,10 +159,10 @@ class Database:
     Autocommit (``isolation_level=None``): transactions are explicit (``transaction``, or
     BEGIN/COMMIT run by the caller). Usable from any thread, one at a time."""
 
-    __slots__ = ("_conn", "role")
+    __slots__ = ("_sqlite", "role")
 
     def __init__(self, conn: sqlite3.Connection, role: str) -> None:
-        self._conn = conn
+        self._sqlite = conn
         self.role = role
 
     @classmethod
@@ -205,7 +205,7 @@ class Database:
         """The rows with their columns by name (``rows`` reads them so)."""
         if _tracer is not None:
             _tracer(self.role, sql)
-        cursor = self._conn.execute(sql, params)
+        cursor = self._sqlite.execute(sql, params)
         at = _COLUMNS.get(sql)
         if at is None:
             at = columns(cursor.description)
@@ -217,38 +217,38 @@ class Database:
         """As ``rows``, the rows read as they are iterated (a whole table's scan)."""
         if _tracer is not None:
             _tracer(self.role, sql)
-        cursor = self._conn.execute(sql, params)
+        cursor = self._sqlite.execute(sql, params)
         return iter(cursor), columns(cursor.description)
 
     def value(self, sql: str, params: Params = ()) -> Any:
         """The single value a one-column statement selects; None when it finds no row."""
         if _tracer is not None:
             _tracer(self.role, sql)
-        row = self._conn.execute(sql, params).fetchone()
+        row = self._sqlite.execute(sql, params).fetchone()
         return None if row is None else row[0]
 
     def run(self, sql: str, params: Params = ()) -> None:
         """A statement whose rows (if any) nobody reads: a write, a pragma, BEGIN."""
         if _tracer is not None:
             _tracer(self.role, sql)
-        self._conn.execute(sql, params)
+        self._sqlite.execute(sql, params)
 
     def run_many(self, sql: str, params: Iterable[Params]) -> None:
         if _tracer is not None:
             _tracer(self.role, sql)
-        self._conn.executemany(sql, params)
+        self._sqlite.executemany(sql, params)
 
     def script(self, sql: str) -> None:
         """Several statements (a schema); commits any open transaction first."""
         if _tracer is not None:
             _tracer(self.role, sql)
-        self._conn.executescript(sql)
+        self._sqlite.executescript(sql)
 
     # -- transactions --------------------------------------------------------------------
 
     @property
     def in_transaction(self) -> bool:
-        return self._conn.in_transaction
+        return self._sqlite.in_transaction
 
     @contextlib.contextmanager
     def transaction(self, begin: str = "BEGIN IMMEDIATE") -> Iterator[None]:
@@ -280,16 +280,16 @@ class Database:
     def define_function(self, name: str, args: int, function: Callable[..., Any]) -> None:
         """An SQL function of this connection's statements (deterministic: same arguments,
         same result, so SQLite may use it in an index or factor it out)."""
-        self._conn.create_function(name, args, function, deterministic=True)
+        self._sqlite.create_function(name, args, function, deterministic=True)
 
     def interrupt(self) -> None:
         """Abort the statement running on another thread (``sqlite3_interrupt``)."""
-        self._conn.interrupt()
+        self._sqlite.interrupt()
 
     def on_progress(self, handler: Callable[[], int] | None, every: int = 0) -> None:
         """Call ``handler`` every ``every`` VM steps of a statement; a true result
         interrupts it (None: no handler). Set while the connection is idle."""
-        self._conn.set_progress_handler(handler, every)
+        self._sqlite.set_progress_handler(handler, every)
 
     @contextlib.contextmanager
     def deadline(self, limit_s: float) -> Iterator[None]:
@@ -305,7 +305,7 @@ class Database:
         """The whole file into ``target`` in one backup step (one read transaction)."""
         if _tracer is not None:
             _tracer(self.role, "-- backup")
-        self._conn.backup(target._conn, pages=-1)
+        self._sqlite.backup(target._sqlite, pages=-1)
 
     def close(self) -> None:
-        self._conn.close()
+        self._sqlite.close()
