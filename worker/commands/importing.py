@@ -93,6 +93,19 @@ def resolve_jobs(args: argparse.Namespace) -> list[Job] | str:
     return [Job(fmt, paths)]
 
 
+def what_to_read(args: argparse.Namespace, command: str) -> tuple[list[Job], tzinfo | None] | None:
+    """The jobs and the zone of times written without one; None, once the reason is said
+    on stderr, when either cannot be had."""
+    jobs = resolve_jobs(args)
+    zone = assumed_zone(args.timezone)
+    for failure in (jobs, zone):
+        if isinstance(failure, str):
+            print(f"{command}: {failure}", file=sys.stderr)
+            return None
+    assert isinstance(jobs, list) and not isinstance(zone, str)
+    return jobs, zone
+
+
 def assumed_zone(name: str | None) -> tzinfo | str | None:
     if name is None:
         return None
@@ -114,13 +127,10 @@ def run(args: argparse.Namespace) -> int:
     if args.window < 1:
         print("import: --window must be at least 1", file=sys.stderr)
         return EXIT_FAILED
-    jobs = resolve_jobs(args)
-    zone = assumed_zone(args.timezone)
-    for failure in (jobs, zone):
-        if isinstance(failure, str):
-            print(f"import: {failure}", file=sys.stderr)
-            return EXIT_FAILED
-    assert isinstance(jobs, list) and not isinstance(zone, str)
+    read = what_to_read(args, "import")
+    if read is None:
+        return EXIT_FAILED
+    jobs, zone = read
     try:
         report = asyncio.run(
             import_jobs(

@@ -13,7 +13,7 @@ import sys
 from typing import TextIO
 
 from contracts.subjects import Subjects
-from worker.commands.importing import EXIT_FAILED, EXIT_OK, add_common_arguments
+from worker.commands.importing import EXIT_FAILED, EXIT_OK, add_common_arguments, what_to_read
 from worker.importers.publish import ImportFailed
 from worker.importers.run import Job, dead_letter_line
 from worker.importers.watch import (
@@ -43,19 +43,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from worker.commands.importing import assumed_zone, resolve_jobs
     from worker.config_flags import config_from_args, subjects_from_args
     from worker.logs import configure_logging
     from worker.transport.flags import options_from_args
 
     configure_logging()
-    jobs = resolve_jobs(args)
-    zone = assumed_zone(args.timezone)
-    for failure in (jobs, zone):
-        if isinstance(failure, str):
-            print(f"watch: {failure}", file=sys.stderr)
-            return EXIT_FAILED
-    assert isinstance(jobs, list) and not isinstance(zone, str)
+    read = what_to_read(args, "watch")
+    if read is None:
+        return EXIT_FAILED
+    jobs, zone = read
     max_event_bytes = config_from_args(args).max_event_bytes
     settings = WatchSettings(
         idle_s=args.idle_seconds, poll_s=args.poll_interval,
