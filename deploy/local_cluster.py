@@ -1,5 +1,7 @@
 """compose.yaml's topology as local processes, on loopback only, behind one command.
 
+Over 400 lines: one topology: its servers, workers, seeder and load start and stop together.
+
 Three clustered nats-servers with JetStream (R3 streams), worker processes
 (``sessionquery serve``, each with its own index), a seeder (``python -m bench.corpus`` then
 ``sessionquery import``) and the load generator (``python -m bench.loadgen``).

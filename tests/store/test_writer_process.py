@@ -17,7 +17,6 @@ import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator
-from dataclasses import fields, replace
 from pathlib import Path
 
 import pytest
@@ -30,7 +29,6 @@ from worker.replica.ingest_consumer import ensure_events_stream
 from worker.store.files import index_file
 from worker.store.files.index_file import move_aside, remove_files
 from worker.store.files.integrity import check_integrity
-from worker.store.index.batch import CheckedEvent, from_wire, to_wire
 from worker.store.index.ingest import IngestActor
 from worker.store.index.writer import BatchChecker, SqliteIndexWriter, WriterCore
 from worker.store.index.writer_process import (
@@ -42,6 +40,7 @@ from worker.store.index.writer_process import (
     WriterProcessError,
     encode_batch,
 )
+from worker.store.index.writer_wire import OP_APPLY, decode_batch
 from worker.store.protocol import BatchNotAttempted, IngestItem, Rejected
 from worker.worker import Worker
 
@@ -221,18 +220,18 @@ async def test_the_thread_writer_chains_the_same_way(tmp_path: Path) -> None:
         assert result.applied == 2 and stored_seq(db) == 4
 
 
-def test_the_wire_rows_follow_the_fields() -> None:
-    """A checked batch crosses the pipe by field name: what arrives is what was checked
-    (but the message bytes, which stay with the sender), and other names are refused."""
+def test_the_pipe_carries_the_messages_and_the_child_checks_them() -> None:
+    """What the serving process sends is the messages as they came (it parses nothing);
+    the child's check of them is the thread writer's, rejections and reasons alike."""
     checker = BatchChecker(text_cap_bytes=65536, max_event_bytes=1 << 20)
     items = [*session_items("s", 1, 2), IngestItem(3, b"{", subject_of(Subjects(), "s"))]
-    batch = checker.prepare(items)
-    names, rows = to_wire(batch)
-    assert names == tuple(f.name for f in fields(CheckedEvent))[:-1]
-    back = from_wire(marshal.loads(marshal.dumps((names, rows))))
-    assert list(back.items) == [replace(p, data=b"") for p in batch.items]
-    with pytest.raises(ValueError, match="differ"):
-        from_wire((names[1:] + names[:1], rows))
+    sent = encode_batch(items)
+    op, size = HEADER.unpack_from(sent, 0)
+    assert op == OP_APPLY and size == len(sent) - HEADER.size
+    assert marshal.loads(sent[HEADER.size :]) == [(i.stream_seq, i.data, i.subject) for i in items]
+    checked = decode_batch(checker, sent[HEADER.size :])
+    assert checked == checker.prepare(items)
+    assert isinstance(checked.items[-1], Rejected) and checked.items[-1].stream_seq == 3
 
 
 async def test_the_actor_retries_a_failed_batch_before_the_chained_one(tmp_path: Path) -> None:
@@ -282,9 +281,7 @@ def start_child(db: Path) -> subprocess.Popen[bytes]:
 def test_a_torn_frame_is_never_committed(tmp_path: Path, cut: int) -> None:
     """The parent dies mid-frame (here: its end of the pipe closes after ``cut`` bytes)."""
     db = tmp_path / "index.sqlite"
-    frame = encode_batch(
-        BatchChecker(text_cap_bytes=65536, max_event_bytes=1 << 20), session_items("s", 1, 50)
-    )
+    frame = encode_batch(session_items("s", 1, 50))
     child = start_child(db)
     assert child.stdin is not None
     child.stdin.write(frame[:cut])

@@ -1,5 +1,7 @@
 """The five tools over the real SQLite FTS provider, live and persisted sessions.
 
+Over 400 lines: the five tools over one real corpus, one behaviour per test.
+
 The corpus is the shipped two-workspace sample (payments and website) plus a few events
 per test. The caller is the live payments grandchild, in its current step.
 """

@@ -98,7 +98,7 @@ def _answer(core: WriterCore, op: int, body: bytes) -> bytes:
 
 
 def _apply(core: WriterCore, body: bytes, *, chained: bool) -> bytes:
-    return encode_result(core.apply(decode_batch(body), chained=chained))
+    return encode_result(core.apply(decode_batch(core.checker, body), chained=chained))
 
 
 def _purge(core: WriterCore, body: bytes) -> bytes:

@@ -104,7 +104,6 @@ class WriterCore:
     ) -> None:
         self.conn = conn
         self.checker = BatchChecker(text_cap_bytes=text_cap_bytes, max_event_bytes=max_event_bytes)
-        self._text_cap_bytes = text_cap_bytes
         self.search = search
         # Whether the last apply committed: a chained apply is tried only then.
         self._committed = False
@@ -282,7 +281,6 @@ class WriterCore:
             fresh,
             sessions,
             next_id=int(self.conn.value(_LAST_EVENT_ID)) + 1,
-            text_cap_bytes=self._text_cap_bytes,
         )
         self._write(rows)
         last = max(stored_seq, max(p.stream_seq for p in batch.items))

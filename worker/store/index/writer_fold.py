@@ -15,7 +15,7 @@ import orjson
 
 from contracts.partitions import workspace_key
 from worker.store.files import schema
-from worker.store.index.batch import CheckedEvent, reason_kind, reject, text_of
+from worker.store.index.batch import CheckedEvent, reason_kind, reject
 from worker.store.protocol import Availability, Rejected
 
 # The ``sessions`` columns, in ``SessionHeader``'s field order.
@@ -97,7 +97,6 @@ def fold_batch(
     sessions: dict[str, SessionHeader],
     *,
     next_id: int,
-    text_cap_bytes: int,
 ) -> BatchRows:
     """The rows for the items past the stored stream sequence, in order. ``sessions``
     holds the stored headers of the batch's sessions and is updated in place; ``next_id``
@@ -118,10 +117,9 @@ def fold_batch(
             rows.rejected.append(reject(p.stream_seq, p.data, outcome))
             continue
         sessions[sid] = touched[sid] = outcome
-        body = p.body if p.body is not None else text_of(p, text_cap_bytes)
         rows.events.append(
             (next_id, sid, p.seq, p.event_id, p.type, p.surface, p.time_ms, p.stream_seq,
-             body, p.raw_json)
+             p.body, p.raw_json)
         )  # fmt: skip
         next_id += 1
         if p.replaces:

@@ -2,13 +2,13 @@
 
 In one process the event loop (NATS intake, checking messages) and the writer thread
 (SQLite) take turns on the GIL and hardly ever run at once: the process's CPU time was its
-wall time. Here the loop checks each batch (``BatchChecker``: validation) and a child
-process (``python -m worker.store.index.writer_process``, ``writer_child``) applies it with the
-same ``WriterCore`` the thread transport uses, so the rules are one code path: one
-transaction per batch, the stream sequence stored in it, duplicates skipped. Checking on
-the parent's side measured better than sending the raw messages for the child to check:
-that left the child with ~50 µs of the ~80 µs of CPU per event and the parent idle half
-the time; this way each side does about half (the child derives the searchable text).
+wall time. Here a child process (``python -m worker.store.index.writer_process``,
+``writer_child``) checks each batch (``BatchChecker``) and applies it with the same
+``WriterCore`` the thread transport uses, so the rules are one code path: one transaction
+per batch, the stream sequence stored in it, duplicates skipped. The serving process only
+frames the messages as they came: parsing them there (each side of the pipe did about
+half the work) left a burst's allocations pinned in its pymalloc arenas, RssAnon 2.2-2.6x
+a restarted worker's (issue 31 chose the memory; bench/README.md has both sides' figures).
 
 The frames are ``writer_wire``'s. A child that dies is reported (``WriterProcessError``,
 logged with its exit status) and started again by the next request: ingestion retries the
@@ -43,7 +43,6 @@ import structlog
 
 from worker.store.errors import IndexFileLost as IndexFileLost
 from worker.store.errors import WriterProcessError as WriterProcessError
-from worker.store.index.batch import BatchChecker
 from worker.store.index.writer import IndexWriter, SqliteIndexWriter
 from worker.store.index.writer_child import EXIT_TORN, main
 from worker.store.index.writer_wire import (
@@ -177,10 +176,6 @@ class PipeTransport:
         self._text_cap_bytes = text_cap_bytes
         self._max_event_bytes = max_event_bytes
         self._child: _Child | None = None
-        # The child derives the searchable text: each side of the pipe then does about half.
-        self._checker = BatchChecker(
-            text_cap_bytes=text_cap_bytes, max_event_bytes=max_event_bytes, text=False
-        )
         self._starting = asyncio.Lock()  # one child started at a time, requests wait for it
         self._closed = False
         self.restarts = 0
@@ -212,8 +207,8 @@ class PipeTransport:
             await child.reader
 
     def prepare(self, items: Sequence[IngestItem]) -> FramedBatch:
-        # Checked here, written there: each side of the pipe then does about half the work.
-        return FramedBatch(encode_batch(self._checker, items), items)
+        # Checked and written there: what parsing allocates stays out of the serving process.
+        return FramedBatch(encode_batch(items), items)
 
     async def apply(self, batch: FramedBatch, *, chained: bool) -> ApplyResult:
         reply = await self._request(batch.chained() if chained else batch.frame)

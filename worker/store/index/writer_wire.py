@@ -4,11 +4,12 @@ Requests go on the child's stdin, replies on a private copy of its stdout (the c
 fd 1 points at stderr so a stray print cannot corrupt a frame): every frame is a ``<BQ``
 header (op or status, body length) and its body. Requests are answered in order.
 
-- ``APPLY``: the checked batch as ``batch.to_wire`` tuples (field names, then rows) in
+- ``APPLY``: the batch's stream messages as ``(stream seq, body, subject)`` tuples in
   ``marshal``'s format (both ends run the same interpreter, and only the parent writes to
-  the pipe). Reply: ``<qqqI`` (applied, duplicates, last stream seq, rejected count), then
-  per rejection ``<QI`` (stream seq, reason length) and the reason; the parent still holds
-  the messages' bytes.
+  the pipe); the child checks and parses them, so an ingest burst allocates nothing
+  long-lived in the serving process. Reply: ``<qqqI`` (applied, duplicates, last stream
+  seq, rejected count), then per rejection ``<QI`` (stream seq, reason length) and the
+  reason; the parent still holds the messages' bytes.
 - ``APPLY | CHAINED``: the same, written while the apply before it is still in flight;
   the child tries it only if its last apply committed, else answers ``NOT_ATTEMPTED``
   (nothing written) and ingestion retries it after that batch. The child then never waits
@@ -33,7 +34,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from worker.store.index.batch import BatchChecker, PreparedBatch, from_wire, to_wire
+from worker.store.index.batch import BatchChecker, PreparedBatch
 from worker.store.protocol import ApplyResult, Generation, IngestItem, Rejected
 
 OP_APPLY: Final = 1
@@ -76,14 +77,17 @@ class FramedBatch:
         return bytes(framed)
 
 
-def encode_batch(checker: BatchChecker, items: Sequence[IngestItem]) -> bytes:
-    """A whole ``APPLY`` frame, header included (one pipe write): the messages checked
-    here, in ``marshal``'s format."""
-    return frame(OP_APPLY, marshal.dumps(to_wire(checker.prepare(items))))
+def encode_batch(items: Sequence[IngestItem]) -> bytes:
+    """A whole ``APPLY`` frame, header included (one pipe write): the messages as they
+    came, in ``marshal``'s format."""
+    return frame(OP_APPLY, marshal.dumps([(i.stream_seq, i.data, i.subject) for i in items]))
 
 
-def decode_batch(body: bytes) -> PreparedBatch:
-    return from_wire(marshal.loads(body))
+def decode_batch(checker: BatchChecker, body: bytes) -> PreparedBatch:
+    """The messages of an ``APPLY`` frame, checked (in the child)."""
+    return checker.prepare(
+        [IngestItem(seq, data, subject) for seq, data, subject in marshal.loads(body)]
+    )
 
 
 def encode_result(result: ApplyResult) -> bytes:

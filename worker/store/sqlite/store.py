@@ -1,5 +1,7 @@
 """``SqliteSessionStore``: the ``SessionQueryService`` over one SQLite index file.
 
+Over 400 lines: the whole protocol over one file, each method deciding where its read runs.
+
 Every operation runs as ONE read transaction (or one SELECT, which reads one snapshot),
 returning the session header read in that same transaction with every payload. Each method
 chooses where its transaction runs (``ReaderPool.run_inline`` for bounded key lookups,
