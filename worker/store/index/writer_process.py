@@ -6,9 +6,11 @@ wall time. Here a child process (``python -m worker.store.index.writer_process``
 ``writer_child``) checks each batch (``BatchChecker``) and applies it with the same
 ``WriterCore`` the thread transport uses, so the rules are one code path: one transaction
 per batch, the stream sequence stored in it, duplicates skipped. The serving process only
-frames the messages as they came: parsing them there (each side of the pipe did about
-half the work) left a burst's allocations pinned in its pymalloc arenas, RssAnon 2.2-2.6x
-a restarted worker's (issue 31 chose the memory; bench/README.md has both sides' figures).
+frames the messages as they came (issue 31: what parsing allocates stays in the child).
+Measured against parsing in the parent (each side of the pipe then did about half the
+work), two pairs at 100k events: ingest within the noise (9.5-17.7 s against 11.6-15.2)
+and RssAnon after ingest no lower (1.85-1.91x a restarted worker's against 1.90-2.09x):
+what keeps the serving process's arenas is not the parse.
 
 The frames are ``writer_wire``'s. A child that dies is reported (``WriterProcessError``,
 logged with its exit status) and started again by the next request: ingestion retries the
