@@ -36,20 +36,20 @@ higher one to raise its errors::
 
     worker.failures.RuntimeFailure         operational; told to the operator
     ├── worker.transport.connection.ConnectFailed
-    ├── worker.transport.embedded_server.EmbeddedServerError   (also a RuntimeError)
+    ├── worker.transport.embedded_server.EmbeddedServerError  (also a RuntimeError)
     ├── worker.actors.MailboxFull
-    ├── worker.serving.spill.SpillConfigError                (also a ValueError)
+    ├── worker.serving.spill.SpillConfigError                 (also a ValueError)
     ├── worker.serving.replies.BadEnvelope
     ├── worker.commands.purge.InvalidDuration                 (also a ValueError)
-    ├── worker.config.ConfigError                    (also a ValueError)
+    ├── worker.settings.ConfigError                           (also a ValueError)
     ├── worker.commands.serve.Refused                         serve cannot start
-    ├── worker.serving.search_queue.OverlappingShards        shards that share partitions
+    ├── worker.serving.search_queue.OverlappingShards         shards that share partitions
     ├── worker.replica.continuity.StreamDiverged
-    ├── worker.replica.snapshots.SnapshotDownloadFailed      a snapshot not read whole
+    ├── worker.replica.snapshots.SnapshotDownloadFailed       a snapshot not read whole
     ├── worker.commands.partition_plan.PlanError              (also a ValueError)
-    ├── worker.commands.partitions.SizesUnavailable   no stream sizes to plan by
-    └── worker.ui.server.OperatorError                       an operator reply not ok, or
-                                                             none: shown on the ui's page
+    ├── worker.commands.partitions.SizesUnavailable           no stream sizes to plan by
+    └── worker.ui.client.OperatorError                        an operator reply not ok, or
+                                                              none: shown on the ui's page
 
     worker.importers.publish.ImportFailed        an import cannot go on; told to the user
     ├── worker.importers.registry.UnknownFormat              (also a ValueError)
