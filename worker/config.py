@@ -116,7 +116,7 @@ class WorkerConfig(BaseModel):
     parallel_pool_size: int = Field(8, description="traces and reads running at once")
     parallel_queue_size: int = Field(32, description="traces and reads waiting before OVERLOADED")
     # Past either limit nats-py drops a request as a slow consumer; a dropped tool request
-    # is answered OVERLOADED (runtime/slow_consumers.py). The byte limit is raised to twice
+    # is answered OVERLOADED (serving/slow_consumers.py). The byte limit is raised to twice
     # the server's max_payload when below it.
     endpoint_pending_msgs: int = Field(
         2048, description="requests received but not yet handled, per subscription"
