@@ -65,11 +65,7 @@ class Executor:
                 log.info("prepare: aborted", ms=_ms(started))
                 return replies.aborted(rid, exc, started=False)
             except Exception as exc:
-                if isinstance(exc, ToolError):
-                    log.info("prepare: tool error", code=exc.code.value, ms=_ms(started))
-                else:
-                    log.exception("prepare failed", ms=_ms(started))
-                return replies.model_failure(rid, exc)
+                return _failed(rid, exc, started, "prepare: tool error", "prepare failed")
         return None
 
     async def _execute(
@@ -88,11 +84,7 @@ class Executor:
             log.info("aborted", deadline=isinstance(exc, DeadlineExceeded), ms=_ms(started))
             return replies.aborted(rid, exc, started=True)
         except Exception as exc:
-            if isinstance(exc, ToolError):
-                log.info("tool error", code=exc.code.value, ms=_ms(started))
-            else:
-                log.exception("tool failed", ms=_ms(started))
-            return replies.model_failure(rid, exc)
+            return _failed(rid, exc, started, "tool error", "tool failed")
         finally:
             signal.close()
         # A result that lands after a cancel is still a cancelled execution.
@@ -105,6 +97,18 @@ class Executor:
             return replies.tool_failed(rid)
         log.info("ok", ms=_ms(started), spilled=reply.spilled)
         return reply
+
+
+def _failed(
+    request_id: str, exc: Exception, started: float, tool_error: str, bug: str
+) -> EncodedReply:
+    """A step's failure as the model sees it (the tools' table); a ToolError is logged as
+    the model's news, anything else with its cause."""
+    if isinstance(exc, ToolError):
+        log.info(tool_error, code=exc.code.value, ms=_ms(started))
+    else:
+        log.exception(bug, ms=_ms(started))
+    return replies.model_failure(request_id, exc)
 
 
 def _ms(started: float) -> float:

@@ -1,9 +1,8 @@
 """The SQL text of the store's reads, and the one builder of their filter clauses.
 
 Every column a result is read by carries an ``AS`` name (SQLite leaves a result column's
-name unspecified without one), and ``rows`` reads rows by those names. The header and
-event column lists keep their order too: the search (``search_ops``) still reads its rows
-by position, through ``worker.store.rows``.
+name unspecified without one), and every reader, the search (``search_ops``, through
+``worker.store.rows``) included, reads rows by those names.
 """
 
 from __future__ import annotations
