@@ -59,9 +59,11 @@ higher one to raise its errors::
                                                  it imports nothing from worker)
 
 What a model sees: only a ``ToolError``. Every other exception a tool call meets is
-turned into one at a single boundary, ``worker.tools.service_boundary.ServiceBoundary``,
-by one declarative table, ``worker.tools.errors.ERROR_TABLE`` (class -> code and fixed
-message; the execution signal's own abort is answered first, with its exact reason). The
-runtime reaches that table only through ``worker.tools.model_error``; its own failures
-(``RuntimeFailure``) never reach a reply except as the fixed ``TOOL_FAILED``.
+turned into one by one declarative table, ``worker.tools.errors.ERROR_TABLE`` (class ->
+code and fixed message; the execution signal's own abort is answered first, with its exact
+reason): at the provider boundary, ``worker.tools.service_boundary.ServiceBoundary``, for
+the store's calls, and for whatever else escapes by the runtime's one outer guard, the
+executor (``worker.serving.execution``), through ``worker.tools.model_error``; the
+runtime's own failures (``RuntimeFailure``) never reach a reply except as the fixed
+``TOOL_FAILED``.
 """

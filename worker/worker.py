@@ -132,7 +132,7 @@ class Worker:
         self.slow_consumers = slow_consumers
         self.reply_stats = reply_stats
         self.registry = CancellationRegistry()
-        executor = Executor(spiller=spiller, stats=reply_stats)
+        self.executor = executor = Executor(nc, spiller, reply_stats)
         self.search = SearchLane(
             nc,
             subjects=config.subjects,
@@ -238,6 +238,7 @@ class Worker:
         stack.push_async_callback(self.parallel.stop)
         self.service = service = await ToolService.start(
             self.nc,
+            executor=self.executor,
             toolset=self.toolset,
             toolsets=self.toolsets,
             subjects=self.config.subjects,
@@ -252,7 +253,6 @@ class Worker:
             stats=self._endpoint_stats,
             pending=self.slow_consumers.limits,
             slow_consumers=self.slow_consumers,
-            reply_stats=self.reply_stats,
             before_stats=self.index.refresh_once if self.index is not None else None,
         )
         stack.push_async_callback(service.stop)
@@ -269,7 +269,7 @@ class Worker:
         if self.index is None:
             return  # tools over another source: nothing an operator could browse here
         operators = OperatorEndpoints(
-            self.nc,
+            self.executor,
             OperatorQueries(self.index.store),
             status=self._operator_status,
             load=lambda: {
@@ -279,6 +279,7 @@ class Worker:
                 "partitions": str(self.partitions),
             },
             timeout_ms=self.config.tools.search_timeout_ms,
+            search_turn=self.search.turn,
         )
         await operators.start(
             self.config.subjects, self.config.service_version, self.slow_consumers.limits

@@ -1,52 +1,156 @@
-"""Running one tool request: the same steps for both lanes.
+"""The executor: the one outer guard of every request, for both lanes and every endpoint.
 
-Run the tool under its signal, map every outcome to a reply (the runtime's own abort
-through the tools' abort table, ``abort_error``, a cancel with its exact reason; anything
-else through the tools' one error table, ``model_error``: a ToolError as it is, a bug as
-the fixed TOOL_FAILED, logged with its cause), and pass a success through the spill step.
-Internal error text never reaches a reply.
+An endpoint is declared once (``Declared``: its name, subject, metadata, the lane's intake
+and its presenter) and ``Executor.subscriber`` wraps its intake: whatever escapes the
+intake (a bug in admission, in a lane's hand-off) is answered there through the error
+table and logged once with its cause. A request's run (``Executor.run``) is where the
+rest is applied, once: the logging context, the deadline and cancellation (the fired
+signal through the tools' abort table, ``abort_error``; a cancel with its exact reason),
+every other failure through the tools' one error table (``model_error``: a ToolError as it
+is, a bug as the fixed TOOL_FAILED, logged with its cause), the run's stats, and a success
+through the presenter (the tools' spill step). Internal error text never reaches a reply.
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Generic, Protocol, TypeVar
 
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
+from nats.aio.subscription import Subscription
 from nats.errors import MaxPayloadError
 
 from worker.logs import get_logger, request_context
 from worker.serving import replies
 from worker.serving.cancellation import CancellationRegistry
+from worker.serving.presenters import TOOL_FAILURES, Failures, Presenter, ToolReplies
 from worker.serving.replies import EncodedReply
 from worker.serving.reply_stats import ReplyStats
+from worker.serving.slow_consumers import PendingLimits
 from worker.serving.spill import Spiller
 from worker.signals import DeadlineExceeded, ExecutionAborted, ExecutionCancelled, ExecutionSignal
-from worker.tools import Admitted, ToolDefinition, ToolError
+from worker.tools import Admitted, ToolDefinition, ToolError, abort_error, model_error, tool_failed
+from worker.transport.micro import EndpointSpec, MicroService
 
 log = get_logger("worker.serving.execution")
 
+AdmittedT = TypeVar("AdmittedT")
+AdmittedT_contra = TypeVar("AdmittedT_contra", contravariant=True)
+ResultT = TypeVar("ResultT")
+ResultT_co = TypeVar("ResultT_co", covariant=True)
+
+# A subscription's callback: what the transport calls with each message.
+Handler = Callable[[Msg], Awaitable[None]]
+
+
+class Runs(Protocol[AdmittedT_contra, ResultT_co]):
+    """A declared handler's run (a tool's ``ToolHandler``, an operator verb)."""
+
+    async def run(self, admitted: AdmittedT_contra, signal: ExecutionSignal) -> ResultT_co: ...
+
 
 @dataclass(frozen=True, slots=True)
+class Declared:
+    """One endpoint, declared once: its name (the stats key), subject and metadata, the
+    lane's intake its messages go to, and the presenter its replies are written by. The
+    queue group and the pending limits are the service's (``MicroService.add_endpoint``)."""
+
+    name: str
+    subject: str
+    metadata: Mapping[str, str]
+    intake: Handler
+    presenter: Failures
+
+
+@dataclass(frozen=True, slots=True)
+class Route(Generic[AdmittedT, ResultT]):
+    """What one run executes: the endpoint's stats key, its name in the log, the declared
+    handler and the presenter of its outcome."""
+
+    stats_key: str
+    label: str
+    handler: Runs[AdmittedT, ResultT]
+    presenter: Presenter[ResultT]
+
+
 class Executor:
-    spiller: Spiller
-    stats: ReplyStats = field(default_factory=ReplyStats)
+    """Runs requests and answers them; never lets a failure past it."""
+
+    def __init__(self, nc: NATS, spiller: Spiller, stats: ReplyStats | None = None) -> None:
+        self.nc = nc
+        self.stats = stats if stats is not None else ReplyStats()
+        self.tool_replies = ToolReplies(spiller)
+
+    async def serve(
+        self, micro: MicroService, declared: Declared, pending: PendingLimits | None
+    ) -> Subscription:
+        """Subscribe ``declared`` on ``micro`` (its queue group, ``pending`` limits), its
+        intake under this executor's guard."""
+        spec = EndpointSpec(
+            name=declared.name,
+            subject=declared.subject,
+            handler=self.subscriber(declared),
+            metadata=dict(declared.metadata),
+        )
+        return await micro.add_endpoint(spec, pending)
+
+    def subscriber(self, declared: Declared) -> Handler:
+        """``declared``'s intake as the subscription's callback, under the outer guard."""
+
+        async def handle(msg: Msg) -> None:
+            try:
+                await declared.intake(msg)
+            except Exception as exc:
+                await self._escaped(declared, msg, exc)
+
+        return handle
+
+    async def _escaped(self, declared: Declared, msg: Msg, exc: Exception) -> None:
+        rid = replies.request_id_of(msg.data)
+        log.exception("request failed before its run", endpoint=declared.name, request_id=rid)
+        if not msg.reply:
+            return
+        reply = declared.presenter.failure(rid, model_error(exc))
+        # The connection itself failing: nobody left to answer, and the cause is logged.
+        with contextlib.suppress(Exception):
+            await self.answer(msg.reply, reply, rid, declared.name, declared.presenter)
+
+    async def answer(
+        self, subject: str, reply: EncodedReply, request_id: str, stats_key: str, failures: Failures
+    ) -> None:
+        """Publish ``reply`` (``publish``), counted for its endpoint when it is an error."""
+        sent = await publish(self.nc, subject, reply, request_id=request_id, failures=failures)
+        self.stats.record_reply(stats_key, sent)
 
     async def execute(
         self, tool: ToolDefinition, admitted: Admitted[Any], signal: ExecutionSignal
     ) -> EncodedReply:
-        """The reply for ``admitted``. Never raises (except task cancellation)."""
-        # Every line logged while serving it, in any layer, carries request_id and tool.
+        """A tool's reply for ``admitted``. Never raises (except task cancellation)."""
+        route = Route(tool.endpoint, tool.name, tool.handler, self.tool_replies)
+        return await self.run(route, admitted.request_id, admitted, signal)
+
+    async def run(
+        self,
+        route: Route[AdmittedT, ResultT],
+        request_id: str,
+        admitted: AdmittedT,
+        signal: ExecutionSignal,
+    ) -> EncodedReply:
+        """The reply for one admitted request. Never raises (except task cancellation)."""
         runs = signal.error is None  # else it is answered without running
         started = time.perf_counter_ns()
+        # Every line logged while serving it, in any layer, carries request_id and tool.
+        context = request_context(request_id=request_id, tool=route.label)
         try:
-            with request_context(request_id=admitted.request_id, tool=tool.name):
-                return await self._execute(tool, admitted, signal)
+            with context:
+                return await self._run(route, request_id, admitted, signal)
         finally:
             if runs:
-                self.stats.record_run(tool.endpoint, time.perf_counter_ns() - started)
+                self.stats.record_run(route.stats_key, time.perf_counter_ns() - started)
 
     async def prepare(
         self, tool: ToolDefinition, admitted: Admitted[Any], signal: ExecutionSignal
@@ -61,54 +165,58 @@ class Executor:
             started = time.perf_counter()
             try:
                 await tool.handler.prepare(admitted, signal)
-            except ExecutionAborted as exc:
-                log.info("prepare: aborted", ms=_ms(started))
-                return replies.aborted(rid, exc, started=False)
             except Exception as exc:
-                return _failed(rid, exc, started, "prepare: tool error", "prepare failed")
+                failed = _failure(exc, signal, started, ran=False, step="prepare: ")
+                return self.tool_replies.failure(rid, failed)
         return None
 
-    async def _execute(
-        self, tool: ToolDefinition, admitted: Admitted[Any], signal: ExecutionSignal
+    async def _run(
+        self,
+        route: Route[AdmittedT, ResultT],
+        rid: str,
+        admitted: AdmittedT,
+        signal: ExecutionSignal,
     ) -> EncodedReply:
-        rid = admitted.request_id
-        # request_context (execute) already tags these lines with request_id and tool.
+        presenter = route.presenter
         if signal.error is not None:
             log.info("not started", cancelled=not isinstance(signal.error, DeadlineExceeded))
-            return replies.aborted(rid, signal.error, started=False)
+            return presenter.failure(rid, abort_error(signal.error, started=False))
         started = time.perf_counter()
         try:
-            text = await tool.handler.run(admitted, signal)
-        except ExecutionAborted as exc:
-            # The reason is the requester's text: it goes to the reply, not to the log.
-            log.info("aborted", deadline=isinstance(exc, DeadlineExceeded), ms=_ms(started))
-            return replies.aborted(rid, exc, started=True)
+            result = await route.handler.run(admitted, signal)
         except Exception as exc:
-            return _failed(rid, exc, started, "tool error", "tool failed")
+            return presenter.failure(rid, _failure(exc, signal, started, ran=True, step=""))
         finally:
             signal.close()
         # A result that lands after a cancel is still a cancelled execution.
         if signal.error is not None and not isinstance(signal.error, DeadlineExceeded):
-            return replies.aborted(rid, signal.error, started=True)
+            return presenter.failure(rid, abort_error(signal.error, started=True))
         try:
-            reply = await self.spiller.reply(rid, text)
+            reply = await presenter.success(rid, result)
         except Exception:
-            log.exception("spill failed")
-            return replies.tool_failed(rid)
+            # The spill step or the encoding of a result: a bug or an outage, never news.
+            log.exception("reply failed", ms=_ms(started))
+            return presenter.failure(rid, tool_failed())
         log.info("ok", ms=_ms(started), spilled=reply.spilled)
         return reply
 
 
-def _failed(
-    request_id: str, exc: Exception, started: float, tool_error: str, bug: str
-) -> EncodedReply:
-    """A step's failure as the model sees it (the tools' table); a ToolError is logged as
-    the model's news, anything else with its cause."""
+def _failure(
+    exc: Exception, signal: ExecutionSignal, started: float, *, ran: bool, step: str
+) -> ToolError:
+    """A step's failure as the model sees it, logged once: an abort by the abort table
+    (ours wins over whatever a provider raised while being stopped), a ToolError as the
+    model's news, anything else by the error table and with its cause."""
+    fired = exc if isinstance(exc, ExecutionAborted) else signal.error
+    if fired is not None and not isinstance(exc, ToolError):
+        # The reason is the requester's text: it goes to the reply, not to the log.
+        log.info(f"{step}aborted", deadline=isinstance(fired, DeadlineExceeded), ms=_ms(started))
+        return abort_error(fired, started=ran)
     if isinstance(exc, ToolError):
-        log.info(tool_error, code=exc.code.value, ms=_ms(started))
-    else:
-        log.exception(bug, ms=_ms(started))
-    return replies.model_failure(request_id, exc)
+        log.info(f"{step}tool error", code=exc.code.value, ms=_ms(started))
+        return exc
+    log.exception(f"{step}tool failed", ms=_ms(started))
+    return model_error(exc)
 
 
 def _ms(started: float) -> float:
@@ -148,6 +256,20 @@ def admitted_from(tool: ToolDefinition, data: bytes) -> Admitted[Any]:
     return tool.admit(request.request_id, request.execution, request.arguments)
 
 
+async def publish(
+    nc: NATS, subject: str, reply: EncodedReply, *, request_id: str, failures: Failures
+) -> EncodedReply:
+    """Publish ``reply``; on a payload the server refuses, the presenter's TOOL_FAILED
+    instead. Returns the reply sent."""
+    try:
+        await nc.publish(subject, reply.data, headers=reply.headers)
+    except MaxPayloadError:
+        log.exception("reply too large to publish", request_id=request_id)
+        reply = failures.failure(request_id, tool_failed())
+        await nc.publish(subject, reply.data, headers=reply.headers)
+    return reply
+
+
 async def send(
     nc: NATS,
     subject: str,
@@ -157,15 +279,9 @@ async def send(
     tool: ToolDefinition,
     stats: ReplyStats | None = None,
 ) -> None:
-    """Publish ``reply``; on a payload the server refuses, send TOOL_FAILED instead. With
-    ``stats``, an error reply is counted for ``tool``'s endpoint: the definition, not a
-    name, is passed, so a partition's endpoint (``session_trace-p3``) is never counted
-    under the bare tool name."""
-    try:
-        await nc.publish(subject, reply.data, headers=reply.headers)
-    except MaxPayloadError:
-        log.exception("reply too large to publish", request_id=request_id)
-        reply = replies.tool_failed(request_id)
-        await nc.publish(subject, reply.data, headers=reply.headers)
+    """Publish a tool's ``reply`` (``publish``). With ``stats``, an error reply is counted
+    for ``tool``'s endpoint: the definition, not a name, is passed, so a partition's
+    endpoint (``session_trace-p3``) is never counted under the bare tool name."""
+    sent = await publish(nc, subject, reply, request_id=request_id, failures=TOOL_FAILURES)
     if stats is not None:
-        stats.record_reply(tool.endpoint, reply)
+        stats.record_reply(tool.endpoint, sent)

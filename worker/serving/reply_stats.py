@@ -1,9 +1,9 @@
 """Per-endpoint figures for ``$SRV.STATS`` that the micro counters cannot see.
 
-The micro endpoint counts an error only when its handler raises, and times only the
-handler. Here the handlers never raise (every failure is answered with an error reply) and
-return as soon as the request is queued (search) or admitted to the pool (traces, reads),
-so this records what the replies were and how long the tools ran.
+The micro endpoint only counts requests and times its handler. The handlers are the
+executor's, which answers every failure with an error reply and returns as soon as the
+request is queued (search) or admitted to the pool (traces, reads), so this records what
+the replies were (the endpoint's errors) and how long the tools ran.
 """
 
 from __future__ import annotations

@@ -103,6 +103,9 @@ class SearchLane:
         self._idle = asyncio.Event()
         self._idle.set()
         self.running: str | None = None  # request id of the search running now
+        # The one-at-a-time turn: held around each search this lane runs, and by every other
+        # search of this worker (the operator's), so no two searches ever overlap here.
+        self.turn = asyncio.Lock()
         self.completed = 0
         self._waiting: set[asyncio.Task[None]] = set()  # prepare steps beside the lane
         self._ready: deque[_Job] = deque()  # prepared, waiting
@@ -325,7 +328,8 @@ class SearchLane:
         self._idle.clear()
         self.running = job.rid
         try:
-            reply = await self._executor.execute(job.tool, job.admitted, job.signal)
+            async with self.turn:
+                reply = await self._executor.execute(job.tool, job.admitted, job.signal)
             await self._finish(job, reply)
             self.completed += 1
         finally:

@@ -2,31 +2,28 @@
 
 Endpoints carry each tool's execution mode and read-only flag as metadata, so
 ``$SRV.INFO`` describes the tools; ``$SRV.PING/INFO/STATS`` are answered by
-``worker.transport.micro``. Every endpoint handler is wrapped so that nothing internal can
-reach a reply: an escaped exception is answered with the fixed TOOL_FAILED.
+``worker.transport.micro``. Every endpoint is declared once (``execution.Declared``) and its
+intake wrapped by the executor, the one outer guard: nothing internal reaches a reply.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import orjson
-import structlog
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 
 from contracts.subjects import SERVICE_NAME, Subjects
-from worker.serving import replies
-from worker.serving.execution import send
+from worker.serving.execution import Declared, Executor
 from worker.serving.lane_decisions import lane_of
-from worker.serving.reply_stats import ReplyStats
+from worker.serving.presenters import TOOL_FAILURES
 from worker.serving.slow_consumers import PendingLimits, SlowConsumerWatch
 from worker.tools import ToolDefinition, ToolSet
-from worker.transport.micro import EndpointSpec, MicroService
-
-log = structlog.get_logger("worker.serving.service")
+from worker.transport.micro import MicroService
 
 MsgHandler = Callable[[ToolDefinition, Msg], Awaitable[None]]
 
@@ -78,13 +75,10 @@ def endpoint_metadata(tool: ToolDefinition) -> dict[str, str]:
 class ToolService:
     """The registered micro service; ``drain_endpoints`` stops intake, ``stop`` ends it."""
 
-    def __init__(
-        self, nc: NATS, service: MicroService, manifest: bytes, reply_stats: ReplyStats | None
-    ) -> None:
+    def __init__(self, nc: NATS, service: MicroService, manifest: bytes) -> None:
         self._nc = nc
         self.micro = service
         self.manifest = manifest
-        self._reply_stats = reply_stats
 
     @property
     def id(self) -> str:
@@ -95,6 +89,7 @@ class ToolService:
         cls,
         nc: NATS,
         *,
+        executor: Executor,
         toolset: ToolSet,
         subjects: Subjects,
         version: str,
@@ -104,18 +99,19 @@ class ToolService:
         stats: Callable[[str], dict[str, Any]] | None = None,
         pending: PendingLimits | None = None,
         slow_consumers: SlowConsumerWatch | None = None,
-        reply_stats: ReplyStats | None = None,
         metadata: dict[str, str] | None = None,
         before_stats: Callable[[], Awaitable[None]] | None = None,
     ) -> ToolService:
         """Register the service; every endpoint subscribes with ``pending`` limits (nats-py's
         defaults when None), and a tool request one of them drops as a slow consumer is
-        answered through ``slow_consumers``. ``reply_stats`` supplies the error counts."""
+        answered through ``slow_consumers``. The executor's reply stats supply the error
+        counts."""
+        reply_stats = executor.stats
 
         def stats_hook(endpoint: str) -> tuple[int, str | None, Any]:
-            # The handlers answer errors, never raise: the replies sent are the errors.
-            errors = reply_stats.errors[endpoint] if reply_stats is not None else 0
-            last = reply_stats.last_error.get(endpoint) if reply_stats is not None else None
+            # The executor answers errors, never raises: the replies sent are the errors.
+            errors = reply_stats.errors[endpoint]
+            last = reply_stats.last_error.get(endpoint)
             # $SRV.STATS shows each endpoint's lane state beside the micro counters.
             return errors, last, stats(endpoint) if stats is not None else None
 
@@ -129,14 +125,12 @@ class ToolService:
             before_stats=before_stats,
         )
         await service.start()
-        self = cls(
-            nc, service, orjson.dumps(manifest_of(toolset, version, partition_count)), reply_stats
-        )
+        self = cls(nc, service, orjson.dumps(manifest_of(toolset, version, partition_count)))
         served: Mapping[int | None, ToolSet] = toolsets if toolsets is not None else {None: toolset}
-        for spec in self._endpoints(toolset, served, subjects, route):
-            sub = await service.add_endpoint(spec, pending)
-            if slow_consumers is not None and spec.name != MANIFEST_ENDPOINT:
-                slow_consumers.answer_dropped_requests(sub, spec.name)
+        for declared in self._endpoints(toolset, served, subjects, route):
+            sub = await executor.serve(service, declared, pending)
+            if slow_consumers is not None and declared.name != MANIFEST_ENDPOINT:
+                slow_consumers.answer_dropped_requests(sub, declared.name)
         await nc.flush()
         return self
 
@@ -146,48 +140,29 @@ class ToolService:
         toolsets: Mapping[int | None, ToolSet],
         subjects: Subjects,
         route: Callable[[ToolDefinition], MsgHandler],
-    ) -> list[EndpointSpec]:
+    ) -> list[Declared]:
         """Every endpoint, declared once: one per tool and partition served (the
-        unpartitioned subjects first), then the manifest."""
-        specs = [
-            EndpointSpec(
+        unpartitioned subjects first), taken by its lane's intake, then the manifest."""
+        declared = [
+            Declared(
                 name=tool.endpoint,
                 subject=subjects.tool(tool.name, tool.partition),
-                handler=self._guard(tool, route(tool)),
                 metadata=endpoint_metadata(tool),
+                intake=functools.partial(route(tool), tool),
+                presenter=TOOL_FAILURES,
             )
             for _, served in sorted(toolsets.items(), key=lambda kv: -1 if kv[0] is None else kv[0])
             for tool in served.tools
         ]
         tools = ",".join(t.name for t in toolset.tools)
-        manifest = EndpointSpec(
+        manifest = Declared(
             name=MANIFEST_ENDPOINT,
             subject=subjects.manifest,
-            handler=self._manifest,
             metadata={"kind": "manifest", "tools": tools},
+            intake=self._manifest,
+            presenter=TOOL_FAILURES,
         )
-        return [*specs, manifest]
-
-    def _guard(self, tool: ToolDefinition, handler: MsgHandler) -> Callable[[Msg], Any]:
-        async def handle(msg: Msg) -> None:
-            try:
-                await handler(tool, msg)
-            except Exception as exc:
-                log.exception("endpoint handler failed", tool=tool.name)
-                if msg.reply:
-                    rid = replies.request_id_of(msg.data)
-                    with contextlib.suppress(Exception):
-                        reply = replies.model_failure(rid, exc)
-                        await send(
-                            self._nc,
-                            msg.reply,
-                            reply,
-                            request_id=rid,
-                            tool=tool,
-                            stats=self._reply_stats,
-                        )
-
-        return handle
+        return [*declared, manifest]
 
     async def _manifest(self, msg: Msg) -> None:
         if msg.reply:  # no reply subject: nobody to answer

@@ -31,22 +31,22 @@ from worker.tools.definitions import (
     ToolHandler,
     ToolSet,
 )
-from worker.tools.errors import QUEUE_TIMEOUT_MESSAGE, abort_error, model_error
+from worker.tools.errors import QUEUE_TIMEOUT_MESSAGE, abort_error, model_error, tool_failed
 from worker.tools.operations import Operations
-from worker.tools.operator import VERBS as OPERATOR_VERBS
-from worker.tools.operator import OperatorQueries
+from worker.tools.operator import OperatorQueries, OperatorRequest, OperatorVerb
 from worker.tools.prompt import PROMPT_SECTION, prompt_section
 from worker.tools.service_boundary import ServiceBoundary
 
 __all__ = [
     "ARGUMENT_MODELS",
     "JSON_SCHEMA_DIALECT",
-    "OPERATOR_VERBS",
     "PROMPT_SECTION",
     "QUEUE_TIMEOUT_MESSAGE",
     "Admitted",
     "Endpoint",
     "OperatorQueries",
+    "OperatorRequest",
+    "OperatorVerb",
     "ToolConfig",
     "ToolDefinition",
     "ToolError",
@@ -56,6 +56,7 @@ __all__ = [
     "input_schema",
     "model_error",
     "register_tools",
+    "tool_failed",
 ]
 
 _DESCRIPTIONS: Mapping[str, str] = {

@@ -2,8 +2,9 @@
 
 ``ERROR_TABLE`` maps each exception class a tool call can meet (the store's tree, the
 execution signal's tree) to a model-facing code and a fixed model-readable message. It is
-applied in one place, ``ServiceBoundary.translate``; the runtime reaches it only through
-``model_error`` (exported by ``worker.tools``). A class not in the table is looked up by
+applied to the store's calls by ``ServiceBoundary.translate``; the runtime reaches it only
+through ``model_error`` (exported by ``worker.tools``), in its executor, for whatever else
+escapes a run. A class not in the table is looked up by
 its nearest ancestor that is, and anything else is the fixed ``TOOL_FAILED``. No internal
 error text ever becomes a message: only a class marked ``own_text`` (its text is built
 for the model by design) may show its own, and only as a plain bounded string.

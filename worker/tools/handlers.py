@@ -3,8 +3,9 @@
 ``admit`` validates the arguments into the tool's model and compiles a search's query,
 without I/O; it never raises (a refusal rides in the ``Admitted`` value and is answered
 where the run would start). ``prepare`` (the searches) waits for the caller's step beside
-the lane; ``run`` is the workflow (``searches``, ``observations``) under the service
-boundary's guard. Go-to-definition follows a request from here to the store.
+the lane; ``run`` is the workflow (``searches``, ``observations``): its provider calls are
+translated at the service boundary, and whatever else escapes is answered by the runtime's
+executor, the one outer guard. Go-to-definition follows a request from here to the store.
 """
 
 from __future__ import annotations
@@ -60,9 +61,6 @@ class _Declared(Generic[ArgsT]):
         await self.ops.prepare_search(admitted, signal)
 
     async def run(self, admitted: Admitted[ArgsT], signal: ExecutionSignal) -> str:
-        return await self.ops.boundary.guard(self.name, signal, self.workflow(admitted, signal))
-
-    async def workflow(self, admitted: Admitted[ArgsT], signal: ExecutionSignal) -> str:
         raise NotImplementedError
 
 
@@ -79,7 +77,7 @@ class SessionSearch(_Declared[filters.SessionSearchRequest]):
     def compiled(self, args: filters.SessionSearchRequest) -> CompiledQuery:
         return self.ops.compile_query(args.query)
 
-    async def workflow(
+    async def run(
         self, admitted: Admitted[filters.SessionSearchRequest], signal: ExecutionSignal
     ) -> str:
         return await searches.session_search(self.ops, admitted, signal)
@@ -97,7 +95,7 @@ class SessionEventSearch(_Declared[args_input.SessionEventSearchArguments]):
     def compiled(self, args: args_input.SessionEventSearchArguments) -> CompiledQuery:
         return self.ops.compile_query(args.query)
 
-    async def workflow(
+    async def run(
         self, admitted: Admitted[args_input.SessionEventSearchArguments], signal: ExecutionSignal
     ) -> str:
         return await searches.session_event_search(self.ops, admitted, signal)
@@ -109,7 +107,7 @@ class SessionTrace(_Declared[args_input.SessionTraceArguments]):
     def parse(self, arguments: Mapping[str, Any]) -> args_input.SessionTraceArguments:
         return args_input.parse_arguments(self.name, args_input.SessionTraceArguments, arguments)
 
-    async def workflow(
+    async def run(
         self, admitted: Admitted[args_input.SessionTraceArguments], signal: ExecutionSignal
     ) -> str:
         return await observations.session_trace(self.ops, admitted, signal)
@@ -123,7 +121,7 @@ class SessionEventTrace(_Declared[args_input.SessionEventTraceArguments]):
             self.name, args_input.SessionEventTraceArguments, arguments
         )
 
-    async def workflow(
+    async def run(
         self, admitted: Admitted[args_input.SessionEventTraceArguments], signal: ExecutionSignal
     ) -> str:
         return await observations.session_event_trace(self.ops, admitted, signal)
@@ -137,7 +135,7 @@ class SessionEventRead(_Declared[args_input.SessionEventReadArguments]):
             self.name, args_input.SessionEventReadArguments, arguments
         )
 
-    async def workflow(
+    async def run(
         self, admitted: Admitted[args_input.SessionEventReadArguments], signal: ExecutionSignal
     ) -> str:
         return await observations.session_event_read(self.ops, admitted, signal)

@@ -8,16 +8,18 @@ semantics (partial matches, CJK, identifier parts) are the same ones. What diffe
 model's path: the identity is the named workspace, not a caller session; results are JSON
 (the page renders them), cursors and offsets are visible, and nothing is rendered as text.
 
-Arguments are validated strictly (unknown fields refused). Failures are ``ToolError``s with
-the tools' codes and fixed messages; a missing session and another workspace's answer the
-same.
+Each verb is declared once (``OperatorVerb``: admitted once, then run), and served by the
+runtime like a tool: the same executor applies the deadline, the one error table and the
+logging. Arguments are validated strictly (unknown fields refused). Failures are
+``ToolError``s with the tools' codes and fixed messages; a missing session and another
+workspace's answer the same.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import asdict
-from typing import Any, Final, Protocol
+from dataclasses import asdict, dataclass
+from typing import Any, Protocol
 
 from pydantic import ValidationError
 
@@ -36,7 +38,6 @@ from worker.store import (
 from worker.store.operator import OperatorReads, SessionListFilter
 from worker.store.search.excerpt import split_excerpt
 from worker.tools.definitions import ToolError
-from worker.tools.errors import model_error
 from worker.tools.formatting import title_text
 from worker.tools.operator_args import (
     TIMELINE_CUT,
@@ -51,18 +52,6 @@ from worker.tools.operator_args import (
 )
 from worker.tools.titles import TitleInfo, title_info
 from worker.tools.workspace_access import Caller, is_authorized, not_found, project_lineage
-
-VERBS: Final = (
-    "workspaces",
-    "sessions",
-    "search",
-    "timeline",
-    "event",
-    "lineage",
-    "relations",
-    "text",
-    "deadletters",
-)
 
 
 class OperatorService(SessionQueryService, OperatorReads, Protocol):
@@ -125,44 +114,62 @@ def _tree(
     return nodes, edges
 
 
-class OperatorQueries:
-    """The operator verbs over one store; ``run(verb, arguments, signal)`` answers one."""
+@dataclass(frozen=True, slots=True)
+class OperatorRequest:
+    """One operator request, admitted once: its arguments validated into the verb's model
+    (None when refused: ``refusal`` says why, answered where the run would start)."""
 
-    def __init__(self, store: OperatorService) -> None:
-        self._store = store
-        self._verbs: dict[str, tuple[type[Args], Callable[..., Awaitable[dict[str, Any]]]]] = {
-            "workspaces": (Args, self.workspaces),
-            "sessions": (SessionsArgs, self.sessions),
-            "search": (SearchArgs, self.search),
-            "timeline": (TimelineArgs, self.timeline),
-            "event": (EventArgs, self.event),
-            "lineage": (LineageArgs, self.lineage),
-            "relations": (EventArgs, self.relations),
-            "text": (TextArgs, self.text),
-            "deadletters": (DeadLettersArgs, self.deadletters),
-        }
+    arguments: Args | None
+    refusal: ToolError | None = None
 
-    async def run(
-        self, verb: str, arguments: Mapping[str, Any], signal: ExecutionSignal
-    ) -> dict[str, Any]:
-        """The verb's JSON result; a ``ToolError`` (known code, fixed text) otherwise."""
-        entry = self._verbs.get(verb)
-        if entry is None:
-            raise ToolError(ErrorCode.INVALID_ARGUMENTS, f"No operator verb {verb!r}.")
-        model, method = entry
+
+@dataclass(frozen=True, slots=True)
+class OperatorVerb:
+    """One operator verb, declared: ``admit`` validates its arguments once, ``run`` answers
+    with its JSON result or a ``ToolError`` (known code, fixed text). ``searches``: it runs a
+    search, so it takes the search lane's turn like every other search."""
+
+    name: str
+    model: type[Args]
+    query: Callable[[Any, ExecutionSignal], Awaitable[dict[str, Any]]]
+    searches: bool = False
+
+    def admit(self, arguments: Mapping[str, Any]) -> OperatorRequest:
+        """Never raises: a refusal rides in the value."""
         try:
-            args = model.model_validate(dict(arguments))
+            return OperatorRequest(self.model.model_validate(dict(arguments)))
         except ValidationError as exc:
             first = exc.errors()[0]
             where = ".".join(str(p) for p in first["loc"]) or "arguments"
-            raise ToolError(ErrorCode.INVALID_ARGUMENTS, f"{where}: {first['msg']}") from None
-        try:
-            result: dict[str, Any] = await method(args, signal)
-        except ToolError:
-            raise
-        except Exception as exc:  # the tools' one table: no internal text
-            raise model_error(exc) from exc
-        return result
+            return OperatorRequest(
+                None, ToolError(ErrorCode.INVALID_ARGUMENTS, f"{where}: {first['msg']}")
+            )
+
+    async def run(self, request: OperatorRequest, signal: ExecutionSignal) -> dict[str, Any]:
+        if request.refusal is not None:
+            raise request.refusal
+        return await self.query(request.arguments, signal)
+
+
+class OperatorQueries:
+    """The operator verbs over one store, each declared once (``verbs``)."""
+
+    def __init__(self, store: OperatorService) -> None:
+        self._store = store
+        self.verbs: Mapping[str, OperatorVerb] = {
+            verb.name: verb
+            for verb in (
+                OperatorVerb("workspaces", Args, self.workspaces),
+                OperatorVerb("sessions", SessionsArgs, self.sessions),
+                OperatorVerb("search", SearchArgs, self.search, searches=True),
+                OperatorVerb("timeline", TimelineArgs, self.timeline),
+                OperatorVerb("event", EventArgs, self.event),
+                OperatorVerb("lineage", LineageArgs, self.lineage),
+                OperatorVerb("relations", EventArgs, self.relations),
+                OperatorVerb("text", TextArgs, self.text),
+                OperatorVerb("deadletters", DeadLettersArgs, self.deadletters),
+            )
+        }
 
     async def workspaces(self, args: Args, signal: ExecutionSignal) -> dict[str, Any]:
         found = await self._store.workspaces(signal=signal)

@@ -72,17 +72,6 @@ class ServiceBoundary:
         except Exception as exc:
             raise self.translate(operation, None, exc) from None
 
-    async def guard(self, name: str, signal: ExecutionSignal, run: Awaitable[T]) -> T:
-        """Whatever escapes a workflow reaches the model only as a known code."""
-        try:
-            return await run
-        except ToolError:
-            raise
-        except Exception as exc:
-            # Provider failures are translated at the call, so this is a bug: log it and
-            # answer with its table code (or the abort, which always wins).
-            raise self.translate(name, signal, exc) from None
-
     def translate(
         self, operation: str, signal: ExecutionSignal | None, exc: BaseException
     ) -> ToolError:

@@ -40,7 +40,7 @@ STATS_TYPE: Final = "io.nats.micro.v1.stats_response"
 STATS_REFRESH_S: Final = 2.0
 
 Handler = Callable[[Msg], Awaitable[None]]
-# An endpoint's extra figures for STATS: (errors, last error, data) the service adds.
+# An endpoint's figures for STATS the service keeps: (errors, last error, data).
 StatsHook = Callable[[str], tuple[int, str | None, Any]]
 
 
@@ -65,21 +65,17 @@ class _Endpoint:
     sub: Subscription | None = None
     limits: tuple[int, int] | None = None
     num_requests: int = 0
-    num_errors: int = 0
     processing_time: int = 0  # ns in the handler
-    last_error: str | None = None
 
     async def handle(self, msg: Msg) -> None:
+        # Counting and timing only: the handler is the executor's, which answers every
+        # failure itself (worker.serving.execution), so nothing is caught or logged here.
         started = time.perf_counter_ns()
         self.num_requests += 1
         try:
             await self.spec.handler(msg)
-        except Exception as exc:
-            # The service's handlers answer every failure themselves; this only counts.
-            self.num_errors += 1
-            self.last_error = f"500:{type(exc).__name__}"
-            log.exception("micro endpoint handler raised", endpoint=self.spec.name)
-        self.processing_time += time.perf_counter_ns() - started
+        finally:
+            self.processing_time += time.perf_counter_ns() - started
 
     def info(self) -> dict[str, Any]:
         spec = self.spec
@@ -91,11 +87,8 @@ class _Endpoint:
         }
 
     def stats(self, hook: StatsHook | None) -> dict[str, Any]:
-        errors, last_error, data = self.num_errors, self.last_error, None
-        if hook is not None:
-            extra_errors, extra_last, data = hook(self.spec.name)
-            errors += extra_errors
-            last_error = extra_last or last_error
+        # The errors are the replies the executor sent: the service's hook counts them.
+        errors, last_error, data = hook(self.spec.name) if hook is not None else (0, None, None)
         average = self.processing_time // self.num_requests if self.num_requests else 0
         return {
             "name": self.spec.name,
