@@ -31,7 +31,7 @@ from nats.aio.msg import Msg
 from contracts.subjects import Subjects
 from worker.config import WorkerConfig
 from worker.logs import configure_logging
-from worker.serving.search_lane import REQUEST_ID_HEADER
+from worker.serving import queue_encoding
 from worker.transport.connection import NatsOptions, connect
 from worker.worker import Worker
 
@@ -81,7 +81,8 @@ def _trace_fetches(worker: Worker, label: str, hold_fetch: int, hold_s: float) -
     async def traced(msg: Msg) -> None:
         nonlocal fetched
         fetched += 1
-        rid = (msg.headers or {}).get(REQUEST_ID_HEADER, "-")
+        queued = queue_encoding.decode(msg.data, msg.headers)
+        rid = queued.request_id if isinstance(queued, queue_encoding.QueuedSearch) else "-"
         print(f"FETCHED {label} {rid} {msg.metadata.num_delivered or 1}", flush=True)
         if fetched == hold_fetch:
             print(f"HOLDING {label} {rid}", flush=True)

@@ -2,7 +2,7 @@
 
 A real worker (real nats-server, real SQLite index of the sample corpus) answers one
 request at a time while wrappers around the real functions count, per request:
-envelope parses, argument parses, query compiles, read-your-writes waits, caller
+envelope validations, argument parses, query compiles, read-your-writes waits, caller
 resolutions, the titles step, and the store's reads of the caller's header outside the
 titles step (that step observes its sessions afresh after the payload, by design, to fail
 closed on a session that left the workspace). The wrappers call through, so the replies
@@ -31,6 +31,7 @@ from contracts.envelope import Execution
 from tests._harness import SAMPLE_CALLS, call, new_id
 from worker.commands.sample_corpus import DEMO_CALLER
 from worker.serving import lane_decisions as decide
+from worker.serving import queue_encoding
 from worker.serving.admitted_handoff import AdmittedHandoff
 from worker.store.sqlite import SqliteSessionStore
 from worker.tools import Admitted, Endpoint
@@ -97,7 +98,7 @@ in_module_loop = pytest.mark.asyncio(loop_scope="module")
 @pytest.fixture
 def counts(monkeypatch: pytest.MonkeyPatch) -> Counts:
     counts = Counts()
-    counts.wrap(monkeypatch, worker.serving.replies, "parse_request")
+    counts.wrap(monkeypatch, worker.serving.replies, "validate_request")
     counts.wrap(monkeypatch, worker.tools.input, "parse_arguments")
     counts.wrap(monkeypatch, worker.store.sqlite.store, "compile_query")
     counts.wrap(monkeypatch, worker.tools.workspace_access, "wait_for_step")
@@ -117,7 +118,7 @@ def envelope(tool: str) -> bytes:
 def assert_once(counts: Counts, tool: str) -> None:
     compiles = 1 if tool in SEARCHES else 0
     assert dict(counts.calls) == {
-        "parse_request": 1,
+        "validate_request": 1,
         "parse_arguments": 1,
         **({"compile_query": compiles} if compiles else {}),
         "wait_for_step": 1,
@@ -142,26 +143,30 @@ async def test_every_step_of_a_request_runs_once(
 
 @in_module_loop
 @pytest.mark.parametrize("tool", SEARCHES)
+@pytest.mark.parametrize("layout", ["current", "previous release"])
 async def test_a_search_queued_by_another_process_is_admitted_once_here(
-    module_nc: NATS, module_sample_worker: Worker, counts: Counts, tool: str
+    module_nc: NATS, module_sample_worker: Worker, counts: Counts, tool: str, layout: str
 ) -> None:
-    """What another worker's endpoint puts on the work queue (the body and the lane's
-    headers, nothing admitted here) is admitted once by the lane that fetches it."""
+    """What another worker's endpoint puts on the work queue (nothing admitted here) is
+    admitted once by the lane that fetches it: in this release's format, and in the
+    previous release's (the raw envelope beside headers), read during a rolling upgrade."""
     nc, subjects = module_nc, module_sample_worker.config.subjects
     data = envelope(tool)
-    rid = orjson.loads(data)["request_id"]
     inbox = nc.new_inbox()
     replies = await nc.subscribe(inbox, max_msgs=1)
-    headers = {
-        decide.MSG_ID_HEADER: new_id(),
-        decide.REQUEST_ID_HEADER: rid,
-        decide.REPLY_HEADER: inbox,
-    }
+    headers = {decide.MSG_ID_HEADER: new_id()}
+    if layout == "current":
+        body = queue_encoding.encode(data, inbox, None)
+    else:
+        body = data
+        headers[queue_encoding.LEGACY_REQUEST_ID_HEADER] = orjson.loads(data)["request_id"]
+        headers[queue_encoding.LEGACY_REPLY_HEADER] = inbox
     await nc.jetstream().publish(
-        subjects.search_queue_subject(tool), data, stream=subjects.search_stream, headers=headers
+        subjects.search_queue_subject(tool), body, stream=subjects.search_stream, headers=headers
     )
     answer = orjson.loads((await replies.next_msg(timeout=15)).data)
     assert answer["status"] == "ok", answer
+    assert answer["request_id"] == orjson.loads(data)["request_id"]
     assert_once(counts, tool)
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 import orjson
 from nats.aio.client import Client as NATS
+from structlog.testing import capture_logs
 
 from contracts.errors import TOOL_FAILED_MESSAGE, ErrorCode
 from contracts.subjects import Subjects
@@ -26,7 +27,8 @@ from tests._harness import (
     serving,
     until,
 )
-from worker.serving.search_lane import MSG_ID_HEADER, REPLY_HEADER, REQUEST_ID_HEADER
+from worker.serving import queue_encoding
+from worker.serving.search_lane import MSG_ID_HEADER
 from worker.transport.connection import open_connection
 from worker.transport.embedded_server import EmbeddedNatsServer
 from worker.worker import Worker
@@ -241,8 +243,8 @@ async def test_a_poison_search_is_answered_tool_failed_on_its_last_delivery(
     request = body("r-poison", tag="p")
     await js.publish(
         subjects.search_queue_subject("session_search"),
-        request,
-        headers={MSG_ID_HEADER: "r-poison", REQUEST_ID_HEADER: "r-poison", REPLY_HEADER: inbox},
+        queue_encoding.encode(request, inbox, None),
+        headers={MSG_ID_HEADER: "r-poison"},
     )
     # A "worker" that takes the message and dies: it never acks.
     thief = await js.pull_subscribe_bind(
@@ -264,6 +266,52 @@ async def test_a_poison_search_is_answered_tool_failed_on_its_last_delivery(
     }
     assert recorder.started == []
     assert (await js.stream_info(subjects.search_stream)).state.messages == 0
+
+
+async def test_a_search_queued_in_a_newer_format_is_left_then_given_up_not_run(
+    nc: NATS, subjects: Subjects, tmp_path: Path
+) -> None:
+    """A rolling upgrade: a message only a newer worker reads goes back for one (nak), and
+    on its last delivery it is answered TOOL_FAILED and terminated, never run; one that
+    expired is answered TIMEOUT at once."""
+    config = config_for(subjects, tmp_path, search_ack_wait_ms=1000, search_max_deliver=2)
+    recorder = Recorder()
+    worker = await Worker.start(nc, config, tools=serving(make_toolset(recorder)))
+    js = nc.jetstream()
+    inbox = nc.new_inbox()
+    replies_sub = await nc.subscribe(inbox)
+    newer = queue_encoding.QUEUE_FORMAT + 1
+    with capture_logs() as logs:
+        try:
+            for rid, deadline_ms in (("r-newer", None), ("r-newer-expired", 1)):
+                document = {
+                    "v": newer,
+                    "reply": inbox,
+                    "deadline_ms": deadline_ms,
+                    "request": {"request_id": rid},
+                    "more": "a layout of v2",
+                }
+                await js.publish(
+                    subjects.search_queue_subject("session_search"),
+                    orjson.dumps(document),
+                    headers={MSG_ID_HEADER: rid},
+                )
+            answers = {}
+            for _ in range(2):
+                msg = await replies_sub.next_msg(timeout=15)
+                answer = orjson.loads(msg.data)
+                answers[answer["request_id"]] = answer["error"]["code"]
+        finally:
+            await worker.stop()
+            await replies_sub.unsubscribe()
+    assert answers == {
+        "r-newer": ErrorCode.TOOL_FAILED.value,
+        "r-newer-expired": ErrorCode.TIMEOUT.value,
+    }
+    assert recorder.started == []
+    assert (await js.stream_info(subjects.search_stream)).state.messages == 0
+    left = [e for e in logs if e["event"].startswith("search queued in a newer format left")]
+    assert [e["version"] for e in left] == [newer]  # the first delivery of r-newer only
 
 
 async def test_searches_still_served_after_the_server_restarts(

@@ -81,22 +81,30 @@ def test_dedupe_is_scoped_to_the_caller() -> None:
     assert len(decide.dedupe_id(request("r-1", None))) == 64
 
 
-def test_queue_headers_carry_what_the_fetching_worker_needs() -> None:
-    headers = decide.queue_headers(request("r-9"), "_INBOX.x", NOW)
-    queued = decide.queued_search(headers, "sessionquery.searchq.session_search")
-    assert queued == decide.QueuedSearch("r-9", "_INBOX.x", "session_search", NOW)
-    no_deadline = decide.queue_headers(request("r-9"), "_INBOX.x", None)
-    assert decide.DEADLINE_HEADER not in no_deadline
-    assert decide.queued_search(no_deadline, "q.session_search") is not None
+def test_the_only_queue_header_is_the_dedupe_id() -> None:
+    assert decide.queue_headers(request("r-9")) == {
+        decide.MSG_ID_HEADER: decide.dedupe_id(request("r-9"))
+    }
 
 
-def test_a_malformed_queue_message_is_not_a_search() -> None:
-    assert decide.queued_search(None, "q.session_search") is None
-    assert decide.queued_search({decide.REPLY_HEADER: "_INBOX.x"}, "q.t") is None
-    assert decide.queued_search({decide.REQUEST_ID_HEADER: "r"}, "q.t") is None
-    garbled = {decide.REQUEST_ID_HEADER: "r", decide.REPLY_HEADER: "i", decide.DEADLINE_HEADER: "x"}
-    queued = decide.queued_search(garbled, "q.t")
-    assert queued is not None and queued.deadline_ms is None
+def test_a_newer_format_is_left_for_another_worker_until_expired_or_given_up() -> None:
+    def newer(**overrides: int | None) -> decide.FetchedRefusal | None:
+        values: dict[str, int | None] = {
+            "deadline_ms": NOW + 1,
+            "delivered": 1,
+            "max_deliver": 3,
+            "now_ms": NOW,
+        }
+        values.update(overrides)
+        return decide.newer_format_refusal(**values)  # type: ignore[arg-type]
+
+    assert newer() is None
+    assert newer(delivered=2) is None
+    assert newer(deadline_ms=None) is None
+    assert newer(delivered=3) == "given-up"
+    assert newer(delivered=1, max_deliver=1) == "given-up"
+    assert newer(max_deliver=-1, delivered=50) is None  # unlimited deliveries: never given up
+    assert newer(deadline_ms=NOW) == "expired"
 
 
 def refusal(**overrides: object) -> decide.FetchedRefusal | None:

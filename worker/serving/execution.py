@@ -24,6 +24,7 @@ from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
 from nats.errors import MaxPayloadError
 
+from contracts.envelope import ToolRequest
 from worker.logs import get_logger, request_context
 from worker.serving import replies
 from worker.serving.cancellation import CancellationRegistry
@@ -237,7 +238,7 @@ async def admit(
         log.warning("request without a reply subject ignored", tool=tool.name)
         return None
     try:
-        admitted = admitted_from(tool, msg.data)
+        admitted = admitted_from(tool, replies.parse_request(msg.data))
     except replies.BadEnvelope as bad:
         await send(nc, msg.reply, bad.reply(), request_id=bad.request_id, tool=tool, stats=stats)
         return None
@@ -249,10 +250,9 @@ async def admit(
     return admitted
 
 
-def admitted_from(tool: ToolDefinition, data: bytes) -> Admitted[Any]:
-    """``data`` parsed as an envelope and admitted by ``tool``: the one admission of a
-    request in this process. Raises ``BadEnvelope``."""
-    request = replies.parse_request(data)
+def admitted_from(tool: ToolDefinition, request: ToolRequest) -> Admitted[Any]:
+    """``request`` (a validated envelope) admitted by ``tool``: the one admission of a
+    request in this process."""
     return tool.admit(request.request_id, request.execution, request.arguments)
 
 

@@ -9,14 +9,12 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Final, Literal, Protocol
 
 import orjson
 
 from contracts.envelope import Execution, owner_key
 from contracts.errors import ErrorCode
-from contracts.subjects import Subjects
 from worker.serving import replies
 from worker.serving.replies import EncodedReply
 from worker.signals import DeadlineExceeded, ExecutionCancelled
@@ -26,9 +24,6 @@ SEARCH_LANE: Final[Lane] = "search-queue"
 PARALLEL_LANE: Final[Lane] = "parallel-pool"
 
 MSG_ID_HEADER: Final = "Nats-Msg-Id"
-REQUEST_ID_HEADER: Final = "Sessionquery-Request-Id"
-REPLY_HEADER: Final = "Sessionquery-Reply"
-DEADLINE_HEADER: Final = "Sessionquery-Deadline-Ms"
 # js.publish adds this header itself; it counts against max_payload too.
 EXPECTED_STREAM_HEADER: Final = "Nats-Expected-Stream"
 
@@ -73,17 +68,10 @@ def dedupe_id(request: Enveloped) -> str:
     return hashlib.sha256(key).hexdigest()
 
 
-def queue_headers(request: Enveloped, reply_to: str, deadline_ms: int | None) -> dict[str, str]:
-    """What a queued search carries besides its body: dedupe id, request id, the original
-    reply subject and the effective deadline."""
-    headers = {
-        MSG_ID_HEADER: dedupe_id(request),
-        REQUEST_ID_HEADER: request.request_id,
-        REPLY_HEADER: reply_to,
-    }
-    if deadline_ms is not None:
-        headers[DEADLINE_HEADER] = str(deadline_ms)
-    return headers
+def queue_headers(request: Enveloped) -> dict[str, str]:
+    """What a queued search carries besides its body (``queue_encoding``): the stream's
+    de-duplication id."""
+    return {MSG_ID_HEADER: dedupe_id(request)}
 
 
 def encoded_size(data: bytes, headers: Mapping[str, str]) -> int:
@@ -129,30 +117,6 @@ def duplicate_reply(rid: str) -> EncodedReply:
 # -- the fetch side: run, or answer and terminate -----------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class QueuedSearch:
-    """What a fetched work-queue message says about its search."""
-
-    rid: str
-    reply_to: str
-    tool: str
-    deadline_ms: int | None
-    partition: int | None = None  # the partition whose subject the request came on
-
-
-def queued_search(headers: Mapping[str, str] | None, subject: str) -> QueuedSearch | None:
-    """The search a fetched message carries; None when it is malformed (terminated
-    unanswered: there is no one to answer)."""
-    headers = headers or {}
-    rid = headers.get(REQUEST_ID_HEADER, "")
-    reply_to = headers.get(REPLY_HEADER, "")
-    if not rid or not reply_to:
-        return None
-    deadline = _int_or_none(headers.get(DEADLINE_HEADER))
-    partition, tool = Subjects.search_queue_parts(subject)
-    return QueuedSearch(rid, reply_to, tool, deadline, partition)
-
-
 FetchedRefusal = Literal["cancelled", "expired", "given-up"]
 
 
@@ -175,18 +139,22 @@ def fetched_refusal(
     return None
 
 
+def newer_format_refusal(
+    *, deadline_ms: int | None, delivered: int, max_deliver: int, now_ms: int
+) -> FetchedRefusal | None:
+    """Why a search queued in a format newer than this worker reads is answered here, or
+    None to leave it for a worker that reads it (a rolling upgrade): only when it expired
+    or this is its last delivery."""
+    if expired_at(deadline_ms, now_ms):
+        return "expired"
+    if max_deliver > 0 and delivered >= max_deliver:
+        return "given-up"
+    return None
+
+
 def fetched_refusal_reply(rid: str, refusal: FetchedRefusal, cancel_reason: str) -> EncodedReply:
     if refusal == "cancelled":
         return replies.aborted(rid, ExecutionCancelled(cancel_reason), started=False)
     if refusal == "expired":
         return timeout_reply(rid)
     return replies.tool_failed(rid)
-
-
-def _int_or_none(value: str | None) -> int | None:
-    if value is None:
-        return None
-    try:
-        return int(value)
-    except ValueError:
-        return None

@@ -115,6 +115,12 @@ def parse_request(data: bytes) -> ToolRequest:
         raw = orjson.loads(data)
     except orjson.JSONDecodeError:
         raise BadEnvelope("", "The request body is not valid JSON.") from None
+    return validate_request(raw)
+
+
+def validate_request(raw: object) -> ToolRequest:
+    """A decoded request envelope validated, or ``BadEnvelope`` with a model-readable
+    message."""
     if not isinstance(raw, dict):
         raise BadEnvelope("", NOT_AN_OBJECT_MESSAGE)
     request_id = raw["request_id"] if isinstance(raw.get("request_id"), str) else ""

@@ -1,9 +1,10 @@
 """The search lane: a JetStream work queue shared by the fleet, one search at a time.
 
 The two search endpoints put each request on the work-queue stream (``Nats-Msg-Id`` = the
-request id, so a resent request is not run twice) with the requester's reply subject and
-the effective deadline in headers. One durable pull consumer is shared by every worker;
-each worker fetches ONE message, runs it alone, answers the original requester, then acks.
+request id, so a resent request is not run twice) as one versioned document with the
+requester's reply subject and the effective deadline (``queue_encoding``). One durable
+pull consumer is shared by every worker; each worker fetches ONE message, runs it alone,
+answers the original requester, then acks.
 ``in_progress()`` heartbeats keep a long search from being redelivered mid-run; a worker
 that dies mid-search leaves its message unacked, so after ``ack_wait`` another worker gets
 it. Expired and cancelled requests are answered and terminated without running; on the
@@ -37,14 +38,13 @@ from nats.js import JetStreamContext
 from contracts.partitions import PartitionSet
 from contracts.subjects import Subjects
 from worker.serving import lane_decisions as decide
-from worker.serving import replies
+from worker.serving import queue_encoding, replies
 from worker.serving.admitted_handoff import AdmittedHandoff
 from worker.serving.cancellation import CancellationRegistry
 from worker.serving.deadlines import effective_deadline_ms, now_ms, signal_until
 from worker.serving.execution import Executor, admit, admitted_from, send
 from worker.serving.lane_decisions import MSG_ID_HEADER as MSG_ID_HEADER
-from worker.serving.lane_decisions import REPLY_HEADER as REPLY_HEADER
-from worker.serving.lane_decisions import REQUEST_ID_HEADER as REQUEST_ID_HEADER
+from worker.serving.queue_encoding import NewerFormat
 from worker.serving.replies import BadEnvelope
 from worker.serving.search_queue import QueueSettings, SearchQueue, failure_of
 from worker.serving.slow_consumers import PendingLimits
@@ -64,6 +64,8 @@ PREPARE_GRACE_S: Final = 0.05
 READY_POLL_S: Final = 0.05
 # At most this many fetched searches wait beside the lane (each holds one unacked message).
 MAX_WAITING: Final = 32
+# A search queued in a newer format goes back for this long, for a worker that reads it.
+NEWER_FORMAT_NAK_S: Final = 1.0
 
 
 class SearchLane:
@@ -135,9 +137,10 @@ class SearchLane:
         deadline_ms = effective_deadline_ms(
             admitted.execution, default_timeout_ms=self._default_timeout_ms
         )
-        headers = decide.queue_headers(admitted, msg.reply, deadline_ms)
+        headers = decide.queue_headers(admitted)
+        data = queue_encoding.encode(msg.data, msg.reply, deadline_ms)
         sent = {**headers, decide.EXPECTED_STREAM_HEADER: self._subjects.search_stream}
-        size = decide.encoded_size(msg.data, sent)
+        size = decide.encoded_size(data, sent)
         refusal = decide.enqueue_refusal(
             rid, deadline_ms, size, self._nc.max_payload, now_ms=now_ms()
         )
@@ -148,9 +151,9 @@ class SearchLane:
         subject = self._subjects.search_queue_subject(tool.name, tool.partition)
         msg_id = headers[MSG_ID_HEADER]
         # Before publishing: this process's lane may fetch the message before the ack.
-        self._handoff.put(msg_id, msg.data, admitted)
+        self._handoff.put(msg_id, data, admitted)
         try:
-            ack = await self._queue.publish(subject, msg.data, headers, deadline_ms)
+            ack = await self._queue.publish(subject, data, headers, deadline_ms)
         except Exception as exc:
             self._handoff.forget(msg_id, admitted)
             failure = failure_of(exc)
@@ -257,26 +260,31 @@ class SearchLane:
     async def _admit_fetched(self, msg: Msg) -> _Job | None:
         """A job for the lane, or None when the message was answered (or is malformed)
         and terminated."""
-        queued = decide.queued_search(msg.headers, msg.subject)
-        toolset = self._toolsets.get(queued.partition) if queued is not None else None
-        tool = toolset.get(queued.tool) if queued is not None and toolset is not None else None
+        queued = queue_encoding.decode(msg.data, msg.headers)
+        partition, name = Subjects.search_queue_parts(msg.subject)
+        toolset = self._toolsets.get(partition)
+        tool = toolset.get(name) if toolset is not None else None
         if queued is None or tool is None:
             log.error("malformed search queue message terminated", subject=msg.subject)
             await msg.term()
             return None
-        rid, reply_to = queued.rid, queued.reply_to
+        delivered = msg.metadata.num_delivered or 1
+        if isinstance(queued, NewerFormat):
+            await self._newer_format(msg, queued, tool, delivered)
+            return None
+        rid, reply_to = queued.request_id, queued.reply_to
         admitted = self._handoff.take((msg.headers or {}).get(MSG_ID_HEADER, ""), msg.data)
         if admitted is None:
-            # Queued by another process (or evicted here): admitted once, from its bytes.
+            # Queued by another process (or evicted here): admitted once, from its message.
             try:
-                admitted = admitted_from(tool, msg.data)
+                admitted = admitted_from(tool, replies.validate_request(queued.envelope))
             except BadEnvelope as bad:
-                await self._answer(reply_to, bad.reply(), rid, tool)
+                await self._answer(reply_to, bad.reply(), bad.request_id, tool)
                 await msg.term()
                 return None
+        rid = admitted.request_id
         owner = admitted.owner
         reason = self._registry.cancelled_reason(owner, rid)
-        delivered = msg.metadata.num_delivered or 1
         refusal = decide.fetched_refusal(
             cancelled=reason is not None,
             deadline_ms=queued.deadline_ms,
@@ -303,6 +311,36 @@ class SearchLane:
             detach=self._registry.attach(owner, rid, signal),
             heartbeat=asyncio.create_task(self._heartbeat(msg), name=f"in-progress:{rid}"),
         )
+
+    async def _newer_format(
+        self, msg: Msg, queued: NewerFormat, tool: ToolDefinition, delivered: int
+    ) -> None:
+        """A search queued by a newer worker: left for one that reads it (a rolling
+        upgrade), unless it expired or this is its last delivery."""
+        refusal = decide.newer_format_refusal(
+            deadline_ms=queued.deadline_ms,
+            delivered=delivered,
+            max_deliver=self._queue.max_deliver,
+            now_ms=now_ms(),
+        )
+        if refusal is None:
+            log.warning(
+                "search queued in a newer format left for another worker",
+                version=queued.version,
+                delivered=delivered,
+            )
+            with contextlib.suppress(Exception):
+                await msg.nak(delay=NEWER_FORMAT_NAK_S)
+            return
+        log.error(
+            "search queued in a newer format answered unrun: upgrade this worker",
+            version=queued.version,
+            why=refusal,
+            request_id=queued.request_id,
+        )
+        reply = decide.fetched_refusal_reply(queued.request_id, refusal, "")
+        await self._answer(queued.reply_to, reply, queued.request_id, tool)
+        await msg.term()
 
     async def _prepare(self, job: _Job) -> None:
         """The prepare step, outside the lane: ready for the lane, or answered now."""
