@@ -279,7 +279,7 @@ class Worker:
                 "partitions": str(self.partitions),
             },
             timeout_ms=self.config.tools.search_timeout_ms,
-            search_turn=self.search.turn,
+            search_lane=self.search,
         )
         await operators.start(
             self.config.subjects, self.config.service_version, self.slow_consumers.limits

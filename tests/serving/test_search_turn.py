@@ -1,7 +1,7 @@
 """An operator search and a model's search never run at the same time in one worker: the
-operator's verb takes the search lane's turn. The store's own search functions are wrapped
-(the real ones still answer) to record how many run at once. A real worker, index and
-nats-server."""
+operator's verb takes the search lane like every search (the work queue, one at a time).
+The store's own search functions are wrapped (the real ones still answer) to record how
+many run at once. A real worker, index and nats-server."""
 
 from __future__ import annotations
 
@@ -76,3 +76,33 @@ async def test_operator_and_model_searches_take_turns(
     assert all(a["status"] == "ok" for a in answers), answers
     assert overlap.calls >= 2 * ROUNDS
     assert overlap.most == 1, f"{overlap.most} searches ran at once"
+    # Every one of them, the operator's included, was run by the search lane.
+    assert worker.search.completed == 2 * ROUNDS
+
+
+async def test_operator_search_refusals_through_the_queue_keep_their_bytes(
+    nc: NATS, subjects: Subjects, tmp_path: Path
+) -> None:
+    """A body no verb can read is answered before it is queued; arguments the verb refuses
+    are answered by the lane that fetched it: both in the operator's JSON, as before."""
+    async with sample_corpus_worker(nc, subjects, tmp_path) as worker:
+        msg = await nc.request(subjects.operator("search"), b"not json", timeout=10)
+        assert msg.data == (
+            b'{"status":"error","error":{"code":"SESSION_QUERY_INVALID_ARGUMENTS",'
+            b'"message":"The body is not JSON."}}'
+        )
+        assert worker.search.completed == 0  # never queued
+        missing = await ask(nc, subjects, "search", workspace=PAYMENTS)
+        no_cwd = await ask(nc, subjects, "search", workspace=None, query="refund")
+        assert worker.search.completed == 2  # both run by the lane, refused there
+    assert missing == {
+        "status": "error",
+        "error": {"code": "SESSION_QUERY_INVALID_ARGUMENTS", "message": "query: Field required"},
+    }
+    assert no_cwd == {
+        "status": "error",
+        "error": {
+            "code": "SESSION_QUERY_INVALID_ARGUMENTS",
+            "message": "Search needs a workspace with a cwd.",
+        },
+    }

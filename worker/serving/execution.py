@@ -131,8 +131,11 @@ class Executor:
         self, tool: ToolDefinition, admitted: Admitted[Any], signal: ExecutionSignal
     ) -> EncodedReply:
         """A tool's reply for ``admitted``. Never raises (except task cancellation)."""
-        route = Route(tool.endpoint, tool.name, tool.handler, self.tool_replies)
-        return await self.run(route, admitted.request_id, admitted, signal)
+        return await self.run(self.tool_route(tool), admitted.request_id, admitted, signal)
+
+    def tool_route(self, tool: ToolDefinition) -> Route[Admitted[Any], str]:
+        """What a run of ``tool`` executes: its handler, its replies written for a tool."""
+        return Route(tool.endpoint, tool.name, tool.handler, self.tool_replies)
 
     async def run(
         self,

@@ -18,6 +18,7 @@ from contracts.errors import ErrorCode
 from worker.serving import replies
 from worker.serving.replies import EncodedReply
 from worker.signals import DeadlineExceeded, ExecutionCancelled
+from worker.tools import ToolError, abort_error, tool_failed
 
 Lane = Literal["search-queue", "parallel-pool"]
 SEARCH_LANE: Final[Lane] = "search-queue"
@@ -41,8 +42,19 @@ def expired_at(deadline_ms: int | None, now_ms: int) -> bool:
     return deadline_ms is not None and deadline_ms <= now_ms
 
 
+def timeout_error() -> ToolError:
+    """Our deadline, passed before the search could run."""
+    return abort_error(DeadlineExceeded(), started=False)
+
+
 def timeout_reply(rid: str) -> EncodedReply:
-    return replies.aborted(rid, DeadlineExceeded(), started=False)
+    return _written(rid, timeout_error())
+
+
+def _written(rid: str, error: ToolError) -> EncodedReply:
+    """A tool's reply for ``error``: every ``*_reply`` here is its ``*_error`` written for a
+    tool; another endpoint of the lane (the operator's search) writes the error itself."""
+    return replies.error(rid, error.code, error.message)
 
 
 # -- the search endpoint: enqueue or answer ---------------------------------------------
@@ -85,15 +97,23 @@ def encoded_size(data: bytes, headers: Mapping[str, str]) -> int:
 def enqueue_refusal(
     rid: str, deadline_ms: int | None, size: int, max_payload: int, *, now_ms: int
 ) -> EncodedReply | None:
-    """The reply that answers a search before it is queued, or None to queue it.
+    """The reply that answers a search before it is queued, or None to queue it."""
+    error = enqueue_refusal_error(deadline_ms, size, max_payload, now_ms=now_ms)
+    return None if error is None else _written(rid, error)
+
+
+def enqueue_refusal_error(
+    deadline_ms: int | None, size: int, max_payload: int, *, now_ms: int
+) -> ToolError | None:
+    """Why a search is answered before it is queued, or None to queue it.
 
     ``size`` is what the server would count (``encoded_size``): nats-py checks only the
     payload against max_payload, the server counts the headers too and closes the whole
     connection on a violation."""
     if expired_at(deadline_ms, now_ms):
-        return timeout_reply(rid)
+        return timeout_error()
     if size > max_payload:
-        return replies.error(rid, ErrorCode.INVALID_ARGUMENTS, TOO_LARGE_MESSAGE)
+        return ToolError(ErrorCode.INVALID_ARGUMENTS, TOO_LARGE_MESSAGE)
     return None
 
 
@@ -101,13 +121,18 @@ EnqueueFailure = Literal["queue-full", "refused", "timed-out", "failed"]
 
 
 def enqueue_failure_reply(rid: str, failure: EnqueueFailure, *, expired: bool) -> EncodedReply:
-    """The reply when the queue did not take the search: a full queue or a queue that did
-    not answer in time is OVERLOADED (retry), unless the deadline passed meanwhile."""
+    return _written(rid, enqueue_failure_error(failure, expired=expired))
+
+
+def enqueue_failure_error(failure: EnqueueFailure, *, expired: bool) -> ToolError:
+    """When the queue did not take the search: a full queue or a queue that did not answer
+    in time is OVERLOADED (retry), unless the deadline passed meanwhile."""
+    overloaded = ToolError(ErrorCode.OVERLOADED, replies.OVERLOADED_MESSAGE)
     if failure == "queue-full":
-        return replies.overloaded(rid)
+        return overloaded
     if failure == "timed-out":
-        return timeout_reply(rid) if expired else replies.overloaded(rid)
-    return replies.tool_failed(rid)
+        return timeout_error() if expired else overloaded
+    return tool_failed()
 
 
 def duplicate_reply(rid: str) -> EncodedReply:
@@ -153,8 +178,12 @@ def newer_format_refusal(
 
 
 def fetched_refusal_reply(rid: str, refusal: FetchedRefusal, cancel_reason: str) -> EncodedReply:
+    return _written(rid, fetched_refusal_error(refusal, cancel_reason))
+
+
+def fetched_refusal_error(refusal: FetchedRefusal, cancel_reason: str) -> ToolError:
     if refusal == "cancelled":
-        return replies.aborted(rid, ExecutionCancelled(cancel_reason), started=False)
+        return abort_error(ExecutionCancelled(cancel_reason), started=False)
     if refusal == "expired":
-        return timeout_reply(rid)
-    return replies.tool_failed(rid)
+        return timeout_error()
+    return tool_failed()

@@ -13,25 +13,25 @@ plus ``operations``: the index against its stream (what ``status`` reports), the
 letters and this worker's load. Each is an endpoint of the same pipeline as the tools':
 declared once (``execution.Declared``), its intake under the executor's guard, its request
 admitted once and run by the executor (deadline: the search deadline; the error table; the
-logging context; the run's stats). An operator search takes the search lane's turn, so it
-never runs beside a model's search in this worker.
+logging context; the run's stats). The operator's search takes the search lane like every
+other search (``queued_endpoint``): queued on the work queue and run one at a time with
+the models' searches.
 """
 
 from __future__ import annotations
 
-import asyncio
 import functools
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
-import orjson
 from nats.aio.msg import Msg
 
-from contracts.errors import ErrorCode
 from contracts.subjects import OPERATOR_SERVICE_NAME, Subjects
-from worker.serving.execution import Declared, Executor, Route
+from worker.serving.execution import Declared, Executor, Handler, Route
 from worker.serving.presenters import OperatorJson
+from worker.serving.queued_endpoint import QueuedEndpoint, body_arguments
+from worker.serving.search_lane import SearchLane
 from worker.serving.slow_consumers import PendingLimits
 from worker.signals import ExecutionSignal
 from worker.tools import OperatorQueries, OperatorRequest, OperatorVerb, ToolError
@@ -39,8 +39,6 @@ from worker.transport.micro import MicroService
 
 OPERATIONS_VERB: Final = "operations"
 DEAD_LETTERS_SHOWN: Final = 50
-NOT_JSON_MESSAGE: Final = "The body is not JSON."
-NOT_ARGUMENTS_MESSAGE: Final = 'The body must be {"arguments": {...}}.'
 JSON: Final = OperatorJson()
 
 Status = Callable[[], Awaitable[dict[str, Any]]]
@@ -79,28 +77,11 @@ class Operations:
         return {"index": status, **letters, "load": self.load()}
 
 
-@dataclass(frozen=True, slots=True)
-class InSearchTurn:
-    """A searching verb, run in the search lane's turn: the lane holds it around each of its
-    searches, so one search at a time runs in this worker, whoever asked."""
-
-    verb: OperatorHandler
-    turn: asyncio.Lock
-
-    async def run(self, request: OperatorRequest, signal: ExecutionSignal) -> dict[str, Any]:
-        async with self.turn:
-            return await self.verb.run(request, signal)
-
-
 def operator_request(verb: OperatorHandler, data: bytes) -> OperatorRequest:
     """The body read and the verb's arguments admitted, once; a refusal rides in the value."""
-    try:
-        body = orjson.loads(data) if data else {}
-    except orjson.JSONDecodeError:
-        return OperatorRequest(None, ToolError(ErrorCode.INVALID_ARGUMENTS, NOT_JSON_MESSAGE))
-    arguments = body.get("arguments", {}) if isinstance(body, dict) else None
-    if not isinstance(arguments, dict):
-        return OperatorRequest(None, ToolError(ErrorCode.INVALID_ARGUMENTS, NOT_ARGUMENTS_MESSAGE))
+    arguments = body_arguments(data)
+    if isinstance(arguments, ToolError):
+        return OperatorRequest(None, arguments)
     return verb.admit(arguments)
 
 
@@ -115,13 +96,13 @@ class OperatorEndpoints:
         status: Status,
         load: Callable[[], dict[str, Any]],
         timeout_ms: int,
-        search_turn: asyncio.Lock,
+        search_lane: SearchLane,
     ) -> None:
         self._executor = executor
         operations = Operations(queries.verbs["deadletters"], status, load)
         self._verbs: tuple[OperatorHandler, ...] = (*queries.verbs.values(), operations)
-        self._timeout_s = timeout_ms / 1000.0
-        self._search_turn = search_turn
+        self._timeout_ms = timeout_ms
+        self._search_lane = search_lane
         self.micro: MicroService | None = None
 
     async def start(self, subjects: Subjects, version: str, pending: PendingLimits | None) -> None:
@@ -140,16 +121,24 @@ class OperatorEndpoints:
                 name=f"operator-{verb.name}",
                 subject=subjects.operator(verb.name),
                 metadata={"verb": verb.name, "read_only": "true"},
-                intake=functools.partial(self._answer, verb, self._route(verb)),
+                intake=self._intake(verb),
                 presenter=JSON,
             )
             await executor.serve(micro, declared, pending)
         await executor.nc.flush()
 
-    def _route(self, verb: OperatorHandler) -> Route[OperatorRequest, dict[str, Any]]:
-        runs = InSearchTurn(verb, self._search_turn) if verb.searches else verb
+    def _intake(self, verb: OperatorHandler) -> Handler:
+        """A searching verb takes the search lane like every search; the others are
+        answered in their subscription's own turn."""
         name = f"operator-{verb.name}"
-        return Route(name, name, runs, JSON)
+        route: Route[OperatorRequest, dict[str, Any]] = Route(name, name, verb, JSON)
+        if not verb.searches:
+            return functools.partial(self._answer, verb, route)
+        queued = QueuedEndpoint(name, verb, route)
+        self._search_lane.serve_queued(queued)
+        return functools.partial(
+            self._search_lane.enqueue_queued, queued, timeout_ms=self._timeout_ms
+        )
 
     async def _answer(
         self, verb: OperatorHandler, route: Route[OperatorRequest, dict[str, Any]], msg: Msg
@@ -158,7 +147,7 @@ class OperatorEndpoints:
         if not msg.reply:
             return
         request = operator_request(verb, msg.data)
-        signal = ExecutionSignal.after(self._timeout_s)
+        signal = ExecutionSignal.after(self._timeout_ms / 1000.0)
         reply = await self._executor.run(route, "", request, signal)
         await self._executor.answer(msg.reply, reply, "", route.stats_key, JSON)
 

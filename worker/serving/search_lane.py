@@ -42,15 +42,16 @@ from worker.serving import queue_encoding, replies
 from worker.serving.admitted_handoff import AdmittedHandoff
 from worker.serving.cancellation import CancellationRegistry
 from worker.serving.deadlines import effective_deadline_ms, now_ms, signal_until
-from worker.serving.execution import Executor, admit, admitted_from, send
+from worker.serving.execution import Executor, Route, admit, admitted_from, send
 from worker.serving.lane_decisions import MSG_ID_HEADER as MSG_ID_HEADER
-from worker.serving.queue_encoding import NewerFormat
+from worker.serving.queue_encoding import NewerFormat, QueuedSearch
+from worker.serving.queued_endpoint import QueuedEndpoint, body_arguments, fresh_headers
 from worker.serving.replies import BadEnvelope
 from worker.serving.search_queue import QueueSettings, SearchQueue, failure_of
 from worker.serving.slow_consumers import PendingLimits
 from worker.signals import ExecutionSignal
 from worker.tasks import cancel_and_wait
-from worker.tools import Admitted, ToolDefinition, ToolSet
+from worker.tools import ToolDefinition, ToolError, ToolSet
 
 log = structlog.get_logger("worker.serving.search_lane")
 
@@ -101,13 +102,14 @@ class SearchLane:
             replicas=replicas,
         )
         self._queue = SearchQueue(nc, subjects, settings, pending, partitions)
+        # Where this worker queues the searches of other endpoints (the operator's): a
+        # subject its own consumer takes, so a replica of the same index answers.
+        self._own_partition = None if partitions is None or partitions.is_all else min(partitions)
+        self._others: dict[str, QueuedEndpoint] = {}
         self._stopping = asyncio.Event()
         self._idle = asyncio.Event()
         self._idle.set()
         self.running: str | None = None  # request id of the search running now
-        # The one-at-a-time turn: held around each search this lane runs, and by every other
-        # search of this worker (the operator's), so no two searches ever overlap here.
-        self.turn = asyncio.Lock()
         self.completed = 0
         self._waiting: set[asyncio.Task[None]] = set()  # prepare steps beside the lane
         self._ready: deque[_Job] = deque()  # prepared, waiting
@@ -168,6 +170,45 @@ class SearchLane:
             await self._answer(msg.reply, decide.duplicate_reply(rid), rid, tool)
             return
         bound.debug("search enqueued", stream_seq=ack.seq)
+
+    def serve_queued(self, endpoint: QueuedEndpoint) -> None:
+        """Run ``endpoint``'s requests in this lane too (the operator's search)."""
+        self._others[endpoint.name] = endpoint
+
+    async def enqueue_queued(self, endpoint: QueuedEndpoint, msg: Msg, timeout_ms: int) -> None:
+        """The handler of an endpoint besides the tools: its request on the work queue, or
+        answered at once (``queued_endpoint``)."""
+        if not msg.reply:
+            return
+        deadline_ms = now_ms() + timeout_ms
+        arguments = body_arguments(msg.data)
+        refusal = arguments if isinstance(arguments, ToolError) else None
+        if refusal is None:
+            headers = fresh_headers()
+            data = queue_encoding.encode(msg.data or b"{}", msg.reply, deadline_ms)
+            sent = {**headers, decide.EXPECTED_STREAM_HEADER: self._subjects.search_stream}
+            size = decide.encoded_size(data, sent)
+            refusal = decide.enqueue_refusal_error(
+                deadline_ms, size, self._nc.max_payload, now_ms=now_ms()
+            )
+        if refusal is None:
+            subject = self._subjects.search_queue_subject(endpoint.name, self._own_partition)
+            try:
+                await self._queue.publish(subject, data, headers, deadline_ms)
+                return
+            except Exception as exc:
+                failure = failure_of(exc)
+                log.warning(
+                    "enqueue failed",
+                    endpoint=endpoint.name,
+                    failure=failure,
+                    exc_info=failure == "failed",
+                )
+                expired = decide.expired_at(deadline_ms, now_ms())
+                refusal = decide.enqueue_failure_error(failure, expired=expired)
+        route = endpoint.route
+        reply = route.presenter.failure("", refusal)
+        await self._executor.answer(msg.reply, reply, "", route.stats_key, route.presenter)
 
     # -- the fetch loop (an actor) -----------------------------------------------------
 
@@ -242,10 +283,10 @@ class SearchLane:
         job = await self._admit_fetched(msg)
         if job is None:
             return
-        if not job.tool.prepares:
+        if job.tool is None or not job.tool.prepares:
             await self._run_job(job)
             return
-        task = asyncio.create_task(self._prepare(job), name=f"prepare:{job.rid}")
+        task = asyncio.create_task(self._prepare(job, job.tool), name=f"prepare:{job.rid}")
         done, _ = await asyncio.wait({task}, timeout=PREPARE_GRACE_S)
         if task in done:
             await task
@@ -262,6 +303,9 @@ class SearchLane:
         and terminated."""
         queued = queue_encoding.decode(msg.data, msg.headers)
         partition, name = Subjects.search_queue_parts(msg.subject)
+        other = self._others.get(name)
+        if other is not None:
+            return await self._admit_queued(msg, queued, other)
         toolset = self._toolsets.get(partition)
         tool = toolset.get(name) if toolset is not None else None
         if queued is None or tool is None:
@@ -303,6 +347,7 @@ class SearchLane:
         signal = signal_until(queued.deadline_ms)
         return _Job(
             msg=msg,
+            route=self._executor.tool_route(tool),
             tool=tool,
             admitted=admitted,
             rid=rid,
@@ -342,10 +387,52 @@ class SearchLane:
         await self._answer(queued.reply_to, reply, queued.request_id, tool)
         await msg.term()
 
-    async def _prepare(self, job: _Job) -> None:
+    async def _admit_queued(
+        self, msg: Msg, queued: QueuedSearch | NewerFormat | None, endpoint: QueuedEndpoint
+    ) -> _Job | None:
+        """A job for another endpoint's request (the operator's search), admitted once
+        from its document, or None when it was answered (or is malformed) and terminated."""
+        if not isinstance(queued, QueuedSearch):
+            # Malformed, or queued by a newer worker: its format is not read here.
+            log.error("search queue message not read", subject=msg.subject)
+            await msg.term()
+            return None
+        route = endpoint.route
+        refusal = decide.fetched_refusal(
+            cancelled=False,
+            deadline_ms=queued.deadline_ms,
+            delivered=msg.metadata.num_delivered or 1,
+            max_deliver=self._queue.max_deliver,
+            now_ms=now_ms(),
+        )
+        if refusal is not None:
+            log.info("queued search answered unrun", endpoint=endpoint.name, why=refusal)
+            error = decide.fetched_refusal_error(refusal, "")
+            await self._executor.answer(
+                queued.reply_to,
+                route.presenter.failure("", error),
+                "",
+                route.stats_key,
+                route.presenter,
+            )
+            await msg.term()
+            return None
+        return _Job(
+            msg=msg,
+            route=route,
+            tool=None,
+            admitted=endpoint.admitted(queued.envelope),
+            rid="",
+            reply_to=queued.reply_to,
+            signal=signal_until(queued.deadline_ms),
+            detach=_nothing_attached,
+            heartbeat=asyncio.create_task(self._heartbeat(msg), name="in-progress"),
+        )
+
+    async def _prepare(self, job: _Job, tool: ToolDefinition) -> None:
         """The prepare step, outside the lane: ready for the lane, or answered now."""
         try:
-            reply = await self._executor.prepare(job.tool, job.admitted, job.signal)
+            reply = await self._executor.prepare(tool, job.admitted, job.signal)
         except BaseException:
             await self._finish(job, replies.tool_failed(job.rid))
             raise
@@ -366,8 +453,7 @@ class SearchLane:
         self._idle.clear()
         self.running = job.rid
         try:
-            async with self.turn:
-                reply = await self._executor.execute(job.tool, job.admitted, job.signal)
+            reply = await self._executor.run(job.route, job.rid, job.admitted, job.signal)
             await self._finish(job, reply)
             self.completed += 1
         finally:
@@ -378,7 +464,8 @@ class SearchLane:
         await cancel_and_wait(job.heartbeat)
         job.detach()
         job.signal.close()
-        await self._answer(job.reply_to, reply, job.rid, job.tool)
+        route = job.route
+        await self._executor.answer(job.reply_to, reply, job.rid, route.stats_key, route.presenter)
         # Ack only after the reply is on the wire: a crash before here means redelivery.
         await job.msg.ack()
 
@@ -403,13 +490,18 @@ class _Job:
     """A fetched search, admitted: it holds its unacked message until answered."""
 
     msg: Msg
-    tool: ToolDefinition
-    admitted: Admitted[Any]
+    route: Route[Any, Any]  # what the executor runs: a tool's, or another endpoint's
+    tool: ToolDefinition | None  # a tool's definition (its prepare step); None: another's
+    admitted: Any
     rid: str
     reply_to: str
     signal: ExecutionSignal
     detach: Callable[[], None]
     heartbeat: asyncio.Task[None]
+
+
+def _nothing_attached() -> None:
+    """No cancel reaches another endpoint's request (it has no caller)."""
 
 
 async def _quiet_unsubscribe(sub: JetStreamContext.PullSubscription) -> None:
