@@ -135,9 +135,9 @@ class OperatorEndpoints:
         if not verb.searches:
             return functools.partial(self._answer, verb, route)
         queued = QueuedEndpoint(name, verb, route)
-        self._search_lane.serve_queued(queued)
+        self._search_lane.queued.serve(queued)
         return functools.partial(
-            self._search_lane.enqueue_queued, queued, timeout_ms=self._timeout_ms
+            self._search_lane.queued.enqueue, queued, timeout_ms=self._timeout_ms
         )
 
     async def _answer(

@@ -1,5 +1,7 @@
 """The search lane: a JetStream work queue shared by the fleet, one search at a time.
 
+Over 400 lines: the lane's intake and its fetch loop share its state and are read together.
+
 The two search endpoints put each request on the work-queue stream (``Nats-Msg-Id`` = the
 request id, so a resent request is not run twice) as one versioned document with the
 requester's reply subject and the effective deadline (``queue_encoding``). One durable
@@ -45,13 +47,13 @@ from worker.serving.deadlines import effective_deadline_ms, now_ms, signal_until
 from worker.serving.execution import Executor, Route, admit, admitted_from, send
 from worker.serving.lane_decisions import MSG_ID_HEADER as MSG_ID_HEADER
 from worker.serving.queue_encoding import NewerFormat, QueuedSearch
-from worker.serving.queued_endpoint import QueuedEndpoint, body_arguments, fresh_headers
+from worker.serving.queued_endpoint import QueuedEndpoint, QueuedEndpoints
 from worker.serving.replies import BadEnvelope
 from worker.serving.search_queue import QueueSettings, SearchQueue, failure_of
 from worker.serving.slow_consumers import PendingLimits
 from worker.signals import ExecutionSignal
 from worker.tasks import cancel_and_wait
-from worker.tools import ToolDefinition, ToolError, ToolSet
+from worker.tools import ToolDefinition, ToolSet
 
 log = structlog.get_logger("worker.serving.search_lane")
 
@@ -102,10 +104,8 @@ class SearchLane:
             replicas=replicas,
         )
         self._queue = SearchQueue(nc, subjects, settings, pending, partitions)
-        # Where this worker queues the searches of other endpoints (the operator's): a
-        # subject its own consumer takes, so a replica of the same index answers.
-        self._own_partition = None if partitions is None or partitions.is_all else min(partitions)
-        self._others: dict[str, QueuedEndpoint] = {}
+        # The lane's endpoints besides the tools (the operator's search).
+        self.queued = QueuedEndpoints(nc, subjects, self._queue, executor, partitions)
         self._stopping = asyncio.Event()
         self._idle = asyncio.Event()
         self._idle.set()
@@ -170,45 +170,6 @@ class SearchLane:
             await self._answer(msg.reply, decide.duplicate_reply(rid), rid, tool)
             return
         bound.debug("search enqueued", stream_seq=ack.seq)
-
-    def serve_queued(self, endpoint: QueuedEndpoint) -> None:
-        """Run ``endpoint``'s requests in this lane too (the operator's search)."""
-        self._others[endpoint.name] = endpoint
-
-    async def enqueue_queued(self, endpoint: QueuedEndpoint, msg: Msg, timeout_ms: int) -> None:
-        """The handler of an endpoint besides the tools: its request on the work queue, or
-        answered at once (``queued_endpoint``)."""
-        if not msg.reply:
-            return
-        deadline_ms = now_ms() + timeout_ms
-        arguments = body_arguments(msg.data)
-        refusal = arguments if isinstance(arguments, ToolError) else None
-        if refusal is None:
-            headers = fresh_headers()
-            data = queue_encoding.encode(msg.data or b"{}", msg.reply, deadline_ms)
-            sent = {**headers, decide.EXPECTED_STREAM_HEADER: self._subjects.search_stream}
-            size = decide.encoded_size(data, sent)
-            refusal = decide.enqueue_refusal_error(
-                deadline_ms, size, self._nc.max_payload, now_ms=now_ms()
-            )
-        if refusal is None:
-            subject = self._subjects.search_queue_subject(endpoint.name, self._own_partition)
-            try:
-                await self._queue.publish(subject, data, headers, deadline_ms)
-                return
-            except Exception as exc:
-                failure = failure_of(exc)
-                log.warning(
-                    "enqueue failed",
-                    endpoint=endpoint.name,
-                    failure=failure,
-                    exc_info=failure == "failed",
-                )
-                expired = decide.expired_at(deadline_ms, now_ms())
-                refusal = decide.enqueue_failure_error(failure, expired=expired)
-        route = endpoint.route
-        reply = route.presenter.failure("", refusal)
-        await self._executor.answer(msg.reply, reply, "", route.stats_key, route.presenter)
 
     # -- the fetch loop (an actor) -----------------------------------------------------
 
@@ -303,7 +264,7 @@ class SearchLane:
         and terminated."""
         queued = queue_encoding.decode(msg.data, msg.headers)
         partition, name = Subjects.search_queue_parts(msg.subject)
-        other = self._others.get(name)
+        other = self.queued.get(name)
         if other is not None:
             return await self._admit_queued(msg, queued, other)
         toolset = self._toolsets.get(partition)
@@ -390,41 +351,19 @@ class SearchLane:
     async def _admit_queued(
         self, msg: Msg, queued: QueuedSearch | NewerFormat | None, endpoint: QueuedEndpoint
     ) -> _Job | None:
-        """A job for another endpoint's request (the operator's search), admitted once
-        from its document, or None when it was answered (or is malformed) and terminated."""
-        if not isinstance(queued, QueuedSearch):
-            # Malformed, or queued by a newer worker: its format is not read here.
-            log.error("search queue message not read", subject=msg.subject)
-            await msg.term()
-            return None
-        route = endpoint.route
-        refusal = decide.fetched_refusal(
-            cancelled=False,
-            deadline_ms=queued.deadline_ms,
-            delivered=msg.metadata.num_delivered or 1,
-            max_deliver=self._queue.max_deliver,
-            now_ms=now_ms(),
-        )
-        if refusal is not None:
-            log.info("queued search answered unrun", endpoint=endpoint.name, why=refusal)
-            error = decide.fetched_refusal_error(refusal, "")
-            await self._executor.answer(
-                queued.reply_to,
-                route.presenter.failure("", error),
-                "",
-                route.stats_key,
-                route.presenter,
-            )
-            await msg.term()
+        """A job for another endpoint's request (the operator's search), or None when it
+        was answered (or is malformed) and terminated."""
+        fetched = await self.queued.admit_fetched(msg, queued, endpoint)
+        if fetched is None:
             return None
         return _Job(
             msg=msg,
-            route=route,
+            route=endpoint.route,
             tool=None,
-            admitted=endpoint.admitted(queued.envelope),
+            admitted=fetched.admitted,
             rid="",
-            reply_to=queued.reply_to,
-            signal=signal_until(queued.deadline_ms),
+            reply_to=fetched.reply_to,
+            signal=signal_until(fetched.deadline_ms),
             detach=_nothing_attached,
             heartbeat=asyncio.create_task(self._heartbeat(msg), name="in-progress"),
         )
