@@ -20,7 +20,7 @@ from contracts.ids import ID_PATTERN
 from worker.failures import RuntimeFailure
 from worker.signals import ExecutionAborted
 from worker.tools import QUEUE_TIMEOUT_MESSAGE as QUEUE_TIMEOUT_MESSAGE
-from worker.tools import ToolError, abort_error, model_error
+from worker.tools import ToolError, abort_error
 
 _ID: Final = re.compile(ID_PATTERN)
 
@@ -57,11 +57,6 @@ def ok(request_id: str, content: str, spill: SpillLocator | None = None) -> Enco
 def error(request_id: str, code: ErrorCode, message: str) -> EncodedReply:
     body = ToolReply.failure(request_id, code, message).to_json()
     return EncodedReply(body, error_headers(code, message))
-
-
-def model_failure(request_id: str, exc: BaseException) -> EncodedReply:
-    """Whatever a tool run or a handler raised, as the model sees it: the tools' table."""
-    return _tool_error(request_id, model_error(exc))
 
 
 def aborted(request_id: str, fired: ExecutionAborted, *, started: bool) -> EncodedReply:
