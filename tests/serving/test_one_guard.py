@@ -1,7 +1,8 @@
 """The executor is the only outer guard: a failure injected where each former catch-all stood
 (the transport's endpoint, the tool service's handler, the executor's spill step, the
-boundary's guard around a workflow) is answered there with the fixed TOOL_FAILED and
-logged once, with its cause. A real worker over a real nats-server."""
+boundary's guard around a workflow, the operator service's own catch-all) is answered there
+with the fixed TOOL_FAILED and logged once, with its cause. A real worker over a real
+nats-server."""
 
 from __future__ import annotations
 
@@ -10,13 +11,23 @@ from collections.abc import AsyncIterator, Mapping, MutableMapping
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 from nats.aio.client import Client as NATS
 from structlog.testing import capture_logs
 
 from contracts.errors import MICRO_STATUS, TOOL_FAILED_MESSAGE, ErrorCode
 from contracts.subjects import Subjects
-from tests._harness import RecordedTool, Recorder, body, call, config_for, make_toolset, serving
+from tests._harness import (
+    RecordedTool,
+    Recorder,
+    body,
+    call,
+    config_for,
+    make_toolset,
+    sample_corpus_worker,
+    serving,
+)
 from worker.signals import ExecutionSignal
 from worker.tools.definitions import Admitted, ToolSet
 from worker.worker import Worker
@@ -104,3 +115,27 @@ async def test_a_failure_at_each_former_guard_is_tool_failed_and_one_log_line(
     assert failures[0]["exc_info"] is True
     # Counted once, as an error reply of its endpoint.
     assert worker.reply_stats.errors[tool] == 1
+
+
+async def test_an_operator_verb_s_bug_is_its_json_tool_failed_and_one_log_line(
+    nc: NATS, subjects: Subjects, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The operator verbs are run by the same executor: a failure below a verb (here the
+    store's read itself) is answered in the operator's JSON, logged once with its cause."""
+
+    async def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError(SECRET)
+
+    async with sample_corpus_worker(nc, subjects, tmp_path) as worker:
+        assert worker.index is not None
+        monkeypatch.setattr(worker.index.store, "workspaces", broken)
+        with capture_logs() as logs:
+            msg = await nc.request(subjects.operator("workspaces"), b"{}", timeout=10)
+    assert orjson.loads(msg.data) == {
+        "status": "error",
+        "error": {"code": ErrorCode.TOOL_FAILED.value, "message": TOOL_FAILED_MESSAGE},
+    }
+    assert b"secret" not in msg.data
+    failures = _failures(logs)
+    assert [e["event"] for e in failures] == ["tool failed"], failures
+    assert failures[0]["exc_info"] is True
