@@ -427,3 +427,35 @@ async def test_the_end_of_a_burst_gives_back_its_memory(
     finally:
         actor.stop()
         await running
+
+
+async def test_a_burst_of_one_batch_is_given_back_too(
+    writer: SqliteIndexWriter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The burst's last batch is still being written when the wait for the next begins:
+    the release counts what was taken, so a burst that is one batch is released as well."""
+    from worker.store.index import ingest
+
+    releases: list[int] = []
+    monkeypatch.setattr(ingest, "release_memory", lambda: releases.append(1))
+    monkeypatch.setattr(ingest, "IDLE_RELEASE_S", 0.2)
+    monkeypatch.setattr(ingest, "RELEASE_WHEN_IDLE_AFTER", 50)
+
+    async def sink(r: Rejected) -> None:
+        raise AssertionError(r)
+
+    actor = IngestActor(writer, dead_letter=sink, batch_size=100, batch_ms=200)
+    await actor.put(IngestItem(1, event("s", 1, "session/start")))
+    for seq in range(2, 61):  # 60 events, over the threshold, in one batch
+        await actor.put(IngestItem(seq, event("s", seq)))
+    running = asyncio.create_task(actor.run())
+    try:
+        await asyncio.wait_for(actor.wait_applied(60), 30)
+        for _ in range(600):
+            if releases:
+                break
+            await asyncio.sleep(0.05)
+        assert (actor.stats.batches, releases) == (1, [1])
+    finally:
+        actor.stop()
+        await running
