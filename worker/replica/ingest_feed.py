@@ -91,6 +91,11 @@ class EventFeed:
         )
         self._consumer = info.name
 
+    @property
+    def backlog_size(self) -> int:
+        """Messages (and deferred replies) received but not yet handed to the mailbox."""
+        return len(self._backlog)
+
     async def watch(self) -> str:
         """Wait until the feed must be replaced; returns why."""
         loop = asyncio.get_running_loop()
