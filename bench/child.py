@@ -48,6 +48,7 @@ class ChildProcess:
 
     args: list[str]
     log_path: Path | None = None
+    env: dict[str, str] = field(default_factory=dict)  # set for this child only
     process: asyncio.subprocess.Process | None = field(default=None, init=False)
 
     @property
@@ -56,7 +57,7 @@ class ChildProcess:
         return self.process.pid
 
     async def start(self, ready_s: float = 60.0) -> int:
-        env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+        env = {**os.environ, **self.env, "PYTHONPATH": str(REPO_ROOT)}
         stderr: Any = subprocess.DEVNULL
         if self.log_path is not None:
             stderr = self.log_path.open("ab")

@@ -45,9 +45,7 @@ async def run(
 ) -> dict[str, Any]:
     import nats
 
-    if probe:
-        os.environ[MEMORY_ENV] = probe  # inherited by the worker children
-        os.environ[TRACE_ENV] = str(trace_frames)
+    probe_env = {MEMORY_ENV: probe, TRACE_ENV: str(trace_frames)} if probe else {}
     subjects = bench_subjects("mem")
     m: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="sq-bench-mem-") as tmp:
@@ -57,7 +55,7 @@ async def run(
             js = nc.jetstream()
             # With --probe the worker's log is kept beside the reports.
             log_path = Path(f"{probe}.worker.log") if probe else Path(tmp) / "worker.log"
-            worker = ChildProcess(worker_args(resolved, db, subjects), log_path)
+            worker = ChildProcess(worker_args(resolved, db, subjects), log_path, probe_env)
             try:
                 m["events"] = await corpus.publish_corpus(js, subjects, config)
                 last_seq = (await js.stream_info(subjects.events_stream)).state.last_seq
