@@ -204,8 +204,8 @@ class IngestActor:
             first = await self._get(IDLE_RELEASE_S)
             if first is None and not self._stopping.is_set():
                 # The burst ended (nothing came for a while): once its writes are done (they
-                # hold their batches; bounded, a failing one is retried meanwhile), give
-                # back what it left.
+                # hold their batches; waited for at most IDLE_RELEASE_S, since a failing
+                # one is retried meanwhile), give back what it left.
                 if inflight:
                     await asyncio.wait(inflight, timeout=IDLE_RELEASE_S)
                 self._release()
