@@ -29,7 +29,15 @@ from bench import corpus
 from bench.child import MEMORY_ENV, ChildProcess, wait_ingested, wait_searchable, worker_args
 from bench.loadgen import read_rss_kib
 from bench.memory_probe import TRACE_ENV, smaps_summary
-from bench.report import Check, bench_subjects, checks_of, format_table, nats_url, result_dict
+from bench.report import (
+    Check,
+    bench_subjects,
+    checks_of,
+    format_table,
+    nats_url,
+    result_dict,
+    write_result,
+)
 
 TARGET: Final = 1.5  # RssAnon after ingest <= 1.5x a restarted worker's (issue 31)
 
@@ -125,6 +133,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"{m['after_ingest'].get(key, 0.0):.1f} / {m['restarted'].get(key, 0.0):.1f}"
         )
     print(format_table("ingest memory", checks_of(result), info))
+    print(f"\nresult: {write_result(result)}")
     return 0
 
 

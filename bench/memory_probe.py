@@ -3,11 +3,13 @@
 ``smaps_summary(pid)`` reads ``/proc/<pid>/smaps`` from outside and sorts the anonymous
 resident memory by kind of mapping: the main heap (``[heap]``), glibc's per-thread arenas
 (64 MiB reservations), CPython's object arenas (1 MiB mappings), thread stacks and other
-anonymous mappings (large allocations, Rust's, SQLite's).
+anonymous mappings (large allocations, Rust's, SQLite's; also CPython arenas that the
+kernel merged with their neighbours into one mapping: the list of mappings tells them).
 
 Inside a bench child started with ``SQ_BENCH_MEMORY=/tmp/prefix`` (``bench.child``), SIGUSR1
 writes ``/tmp/prefix.<pid>.<n>.json``: RssAnon, glibc's ``mallinfo2``, per-arena
-``malloc_info``, the gc-tracked objects by type and, with ``SQ_BENCH_MEMORY_TRACE=<frames>``
+``malloc_info``, the gc-tracked objects by type, what ``malloc_trim(0)`` gives back (it
+runs it: read the process before the report) and, with ``SQ_BENCH_MEMORY_TRACE=<frames>``
 (tracemalloc started after the imports, which it would slow past the child's start
 timeout), the biggest allocation sites and a snapshot for ``Snapshot.compare_to``.
 """
@@ -24,6 +26,8 @@ import re
 import tracemalloc
 from pathlib import Path
 from typing import Any, Final
+
+from worker.store.index.ingest import rss_anon_kib
 
 TRACE_ENV: Final = "SQ_BENCH_MEMORY_TRACE"
 _MIB: Final = 1024 * 1024
@@ -168,9 +172,9 @@ def report(top: int = 40, snapshot_to: Path | None = None) -> dict[str, Any]:
         "malloc_info": malloc_info_xml(),
     }
     # What glibc gives back now: were the free chunks above resident, and releasable?
-    before = _rss_anon_kib()
+    before = rss_anon_kib()
     out["malloc_trim_released"] = int(_libc().malloc_trim(0))
-    out["rss_anon_kib_before_after_trim"] = [before, _rss_anon_kib()]
+    out["rss_anon_kib_before_after_trim"] = [before, rss_anon_kib()]
     if tracemalloc.is_tracing():
         snapshot = tracemalloc.take_snapshot()
         if snapshot_to is not None:
@@ -181,14 +185,6 @@ def report(top: int = 40, snapshot_to: Path | None = None) -> dict[str, Any]:
             for stat in snapshot.statistics("traceback")[:top]
         ]
     return out
-
-
-def _rss_anon_kib() -> int:
-    with open("/proc/self/status", encoding="ascii") as status:
-        for line in status:
-            if line.startswith("RssAnon:"):
-                return int(line.split()[1])
-    return 0
 
 
 def install(prefix: str) -> None:
