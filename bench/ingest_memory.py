@@ -25,19 +25,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Final
 
-from bench import corpus
+from bench import corpus, report
 from bench.child import MEMORY_ENV, ChildProcess, wait_ingested, wait_searchable, worker_args
 from bench.loadgen import read_rss_kib
 from bench.memory_probe import TRACE_ENV, smaps_summary
-from bench.report import (
-    Check,
-    bench_subjects,
-    checks_of,
-    format_table,
-    nats_url,
-    result_dict,
-    write_result,
-)
 
 TARGET: Final = 1.5  # RssAnon after ingest <= 1.5x a restarted worker's (issue 31)
 
@@ -54,11 +45,11 @@ async def run(
     import nats
 
     probe_env = {MEMORY_ENV: probe, TRACE_ENV: str(trace_frames)} if probe else {}
-    subjects = bench_subjects("mem")
+    subjects = report.bench_subjects("mem")
     m: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="sq-bench-mem-") as tmp:
         db = Path(tmp) / "index.sqlite"
-        async with nats_url(url) as resolved:
+        async with report.nats_url(url) as resolved:
             nc = await nats.connect(resolved)
             js = nc.jetstream()
             # With --probe the worker's log is kept beside the reports.
@@ -82,7 +73,7 @@ async def run(
                 await nc.close()
     after, restarted = m["after_ingest"]["rss_anon_mib"], m["restarted"]["rss_anon_mib"]
     checks = [
-        Check(
+        report.Check(
             "worker RssAnon after ingest vs restarted",
             measured=after,
             floor=restarted,
@@ -92,7 +83,7 @@ async def run(
         )
     ]
     params = {"sessions": config.sessions, "events": config.events, "settle_s": settle_s}
-    return result_dict("ingest_memory", params=params, checks=checks, measurements=m)
+    return report.result_dict("ingest_memory", params=params, checks=checks, measurements=m)
 
 
 async def _settled(pid: int, settle_s: float, probe: str | None) -> dict[str, float]:
@@ -132,8 +123,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         info[f"{key} (after ingest / restarted)"] = (
             f"{m['after_ingest'].get(key, 0.0):.1f} / {m['restarted'].get(key, 0.0):.1f}"
         )
-    print(format_table("ingest memory", checks_of(result), info))
-    print(f"\nresult: {write_result(result)}")
+    print(report.format_table("ingest memory", report.checks_of(result), info))
+    print(f"\nresult: {report.write_result(result)}")
     return 0
 
 
