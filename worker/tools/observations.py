@@ -2,7 +2,8 @@
 
 Each authorizes its target with the caller in one observation, reads the payload under
 the unchanged execution signal, re-checks the header observed with that payload, and
-renders only what the caller's workspace may see.
+renders only what the caller's workspace may see. A title observed with that header (an
+event read's) is shown as observed; every other title is read after the payload.
 """
 
 from __future__ import annotations
@@ -123,7 +124,7 @@ async def session_event_read(
         e.summary.session_id != target for e in (stored, *window.before, *window.after)
     ):
         raise not_found(target)  # events of another session: a broken observation
-    titles = await ops.titles(caller, [target], signal, fail_as=target)
+    titles = await ops.titles(caller, [target], signal, fail_as=target, held=window.title)
     stored = await _redacted(ops, caller, stored, window.header.parent_session_id, signal)
     return render_event_read(window, stored, titles, before=before, after=after)
 

@@ -66,6 +66,7 @@ async def fetch_titles(
     *,
     concurrency: int,
     expect_visible: frozenset[str] = frozenset(),
+    held: TitleObservation | None = None,
 ) -> dict[str, TitleInfo]:
     """Titles for every unique id, each read once, in at most ``concurrency`` reads at once.
 
@@ -77,10 +78,18 @@ async def fetch_titles(
     the workspace raises ``TitleMismatch``. Once the signal fires, a read fails or a title
     fails closed, no further read starts, and every started read settles before this
     returns or raises.
+
+    ``held``: an observation the request's payload read made with its header (an event
+    read's ``EventWindow.title``): its id is projected from it as from a read, not read
+    again.
     """
     unique = list(dict.fromkeys(session_ids))
     reads = _TitleReads(service, boundary, caller, signal, expect_visible)
-    chunks = _chunks(unique, max(1, min(concurrency, len(unique))))
+    held_id = getattr(getattr(held, "header", None), "session_id", None)  # checked below
+    if held_id in unique and not signal.aborted:
+        unique.remove(held_id)
+        reads.keep(held_id, _project(boundary, caller, held_id, held))
+    chunks = _chunks(unique, max(1, min(concurrency, len(unique)))) if unique else []
     failures = await _settled([reads.read(chunk) for chunk in chunks])
     raise_if_aborted(signal)
     if failures:
@@ -93,6 +102,8 @@ async def fetch_titles(
 async def _settled(reads: list[Coroutine[Any, Any, None]]) -> list[BaseException]:
     """Run the reads together and return their failures once every one has settled, even
     when this is cancelled. A single read runs without a task (a direct tool's titles)."""
+    if not reads:
+        return []
     if len(reads) == 1:
         try:
             await reads[0]
@@ -140,14 +151,14 @@ class _TitleReads:
         infos = await _read_chunk(*args, chunk, self.signal)
         if infos is not None:
             for session_id in chunk:
-                self._keep(session_id, infos[session_id])
+                self.keep(session_id, infos[session_id])
             return
         for session_id in chunk:  # the chunk failed: isolate the failure per id
             if self.stopped:
                 return
-            self._keep(session_id, await _read_title(*args, session_id, self.signal))
+            self.keep(session_id, await _read_title(*args, session_id, self.signal))
 
-    def _keep(self, session_id: str, info: TitleInfo) -> None:
+    def keep(self, session_id: str, info: TitleInfo) -> None:
         if session_id in self.expect_visible and info.visible is False:
             self.mismatch = self.mismatch or session_id
         self.results[session_id] = info

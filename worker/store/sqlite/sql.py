@@ -61,10 +61,10 @@ TITLES_BY_KEYS: Final = tuple(
     for n in range(1, 9)
 )
 
-# The header and the window in ONE statement (one snapshot, no BEGIN/COMMIT): a row per
-# event, the header repeated; one row of NULL events when none.
+# The header (with the title) and the window in ONE statement (one snapshot, no
+# BEGIN/COMMIT): a row per event, the header repeated; one row of NULL events when none.
 EVENT_WINDOW: Final = (
-    f"SELECT {HEADER_COLS}, {EVENT_COLS}, e.raw_json AS raw_json FROM sessions s"
+    f"SELECT {_TITLE_COLS}, {EVENT_COLS}, e.raw_json AS raw_json FROM sessions s"
     " LEFT JOIN events e"
     " ON e.session_id = s.session_id AND e.seq BETWEEN ? AND ?"
     " WHERE s.session_id = ? ORDER BY e.seq"
