@@ -8,7 +8,7 @@ visible that no longer is fails the whole result closed (``TitleMismatch``).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine, Iterable
+from collections.abc import Coroutine, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -66,7 +66,7 @@ async def fetch_titles(
     *,
     concurrency: int,
     expect_visible: frozenset[str] = frozenset(),
-    held: TitleObservation | None = None,
+    held: Mapping[str, TitleObservation] | None = None,
 ) -> dict[str, TitleInfo]:
     """Titles for every unique id, each read once, in at most ``concurrency`` reads at once.
 
@@ -79,16 +79,20 @@ async def fetch_titles(
     fails closed, no further read starts, and every started read settles before this
     returns or raises.
 
-    ``held``: an observation the request's payload read made with its header (an event
-    read's ``EventWindow.title``): its id is projected from it as from a read, not read
-    again.
+    ``held``: observations by id that the request's payload read made with its headers
+    (``EventWindow.title``, ``EventRelations.title``, ``Lineage.titles``): those ids are
+    projected from them as from a read, not read again.
     """
     unique = list(dict.fromkeys(session_ids))
     reads = _TitleReads(service, boundary, caller, signal, expect_visible)
-    held_id = getattr(getattr(held, "header", None), "session_id", None)  # checked below
-    if held_id in unique and not signal.aborted:
-        unique.remove(held_id)
-        reads.keep(held_id, _project(boundary, caller, held_id, held))
+    if held and not signal.aborted:
+        unread = []
+        for session_id in unique:
+            if session_id in held:
+                reads.keep(session_id, _project(boundary, caller, session_id, held[session_id]))
+            else:
+                unread.append(session_id)
+        unique = unread
     chunks = _chunks(unique, max(1, min(concurrency, len(unique)))) if unique else []
     failures = await _settled([reads.read(chunk) for chunk in chunks])
     raise_if_aborted(signal)

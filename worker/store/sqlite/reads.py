@@ -81,13 +81,15 @@ def event_relations(tx: Tx, session_id: str, seq: int) -> EventRelations | None:
     found, at = tx.read(sql.HEADER_AND_EVENT, (seq, session_id))
     if not found:
         return None
+    observation = rows.title_observation(found[0], at)
     return EventRelations(
-        header=rows.header(found[0], at),
+        header=observation.header,
         event=rows.summary_or_none(found[0], at),
         replaces=_replacements(tx, sql.REPLACES, session_id, seq),
         replaced_by=_replacements(tx, sql.REPLACED_BY, session_id, seq),
         cites=_linked(tx, sql.CITES, session_id, seq),
         cited_by=_linked(tx, sql.CITED_BY, session_id, seq),
+        title=observation,
     )
 
 
