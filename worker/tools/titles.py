@@ -1,4 +1,5 @@
-"""Titles of sessions already authorized: read in bounded chunks, projected per id.
+"""Titles of sessions already authorized: read in bounded chunks (or taken from the
+observation the payload was read with), projected per id.
 
 A title is shown only for a session in the caller's workspace; a failed or malformed
 read is isolated to its id (the rest of the result stands), and a session expected to be
