@@ -9,7 +9,9 @@ responder runs the same way, so floor and measurement see the same topology.
 ``python -m bench.child echo --nats-url URL --subject SUBJECT``
 
 Each prints ``READY <pid>`` on stdout once serving and stops cleanly on SIGTERM. With
-``SQ_BENCH_PROFILE=/tmp/prof`` each child profiles its event loop to ``/tmp/prof.<mode>.<pid>``.
+``SQ_BENCH_PROFILE=/tmp/prof`` each child profiles its event loop to ``/tmp/prof.<mode>.<pid>``;
+with ``SQ_BENCH_MEMORY=/tmp/mem`` a worker child answers SIGUSR1 with ``bench.memory_probe``'s
+report.
 Parents use ``ChildProcess``; it only ever signals the pid it started.
 """
 
@@ -35,6 +37,9 @@ from typing import Any
 REPO_ROOT = Path(__file__).resolve().parent.parent
 # Set to a path prefix to profile each child's event loop (cProfile, dumped on exit).
 PROFILE_ENV = "SQ_BENCH_PROFILE"
+# Set to a path prefix: SIGUSR1 makes a worker child write where its memory is
+# (bench.memory_probe).
+MEMORY_ENV = "SQ_BENCH_MEMORY"
 
 
 @dataclass
@@ -43,6 +48,7 @@ class ChildProcess:
 
     args: list[str]
     log_path: Path | None = None
+    env: dict[str, str] = field(default_factory=dict)  # set for this child only
     process: asyncio.subprocess.Process | None = field(default=None, init=False)
 
     @property
@@ -51,7 +57,7 @@ class ChildProcess:
         return self.process.pid
 
     async def start(self, ready_s: float = 60.0) -> int:
-        env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+        env = {**os.environ, **self.env, "PYTHONPATH": str(REPO_ROOT)}
         stderr: Any = subprocess.DEVNULL
         if self.log_path is not None:
             stderr = self.log_path.open("ab")
@@ -242,6 +248,10 @@ async def _serve_worker(args: argparse.Namespace) -> None:
     # open_connection: the worker's slow-consumer handler needs its error route.
     nc = await open_connection(args.nats_url, name="sessionquery-bench-worker")
     stop = _stop_event()
+    if probe_to := os.environ.get(MEMORY_ENV):
+        from bench.memory_probe import install
+
+        install(probe_to)  # before the worker starts: tracing (if asked) sees its ingest
     worker = await Worker.start(nc, config)
     _ready()
     try:
@@ -353,8 +363,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     import cProfile
 
-    # The event loop's thread only: store work on reader threads shows as waiting.
-    with cProfile.Profile() as profile:
+    # The event loop's thread only: store work on reader threads shows as waiting. Its CPU
+    # time, not the wall clock: a profile of a loaded machine otherwise shows time spent
+    # descheduled (after a send woke nats-server) as the send's own.
+    with cProfile.Profile(time.thread_time) as profile:
         asyncio.run(serve(args))
     profile.dump_stats(f"{profile_to}.{args.mode}.{os.getpid()}")
     return 0

@@ -35,7 +35,8 @@ column is the sum each target names):
 - spill fetch >= 200 MiB/s; the worker's RssAnon after ingesting <= 1.5x a worker restarted
   on the same index (each read after 3 s idle; after the load is printed too).
 p99s, the reference FTS5 query and the in-process read ceiling are printed beside them.
-``python -m bench.tools --sessions 200 --events 250``
+``python -m bench.tools --sessions 200 --events 250`` (``--profile /tmp/p``: every child
+process's event loop profiled, the worker's to ``/tmp/p.worker.<pid>``; read with ``pstats``).
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -55,7 +57,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from bench import corpus, floors, vocabulary
-from bench.child import ChildProcess, wait_ingested, wait_searchable, worker_args
+from bench.child import PROFILE_ENV, ChildProcess, wait_ingested, wait_searchable, worker_args
 from bench.loadgen import RequestMaker, RssSampler, read_rss_kib
 from bench.report import (
     Absolute,
@@ -668,8 +670,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--in-flight", type=int, default=64)
     parser.add_argument("--spill-mib", type=int, default=16)
     parser.add_argument("--nats-url", default=None)
+    parser.add_argument(
+        "--profile",
+        metavar="PREFIX",
+        default=None,
+        help="profile every child's event loop (its CPU, cProfile) to PREFIX.<mode>.<pid>",
+    )
     args = parser.parse_args(argv)
     config = corpus.config_from_args(args)
+    if args.profile:
+        os.environ[PROFILE_ENV] = args.profile  # the children inherit it (bench.child)
     # The worker process and this one (its spill step in the 16 MiB check) log to one file.
     logs = quiet_worker_logs("tools")
     result = asyncio.run(

@@ -623,3 +623,27 @@ def test_whole_sources_bench_end_to_end(tmp_path: Path) -> None:
     m = result["measurements"]
     assert m["items"] == 6 * 2 * 4 + 4  # each turn: prompt, call, result, answer; one more
     assert {"full_read_s", "stamp_query_s", "cached_reread_s"} <= set(m)
+
+
+async def test_ingest_memory_bench_end_to_end(nats_url: str, tmp_path: Path) -> None:
+    from bench import ingest_memory
+
+    probe = tmp_path / "mem"
+    result = await ingest_memory.run(
+        TINY, url=nats_url, settle_s=0.5, timeout_s=60, probe=str(probe)
+    )
+    _assert_result_shape(result, "ingest_memory")
+    m = result["measurements"]
+    assert m["events"] == TINY.total_events
+    for worker in ("after_ingest", "restarted"):
+        assert m[worker]["rss_anon_mib"] > 0 and m[worker]["main heap MiB"] > 0
+    assert [c["name"] for c in result["checks"]] == ["worker RssAnon after ingest vs restarted"]
+    # Each worker answered SIGUSR1 with the probe's report: the allocator's view of itself.
+    reports = _probe_reports(tmp_path, "mem")
+    assert len(reports) == 2
+    assert all(r["mallinfo2"]["arena"] > 0 and "<malloc" in r["malloc_info"] for r in reports)
+
+
+def _probe_reports(directory: Path, prefix: str) -> list[Any]:
+    """The memory probe's reports written under ``directory/prefix``."""
+    return [orjson.loads(p.read_bytes()) for p in sorted(directory.glob(f"{prefix}.*.1.json"))]

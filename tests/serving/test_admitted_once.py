@@ -4,9 +4,10 @@ A real worker (real nats-server, real SQLite index of the sample corpus) answers
 request at a time while wrappers around the real functions count, per request:
 envelope validations, argument parses, query compiles, read-your-writes waits, caller
 resolutions, the titles step, and the store's reads of the caller's header outside the
-titles step (that step observes its sessions afresh after the payload, by design, to fail
-closed on a session that left the workspace). The wrappers call through, so the replies
-are the real ones; a step that runs twice fails the test.
+titles step (a search's titles step observes its sessions afresh after the payload, by
+design, to fail closed on a session that left the workspace; the exact tools' payload
+reads carry their titles, tests/store/test_payload_titles.py). The wrappers call through,
+so the replies are the real ones; a step that runs twice fails the test.
 """
 
 from __future__ import annotations

@@ -389,22 +389,36 @@ def test_release_memory_collects_what_a_burst_left_in_cycles() -> None:
         gc.enable()
 
 
-async def test_the_end_of_a_burst_gives_back_its_memory(
-    writer: SqliteIndexWriter, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Once no message came for IDLE_RELEASE_S after enough were applied, the actor
-    releases memory once (and not while the burst goes on, nor for a few events)."""
+def _counted_releases(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The actor's releases, counted instead of run; idle after 0.2 s, past 50 events."""
     from worker.store.index import ingest
 
     releases: list[int] = []
     monkeypatch.setattr(ingest, "release_memory", lambda: releases.append(1))
     monkeypatch.setattr(ingest, "IDLE_RELEASE_S", 0.2)
     monkeypatch.setattr(ingest, "RELEASE_WHEN_IDLE_AFTER", 50)
+    return releases
 
-    async def sink(r: Rejected) -> None:
-        raise AssertionError(r)
 
-    actor = IngestActor(writer, dead_letter=sink, batch_size=20, batch_ms=10)
+async def _no_dead_letters(r: Rejected) -> None:
+    raise AssertionError(r)
+
+
+async def _released(releases: list[int]) -> None:
+    """Until a release was counted (bounded at 30 s: the assertion after it fails)."""
+    for _ in range(600):
+        if releases:
+            return
+        await asyncio.sleep(0.05)
+
+
+async def test_the_end_of_a_burst_gives_back_its_memory(
+    writer: SqliteIndexWriter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Once no message came for IDLE_RELEASE_S after enough were applied, the actor
+    releases memory once (and not while the burst goes on, nor for a few events)."""
+    releases = _counted_releases(monkeypatch)
+    actor = IngestActor(writer, dead_letter=_no_dead_letters, batch_size=20, batch_ms=10)
     running = asyncio.create_task(actor.run())
     try:
         await actor.put(IngestItem(1, event("s", 1, "session/start")))
@@ -417,13 +431,30 @@ async def test_the_end_of_a_burst_gives_back_its_memory(
         for seq in range(31, 101):  # 100 in all: over it
             await actor.put(IngestItem(seq, event("s", seq)))
         await asyncio.wait_for(actor.wait_applied(100), 30)
-        for _ in range(600):
-            if releases:
-                break
-            await asyncio.sleep(0.05)
+        await _released(releases)
         assert actor.stats.applied == 100 and releases == [1]
         await asyncio.sleep(0.6)  # idle again, nothing new applied: no second release
         assert releases == [1]
+    finally:
+        actor.stop()
+        await running
+
+
+async def test_a_burst_of_one_batch_is_given_back_too(
+    writer: SqliteIndexWriter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The burst's last batch is still being written when the wait for the next begins:
+    the release counts what was taken, so a burst that is one batch is released as well."""
+    releases = _counted_releases(monkeypatch)
+    actor = IngestActor(writer, dead_letter=_no_dead_letters, batch_size=100, batch_ms=200)
+    await actor.put(IngestItem(1, event("s", 1, "session/start")))
+    for seq in range(2, 61):  # 60 events, over the threshold, in one batch
+        await actor.put(IngestItem(seq, event("s", seq)))
+    running = asyncio.create_task(actor.run())
+    try:
+        await asyncio.wait_for(actor.wait_applied(60), 30)
+        await _released(releases)
+        assert (actor.stats.batches, releases) == (1, [1])
     finally:
         actor.stop()
         await running

@@ -199,10 +199,11 @@ class EventConsumer:
             self.consumers_created += 1
             try:
                 reason = await feed.watch()
-                self._next_seq = feed.next_seq
-                log.warning("ingest consumer reset", reason=reason, from_seq=self._next_seq)
             finally:
                 await feed.close()
+            # Read once closed: its backlog is handed on until then.
+            self._next_seq = feed.next_seq
+            log.warning("ingest consumer reset", reason=reason, from_seq=self._next_seq)
             # A reset may be the stream replaced or cut under us: check before going on.
             await self._retrying(lambda: self.check_continuity(js))
 

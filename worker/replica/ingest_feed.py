@@ -17,7 +17,9 @@ from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy, Header
 
 from contracts.subjects import Subjects
+from worker.replica.feed_backlog import FeedBacklog
 from worker.store.protocol import IngestItem
+from worker.tasks import cancel_and_wait
 
 
 class EventFeed:
@@ -29,6 +31,11 @@ class EventFeed:
     before it has been handed to the actor. Any sign of a lost message (a consumer sequence
     gap, a heartbeat disagreeing on the last delivered sequence, silence) ends the feed; the
     pump then opens a new one from the next stream sequence.
+
+    The message callback never waits: what arrives while the mailbox is full goes to a
+    ``FeedBacklog`` (bytes, not nats-py's queued ``Msg`` objects: ``feed_backlog`` says why),
+    and a drain task hands it on in order, answering each flow-control request when it
+    reaches it, so backpressure holds the server as before.
     """
 
     def __init__(
@@ -50,6 +57,9 @@ class EventFeed:
         self._filters = filters  # the held partitions' subjects; None: every event
         # The next stream sequence to hand on: where a replacement feed starts.
         self.next_seq = start_seq
+        self._accepted_seq = start_seq  # the next stream sequence to accept from the server
+        self._backlog = FeedBacklog()
+        self._drain: asyncio.Task[None] | None = None  # handing the backlog on, in order
         self._inbox = self._nc.new_inbox()
         self._sub: Subscription | None = None
         self._consumer: str | None = None
@@ -58,7 +68,6 @@ class EventFeed:
         # Messages seen so far: ``watch`` compares it between heartbeat periods to notice
         # silence (a counter, since reading the clock for every message costs more).
         self._received = 0
-        self._busy = False  # waiting for mailbox room: silence is then expected
 
     async def open(self) -> None:
         # Subscribe first, so nothing the new consumer sends is missed.
@@ -82,6 +91,11 @@ class EventFeed:
         )
         self._consumer = info.name
 
+    @property
+    def backlog_size(self) -> int:
+        """Messages (and deferred replies) received but not yet handed to the mailbox."""
+        return len(self._backlog)
+
     async def watch(self) -> str:
         """Wait until the feed must be replaced; returns why."""
         loop = asyncio.get_running_loop()
@@ -90,7 +104,9 @@ class EventFeed:
         while not self._ended.done():
             await asyncio.wait({self._ended}, timeout=self._heartbeat_s)
             now = loop.time()
-            if self._busy or self._received != seen:
+            # While a backlog waits for mailbox room the server is held back: silence then
+            # is expected.
+            if self._drain is not None or self._received != seen:
                 seen, last_activity = self._received, now
             elif now - last_activity > silence:
                 self._end("no messages or heartbeats from the consumer")
@@ -101,7 +117,10 @@ class EventFeed:
             self._ended.set_result(reason)
 
     async def close(self) -> None:
+        """End the feed; what its backlog still held was not handed on (``next_seq``)."""
         self._end("closed")
+        if self._drain is not None:
+            await cancel_and_wait(self._drain)
         if self._sub is not None:
             with contextlib.suppress(Exception):
                 await self._sub.unsubscribe()
@@ -129,27 +148,53 @@ class EventFeed:
             self._end(f"consumer sequence gap: expected {self._dseq + 1}, got {consumer_seq}")
             return
         self._dseq = consumer_seq
-        if stream_seq < self.next_seq:
+        if stream_seq < self._accepted_seq:
             return  # already handed on by an earlier feed
-        item = IngestItem(stream_seq, data, msg.subject)
-        try:
-            self._mailbox.put_nowait(item)
-        except asyncio.QueueFull:
-            self._busy = True
+        self._accepted_seq = stream_seq + 1
+        if self._drain is None:
             try:
-                # Waiting for room holds back the next flow-control answer: backpressure.
-                await self._mailbox.put(item)
-            finally:
-                self._busy = False
-        self.next_seq = stream_seq + 1
+                self._mailbox.put_nowait(IngestItem(stream_seq, data, msg.subject))
+                self.next_seq = stream_seq + 1
+                return
+            except asyncio.QueueFull:
+                pass
+        self._backlog.add_message(stream_seq, msg.subject, data)
+        self._start_drain()
+
+    async def _reply(self, subject: str) -> None:
+        """Answer a control request once every message before it has been handed on."""
+        if self._drain is None:
+            await self._nc.publish(subject)
+        else:
+            self._backlog.add_reply(subject)
+
+    def _start_drain(self) -> None:
+        if self._drain is None:
+            self._drain = asyncio.create_task(self._hand_on_backlog(), name="ingest-backlog")
+
+    async def _hand_on_backlog(self) -> None:
+        """Hand the backlog to the mailbox in order, waiting for room (backpressure)."""
+        try:
+            while self._backlog:
+                entry = self._backlog.take()
+                if isinstance(entry, str):
+                    await self._nc.publish(entry)
+                    continue
+                await self._mailbox.put(entry)
+                self.next_seq = entry.stream_seq + 1
+        except Exception:
+            # The connection closed under a reply: the pump opens a new feed from next_seq.
+            self._end("a flow-control answer could not be sent")
+        finally:
+            self._drain = None
 
     async def _on_control(self, msg: Msg, headers: dict[str, str]) -> None:
         if msg.reply:
-            # A flow-control request: every message before it has been handed on.
-            await self._nc.publish(msg.reply)
+            # A flow-control request: answered once every message before it is handed on.
+            await self._reply(msg.reply)
             return
         if stalled := headers.get(Header.CONSUMER_STALLED):
-            await self._nc.publish(stalled)
+            await self._reply(stalled)
         last = headers.get(Header.LAST_CONSUMER)
         if last is not None and int(last) != self._dseq:
             self._end(f"heartbeat reports consumer sequence {last}, last received {self._dseq}")

@@ -197,6 +197,9 @@ class Lineage:
     missing_ancestor_id: str | None
     # Recursive descendant trees; a session already placed in the result is not repeated.
     descendants: tuple[LineageNode, ...]
+    # Each session's title observed with its header (the same read), by session id, so the
+    # tools need not read them again; empty when the provider does not give them.
+    titles: Mapping[str, TitleObservation] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -223,6 +226,8 @@ class EventRelations:
     # Direct citations only.
     cites: tuple[LinkedEvent, ...] = ()  # sources this event was derived from
     cited_by: tuple[LinkedEvent, ...] = ()  # events derived from this one
+    # The session's title observed with ``header`` (as ``EventWindow.title``).
+    title: TitleObservation | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,6 +237,9 @@ class EventWindow:
     target: StoredEvent | None
     before: tuple[StoredEvent, ...] = ()  # ascending seq
     after: tuple[StoredEvent, ...] = ()  # ascending seq
+    # The session's title observed with ``header`` (one snapshot), so the tools need not
+    # read it again; None when the provider does not give it.
+    title: TitleObservation | None = None
 
 
 @dataclass(frozen=True, slots=True)

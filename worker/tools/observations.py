@@ -2,7 +2,8 @@
 
 Each authorizes its target with the caller in one observation, reads the payload under
 the unchanged execution signal, re-checks the header observed with that payload, and
-renders only what the caller's workspace may see.
+renders only what the caller's workspace may see. Titles observed with the payload (the
+target's, a lineage's) are shown as observed; any other is read after the payload.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from pydantic_core import from_json
 
 from contracts.errors import ErrorCode
 from worker.signals import ExecutionSignal
-from worker.store import LinkedEvent, StoredEvent
+from worker.store import LinkedEvent, StoredEvent, TitleObservation
 from worker.tools import input as args_input
 from worker.tools.definitions import Admitted, ToolError
 from worker.tools.operations import Operations
@@ -48,7 +49,9 @@ async def session_trace(
     if lineage is None:
         raise not_found(target)
     visible = project_lineage(caller, target, lineage)
-    titles = await ops.titles(caller, lineage_ids(visible), signal, fail_as=target)
+    titles = await ops.titles(
+        caller, lineage_ids(visible), signal, fail_as=target, held=lineage.titles
+    )
     return render_trace(visible, titles)
 
 
@@ -76,7 +79,9 @@ async def session_event_trace(
         raise not_found(target)  # a replacement from another session: a broken observation
     cites, cited_by = _visible(caller, relations.cites), _visible(caller, relations.cited_by)
     ids = [target, *(link.ref.session_id for link in (*cites, *cited_by))]
-    titles = await ops.titles(caller, ids, signal, fail_as=target)
+    titles = await ops.titles(
+        caller, ids, signal, fail_as=target, held=_held(target, relations.title)
+    )
     return render_event_trace(relations, event, cites, cited_by, titles)
 
 
@@ -123,9 +128,17 @@ async def session_event_read(
         e.summary.session_id != target for e in (stored, *window.before, *window.after)
     ):
         raise not_found(target)  # events of another session: a broken observation
-    titles = await ops.titles(caller, [target], signal, fail_as=target)
+    titles = await ops.titles(
+        caller, [target], signal, fail_as=target, held=_held(target, window.title)
+    )
     stored = await _redacted(ops, caller, stored, window.header.parent_session_id, signal)
     return render_event_read(window, stored, titles, before=before, after=after)
+
+
+def _held(target: str, observation: TitleObservation | None) -> dict[str, TitleObservation]:
+    """The target's title as the payload's observation carried it (none: read it); its
+    header is checked against ``target`` where it is projected, as a read's would be."""
+    return {} if observation is None else {target: observation}
 
 
 async def _redacted(

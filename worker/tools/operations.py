@@ -9,7 +9,7 @@ service boundary, which alone turns a provider's error into a model-facing one.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Hashable, Sequence
+from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Generic, TypeVar
 
@@ -25,6 +25,7 @@ from worker.store import (
     SessionHit,
     SessionQueryService,
     SessionSearchPage,
+    TitleObservation,
 )
 from worker.tools.definitions import Admitted, Caller
 from worker.tools.errors import ERROR_TABLE, tool_failed
@@ -195,10 +196,12 @@ class Operations:
         *,
         fail_as: str | None = None,
         expect_visible: Sequence[str] | None = None,
+        held: Mapping[str, TitleObservation] | None = None,
     ) -> dict[str, TitleInfo]:
         """Titles of sessions already authorized (``expect_visible``, default all of them);
         one that no longer is fails closed: not found for ``fail_as`` when given, else
-        ``TitleMismatch`` (a NOT_FOUND ``ToolError`` of its own)."""
+        ``TitleMismatch`` (a NOT_FOUND ``ToolError`` of its own). ``held``: titles the
+        payload's own observation carried (``fetch_titles``)."""
         visible = session_ids if expect_visible is None else expect_visible
         concurrency = self.config.persisted_inspect_concurrency
         workers = self.limits().title_read_workers
@@ -211,6 +214,7 @@ class Operations:
                 signal,
                 concurrency=min(concurrency, workers) if workers else concurrency,
                 expect_visible=frozenset(visible),
+                held=held,
             )
         except TitleMismatch:
             if fail_as is None:

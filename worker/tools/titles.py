@@ -1,4 +1,5 @@
-"""Titles of sessions already authorized: read in bounded chunks, projected per id.
+"""Titles of sessions already authorized: read in bounded chunks (or taken from the
+observation the payload was read with), projected per id.
 
 A title is shown only for a session in the caller's workspace; a failed or malformed
 read is isolated to its id (the rest of the result stands), and a session expected to be
@@ -8,7 +9,7 @@ visible that no longer is fails the whole result closed (``TitleMismatch``).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine, Iterable
+from collections.abc import Coroutine, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -66,6 +67,7 @@ async def fetch_titles(
     *,
     concurrency: int,
     expect_visible: frozenset[str] = frozenset(),
+    held: Mapping[str, TitleObservation] | None = None,
 ) -> dict[str, TitleInfo]:
     """Titles for every unique id, each read once, in at most ``concurrency`` reads at once.
 
@@ -77,10 +79,22 @@ async def fetch_titles(
     the workspace raises ``TitleMismatch``. Once the signal fires, a read fails or a title
     fails closed, no further read starts, and every started read settles before this
     returns or raises.
+
+    ``held``: observations by id that the request's payload read made with its headers
+    (``EventWindow.title``, ``EventRelations.title``, ``Lineage.titles``): those ids are
+    projected from them as from a read, not read again.
     """
     unique = list(dict.fromkeys(session_ids))
     reads = _TitleReads(service, boundary, caller, signal, expect_visible)
-    chunks = _chunks(unique, max(1, min(concurrency, len(unique))))
+    if held and not signal.aborted:
+        unread = []
+        for session_id in unique:
+            if session_id in held:
+                reads.keep(session_id, _project(boundary, caller, session_id, held[session_id]))
+            else:
+                unread.append(session_id)
+        unique = unread
+    chunks = _chunks(unique, max(1, min(concurrency, len(unique)))) if unique else []
     failures = await _settled([reads.read(chunk) for chunk in chunks])
     raise_if_aborted(signal)
     if failures:
@@ -93,6 +107,8 @@ async def fetch_titles(
 async def _settled(reads: list[Coroutine[Any, Any, None]]) -> list[BaseException]:
     """Run the reads together and return their failures once every one has settled, even
     when this is cancelled. A single read runs without a task (a direct tool's titles)."""
+    if not reads:
+        return []
     if len(reads) == 1:
         try:
             await reads[0]
@@ -140,14 +156,14 @@ class _TitleReads:
         infos = await _read_chunk(*args, chunk, self.signal)
         if infos is not None:
             for session_id in chunk:
-                self._keep(session_id, infos[session_id])
+                self.keep(session_id, infos[session_id])
             return
         for session_id in chunk:  # the chunk failed: isolate the failure per id
             if self.stopped:
                 return
-            self._keep(session_id, await _read_title(*args, session_id, self.signal))
+            self.keep(session_id, await _read_title(*args, session_id, self.signal))
 
-    def _keep(self, session_id: str, info: TitleInfo) -> None:
+    def keep(self, session_id: str, info: TitleInfo) -> None:
         if session_id in self.expect_visible and info.visible is False:
             self.mismatch = self.mismatch or session_id
         self.results[session_id] = info

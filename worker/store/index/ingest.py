@@ -102,7 +102,11 @@ class IngestActor:
         self._batch_s = batch_ms / 1000
         self._progress_every_s = progress_every_s
         self._stats = IngestStats()
-        self._released = 0  # stats.applied at the last release_memory
+        # Items taken into batches, and that count at the last release_memory: counted when
+        # taken, so the burst's last batch (applied after the wait for the next began)
+        # still earns the release at its end.
+        self._taken = 0
+        self._released = 0
         self._stopping = asyncio.Event()
         self._progress = asyncio.Condition()
         # Set by ``abandon``: a failed batch is no longer retried (nothing is lost: it was
@@ -151,11 +155,11 @@ class IngestActor:
         # (a retried batch is never overtaken); the next batch's collection and parsing
         # overlap them.
         inflight: list[asyncio.Task[None]] = []
-        self._released = self._stats.applied
+        self._released = self._taken
         try:
-            batch = await self._next_batch()
+            batch = await self._next_batch(inflight)
             while batch:
-                if self.mailbox.empty() and self._stats.applied - self._released >= RELEASE_AFTER:
+                if self.mailbox.empty() and self._taken - self._released >= RELEASE_AFTER:
                     # A pause in a long burst (nothing waits): what it left is given back.
                     await asyncio.sleep(0)
                     self._release()
@@ -166,7 +170,7 @@ class IngestActor:
                 inflight.append(task)
                 # Held by the task alone: nothing keeps the last batch alive while idle.
                 del batch, staged
-                batch = await self._next_batch()
+                batch = await self._next_batch(inflight)
                 if len(inflight) > 1:
                     await inflight.pop(0)
                 now = time.monotonic()
@@ -189,17 +193,21 @@ class IngestActor:
         release_memory()
         log.info(
             "ingest memory released",
-            applied_since=self._stats.applied - self._released,
+            taken_since=self._taken - self._released,
             rss_anon_kib_before=before,
             rss_anon_kib=rss_anon_kib(),
         )
-        self._released = self._stats.applied
+        self._released = self._taken
 
-    async def _next_batch(self) -> list[IngestItem]:
-        if self._stats.applied - self._released >= RELEASE_WHEN_IDLE_AFTER:
+    async def _next_batch(self, inflight: Sequence[asyncio.Task[None]]) -> list[IngestItem]:
+        if self._taken - self._released >= RELEASE_WHEN_IDLE_AFTER:
             first = await self._get(IDLE_RELEASE_S)
             if first is None and not self._stopping.is_set():
-                # The burst ended (nothing came for a while): give back what it left.
+                # The burst ended (nothing came for a while): once its writes are done (they
+                # hold their batches; waited for at most IDLE_RELEASE_S, since a failing
+                # one is retried meanwhile), give back what it left.
+                if inflight:
+                    await asyncio.wait(inflight, timeout=IDLE_RELEASE_S)
                 self._release()
                 first = await self._get(None)
         else:
@@ -221,6 +229,7 @@ class IngestActor:
             if item is None:
                 break
             batch.append(item)
+        self._taken += len(batch)
         return batch
 
     async def _get(self, wait_s: float | None) -> IngestItem | None:
@@ -333,7 +342,7 @@ def _fields(stats: IngestStats) -> dict[str, int]:
     }
 
 
-# Events applied between two releases of the memory an ingest burst leaves behind, while
+# Events taken into batches between two releases of the memory an ingest burst leaves, while
 # the burst goes on; and, once no message came for IDLE_RELEASE_S, after at least
 # RELEASE_WHEN_IDLE_AFTER (the end of every burst), each said in one info line with the
 # process's RssAnon before and after.
@@ -346,7 +355,8 @@ def release_memory() -> None:
     """Give back what a burst of batches left: the cyclic garbage of its messages and
     parsed events (gc.collect freed ~11 MiB after 100k events), then the allocator's free
     pages (malloc_trim: ~13 MiB more); glibc keeps both otherwise. Measured: RssAnon
-    after ingesting 100k events 104 -> 80 MiB. A no-op where libc has no malloc_trim."""
+    after ingesting 100k events 104 -> 80 MiB; since the feed's backlog (issue 31)
+    74 -> 41 MiB. A no-op where libc has no malloc_trim."""
     gc.collect()
     trim = _malloc_trim()
     if trim is not None:

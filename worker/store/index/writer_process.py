@@ -10,7 +10,8 @@ frames the messages as they came (issue 31: what parsing allocates stays in the 
 Measured against parsing in the parent (each side of the pipe then did about half the
 work), two pairs at 100k events: ingest within the noise (9.5-17.7 s against 11.6-15.2)
 and RssAnon after ingest no lower (1.85-1.91x a restarted worker's against 1.90-2.09x):
-what keeps the serving process's arenas is not the parse.
+what kept the serving process's arenas was not the parse but the messages queued in
+nats-py behind a full mailbox (``worker.replica.feed_backlog``).
 
 The frames are ``writer_wire``'s. A child that dies is reported (``WriterProcessError``,
 logged with its exit status) and started again by the next request: ingestion retries the

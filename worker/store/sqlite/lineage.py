@@ -29,19 +29,24 @@ def lineage(
     tree = [row for row in found if row[kind] == 1]
     if len(chain) == cap or len(tree) == cap:
         return TRUNCATED
-    known = {row[sid]: rows.header(row, at) for row in chain if row[at["session_id"]] is not None}
+    present = at["session_id"]
+    observed = {
+        row[sid]: rows.title_observation(row, at) for row in chain if row[present] is not None
+    }
+    known = {chain_id: observation.header for chain_id, observation in observed.items()}
     target = known.get(session_id)
     if target is None:
         return None
     placed = {target.session_id}
     ancestors, missing = _ancestors(target, known, placed)
+    subtree = [rows.title_observation(row, at) for row in tree]
+    observed.update((o.header.session_id, o) for o in subtree)
     return Lineage(
         target=target,
         ancestors=ancestors,
         missing_ancestor_id=missing,
-        descendants=descendant_trees(
-            target.session_id, [rows.header(row, at) for row in tree], placed
-        ),
+        descendants=descendant_trees(target.session_id, [o.header for o in subtree], placed),
+        titles=observed,
     )
 
 

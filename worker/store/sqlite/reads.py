@@ -3,8 +3,6 @@ statement (``sql``), run it (``Tx.read``), map its rows (``rows``, ``lineage``).
 
 from __future__ import annotations
 
-import orjson
-
 from contracts.partitions import PartitionScope
 from worker.store.protocol import (
     EventRelations,
@@ -40,11 +38,8 @@ def titles(tx: Tx, ids: list[str]) -> dict[str, TitleObservation]:
         found, at = tx.read(sql.TITLES_BY_JSON, (sql.json_list(ids),))
     observed: dict[str, TitleObservation] = {}
     for row in found:
-        header = rows.header(row, at)
-        prompts = row[at["prompts"]]
-        observed[header.session_id] = TitleObservation(
-            header, row[at["title"]], tuple(orjson.loads(prompts)) if prompts else ()
-        )
+        observation = rows.title_observation(row, at)
+        observed[observation.header.session_id] = observation
     return observed
 
 
@@ -55,11 +50,13 @@ def event_window(tx: Tx, session_id: str, seq: int, before: int, after: int) -> 
     events = [
         rows.stored_event(row, at) for row in found if row[at["event_session_id"]] is not None
     ]
+    observation = rows.title_observation(found[0], at)
     return EventWindow(
-        header=rows.header(found[0], at),
+        header=observation.header,
         target=next((ev for ev in events if ev.summary.seq == seq), None),
         before=tuple(ev for ev in events if ev.summary.seq < seq),
         after=tuple(ev for ev in events if ev.summary.seq > seq),
+        title=observation,
     )
 
 
@@ -84,13 +81,15 @@ def event_relations(tx: Tx, session_id: str, seq: int) -> EventRelations | None:
     found, at = tx.read(sql.HEADER_AND_EVENT, (seq, session_id))
     if not found:
         return None
+    observation = rows.title_observation(found[0], at)
     return EventRelations(
-        header=rows.header(found[0], at),
+        header=observation.header,
         event=rows.summary_or_none(found[0], at),
         replaces=_replacements(tx, sql.REPLACES, session_id, seq),
         replaced_by=_replacements(tx, sql.REPLACED_BY, session_id, seq),
         cites=_linked(tx, sql.CITES, session_id, seq),
         cited_by=_linked(tx, sql.CITED_BY, session_id, seq),
+        title=observation,
     )
 
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Final
 
+import orjson
+
 from worker.store.database import Columns
 from worker.store.protocol import (
     EventRef,
@@ -18,6 +20,7 @@ from worker.store.protocol import (
     LinkedEvent,
     SessionHeader,
     StoredEvent,
+    TitleObservation,
 )
 from worker.store.tables import EVENT_NAMES, HEADER_NAMES
 
@@ -40,6 +43,14 @@ def header(row: Row, at: Columns = HEADER_AT) -> SessionHeader:
     # Positional arguments, in SessionHeader's field order: measurably cheaper per row.
     return SessionHeader(
         sid, cwd or None, parent, availability, created, updated, int(last_seq), int(count)
+    )
+
+
+def title_observation(row: Row, at: Columns) -> TitleObservation:
+    """A header row with its title and (untitled) first prompts (``sql._TITLE_COLS``)."""
+    prompts = row[at["prompts"]]
+    return TitleObservation(
+        header(row, at), row[at["title"]], tuple(orjson.loads(prompts)) if prompts else ()
     )
 
 

@@ -61,10 +61,10 @@ TITLES_BY_KEYS: Final = tuple(
     for n in range(1, 9)
 )
 
-# The header and the window in ONE statement (one snapshot, no BEGIN/COMMIT): a row per
-# event, the header repeated; one row of NULL events when none.
+# The header (with the title) and the window in ONE statement (one snapshot, no
+# BEGIN/COMMIT): a row per event, the header repeated; one row of NULL events when none.
 EVENT_WINDOW: Final = (
-    f"SELECT {HEADER_COLS}, {EVENT_COLS}, e.raw_json AS raw_json FROM sessions s"
+    f"SELECT {_TITLE_COLS}, {EVENT_COLS}, e.raw_json AS raw_json FROM sessions s"
     " LEFT JOIN events e"
     " ON e.session_id = s.session_id AND e.seq BETWEEN ? AND ?"
     " WHERE s.session_id = ? ORDER BY e.seq"
@@ -80,7 +80,8 @@ SEQ_HELD: Final = (
 # UNION (not UNION ALL) discards a session already reached, so a cycle ends; the order is
 # restored by following parent ids from the target. Both walks in ONE statement (one
 # snapshot, no BEGIN/COMMIT); kind 0 rows are the chain (in no particular order), kind 1
-# rows the tree in creation order. ``:cap`` -1 is no LIMIT.
+# rows the tree in creation order. ``:cap`` -1 is no LIMIT. Each row carries its session's
+# title: the trace shows them without reading them again.
 LINEAGE: Final = f"""
     WITH RECURSIVE chain(sid) AS (
         SELECT :sid
@@ -96,17 +97,17 @@ LINEAGE: Final = f"""
         SELECT c.session_id FROM tree JOIN sessions c ON c.parent_session_id = tree.sid
         LIMIT :cap
     )
-    SELECT 0 AS kind, chain.sid AS sid, {HEADER_COLS}
+    SELECT 0 AS kind, chain.sid AS sid, {_TITLE_COLS}
     FROM chain LEFT JOIN sessions s ON s.session_id = chain.sid
     UNION ALL
-    SELECT 1, tree.sid, {HEADER_COLS}
+    SELECT 1, tree.sid, {_TITLE_COLS}
     FROM tree JOIN sessions s ON s.session_id = tree.sid
     ORDER BY kind, created_ms, session_id
     """
 
-# The header with the event itself (LEFT JOIN: the event may be missing).
+# The header (with the title) and the event itself (LEFT JOIN: the event may be missing).
 HEADER_AND_EVENT: Final = (
-    f"SELECT {HEADER_COLS}, {EVENT_COLS} FROM sessions s"
+    f"SELECT {_TITLE_COLS}, {EVENT_COLS} FROM sessions s"
     " LEFT JOIN events e ON e.session_id = s.session_id AND e.seq = ?"
     " WHERE s.session_id = ?"
 )
