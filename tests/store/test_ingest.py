@@ -30,6 +30,7 @@ from worker.store.files.integrity import check_integrity
 from worker.store.index.ingest import IngestActor
 from worker.store.index.writer import SqliteIndexWriter
 from worker.store.protocol import ApplyResult, IngestItem, Rejected
+from worker.tasks import cancel_and_wait
 from worker.transport.connection import open_connection
 from worker.transport.embedded_server import EmbeddedNatsServer
 
@@ -257,6 +258,32 @@ async def test_resumes_from_the_stored_stream_seq(
         # Only the new message was delivered: nothing was replayed as a duplicate.
         assert (consumer.actor.stats.applied, consumer.actor.stats.duplicates) == (1, 0)
     assert count(db, "SELECT count(*) FROM events") == 3
+    await js.delete_stream(subjects.events_stream)
+
+
+async def test_a_cancelled_consumer_ends_its_ingest_actor_and_the_stream_replays(
+    nc: NATS, subjects: Subjects, tmp_path: Path
+) -> None:
+    """Cancelled rather than stopped (a worker start that failed once ingestion had begun):
+    the actor ends with the run instead of running on, unowned, until the loop closes; what
+    it had not applied is read again by the next run."""
+    js = nc.jetstream()
+    await ensure_events_stream(js, subjects)
+    db = tmp_path / "index.sqlite"
+    await js.publish(subject_of(subjects, "s"), event("s", 1, "session/start"))
+    async with await SqliteIndexWriter.open(db) as writer:
+        consumer, task = await run_consumer(nc, writer, subjects)
+        await asyncio.wait_for(consumer.actor.wait_applied(1), 20)
+        (actor,) = [t for t in asyncio.all_tasks() if t.get_name() == "ingest-actor"]
+        await cancel_and_wait(task)
+        assert actor.done()
+    await js.publish(subject_of(subjects, "s"), event("s", 2))
+    async with await SqliteIndexWriter.open(db) as writer:
+        consumer, task = await run_consumer(nc, writer, subjects)
+        await asyncio.wait_for(consumer.actor.wait_applied(2), 20)
+        consumer.stop()
+        await task
+    assert count(db, "SELECT count(*) FROM events") == 2
     await js.delete_stream(subjects.events_stream)
 
 

@@ -38,7 +38,7 @@ from worker.retry import JETSTREAM, retry
 from worker.store.index.ingest import IngestActor
 from worker.store.index.writer_process import WRITER_MODES, open_index_writer
 from worker.store.protocol import IndexWriteStopped, Rejected, SessionIndexWriter
-from worker.tasks import cancel_and_wait
+from worker.tasks import cancel_and_wait, cancelled_from_outside
 
 log = structlog.get_logger(__name__)
 
@@ -134,8 +134,11 @@ class EventConsumer:
                 task.result()  # an actor or pump failure is this run's failure
         finally:
             stopper.cancel()
-            await cancel_and_wait(pump)
-            await self._finish(actor)
+            try:
+                # Re-raises when this run is itself being cancelled: the actor still ends.
+                await cancel_and_wait(pump)
+            finally:
+                await self._finish(actor)
 
     async def _ensure_stream(self, js: JetStreamContext) -> None:
         if await ensure_events_stream(js, self._subjects):
@@ -143,8 +146,14 @@ class EventConsumer:
 
     async def _finish(self, actor: asyncio.Task[None]) -> None:
         """Apply what the mailbox holds; a batch that keeps failing is given up after
-        ``stop_drain_s`` (the stream replays it next time), so a stop stays bounded."""
+        ``stop_drain_s`` (the stream replays it next time), so a stop stays bounded. A run
+        being cancelled (a start that failed) ends the actor at once, never leaves it
+        running: the stream replays what the mailbox held."""
         self.actor.stop()
+        if cancelled_from_outside():
+            self.actor.abandon()
+            await cancel_and_wait(actor)
+            return
         try:
             await asyncio.wait_for(asyncio.shield(actor), self._stop_drain_s)
         except TimeoutError:
