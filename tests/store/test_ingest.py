@@ -172,6 +172,16 @@ async def run_consumer(
     return consumer, asyncio.create_task(consumer.run())
 
 
+async def ingest_through(nc: NATS, subjects: Subjects, db: Path, seq: int) -> EventConsumer:
+    """One consumer run over ``db`` until the index holds stream seq ``seq``, then stopped."""
+    async with await SqliteIndexWriter.open(db) as writer:
+        consumer, task = await run_consumer(nc, writer, subjects)
+        await asyncio.wait_for(consumer.actor.wait_applied(seq), 20)
+        consumer.stop()
+        await task
+    return consumer
+
+
 async def test_good_events_land_and_bad_ones_are_dead_lettered(
     nc: NATS, subjects: Subjects, tmp_path: Path
 ) -> None:
@@ -244,19 +254,11 @@ async def test_resumes_from_the_stored_stream_seq(
     db = tmp_path / "index.sqlite"
     await js.publish(subject_of(subjects, "s"), event("s", 1, "session/start"))
     await js.publish(subject_of(subjects, "s"), event("s", 2))
-    async with await SqliteIndexWriter.open(db) as writer:
-        consumer, task = await run_consumer(nc, writer, subjects)
-        await asyncio.wait_for(consumer.actor.wait_applied(2), 20)
-        consumer.stop()
-        await task
+    await ingest_through(nc, subjects, db, 2)
     await js.publish(subject_of(subjects, "s"), event("s", 3))
-    async with await SqliteIndexWriter.open(db) as writer:
-        consumer, task = await run_consumer(nc, writer, subjects)
-        await asyncio.wait_for(consumer.actor.wait_applied(3), 20)
-        consumer.stop()
-        await task
-        # Only the new message was delivered: nothing was replayed as a duplicate.
-        assert (consumer.actor.stats.applied, consumer.actor.stats.duplicates) == (1, 0)
+    consumer = await ingest_through(nc, subjects, db, 3)
+    # Only the new message was delivered: nothing was replayed as a duplicate.
+    assert (consumer.actor.stats.applied, consumer.actor.stats.duplicates) == (1, 0)
     assert count(db, "SELECT count(*) FROM events") == 3
     await js.delete_stream(subjects.events_stream)
 
@@ -278,11 +280,7 @@ async def test_a_cancelled_consumer_ends_its_ingest_actor_and_the_stream_replays
         await cancel_and_wait(task)
         assert actor.done()
     await js.publish(subject_of(subjects, "s"), event("s", 2))
-    async with await SqliteIndexWriter.open(db) as writer:
-        consumer, task = await run_consumer(nc, writer, subjects)
-        await asyncio.wait_for(consumer.actor.wait_applied(2), 20)
-        consumer.stop()
-        await task
+    await ingest_through(nc, subjects, db, 2)
     assert count(db, "SELECT count(*) FROM events") == 2
     await js.delete_stream(subjects.events_stream)
 
