@@ -149,7 +149,6 @@ class Worker:
             pending=slow_consumers.limits,
         )
         self.parallel = ParallelLane(
-            nc,
             executor=executor,
             registry=self.registry,
             supervisor=supervisor,

@@ -127,6 +127,14 @@ class Executor:
         sent = await publish(self.nc, subject, reply, request_id=request_id, failures=failures)
         self.stats.record_reply(stats_key, sent)
 
+    async def answer_tool(
+        self, tool: ToolDefinition, subject: str, reply: EncodedReply, request_id: str
+    ) -> None:
+        """A tool's ``reply``, counted under ``tool``'s endpoint: the definition, not a name,
+        so a partition's endpoint (``session_trace-p3``) is never counted under the bare
+        tool name."""
+        await self.answer(subject, reply, request_id, tool.endpoint, TOOL_FAILURES)
+
     async def execute(
         self, tool: ToolDefinition, admitted: Admitted[Any], signal: ExecutionSignal
     ) -> EncodedReply:
@@ -228,11 +236,7 @@ def _ms(started: float) -> float:
 
 
 async def admit(
-    nc: NATS,
-    registry: CancellationRegistry,
-    tool: ToolDefinition,
-    msg: Msg,
-    stats: ReplyStats | None = None,
+    executor: Executor, registry: CancellationRegistry, tool: ToolDefinition, msg: Msg
 ) -> Admitted[Any] | None:
     """The start every endpoint handler shares: the request admitted (its envelope parsed
     and its arguments by the tool, once), or None when it was already answered (bad
@@ -243,12 +247,12 @@ async def admit(
     try:
         admitted = admitted_from(tool, replies.parse_request(msg.data))
     except replies.BadEnvelope as bad:
-        await send(nc, msg.reply, bad.reply(), request_id=bad.request_id, tool=tool, stats=stats)
+        await executor.answer_tool(tool, msg.reply, bad.reply(), bad.request_id)
         return None
     rid = admitted.request_id
     if (reason := registry.cancelled_reason(admitted.owner, rid)) is not None:
         reply = replies.aborted(rid, ExecutionCancelled(reason), started=False)
-        await send(nc, msg.reply, reply, request_id=rid, tool=tool, stats=stats)
+        await executor.answer_tool(tool, msg.reply, reply, rid)
         return None
     return admitted
 
@@ -271,20 +275,3 @@ async def publish(
         reply = failures.failure(request_id, tool_failed())
         await nc.publish(subject, reply.data, headers=reply.headers)
     return reply
-
-
-async def send(
-    nc: NATS,
-    subject: str,
-    reply: EncodedReply,
-    *,
-    request_id: str,
-    tool: ToolDefinition,
-    stats: ReplyStats | None = None,
-) -> None:
-    """Publish a tool's ``reply`` (``publish``). With ``stats``, an error reply is counted
-    for ``tool``'s endpoint: the definition, not a name, is passed, so a partition's
-    endpoint (``session_trace-p3``) is never counted under the bare tool name."""
-    sent = await publish(nc, subject, reply, request_id=request_id, failures=TOOL_FAILURES)
-    if stats is not None:
-        stats.record_reply(tool.endpoint, sent)

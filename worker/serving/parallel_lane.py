@@ -13,14 +13,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import structlog
-from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 
 from worker.actors import Mailbox, Supervisor
 from worker.serving import replies
 from worker.serving.cancellation import CancellationRegistry
 from worker.serving.deadlines import effective_deadline_ms, signal_until
-from worker.serving.execution import Executor, admit, send
+from worker.serving.execution import Executor, admit
 from worker.signals import ExecutionSignal
 from worker.tools import Admitted, ToolDefinition
 
@@ -39,7 +38,6 @@ class Job:
 class ParallelLane:
     def __init__(
         self,
-        nc: NATS,
         *,
         executor: Executor,
         registry: CancellationRegistry,
@@ -50,7 +48,6 @@ class ParallelLane:
     ) -> None:
         if pool_size < 1 or queue_size < 0:
             raise ValueError("parallel_pool_size must be >= 1 and parallel_queue_size >= 0")
-        self._nc = nc
         self._executor = executor
         self._registry = registry
         self._supervisor = supervisor
@@ -78,7 +75,7 @@ class ParallelLane:
 
     async def handle(self, tool: ToolDefinition, msg: Msg) -> None:
         """The endpoint handler: admit or answer at once. Must stay quick."""
-        admitted = await admit(self._nc, self._registry, tool, msg, self._executor.stats)
+        admitted = await admit(self._executor, self._registry, tool, msg)
         if admitted is None or not msg.reply:
             return
         rid = admitted.request_id
@@ -94,14 +91,7 @@ class ParallelLane:
             signal.close()
             self.overloaded += 1
             log.warning("parallel pool full", request_id=rid, tool=tool.name)
-            await send(
-                self._nc,
-                msg.reply,
-                replies.overloaded(rid),
-                request_id=rid,
-                tool=tool,
-                stats=self._executor.stats,
-            )
+            await self._executor.answer_tool(tool, msg.reply, replies.overloaded(rid), rid)
 
     async def _runner(self) -> None:
         while True:
@@ -109,13 +99,8 @@ class ParallelLane:
             self._running += 1
             try:
                 reply = await self._executor.execute(job.tool, job.admitted, job.signal)
-                await send(
-                    self._nc,
-                    job.reply_to,
-                    reply,
-                    request_id=job.admitted.request_id,
-                    tool=job.tool,
-                    stats=self._executor.stats,
+                await self._executor.answer_tool(
+                    job.tool, job.reply_to, reply, job.admitted.request_id
                 )
             finally:
                 self._running -= 1

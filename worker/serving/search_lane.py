@@ -44,7 +44,7 @@ from worker.serving import queue_encoding, replies
 from worker.serving.admitted_handoff import AdmittedHandoff
 from worker.serving.cancellation import CancellationRegistry
 from worker.serving.deadlines import effective_deadline_ms, now_ms, signal_until
-from worker.serving.execution import Executor, Route, admit, admitted_from, send
+from worker.serving.execution import Executor, Route, admit, admitted_from
 from worker.serving.lane_decisions import MSG_ID_HEADER as MSG_ID_HEADER
 from worker.serving.queue_encoding import NewerFormat, QueuedSearch
 from worker.serving.queued_endpoint import QueuedEndpoint, QueuedEndpoints
@@ -131,7 +131,7 @@ class SearchLane:
 
     async def enqueue(self, tool: ToolDefinition, msg: Msg) -> None:
         """The endpoint handler: put the request on the work queue, or answer at once."""
-        admitted = await admit(self._nc, self._registry, tool, msg, self._executor.stats)
+        admitted = await admit(self._executor, self._registry, tool, msg)
         if admitted is None or not msg.reply:
             return
         rid = admitted.request_id
@@ -420,8 +420,7 @@ class SearchLane:
     async def _answer(
         self, subject: str, reply: replies.EncodedReply, rid: str, tool: ToolDefinition
     ) -> None:
-        stats = self._executor.stats
-        await send(self._nc, subject, reply, request_id=rid, tool=tool, stats=stats)
+        await self._executor.answer_tool(tool, subject, reply, rid)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
