@@ -125,8 +125,7 @@ class QueuedEndpoints:
         if refusal is None:
             headers = fresh_headers()
             data = queue_encoding.encode(msg.data or b"{}", msg.reply, deadline_ms)
-            sent = {**headers, decide.EXPECTED_STREAM_HEADER: self._subjects.search_stream}
-            size = decide.encoded_size(data, sent)
+            size = self._queue.counted_size(data, headers)
             refusal = decide.enqueue_refusal_error(
                 deadline_ms, size, self._nc.max_payload, now_ms=now_ms()
             )

@@ -141,8 +141,7 @@ class SearchLane:
         )
         headers = decide.queue_headers(admitted)
         data = queue_encoding.encode(msg.data, msg.reply, deadline_ms)
-        sent = {**headers, decide.EXPECTED_STREAM_HEADER: self._subjects.search_stream}
-        size = decide.encoded_size(data, sent)
+        size = self._queue.counted_size(data, headers)
         refusal = decide.enqueue_refusal(
             rid, deadline_ms, size, self._nc.max_payload, now_ms=now_ms()
         )
@@ -277,7 +276,7 @@ class SearchLane:
         if isinstance(queued, NewerFormat):
             await self._newer_format(msg, queued, tool, delivered)
             return None
-        rid, reply_to = queued.request_id, queued.reply_to
+        reply_to = queued.reply_to
         admitted = self._handoff.take((msg.headers or {}).get(MSG_ID_HEADER, ""), msg.data)
         if admitted is None:
             # Queued by another process (or evicted here): admitted once, from its message.

@@ -33,7 +33,7 @@ from contracts.subjects import Subjects
 from worker.failures import RuntimeFailure
 from worker.retry import ENQUEUE, JETSTREAM, retry
 from worker.serving.deadlines import loop_time_of
-from worker.serving.lane_decisions import EnqueueFailure
+from worker.serving.lane_decisions import EXPECTED_STREAM_HEADER, EnqueueFailure, encoded_size
 from worker.serving.slow_consumers import PendingLimits, pending_kwargs
 
 # A lost cluster node can leave the work-queue stream leaderless for a Raft election
@@ -193,6 +193,12 @@ class SearchQueue:
             f" workers: their consumer is removed {CONSUMER_IDLE_S:g} s after the last one"
             " stops" + (f", or now with {remove}" if remove else "")
         )
+
+    def counted_size(self, data: bytes, headers: dict[str, str]) -> int:
+        """The bytes the server counts against max_payload for this publish: ``js.publish``
+        adds the expected-stream header itself."""
+        sent = {**headers, EXPECTED_STREAM_HEADER: self._subjects.search_stream}
+        return encoded_size(data, sent)
 
     async def subscribe(self) -> JetStreamContext.PullSubscription:
         # One fetch at a time holds one message; the limits only make the bound explicit.
