@@ -92,9 +92,6 @@ class FakeService:
         self.headers[value.session_id] = value
         self.titles[value.session_id] = title
 
-    def check_query(self, query: str) -> None:
-        compile_query(query)  # the provider's own rules: the fake searches as it would
-
     def compile_query(self, query: str) -> CompiledQuery:
         return CompiledQuery(query, compile_query(query))
 

@@ -78,9 +78,6 @@ class ReplicaStore:
     async def generation(self, *, signal: ExecutionSignal) -> Generation:
         return await self.current.generation(signal=signal)
 
-    def check_query(self, query: str) -> None:
-        self.current.check_query(query)
-
     def compile_query(self, query: str) -> CompiledQuery:
         return self.current.compile_query(query)
 

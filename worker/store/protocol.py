@@ -262,13 +262,10 @@ class SessionQueryService(Protocol):
 
     async def generation(self, *, signal: ExecutionSignal) -> Generation: ...
 
-    def check_query(self, query: str) -> None:
-        """Raise ``InvalidQuery`` (with a model-readable message) when ``query`` has nothing
-        the provider can search. No I/O: the searches raise the same for the same text."""
-        ...
-
     def compile_query(self, query: str) -> CompiledQuery:
-        """What ``check_query`` compiles, kept for the searches (they never compile it again)."""
+        """``query`` compiled for the searches (they never compile it again); raises
+        ``InvalidQuery`` (with a model-readable message) when it has nothing the provider
+        can search. No I/O."""
 
     async def search_sessions(
         self,

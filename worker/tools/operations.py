@@ -148,7 +148,7 @@ class Operations:
     def compile_query(self, query: str) -> CompiledQuery:
         """Compiled once, at admission: an unsearchable query is an argument error, never
         "no results"."""
-        return self.boundary.check("check_query", lambda: self.service.compile_query(query))
+        return self.boundary.check("compile_query", lambda: self.service.compile_query(query))
 
     async def prepare_search(self, admitted: Admitted[Any], signal: ExecutionSignal) -> None:
         """What a search needs before it may take the exclusive lane: its admission's

@@ -26,6 +26,7 @@ from pydantic import ValidationError
 from contracts.errors import ErrorCode
 from worker.signals import ExecutionSignal
 from worker.store import (
+    CompiledQuery,
     EventFilter,
     EventSummary,
     LineageNode,
@@ -212,14 +213,14 @@ class OperatorQueries:
         if args.workspace is None:
             # The tools never search across sessions without a cwd; neither does this.
             raise ToolError(ErrorCode.INVALID_ARGUMENTS, "Search needs a workspace with a cwd.")
-        self._store.check_query(args.query)
+        query = self._store.compile_query(args.query)  # refused here, compiled once
         if args.session_id is not None:
-            return await self._search_session(args, args.session_id, signal)
+            return await self._search_session(args, query, args.session_id, signal)
         sessions = SessionFilter(
             availability=tuple(args.availability) if args.availability else None
         )
         page = await self._store.search_sessions(
-            args.query,
+            query,
             cwd=args.workspace,
             sessions=sessions,
             events=_events(args),
@@ -248,11 +249,11 @@ class OperatorQueries:
         }
 
     async def _search_session(
-        self, args: SearchArgs, session_id: str, signal: ExecutionSignal
+        self, args: SearchArgs, query: CompiledQuery, session_id: str, signal: ExecutionSignal
     ) -> dict[str, Any]:
         await self._authorized(args.workspace, session_id, signal)  # before any search runs
         page = await self._store.search_events(
-            args.query,
+            query,
             session_id=session_id,
             events=_events(args),
             cursor=args.cursor,

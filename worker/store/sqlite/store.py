@@ -244,9 +244,6 @@ class SqliteSessionStore:
         embedder, reader = self._semantic
         return SemanticQuery(embedder, reader, query, early=plan.natural_language)
 
-    def check_query(self, query: str) -> None:
-        compile_query(query)
-
     def compile_query(self, query: str) -> CompiledQuery:
         return CompiledQuery(query, compile_query(query))
 
