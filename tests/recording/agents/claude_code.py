@@ -199,13 +199,19 @@ RECIPE = Recipe(
         "children": 1,
         "events": {
             "message/user": 3,
-            "message/assistant": 6,
+            "message/assistant": 8,
             "tool/call": 8,
             "tool/result": 8,
             "compaction": 1,
+            "session/title": 2,
+            # /compact and /rename, each with its output (/rename's is a system record).
+            "command": 2,
+            "command/output": 2,
         },
         "tool_errors": 1,
-        "titles": {"claude-code-child": "Check refund handling"},
+        "titles": [TITLE, "Check refund handling"],
         "cwd": str(TASK),
+        # The transcript grows by lines: watch must pick up an appended turn.
+        "watch": "*/*.jsonl",
     },
 )
