@@ -19,6 +19,7 @@ from nats.aio.client import Client as NATS
 from contracts.subjects import Subjects
 from tests.importers._agent_e2e import by_session, converted, imported, watch_grows
 from tests.importers.test_import_tools import ask
+from tests.recording.agents import recipes
 
 RECORDED = Path(__file__).parent / "recorded"
 RECORDINGS = sorted(RECORDED.glob("*/RECORDED.json"))
@@ -44,6 +45,22 @@ def test_every_recording_names_its_agent_and_version() -> None:
         assert recorded["root"].is_dir()
         assert not recorded["key_in_files"], f"the fake key is in {recorded['key_in_files']}"
         assert all(code == 0 for code in recorded["exits"].values()), recorded["exits"]
+
+
+def test_every_recording_is_what_its_recipe_expects() -> None:
+    """A recipe changed without re-recording (or a recording edited by hand) shows here."""
+    known = recipes()
+    for path in RECORDINGS:
+        recorded = _load(path)
+        recipe = known.get(recorded["agent"])
+        assert recipe is not None, f"no recipe for {recorded['agent']}"
+        assert (recipe.package, recipe.version, recipe.format) == (
+            recorded["package"],
+            recorded["version"],
+            recorded["format"],
+        )
+        assert [s.name for s in recipe.steps] == [s["name"] for s in recorded["steps"]]
+        assert dict(recipe.expect) == recorded["expect"]
 
 
 def test_converted_as_the_agent_ran(recorded: dict[str, Any]) -> None:
@@ -73,6 +90,8 @@ def test_converted_as_the_agent_ran(recorded: dict[str, Any]) -> None:
         e for e in events.values() if e["type"] == "tool/result" and e["payload"].get("is_error")
     ]
     assert len(errors) >= expect.get("tool_errors", 0)
+    for kind, least in expect.get("skipped", {}).items():
+        assert tally.skipped[kind] >= least, (kind, tally.skipped)
     children = {
         s: evs[0] for s, evs in sessions.items() if evs[0]["payload"].get("parent_session_id")
     }

@@ -94,7 +94,7 @@ def run_inside(recipe: Recipe) -> int:
             try:
                 done = subprocess.run(
                     argv, env=env, cwd=recipe.task, capture_output=True, timeout=step.timeout,
-                    stdin=subprocess.DEVNULL,
+                    input=(step.stdin or "").encode(),
                 )  # fmt: skip
                 code, out, err = done.returncode, done.stdout.decode(), done.stderr.decode()
             except subprocess.TimeoutExpired as e:

@@ -38,6 +38,7 @@ class Step:
     name: str
     argv: tuple[str, ...]
     timeout: float = 240.0
+    stdin: str | None = None  # what the step reads on stdin (e.g. a stream-json message)
 
 
 @dataclass(frozen=True)
@@ -147,6 +148,12 @@ TASK_FILES = {"ledger.py": LEDGER, "test_ledger.py": TEST_LEDGER}
 FIX_PROMPT = "The test in test_ledger.py fails. Please find the bug in ledger.py and fix it."
 REFUND_PROMPT = "Thanks. Also add a test for refunds, in test_refunds.py."
 AFTER_COMPACT_PROMPT = "What did we change in this session? One line, please."
+IMAGE_PROMPT = "What does this image show?"
+# A 2x2 red PNG: the smallest image an agent accepts as an attachment.
+RED_PNG = (
+    "iVBORw0KGgoAAAANSUhEUgAAAAIAAAACCAIAAAD91JpzAAAAEElEQVR4nGP4z8AARAwQCgAf7gP9i18U1AAAAABJRU5E"
+    "rkJggg=="
+)
 SUBAGENT_PROMPT = (
     "Check how ledger.py handles refunds: find the refund method and report in one sentence "
     "whether it subtracts the amount."

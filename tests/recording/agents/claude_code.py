@@ -12,10 +12,12 @@ import json
 from tests.recording.agents import (
     AFTER_COMPACT_PROMPT,
     FIX_PROMPT,
+    IMAGE_PROMPT,
     LEDGER_BUG,
     LEDGER_FIX,
     MISSING_FILE,
     RECORD_ROOT,
+    RED_PNG,
     REFUND_PROMPT,
     SUBAGENT_PROMPT,
     SUMMARY,
@@ -66,6 +68,8 @@ class ClaudeCodeScript:
                 )
                 return Reply(text="I'll add a refund test.", tool_calls=(write,))
             return Reply(text="Added test_refunds.py: a refund of 4 from 10 leaves 6.")
+        if IMAGE_PROMPT in prompt:
+            return Reply(text="A small red square.")
         if AFTER_COMPACT_PROMPT in prompt:
             return Reply(text="We fixed Ledger.balance and added a refund test.")
         return Reply(text="Done.")
@@ -172,6 +176,13 @@ def _env(ctx: RunContext) -> dict[str, str]:
     }
 
 
+# An image prompt goes in as a stream-json user message (the only way -p takes an image).
+_STREAM = ("{bin}", "-p", "--output-format", "stream-json", "--verbose")
+_STREAM += ("--dangerously-skip-permissions",)
+_IMAGE = [
+    {"type": "text", "text": IMAGE_PROMPT},
+    {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": RED_PNG}},
+]
 _P = ("{bin}", "-p", "--output-format", "json", "--dangerously-skip-permissions")
 
 RECIPE = Recipe(
@@ -185,6 +196,12 @@ RECIPE = Recipe(
     steps=(
         Step("fix", (*_P, FIX_PROMPT)),
         Step("resume", (*_P, "--resume", "{session_id}", REFUND_PROMPT)),
+        Step(
+            "image",
+            (*_STREAM, "--continue", "--input-format", "stream-json"),
+            stdin=json.dumps({"type": "user", "message": {"role": "user", "content": _IMAGE}})
+            + "\n",
+        ),
         Step("compact", (*_P, "--continue", "/compact")),
         Step("after-compact", (*_P, "--continue", AFTER_COMPACT_PROMPT)),
         Step("rename", (*_P, "--continue", f"/rename {TITLE}")),
@@ -198,7 +215,7 @@ RECIPE = Recipe(
         "sessions": 2,
         "children": 1,
         "events": {
-            "message/user": 3,
+            "message/user": 4,
             "message/assistant": 8,
             "tool/call": 8,
             "tool/result": 8,
@@ -209,6 +226,8 @@ RECIPE = Recipe(
             "command/output": 2,
         },
         "tool_errors": 1,
+        # Skipped and counted, by kind (minimums): the image attached to a prompt.
+        "skipped": {"user-block:image": 1},
         "titles": [TITLE, "Check refund handling"],
         "cwd": str(TASK),
         # The transcript grows by lines: watch must pick up an appended turn.
