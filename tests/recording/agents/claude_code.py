@@ -177,8 +177,14 @@ def _env(ctx: RunContext) -> dict[str, str]:
 
 
 # An image prompt goes in as a stream-json user message (the only way -p takes an image).
-_STREAM = ("{bin}", "-p", "--output-format", "stream-json", "--verbose")
-_STREAM += ("--dangerously-skip-permissions",)
+_STREAM = (
+    "{bin}",
+    "-p",
+    "--output-format",
+    "stream-json",
+    "--verbose",
+    "--dangerously-skip-permissions",
+)
 _IMAGE = [
     {"type": "text", "text": IMAGE_PROMPT},
     {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": RED_PNG}},
