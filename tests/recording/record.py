@@ -86,6 +86,8 @@ def run_inside(recipe: Recipe) -> int:
     with ScriptedModelServer(recipe.script(), log_path=server_log) as server:
         ctx = RunContext(recipe.home, recipe.task, server.url, FAKE_KEY, recipe.executable, outputs)
         env = base_env(recipe) | {"HOME": str(recipe.home), "TERM": "dumb"} | recipe.env(ctx)
+        if recipe.prepare is not None:
+            recipe.prepare(ctx)
         values = {"bin": str(recipe.executable), "task": str(recipe.task), "home": str(recipe.home)}
         for step in recipe.steps:
             argv = [a.format(**values) for a in step.argv]
@@ -151,6 +153,7 @@ def keep(recipe: Recipe) -> Path:
         ],
         "exits": {r["step"]: r["exit"] for r in run["steps"]},
         "key_in_files": leaked,
+        "note": recipe.note,
         "expect": dict(recipe.expect),
     }
     (dest / "RECORDED.json").write_text(json.dumps(recorded, indent=2) + "\n")

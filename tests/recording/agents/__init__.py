@@ -59,6 +59,9 @@ class Recipe:
     expect: Mapping[str, Any] = field(default_factory=dict)  # RECORDED.json's expect
     # Files the agent writes under session_dir that are not sessions (settings, caches).
     exclude: tuple[str, ...] = ()
+    # Run inside, before the first step: e.g. the agent's settings file in HOME.
+    prepare: Callable[[RunContext], None] | None = None
+    note: str = ""  # what RECORDED.json should say about this recording
 
     @property
     def install_dir(self) -> Path:
