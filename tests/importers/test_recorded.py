@@ -94,6 +94,10 @@ def test_converted_as_the_agent_ran(recorded: dict[str, Any]) -> None:
         e for e in events.values() if e["type"] == "tool/result" and e["payload"].get("is_error")
     ]
     assert len(errors) >= expect.get("tool_errors", 0)
+    # Text the agent itself wrote into the conversation (not the model): never the assistant's.
+    for text in expect.get("harness_texts", []):
+        holders = [e for e in events.values() if e["payload"].get("text") == text]
+        assert holders and all(e["type"] == "message/context" for e in holders), (text, holders)
     for kind, least in expect.get("skipped", {}).items():
         assert tally.skipped[kind] >= least, (kind, tally.skipped)
     children = {

@@ -40,6 +40,9 @@ class Step:
     argv: tuple[str, ...]
     timeout: float = 240.0
     stdin: str | None = None  # what the step reads on stdin (e.g. a stream-json message)
+    # Seconds after which the agent gets SIGINT (an aborted turn, as Ctrl-C makes it); its
+    # exit status is then not a failure.
+    interrupt_after: float | None = None
 
 
 @dataclass(frozen=True)

@@ -35,6 +35,7 @@ SPAWN_TOOLS = ("Agent", "Task")
 
 
 REVIEW_PROMPT = "Review test_refunds.py and say in one sentence whether it tests a refund."
+SLOW_PROMPT = "Run the slow checks too, please."  # interrupted while its command runs
 
 
 def spawn_tool(conversation: Conversation) -> str:
@@ -92,6 +93,17 @@ class ClaudeCodeScript:
                 )
                 return Reply(text="I'll have it reviewed in the background.", tool_calls=(review,))
             return Reply(text="Added test_refunds.py: a refund of 4 from 10 leaves 6.")
+        if SLOW_PROMPT in prompt:
+            if done == 0:
+                # Not a bare `sleep`: Claude Code refuses that as a way to wait.
+                slow = _call(
+                    "Bash",
+                    "slow",
+                    command="python3 -c 'import time; time.sleep(60)'",
+                    description="Run the slow checks",
+                )
+                return Reply(text="Running the slow checks.", tool_calls=(slow,))
+            return Reply(text="The slow checks were stopped.")
         if IMAGE_PROMPT in prompt:
             return Reply(text="A small red square.")
         if AFTER_COMPACT_PROMPT in prompt:
@@ -232,6 +244,8 @@ RECIPE = Recipe(
             stdin=json.dumps({"type": "user", "message": {"role": "user", "content": _IMAGE}})
             + "\n",
         ),
+        # Ctrl-C while the command runs: an aborted turn.
+        Step("interrupt", (*_P, "--continue", SLOW_PROMPT), interrupt_after=6.0),
         Step("compact", (*_P, "--continue", "/compact")),
         Step("after-compact", (*_P, "--continue", AFTER_COMPACT_PROMPT)),
         Step("rename", (*_P, "--continue", f"/rename {TITLE}")),
@@ -258,6 +272,9 @@ RECIPE = Recipe(
             "command/output": 2,
         },
         "tool_errors": 1,
+        # What Claude Code writes itself when the turn is aborted: the interruption marker
+        # (a user record) and "No response requested." (an assistant record, model <synthetic>).
+        "harness_texts": ["[Request interrupted by user for tool use]", "No response requested."],
         # Skipped and counted, by kind (minimums): the image attached to a prompt.
         "skipped": {"user-block:image": 1},
         "titles": [TITLE, "Check refund handling", "Review the refund test"],
