@@ -94,6 +94,11 @@ def test_converted_as_the_agent_ran(recorded: dict[str, Any]) -> None:
         e for e in events.values() if e["type"] == "tool/result" and e["payload"].get("is_error")
     ]
     assert len(errors) >= expect.get("tool_errors", 0)
+    # Notifications that report a tool call's outcome later (a background sub-agent's) cite it.
+    late = [e for e in events.values() if e["type"] == "message/context" and e.get("cites")]
+    assert all(events[(c["session_id"], c["seq"])]["type"] == "tool/call" for e in late
+               for c in e["cites"])  # fmt: skip
+    assert len(late) >= expect.get("notifications_citing_calls", 0), late
     # Text the agent itself wrote into the conversation (not the model): never the assistant's.
     for text in expect.get("harness_texts", []):
         holders = [e for e in events.values() if e["payload"].get("text") == text]

@@ -35,6 +35,8 @@ Mapping:
   command such as ``/rename``, which later versions write so) is typed the same way; a
   "This session is being continued from a previous conversation"
   summary without the compaction flag (older versions) is a ``compaction`` as well;
+- a ``<task-notification>`` (a background sub-agent or command done) cites the tool call
+  its ``<tool-use-id>`` names, whose own result only said it was launched;
 - an assistant record Claude Code writes itself (``model: "<synthetic>"``: "No response
   requested." after an interrupted turn, API error messages) is ``message/context`` with
   ``synthetic`` (and ``api_error``), not the model's words;
@@ -68,6 +70,9 @@ NAME: Final = "claude-code"
 _SPAWNING_TOOLS: Final = frozenset({"Task", "Agent"})
 # The model name Claude Code gives the assistant records it writes itself.
 SYNTHETIC_MODEL: Final = "<synthetic>"
+_NOTIFIED_CALL: Final = re.compile(
+    r"<task-notification>.*?<tool-use-id>\s*([^<\s]+)\s*</tool-use-id>", re.S
+)
 _COMMAND_NAME: Final = re.compile(r"<command-name>\s*([^<]*?)\s*</command-name>")
 
 
@@ -331,12 +336,20 @@ class ClaudeCodeConverter(JsonRecordConverter):
     ) -> Outgoing:  # fmt: skip
         type_, surface = harness_kind(text, meta=meta)
         payload = {**base, "text": cut(text)}
+        cites = None
         if type_ == "command":
             name = _COMMAND_NAME.search(text)
             if name is not None:
                 payload["command"] = name.group(1)
+        elif type_ == "message/context":
+            # A background task's notification reports on the call that started it (its
+            # result said only "launched"): it cites that call.
+            notified = _NOTIFIED_CALL.search(text)
+            call = self.tool_calls.get(notified.group(1)) if notified is not None else None
+            if call is not None:
+                cites = [(call[0], call[1])]
         return self.sessions.emit(
-            session, type_, surface, time, payload, source_type, source_ref=ref
+            session, type_, surface, time, payload, source_type, cites=cites, source_ref=ref
         )
 
     def _note_spawn(self, record: dict[str, Any], content: object) -> None:

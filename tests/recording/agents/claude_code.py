@@ -274,6 +274,8 @@ RECIPE = Recipe(
         "tool_errors": 1,
         # What Claude Code writes itself when the turn is aborted: the interruption marker
         # (a user record) and "No response requested." (an assistant record, model <synthetic>).
+        # The background reviewer's task-notification cites the Agent call that started it.
+        "notifications_citing_calls": 1,
         "harness_texts": ["[Request interrupted by user for tool use]", "No response requested."],
         # Skipped and counted, by kind (minimums): the image attached to a prompt.
         "skipped": {"user-block:image": 1},
