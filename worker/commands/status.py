@@ -335,7 +335,9 @@ def imports_lines(report: dict[str, Any]) -> list[str]:
             f" {row.get('sessions', 0)} sessions, {row.get('events', 0)} events"
         )
         unknown = row.get("unknown") or {}
-        lines.append(f"    {unknown_text(unknown)}" if unknown else "    unknown record kinds: none")
+        lines.append(
+            f"    {unknown_text(unknown)}" if unknown else "    unknown record kinds: none"
+        )
         if row.get("skipped"):
             lines.append(f"    skipped by design: {kinds_text(row['skipped'])}")
         if row.get("unrecognised"):

@@ -148,8 +148,11 @@ def print_summary(report: ImportReport, out: TextIO) -> None:
     for agent in report.agents:
         print(agent.line(), file=out)
     if report.dry_run:
-        print(f"dry run: {report.published} events would be published from {report.files}"
-              f" files (nothing was), {report.invalid} invalid lines skipped", file=out)  # fmt: skip
+        print(
+            f"dry run: {report.published} events would be published from {report.files}"
+            f" files (nothing was), {report.invalid} invalid lines skipped",
+            file=out,
+        )
     else:
         print(
             f"published {report.published} events ({report.duplicates} already in the stream),"
@@ -241,7 +244,7 @@ async def import_jobs(
         for job, job_files in found:
             before = AgentReport.snapshot(job, run)
             for file in job_files:
-                await run.file(file, job.fmt, sizes[file])
+                await run.file(file, job.fmt, sizes[file], named=file in job.paths)
                 run.done_bytes += sizes[file]
             await publisher.settle()
             if job.agent is not None:
@@ -276,8 +279,9 @@ async def record_formats(
         except nats.js.errors.BucketNotFoundError:
             kv = await js.create_key_value(bucket=bucket, history=1)
         for fmt, figures in sorted(formats.items()):
-            await kv.put(imports_key(fmt), orjson.dumps({"format": fmt,
-                                                          **figures.record(command=command)}))
+            await kv.put(
+                imports_key(fmt), orjson.dumps({"format": fmt, **figures.record(command=command)})
+            )
     except (nats.errors.Error, TimeoutError) as exc:
         print(f"{command}: the figures for status were not recorded in {bucket}: {exc!r}",
               file=errors)  # fmt: skip
@@ -327,7 +331,8 @@ class _ImportRun:
     report: ImportReport = field(default_factory=ImportReport)
     current: FileReport | None = None
 
-    async def file(self, path: Path, fmt: str, size: int) -> None:
+    async def file(self, path: Path, fmt: str, size: int, *, named: bool = False) -> None:
+        """Read one source; ``named``: the user gave this very file (not a folder)."""
         from worker.importers import registry
         from worker.importers.detect import detect
         from worker.importers.plugin import ConvertOptions, UnreadableSource
@@ -338,7 +343,15 @@ class _ImportRun:
             return
         importer = registry.get(chosen)
         if not importer.accepts(path):
-            self.report.tally.skip(f"file:{chosen}:not a source", why="repeats another file")
+            if named and fmt != AUTO:  # asked for by name: say so, never a silent nothing
+                self.report.unrecognised.append(
+                    f"{path}: not a recognised {chosen} source (not where or how {chosen}"
+                    " names its session files)"
+                )
+                self.report.formats.setdefault(chosen, FormatFigures()).unrecognised += 1
+                return
+            why = "a file the agent writes that repeats a session"
+            self.report.tally.skip(f"file:{chosen}:not a source", why=why)
             return
         options = ConvertOptions(self.limit, self.assume_tz, self.links)
         converter = importer.converter(path, options)

@@ -28,6 +28,10 @@ Reasons = Mapping[str, str]
 DRIFT_HINT: Final = "this agent version may have changed its format; please report"
 
 _IMAGES: Final = "images are not searchable text"
+_VSCODE_BOOKKEEPING: Final = (
+    "inlineReference", "codeblockUri", "textEditGroup", "undoStop", "prepareToolInvocation",
+    "progressMessage", "confirmation", "warning", "command",
+)  # fmt: skip
 _OPENCODE: Final = {
     "part:step-start": "step bookkeeping (cost, tokens)",
     "part:step-finish": "step bookkeeping (cost, tokens)",
@@ -128,13 +132,10 @@ BUILT_IN: Final[dict[str, Reasons]] = {
         "event:recall": "memory recalls (context the agent fetched)",
         "event:system": "the system prompt",
     },
-    "vscode-copilot": {
-        f"response:{kind}": "editor bookkeeping (references, edits, progress), not conversation"
-        for kind in (
-            "inlineReference", "codeblockUri", "textEditGroup", "undoStop",
-            "prepareToolInvocation", "progressMessage", "confirmation", "warning", "command",
-        )
-    },  # fmt: skip
+    "vscode-copilot": dict.fromkeys(
+        [f"response:{kind}" for kind in _VSCODE_BOOKKEEPING],
+        "editor bookkeeping (references, edits, progress), not conversation",
+    ),
 }
 
 
