@@ -181,6 +181,9 @@ def test_format_figures_add_up_files_for_status() -> None:
         figures.add(FileReport(Path(unknown), "f", sessions=1,
                                events=Counter({"session/start": 1, "message/user": 2}),
                                tally=tally))  # fmt: skip
+    assert figures.line("f") == (
+        f"f: 2 files, 2 sessions, 6 events; unknown record kinds: record:a 1, record:b 1 — {HINT}"
+    )
     record = figures.record(command="import")
     assert (record["files"], record["sessions"], record["events"]) == (2, 2, 6)
     assert record["unknown"] == {"record:a": 1, "record:b": 1}
@@ -205,3 +208,18 @@ async def test_a_dry_run_table_is_the_same_each_time_and_holds_no_message_text(
     assert tables[0] == tables[1]
     assert SECRET not in tables[0] and f"{path} (claude-code)" in tables[0]  # path, no text
     assert f"unknown record kinds: record:hologram 1 — {HINT}" in tables[0]
+
+
+def test_a_summary_over_several_formats_has_a_line_per_format() -> None:
+    report = ImportReport(published=3, files=2)
+    report.formats["codex"] = FormatFigures(files=1, sessions=1, events=2)
+    report.formats["claude-code"] = FormatFigures(
+        files=1, sessions=1, events=1, unknown=Counter({"record:hologram": 1})
+    )
+    out = io.StringIO()
+    print_summary(report, out)
+    assert out.getvalue().splitlines()[:2] == [
+        "claude-code: 1 files, 1 sessions, 1 events; unknown record kinds: record:hologram 1"
+        f" — {HINT}",
+        "codex: 1 files, 1 sessions, 2 events",
+    ]

@@ -97,6 +97,13 @@ class FormatFigures:
         self.by_design.update(file.tally.by_design)
         self.unrecognised += file.unrecognised is not None
 
+    def line(self, fmt: str) -> str:
+        """The format's line of a summary over several formats."""
+        text = f"{fmt}: {self.files} files, {self.sessions} sessions, {self.events} events"
+        if self.unknown:
+            text += "; " + unknown_text(self.unknown)
+        return text
+
     def record(self, *, command: str) -> dict[str, Any]:
         """The value kept in the imports bucket under the format's name."""
         return {
@@ -147,6 +154,9 @@ class Job:
 def print_summary(report: ImportReport, out: TextIO) -> None:
     for agent in report.agents:
         print(agent.line(), file=out)
+    if not report.agents and len(report.formats) > 1:  # --format auto over paths
+        for fmt, figures in sorted(report.formats.items()):
+            print(figures.line(fmt), file=out)
     if report.dry_run:
         print(
             f"dry run: {report.published} events would be published from {report.files}"
