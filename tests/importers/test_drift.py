@@ -223,3 +223,14 @@ def test_a_summary_over_several_formats_has_a_line_per_format() -> None:
         f" — {HINT}",
         "codex: 1 files, 1 sessions, 2 events",
     ]
+
+
+def test_a_stored_record_keeps_the_most_counted_kinds_each_cut() -> None:
+    counts = Counter({f"record:{n:04d}": 1 for n in range(300)})
+    counts["record:" + "x" * 500] = 5
+    kept = skips.bounded(counts)
+    assert len(kept) == skips.MAX_KINDS
+    long_kind = "record:" + "x" * (skips.MAX_KIND_CHARS - 8) + "…"
+    assert kept[long_kind] == 5 and len(long_kind) == skips.MAX_KIND_CHARS
+    assert "record:0000" in kept and "record:0299" not in kept  # ties: in kind order
+    assert list(kept) == sorted(kept)

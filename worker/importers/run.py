@@ -30,7 +30,7 @@ from worker.importers.base import Converter, Outgoing, Problem, SpawnLinks, Tall
 from worker.importers.detect import AUTO
 from worker.importers.progress import Progress
 from worker.importers.publish import DEFAULT_WINDOW, KEPT_REASONS, DryRun, Publisher
-from worker.importers.skips import kinds_text, unknown_text
+from worker.importers.skips import bounded, kinds_text, short, unknown_text
 from worker.transport.connection import NatsOptions
 
 # A session whose last event is older than this is over (import), as is a file that has
@@ -64,7 +64,7 @@ class FileReport:
         lines.append(f"  sessions {self.sessions}, events {total}"
                      + (f": {kinds_text(self.events)}" if total else ""))  # fmt: skip
         for what, n in sorted(self.tally.by_design.items()):
-            lines.append(f"  skipped by design: {what} {n} ({self.tally.why[what]})")
+            lines.append(f"  skipped by design: {short(what)} {n} ({self.tally.why[what]})")
         if self.tally.unknown:
             lines.append(f"  {unknown_text(self.tally.unknown)}")
         if self.tally.problems:
@@ -113,8 +113,8 @@ class FormatFigures:
             "files": self.files,
             "sessions": self.sessions,
             "events": self.events,
-            "unknown": dict(sorted(self.unknown.items())),
-            "skipped": dict(sorted(self.by_design.items())),
+            "unknown": bounded(self.unknown),
+            "skipped": bounded(self.by_design),
             "unrecognised": self.unrecognised,
         }
 

@@ -26,6 +26,9 @@ Reasons = Mapping[str, str]
 
 # The text that follows unknown kinds wherever they are shown.
 DRIFT_HINT: Final = "this agent version may have changed its format; please report"
+# Kinds kept per format in the imports bucket, and the characters of a kind shown.
+MAX_KINDS: Final = 100
+MAX_KIND_CHARS: Final = 120
 
 _IMAGES: Final = "images are not searchable text"
 _VSCODE_BOOKKEEPING: Final = (
@@ -33,10 +36,10 @@ _VSCODE_BOOKKEEPING: Final = (
     "progressMessage", "confirmation", "warning", "command",
 )  # fmt: skip
 _OPENCODE: Final = {
-    "part:step-start": "step bookkeeping (cost, tokens)",
-    "part:step-finish": "step bookkeeping (cost, tokens)",
+    "part:step-start": "step bookkeeping: cost, tokens",
+    "part:step-finish": "step bookkeeping: cost, tokens",
     "part:snapshot": "working-tree snapshots",
-    "part:patch": "working-tree patches (the tool parts say what changed)",
+    "part:patch": "working-tree patches: the tool parts say what changed",
     "part:file": "attachment markers: their content is in other parts",
     "part:agent": "agent markers: their content is in other parts",
     "part:subtask": "sub-task markers: the task tool's part names the sub-agent",
@@ -47,13 +50,13 @@ _OPENCODE: Final = {
 BUILT_IN: Final[dict[str, Reasons]] = {
     "claude-code": {
         "record:file-history-snapshot": "backups of the files Claude Code edits, not conversation",
-        "record:queue-operation": "prompts queued during a turn (recorded again when sent)",
+        "record:queue-operation": "prompts queued during a turn, recorded again when sent",
         "record:progress": "hook and tool progress notices",
-        "record:summary:*": "a summary that titles nothing here (empty, another session's,"
-        " or a custom title wins)",
+        "record:summary:*": "a summary that titles nothing here: empty, another session's,"
+        " or a custom title wins",
         "record:custom-title:empty": "an empty /rename",
         "system:compact_boundary (folded into the compaction)": "folded into the compaction",
-        "system:*": "status notices (API errors, hook summaries, durations), not conversation",
+        "system:*": "status notices: API errors, hook summaries, durations",
         "assistant-block:image": _IMAGES,
         "user-block:image": _IMAGES,
         "assistant-block:redacted_thinking": "encrypted thinking: nothing readable",
@@ -86,7 +89,7 @@ BUILT_IN: Final[dict[str, Reasons]] = {
         "record:session.model_change": "model changes",
         "record:session.truncation": "truncation notices",
         "record:session.usage_info": "usage notices",
-        "record:session.compaction_start": "the compaction's start (its end is the compaction)",
+        "record:session.compaction_start": "the compaction's start; its end is the compaction",
         "record:session.compaction_complete": "a compaction that failed",
         "record:session.start:repeated": "a repeated session header",
         "record:tool.execution_partial_result": "streaming tool output, recorded whole",
@@ -129,12 +132,12 @@ BUILT_IN: Final[dict[str, Reasons]] = {
         "event:PauseEvent": "pauses",
         "event:agent_state_changed": "agent state changes",
         "event:change_agent_state": "agent state changes",
-        "event:recall": "memory recalls (context the agent fetched)",
+        "event:recall": "memory recalls: context the agent fetched",
         "event:system": "the system prompt",
     },
     "vscode-copilot": dict.fromkeys(
         [f"response:{kind}" for kind in _VSCODE_BOOKKEEPING],
-        "editor bookkeeping (references, edits, progress), not conversation",
+        "editor bookkeeping: references, edits, progress",
     ),
 }
 
@@ -152,7 +155,22 @@ def reason_for(what: str, table: Reasons) -> str | None:
 
 def kinds_text(counts: Mapping[str, int]) -> str:
     """``kind n, kind n`` in kind order: the same figures always give the same text."""
-    return ", ".join(f"{what} {n}" for what, n in sorted(counts.items()))
+    return ", ".join(f"{short(what)} {n}" for what, n in sorted(counts.items()))
+
+
+def short(kind: str) -> str:
+    """A kind as shown: a source's own type names it, and a file of another shape may
+    hold anything in that field."""
+    return kind if len(kind) <= MAX_KIND_CHARS else kind[: MAX_KIND_CHARS - 1] + "…"
+
+
+def bounded(counts: Mapping[str, int]) -> dict[str, int]:
+    """At most ``MAX_KINDS`` kinds (the most counted), each cut to ``MAX_KIND_CHARS``, in
+    kind order: what a stored record holds (a KV value has a size limit)."""
+    kept: dict[str, int] = {}
+    for what, n in sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:MAX_KINDS]:
+        kept[short(what)] = kept.get(short(what), 0) + n
+    return dict(sorted(kept.items()))
 
 
 def unknown_text(counts: Mapping[str, int]) -> str:
