@@ -182,12 +182,19 @@ async def test_watch_says_unknown_kinds_as_they_appear_and_status_shows_them(
     folder = tmp_path / "projects" / "-home-dev-drift"
     folder.mkdir(parents=True)
     path = transcript(folder / "s.jsonl")
-    command = [*watch_command(nats_url, subjects, f"watch-{unique}", path, fmt="claude-code"),
-               "--imports-bucket", bucket]  # fmt: skip
+    foreign = folder / "t.jsonl"
+    foreign.write_bytes(b'{"who": "a"}\n')
+    command = [*watch_command(nats_url, subjects, f"watch-{unique}", path, foreign,
+                              fmt="claude-code"), "--imports-bucket", bucket]  # fmt: skip
     process = start(command)
     try:
         await until(lambda: "unknown record kinds: record:hologram 1" in said(process), 30)
         assert f"watch: {path}: unknown record kinds: record:hologram 1 — {HINT}" in said(process)
+        await until(lambda: f"watch: {foreign}: not a recognised" in said(process), 30)
+        assert (
+            f"watch: {foreign}: not a recognised claude-code source (no record of a known kind"
+            " in 1 records)" in said(process)
+        )
         with path.open("ab") as fh:
             fh.write(orjson.dumps({"type": "mirage"}) + b"\n")
         await until(lambda: "unknown record kinds: record:mirage 1" in said(process), 30)
@@ -196,9 +203,11 @@ async def test_watch_says_unknown_kinds_as_they_appear_and_status_shows_them(
     finally:
         code, log = stop(process, signal.SIGTERM)
     assert code == 0, log
-    assert f"unknown record kinds: record:hologram 1, record:mirage 1 — {HINT}" in log
+    kinds = "record:None 1, record:hologram 1, record:mirage 1"
+    assert f"unknown record kinds: {kinds} — {HINT}" in log
     _, out = await status(nats_url, subjects, tmp_path, "--json", "--imports-bucket", bucket)
     figures = orjson.loads(out)["imports"]["claude-code"]
     assert figures["command"] == "watch"
-    assert figures["unknown"] == {"record:hologram": 1, "record:mirage": 1}
+    assert figures["unknown"] == {"record:None": 1, "record:hologram": 1, "record:mirage": 1}
+    assert (figures["files"], figures["sessions"], figures["events"]) == (2, 1, 3)
     await nc.jetstream().delete_key_value(f"watch-{unique}")

@@ -48,6 +48,7 @@ from worker.importers.run import (
     FormatFigures,
     Job,
     record_formats,
+    unrecognised_source,
 )
 from worker.importers.skips import unknown_text
 
@@ -201,6 +202,11 @@ class Watcher:
         p = self.publisher
         bar.show(files=len(files), events=p.published, duplicates=p.duplicates,
                  problems=self._problems(), done_bytes=done, final=True)  # fmt: skip
+        # What exists now was read whole: a source with nothing of its format is said so.
+        for tracked in self.files.values():
+            why = unrecognised_source(tracked.converter.tally, tracked.fmt)
+            if why is not None:
+                print(f"watch: {tracked.path}: {why}", file=self.errors)
 
     def _problems(self) -> int:
         return sum(len(t.converter.tally.problems) for t in self.files.values())
