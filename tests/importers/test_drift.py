@@ -136,7 +136,7 @@ def test_the_per_file_block_says_counts_and_kinds_only() -> None:
     read = FileReport(
         Path("/x/s.jsonl"), "claude-code", sessions=2,
         events=Counter({"tool/call": 1, "message/user": 3, "session/start": 2}), tally=tally,
-        refused=["gap in session a: expected seq 3, got 5"], looked_up=1,
+        refused=1, reasons=["gap in session a: expected seq 3, got 5"], looked_up=1,
     )  # fmt: skip
     assert read.lines() == [
         "/x/s.jsonl (claude-code)",

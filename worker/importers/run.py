@@ -50,7 +50,8 @@ class FileReport:
     sessions: int = 0  # session/start events made from it
     events: Counter[str] = field(default_factory=Counter)  # by type
     tally: Tally = field(default_factory=Tally)
-    refused: list[str] = field(default_factory=list)  # why the worker would refuse each
+    refused: int = 0  # events the worker would refuse (dead-letter)
+    reasons: list[str] = field(default_factory=list)  # why, for the first KEPT_REASONS
     looked_up: int = 0  # sessions whose start is not in the files read
     unrecognised: str | None = None  # the source is not of its format at all
 
@@ -70,8 +71,8 @@ class FileReport:
         if self.tally.problems:
             lines.append(f"  invalid records: {len(self.tally.problems)} (said on stderr)")
         if self.refused:
-            lines.append(f"  would be refused: {len(self.refused)}")
-            lines.extend(f"    {reason}" for reason in self.refused[:KEPT_REASONS])
+            lines.append(f"  would be refused: {self.refused}")
+            lines.extend(f"    {reason}" for reason in self.reasons)
         if self.looked_up:
             lines.append(f"  would be looked up in the stream: {self.looked_up} sessions"
                          " (their session/start is not in the files read)")  # fmt: skip
@@ -195,7 +196,7 @@ def print_files(report: ImportReport, out: TextIO) -> None:
           + (f": {kinds_text(by_type)}" if total else ""), file=out)  # fmt: skip
     if report.tally.unknown:
         print(f"total {unknown_text(report.tally.unknown)}", file=out)
-    refused = sum(len(file.refused) for file in report.read)
+    refused = sum(file.refused for file in report.read)
     looked_up = sum(file.looked_up for file in report.read)
     print(f"total would be refused: {refused}; would be looked up in the stream:"
           f" {looked_up} sessions", file=out)  # fmt: skip
@@ -413,7 +414,9 @@ class _ImportRun:
                 self.current.events[out.kind] += 1
                 self.current.sessions += out.kind == "session/start"
                 if refused is not None:
-                    self.current.refused.append(refused)
+                    self.current.refused += 1
+                    if len(self.current.reasons) < KEPT_REASONS:
+                        self.current.reasons.append(refused)
         for problem in converter.tally.problems[self.pending_problems :]:
             self.bar.clear()
             print(problem, file=self.errors)
