@@ -7,6 +7,11 @@ than ``idle_s`` (default 1800, as ``watch``) gets its ``session/end`` at that ev
 with the next seq, so importing the file again publishes the same end (the stream and the
 index keep it once). Aider's events carry their session's start time, so its last session
 is ended only when the file, too, is older than that.
+
+Each file read gets a :class:`FileReport` (sessions, events by type, skipped kinds by
+design or unknown, what the publisher's order checks would refuse): ``--dry-run`` prints
+them (a :class:`~worker.importers.publish.DryRun` stands in for the publisher), and each
+format's sum (:class:`FormatFigures`) is kept in the imports bucket for ``status``.
 """
 
 from __future__ import annotations

@@ -19,6 +19,9 @@ A file that stops growing for ``--idle-seconds`` gets a ``session/end`` for each
 sessions the format left open (Claude Code and Codex never write an end; Aider ends a
 session when the next starts). SIGTERM or SIGINT stops after the chunk in flight is
 acknowledged and its offset stored.
+
+Record kinds an importer does not know (``worker.importers.skips``) are said per file as
+they appear, and each format's figures go to the imports bucket that ``status`` reads.
 """
 
 from __future__ import annotations
