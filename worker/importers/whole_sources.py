@@ -235,3 +235,10 @@ class VSCodeCopilotImporter(SnapshotImporter):
 
     def read(self, path: Path, cache: SessionCache) -> Snapshot:
         return vscode_copilot.read_chat(path)
+
+    def converter(self, path: Path, options: ConvertOptions) -> Converter:
+        # ``watch`` ends a quiet session after --idle-seconds: an unanswered last request
+        # waits no longer than that.
+        fresh_s = options.idle_s if options.idle_s is not None else vscode_copilot.FRESH_S
+        read: Callable[[], Snapshot] = lambda: vscode_copilot.read_chat(path, fresh_s=fresh_s)  # noqa: E731
+        return SnapshotConverter(self.name, read, idle_s=options.idle_s)
