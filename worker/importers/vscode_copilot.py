@@ -1,24 +1,32 @@
 """VS Code Copilot Chat: ``workspaceStorage/<hash>/chatSessions/<id>.json`` or ``.jsonl``.
 
-Studied: the chat session files VS Code writes (2024-2026; ``version`` 1 to 3: one JSON
-document per session), the newer operation log (JSON Lines: ``kind`` 0 the initial
-state, 1 set a value at the path ``k``, 2 push ``v`` onto the list at ``k`` (at ``i`` when
-given), 3 delete ``k``), and public readers of both. The format changes often: a version
-this module was not written against is refused as a whole with a precise problem, never
-half-imported.
+Studied: VS Code's writer (``chatModel.ts``: ``ISerializableChatData`` version 3 and its
+response parts; ``chatSessionOperationLog.ts``: the ``storageSchema`` of the log;
+``objectMutationLog.ts``: how the log is written and read back), and the older version 1
+and 2 documents. The log is JSON Lines: ``kind`` 0 the initial state, 1 set the value at
+the key path ``k`` (no ``v``: the property is removed), 2 cut the array at ``k`` to ``i``
+when given and append ``v`` (either may be absent; a missing array is created), 3 delete
+``k``; it is applied exactly as VS Code reads it back. The format changes often: a
+version this module was not written against is refused as a whole with a precise
+problem, never half-imported.
 
 - the session (``vscode-<sessionId>``) starts at ``creationDate``; its cwd is the folder
   ``workspace.json`` (beside ``chatSessions``) names; a chat of an empty window has none
   (the no-cwd workspace); ``customTitle`` titles it;
-- each of ``requests``: ``message.text`` as ``message/user``; its ``response`` items in
-  order: markdown (no ``kind``, or ``markdownContent``) as ``message/assistant`` (adjacent
-  pieces joined), ``thinking`` as assistant thinking, ``toolInvocationSerialized`` as a
-  ``tool/call`` (``toolId``, its ``toolSpecificData`` or invocation message) and its
-  ``tool/result`` (the past-tense message and ``resultDetails``) citing it;
-- a request without its ``result`` is still being answered: it waits for a later look;
-- skipped and counted: references, code-block URIs, edit groups, undo stops, progress
-  and confirmation items and other kinds. Copilot Chat keeps no compaction and no
-  sub-agent session of its own in these files.
+- each of ``requests``: ``message.text`` as ``message/user``; its ``response`` parts in
+  order: markdown (stored as the bare markdown string ``{value}``; ``markdownContent``,
+  ``markdownVuln``) as ``message/assistant``, adjacent pieces and inline references
+  joined as VS Code shows them; ``thinking`` (a string or chunks) as assistant thinking;
+  ``toolInvocationSerialized`` as a ``tool/call`` (``toolId``, its ``toolSpecificData`` or
+  invocation message) and its ``tool/result`` (the past-tense message and
+  ``resultDetails``) citing it; an edit group (edit mode writes no tool invocation) as a
+  call editing the file and its result;
+- a request is over when it has its ``result`` or its ``modelState`` is complete,
+  cancelled or failed; one with neither is still being answered only while it is the
+  last request and the file changed recently: then it waits for a later look;
+- skipped and counted: code-block URIs, undo stops, progress, confirmation, warning,
+  elicitation and other parts, empty thinking separators. Copilot Chat keeps no
+  compaction and no sub-agent session of its own in these files.
 """
 
 from __future__ import annotations
