@@ -3,6 +3,7 @@ with the five tools, and ``watch`` following a task folder whose history grows."
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ from tests.importers._agent_e2e import assert_events, imported
 from tests.importers._sources import cites_of, snapshot_events, watch_growth
 from tests.importers.test_import_tools import ask
 from worker.importers import cline
+from worker.importers.snapshot import SnapshotConverter
 
 CLINE = f"cline-{gen.CLINE_TASK}"
 CLINE_XML = f"cline-{gen.CLINE_XML_TASK}"
@@ -189,3 +191,16 @@ async def test_watch_follows_a_growing_task(
 
     await watch_growth(nc, nats_url, subjects, f"watch-{unique}", "cline", task,
                        before=5, grow=next_messages, after=10)  # fmt: skip
+
+
+def test_what_waited_on_a_fresh_ui_log_is_published_when_it_goes_quiet(tmp_path: Path) -> None:
+    """``watch``: a UI log read while fresh holds back its last command's output; when the
+    folder goes quiet, the idle reading publishes it before the session ends."""
+    messages = gen.ui_log(gen.T0)[:11]
+    task = gen.write_ui_task(tmp_path / "tasks", gen.CLINE_UI_TASK, messages)
+    (task / cline.UI_MESSAGES).write_bytes(orjson.dumps(messages))  # just written
+    converter = SnapshotConverter("cline", lambda: cline.read_task(task))
+    assert [out.kind for out in converter.feed(1, b"")][-1] == "tool/call"
+    old = messages[-1]["ts"] / 1000
+    os.utime(task / cline.UI_MESSAGES, (old, old))
+    assert [out.kind for out in converter.idle()] == ["tool/result", "session/end"]
