@@ -9,6 +9,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+import orjson
 from nats.aio.client import Client as NATS
 
 from contracts.subjects import Subjects
@@ -82,6 +83,12 @@ def test_a_request_without_result_waits_only_while_last_and_fresh(tmp_path: Path
     # Quiet for longer than the window: the last answer is what there is.
     old = path.stat().st_mtime - 3600
     os.utime(path, (old, old))
+    assert events(path)[-1]["payload"]["text"] == "Looking at the breakpoints"
+    # Older versions mark a cancelled request, with no result, as such.
+    body = gen.writer_document()
+    del body["requests"][2]["modelState"]
+    body["requests"][2]["isCanceled"] = True
+    path.write_bytes(orjson.dumps(body))
     assert events(path)[-1]["payload"]["text"] == "Looking at the breakpoints"
 
 

@@ -205,10 +205,12 @@ def _workspace_folder(path: Path) -> str | None:
 
 
 def _settled(request: dict[str, Any]) -> bool:
-    """Whether VS Code finished answering the request: it has its ``result``, or its
-    ``modelState`` (newer versions) is complete, cancelled or failed."""
+    """Whether VS Code finished answering the request: it has its ``result``, its
+    ``modelState`` (newer versions) is complete, cancelled or failed, or it was cancelled
+    (``isCanceled``, older versions)."""
     state = field_of(request, "modelState").get("value")
-    return isinstance(request.get("result"), dict) or state in _FINAL_STATES
+    cancelled = request.get("isCanceled") is True  # before modelState (versions 1-3)
+    return isinstance(request.get("result"), dict) or state in _FINAL_STATES or cancelled
 
 
 def _request(
