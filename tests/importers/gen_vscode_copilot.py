@@ -192,7 +192,17 @@ def writer_document() -> dict[str, Any]:
     ]  # fmt: skip
     second = writer_request(1, "And the footer")
     del second["modelState"]
-    second["response"] = [md("The footer is sticky too.")]
+    terminal = {
+        "kind": "toolInvocationSerialized", "toolId": "run_in_terminal", "toolCallId": "call_w2",
+        "invocationMessage": {"value": "Running `npm test`"}, "isComplete": True,
+        "pastTenseMessage": {"value": "Ran `npm test`"},
+        "toolSpecificData": {
+            "kind": "terminal", "language": "sh", "commandLine": {"original": "npm test"},
+            "terminalCommandState": {"exitCode": 1, "duration": 900},
+            "terminalCommandOutput": {"text": "1 failing: footer overlaps", "lineCount": 1},
+        },
+    }  # fmt: skip
+    second["response"] = [terminal, md("The footer is sticky too.")]
     last = writer_request(2, "Check it on mobile")
     last["response"] = [md("Looking at the breakpoints")]
     return session(WRITER_DOCUMENT, [first, second, last])

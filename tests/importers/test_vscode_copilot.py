@@ -74,11 +74,14 @@ def test_a_request_without_result_waits_only_while_last_and_fresh(tmp_path: Path
     got = events(path)
     assert [e["type"] for e in got] == [
         "session/start", "message/user", "message/assistant", "tool/call", "tool/result",
-        "message/user", "message/assistant", "message/user",
+        "message/user", "tool/call", "tool/result", "message/assistant", "message/user",
     ]  # fmt: skip
+    assert got[6]["payload"]["input"] == {"command": "npm test"}
+    assert got[7]["payload"]["output"] == "Ran `npm test`\n1 failing: footer overlaps"
+    assert got[7]["payload"]["is_error"] is True  # its exit code
     assert got[3]["payload"]["input"] == {"path": "/home/dev/site/header.css"}
     assert got[3]["payload"]["tool"] == "textEditGroup"
-    assert got[6]["payload"]["text"] == "The footer is sticky too."
+    assert got[8]["payload"]["text"] == "The footer is sticky too."
     assert vscode_copilot.read_chat(path).skipped == {"response:codeblockUri": 1}
     # Quiet for longer than the window: the last answer is what there is.
     old = path.stat().st_mtime - 3600

@@ -288,12 +288,19 @@ def _response_part(
 
 def _tool(ref: str, part: dict[str, Any], time: str | None) -> list[Item]:
     call_id = str(part.get("toolCallId") or ref)
-    arguments = part.get("toolSpecificData") or _message_text(part.get("invocationMessage"))
-    call = {"tool": part.get("toolId"), "input": arguments}
+    specific = field_of(part, "toolSpecificData")
+    call = {"tool": part.get("toolId"), "input": _arguments(part, specific)}
     details = part.get("resultDetails")
-    output = [_message_text(part.get("pastTenseMessage")), _details(details)]
-    result: dict[str, Any] = {"output": "\n".join(text for text in output if text)}
-    if isinstance(details, dict) and details.get("isError") is True:
+    terminal = field_of(specific, "terminalCommandOutput").get("text")
+    output = [_message_text(part.get("pastTenseMessage")), _details(details),
+              terminal if isinstance(terminal, str) else "",
+              specific.get("result") if specific.get("kind") == "subagent" else ""]  # fmt: skip
+    result: dict[str, Any] = {
+        "output": cut("\n".join(t for t in output if isinstance(t, str) and t))
+    }
+    exit_code = field_of(specific, "terminalCommandState").get("exitCode")
+    failed = isinstance(details, dict) and details.get("isError") is True
+    if failed or (isinstance(exit_code, int) and exit_code != 0):
         result["is_error"] = True
     return [
         Item(f"{ref}-call", "tool/call", "assistant", call, "toolInvocationSerialized", time,
@@ -301,6 +308,19 @@ def _tool(ref: str, part: dict[str, Any], time: str | None) -> list[Item]:
         Item(f"{ref}-result", "tool/result", "tool", result, "toolInvocationSerialized", time,
              complete=part.get("isComplete") is not False, result_of=call_id),
     ]  # fmt: skip
+
+
+def _arguments(part: dict[str, Any], specific: dict[str, Any]) -> object:
+    """What the tool was called with: a terminal's command line, a tool's raw input, else
+    the tool-specific data or the invocation message."""
+    if specific.get("kind") == "terminal":
+        line = field_of(specific, "commandLine")
+        command = (line.get("userEdited") or line.get("toolEdited") or line.get("original")
+                   or specific.get("command"))  # fmt: skip
+        return {"command": command} if isinstance(command, str) else specific
+    if specific.get("kind") == "input" and "rawInput" in specific:
+        return specific["rawInput"]
+    return specific or part.get("toolSpecificData") or _message_text(part.get("invocationMessage"))
 
 
 def _details(details: object) -> str:
