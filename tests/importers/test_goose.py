@@ -41,6 +41,10 @@ def test_both_schema_versions_give_the_conversation(tmp_path: Path, schema: int)
     ]  # fmt: skip
     result = next(e for e in got if e["type"] == "tool/result")
     assert result["payload"]["output"] == "date,amount\n2025-03-01,120.00"
+    # The response stored under the role ``tool`` is the second call's result, citing it.
+    tool_row = [e for e in got if e["session_id"] == MAIN][7]
+    assert (tool_row["type"], tool_row["payload"]["output"]) == ("tool/result", "2025-03-01,120.00")
+    assert tool_row["cites"] == [{"session_id": MAIN, "seq": 7}]
     compactions = [e for e in got if e["type"] == "compaction"]
     # Only v3 and later mark what the model alone sees: v2 reads the summary as a message.
     assert len(compactions) == (1 if schema == 5 else 0)
