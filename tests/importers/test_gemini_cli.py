@@ -92,6 +92,23 @@ def test_older_sub_agent_documents_are_children_citing_their_calls(tmp_path: Pat
     assert [e["type"] for e in failed][-1] == "tool/result"
 
 
+def test_sub_agent_calls_with_masked_outputs_are_still_found(tmp_path: Path) -> None:
+    """The CLI masks a long tool output (``<tool_output_masked>`` and the original as
+    JSON): the call is still a sub-agent's, told apart by when it completed."""
+    chats = gen.write_old(tmp_path)
+    parent = gen.old_session()
+    for message in parent["messages"]:
+        for call in message.get("toolCalls", []):
+            response = call["result"][0]["functionResponse"]["response"]
+            response["output"] = "<tool_output_masked>\n" + orjson.dumps(response).decode()
+            del call["resultDisplay"]
+    path = chats / f"session-2026-03-20T10-00-{gen.OLD_MAIN[:8]}.json"
+    path.write_bytes(orjson.dumps(parent))
+    sessions, _, _ = by_session(FMT, tmp_path)
+    assert sessions[gen.AGENT_FOUND][0]["cites"] == [{"session_id": gen.OLD_MAIN, "seq": 3}]
+    assert sessions[gen.AGENT_FAILED][0]["cites"] == [{"session_id": gen.OLD_MAIN, "seq": 5}]
+
+
 def test_a_sub_agent_without_marker_or_directories_takes_its_parents_cwd(
     tmp_path: Path,
 ) -> None:

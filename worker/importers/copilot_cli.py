@@ -126,9 +126,9 @@ class CopilotConverter(JsonRecordConverter):
             return [self.sessions.emit(session, "message/context", "system", time, payload,
                                        source)]  # fmt: skip
         if kind == "session.shutdown":
-            kind_of = data.get("shutdownType")  # routine, or error (a crash)
-            crashed = isinstance(kind_of, str) and kind_of != "routine"
-            self.shutdown = (time, f"shutdown:{kind_of}" if crashed else "shutdown")
+            # ``routine``, or ``error``: it crashed (older versions wrote other values).
+            crashed = data.get("shutdownType") == "error"
+            self.shutdown = (time, "shutdown:error" if crashed else "shutdown")
             return self._title()
         self.tally.skip(f"record:{kind}")
         return []

@@ -409,7 +409,8 @@ def _spawned_unnamed(call: dict[str, Any], output: str) -> bool:
         return False
     display = call.get("resultDisplay")
     progress = isinstance(display, dict) and display.get("isSubagentProgress") is True
-    return progress or output.startswith(_SUBAGENT_RESULT)
+    # A masked output (``<tool_output_masked>`` and the original as JSON) still holds it.
+    return progress or _SUBAGENT_RESULT in output[:300]
 
 
 def _distance(time: str | None, start: str) -> float:
