@@ -207,9 +207,8 @@ class GeminiConverter(JsonRecordConverter):
         summary = record.get("summary")
         found = None
         if isinstance(summary, str) and summary.strip():
-            head = summary.strip()
-            if len(head) >= _SUMMARY_CHARS and head.endswith("..."):
-                head = head[:-3]
+            cut_short = len(summary) == _SUMMARY_CHARS and summary.endswith("...")
+            head = (summary[:-3] if cut_short else summary).strip()
             found = next((k for k, s in unnamed.items() if s.result and head in s.result), None)
         if found is None:
             # The parent records a call when it completes, as the sub-agent last wrote.

@@ -19,9 +19,9 @@ Studied: Goose's ``session_manager.rs`` (schema versions 1-5: ``sessions`` with
   ``agentVisible``, and were imported as they were written;
 - skipped and counted: ``image``, ``redactedThinking``, ``toolConfirmationRequest``,
   ``frontendToolRequest``, ``systemNotification`` and other content types, text under
-  roles other than user and assistant. Goose does not record which session spawned a sub-agent
-  session (``session_type`` ``sub_agent``): those are imported as sessions of their own,
-  marked ``session_type`` in their start.
+  roles other than user and assistant. Goose does not record which session spawned a
+  sub-agent session (``session_type`` ``sub_agent``): those are imported as sessions of
+  their own, marked ``session_type`` in their start.
 """
 
 from __future__ import annotations
