@@ -83,6 +83,9 @@ async def test_import_answers_the_tools(
         assert "⟦March ledger reconciliation⟧" in lineage
         result = await ask(nc, worker, "session_event_trace", MAIN, session_id=MAIN, seq=6)
         assert f"{MAIN} seq 5 · tool/call" in cites_of(result)
+        # The response stored under the role ``tool``: the second call's result.
+        stored = await ask(nc, worker, "session_event_trace", MAIN, session_id=MAIN, seq=8)
+        assert "tool/result" in stored and f"{MAIN} seq 7 · tool/call" in cites_of(stored)
         found = await ask(nc, worker, "session_search", MAIN, query="CSV files reports")
         assert HELPER in found  # the sub-agent's session, in the same workspace
         # The session without a working dir is in the no-cwd workspace: not the ledger's.
