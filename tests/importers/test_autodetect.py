@@ -23,6 +23,7 @@ from tests.importers import (
     gen_gemini_cli,
     gen_pi,
     gen_qwen_code,
+    gen_zed,
 )
 from tests.importers._agent_e2e import converted
 from tests.importers.test_import_tools import sessionquery
@@ -110,6 +111,7 @@ def test_every_generated_file_is_detected_as_its_own_format(tmp_path: Path) -> N
               "droid": gen_droid.write(tmp_path / "home"),
               "amp": gen_amp.write(tmp_path / "home")}  # fmt: skip
     roots |= {fmt: db.parent for fmt, db in gen_amazon_q.write(tmp_path / "home").items()}
+    roots["zed"] = gen_zed.write_home(tmp_path / "home")
     roots["claude-code"] = fixture_gen.ROOT / "claude-code"
     roots["codex"] = fixture_gen.ROOT / "codex"
     at_home = set[Path]()

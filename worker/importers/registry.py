@@ -43,6 +43,7 @@ BUILT_IN: Final = {
     "amp": "worker.importers.amp:AmpImporter",
     "amazon-q": "worker.importers.amazon_q:AmazonQImporter",
     "kiro-cli": "worker.importers.amazon_q:KiroCliImporter",
+    "zed": "worker.importers.zed:ZedImporter",
 }
 
 
