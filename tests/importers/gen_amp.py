@@ -1,12 +1,14 @@
 """A generated Amp history (``~/.local/share/amp/threads``), made-up content.
 
 The shapes follow the thread store and reducer bundled in ``@sourcegraph/amp``
-0.0.1767830505: one pretty-printed ``T-<id>.json`` per thread with ``v``, ``id``,
-``created``, ``messages`` (``messageId``, ``content`` blocks, the user's ``meta.sentAt``,
-the assistant's ``state``), ``env.initial.trees``, ``title``, ``agentMode``; a Task tool
+0.0.1767830505 and 0.0.1774569934: one pretty-printed ``T-<id>.json`` per thread with
+``v``, ``id``, ``created``, ``messages`` (``messageId``, ``content`` blocks, the user's
+``meta.sentAt``, the assistant's ``state``), ``env.initial.trees``, ``title``,
+``agentMode``; a Task tool
 whose run names the sub-agent's thread (``progress.threadID``), the sub-agent's thread
 naming its caller (``mainThreadID``), a handoff thread linked by ``relationships``, a tool
-error, an ``info`` summary, a ``$`` shell command and an image.
+error, an ``info`` summary, a ``$`` shell command and an image; and a thread of
+0.0.1774569934 whose Task runs its sub-agent inside the call (the turns in ``progress``).
 """
 
 from __future__ import annotations
@@ -24,6 +26,9 @@ TITLE: Final = "Tide table parser"
 SUB_TITLE: Final = "Find the station list"
 T0: Final = 1_764_000_000_000  # milliseconds
 TASK_CALL: Final = "toolu_01TaskStations"
+LATER: Final = "T-5b1f0c7e-3a9d-4e21-8f6a-2c4d6e8fa004"
+LATER_TASK: Final = "toolu_01TaskGauges"
+LATER_TASK_TITLE: Final = "List the gauges"
 
 
 def _user(n: int, *content: dict[str, Any], minute: int, **more: Any) -> dict[str, Any]:
@@ -135,6 +140,30 @@ def handoff_thread() -> dict[str, Any]:
                                "comment": "export"}]}  # fmt: skip
 
 
+def later_thread(*, running: bool = False) -> dict[str, Any]:
+    """A thread of a later version (0.0.1774569934): the Task's sub-agent runs inside the
+    call, its turns kept in the run's ``progress``."""
+    turns = [
+        {"message": "Reading the gauge list.", "tool_uses": [
+            {"id": "toolu_01Gauges", "tool_name": "Read", "status": "done",
+             "input": {"path": "gauges.csv"}, "result": "Dover,Harwich"}]},
+        {"message": "Two gauges: Dover and Harwich.", "tool_uses": []},
+    ]  # fmt: skip
+    run: dict[str, Any] = {"status": "done", "result": "Two gauges: Dover and Harwich.",
+                           "progress": turns, "~debug": {"inferences": []}}  # fmt: skip
+    if running:
+        run = {"status": "in-progress", "progress": turns[:1]}
+    messages = [
+        _user(0, text("Which tide gauges do we read?"), minute=20),
+        _assistant(1, tool_use(LATER_TASK, "Task", {
+            "prompt": "List the gauges in gauges.csv", "description": LATER_TASK_TITLE})),
+        _user(2, tool_result(LATER_TASK, run), minute=21),
+    ]  # fmt: skip
+    return {"v": 9, "id": LATER, "created": T0 + 1_200_000, "messages": messages,
+            "agentMode": "smart", "nextMessageId": 3, "env": env(CWD),
+            "title": "Gauges"}  # fmt: skip
+
+
 def write_thread(folder: Path, thread: dict[str, Any]) -> Path:
     """As Amp writes it: pretty JSON to ``.amptmp``, renamed over the thread's file."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -148,6 +177,6 @@ def write_thread(folder: Path, thread: dict[str, Any]) -> Path:
 def write(home: Path, *, upto: int | None = None) -> Path:
     """The threads folder under ``home`` (``upto``: the main thread's first messages)."""
     folder = home / ".local" / "share" / "amp" / "threads"
-    for thread in (main_thread(upto), sub_thread(), handoff_thread()):
+    for thread in (main_thread(upto), sub_thread(), handoff_thread(), later_thread()):
         write_thread(folder, thread)
     return folder

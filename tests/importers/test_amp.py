@@ -18,11 +18,14 @@ from worker.importers import amp, registry
 from worker.importers.detect import detect
 from worker.importers.snapshot import SessionCache
 
-MAIN, SUB, HANDOFF = (amp.session_id(t) for t in (gen.MAIN, gen.SUB, gen.HANDOFF))
+MAIN, SUB, HANDOFF, LATER = (amp.session_id(t) for t in (gen.MAIN, gen.SUB, gen.HANDOFF,
+                                                          gen.LATER))  # fmt: skip
+INLINE = f"{LATER}-task-{gen.LATER_TASK}"
 # Main: start, user, thinking, text, 3 x (call, result), compaction, user, text, command,
 # its output = 15, plus title and end; sub-agent: start, user, text, title, end; handoff
-# (untitled): start, user, text, end.
-EVENTS = 17 + 5 + 4
+# (untitled): start, user, text, end; later: start, user, call, result, title, end; its
+# inline sub-agent: start, prompt, text, call, result, text, title, end.
+EVENTS = 17 + 5 + 4 + 6 + 8
 
 
 def events(folder: Path) -> list[dict[str, Any]]:
@@ -58,7 +61,8 @@ def test_a_thread_gives_its_conversation(tmp_path: Path) -> None:
     assert main[14]["payload"]["text"] == "730 tides.txt"
     assert snapshot.skipped == {"content:image": 1}
     assert not snapshot.problems
-    assert [s.title for s in snapshot.sessions] == [gen.TITLE, gen.SUB_TITLE, None]
+    titles = [gen.TITLE, gen.SUB_TITLE, None, "Gauges", gen.LATER_TASK_TITLE]
+    assert [s.title for s in snapshot.sessions] == titles
 
 
 def test_sub_agent_and_handoff_are_children(tmp_path: Path) -> None:
@@ -71,6 +75,28 @@ def test_sub_agent_and_handoff_are_children(tmp_path: Path) -> None:
     assert handoff["payload"]["parent_session_id"] == MAIN
     assert handoff["payload"]["relation"] == "handoff" and "cites" not in handoff
     assert handoff["payload"]["cwd"] is None  # execute mode: no workspace tree
+
+
+def test_a_sub_agent_run_inside_its_call_is_a_child(tmp_path: Path) -> None:
+    """Later versions keep the Task's sub-agent turns in the call's run: a child session,
+    published once the run is over."""
+    folder = tmp_path / "threads"
+    gen.write_thread(folder, gen.later_thread(running=True))
+    running = events(folder)
+    assert [e["type"] for e in of(running, INLINE)] == ["session/start"]  # its turns wait
+    gen.write_thread(folder, gen.later_thread())
+    got = events(folder)
+    child = of(got, INLINE)
+    assert [(e["type"], e["payload"].get("tool")) for e in child] == [
+        ("session/start", None), ("message/user", None), ("message/assistant", None),
+        ("tool/call", "Read"), ("tool/result", "Read"), ("message/assistant", None),
+    ]  # fmt: skip
+    task = next(e for e in got if e["payload"].get("tool") == "Task")
+    assert child[0]["cites"] == [{"session_id": LATER, "seq": task["seq"]}]
+    assert child[0]["payload"]["parent_session_id"] == LATER
+    assert child[0]["payload"]["cwd"] == gen.CWD
+    assert child[4]["cites"] == [{"session_id": INLINE, "seq": 4}]
+    assert child[4]["payload"]["output"] == "Dover,Harwich"
 
 
 def test_what_is_still_being_written_waits(tmp_path: Path) -> None:
@@ -107,7 +133,7 @@ def test_detection_and_default_folder(tmp_path: Path, monkeypatch: pytest.Monkey
     importer = registry.get("amp")
     assert detect(folder) == "amp" and detect(folder / f"{gen.MAIN}.json") == "amp"
     assert importer.files(tmp_path / "home") == [folder]
-    assert len(amp.read_threads(folder).sessions) == 3
+    assert len(amp.read_threads(folder).sessions) == 5
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
     assert importer.default_locations() == [tmp_path / "data" / "amp" / "threads"]
 
@@ -118,7 +144,7 @@ async def test_import_answers_the_tools(
     folder = gen.write(tmp_path / "home")
     async with imported(nc, nats_url, subjects, tmp_path, folder, "amp",
                         expected=EVENTS, idle="0") as (worker, _):  # fmt: skip
-        for session, count in ((MAIN, 17), (SUB, 5), (HANDOFF, 4)):
+        for session, count in ((MAIN, 17), (SUB, 5), (HANDOFF, 4), (LATER, 6), (INLINE, 8)):
             await assert_events(nc, worker, session, session, count)
         lineage = await ask(nc, worker, "session_trace", MAIN, session_id=MAIN)
         assert f"⟦{gen.TITLE}⟧" in lineage and SUB in lineage.split("Descendants")[1]
@@ -141,6 +167,7 @@ async def test_watch_follows_a_rewritten_thread(
     def rest() -> None:
         gen.write_thread(folder, gen.main_thread())
 
-    # Main 1 + 7, sub-agent 3, handoff 3; then main's other six messages: 7 events.
+    # Main 1 + 7, sub-agent 3, handoff 3, later 4 and its inline sub-agent 6; then main's
+    # other six messages: 7 events.
     await watch_growth(nc, nats_url, subjects, f"watch-{unique}", "amp", folder,
-                       before=14, grow=rest, after=21)  # fmt: skip
+                       before=24, grow=rest, after=31)  # fmt: skip

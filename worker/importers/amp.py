@@ -1,16 +1,20 @@
 """Amp (Sourcegraph): one JSON document per thread, ``$XDG_DATA_HOME/amp/threads/T-<id>.json``.
 
-Studied: the thread store and the thread reducer bundled in ``@sourcegraph/amp``
-0.0.1767830505 (``dist/main.js``; the last versions that ship JavaScript, later ones ship a
-binary): a thread is written whole, pretty-printed, to ``<id>.json.amptmp`` and renamed
-over ``<id>.json`` after each change, so a reading never sees half a file.
+Studied: the thread store, the thread reducer and the Task tool bundled in
+``@sourcegraph/amp`` 0.0.1767830505 and 0.0.1774569934 (``dist/main.js``): a thread is
+written whole, pretty-printed, to ``<id>.json.amptmp`` and renamed over ``<id>.json`` after
+each change, so a reading never sees half a file. From 0.0.1775390627 (April 2026) the CLI
+keeps threads on Amp's server only (nothing local to import); later packages ship a binary.
 
 - the thread is the session (``amp-<id>``), starting at ``created`` (milliseconds); its cwd
   is the first of ``env.initial.trees`` (a ``file://`` URI; a thread with no tree, as in
   execute mode, has none); ``title`` titles it; ``agentMode`` is kept in the start;
-- lineage: a sub-agent's thread (the Task tool's) names its caller in ``mainThreadID``, and
-  the caller's ``tool_result`` names the sub-thread (``run.progress.threadID``): the child's
-  start cites that call; a handoff or fork names where it came from in ``relationships``
+- lineage: a sub-agent's thread (the Task tool's, in earlier versions) names its caller in
+  ``mainThreadID``, and the caller's ``tool_result`` names the sub-thread
+  (``run.progress.threadID``): the child's start cites that call; in later versions the
+  sub-agent runs inside the call, its turns the run's ``progress`` (``message``,
+  ``tool_uses``): they become the child ``amp-<thread>-task-<call>``, published once the run
+  is over; a handoff or fork names where it came from in ``relationships``
   (``role: "child"``): that thread is its parent;
 - ``messages`` in order, by ``messageId``: a ``user`` message's ``text`` as
   ``message/user`` (harness text typed; a ``course-correction`` as ``message/context``)
@@ -41,10 +45,12 @@ from worker.importers.snapshot import (
     SessionCache,
     Snapshot,
     SourceSession,
+    Stamp,
     field_of,
     from_millis,
     parents_first,
     said,
+    tool_pair,
 )
 from worker.importers.whole_sources import SnapshotImporter, data_home
 
@@ -74,25 +80,37 @@ def read_threads(path: Path, cache: SessionCache | None = None) -> Snapshot:
         try:
             info = file.stat()
             stamp = (info.st_mtime_ns, info.st_size)
-            session = cache.get(file.name, stamp)
-            if session is None:
+            sessions = _cached(cache, file.name, stamp)
+            if not sessions:
                 thread = orjson.loads(file.read_bytes())
                 if not isinstance(thread, dict) or not isinstance(thread.get("id"), str):
                     snapshot.problems.append(Problem(str(file), 0, "not an Amp thread: no id"))
                     continue
-                session = cache.put(file.name, stamp, read_thread(thread))
+                sessions = read_thread(thread)
+                for index, session in enumerate(sessions):
+                    cache.put(f"{file.name}:{index}", stamp, session)
         except FileNotFoundError:
             continue  # the thread was deleted since the folder was listed
         except (OSError, orjson.JSONDecodeError) as exc:
             snapshot.problems.append(Problem(str(file), 0, f"cannot read the thread: {exc}"))
             continue
-        snapshot.sessions.append(session)
+        snapshot.sessions.extend(sessions)
     snapshot.sessions = parents_first(snapshot.sessions)
     return snapshot
 
 
-def read_thread(thread: dict[str, Any]) -> SourceSession:
-    """One thread document as a session."""
+def _cached(cache: SessionCache, name: str, stamp: Stamp) -> list[SourceSession]:
+    """A file's sessions (its thread, then the sub-agents run inside it) as last read, when
+    the file did not change since."""
+    found: list[SourceSession] = []
+    while (session := cache.get(f"{name}:{len(found)}", stamp)) is not None:
+        found.append(session)
+    return found
+
+
+def read_thread(thread: dict[str, Any]) -> list[SourceSession]:
+    """One thread document as a session, then the sessions of the sub-agents its Task
+    calls ran inside it."""
     title = thread.get("title")
     extra: dict[str, Any] = {}
     if isinstance(thread.get("agentMode"), str):
@@ -110,15 +128,22 @@ def read_thread(thread: dict[str, Any]) -> SourceSession:
     )
     messages = thread.get("messages")
     if not isinstance(messages, list):
-        return session
-    spawned = _subthreads(messages, thread["id"])
+        return [session]
+    spawned, inline = _subagents(messages, thread["id"])
+    children = []
     for index, message in enumerate(messages):
         if not isinstance(message, dict):
             session.skipped["message:invalid"] += 1
             continue
         ref = f"m{message.get('messageId', f'i{index}')}"
-        session.items.extend(_message(ref, message, spawned, session.skipped))
-    return session
+        items = _message(ref, message, spawned, session.skipped)
+        session.items.extend(items)
+        for item in items:
+            run = inline.get(item.result_of or "")
+            if run is not None and item.result_of in spawned:
+                child = spawned[item.result_of]
+                children.append(_inline(child, session, run, item.time))
+    return [session, *children]
 
 
 def _cwd(thread: dict[str, Any]) -> str | None:
@@ -145,21 +170,79 @@ def _parent(thread: dict[str, Any]) -> tuple[str | None, str | None]:
     return None, None
 
 
-def _subthreads(messages: list[Any], own: str) -> dict[str, str]:
-    """Tool call id -> the session of the sub-agent thread its run names."""
-    found: dict[str, str] = {}
+def _subagents(
+    messages: list[Any], own: str
+) -> tuple[dict[str, str], dict[str, tuple[dict[str, Any], dict[str, Any]]]]:
+    """Tool call id -> the session of the sub-agent it started; and, for a sub-agent run
+    inside the call (later versions: its turns are the run's ``progress``), the call and
+    its run."""
+    spawned: dict[str, str] = {}
+    inline: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}
+    calls: dict[str, dict[str, Any]] = {}
     for message in messages:
         content = message.get("content") if isinstance(message, dict) else None
         for block in content if isinstance(content, list) else []:
-            if not isinstance(block, dict) or block.get("type") != "tool_result":
+            if not isinstance(block, dict):
                 continue
-            run = field_of(block, "run")
+            if block.get("type") == "tool_use":
+                calls[str(block.get("id"))] = block
+            if block.get("type") != "tool_result":
+                continue
+            call_id, run = str(block.get("toolUseID")), field_of(block, "run")
+            if isinstance(run.get("progress"), list) and call_id in calls:
+                spawned[call_id] = safe_id(f"{own}-task-{call_id}", prefix="amp-")
+                inline[call_id] = (calls[call_id], run)
+                continue
             child = field_of(run, "progress").get("threadID") or field_of(run, "~debug").get(
                 "threadID"
             )
             if isinstance(child, str) and child and child != own:
-                found[str(block.get("toolUseID"))] = session_id(child)
-    return found
+                spawned[call_id] = session_id(child)
+    return spawned, inline
+
+
+def _inline(
+    child: str, parent: SourceSession, called: tuple[dict[str, Any], dict[str, Any]],
+    time: str | None,
+) -> SourceSession:  # fmt: skip
+    """A sub-agent run inside its Task call: the prompt, then each turn's text and tool
+    uses (``progress``: ``message``, ``tool_uses`` with ``status`` and ``result``); it waits
+    until the run is over, as the turns change while it runs."""
+    call, run = called
+    arguments = field_of(call, "input")
+    description = arguments.get("description")
+    session = SourceSession(
+        session_id=child, cwd=parent.cwd, time=time, parent=parent.session_id,
+        title=description if isinstance(description, str) else None,
+        extra={"relation": "subagent"},
+    )  # fmt: skip
+    if isinstance(arguments.get("prompt"), str):
+        session.items.append(said("prompt", "user", arguments["prompt"], time, "Task:prompt"))
+    for number, turn in enumerate(run.get("progress") or []):
+        if not isinstance(turn, dict):
+            session.skipped["turn:invalid"] += 1
+            continue
+        if isinstance(turn.get("message"), str) and turn["message"].strip():
+            session.items.append(said(f"t{number}", "assistant", turn["message"], time, "turn"))
+        uses = turn.get("tool_uses")
+        for index, use in enumerate(uses if isinstance(uses, list) else []):
+            if isinstance(use, dict):
+                session.items.extend(_inline_tool(f"t{number}-{index}", child, use, time))
+    over = run.get("status") in _FINAL
+    for item in session.items:
+        item.complete = over
+    return session
+
+
+def _inline_tool(ref: str, child: str, use: dict[str, Any], time: str | None) -> list[Item]:
+    status = use.get("status")
+    output = use.get("result")
+    if isinstance(output, dict) and isinstance(output.get("output"), str):
+        output = output["output"]
+    call_id = f"{child}-{use.get('id')}"  # the sub-agent's own ids: kept apart from the thread's
+    return tool_pair(ref, call_id, use.get("tool_name"), use.get("input"), time, "tool_use",
+                     output=output if status in ("done", "error") else f"({status})",
+                     error=status != "done")  # fmt: skip
 
 
 def _message(
