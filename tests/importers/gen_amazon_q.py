@@ -43,7 +43,8 @@ CREATE TABLE conversations_v2 (key TEXT NOT NULL, conversation_id TEXT NOT NULL,
 
 
 def _stamp(second: int) -> str:
-    return f"2025-11-24T17:{second // 60:02d}:{second % 60:02d}.000000+01:00"
+    """chrono's RFC 3339 with the local offset, to the nanosecond."""
+    return f"2025-11-24T17:{second // 60:02d}:{second % 60:02d}.412337089+01:00"
 
 
 def user(content: dict[str, Any], second: int, *, context: str = "",

@@ -49,7 +49,7 @@ def test_a_conversation_gives_its_turns(tmp_path: Path) -> None:
         ("tool/result", "fs_write"),  ("message/assistant", None),
     ]  # fmt: skip
     assert main[0]["payload"]["cwd"] == gen.CWD
-    assert main[0]["time"] == "2025-11-24T16:00:00.000Z"  # the prompt's, in UTC
+    assert main[0]["time"] == "2025-11-24T16:00:00.412Z"  # the prompt's, in UTC
     assert main[3]["time"] == "2025-11-24T16:00:02.000Z"  # the stream's end
     assert main[5]["cites"] == [{"session_id": MAIN, "seq": 5}]
     assert orjson.loads(main[5]["payload"]["output"])["stdout"] == "1 failed: test_sailings"
@@ -80,7 +80,7 @@ def test_a_compacted_conversation_starts_with_its_summary(tmp_path: Path) -> Non
                                               "message/assistant", "message/user",
                                               "message/assistant"]  # fmt: skip
     assert compacted[1]["payload"]["summary"] == gen.SUMMARY
-    assert compacted[0]["time"] == "2025-11-24T16:03:20.000Z"  # the kept entry, older
+    assert compacted[0]["time"] == "2025-11-24T16:03:20.412Z"  # the kept entry, older
     assert compacted[0]["payload"]["cwd"] == gen.OTHER_CWD
 
 
