@@ -172,12 +172,10 @@ def _merged(
     summary = latest if isinstance(latest, list) and len(latest) == 2 else [None, None]
     text = summary[0]
     if isinstance(text, str) and text != ledger.summary:
-        ends = from_millis(summary[1].get("stream_end_timestamp_ms")) if isinstance(
-            summary[1], dict
-        ) else None  # fmt: skip
-        ref = f"summary-{len(known)}"
-        session.items.append(Item(ref, "compaction", "system", {"summary": cut(text)},
-                                  "latest_summary", ends))  # fmt: skip
+        made = summary[1] if isinstance(summary[1], dict) else {}  # its request's metadata
+        ends = from_millis(made.get("stream_end_timestamp_ms"))
+        session.items.append(Item(f"summary-{len(known)}", "compaction", "system",
+                                  {"summary": cut(text)}, "latest_summary", ends))  # fmt: skip
     for entry in entries:
         user, assistant, metadata = _parts(entry)
         key = _entry_key(user, assistant, metadata)

@@ -254,7 +254,7 @@ def _spawned(use: dict[str, Any], result: object) -> str | None:
     """The sub-agent session a ``spawn_agent`` call started (not one it resumed)."""
     if use.get("name") not in _SPAWNING_TOOLS or field_of(use, "input").get("session_id"):
         return None
-    output = field_of({"r": result}, "r").get("output")
+    output = result.get("output") if isinstance(result, dict) else None
     child = output.get("session_id") if isinstance(output, dict) else None
     if not child and isinstance(output, dict):
         child = field_of(output, "session_info").get("session_id")
