@@ -7,9 +7,11 @@ conversation.rs`` and ``message.rs`` (serde's shapes: ``history`` of ``{user, as
 request_metadata}``, before 1.13 of ``[user, assistant]`` pairs; ``UserMessageContent``
 ``Prompt``/``ToolUseResults``/``CancelledToolUses``; ``AssistantMessage``
 ``Response``/``ToolUse``; ``latest_summary`` set by ``/compact``). Kiro CLI, which descends
-from it, keeps the same state in ``conversations_v2`` (``key``, ``conversation_id``,
-``value``, ``created_at``, ``updated_at`` in milliseconds: several conversations per
-directory), read from public readers of its database (its source is not public).
+from it, keeps the same state in ``conversations`` (its 1.x) and then ``conversations_v2``
+(``key``, ``conversation_id``, ``value``, ``created_at``, ``updated_at`` in milliseconds:
+several conversations per directory), read from public readers of its database (its
+source is not public); its later session files under ``~/.kiro/sessions`` are another
+format, not read here.
 
 - each conversation is a session (``qcli-<conversation_id>``, ``kiro-<conversation_id>``),
   its cwd the row's ``key``; no titles in the source (the first prompt stands in);
