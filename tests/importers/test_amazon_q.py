@@ -118,6 +118,22 @@ def test_kiro_keeps_the_same_state_in_its_own_table(tmp_path: Path) -> None:
     assert start["time"] == "2025-11-24T16:08:20.000Z"  # created_at
 
 
+def test_kiro_reads_both_its_tables_once(tmp_path: Path) -> None:
+    """Kiro CLI 1.x kept conversations in the older table: both are read, a conversation in
+    both once, from the newer."""
+    db = gen.write_kiro(tmp_path / "kiro-cli" / "data.sqlite3")
+    older = orjson.dumps(gen.state(gen.MAIN, gen.main_history()[:1])).decode()
+    with sqlite3.connect(db) as conn:
+        copied = conn.execute("SELECT value FROM conversations_v2").fetchone()[0]
+        conn.execute("CREATE TABLE conversations (key TEXT PRIMARY KEY, value TEXT)")
+        conn.executemany("INSERT INTO conversations VALUES (?, ?)",
+                         [(gen.OTHER_CWD, older), (gen.CWD, copied)])  # fmt: skip
+    conn.close()
+    snapshot = amazon_q.read_database(db, KIRO_CLI)
+    assert [s.session_id for s in snapshot.sessions] == [KIRO, f"kiro-{gen.MAIN}"]
+    assert snapshot.sessions[1].cwd == gen.OTHER_CWD
+
+
 def test_detection_and_default_folders(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     paths = gen.write(tmp_path / "home")
     assert detect(paths["amazon-q"]) == "amazon-q" and detect(paths["kiro-cli"]) == "kiro-cli"
