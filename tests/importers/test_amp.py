@@ -114,6 +114,16 @@ def test_what_is_still_being_written_waits(tmp_path: Path) -> None:
     assert [e["type"] for e in events(folder)] == [*waiting, "tool/result"]
 
 
+def test_a_damaged_status_is_read_as_not_over(tmp_path: Path) -> None:
+    """A file edited by hand or cut short may hold any value where a run's status belongs:
+    the result waits, nothing raises."""
+    thread = gen.main_thread(upto=3)
+    thread["messages"][2]["content"][0]["run"]["status"] = ["done"]
+    gen.write_thread(tmp_path / "threads", thread)
+    got = events(tmp_path / "threads")
+    assert [e["type"] for e in got][-1] == "tool/call"
+
+
 def test_unchanged_threads_are_not_parsed_again(tmp_path: Path) -> None:
     folder = gen.write(tmp_path)
     cache = SessionCache()

@@ -81,6 +81,18 @@ def test_sub_agent_cites_its_spawn_call_and_older_threads_read(tmp_path: Path) -
     assert of(got, UNTITLED)[0]["payload"]["cwd"] is None
 
 
+def test_a_damaged_tool_name_is_read_as_any_other_tool(tmp_path: Path) -> None:
+    """Any value may stand where a tool's name belongs in a damaged row: nothing raises."""
+    db = gen.write(tmp_path / "threads")
+    value = gen.rows()[0][-1]
+    value["messages"][2]["Agent"]["content"][0]["ToolUse"]["name"] = ["spawn_agent"]
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE threads SET data = ? WHERE id = ?", (orjson.dumps(value), gen.MAIN))
+    conn.close()
+    sub = of(events(db), SUB)[0]
+    assert "cites" not in sub  # no spawn_agent call named it
+
+
 def test_the_oldest_table_without_the_later_columns(tmp_path: Path) -> None:
     db = tmp_path / "threads" / "threads.db"
     db.parent.mkdir()

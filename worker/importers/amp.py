@@ -57,7 +57,8 @@ from worker.importers.whole_sources import SnapshotImporter, data_home
 NAME: Final = "amp"
 THREAD_FILE: Final = re.compile(r"T-[0-9A-Za-z-]+\.json")
 # A tool run in one of these states is over: its result is final.
-_FINAL: Final = frozenset({"done", "error", "cancelled", "rejected-by-user"})
+# (A tuple: a damaged file may hold a list or an object where the status belongs.)
+_FINAL: Final = ("done", "error", "cancelled", "rejected-by-user")
 
 
 def session_id(thread_id: str) -> str:

@@ -59,7 +59,7 @@ from worker.importers.whole_sources import SnapshotImporter
 
 DATABASE: Final = "threads.db"
 PLACEHOLDER_TITLE: Final = "New Thread"
-_SPAWNING_TOOLS: Final = frozenset({"spawn_agent"})
+_SPAWNING_TOOLS: Final = ("spawn_agent",)  # compared with ==: a damaged name may be a list
 _OPTIONAL: Final = ("parent_id", "folder_paths", "folder_paths_order", "created_at")
 
 
