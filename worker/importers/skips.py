@@ -31,6 +31,7 @@ MAX_KINDS: Final = 100
 MAX_KIND_CHARS: Final = 120
 
 _IMAGES: Final = "images are not searchable text"
+_ENCRYPTED: Final = "encrypted thinking: nothing readable"
 _VSCODE_BOOKKEEPING: Final = (
     "inlineReference", "codeblockUri", "textEditGroup", "undoStop", "prepareToolInvocation",
     "progressMessage", "confirmation", "warning", "command",
@@ -163,6 +164,19 @@ BUILT_IN: Final[dict[str, Reasons]] = {
         [f"response:{kind}" for kind in _VSCODE_BOOKKEEPING],
         "editor bookkeeping: references, edits, progress",
     ),
+    "amp": {
+        "content:image": _IMAGES,
+        "content:redacted_thinking": _ENCRYPTED,
+        "content:server_tool_use": "calls the model's provider ran itself (web search)",
+    },
+    "amazon-q": {"user:image": _IMAGES},
+    "kiro-cli": {"user:image": _IMAGES},
+    "zed": {
+        "content:Image": _IMAGES,
+        "content:RedactedThinking": _ENCRYPTED,
+        "segment:RedactedThinking": _ENCRYPTED,
+        "message:system": "the first agent's system messages: instructions to the model",
+    },
 }
 
 
