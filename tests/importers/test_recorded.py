@@ -103,6 +103,9 @@ def test_converted_as_the_agent_ran(recorded: dict[str, Any]) -> None:
     for text in expect.get("harness_texts", []):
         holders = [e for e in events.values() if e["payload"].get("text") == text]
         assert holders and all(e["type"] == "message/context" for e in holders), (text, holders)
+    # What the agent's own version writes is known: skipped with a reason, or imported.
+    tally.explain(registry.get(recorded["format"]).skip_reason)
+    assert set(tally.unknown) <= set(expect.get("drift", [])), tally.unknown
     for kind, least in expect.get("skipped", {}).items():
         assert tally.skipped[kind] >= least, (kind, tally.skipped)
     children = {

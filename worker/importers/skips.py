@@ -84,6 +84,18 @@ BUILT_IN: Final[dict[str, Reasons]] = {
         "assistant-block:image": _IMAGES,
         "user-block:image": _IMAGES,
         "assistant-block:redacted_thinking": "encrypted thinking: nothing readable",
+        # Seen in what Claude Code 2.1.332 writes (tests/importers/recorded/claude-code).
+        "record:attachment": "context Claude Code renders for the model: environment, date,"
+        " tool, agent and skill listings, the system prompt's snapshot, files re-read",
+        "record:api-request": "a copy of a request sent to the model",
+        "record:api-request-blob": "a copy of a request's messages",
+        "record:api-request-shape": "a request's shape, for caching",
+        "record:last-prompt": "the last prompt, repeated for the prompt history",
+        "record:tools-used": "the tools a turn used, repeated from its calls",
+        "record:cost-state": "cost and duration bookkeeping",
+        "record:mode": "the permission mode",
+        "record:atis-latch": "internal state",
+        "record:agent-name": "the name /rename gives, also written as the custom title",
     },
     "codex": {
         "record:event_msg": "UI notifications that repeat the response items",
@@ -138,6 +150,7 @@ BUILT_IN: Final[dict[str, Reasons]] = {
     "droid": {
         "record:todo_state": "the todo list's state",
         "record:session_start:repeated": "a repeated session header",
+        "record:agent_turn_outcome": "how a turn ended (completed, its result's kind)",
         "block:*:image": _IMAGES,
     },
     "opencode": _OPENCODE,
