@@ -19,6 +19,8 @@ from tests.importers import (
     gen_cursor,
     gen_droid,
     gen_gemini_cli,
+    gen_hermes,
+    gen_openclaw,
     gen_pi,
     gen_qwen_code,
 )
@@ -106,6 +108,9 @@ def test_every_generated_file_is_detected_as_its_own_format(tmp_path: Path) -> N
     _, roots = _machine(tmp_path)
     roots |= {"qwen-code": gen_qwen_code.write(tmp_path / "home"),
               "droid": gen_droid.write(tmp_path / "home")}  # fmt: skip
+    # OpenClaw's transcripts are Pi's format: told apart by where OpenClaw keeps them.
+    roots |= {"hermes": gen_hermes.write_home(tmp_path / "home"),
+              "openclaw": gen_openclaw.write(tmp_path / "home")}  # fmt: skip
     roots["claude-code"] = fixture_gen.ROOT / "claude-code"
     roots["codex"] = fixture_gen.ROOT / "codex"
     at_home = set[Path]()

@@ -41,6 +41,7 @@ BUILT_IN: Final = {
     "openhands": "worker.importers.whole_sources:OpenHandsImporter",
     "vscode-copilot": "worker.importers.whole_sources:VSCodeCopilotImporter",
     "hermes": "worker.importers.hermes:HermesImporter",
+    "openclaw": "worker.importers.openclaw:OpenClawImporter",
 }
 
 
