@@ -5,9 +5,11 @@ tools, and ``watch`` following the store and an older transcript."""
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 from nats.aio.client import Client as NATS
 
@@ -65,6 +67,39 @@ def test_a_sub_agent_cites_its_spawn_and_a_rewind_forks(tmp_path: Path) -> None:
     assert [e["payload"]["text"] for e in fork[1:]] == [
         "plan the fertiliser instead", "Fertilise every two weeks.",
     ]  # fmt: skip
+
+
+def test_a_rewrite_and_cold_storage_are_counted(tmp_path: Path) -> None:
+    """A transcript rewrite deletes main's rows from a point and writes them again under
+    new row ids: read after the first reading, they publish nothing twice. A session moved
+    to cold storage is not in the rows: counted."""
+    db = gen.write_store(tmp_path / "openclaw-agent.sqlite")
+    importer = registry.get(FMT)
+    converter = importer.converter(db, ConvertOptions())
+    first = list(importer.records(db))
+    assert sum(len(converter.feed(r.number, r.data)) for r in first) == 18
+    conn = sqlite3.connect(db)
+    # The sub-agent writes on; then main's rows from seq 14 are rewritten (new row ids).
+    more = gen_pi._entry(23, 22, "message", message=gen_pi._user("and the lettuce bed?"))
+    conn.execute("INSERT INTO transcript_events (session_id, seq, event_json, created_at)"
+                 " VALUES (?, 100, ?, 1)", (gen.SUB, orjson.dumps(more).decode()))  # fmt: skip
+    kept = conn.execute("SELECT seq, event_json, created_at FROM transcript_events"
+                        " WHERE session_id = ? AND seq >= 14", (gen.MAIN,)).fetchall()  # fmt: skip
+    conn.execute("DELETE FROM transcript_events WHERE session_id = ? AND seq >= 14", (gen.MAIN,))
+    for seq, event, created in kept:
+        conn.execute("INSERT INTO transcript_events (session_id, seq, event_json, created_at)"
+                     " VALUES (?, ?, ?, ?)", (gen.MAIN, seq, event, created))  # fmt: skip
+    conn.execute("CREATE TABLE session_transcript_cold_archives (session_id TEXT PRIMARY KEY)")
+    conn.execute("INSERT INTO session_transcript_cold_archives VALUES ('old-session')")
+    conn.commit()
+    conn.close()
+    rewritten = list(importer.records(db, after=first[-1].position, number=len(first)))
+    assert len(rewritten) == 1 + len(kept) == 7
+    out = [converter.feed(r.number, r.data) for r in rewritten]
+    assert [len(events) for events in out] == [1, 0, 0, 0, 0, 0, 0]
+    converter.finish()
+    assert converter.tally.skipped["entry:rewritten"] == 6
+    assert converter.tally.skipped["session:cold-archived"] == 1
 
 
 def test_the_older_transcripts_and_their_sessions_json(tmp_path: Path) -> None:

@@ -26,6 +26,10 @@ and the doctor's reader of the older files). OpenClaw's transcript is Pi's sessi
 
 A compressed row is decoded when this Python has zstd (``compression.zstd``, or the
 ``zstandard`` package); otherwise it is counted (``event:zstd``) and its entry is missing.
+A transcript rewrite writes the entries it keeps again under new row ids: those already
+read are counted (``entry:rewritten``); when its rows take back the row ids of the rows it
+deleted (the end of the table), ``watch``, which keeps the last row id read, misses them. Sessions moved to cold storage (opt-in) are
+counted (``session:cold-archived``), not read.
 """
 
 from __future__ import annotations
@@ -102,11 +106,18 @@ class OpenClawConverter(PiConverter):
         return self.cites
 
     def _record(self, record: dict[str, Any]) -> list[Outgoing]:
+        entry_id = record.get("id")
+        if isinstance(entry_id, str) and (entry_id in self.entry_session or
+                                          entry_id in self.leaf_target):  # fmt: skip
+            # A transcript rewrite deletes the rows from a point and writes them again:
+            # the entries kept come back under new row ids, already published.
+            self.tally.skip("entry:rewritten")
+            return []
         if record.get("type") == "leaf":
             target = record.get("targetId") if isinstance(record.get("targetId"), str) else None
             tail = record.get("appendParentId", target)
-            if isinstance(record.get("id"), str):
-                self.leaf_target[record["id"]] = target
+            if isinstance(entry_id, str):
+                self.leaf_target[entry_id] = target
             self.moved = (tail if isinstance(tail, str) else None, target)
             self.tally.skip("record:leaf")
             return []
@@ -215,6 +226,17 @@ class StoreConverter:
         return self._each(lambda converter: converter.idle())
 
     def finish(self) -> list[Outgoing]:
+        """Sessions whose rows OpenClaw moved to cold storage (opt-in, zstd archives) are
+        not read: counted, with the rest of the summary."""
+        try:
+            with read_only(self.path) as conn:
+                if "session_transcript_cold_archives" in tables(conn):
+                    row = conn.execute("SELECT COUNT(*) FROM session_transcript_cold_archives")
+                    cold = int(row.fetchone()[0])
+                    if cold:
+                        self.tally.skipped["session:cold-archived"] += cold
+        except sqlite3.Error as exc:
+            self.tally.problems.append(Problem(str(self.path), 0, f"cannot read: {exc}"))
         return []
 
     def end_quiet(self, before: datetime) -> list[Outgoing]:
