@@ -15,6 +15,7 @@ from contracts.subjects import Subjects
 from tests._harness import until
 from tests.importers import (
     fixture_gen,
+    gen_auggie,
     gen_copilot_cli,
     gen_cursor,
     gen_droid,
@@ -110,7 +111,8 @@ def test_every_generated_file_is_detected_as_its_own_format(tmp_path: Path) -> N
               "droid": gen_droid.write(tmp_path / "home")}  # fmt: skip
     # OpenClaw's transcripts are Pi's format: told apart by where OpenClaw keeps them.
     roots |= {"hermes": gen_hermes.write_home(tmp_path / "home"),
-              "openclaw": gen_openclaw.write(tmp_path / "home")}  # fmt: skip
+              "openclaw": gen_openclaw.write(tmp_path / "home"),
+              "auggie": gen_auggie.write(tmp_path / "home")}  # fmt: skip
     roots["claude-code"] = fixture_gen.ROOT / "claude-code"
     roots["codex"] = fixture_gen.ROOT / "codex"
     at_home = set[Path]()

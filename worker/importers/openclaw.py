@@ -28,8 +28,8 @@ A compressed row is decoded when this Python has zstd (``compression.zstd``, or 
 ``zstandard`` package); otherwise it is counted (``event:zstd``) and its entry is missing.
 A transcript rewrite writes the entries it keeps again under new row ids: those already
 read are counted (``entry:rewritten``); when its rows take back the row ids of the rows it
-deleted (the end of the table), ``watch``, which keeps the last row id read, misses them. Sessions moved to cold storage (opt-in) are
-counted (``session:cold-archived``), not read.
+deleted (the end of the table), ``watch``, which keeps the last row id read, misses them.
+Sessions moved to cold storage (opt-in) are counted (``session:cold-archived``), not read.
 """
 
 from __future__ import annotations

@@ -42,6 +42,7 @@ BUILT_IN: Final = {
     "vscode-copilot": "worker.importers.whole_sources:VSCodeCopilotImporter",
     "hermes": "worker.importers.hermes:HermesImporter",
     "openclaw": "worker.importers.openclaw:OpenClawImporter",
+    "auggie": "worker.importers.auggie:AuggieImporter",
 }
 
 
