@@ -5,6 +5,7 @@ tools, and ``watch`` following a session file rewritten whole."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -95,3 +96,22 @@ async def test_watch_follows_a_rewritten_session(
     # (the running seventh exchange waits).
     await watch_growth(nc, nats_url, subjects, f"watch-{unique}", FMT,
                        folder / f"{gen.MAIN}.json", before=11, grow=rest, after=14)  # fmt: skip
+
+
+def test_only_a_running_last_exchange_waits(tmp_path: Path) -> None:
+    """``watch`` holds back the last exchange while it runs; an exchange left incomplete
+    before others (a cancelled turn) does not stop the ones after it."""
+    folder = gen.write(tmp_path)
+    path = folder / f"{gen.MAIN}.json"
+    importer = registry.get(FMT)
+    following = list(importer.records(path, complete=False))
+    assert len(following) == 1 + 6  # the header and six exchanges; the seventh runs
+    history = gen.main_history()
+    history[1]["completed"] = False  # cancelled, then the session went on
+    path.write_text(json.dumps(gen.document(gen.MAIN, history)))
+    converter = importer.converter(path, ConvertOptions())
+    records = list(importer.records(path, complete=False))
+    assert len(records) == 1 + 6
+    for record in records:
+        converter.feed(record.number, record.data)
+    assert converter.tally.skipped["exchange:incomplete"] == 1

@@ -21,8 +21,9 @@ session store, and chat exchange nodes): ``sessionId``, ``created``, ``modified`
 
 Records are the header, then the exchanges in ``sequenceId`` order; a record's position
 is its ``sequenceId`` (in millionths: Auggie gives an exchange it inserts among earlier
-ones a fractional one), so ``watch`` reads what was added after it. An exchange not yet
-``completed`` waits (counted ``exchange:incomplete`` while it does). The title (the
+ones a fractional one), so ``watch`` reads what was added after it. The last exchange
+waits while it is not ``completed``; one left incomplete before others (a cancelled turn)
+is counted (``exchange:incomplete``). The title (the
 user's ``customTitle``, else Auggie's ``title``) is published just before the session's
 end. Sub-agents are sessions of their own naming their parent; the parent's ``sub-agent``
 call is in another file and is not cited. Backups (``<id>-backup<n>.json``) are not read.
@@ -301,11 +302,15 @@ class AuggieImporter(Importer):
             if complete:
                 raise
             return  # being written: read again on the next poll
-        for position, data in found:
+        for index, (position, data) in enumerate(found, start=1):
             if position <= after:
                 continue
-            if not complete and orjson.loads(data).get("completed") is False:
-                return  # an exchange still running: it and what follows wait
+            if (
+                not complete
+                and index == len(found)
+                and orjson.loads(data).get("completed") is False
+            ):
+                return  # the last exchange, still running: read again on the next poll
             number += 1
             yield Record(number, data, position)
 
