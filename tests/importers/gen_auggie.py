@@ -40,6 +40,11 @@ def _use(node_id: int, call: str, tool: str, arguments: dict[str, Any]) -> dict[
             "tool_name": tool, "input_json": json.dumps(arguments)}}  # fmt: skip
 
 
+def _partial(node_id: int, call: str, tool: str) -> dict[str, Any]:
+    return {"id": node_id, "type": 5, "content": "", "tool_use": {"tool_use_id": call,
+            "tool_name": tool, "input_json": "{\"pa", "is_partial": True}}  # fmt: skip
+
+
 def _state(n: int, request: str, requests: list[dict[str, Any]], responses: list[dict[str, Any]],
            *, completed: bool = True, summary: bool = False) -> dict[str, Any]:  # fmt: skip
     """One exchange state as ``addExchangeToHistory`` keeps it."""
@@ -65,9 +70,10 @@ def main_history() -> list[dict[str, Any]]:
     return [
         _state(1, "the login test fails one run in five",
                [_text(1, "the login test fails one run in five"), _ide_state(2)],
-               [{"id": 3, "type": 8, "content": "", "thinking": {"content": "Timing, likely."}},
-                _say(4, "Reading the test."),
-                _use(5, "tu-1", "view", {"path": "tests/test_login.py"}), billing]),
+               # The text streamed in pieces; the tool use arrived partial, then whole.
+               [{"id": 3, "type": 8, "content": "", "thinking": {"summary": "Timing, likely."}},
+                _say(4, "Reading "), _partial(5, "tu-1", "view"), _say(6, "the test."),
+                _use(7, "tu-1", "view", {"path": "tests/test_login.py"}), billing]),
         _state(2, "", [_result(1, "tu-1", "time.sleep(0.5)\nassert page.ready")],
                [_use(2, "tu-2", "launch-process", {"command": "pytest -x"})]),
         _state(3, "", [_result(1, "tu-2", "pytest: not found", error=True)],

@@ -32,6 +32,7 @@ def test_exchanges_become_events(tmp_path: Path) -> None:
         "message/user", "message/assistant", "message/assistant", "tool/call", "tool/result",
     ]  # fmt: skip
     assert main[2]["payload"]["thinking"] == "Timing, likely."
+    assert main[3]["payload"]["text"] == "Reading the test."  # the streamed pieces, whole
     assert main[4]["payload"]["arguments"] == {"path": "tests/test_login.py"}
     error = main[7]
     assert error["payload"]["is_error"] is True and error["cites"] == [{"session_id": MAIN,

@@ -13,9 +13,12 @@ session store, and chat exchange nodes): ``sessionId``, ``created``, ``modified`
   ``tool/result`` of its call, a history summary (type 10) as a ``compaction``; the IDE
   state (type 4) gives the session's cwd (its first workspace folder), images (type 2)
   and other kinds are counted;
-- response nodes: text (type 0), thinking (type 8) and tool uses (type 5: ``tool_use_id``,
-  ``tool_name``, ``input_json``) as ``message/assistant`` and ``tool/call``; billing and
-  token usage (types 9, 10) and other kinds are counted;
+- the answer: its thinking nodes (type 8) as one ``message/assistant`` with thinking,
+  the ``response_text`` (the text nodes, type 0, are its streamed pieces) as one
+  ``message/assistant``, then each tool use (type 5: ``tool_use_id``, ``tool_name``,
+  ``input_json``; a partial one gives way to the whole) as a ``tool/call``, as Auggie
+  replays a session from history; billing and token usage (types 9, 10) and other
+  kinds are counted;
 - an exchange Auggie marks ``isHistorySummary`` is its summary of the conversation: a
   ``compaction`` replacing what came before.
 
@@ -166,24 +169,39 @@ class AuggieConverter(JsonRecordConverter):
         return out + self._response(session, time, exchange)
 
     def _response(self, session: str, time: str | None, exchange: dict[str, Any]) -> list[Outgoing]:
+        """The answer as Auggie shows it again from history: its thinking, the
+        ``response_text`` (the whole text: the text nodes are the streamed pieces of it),
+        then its tool uses, once each."""
         out: list[Outgoing] = []
-        responses = _nodes(exchange, "response_nodes")
-        for node in responses:
-            kind = node.get("type")
-            if kind == 0 and isinstance(node.get("content"), str) and node["content"].strip():
-                said = {"text": cut(node["content"])}
-                out.append(self._assistant(session, time, said, "response:text"))
-            elif kind == 8 and isinstance(node.get("thinking"), dict):
-                thought = node["thinking"].get("content") or node["thinking"].get("summary")
-                out.append(self._assistant(session, time, {"thinking": as_text(thought)},
-                                           "response:thinking"))  # fmt: skip
-            elif kind == 5 and isinstance(node.get("tool_use"), dict):
-                out.append(self._call(session, time, node["tool_use"]))
-            elif kind != 0:
-                self.tally.skip(f"response_node:{kind}")
+        nodes = _nodes(exchange, "response_nodes")
+        thoughts = [
+            as_text(n["thinking"].get("summary") or n["thinking"].get("content"))
+            for n in nodes
+            if n.get("type") == 8 and isinstance(n.get("thinking"), dict)
+        ]
+        if any(thought.strip() for thought in thoughts):
+            thinking = {"thinking": cut("\n".join(t for t in thoughts if t.strip()))}
+            out.append(self._assistant(session, time, thinking, "response:thinking"))
         text = exchange.get("response_text")
-        if not responses and isinstance(text, str) and text.strip():
+        if not isinstance(text, str) or not text.strip():
+            text = "".join(
+                n["content"]
+                for n in nodes
+                if n.get("type") == 0 and isinstance(n.get("content"), str)
+            )
+        if text.strip():
             out.append(self._assistant(session, time, {"text": cut(text)}, "response_text"))
+        uses: dict[object, dict[str, Any]] = {}  # a partial tool use gives way to the whole
+        for node in nodes:
+            kind = node.get("type")
+            use = node.get("tool_use")
+            if kind == 5 and isinstance(use, dict):
+                key = use.get("tool_use_id") or id(node)
+                if key not in uses or uses[key].get("is_partial") is True:
+                    uses[key] = use
+            elif kind not in (0, 8):
+                self.tally.skip(f"response_node:{kind}")
+        out += [self._call(session, time, use) for use in uses.values()]  # fmt: skip
         return out
 
     def _assistant(
