@@ -122,10 +122,11 @@ def messages() -> dict[str, list[Row]]:
                    "summary": "pricing.py applies discounts in apply_codes()"}],
                    "total_duration_seconds": 4.2}, 60),
             Row(70, "assistant", "Discounts are applied in pricing.py; fixing the total."),
-            # In-place compaction: the head, the summary, the kept tail, written again.
+            # In-place compaction: the head, the summary, the kept tail, written again;
+            # the kept tail carries its time (a copy), the head had none (a new time).
             Row(80, "user", "The checkout total ignores the discount code", compact=True),
             Row(80.001, "user", SUMMARY),
-            Row(80.002, "assistant", "Discounts are applied in pricing.py; fixing the total."),
+            Row(70, "assistant", "Discounts are applied in pricing.py; fixing the total."),
             Row(90, "user", "Now add a test for the discount"),
             Row(100, "assistant", "Added tests/test_cart.py with a discounted checkout."),
         ],

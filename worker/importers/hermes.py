@@ -23,7 +23,8 @@ version 22; ``run_agent.py``'s flush, ``agent/conversation_compression.py``,
 - a message that starts with Hermes's compaction handoff prefix (``[CONTEXT COMPACTION``
   or the older ``[CONTEXT SUMMARY]:``) is its summary: a ``compaction`` replacing what
   came before. The messages Hermes keeps around the summary (the first turn, the last
-  ones) are copies it writes again after it; they are imported where it writes them.
+  ones) are written again with it: a copy that carries its original's time is counted
+  (``message:compaction-copy``), one written with a new time is imported where it is.
 - skipped and counted: ``system`` rows and other roles, non-text content parts (images),
   messages with nothing to say (an assistant turn with only tool calls has no text).
   Content stored as ``"\\x00json:"`` + JSON (a list of parts) is decoded.
@@ -100,8 +101,13 @@ def read_database(path: Path, cache: SessionCache | None = None) -> Snapshot:
                     session = cache.put(key, stamp, _session(info, by_id.get(
                         str(info.get("parent_session_id")))))  # fmt: skip
                     query = f"SELECT {picked} FROM messages WHERE session_id = ? ORDER BY id"
+                    written: set[tuple[object, ...]] = set()
                     for message in conn.execute(query, (key,)):
-                        session.items.extend(_row(dict(message), session.skipped))
+                        row = dict(message)
+                        if _copy_of_earlier(row, written):
+                            session.skipped["message:compaction-copy"] += 1
+                            continue
+                        session.items.extend(_row(row, session.skipped))
                     _pair_bare_calls(session.items)
                 read[key] = session
                 parent = read.get(str(info.get("parent_session_id")))
@@ -229,6 +235,18 @@ def _call(ref: str, call: object, time: str | None) -> Item | None:
     return Item(ref, "tool/call", "assistant",
                 {"tool": name, "input": parsed if parsed is not None else arguments},
                 "assistant:tool_call", time, call=str(call_id) if call_id else None)  # fmt: skip
+
+
+def _copy_of_earlier(row: dict[str, Any], written: set[tuple[object, ...]]) -> bool:
+    """Whether a row repeats an earlier one exactly, its time included: on compaction
+    Hermes writes the messages it keeps again, with the time they carry (a message that
+    carries none gets the time of writing, and its copy is imported again)."""
+    key = tuple(row.get(c) for c in ("role", "content", "tool_call_id", "tool_calls",
+                                     "timestamp"))  # fmt: skip
+    if key in written:
+        return True
+    written.add(key)
+    return False
 
 
 def _pair_bare_calls(items: list[Item]) -> None:
