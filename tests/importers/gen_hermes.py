@@ -74,7 +74,8 @@ class Row(NamedTuple):
 def call(call_id: str, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
     """A tool call as Hermes keeps it (``build_assistant_message``)."""
     function = {"name": name, "arguments": orjson.dumps(arguments).decode()}
-    return {"id": call_id, "call_id": call_id, "type": "function", "function": function}
+    return {"id": call_id, "call_id": call_id, "response_item_id": f"fc_{call_id}",
+            "type": "function", "function": function}  # fmt: skip
 
 
 def result(call_id: str, name: str, value: dict[str, Any], at: float) -> Row:
@@ -99,7 +100,8 @@ def sessions() -> list[dict[str, Any]]:
          "started_at": T0 - 180000, "model": "model-a"},
         {"id": MAIN, "source": "cli", "cwd": CWD, "title": "Fix the checkout total",
          "started_at": T0, "model": "model-a"},
-        {"id": SUB, "source": "subagent", "cwd": CWD, "title": None, "started_at": T0 + 35,
+        # A sub-agent's row has no cwd (as hermes 0.19.0 writes it, run for real).
+        {"id": SUB, "source": "subagent", "cwd": None, "title": None, "started_at": T0 + 35,
          "parent_session_id": MAIN, "model": "model-b",
          "model_config": orjson.dumps({"_delegate_from": MAIN}).decode()},
     ]  # fmt: skip
@@ -114,9 +116,11 @@ def messages() -> dict[str, list[Row]]:
         MAIN: [
             Row(0, "user", "The checkout total ignores the discount code"),
             Row(10, "assistant", "", [read], reasoning="Look at the cart module first."),
-            result("call_1", "read_file", {"content": "def total(items): ..."}, 11),
+            result("call_1", "read_file", {"content": "def total(items): ...",
+                                           "total_lines": 1, "error": None}, 11),
             Row(20, "assistant", "I will run the tests.", [tests]),
-            result("call_2", "terminal", {"error": "command not found: pytest"}, 21),
+            result("call_2", "terminal", {"output": "", "exit_code": 127,
+                                          "error": "command not found: pytest"}, 21),
             Row(30, "assistant", None, [delegate]),
             result("call_3", "delegate_task", {"results": [{"task_index": 0, "status": "completed",
                    "summary": "pricing.py applies discounts in apply_codes()"}],
