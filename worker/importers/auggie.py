@@ -37,7 +37,6 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterator, Sequence
-from datetime import datetime
 from pathlib import Path
 from typing import Any, ClassVar, Final
 
@@ -46,8 +45,8 @@ import orjson
 from contracts import harness
 from worker.importers.base import (
     Converter,
-    JsonRecordConverter,
     Outgoing,
+    TitledAtEnd,
     as_text,
     cut,
     iso_time,
@@ -110,7 +109,7 @@ def _nodes(exchange: object, key: str) -> list[dict[str, Any]]:
     return [n for n in nodes if isinstance(n, dict)] if isinstance(nodes, list) else []
 
 
-class AuggieConverter(JsonRecordConverter):
+class AuggieConverter(TitledAtEnd):
     def __init__(self, path: Path) -> None:
         super().__init__(path, NAME)
         self.session: str | None = None
@@ -242,29 +241,14 @@ class AuggieConverter(JsonRecordConverter):
     def _compaction(self, session: str, time: str | None, summary: str) -> Outgoing:
         return self.sessions.compaction(session, time, {"summary": summary}, "history_summary")
 
-    def _titled(self, before: datetime | None) -> list[Outgoing]:
-        """The session's title, read from the file when the session is about to end."""
-        state = self.sessions.by_id.get(self.session or "")
-        if state is None or state.ended:
-            return []
-        if before is not None and datetime.fromisoformat(state.last_time) >= before:
-            return []
+    def _end_title(self) -> tuple[str | None, str | None]:
+        """The title in the file now: the user's ``customTitle``, else Auggie's."""
         try:
             document = read_session(Path(self.path))
         except (OSError, UnreadableSource):
-            return []
+            return self.session, None
         title = document.get("customTitle") or document.get("title")
-        if not isinstance(title, str) or not title.strip():
-            return []
-        self.tally.events += 1
-        return [self.sessions.emit(state.session_id, "session/title", "system", None,
-                                   {"title": cut(title)}, "title")]  # fmt: skip
-
-    def idle(self) -> list[Outgoing]:
-        return self._titled(None) + super().idle()
-
-    def end_quiet(self, before: datetime) -> list[Outgoing]:
-        return self._titled(before) + super().end_quiet(before)
+        return self.session, title if isinstance(title, str) else None
 
 
 def _looks_like_session(head: Sequence[bytes]) -> bool:

@@ -49,7 +49,7 @@ from worker.importers.base import (
     Outgoing,
     Problem,
     Tally,
-    cut,
+    TitledAtEnd,
     load_json_line,
     safe_id,
 )
@@ -79,7 +79,7 @@ def _zstd() -> Callable[[bytes], bytes] | None:
     return None
 
 
-class OpenClawConverter(PiConverter):
+class OpenClawConverter(TitledAtEnd, PiConverter):
     """One OpenClaw transcript: Pi's entries, OpenClaw's ids, parents and branch moves."""
 
     prefix: ClassVar[str] = PREFIX
@@ -138,23 +138,8 @@ class OpenClawConverter(PiConverter):
             return []
         return super()._entry(session, kind, record, time)
 
-    def _titled(self, before: datetime | None) -> list[Outgoing]:
-        """The store's title of the main session, when it is about to end."""
-        state = self.sessions.by_id.get(self.main or "")
-        if state is None or state.ended or not self.title:
-            return []
-        if before is not None and datetime.fromisoformat(state.last_time) >= before:
-            return []
-        title = self.sessions.emit(state.session_id, "session/title", "system", None,
-                                   {"title": cut(self.title)}, "title")  # fmt: skip
-        self.tally.events += 1
-        return [title]
-
-    def idle(self) -> list[Outgoing]:
-        return self._titled(None) + super().idle()
-
-    def end_quiet(self, before: datetime) -> list[Outgoing]:
-        return self._titled(before) + super().end_quiet(before)
+    def _end_title(self) -> tuple[str | None, str | None]:
+        return self.main, self.title
 
 
 class StoreConverter:
