@@ -21,7 +21,7 @@ from tests.importers._sources import cites_of, watch_growth
 from tests.importers.test_import_tools import ask
 from worker.importers import openclaw, registry
 from worker.importers.detect import detect, expand
-from worker.importers.plugin import ConvertOptions
+from worker.importers.plugin import ConvertOptions, UnreadableSource
 
 FMT = "openclaw"
 MAIN, SUB, LEGACY, LEGACY_SUB = (
@@ -180,3 +180,11 @@ async def test_watch_follows_an_older_transcript(
     await watch_grows(nc, nats_url, subjects, f"watch-{unique}", folder, FMT,
                       folder / f"{gen.LEGACY}.jsonl", gen_pi.lines([entry]),
                       before=6, after=7)  # fmt: skip
+
+
+def test_a_store_of_another_schema_is_reported(tmp_path: Path) -> None:
+    db = tmp_path / "openclaw-agent.sqlite"
+    sqlite3.connect(db).executescript("CREATE TABLE other (x INTEGER);")
+    with pytest.raises(UnreadableSource, match="cannot read the store"):
+        list(registry.get(FMT).records(db))
+    assert list(registry.get(FMT).records(db, complete=False)) == []  # watch: next poll

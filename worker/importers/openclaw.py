@@ -54,7 +54,13 @@ from worker.importers.base import (
     safe_id,
 )
 from worker.importers.pi import PiConverter
-from worker.importers.plugin import ConvertOptions, Importer, Record, json_objects
+from worker.importers.plugin import (
+    ConvertOptions,
+    Importer,
+    Record,
+    UnreadableSource,
+    json_objects,
+)
 from worker.importers.readonly_db import read_only, tables
 
 NAME: Final = "openclaw"
@@ -378,8 +384,12 @@ class OpenClawImporter(Importer):
         if path.name != DATABASE:
             yield from super().records(path, after=after, number=number, complete=complete)
             return
-        for record in store_rows(path, after):
-            yield Record(number + record.number, record.data, record.position)
+        try:
+            for record in store_rows(path, after):
+                yield Record(number + record.number, record.data, record.position)
+        except sqlite3.Error as exc:  # locked past the wait, or not OpenClaw's schema
+            if complete:
+                raise UnreadableSource(f"cannot read the store: {exc}") from exc
 
     def converter(self, path: Path, options: ConvertOptions) -> Converter:
         if path.name == DATABASE:
