@@ -45,6 +45,9 @@ BUILT_IN: Final = {
     "amazon-q": "worker.importers.amazon_q:AmazonQImporter",
     "kiro-cli": "worker.importers.amazon_q:KiroCliImporter",
     "zed": "worker.importers.zed:ZedImporter",
+    "hermes": "worker.importers.hermes:HermesImporter",
+    "openclaw": "worker.importers.openclaw:OpenClawImporter",
+    "auggie": "worker.importers.auggie:AuggieImporter",
 }
 
 
