@@ -17,12 +17,15 @@ import pytest
 from tests.importers import (
     gen_amazon_q,
     gen_amp,
+    gen_auggie,
     gen_cline,
     gen_copilot_cli,
     gen_cursor,
     gen_droid,
     gen_gemini_cli,
     gen_goose,
+    gen_hermes,
+    gen_openclaw,
     gen_openhands,
     gen_pi,
     gen_qwen_code,
@@ -41,6 +44,9 @@ def _goose(home: Path) -> Path:
 
 
 WRITERS: dict[str, Callable[[Path], Path]] = {
+    "auggie": gen_auggie.write,
+    "hermes": gen_hermes.write_home,
+    "openclaw": gen_openclaw.write,
     "cline": gen_cline.write_cline,
     "roo-code": gen_cline.write_roo,
     "copilot-cli": gen_copilot_cli.write,
