@@ -16,6 +16,7 @@ from tests._harness import until
 from tests.importers import (
     fixture_gen,
     gen_copilot_cli,
+    gen_crush,
     gen_cursor,
     gen_droid,
     gen_gemini_cli,
@@ -106,6 +107,7 @@ def test_every_generated_file_is_detected_as_its_own_format(tmp_path: Path) -> N
     _, roots = _machine(tmp_path)
     roots |= {"qwen-code": gen_qwen_code.write(tmp_path / "home"),
               "droid": gen_droid.write(tmp_path / "home")}  # fmt: skip
+    roots["crush"] = gen_crush.write(tmp_path / "home")
     roots["claude-code"] = fixture_gen.ROOT / "claude-code"
     roots["codex"] = fixture_gen.ROOT / "codex"
     at_home = set[Path]()
