@@ -5,6 +5,7 @@ and ``watch`` following a ``crush.db`` that gains messages."""
 from __future__ import annotations
 
 import sqlite3
+import time
 from pathlib import Path
 from typing import Any
 
@@ -95,18 +96,36 @@ def test_the_working_directory_comes_from_projects_json(
     assert importer.default_locations() == [listed.parent, tmp_path / "global"]
 
 
-def test_a_message_still_streaming_waits(tmp_path: Path) -> None:
-    db = gen.write_database(tmp_path / "p" / ".crush" / "crush.db", upto=1)
-    parts = [gen.text("Looking"), gen.call("toolu_x", "grep", {"pattern": "x"}, done=False)]
+def _unfinished(db: Path, mid: str, written: float, parts: list[dict[str, Any]]) -> None:
+    """An assistant message without its finish, last written at ``written``."""
     conn = sqlite3.connect(db)
     conn.execute(
         "INSERT INTO messages (id, session_id, role, parts, created_at, updated_at)"
-        " VALUES ('m-99', ?, 'assistant', ?, ?, ?)",
-        (gen.MAIN, orjson.dumps(parts).decode(), gen.T0 + 5, gen.T0 + 5),
+        " VALUES (?, ?, 'assistant', ?, ?, ?)",
+        (mid, gen.MAIN, orjson.dumps(parts).decode(), int(written), int(written)),
     )
     conn.commit()
     conn.close()
+
+
+def test_a_message_still_streaming_waits(tmp_path: Path) -> None:
+    db = gen.write_database(tmp_path / "p" / ".crush" / "crush.db", upto=1)
+    parts = [gen.text("Looking"), gen.call("toolu_x", "grep", {"pattern": "x"}, done=False)]
+    _unfinished(db, "m-99", time.time() - 5, parts)
     assert [e["type"] for e in of(events(db), MAIN)] == ["session/start", "message/user"]
+
+
+def test_an_abandoned_message_is_read_as_it_stands(tmp_path: Path) -> None:
+    """Quitting mid-answer left the message unfinished (versions before 2026): once
+    another message follows it, or nothing wrote it for ten minutes, it is over."""
+    db = gen.write_database(tmp_path / "p" / ".crush" / "crush.db", upto=1)
+    _unfinished(db, "m-98", time.time() - crush.ABANDONED_S - 60, [gen.text("Half an ans")])
+    assert [e["type"] for e in of(events(db), MAIN)][-1] == "message/assistant"
+    db = gen.write_database(tmp_path / "q" / ".crush" / "crush.db", upto=1)
+    _unfinished(db, "m-97", time.time() - 5, [gen.text("Cut off")])
+    _unfinished(db, "m-99", time.time(), [gen.text("Still")])
+    texts = [e["payload"].get("text") for e in of(events(db), MAIN)]
+    assert texts[-1] == "Cut off"  # followed: over; the last one still streams
 
 
 async def test_import_answers_the_tools(

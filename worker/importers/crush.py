@@ -31,7 +31,9 @@ Studied: Crush's ``internal/db/migrations`` (2025-04 initial schema to 2026-01
   and tool, the ``files`` and ``read_files`` tables (file versions, not conversation).
 
 An assistant message still streaming (no ``finish`` part, no ``finished_at``) waits,
-with what follows it in its session, for a later look.
+with what follows it in its session, for a later look; one that another message follows,
+or that was last written ``ABANDONED_S`` ago, was abandoned (versions before 2026 left
+a message cut off by quitting unfinished) and is read as it stands.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import sys
+import time as clock
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
@@ -69,6 +72,9 @@ _PLACEHOLDER_TITLES: Final = frozenset({"Untitled Session", "New Session"})
 _TITLE_SESSION: Final = "title-"  # CreateTitleSession: "title-" + the parent's id
 _SUB_AGENT_SEPARATOR: Final = "$$"  # CreateAgentToolSessionID: message id $$ tool call id
 _SHOWN_FINISHES: Final = frozenset({"error", "content_filter"})
+# An unfinished message not written for this long is not streaming: Crush writes a
+# streaming message every few seconds.
+ABANDONED_S: Final = 600
 _STAMPS: Final = (
     "SELECT session_id, COUNT(*), TOTAL(LENGTH(parts)), MAX(updated_at),"
     " COUNT(finished_at) FROM messages GROUP BY session_id"
@@ -113,6 +119,7 @@ def read_database(path: Path, cache: SessionCache | None = None) -> Snapshot:
     snapshot = Snapshot()
     cache = SessionCache() if cache is None else cache
     cwd = working_dir(path)
+    now = clock.time()
     skipped_sessions: Counter[str] = Counter()
     try:
         with read_only(path) as conn:
@@ -122,7 +129,7 @@ def read_database(path: Path, cache: SessionCache | None = None) -> Snapshot:
                 return snapshot
             summary = "is_summary_message" in columns(conn, "messages")  # from 2025-08
             query = (
-                "SELECT id, role, parts, created_at, finished_at, "
+                "SELECT id, role, parts, created_at, updated_at, finished_at, "
                 + ("is_summary_message" if summary else "0")
                 + " AS summary FROM messages WHERE session_id = ? ORDER BY created_at, rowid"
             )
@@ -136,12 +143,18 @@ def read_database(path: Path, cache: SessionCache | None = None) -> Snapshot:
                     skipped_sessions["session:title-generation"] += 1
                     continue
                 linked = tuple(sorted(children.get(sid, {}).items()))
-                stamp = (*info.values(), *stamps.get(sid, ()), linked)
+                counts = stamps.get(sid, ())
+                # A session's last unfinished message becomes abandoned with time alone.
+                aged = bool(counts) and _abandoned(None, counts[2], now)
+                stamp = (*info.values(), *counts, linked, aged)
                 session = cache.get(sid, stamp)
                 if session is None:
                     session = _session(info, cwd)
-                    for message in conn.execute(query, (sid,)):
-                        session.items.extend(_message(dict(message), session.skipped))
+                    messages = [dict(m) for m in conn.execute(query, (sid,))]
+                    for n, message in enumerate(messages):
+                        followed = n + 1 < len(messages)
+                        message["abandoned"] = _abandoned(followed, message["updated_at"], now)
+                        session.items.extend(_message(message, session.skipped))
                     _link_children(session, children.get(sid, {}))
                     session = cache.put(sid, stamp, session)
                 snapshot.sessions.append(session)
@@ -192,6 +205,18 @@ def _time(value: object) -> str | None:
     return from_seconds(value)
 
 
+def _abandoned(followed: bool | None, updated: object, now: float) -> bool:
+    """Whether an unfinished message will never be finished: another one follows it, or
+    it was last written long ago (``updated_at``: seconds, or milliseconds in a few
+    versions)."""
+    if followed:
+        return True
+    if not isinstance(updated, int | float):
+        return False
+    seconds = updated / 1000 if updated > 10**11 else updated
+    return now - seconds > ABANDONED_S
+
+
 def _parts(raw: object, skipped: Counter[str]) -> list[dict[str, Any]] | None:
     try:
         value = orjson.loads(raw) if isinstance(raw, str | bytes) else None
@@ -213,7 +238,7 @@ def _message(row: dict[str, Any], skipped: Counter[str]) -> list[Item]:
         return []
     time = _time(row.get("created_at"))
     finished = (
-        role != "assistant" or row.get("finished_at") is not None
+        role != "assistant" or row.get("finished_at") is not None or row.get("abandoned")
         or any(part.get("type") == "finish" for part in parts)
     )  # fmt: skip
     if row.get("summary"):
