@@ -15,6 +15,7 @@ from contracts.subjects import Subjects
 from tests._harness import until
 from tests.importers import (
     fixture_gen,
+    gen_continue,
     gen_copilot_cli,
     gen_crush,
     gen_cursor,
@@ -108,6 +109,7 @@ def test_every_generated_file_is_detected_as_its_own_format(tmp_path: Path) -> N
     roots |= {"qwen-code": gen_qwen_code.write(tmp_path / "home"),
               "droid": gen_droid.write(tmp_path / "home")}  # fmt: skip
     roots["crush"] = gen_crush.write(tmp_path / "home")
+    roots["continue"] = gen_continue.write(tmp_path / "home")
     roots["claude-code"] = fixture_gen.ROOT / "claude-code"
     roots["codex"] = fixture_gen.ROOT / "codex"
     at_home = set[Path]()

@@ -41,6 +41,7 @@ BUILT_IN: Final = {
     "openhands": "worker.importers.whole_sources:OpenHandsImporter",
     "vscode-copilot": "worker.importers.whole_sources:VSCodeCopilotImporter",
     "crush": "worker.importers.crush:CrushImporter",
+    "continue": "worker.importers.continue_cli:ContinueImporter",
 }
 
 
