@@ -23,6 +23,7 @@ from tests.importers import (
     gen_gemini_cli,
     gen_pi,
     gen_qwen_code,
+    gen_vibe,
 )
 from tests.importers._agent_e2e import converted
 from tests.importers.test_import_tools import sessionquery
@@ -110,6 +111,7 @@ def test_every_generated_file_is_detected_as_its_own_format(tmp_path: Path) -> N
               "droid": gen_droid.write(tmp_path / "home")}  # fmt: skip
     roots["crush"] = gen_crush.write(tmp_path / "home")
     roots["continue"] = gen_continue.write(tmp_path / "home")
+    roots["vibe"] = gen_vibe.write(tmp_path / "home")
     roots["claude-code"] = fixture_gen.ROOT / "claude-code"
     roots["codex"] = fixture_gen.ROOT / "codex"
     at_home = set[Path]()
@@ -118,7 +120,10 @@ def test_every_generated_file_is_detected_as_its_own_format(tmp_path: Path) -> N
         assert files, fmt
         assert {path: detect(path) for path in files} == dict.fromkeys(files, fmt)
         at_home |= set(files) if tmp_path in root.parents else set()
-    # Auto over the whole home lists every format's sources (Copilot's home is elsewhere).
-    assert set(expand([tmp_path / "home"], AUTO)) == at_home - set(
-        registry.get("copilot-cli").files(roots["copilot-cli"])
-    )
+    # Auto over the whole home lists every format's sources (Copilot's home is elsewhere),
+    # and files a format knows as its own but reads with another source (Vibe's
+    # messages.jsonl, read with its session folder): those are counted, not imported.
+    listed = set(expand([tmp_path / "home"], AUTO))
+    parts = {p for p in listed if (known := detect(p)) and not registry.get(known).accepts(p)}
+    assert {p.name for p in parts} == {"messages.jsonl"}
+    assert listed - parts == at_home - set(registry.get("copilot-cli").files(roots["copilot-cli"]))

@@ -42,6 +42,7 @@ BUILT_IN: Final = {
     "vscode-copilot": "worker.importers.whole_sources:VSCodeCopilotImporter",
     "crush": "worker.importers.crush:CrushImporter",
     "continue": "worker.importers.continue_cli:ContinueImporter",
+    "vibe": "worker.importers.vibe:VibeImporter",
 }
 
 
