@@ -21,6 +21,7 @@ from tests.importers import (
     gen_cursor,
     gen_droid,
     gen_gemini_cli,
+    gen_kimi,
     gen_pi,
     gen_qwen_code,
     gen_vibe,
@@ -112,6 +113,7 @@ def test_every_generated_file_is_detected_as_its_own_format(tmp_path: Path) -> N
     roots["crush"] = gen_crush.write(tmp_path / "home")
     roots["continue"] = gen_continue.write(tmp_path / "home")
     roots["vibe"] = gen_vibe.write(tmp_path / "home")
+    roots["kimi"] = gen_kimi.write(tmp_path / "home")
     roots["claude-code"] = fixture_gen.ROOT / "claude-code"
     roots["codex"] = fixture_gen.ROOT / "codex"
     at_home = set[Path]()
@@ -121,9 +123,9 @@ def test_every_generated_file_is_detected_as_its_own_format(tmp_path: Path) -> N
         assert {path: detect(path) for path in files} == dict.fromkeys(files, fmt)
         at_home |= set(files) if tmp_path in root.parents else set()
     # Auto over the whole home lists every format's sources (Copilot's home is elsewhere),
-    # and files a format knows as its own but reads with another source (Vibe's
-    # messages.jsonl, read with its session folder): those are counted, not imported.
+    # and files a format knows as its own but does not import (Vibe's messages.jsonl, read
+    # with its session folder; Kimi's context.jsonl): those are counted, not imported.
     listed = set(expand([tmp_path / "home"], AUTO))
     parts = {p for p in listed if (known := detect(p)) and not registry.get(known).accepts(p)}
-    assert {p.name for p in parts} == {"messages.jsonl"}
+    assert {p.name for p in parts} == {"messages.jsonl", "context.jsonl"}
     assert listed - parts == at_home - set(registry.get("copilot-cli").files(roots["copilot-cli"]))

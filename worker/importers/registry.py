@@ -43,6 +43,7 @@ BUILT_IN: Final = {
     "crush": "worker.importers.crush:CrushImporter",
     "continue": "worker.importers.continue_cli:ContinueImporter",
     "vibe": "worker.importers.vibe:VibeImporter",
+    "kimi": "worker.importers.kimi:KimiImporter",
 }
 
 

@@ -224,9 +224,18 @@ def _arguments(raw: object) -> object:
     return raw
 
 
+def _is_session(folder: Path) -> bool:
+    """A 2.x session folder: its ``meta.json`` names a ``session_id`` (other agents keep
+    a ``meta.json`` of their own: Kimi's sub-agents)."""
+    try:
+        return b'"session_id"' in (folder / META).read_bytes()
+    except OSError:
+        return False
+
+
 def _is_child(folder: Path) -> bool:
     """A sub-agent's folder: under ``agents/`` of a session folder (read with it)."""
-    return folder.parent.name == AGENTS and (folder.parent.parent / META).is_file()
+    return folder.parent.name == AGENTS and _is_session(folder.parent.parent)
 
 
 class VibeImporter(SnapshotImporter):
@@ -240,8 +249,8 @@ class VibeImporter(SnapshotImporter):
 
     def detect(self, path: Path, head: Sequence[bytes]) -> bool:
         if path.is_dir():
-            return (path / META).is_file() and not _is_child(path)
-        if path.name in (META, MESSAGES) and (path.parent / META).is_file():
+            return _is_session(path) and not _is_child(path)
+        if path.name in (META, MESSAGES) and _is_session(path.parent):
             return True  # part of a session folder: Vibe's, but not a source (accepts)
         text = b"".join(head)
         return (
@@ -257,11 +266,11 @@ class VibeImporter(SnapshotImporter):
         return path.name not in (META, MESSAGES)
 
     def sources(self, root: Path) -> Iterator[Path]:
-        if root.is_file() or (root / META).is_file():
+        if root.is_file() or _is_session(root):
             yield root
             return
         for meta in root.rglob(META):
-            if not _is_child(meta.parent):
+            if _is_session(meta.parent) and not _is_child(meta.parent):
                 yield meta.parent
         for path in root.rglob("*.json"):
             if path.name != META and not (path.parent / META).exists():

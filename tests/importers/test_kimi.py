@@ -1,0 +1,111 @@
+"""Kimi CLI: converter checks over a session's wire log and its sub-agent's, the cwd from
+``kimi.json``, an import read back with the five tools, and ``watch`` following a log
+that grows."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+import pytest
+from nats.aio.client import Client as NATS
+
+from contracts.subjects import Subjects
+from tests.importers import gen_kimi as gen
+from tests.importers._agent_e2e import assert_events, by_session, imported, watch_grows
+from tests.importers.test_import_tools import ask
+from worker.importers.base import safe_id
+
+MAIN = f"kimi-{gen.MAIN}"
+CHILD = safe_id(f"{gen.MAIN}-agent-{gen.AGENT}", prefix="kimi-")
+OTHER = f"kimi-{gen.OTHER}"
+# Main: start, user, thinking, text, 3 x (call, result), compaction, notification, the
+# steered text, text = 14, plus title and end; the sub-agent: start, user, text, title,
+# end; the other: start, user, text, end (untitled).
+EVENTS = 16 + 5 + 4
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("KIMI_SHARE_DIR", str(tmp_path / "home" / ".kimi"))
+    return tmp_path / "home"
+
+
+def test_a_session_its_sub_agent_and_the_work_dir(home: Path) -> None:
+    sessions, _, tally = by_session("kimi", gen.write(home))
+    main = sessions[MAIN]
+    assert [(e["type"], e["payload"].get("tool")) for e in main] == [
+        ("session/start", None), ("message/user", None), ("message/assistant", None),
+        ("message/assistant", None), ("tool/call", "ReadFile"), ("tool/result", "ReadFile"),
+        ("tool/call", "Agent"), ("tool/result", "Agent"), ("tool/call", "Shell"),
+        ("tool/result", "Shell"), ("compaction", None), ("message/context", None),
+        ("message/user", None), ("message/assistant", None),
+    ]  # fmt: skip
+    assert main[0]["payload"]["cwd"] == gen.CWD
+    assert main[0]["time"] == "2025-11-24T16:00:00.250Z"
+    assert main[2]["payload"]["thinking"] == "Check the retry helper."
+    assert main[4]["payload"]["input"] == {"path": "retry.py"}
+    assert main[9]["payload"]["is_error"] is True
+    assert main[9]["payload"]["output"] == "Command failed with exit code 1"
+    assert main[9]["cites"] == [{"session_id": MAIN, "seq": 9}]
+    assert main[10]["replaces"] == list(range(2, 11))
+    assert main[11]["payload"]["text"] == "Background task done\nbuild finished"
+    child = sessions[CHILD]
+    assert child[0]["payload"]["parent_session_id"] == MAIN
+    assert child[0]["payload"]["subagent_type"] == "explore"
+    assert child[0]["cites"] == [{"session_id": MAIN, "seq": 7}]  # the Agent call
+    assert [e["type"] for e in child[1:]] == ["message/user", "message/assistant"]
+    assert sessions[OTHER][0]["payload"]["cwd"] is None  # its work dir is not listed
+    assert tally.skipped == {
+        "record:StepBegin": 3,
+        "record:StatusUpdate": 1,
+        "record:SubagentEvent": 2,
+        "record:TurnEnd": 3,
+        "SteerInput:image_url": 1,
+    }
+
+
+def test_the_title_waits_for_the_end(home: Path) -> None:
+    """The title is state.json's as the session ends (renamed after the first turns)."""
+    from worker.importers.kimi import KimiConverter
+
+    root = gen.write(home)
+    path = next(root.rglob(f"{gen.MAIN}/wire.jsonl"))
+    converter = KimiConverter(path)
+    outs = [out for n, line in enumerate(path.read_bytes().splitlines(), start=1)
+            for out in converter.feed(n, line)]  # fmt: skip
+    assert not [o for o in outs if o.kind == "session/title"]
+    state = path.parent / "state.json"
+    state.write_bytes(orjson.dumps({"custom_title": "Seeded jitter"}))
+    ends = [orjson.loads(o.body) for o in converter.idle()]
+    assert [(e["type"], e["seq"]) for e in ends] == [("session/title", 15), ("session/end", 16)]
+    assert ends[0]["payload"]["title"] == "Seeded jitter"
+
+
+async def test_import_answers_the_tools(
+    nc: NATS, nats_url: str, subjects: Subjects, tmp_path: Path, home: Path
+) -> None:
+    root = gen.write(home)
+    async with imported(nc, nats_url, subjects, tmp_path, root, "kimi",
+                        expected=EVENTS) as (worker, _):  # fmt: skip
+        for session, count in ((MAIN, 16), (CHILD, 5), (OTHER, 4)):
+            await assert_events(nc, worker, session, session, count)
+        lineage = await ask(nc, worker, "session_trace", MAIN, session_id=MAIN)
+        assert "⟦Flaky retry test⟧" in lineage
+        spawned = await ask(nc, worker, "session_event_trace", CHILD, session_id=CHILD, seq=1)
+        assert f"{MAIN} seq 7 · tool/call" in spawned.split("Cites (")[1]
+        found = await ask(nc, worker, "session_search", MAIN, query="retry callers net db")
+        assert CHILD in found
+
+
+async def test_watch_follows_an_appended_turn(
+    nc: NATS, nats_url: str, subjects: Subjects, unique: str, home: Path
+) -> None:
+    root = gen.write(home, upto=11)
+    path = next(root.rglob(f"{gen.MAIN}/wire.jsonl"))
+    rest = gen.wire_lines(gen.main_records()[11:], start=11)
+    # Up to the sub-agent's events: main start + 6; the sub-agent 3, the other 3. Then the
+    # rest of the main log: 7 more.
+    said = await watch_grows(nc, nats_url, subjects, f"watch-{unique}", root, "kimi", path,
+                             rest, before=13, after=20)  # fmt: skip
+    assert "published 20 events" in said

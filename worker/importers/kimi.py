@@ -1,0 +1,316 @@
+"""Kimi CLI (MoonshotAI's ``kimi-cli``): ``$KIMI_SHARE_DIR/sessions/<work dir hash>/
+<session>/wire.jsonl`` (default ``~/.kimi``), sub-agents in ``<session>/subagents/<agent
+id>/wire.jsonl``.
+
+Studied: ``kimi-cli`` 1.52.0 (``wire/file.py``, ``wire/types.py``, ``wire/__init__.py``'s
+recorder, ``session.py``, ``session_state.py``, ``metadata.py``, ``subagents/store.py``
+and ``runner.py``, ``soul/kimisoul.py``, ``soul/context.py``) and ``kosong`` 0.56.0 (the
+message and tool result models it serialises).
+
+``wire.jsonl`` is the session's event log, appended as the agent runs: a header
+(``{"type": "metadata", "protocol_version"}``; files of protocol 1.1 have none), then
+``{"timestamp": <seconds>, "message": {"type", "payload"}}`` records, each stream of
+deltas merged into one record before it is written. ``context.jsonl`` beside it is the
+model's context, rewritten on every compaction, undo and clear: not read.
+
+- the session: ``kimi-<session>`` (its folder's name); cwd: the work directory whose
+  hash (``md5`` of its path, ``<kaos>_``-prefixed off the local machine) names the
+  folder above, from ``kimi.json``'s ``work_dirs``; none when it is not listed.
+- ``TurnBegin`` and ``SteerInput`` (the user's input, a string or parts) as
+  ``message/user`` (harness text typed); ``ContentPart`` ``text`` as
+  ``message/assistant``, ``think`` as thinking; ``ToolCall`` as ``tool/call`` (its
+  arguments' JSON); ``ToolResult`` as its ``tool/result`` (``return_value.output``, else
+  its ``message``; ``is_error`` kept); ``Notification`` as ``message/context``;
+  ``CompactionEnd`` as a ``compaction`` replacing what came before (the summary itself
+  is only in ``context.jsonl``).
+- a sub-agent's own ``wire.jsonl`` is the child ``kimi-<session>-agent-<agent id>``:
+  its start cites the ``Agent`` call that the parent's ``SubagentEvent`` records
+  (``parent_tool_call_id``, ``agent_id``) name, and its ``meta.json`` ``description``
+  titles it. Those ``SubagentEvent`` copies in the parent's log are counted, not
+  imported again.
+- the title: ``state.json``'s ``custom_title`` (``/title``, or generated), published
+  just before the session's end (it changes after the first turns).
+- skipped and counted: turn and step markers, retries, status updates, MCP loading,
+  hooks, approvals, questions, plan displays, ``/btw`` side questions, image, audio and
+  video parts, encrypted thinking without text, new record types. A session the CLI
+  forked (``/fork``) starts as a copy of the original's log: it is imported as its own
+  session (nothing in it names the original).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any, ClassVar, Final
+
+import orjson
+
+from contracts import harness
+from worker.importers.base import (
+    Converter,
+    JsonRecordConverter,
+    Outgoing,
+    Spawn,
+    SpawnLinks,
+    as_text,
+    cut,
+    safe_id,
+)
+from worker.importers.plugin import ConvertOptions, Importer, json_objects
+from worker.importers.snapshot import field_of, from_seconds
+
+NAME: Final = "kimi"
+PREFIX: Final = "kimi-"
+WIRE: Final = "wire.jsonl"
+CONTEXT: Final = "context.jsonl"
+SUBAGENTS: Final = "subagents"
+_SKIPPED: Final = frozenset({
+    "TurnEnd", "StepBegin", "StepInterrupted", "StepRetry", "StatusUpdate", "MCPLoadingBegin",
+    "MCPLoadingEnd", "HookTriggered", "HookResolved", "ApprovalRequest", "ApprovalResponse",
+    "ApprovalRequestResolved", "QuestionRequest", "ToolCallRequest", "HookRequest",
+    "PlanDisplay", "BtwBegin", "BtwEnd", "ToolCallPart",
+})  # fmt: skip
+
+
+def share_dir() -> Path:
+    moved = os.environ.get("KIMI_SHARE_DIR")
+    return Path(moved) if moved else Path.home() / ".kimi"
+
+
+def work_dirs() -> dict[str, str]:
+    """``kimi.json``: the sessions folder's name (the work dir's hash) -> the work dir."""
+    try:
+        listed = orjson.loads((share_dir() / "kimi.json").read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return {}
+    found = {}
+    for entry in listed.get("work_dirs") or [] if isinstance(listed, dict) else []:
+        if isinstance(entry, dict) and isinstance(entry.get("path"), str):
+            digest = hashlib.md5(entry["path"].encode("utf-8")).hexdigest()
+            kaos = entry.get("kaos") or "local"
+            found[digest if kaos == "local" else f"{kaos}_{digest}"] = entry["path"]
+    return found
+
+
+def _json_file(path: Path) -> dict[str, Any]:
+    try:
+        value = orjson.loads(path.read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+class KimiConverter(JsonRecordConverter):
+    def __init__(self, path: Path, *, links: SpawnLinks | None = None) -> None:
+        super().__init__(path, NAME)
+        self.links: SpawnLinks = {} if links is None else links
+        folder = path.parent
+        self.agent: str | None = None
+        if folder.parent.name == SUBAGENTS:  # <session>/subagents/<agent id>/wire.jsonl
+            self.agent, folder = folder.name, folder.parent.parent
+        self.folder = folder
+        self.raw = folder.name
+        self.main = safe_id(self.raw, prefix=PREFIX)
+        self.session = self.main if self.agent is None else safe_id(
+            f"{self.raw}-agent-{self.agent}", prefix=PREFIX
+        )  # fmt: skip
+        self.calls: dict[str, tuple[int, object, object]] = {}  # call id -> seq, tool, input
+
+    def _record(self, record: dict[str, Any]) -> list[Outgoing]:
+        if record.get("type") == "metadata":
+            return []  # the header: the protocol version
+        message = field_of(record, "message")
+        kind, payload = message.get("type"), field_of(message, "payload")
+        time = from_seconds(record.get("timestamp"))
+        out = [] if self.sessions.has(self.session) else [self._start(time)]
+        if self.sessions.by_id[self.session].ended:
+            self.tally.skip(f"record:{kind}:after-end")
+            return out
+        made = self._event(str(kind), payload, time)
+        if made is None:
+            self.tally.skip(f"record:{kind}")
+            return out
+        return out + made
+
+    def _start(self, time: str | None) -> Outgoing:
+        extra: dict[str, Any] = {}
+        cites = None
+        parent = None
+        if self.agent is not None:
+            parent = self.main
+            meta = _json_file(self.folder / SUBAGENTS / self.agent / "meta.json")
+            if isinstance(meta.get("subagent_type"), str):
+                extra["subagent_type"] = meta["subagent_type"]
+            spawn = self.links.get((self.raw, self.agent))
+            cites = [(spawn.session_id, spawn.seq)] if spawn else None
+        return self.sessions.start(
+            self.session, time=time, cwd=work_dirs().get(self.folder.parent.name),
+            parent=parent, extra=extra, cites=cites,
+        )  # fmt: skip
+
+    def _event(self, kind: str, payload: dict[str, Any], time: str | None) -> list[Outgoing] | None:
+        sid = self.session
+        if kind in ("TurnBegin", "SteerInput"):
+            return self._user(payload.get("user_input"), time, kind)
+        if kind == "ContentPart":
+            return self._part(payload, time)
+        if kind == "ToolCall":
+            function = field_of(payload, "function")
+            call = {"tool": function.get("name"), "input": _arguments(function.get("arguments"))}
+            made = self.sessions.emit(sid, "tool/call", "assistant", time, call, kind)
+            self.calls[str(payload.get("id"))] = (made.seq, call["tool"], call["input"])
+            return [made]
+        if kind == "ToolResult":
+            value = field_of(payload, "return_value")
+            output = as_text(value.get("output")) or as_text(value.get("message"))
+            result: dict[str, Any] = {"output": output}
+            if value.get("is_error") is True:
+                result["is_error"] = True
+            called = self.calls.pop(str(payload.get("tool_call_id")), None)
+            cites = [(sid, called[0])] if called else None
+            if called:
+                result["tool"] = called[1]
+            return [self.sessions.emit(sid, "tool/result", "tool", time, result, kind,
+                                       cites=cites)]  # fmt: skip
+        if kind == "CompactionEnd":
+            return [self.sessions.compaction(sid, time, {}, kind)]
+        if kind == "CompactionBegin":
+            return []  # its end is the compaction
+        if kind == "Notification":
+            text = "\n".join(str(payload[k]) for k in ("title", "body") if payload.get(k))
+            return [self.sessions.emit(sid, "message/context", "system", time,
+                                       {"text": cut(text)}, kind)]  # fmt: skip
+        if kind == "SubagentEvent":
+            self._link(payload)
+            return None  # a copy of what the sub-agent's own log holds: counted
+        return None
+
+    def _user(self, user_input: object, time: str | None, kind: str) -> list[Outgoing]:
+        parts = (
+            [{"type": "text", "text": user_input}] if isinstance(user_input, str) else user_input
+        )
+        out: list[Outgoing] = []
+        for part in parts if isinstance(parts, list) else []:
+            text = part.get("text") if isinstance(part, dict) else None
+            if not isinstance(text, str) or not text.strip():
+                kind_of = part.get("type") if isinstance(part, dict) else None
+                self.tally.skip(f"{kind}:{kind_of}")
+                continue
+            type_ = harness.harness_type(text) or "message/user"
+            surface = harness.SURFACES.get(type_, "user")
+            out.append(self.sessions.emit(self.session, type_, surface, time,
+                                          {"text": cut(text)}, kind))  # fmt: skip
+        return out
+
+    def _part(self, payload: dict[str, Any], time: str | None) -> list[Outgoing] | None:
+        kind = payload.get("type")
+        if kind == "text" and isinstance(payload.get("text"), str):
+            text = {"text": cut(payload["text"])}
+            return [self.sessions.emit(self.session, "message/assistant", "assistant", time,
+                                       text, "ContentPart:text")]  # fmt: skip
+        if kind == "think" and isinstance(payload.get("think"), str) and payload["think"].strip():
+            thought = {"thinking": cut(payload["think"])}
+            return [self.sessions.emit(self.session, "message/assistant", "assistant", time,
+                                       thought, "ContentPart:think")]  # fmt: skip
+        self.tally.skip(f"record:ContentPart:{kind}")
+        return []
+
+    def _link(self, payload: dict[str, Any]) -> None:
+        """The parent's copy of a sub-agent's event names the Agent call that started it."""
+        agent, call = payload.get("agent_id"), payload.get("parent_tool_call_id")
+        called = self.calls.get(str(call)) if call else None
+        known = (self.raw, agent) in self.links
+        if self.agent is None and isinstance(agent, str) and called is not None and not known:
+            arguments = called[2] if isinstance(called[2], dict) else {}
+            description = arguments.get("description")
+            self.links[(self.raw, agent)] = Spawn(
+                self.session, called[0], description if isinstance(description, str) else None
+            )
+
+    def _title(self) -> str | None:
+        if self.agent is not None:
+            meta = _json_file(self.folder / SUBAGENTS / self.agent / "meta.json")
+            description = meta.get("description")
+            spawn = self.links.get((self.raw, self.agent))
+            return description if isinstance(description, str) and description else (
+                spawn.description if spawn else None
+            )  # fmt: skip
+        title = _json_file(self.folder / "state.json").get("custom_title")
+        return title if isinstance(title, str) and title.strip() else None
+
+    def _close(self) -> list[Outgoing]:
+        """The title (the source's now), then the end."""
+        state = self.sessions.by_id.get(self.session)
+        if state is None or state.ended:
+            return []
+        title = self._title()
+        out = []
+        if title:
+            payload = {"title": cut(title)}
+            out.append(self.sessions.emit(self.session, "session/title", "system", None,
+                                          payload, "title"))  # fmt: skip
+        ended = self.sessions.end(self.session, reason="idle")
+        out += [ended] if ended is not None else []
+        self.tally.events += len(out)
+        return out
+
+    def idle(self) -> list[Outgoing]:
+        return self._close()
+
+    def end_quiet(self, before: datetime) -> list[Outgoing]:
+        state = self.sessions.by_id.get(self.session)
+        if state is None or datetime.fromisoformat(state.last_time) >= before:
+            return []
+        return self._close()
+
+
+def _arguments(raw: object) -> object:
+    if isinstance(raw, str):
+        try:
+            return orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            return raw
+    return raw
+
+
+class KimiImporter(Importer):
+    name: ClassVar[str] = "kimi"
+    help: ClassVar[str] = "Kimi CLI sessions: wire.jsonl event logs ($KIMI_SHARE_DIR, ~/.kimi)"
+    env_vars: ClassVar[tuple[str, ...]] = ("KIMI_SHARE_DIR",)
+    detect_order: ClassVar[int] = 60
+    pattern: ClassVar[str] = WIRE
+
+    def default_locations(self) -> list[Path]:
+        return [share_dir() / "sessions"]
+
+    def detect(self, path: Path, head: Sequence[bytes]) -> bool:
+        if path.name == CONTEXT and (path.parent / WIRE).is_file():
+            return True  # the model's context beside a session's log: Kimi's, not a source
+        if path.name != WIRE:
+            return False
+        first = next(json_objects(head), None)
+        return first is not None and (
+            first.get("type") == "metadata" or isinstance(first.get("message"), dict)
+        )
+
+    def accepts(self, path: Path) -> bool:
+        """``context.jsonl`` is rewritten on every compaction: the log is ``wire.jsonl``
+        (``--format auto`` over a tree finds the context among every JSON Lines file, and
+        counts it as not a source)."""
+        return path.name != CONTEXT
+
+    def files(self, root: Path) -> list[Path]:
+        """A session's log before its sub-agents' (their starts cite its calls)."""
+
+        def order(path: Path) -> tuple[str, int, str]:
+            if path.parent.parent.name == SUBAGENTS:
+                return (str(path.parent.parent.parent), 1, str(path))
+            return (str(path.parent), 0, str(path))
+
+        return sorted(root.rglob(WIRE), key=order)
+
+    def converter(self, path: Path, options: ConvertOptions) -> Converter:
+        return KimiConverter(path, links=options.links)
