@@ -109,3 +109,13 @@ async def test_watch_follows_an_appended_turn(
     said = await watch_grows(nc, nats_url, subjects, f"watch-{unique}", root, "kimi", path,
                              rest, before=13, after=20)  # fmt: skip
     assert "published 20 events" in said
+
+
+def test_kimi_codes_log_is_not_taken_for_this_format(tmp_path: Path) -> None:
+    from worker.importers.kimi import KimiImporter
+
+    header = b'{"type": "metadata", "protocol_version": "1.4"}\n'
+    other = b'{"type": "config.update", "profileName": "agent"}\n'
+    path = tmp_path / "agents" / "main" / "wire.jsonl"
+    assert not KimiImporter().detect(path, [header, other])
+    assert KimiImporter().detect(path, [header])  # a session that has only begun

@@ -44,7 +44,7 @@ from urllib.parse import unquote, urlparse
 import orjson
 
 from worker.importers.base import Converter, Outgoing, Problem, as_text, cut, file_time, safe_id
-from worker.importers.plugin import SNIFF_LINES, ConvertOptions
+from worker.importers.plugin import ConvertOptions
 from worker.importers.snapshot import (
     Item,
     SessionCache,
@@ -55,7 +55,7 @@ from worker.importers.snapshot import (
     from_millis,
     said,
 )
-from worker.importers.whole_sources import SnapshotImporter
+from worker.importers.whole_sources import SnapshotImporter, sniffed
 
 NAME: Final = "continue"
 PREFIX: Final = "continue-"
@@ -276,10 +276,8 @@ class ContinueImporter(SnapshotImporter):
             yield root
             return
         for path in root.rglob("*.json"):
-            if path.name != INDEX and path.parent.name == "sessions":
-                with path.open("rb") as fh:
-                    if self.detect(path, [fh.readline() for _ in range(SNIFF_LINES)]):
-                        yield path
+            if path.name != INDEX and path.parent.name == "sessions" and sniffed(self, path):
+                yield path
 
     def read(self, path: Path, cache: SessionCache) -> Snapshot:
         return read_session(path)

@@ -50,7 +50,7 @@ from typing import Any, ClassVar, Final
 
 import orjson
 
-from worker.importers.base import Problem, as_text, cut, safe_id
+from worker.importers.base import Problem, as_text, cut, json_value, safe_id
 from worker.importers.readonly_db import columns, grouped, read_only, tables
 from worker.importers.snapshot import (
     Item,
@@ -267,7 +267,7 @@ def _part(
         return [Item(ref, "message/assistant", "assistant", thought, "reasoning", time,
                      complete=finished)]  # fmt: skip
     if kind == "tool_call":
-        payload = {"tool": data.get("name"), "input": _input(data.get("input"))}
+        payload = {"tool": data.get("name"), "input": json_value(data.get("input"))}
         return [Item(ref, "tool/call", "assistant", payload, "tool_call", time,
                      complete=finished or data.get("finished") is True,
                      call=str(data.get("id")))]  # fmt: skip
@@ -288,16 +288,6 @@ def _part(
         payload = {"text": cut(f"[{data['reason']}] {said_text}".rstrip())}
         return [Item(ref, "message/context", "system", payload, "finish", time)]
     return []
-
-
-def _input(raw: object) -> object:
-    """A tool call's input is the JSON text the model wrote: its value when it parses."""
-    if isinstance(raw, str):
-        try:
-            return orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            return raw
-    return raw
 
 
 class CrushImporter(SnapshotImporter):

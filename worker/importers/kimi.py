@@ -57,6 +57,7 @@ from worker.importers.base import (
     SpawnLinks,
     as_text,
     cut,
+    json_value,
     safe_id,
 )
 from worker.importers.plugin import ConvertOptions, Importer, json_objects
@@ -123,6 +124,9 @@ class KimiConverter(JsonRecordConverter):
         if record.get("type") == "metadata":
             return []  # the header: the protocol version
         message = field_of(record, "message")
+        if not message:
+            self.tally.skip(f"record:{record.get('type')}:not-a-wire-message")
+            return []
         kind, payload = message.get("type"), field_of(message, "payload")
         time = from_seconds(record.get("timestamp"))
         out = [] if self.sessions.has(self.session) else [self._start(time)]
@@ -159,7 +163,7 @@ class KimiConverter(JsonRecordConverter):
             return self._part(payload, time)
         if kind == "ToolCall":
             function = field_of(payload, "function")
-            call = {"tool": function.get("name"), "input": _arguments(function.get("arguments"))}
+            call = {"tool": function.get("name"), "input": json_value(function.get("arguments"))}
             made = self.sessions.emit(sid, "tool/call", "assistant", time, call, kind)
             self.calls[str(payload.get("id"))] = (made.seq, call["tool"], call["input"])
             return [made]
@@ -267,15 +271,6 @@ class KimiConverter(JsonRecordConverter):
         return self._close()
 
 
-def _arguments(raw: object) -> object:
-    if isinstance(raw, str):
-        try:
-            return orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            return raw
-    return raw
-
-
 class KimiImporter(Importer):
     name: ClassVar[str] = "kimi"
     help: ClassVar[str] = "Kimi CLI sessions: wire.jsonl event logs ($KIMI_SHARE_DIR, ~/.kimi)"
@@ -291,9 +286,11 @@ class KimiImporter(Importer):
             return True  # the model's context beside a session's log: Kimi's, not a source
         if path.name != WIRE:
             return False
-        first = next(json_objects(head), None)
-        return first is not None and (
-            first.get("type") == "metadata" or isinstance(first.get("message"), dict)
+        # Kimi Code (its successor, ~/.kimi-code) also writes a wire.jsonl with this
+        # header, but flat records ({"type": "context.append_message", ...}): not this.
+        records = list(json_objects(head))
+        return bool(records) and all(
+            r.get("type") == "metadata" or isinstance(r.get("message"), dict) for r in records
         )
 
     def accepts(self, path: Path) -> bool:

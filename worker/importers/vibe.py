@@ -44,7 +44,16 @@ from typing import Any, ClassVar, Final
 
 import orjson
 
-from worker.importers.base import Problem, Tally, as_text, cut, iso_time, load_json_line, safe_id
+from worker.importers.base import (
+    Problem,
+    Tally,
+    as_text,
+    cut,
+    iso_time,
+    json_value,
+    load_json_line,
+    safe_id,
+)
 from worker.importers.snapshot import (
     Item,
     SessionCache,
@@ -54,7 +63,7 @@ from worker.importers.snapshot import (
     parents_first,
     said,
 )
-from worker.importers.whole_sources import SnapshotImporter
+from worker.importers.whole_sources import SnapshotImporter, sniffed
 
 NAME: Final = "vibe"
 PREFIX: Final = "vibe-"
@@ -180,7 +189,7 @@ def _message(ref: str, message: object, when: str | None, skipped: Counter[str])
             function = field_of(call, "function") if isinstance(call, dict) else {}
             raw_id = call.get("id") if isinstance(call, dict) else None
             call_id = str(raw_id or f"{ref}-{n}")
-            payload = {"tool": function.get("name"), "input": _arguments(function.get("arguments"))}
+            payload = {"tool": function.get("name"), "input": json_value(function.get("arguments"))}
             items.append(Item(f"{ref}-call{n}", "tool/call", "assistant", payload, "tool_call",
                               when, call=call_id))  # fmt: skip
         return items
@@ -213,15 +222,6 @@ def _user(ref: str, message: dict[str, Any], text: str, when: str | None) -> lis
     if message.get("injected") is True:
         return [Item(ref, "message/context", "system", {"text": cut(text)}, "injected", when)]
     return [said(ref, "user", text, when, "user")] if text.strip() else []
-
-
-def _arguments(raw: object) -> object:
-    if isinstance(raw, str):
-        try:
-            return orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            return raw
-    return raw
 
 
 def _is_session(folder: Path) -> bool:
@@ -273,10 +273,8 @@ class VibeImporter(SnapshotImporter):
             if _is_session(meta.parent) and not _is_child(meta.parent):
                 yield meta.parent
         for path in root.rglob("*.json"):
-            if path.name != META and not (path.parent / META).exists():
-                with path.open("rb") as fh:
-                    if self.detect(path, [fh.readline() for _ in range(20)]):
-                        yield path
+            if path.name != META and not (path.parent / META).exists() and sniffed(self, path):
+                yield path
 
     def read(self, path: Path, cache: SessionCache) -> Snapshot:
         return read_v2(path) if path.is_dir() else read_v1(path)
