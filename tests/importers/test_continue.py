@@ -12,13 +12,18 @@ from nats.aio.client import Client as NATS
 
 from contracts.subjects import Subjects
 from tests.importers import gen_continue as gen
-from tests.importers._agent_e2e import assert_events, imported
+from tests.importers._agent_e2e import assert_events, by_session, imported
 from tests.importers._sources import cites_of, snapshot_events, watch_growth
 from tests.importers.test_import_tools import ask
 from worker.importers import continue_cli
 from worker.importers.continue_cli import ContinueConverter, ContinueImporter
 from worker.importers.plugin import ConvertOptions
 
+# Recorded from the real cn 1.5.47 on a synthetic task, in a network namespace with only
+# the loopback up, against a scripted OpenAI-compatible model (the rec branch's
+# ScriptedModelServer): `cn -p <prompt> --config <scripted model> --auto`, then `--resume`
+# three times (the third is `/compact`, which headless cn reports but does not save).
+RECORDED = Path(__file__).parent / "fixtures" / "continue" / "cn-1.5.47" / "sessions"
 MAIN = f"continue-{gen.MAIN}"
 COMPACTED = f"continue-{gen.COMPACTED}"
 # Main: start, user, context, text, 3 x (call, result), user, text = 12, plus title and
@@ -64,6 +69,24 @@ def test_a_session_gives_the_conversation(tmp_path: Path) -> None:
     assert other.sessions[0].cwd == "/home/dev/shop app"  # the IDE's file:// URI
     assert other.sessions[0].title is None  # "Untitled Session"
     assert [e["type"] for e in snapshot_events("continue", other)][1] == "compaction"
+
+
+def test_the_recorded_session(tmp_path: Path) -> None:
+    sessions, _, tally = by_session("continue", RECORDED)
+    (only,) = sessions.values()
+    assert [e["type"] for e in only] == [
+        "session/start", "message/user", "message/assistant", "tool/call", "tool/result",
+        "message/assistant", "tool/call", "tool/result", "tool/call", "tool/result",
+        "message/assistant", "message/user", "message/assistant", "message/user",
+        "message/assistant",
+    ]  # fmt: skip
+    assert only[0]["payload"]["cwd"] == "/tmp/cnrec/task"
+    results = [e for e in only if e["type"] == "tool/result"]
+    assert [r["cites"][0]["seq"] for r in results] == [4, 7, 9]
+    # Reading a missing file is the one errored call; the failing shell command is "done".
+    assert [r["payload"].get("is_error", False) for r in results] == [False, True, False]
+    assert "File does not exist" in results[1]["payload"]["output"]
+    assert not tally.skipped and not tally.problems
 
 
 def test_compaction_rewrites_the_file_and_numbers_go_on(tmp_path: Path) -> None:
