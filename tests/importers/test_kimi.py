@@ -19,10 +19,10 @@ from worker.importers.base import safe_id
 MAIN = f"kimi-{gen.MAIN}"
 CHILD = safe_id(f"{gen.MAIN}-agent-{gen.AGENT}", prefix="kimi-")
 OTHER = f"kimi-{gen.OTHER}"
-# Main: start, user, thinking, text, 3 x (call, result), compaction, notification, the
-# steered text, text = 14, plus title and end; the sub-agent: start, user, text, title,
-# end; the other: start, user, text, end (untitled).
-EVENTS = 16 + 5 + 4
+# Main: start, user, thinking, text, 3 x (call, result), /compact (command, compaction,
+# its output), notification, the steered text, text = 16, plus title and end; the
+# sub-agent: start, user, text, title, end; the other: start, user, text, end (untitled).
+EVENTS = 18 + 5 + 4
 
 
 @pytest.fixture
@@ -38,8 +38,9 @@ def test_a_session_its_sub_agent_and_the_work_dir(home: Path) -> None:
         ("session/start", None), ("message/user", None), ("message/assistant", None),
         ("message/assistant", None), ("tool/call", "ReadFile"), ("tool/result", "ReadFile"),
         ("tool/call", "Agent"), ("tool/result", "Agent"), ("tool/call", "Shell"),
-        ("tool/result", "Shell"), ("compaction", None), ("message/context", None),
-        ("message/user", None), ("message/assistant", None),
+        ("tool/result", "Shell"), ("command", None), ("compaction", None),
+        ("command/output", None), ("message/context", None), ("message/user", None),
+        ("message/assistant", None),
     ]  # fmt: skip
     assert main[0]["payload"]["cwd"] == gen.CWD
     assert main[0]["time"] == "2025-11-24T16:00:00.250Z"
@@ -48,8 +49,10 @@ def test_a_session_its_sub_agent_and_the_work_dir(home: Path) -> None:
     assert main[9]["payload"]["is_error"] is True
     assert main[9]["payload"]["output"] == "Command failed with exit code 1"
     assert main[9]["cites"] == [{"session_id": MAIN, "seq": 9}]
-    assert main[10]["replaces"] == list(range(2, 11))
-    assert main[11]["payload"]["text"] == "Background task done\nbuild finished"
+    assert main[10]["payload"]["command"] == "compact"  # a slash command the CLI ran
+    assert main[11]["replaces"] == list(range(2, 12))
+    assert main[12]["payload"]["text"] == "The context has been compacted."
+    assert main[13]["payload"]["text"] == "Background task done\nbuild finished"
     child = sessions[CHILD]
     assert child[0]["payload"]["parent_session_id"] == MAIN
     assert child[0]["payload"]["subagent_type"] == "explore"
@@ -60,7 +63,7 @@ def test_a_session_its_sub_agent_and_the_work_dir(home: Path) -> None:
         "record:StepBegin": 3,
         "record:StatusUpdate": 1,
         "record:SubagentEvent": 2,
-        "record:TurnEnd": 3,
+        "record:TurnEnd": 5,
         "SteerInput:image_url": 1,
     }
 
@@ -78,7 +81,7 @@ def test_the_title_waits_for_the_end(home: Path) -> None:
     state = path.parent / "state.json"
     state.write_bytes(orjson.dumps({"custom_title": "Seeded jitter"}))
     ends = [orjson.loads(o.body) for o in converter.idle()]
-    assert [(e["type"], e["seq"]) for e in ends] == [("session/title", 15), ("session/end", 16)]
+    assert [(e["type"], e["seq"]) for e in ends] == [("session/title", 17), ("session/end", 18)]
     assert ends[0]["payload"]["title"] == "Seeded jitter"
 
 
@@ -88,7 +91,7 @@ async def test_import_answers_the_tools(
     root = gen.write(home)
     async with imported(nc, nats_url, subjects, tmp_path, root, "kimi",
                         expected=EVENTS) as (worker, _):  # fmt: skip
-        for session, count in ((MAIN, 16), (CHILD, 5), (OTHER, 4)):
+        for session, count in ((MAIN, 18), (CHILD, 5), (OTHER, 4)):
             await assert_events(nc, worker, session, session, count)
         lineage = await ask(nc, worker, "session_trace", MAIN, session_id=MAIN)
         assert "⟦Flaky retry test⟧" in lineage
@@ -105,10 +108,10 @@ async def test_watch_follows_an_appended_turn(
     path = next(root.rglob(f"{gen.MAIN}/wire.jsonl"))
     rest = gen.wire_lines(gen.main_records()[11:], start=11)
     # Up to the sub-agent's events: main start + 6; the sub-agent 3, the other 3. Then the
-    # rest of the main log: 7 more.
+    # rest of the main log: 9 more.
     said = await watch_grows(nc, nats_url, subjects, f"watch-{unique}", root, "kimi", path,
-                             rest, before=13, after=20)  # fmt: skip
-    assert "published 20 events" in said
+                             rest, before=13, after=22)  # fmt: skip
+    assert "published 22 events" in said
 
 
 def test_kimi_codes_log_is_not_taken_for_this_format(tmp_path: Path) -> None:
@@ -119,3 +122,29 @@ def test_kimi_codes_log_is_not_taken_for_this_format(tmp_path: Path) -> None:
     path = tmp_path / "agents" / "main" / "wire.jsonl"
     assert not KimiImporter().detect(path, [header, other])
     assert KimiImporter().detect(path, [header])  # a session that has only begun
+
+
+RECORDED = Path(__file__).parent / "fixtures" / "kimi" / "kimi-cli-1.52.0"
+
+
+def test_the_recorded_sessions(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Recorded from kimi-cli 1.52.0's own CLI (its Typer app; the package's entry point
+    only prints a deprecation notice) on a synthetic task, offline, against a scripted
+    OpenAI-compatible model (the rec branch's ScriptedModelServer): two reads (one of a
+    missing file), an Agent sub-agent that runs a shell command, then ``-C`` turns: a
+    question, ``/compact``, another question. The context files (Kimi's system prompt) are
+    left out: the importer does not read them."""
+    monkeypatch.setenv("KIMI_SHARE_DIR", str(RECORDED))
+    sessions, _, tally = by_session("kimi", RECORDED / "sessions")
+    session = "4ee7600c-dc80-4d15-ba0a-b7b36f466892"
+    main, child = sessions[f"kimi-{session}"], sessions[f"kimi-{session}-agent-afb1190a2"]
+    assert main[0]["payload"]["cwd"] == "/tmp/kimirec/task"
+    results = [e for e in main if e["type"] == "tool/result"]
+    assert [bool(r["payload"].get("is_error")) for r in results] == [False, True, False]
+    assert "missing.txt" in results[1]["payload"]["output"]  # the error's message
+    assert all(r.get("cites") for r in results)
+    agent_call = next(e for e in main if e["payload"].get("tool") == "Agent")
+    assert child[0]["cites"] == [{"session_id": f"kimi-{session}", "seq": agent_call["seq"]}]
+    harness = [e["type"] for e in main if e["type"] in ("command", "compaction", "command/output")]
+    assert harness == ["command", "compaction", "command/output"]
+    assert tally.skipped["record:SubagentEvent"] == 15 and not tally.problems

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
@@ -68,12 +69,8 @@ PREFIX: Final = "kimi-"
 WIRE: Final = "wire.jsonl"
 CONTEXT: Final = "context.jsonl"
 SUBAGENTS: Final = "subagents"
-_SKIPPED: Final = frozenset({
-    "TurnEnd", "StepBegin", "StepInterrupted", "StepRetry", "StatusUpdate", "MCPLoadingBegin",
-    "MCPLoadingEnd", "HookTriggered", "HookResolved", "ApprovalRequest", "ApprovalResponse",
-    "ApprovalRequestResolved", "QuestionRequest", "ToolCallRequest", "HookRequest",
-    "PlanDisplay", "BtwBegin", "BtwEnd", "ToolCallPart",
-})  # fmt: skip
+# utils/slashcmd.py's parse_slash_command_call: a turn that is a slash command runs it.
+_SLASH: Final = re.compile(r"^/([a-zA-Z0-9_-]+(?::[a-zA-Z0-9_-]+)*)(?:\s|$)")
 
 
 def share_dir() -> Path:
@@ -119,6 +116,7 @@ class KimiConverter(JsonRecordConverter):
             f"{self.raw}-agent-{self.agent}", prefix=PREFIX
         )  # fmt: skip
         self.calls: dict[str, tuple[int, object, object]] = {}  # call id -> seq, tool, input
+        self.command_turn = False  # the turn is a slash command's: its text is its output
 
     def _record(self, record: dict[str, Any]) -> list[Outgoing]:
         if record.get("type") == "metadata":
@@ -159,6 +157,9 @@ class KimiConverter(JsonRecordConverter):
         sid = self.session
         if kind in ("TurnBegin", "SteerInput"):
             return self._user(payload.get("user_input"), time, kind)
+        if kind == "TurnEnd":
+            self.command_turn = False
+            return None  # a marker: counted
         if kind == "ContentPart":
             return self._part(payload, time)
         if kind == "ToolCall":
@@ -196,6 +197,13 @@ class KimiConverter(JsonRecordConverter):
         parts = (
             [{"type": "text", "text": user_input}] if isinstance(user_input, str) else user_input
         )
+        parts = parts if isinstance(parts, list) else []
+        texts = [p["text"] for p in parts if isinstance(p, dict) and isinstance(p.get("text"), str)]
+        slash = _SLASH.match(" ".join(texts).strip()) if kind == "TurnBegin" else None
+        self.command_turn = slash is not None
+        if slash is not None:  # the CLI runs it; the model never sees it
+            payload = {"text": cut(" ".join(texts).strip()), "command": slash.group(1)}
+            return [self.sessions.emit(self.session, "command", "user", time, payload, kind)]
         out: list[Outgoing] = []
         for part in parts if isinstance(parts, list) else []:
             text = part.get("text") if isinstance(part, dict) else None
@@ -213,6 +221,9 @@ class KimiConverter(JsonRecordConverter):
         kind = payload.get("type")
         if kind == "text" and isinstance(payload.get("text"), str):
             text = {"text": cut(payload["text"])}
+            if self.command_turn:  # what a slash command printed
+                return [self.sessions.emit(self.session, "command/output", "tool", time, text,
+                                           "ContentPart:text")]  # fmt: skip
             return [self.sessions.emit(self.session, "message/assistant", "assistant", time,
                                        text, "ContentPart:text")]  # fmt: skip
         if kind == "think" and isinstance(payload.get("think"), str) and payload["think"].strip():
