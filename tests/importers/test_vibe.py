@@ -11,7 +11,7 @@ from nats.aio.client import Client as NATS
 
 from contracts.subjects import Subjects
 from tests.importers import gen_vibe as gen
-from tests.importers._agent_e2e import assert_events, imported
+from tests.importers._agent_e2e import assert_events, by_session, imported
 from tests.importers._sources import cites_of, snapshot_events, watch_growth
 from tests.importers.test_import_tools import ask
 from worker.importers import vibe
@@ -117,3 +117,26 @@ async def test_watch_follows_new_messages(
     # messages: 8 events.
     await watch_growth(nc, nats_url, subjects, f"watch-{unique}", "vibe", folder,
                        before=11, grow=rest, after=19)  # fmt: skip
+
+
+RECORDED = Path(__file__).parent / "fixtures" / "vibe" / "mistral-vibe-2.26.1"
+
+
+def test_the_recorded_session() -> None:
+    """Recorded from mistral-vibe 2.26.1 (``vibe --legacy-harness -p``, then ``-c`` three
+    times) on a synthetic task, offline, against a scripted OpenAI-compatible model (the
+    rec branch's ScriptedModelServer): a read, a read of a missing file, a ``task``
+    sub-agent (explore) that greps. Vibe's system prompt, tool descriptions and config are
+    blanked in the two ``meta.json`` files: the importer reads none of them."""
+    sessions, _, tally = by_session("vibe", RECORDED)
+    main = sessions["vibe-46ab3aea-25d8-4f29-5b96-08de4ac04b08"]
+    child = sessions["vibe-9a664aa1-1ce5-2a96-34f6-cba4e8aa1b86"]
+    assert main[0]["payload"]["cwd"] == "/tmp/vibrec/task"
+    results = [e for e in main if e["type"] == "tool/result"]
+    assert [bool(r["payload"].get("is_error")) for r in results] == [False, True, False]
+    assert all(r.get("cites") for r in results)
+    task = next(e for e in main if e["payload"].get("tool") == "task")
+    assert child[0]["payload"]["parent_session_id"] == main[0]["session_id"]
+    assert child[0]["cites"] == [{"session_id": main[0]["session_id"], "seq": task["seq"]}]
+    assert [e["type"] for e in main].count("message/user") == 4  # the -c turns, one file
+    assert not tally.skipped and not tally.problems
