@@ -135,3 +135,36 @@ def write(home: Path, *, upto: int | None = None) -> Path:
     listed = {"work_dirs": [{"path": CWD, "kaos": "local", "last_session_id": MAIN}]}
     (home / ".kimi" / "kimi.json").write_bytes(orjson.dumps(listed))
     return home / ".kimi" / "sessions"
+
+
+LEGACY: Final = "7f6e5d4c-3b2a-4190-8f7e-6d5c4b3a2918"
+TASK_CALL: Final = "Task:0"
+
+
+def legacy_records() -> list[tuple[str, dict[str, Any]]]:
+    """A 0.8x log: no header, and a Task sub-agent whose events exist only as the parent's
+    ``SubagentEvent`` copies (``task_tool_call_id``, no ``agent_id``, no own log)."""
+    task = {"description": "Scan the logs", "subagent_name": "coder", "prompt": "Scan logs/"}
+
+    def sub(kind: str, payload: dict[str, Any]) -> dict[str, Any]:
+        return {"task_tool_call_id": TASK_CALL, "event": {"type": kind, "payload": payload}}
+
+    return [
+        ("TurnBegin", {"user_input": "Any errors in the logs?"}),
+        ("ToolCall", call(TASK_CALL, "Task", task)),
+        ("SubagentEvent", sub("TurnBegin", {"user_input": "Scan logs/"})),
+        ("SubagentEvent", sub("StepBegin", {"n": 1})),
+        ("SubagentEvent", sub("ToolCall", call("Shell:1", "Shell", {"command": "grep ERROR"}))),
+        ("SubagentEvent", sub("ToolResult", result("Shell:1", "logs/a.log: ERROR disk full"))),
+        ("SubagentEvent", sub("ContentPart", text("One error: disk full."))),
+        ("ToolResult", result(TASK_CALL, "One error: disk full.")),
+        ("ContentPart", text("The logs show one error: the disk was full.")),
+    ]  # fmt: skip
+
+
+def write_legacy(home: Path) -> Path:
+    folder = sessions_dir(home, CWD) / LEGACY
+    folder.mkdir(parents=True, exist_ok=True)
+    lines = [record(n, kind, payload) for n, (kind, payload) in enumerate(legacy_records())]
+    (folder / "wire.jsonl").write_bytes(b"".join(orjson.dumps(line) + b"\n" for line in lines))
+    return folder / "wire.jsonl"

@@ -148,3 +148,23 @@ def test_the_recorded_sessions(monkeypatch: pytest.MonkeyPatch) -> None:
     harness = [e["type"] for e in main if e["type"] in ("command", "compaction", "command/output")]
     assert harness == ["command", "compaction", "command/output"]
     assert tally.skipped["record:SubagentEvent"] == 15 and not tally.problems
+
+
+def test_a_sub_agent_before_its_own_log(home: Path) -> None:
+    """Before 1.x, a Task sub-agent's events were only copied into its parent's log: they
+    are its child session, whose start cites the Task call."""
+    path = gen.write_legacy(home)
+    sessions, _, tally = by_session("kimi", path)
+    parent = f"kimi-{gen.LEGACY}"
+    child = safe_id(f"{gen.LEGACY}-agent-{gen.TASK_CALL}", prefix="kimi-")
+    assert [e["type"] for e in sessions[parent]] == [
+        "session/start", "message/user", "tool/call", "tool/result", "message/assistant"
+    ]  # fmt: skip
+    kid = sessions[child]
+    assert [e["type"] for e in kid] == [
+        "session/start", "message/user", "tool/call", "tool/result", "message/assistant"
+    ]  # fmt: skip
+    assert kid[0]["payload"]["parent_session_id"] == parent
+    assert kid[0]["cites"] == [{"session_id": parent, "seq": 3}]  # the Task call
+    assert kid[3]["cites"] == [{"session_id": child, "seq": 3}]
+    assert tally.skipped == {"record:SubagentEvent:StepBegin": 1}

@@ -116,7 +116,11 @@ class KimiConverter(JsonRecordConverter):
             f"{self.raw}-agent-{self.agent}", prefix=PREFIX
         )  # fmt: skip
         self.calls: dict[str, tuple[int, object, object]] = {}  # call id -> seq, tool, input
-        self.command_turn = False  # the turn is a slash command's: its text is its output
+        # Sessions whose turn is a slash command's: their text is its output.
+        self.command_turn: set[str] = set()
+        # Sub-agents known only from the parent's SubagentEvent copies (versions before
+        # their own logs): their description (the call's), the title they get.
+        self.titles: dict[str, str | None] = {}
 
     def _record(self, record: dict[str, Any]) -> list[Outgoing]:
         if record.get("type") == "metadata":
@@ -131,7 +135,7 @@ class KimiConverter(JsonRecordConverter):
         if self.sessions.by_id[self.session].ended:
             self.tally.skip(f"record:{kind}:after-end")
             return out
-        made = self._event(str(kind), payload, time)
+        made = self._event(self.session, str(kind), payload, time)
         if made is None:
             self.tally.skip(f"record:{kind}")
             return out
@@ -153,15 +157,16 @@ class KimiConverter(JsonRecordConverter):
             parent=parent, extra=extra, cites=cites,
         )  # fmt: skip
 
-    def _event(self, kind: str, payload: dict[str, Any], time: str | None) -> list[Outgoing] | None:
-        sid = self.session
+    def _event(
+        self, sid: str, kind: str, payload: dict[str, Any], time: str | None
+    ) -> list[Outgoing] | None:
         if kind in ("TurnBegin", "SteerInput"):
-            return self._user(payload.get("user_input"), time, kind)
+            return self._user(sid, payload.get("user_input"), time, kind)
         if kind == "TurnEnd":
-            self.command_turn = False
+            self.command_turn.discard(sid)
             return None  # a marker: counted
         if kind == "ContentPart":
-            return self._part(payload, time)
+            return self._part(sid, payload, time)
         if kind == "ToolCall":
             function = field_of(payload, "function")
             call = {"tool": function.get("name"), "input": json_value(function.get("arguments"))}
@@ -188,22 +193,23 @@ class KimiConverter(JsonRecordConverter):
             text = "\n".join(str(payload[k]) for k in ("title", "body") if payload.get(k))
             return [self.sessions.emit(sid, "message/context", "system", time,
                                        {"text": cut(text)}, kind)]  # fmt: skip
-        if kind == "SubagentEvent":
-            self._link(payload)
-            return None  # a copy of what the sub-agent's own log holds: counted
+        if kind == "SubagentEvent" and sid == self.session:
+            return self._subagent(payload, time)
         return None
 
-    def _user(self, user_input: object, time: str | None, kind: str) -> list[Outgoing]:
+    def _user(self, sid: str, user_input: object, time: str | None, kind: str) -> list[Outgoing]:
         parts = (
             [{"type": "text", "text": user_input}] if isinstance(user_input, str) else user_input
         )
         parts = parts if isinstance(parts, list) else []
         texts = [p["text"] for p in parts if isinstance(p, dict) and isinstance(p.get("text"), str)]
         slash = _SLASH.match(" ".join(texts).strip()) if kind == "TurnBegin" else None
-        self.command_turn = slash is not None
+        if kind == "TurnBegin":
+            self.command_turn.discard(sid)
         if slash is not None:  # the CLI runs it; the model never sees it
+            self.command_turn.add(sid)
             payload = {"text": cut(" ".join(texts).strip()), "command": slash.group(1)}
-            return [self.sessions.emit(self.session, "command", "user", time, payload, kind)]
+            return [self.sessions.emit(sid, "command", "user", time, payload, kind)]
         out: list[Outgoing] = []
         for part in parts if isinstance(parts, list) else []:
             text = part.get("text") if isinstance(part, dict) else None
@@ -213,39 +219,61 @@ class KimiConverter(JsonRecordConverter):
                 continue
             type_ = harness.harness_type(text) or "message/user"
             surface = harness.SURFACES.get(type_, "user")
-            out.append(self.sessions.emit(self.session, type_, surface, time,
-                                          {"text": cut(text)}, kind))  # fmt: skip
+            out.append(self.sessions.emit(sid, type_, surface, time, {"text": cut(text)}, kind))
         return out
 
-    def _part(self, payload: dict[str, Any], time: str | None) -> list[Outgoing] | None:
+    def _part(self, sid: str, payload: dict[str, Any], time: str | None) -> list[Outgoing] | None:
         kind = payload.get("type")
         if kind == "text" and isinstance(payload.get("text"), str):
             text = {"text": cut(payload["text"])}
-            if self.command_turn:  # what a slash command printed
-                return [self.sessions.emit(self.session, "command/output", "tool", time, text,
+            if sid in self.command_turn:  # what a slash command printed
+                return [self.sessions.emit(sid, "command/output", "tool", time, text,
                                            "ContentPart:text")]  # fmt: skip
-            return [self.sessions.emit(self.session, "message/assistant", "assistant", time,
-                                       text, "ContentPart:text")]  # fmt: skip
+            return [self.sessions.emit(sid, "message/assistant", "assistant", time, text,
+                                       "ContentPart:text")]  # fmt: skip
         if kind == "think" and isinstance(payload.get("think"), str) and payload["think"].strip():
             thought = {"thinking": cut(payload["think"])}
-            return [self.sessions.emit(self.session, "message/assistant", "assistant", time,
-                                       thought, "ContentPart:think")]  # fmt: skip
+            return [self.sessions.emit(sid, "message/assistant", "assistant", time, thought,
+                                       "ContentPart:think")]  # fmt: skip
         self.tally.skip(f"record:ContentPart:{kind}")
         return []
 
-    def _link(self, payload: dict[str, Any]) -> None:
-        """The parent's copy of a sub-agent's event names the Agent call that started it."""
-        agent, call = payload.get("agent_id"), payload.get("parent_tool_call_id")
+    def _subagent(self, payload: dict[str, Any], time: str | None) -> list[Outgoing] | None:
+        """A sub-agent's event, copied into its parent's log. With the sub-agent's own log
+        (1.x) it names the call that started it; before those logs (``task_tool_call_id``,
+        no ``agent_id``) it is the only record of the sub-agent: its child session."""
+        agent = payload.get("agent_id")
+        call = payload.get("parent_tool_call_id") or payload.get("task_tool_call_id")
         called = self.calls.get(str(call)) if call else None
-        known = (self.raw, agent) in self.links
-        if self.agent is None and isinstance(agent, str) and called is not None and not known:
-            arguments = called[2] if isinstance(called[2], dict) else {}
-            description = arguments.get("description")
-            self.links[(self.raw, agent)] = Spawn(
-                self.session, called[0], description if isinstance(description, str) else None
-            )
+        arguments = called[2] if called is not None and isinstance(called[2], dict) else {}
+        description = arguments.get("description")
+        described = description if isinstance(description, str) else None
+        if isinstance(agent, str) and (self.folder / SUBAGENTS / agent / WIRE).is_file():
+            if called is not None and (self.raw, agent) not in self.links:
+                self.links[(self.raw, agent)] = Spawn(self.session, called[0], described)
+            return None  # a copy of what the sub-agent's own log holds: counted
+        key = agent if isinstance(agent, str) else str(call)
+        child = safe_id(f"{self.raw}-agent-{key}", prefix=PREFIX)
+        out: list[Outgoing] = []
+        if not self.sessions.has(child):
+            extra = {"subagent_type": payload["subagent_type"]} if isinstance(
+                payload.get("subagent_type"), str) else {}  # fmt: skip
+            cites = [(self.session, called[0])] if called is not None else None
+            out.append(self.sessions.start(
+                child, time=time, cwd=work_dirs().get(self.folder.parent.name),
+                parent=self.session, extra=extra, cites=cites,
+            ))  # fmt: skip
+            self.titles[child] = described
+        event = field_of(payload, "event")
+        kind = str(event.get("type"))
+        made = self._event(child, kind, field_of(event, "payload"), time)
+        if made is None:
+            self.tally.skip(f"record:SubagentEvent:{kind}")
+        return out + (made or [])
 
-    def _title(self) -> str | None:
+    def _title(self, sid: str) -> str | None:
+        if sid in self.titles:
+            return self.titles[sid]
         if self.agent is not None:
             meta = _json_file(self.folder / SUBAGENTS / self.agent / "meta.json")
             description = meta.get("description")
@@ -256,30 +284,27 @@ class KimiConverter(JsonRecordConverter):
         title = _json_file(self.folder / "state.json").get("custom_title")
         return title if isinstance(title, str) and title.strip() else None
 
-    def _close(self) -> list[Outgoing]:
-        """The title (the source's now), then the end."""
-        state = self.sessions.by_id.get(self.session)
-        if state is None or state.ended:
-            return []
-        title = self._title()
+    def _close(self, sids: list[str]) -> list[Outgoing]:
+        """Each session's title (the source's now), then its end."""
         out = []
-        if title:
-            payload = {"title": cut(title)}
-            out.append(self.sessions.emit(self.session, "session/title", "system", None,
-                                          payload, "title"))  # fmt: skip
-        ended = self.sessions.end(self.session, reason="idle")
-        out += [ended] if ended is not None else []
+        for sid in sids:
+            title = self._title(sid)
+            if title:
+                payload = {"title": cut(title)}
+                out.append(self.sessions.emit(sid, "session/title", "system", None, payload,
+                                              "title"))  # fmt: skip
+            ended = self.sessions.end(sid, reason="idle")
+            out += [ended] if ended is not None else []
         self.tally.events += len(out)
         return out
 
     def idle(self) -> list[Outgoing]:
-        return self._close()
+        return self._close([sid for sid, s in self.sessions.by_id.items() if not s.ended])
 
     def end_quiet(self, before: datetime) -> list[Outgoing]:
-        state = self.sessions.by_id.get(self.session)
-        if state is None or datetime.fromisoformat(state.last_time) >= before:
-            return []
-        return self._close()
+        open_ = [(sid, s) for sid, s in self.sessions.by_id.items() if not s.ended]
+        quiet = [sid for sid, s in open_ if datetime.fromisoformat(s.last_time) < before]
+        return self._close(quiet)
 
 
 class KimiImporter(Importer):
