@@ -168,3 +168,30 @@ def test_a_sub_agent_before_its_own_log(home: Path) -> None:
     assert kid[0]["cites"] == [{"session_id": parent, "seq": 3}]  # the Task call
     assert kid[3]["cites"] == [{"session_id": child, "seq": 3}]
     assert tally.skipped == {"record:SubagentEvent:StepBegin": 1}
+
+
+def test_a_call_still_streaming_when_others_results_come(home: Path) -> None:
+    """A tool starts while the model still streams the next call: the merged record is
+    split, the rest of the arguments arriving after other records (seen in real logs)."""
+    records = [
+        ("TurnBegin", {"user_input": "Read both configs"}),
+        ("ToolCall", gen.call("tool_a", "ReadFile", {"path": "a.toml"})),
+        ("ToolCall", {**gen.call("tool_b", "ReadFile", {}), "function": {
+            "name": "ReadFile", "arguments": '{"path": "b.'}}),
+        ("ToolResult", gen.result("tool_a", "a = 1")),
+        ("StatusUpdate", {"context_tokens": 10}),
+        ("ToolCallPart", {"arguments_part": 'toml"}'}),
+        ("ToolResult", gen.result("tool_b", "b = 2")),
+    ]  # fmt: skip
+    folder = gen.sessions_dir(home, gen.CWD) / gen.OTHER
+    folder.mkdir(parents=True)
+    (folder / "wire.jsonl").write_bytes(gen.wire_lines(records))
+    sessions, _, tally = by_session("kimi", folder / "wire.jsonl")
+    got = [(e["type"], e["payload"].get("input"), e.get("cites")) for e in sessions[OTHER][2:]]
+    assert got == [
+        ("tool/call", {"path": "a.toml"}, None),
+        ("tool/result", None, [{"session_id": OTHER, "seq": 3}]),
+        ("tool/call", {"path": "b.toml"}, None),
+        ("tool/result", None, [{"session_id": OTHER, "seq": 5}]),
+    ]
+    assert "record:ToolCallPart" not in tally.skipped

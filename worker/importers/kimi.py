@@ -69,6 +69,12 @@ PREFIX: Final = "kimi-"
 WIRE: Final = "wire.jsonl"
 CONTEXT: Final = "context.jsonl"
 SUBAGENTS: Final = "subagents"
+# What ends the model's stream of a tool call's arguments. Other records come between
+# (other calls' results, approvals, sub-agents' events, status updates) while it streams.
+_END_STREAM: Final = frozenset({
+    "ToolCall", "ContentPart", "TurnBegin", "SteerInput", "TurnEnd", "StepBegin",
+    "StepInterrupted", "StepRetry", "CompactionBegin", "CompactionEnd",
+})  # fmt: skip
 # utils/slashcmd.py's parse_slash_command_call: a turn that is a slash command runs it.
 _SLASH: Final = re.compile(r"^/([a-zA-Z0-9_-]+(?::[a-zA-Z0-9_-]+)*)(?:\s|$)")
 
@@ -121,6 +127,10 @@ class KimiConverter(JsonRecordConverter):
         # Sub-agents known only from the parent's SubagentEvent copies (versions before
         # their own logs): their description (the call's), the title they get.
         self.titles: dict[str, str | None] = {}
+        # Per session, the tool call being streamed: (id, name, arguments so far, time).
+        # A tool that starts while the model still streams splits the merged record: the
+        # rest of its arguments arrive as ToolCallPart records after other records.
+        self.streaming: dict[str, tuple[str, object, str, str | None]] = {}
 
     def _record(self, record: dict[str, Any]) -> list[Outgoing]:
         if record.get("type") == "metadata":
@@ -135,11 +145,7 @@ class KimiConverter(JsonRecordConverter):
         if self.sessions.by_id[self.session].ended:
             self.tally.skip(f"record:{kind}:after-end")
             return out
-        made = self._event(self.session, str(kind), payload, time)
-        if made is None:
-            self.tally.skip(f"record:{kind}")
-            return out
-        return out + made
+        return out + self._event(self.session, str(kind), payload, time, "record")
 
     def _start(self, time: str | None) -> Outgoing:
         extra: dict[str, Any] = {}
@@ -158,6 +164,39 @@ class KimiConverter(JsonRecordConverter):
         )  # fmt: skip
 
     def _event(
+        self, sid: str, kind: str, payload: dict[str, Any], time: str | None, skip: str
+    ) -> list[Outgoing]:
+        """One wire message of session ``sid``: its events, after the tool call it ends
+        (a call's arguments are whole once the model's stream moves on: another call, text,
+        a new step or turn; or once the call's own result comes). Skipped kinds are counted
+        as ``skip:kind``."""
+        streaming = self.streaming.get(sid)
+        if kind == "ToolCallPart" and streaming is not None:
+            part = payload.get("arguments_part")
+            call_id, name, arguments, started = streaming
+            self.streaming[sid] = (call_id, name, arguments + str(part or ""), started)
+            return []
+        own_result = streaming is not None and kind == "ToolResult" and (
+            str(payload.get("tool_call_id")) == streaming[0]
+        )  # fmt: skip
+        out = self._end_call(sid) if kind in _END_STREAM or own_result else []
+        made = self._message(sid, kind, payload, time)
+        if made is None:
+            self.tally.skip(f"{skip}:{kind}")
+        return out + (made or [])
+
+    def _end_call(self, sid: str) -> list[Outgoing]:
+        """The call being streamed, now whole, as its ``tool/call``."""
+        streaming = self.streaming.pop(sid, None)
+        if streaming is None:
+            return []
+        call_id, name, arguments, time = streaming
+        call = {"tool": name, "input": json_value(arguments)}
+        made = self.sessions.emit(sid, "tool/call", "assistant", time, call, "ToolCall")
+        self.calls[call_id] = (made.seq, name, call["input"])
+        return [made]
+
+    def _message(
         self, sid: str, kind: str, payload: dict[str, Any], time: str | None
     ) -> list[Outgoing] | None:
         if kind in ("TurnBegin", "SteerInput"):
@@ -167,12 +206,12 @@ class KimiConverter(JsonRecordConverter):
             return None  # a marker: counted
         if kind == "ContentPart":
             return self._part(sid, payload, time)
-        if kind == "ToolCall":
+        if kind == "ToolCall":  # published once its arguments are whole (_end_call)
             function = field_of(payload, "function")
-            call = {"tool": function.get("name"), "input": json_value(function.get("arguments"))}
-            made = self.sessions.emit(sid, "tool/call", "assistant", time, call, kind)
-            self.calls[str(payload.get("id"))] = (made.seq, call["tool"], call["input"])
-            return [made]
+            arguments = function.get("arguments")
+            text = arguments if isinstance(arguments, str) else ""
+            self.streaming[sid] = (str(payload.get("id")), function.get("name"), text, time)
+            return []
         if kind == "ToolResult":
             value = field_of(payload, "return_value")
             output = as_text(value.get("output")) or as_text(value.get("message"))
@@ -238,12 +277,15 @@ class KimiConverter(JsonRecordConverter):
         self.tally.skip(f"record:ContentPart:{kind}")
         return []
 
-    def _subagent(self, payload: dict[str, Any], time: str | None) -> list[Outgoing] | None:
+    def _subagent(self, payload: dict[str, Any], time: str | None) -> list[Outgoing]:
         """A sub-agent's event, copied into its parent's log. With the sub-agent's own log
         (1.x) it names the call that started it; before those logs (``task_tool_call_id``,
         no ``agent_id``) it is the only record of the sub-agent: its child session."""
         agent = payload.get("agent_id")
         call = payload.get("parent_tool_call_id") or payload.get("task_tool_call_id")
+        streaming = self.streaming.get(self.session)
+        # The sub-agent runs: the call that started it is whole.
+        out = self._end_call(self.session) if streaming and streaming[0] == call else []
         called = self.calls.get(str(call)) if call else None
         arguments = called[2] if called is not None and isinstance(called[2], dict) else {}
         description = arguments.get("description")
@@ -251,10 +293,10 @@ class KimiConverter(JsonRecordConverter):
         if isinstance(agent, str) and (self.folder / SUBAGENTS / agent / WIRE).is_file():
             if called is not None and (self.raw, agent) not in self.links:
                 self.links[(self.raw, agent)] = Spawn(self.session, called[0], described)
-            return None  # a copy of what the sub-agent's own log holds: counted
+            self.tally.skip("record:SubagentEvent")  # a copy of the sub-agent's own log
+            return out
         key = agent if isinstance(agent, str) else str(call)
         child = safe_id(f"{self.raw}-agent-{key}", prefix=PREFIX)
-        out: list[Outgoing] = []
         if not self.sessions.has(child):
             extra = {"subagent_type": payload["subagent_type"]} if isinstance(
                 payload.get("subagent_type"), str) else {}  # fmt: skip
@@ -266,10 +308,8 @@ class KimiConverter(JsonRecordConverter):
             self.titles[child] = described
         event = field_of(payload, "event")
         kind = str(event.get("type"))
-        made = self._event(child, kind, field_of(event, "payload"), time)
-        if made is None:
-            self.tally.skip(f"record:SubagentEvent:{kind}")
-        return out + (made or [])
+        return out + self._event(child, kind, field_of(event, "payload"), time,
+                                 "record:SubagentEvent")  # fmt: skip
 
     def _title(self, sid: str) -> str | None:
         if sid in self.titles:
@@ -285,9 +325,11 @@ class KimiConverter(JsonRecordConverter):
         return title if isinstance(title, str) and title.strip() else None
 
     def _close(self, sids: list[str]) -> list[Outgoing]:
-        """Each session's title (the source's now), then its end."""
+        """Each session's call still open (the log ended inside it), title (the
+        source's now), then its end."""
         out = []
         for sid in sids:
+            out += self._end_call(sid)
             title = self._title(sid)
             if title:
                 payload = {"title": cut(title)}
