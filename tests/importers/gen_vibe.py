@@ -139,3 +139,22 @@ def write(home: Path) -> Path:
     write_v2(root)
     write_v1(root)
     return root
+
+
+def write_unified(root: Path, session_id: str = "f364bc49-cae5-a98c-4103-603d640b0c0a") -> Path:
+    """The shape of a unified-store session (3.x; 2.x's --experimental-harness), as seen
+    in one recorded offline: a pointer, the meta.json, a journal and content chunks."""
+    folder = root / "unified" / session_id
+    for sub in ("journal", "chunks", "generations/0000000000000044"):
+        (folder / sub).mkdir(parents=True, exist_ok=True)
+    current = {"generation": "0000000000000044", "session_id": session_id,
+               "store_format": "mistral.vibe.unified-session-store/v1",
+               "store_format_minor": 8}  # fmt: skip
+    (folder / "CURRENT").write_bytes(orjson.dumps(current))
+    meta = _meta(session_id, "2026-12-07T14:35:07+00:00", "2026-12-07T14:35:14+00:00", None,
+                 total=0)  # fmt: skip
+    (folder / "meta.json").write_bytes(orjson.dumps(meta, option=orjson.OPT_INDENT_2))
+    record = {"payload": {"method": "turn/start"}, "sequence": 37, "type": "command_reserved"}
+    (folder / "journal" / "0000000000000037.jsonl").write_bytes(orjson.dumps(record) + b"\n")
+    (folder / "chunks" / "e00b.json").write_bytes(b'[{"type": "message", "role": "user"}]')
+    return folder

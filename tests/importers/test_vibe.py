@@ -15,6 +15,8 @@ from tests.importers._agent_e2e import assert_events, by_session, imported
 from tests.importers._sources import cites_of, snapshot_events, watch_growth
 from tests.importers.test_import_tools import ask
 from worker.importers import vibe
+from worker.importers.detect import detect
+from worker.importers.snapshot import SessionCache
 
 MAIN = f"vibe-{gen.MAIN}"
 CHILD = f"vibe-{gen.CHILD}"
@@ -140,3 +142,16 @@ def test_the_recorded_session() -> None:
     assert child[0]["cites"] == [{"session_id": main[0]["session_id"], "seq": task["seq"]}]
     assert [e["type"] for e in main].count("message/user") == 4  # the -c turns, one file
     assert not tally.skipped and not tally.problems
+
+
+def test_a_unified_store_session_is_reported_not_misread(tmp_path: Path) -> None:
+    """3.x keeps sessions in a native store whose meta.json looks like 2.x's: reading it
+    as a 2.x folder would import an empty session. It is reported, by path, instead."""
+    folder = gen.write_unified(tmp_path)
+    importer = vibe.VibeImporter()
+    assert importer.files(tmp_path) == [folder]
+    snapshot = importer.read(folder, SessionCache())
+    assert not snapshot.sessions
+    assert "unified-session-store/v1" in str(snapshot.problems[0])
+    journal = folder / "journal" / "0000000000000037.jsonl"
+    assert detect(journal) == "vibe" and not importer.accepts(journal)  # not "unknown format"

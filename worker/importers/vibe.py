@@ -19,7 +19,10 @@ Studied: ``mistral-vibe`` 1.0.0 and 1.3.5 (``core/interaction_logger.py``,
   parent's ``agents/``; the parent's ``child_sessions`` names the spawning
   ``tool_call_id``: the child's start cites that call. The folder holding ``meta.json``
   is one source with its sub-agents.
-- 3.x keeps new sessions in its native runtime's own store (not read here) and still
+- 3.x (and 2.x's ``--experimental-harness``) keeps new sessions in a unified store,
+  ``unified/<session>/`` (``CURRENT``, ``meta.json``, a journal, content-addressed
+  chunks written by its native runtime, no published source): each is reported by path,
+  not read (its ``meta.json`` would otherwise pass for an empty 2.x session). 3.x still
   lists and reads the 2.x folders.
 
 Messages (both layouts): ``user`` as ``message/user`` (harness text typed), ``injected``
@@ -70,6 +73,7 @@ PREFIX: Final = "vibe-"
 META: Final = "meta.json"
 MESSAGES: Final = "messages.jsonl"
 AGENTS: Final = "agents"  # a v2 session's sub-agent sessions
+UNIFIED_CURRENT: Final = "CURRENT"  # the unified store's pointer to its generation
 _ERROR_TAG: Final = "<tool_error>"
 
 
@@ -226,11 +230,35 @@ def _user(ref: str, message: dict[str, Any], text: str, when: str | None) -> lis
 
 def _is_session(folder: Path) -> bool:
     """A 2.x session folder: its ``meta.json`` names a ``session_id`` (other agents keep
-    a ``meta.json`` of their own: Kimi's sub-agents)."""
+    a ``meta.json`` of their own: Kimi's sub-agents; 3.x's unified store one too)."""
     try:
-        return b'"session_id"' in (folder / META).read_bytes()
+        return b'"session_id"' in (folder / META).read_bytes() and not _is_unified(folder)
     except OSError:
         return False
+
+
+def _is_unified(folder: Path) -> bool:
+    """A session of the unified store (3.x, and 2.x's ``--experimental-harness``):
+    ``unified/<session>/`` with ``CURRENT``, ``meta.json``, ``journal/``, ``chunks/``."""
+    return (folder / UNIFIED_CURRENT).is_file() and (folder / META).is_file()
+
+
+def _in_unified(path: Path) -> bool:
+    return any(_is_unified(folder) for folder in list(path.parents)[:3])
+
+
+def read_unified(folder: Path) -> Snapshot:
+    """Reported, not read: the store keeps the conversation in the native runtime's
+    content-addressed chunks, a format with no published reader or writer source."""
+    try:
+        store = orjson.loads((folder / UNIFIED_CURRENT).read_bytes()).get("store_format")
+    except (OSError, orjson.JSONDecodeError, AttributeError):
+        store = None
+    snapshot = Snapshot()
+    what = (f"a Mistral Vibe unified-store session ({store or 'unknown format'}): not read;"
+            " this importer reads the 1.x and 2.x session logs")  # fmt: skip
+    snapshot.problems.append(Problem(str(folder), 0, what))
+    return snapshot
 
 
 def _is_child(folder: Path) -> bool:
@@ -249,7 +277,9 @@ class VibeImporter(SnapshotImporter):
 
     def detect(self, path: Path, head: Sequence[bytes]) -> bool:
         if path.is_dir():
-            return _is_session(path) and not _is_child(path)
+            return (_is_session(path) and not _is_child(path)) or _is_unified(path)
+        if _in_unified(path):
+            return True  # the unified store's journal and chunks: Vibe's, not a source
         if path.name in (META, MESSAGES) and _is_session(path.parent):
             return True  # part of a session folder: Vibe's, but not a source (accepts)
         text = b"".join(head)
@@ -263,18 +293,23 @@ class VibeImporter(SnapshotImporter):
         """A 2.x folder's own files are read with the folder (its source), not alone:
         ``--format auto`` over a tree finds ``messages.jsonl`` among every JSON Lines
         file, and counts it as not a source."""
-        return path.name not in (META, MESSAGES)
+        return path.is_dir() or (path.name not in (META, MESSAGES) and not _in_unified(path))
 
     def sources(self, root: Path) -> Iterator[Path]:
-        if root.is_file() or _is_session(root):
+        if root.is_file() or _is_session(root) or _is_unified(root):
             yield root
             return
         for meta in root.rglob(META):
-            if _is_session(meta.parent) and not _is_child(meta.parent):
-                yield meta.parent
+            folder = meta.parent
+            if _is_unified(folder) or (_is_session(folder) and not _is_child(folder)):
+                yield folder
         for path in root.rglob("*.json"):
-            if path.name != META and not (path.parent / META).exists() and sniffed(self, path):
+            if path.name != META and not (path.parent / META).exists() and not _in_unified(
+                path
+            ) and sniffed(self, path):  # fmt: skip
                 yield path
 
     def read(self, path: Path, cache: SessionCache) -> Snapshot:
+        if _is_unified(path):
+            return read_unified(path)
         return read_v2(path) if path.is_dir() else read_v1(path)
