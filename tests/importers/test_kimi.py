@@ -15,6 +15,7 @@ from tests.importers import gen_kimi as gen
 from tests.importers._agent_e2e import assert_events, by_session, imported, watch_grows
 from tests.importers.test_import_tools import ask
 from worker.importers.base import safe_id
+from worker.importers.kimi import KimiConverter, KimiImporter
 
 MAIN = f"kimi-{gen.MAIN}"
 CHILD = safe_id(f"{gen.MAIN}-agent-{gen.AGENT}", prefix="kimi-")
@@ -70,8 +71,6 @@ def test_a_session_its_sub_agent_and_the_work_dir(home: Path) -> None:
 
 def test_the_title_waits_for_the_end(home: Path) -> None:
     """The title is state.json's as the session ends (renamed after the first turns)."""
-    from worker.importers.kimi import KimiConverter
-
     root = gen.write(home)
     path = next(root.rglob(f"{gen.MAIN}/wire.jsonl"))
     converter = KimiConverter(path)
@@ -115,8 +114,6 @@ async def test_watch_follows_an_appended_turn(
 
 
 def test_kimi_codes_log_is_not_taken_for_this_format(tmp_path: Path) -> None:
-    from worker.importers.kimi import KimiImporter
-
     header = b'{"type": "metadata", "protocol_version": "1.4"}\n'
     other = b'{"type": "config.update", "profileName": "agent"}\n'
     path = tmp_path / "agents" / "main" / "wire.jsonl"
