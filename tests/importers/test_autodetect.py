@@ -15,6 +15,8 @@ from contracts.subjects import Subjects
 from tests._harness import until
 from tests.importers import (
     fixture_gen,
+    gen_amazon_q,
+    gen_amp,
     gen_continue,
     gen_copilot_cli,
     gen_crush,
@@ -25,6 +27,7 @@ from tests.importers import (
     gen_pi,
     gen_qwen_code,
     gen_vibe,
+    gen_zed,
 )
 from tests.importers._agent_e2e import converted
 from tests.importers.test_import_tools import sessionquery
@@ -109,7 +112,10 @@ def test_every_generated_file_is_detected_as_its_own_format(tmp_path: Path) -> N
     (Qwen Code's records look like Claude Code's, Droid's first line like Pi's header)."""
     _, roots = _machine(tmp_path)
     roots |= {"qwen-code": gen_qwen_code.write(tmp_path / "home"),
-              "droid": gen_droid.write(tmp_path / "home")}  # fmt: skip
+              "droid": gen_droid.write(tmp_path / "home"),
+              "amp": gen_amp.write(tmp_path / "home")}  # fmt: skip
+    roots |= {fmt: db.parent for fmt, db in gen_amazon_q.write(tmp_path / "home").items()}
+    roots["zed"] = gen_zed.write_home(tmp_path / "home")
     roots["crush"] = gen_crush.write(tmp_path / "home")
     roots["continue"] = gen_continue.write(tmp_path / "home")
     roots["vibe"] = gen_vibe.write(tmp_path / "home")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections import Counter
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, tzinfo
 from pathlib import Path
@@ -117,6 +117,11 @@ class Spawn(NamedTuple):
     session_id: str
     seq: int
     description: str | None = None
+    # For a format that does not name the sub-agent in the call (older Gemini CLI): what
+    # the call returned, when it was made and the parent's cwd, to tell which it spawned.
+    result: str | None = None
+    time: str | None = None
+    cwd: str | None = None
 
 
 # What one file tells the files read after it: (transcript id, sub-agent id) -> the
@@ -162,19 +167,54 @@ class Problem:
 
 @dataclass
 class Tally:
-    """What a conversion did besides producing events."""
+    """What a conversion did besides producing events.
+
+    Every record left out is counted by kind in ``skipped``. A kind is either skipped by
+    design (``why`` holds the reason: known bookkeeping, said at the call site with
+    ``skip(what, why=...)`` or by the format's table, ``Importer.skip_reason``) or
+    unknown: a kind the importer has never heard of, which is format drift and is shown
+    as such (``unknown``).
+    """
 
     events: int = 0
     lines: int = 0
     skipped: Counter[str] = field(default_factory=Counter)
     problems: list[Problem] = field(default_factory=list)
+    why: dict[str, str] = field(default_factory=dict)  # kind skipped by design -> reason
 
-    def skip(self, what: str) -> None:
+    def skip(self, what: str, why: str | None = None) -> None:
         self.skipped[what] += 1
+        if why is not None:
+            self.why[what] = why
+
+    def explain(self, reason: Callable[[str], str | None]) -> None:
+        """Give the kinds skipped without a reason the one ``reason`` knows (a format's
+        table of known skips); the others stay unknown."""
+        for what in self.skipped:
+            if what not in self.why:
+                found = reason(what)
+                if found is not None:
+                    self.why[what] = found
+
+    @property
+    def unknown(self) -> Counter[str]:
+        """Kinds skipped that no reason explains: drift."""
+        return Counter({k: n for k, n in self.skipped.items() if n and k not in self.why})
+
+    @property
+    def by_design(self) -> Counter[str]:
+        return Counter({k: n for k, n in self.skipped.items() if n and k in self.why})
 
     def merge(self, other: Tally) -> None:
         self.events += other.events
         self.lines += other.lines
+        for what in other.unknown:
+            # The same kind may be known to one format and not to another: unknown wins,
+            # so drift is never hidden by a merge.
+            self.why.pop(what, None)
+        for what, reason in other.why.items():
+            if what not in self.skipped or what in self.why:
+                self.why[what] = reason
         self.skipped.update(other.skipped)
         self.problems.extend(other.problems)
 

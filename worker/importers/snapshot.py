@@ -267,9 +267,12 @@ class SnapshotConverter:
         return out + ([ended] if ended is not None else [])
 
     def idle(self) -> list[Outgoing]:
-        out = [event for sid in self.progress for event in self._close(sid, "idle")]
-        self.tally.events += len(out)
-        return out
+        # Read once more before the ends: a part that waited only because the source had
+        # just changed (an answer maybe still streaming) is whole now that it is quiet.
+        out = self.update(self.read())
+        closed = [event for sid in self.progress for event in self._close(sid, "idle")]
+        self.tally.events += len(closed)
+        return out + closed
 
     def end_quiet(self, before: datetime) -> list[Outgoing]:
         quiet = [sid for sid, state in self.sessions.by_id.items()

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
+from itertools import chain
 from pathlib import Path
 from typing import ClassVar, Final
 
@@ -185,10 +186,14 @@ class ClineImporter(SnapshotImporter):
         return found
 
     def detect(self, path: Path, head: Sequence[bytes]) -> bool:
-        return (path / cline.CONVERSATION).is_file() and cline.flavour(path) == self.flavour
+        held = (path / cline.CONVERSATION).is_file() or (path / cline.UI_MESSAGES).is_file()
+        return held and cline.flavour(path) == self.flavour
 
     def sources(self, root: Path) -> Iterator[Path]:
-        found = _folders_holding(root, cline.CONVERSATION)
+        # A task folder holds its API history, or (older or interrupted tasks) only the
+        # UI's log of it.
+        found = chain(_folders_holding(root, cline.CONVERSATION),
+                      _folders_holding(root, cline.UI_MESSAGES))  # fmt: skip
         return (task for task in found if cline.flavour(task) == self.flavour)
 
     def read(self, path: Path, cache: SessionCache) -> Snapshot:
@@ -245,3 +250,10 @@ class VSCodeCopilotImporter(SnapshotImporter):
 
     def read(self, path: Path, cache: SessionCache) -> Snapshot:
         return vscode_copilot.read_chat(path)
+
+    def converter(self, path: Path, options: ConvertOptions) -> Converter:
+        # ``watch`` ends a quiet session after --idle-seconds: an unanswered last request
+        # waits no longer than that.
+        fresh_s = options.idle_s if options.idle_s is not None else vscode_copilot.FRESH_S
+        read: Callable[[], Snapshot] = lambda: vscode_copilot.read_chat(path, fresh_s=fresh_s)  # noqa: E731
+        return SnapshotConverter(self.name, read, idle_s=options.idle_s)
