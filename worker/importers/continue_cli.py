@@ -35,7 +35,7 @@ from __future__ import annotations
 import hashlib
 import os
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar, Final
@@ -258,6 +258,11 @@ class ContinueImporter(SnapshotImporter):
     help: ClassVar[str] = "Continue CLI (cn) sessions, one JSON file each (~/.continue/sessions)"
     env_vars: ClassVar[tuple[str, ...]] = ("CONTINUE_GLOBAL_DIR",)
     detect_order: ClassVar[int] = 58
+    skipped_by_design: ClassVar[Mapping[str, str]] = {
+        "part:imageUrl": "images are not searchable text",
+        "message:system": "the system prompt (the CLI never saves it)",
+        "message:tool:answered-by-state": "a tool message whose call's state gave the result",
+    }
 
     def default_locations(self) -> list[Path]:
         return [home() / "sessions"]

@@ -43,7 +43,7 @@ import sqlite3
 import sys
 import time as clock
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar, Final
@@ -297,6 +297,12 @@ class CrushImporter(SnapshotImporter):
     )
     env_vars: ClassVar[tuple[str, ...]] = ("CRUSH_GLOBAL_DATA", "XDG_DATA_HOME")
     detect_order: ClassVar[int] = 57
+    skipped_by_design: ClassVar[Mapping[str, str]] = {
+        "part:finish": "the end of a message: its reason and time (errors are kept)",
+        "part:image_url": "images are not searchable text",
+        "part:binary": "attachments (images, files): their bytes are not searchable text",
+        "session:title-generation": "sessions that only generate a title",
+    }
 
     def default_locations(self) -> list[Path]:
         """Every data folder ``projects.json`` lists, and the global one."""

@@ -42,7 +42,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any, ClassVar, Final
@@ -75,6 +75,20 @@ _END_STREAM: Final = frozenset({
     "ToolCall", "ContentPart", "TurnBegin", "SteerInput", "TurnEnd", "StepBegin",
     "StepInterrupted", "StepRetry", "CompactionBegin", "CompactionEnd",
 })  # fmt: skip
+# Wire messages that carry no conversation, and why.
+_BY_DESIGN: Final = {
+    "TurnEnd": "turn boundary", "StepBegin": "step boundary",
+    "StepInterrupted": "an interrupted step: what it wrote is imported",
+    "StepRetry": "retries of a failed request", "StatusUpdate": "context and token usage",
+    "MCPLoadingBegin": "MCP server loading", "MCPLoadingEnd": "MCP server loading",
+    "HookTriggered": "hook runs", "HookResolved": "hook runs", "HookRequest": "hook runs",
+    "ApprovalRequest": "approval prompts: the call and its result are imported",
+    "ApprovalResponse": "approval answers", "ApprovalRequestResolved": "approval answers",
+    "QuestionRequest": "questions to the user (AskUserQuestion): the call is imported",
+    "ToolCallRequest": "calls the client runs: the call is imported",
+    "PlanDisplay": "plan display", "BtwBegin": "/btw side questions, outside the session",
+    "BtwEnd": "/btw side questions, outside the session",
+}  # fmt: skip
 # utils/slashcmd.py's parse_slash_command_call: a turn that is a slash command runs it.
 _SLASH: Final = re.compile(r"^/([a-zA-Z0-9_-]+(?::[a-zA-Z0-9_-]+)*)(?:\s|$)")
 
@@ -354,6 +368,16 @@ class KimiImporter(Importer):
     help: ClassVar[str] = "Kimi CLI sessions: wire.jsonl event logs ($KIMI_SHARE_DIR, ~/.kimi)"
     env_vars: ClassVar[tuple[str, ...]] = ("KIMI_SHARE_DIR",)
     detect_order: ClassVar[int] = 60
+    skipped_by_design: ClassVar[Mapping[str, str]] = {
+        **{f"record:{kind}": why for kind, why in _BY_DESIGN.items()},
+        **{f"record:SubagentEvent:{kind}": why for kind, why in _BY_DESIGN.items()},
+        "record:SubagentEvent": "a sub-agent's events copied into its parent's log; its own"
+        " log is imported",
+        "*:image_url": "images are not searchable text",
+        "*:audio_url": "audio is not searchable text",
+        "*:video_url": "video is not searchable text",
+        "record:ContentPart:think": "encrypted thinking: nothing readable",
+    }
     pattern: ClassVar[str] = WIRE
 
     def default_locations(self) -> list[Path]:

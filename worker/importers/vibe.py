@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, ClassVar, Final
@@ -271,6 +271,10 @@ class VibeImporter(SnapshotImporter):
     help: ClassVar[str] = "Mistral Vibe session logs, 1.x files and 2.x folders ($VIBE_HOME/logs)"
     env_vars: ClassVar[tuple[str, ...]] = ("VIBE_HOME",)
     detect_order: ClassVar[int] = 59
+    skipped_by_design: ClassVar[Mapping[str, str]] = {
+        "message:system": "the system prompt",
+        "message:images": "image attachments (the message's text is imported)",
+    }
 
     def default_locations(self) -> list[Path]:
         return [vibe_home() / "logs" / "session"]
