@@ -141,20 +141,71 @@ def write(home: Path) -> Path:
     return root
 
 
-def write_unified(root: Path, session_id: str = "f364bc49-cae5-a98c-4103-603d640b0c0a") -> Path:
-    """The shape of a unified-store session (3.x; 2.x's --experimental-harness), as seen
-    in one recorded offline: a pointer, the meta.json, a journal and content chunks."""
-    folder = root / "unified" / session_id
-    for sub in ("journal", "chunks", "generations/0000000000000044"):
+def _entry(n: int, kind: str, **fields: Any) -> dict[str, Any]:
+    return {"id": f"{kind}-{n}", "createdAt": 1_764_000_000_000 + 1000 * n, "type": kind,
+            "generationStatus": "completed", "sessionId": UNIFIED, "turnId": "turn-1",
+            "inputEntryId": None, "relatedEntryId": None, **fields}  # fmt: skip
+
+
+def _effect(n: int, tool: str, args: dict[str, Any], status: str, **state: Any) -> dict[str, Any]:
+    display = {"message": tool, "settledMessage": tool, "verb": "Running"}
+    return _entry(n, "effect", title=tool,
+                  detail={"display": display, "input": args, "kind": "tool", "toolName": tool},
+                  state={"approvalSource": "bypass", "decision": "execute", "status": status,
+                         "outputText": "", **state})  # fmt: skip
+
+
+def unified_entries() -> list[dict[str, Any]]:
+    """A projection's history: the entry shapes a recorded unified-store session holds."""
+    missing = "File not found at: /home/dev/billing/rates.csv"
+    return [
+        _entry(1, "message", role="user", source="turn_start",
+               content=[{"type": "text", "text": "Why is the invoice off by a cent?"}]),
+        _entry(2, "reasoning", text="Check the rounding.", summary=[],
+               outcome={"type": "committed"}),
+        _entry(3, "message", role="assistant", source="harness",
+               content=[{"type": "text", "text": "Reading total.py."}]),
+        _effect(4, "file_system.read_file", {"path": "total.py"}, "completed",
+                output={"content": [], "type": "success",
+                        "structured_content": {"content": "round(x, 2)", "path": "total.py"}}),
+        _effect(5, "file_system.read_file", {"path": "rates.csv"}, "failed",
+                error={"code": "tool_failed", "message": missing},
+                output={"content": [], "type": "failure", "error": {"message": missing}}),
+        _entry(6, "plan", text="a kind this importer does not know"),
+        _entry(7, "message", role="assistant", source="harness",
+               content=[{"type": "text", "text": "total.py rounds floats."}]),
+    ]  # fmt: skip
+
+
+UNIFIED: Final = "dcab7bce-0f7b-e812-69ad-e262f6c84a62"
+
+
+def write_unified(root: Path, *, truncated: bool = False) -> Path:
+    """A unified-store session (3.x; 2.x's --experimental-harness) as recorded: CURRENT
+    names the generation, whose manifest lists the projection's chunk (its history's
+    entries); the journal and the other chunks are not read."""
+    folder = root / "unified" / UNIFIED
+    generation = "0000000000000071"
+    chunk = "ac4e5b8be8c7ac8449a3b52733962c368e1bcc3f9416e4962df263cb68027c19"
+    for sub in ("journal", "chunks", f"generations/{generation}"):
         (folder / sub).mkdir(parents=True, exist_ok=True)
-    current = {"generation": "0000000000000044", "session_id": session_id,
+    current = {"generation": generation, "session_id": UNIFIED, "snapshot_sequence": 71,
                "store_format": "mistral.vibe.unified-session-store/v1",
                "store_format_minor": 8}  # fmt: skip
     (folder / "CURRENT").write_bytes(orjson.dumps(current))
-    meta = _meta(session_id, "2026-12-07T14:35:07+00:00", "2026-12-07T14:35:14+00:00", None,
-                 total=0)  # fmt: skip
+    manifest = {"generation": generation, "manifest_version": 1, "session_id": UNIFIED,
+                "projection_state": {"chunks": [chunk], "path": "projection-state.json"},
+                "checkpoint": {"chunks": ["0" * 64], "path": "checkpoint.json"}}  # fmt: skip
+    (folder / "generations" / generation / "manifest.json").write_bytes(orjson.dumps(manifest))
+    cursor = {"after": None, "before": "entry-0" if truncated else None}
+    state = {"projection_state_version": 1, "session_id": UNIFIED, "snapshot": {
+        "format": "harness.public-session-state/v1",
+        "history": {"cursor": cursor, "entries": [], "range": "latest"}}}  # fmt: skip
+    (folder / "generations" / generation / "projection-state.json").write_bytes(orjson.dumps(state))
+    (folder / "chunks" / f"{chunk}.json").write_bytes(orjson.dumps(unified_entries()))
+    meta = _meta(UNIFIED, "2025-11-24T16:00:00+00:00", "2025-11-24T16:00:07+00:00",
+                 "Invoice cent", total=0)  # fmt: skip
     (folder / "meta.json").write_bytes(orjson.dumps(meta, option=orjson.OPT_INDENT_2))
     record = {"payload": {"method": "turn/start"}, "sequence": 37, "type": "command_reserved"}
-    (folder / "journal" / "0000000000000037.jsonl").write_bytes(orjson.dumps(record) + b"\n")
-    (folder / "chunks" / "e00b.json").write_bytes(b'[{"type": "message", "role": "user"}]')
+    (folder / "journal" / "0000000000000072.jsonl").write_bytes(orjson.dumps(record) + b"\n")
     return folder

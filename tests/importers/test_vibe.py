@@ -144,14 +144,54 @@ def test_the_recorded_session() -> None:
     assert not tally.skipped and not tally.problems
 
 
-def test_a_unified_store_session_is_reported_not_misread(tmp_path: Path) -> None:
-    """3.x keeps sessions in a native store whose meta.json looks like 2.x's: reading it
-    as a 2.x folder would import an empty session. It is reported, by path, instead."""
+def test_a_unified_store_session(tmp_path: Path) -> None:
+    """3.x keeps sessions in a native store: its projection (the client's history) is
+    read; its journal is Vibe's but not a source (no "cannot tell its format")."""
     folder = gen.write_unified(tmp_path)
     importer = vibe.VibeImporter()
     assert importer.files(tmp_path) == [folder]
     snapshot = importer.read(folder, SessionCache())
-    assert not snapshot.sessions
-    assert "unified-session-store/v1" in str(snapshot.problems[0])
-    journal = folder / "journal" / "0000000000000037.jsonl"
-    assert detect(journal) == "vibe" and not importer.accepts(journal)  # not "unknown format"
+    got = snapshot_events("vibe", snapshot)
+    assert [(e["type"], e["payload"].get("tool")) for e in got] == [
+        ("session/start", None), ("message/user", None), ("message/assistant", None),
+        ("message/assistant", None), ("tool/call", "file_system.read_file"),
+        ("tool/result", "file_system.read_file"), ("tool/call", "file_system.read_file"),
+        ("tool/result", "file_system.read_file"), ("message/assistant", None),
+    ]  # fmt: skip
+    assert got[0]["session_id"] == f"vibe-{gen.UNIFIED}" and got[0]["payload"]["cwd"] == gen.CWD
+    assert got[2]["payload"]["thinking"] == "Check the rounding."
+    assert got[4]["payload"]["input"] == {"path": "total.py"}
+    assert '"content":"round(x, 2)"' in got[5]["payload"]["output"]  # the structured result
+    assert got[7]["payload"]["is_error"] is True and got[7]["cites"][0]["seq"] == 7
+    assert "File not found" in got[7]["payload"]["output"]
+    assert snapshot.skipped == {"entry:plan": 1}  # an unknown kind: drift, counted
+    journal = folder / "journal" / "0000000000000072.jsonl"
+    assert detect(journal) == "vibe" and not importer.accepts(journal)
+
+
+def test_a_unified_projection_with_older_entries_elsewhere_is_reported(tmp_path: Path) -> None:
+    folder = gen.write_unified(tmp_path, truncated=True)
+    snapshot = vibe.VibeImporter().read(folder, SessionCache())
+    assert not snapshot.sessions and "only its latest entries" in str(snapshot.problems[0])
+
+
+def test_the_recorded_unified_session() -> None:
+    """Recorded from mistral-vibe 2.26.1 with ``--experimental-harness`` (the runtime 3.x
+    uses; 3.0.3 itself cannot be installed here), offline, scripted model: two reads (one
+    failing), a shell command, ``-c`` turns. Kept: what the importer reads (``CURRENT``,
+    the generation's manifest and projection state, the projection's chunk, ``meta.json``
+    with Vibe's prompt, tools and config blanked)."""
+    sessions, _, tally = by_session("vibe", UNIFIED_RECORDED)
+    (events,) = sessions.values()
+    calls = [e for e in events if e["type"] == "tool/call"]
+    results = [e for e in events if e["type"] == "tool/result"]
+    assert [c["payload"]["tool"] for c in calls] == [
+        "file_system.read_file", "file_system.read_file", "file_system.bash"
+    ]  # fmt: skip
+    assert [bool(r["payload"].get("is_error")) for r in results] == [False, True, False]
+    assert [e["type"] for e in events].count("message/user") == 4
+    assert events[0]["payload"]["cwd"] == "/tmp/vibrec4/task"
+    assert not tally.skipped and not tally.problems
+
+
+UNIFIED_RECORDED = Path(__file__).parent / "fixtures" / "vibe" / "mistral-vibe-2.26.1-unified"

@@ -20,10 +20,14 @@ Studied: ``mistral-vibe`` 1.0.0 and 1.3.5 (``core/interaction_logger.py``,
   ``tool_call_id``: the child's start cites that call. The folder holding ``meta.json``
   is one source with its sub-agents.
 - 3.x (and 2.x's ``--experimental-harness``) keeps new sessions in a unified store,
-  ``unified/<session>/`` (``CURRENT``, ``meta.json``, a journal, content-addressed
-  chunks written by its native runtime, no published source): each is reported by path,
-  not read (its ``meta.json`` would otherwise pass for an empty 2.x session). 3.x still
-  lists and reads the 2.x folders.
+  ``unified/<session>/``: ``CURRENT`` names the generation, whose ``manifest.json``
+  lists the content-addressed chunks of its projection, the history the client shows
+  (written by the native runtime; read from a recording of 2.26.1's, no published
+  source). Its entries: ``message`` (user, assistant), ``reasoning`` as thinking, an
+  ``effect`` of kind ``tool`` as a ``tool/call`` and its ``tool/result`` (``outputText``,
+  else the content, else the structured result, else the error; ``failed`` flagged),
+  others counted. A projection holding only its latest entries (a cursor before them)
+  is reported, not read. Compaction and sub-agents in that store are not known yet.
 
 Messages (both layouts): ``user`` as ``message/user`` (harness text typed), ``injected``
 user text (hooks, reminders) as ``message/context``, a ``manual_shell`` (``!``
@@ -63,8 +67,10 @@ from worker.importers.snapshot import (
     Snapshot,
     SourceSession,
     field_of,
+    from_millis,
     parents_first,
     said,
+    tool_pair,
 )
 from worker.importers.whole_sources import SnapshotImporter, sniffed
 
@@ -74,6 +80,8 @@ META: Final = "meta.json"
 MESSAGES: Final = "messages.jsonl"
 AGENTS: Final = "agents"  # a v2 session's sub-agent sessions
 UNIFIED_CURRENT: Final = "CURRENT"  # the unified store's pointer to its generation
+# An effect's states once it has run (any other: it runs, its result waits).
+_SETTLED: Final = frozenset({"completed", "failed", "cancelled", "rejected", "denied"})
 _ERROR_TAG: Final = "<tool_error>"
 
 
@@ -248,17 +256,77 @@ def _in_unified(path: Path) -> bool:
 
 
 def read_unified(folder: Path) -> Snapshot:
-    """Reported, not read: the store keeps the conversation in the native runtime's
-    content-addressed chunks, a format with no published reader or writer source."""
-    try:
-        store = orjson.loads((folder / UNIFIED_CURRENT).read_bytes()).get("store_format")
-    except (OSError, orjson.JSONDecodeError, AttributeError):
-        store = None
+    """A unified-store session: ``CURRENT`` names the generation, whose ``manifest.json``
+    lists the content-addressed chunks of its projection (the history the client shows:
+    ``message``, ``reasoning`` and ``effect`` entries). Read only when the projection holds
+    the whole history (its cursor has nothing before it); else reported."""
     snapshot = Snapshot()
-    what = (f"a Mistral Vibe unified-store session ({store or 'unknown format'}): not read;"
-            " this importer reads the 1.x and 2.x session logs")  # fmt: skip
-    snapshot.problems.append(Problem(str(folder), 0, what))
+    try:
+        current = orjson.loads((folder / UNIFIED_CURRENT).read_bytes())
+        generation = folder / "generations" / str(current["generation"])
+        manifest = orjson.loads((generation / "manifest.json").read_bytes())
+        state = orjson.loads((generation / "projection-state.json").read_bytes())
+        entries: list[object] = []
+        for chunk in manifest["projection_state"]["chunks"]:
+            value = orjson.loads((folder / "chunks" / f"{chunk}.json").read_bytes())
+            entries.extend(value if isinstance(value, list) else [value])
+        metadata = orjson.loads((folder / META).read_bytes())
+    except (OSError, orjson.JSONDecodeError, KeyError, TypeError) as exc:
+        # Written by renames as the session runs: read again on its next change.
+        what = f"a Mistral Vibe unified-store session not readable now: {exc!r}"
+        snapshot.problems.append(Problem(str(folder), 0, what))
+        return snapshot
+    history = field_of(field_of(state, "snapshot"), "history")
+    if field_of(history, "cursor").get("before") is not None:
+        what = ("a Mistral Vibe unified-store session whose projection holds only its latest"
+                " entries: not read")  # fmt: skip
+        snapshot.problems.append(Problem(str(folder), 0, what))
+        return snapshot
+    session = _session(metadata, folder.name)
+    for n, entry in enumerate(entries):
+        if isinstance(entry, dict):
+            session.items.extend(_entry(entry, n == len(entries) - 1, session.skipped))
+        else:
+            session.skipped["entry:not-an-object"] += 1
+    snapshot.sessions.append(session)
     return snapshot
+
+
+def _entry(entry: dict[str, Any], last: bool, skipped: Counter[str]) -> list[Item]:
+    """One projection entry: a message, reasoning, or an effect (a tool's run; its result
+    waits while it runs, unless the history went on past it)."""
+    kind, ref = entry.get("type"), str(entry.get("id"))
+    time = from_millis(entry.get("createdAt"))
+    done = entry.get("generationStatus", "completed") == "completed"
+    if kind == "message" and entry.get("role") in ("user", "assistant"):
+        text = as_text(entry.get("content"))
+        if not text.strip():
+            return []
+        item = said(ref, str(entry["role"]), text, time, f"message:{entry['role']}")
+        item.complete = done
+        return [item]
+    if kind == "reasoning" and isinstance(entry.get("text"), str) and entry["text"].strip():
+        thought = {"thinking": cut(entry["text"])}
+        return [Item(ref, "message/assistant", "assistant", thought, "reasoning", time,
+                     complete=done)]  # fmt: skip
+    detail = field_of(entry, "detail")
+    if kind == "effect" and detail.get("kind") == "tool":
+        state = field_of(entry, "state")
+        output = field_of(state, "output")
+        error = field_of(state, "error") or field_of(output, "error")
+        # What the model was given: the text, else the content blocks, else the
+        # structured result, else the error.
+        shown = next((value for value in (state.get("outputText"), output.get("content"),
+                                          output.get("structured_content"), error.get("message"))
+                      if value), None)  # fmt: skip
+        status = state.get("status")
+        return tool_pair(
+            ref, ref, detail.get("toolName") or entry.get("title"), detail.get("input"), time,
+            "effect", output=shown, answered=status in _SETTLED or not last,
+            error=status == "failed",
+        )  # fmt: skip
+    skipped[f"entry:{kind}" if kind != "effect" else f"entry:effect:{detail.get('kind')}"] += 1
+    return []
 
 
 def _is_child(folder: Path) -> bool:
@@ -268,7 +336,7 @@ def _is_child(folder: Path) -> bool:
 
 class VibeImporter(SnapshotImporter):
     name: ClassVar[str] = "vibe"
-    help: ClassVar[str] = "Mistral Vibe session logs, 1.x files and 2.x folders ($VIBE_HOME/logs)"
+    help: ClassVar[str] = "Mistral Vibe sessions: 1.x, 2.x and unified-store logs ($VIBE_HOME/logs)"
     env_vars: ClassVar[tuple[str, ...]] = ("VIBE_HOME",)
     detect_order: ClassVar[int] = 59
     skipped_by_design: ClassVar[Mapping[str, str]] = {
