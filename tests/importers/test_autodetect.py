@@ -18,14 +18,18 @@ from tests.importers import (
     gen_amazon_q,
     gen_amp,
     gen_auggie,
+    gen_continue,
     gen_copilot_cli,
+    gen_crush,
     gen_cursor,
     gen_droid,
     gen_gemini_cli,
     gen_hermes,
+    gen_kimi,
     gen_openclaw,
     gen_pi,
     gen_qwen_code,
+    gen_vibe,
     gen_zed,
 )
 from tests.importers._agent_e2e import converted
@@ -119,6 +123,10 @@ def test_every_generated_file_is_detected_as_its_own_format(tmp_path: Path) -> N
     roots |= {"hermes": gen_hermes.write_home(tmp_path / "home"),
               "openclaw": gen_openclaw.write(tmp_path / "home"),
               "auggie": gen_auggie.write(tmp_path / "home")}  # fmt: skip
+    roots["crush"] = gen_crush.write(tmp_path / "home")
+    roots["continue"] = gen_continue.write(tmp_path / "home")
+    roots["vibe"] = gen_vibe.write(tmp_path / "home")
+    roots["kimi"] = gen_kimi.write(tmp_path / "home")
     roots["claude-code"] = fixture_gen.ROOT / "claude-code"
     roots["codex"] = fixture_gen.ROOT / "codex"
     at_home = set[Path]()
@@ -127,7 +135,10 @@ def test_every_generated_file_is_detected_as_its_own_format(tmp_path: Path) -> N
         assert files, fmt
         assert {path: detect(path) for path in files} == dict.fromkeys(files, fmt)
         at_home |= set(files) if tmp_path in root.parents else set()
-    # Auto over the whole home lists every format's sources (Copilot's home is elsewhere).
-    assert set(expand([tmp_path / "home"], AUTO)) == at_home - set(
-        registry.get("copilot-cli").files(roots["copilot-cli"])
-    )
+    # Auto over the whole home lists every format's sources (Copilot's home is elsewhere),
+    # and files a format knows as its own but does not import (Vibe's messages.jsonl, read
+    # with its session folder; Kimi's context.jsonl): those are counted, not imported.
+    listed = set(expand([tmp_path / "home"], AUTO))
+    parts = {p for p in listed if (known := detect(p)) and not registry.get(known).accepts(p)}
+    assert {p.name for p in parts} == {"messages.jsonl", "context.jsonl"}
+    assert listed - parts == at_home - set(registry.get("copilot-cli").files(roots["copilot-cli"]))
