@@ -40,6 +40,7 @@ BUILT_IN: Final = {
     "roo-code": "worker.importers.whole_sources:RooCodeImporter",
     "openhands": "worker.importers.whole_sources:OpenHandsImporter",
     "vscode-copilot": "worker.importers.whole_sources:VSCodeCopilotImporter",
+    "gptme": "worker.importers.gptme:GptmeImporter",
 }
 
 
