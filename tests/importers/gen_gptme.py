@@ -97,7 +97,7 @@ def lines(records: list[dict[str, Any]]) -> bytes:
     return b"".join(orjson.dumps(record) + b"\n" for record in records)
 
 
-def write_main(logs: Path) -> Path:
+def write_main(logs: Path, *, side_files: bool = True) -> Path:
     folder = logs / MAIN_DIR
     folder.mkdir(parents=True)
     (folder / "config.toml").write_text(
@@ -107,6 +107,8 @@ def write_main(logs: Path) -> Path:
     )
     messages = main_conversation()
     (folder / "conversation.jsonl").write_bytes(lines(messages))
+    if not side_files:
+        return folder
     # What gptme writes beside it and the importer leaves: a branch, the compacted view.
     (folder / "branches").mkdir()
     (folder / "branches" / "try-ttl.jsonl").write_bytes(lines(messages[:3]))
@@ -115,17 +117,20 @@ def write_main(logs: Path) -> Path:
     return folder
 
 
-def write(home: Path) -> Path:
-    """The history under ``home/.local/share/gptme/logs``; returns that folder."""
+def write(home: Path, *, side_files: bool = True) -> Path:
+    """The history under ``home/.local/share/gptme/logs``; returns that folder.
+    ``side_files``: with the branch and the view gptme writes beside a conversation."""
     logs = home / ".local" / "share" / "gptme" / "logs"
-    main = write_main(logs)
+    main = write_main(logs, side_files=side_files)
     old = logs / OLD_DIR
     old.mkdir()
     (old / "conversation.jsonl").write_bytes(lines(old_conversation()))
     os.symlink(OLD_CWD, old / "workspace")  # an old conversation: no config.toml
     sub = logs / SUB_DIR
     sub.mkdir()
-    (sub / "config.toml").write_text(f'[chat]\nmodel = "openai/gpt-5"\nworkspace = "~/{WORKSPACE}"\n')
+    (sub / "config.toml").write_text(
+        f'[chat]\nmodel = "openai/gpt-5"\nworkspace = "~/{WORKSPACE}"\n'
+    )
     meta = {"agent_id": "checker", "prompt": SUB_PROMPT, "logdir": str(sub),
             "model": "openai/gpt-5", "parent_logdir": str(main), "status": "completed"}  # fmt: skip
     (sub / "subagent-meta.json").write_bytes(orjson.dumps(meta, option=orjson.OPT_INDENT_2))

@@ -19,6 +19,7 @@ from tests.importers import (
     gen_cursor,
     gen_droid,
     gen_gemini_cli,
+    gen_gptme,
     gen_pi,
     gen_qwen_code,
 )
@@ -105,7 +106,9 @@ def test_every_generated_file_is_detected_as_its_own_format(tmp_path: Path) -> N
     (Qwen Code's records look like Claude Code's, Droid's first line like Pi's header)."""
     _, roots = _machine(tmp_path)
     roots |= {"qwen-code": gen_qwen_code.write(tmp_path / "home"),
-              "droid": gen_droid.write(tmp_path / "home")}  # fmt: skip
+              "droid": gen_droid.write(tmp_path / "home"),
+              # gptme's branches and views are .jsonl files no format claims: left out.
+              "gptme": gen_gptme.write(tmp_path / "home", side_files=False)}  # fmt: skip
     roots["claude-code"] = fixture_gen.ROOT / "claude-code"
     roots["codex"] = fixture_gen.ROOT / "codex"
     at_home = set[Path]()

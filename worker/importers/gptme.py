@@ -139,8 +139,8 @@ def tool_calls(content: str) -> tuple[str, list[dict[str, Any]]]:
         if tool is None:
             continue
         args = lang.split(" ")[1:] if tool not in ("save", "append", "patch") else [lang]
-        calls.append((match.start(), {"tool": tool, "call_id": None,
-                                      "arguments": {"args": args, "content": match.group(2)}}))  # fmt: skip
+        arguments = {"args": args, "content": match.group(2)}
+        calls.append((match.start(), {"tool": tool, "call_id": None, "arguments": arguments}))
     calls.sort(key=lambda item: item[0])
     return "".join(kept).strip(), [call for _, call in calls]
 
