@@ -29,12 +29,13 @@ TITLE: Final = "Weather cache fix"
 WORKSPACE: Final = "proj/weather"  # under the home folder: written as ``~/proj/weather``
 OLD_CWD: Final = "/home/dev/fox"
 SUB_PROMPT: Final = "Check whether cache.py expires entries."
-EVENTS: Final = {MAIN: 18, OLD: 6, SUB: 3}
+EVENTS: Final = {MAIN: 21, OLD: 6, SUB: 3}
 SKIPPED: Final = {"message:developer": 1}
 
 
 def _time(minute: int) -> str:
-    return f"2025-08-02T09:{minute:02d}:00.000000+00:00"
+    # ``datetime.now().isoformat()``: local time, no zone.
+    return f"2025-08-02T09:{minute:02d}:00.000000"
 
 
 def _msg(role: str, content: str, minute: int, **fields: Any) -> dict[str, Any]:
@@ -46,7 +47,14 @@ def _result(call_id: str, tool: str, content: str, minute: int) -> dict[str, Any
 
 
 SYSTEM_PROMPT: Final = "You are gptme v0.35.1, a general-purpose AI assistant."
-SUB_CALL: Final = '@subagent(call_sub): {"agent_id": "checker", "prompt": "' + SUB_PROMPT + '"}'
+NUDGE: Final = (
+    "<system>No tool call detected in last message. Did you mean to finish? If so, make sure"
+    " you are completely done and then use the `complete` tool to end the session.</system>"
+)
+# The subagent tool's functions are called from Python.
+SUB_CALL: Final = (
+    '@ipython(call_sub): {"code": "subagent(\\"checker\\", \\"' + SUB_PROMPT + '\\")"}'
+)
 
 
 def main_conversation() -> list[dict[str, Any]]:
@@ -61,7 +69,7 @@ def main_conversation() -> list[dict[str, Any]]:
         _result("call_notes", "read",
                 "Error executing tool 'read': [Errno 2] No such file: 'NOTES.md'", 5),
         _msg("assistant", f"I'll ask a helper.\n{SUB_CALL}", 6),
-        _result("call_sub", "subagent", "Subagent checker: entries never expire.", 7),
+        _result("call_sub", "ipython", "Started subagent checker.", 7),
         _msg("system", "🔄 Auto-compacted conversation to view branch:\n• Messages: 9 → 5\n"
              "• View: compacted-001 (master branch preserved with full history)", 8,
              hide=True, ui_only=True),
@@ -71,6 +79,9 @@ def main_conversation() -> list[dict[str, Any]]:
              '=======\\nttl = 600\\n>>>>>>> UPDATED"}', 10),
         _result("call_fix", "patch", "Patch applied", 11),
         _msg("assistant", "Entries now expire after ten minutes.", 12),
+        _msg("user", NUDGE, 13),
+        _msg("assistant", "@complete(call_done): {}", 14),
+        _result("call_done", "complete", "Task complete.", 14),
         _msg("developer", "a role this importer does not know", 13),
     ]  # fmt: skip
 

@@ -5,8 +5,10 @@ tools."""
 
 from __future__ import annotations
 
+from datetime import timedelta, timezone
 from pathlib import Path
 
+import orjson
 from nats.aio.client import Client as NATS
 
 from contracts.subjects import Subjects
@@ -15,7 +17,7 @@ from tests.importers._agent_e2e import assert_events, by_session, imported, watc
 from tests.importers.test_import_tools import ask
 from worker.importers import registry
 from worker.importers.detect import detect, expand
-from worker.importers.gptme import tool_calls
+from worker.importers.gptme import GptmeConverter, tool_calls
 
 FMT = "gptme"
 
@@ -29,6 +31,7 @@ def test_messages_calls_results_and_links(tmp_path: Path) -> None:
         "message/assistant", "tool/call", "tool/result", "tool/call", "tool/result",
         "message/assistant", "tool/call", "tool/result", "compaction", "message/user",
         "message/assistant", "tool/call", "tool/result", "message/assistant",
+        "message/context", "tool/call", "tool/result",
     ]  # fmt: skip
     # config.toml's workspace, written with ``~``, is under this machine's home.
     assert main[0]["payload"]["cwd"] == str(Path.home() / gen.WORKSPACE)
@@ -45,6 +48,7 @@ def test_messages_calls_results_and_links(tmp_path: Path) -> None:
     assert main[12]["replaces"] == list(range(3, 13))
     assert main[13]["payload"]["files"] == ["/home/dev/proj/weather/cache.py"]
     assert main[15]["payload"]["arguments"]["path"] == "cache.py"
+    assert main[18]["payload"]["text"] == gen.NUDGE  # gptme's nudge, not the user's words
     assert tally.skipped == gen.SKIPPED and tally.unknown == gen.SKIPPED
     # The sub-agent: the parent's id from subagent-meta.json, its start cites the call.
     sub = sessions[gen.SUB]
@@ -60,6 +64,27 @@ def test_messages_calls_results_and_links(tmp_path: Path) -> None:
     assert old[0]["payload"]["cwd"] == gen.OLD_CWD
     assert old[3]["payload"]["arguments"]["content"] == "pytest -q --durations=3\n"
     assert old[4]["cites"] == [{"session_id": gen.OLD, "seq": 4}]
+
+
+def test_times_without_a_zone_and_unavailable_tools(tmp_path: Path) -> None:
+    """gptme writes local times without a zone (read in ``assume_tz``); a call of a tool
+    not enabled gets the writer's "not available" result: an error."""
+    folder = gen.write_main(tmp_path, side_files=False)
+    converter = GptmeConverter(
+        folder / "conversation.jsonl", assume_tz=timezone(timedelta(hours=2))
+    )
+    records = [
+        {"role": "user", "content": "read it", "timestamp": "2025-08-02T09:00:00.5"},
+        {"role": "assistant", "content": '@read(c1): {"path": "x"}',
+         "timestamp": "2025-08-02T09:01:00"},
+        {"role": "system", "call_id": "c1", "timestamp": "2025-08-02T09:02:00",
+         "content": "Tool 'read' is not available for execution. Add --tools +read to enable it."},
+    ]  # fmt: skip
+    events = [orjson.loads(o.body) for n, r in enumerate(records, 1)
+              for o in converter.feed(n, orjson.dumps(r))]  # fmt: skip
+    assert events[0]["time"] == "2025-08-02T07:00:00.500Z"
+    assert events[-1]["type"] == "tool/result" and events[-1]["payload"]["is_error"] is True
+    assert events[-1]["time"] == "2025-08-02T07:02:00.000Z"
 
 
 def test_tool_calls_in_text() -> None:

@@ -4,7 +4,8 @@
 One folder per conversation, named by gptme (``<date>-<words>``, or the name given with
 ``--name``; a sub-agent's is ``subagent-<agent id>``). ``conversation.jsonl`` holds the
 main branch, one message a line as ``Message.to_dict`` writes it: ``role`` (``user``,
-``assistant``, ``system``), ``content`` (a string), ``timestamp`` (ISO, with a zone),
+``assistant``, ``system``), ``content`` (a string), ``timestamp`` (ISO, the writing
+machine's local time without a zone: read in ``assume_tz``, this machine's by default),
 and when set ``files``, ``pinned``, ``hide``, ``ui_only``, ``call_id`` and ``metadata``
 (``model``, ``usage``, ``tool``, ...). Beside it, ``config.toml``'s ``[chat]`` table gives
 the workspace (``workspace``, written with ``~`` for the home folder; ``@log`` is the
@@ -18,15 +19,18 @@ Tool calls live in the assistant's text. In the ``tool`` format a call is a line
 tool's (```` ```shell ````, ```` ```save path ````), run in order, and the ``system``
 messages that follow are their results, one per call. Mapping:
 
-- ``user``: ``message/user`` (harness text typed by ``contracts.harness``); ``assistant``:
-  its text (without the ``@tool(...)`` calls) as ``message/assistant``, then a
-  ``tool/call`` per call; ``system`` with a ``call_id``, or after markdown calls:
-  ``tool/result`` citing its call (``Error executing tool ...`` / ``... is not available``
-  results are errors); gptme's compaction notices (its master branch keeps the whole
-  history: the compacted context is a view in ``views/``): ``compaction``; other
-  ``system`` messages (the system prompt, notices): ``message/context``;
+- ``user``: ``message/user`` (harness text typed by ``contracts.harness``; gptme's own
+  ``<system>...</system>`` nudges, "No tool call detected": ``message/context``);
+  ``assistant``: its text (without the ``@tool(...)`` calls) as ``message/assistant``,
+  then a ``tool/call`` per call; ``system`` with a ``call_id``, or after markdown calls:
+  ``tool/result`` citing its call (``Error executing tool ...`` and ``Tool '...' is not
+  available for execution`` results are errors); gptme's compaction notices (its master
+  branch keeps the whole history: the compacted context is a view in ``views/``):
+  ``compaction``; other ``system`` messages (the system prompt, notices):
+  ``message/context``;
 - ``config.toml``'s ``name``: ``session/title``; a sub-agent's session has the parent's
-  id and its start cites the ``subagent`` call that spawned it when that was read.
+  id and its start cites the ``ipython`` call whose code started it (``subagent("<id>",
+  ...)``) when that was read.
 
 Branches (``branches/*.jsonl``), compacted views (``views/``), ``lossless.jsonl`` and
 ``events.jsonl`` repeat the main branch and are not read. Undo and edits rewrite the file;
@@ -40,6 +44,7 @@ import os
 import re
 import tomllib
 from collections.abc import Sequence
+from datetime import UTC, datetime, tzinfo
 from pathlib import Path
 from typing import Any, ClassVar, Final
 
@@ -75,9 +80,15 @@ _BLOCK_TOOLS: Final = {
     "tmux": "tmux", "gh": "gh", "todo": "todo", "subagent": "subagent", "memory": "memory",
     "morph": "morph", "hashline_edit": "hashline_edit", "complete": "complete",
 }  # fmt: skip
-# The writer's own failure texts for a tool result (tools/base.py).
-_ERROR_PREFIXES: Final = ("Error executing tool '",)
-_ERROR_SUFFIX: Final = "is not available for execution."
+# The writer's own failure texts for a tool result (tools/base.py): an exception, or a tool
+# not enabled ("Tool 'read' is not available for execution. Add --tools +read ...").
+_ERROR_PREFIX: Final = "Error executing tool '"
+_UNAVAILABLE: Final = re.compile(r"^Tool '[^'\n]+' is not available for execution\.")
+# gptme's own nudges in the user's turn (tools/complete.py: "<system>No tool call detected").
+_NUDGE: Final = "<system>"
+# A sub-agent is started from Python (the ``subagent`` tool's functions are called in an
+# ``ipython`` call): ``subagent("<agent id>", ...)`` or ``subagent(agent_id="<agent id>", ...)``.
+_SUBAGENT_CALL: Final = re.compile(r"\bsubagent\(\s*(?:agent_id\s*=\s*)?([\"'])([^\"'\n]+)\1")
 # The notices gptme writes to the master branch when it compacts the context into a view.
 _COMPACTIONS: Final = (
     "🔄 Auto-compacted conversation",
@@ -145,6 +156,15 @@ def tool_calls(content: str) -> tuple[str, list[dict[str, Any]]]:
     return "".join(kept).strip(), [call for _, call in calls]
 
 
+def _spawned(call: dict[str, Any]) -> list[str]:
+    """The sub-agents a call starts: the ids ``subagent(...)`` is called with in its code."""
+    arguments = call["arguments"]
+    if call["tool"] != "ipython" or not isinstance(arguments, dict):
+        return []
+    code = arguments.get("code", arguments.get("content"))
+    return [m.group(2) for m in _SUBAGENT_CALL.finditer(code)] if isinstance(code, str) else []
+
+
 def _chat_config(logdir: Path) -> dict[str, Any]:
     try:
         data = tomllib.loads((logdir / "config.toml").read_text(encoding="utf-8"))
@@ -181,8 +201,12 @@ def session_id_of(logdir_name: str) -> str:
 
 
 class GptmeConverter(JsonRecordConverter):
-    def __init__(self, path: Path, *, links: SpawnLinks | None = None) -> None:
+    def __init__(
+        self, path: Path, *, links: SpawnLinks | None = None, assume_tz: tzinfo | None = None
+    ) -> None:
         super().__init__(path, NAME)
+        # gptme writes ``datetime.now()``: the writing machine's time, without a zone.
+        self.assume_tz: tzinfo = assume_tz or datetime.now().astimezone().tzinfo or UTC
         self.logdir = path.parent
         self.session = session_id_of(self.logdir.name)
         self.links: SpawnLinks = {} if links is None else links
@@ -195,7 +219,7 @@ class GptmeConverter(JsonRecordConverter):
             # gptme itself skips such a line when it reads the log.
             self.tally.skip(f"message:{role}" if isinstance(role, str) else "record:unreadable")
             return []
-        time = iso_time(record.get("timestamp"))
+        time = iso_time(record.get("timestamp"), assume=self.assume_tz)
         out: list[Outgoing] = []
         if not self.sessions.has(self.session):
             out += self._start(time)
@@ -227,7 +251,8 @@ class GptmeConverter(JsonRecordConverter):
         return out
 
     def _user(self, record: dict[str, Any], content: str, time: str | None) -> list[Outgoing]:
-        type_ = harness_type(content) or "message/user"
+        nudge = content.lstrip().startswith(_NUDGE)
+        type_ = "message/context" if nudge else harness_type(content) or "message/user"
         payload: dict[str, Any] = {"text": cut(content)}
         files = record.get("files")
         if isinstance(files, list) and files:
@@ -255,12 +280,8 @@ class GptmeConverter(JsonRecordConverter):
                 self.calls[call_id] = (self.session, event.seq)
             else:
                 self.pending.append((event.seq, call["tool"]))
-            if call["tool"] == "subagent" and isinstance(call["arguments"], dict):
-                agent = call["arguments"].get("agent_id")
-                if isinstance(agent, str):
-                    prompt = call["arguments"].get("prompt")
-                    description = prompt if isinstance(prompt, str) else None
-                    self.links[(self.session, agent)] = Spawn(self.session, event.seq, description)
+            for agent in _spawned(call):
+                self.links[(self.session, agent)] = Spawn(self.session, event.seq)
         return out
 
     def _system(self, record: dict[str, Any], content: str, time: str | None) -> list[Outgoing]:
@@ -279,7 +300,7 @@ class GptmeConverter(JsonRecordConverter):
             cited, tool = (self.session, seq), tool or tool_name
         if isinstance(call_id, str) or cited is not None:
             payload: dict[str, Any] = {"tool": tool, "call_id": call_id, "output": cut(content)}
-            if content.startswith(_ERROR_PREFIXES) or content.rstrip().endswith(_ERROR_SUFFIX):
+            if content.startswith(_ERROR_PREFIX) or _UNAVAILABLE.match(content):
                 payload["is_error"] = True
             return [self.sessions.emit(self.session, "tool/result", "tool", time, payload,
                                        "message:system:tool",
@@ -324,4 +345,4 @@ class GptmeImporter(Importer):
         )
 
     def converter(self, path: Path, options: ConvertOptions) -> Converter:
-        return GptmeConverter(path, links=options.links)
+        return GptmeConverter(path, links=options.links, assume_tz=options.assume_tz)
