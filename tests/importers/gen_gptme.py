@@ -21,7 +21,7 @@ import orjson
 
 MAIN_DIR: Final = "2025-08-02-dancing-otter"
 OLD_DIR: Final = "2025-07-30-quiet-fox"
-SUB_DIR: Final = "subagent-checker"
+SUB_DIR: Final = "subagent-checker-k3v9"  # subagent-<agent id>-<random suffix>
 MAIN: Final = f"gptme-{MAIN_DIR}"
 OLD: Final = f"gptme-{OLD_DIR}"
 SUB: Final = f"gptme-{SUB_DIR}"
@@ -139,11 +139,14 @@ def write(home: Path, *, side_files: bool = True) -> Path:
     os.symlink(OLD_CWD, old / "workspace")  # an old conversation: no config.toml
     sub = logs / SUB_DIR
     sub.mkdir()
-    (sub / "config.toml").write_text(
-        f'[chat]\nmodel = "openai/gpt-5"\nworkspace = "~/{WORKSPACE}"\n'
-    )
+    # A sub-agent's config names a workspace of its own that it does not use; its meta
+    # names the folder it works in.
+    own = f"~/.local/share/gptme/logs/{SUB_DIR}/workspace"
+    (sub / "config.toml").write_text(f'[chat]\nstream = true\nworkspace = "{own}"\n')
     meta = {"agent_id": "checker", "prompt": SUB_PROMPT, "logdir": str(sub),
-            "model": "openai/gpt-5", "parent_logdir": str(main), "status": "completed"}  # fmt: skip
+            "model": "openai/gpt-5", "execution_mode": "thread",
+            "workdir": str(Path.home() / WORKSPACE), "parent_logdir": str(main),
+            "parent_branch": "main"}  # fmt: skip
     (sub / "subagent-meta.json").write_bytes(orjson.dumps(meta, option=orjson.OPT_INDENT_2))
     (sub / "conversation.jsonl").write_bytes(lines(sub_conversation()))
     return logs

@@ -54,6 +54,7 @@ def test_messages_calls_results_and_links(tmp_path: Path) -> None:
     sub = sessions[gen.SUB]
     assert sub[0]["payload"]["parent_session_id"] == gen.MAIN
     assert sub[0]["cites"] == [{"session_id": gen.MAIN, "seq": 11}]
+    assert sub[0]["payload"]["cwd"] == main[0]["payload"]["cwd"]  # its meta's workdir
     # Markdown format: a fenced shell block is a call, the next system message its result;
     # a toml block is no tool. The workspace symlink gives the cwd.
     old = sessions[gen.OLD]

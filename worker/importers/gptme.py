@@ -10,8 +10,9 @@ and when set ``files``, ``pinned``, ``hide``, ``ui_only``, ``call_id`` and ``met
 (``model``, ``usage``, ``tool``, ...). Beside it, ``config.toml``'s ``[chat]`` table gives
 the workspace (``workspace``, written with ``~`` for the home folder; ``@log`` is the
 conversation folder's ``workspace``) and the name (``name``); an old conversation has a
-``workspace`` symlink instead. A sub-agent's folder has ``subagent-meta.json`` naming its
-``parent_logdir``.
+``workspace`` symlink instead. A sub-agent's folder (``subagent-<agent id>-<suffix>``) has
+``subagent-meta.json`` naming its ``parent_logdir`` and the ``workdir`` it ran in (its
+``config.toml`` names a workspace of its own, under its folder, that it does not use).
 
 Tool calls live in the assistant's text. In the ``tool`` format a call is a line
 ``@<tool>(<call id>): {json arguments}`` and its result a ``system`` message with that
@@ -210,7 +211,7 @@ class GptmeConverter(JsonRecordConverter):
         self.logdir = path.parent
         self.session = session_id_of(self.logdir.name)
         self.links: SpawnLinks = {} if links is None else links
-        self.calls: dict[str, tuple[str, int]] = {}  # call id -> the call's (session, seq)
+        self.calls: dict[str, tuple[str, int, str]] = {}  # call id -> (session, seq, tool)
         self.pending: list[tuple[int, str]] = []  # markdown calls awaiting results: (seq, tool)
 
     def _record(self, record: dict[str, Any]) -> list[Outgoing]:
@@ -241,7 +242,11 @@ class GptmeConverter(JsonRecordConverter):
         extra: dict[str, Any] = {}
         if isinstance(config.get("model"), str):
             extra["model"] = config["model"]
-        out = [self.sessions.start(self.session, time=time, cwd=workspace_of(self.logdir),
+        # A sub-agent's config.toml names a workspace folder of its own that it does not work
+        # in; the folder it ran in is its meta's ``workdir``.
+        workdir = meta.get("workdir")
+        cwd = workdir if isinstance(workdir, str) and workdir else workspace_of(self.logdir)
+        out = [self.sessions.start(self.session, time=time, cwd=cwd,
                                    parent=parent, extra=extra,
                                    cites=[spawn[:2]] if spawn else None)]  # fmt: skip
         name = config.get("name")
@@ -277,7 +282,7 @@ class GptmeConverter(JsonRecordConverter):
             out.append(event)
             call_id = call["call_id"]
             if isinstance(call_id, str):
-                self.calls[call_id] = (self.session, event.seq)
+                self.calls[call_id] = (self.session, event.seq, call["tool"])
             else:
                 self.pending.append((event.seq, call["tool"]))
             for agent in _spawned(call):
@@ -294,7 +299,9 @@ class GptmeConverter(JsonRecordConverter):
         tool = meta.get("tool") if isinstance(meta, dict) else None
         cited: tuple[str, int] | None = None
         if isinstance(call_id, str):
-            cited = self.calls.get(call_id)
+            known = self.calls.get(call_id)
+            if known is not None:  # most results name no tool: the call does
+                cited, tool = known[:2], tool or known[2]
         elif self.pending:
             seq, tool_name = self.pending.pop(0)
             cited, tool = (self.session, seq), tool or tool_name
