@@ -93,6 +93,34 @@ def server_events() -> list[dict[str, Any]]:
             "message": "Count the 404s in access.log",
             "args": {"content": "Count the 404s in access.log"},
         },
+        # The memory's recall of the workspace, answered by a recall observation (citing
+        # it): neither is a tool call.
+        {
+            "action": "recall",
+            "source": "user",
+            "args": {"recall_type": "workspace_context", "query": "Count the 404s"},
+        },
+        {
+            "observation": "recall",
+            "source": "environment",
+            "content": "Added workspace context",
+            "cause": 2,
+            "extras": {"recall_type": "workspace_context", "repo_name": ""},
+        },
+        # The controller's error after a reply it could not parse: caused by no action.
+        {
+            "observation": "error",
+            "source": "agent",
+            "content": "LLMNoActionError: the model returned no action, retrying",
+            "extras": {"error_id": ""},
+        },
+        # The state change that follows the first prompt, caused by nothing and empty.
+        {
+            "observation": "agent_state_changed",
+            "source": "environment",
+            "content": "",
+            "extras": {"agent_state": "running"},
+        },
         {
             "action": "run",
             "source": "agent",
@@ -103,7 +131,7 @@ def server_events() -> list[dict[str, Any]]:
             "observation": "run",
             "source": "agent",
             "content": "17",
-            "cause": 2,
+            "cause": 6,
             "extras": {"metadata": {"working_dir": "/workspace/logs", "exit_code": 0}},
         },
         {"observation": "agent_state_changed", "source": "environment", "content": ""},

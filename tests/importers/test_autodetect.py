@@ -15,6 +15,8 @@ from contracts.subjects import Subjects
 from tests._harness import until
 from tests.importers import (
     fixture_gen,
+    gen_amazon_q,
+    gen_amp,
     gen_copilot_cli,
     gen_cursor,
     gen_droid,
@@ -22,6 +24,7 @@ from tests.importers import (
     gen_gptme,
     gen_pi,
     gen_qwen_code,
+    gen_zed,
 )
 from tests.importers._agent_e2e import converted
 from tests.importers.test_import_tools import sessionquery
@@ -107,8 +110,11 @@ def test_every_generated_file_is_detected_as_its_own_format(tmp_path: Path) -> N
     _, roots = _machine(tmp_path)
     roots |= {"qwen-code": gen_qwen_code.write(tmp_path / "home"),
               "droid": gen_droid.write(tmp_path / "home"),
+              "amp": gen_amp.write(tmp_path / "home"),
               # gptme's branches and views are .jsonl files no format claims: left out.
               "gptme": gen_gptme.write(tmp_path / "home", side_files=False)}  # fmt: skip
+    roots |= {fmt: db.parent for fmt, db in gen_amazon_q.write(tmp_path / "home").items()}
+    roots["zed"] = gen_zed.write_home(tmp_path / "home")
     roots["claude-code"] = fixture_gen.ROOT / "claude-code"
     roots["codex"] = fixture_gen.ROOT / "codex"
     at_home = set[Path]()

@@ -41,11 +41,20 @@ def test_sdk_events(tmp_path: Path) -> None:
 
 
 def test_older_server_events(tmp_path: Path) -> None:
-    got = events(gen.write_server(tmp_path))
+    folder = gen.write_server(tmp_path)
+    got = events(folder)
+    # The error observation that answers no action is context, not a tool result; the
+    # only tool result cites its call.
     assert [e["type"] for e in got] == [
-        "session/start", "message/user", "tool/call", "tool/result", "message/assistant"
+        "session/start", "message/user", "message/context", "tool/call", "tool/result",
+        "message/assistant",
     ]  # fmt: skip
-    assert got[3]["cites"] == [{"session_id": SERVER, "seq": 3}]
+    assert got[2]["payload"]["observation"] == "error" and "cites" not in got[2]
+    assert got[4]["cites"] == [{"session_id": SERVER, "seq": 4}]
+    assert [e for e in got if e["type"] == "tool/result"] == [got[4]]
+    assert openhands.read_conversation(folder).skipped == {
+        "event:system": 1, "event:recall": 2, "event:agent_state_changed": 2,
+    }  # fmt: skip
     assert got[0]["payload"]["cwd"] == "/workspace/logs"
     assert got[0]["time"] == "2025-11-24T15:00:00.000Z"  # metadata.json's created_at
 
@@ -65,11 +74,16 @@ async def test_import_answers_the_tools(
     root = tmp_path / ".openhands"
     gen.write_sdk(root)
     gen.write_server(root)
-    # SDK: 10 events, title and end; server: 5, title and end.
+    # SDK: 10 events, title and end; server: 6, title and end.
     async with imported(nc, nats_url, subjects, tmp_path, root, "openhands",
-                        expected=12 + 7, idle="0") as (worker, _):  # fmt: skip
+                        expected=12 + 8, idle="0") as (worker, _):  # fmt: skip
         await assert_events(nc, worker, SDK, SDK, 12)
-        await assert_events(nc, worker, SERVER, SERVER, 7)
+        await assert_events(nc, worker, SERVER, SERVER, 8)
+        # The server's one tool result cites its call; the uncaused error is context.
+        result = await ask(nc, worker, "session_event_trace", SERVER, session_id=SERVER, seq=5)
+        assert f"{SERVER} seq 4 · tool/call" in cites_of(result)
+        error = await ask(nc, worker, "session_event_read", SERVER, session_id=SERVER, seq=3)
+        assert "message/context" in error and "LLMNoActionError" in error
         lineage = await ask(nc, worker, "session_trace", SDK, session_id=SDK)
         assert "⟦Respect robots.txt⟧" in lineage
         result = await ask(nc, worker, "session_event_trace", SDK, session_id=SDK, seq=6)

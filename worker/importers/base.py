@@ -106,6 +106,11 @@ class Spawn(NamedTuple):
     session_id: str
     seq: int
     description: str | None = None
+    # For a format that does not name the sub-agent in the call (older Gemini CLI): what
+    # the call returned, when it was made and the parent's cwd, to tell which it spawned.
+    result: str | None = None
+    time: str | None = None
+    cwd: str | None = None
 
 
 # What one file tells the files read after it: (transcript id, sub-agent id) -> the

@@ -14,29 +14,36 @@ Two layouts, both read:
   session). Sub-agents write ``chats/<parent session id>/<session id>.jsonl`` with
   ``kind: subagent``: a child session whose start cites the tool call that names it
   (``agentId``), read first since a folder's sub-agents are read after its sessions.
+  A sub-agent's ``summary`` is its result, not a title: it is kept as ``message/context``
+  and the sub-agent is titled by the call's description.
 - older (one JSON document, ``session-<time>-<short id>.json``): the header's fields and
   ``messages[]``, rewritten whole after each turn (a ``.json`` whose first line is a
   whole record holds JSON Lines, as some versions appended them, and is read so).
   ``watch`` reads the messages added since; a message changed after it was read (a tool
   result added to the last one) is not read again. When the CLI resumes such a session
   it copies it to a ``.jsonl`` file beside it and goes on there: the ``.json`` is then
-  skipped (the copy holds it).
+  skipped (the copy holds it). Sub-agents of those versions wrote
+  ``chats/<parent session id>/<agent id>.json`` (``sessionId``: the executor's short
+  agent id) and the parent's call did not name them: the call is the parent's sub-agent
+  call whose result holds the sub-agent's ``summary`` (the first 197 characters of its
+  result and ``...``), else the one completed nearest the sub-agent's ``lastUpdated``.
 
 The cwd: the project folder's ``.project_root`` marker (newer versions name the folder
 by a slug and write the project's path in it); else a sub-agent's first workspace
 directory; else none (older versions name the folder by a digest of the path only), and
-the session is in the no-cwd workspace. Tool calls become ``tool/call`` and, once their
-result is in, ``tool/result`` citing the call (text parts and function responses'
-``output``/``error``, else the display text); thoughts become ``message/assistant`` with
-``thinking``; ``info``, ``error`` and ``warning`` messages are ``message/context``.
-The format has no session end and no compaction record: a session is ended by
-``--idle-seconds`` as Claude Code's are.
+the session is in the no-cwd workspace (a sub-agent without either takes its parent's).
+Tool calls become ``tool/call`` and, once their result is in, ``tool/result`` citing
+the call (text parts and function responses' ``output``/``error``, else the display
+text); thoughts become ``message/assistant`` with ``thinking``; ``info``, ``error`` and
+``warning`` messages are ``message/context``. The format has no session end and no
+compaction record: a session is ended by ``--idle-seconds`` as Claude Code's are.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import Any, ClassVar, Final
 
@@ -71,6 +78,12 @@ PROJECT_ROOT_FILE: Final = ".project_root"
 # Tool call states after which the call has its result (the CLI's scheduler statuses).
 _DONE: Final = frozenset({"success", "error", "cancelled"})
 _CONTEXT_TYPES: Final = frozenset({"info", "error", "warning"})
+# How a sub-agent tool's result starts (``local-invocation.ts``): the parent's calls that
+# spawned a sub-agent, in versions whose calls do not carry its ``agentId``.
+_SUBAGENT_RESULT: Final = "Subagent '"
+# A sub-agent's summary is its result cut to this many characters, ``...`` included.
+_SUMMARY_CHARS: Final = 200
+_UNNAMED: Final = "call:"  # links key prefix of a sub-agent call that names no agent
 
 
 def parts_text(content: object) -> str:
@@ -127,6 +140,8 @@ class GeminiConverter(JsonRecordConverter):
         self.parent_raw = path.parent.name if path.parent.name != CHATS else None
         self.raw_id: str | None = None
         self.session: str | None = None
+        self.subagent = False
+        self.result: str | None = None  # a sub-agent's summary (its result), once kept
         self.title: str | None = None
         # message id -> the parts already converted ("text", "thought:<n>", "call:<id>",
         # "result:<id>"), so a message appended again gives only what is new.
@@ -154,13 +169,17 @@ class GeminiConverter(JsonRecordConverter):
             return self._update(record)  # a resumed session's header again
         self.raw_id = record["sessionId"]
         self.session = safe_id(record["sessionId"])
+        self.subagent = record.get("kind") == "subagent"
         cwd = self.cwd
         directories = record.get("directories")
         if cwd is None and isinstance(directories, list) and directories:
             cwd = directories[0] if isinstance(directories[0], str) else None
-        parent_raw = self.parent_raw if record.get("kind") == "subagent" else None
+        parent_raw = self.parent_raw if self.subagent else None
         parent = safe_id(parent_raw) if parent_raw else None
-        spawn = self.links.get((parent_raw, record["sessionId"])) if parent_raw else None
+        spawn = self._spawn(parent_raw, record) if parent_raw else None
+        if cwd is None and spawn is not None:
+            cwd = spawn.cwd
+        self.cwd = cwd  # what its sub-agents take when they have no cwd of their own
         extra = {"kind": record["kind"]} if isinstance(record.get("kind"), str) else {}
         out = [
             self.sessions.start(
@@ -170,7 +189,35 @@ class GeminiConverter(JsonRecordConverter):
         ]  # fmt: skip
         if spawn is not None and spawn.description:
             out += self._title(spawn.description, "toolCall:description")
+        if self.subagent:  # its summary comes at its end (``split`` puts it there too)
+            return out + self._update({k: v for k, v in record.items() if k != "summary"})
         return out + self._update(record)
+
+    def _spawn(self, parent_raw: str, record: dict[str, Any]) -> Spawn | None:
+        """The parent's call that spawned this sub-agent: the one naming it (``agentId``),
+        else (older versions) an unclaimed sub-agent call of the parent whose result holds
+        the sub-agent's summary, else the one completed nearest its last update."""
+        named = self.links.get((parent_raw, record["sessionId"]))
+        if named is not None:
+            return named
+        unnamed = {key: spawn for key, spawn in self.links.items()
+                   if key[0] == parent_raw and key[1].startswith(_UNNAMED)}  # fmt: skip
+        if not unnamed:
+            return None
+        summary = record.get("summary")
+        found = None
+        if isinstance(summary, str) and summary.strip():
+            cut_short = len(summary) == _SUMMARY_CHARS and summary.endswith("...")
+            head = (summary[:-3] if cut_short else summary).strip()
+            found = next((k for k, s in unnamed.items() if s.result and head in s.result), None)
+        if found is None:
+            # The parent records a call when it completes, as the sub-agent last wrote.
+            end = iso_time(record.get("lastUpdated")) or iso_time(record.get("startTime"))
+            if end is None:
+                return None
+            found = min(unnamed, key=lambda k: _distance(unnamed[k].time, end))
+        del self.links[found]  # claimed: another sub-agent of the parent is another call
+        return unnamed[found]
 
     def _update(self, fields: dict[str, Any]) -> list[Outgoing]:
         if "messages" in fields:  # a rewrite of the whole history (masking): not re-read
@@ -178,7 +225,18 @@ class GeminiConverter(JsonRecordConverter):
         summary = fields.get("summary")
         if self.session is None or not isinstance(summary, str) or not summary.strip():
             return []
+        if self.subagent:
+            return self._result(summary)
         return self._title(summary, "summary")
+
+    def _result(self, summary: str) -> list[Outgoing]:
+        """A sub-agent's summary: the start of its result, searchable, never its title."""
+        if self.session is None or summary == self.result:
+            return []
+        self.result = summary
+        payload = {"text": cut(summary)}
+        return [self.sessions.emit(self.session, "message/context", "system", None, payload,
+                                   "summary")]  # fmt: skip
 
     def _title(self, title: str, source_type: str) -> list[Outgoing]:
         if self.session is None or title == self.title:
@@ -242,9 +300,8 @@ class GeminiConverter(JsonRecordConverter):
             out.append(emitted)
             agent = call.get("agentId")
             if isinstance(agent, str) and self.raw_id is not None:
-                description = call.get("description") or call.get("displayName")
                 self.links[(self.raw_id, agent)] = Spawn(
-                    session, emitted.seq, description if isinstance(description, str) else None
+                    session, emitted.seq, _description(call), cwd=self.cwd
                 )
         done = call.get("status") in _DONE or call.get("result") is not None
         if done and f"result:{call_id}" not in seen:
@@ -256,6 +313,11 @@ class GeminiConverter(JsonRecordConverter):
             out.append(self.sessions.emit(session, "tool/result", "tool", time, payload,
                                           "toolCall:result",
                                           cites=[(session, seq)] if seq else None))  # fmt: skip
+            if seq and self.raw_id is not None and _spawned_unnamed(call, payload["output"]):
+                self.links[(self.raw_id, f"{_UNNAMED}{call_id}")] = Spawn(
+                    session, seq, _description(call), result=payload["output"], time=time,
+                    cwd=self.cwd,
+                )  # fmt: skip
         return out
 
 
@@ -275,8 +337,10 @@ class GeminiCliImporter(WholeSourceImporter):
         if CHATS not in (path.parent.name, path.parent.parent.name):
             return False
         if path.suffix == ".json":
-            # Resumed by a newer CLI: the .jsonl beside it holds all of it and goes on.
-            return path.name.startswith("session-") and not path.with_suffix(".jsonl").exists()
+            # A session, or in a parent's folder a sub-agent (``<agent id>.json``); once
+            # resumed by a newer CLI, the .jsonl beside it holds all of it and goes on.
+            named = path.name.startswith("session-") or path.parent.name != CHATS
+            return named and not path.with_suffix(".jsonl").exists()
         return path.suffix == ".jsonl"
 
     def detect(self, path: Path, head: Sequence[bytes]) -> bool:
@@ -308,7 +372,12 @@ class GeminiCliImporter(WholeSourceImporter):
         header = {k: v for k, v in document.items() if k != "messages"}
         header.setdefault("projectHash", "")
         listed = messages if isinstance(messages, list) else []
-        return [orjson.dumps(header), *(orjson.dumps(m) for m in listed)]
+        records = [orjson.dumps(header), *(orjson.dumps(m) for m in listed)]
+        if document.get("kind") == "subagent" and isinstance(document.get("summary"), str):
+            # Saved when the sub-agent finished (its result): after its messages, as the
+            # newer layout appends it; the header keeps it to find the spawning call.
+            records.append(orjson.dumps({"$set": {"summary": document["summary"]}}))
+        return records
 
     def converter(self, path: Path, options: ConvertOptions) -> Converter:
         return GeminiConverter(path, links=options.links, name=self.name)
@@ -325,6 +394,28 @@ def _lines_inside(path: Path) -> bool:
         return False
     header = next(json_objects([first]), None)
     return header is not None and "messages" not in header
+
+
+def _description(call: dict[str, Any]) -> str | None:
+    description = call.get("description") or call.get("displayName")
+    return description if isinstance(description, str) else None
+
+
+def _spawned_unnamed(call: dict[str, Any], output: str) -> bool:
+    """A finished sub-agent call that does not name its sub-agent (older versions): its
+    result is the sub-agent's, or its display the sub-agent's progress."""
+    if isinstance(call.get("agentId"), str):
+        return False
+    display = call.get("resultDisplay")
+    progress = isinstance(display, dict) and display.get("isSubagentProgress") is True
+    # A masked output (``<tool_output_masked>`` and the original as JSON) still holds it.
+    return progress or _SUBAGENT_RESULT in output[:300]
+
+
+def _distance(time: str | None, start: str) -> float:
+    if time is None:
+        return float("inf")
+    return abs((datetime.fromisoformat(time) - datetime.fromisoformat(start)).total_seconds())
 
 
 def _chats_folder(path: Path) -> Path:

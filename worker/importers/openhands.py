@@ -14,8 +14,11 @@ SDK events (``kind``): ``MessageEvent`` (``llm_message``: role and content parts
 as a ``compaction`` replacing what came before. Older events: ``action: message`` as a
 message of its ``source``, other actions as a ``tool/call`` (tool: the action), an
 ``observation`` as the ``tool/result`` citing the action it names (``cause``),
-``condensation`` as a ``compaction``. Skipped and counted: system prompts, state changes,
-pauses, recalls and other kinds.
+``condensation`` as a ``compaction``. Only an observation answering a call imported
+before it is a tool result: one caused by no action (the controller's errors) or by one
+that is no tool call (a message) is ``message/context`` with its kind, or, without text,
+counted. Skipped and counted: system prompts, state changes, pauses, recalls and other
+kinds.
 
 The cwd is ``base_state.json``'s ``workspace.working_dir``, else the first observation's
 ``metadata.working_dir`` (the sandbox's); the title is ``metadata.json``'s or the base
@@ -63,6 +66,7 @@ def read_conversation(conversation: Path) -> Snapshot:
         time=iso_time(metadata.get("created_at")),
         title=title if isinstance(title, str) else None,
     )
+    calls: set[str] = set()  # the call ids of the actions imported as tool calls
     for file in event_files(conversation):
         try:
             event = orjson.loads(file.read_bytes())
@@ -76,17 +80,39 @@ def read_conversation(conversation: Path) -> Snapshot:
             continue
         ref = str(event.get("id") or file.stem)
         items = _sdk_event(ref, event) if "kind" in event else _server_event(ref, event)
+        name = event.get("kind") or event.get("action") or event.get("observation")
         if items is None:
-            name = event.get("kind") or event.get("action") or event.get("observation")
             session.skipped[f"event:{name}"] += 1
             continue
-        session.time = session.time or iso_time(event.get("timestamp"))
         session.cwd = session.cwd or _working_dir(event)
+        items = _answers(items, calls)
+        if not items:  # an observation answering no call, with nothing to say
+            session.skipped[f"event:{name}:no-call"] += 1
+            continue
+        session.time = session.time or iso_time(event.get("timestamp"))
+        calls.update(item.call for item in items if item.call)
         session.items.extend(items)
     if not isinstance(session.cwd, str) or not session.cwd:
         session.cwd = None
     snapshot.sessions.append(session)
     return snapshot
+
+
+def _answers(items: list[Item], calls: set[str]) -> list[Item]:
+    """A result answers a call imported before it; an observation that answers none (no
+    ``cause``, or one naming a message or the first environment event) is not a tool
+    result: its text is context, and one without text is dropped (the caller counts it)."""
+    out: list[Item] = []
+    for item in items:
+        if item.type != "tool/result" or item.result_of in calls:
+            out.append(item)
+            continue
+        text = str(item.payload.get("output") or "")
+        if text.strip():
+            payload = {"text": text, "observation": item.source_type.split(":")[-1]}
+            out.append(Item(item.ref, "message/context", "system", payload, item.source_type,
+                            item.time))  # fmt: skip
+    return out
 
 
 def _document(path: Path) -> dict[str, Any]:

@@ -40,6 +40,10 @@ BUILT_IN: Final = {
     "roo-code": "worker.importers.whole_sources:RooCodeImporter",
     "openhands": "worker.importers.whole_sources:OpenHandsImporter",
     "vscode-copilot": "worker.importers.whole_sources:VSCodeCopilotImporter",
+    "amp": "worker.importers.amp:AmpImporter",
+    "amazon-q": "worker.importers.amazon_q:AmazonQImporter",
+    "kiro-cli": "worker.importers.amazon_q:KiroCliImporter",
+    "zed": "worker.importers.zed:ZedImporter",
     "gptme": "worker.importers.gptme:GptmeImporter",
 }
 

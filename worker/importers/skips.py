@@ -31,6 +31,7 @@ MAX_KINDS: Final = 100
 MAX_KIND_CHARS: Final = 120
 
 _IMAGES: Final = "images are not searchable text"
+_ENCRYPTED: Final = "encrypted thinking: nothing readable"
 _VSCODE_BOOKKEEPING: Final = (
     "inlineReference", "codeblockUri", "textEditGroup", "undoStop", "prepareToolInvocation",
     "progressMessage", "confirmation", "warning", "command",
@@ -46,6 +47,29 @@ _OPENCODE: Final = {
     "part:retry": "retry markers: the retried answer is in other parts",
     "part:compaction": "compaction markers: the summary message is the compaction",
 }
+
+# Cline's and Roo Code's UI log (ui_messages.json, read when there is no API history):
+# what the UI shows besides the conversation.
+_CLINE_UI: Final = {
+    "ui:api_req_started": "an API request's bookkeeping (cost, tokens) with no request text",
+    "ui:say:api_req_finished": "an API request's bookkeeping",
+    "ui:say:api_req_retried": "an API request retried: the answer is recorded once",
+    "ui:say:api_req_deleted": "an API request removed from the history",
+    "ui:say:deleted_api_reqs": "API requests removed from the history",
+    "ui:say:checkpoint_created": "working-tree checkpoints",
+    "ui:say:checkpoint_saved": "working-tree checkpoints",
+    "ui:say:task_progress": "the task's checklist, repeated as it changes",
+    "ui:say:shell_integration_warning": "the editor's terminal notices",
+    "ui:say:mcp_server_request_started": "an MCP request's start; its response is imported",
+    "ui:say:load_mcp_documentation": "MCP documentation loaded for the model",
+    "ui:say:user_feedback_diff": "the user's edit of a proposed diff, shown as a diff",
+    "ui:ask:completion_result": "the prompt after a completion, whose text was said before",
+    "ui:ask:resume_task": "the prompt to resume an interrupted task",
+    "ui:ask:resume_completed_task": "the prompt to resume a completed task",
+    "ui:ask:auto_approval_max_req_reached": "the auto-approval limit prompt",
+    "ui:image": _IMAGES,
+}
+_CLINE: Final = {"block:image": _IMAGES, **_CLINE_UI}
 
 BUILT_IN: Final[dict[str, Reasons]] = {
     "claude-code": {
@@ -92,6 +116,7 @@ BUILT_IN: Final[dict[str, Reasons]] = {
         "record:session.compaction_start": "the compaction's start; its end is the compaction",
         "record:session.compaction_complete": "a compaction that failed",
         "record:session.start:repeated": "a repeated session header",
+        "record:session.resume": "a resume: the session goes on, its next records are imported",
         "record:tool.execution_partial_result": "streaming tool output, recorded whole",
         "record:tool.execution_progress": "tool progress notices",
         "record:hook.start": "hook runs",
@@ -124,8 +149,8 @@ BUILT_IN: Final[dict[str, Reasons]] = {
         "content:frontendToolRequest": "calls the UI ran",
         "content:systemNotification": "UI notifications",
     },
-    "cline": {"block:image": _IMAGES},
-    "roo-code": {"block:image": _IMAGES},
+    "cline": _CLINE,
+    "roo-code": _CLINE,
     "openhands": {
         "event:SystemPromptEvent": "the system prompt",
         "event:ConversationStateUpdateEvent": "agent state changes",
@@ -139,6 +164,19 @@ BUILT_IN: Final[dict[str, Reasons]] = {
         [f"response:{kind}" for kind in _VSCODE_BOOKKEEPING],
         "editor bookkeeping: references, edits, progress",
     ),
+    "amp": {
+        "content:image": _IMAGES,
+        "content:redacted_thinking": _ENCRYPTED,
+        "content:server_tool_use": "calls the model's provider ran itself (web search)",
+    },
+    "amazon-q": {"user:image": _IMAGES},
+    "kiro-cli": {"user:image": _IMAGES},
+    "zed": {
+        "content:Image": _IMAGES,
+        "content:RedactedThinking": _ENCRYPTED,
+        "segment:RedactedThinking": _ENCRYPTED,
+        "message:system": "the first agent's system messages: instructions to the model",
+    },
 }
 
 
