@@ -88,7 +88,14 @@ def run_inside(recipe: Recipe) -> int:
         env = base_env(recipe) | {"HOME": str(recipe.home), "TERM": "dumb"} | recipe.env(ctx)
         if recipe.prepare is not None:
             recipe.prepare(ctx)
-        values = {"bin": str(recipe.executable), "task": str(recipe.task), "home": str(recipe.home)}
+        values = {
+            "bin": str(recipe.executable),
+            "task": str(recipe.task),
+            "home": str(recipe.home),
+            # For agents configured by a command (e.g. `cline auth`): the server and its key.
+            "base_url": server.url,
+            "key": FAKE_KEY,
+        }
         for step in recipe.steps:
             argv = [a.format(**values) for a in step.argv]
             log(f"{recipe.agent}: step {step.name}")

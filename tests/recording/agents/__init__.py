@@ -32,8 +32,9 @@ class RunContext:
 
 @dataclass(frozen=True)
 class Step:
-    """One invocation of the agent. ``argv`` entries are formatted with ``bin``, ``task`` and
-    ``home`` and with what ``Recipe.captures`` took from earlier steps (e.g. ``session_id``)."""
+    """One invocation of the agent. ``argv`` entries are formatted with ``bin``, ``task``,
+    ``home``, ``base_url`` (the scripted server), ``key`` (its fake key) and with what
+    ``Recipe.captures`` took from earlier steps (e.g. ``session_id``)."""
 
     name: str
     argv: tuple[str, ...]
