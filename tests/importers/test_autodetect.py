@@ -23,6 +23,7 @@ from tests.importers import (
     gen_gemini_cli,
     gen_gptme,
     gen_pi,
+    gen_qoder,
     gen_qwen_code,
     gen_zed,
 )
@@ -112,7 +113,8 @@ def test_every_generated_file_is_detected_as_its_own_format(tmp_path: Path) -> N
               "droid": gen_droid.write(tmp_path / "home"),
               "amp": gen_amp.write(tmp_path / "home"),
               # gptme's branches and views are .jsonl files no format claims: left out.
-              "gptme": gen_gptme.write(tmp_path / "home", side_files=False)}  # fmt: skip
+              "gptme": gen_gptme.write(tmp_path / "home", side_files=False),
+              "qoder": gen_qoder.write(tmp_path / "home")}  # fmt: skip
     roots |= {fmt: db.parent for fmt, db in gen_amazon_q.write(tmp_path / "home").items()}
     roots["zed"] = gen_zed.write_home(tmp_path / "home")
     roots["claude-code"] = fixture_gen.ROOT / "claude-code"

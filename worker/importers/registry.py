@@ -46,6 +46,7 @@ BUILT_IN: Final = {
     "kiro-cli": "worker.importers.amazon_q:KiroCliImporter",
     "zed": "worker.importers.zed:ZedImporter",
     "gptme": "worker.importers.gptme:GptmeImporter",
+    "qoder": "worker.importers.qoder:QoderImporter",
 }
 
 
