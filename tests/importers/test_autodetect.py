@@ -17,6 +17,7 @@ from tests.importers import (
     fixture_gen,
     gen_amazon_q,
     gen_amp,
+    gen_codebuff,
     gen_copilot_cli,
     gen_cursor,
     gen_droid,
@@ -114,7 +115,8 @@ def test_every_generated_file_is_detected_as_its_own_format(tmp_path: Path) -> N
               "amp": gen_amp.write(tmp_path / "home"),
               # gptme's branches and views are .jsonl files no format claims: left out.
               "gptme": gen_gptme.write(tmp_path / "home", side_files=False),
-              "qoder": gen_qoder.write(tmp_path / "home")}  # fmt: skip
+              "qoder": gen_qoder.write(tmp_path / "home"),
+              "codebuff": gen_codebuff.write(tmp_path / "home")}  # fmt: skip
     roots |= {fmt: db.parent for fmt, db in gen_amazon_q.write(tmp_path / "home").items()}
     roots["zed"] = gen_zed.write_home(tmp_path / "home")
     roots["claude-code"] = fixture_gen.ROOT / "claude-code"

@@ -47,6 +47,7 @@ BUILT_IN: Final = {
     "zed": "worker.importers.zed:ZedImporter",
     "gptme": "worker.importers.gptme:GptmeImporter",
     "qoder": "worker.importers.qoder:QoderImporter",
+    "codebuff": "worker.importers.codebuff:CodebuffImporter",
 }
 
 
