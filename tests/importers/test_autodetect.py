@@ -23,6 +23,7 @@ from tests.importers import (
     gen_droid,
     gen_gemini_cli,
     gen_gptme,
+    gen_letta_code,
     gen_pi,
     gen_qoder,
     gen_qwen_code,
@@ -116,7 +117,8 @@ def test_every_generated_file_is_detected_as_its_own_format(tmp_path: Path) -> N
               # gptme's branches and views are .jsonl files no format claims: left out.
               "gptme": gen_gptme.write(tmp_path / "home", side_files=False),
               "qoder": gen_qoder.write(tmp_path / "home"),
-              "codebuff": gen_codebuff.write(tmp_path / "home")}  # fmt: skip
+              "codebuff": gen_codebuff.write(tmp_path / "home"),
+              "letta-code": gen_letta_code.write(tmp_path / "home")}  # fmt: skip
     roots |= {fmt: db.parent for fmt, db in gen_amazon_q.write(tmp_path / "home").items()}
     roots["zed"] = gen_zed.write_home(tmp_path / "home")
     roots["claude-code"] = fixture_gen.ROOT / "claude-code"

@@ -53,8 +53,9 @@ _SKIPPED_ENTRIES: Final = frozenset({"model_change", "thinking_level_change", "l
 
 
 class PiConverter(JsonRecordConverter):
-    def __init__(self, path: Path) -> None:
-        super().__init__(path, NAME)
+    def __init__(self, path: Path, name: str = NAME) -> None:
+        # ``name``: another agent writing Pi's session format (Letta Code's local backend).
+        super().__init__(path, name)
         self.main: str | None = None
         self.cwd: str | None = None
         self.entry_session: dict[str, str] = {}  # entry id -> the session it is in

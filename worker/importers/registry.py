@@ -48,6 +48,7 @@ BUILT_IN: Final = {
     "gptme": "worker.importers.gptme:GptmeImporter",
     "qoder": "worker.importers.qoder:QoderImporter",
     "codebuff": "worker.importers.codebuff:CodebuffImporter",
+    "letta-code": "worker.importers.letta_code:LettaCodeImporter",
 }
 
 
