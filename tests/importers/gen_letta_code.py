@@ -23,7 +23,7 @@ DEFAULT_KEY: Final = f"default:{AGENT}"
 MAIN: Final = "letta-conversation-local-conv-2"
 DEFAULT: Final = f"letta-default-{AGENT}"
 TITLE: Final = "Greenhouse vent schedule"
-EVENTS: Final = {MAIN: 11, DEFAULT: 3}
+EVENTS: Final = {MAIN: 12, DEFAULT: 3}
 SKIPPED: Final = {"record:model_change": 1}
 
 
@@ -45,10 +45,17 @@ def _entry(n: int, message: dict[str, Any]) -> dict[str, Any]:
             "timestamp": _time(n), "message": message}  # fmt: skip
 
 
-def _user(n: int, text: str, conversation: str) -> dict[str, Any]:
-    return _entry(n, {"id": f"letta-msg-{n}", "role": "user",
-                      "content": [{"type": "text", "text": text}], "timestamp": 1,
+def _user(n: int, text: str, conversation: str, *before: str) -> dict[str, Any]:
+    blocks = [{"type": "text", "text": t} for t in (*before, text)]
+    return _entry(n, {"id": f"letta-msg-{n}", "role": "user", "content": blocks, "timestamp": 1,
                       "metadata": _meta(n, conversation)})  # fmt: skip
+
+
+# What Letta Code writes before the first prompt of a conversation.
+REMINDER: Final = (
+    "<system-reminder>\nThis is an automated message providing context about the user's "
+    "environment.\n</system-reminder>"
+)
 
 
 def _assistant(n: int, *blocks: dict[str, Any], conversation: str) -> dict[str, Any]:
@@ -62,7 +69,7 @@ def conversation() -> list[dict[str, Any]]:
     conv = "local-conv-2"
     return [
         {"type": "session", "version": 3, "id": conv, "timestamp": _time(0), "cwd": CWD},
-        _user(1, "open the vents at 28 degrees, not 32", conv),
+        _user(1, "open the vents at 28 degrees, not 32", conv, REMINDER),
         _assistant(2, {"type": "thinking", "thinking": "The threshold lives in vents.yaml."},
                    {"type": "toolCall", "id": "call_vent", "name": "Read",
                     "arguments": {"file_path": "vents.yaml"}}, conversation=conv),

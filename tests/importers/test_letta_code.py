@@ -26,16 +26,18 @@ def test_pi_entries_under_the_conversation_key(tmp_path: Path) -> None:
     assert {k: len(v) for k, v in sessions.items()} == gen.EVENTS
     main = sessions[gen.MAIN]
     assert [e["type"] for e in main] == [
-        "session/start", "session/title", "message/user", "message/assistant", "tool/call",
-        "tool/result", "message/assistant", "compaction", "message/user", "message/assistant",
-        "message/context",
+        "session/start", "session/title", "message/context", "message/user",
+        "message/assistant", "tool/call", "tool/result", "message/assistant", "compaction",
+        "message/user", "message/assistant", "message/context",
     ]  # fmt: skip
+    # The reminder before the prompt is context; the prompt is the user's.
+    assert main[3]["payload"]["text"] == "open the vents at 28 degrees, not 32"
     assert main[0]["payload"]["source"] == FMT and main[0]["payload"]["cwd"] == gen.CWD
     assert main[0]["payload"]["agent_id"] == gen.AGENT
     assert main[1]["payload"]["title"] == gen.TITLE
-    assert main[5]["payload"]["is_error"] is True
-    assert main[5]["cites"] == [{"session_id": gen.MAIN, "seq": 5}]
-    assert main[7]["replaces"] == [3, 4, 5, 6]  # up to the first kept entry
+    assert main[6]["payload"]["is_error"] is True
+    assert main[6]["cites"] == [{"session_id": gen.MAIN, "seq": 6}]
+    assert main[8]["replaces"] == [3, 4, 5, 6, 7]  # up to the first kept entry
     # A default conversation's id is "default": the key names its agent.
     assert [e["type"] for e in sessions[gen.DEFAULT]][1:] == ["message/user", "message/assistant"]
     assert tally.skipped == gen.SKIPPED
@@ -78,5 +80,5 @@ async def test_watch_follows_a_conversation_being_written(
     file.write_bytes(b"".join(records[:2]) + records[2][:30])  # header, prompt; reply half
     rest = records[2][30:] + b"".join(records[3:])
     said = await watch_grows(nc, nats_url, subjects, f"watch-{unique}", conversations, FMT,
-                             file, rest, before=3, after=gen.EVENTS[gen.MAIN])  # fmt: skip
+                             file, rest, before=4, after=gen.EVENTS[gen.MAIN])  # fmt: skip
     assert f"published {gen.EVENTS[gen.MAIN]} events" in said

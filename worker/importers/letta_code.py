@@ -10,7 +10,8 @@ session format (``pi-session-entry-jsonl``: a ``session`` header with the conver
 pi-ai messages, ``compaction`` entries with ``firstKeptEntryId``), so Pi's converter reads it
 (``pi.py``), under this format's name. Session ids are ``letta-<key>`` (a default
 conversation's id is not unique: the key names its agent). ``conversation.json`` gives the
-agent (``agent_id``) and the title (``summary``, when set).
+agent (``agent_id``) and the title (``summary``, when set). A user message's text blocks are
+typed one by one: Letta Code puts its ``<system-reminder>`` blocks before the prompt.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from typing import Any, ClassVar, Final
 
 import orjson
 
+from contracts import harness
+from contracts.harness import harness_type
 from worker.importers.base import Converter, Outgoing, cut, iso_time, safe_id
 from worker.importers.pi import PiConverter
 from worker.importers.plugin import ConvertOptions, Importer, json_objects
@@ -80,6 +83,25 @@ class LettaCodeConverter(PiConverter):
             )
         return out
 
+    def _message(self, session: str, message: dict[str, Any], time: str | None) -> list[Outgoing]:
+        # Letta Code puts its <system-reminder> blocks (environment, permission mode) before
+        # the prompt in the user's message: each block typed on its own, not the whole.
+        content = message.get("content")
+        if message.get("role") != "user" or not isinstance(content, list):
+            return super()._message(session, message, time)
+        out: list[Outgoing] = []
+        for block in content:
+            kind = block.get("type") if isinstance(block, dict) else None
+            if kind != "text" or not isinstance(block.get("text"), str):
+                self.tally.skip(f"message:user:{kind}")
+                continue
+            text = block["text"]
+            type_ = harness_type(text) or "message/user"
+            surface = harness.SURFACES.get(type_, "user")
+            out.append(self.sessions.emit(session, type_, surface, time, {"text": cut(text)},
+                                          "message:user"))  # fmt: skip
+        return out
+
 
 def _backend_dir() -> Path:
     configured = os.environ.get("LETTA_LOCAL_BACKEND_DIR")
@@ -93,7 +115,10 @@ class LettaCodeImporter(Importer):
     # Before pi, whose format these files are.
     detect_order: ClassVar[int] = 35
     pattern: ClassVar[str] = MESSAGES_FILE
-    skipped_by_design: ClassVar[Mapping[str, str]] = BUILT_IN["pi"]
+    skipped_by_design: ClassVar[Mapping[str, str]] = {
+        **BUILT_IN["pi"],
+        "message:user:image": "images: the index holds text",
+    }
 
     def default_locations(self) -> list[Path]:
         return [_backend_dir() / "conversations"]
