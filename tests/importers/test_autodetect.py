@@ -18,16 +18,20 @@ from tests.importers import (
     gen_amazon_q,
     gen_amp,
     gen_auggie,
+    gen_codebuff,
     gen_continue,
     gen_copilot_cli,
     gen_crush,
     gen_cursor,
     gen_droid,
     gen_gemini_cli,
+    gen_gptme,
     gen_hermes,
     gen_kimi,
+    gen_letta_code,
     gen_openclaw,
     gen_pi,
+    gen_qoder,
     gen_qwen_code,
     gen_vibe,
     gen_zed,
@@ -116,7 +120,12 @@ def test_every_generated_file_is_detected_as_its_own_format(tmp_path: Path) -> N
     _, roots = _machine(tmp_path)
     roots |= {"qwen-code": gen_qwen_code.write(tmp_path / "home"),
               "droid": gen_droid.write(tmp_path / "home"),
-              "amp": gen_amp.write(tmp_path / "home")}  # fmt: skip
+              "amp": gen_amp.write(tmp_path / "home"),
+              # gptme's branches and views are .jsonl files no format claims: left out.
+              "gptme": gen_gptme.write(tmp_path / "home", side_files=False),
+              "qoder": gen_qoder.write(tmp_path / "home"),
+              "codebuff": gen_codebuff.write(tmp_path / "home"),
+              "letta-code": gen_letta_code.write(tmp_path / "home")}  # fmt: skip
     roots |= {fmt: db.parent for fmt, db in gen_amazon_q.write(tmp_path / "home").items()}
     roots["zed"] = gen_zed.write_home(tmp_path / "home")
     # OpenClaw's transcripts are Pi's format: told apart by where OpenClaw keeps them.

@@ -52,6 +52,10 @@ BUILT_IN: Final = {
     "continue": "worker.importers.continue_cli:ContinueImporter",
     "vibe": "worker.importers.vibe:VibeImporter",
     "kimi": "worker.importers.kimi:KimiImporter",
+    "gptme": "worker.importers.gptme:GptmeImporter",
+    "qoder": "worker.importers.qoder:QoderImporter",
+    "codebuff": "worker.importers.codebuff:CodebuffImporter",
+    "letta-code": "worker.importers.letta_code:LettaCodeImporter",
 }
 
 
