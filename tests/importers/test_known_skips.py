@@ -19,6 +19,7 @@ from tests.importers import (
     gen_amp,
     gen_auggie,
     gen_cline,
+    gen_codebuff,
     gen_continue,
     gen_copilot_cli,
     gen_crush,
@@ -26,11 +27,14 @@ from tests.importers import (
     gen_droid,
     gen_gemini_cli,
     gen_goose,
+    gen_gptme,
     gen_hermes,
     gen_kimi,
+    gen_letta_code,
     gen_openclaw,
     gen_openhands,
     gen_pi,
+    gen_qoder,
     gen_qwen_code,
     gen_vibe,
     gen_vscode_copilot,
@@ -70,11 +74,17 @@ WRITERS: dict[str, Callable[[Path], Path]] = {
     "continue": gen_continue.write,
     "vibe": gen_vibe.write,
     "kimi": gen_kimi.write,
+    "gptme": gen_gptme.write,
+    "qoder": gen_qoder.write,
+    "codebuff": gen_codebuff.write,
+    "letta-code": gen_letta_code.write,
 }
 # Records the generators write to stand for an agent's next version.
 DELIBERATE: dict[str, set[str]] = {
     "gemini-cli": {"record:unknown"},
     "pi": {"record:future_entry:new"},
+    "gptme": {"message:developer"},
+    "qoder": {"record:hologram"},
 }
 
 
