@@ -20,6 +20,7 @@ from contracts.subjects import Subjects
 from tests.importers._agent_e2e import by_session, converted, imported, watch_grows
 from tests.importers.test_import_tools import ask
 from tests.recording.agents import recipes
+from tests.recording.scrub import scrub_tree
 from worker.importers import registry
 from worker.importers.detect import expand
 from worker.importers.snapshot import SessionCache
@@ -65,6 +66,17 @@ def test_every_recording_is_what_its_recipe_expects() -> None:
         )
         assert [s.name for s in recipe.steps] == [s["name"] for s in recorded["steps"]]
         assert dict(recipe.expect) == recorded["expect"]
+
+
+def test_no_recording_keeps_its_agents_own_prompt_text(tmp_path: Path) -> None:
+    """The agents' system prompts, tool descriptions and reminders are theirs, not ours:
+    each recording holds none its recipe's rule finds (record.py --scrub)."""
+    known = recipes()
+    for path in RECORDINGS:
+        recorded = _load(path)
+        copy = tmp_path / recorded["agent"]
+        shutil.copytree(path.parent / "sessions", copy)
+        assert scrub_tree(copy, recorded["agent"], known[recorded["agent"]].own_text) == 0
 
 
 def test_converted_as_the_agent_ran(recorded: dict[str, Any]) -> None:

@@ -33,6 +33,7 @@ from tests.recording.agents import (
     Step,
 )
 from tests.recording.script import Conversation, Reply, ToolCall, call
+from tests.recording.scrub import OwnText
 
 TASK = RECORD_ROOT / "droid" / "shop"
 MODEL = "custom:Scripted-0"  # Droid names a custom model by its display name and index
@@ -173,6 +174,8 @@ def _env(ctx: RunContext) -> dict[str, str]:
 
 _EXEC = ("{bin}", "exec", "-m", MODEL, "--skip-permissions-unsafe", "-o", "json")
 
+OWN_TEXT = OwnText(prefixes=("<system-reminder>",))  # reminders in the user's turns
+
 RECIPE = Recipe(
     agent="droid",
     package="@factory/cli-linux-x64",
@@ -206,4 +209,5 @@ RECIPE = Recipe(
         "cwd": str(TASK),
         "watch": "*/*.jsonl",
     },
+    own_text=OWN_TEXT,
 )

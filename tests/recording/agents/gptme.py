@@ -30,6 +30,7 @@ from tests.recording.agents import (
     Step,
 )
 from tests.recording.script import Conversation, Reply, ToolCall, Turn, call
+from tests.recording.scrub import OwnText
 
 TASK = RECORD_ROOT / "gptme" / "shop"
 NAME = "ledger-fix"
@@ -143,6 +144,8 @@ def _env(ctx: RunContext) -> dict[str, str]:
 _RUN = ("{bin}", "--non-interactive", "--no-confirm", "--model", MODEL, "--tool-format", "tool",
         "--tools", "+read,+ipython,+subagent", "--name", NAME)  # fmt: skip
 
+OWN_TEXT = OwnText(prefixes=("You are gptme",))  # its system messages
+
 RECIPE = Recipe(
     agent="gptme",
     package="gptme",
@@ -172,4 +175,5 @@ RECIPE = Recipe(
         "cwd": str(TASK),
         "watch": "*/conversation.jsonl",
     },
+    own_text=OWN_TEXT,
 )
