@@ -16,6 +16,7 @@ from tests.importers._corpus import bodies
 from worker.importers import make_converter
 from worker.importers.base import Converter, SpawnLinks, Tally, safe_id
 from worker.importers.pipeline import convert_file
+from worker.importers.skips import BUILT_IN, reason_for
 
 FRESH_FILE = gen.PROJECT / f"{gen.FRESH}.jsonl"
 AGENT_FILE = gen.PROJECT / gen.FRESH / "subagents" / f"agent-{gen.AGENT}.jsonl"
@@ -187,3 +188,38 @@ def test_aider_keeps_its_last_session_open_while_the_file_is_written(tmp_path: P
     assert ends() == []
     os.utime(path, (before.timestamp() - 60, before.timestamp() - 60))
     assert [e["type"] for e in ends()] == ["session/end"]
+
+
+def test_a_generated_title_titles_unless_renamed_and_bookkeeping_is_known(tmp_path: Path) -> None:
+    """Newer Claude Code writes ``ai-title`` (its own title for the session) and bookkeeping
+    records (seen in real homes): the title is the session's unless a /rename wins."""
+    lines = RENAMED_FILE.read_bytes().splitlines(keepends=True)
+    custom = next(line for line in lines if b'"custom-title"' in line)
+    rest = [line for line in lines if line != custom]
+
+    def record(kind: str, **fields: object) -> bytes:
+        return orjson.dumps({"type": kind, "sessionId": gen.RENAMED, **fields}) + b"\n"
+
+    generated = record("ai-title", aiTitle="Descaling schedule in settings")
+    bookkeeping = [
+        record("last-prompt", lastPrompt="move the descaling schedule into settings"),
+        record("permission-mode", permissionMode="default"),
+        record("agent-name", agentName="barista"),
+        record("pr-link", prNumber=7, prUrl="https://example.invalid/pull/7"),
+        record("teleported-from", remoteSessionId="session_x", messageCount=0),
+        orjson.dumps({"type": "attachment", "sessionId": gen.RENAMED, "uuid": "att-1",
+                      "attachment": {"type": "hook_success", "content": ""}}) + b"\n",
+    ]  # fmt: skip
+    path = tmp_path / RENAMED_FILE.name
+    path.write_bytes(generated + b"".join(rest) + b"".join(bookkeeping))
+    events, tally = _convert("claude-code", path)
+    titles = [e["payload"]["title"] for e in events if e["type"] == "session/title"]
+    assert titles == ["Descaling schedule in settings", gen.SUMMARY_TITLE]
+    tally.explain(lambda what: reason_for(what, BUILT_IN["claude-code"]))
+    assert not tally.unknown, tally.unknown
+    # A /rename read first wins over the generated title that follows.
+    path.write_bytes(custom + b"".join(rest) + generated)
+    events, tally = _convert("claude-code", path)
+    titles = [e["payload"]["title"] for e in events if e["type"] == "session/title"]
+    assert titles == [gen.SUMMARY_TITLE, gen.CUSTOM_TITLE] or titles == [gen.CUSTOM_TITLE]
+    assert tally.skipped["record:ai-title:custom-title-wins"] == 1

@@ -88,6 +88,7 @@ class ClaudeCodeConverter(JsonRecordConverter):
         self.record_session: dict[str, str] = {}  # record uuid -> the session it is in
         self.custom_titled: set[str] = set()  # sessions a custom-title names: summaries lose
         self.pending_custom: dict[str, str] = {}  # session -> custom title read before it
+        self.pending_ai: dict[str, str] = {}  # session -> generated title read before it
         self.task_descriptions: dict[str, str] = {}  # tool_use id of a Task -> description
         self.boundary: dict[str, dict[str, Any]] = {}  # session -> its pending compact boundary
         self.last_seq: dict[str, int] = {}  # record uuid -> seq of its last event
@@ -98,6 +99,8 @@ class ClaudeCodeConverter(JsonRecordConverter):
             return self._title(record)
         if kind == "custom-title":
             return self._custom_title(record)
+        if kind == "ai-title":
+            return self._ai_title(record)
         if kind not in ("user", "assistant", "system"):
             self.tally.skip(f"record:{kind}")
             return []
@@ -161,6 +164,9 @@ class ClaudeCodeConverter(JsonRecordConverter):
                 payload = {"title": cut(spawn.description)}
                 out.append(self.sessions.emit(session, "session/title", "system", None,
                                               payload, "tool_use:description"))  # fmt: skip
+            generated = self.pending_ai.pop(session, None)
+            if generated is not None and session not in self.custom_titled:
+                out.append(self._title_event(session, generated, "ai-title"))
             custom = self.pending_custom.pop(session, None)
             if custom is not None:
                 out.append(self._title_event(session, custom, "custom-title"))
@@ -213,6 +219,23 @@ class ClaudeCodeConverter(JsonRecordConverter):
             self.pending_custom[session] = title
             return []
         return [self._title_event(session, title, "custom-title")]
+
+    def _ai_title(self, record: dict[str, Any]) -> list[Outgoing]:
+        """The title Claude Code generates for a session (newer versions): the session's
+        title unless a /rename names it."""
+        title = record.get("aiTitle")
+        raw = record.get("sessionId")
+        if not (isinstance(title, str) and title.strip() and isinstance(raw, str)):
+            self.tally.skip("record:ai-title:empty")
+            return []
+        session = safe_id(raw)
+        if session in self.custom_titled:
+            self.tally.skip("record:ai-title:custom-title-wins")
+            return []
+        if not self.sessions.has(session):  # titled when its first record starts it
+            self.pending_ai[session] = title
+            return []
+        return [self._title_event(session, title, "ai-title")]
 
     def _title_event(self, session: str, title: str, source_type: str) -> Outgoing:
         payload = {"title": cut(title)}

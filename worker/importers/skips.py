@@ -78,6 +78,14 @@ BUILT_IN: Final[dict[str, Reasons]] = {
         "record:summary:*": "a summary that titles nothing here: empty, another session's,"
         " or a custom title wins",
         "record:custom-title:empty": "an empty /rename",
+        "record:ai-title:*": "a generated title that titles nothing: empty, or a /rename wins",
+        "record:last-prompt": "the session's last prompt, repeated from its message",
+        "record:permission-mode": "the permission mode chosen (bookkeeping)",
+        "record:agent-name": "the session's agent name (bookkeeping)",
+        "record:pr-link": "a link to a pull request the session opened (bookkeeping)",
+        "record:teleported-from": "where a web session was teleported from (bookkeeping)",
+        "record:attachment": "context attached to a turn for the model (hook output, files,"
+        " memory, tool and skill listings), not conversation",
         "system:compact_boundary (folded into the compaction)": "folded into the compaction",
         "system:*": "status notices: API errors, hook summaries, durations",
         "assistant-block:image": _IMAGES,
