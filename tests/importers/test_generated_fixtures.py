@@ -223,3 +223,20 @@ def test_a_generated_title_titles_unless_renamed_and_bookkeeping_is_known(tmp_pa
     titles = [e["payload"]["title"] for e in events if e["type"] == "session/title"]
     assert titles == [gen.SUMMARY_TITLE, gen.CUSTOM_TITLE] or titles == [gen.CUSTOM_TITLE]
     assert tally.skipped["record:ai-title:custom-title-wins"] == 1
+
+
+def test_a_sub_agent_whose_call_has_no_result_cites_the_call_given_its_prompt(
+    tmp_path: Path,
+) -> None:
+    """A sub-agent still running, or cut off (seen in real homes): its Task call has no
+    result naming it yet. Its first message is the call's prompt: that is its call."""
+    lines = FRESH_FILE.read_bytes().splitlines(keepends=True)
+    main = tmp_path / FRESH_FILE.name
+    main.write_bytes(b"".join(line for line in lines if b'"toolUseResult"' not in line))
+    links: SpawnLinks = {}
+    parent, _ = _convert("claude-code", main, links)
+    call = next(e for e in parent if e["type"] == "tool/call")
+    events, _ = _convert("claude-code", AGENT_FILE, links)
+    assert events[0]["payload"]["parent_session_id"] == gen.FRESH
+    assert events[0]["cites"] == [{"session_id": gen.FRESH, "seq": call["seq"]}]
+    assert events[1]["payload"]["title"] == gen.TASK_DESCRIPTION

@@ -25,7 +25,9 @@ Mapping:
   other sessions of the project into a new file, and a summary whose leaf is not a record
   of the file titles nothing (counted). A ``custom-title`` record (``/rename``) titles its
   session and wins over any summary; a sub-agent session is titled by its Task call's
-  ``description``, when the transcript was read first;
+  ``description``, when the transcript was read first (the call is the one whose result
+  names the sub-agent, else, while it runs or when it was cut off with no result, the
+  spawning call whose ``prompt`` is the sub-agent's first message);
 - harness text in user records is typed for what it is, and stays searchable: slash
   commands and ``!`` shell input (``<command-name>``, ``<bash-input>``) are ``command``,
   their output (``<local-command-stdout>``, ``<bash-stdout>``) ``command/output``, and
@@ -41,6 +43,7 @@ Mapping:
 
 from __future__ import annotations
 
+import hashlib
 import re
 from pathlib import Path
 from typing import Any, Final
@@ -61,6 +64,7 @@ from worker.importers.base import (
 NAME: Final = "claude-code"
 # Tools whose call starts a sub-agent (``Task``; ``Agent`` in later versions).
 _SPAWNING_TOOLS: Final = frozenset({"Task", "Agent"})
+_PROMPT: Final = "prompt:"  # links key prefix of a spawning call, by a digest of its prompt
 _COMMAND_NAME: Final = re.compile(r"<command-name>\s*([^<]*?)\s*</command-name>")
 
 
@@ -150,6 +154,8 @@ class ClaudeCodeConverter(JsonRecordConverter):
             time = iso_time(record.get("timestamp"))
             # A sub-agent's start cites the tool call that spawned it, when read already.
             spawn = self.links.get((raw, agent)) if isinstance(agent, str) else None
+            if spawn is None and isinstance(agent, str):  # its call has no result (yet)
+                spawn = self.links.pop((main, _prompt_key(_first_text(record))), None)
             out.append(
                 self.sessions.start(
                     session,
@@ -302,6 +308,12 @@ class ClaudeCodeConverter(JsonRecordConverter):
             description = spec.get("description") if isinstance(spec, dict) else None
             if block.get("name") in _SPAWNING_TOOLS and isinstance(description, str):
                 self.task_descriptions[tool_id] = description
+            prompt = spec.get("prompt") if isinstance(spec, dict) else None
+            if block.get("name") in _SPAWNING_TOOLS and isinstance(prompt, str):
+                spawn = Spawn(
+                    session, out.seq, description if isinstance(description, str) else None
+                )
+                self.links[(session, _prompt_key(prompt))] = spawn
         return out
 
     def _user(self, session: str, record: dict[str, Any], time: str | None) -> list[Outgoing]:
@@ -409,3 +421,18 @@ def looks_like(record: dict[str, Any]) -> bool:
     if record.get("type") == "summary" and "leafUuid" in record:
         return True
     return isinstance(record.get("sessionId"), str) and "uuid" in record
+
+
+def _prompt_key(prompt: str) -> str:
+    return _PROMPT + hashlib.sha256(prompt.strip().encode()).hexdigest()
+
+
+def _first_text(record: dict[str, Any]) -> str:
+    """A user record's text: a sub-agent's first record is the prompt it was given."""
+    message = record.get("message")
+    content = message.get("content") if isinstance(message, dict) else None
+    if isinstance(content, list):
+        return "".join(
+            b["text"] for b in content if isinstance(b, dict) and isinstance(b.get("text"), str)
+        )
+    return content if isinstance(content, str) else ""
