@@ -53,6 +53,8 @@ _CLINE_UI: Final = {
     "ui:api_req_started": "an API request's bookkeeping (cost, tokens) with no request text",
     "ui:say:api_req_finished": "an API request's bookkeeping",
     "ui:say:api_req_retried": "an API request retried: the answer is recorded once",
+    "ui:say:error_retry": "an API request retried after an error: the answer is recorded once",
+    "ui:*:empty": "a message left empty (a streaming placeholder): nothing to read",
     "ui:say:api_req_deleted": "an API request removed from the history",
     "ui:say:deleted_api_reqs": "API requests removed from the history",
     "ui:say:checkpoint_created": "working-tree checkpoints",
