@@ -167,6 +167,7 @@ BUILT_IN: Final[dict[str, Reasons]] = {
         "event:agent_state_changed": "agent state changes",
         "event:change_agent_state": "agent state changes",
         "event:recall": "memory recalls: context the agent fetched",
+        "event:null": "empty observations (\"No observation\"): nothing happened to report",
         "event:system": "the system prompt",
     },
     "vscode-copilot": dict.fromkeys(
