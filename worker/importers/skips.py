@@ -131,6 +131,9 @@ BUILT_IN: Final[dict[str, Reasons]] = {
         "record:hook.start": "hook runs",
         "record:hook.end": "hook runs",
         "record:pending_messages.modified": "the queue of pending prompts",
+        "record:system.message": "the system prompt",
+        "record:permission.requested": "a permission prompt; the tool result tells the outcome",
+        "record:permission.completed": "a permission answer; the tool result tells it too",
     },
     "pi": {
         "record:model_change": "model changes",
@@ -167,7 +170,7 @@ BUILT_IN: Final[dict[str, Reasons]] = {
         "event:agent_state_changed": "agent state changes",
         "event:change_agent_state": "agent state changes",
         "event:recall": "memory recalls: context the agent fetched",
-        "event:null": "empty observations (\"No observation\"): nothing happened to report",
+        "event:null": 'empty observations ("No observation"): nothing happened to report',
         "event:system": "the system prompt",
     },
     "vscode-copilot": dict.fromkeys(
