@@ -240,3 +240,18 @@ def test_a_sub_agent_whose_call_has_no_result_cites_the_call_given_its_prompt(
     assert events[0]["payload"]["parent_session_id"] == gen.FRESH
     assert events[0]["cites"] == [{"session_id": gen.FRESH, "seq": call["seq"]}]
     assert events[1]["payload"]["title"] == gen.TASK_DESCRIPTION
+
+
+def test_codex_encrypted_reasoning_without_a_summary_is_skipped(tmp_path: Path) -> None:
+    """Codex 0.9x writes ``reasoning`` items whose ``summary`` is an empty list beside the
+    encrypted content (seen in real rollouts): nothing readable, no ``[]`` message."""
+    lines = CODEX_NEW_FILE.read_bytes().splitlines(keepends=True)
+    encrypted = {"timestamp": "2025-02-02T09:00:30.000Z", "type": "response_item",
+                 "payload": {"type": "reasoning", "summary": [], "content": None,
+                             "encrypted_content": "gAAAA"}}  # fmt: skip
+    path = tmp_path / CODEX_NEW_FILE.name
+    path.write_bytes(b"".join(lines) + orjson.dumps(encrypted) + b"\n")
+    before, _ = _convert("codex", CODEX_NEW_FILE)
+    after, tally = _convert("codex", path)
+    assert len(after) == len(before)
+    assert tally.skipped["response_item:reasoning:unreadable"] >= 1
