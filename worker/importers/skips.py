@@ -111,6 +111,7 @@ BUILT_IN: Final[dict[str, Reasons]] = {
     },
     "qwen-code": {
         "record:system:ui_telemetry": "telemetry",
+        "record:system:slash_command:no-output": "a slash command that printed nothing",
         "record:file-history": "file snapshots",
     },
     "copilot-cli": {
