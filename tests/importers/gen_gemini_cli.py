@@ -15,6 +15,7 @@ not naming them (no ``agentId`` yet: ``local-executor.ts``, ``local-invocation.t
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 from typing import Any, Final
 
@@ -303,3 +304,29 @@ def write_migrated(tmp: Path) -> None:
     (new / f"session-2026-01-26T05-29-{REUSED[:8]}.json").write_bytes(
         orjson.dumps(_chat(REUSED, "2026-01-26T05:29:00.000Z", ["cooling tray"]))
     )
+
+
+# Newer versions register each project in ``~/.gemini/projects.json`` (its path -> the
+# slug naming its folders) and mark ``history/<slug>`` as well as ``tmp/<slug>``; a real
+# home had chats in a ``tmp/<slug>`` folder without its marker.
+REGISTERED_CWD: Final = "/home/dev/tamper"
+REGISTERED: Final = "6e1f0000-0000-4000-8000-00000000b008"
+DIGESTED_CWD: Final = "/home/dev/scale"
+DIGESTED: Final = "6e1f0000-0000-4000-8000-00000000c009"
+
+
+def write_registered(gemini: Path) -> None:
+    """Under ``gemini`` (``~/.gemini``): a slug folder marked only in ``history``, and a
+    digest-named folder whose path the registry lists."""
+    tmp = gemini / "tmp"
+    (gemini / "history" / "tamper").mkdir(parents=True)
+    (gemini / "history" / "tamper" / ".project_root").write_text(REGISTERED_CWD)
+    digest = hashlib.sha256(DIGESTED_CWD.encode()).hexdigest()
+    registry = {"projects": {REGISTERED_CWD: "tamper", DIGESTED_CWD: "scale"}}
+    (gemini / "projects.json").write_bytes(orjson.dumps(registry))
+    for folder, session in (("tamper", REGISTERED), (digest, DIGESTED)):
+        (tmp / folder / "chats").mkdir(parents=True)
+        chat = _chat(session, "2026-04-28T15:09:00.000Z", ["level the tamper"])
+        (tmp / folder / "chats" / f"session-2026-04-28T15-09-{session[:8]}.json").write_bytes(
+            orjson.dumps(chat)
+        )

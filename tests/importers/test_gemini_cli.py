@@ -282,3 +282,10 @@ def test_an_empty_chat_file_is_nothing_yet_not_a_problem(tmp_path: Path) -> None
     (chats / "session-2026-02-20T14-43-945bf706.json").write_bytes(b"")
     events, tally = convert_file(FMT, chats / "session-2026-02-20T14-43-945bf706.json")
     assert (events, tally.problems) == ([], [])
+
+
+def test_a_project_folder_without_its_marker_takes_the_registered_path(tmp_path: Path) -> None:
+    gen.write_registered(tmp_path / ".gemini")
+    sessions, _, _ = by_session(FMT, tmp_path / ".gemini" / "tmp")
+    assert sessions[gen.REGISTERED][0]["payload"]["cwd"] == gen.REGISTERED_CWD
+    assert sessions[gen.DIGESTED][0]["payload"]["cwd"] == gen.DIGESTED_CWD

@@ -29,9 +29,11 @@ Two layouts, both read:
   result and ``...``), else the one completed nearest the sub-agent's ``lastUpdated``.
 
 The cwd: the project folder's ``.project_root`` marker (newer versions name the folder
-by a slug and write the project's path in it); else a sub-agent's first workspace
-directory; else none (older versions name the folder by a digest of the path only), and
-the session is in the no-cwd workspace (a sub-agent without either takes its parent's).
+by a slug and write the project's path in it), else ``history/<slug>``'s marker or the
+path ``projects.json`` registers for the folder's slug (or digest); else a sub-agent's
+first workspace directory; else none (older versions name the folder by a digest of the
+path only), and the session is in the no-cwd workspace (a sub-agent without either takes
+its parent's).
 Tool calls become ``tool/call`` and, once their result is in, ``tool/result`` citing
 the call (text parts and function responses' ``output``/``error``, else the display
 text); thoughts become ``message/assistant`` with ``thinking``; ``info``, ``error`` and
@@ -128,7 +130,7 @@ def project_cwd(chats_file: Path) -> str | None:
     folder without it, the path of the folder the CLI moved its chats to; else None."""
     for folder in chats_file.parents:
         if folder.name == CHATS:
-            marker = _marker(folder.parent)
+            marker = _marker(folder.parent) or _registered(folder.parent)
             if marker is None:
                 newer = _moved_to(folder)
                 marker = _marker(newer) if newer is not None else None
@@ -142,6 +144,29 @@ def _marker(project: Path) -> str | None:
     except OSError:
         return None
     return text or None
+
+
+def _registered(project: Path) -> str | None:
+    """Newer versions register each project in ``~/.gemini/projects.json`` (its path -> the
+    slug naming its folders) and mark ``history/<slug>`` too: a ``tmp`` folder without its
+    marker (seen in a real home) is found there; one named by a path's digest as well."""
+    gemini = project.parent.parent
+    history = _marker(gemini / "history" / project.name)
+    if history is not None:
+        return history
+    try:
+        registry = orjson.loads((gemini / "projects.json").read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return None
+    projects = registry.get("projects") if isinstance(registry, dict) else None
+    if not isinstance(projects, dict):
+        return None
+    named = [
+        path
+        for path, slug in projects.items()
+        if slug == project.name or hashlib.sha256(path.encode()).hexdigest() == project.name
+    ]
+    return named[0] if len(named) == 1 else None
 
 
 def _moved_to(chats: Path) -> Path | None:
