@@ -43,6 +43,7 @@ compaction record: a session is ended by ``--idle-seconds`` as Claude Code's are
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import re
@@ -173,6 +174,15 @@ def _moved_to(chats: Path) -> Path | None:
     """For an older project folder (named by a digest of the path, no marker): the newer
     folder of the same project, which the CLI gave a marker and copied these chats to
     under the same names (seen in real homes), or whose marker's digest names this one."""
+    try:  # asked once per file: remembered until a project folder comes or goes
+        changed = chats.parent.parent.stat().st_mtime_ns
+    except OSError:
+        return None
+    return _moved_to_as_of(chats, changed)
+
+
+@functools.lru_cache(maxsize=256)
+def _moved_to_as_of(chats: Path, changed: int) -> Path | None:  # changed: the cache key
     try:
         names = {p.name for p in chats.iterdir() if p.name.startswith("session-")}
         siblings = [p for p in chats.parent.parent.iterdir() if p != chats.parent]
