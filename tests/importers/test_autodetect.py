@@ -15,12 +15,18 @@ from contracts.subjects import Subjects
 from tests._harness import until
 from tests.importers import (
     fixture_gen,
+    gen_amazon_q,
+    gen_amp,
+    gen_auggie,
     gen_copilot_cli,
     gen_cursor,
     gen_droid,
     gen_gemini_cli,
+    gen_hermes,
+    gen_openclaw,
     gen_pi,
     gen_qwen_code,
+    gen_zed,
 )
 from tests.importers._agent_e2e import converted
 from tests.importers.test_import_tools import sessionquery
@@ -105,7 +111,14 @@ def test_every_generated_file_is_detected_as_its_own_format(tmp_path: Path) -> N
     (Qwen Code's records look like Claude Code's, Droid's first line like Pi's header)."""
     _, roots = _machine(tmp_path)
     roots |= {"qwen-code": gen_qwen_code.write(tmp_path / "home"),
-              "droid": gen_droid.write(tmp_path / "home")}  # fmt: skip
+              "droid": gen_droid.write(tmp_path / "home"),
+              "amp": gen_amp.write(tmp_path / "home")}  # fmt: skip
+    roots |= {fmt: db.parent for fmt, db in gen_amazon_q.write(tmp_path / "home").items()}
+    roots["zed"] = gen_zed.write_home(tmp_path / "home")
+    # OpenClaw's transcripts are Pi's format: told apart by where OpenClaw keeps them.
+    roots |= {"hermes": gen_hermes.write_home(tmp_path / "home"),
+              "openclaw": gen_openclaw.write(tmp_path / "home"),
+              "auggie": gen_auggie.write(tmp_path / "home")}  # fmt: skip
     roots["claude-code"] = fixture_gen.ROOT / "claude-code"
     roots["codex"] = fixture_gen.ROOT / "codex"
     at_home = set[Path]()

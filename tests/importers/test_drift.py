@@ -13,18 +13,10 @@ import pytest
 from contracts.subjects import Subjects
 from worker.importers import registry, skips
 from worker.importers.base import Problem, Tally
+from worker.importers.figures import FileReport, FormatFigures, unrecognised_source
 from worker.importers.pipeline import convert_file
-from worker.importers.run import (
-    AgentReport,
-    FileReport,
-    FormatFigures,
-    ImportReport,
-    Job,
-    import_jobs,
-    print_files,
-    print_summary,
-    unrecognised_source,
-)
+from worker.importers.run import AgentReport, ImportReport, Job, import_jobs
+from worker.importers.summary import print_files, print_summary
 from worker.transport.connection import NatsOptions
 
 HINT = "this agent version may have changed its format; please report"

@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 
 from tests.importers import (
+    gen_amazon_q,
+    gen_amp,
     gen_cline,
     gen_copilot_cli,
     gen_cursor,
@@ -25,6 +27,7 @@ from tests.importers import (
     gen_pi,
     gen_qwen_code,
     gen_vscode_copilot,
+    gen_zed,
 )
 from worker.importers import registry
 from worker.importers.base import SpawnLinks, Tally
@@ -49,6 +52,10 @@ WRITERS: dict[str, Callable[[Path], Path]] = {
     "pi": gen_pi.write,
     "qwen-code": gen_qwen_code.write,
     "vscode-copilot": gen_vscode_copilot.write_log,
+    "amp": gen_amp.write,
+    "amazon-q": lambda home: gen_amazon_q.write(home)["amazon-q"],
+    "kiro-cli": lambda home: gen_amazon_q.write(home)["kiro-cli"],
+    "zed": gen_zed.write_home,
 }
 # Records the generators write to stand for an agent's next version.
 DELIBERATE: dict[str, set[str]] = {

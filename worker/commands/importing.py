@@ -26,15 +26,10 @@ from pathlib import Path
 from typing import Final
 
 from worker.importers.detect import AUTO
+from worker.importers.figures import DEFAULT_IMPORTS_BUCKET
 from worker.importers.publish import DEFAULT_WINDOW, ImportFailed
-from worker.importers.run import (
-    DEFAULT_IDLE_S,
-    DEFAULT_IMPORTS_BUCKET,
-    Job,
-    import_jobs,
-    print_files,
-    print_summary,
-)
+from worker.importers.run import DEFAULT_IDLE_S, Job, import_jobs
+from worker.importers.summary import print_files, print_summary
 
 EXIT_OK: Final = 0
 

@@ -126,7 +126,7 @@ async def _imports(js: Any, bucket: str | None) -> dict[str, Any]:
     (``imports_error``)."""
     import nats.errors
 
-    from worker.importers.run import read_formats
+    from worker.importers.figures import read_formats
 
     if not bucket:
         return {}

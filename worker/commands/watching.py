@@ -15,8 +15,9 @@ from typing import TextIO
 from contracts.subjects import Subjects
 from worker.commands.importing import EXIT_FAILED, EXIT_OK, add_common_arguments, what_to_read
 from worker.importers.publish import ImportFailed
-from worker.importers.run import Job, dead_letter_line
+from worker.importers.run import Job
 from worker.importers.skips import unknown_text
+from worker.importers.summary import dead_letter_line
 from worker.importers.watch import (
     DEFAULT_BUCKET,
     DEFAULT_CHUNK_LINES,

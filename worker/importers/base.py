@@ -428,3 +428,31 @@ class JsonRecordConverter:
 
     def _record(self, record: dict[str, Any]) -> list[Outgoing]:
         raise NotImplementedError
+
+
+class TitledAtEnd(JsonRecordConverter):
+    """A converter whose source titles a session apart from its records (a row of the
+    agent's store, a field of its document): the title is published just before the
+    session's end, as ``snapshot.SnapshotConverter`` does, since agents name a session
+    after its first turns and rename it later."""
+
+    def _end_title(self) -> tuple[str | None, str | None]:
+        """(the titled session, its title now); (None, None) when there is none."""
+        return None, None
+
+    def _titled(self, before: datetime | None) -> list[Outgoing]:
+        session, title = self._end_title()
+        state = self.sessions.by_id.get(session or "")
+        if state is None or state.ended or not title or not title.strip():
+            return []
+        if before is not None and datetime.fromisoformat(state.last_time) >= before:
+            return []
+        self.tally.events += 1
+        return [self.sessions.emit(state.session_id, "session/title", "system", None,
+                                   {"title": cut(title)}, "title")]  # fmt: skip
+
+    def idle(self) -> list[Outgoing]:
+        return self._titled(None) + super().idle()
+
+    def end_quiet(self, before: datetime) -> list[Outgoing]:
+        return self._titled(before) + super().end_quiet(before)

@@ -33,8 +33,15 @@ Mapping:
   their output (``<local-command-stdout>``, ``<bash-stdout>``) ``command/output``, and
   notifications, reminders, caveats, ``isMeta`` records and interruption markers
   (``<task-notification>``, ``<system-reminder>``, ``[Request interrupted by user]``)
-  ``message/context``; a "This session is being continued from a previous conversation"
+  ``message/context``; a ``system`` ``local_command`` record (the output of a local
+  command such as ``/rename``, which later versions write so) is typed the same way; a
+  "This session is being continued from a previous conversation"
   summary without the compaction flag (older versions) is a ``compaction`` as well;
+- a ``<task-notification>`` (a background sub-agent or command done) cites the tool call
+  its ``<tool-use-id>`` names, whose own result only said it was launched;
+- an assistant record Claude Code writes itself (``model: "<synthetic>"``: "No response
+  requested." after an interrupted turn, API error messages) is ``message/context`` with
+  ``synthetic`` (and ``api_error``), not the model's words;
 - everything else (file snapshots, progress, other ``system`` records, image blocks) is
   skipped and counted. The format has no session end: ``import`` ends a session whose
   last event is older than ``--idle-seconds``, ``watch`` one whose file has not grown
@@ -65,6 +72,11 @@ NAME: Final = "claude-code"
 # Tools whose call starts a sub-agent (``Task``; ``Agent`` in later versions).
 _SPAWNING_TOOLS: Final = frozenset({"Task", "Agent"})
 _PROMPT: Final = "prompt:"  # links key prefix of a spawning call, by a digest of its prompt
+# The model name Claude Code gives the assistant records it writes itself.
+SYNTHETIC_MODEL: Final = "<synthetic>"
+_NOTIFIED_CALL: Final = re.compile(
+    r"<task-notification>.*?<tool-use-id>\s*([^<\s]+)\s*</tool-use-id>", re.S
+)
 _COMMAND_NAME: Final = re.compile(r"<command-name>\s*([^<]*?)\s*</command-name>")
 
 
@@ -115,7 +127,7 @@ class ClaudeCodeConverter(JsonRecordConverter):
             return out
         time = iso_time(record.get("timestamp"))
         if kind == "system":
-            self._system(session, record)
+            out.extend(self._system(session, record, time))
         elif kind == "assistant":
             out.extend(self._assistant(session, record, time))
         else:
@@ -255,8 +267,16 @@ class ClaudeCodeConverter(JsonRecordConverter):
         self.pending_titles = {}
         return []
 
-    def _system(self, session: str, record: dict[str, Any]) -> None:
+    def _system(self, session: str, record: dict[str, Any], time: str | None) -> list[Outgoing]:
         subtype = record.get("subtype")
+        content = record.get("content")
+        if subtype == "local_command" and isinstance(content, str):
+            # A local command's output (/rename's "Session renamed to: …") is written as a
+            # system record where other commands' output is a user record: the same text.
+            uuid = str(record.get("uuid") or "")
+            # Harness-typed (command/output); any other text is context, not the user's words.
+            event = self._user_text(session, content, True, {}, time, uuid, "system:local_command")
+            return [event]
         if subtype == "compact_boundary":
             meta = record.get("compactMetadata")
             boundary = dict(meta) if isinstance(meta, dict) else {}
@@ -264,26 +284,32 @@ class ClaudeCodeConverter(JsonRecordConverter):
             boundary["_through"] = self.last_seq.get(str(record.get("logicalParentUuid")))
             self.boundary[session] = boundary
             self.tally.skip("system:compact_boundary (folded into the compaction)")
-            return
+            return []
         self.tally.skip(f"system:{subtype}")
+        return []
 
     def _assistant(self, session: str, record: dict[str, Any], time: str | None) -> list[Outgoing]:
         message = record.get("message")
         content = message.get("content") if isinstance(message, dict) else None
         uuid = str(record.get("uuid") or "")
         base: dict[str, Any] = {}
+        # Text Claude Code writes in the assistant's place (model "<synthetic>": "No response
+        # requested." after an interruption, API errors) is the harness's, not the model's.
+        text_type, surface = "message/assistant", "assistant"
+        if isinstance(message, dict) and message.get("model") == SYNTHETIC_MODEL:
+            text_type, surface, base = "message/context", "system", {"synthetic": True}
+            if record.get("isApiErrorMessage") is True:
+                base["api_error"] = True
         if isinstance(content, str):
             payload = {**base, "text": cut(content)}
-            return [self._emit(session, "message/assistant", "assistant", time, payload, uuid)]
+            return [self._emit(session, text_type, surface, time, payload, uuid)]
         out: list[Outgoing] = []
         for index, block in enumerate(content if isinstance(content, list) else []):
             ref = f"{uuid}-{index}"
             kind = block.get("type") if isinstance(block, dict) else None
             if kind == "text" and isinstance(block.get("text"), str):
                 payload = {**base, "text": cut(block["text"])}
-                out.append(
-                    self._emit(session, "message/assistant", "assistant", time, payload, ref)
-                )
+                out.append(self._emit(session, text_type, surface, time, payload, ref))
             elif kind == "thinking" and isinstance(block.get("thinking"), str):
                 payload = {**base, "thinking": cut(block["thinking"])}
                 out.append(
@@ -341,15 +367,25 @@ class ClaudeCodeConverter(JsonRecordConverter):
 
     def _user_text(
         self, session: str, text: str, meta: bool, base: dict[str, Any], time: str | None,
-        ref: str,
+        ref: str, source_type: str = "user",
     ) -> Outgoing:  # fmt: skip
         type_, surface = harness_kind(text, meta=meta)
         payload = {**base, "text": cut(text)}
+        cites = None
         if type_ == "command":
             name = _COMMAND_NAME.search(text)
             if name is not None:
                 payload["command"] = name.group(1)
-        return self.sessions.emit(session, type_, surface, time, payload, "user", source_ref=ref)
+        elif type_ == "message/context":
+            # A background task's notification reports on the call that started it (its
+            # result said only "launched"): it cites that call.
+            notified = _NOTIFIED_CALL.search(text)
+            call = self.tool_calls.get(notified.group(1)) if notified is not None else None
+            if call is not None:
+                cites = [(call[0], call[1])]
+        return self.sessions.emit(
+            session, type_, surface, time, payload, source_type, cites=cites, source_ref=ref
+        )
 
     def _note_spawn(self, record: dict[str, Any], content: object) -> None:
         """A Task result names the sub-agent it ran (``toolUseResult.agentId``): remember

@@ -37,9 +37,17 @@ BUILT_IN: Final = {
     "kilo": "worker.importers.whole_sources:KiloImporter",
     "goose": "worker.importers.whole_sources:GooseImporter",
     "cline": "worker.importers.whole_sources:ClineImporter",
+    "cline-cli": "worker.importers.cline_cli:ClineCliImporter",
     "roo-code": "worker.importers.whole_sources:RooCodeImporter",
     "openhands": "worker.importers.whole_sources:OpenHandsImporter",
     "vscode-copilot": "worker.importers.whole_sources:VSCodeCopilotImporter",
+    "amp": "worker.importers.amp:AmpImporter",
+    "amazon-q": "worker.importers.amazon_q:AmazonQImporter",
+    "kiro-cli": "worker.importers.amazon_q:KiroCliImporter",
+    "zed": "worker.importers.zed:ZedImporter",
+    "hermes": "worker.importers.hermes:HermesImporter",
+    "openclaw": "worker.importers.openclaw:OpenClawImporter",
+    "auggie": "worker.importers.auggie:AuggieImporter",
 }
 
 

@@ -1,5 +1,5 @@
-"""One import run: the files of each job converted and published, the per-agent report,
-and the summary's lines. ``sessionquery import`` (``worker.commands.importing``) and
+"""One import run: the files of each job converted and published, and the per-agent
+report. ``sessionquery import`` (``worker.commands.importing``) and
 ``watch`` (``worker.importers.watch``) share it; neither command's flags live here.
 
 Claude Code and Codex never write a session's end: a session whose last event is older
@@ -8,121 +8,43 @@ with the next seq, so importing the file again publishes the same end (the strea
 index keep it once). Aider's events carry their session's start time, so its last session
 is ended only when the file, too, is older than that.
 
-Each file read gets a :class:`FileReport` (sessions, events by type, skipped kinds by
+Each file read gets a ``figures.FileReport`` (sessions, events by type, skipped kinds by
 design or unknown, what the publisher's order checks would refuse): ``--dry-run`` prints
 them (a :class:`~worker.importers.publish.DryRun` stands in for the publisher), and each
-format's sum (:class:`FormatFigures`) is kept in the imports bucket for ``status``.
+format's sum (``figures.FormatFigures``) is kept in the imports bucket for ``status``.
+The summary's lines are ``summary.py``'s.
 """
 
 from __future__ import annotations
 
 import asyncio
-import re
-import socket
 import sys
 from collections import Counter
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, tzinfo
+from datetime import datetime, tzinfo
 from pathlib import Path
-from typing import Any, BinaryIO, Final, TextIO
-
-import orjson
+from typing import BinaryIO, Final, TextIO
 
 from contracts.limits import MAX_EVENT_BYTES, event_size_limit
 from contracts.partitions import NO_CWD_KEY
 from contracts.subjects import Subjects
 from worker.importers.base import Converter, Outgoing, Problem, SpawnLinks, Tally, quiet_since
 from worker.importers.detect import AUTO
+from worker.importers.figures import (
+    DEFAULT_IMPORTS_BUCKET,
+    FileReport,
+    FormatFigures,
+    record_formats,
+    unrecognised_source,
+)
 from worker.importers.progress import Progress
 from worker.importers.publish import DEFAULT_WINDOW, KEPT_REASONS, DryRun, Publisher
-from worker.importers.skips import bounded, kinds_text, short, unknown_text
+from worker.importers.skips import kinds_text, unknown_text
 from worker.transport.connection import NatsOptions
 
 # A session whose last event is older than this is over (import), as is a file that has
 # not grown for this long (watch).
 DEFAULT_IDLE_S: Final = 1800.0
-# Where import and watch keep each format's last figures (key: the format), for status.
-DEFAULT_IMPORTS_BUCKET: Final = "sessionquery-imports"
-
-
-@dataclass
-class FileReport:
-    """What one source gave: ``--dry-run``'s per-file table, and the figures each format
-    records for ``status``. Counts and kinds only: no message text."""
-
-    path: Path
-    fmt: str
-    sessions: int = 0  # session/start events made from it
-    events: Counter[str] = field(default_factory=Counter)  # by type
-    tally: Tally = field(default_factory=Tally)
-    refused: int = 0  # events the worker would refuse (dead-letter)
-    reasons: list[str] = field(default_factory=list)  # why, for the first KEPT_REASONS
-    looked_up: int = 0  # sessions whose start is not in the files read
-    unrecognised: str | None = None  # the source is not of its format at all
-
-    def lines(self) -> list[str]:
-        """The file's block of the dry run's table: the same source always gives the
-        same text (kinds sorted, no times, no rates)."""
-        total = sum(self.events.values())
-        lines = [f"{self.path} ({self.fmt})"]
-        if self.unrecognised:
-            lines.append(f"  {self.unrecognised}")
-        lines.append(f"  sessions {self.sessions}, events {total}"
-                     + (f": {kinds_text(self.events)}" if total else ""))  # fmt: skip
-        for what, n in sorted(self.tally.by_design.items()):
-            lines.append(f"  skipped by design: {short(what)} {n} ({self.tally.why[what]})")
-        if self.tally.unknown:
-            lines.append(f"  {unknown_text(self.tally.unknown)}")
-        if self.tally.problems:
-            lines.append(f"  invalid records: {len(self.tally.problems)} (said on stderr)")
-        if self.refused:
-            lines.append(f"  would be refused: {self.refused}")
-            lines.extend(f"    {reason}" for reason in self.reasons)
-        if self.looked_up:
-            lines.append(f"  would be looked up in the stream: {self.looked_up} sessions"
-                         " (their session/start is not in the files read)")  # fmt: skip
-        return lines
-
-
-@dataclass
-class FormatFigures:
-    """One format's figures over a run: what ``status`` shows per format."""
-
-    files: int = 0
-    sessions: int = 0
-    events: int = 0
-    unknown: Counter[str] = field(default_factory=Counter)
-    by_design: Counter[str] = field(default_factory=Counter)
-    unrecognised: int = 0
-
-    def add(self, file: FileReport) -> None:
-        self.files += 1
-        self.sessions += file.sessions
-        self.events += sum(file.events.values())
-        self.unknown.update(file.tally.unknown)
-        self.by_design.update(file.tally.by_design)
-        self.unrecognised += file.unrecognised is not None
-
-    def line(self, fmt: str) -> str:
-        """The format's line of a summary over several formats."""
-        text = f"{fmt}: {self.files} files, {self.sessions} sessions, {self.events} events"
-        if self.unknown:
-            text += "; " + unknown_text(self.unknown)
-        return text
-
-    def record(self, *, command: str) -> dict[str, Any]:
-        """The value kept in the imports bucket under the format's name."""
-        return {
-            "last_import": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-            "command": command,
-            "host": socket.gethostname(),
-            "files": self.files,
-            "sessions": self.sessions,
-            "events": self.events,
-            "unknown": bounded(self.unknown),
-            "skipped": bounded(self.by_design),
-            "unrecognised": self.unrecognised,
-        }
 
 
 @dataclass
@@ -155,76 +77,6 @@ class Job:
     fmt: str
     paths: list[Path]
     agent: str | None = None
-
-
-def print_summary(report: ImportReport, out: TextIO) -> None:
-    for agent in report.agents:
-        print(agent.line(), file=out)
-    if not report.agents and len(report.formats) > 1:  # --format auto over paths
-        for fmt, figures in sorted(report.formats.items()):
-            print(figures.line(fmt), file=out)
-    if report.dry_run:
-        print(
-            f"dry run: {report.published} events would be published from {report.files}"
-            f" files (nothing was), {report.invalid} invalid lines skipped",
-            file=out,
-        )
-    else:
-        print(
-            f"published {report.published} events ({report.duplicates} already in the stream),"
-            f" {report.invalid} invalid lines skipped",
-            file=out,
-        )
-    if report.tally.skipped:
-        print(f"skipped records: {skipped_text(report.tally)}", file=out)
-    if report.tally.unknown:
-        print(unknown_text(report.tally.unknown), file=out)
-    for line in report.unrecognised:
-        print(line, file=out)
-    if report.no_cwd_sessions:
-        print(f"sessions without a cwd: {report.no_cwd_sessions} (the no-cwd workspace,"
-              " where each session sees only itself)", file=out)  # fmt: skip
-    if report.will_dead_letter:
-        print(dead_letter_line(report.will_dead_letter, report.dead_letter_reasons), file=out)
-
-
-def print_files(report: ImportReport, out: TextIO) -> None:
-    """``--dry-run``'s table: one block per source read, then the totals."""
-    for file in report.read:
-        print("\n".join(file.lines()), file=out)
-    by_type: Counter[str] = Counter()
-    for file in report.read:
-        by_type.update(file.events)
-    total = sum(by_type.values())
-    sessions = sum(file.sessions for file in report.read)
-    print(f"total: {len(report.read)} files, sessions {sessions}, events {total}"
-          + (f": {kinds_text(by_type)}" if total else ""), file=out)  # fmt: skip
-    if report.tally.unknown:
-        print(f"total {unknown_text(report.tally.unknown)}", file=out)
-    refused = sum(file.refused for file in report.read)
-    looked_up = sum(file.looked_up for file in report.read)
-    print(f"total would be refused: {refused}; would be looked up in the stream:"
-          f" {looked_up} sessions", file=out)  # fmt: skip
-
-
-def skipped_text(tally: Tally) -> str:
-    return kinds_text(tally.skipped)
-
-
-def unrecognised_source(tally: Tally, fmt: str) -> str | None:
-    """Why a source read whole is not of its format at all, or None: nothing came of it
-    but records of kinds the importer does not know (or cannot read), none it knows."""
-    if tally.events or tally.by_design or not (tally.unknown or tally.problems):
-        return None
-    seen = max(tally.lines, sum(tally.unknown.values()) + len(tally.problems))
-    return f"not a recognised {fmt} source (no record of a known kind in {seen} records)"
-
-
-def dead_letter_line(count: int, reasons: tuple[str, ...] | list[str]) -> str:
-    return (
-        f"of those, the worker will dead-letter {count}"
-        f" (see sessionquery deadletters): {'; '.join(reasons[:5])}"
-    )
 
 
 async def import_jobs(
@@ -278,58 +130,6 @@ async def import_jobs(
         if nc is not None:
             await nc.close()
     return run.report
-
-
-async def record_formats(
-    nc: Any, bucket: str, formats: dict[str, FormatFigures], *, command: str, errors: TextIO
-) -> None:
-    """Each format's figures into the imports bucket (created on first use), for
-    ``status``. A publisher that may not write it still imported: one line says so."""
-    import nats.errors
-    import nats.js.errors
-
-    js = nc.jetstream()
-    try:
-        try:
-            kv = await js.key_value(bucket)
-        except nats.js.errors.BucketNotFoundError:
-            kv = await js.create_key_value(bucket=bucket, history=1)
-        for fmt, figures in sorted(formats.items()):
-            await kv.put(
-                imports_key(fmt), orjson.dumps({"format": fmt, **figures.record(command=command)})
-            )
-    except (nats.errors.Error, TimeoutError) as exc:
-        print(f"{command}: the figures for status were not recorded in {bucket}: {exc!r}",
-              file=errors)  # fmt: skip
-
-
-def imports_key(fmt: str) -> str:
-    """A format's key in the imports bucket (a plug-in's name may hold what a key may not)."""
-    return re.sub(r"[^-_=.a-zA-Z0-9]", "_", fmt) or "_"
-
-
-async def read_formats(js: Any, bucket: str) -> dict[str, dict[str, Any]]:
-    """Every format's last figures in the imports bucket (none: it does not exist yet)."""
-    import nats.js.errors
-
-    try:
-        kv = await js.key_value(bucket)
-    except nats.js.errors.BucketNotFoundError:
-        return {}
-    try:
-        keys = await kv.keys()
-    except nats.js.errors.NoKeysError:
-        return {}
-    found: dict[str, dict[str, Any]] = {}
-    for key in sorted(keys):
-        try:
-            entry = await kv.get(key)
-            value = orjson.loads(entry.value or b"")
-        except (nats.js.errors.KeyNotFoundError, orjson.JSONDecodeError):
-            continue
-        if isinstance(value, dict):
-            found[str(value.get("format") or key)] = value
-    return found
 
 
 @dataclass

@@ -31,6 +31,7 @@ MAX_KINDS: Final = 100
 MAX_KIND_CHARS: Final = 120
 
 _IMAGES: Final = "images are not searchable text"
+_ENCRYPTED: Final = "encrypted thinking: nothing readable"
 _VSCODE_BOOKKEEPING: Final = (
     "inlineReference", "codeblockUri", "textEditGroup", "undoStop", "prepareToolInvocation",
     "progressMessage", "confirmation", "warning", "command",
@@ -81,18 +82,26 @@ BUILT_IN: Final[dict[str, Reasons]] = {
         " or a custom title wins",
         "record:custom-title:empty": "an empty /rename",
         "record:ai-title:*": "a generated title that titles nothing: empty, or a /rename wins",
-        "record:last-prompt": "the session's last prompt, repeated from its message",
         "record:permission-mode": "the permission mode chosen (bookkeeping)",
-        "record:agent-name": "the session's agent name (bookkeeping)",
         "record:pr-link": "a link to a pull request the session opened (bookkeeping)",
         "record:teleported-from": "where a web session was teleported from (bookkeeping)",
-        "record:attachment": "context attached to a turn for the model (hook output, files,"
-        " memory, tool and skill listings), not conversation",
         "system:compact_boundary (folded into the compaction)": "folded into the compaction",
         "system:*": "status notices: API errors, hook summaries, durations",
         "assistant-block:image": _IMAGES,
         "user-block:image": _IMAGES,
         "assistant-block:redacted_thinking": "encrypted thinking: nothing readable",
+        # Seen in what Claude Code 2.1.332 writes (tests/importers/recorded/claude-code).
+        "record:attachment": "context Claude Code renders for the model: environment, date,"
+        " tool, agent and skill listings, the system prompt's snapshot, files re-read",
+        "record:api-request": "a copy of a request sent to the model",
+        "record:api-request-blob": "a copy of a request's messages",
+        "record:api-request-shape": "a request's shape, for caching",
+        "record:last-prompt": "the last prompt, repeated for the prompt history",
+        "record:tools-used": "the tools a turn used, repeated from its calls",
+        "record:cost-state": "cost and duration bookkeeping",
+        "record:mode": "the permission mode",
+        "record:atis-latch": "internal state",
+        "record:agent-name": "the name /rename gives, also written as the custom title",
     },
     "codex": {
         "record:event_msg": "UI notifications that repeat the response items",
@@ -151,6 +160,7 @@ BUILT_IN: Final[dict[str, Reasons]] = {
     "droid": {
         "record:todo_state": "the todo list's state",
         "record:session_start:repeated": "a repeated session header",
+        "record:agent_turn_outcome": "how a turn ended (completed, its result's kind)",
         "block:*:image": _IMAGES,
     },
     "opencode": _OPENCODE,
@@ -178,6 +188,19 @@ BUILT_IN: Final[dict[str, Reasons]] = {
         [f"response:{kind}" for kind in _VSCODE_BOOKKEEPING],
         "editor bookkeeping: references, edits, progress",
     ),
+    "amp": {
+        "content:image": _IMAGES,
+        "content:redacted_thinking": _ENCRYPTED,
+        "content:server_tool_use": "calls the model's provider ran itself (web search)",
+    },
+    "amazon-q": {"user:image": _IMAGES},
+    "kiro-cli": {"user:image": _IMAGES},
+    "zed": {
+        "content:Image": _IMAGES,
+        "content:RedactedThinking": _ENCRYPTED,
+        "segment:RedactedThinking": _ENCRYPTED,
+        "message:system": "the first agent's system messages: instructions to the model",
+    },
 }
 
 

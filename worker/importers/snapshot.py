@@ -54,6 +54,7 @@ class Item:
     call: str | None = None  # a tool/call's id, named by its result
     result_of: str | None = None  # a tool/result's call id: the result cites that call
     spawns: str | None = None  # a tool/call that started a sub-agent: the child's session id
+    also_spawns: tuple[str, ...] = ()  # the other sub-agents one call started (a batch)
 
 
 @dataclass
@@ -260,8 +261,9 @@ class SnapshotConverter:
         )  # fmt: skip
         if item.call:
             self.calls[item.call] = (sid, out.seq, payload.get("tool"))
-        if item.spawns:
-            self.spawned[item.spawns] = (sid, out.seq)
+        for child in (item.spawns, *item.also_spawns):
+            if child:
+                self.spawned[child] = (sid, out.seq)
         return [out]
 
     def _close(self, sid: str, reason: str) -> list[Outgoing]:

@@ -43,16 +43,15 @@ import orjson
 from contracts.limits import MAX_EVENT_BYTES, event_size_limit
 from contracts.subjects import Subjects
 from worker.importers.base import Converter, Outgoing, Resumable, SpawnLinks, Tally
-from worker.importers.plugin import ConvertOptions, Importer
-from worker.importers.publish import ImportFailed, Publisher
-from worker.importers.run import (
-    DEFAULT_IDLE_S,
+from worker.importers.figures import (
     DEFAULT_IMPORTS_BUCKET,
     FormatFigures,
-    Job,
     record_formats,
     unrecognised_source,
 )
+from worker.importers.plugin import ConvertOptions, Importer
+from worker.importers.publish import ImportFailed, Publisher
+from worker.importers.run import DEFAULT_IDLE_S, Job
 from worker.importers.skips import unknown_text
 
 DEFAULT_BUCKET: Final = "sessionquery-watch"

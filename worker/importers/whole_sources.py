@@ -120,10 +120,34 @@ class OpenCodeImporter(SnapshotImporter):
 
 
 class KiloImporter(OpenCodeImporter):
+    """Kilo CLI (read from its binary 7.7.9): ``kilo.db`` for the latest, beta and prod
+    channels, ``kilo-<channel>.db`` for the others (or ``opencode-<channel>.db`` when
+    only that exists), in its data folder; ``$KILO_DB`` (a path, or a name in the data
+    folder; ``:memory:`` keeps nothing) wins."""
+
     name: ClassVar[str] = "kilo"
-    help: ClassVar[str] = "Kilo CLI's kilo.db, OpenCode's schema ($XDG_DATA_HOME/kilo)"
+    help: ClassVar[str] = "Kilo CLI's kilo.db, OpenCode's schema ($XDG_DATA_HOME/kilo, $KILO_DB)"
+    env_vars: ClassVar[tuple[str, ...]] = ("XDG_DATA_HOME", "KILO_DB")
     detect_order: ClassVar[int] = 51
     folder: ClassVar[str] = "kilo"
+
+    def default_locations(self) -> list[Path]:
+        chosen = os.environ.get("KILO_DB")
+        if not chosen or chosen == ":memory:":
+            return super().default_locations()
+        return [data_home() / self.folder / chosen]  # an absolute path replaces the folder
+
+    def detect(self, path: Path, head: Sequence[bytes]) -> bool:
+        return super().detect(path, head) or self._channel_database(path)
+
+    def sources(self, root: Path) -> Iterator[Path]:
+        yield from super().sources(root)
+        yield from (path for path in root.rglob("*.db") if self._channel_database(path))
+
+    def _channel_database(self, path: Path) -> bool:
+        return path.parent.name == self.folder and path.suffix == ".db" and (
+            path.name.startswith(("kilo-", "opencode-"))
+        )  # fmt: skip
 
 
 class GooseImporter(SnapshotImporter):
