@@ -12,6 +12,7 @@ import pytest
 
 from contracts.events import Refusal, validate_event
 from tests.importers import fixture_gen as gen
+from tests.importers._agent_e2e import by_session
 from tests.importers._corpus import bodies
 from worker.importers import make_converter
 from worker.importers.base import Converter, SpawnLinks, Tally, safe_id
@@ -255,3 +256,25 @@ def test_codex_encrypted_reasoning_without_a_summary_is_skipped(tmp_path: Path) 
     after, tally = _convert("codex", path)
     assert len(after) == len(before)
     assert tally.skipped["response_item:reasoning:unreadable"] >= 1
+
+
+def test_a_resumed_sessions_copy_of_an_earlier_sessions_records_is_not_imported_again(
+    tmp_path: Path,
+) -> None:
+    """Claude Code 2.1.x starts a resumed session's file with copies of the earlier
+    session's first records, their ``sessionId`` the earlier one's (seen in a real home:
+    the earlier session's own file then read after its end, 215 events dead-lettered)."""
+    earlier = tmp_path / FRESH_FILE.name
+    earlier.write_bytes(FRESH_FILE.read_bytes())
+    copied = [line for line in FRESH_FILE.read_bytes().splitlines(keepends=True)
+              if b'"type":"user"' in line][:3]  # fmt: skip
+    later = tmp_path / "0000aaaa-0000-4000-8000-000000000001.jsonl"  # sorts first
+    own = RENAMED_FILE.read_bytes().replace(gen.RENAMED.encode(), later.stem.encode())
+    later.write_bytes(b"".join(copied) + own)
+    alone, _ = _convert("claude-code", earlier)
+    sessions, _, tally = by_session("claude-code", tmp_path)
+    assert len(sessions[gen.FRESH]) == len(alone)  # from its own file, once
+    assert [e["seq"] for e in sessions[gen.FRESH]] == list(range(1, len(alone) + 1))
+    assert later.stem in sessions
+    assert tally.skipped["record:user:copied"] == 3
+    assert reason_for("record:user:copied", BUILT_IN["claude-code"])

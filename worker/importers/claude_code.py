@@ -42,6 +42,9 @@ Mapping:
 - an assistant record Claude Code writes itself (``model: "<synthetic>"``: "No response
   requested." after an interrupted turn, API error messages) is ``message/context`` with
   ``synthetic`` (and ``api_error``), not the model's words;
+- a resumed session's file starts with copies of the earlier session's records (their
+  ``sessionId`` the earlier one's): skipped and counted when the earlier session's own
+  file is beside it, which holds them;
 - everything else (file snapshots, progress, other ``system`` records, image blocks) is
   skipped and counted. The format has no session end: ``import`` ends a session whose
   last event is older than ``--idle-seconds``, ``watch`` one whose file has not grown
@@ -108,6 +111,7 @@ class ClaudeCodeConverter(JsonRecordConverter):
         self.task_descriptions: dict[str, str] = {}  # tool_use id of a Task -> description
         self.boundary: dict[str, dict[str, Any]] = {}  # session -> its pending compact boundary
         self.last_seq: dict[str, int] = {}  # record uuid -> seq of its last event
+        self.copies: dict[str, bool] = {}  # sessionId -> its records here are copies
 
     def _record(self, record: dict[str, Any]) -> list[Outgoing]:
         kind = record.get("type")
@@ -119,6 +123,9 @@ class ClaudeCodeConverter(JsonRecordConverter):
             return self._ai_title(record)
         if kind not in ("user", "assistant", "system"):
             self.tally.skip(f"record:{kind}")
+            return []
+        if self._copied(record.get("sessionId")):
+            self.tally.skip(f"record:{kind}:copied")
             return []
         out: list[Outgoing] = []
         session = self._session_for(record, out)
@@ -139,6 +146,18 @@ class ClaudeCodeConverter(JsonRecordConverter):
             self.record_session[uuid] = session
             out.extend(self._leaf_titles(uuid, session))
         return out
+
+    def _copied(self, raw: object) -> bool:
+        """A resumed session's file starts with copies of the earlier session's records,
+        under the earlier ``sessionId``: when that session's own file is beside this one,
+        they are read there, once (else, here)."""
+        if not isinstance(raw, str):
+            return False
+        if raw not in self.copies:
+            path = Path(self.path)
+            own = raw == path.stem or path.parent.name == "subagents"
+            self.copies[raw] = not own and (path.parent / f"{raw}.jsonl").is_file()
+        return self.copies[raw]
 
     def _session_for(self, record: dict[str, Any], out: list[Outgoing]) -> str | None:
         """The session this record belongs to, started (with its held titles) if new."""

@@ -85,6 +85,8 @@ BUILT_IN: Final[dict[str, Reasons]] = {
         "record:permission-mode": "the permission mode chosen (bookkeeping)",
         "record:pr-link": "a link to a pull request the session opened (bookkeeping)",
         "record:teleported-from": "where a web session was teleported from (bookkeeping)",
+        "record:*:copied": "an earlier session's records a resumed session's file repeats:"
+        " read from that session's own file",
         "system:compact_boundary (folded into the compaction)": "folded into the compaction",
         "system:*": "status notices: API errors, hook summaries, durations",
         "assistant-block:image": _IMAGES,
