@@ -278,3 +278,34 @@ def test_a_resumed_sessions_copy_of_an_earlier_sessions_records_is_not_imported_
     assert later.stem in sessions
     assert tally.skipped["record:user:copied"] == 3
     assert reason_for("record:user:copied", BUILT_IN["claude-code"])
+
+
+def test_server_tool_calls_and_their_results_inside_the_reply_pair(tmp_path: Path) -> None:
+    """A server-side tool (web search, a provider's web reader) runs within the model's
+    reply: ``server_tool_use`` and its ``*tool_result`` are both assistant blocks (seen in
+    a real 2.1.2x home)."""
+    session = "5e5e5e5e-0000-4000-8000-000000000001"
+    base = {"sessionId": session, "cwd": "/home/dev/cafe", "version": "2.1.23",
+            "isSidechain": False, "timestamp": "2026-01-24T11:48:23.920Z"}  # fmt: skip
+    reply = [
+        {"type": "server_tool_use", "id": "srv_1", "name": "web_search",
+         "input": {"query": "espresso grinder burr sizes"}},
+        {"type": "web_search_tool_result", "tool_use_id": "srv_1",
+         "content": [{"type": "web_search_result", "title": "Burr sizes", "url": "u"}]},
+        {"type": "text", "text": "Burrs of 38 to 64 mm are common."},
+    ]  # fmt: skip
+    records = [
+        {**base, "type": "user", "uuid": "u1", "parentUuid": None,
+         "message": {"role": "user", "content": "which burr sizes are common?"}},
+        {**base, "type": "assistant", "uuid": "a1", "parentUuid": "u1",
+         "message": {"role": "assistant", "content": reply}},
+    ]  # fmt: skip
+    path = tmp_path / f"{session}.jsonl"
+    path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in records))
+    events, tally = _convert("claude-code", path)
+    assert [e["type"] for e in events] == [
+        "session/start", "message/user", "tool/call", "tool/result", "message/assistant",
+    ]  # fmt: skip
+    assert events[3]["cites"] == [{"session_id": session, "seq": 3}]
+    assert "Burr sizes" in events[3]["payload"]["output"]
+    assert not tally.skipped

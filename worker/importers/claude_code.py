@@ -334,8 +334,11 @@ class ClaudeCodeConverter(JsonRecordConverter):
                 out.append(
                     self._emit(session, "message/assistant", "assistant", time, payload, ref)
                 )
-            elif kind == "tool_use":
+            elif kind in ("tool_use", "server_tool_use"):
                 out.append(self._tool_use(session, block, base, time, ref))
+            elif isinstance(kind, str) and kind.endswith("tool_result"):
+                # A server-side tool (web search, fetch) answers within the reply itself.
+                out.append(self._tool_result(session, block, base, time, ref))
             else:
                 self.tally.skip(f"assistant-block:{kind}")
         return out
