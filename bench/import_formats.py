@@ -66,6 +66,7 @@ def _generated_seeds() -> dict[str, Callable[[Path], Path]]:
         gen_cursor,
         gen_droid,
         gen_gemini_cli,
+        gen_kimi,
         gen_pi,
         gen_qwen_code,
     )
@@ -75,6 +76,7 @@ def _generated_seeds() -> dict[str, Callable[[Path], Path]]:
         "cursor": gen_cursor.write,
         "droid": gen_droid.write,
         "gemini-cli": gen_gemini_cli.write,
+        "kimi": gen_kimi.write,
         "pi": gen_pi.write,
         "qwen-code": gen_qwen_code.write,
         "claude-code": _fixture_tree("claude-code"),

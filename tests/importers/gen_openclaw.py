@@ -71,8 +71,13 @@ def _call(call: str, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
     return {"type": "toolCall", "id": call, "name": name, "arguments": arguments}
 
 
-# A row too large to store plain: compressed (the bytes are not a real zstd frame).
+# A row too large to store plain: OpenClaw compresses it with zstd (the zstd extra here).
 COMPRESSED: Final = object()
+COMPRESSED_TEXT: Final = "Moisture by bed: " + "bed four holds 41 percent, " * 50
+
+
+def compressed_entry() -> dict[str, Any]:
+    return _entry(23, 22, "message", message=_assistant({"type": "text", "text": COMPRESSED_TEXT}))
 
 
 def rows() -> list[tuple[str, object]]:
@@ -145,7 +150,7 @@ def write_store(path: Path, *, upto: int | None = None) -> Path:
                 conn.execute(
                     "INSERT INTO transcript_events (session_id, seq, created_at, event_zstd,"
                     " event_utf8_bytes, navigation_json) VALUES (?, ?, ?, ?, ?, ?)",
-                    (sid, seq, T0 + seq, b"\x28\xb5\x2f\xfd-not-a-frame", 4096, "{}"),
+                    (sid, seq, T0 + seq, _zstd(orjson.dumps(compressed_entry())), 4096, "{}"),
                 )  # fmt: skip
                 continue
             conn.execute(
@@ -188,3 +193,9 @@ def write(home: Path) -> Path:
     write_store(agents / "main" / "agent" / "openclaw-agent.sqlite")
     write_legacy(agents / "main" / "sessions")
     return agents
+
+
+def _zstd(data: bytes) -> bytes:
+    import zstandard  # the test extra: OpenClaw's Node writes these frames
+
+    return bytes(zstandard.ZstdCompressor().compress(data))

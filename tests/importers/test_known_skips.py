@@ -17,15 +17,22 @@ import pytest
 from tests.importers import (
     gen_amazon_q,
     gen_amp,
+    gen_auggie,
     gen_cline,
+    gen_continue,
     gen_copilot_cli,
+    gen_crush,
     gen_cursor,
     gen_droid,
     gen_gemini_cli,
     gen_goose,
+    gen_hermes,
+    gen_kimi,
+    gen_openclaw,
     gen_openhands,
     gen_pi,
     gen_qwen_code,
+    gen_vibe,
     gen_vscode_copilot,
     gen_zed,
 )
@@ -41,6 +48,9 @@ def _goose(home: Path) -> Path:
 
 
 WRITERS: dict[str, Callable[[Path], Path]] = {
+    "auggie": gen_auggie.write,
+    "hermes": gen_hermes.write_home,
+    "openclaw": gen_openclaw.write,
     "cline": gen_cline.write_cline,
     "roo-code": gen_cline.write_roo,
     "copilot-cli": gen_copilot_cli.write,
@@ -56,6 +66,10 @@ WRITERS: dict[str, Callable[[Path], Path]] = {
     "amazon-q": lambda home: gen_amazon_q.write(home)["amazon-q"],
     "kiro-cli": lambda home: gen_amazon_q.write(home)["kiro-cli"],
     "zed": gen_zed.write_home,
+    "crush": gen_crush.write,
+    "continue": gen_continue.write,
+    "vibe": gen_vibe.write,
+    "kimi": gen_kimi.write,
 }
 # Records the generators write to stand for an agent's next version.
 DELIBERATE: dict[str, set[str]] = {

@@ -19,7 +19,7 @@ from tests.importers import gen_pi
 from tests.importers._agent_e2e import assert_events, by_session, imported, watch_grows
 from tests.importers._sources import cites_of, watch_growth
 from tests.importers.test_import_tools import ask
-from worker.importers import openclaw, registry
+from worker.importers import registry, zstd
 from worker.importers.detect import detect, expand
 from worker.importers.plugin import ConvertOptions, UnreadableSource
 
@@ -29,7 +29,7 @@ MAIN, SUB, LEGACY, LEGACY_SUB = (
 )
 FORK = f"{MAIN}-fork-e12"
 # Events as imported (every session old: titled where the store names it, and ended).
-COUNTS = {MAIN: 14, SUB: 5, FORK: 4, LEGACY: 5, LEGACY_SUB: 4}
+COUNTS = {MAIN: 14, SUB: 6, FORK: 4, LEGACY: 5, LEGACY_SUB: 4}
 
 
 def sessions_of(root: Path) -> tuple[dict[str, list[dict[str, Any]]], Any]:
@@ -48,10 +48,23 @@ def test_the_store_as_pi_entries(tmp_path: Path) -> None:
     assert error["payload"]["is_error"] is True and error["cites"][0]["seq"] == 7
     compaction = main[11]
     assert compaction["type"] == "compaction" and compaction["replaces"] == list(range(2, 11))
-    skipped = "event:zstd" if openclaw._zstd() is None else "event:zstd-bad"
     assert tally.skipped == {"record:model_change": 1, "record:leaf": 1, "record:reset": 1,
-                             skipped: 1, "record:checkpoint-or-trajectory-file": 3}  # fmt: skip
+                             "record:checkpoint-or-trajectory-file": 3}  # fmt: skip
     assert not tally.problems
+    # The row OpenClaw stored zstd-compressed reads like the others.
+    assert sessions[SUB][3]["payload"]["text"] == gen.COMPRESSED_TEXT
+
+
+def test_a_compressed_row_without_zstd_is_a_problem_naming_the_extra(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(zstd, "decompressor", lambda: None)
+    sessions, tally = sessions_of(gen.write(tmp_path))
+    assert [p.message for p in tally.problems] == [
+        "a zstd-compressed row and this Python has no zstd:"
+        " pip install 'session-query-worker[zstd]' to read it"
+    ]
+    assert gen.COMPRESSED_TEXT not in str(sessions[SUB])
 
 
 def test_a_sub_agent_cites_its_spawn_and_a_rewind_forks(tmp_path: Path) -> None:
@@ -77,10 +90,10 @@ def test_a_rewrite_and_cold_storage_are_counted(tmp_path: Path) -> None:
     importer = registry.get(FMT)
     converter = importer.converter(db, ConvertOptions())
     first = list(importer.records(db))
-    assert sum(len(converter.feed(r.number, r.data)) for r in first) == 18
+    assert sum(len(converter.feed(r.number, r.data)) for r in first) == 19
     conn = sqlite3.connect(db)
     # The sub-agent writes on; then main's rows from seq 14 are rewritten (new row ids).
-    more = gen_pi._entry(23, 22, "message", message=gen_pi._user("and the lettuce bed?"))
+    more = gen_pi._entry(24, 23, "message", message=gen_pi._user("and the lettuce bed?"))
     conn.execute("INSERT INTO transcript_events (session_id, seq, event_json, created_at)"
                  " VALUES (?, 100, ?, 1)", (gen.SUB, orjson.dumps(more).decode()))  # fmt: skip
     kept = conn.execute("SELECT seq, event_json, created_at FROM transcript_events"
@@ -166,10 +179,10 @@ async def test_watch_follows_the_store(
     def rest() -> None:
         gen.write_store(db)
 
-    # Up to the spawn call: main's 9 events; then the sub-agent's 3, main's result, text
-    # and compaction, the fork's start and 2 messages: 18 in all.
+    # Up to the spawn call: main's 9 events; then the sub-agent's 4, main's result, text
+    # and compaction, the fork's start and 2 messages: 19 in all.
     await watch_growth(nc, nats_url, subjects, f"watch-{unique}", FMT, db,
-                       before=9, grow=rest, after=18)  # fmt: skip
+                       before=9, grow=rest, after=19)  # fmt: skip
 
 
 async def test_watch_follows_an_older_transcript(

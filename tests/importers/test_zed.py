@@ -123,12 +123,12 @@ def test_zstd_rows_without_the_module_are_reported(
     snapshot = zed.read_database(db)
     assert len(snapshot.sessions) == 3  # the JSON rows still read
     assert [p.message for p in snapshot.problems] == [
-        "1 threads are zstd-compressed and the zstandard module is not installed:"
-        " pip install 'sessionquery[zed]' to read them"
+        "1 threads are zstd-compressed and this Python has no zstd:"
+        " pip install 'session-query-worker[zstd]' to read them"
     ]
 
 
-@pytest.mark.skipif(not HAS_ZSTD, reason="the zstandard module (the zed extra) is not installed")
+@pytest.mark.skipif(not HAS_ZSTD, reason="the zstandard module (the zstd extra) is not installed")
 def test_zstd_rows_read_like_json_rows(tmp_path: Path) -> None:
     plain = events(gen.write(tmp_path / "json"))
     compressed = gen.write(tmp_path / "zstd", zstd=True)

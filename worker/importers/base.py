@@ -99,6 +99,17 @@ def as_text(value: object) -> str:
     return cut(orjson.dumps(value, default=str).decode())
 
 
+def json_value(raw: object) -> object:
+    """A tool call's arguments as the model wrote them (JSON text): their value when the
+    text parses, else the text."""
+    if isinstance(raw, str):
+        try:
+            return orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            return raw
+    return raw
+
+
 class Spawn(NamedTuple):
     """The tool call that spawned a sub-agent: its event, and the call's description of
     the sub-agent's task (the sub-agent session's title)."""

@@ -95,8 +95,13 @@ def harness_kind(text: str, *, meta: bool) -> tuple[str, str]:
 
 
 class ClaudeCodeConverter(JsonRecordConverter):
-    def __init__(self, path: Path, *, links: SpawnLinks | None = None) -> None:
-        super().__init__(path, NAME)
+    def __init__(
+        self, path: Path, *, links: SpawnLinks | None = None, name: str = NAME, id_prefix: str = ""
+    ) -> None:
+        # ``name``, ``id_prefix``: a fork writing the same transcripts (Qoder CLI) under its
+        # own name, its session ids prefixed.
+        super().__init__(path, name)
+        self.id_prefix = id_prefix
         self.links: SpawnLinks = {} if links is None else links
         # tool_use id -> (session, seq, tool name) of its tool/call, for the result's citation.
         self.tool_calls: dict[str, tuple[str, int, object]] = {}
@@ -164,13 +169,13 @@ class ClaudeCodeConverter(JsonRecordConverter):
         raw = record.get("sessionId")
         if not isinstance(raw, str) or not raw:
             return None
-        main = safe_id(raw)
+        main = self._id(raw)
         session, parent = main, None
         agent = record.get("agentId")
         if record.get("isSidechain") is True:
             parent = main
             if isinstance(agent, str) and agent:
-                session = safe_id(f"{raw}-agent-{agent}")
+                session = self._id(f"{raw}-agent-{agent}")
             else:
                 session = self._side_thread(raw, record)
         if not self.sessions.has(session):
@@ -214,7 +219,7 @@ class ClaudeCodeConverter(JsonRecordConverter):
         parent_uuid = record.get("parentUuid")
         thread = self.side_threads.get(parent_uuid) if isinstance(parent_uuid, str) else None
         if thread is None:
-            thread = safe_id(f"{raw_session}-side-{uuid or 'unknown'}")
+            thread = self._id(f"{raw_session}-side-{uuid or 'unknown'}")
         if uuid:
             self.side_threads[uuid] = thread
         return thread
@@ -250,7 +255,7 @@ class ClaudeCodeConverter(JsonRecordConverter):
         if not (isinstance(title, str) and title.strip() and isinstance(raw, str)):
             self.tally.skip("record:custom-title:empty")
             return []
-        session = safe_id(raw)
+        session = self._id(raw)
         self.custom_titled.add(session)
         if not self.sessions.has(session):  # titled when its first record starts it
             self.pending_custom[session] = title
@@ -265,7 +270,7 @@ class ClaudeCodeConverter(JsonRecordConverter):
         if not (isinstance(title, str) and title.strip() and isinstance(raw, str)):
             self.tally.skip("record:ai-title:empty")
             return []
-        session = safe_id(raw)
+        session = self._id(raw)
         if session in self.custom_titled:
             self.tally.skip("record:ai-title:custom-title-wins")
             return []
@@ -273,6 +278,9 @@ class ClaudeCodeConverter(JsonRecordConverter):
             self.pending_ai[session] = title
             return []
         return [self._title_event(session, title, "ai-title")]
+
+    def _id(self, raw: str) -> str:
+        return safe_id(raw, prefix=self.id_prefix)
 
     def _title_event(self, session: str, title: str, source_type: str) -> Outgoing:
         payload = {"title": cut(title)}

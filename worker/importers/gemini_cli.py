@@ -422,6 +422,8 @@ class GeminiCliImporter(WholeSourceImporter):
         if CHATS not in (path.parent.name, path.parent.parent.name):
             return False
         if path.suffix == ".json":
+            if (path.parent / "chat-messages.json").exists():
+                return False  # a Codebuff chat's folder (``chats/<chat id>/``), not a parent's
             # A session, or in a parent's folder a sub-agent (``<agent id>.json``); once
             # resumed by a newer CLI, the .jsonl beside it holds all of it and goes on.
             named = path.name.startswith("session-") or path.parent.name != CHATS

@@ -24,8 +24,8 @@ and the doctor's reader of the older files). OpenClaw's transcript is Pi's sessi
   its result when the child's transcript began (the child is created while the call
   runs); in the older files the parent comes from ``sessions.json``'s ``spawnedBy``.
 
-A compressed row is decoded when this Python has zstd (``compression.zstd``, or the
-``zstandard`` package); otherwise it is counted (``event:zstd``) and its entry is missing.
+A compressed row is decoded when this Python has zstd (``worker.importers.zstd``);
+otherwise it is reported as a problem naming the extra to install, and its entry waits.
 A transcript rewrite writes the entries it keeps again under new row ids: those already
 read are counted (``entry:rewritten``); when its rows take back the row ids of the rows it
 deleted (the end of the table), ``watch``, which keeps the last row id read, misses them.
@@ -34,7 +34,6 @@ Sessions moved to cold storage (opt-in) are counted (``session:cold-archived``),
 
 from __future__ import annotations
 
-import importlib
 import os
 import sqlite3
 from collections.abc import Callable, Iterator, Sequence
@@ -44,6 +43,7 @@ from typing import Any, ClassVar, Final
 
 import orjson
 
+from worker.importers import zstd
 from worker.importers.base import (
     Converter,
     Outgoing,
@@ -72,17 +72,6 @@ BATCH: Final = 500
 # Files beside the transcripts that are not sessions: a transcript's copy kept at a
 # compaction (``<id>.checkpoint.<uuid>.jsonl``) and runtime trajectories.
 _NOT_TRANSCRIPTS: Final = (".checkpoint.", ".trajectory.jsonl")
-
-
-def _zstd() -> Callable[[bytes], bytes] | None:
-    """A zstd decompressor, when this Python has one (3.14's stdlib, or ``zstandard``)."""
-    for module, attr in (("compression.zstd", "decompress"), ("zstandard", "decompress")):
-        try:
-            found: Callable[[bytes], bytes] = getattr(importlib.import_module(module), attr)
-        except (ImportError, AttributeError):
-            continue
-        return found
-    return None
 
 
 class OpenClawConverter(TitledAtEnd, PiConverter):
@@ -166,6 +155,11 @@ class StoreConverter:
             return []
         raw = record.get("session_id")
         event = record.get("event")
+        if record.get("skip") == "event:zstd":  # a setup problem, not format drift: said
+            self.tally.problems.append(Problem(str(self.path), line_no, (
+                f"a zstd-compressed row and this Python has no zstd: {zstd.INSTALL_HINT}"
+                " to read it")))  # fmt: skip
+            return []
         if not isinstance(raw, str) or not isinstance(event, dict):
             self.tally.skip(str(record.get("skip", "event:unreadable")))
             return []
@@ -237,7 +231,7 @@ class StoreConverter:
 def store_rows(path: Path, after: int) -> Iterator[Record]:
     """The transcript rows after row id ``after``, a batch per short transaction, each as
     the record a :class:`StoreConverter` reads: its session and its entry."""
-    decompress, number = _zstd(), 0
+    decompress, number = zstd.decompressor(), 0
     while True:
         with read_only(path) as conn:
             batch = conn.execute(

@@ -58,6 +58,7 @@ class PiConverter(JsonRecordConverter):
     prefix: ClassVar[str] = ""
 
     def __init__(self, path: Path, name: str = NAME) -> None:
+        # ``name``: another agent writing Pi's session format (Letta Code's local backend).
         super().__init__(path, name)
         self.main: str | None = None
         self.cwd: str | None = None

@@ -48,6 +48,14 @@ BUILT_IN: Final = {
     "hermes": "worker.importers.hermes:HermesImporter",
     "openclaw": "worker.importers.openclaw:OpenClawImporter",
     "auggie": "worker.importers.auggie:AuggieImporter",
+    "crush": "worker.importers.crush:CrushImporter",
+    "continue": "worker.importers.continue_cli:ContinueImporter",
+    "vibe": "worker.importers.vibe:VibeImporter",
+    "kimi": "worker.importers.kimi:KimiImporter",
+    "gptme": "worker.importers.gptme:GptmeImporter",
+    "qoder": "worker.importers.qoder:QoderImporter",
+    "codebuff": "worker.importers.codebuff:CodebuffImporter",
+    "letta-code": "worker.importers.letta_code:LettaCodeImporter",
 }
 
 

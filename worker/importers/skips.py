@@ -73,6 +73,15 @@ _CLINE_UI: Final = {
 }
 _CLINE: Final = {"block:image": _IMAGES, **_CLINE_UI}
 
+_PI: Final = {
+    "record:model_change": "model changes",
+    "record:thinking_level_change": "thinking-level changes",
+    "record:label": "labels on entries",
+    "record:custom": "extension state",
+    "record:session:repeated": "a repeated session header",
+    "message:assistant:image": _IMAGES,
+}
+
 BUILT_IN: Final[dict[str, Reasons]] = {
     "claude-code": {
         "record:file-history-snapshot": "backups of the files Claude Code edits, not conversation",
@@ -147,13 +156,27 @@ BUILT_IN: Final[dict[str, Reasons]] = {
         "record:permission.requested": "a permission prompt; the tool result tells the outcome",
         "record:permission.completed": "a permission answer; the tool result tells it too",
     },
-    "pi": {
-        "record:model_change": "model changes",
-        "record:thinking_level_change": "thinking-level changes",
-        "record:label": "labels on entries",
-        "record:custom": "extension state",
-        "record:session:repeated": "a repeated session header",
-        "message:assistant:image": _IMAGES,
+    "pi": _PI,
+    "openclaw": {
+        **_PI,
+        "record:leaf": "branch moves: the entries after one hang from the entry it names",
+        "record:reset": "a fresh model window: what came before stays the history",
+        "record:checkpoint-or-trajectory-file": "checkpoint and trajectory copies of a transcript",
+        "entry:rewritten": "entries a transcript rewrite wrote again, already read",
+        "session:cold-archived": "sessions moved to cold storage (opt-in archives)",
+    },
+    "hermes": {
+        "message:compaction-copy": "a turn Hermes wrote again around a compaction",
+        "message:system": "the system prompt",
+        "message:*:empty": "messages with no text (a turn that only called tools)",
+        "content:image_url": _IMAGES,
+    },
+    "auggie": {
+        "request_node:2": _IMAGES,
+        "request_node:4": "the IDE's state: its folder is the session's cwd",
+        "response_node:9": "billing and token usage",
+        "response_node:10": "billing and token usage",
+        "exchange:incomplete": "a turn cancelled before it completed",
     },
     "cursor": {
         "record:turn_ended": "turn boundary",

@@ -18,7 +18,7 @@ from typing import ClassVar, Final
 
 from worker.importers import cline, goose, opencode, openhands, vscode_copilot
 from worker.importers.base import Converter
-from worker.importers.plugin import ConvertOptions, Importer, Record, json_objects
+from worker.importers.plugin import SNIFF_LINES, ConvertOptions, Importer, Record, json_objects
 from worker.importers.snapshot import SessionCache, Snapshot, SnapshotConverter
 
 # VS Code and the editors built on it keep an extension's storage under these names.
@@ -48,6 +48,16 @@ def _newest_change(path: Path) -> float:
         return max(times, default=path.stat().st_mtime)
     wal = path.with_name(path.name + "-wal")
     return max(path.stat().st_mtime, wal.stat().st_mtime if wal.exists() else 0.0)
+
+
+def sniffed(importer: Importer, path: Path) -> bool:
+    """Whether a file is ``importer``'s, told from its first lines as auto-detection reads
+    them (a folder of JSON files may hold other agents' too)."""
+    try:
+        with path.open("rb") as fh:
+            return importer.detect(path, [fh.readline() for _ in range(SNIFF_LINES)])
+    except OSError:
+        return False
 
 
 def _folders_holding(root: Path, name: str) -> Iterator[Path]:

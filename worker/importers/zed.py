@@ -25,7 +25,7 @@ sub-agent's session) and ``legacy_thread.rs`` (the first agent's threads, versio
 
 Zed keeps no time per message: the first message carries the thread's ``created_at``,
 the others its ``updated_at`` when they were read. A zstd row needs the ``zstandard``
-module (``pip install 'sessionquery[zed]'``; Python before 3.14 has no zstd of its own):
+decompressor (``worker.importers.zstd``; Python before 3.14 has none of its own):
 without it those threads are reported, once per reading, and the JSON rows still read.
 Skipped and counted: images, redacted thinking, unknown content variants, ``system``
 messages of the older threads.
@@ -33,7 +33,6 @@ messages of the older threads.
 
 from __future__ import annotations
 
-import importlib
 import os
 import sqlite3
 import sys
@@ -44,6 +43,7 @@ from typing import Any, ClassVar, Final
 
 import orjson
 
+from worker.importers import zstd
 from worker.importers.base import Problem, as_text, cut, iso_time, safe_id
 from worker.importers.readonly_db import columns, read_only, tables
 from worker.importers.snapshot import (
@@ -64,17 +64,14 @@ _OPTIONAL: Final = ("parent_id", "folder_paths", "folder_paths_order", "created_
 
 
 class _NoZstd(Exception):
-    """A zstd row, and no ``zstandard`` module here."""
+    """A zstd row, and no zstd decompressor here."""
 
 
 def _decompress(data: bytes) -> bytes:
-    try:  # an optional dependency (the ``zed`` extra): imported by name, untyped
-        zstandard = importlib.import_module("zstandard")
-    except ImportError:
-        raise _NoZstd from None
-    # Zed writes with a streaming encoder: the frame may not record its size.
-    with zstandard.ZstdDecompressor().stream_reader(data) as reader:
-        return bytes(reader.read())
+    decompress = zstd.decompressor()
+    if decompress is None:
+        raise _NoZstd
+    return decompress(data)
 
 
 def zed_data_dir() -> Path:
@@ -125,8 +122,8 @@ def read_database(path: Path, cache: SessionCache | None = None) -> Snapshot:
         snapshot.problems.append(Problem(str(path), 0, f"cannot read the database: {exc}"))
     if compressed:
         snapshot.problems.append(Problem(str(path), 0, (
-            f"{compressed} threads are zstd-compressed and the zstandard module is not "
-            "installed: pip install 'sessionquery[zed]' to read them")))  # fmt: skip
+            f"{compressed} threads are zstd-compressed and this Python has no zstd:"
+            f" {zstd.INSTALL_HINT} to read them")))  # fmt: skip
     snapshot.sessions = parents_first(snapshot.sessions)
     return snapshot
 
