@@ -177,3 +177,31 @@ def write(home: Path) -> Path:
     )
     (state / f"{OLD}.jsonl").write_bytes(old_session().bytes())
     return state
+
+
+PERMISSION: Final = "c0p1-0000-4000-8000-00000000c003"
+
+
+def permission_session() -> _Log:
+    """As Copilot CLI 1.0.5x writes it (seen in real homes): the system prompt as
+    ``system.message``, and a tool's write asked for (``permission.requested``) and denied
+    (``permission.completed``) before its execution completes."""
+    log = _Log(minute=40)
+    log.add("session.start", sessionId=PERMISSION, version=1, producer="copilot-agent",
+            copilotVersion="1.0.60", startTime="2025-07-01T10:40:00.000Z",
+            context={"cwd": CWD})  # fmt: skip
+    log.add("system.message", role="system", content="You are the GitHub Copilot CLI...")
+    log.add("user.message", content="write the descaling notes", attachments=[])
+    log.add("tool.execution_start", toolCallId="call-9", toolName="create",
+            arguments={"path": "NOTES.md"})  # fmt: skip
+    log.add(
+        "permission.requested",
+        requestId="req-1",
+        permissionRequest={"kind": "write", "toolCallId": "call-9", "fileName": "NOTES.md"},
+    )
+    log.add("permission.completed", requestId="req-1", toolCallId="call-9",
+            result={"kind": "denied-interactively-by-user"})  # fmt: skip
+    log.add("tool.execution_complete", toolCallId="call-9", success=False,
+            error={"message": "The user rejected this tool call."})  # fmt: skip
+    log.add("assistant.message", messageId="m-20", content="Left NOTES.md unwritten.")
+    return log

@@ -15,6 +15,7 @@ not naming them (no ``agentId`` yet: ``local-executor.ts``, ``local-invocation.t
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 from typing import Any, Final
 
@@ -257,3 +258,75 @@ def write(home: Path) -> Path:
     (old / f"session-2025-05-02T10-00-{LEGACY[:8]}.json").write_bytes(document)
     write_old(tmp)
     return tmp
+
+
+# Seen in real homes: a project first recorded in a folder named by the path's digest, then
+# (newer CLI) in a folder named by a slug with its marker; the CLI copied the older
+# folder's chats there under the same names and went on in the copies, leaving the old
+# files behind. And one process's session id reused for the next chat file it starts
+# (``/clear``): two files, two conversations, one ``sessionId``.
+MIGRATED_CWD: Final = "c:\\users\\dev\\roaster"
+MIGRATED_HASH: Final = "5a7e" * 16
+MOVED: Final = "6e1f0000-0000-4000-8000-00000000e005"  # in both folders, continued in the new
+LEFT: Final = "6e1f0000-0000-4000-8000-00000000f006"  # only in the old folder
+REUSED: Final = "6e1f0000-0000-4000-8000-00000000a007"  # two chat files, one id
+REUSED_LATER: Final = f"{REUSED}-2026-01-26T05-29"  # the later file's session
+
+
+def _chat(session: str, start: str, prompts: list[str]) -> dict[str, Any]:
+    messages: list[dict[str, Any]] = []
+    for n, prompt in enumerate(prompts):
+        messages += [
+            {"id": f"{session[-4:]}-u{n}", "timestamp": start, "type": "user", "content": prompt},
+            {"id": f"{session[-4:]}-g{n}", "timestamp": start, "type": "gemini",
+             "content": f"answer to {prompt}"},
+        ]  # fmt: skip
+    return {"sessionId": session, "projectHash": MIGRATED_HASH, "startTime": start,
+            "lastUpdated": start, "messages": messages}  # fmt: skip
+
+
+def write_migrated(tmp: Path) -> None:
+    """The two folders of one project under ``tmp`` (``~/.gemini/tmp``)."""
+    old, new = tmp / MIGRATED_HASH / "chats", tmp / "roaster" / "chats"
+    old.mkdir(parents=True)
+    new.mkdir(parents=True)
+    (tmp / "roaster" / ".project_root").write_text(MIGRATED_CWD)
+    moved = f"session-2026-02-19T16-11-{MOVED[:8]}.json"
+    start = "2026-02-19T16:11:00.000Z"
+    (old / moved).write_bytes(orjson.dumps(_chat(MOVED, start, ["roast curve"])))
+    (new / moved).write_bytes(orjson.dumps(_chat(MOVED, start, ["roast curve", "first crack"])))
+    (old / f"session-2026-01-10T08-00-{LEFT[:8]}.json").write_bytes(
+        orjson.dumps(_chat(LEFT, "2026-01-10T08:00:00.000Z", ["bean density"]))
+    )
+    (new / f"session-2026-01-25T21-01-{REUSED[:8]}.json").write_bytes(
+        orjson.dumps(_chat(REUSED, "2026-01-25T21:01:00.000Z", ["drum speed", "airflow"]))
+    )
+    (new / f"session-2026-01-26T05-29-{REUSED[:8]}.json").write_bytes(
+        orjson.dumps(_chat(REUSED, "2026-01-26T05:29:00.000Z", ["cooling tray"]))
+    )
+
+
+# Newer versions register each project in ``~/.gemini/projects.json`` (its path -> the
+# slug naming its folders) and mark ``history/<slug>`` as well as ``tmp/<slug>``; a real
+# home had chats in a ``tmp/<slug>`` folder without its marker.
+REGISTERED_CWD: Final = "/home/dev/tamper"
+REGISTERED: Final = "6e1f0000-0000-4000-8000-00000000b008"
+DIGESTED_CWD: Final = "/home/dev/scale"
+DIGESTED: Final = "6e1f0000-0000-4000-8000-00000000c009"
+
+
+def write_registered(gemini: Path) -> None:
+    """Under ``gemini`` (``~/.gemini``): a slug folder marked only in ``history``, and a
+    digest-named folder whose path the registry lists."""
+    tmp = gemini / "tmp"
+    (gemini / "history" / "tamper").mkdir(parents=True)
+    (gemini / "history" / "tamper" / ".project_root").write_text(REGISTERED_CWD)
+    digest = hashlib.sha256(DIGESTED_CWD.encode()).hexdigest()
+    registry = {"projects": {REGISTERED_CWD: "tamper", DIGESTED_CWD: "scale"}}
+    (gemini / "projects.json").write_bytes(orjson.dumps(registry))
+    for folder, session in (("tamper", REGISTERED), (digest, DIGESTED)):
+        (tmp / folder / "chats").mkdir(parents=True)
+        chat = _chat(session, "2026-04-28T15:09:00.000Z", ["level the tamper"])
+        (tmp / folder / "chats" / f"session-2026-04-28T15-09-{session[:8]}.json").write_bytes(
+            orjson.dumps(chat)
+        )

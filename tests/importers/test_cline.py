@@ -16,6 +16,7 @@ from tests.importers._agent_e2e import assert_events, imported
 from tests.importers._sources import cites_of, snapshot_events, watch_growth
 from tests.importers.test_import_tools import ask
 from worker.importers import cline
+from worker.importers.skips import BUILT_IN, reason_for
 from worker.importers.snapshot import SnapshotConverter
 
 CLINE = f"cline-{gen.CLINE_TASK}"
@@ -204,3 +205,21 @@ def test_what_waited_on_a_fresh_ui_log_is_published_when_it_goes_quiet(tmp_path:
     old = messages[-1]["ts"] / 1000
     os.utime(task / cline.UI_MESSAGES, (old, old))
     assert [out.kind for out in converter.idle()] == ["tool/result", "session/end"]
+
+
+def test_empty_placeholders_and_error_retries_are_skipped_with_reasons(tmp_path: Path) -> None:
+    """Seen in real UI logs: ``say: text`` left empty and ``partial`` after a reasoning or
+    an API request (a streaming placeholder), and ``error_retry`` notices."""
+    t0 = 1_764_000_000_000
+    messages = [
+        gen.say(t0, "task", "Tidy the imports", images=[], files=[]),
+        gen.api_request(t0 + 10, "<task>\nTidy the imports\n</task>"),
+        gen.say(t0 + 20, "reasoning", "Sorting them is enough.", partial=False),
+        gen.say(t0 + 30, "text", "", partial=True),
+        gen.say(t0 + 40, "error_retry", '{"attempt":1,"maxAttempts":3,"delaySeconds":2}'),
+        gen.say(t0 + 50, "text", "Sorted the imports.", partial=False),
+    ]
+    folder = gen.write_ui_task(tmp_path / "tasks", "1764000000000", messages)
+    skipped = cline.read_task(folder).skipped
+    assert skipped == {"ui:api_req_started": 1, "ui:say:text:empty": 1, "ui:say:error_retry": 1}
+    assert all(reason_for(kind, BUILT_IN["cline"]) for kind in skipped)

@@ -19,6 +19,8 @@ from tests.importers._agent_e2e import assert_events, by_session, imported
 from tests.importers.test_import_tools import ask
 from tests.importers.test_watch import has, start, stop, watch_command
 from worker.importers.detect import detect, expand
+from worker.importers.pipeline import convert_file
+from worker.importers.skips import BUILT_IN, reason_for
 
 FMT = "copilot-cli"
 
@@ -140,3 +142,16 @@ async def test_watch_keeps_a_resumed_session_and_ends_it_once_quiet(
     )
     assert end["time"] == gen.main_session().events[-1]["timestamp"]
     await js.delete_stream(subjects.events_stream)
+
+
+def test_system_prompt_and_permission_prompts_are_skipped_with_reasons(tmp_path: Path) -> None:
+    path = tmp_path / f"{gen.PERMISSION}.jsonl"
+    path.write_bytes(gen.permission_session().bytes())
+    events, tally = convert_file(FMT, path)
+    kinds = [orjson.loads(e.body)["type"] for e in events]
+    assert kinds == ["session/start", "message/user", "tool/call", "tool/result",
+                     "message/assistant"]  # fmt: skip
+    tally.explain(lambda what: reason_for(what, BUILT_IN[FMT]))
+    assert tally.skipped == {"record:system.message": 1, "record:permission.requested": 1,
+                             "record:permission.completed": 1}  # fmt: skip
+    assert not tally.unknown, tally.unknown

@@ -254,3 +254,38 @@ def test_json_lines_under_the_old_name_are_read_as_lines(tmp_path: Path) -> None
     assert detect(path) == FMT
     events, tally = convert_file(FMT, path)
     assert len(events) == gen.MAIN_EVENTS and tally.skipped == gen.MAIN_SKIPPED
+
+
+def test_a_migrated_project_imports_each_chat_once_with_its_cwd(tmp_path: Path) -> None:
+    gen.write_migrated(tmp_path)
+    sessions, _, tally = by_session(FMT, tmp_path)
+    for events in sessions.values():  # no session is fed twice: seqs run 1.. once
+        assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
+    assert set(sessions) == {gen.MOVED, gen.LEFT, gen.REUSED, gen.REUSED_LATER}
+    # The copy the CLI went on in is read; the stale one it left behind is not.
+    moved = [e["payload"]["text"] for e in sessions[gen.MOVED] if e["type"] == "message/user"]
+    assert moved == ["roast curve", "first crack"]
+    # A chat left only in the old folder gets the project's path from the new one.
+    assert {events[0]["payload"]["cwd"] for events in sessions.values()} == {gen.MIGRATED_CWD}
+    # One id, two files: two conversations.
+    later = [
+        e["payload"]["text"] for e in sessions[gen.REUSED_LATER] if e["type"] == "message/user"
+    ]
+    assert later == ["cooling tray"]
+    assert len([e for e in sessions[gen.REUSED] if e["type"] == "message/user"]) == 2
+    assert not tally.unknown
+
+
+def test_an_empty_chat_file_is_nothing_yet_not_a_problem(tmp_path: Path) -> None:
+    chats = tmp_path / "roaster" / "chats"
+    chats.mkdir(parents=True)
+    (chats / "session-2026-02-20T14-43-945bf706.json").write_bytes(b"")
+    events, tally = convert_file(FMT, chats / "session-2026-02-20T14-43-945bf706.json")
+    assert (events, tally.problems) == ([], [])
+
+
+def test_a_project_folder_without_its_marker_takes_the_registered_path(tmp_path: Path) -> None:
+    gen.write_registered(tmp_path / ".gemini")
+    sessions, _, _ = by_session(FMT, tmp_path / ".gemini" / "tmp")
+    assert sessions[gen.REGISTERED][0]["payload"]["cwd"] == gen.REGISTERED_CWD
+    assert sessions[gen.DIGESTED][0]["payload"]["cwd"] == gen.DIGESTED_CWD

@@ -14,6 +14,7 @@ from tests.importers._agent_e2e import assert_events, imported
 from tests.importers._sources import cites_of, snapshot_events, watch_growth
 from tests.importers.test_import_tools import ask
 from worker.importers import openhands
+from worker.importers.skips import BUILT_IN, reason_for
 
 SDK = f"openhands-{gen.SDK_ID}"
 SERVER = f"openhands-{gen.SERVER_ID}"
@@ -105,3 +106,32 @@ async def test_watch_follows_new_event_files(
 
     await watch_growth(nc, nats_url, subjects, f"watch-{unique}", "openhands", folder,
                        before=6, grow=more_events, after=10)  # fmt: skip
+
+
+def test_older_server_thoughts_finish_and_null_observations(tmp_path: Path) -> None:
+    """Seen in real conversations: the agent's words are each action's ``args.thought``,
+    ``finish`` is its last message (nothing answers it), a recall's ``null`` observation is
+    bookkeeping."""
+    folder = gen.write_server(tmp_path, gen.server_turn())
+    got = events(folder)
+    assert [(e["type"], e["payload"].get("text")) for e in got[1:]] == [
+        ("message/user", "Rotate the logs"),
+        ("message/assistant", "Forcing a rotation first."),
+        ("tool/call", None),
+        ("tool/result", None),
+        ("message/assistant", "The logs rotate daily now."),
+    ]
+    assert got[4]["cites"] == [{"session_id": SERVER, "seq": 4}]
+    skipped = openhands.read_conversation(folder).skipped
+    assert skipped == {"event:recall": 1, "event:null": 1}
+    assert all(reason_for(kind, BUILT_IN["openhands"]) for kind in skipped)
+
+
+def test_an_action_answered_twice_is_cited_by_both_answers(tmp_path: Path) -> None:
+    """Seen in real conversations: an action's error observation, then (the action run
+    again) its output, both caused by it."""
+    again = {"observation": "run", "source": "agent", "content": "rotated again", "cause": 3}
+    turn = [*gen.server_turn()[:5], again]
+    got = events(gen.write_server(tmp_path, turn))
+    results = [e for e in got if e["type"] == "tool/result"]
+    assert [r["cites"] for r in results] == [[{"session_id": SERVER, "seq": 4}]] * 2

@@ -366,6 +366,8 @@ def read_ui_log(messages: list[Any], session: SourceSession, *, settled: bool) -
         elif kind in _NOTICES and text.strip():
             added.append(Item(ref, "message/context", "system", {"text": cut(text)},
                               f"{source}:{kind}", time))  # fmt: skip
+        elif source == "say" and kind in _USER | _ASSISTANT | _NOTICES | {"reasoning"}:
+            skipped[f"ui:{source}:{kind}:empty"] += 1  # a streaming placeholder left empty
         else:
             skipped[f"ui:{source}:{kind}"] += 1
         # The last message may still be streaming (``partial``), or a command's output

@@ -165,8 +165,9 @@ class CodexConverter(JsonRecordConverter):
             return self.sessions.emit(session, "tool/result", "tool", time, payload, source,
                                       cites=cites)  # fmt: skip
         if kind == "reasoning":
-            summary = as_text(item.get("summary"))
-            if not summary:
+            # Encrypted reasoning has an empty summary list: nothing readable.
+            summary = as_text(item["summary"]) if item.get("summary") else ""
+            if not summary.strip():
                 self.tally.skip("response_item:reasoning:unreadable")
                 return None
             payload = {"reasoning": summary}

@@ -29,9 +29,11 @@ Two layouts, both read:
   result and ``...``), else the one completed nearest the sub-agent's ``lastUpdated``.
 
 The cwd: the project folder's ``.project_root`` marker (newer versions name the folder
-by a slug and write the project's path in it); else a sub-agent's first workspace
-directory; else none (older versions name the folder by a digest of the path only), and
-the session is in the no-cwd workspace (a sub-agent without either takes its parent's).
+by a slug and write the project's path in it), else ``history/<slug>``'s marker or the
+path ``projects.json`` registers for the folder's slug (or digest); else a sub-agent's
+first workspace directory; else none (older versions name the folder by a digest of the
+path only), and the session is in the no-cwd workspace (a sub-agent without either takes
+its parent's).
 Tool calls become ``tool/call`` and, once their result is in, ``tool/result`` citing
 the call (text parts and function responses' ``output``/``error``, else the display
 text); thoughts become ``message/assistant`` with ``thinking``; ``info``, ``error`` and
@@ -41,7 +43,10 @@ compaction record: a session is ended by ``--idle-seconds`` as Claude Code's are
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import os
+import re
 from collections.abc import Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -84,6 +89,8 @@ _SUBAGENT_RESULT: Final = "Subagent '"
 # A sub-agent's summary is its result cut to this many characters, ``...`` included.
 _SUMMARY_CHARS: Final = 200
 _UNNAMED: Final = "call:"  # links key prefix of a sub-agent call that names no agent
+# A main chat file's name: its start time and the first eight characters of its session id.
+_SESSION_FILE: Final = re.compile(r"session-(?P<time>[0-9T-]+)-(?P<short>[0-9a-f]{8})\.jsonl?")
 
 
 def parts_text(content: object) -> str:
@@ -120,14 +127,78 @@ def result_text(call: dict[str, Any]) -> str:
 
 
 def project_cwd(chats_file: Path) -> str | None:
-    """The project path the CLI wrote beside its chats (newer versions), or None."""
+    """The project path the CLI wrote beside its chats (newer versions); for an older
+    folder without it, the path of the folder the CLI moved its chats to; else None."""
     for folder in chats_file.parents:
         if folder.name == CHATS:
-            try:
-                text = (folder.parent / PROJECT_ROOT_FILE).read_text("utf-8").strip()
-            except OSError:
-                return None
-            return text or None
+            marker = _marker(folder.parent) or _registered(folder.parent)
+            if marker is None:
+                newer = _moved_to(folder)
+                marker = _marker(newer) if newer is not None else None
+            return marker
+    return None
+
+
+def _marker(project: Path) -> str | None:
+    try:
+        text = (project / PROJECT_ROOT_FILE).read_text("utf-8").strip()
+    except OSError:
+        return None
+    return text or None
+
+
+def _registered(project: Path) -> str | None:
+    """Newer versions register each project in ``~/.gemini/projects.json`` (its path -> the
+    slug naming its folders) and mark ``history/<slug>`` too: a ``tmp`` folder without its
+    marker (seen in a real home) is found there; one named by a path's digest as well."""
+    gemini = project.parent.parent
+    history = _marker(gemini / "history" / project.name)
+    if history is not None:
+        return history
+    try:
+        registry = orjson.loads((gemini / "projects.json").read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return None
+    projects = registry.get("projects") if isinstance(registry, dict) else None
+    if not isinstance(projects, dict):
+        return None
+    named = [
+        path
+        for path, slug in projects.items()
+        if slug == project.name or hashlib.sha256(path.encode()).hexdigest() == project.name
+    ]
+    return named[0] if len(named) == 1 else None
+
+
+def _moved_to(chats: Path) -> Path | None:
+    """For an older project folder (named by a digest of the path, no marker): the newer
+    folder of the same project, which the CLI gave a marker and copied these chats to
+    under the same names (seen in real homes), or whose marker's digest names this one."""
+    try:  # asked once per file: remembered until a project folder comes or goes
+        changed = chats.parent.parent.stat().st_mtime_ns
+    except OSError:
+        return None
+    return _moved_to_as_of(chats, changed)
+
+
+@functools.lru_cache(maxsize=256)
+def _moved_to_as_of(chats: Path, changed: int) -> Path | None:  # changed: the cache key
+    try:
+        names = {p.name for p in chats.iterdir() if p.name.startswith("session-")}
+        siblings = [p for p in chats.parent.parent.iterdir() if p != chats.parent]
+    except OSError:
+        return None
+    for sibling in sorted(siblings):
+        marker = _marker(sibling)
+        if marker is None:
+            continue
+        if hashlib.sha256(marker.encode()).hexdigest() == chats.parent.name:
+            return sibling
+        try:
+            if names & {p.name for p in (sibling / CHATS).iterdir()}:
+                return sibling
+        except OSError:
+            continue
     return None
 
 
@@ -168,8 +239,8 @@ class GeminiConverter(JsonRecordConverter):
         if self.session is not None:
             return self._update(record)  # a resumed session's header again
         self.raw_id = record["sessionId"]
-        self.session = safe_id(record["sessionId"])
         self.subagent = record.get("kind") == "subagent"
+        self.session = safe_id(self._own_id(record["sessionId"]))
         cwd = self.cwd
         directories = record.get("directories")
         if cwd is None and isinstance(directories, list) and directories:
@@ -192,6 +263,20 @@ class GeminiConverter(JsonRecordConverter):
         if self.subagent:  # its summary comes at its end (``split`` puts it there too)
             return out + self._update({k: v for k, v in record.items() if k != "summary"})
         return out + self._update(record)
+
+    def _own_id(self, raw: str) -> str:
+        """The CLI names each chat file it starts by the process's session id, which some
+        versions keep for the next chat (``/clear``): a file after an earlier one of the
+        same id is another conversation, ``<id>-<its file's time>``."""
+        path = Path(self.path)
+        named = _SESSION_FILE.fullmatch(path.name)
+        if self.subagent or named is None or not raw.startswith(named["short"]):
+            return raw
+        for other in path.parent.glob(f"session-*-{named['short']}.json*"):
+            earlier = other.stem < path.stem and _SESSION_FILE.fullmatch(other.name)
+            if earlier and _session_id_of(other) == raw:  # 8 hex digits may be another's
+                return f"{raw}-{named['time']}"
+        return raw
 
     def _spawn(self, parent_raw: str, record: dict[str, Any]) -> Spawn | None:
         """The parent's call that spawned this sub-agent: the one naming it (``agentId``),
@@ -342,8 +427,8 @@ class GeminiCliImporter(WholeSourceImporter):
             # A session, or in a parent's folder a sub-agent (``<agent id>.json``); once
             # resumed by a newer CLI, the .jsonl beside it holds all of it and goes on.
             named = path.name.startswith("session-") or path.parent.name != CHATS
-            return named and not path.with_suffix(".jsonl").exists()
-        return path.suffix == ".jsonl"
+            return named and not path.with_suffix(".jsonl").exists() and not _moved(path)
+        return path.suffix == ".jsonl" and not _moved(path)
 
     def detect(self, path: Path, head: Sequence[bytes]) -> bool:
         if path.suffix == ".json":
@@ -367,6 +452,8 @@ class GeminiCliImporter(WholeSourceImporter):
 
     def split(self, path: Path) -> list[bytes]:
         """A legacy session file as records: its header's fields, then each message."""
+        if path.stat().st_size == 0:  # created, nothing written yet (real homes have them)
+            return []
         document = json_document(path)
         if not isinstance(document, dict) or not isinstance(document.get("sessionId"), str):
             raise UnreadableSource("not a Gemini CLI session (no sessionId)")
@@ -383,6 +470,29 @@ class GeminiCliImporter(WholeSourceImporter):
 
     def converter(self, path: Path, options: ConvertOptions) -> Converter:
         return GeminiConverter(path, links=options.links, name=self.name)
+
+
+def _session_id_of(path: Path) -> str | None:
+    """A chat file's ``sessionId`` (its first line's, or its document's)."""
+    try:
+        with path.open("rb") as fh:
+            first = fh.readline()
+        header = next(json_objects([first]), None)
+        document = header if header is not None else json_document(path)
+    except (OSError, UnreadableSource):
+        return None
+    raw = document.get("sessionId") if isinstance(document, dict) else None
+    return raw if isinstance(raw, str) else None
+
+
+def _moved(path: Path) -> bool:
+    """A session the CLI copied to its project's newer folder and went on in there."""
+    if path.parent.name != CHATS or _marker(path.parent.parent) is not None:
+        return False
+    newer = _moved_to(path.parent)
+    if newer is None:
+        return False
+    return any((newer / CHATS / path.with_suffix(s).name).exists() for s in (".json", ".jsonl"))
 
 
 def _lines_inside(path: Path) -> bool:

@@ -12,7 +12,9 @@ SDK events (``kind``): ``MessageEvent`` (``llm_message``: role and content parts
 ``ObservationEvent``, ``UserRejectObservation`` and ``AgentErrorEvent`` as the
 ``tool/result`` citing the call of their ``tool_call_id``; ``Condensation`` (``summary``)
 as a ``compaction`` replacing what came before. Older events: ``action: message`` as a
-message of its ``source``, other actions as a ``tool/call`` (tool: the action), an
+message of its ``source``, ``finish`` as the agent's last message (its ``final_thought``:
+no observation answers it), other actions as a ``tool/call`` (tool: the action) after
+their ``args.thought`` as assistant text, an
 ``observation`` as the ``tool/result`` citing the action it names (``cause``),
 ``condensation`` as a ``compaction``. Only an observation answering a call imported
 before it is a tool result: one caused by no action (the controller's errors) or by one
@@ -178,8 +180,19 @@ def _server_event(ref: str, event: dict[str, Any]) -> list[Item] | None:
         summary = {"summary": as_text(args.get("summary"))}
         return [Item(ref, "compaction", "system", summary, "condensation", time)]
     if isinstance(action, str) and action not in _SKIPPED_ACTIONS:
+        # The agent's words beside a tool call are the action's ``thought``.
+        thought = as_text(args.get("thought")) if args.get("thought") else ""
+        items: list[Item] = []
+        if thought.strip():
+            items.append(said(f"{ref}-thought", "assistant", thought, time, "action:thought"))
+        if action == "finish":  # its last message; no observation ever answers it
+            final = as_text(args.get("final_thought") or event.get("message"))
+            if final.strip():
+                items.append(said(ref, "assistant", final, time, "action:finish"))
+            return items
         call = {"tool": action, "input": args}
-        return [Item(ref, "tool/call", "assistant", call, f"action:{action}", time, call=ref)]
+        items.append(Item(ref, "tool/call", "assistant", call, f"action:{action}", time, call=ref))
+        return items
     observation = event.get("observation")
     if isinstance(observation, str) and observation not in _SKIPPED_ACTIONS:
         answer: dict[str, Any] = {"output": as_text(event.get("content"))}

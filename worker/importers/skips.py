@@ -54,6 +54,8 @@ _CLINE_UI: Final = {
     "ui:api_req_started": "an API request's bookkeeping (cost, tokens) with no request text",
     "ui:say:api_req_finished": "an API request's bookkeeping",
     "ui:say:api_req_retried": "an API request retried: the answer is recorded once",
+    "ui:say:error_retry": "an API request retried after an error: the answer is recorded once",
+    "ui:*:empty": "a message left empty (a streaming placeholder): nothing to read",
     "ui:say:api_req_deleted": "an API request removed from the history",
     "ui:say:deleted_api_reqs": "API requests removed from the history",
     "ui:say:checkpoint_created": "working-tree checkpoints",
@@ -88,6 +90,12 @@ BUILT_IN: Final[dict[str, Reasons]] = {
         "record:summary:*": "a summary that titles nothing here: empty, another session's,"
         " or a custom title wins",
         "record:custom-title:empty": "an empty /rename",
+        "record:ai-title:*": "a generated title that titles nothing: empty, or a /rename wins",
+        "record:permission-mode": "the permission mode chosen (bookkeeping)",
+        "record:pr-link": "a link to a pull request the session opened (bookkeeping)",
+        "record:teleported-from": "where a web session was teleported from (bookkeeping)",
+        "record:*:copied": "an earlier session's records a resumed session's file repeats:"
+        " read from that session's own file",
         "system:compact_boundary (folded into the compaction)": "folded into the compaction",
         "system:*": "status notices: API errors, hook summaries, durations",
         "assistant-block:image": _IMAGES,
@@ -123,6 +131,7 @@ BUILT_IN: Final[dict[str, Reasons]] = {
     },
     "qwen-code": {
         "record:system:ui_telemetry": "telemetry",
+        "record:system:slash_command:no-output": "a slash command that printed nothing",
         "record:file-history": "file snapshots",
     },
     "copilot-cli": {
@@ -143,6 +152,9 @@ BUILT_IN: Final[dict[str, Reasons]] = {
         "record:hook.start": "hook runs",
         "record:hook.end": "hook runs",
         "record:pending_messages.modified": "the queue of pending prompts",
+        "record:system.message": "the system prompt",
+        "record:permission.requested": "a permission prompt; the tool result tells the outcome",
+        "record:permission.completed": "a permission answer; the tool result tells it too",
     },
     "pi": _PI,
     "openclaw": {
@@ -194,6 +206,7 @@ BUILT_IN: Final[dict[str, Reasons]] = {
         "event:agent_state_changed": "agent state changes",
         "event:change_agent_state": "agent state changes",
         "event:recall": "memory recalls: context the agent fetched",
+        "event:null": 'empty observations ("No observation"): nothing happened to report',
         "event:system": "the system prompt",
     },
     "vscode-copilot": dict.fromkeys(

@@ -21,7 +21,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Final
 
 from contracts import harness
 from worker.importers.base import (
@@ -34,6 +34,8 @@ from worker.importers.base import (
     cut,
     quiet_since,
 )
+
+_ANSWERED: Final = 256  # answered calls remembered for a second answer
 
 
 @dataclass
@@ -188,6 +190,9 @@ class SnapshotConverter:
         self.sessions = Sessions(name)
         self.progress: dict[str, _Progress] = {}
         self.calls: dict[str, tuple[str, int, object]] = {}  # call id -> its event, tool
+        # Calls answered lately: a call may be answered twice (OpenHands: an error, then
+        # the output), and the second answer cites it too. Bounded, and not kept by watch.
+        self.answered: dict[str, tuple[str, int, object]] = {}
         self.spawned: dict[str, tuple[str, int]] = {}  # child session -> spawning call
         self._seen_problems: set[str] = set()
 
@@ -241,6 +246,12 @@ class SnapshotConverter:
         payload = dict(item.payload)
         cites = None
         call = self.calls.pop(item.result_of, None) if item.result_of else None
+        if call is None and item.result_of:
+            call = self.answered.get(item.result_of)
+        elif call is not None and item.result_of:
+            self.answered[item.result_of] = call
+            if len(self.answered) > _ANSWERED:
+                del self.answered[next(iter(self.answered))]
         if call is not None:
             cites = [(call[0], call[1])]
             payload.setdefault("tool", call[2])
