@@ -99,7 +99,7 @@ def recorded_seeds() -> dict[str, tuple[str, Path]]:
     found: dict[str, tuple[str, Path]] = {}
     for manifest in sorted(RECORDED.glob("*/RECORDED.json")):
         meta = orjson.loads(manifest.read_bytes())
-        root = manifest.parent / str(meta.get("root", "."))
+        root = manifest.parent / "sessions"  # the files as the agent wrote them
         found.setdefault(str(meta["format"]), (str(meta.get("agent", manifest.parent.name)), root))
     return found
 
@@ -129,7 +129,7 @@ def seeds(formats: Sequence[str] | None) -> list[Seed]:
 def _copier(root: Path) -> Callable[[Path], Path]:
     def write(home: Path) -> Path:
         target = home / "seed"
-        shutil.copytree(root, target, ignore=shutil.ignore_patterns("RECORDED.json"))
+        shutil.copytree(root, target)
         return target
 
     return write
