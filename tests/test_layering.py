@@ -12,6 +12,10 @@ source with ``ast`` so an import inside a function or under ``TYPE_CHECKING`` co
   sharing them adds no edge between the layers.
 - Requesters (importers, the MCP bridge, the UI, and the commands that only ask: ``call``,
   ``import``, ``mcp``, ``ui``) never import serving, the replica or the store.
+- The transport imports nothing above it (store, tools, runtime).
+- The tools reach the store only through its protocol (``STORE_PROTOCOL``).
+- No two packages import each other.
+- No module reaches itself through imports, package ``__init__``s modelled (``_graph``).
 - No import inside a function (or under ``TYPE_CHECKING``) closes a cycle: a deferred
   import may keep start-up cheap, never hide a loop between modules.
 """
@@ -98,6 +102,64 @@ def test_store_imports_nothing_above_it() -> None:
         for where, name, _ in _imports("worker.store")
         if _within(name, "worker.tools", "worker.transport", *RUNTIME)
     ]
+    assert bad == []
+
+
+def test_transport_imports_nothing_above_it() -> None:
+    """The transport is the bottom layer of the runtime: what it needs (the subscriptions'
+    pending limits) lives in it, not in what serves above it."""
+    bad = [
+        f"{where} imports {name}"
+        for where, name, _ in _imports("worker.transport")
+        if _within(name, "worker.store", "worker.tools", *RUNTIME)
+    ]
+    assert bad == []
+
+
+# What the store offers the tools: its protocol, result and error types (and the reading of
+# an excerpt's marks), never the SQLite provider or the search engine behind them.
+STORE_PROTOCOL = (
+    "worker.store",
+    "worker.store.protocol",
+    "worker.store.errors",
+    "worker.store.operator",
+)
+
+
+def test_tools_reach_the_store_through_its_protocol() -> None:
+    bad = [
+        f"{where} imports {name}"
+        for where, name, _ in _imports("worker.tools")
+        if _within(name, "worker.store") and name not in STORE_PROTOCOL
+    ]
+    assert bad == []
+
+
+def _packages() -> list[str]:
+    return sorted(
+        _module_name(path)
+        for package in ("worker", "contracts")
+        for path in _files(package)
+        if path.name == "__init__.py"
+    )
+
+
+def test_no_two_packages_import_each_other() -> None:
+    """For any two packages, neither inside the other, at most one imports the other (its
+    modules and sub-packages counted): a pair that do are one layer split in two, or a
+    lower layer reaching up."""
+    packages = [p for p in _packages() if p not in ("worker", "contracts")]
+    uses: dict[str, set[str]] = {p: set() for p in packages}
+    for package in packages:
+        for _, name, names in _imports(package):
+            for other in packages:
+                if _within(other, package) or _within(package, other):
+                    continue
+                taken = (f"{name}.{n}" for n in names)
+                if _within(name, other) or any(_within(t, other) for t in taken):
+                    uses[package].add(other)
+    assert {"worker.tools", "worker.transport"} <= uses["worker.serving"]  # the walk sees them
+    bad = sorted(f"{a} <-> {b}" for a in packages for b in uses[a] if a < b and a in uses[b])
     assert bad == []
 
 

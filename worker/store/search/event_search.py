@@ -11,9 +11,10 @@ import tantivy
 
 from worker.store import results, sql
 from worker.store.database import Columns, Fetch
+from worker.store.marks import plain_excerpt
 from worker.store.protocol import EventFilter, EventHit
 from worker.store.search import ranking
-from worker.store.search.excerpt import highlighter, plain_excerpt
+from worker.store.search.excerpt import highlighter
 from worker.store.search.hybrid import SemanticQuery
 from worker.store.search.query import QueryPlan
 from worker.store.search.search_ops import MAX_CANDIDATE_WINDOW, PageResult, bodies

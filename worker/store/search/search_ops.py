@@ -28,10 +28,11 @@ import tantivy
 
 from worker.store import results, sql
 from worker.store.database import Fetch
+from worker.store.marks import plain_excerpt
 from worker.store.protocol import EventFilter, EventHit, SessionFilter, SessionHit
 from worker.store.search import ranking
 from worker.store.search.copies import own_lines
-from worker.store.search.excerpt import Highlighter, highlighter, plain_excerpt
+from worker.store.search.excerpt import Highlighter, highlighter
 from worker.store.search.hybrid import SemanticQuery
 from worker.store.search.query import QueryPlan
 from worker.store.search.search_index import INDEX_TEXT_CAP_BYTES, SCHEMA, TITLE_TYPE
