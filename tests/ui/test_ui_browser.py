@@ -8,7 +8,7 @@ import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import parse_qs, quote, urlsplit
 
 import pytest
 import pytest_asyncio
@@ -92,14 +92,15 @@ async def test_search_to_event_to_lineage(page: Any, ui: Ui) -> None:
     assert await page.locator("ol.hits mark").count() >= 1
     first = hits.first.locator("a").first
     target = await first.get_attribute("href")
-    assert target is not None and "#e" in target
-    anchor = target.rsplit("#", 1)[1]
+    assert target is not None and target.endswith("#match")  # lands on the match
+    seq = parse_qs(urlsplit(target).query)["at"][0]
     await first.click()
-    event = page.locator(f"li#{anchor}")
+    event = page.locator(f"li#e{seq}")
     assert await event.is_visible()
+    assert await _in_view(event.locator("mark#match"))
     await event.locator("a.json").click()
     assert await page.locator("h2", has_text="Exact JSON").is_visible()
-    assert f'"seq":{anchor[1:]}' in (await page.locator("pre.json").inner_text()).replace(" ", "")
+    assert f'"seq":{seq}' in (await page.locator("pre.json").inner_text()).replace(" ", "")
     await page.click("text=lineage")
     graph = page.locator("svg.lineage")
     assert await graph.is_visible()
@@ -192,7 +193,9 @@ async def test_a_hit_lands_on_its_event_past_the_cut_highlighted(page: Any, ui: 
     assert "where the search matched" in await target.locator("p.cut").inner_text()
     await target.locator("p.cut a").click()
     assert await _marks(page.locator("pre.readable")) == [DEEP_WORD]
-    assert await page.locator("p.pager", has_text="previous part").count() == 2
+    assert await _in_view(page.locator("mark#match"))
+    # The event page's parts are fixed (16,384 characters): the match is in the first.
+    assert await page.locator("p.pager", has_text="part 1 of").count() == 2
 
 
 async def test_events_read_as_text_without_escapes(page: Any, ui: Ui) -> None:

@@ -74,6 +74,15 @@ class Highlighter:
                 pos = start + 1
         return spans
 
+    def best(self, text: str) -> tuple[int, int] | None:
+        """Where the excerpt's matches are: (start of its first, end of its last), the window
+        holding the most distinct terms (what a hit shows), or None when nothing matches."""
+        spans = self.spans(text) if self.prefilter is not None and text else []
+        if not spans:
+            return None
+        first, last = _best_window(spans)
+        return spans[first][0], spans[last][1]
+
     def excerpt(self, text: str) -> str | None:
         """The best window of ``text``, or None when nothing of the query is in it."""
         if self.prefilter is None or not text:

@@ -19,7 +19,7 @@ from worker.store.operator import (
     WorkspaceSummary,
 )
 from worker.store.protocol import SessionHeader
-from worker.store.search.readable import matches, part_holding, readable
+from worker.store.search.readable import best_match, matches, part_bounds, part_of, readable
 from worker.store.sql import HEADER_COLS
 from worker.store.sqlite.pool import Tx
 
@@ -208,16 +208,17 @@ def event_text(
         return EventText(header, seq, found=False)
     kind, tool, text = readable(raw)
     found = matches(query, text) if query else []
-    first = found[0][0] if found else None
-    if offset is None:
-        offset = part_holding(text, first, size) if first is not None else 0
-    part = text[offset : offset + size]
+    first = best_match(query, text) if query and found else None
+    # The part holding ``offset``: parts never start where the caller says but where the
+    # text's parts of ``size`` do, so every link to one lands on the same boundaries.
+    at = offset if offset is not None else first if first is not None else 0
+    start, end = part_bounds(text, part_of(text, at, size), size)
     inside = tuple(
-        (max(s, offset) - offset, min(e, offset + size) - offset)
-        for s, e in found
-        if e > offset and s < offset + size
+        (max(s, start) - start, min(e, end) - start) for s, e in found if e > start and s < end
     )
-    return EventText(header, seq, True, kind, tool, len(text), offset, part, inside, first)
+    return EventText(
+        header, seq, True, kind, tool, len(text), start, text[start:end], inside, first
+    )
 
 
 def event_chunk(tx: Tx, session_id: str, seq: int, offset: int, size: int) -> EventChunk | None:
