@@ -17,7 +17,7 @@ from urllib.parse import parse_qs, quote, urlsplit
 import pytest
 import pytest_asyncio
 
-from tests.ui._browser import browser, skip_without_browser
+from tests.ui._browser import browser, in_view, skip_without_browser
 from tests.ui._scripts import PART, SCRIPTS, SCRIPTS_WS, TOOL_SEQ, Script, script_output
 from tests.ui.conftest import Ui
 
@@ -33,15 +33,6 @@ async def page(ui: Ui, tmp_path: Path) -> AsyncIterator[Any]:
         page = await ctx.new_page()
         await page.goto(ui.server.login_url)
         yield page
-
-
-async def _in_view(locator: Any) -> bool:
-    """The element's box lies inside the viewport (scrolled to, not merely present)."""
-    inside: bool = await locator.evaluate(
-        "e => { const r = e.getBoundingClientRect();"
-        " return r.height > 0 && r.top >= 0 && r.bottom <= window.innerHeight; }"
-    )
-    return inside
 
 
 def character_start(text: str, at: int) -> int:
@@ -79,7 +70,7 @@ async def _lands(page: Any, scope: Any, script: Script) -> None:
     match = page.locator("mark#match")
     assert await match.count() == 1
     assert (await match.inner_text()).strip() == words[0]
-    assert await _in_view(match), "the match is not scrolled into view"
+    assert await in_view(match), "the match is not scrolled into view"
 
 
 @pytest.mark.parametrize("script", SCRIPTS, ids=IDS)
