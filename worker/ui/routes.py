@@ -154,7 +154,7 @@ def session_page(client: OperatorClient, q: Mapping[str, str]) -> str:
 def _focus(
     client: OperatorClient, workspace: str | None, sid: str, seq: int, query: str | None
 ) -> dict[str, Any]:
-    """The part of event ``seq`` that holds the query's first match; a query the search
+    """The part of event ``seq`` that holds the match the hit showed; a query the search
     cannot use (only punctuation, say) marks and unfolds the event all the same."""
     ask = {"workspace": workspace, "session_id": sid, "seq": seq, "size": FOCUS_CHARS}
     try:
