@@ -12,6 +12,10 @@ source with ``ast`` so an import inside a function or under ``TYPE_CHECKING`` co
   sharing them adds no edge between the layers.
 - Requesters (importers, the MCP bridge, the UI, and the commands that only ask: ``call``,
   ``import``, ``mcp``, ``ui``) never import serving, the replica or the store.
+- The transport imports nothing above it (store, tools, runtime).
+- The tools reach the store only through its protocol (``STORE_PROTOCOL``).
+- No two packages import each other.
+- No module reaches itself through imports, package ``__init__``s modelled (``_graph``).
 - No import inside a function (or under ``TYPE_CHECKING``) closes a cycle: a deferred
   import may keep start-up cheap, never hide a loop between modules.
 """
@@ -19,6 +23,7 @@ source with ``ast`` so an import inside a function or under ``TYPE_CHECKING`` co
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -97,6 +102,64 @@ def test_store_imports_nothing_above_it() -> None:
         for where, name, _ in _imports("worker.store")
         if _within(name, "worker.tools", "worker.transport", *RUNTIME)
     ]
+    assert bad == []
+
+
+def test_transport_imports_nothing_above_it() -> None:
+    """The transport is the bottom layer of the runtime: what it needs (the subscriptions'
+    pending limits) lives in it, not in what serves above it."""
+    bad = [
+        f"{where} imports {name}"
+        for where, name, _ in _imports("worker.transport")
+        if _within(name, "worker.store", "worker.tools", *RUNTIME)
+    ]
+    assert bad == []
+
+
+# What the store offers the tools: its protocol, result and error types (and the reading of
+# an excerpt's marks), never the SQLite provider or the search engine behind them.
+STORE_PROTOCOL = (
+    "worker.store",
+    "worker.store.protocol",
+    "worker.store.errors",
+    "worker.store.operator",
+)
+
+
+def test_tools_reach_the_store_through_its_protocol() -> None:
+    bad = [
+        f"{where} imports {name}"
+        for where, name, _ in _imports("worker.tools")
+        if _within(name, "worker.store") and name not in STORE_PROTOCOL
+    ]
+    assert bad == []
+
+
+def _packages() -> list[str]:
+    return sorted(
+        _module_name(path)
+        for package in ("worker", "contracts")
+        for path in _files(package)
+        if path.name == "__init__.py"
+    )
+
+
+def test_no_two_packages_import_each_other() -> None:
+    """For any two packages, neither inside the other, at most one imports the other (its
+    modules and sub-packages counted): a pair that do are one layer split in two, or a
+    lower layer reaching up."""
+    packages = [p for p in _packages() if p not in ("worker", "contracts")]
+    uses: dict[str, set[str]] = {p: set() for p in packages}
+    for package in packages:
+        for _, name, names in _imports(package):
+            for other in packages:
+                if _within(other, package) or _within(package, other):
+                    continue
+                taken = (f"{name}.{n}" for n in names)
+                if _within(name, other) or any(_within(t, other) for t in taken):
+                    uses[package].add(other)
+    assert {"worker.tools", "worker.transport"} <= uses["worker.serving"]  # the walk sees them
+    bad = sorted(f"{a} <-> {b}" for a in packages for b in uses[a] if a < b and a in uses[b])
     assert bad == []
 
 
@@ -216,7 +279,19 @@ def _project_module(name: str, names: tuple[str, ...], known: set[str]) -> list[
     return out
 
 
-def test_no_deferred_import_hides_a_cycle() -> None:
+def _ancestors(module: str) -> set[str]:
+    parts = module.split(".")
+    return {".".join(parts[:i]) for i in range(1, len(parts))}
+
+
+@functools.cache
+def _graph() -> tuple[dict[str, set[str]], list[tuple[str, str, str]]]:
+    """Every project module's imports as edges, and the deferred ones among them.
+
+    Importing ``a.b.c`` runs ``a/__init__`` and ``a/b/__init__`` first, so an import
+    reaches each package above its target too, except the importer's own packages, which
+    Python has begun to import before the importer itself (a re-export in a package
+    ``__init__`` is how a loop hides behind a plain-looking ``from a.b.c import x``)."""
     known = {_module_name(path) for package in ("worker", "contracts") for path in _files(package)}
     edges: dict[str, set[str]] = {module: set() for module in known}
     deferred: list[tuple[str, str, str]] = []
@@ -224,31 +299,58 @@ def test_no_deferred_import_hides_a_cycle() -> None:
         for path in _files(package):
             module = _module_name(path)
             late = _deferred_imports(path)
-            for where, name, names in _imports(_module_name(path)):
+            for where, name, names in _imports(module):
                 if _module_name(ROOT / where.split(":")[0]) != module:
                     continue
                 for target in _project_module(name, names, known):
                     if target == module:
                         continue
-                    edges[module].add(target)
+                    run = {target} | (_ancestors(target) & known) - _ancestors(module) - {module}
+                    edges[module] |= run
                     if int(where.split(":")[1]) in late:
-                        deferred.append((where, module, target))
+                        deferred.extend((where, module, reached) for reached in run)
+    return edges, deferred
 
-    def reaches(start: str, goal: str) -> bool:
-        seen, todo = {start}, [start]
-        while todo:
-            for nxt in edges[todo.pop()]:
-                if nxt == goal:
-                    return True
-                if nxt not in seen:
-                    seen.add(nxt)
-                    todo.append(nxt)
-        return False
 
+def _reaches(edges: dict[str, set[str]], start: str, goal: str) -> bool:
+    seen, todo = {start}, [start]
+    while todo:
+        for nxt in edges[todo.pop()]:
+            if nxt == goal:
+                return True
+            if nxt not in seen:
+                seen.add(nxt)
+                todo.append(nxt)
+    return False
+
+
+def test_the_graph_models_package_inits() -> None:
+    # ``from worker.serving.service import ...`` runs ``worker/serving/__init__`` first; a
+    # module inside ``worker.serving`` has begun that already.
+    edges, _ = _graph()
+    assert {"worker.serving", "worker.serving.service"} <= edges["worker.worker"]
+    assert "worker.store.sqlite" not in edges["worker.store.sqlite.search"]
+
+
+def test_no_import_cycle() -> None:
+    """No module reaches itself through imports: a loop works only while something else
+    imports one of its modules first (``test_import_alone`` runs that for real)."""
+    edges, _ = _graph()
+    bad = sorted(
+        f"{module} -> {target} -> ... -> {module}"
+        for module, targets in edges.items()
+        for target in targets
+        if _reaches(edges, target, module)
+    )
+    assert bad == []
+
+
+def test_no_deferred_import_hides_a_cycle() -> None:
+    edges, deferred = _graph()
     assert len(deferred) > 10  # the walk sees the deferred imports at all
     bad = [
         f"{where}: {module} -> {target} -> ... -> {module}"
         for where, module, target in deferred
-        if reaches(target, module)
+        if _reaches(edges, target, module)
     ]
     assert bad == []

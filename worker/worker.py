@@ -38,10 +38,11 @@ from worker.serving.reply_stats import ReplyStats
 from worker.serving.search_lane import ACTOR_NAME as SEARCH_ACTOR
 from worker.serving.search_lane import FETCH_POLL_S, SearchLane
 from worker.serving.service import MANIFEST_ENDPOINT, MsgHandler, ToolService
-from worker.serving.slow_consumers import PendingLimits, SlowConsumerWatch
+from worker.serving.slow_consumers import SlowConsumerWatch
 from worker.serving.spill import Spiller, SpillPolicy
 from worker.store.index.ingest import IngestStats
 from worker.tools import OperatorQueries, ToolDefinition, ToolSet
+from worker.transport.pending import PendingLimits
 
 log = structlog.get_logger("worker.worker")
 

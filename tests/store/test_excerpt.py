@@ -5,13 +5,8 @@ from __future__ import annotations
 
 import re
 
-from worker.store.search.excerpt import (
-    WINDOW_CHARS,
-    highlighter,
-    mark_matches,
-    plain_excerpt,
-    split_excerpt,
-)
+from worker.store.marks import mark_matches, plain_excerpt, split_excerpt
+from worker.store.search.excerpt import WINDOW_CHARS, highlighter
 from worker.store.search.query import compile_query
 
 FILLER = "The notes of the day said the team had a plan for the build and the release. "

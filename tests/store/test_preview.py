@@ -8,7 +8,7 @@ import re
 from hypothesis import given
 from hypothesis import strategies as st
 
-from worker.store.sqlite.rows import PREVIEW_CHARS, preview
+from worker.store.results import PREVIEW_CHARS, preview
 
 _WS = re.compile(r"\s+")
 # Words, every kind of whitespace (Unicode too) and long runs of it.

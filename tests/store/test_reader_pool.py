@@ -13,10 +13,9 @@ from typing import Any
 import pytest
 
 from worker.signals import ExecutionCancelled, ExecutionSignal
-from worker.store import tables
+from worker.store import sql, tables
 from worker.store.errors import StoreError
 from worker.store.protocol import EventFilter, SessionFilter
-from worker.store.sqlite import sql
 from worker.store.sqlite.pool import ReaderPool, Tx
 
 

@@ -9,8 +9,8 @@ from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 from nats.micro.service import ServiceInfo, ServicePing, ServiceStats
 
-from worker.serving.slow_consumers import PendingLimits
 from worker.transport.micro import EndpointSpec, MicroService
+from worker.transport.pending import PendingLimits
 
 
 async def _document(nc: NATS, subject: str) -> dict[str, object]:

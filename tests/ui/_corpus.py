@@ -17,6 +17,7 @@ from contracts.publish import EventRoutes, event_headers
 from contracts.subjects import Subjects
 from tests._harness import sample_corpus_worker, until
 from tests.ui._history import history_events
+from tests.ui._scripts import script_events
 from worker.commands.sample_corpus import PAYMENTS
 from worker.worker import Worker
 
@@ -74,10 +75,10 @@ async def publish(nc: NATS, subjects: Subjects, events: list[dict[str, Any]]) ->
 
 @asynccontextmanager
 async def ui_worker(nc: NATS, subjects: Subjects, tmp_path: Path) -> AsyncIterator[Worker]:
-    """A worker holding the sample corpus, the hostile session and the generated
-    histories, all of it indexed."""
+    """A worker holding the sample corpus, the hostile session, the generated histories and
+    the long events in several scripts (``_scripts``), all of it indexed."""
     async with sample_corpus_worker(nc, subjects, tmp_path) as worker:
-        await publish(nc, subjects, hostile_events() + history_events())
+        await publish(nc, subjects, hostile_events() + history_events() + script_events())
         stream = await nc.jetstream().stream_info(subjects.events_stream)
 
         async def indexed() -> bool:

@@ -8,12 +8,12 @@ import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import parse_qs, quote, urlsplit
 
 import pytest
 import pytest_asyncio
 
-from tests.ui._browser import browser, skip_without_browser
+from tests.ui._browser import browser, in_view, skip_without_browser
 from tests.ui._corpus import BIG_MARKER, BIG_SEQ, CJK_QUERY, HOSTILE, SCRIPT
 from tests.ui._history import (
     BRACKET_WORD,
@@ -56,15 +56,6 @@ async def _marks(scope: Any) -> list[str]:
     return texts
 
 
-async def _in_view(locator: Any) -> bool:
-    """The element's box lies inside the viewport (scrolled to, not merely present)."""
-    inside: bool = await locator.evaluate(
-        "e => { const r = e.getBoundingClientRect();"
-        " return r.height > 0 && r.top >= 0 && r.bottom <= window.innerHeight; }"
-    )
-    return inside
-
-
 async def test_login_with_and_without_the_token(page: Any, ui: Ui) -> None:
     response = await page.goto(f"{ui.server.base_url}/")
     assert response.status == 401
@@ -92,14 +83,15 @@ async def test_search_to_event_to_lineage(page: Any, ui: Ui) -> None:
     assert await page.locator("ol.hits mark").count() >= 1
     first = hits.first.locator("a").first
     target = await first.get_attribute("href")
-    assert target is not None and "#e" in target
-    anchor = target.rsplit("#", 1)[1]
+    assert target is not None and target.endswith("#match")  # lands on the match
+    seq = parse_qs(urlsplit(target).query)["at"][0]
     await first.click()
-    event = page.locator(f"li#{anchor}")
+    event = page.locator(f"li#e{seq}")
     assert await event.is_visible()
+    assert await in_view(event.locator("mark#match"))
     await event.locator("a.json").click()
     assert await page.locator("h2", has_text="Exact JSON").is_visible()
-    assert f'"seq":{anchor[1:]}' in (await page.locator("pre.json").inner_text()).replace(" ", "")
+    assert f'"seq":{seq}' in (await page.locator("pre.json").inner_text()).replace(" ", "")
     await page.click("text=lineage")
     graph = page.locator("svg.lineage")
     assert await graph.is_visible()
@@ -187,12 +179,14 @@ async def test_a_hit_lands_on_its_event_past_the_cut_highlighted(page: Any, ui: 
     assert await target.locator("details[open]").count() == 1  # the tool result unfolded
     mark = target.locator("mark")
     assert await _marks(target) == [DEEP_WORD]
-    assert await _in_view(mark.first)
+    assert await in_view(mark.first)
     # The match is past the first 3,000 characters: the part holding it is shown.
     assert "where the search matched" in await target.locator("p.cut").inner_text()
     await target.locator("p.cut a").click()
     assert await _marks(page.locator("pre.readable")) == [DEEP_WORD]
-    assert await page.locator("p.pager", has_text="previous part").count() == 2
+    assert await in_view(page.locator("mark#match"))
+    # The event page's parts are fixed (16,384 characters): the match is in the first.
+    assert await page.locator("p.pager", has_text="part 1 of").count() == 2
 
 
 async def test_events_read_as_text_without_escapes(page: Any, ui: Ui) -> None:

@@ -106,7 +106,7 @@ async def test_search_highlights_cjk_and_links_to_the_event(ui: Ui) -> None:
     status, _, body = await ui.get(f"/search?{WS}&q={quote(CJK_QUERY)}", cookie=cookie)
     assert status == 200, body
     assert "<mark>" in body
-    assert f"/session?{WS}&amp;id={HOSTILE}&amp;at=4&amp;q={quote(CJK_QUERY)}#e4" in body
+    assert f"/session?{WS}&amp;id={HOSTILE}&amp;at=4&amp;q={quote(CJK_QUERY)}#match" in body
     # The tools' event filters: the match is an assistant message.
     _, _, kept = await ui.get(f"/search?{WS}&q={quote(CJK_QUERY)}&surface=assistant", cookie=cookie)
     assert f"id={HOSTILE}&amp;at=4" in kept

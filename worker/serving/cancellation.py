@@ -28,8 +28,8 @@ from nats.aio.subscription import Subscription
 from pydantic import ValidationError
 
 from contracts.envelope import CancelRequest, owner_key
-from worker.serving.slow_consumers import PendingLimits, pending_kwargs
 from worker.signals import ExecutionSignal
+from worker.transport.pending import PendingLimits, pending_kwargs
 
 log = structlog.get_logger("worker.serving.cancellation")
 

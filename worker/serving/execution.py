@@ -31,11 +31,11 @@ from worker.serving.cancellation import CancellationRegistry
 from worker.serving.presenters import TOOL_FAILURES, Failures, Presenter, ToolReplies
 from worker.serving.replies import EncodedReply
 from worker.serving.reply_stats import ReplyStats
-from worker.serving.slow_consumers import PendingLimits
 from worker.serving.spill import Spiller
 from worker.signals import DeadlineExceeded, ExecutionAborted, ExecutionCancelled, ExecutionSignal
 from worker.tools import Admitted, ToolDefinition, ToolError, abort_error, model_error, tool_failed
 from worker.transport.micro import EndpointSpec, MicroService
+from worker.transport.pending import PendingLimits
 
 log = get_logger("worker.serving.execution")
 

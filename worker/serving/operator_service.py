@@ -32,10 +32,10 @@ from worker.serving.execution import Declared, Executor, Handler, Route
 from worker.serving.presenters import OperatorJson
 from worker.serving.queued_endpoint import QueuedEndpoint, body_arguments
 from worker.serving.search_lane import SearchLane
-from worker.serving.slow_consumers import PendingLimits
 from worker.signals import ExecutionSignal
 from worker.tools import OperatorQueries, OperatorRequest, OperatorVerb, ToolError
 from worker.transport.micro import MicroService
+from worker.transport.pending import PendingLimits
 
 OPERATIONS_VERB: Final = "operations"
 DEAD_LETTERS_SHOWN: Final = 50

@@ -50,10 +50,10 @@ from worker.serving.queue_encoding import NewerFormat, QueuedSearch
 from worker.serving.queued_endpoint import QueuedEndpoint, QueuedEndpoints
 from worker.serving.replies import BadEnvelope
 from worker.serving.search_queue import QueueSettings, SearchQueue, failure_of
-from worker.serving.slow_consumers import PendingLimits
 from worker.signals import ExecutionSignal
 from worker.tasks import cancel_and_wait
 from worker.tools import ToolDefinition, ToolSet
+from worker.transport.pending import PendingLimits
 
 log = structlog.get_logger("worker.serving.search_lane")
 

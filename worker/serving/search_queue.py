@@ -34,7 +34,7 @@ from worker.failures import RuntimeFailure
 from worker.retry import ENQUEUE, JETSTREAM, retry
 from worker.serving.deadlines import loop_time_of
 from worker.serving.lane_decisions import EXPECTED_STREAM_HEADER, EnqueueFailure, encoded_size
-from worker.serving.slow_consumers import PendingLimits, pending_kwargs
+from worker.transport.pending import PendingLimits, pending_kwargs
 
 # A lost cluster node can leave the work-queue stream leaderless for a Raft election
 # (nats-server waits 4-9 s before calling one; measured 7.4 s on the local cluster), so

@@ -21,9 +21,10 @@ from contracts.subjects import SERVICE_NAME, Subjects
 from worker.serving.execution import Declared, Executor
 from worker.serving.lane_decisions import lane_of
 from worker.serving.presenters import TOOL_FAILURES
-from worker.serving.slow_consumers import PendingLimits, SlowConsumerWatch
+from worker.serving.slow_consumers import SlowConsumerWatch
 from worker.tools import ToolDefinition, ToolSet
 from worker.transport.micro import MicroService
+from worker.transport.pending import PendingLimits
 
 MsgHandler = Callable[[ToolDefinition, Msg], Awaitable[None]]
 

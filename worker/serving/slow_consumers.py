@@ -19,8 +19,9 @@ OVERLOADED, and the search endpoint enqueues one request per PubAck round trip (
 a backlog of thousands at a subscription is already past what it can usefully hold.
 
 Every subscription's limits become nats-py's keyword arguments in one place,
-``pending_kwargs``; the subscriptions themselves are declared in ``worker.transport.micro``
-(endpoints), ``search_lane`` (the pull) and ``cancellation`` (the broadcast).
+``worker.transport.pending``; the subscriptions themselves are declared in
+``worker.transport.micro`` (endpoints), ``search_lane`` (the pull) and ``cancellation``
+(the broadcast).
 
 A tool request dropped this way is answered ``SESSION_QUERY_OVERLOADED`` at once from the
 error callback (its body was never read, so the reply's ``request_id`` is empty; requesters
@@ -38,21 +39,17 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from typing import Final, TypedDict
+from typing import Final
 
 import structlog
 from nats.aio.client import Client as NATS
-from nats.aio.subscription import (
-    DEFAULT_SUB_PENDING_BYTES_LIMIT,
-    DEFAULT_SUB_PENDING_MSGS_LIMIT,
-    Subscription,
-)
+from nats.aio.subscription import Subscription
 from nats.errors import SlowConsumerError
 
 from worker.serving import replies
 from worker.serving.reply_stats import ReplyStats
 from worker.transport.connection import ErrorRoute, error_route
+from worker.transport.pending import PendingLimits
 
 log = structlog.get_logger("worker.serving.slow_consumers")
 
@@ -60,39 +57,6 @@ ErrorCallback = Callable[[Exception], Awaitable[None]]
 
 # At most one error line per subject per this many seconds; the counters count every drop.
 LOG_EVERY_S: Final = 1.0
-
-
-@dataclass(frozen=True, slots=True)
-class PendingLimits:
-    """Per-subscription limits on messages received but not yet handled."""
-
-    msgs: int
-    bytes: int
-
-    @classmethod
-    def of(cls, msgs: int, size: int, max_payload: int) -> PendingLimits:
-        if msgs < 1 or size < 1:
-            raise ValueError("endpoint_pending_msgs and endpoint_pending_bytes must be >= 1")
-        # nats-py drops a message that would reach the byte limit: one request as large as
-        # the server allows must fit, with room for another.
-        return cls(msgs=msgs, bytes=max(size, 2 * max_payload))
-
-
-# nats-py's own defaults, for a subscription given no limits.
-NATS_DEFAULT_LIMITS: Final = PendingLimits(
-    DEFAULT_SUB_PENDING_MSGS_LIMIT, DEFAULT_SUB_PENDING_BYTES_LIMIT
-)
-
-
-class PendingKwargs(TypedDict):
-    pending_msgs_limit: int
-    pending_bytes_limit: int
-
-
-def pending_kwargs(pending: PendingLimits | None) -> PendingKwargs:
-    """``subscribe``'s keyword arguments for ``pending`` (nats-py's defaults when None)."""
-    limits = pending or NATS_DEFAULT_LIMITS
-    return {"pending_msgs_limit": limits.msgs, "pending_bytes_limit": limits.bytes}
 
 
 class SlowConsumerWatch:

@@ -5,6 +5,7 @@ the runtime, tests) imports the SQLite provider.
 """
 
 from worker.store.errors import GenerationChanged, InvalidCursor, InvalidQuery, StoreError
+from worker.store.marks import split_excerpt
 from worker.store.protocol import (
     ApplyResult,
     Availability,
@@ -65,4 +66,5 @@ __all__ = [
     "StoredEvent",
     "SurfaceName",
     "TitleObservation",
+    "split_excerpt",
 ]

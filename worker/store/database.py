@@ -9,7 +9,7 @@ names case-insensitively on every access, ~0.4 us a value measured). ``tracing``
 hook that sees each statement with the role of the database that ran it (tests, debugging).
 
 The statements themselves are named constants: per table in ``tables``; the request
-path's joins in ``sqlite.sql``; the batch's inserts in ``index.writer_core``. This module runs
+path's joins in ``store.sql``; the batch's inserts in ``index.writer_core``. This module runs
 them. It sits beside the protocol, not in ``sqlite/``, so the writer and the search index
 import it without loading the reader provider.
 """
@@ -138,6 +138,10 @@ def columns(description: Sequence[Sequence[Any]]) -> Columns:
 # One statement's rows (plain tuples) and their column positions by name. A plain tuple:
 # a NamedTuple's construction cost ~0.3 us a statement, event_relations runs five.
 Result = tuple[list[tuple[Any, ...]], Columns]
+
+# How the search reads: SQL text and its named parameters in, rows with their columns out
+# (in one read transaction the caller holds).
+Fetch = Callable[[str, Mapping[str, Any]], Result]
 
 _tracer: Tracer | None = None
 

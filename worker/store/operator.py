@@ -106,12 +106,14 @@ class EventText:
     found: bool
     type: str = ""
     tool: str | None = None
-    size: int = 0  # characters of the whole readable text
-    offset: int = 0  # where the part starts in it
+    # Every offset and size in code points (``worker.store.search.readable``).
+    size: int = 0  # of the whole readable text
+    offset: int = 0  # where the part starts in it: a part boundary
     text: str = ""
     # The query's matches in the part: (start, end) offsets into ``text``.
     matches: tuple[tuple[int, int], ...] = ()
-    first_match: int | None = None  # offset of the first match in the whole text
+    # Where the match a search hit shows starts in the whole text (the excerpt's window).
+    first_match: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,9 +163,10 @@ class OperatorReads(Protocol):
         size: int,
         signal: ExecutionSignal,
     ) -> EventText | None:
-        """A part of ``size`` characters of one event's readable text from ``offset`` (None:
-        where the query's first match is, else the start) and the query's matches in it;
-        None: no session. ``InvalidQuery`` for a query with nothing searchable."""
+        """The part (parts of ``size`` code points, cut as ``worker.store.search.readable``
+        says) of one event's readable text holding ``offset`` (None: the match a search hit
+        shows, else the start) and the query's matches in it; None: no session.
+        ``InvalidQuery`` for a query with nothing searchable."""
         ...
 
     async def dead_letters(self, *, limit: int, signal: ExecutionSignal) -> tuple[DeadLetter, ...]:

@@ -2,7 +2,7 @@
 for every user outside the request path (the writer, the search index and semantic
 followers, the checks, the operator commands' reports), and the column names the request
 path reads a header and an event by. The request path's reads, joins of several tables,
-are in ``sqlite/sql.py``; the batch's inserts are the writer's (``index/writer_core.py``).
+are in ``sql.py``; the batch's inserts are the writer's (``index/writer_core.py``).
 
 A statement read by ``Database.rows`` names each column it is read by (``AS``): SQLite
 leaves a result column's name unspecified without one. A statement read by
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Final
 
-# -- sessions and events as the request path reads them (``sqlite.sql`` selects them) ------
+# -- sessions and events as the request path reads them (``sql`` selects them) ------------
 
 # A session's header, in ``SessionHeader``'s field order.
 HEADER_NAMES: Final = (

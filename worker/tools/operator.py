@@ -35,9 +35,9 @@ from worker.store import (
     SessionHeader,
     SessionQueryService,
     TitleObservation,
+    split_excerpt,
 )
 from worker.store.operator import OperatorReads, SessionListFilter
-from worker.store.search.excerpt import split_excerpt
 from worker.tools.definitions import ToolError
 from worker.tools.formatting import title_text
 from worker.tools.operator_args import (

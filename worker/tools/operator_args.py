@@ -84,5 +84,6 @@ class TextArgs(_Scoped):
     session_id: Id
     seq: int = Field(ge=1)
     query: str | None = Field(default=None, max_length=MAX_QUERY)
-    offset: int | None = Field(default=None, ge=0)  # None: where the query first matches
+    # The part holding this offset (code points); None: the part holding the hit's match.
+    offset: int | None = Field(default=None, ge=0)
     size: int = Field(default=16_384, ge=1, le=MAX_TEXT_PART)

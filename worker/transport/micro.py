@@ -26,7 +26,7 @@ from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
 from nats.nuid import NUID
 
-from worker.serving.slow_consumers import NATS_DEFAULT_LIMITS, PendingLimits, pending_kwargs
+from worker.transport.pending import NATS_DEFAULT_LIMITS, PendingLimits, pending_kwargs
 
 log = structlog.get_logger("worker.transport.micro")
 

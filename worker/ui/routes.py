@@ -14,9 +14,12 @@ from worker.ui.client import OperatorClient, OperatorError
 
 SESSIONS_PAGE: Final = 50
 TIMELINE_PAGE: Final = 50
-CHUNK_CHARS: Final = 65_536
+# Parts, in code points (docs/ui.md, "Parts"): part k of a text starts at k × its size.
+CHUNK_CHARS: Final = 65_536  # a part of an event's exact JSON
 TEXT_PART_CHARS: Final = 16_384  # a part of an event's readable text on its page
-FOCUS_CHARS: Final = 4_096  # the part of a search hit's event the timeline shows
+# The part of a search hit's event the timeline shows: a divisor of TEXT_PART_CHARS, so its
+# parts' boundaries are the event page's and more.
+FOCUS_CHARS: Final = 4_096
 SORT_KEYS: Final = frozenset({"updated", "created", "events", "title"})
 
 Route = Callable[[OperatorClient, Mapping[str, str]], str]
@@ -151,7 +154,7 @@ def session_page(client: OperatorClient, q: Mapping[str, str]) -> str:
 def _focus(
     client: OperatorClient, workspace: str | None, sid: str, seq: int, query: str | None
 ) -> dict[str, Any]:
-    """The part of event ``seq`` that holds the query's first match; a query the search
+    """The part of event ``seq`` that holds the match the hit showed; a query the search
     cannot use (only punctuation, say) marks and unfolds the event all the same."""
     ask = {"workspace": workspace, "session_id": sid, "seq": seq, "size": FOCUS_CHARS}
     try:
@@ -172,18 +175,25 @@ def event_page(client: OperatorClient, q: Mapping[str, str]) -> str:
     view = "json" if q.get("view") == "json" else "text"
     query = q.get("q") or None
     if view == "json":
+        # Any offset asked for shows the part holding it, from that part's boundary.
+        offset = _int(q, "offset", 0) // CHUNK_CHARS * CHUNK_CHARS
         chunk = client.ask(
-            "event", workspace=workspace, session_id=sid, seq=seq, offset=_int(q, "offset", 0),
+            "event", workspace=workspace, session_id=sid, seq=seq, offset=offset,
             size=CHUNK_CHARS,
         )  # fmt: skip
+        part_size = CHUNK_CHARS
     else:
-        offset = _int(q, "offset", 0) if "offset" in q or not query else None
+        # The worker answers with the part holding the offset (or the match), from its start.
+        at = _int(q, "offset", 0) if "offset" in q or not query else None
         chunk = client.ask(
-            "text", workspace=workspace, session_id=sid, seq=seq, query=query, offset=offset,
+            "text", workspace=workspace, session_id=sid, seq=seq, query=query, offset=at,
             size=TEXT_PART_CHARS,
         )  # fmt: skip
+        part_size = TEXT_PART_CHARS
     relations = client.ask("relations", workspace=workspace, session_id=sid, seq=seq)
-    return pages.event(workspace, sid, seq, chunk, relations, view=view, query=query)
+    return pages.event(
+        workspace, sid, seq, chunk, relations, view=view, query=query, part_size=part_size
+    )
 
 
 def lineage_page(client: OperatorClient, q: Mapping[str, str]) -> str:

@@ -4,17 +4,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from worker.store import rows
+from worker.store import results, sql
+from worker.store.database import Fetch
 
 
-def own_lines(fetch: rows.Fetch, session_ids: Sequence[str]) -> dict[str, str]:
+def own_lines(fetch: Fetch, session_ids: Sequence[str]) -> dict[str, str]:
     """For each session, its first message whose text none of the others holds."""
     found, at = fetch(
         "SELECT session_id AS session_id, seq AS seq, substr(body, 1, :chars) AS body"
         " FROM events"
         " WHERE session_id IN (SELECT value FROM json_each(:ids))"
         " AND surface IN ('user', 'assistant') ORDER BY session_id, seq LIMIT :cap",
-        {"ids": rows.json_list(session_ids), "chars": rows.PREVIEW_SOURCE_CHARS, "cap": 20_000},
+        {"ids": sql.json_list(session_ids), "chars": sql.PREVIEW_SOURCE_CHARS, "cap": 20_000},
     )
     texts: dict[str, list[tuple[int, str]]] = {}
     for session_id, seq, body in map(at.getter(("session_id", "seq", "body")), found):
@@ -24,5 +25,5 @@ def own_lines(fetch: rows.Fetch, session_ids: Sequence[str]) -> dict[str, str]:
         others = {body for sid, items in texts.items() if sid != session_id for _, body in items}
         first = next(((seq, body) for seq, body in mine if body not in others), None)
         if first is not None:
-            lines[session_id] = f"seq {first[0]}: {rows.preview(first[1])}"
+            lines[session_id] = f"seq {first[0]}: {results.preview(first[1])}"
     return lines

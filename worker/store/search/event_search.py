@@ -9,14 +9,15 @@ from typing import Any
 
 import tantivy
 
-from worker.store import rows
-from worker.store.database import Columns
+from worker.store import results, sql
+from worker.store.database import Columns, Fetch
+from worker.store.marks import plain_excerpt
 from worker.store.protocol import EventFilter, EventHit
 from worker.store.search import ranking
-from worker.store.search.excerpt import highlighter, plain_excerpt
+from worker.store.search.excerpt import highlighter
 from worker.store.search.hybrid import SemanticQuery
 from worker.store.search.query import QueryPlan
-from worker.store.search.search_ops import MAX_CANDIDATE_WINDOW, Fetch, PageResult, bodies
+from worker.store.search.search_ops import MAX_CANDIDATE_WINDOW, PageResult, bodies
 from worker.store.search.search_reader import (
     Candidate,
     IndexView,
@@ -74,7 +75,7 @@ class EventSearch:
             seq_to=seq_to,
         )
         self._params: dict[str, Any] = {"sid": session_id, "snap": snapshot_seq}
-        check = rows.event_filter_sql(events, self._params, with_seq=True)
+        check = sql.event_filter_sql(events, self._params, with_seq=True)
         if scope_to_seq is not None:
             self._params["scope_to"] = scope_to_seq
             check += " AND e.seq <= :scope_to"
@@ -131,10 +132,10 @@ class EventSearch:
         if not candidates:
             return []
         found, at = self._fetch(
-            f"SELECT e.id AS id, {rows.EVENT_COLS} FROM events e"
+            f"SELECT e.id AS id, {sql.EVENT_COLS} FROM events e"
             " WHERE e.id IN (SELECT value FROM json_each(:cand)) AND +e.session_id = :sid"
             f" AND e.stream_seq <= :snap{self._check}",
-            dict(self._params, cand=rows.json_list(c.event_id for c in candidates)),
+            dict(self._params, cand=sql.json_list(c.event_id for c in candidates)),
         )
         event_id = at["id"]
         by_id = {int(r[event_id]): r for r in found}
@@ -145,7 +146,7 @@ class EventSearch:
         excerpts = bodies(self._fetch, [c.event_id for c, _ in page], light, only)
         hits = []
         for c, (row, at) in page:
-            summary = rows.summary(row, at)
+            summary = results.summary(row, at)
             hits.append(
                 EventHit(
                     event=summary,

@@ -1,9 +1,6 @@
 """Excerpts: the part of an event's text where the query matched, matched words in [brackets].
 
-A literal ``[`` or ``]`` of the text is written ``\\[`` or ``\\]`` (and a literal backslash
-right before a bracket or another backslash is doubled), so a bare bracket is always a
-match mark: a markdown ``[X]`` cannot read as a match. ``split_excerpt`` reverses it into
-the plain text and the matches' offsets (what the operator replies carry).
+How the marks are written, escapes included, and read back is ``worker.store.marks``.
 
 The search index stores no text, so the excerpt is cut from the store's text of the few
 events a page shows. One regular expression per term (the term's exact words, its stems
@@ -28,14 +25,13 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Final
 
+from worker.store.marks import mark_matches
 from worker.store.search.query import PlanTerm, QueryPlan
 
 WINDOW_CHARS: Final = 120
 _CONTEXT_CHARS: Final = 30
 _MAX_MATCHES: Final = 400
 _WS: Final = re.compile(r"\s+")
-# A text piece as atoms: a bracket, a backslash, or a run of other characters.
-_LITERAL_ATOM: Final = re.compile(r"[^\[\]\\]+|[\[\]\\]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +74,15 @@ class Highlighter:
                 pos = start + 1
         return spans
 
+    def best(self, text: str) -> tuple[int, int] | None:
+        """Where the excerpt's matches are: (start of its first, end of its last), the window
+        holding the most distinct terms (what a hit shows), or None when nothing matches."""
+        spans = self.spans(text) if self.prefilter is not None and text else []
+        if not spans:
+            return None
+        first, last = _best_window(spans)
+        return spans[first][0], spans[last][1]
+
     def excerpt(self, text: str) -> str | None:
         """The best window of ``text``, or None when nothing of the query is in it."""
         if self.prefilter is None or not text:
@@ -105,57 +110,6 @@ class Highlighter:
         # Whitespace runs become one space before marking: escapes hold no whitespace.
         flat = [(_WS.sub(" ", piece), matched) for piece, matched in pieces]
         return mark_matches(flat).strip(" ")
-
-
-def mark_matches(pieces: list[tuple[str, bool]]) -> str:
-    """The pieces joined, each matched one in ``[...]``, literal brackets escaped (above)."""
-    atoms: list[tuple[str, bool]] = []  # (atom, is a mark)
-    for piece, matched in pieces:
-        if matched:
-            atoms.append(("[", True))
-        atoms.extend((atom, False) for atom in _LITERAL_ATOM.findall(piece))
-        if matched:
-            atoms.append(("]", True))
-    out: list[str] = []
-    for index, (atom, mark) in enumerate(atoms):
-        if not mark and atom in ("[", "]"):
-            atom = "\\" + atom
-        elif not mark and atom == "\\":
-            following = atoms[index + 1][0] if index + 1 < len(atoms) else ""
-            if following in ("[", "]", "\\"):  # it would read as an escape: doubled
-                atom = "\\\\"
-        out.append(atom)
-    return "".join(out)
-
-
-def plain_excerpt(text: str) -> str:
-    """A text shown in an excerpt's place with nothing matched (a preview): escaped alike."""
-    return mark_matches([(text, False)])
-
-
-def split_excerpt(excerpt: str) -> tuple[str, list[tuple[int, int]]]:
-    """An excerpt's plain text and its matches as (start, end) offsets into that text: the
-    exact inverse of ``mark_matches`` (a bare bracket is a mark, an escaped one a literal)."""
-    text: list[str] = []
-    spans: list[tuple[int, int]] = []
-    length, opened, index = 0, -1, 0
-    while index < len(excerpt):
-        char = excerpt[index]
-        if char == "\\" and excerpt[index + 1 : index + 2] in ("[", "]", "\\"):
-            char = excerpt[index + 1]
-            index += 1
-        elif char == "[":
-            opened, index = length, index + 1
-            continue
-        elif char == "]":
-            if opened >= 0:
-                spans.append((opened, length))
-            opened, index = -1, index + 1
-            continue
-        text.append(char)
-        length += 1
-        index += 1
-    return "".join(text), spans
 
 
 def _centred(length: int, first: int, last: int) -> tuple[int, int]:

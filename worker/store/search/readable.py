@@ -4,10 +4,18 @@ arguments, a tool result's output; and where a query matches in that text.
 The operator's pages show this instead of escaped JSON (the exact JSON stays one click
 away). The match positions come from the search's own highlighter (``excerpt``), so a
 page marks the words the search matched, at offsets, never by parsing marks out of text.
+
+Every offset and size here, and in the operator replies built from them, counts Unicode
+code points (Python ``str`` indices; what SQLite's ``length`` and ``substr`` count in a
+TEXT value): never UTF-8 bytes, never UTF-16 code units. A text is read in parts of a fixed
+size: part k starts at k × size, moved back to the start of its character when that
+position falls inside one (before a combining mark, a joiner or a variation selector), so
+no part begins with half a letter or half an emoji; part k ends where part k + 1 starts.
 """
 
 from __future__ import annotations
 
+import unicodedata
 from typing import Final
 
 import orjson
@@ -17,9 +25,13 @@ from worker.store.search.query import compile_query
 
 # Payload fields that hold an event's text, in the order they are looked for.
 TEXT_KEYS: Final = ("text", "output", "summary", "title", "content", "message", "reason")
-# A part chosen to show a match starts this many characters before it (at a line start
-# when one is near), so the match reads in its context.
-LEAD_CHARS: Final = 300
+# Code points that continue the character before them: zero-width joiner, variation
+# selectors, emoji skin tones and tag characters (combining marks are found by category).
+_CONTINUES: Final = frozenset(
+    [0x200D, *range(0xFE00, 0xFE10), *range(0x1F3FB, 0x1F400), *range(0xE0020, 0xE0080)]
+)
+# A part's start moves back at most this far: a longer run of marks is cut, not followed.
+_MAX_BACK: Final = 32
 
 
 def _json(value: object) -> str:
@@ -68,15 +80,58 @@ def readable(raw_json: str) -> tuple[str, str | None, str]:
     return str(kind), tool, text
 
 
+def _continues(text: str, at: int) -> bool:
+    """Whether the code point at ``at`` belongs to the character before it."""
+    code = ord(text[at])
+    return (
+        code in _CONTINUES
+        or (at > 0 and ord(text[at - 1]) == 0x200D)  # the character a joiner joins on
+        or unicodedata.category(text[at]) in ("Mn", "Mc", "Me")
+    )
+
+
+def character_start(text: str, at: int) -> int:
+    """``at`` moved back to the start of the character it falls in (at most ``_MAX_BACK``)."""
+    at = max(0, min(at, len(text)))
+    floor = max(0, at - _MAX_BACK)
+    while floor < at < len(text) and _continues(text, at):
+        at -= 1
+    return at
+
+
+def character_end(text: str, at: int) -> int:
+    """``at`` moved forward past the marks that continue the character before it."""
+    ceiling = min(len(text), at + _MAX_BACK)
+    while 0 < at < ceiling and _continues(text, at):
+        at += 1
+    return at
+
+
+def part_bounds(text: str, part: int, size: int) -> tuple[int, int]:
+    """(start, end) of part ``part`` (from 0) of ``text`` cut in parts of ``size``."""
+    return character_start(text, part * size), character_start(text, (part + 1) * size)
+
+
+def part_of(text: str, at: int, size: int) -> int:
+    """The number of the part holding offset ``at``."""
+    part = at // size
+    while part_bounds(text, part + 1, size)[0] <= at < len(text):
+        part += 1  # ``at`` lies in the few code points the next part's start moved back
+    return part
+
+
 def matches(query: str, text: str) -> list[tuple[int, int]]:
-    """Every match of ``query`` in ``text`` (start, end), as the search highlights them.
+    """Every match of ``query`` in ``text`` (start, end), as the search highlights them, each
+    ending after the marks that continue its last character (a decomposed "й" whole).
     ``InvalidQuery`` for a query with nothing searchable."""
-    return [(s, e) for s, e, _ in highlighter(compile_query(query)).spans(text, every=True)]
+    return [
+        (s, character_end(text, e))
+        for s, e, _ in highlighter(compile_query(query)).spans(text, every=True)
+    ]
 
 
-def part_holding(text: str, first_match: int, size: int) -> int:
-    """Where a part of ``size`` characters showing the match at ``first_match`` starts."""
-    start = max(0, first_match - LEAD_CHARS)
-    line = text.rfind("\n", start, first_match)
-    start = line + 1 if line >= 0 else start
-    return max(0, min(start, len(text) - size))
+def best_match(query: str, text: str) -> int | None:
+    """Where the match a search hit shows starts: the first match of the excerpt's window
+    (the one holding the most of the query's terms), not merely the first match anywhere."""
+    best = highlighter(compile_query(query)).best(text)
+    return None if best is None else best[0]

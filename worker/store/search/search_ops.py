@@ -26,11 +26,13 @@ from typing import Any, Final, Generic, TypeVar
 import orjson
 import tantivy
 
-from worker.store import rows
+from worker.store import results, sql
+from worker.store.database import Fetch
+from worker.store.marks import plain_excerpt
 from worker.store.protocol import EventFilter, EventHit, SessionFilter, SessionHit
 from worker.store.search import ranking
 from worker.store.search.copies import own_lines
-from worker.store.search.excerpt import Highlighter, highlighter, plain_excerpt
+from worker.store.search.excerpt import Highlighter, highlighter
 from worker.store.search.hybrid import SemanticQuery
 from worker.store.search.query import QueryPlan
 from worker.store.search.search_index import INDEX_TEXT_CAP_BYTES, SCHEMA, TITLE_TYPE
@@ -48,7 +50,6 @@ from worker.store.search.semantic.fusion import Lexical, fuse
 from worker.store.search.text import searchable_text
 from worker.store.search.time_words import TimeRange
 
-Fetch = rows.Fetch  # event_search's name for it too
 _NONE: Final[frozenset[int]] = frozenset()
 
 # Candidates per round, at least; rounds exclude the sessions already decided.
@@ -140,10 +141,10 @@ class SessionSearch:
         minimal, _ = scope_clauses(snapshot_seq=snapshot_seq, covered_seq=index.covers_stream_seq)
         self._scope = _Scope(clauses, excluded, minimal)
         self._params: dict[str, Any] = {"cwd": cwd, "snap": snapshot_seq}
-        check = rows.session_filter_sql(sessions, self._params)
-        check += rows.event_filter_sql(events, self._params, with_seq=False)
+        check = sql.session_filter_sql(sessions, self._params)
+        check += sql.event_filter_sql(events, self._params, with_seq=False)
         if sessions.session_ids is not None:
-            self._params["only"] = rows.json_list(sessions.session_ids)
+            self._params["only"] = sql.json_list(sessions.session_ids)
             check += " AND e.session_id IN (SELECT value FROM json_each(:only))"
         self._check_sql = check
         self._filtered = bool(check)
@@ -233,7 +234,7 @@ class SessionSearch:
     def _check(self, candidates: Sequence[Candidate]) -> dict[int, _Checked]:
         if not candidates:
             return {}
-        params = dict(self._params, cand=rows.json_list(c.event_id for c in candidates))
+        params = dict(self._params, cand=sql.json_list(c.event_id for c in candidates))
         found, at = self._fetch(
             "SELECT e.id AS id, e.session_id AS session_id, e.type AS type,"
             f" (s.cwd = :cwd AND e.stream_seq <= :snap{self._check_sql}) AS ok"
@@ -320,7 +321,7 @@ class SessionSearch:
         found, _ = self._fetch(
             "SELECT 1 AS found FROM events e JOIN sessions s ON s.session_id = e.session_id"
             " WHERE e.id IN (SELECT value FROM json_each(:cand)) AND +s.cwd = :cwd LIMIT 1",
-            {"cand": rows.json_list(c.event_id for c in candidates), "cwd": self._cwd},
+            {"cand": sql.json_list(c.event_id for c in candidates), "cwd": self._cwd},
         )
         return bool(found)
 
@@ -334,18 +335,18 @@ def load_events(
     # walks every event of the workspace (~16 ms for 60 ids at 1M events / 24
     # workspaces) instead of looking the ids up by primary key (~0.3-0.7 ms).
     found, at = fetch(
-        f"SELECT e.id AS id, {rows.HEADER_COLS}, {rows.EVENT_COLS}, e.body AS body"
+        f"SELECT e.id AS id, {sql.HEADER_COLS}, {sql.EVENT_COLS}, e.body AS body"
         " FROM events e JOIN sessions s ON s.session_id = e.session_id"
         " WHERE e.id IN (SELECT value FROM json_each(:ids)) AND +s.cwd = :cwd",
-        {"ids": rows.json_list(event_ids), "cwd": cwd},
+        {"ids": sql.json_list(event_ids), "cwd": cwd},
     )
     light = highlighter(plan)
     event_id, body, body_start = at["id"], at["body"], at["body_start"]
     excerpts = _excerpts(fetch, ((int(r[event_id]), r[body]) for r in found), light, semantic)
     loaded: dict[int, tuple[Any, Any, str]] = {}
     for r in found:
-        excerpt = excerpts.get(int(r[event_id])) or plain_excerpt(rows.preview(r[body_start]))
-        loaded[int(r[event_id])] = (rows.header(r, at), rows.summary(r, at), excerpt)
+        excerpt = excerpts.get(int(r[event_id])) or plain_excerpt(results.preview(r[body_start]))
+        loaded[int(r[event_id])] = (results.header(r, at), results.summary(r, at), excerpt)
     return loaded
 
 
@@ -358,7 +359,7 @@ def bodies(
         return {}
     found, at = fetch(
         "SELECT id AS id, body AS body FROM events WHERE id IN (SELECT value FROM json_each(:ids))",
-        {"ids": rows.json_list(ids)},
+        {"ids": sql.json_list(ids)},
     )
     pair = at.getter(("id", "body"))
     return _excerpts(fetch, ((int(i), body) for i, body in map(pair, found)), light, semantic)
@@ -383,7 +384,7 @@ def _excerpts(
         found, at = fetch(
             "SELECT id AS id, raw_json AS raw_json FROM events"
             " WHERE id IN (SELECT value FROM json_each(:ids))",
-            {"ids": rows.json_list(missing)},
+            {"ids": sql.json_list(missing)},
         )
         for event_id, raw in map(at.getter(("id", "raw_json")), found):
             payload = orjson.loads(raw).get("payload")

@@ -8,9 +8,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Final
 
+from worker.store import results
 from worker.store.database import Columns
 from worker.store.protocol import Lineage, LineageNode, SessionHeader
-from worker.store.sqlite import rows
 
 
 class Truncated:
@@ -21,7 +21,7 @@ TRUNCATED: Final = Truncated()
 
 
 def lineage(
-    found: Sequence[rows.Row], at: Columns, session_id: str, cap: int
+    found: Sequence[results.Row], at: Columns, session_id: str, cap: int
 ) -> Lineage | Truncated | None:
     """The lineage of ``session_id``; ``TRUNCATED`` when a walk holds ``cap`` rows."""
     kind, sid = at["kind"], at["sid"]
@@ -31,7 +31,7 @@ def lineage(
         return TRUNCATED
     present = at["session_id"]
     observed = {
-        row[sid]: rows.title_observation(row, at) for row in chain if row[present] is not None
+        row[sid]: results.title_observation(row, at) for row in chain if row[present] is not None
     }
     known = {chain_id: observation.header for chain_id, observation in observed.items()}
     target = known.get(session_id)
@@ -39,7 +39,7 @@ def lineage(
         return None
     placed = {target.session_id}
     ancestors, missing = _ancestors(target, known, placed)
-    subtree = [rows.title_observation(row, at) for row in tree]
+    subtree = [results.title_observation(row, at) for row in tree]
     observed.update((o.header.session_id, o) for o in subtree)
     return Lineage(
         target=target,

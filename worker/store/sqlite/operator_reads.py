@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from worker.store import results
 from worker.store.database import Columns
 from worker.store.operator import (
     DeadLetter,
@@ -18,10 +19,9 @@ from worker.store.operator import (
     WorkspaceSummary,
 )
 from worker.store.protocol import SessionHeader
-from worker.store.search.readable import matches, part_holding, readable
-from worker.store.sqlite import rows
+from worker.store.search.readable import best_match, matches, part_bounds, part_of, readable
+from worker.store.sql import HEADER_COLS
 from worker.store.sqlite.pool import Tx
-from worker.store.sqlite.sql import HEADER_COLS
 
 WORKSPACES: Final = (
     "SELECT cwd AS cwd, count(*) AS sessions, sum(event_count) AS events,"
@@ -136,7 +136,7 @@ def list_sessions(
     )
     page = tuple(
         SessionRow(
-            header=rows.header(row, at),
+            header=results.header(row, at),
             title=row[at["title"]],
             first_prompt=None if _titled(row[at["title"]]) else row[at["shown_title"]],
             source=row[at["source"]] if isinstance(row[at["source"]], str) else None,
@@ -151,7 +151,7 @@ def timeline(tx: Tx, session_id: str, from_seq: int, limit: int, cut: int) -> Ti
     found, at = tx.read(HEADER, (session_id,))
     if not found:
         return None
-    header = rows.header(found[0], at)
+    header = results.header(found[0], at)
     # One more than the page: whether there is a next one.
     events, ev = tx.read(TIMELINE, (session_id, from_seq, limit + 1))
     more = len(events) > limit
@@ -168,7 +168,7 @@ def timeline(tx: Tx, session_id: str, from_seq: int, limit: int, cut: int) -> Ti
 
 
 def _timeline_event(
-    session_id: str, row: rows.Row, at: Columns, cut: int, replaced: dict[int, list[int]]
+    session_id: str, row: results.Row, at: Columns, cut: int, replaced: dict[int, list[int]]
 ) -> TimelineEvent:
     raw: str = row[at["raw_json"]]
     _, tool, text = readable(raw)
@@ -195,7 +195,7 @@ def event_raw(tx: Tx, session_id: str, seq: int) -> tuple[SessionHeader | None, 
     if not found:
         return None, None
     raw, by = tx.read(RAW, (session_id, seq))
-    return rows.header(found[0], at), (str(raw[0][by["raw_json"]]) if raw else None)
+    return results.header(found[0], at), (str(raw[0][by["raw_json"]]) if raw else None)
 
 
 def event_text(
@@ -208,23 +208,24 @@ def event_text(
         return EventText(header, seq, found=False)
     kind, tool, text = readable(raw)
     found = matches(query, text) if query else []
-    first = found[0][0] if found else None
-    if offset is None:
-        offset = part_holding(text, first, size) if first is not None else 0
-    part = text[offset : offset + size]
+    first = best_match(query, text) if query and found else None
+    # The part holding ``offset``: parts never start where the caller says but where the
+    # text's parts of ``size`` do, so every link to one lands on the same boundaries.
+    at = offset if offset is not None else first if first is not None else 0
+    start, end = part_bounds(text, part_of(text, at, size), size)
     inside = tuple(
-        (max(s, offset) - offset, min(e, offset + size) - offset)
-        for s, e in found
-        if e > offset and s < offset + size
+        (max(s, start) - start, min(e, end) - start) for s, e in found if e > start and s < end
     )
-    return EventText(header, seq, True, kind, tool, len(text), offset, part, inside, first)
+    return EventText(
+        header, seq, True, kind, tool, len(text), start, text[start:end], inside, first
+    )
 
 
 def event_chunk(tx: Tx, session_id: str, seq: int, offset: int, size: int) -> EventChunk | None:
     found, at = tx.read(HEADER, (session_id,))
     if not found:
         return None
-    header = rows.header(found[0], at)
+    header = results.header(found[0], at)
     chunk, ch = tx.read(CHUNK, (offset + 1, size, session_id, seq))  # substr is 1-based
     if not chunk:
         return EventChunk(header, seq, 0, offset, "", found=False)

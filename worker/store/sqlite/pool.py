@@ -61,7 +61,7 @@ class Tx:
         self._stop = stop
 
     def read(self, sql: str, params: Params = ()) -> Result:
-        """The rows with their columns by name (``rows`` reads them so)."""
+        """The rows with their columns by name (``worker.store.results`` reads them so)."""
         if self._stop.is_set():
             raise _Stopped
         return self._db.rows(sql, params)

@@ -1,9 +1,11 @@
 """The store's reads other than search, each a function of one read transaction: build the
-statement (``sql``), run it (``Tx.read``), map its rows (``rows``, ``lineage``)."""
+statement (``worker.store.sql``), run it (``Tx.read``), map its rows (``worker.store.results``,
+``lineage``)."""
 
 from __future__ import annotations
 
 from contracts.partitions import PartitionScope
+from worker.store import results, sql
 from worker.store.protocol import (
     EventRelations,
     EventSummary,
@@ -14,13 +16,12 @@ from worker.store.protocol import (
     TitleObservation,
 )
 from worker.store.sqlite import lineage as trees
-from worker.store.sqlite import rows, sql
 from worker.store.sqlite.pool import Tx
 
 
 def generation(tx: Tx) -> Generation:
     found, at = tx.read(sql.GENERATION)
-    return rows.generation(found[0], at)
+    return results.generation(found[0], at)
 
 
 def latest_seq_of_type(tx: Tx, session_id: str, event_type: str) -> int | None:
@@ -38,7 +39,7 @@ def titles(tx: Tx, ids: list[str]) -> dict[str, TitleObservation]:
         found, at = tx.read(sql.TITLES_BY_JSON, (sql.json_list(ids),))
     observed: dict[str, TitleObservation] = {}
     for row in found:
-        observation = rows.title_observation(row, at)
+        observation = results.title_observation(row, at)
         observed[observation.header.session_id] = observation
     return observed
 
@@ -48,9 +49,9 @@ def event_window(tx: Tx, session_id: str, seq: int, before: int, after: int) -> 
     if not found:
         return None
     events = [
-        rows.stored_event(row, at) for row in found if row[at["event_session_id"]] is not None
+        results.stored_event(row, at) for row in found if row[at["event_session_id"]] is not None
     ]
-    observation = rows.title_observation(found[0], at)
+    observation = results.title_observation(found[0], at)
     return EventWindow(
         header=observation.header,
         target=next((ev for ev in events if ev.summary.seq == seq), None),
@@ -81,10 +82,10 @@ def event_relations(tx: Tx, session_id: str, seq: int) -> EventRelations | None:
     found, at = tx.read(sql.HEADER_AND_EVENT, (seq, session_id))
     if not found:
         return None
-    observation = rows.title_observation(found[0], at)
+    observation = results.title_observation(found[0], at)
     return EventRelations(
         header=observation.header,
-        event=rows.summary_or_none(found[0], at),
+        event=results.summary_or_none(found[0], at),
         replaces=_replacements(tx, sql.REPLACES, session_id, seq),
         replaced_by=_replacements(tx, sql.REPLACED_BY, session_id, seq),
         cites=_linked(tx, sql.CITES, session_id, seq),
@@ -95,9 +96,9 @@ def event_relations(tx: Tx, session_id: str, seq: int) -> EventRelations | None:
 
 def _replacements(tx: Tx, statement: str, session_id: str, seq: int) -> tuple[EventSummary, ...]:
     found, at = tx.read(statement, (seq, session_id, session_id, seq, seq))
-    return tuple(rows.summary(row, at) for row in found)
+    return tuple(results.summary(row, at) for row in found)
 
 
 def _linked(tx: Tx, statement: str, session_id: str, seq: int) -> tuple[LinkedEvent, ...]:
     found, at = tx.read(statement, (session_id, seq))
-    return tuple(rows.linked(row, at) for row in found)
+    return tuple(results.linked(row, at) for row in found)

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from worker.store import results, sql
 from worker.store.files import schema
 from worker.store.protocol import (
     EventFilter,
@@ -22,14 +23,11 @@ from worker.store.protocol import (
     SessionFilter,
     SessionSearchPage,
 )
-
-# A module import, not its names: search_ops imports this package (through
-# worker.store.rows), so either may be imported first.
 from worker.store.search import event_search, search_ops, time_words
 from worker.store.search.hybrid import SemanticQuery
 from worker.store.search.query import QueryPlan
 from worker.store.search.search_reader import SearchIndexReader
-from worker.store.sqlite import cursors, reads, rows, sql
+from worker.store.sqlite import cursors, reads
 from worker.store.sqlite.pool import Tx
 
 
@@ -103,7 +101,7 @@ def events_page(
     found, at = tx.read(sql.HEADER_AND_WORKSPACE, (session_id,))
     if not found:
         return None
-    header = rows.header(found[0], at)
+    header = results.header(found[0], at)
     start = _start(tx, paging)
     times = _times(tx, plan, found[0][at["ws"]], start.generation.seq, filtered=_timed(events))
     search = event_search.EventSearch(

@@ -84,16 +84,27 @@ def login_page() -> str:
     )
 
 
-def marked(text: str, spans: Iterable[Sequence[int]]) -> str:
+def marked(
+    text: str, spans: Iterable[Sequence[int]], *, land: bool = False, anchor: int | None = None
+) -> str:
     """``text`` escaped, the (start, end) offsets the worker sent as <mark> (the worker
-    found the matches; brackets in the text are text)."""
+    found the matches; brackets in the text are text). With ``land``, the mark starting at
+    ``anchor`` (else the first) is ``id=match``: a link ending ``#match`` scrolls it into
+    view, no script needed (one per page). Offsets are code points, as the worker counts
+    them (Python ``str`` indices)."""
+    ordered = sorted((int(s), int(e)) for s, e in spans)
+    if not land:
+        anchor = -1
+    elif anchor not in {s for s, _ in ordered}:
+        anchor = ordered[0][0] if ordered else None
     out, at = [], 0
-    for start, end in sorted((int(s), int(e)) for s, e in spans):
+    for start, end in ordered:
         start, end = max(start, at), min(end, len(text))
         if end <= start:
             continue
         out.append(esc(text[at:start]))
-        out.append(f"<mark>{esc(text[start:end])}</mark>")
+        ident = " id=match" if start == anchor else ""
+        out.append(f"<mark{ident}>{esc(text[start:end])}</mark>")
         at = end
     out.append(esc(text[at:]))
     return "".join(out)

@@ -19,18 +19,23 @@ def event(
     *,
     view: str = "json",
     query: str | None = None,
+    part_size: int,
 ) -> str:
     wsq = ws_query(workspace)
     offset, size, text = int(chunk["offset"]), int(chunk["size"]), chunk["text"]
     keep = {**wsq, "id": sid, "seq": seq, "view": view, "q": query}
+    # Part k starts at k × part_size, or up to a few code points before it (a part never
+    # starts inside a character): its number is that offset rounded up. Links carry the
+    # parts' nominal offsets, which the worker answers with those very parts.
+    part, parts = -(-offset // part_size), max(1, -(-size // part_size))
     pager = [
-        f"<span>characters {offset + 1 if text else 0:,}–{offset + len(text):,} of {size:,}</span>"
+        f"<span>part {part + 1:,} of {parts:,}: characters"
+        f" {offset + 1 if text else 0:,}–{offset + len(text):,} of {size:,}</span>"
     ]
-    if offset > 0:
-        back = max(0, offset - len(text) if text else 0)
-        pager.insert(0, a(href("/event", **keep, offset=back), "← previous part"))
+    if part > 0:
+        pager.insert(0, a(href("/event", **keep, offset=(part - 1) * part_size), "← previous part"))
     if offset + len(text) < size:
-        pager.append(a(href("/event", **keep, offset=offset + len(text)), "next part →"))
+        pager.append(a(href("/event", **keep, offset=(part + 1) * part_size), "next part →"))
     nav = f"<p class=pager>{' '.join(pager)}</p>"
     if view == "json":
         other = a(href("/event", **wsq, id=sid, seq=seq, q=query), "readable text")
@@ -42,7 +47,12 @@ def event(
         heading = (
             f"<h2>{esc(chunk.get('type') or 'event')}{tool}</h2><p class=views>or its {other}</p>"
         )
-        shown = f"<pre class='json readable'>{marked(text, chunk.get('highlights') or ())}</pre>"
+        first = chunk.get("first_match")
+        anchor = None if first is None else int(first) - offset
+        shown = (
+            "<pre class='json readable'>"
+            f"{marked(text, chunk.get('highlights') or (), land=True, anchor=anchor)}</pre>"
+        )
     timeline = href("/session", **wsq, id=sid, at=seq, q=query)
     body = (
         f'<p><a href="{timeline}#e{seq}">in the timeline</a>'

@@ -1,5 +1,6 @@
 """Search results: the tools' search, the matched words highlighted at the offsets the
-worker sent, each hit linked to its event in the timeline, numbered across pages."""
+worker sent, each hit linked to its match in the timeline (``#match``: the event's first
+highlighted word, scrolled into view), numbered across pages."""
 
 from __future__ import annotations
 
@@ -47,7 +48,7 @@ def _hit(workspace: str | None, session_id: str | None, query: str, hit: Mapping
         f" · {esc(hit['matching_events'])} matching events" if "matching_events" in hit else ""
     )
     return (
-        f'<li class=hit><a href="{link}#e{seq}">{title}<code class=sid>{esc(sid)}</code>'
+        f'<li class=hit><a href="{link}#match">{title}<code class=sid>{esc(sid)}</code>'
         f" seq {seq}</a> <span class=type>{esc(event['type'])}</span>"
         f" <span class=time>{esc(when(event['time_ms']))}</span>{matching}"
         f"<p class=excerpt>{marked(hit['excerpt_text'], hit['highlights'])}</p></li>"

@@ -87,10 +87,15 @@ def _event(
     query = focus.get("query") if focus is not None and target else None
     wsq = ws_query(workspace)
     json_link = href("/event", **wsq, id=sid, seq=seq, view="json")
-    text_link = href("/event", **wsq, id=sid, seq=seq, q=query)
+    # With a query, the event page opens on the part holding the match, scrolled to it.
+    text_link = href("/event", **wsq, id=sid, seq=seq, q=query) + ("#match" if query else "")
     badge = "search hit" if query else "linked"
+    # A search hit's link ends ``#match``: its first highlighted word, else (nothing in the
+    # text matched) the event itself, so the link always lands on the hit.
+    landing = target and focus is not None and not focus.get("highlights")
     head = (
-        f"<div class=meta><a href='#e{seq}'>#{seq}</a> <b>{esc(kind)}</b>"
+        f"<div class=meta{' id=match' if landing else ''}>"
+        f"<a href='#e{seq}'>#{seq}</a> <b>{esc(kind)}</b>"
         f" <span class=time>{esc(when(event['time_ms']))}</span> {' '.join(marks)}"
         + (f" <span class='mark found'>{badge}</span>" if target else "")
         + f' <a class=json href="{json_link}">exact JSON</a></div>'
@@ -118,7 +123,9 @@ def _text(event: Mapping[str, Any], link: str) -> str:
 def _focus(focus: Mapping[str, Any], link: str) -> str:
     """The part of the hit's event that holds the match, the matches highlighted."""
     text, offset, size = focus["text"], int(focus["offset"]), int(focus["size"])
-    shown = f"<div class=text>{marked(text, focus['highlights'])}</div>"
+    first = focus.get("first_match")
+    anchor = None if first is None else int(first) - offset
+    shown = f"<div class=text>{marked(text, focus['highlights'], land=True, anchor=anchor)}</div>"
     if offset > 0 or offset + len(text) < size:
         shown = (
             f"<p class=cut>Characters {offset + 1:,}–{offset + len(text):,} of {size:,}, where"

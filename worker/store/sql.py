@@ -2,7 +2,7 @@
 
 Every column a result is read by carries an ``AS`` name (SQLite leaves a result column's
 name unspecified without one), and every reader, the search (``search_ops``, through
-``worker.store.rows``) included, reads rows by those names.
+``worker.store.results``) included, reads rows by those names.
 """
 
 from __future__ import annotations
