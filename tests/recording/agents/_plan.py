@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Protocol
 
 from tests.recording.agents import (
@@ -58,8 +58,9 @@ class PlanScript:
     is_summary: Callable[[Conversation], bool]
     # User texts the harness adds (environment, instructions): not prompts.
     harness: tuple[str, ...] = ()
-    # A side request (title, next-speaker check) answers in JSON when it asks for JSON.
-    side_json: dict[str, object] = field(default_factory=lambda: {"title": TITLE})
+    # A side request (title, routing, next-speaker check) answers this in JSON when it asks
+    # for JSON.
+    side_json: Callable[[Conversation], dict[str, object]] = lambda _: {"title": TITLE}
 
     def prompts(self, conversation: Conversation) -> list[str]:
         return [
@@ -73,8 +74,10 @@ class PlanScript:
             return Reply(text=SUMMARY)
         prompts = self.prompts(conversation)
         prompt = prompts[-1] if prompts else ""
-        if any(SUBAGENT_PROMPT[:40] in p for p in prompts) and not any(
-            p.startswith(FIX_PROMPT[:30]) for p in prompts
+        if (
+            conversation.tools
+            and any(SUBAGENT_PROMPT[:40] in p for p in prompts)
+            and not any(p.startswith(FIX_PROMPT[:30]) for p in prompts)
         ):
             return self._subagent(conversation)
         if not conversation.tools or not any(
@@ -82,7 +85,7 @@ class PlanScript:
         ):
             # A side request (a title, a "who speaks next" check): a short answer.
             if conversation.mentions("json"):
-                return Reply(text=json.dumps(self.side_json))
+                return Reply(text=json.dumps(self.side_json(conversation)))
             return Reply(text=TITLE)
         done = len(conversation.tool_results(self.since(conversation, prompt)))
         if prompt.startswith(FIX_PROMPT[:30]):

@@ -62,14 +62,15 @@ def conversation(body: dict[str, Any], model: str) -> Conversation:
                 )
             elif "text" in part and not part.get("thought"):
                 texts.append(str(part["text"]))
-        if results:
-            turns += results
-            if texts:
-                turns.append(Turn(role="user", text="\n".join(texts)))
-        elif role == "model":
+        if role == "model":
             turns.append(Turn(role="assistant", text="".join(texts), tool_calls=tuple(calls)))
         else:
-            turns.append(Turn(role="user", text="\n".join(texts)))
+            # Each text part its own turn: Gemini CLI sends its session context and the
+            # prompt as two parts of one content.
+            turns += results
+            turns += [Turn(role="user", text=text) for text in texts]
+            if not results and not texts:
+                turns.append(Turn(role="user", text=""))
     tools = tuple(
         str(declaration.get("name", ""))
         for tool in body.get("tools") or []
@@ -93,7 +94,9 @@ def usage(conv: Conversation, reply: Reply) -> dict[str, int]:
 def parts(reply: Reply) -> list[list[dict[str, Any]]]:
     """The reply's parts, grouped as the stream sends them (one group per document)."""
     groups: list[list[dict[str, Any]]] = []
-    groups += [[{"text": piece, "thought": True}] for piece in pieces(reply.reasoning)]
+    # A thought in one part: the CLI keeps each streamed thought part as its own thought.
+    if reply.reasoning:
+        groups.append([{"text": reply.reasoning, "thought": True}])
     groups += [[{"text": piece}] for piece in pieces(reply.text)]
     calls = [
         {"functionCall": {"id": call.id, "name": call.name, "args": call.arguments}}
