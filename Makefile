@@ -8,7 +8,7 @@ STAMPS ?= $(VENV)
 RUN_STAMP := $(STAMPS)/.installed-run
 TEST_STAMP := $(STAMPS)/.installed-test
 
-.PHONY: run test test-slow lint bench demo ui cluster asyncapi ui-screenshots clean
+.PHONY: run test test-slow lint bench demo ui cluster asyncapi ui-screenshots clean record-fixtures
 
 $(RUN_STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -51,6 +51,13 @@ lint: $(TEST_STAMP)
 	$(VENV)/bin/ruff format --check contracts worker tests bench deploy
 	$(VENV)/bin/mypy
 	$(VENV)/bin/mypy deploy bench tests
+
+# tests/importers/recorded/: session files the real agents write on a synthetic task, against a
+# scripted model server, offline (a network namespace with only the loopback: needs unshare and
+# ip). Installs the agents into /tmp/sq-agents; not part of test. AGENTS="claude-code" for some.
+AGENTS ?=
+record-fixtures: $(TEST_STAMP)
+	$(PY) -m tests.recording.record $(AGENTS)
 
 # docs/asyncapi.yaml is generated from the contract's models (a test checks it is current).
 asyncapi: $(TEST_STAMP)

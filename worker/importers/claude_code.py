@@ -31,7 +31,9 @@ Mapping:
   their output (``<local-command-stdout>``, ``<bash-stdout>``) ``command/output``, and
   notifications, reminders, caveats, ``isMeta`` records and interruption markers
   (``<task-notification>``, ``<system-reminder>``, ``[Request interrupted by user]``)
-  ``message/context``; a "This session is being continued from a previous conversation"
+  ``message/context``; a ``system`` ``local_command`` record (the output of a local
+  command such as ``/rename``, which later versions write so) is typed the same way; a
+  "This session is being continued from a previous conversation"
   summary without the compaction flag (older versions) is a ``compaction`` as well;
 - everything else (file snapshots, progress, other ``system`` records, image blocks) is
   skipped and counted. The format has no session end: ``import`` ends a session whose
@@ -108,7 +110,7 @@ class ClaudeCodeConverter(JsonRecordConverter):
             return out
         time = iso_time(record.get("timestamp"))
         if kind == "system":
-            self._system(session, record)
+            out.extend(self._system(session, record, time))
         elif kind == "assistant":
             out.extend(self._assistant(session, record, time))
         else:
@@ -226,8 +228,16 @@ class ClaudeCodeConverter(JsonRecordConverter):
         self.pending_titles = {}
         return []
 
-    def _system(self, session: str, record: dict[str, Any]) -> None:
+    def _system(self, session: str, record: dict[str, Any], time: str | None) -> list[Outgoing]:
         subtype = record.get("subtype")
+        content = record.get("content")
+        if subtype == "local_command" and isinstance(content, str):
+            # A local command's output (/rename's "Session renamed to: …") is written as a
+            # system record where other commands' output is a user record: the same text.
+            uuid = str(record.get("uuid") or "")
+            # Harness-typed (command/output); any other text is context, not the user's words.
+            event = self._user_text(session, content, True, {}, time, uuid, "system:local_command")
+            return [event]
         if subtype == "compact_boundary":
             meta = record.get("compactMetadata")
             boundary = dict(meta) if isinstance(meta, dict) else {}
@@ -235,8 +245,9 @@ class ClaudeCodeConverter(JsonRecordConverter):
             boundary["_through"] = self.last_seq.get(str(record.get("logicalParentUuid")))
             self.boundary[session] = boundary
             self.tally.skip("system:compact_boundary (folded into the compaction)")
-            return
+            return []
         self.tally.skip(f"system:{subtype}")
+        return []
 
     def _assistant(self, session: str, record: dict[str, Any], time: str | None) -> list[Outgoing]:
         message = record.get("message")
@@ -306,7 +317,7 @@ class ClaudeCodeConverter(JsonRecordConverter):
 
     def _user_text(
         self, session: str, text: str, meta: bool, base: dict[str, Any], time: str | None,
-        ref: str,
+        ref: str, source_type: str = "user",
     ) -> Outgoing:  # fmt: skip
         type_, surface = harness_kind(text, meta=meta)
         payload = {**base, "text": cut(text)}
@@ -314,7 +325,9 @@ class ClaudeCodeConverter(JsonRecordConverter):
             name = _COMMAND_NAME.search(text)
             if name is not None:
                 payload["command"] = name.group(1)
-        return self.sessions.emit(session, type_, surface, time, payload, "user", source_ref=ref)
+        return self.sessions.emit(
+            session, type_, surface, time, payload, source_type, source_ref=ref
+        )
 
     def _note_spawn(self, record: dict[str, Any], content: object) -> None:
         """A Task result names the sub-agent it ran (``toolUseResult.agentId``): remember

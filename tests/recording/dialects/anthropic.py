@@ -1,7 +1,8 @@
 """The Anthropic Messages API (``POST /v1/messages``, streamed or not, and ``count_tokens``).
 
 Requests: ``system`` is a string or text blocks; user content carries ``text``, ``image`` and
-``tool_result`` blocks (a result becomes a ``tool`` turn, in order); assistant content carries
+``tool_result`` blocks (a result becomes a ``tool`` turn, in order); a message of role
+``system`` among them adds to the system text; assistant content carries
 ``text``, ``thinking`` and ``tool_use``. Replies: thinking (with a fixed fake signature), text,
 then the tool uses, with ``stop_reason`` ``tool_use`` or ``end_turn``.
 """
@@ -40,8 +41,12 @@ def _user_text(blocks: list[Any]) -> str:
 
 def conversation(body: dict[str, Any]) -> Conversation:
     turns: list[Turn] = []
+    system = [_text_of(body.get("system"))]
     for message in body.get("messages", []):
         role, content = message.get("role"), message.get("content")
+        if role == "system":  # system text between the turns (Claude Code's context)
+            system.append(_text_of(content))
+            continue
         blocks: list[Any] = (
             [{"type": "text", "text": content}] if isinstance(content, str) else list(content or [])
         )
@@ -68,7 +73,7 @@ def conversation(body: dict[str, Any]) -> Conversation:
         if text:
             turns.append(Turn("user", text))
     tools = tuple(t.get("name", "") for t in body.get("tools", []) if isinstance(t, dict))
-    return Conversation(_text_of(body.get("system")), tuple(turns), tools, body.get("model", ""))
+    return Conversation("\n".join(system), tuple(turns), tools, body.get("model", ""))
 
 
 def _blocks(reply: Reply) -> list[dict[str, Any]]:
