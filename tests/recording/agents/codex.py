@@ -142,7 +142,9 @@ RECIPE = Recipe(
             "tool/result": 9,
             "compaction": 1,
         },
-        "titles": {"codex-child": "check_refunds"},
+        "titles": ["check_refunds"],
         "cwd": str(TASK),
+        # Rollouts grow by lines: watch must pick up an appended turn.
+        "watch": "*/*/*/rollout-*.jsonl",
     },
 )

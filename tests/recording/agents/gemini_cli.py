@@ -144,5 +144,6 @@ RECIPE = Recipe(
             "compaction": 1,
         },
         "cwd": str(TASK),
+        "watch": "shop/chats/session-*.jsonl",
     },
 )
