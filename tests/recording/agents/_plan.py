@@ -34,6 +34,11 @@ FINAL_REFUND = "Added test_refunds.py: a refund of 4 from 10 leaves 6."
 FINAL_AFTER_COMPACT = "We fixed Ledger.balance and added a refund test."
 
 
+def prompt(text: str) -> str:
+    """A prompt as the plan knows it: ``opencode run`` quotes an argument with spaces."""
+    return text.strip().strip('"')
+
+
 class Tools(Protocol):
     """An agent's own tools, as calls with the arguments its schemas ask for. ``step`` names
     the call, so ids stay stable across re-recordings."""
@@ -64,7 +69,7 @@ class PlanScript:
 
     def prompts(self, conversation: Conversation) -> list[str]:
         return [
-            text
+            prompt(text)
             for text in conversation.user_texts()
             if not text.lstrip().startswith(self.harness or ("\0",))
         ]
@@ -98,10 +103,10 @@ class PlanScript:
         return Reply(text=FINAL_AFTER_COMPACT)
 
     @staticmethod
-    def since(conversation: Conversation, prompt: str) -> tuple[Turn, ...]:
+    def since(conversation: Conversation, text: str) -> tuple[Turn, ...]:
         turns = conversation.turns
         for i in range(len(turns) - 1, -1, -1):
-            if turns[i].role == "user" and turns[i].text == prompt:
+            if turns[i].role == "user" and prompt(turns[i].text) == text:
                 return turns[i + 1 :]
         return turns
 
