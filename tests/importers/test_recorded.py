@@ -20,6 +20,10 @@ from contracts.subjects import Subjects
 from tests.importers._agent_e2e import by_session, converted, imported, watch_grows
 from tests.importers.test_import_tools import ask
 from tests.recording.agents import recipes
+from worker.importers import registry
+from worker.importers.detect import expand
+from worker.importers.snapshot import SessionCache
+from worker.importers.whole_sources import SnapshotImporter
 
 RECORDED = Path(__file__).parent / "recorded"
 RECORDINGS = sorted(RECORDED.glob("*/RECORDED.json"))
@@ -90,6 +94,10 @@ def test_converted_as_the_agent_ran(recorded: dict[str, Any]) -> None:
         e for e in events.values() if e["type"] == "tool/result" and e["payload"].get("is_error")
     ]
     assert len(errors) >= expect.get("tool_errors", 0)
+    # Text the agent itself wrote into the conversation (not the model): never the assistant's.
+    for text in expect.get("harness_texts", []):
+        holders = [e for e in events.values() if e["payload"].get("text") == text]
+        assert holders and all(e["type"] == "message/context" for e in holders), (text, holders)
     for kind, least in expect.get("skipped", {}).items():
         assert tally.skipped[kind] >= least, (kind, tally.skipped)
     children = {
@@ -103,7 +111,8 @@ def test_converted_as_the_agent_ran(recorded: dict[str, Any]) -> None:
         assert len(cites) == 1 and cites[0][0] == parent, start
         assert events[cites[0]]["type"] == "tool/call", start
     titles = {e["payload"]["title"] for e in events.values() if e["type"] == "session/title"}
-    assert set(expect.get("titles", [])) <= titles, titles
+    if not expect.get("whole"):  # a whole source's titles come with its sessions' ends
+        assert set(expect.get("titles", [])) <= titles, titles
     if "cwd" in expect:
         assert {evs[0]["payload"].get("cwd") for evs in sessions.values()} == {expect["cwd"]}
 
@@ -113,9 +122,18 @@ async def test_imported_and_read_through_the_tools(
 ) -> None:
     sessions, _, _ = by_session(recorded["format"], recorded["root"])
     children = {s for s, evs in sessions.items() if evs[0]["payload"].get("parent_session_id")}
-    # idle 1 s: every recorded session is over, whenever it was recorded.
+    fmt, root = recorded["format"], recorded["root"]
+    events, open_sessions = converted(fmt, root)
+    # Each session ends (idle 1 s: every recorded session is over, whenever it was recorded);
+    # a whole source's session gets its title with its end.
+    importer = registry.get(fmt)
+    titled = 0
+    if isinstance(importer, SnapshotImporter):
+        snapshots = [importer.read(path, SessionCache()) for path in expand([root], fmt)]
+        titled = sum(1 for snap in snapshots for session in snap.sessions if session.title)
+    expected = events + len(open_sessions) + titled
     async with imported(
-        nc, nats_url, subjects, tmp_path, recorded["root"], recorded["format"], idle="1"
+        nc, nats_url, subjects, tmp_path, root, fmt, idle="1", expected=expected
     ) as (worker, said):
         assert "dead-letter" not in said
         # The tools answer a session of the index about its own workspace: ask as one.
@@ -128,11 +146,12 @@ async def test_imported_and_read_through_the_tools(
             if mine:
                 descendants = trace.split("Descendants")[1]
                 assert all(child in descendants for child in mine), trace
-        for session, evs in sessions.items():
-            title = next((e["payload"]["title"] for e in evs if e["type"] == "session/title"), None)
-            if title is not None:
-                trace = await ask(nc, worker, "session_trace", caller, session_id=session)
-                assert f"⟦{title}⟧" in trace, trace
+        traces = [
+            await ask(nc, worker, "session_trace", caller, session_id=session)
+            for session in sorted(sessions)
+        ]
+        for title in recorded["expect"].get("titles", []):
+            assert any(f"⟦{title}⟧" in trace for trace in traces), (title, traces)
 
 
 async def test_watch_picks_up_an_appended_turn(

@@ -16,13 +16,14 @@ import datetime
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from tests.recording.agents import AGENTS_CACHE, Recipe, RunContext, recipes, write_task
+from tests.recording.agents import AGENTS_CACHE, Recipe, RunContext, Step, recipes, write_task
 from tests.recording.netns import assert_isolated, run_isolated
 from tests.recording.server import FAKE_KEY, ScriptedModelServer
 
@@ -76,6 +77,30 @@ def base_env(recipe: Recipe) -> dict[str, str]:
 # ---- inside the namespace -------------------------------------------------------------------
 
 
+def run_step(step: Step, argv: list[str], env: dict[str, str], cwd: Path) -> tuple[int, str, str]:
+    """(exit status, stdout, stderr) of one step; an interrupted step that exits is status 0."""
+    process = subprocess.Popen(
+        argv, env=env, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )  # fmt: skip
+    data = (step.stdin or "").encode()
+    try:
+        if step.interrupt_after is None:
+            out, err = process.communicate(data, timeout=step.timeout)
+            return process.returncode, out.decode(), err.decode()
+        try:
+            out, err = process.communicate(data, timeout=step.interrupt_after)
+            return process.returncode, out.decode(), err.decode()  # finished before: as is
+        except subprocess.TimeoutExpired:
+            process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=step.timeout)
+        return 0, out.decode(), err.decode() + f"\n[interrupted, exit {process.returncode}]"
+    except subprocess.TimeoutExpired:
+        process.kill()
+        out, err = process.communicate()
+        return -1, out.decode(), err.decode() + "\n[timed out]"
+
+
 def run_inside(recipe: Recipe) -> int:
     assert_isolated()
     write_task(recipe.task)
@@ -88,20 +113,19 @@ def run_inside(recipe: Recipe) -> int:
         env = base_env(recipe) | {"HOME": str(recipe.home), "TERM": "dumb"} | recipe.env(ctx)
         if recipe.prepare is not None:
             recipe.prepare(ctx)
-        values = {"bin": str(recipe.executable), "task": str(recipe.task), "home": str(recipe.home)}
+        values = {
+            "bin": str(recipe.executable),
+            "task": str(recipe.task),
+            "home": str(recipe.home),
+            # For agents configured by a command (e.g. `cline auth`): the server and its key.
+            "base_url": server.url,
+            "key": FAKE_KEY,
+        }
         for step in recipe.steps:
             argv = [a.format(**values) for a in step.argv]
             log(f"{recipe.agent}: step {step.name}")
             started = time.monotonic()
-            try:
-                done = subprocess.run(
-                    argv, env=env, cwd=recipe.task, capture_output=True, timeout=step.timeout,
-                    input=(step.stdin or "").encode(),
-                )  # fmt: skip
-                code, out, err = done.returncode, done.stdout.decode(), done.stderr.decode()
-            except subprocess.TimeoutExpired as e:
-                code, out = -1, (e.stdout or b"").decode()
-                err = (e.stderr or b"").decode() + "\n[timed out]"
+            code, out, err = run_step(step, argv, env, recipe.task)
             (recipe.record_dir / f"step-{step.name}.out").write_text(out)
             (recipe.record_dir / f"step-{step.name}.err").write_text(err)
             outputs[step.name] = out

@@ -35,6 +35,9 @@ Mapping:
   command such as ``/rename``, which later versions write so) is typed the same way; a
   "This session is being continued from a previous conversation"
   summary without the compaction flag (older versions) is a ``compaction`` as well;
+- an assistant record Claude Code writes itself (``model: "<synthetic>"``: "No response
+  requested." after an interrupted turn, API error messages) is ``message/context`` with
+  ``synthetic`` (and ``api_error``), not the model's words;
 - everything else (file snapshots, progress, other ``system`` records, image blocks) is
   skipped and counted. The format has no session end: ``import`` ends a session whose
   last event is older than ``--idle-seconds``, ``watch`` one whose file has not grown
@@ -63,6 +66,8 @@ from worker.importers.base import (
 NAME: Final = "claude-code"
 # Tools whose call starts a sub-agent (``Task``; ``Agent`` in later versions).
 _SPAWNING_TOOLS: Final = frozenset({"Task", "Agent"})
+# The model name Claude Code gives the assistant records it writes itself.
+SYNTHETIC_MODEL: Final = "<synthetic>"
 _COMMAND_NAME: Final = re.compile(r"<command-name>\s*([^<]*?)\s*</command-name>")
 
 
@@ -254,18 +259,23 @@ class ClaudeCodeConverter(JsonRecordConverter):
         content = message.get("content") if isinstance(message, dict) else None
         uuid = str(record.get("uuid") or "")
         base: dict[str, Any] = {}
+        # Text Claude Code writes in the assistant's place (model "<synthetic>": "No response
+        # requested." after an interruption, API errors) is the harness's, not the model's.
+        text_type, surface = "message/assistant", "assistant"
+        if isinstance(message, dict) and message.get("model") == SYNTHETIC_MODEL:
+            text_type, surface, base = "message/context", "system", {"synthetic": True}
+            if record.get("isApiErrorMessage") is True:
+                base["api_error"] = True
         if isinstance(content, str):
             payload = {**base, "text": cut(content)}
-            return [self._emit(session, "message/assistant", "assistant", time, payload, uuid)]
+            return [self._emit(session, text_type, surface, time, payload, uuid)]
         out: list[Outgoing] = []
         for index, block in enumerate(content if isinstance(content, list) else []):
             ref = f"{uuid}-{index}"
             kind = block.get("type") if isinstance(block, dict) else None
             if kind == "text" and isinstance(block.get("text"), str):
                 payload = {**base, "text": cut(block["text"])}
-                out.append(
-                    self._emit(session, "message/assistant", "assistant", time, payload, ref)
-                )
+                out.append(self._emit(session, text_type, surface, time, payload, ref))
             elif kind == "thinking" and isinstance(block.get("thinking"), str):
                 payload = {**base, "thinking": cut(block["thinking"])}
                 out.append(

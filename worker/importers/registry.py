@@ -37,6 +37,7 @@ BUILT_IN: Final = {
     "kilo": "worker.importers.whole_sources:KiloImporter",
     "goose": "worker.importers.whole_sources:GooseImporter",
     "cline": "worker.importers.whole_sources:ClineImporter",
+    "cline-cli": "worker.importers.cline_cli:ClineCliImporter",
     "roo-code": "worker.importers.whole_sources:RooCodeImporter",
     "openhands": "worker.importers.whole_sources:OpenHandsImporter",
     "vscode-copilot": "worker.importers.whole_sources:VSCodeCopilotImporter",

@@ -32,13 +32,17 @@ class RunContext:
 
 @dataclass(frozen=True)
 class Step:
-    """One invocation of the agent. ``argv`` entries are formatted with ``bin``, ``task`` and
-    ``home`` and with what ``Recipe.captures`` took from earlier steps (e.g. ``session_id``)."""
+    """One invocation of the agent. ``argv`` entries are formatted with ``bin``, ``task``,
+    ``home``, ``base_url`` (the scripted server), ``key`` (its fake key) and with what
+    ``Recipe.captures`` took from earlier steps (e.g. ``session_id``)."""
 
     name: str
     argv: tuple[str, ...]
     timeout: float = 240.0
     stdin: str | None = None  # what the step reads on stdin (e.g. a stream-json message)
+    # Seconds after which the agent gets SIGINT (an aborted turn, as Ctrl-C makes it); its
+    # exit status is then not a failure.
+    interrupt_after: float | None = None
 
 
 @dataclass(frozen=True)

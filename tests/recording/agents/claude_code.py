@@ -34,6 +34,14 @@ TASK = RECORD_ROOT / "claude-code" / "shop"
 SPAWN_TOOLS = ("Agent", "Task")
 
 
+REVIEW_PROMPT = "Review test_refunds.py and say in one sentence whether it tests a refund."
+SLOW_PROMPT = "Run the slow checks too, please."  # interrupted while its command runs
+
+
+def spawn_tool(conversation: Conversation) -> str:
+    return next((t for t in SPAWN_TOOLS if conversation.offers(t)), "Agent")
+
+
 def _call(name: str, step: str, **arguments: object) -> ToolCall:
     return call("toolu_", name, step, dict(arguments))
 
@@ -55,6 +63,13 @@ class ClaudeCodeScript:
             return Reply(text="Fix the ledger balance")
         if SUBAGENT_PROMPT in conversation.first_user_text:
             return self._subagent(conversation)
+        if REVIEW_PROMPT in conversation.first_user_text:
+            if not conversation.tool_results():
+                read = _call("Read", "review-read", file_path=str(TASK / "test_refunds.py"))
+                return Reply(tool_calls=(read,))
+            return Reply(text="test_refunds.py refunds 4 of 10 and expects 6: it tests a refund.")
+        if "<task-notification>" in prompt:  # the background reviewer has finished
+            return Reply(text="The reviewer confirms test_refunds.py tests a refund.")
         done = len(conversation.tool_results(conversation.since_last_user()))
         if FIX_PROMPT in prompt:
             return self._fix(conversation, done)
@@ -67,7 +82,28 @@ class ClaudeCodeScript:
                     content=TEST_REFUNDS,
                 )
                 return Reply(text="I'll add a refund test.", tool_calls=(write,))
+            if done == 1:
+                # Claude Code's default: a sub-agent in the background, reported back later.
+                review = _call(
+                    spawn_tool(conversation),
+                    "review",
+                    description="Review the refund test",
+                    prompt=REVIEW_PROMPT,
+                    subagent_type="general-purpose",
+                )
+                return Reply(text="I'll have it reviewed in the background.", tool_calls=(review,))
             return Reply(text="Added test_refunds.py: a refund of 4 from 10 leaves 6.")
+        if SLOW_PROMPT in prompt:
+            if done == 0:
+                # Not a bare `sleep`: Claude Code refuses that as a way to wait.
+                slow = _call(
+                    "Bash",
+                    "slow",
+                    command="python3 -c 'import time; time.sleep(60)'",
+                    description="Run the slow checks",
+                )
+                return Reply(text="Running the slow checks.", tool_calls=(slow,))
+            return Reply(text="The slow checks were stopped.")
         if IMAGE_PROMPT in prompt:
             return Reply(text="A small red square.")
         if AFTER_COMPACT_PROMPT in prompt:
@@ -86,7 +122,7 @@ class ClaudeCodeScript:
         return Reply(text="refund() appends -amount, so it subtracts the amount from the balance.")
 
     def _fix(self, conversation: Conversation, done: int) -> Reply:
-        spawn = next((t for t in SPAWN_TOOLS if conversation.offers(t)), "Agent")
+        spawn = spawn_tool(conversation)
         steps: list[Reply] = [
             Reply(
                 reasoning="First run the failing test to see the error.",
@@ -208,6 +244,8 @@ RECIPE = Recipe(
             stdin=json.dumps({"type": "user", "message": {"role": "user", "content": _IMAGE}})
             + "\n",
         ),
+        # Ctrl-C while the command runs: an aborted turn.
+        Step("interrupt", (*_P, "--continue", SLOW_PROMPT), interrupt_after=6.0),
         Step("compact", (*_P, "--continue", "/compact")),
         Step("after-compact", (*_P, "--continue", AFTER_COMPACT_PROMPT)),
         Step("rename", (*_P, "--continue", f"/rename {TITLE}")),
@@ -218,13 +256,15 @@ RECIPE = Recipe(
     # The package ships a native executable: no Node needed.
     node=None,
     expect={
-        "sessions": 2,
-        "children": 1,
+        "sessions": 3,
+        # The foreground refund check and the background reviewer.
+        "children": 2,
         "events": {
             "message/user": 4,
-            "message/assistant": 8,
-            "tool/call": 8,
-            "tool/result": 8,
+            "message/assistant": 12,
+            "message/context": 1,  # the background agent's task-notification
+            "tool/call": 10,
+            "tool/result": 10,
             "compaction": 1,
             "session/title": 2,
             # /compact and /rename, each with its output (/rename's is a system record).
@@ -232,9 +272,12 @@ RECIPE = Recipe(
             "command/output": 2,
         },
         "tool_errors": 1,
+        # What Claude Code writes itself when the turn is aborted: the interruption marker
+        # (a user record) and "No response requested." (an assistant record, model <synthetic>).
+        "harness_texts": ["[Request interrupted by user for tool use]", "No response requested."],
         # Skipped and counted, by kind (minimums): the image attached to a prompt.
         "skipped": {"user-block:image": 1},
-        "titles": [TITLE, "Check refund handling"],
+        "titles": [TITLE, "Check refund handling", "Review the refund test"],
         "cwd": str(TASK),
         # The transcript grows by lines: watch must pick up an appended turn.
         "watch": "*/*.jsonl",

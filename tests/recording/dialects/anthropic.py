@@ -32,9 +32,18 @@ def _text_of(content: Any) -> str:
     return ""
 
 
+def _strip_reminder(found: re.Match[str]) -> str:
+    # A background task's notification comes inside a reminder: it is news the model answers.
+    text = found.group(0)
+    start = text.find("<task-notification>")
+    return text[start : text.rfind("</task-notification>") + 20] if start >= 0 else ""
+
+
 def _user_text(blocks: list[Any]) -> str:
     texts = [
-        _REMINDER.sub("", b.get("text", "")).strip() for b in blocks if b.get("type") == "text"
+        _REMINDER.sub(_strip_reminder, b.get("text", "")).strip()
+        for b in blocks
+        if b.get("type") == "text"
     ]
     return "\n".join(t for t in texts if t)
 
