@@ -149,7 +149,9 @@ RECIPE = Recipe(
             "compaction": 1,
         },
         "tool_errors": 1,
-        "titles": [TITLE],
+        "titles": [TITLE, "Check refund handling (@general subagent)"],
         "cwd": str(TASK),
+        # A database read whole: titles come with the sessions' ends.
+        "whole": True,
     },
 )
