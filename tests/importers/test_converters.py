@@ -219,3 +219,22 @@ def test_a_recorded_codex_sub_agent_cites_its_spawn_and_keeps_the_messages_betwe
     ]
     assert len(answer) == 1 and answer[0]["type"] == "message/context"
     assert "subtracts the amount" in answer[0]["payload"]["text"]
+
+
+def test_a_recorded_codex_command_that_exits_non_zero_is_a_failed_result() -> None:
+    """Codex 0.171's ``exec_command`` output is text headed by "Process exited with code
+    N"; ``apply_patch``'s by "Exit code: N". A non-zero code is a failed tool call, flagged
+    ``is_error`` as every other format flags one."""
+    links: SpawnLinks = {}
+    results = [
+        body
+        for path in sorted(RECORDED_CODEX.rglob("*.jsonl"))
+        for body in bodies(convert_file("codex", path, links=links)[0])
+        if body["type"] == "tool/result"
+    ]
+    failed = [r["payload"]["output"] for r in results if r["payload"].get("is_error")]
+    # The first test run (the bug) and the read of the missing notes.
+    assert len(failed) == 2
+    assert "FAILED (failures=1)" in failed[0]
+    assert "No such file or directory" in failed[1]
+    assert all("Process exited with code 1" in text for text in failed)

@@ -215,3 +215,12 @@ def test_a_recorded_resume_in_a_later_minute_adds_no_second_start() -> None:
         assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
         assert sum(e["type"] == "session/start" for e in events) == 1
     assert len(list((RECORDED / "shop" / "chats").glob("session-*.jsonl"))) == 2
+
+
+def test_a_recorded_failed_tool_call_is_flagged_as_every_format_flags_one() -> None:
+    sessions, _, _ = by_session(FMT, RECORDED)
+    results = [e for evs in sessions.values() for e in evs if e["type"] == "tool/result"]
+    failed = [r for r in results if r["payload"].get("is_error")]
+    assert [r["payload"]["tool"] for r in failed] == ["read_file"]
+    assert failed[0]["payload"]["status"] == "error"
+    assert "NOTES.md" in failed[0]["payload"]["output"]

@@ -8,7 +8,8 @@ Lines of ``{"timestamp", "type", "payload"}``:
 - ``response_item`` holds what the model saw: ``message`` (role and content parts) becomes
   ``message/user`` or ``message/assistant``; ``function_call``/``custom_tool_call``
   (``name``, ``arguments``, ``call_id``) a ``tool/call``; ``function_call_output``/
-  ``custom_tool_call_output`` a ``tool/result`` citing its call; ``reasoning`` with a
+  ``custom_tool_call_output`` a ``tool/result`` citing its call (``is_error`` when it
+  reports a non-zero exit or ``success: false``); ``reasoning`` with a
   readable summary a ``message/assistant`` (encrypted reasoning is skipped);
   ``developer``/``system`` messages (instructions) are skipped;
 - text the harness puts in the user's role is typed for what it is and stays searchable:
@@ -60,6 +61,8 @@ _SPAWN: Final = "spawn_agent"
 # The header of a message between agents: "Message Type: NEW_TASK\nTask name: ...".
 _AGENT_MESSAGE_TYPE: Final = re.compile(r"^Message Type: (\w+)")
 _TASKS: Final = ("NEW_TASK", "FOLLOWUP_TASK")
+# How a command's output reports its exit (exec_command; apply_patch).
+_EXIT: Final = re.compile(r"^(?:Process exited with code|Exit code:) (-?\d+)$", re.MULTILINE)
 
 
 def user_parts(text: str) -> list[tuple[str, str, str]]:
@@ -202,6 +205,8 @@ class CodexConverter(JsonRecordConverter):
                 output = output["content"]
             payload = _clean({"call_id": call_id, "output": as_text(output),
                               "tool": call[1] if call else None})  # fmt: skip
+            if _failed(item.get("output")):
+                payload["is_error"] = True
             cites = [(session, call[0])] if call else None
             if call is not None and call[1] == _SPAWN and call_id:
                 self._note_spawn(session, call[0], self.spawn_names.get(call_id, ""), output)
@@ -281,6 +286,28 @@ def _parent_of(meta: dict[str, Any]) -> str | None:
     spawn = subagent.get("thread_spawn") if isinstance(subagent, dict) else None
     parent = spawn.get("parent_thread_id") if isinstance(spawn, dict) else None
     return parent if isinstance(parent, str) and parent else None
+
+
+def _failed(output: object) -> bool:
+    """Whether a tool output reports a failure: ``success: false``, a JSON ``metadata``
+    with a non-zero ``exit_code`` (older shell tools), or a text headed by "Process exited
+    with code N" (``exec_command``) or "Exit code: N" (``apply_patch``), N not 0."""
+    if isinstance(output, dict):
+        if output.get("success") is False:
+            return True
+        output = output.get("content")
+    if not isinstance(output, str):
+        return False
+    try:
+        parsed = orjson.loads(output) if output.startswith("{") else None
+    except orjson.JSONDecodeError:
+        parsed = None
+    if isinstance(parsed, dict):
+        metadata = parsed.get("metadata")
+        code = metadata.get("exit_code") if isinstance(metadata, dict) else None
+        return isinstance(code, int) and code != 0
+    found = _EXIT.search(output[:500])
+    return found is not None and found.group(1) != "0"
 
 
 def _task_name(arguments: object) -> str:

@@ -296,6 +296,7 @@ class GeminiConverter(JsonRecordConverter):
             payload = {"tool": call.get("name"), "call_id": call_id, "output": result_text(call)}
             if call.get("status") in ("error", "cancelled"):
                 payload["status"] = call["status"]
+                payload["is_error"] = True
             seq = self.calls.get(call_id)
             out.append(self.sessions.emit(session, "tool/result", "tool", time, payload,
                                           "toolCall:result",

@@ -143,6 +143,7 @@ RECIPE = Recipe(
             "compaction": 1,
         },
         "titles": ["check_refunds"],
+        "tool_errors": 2,
         "cwd": str(TASK),
         # Rollouts grow by lines: watch must pick up an appended turn.
         "watch": "*/*/*/rollout-*.jsonl",

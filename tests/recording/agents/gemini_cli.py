@@ -143,6 +143,7 @@ RECIPE = Recipe(
             "tool/result": 9,
             "compaction": 1,
         },
+        "tool_errors": 1,
         "cwd": str(TASK),
         "watch": "shop/chats/session-*.jsonl",
     },
