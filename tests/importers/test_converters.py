@@ -232,9 +232,11 @@ def test_a_recorded_codex_command_that_exits_non_zero_is_a_failed_result() -> No
         for body in bodies(convert_file("codex", path, links=links)[0])
         if body["type"] == "tool/result"
     ]
-    failed = [r["payload"]["output"] for r in results if r["payload"].get("is_error")]
-    # The first test run (the bug) and the read of the missing notes.
-    assert len(failed) == 2
-    assert "FAILED (failures=1)" in failed[0]
-    assert "No such file or directory" in failed[1]
-    assert all("Process exited with code 1" in text for text in failed)
+    failed = [r["payload"] for r in results if r["payload"].get("is_error")]
+    # The first test run (the bug), the read of the missing notes, the command interrupted
+    # by Ctrl-C (its output ends "aborted by user").
+    assert len(failed) == 3
+    assert "FAILED (failures=1)" in failed[0]["output"]
+    assert "No such file or directory" in failed[1]["output"]
+    assert all("Process exited with code 1" in p["output"] for p in failed[:2])
+    assert failed[2]["output"].endswith("aborted by user") and failed[2]["interrupted"] is True

@@ -214,7 +214,7 @@ def test_a_recorded_resume_in_a_later_minute_adds_no_second_start() -> None:
     for events in sessions.values():
         assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
         assert sum(e["type"] == "session/start" for e in events) == 1
-    assert len(list((RECORDED / "shop" / "chats").glob("session-*.jsonl"))) == 2
+    assert len(list((RECORDED / "shop" / "chats").glob("session-*.jsonl"))) >= 2
 
 
 def test_a_recorded_failed_tool_call_is_flagged_as_every_format_flags_one() -> None:

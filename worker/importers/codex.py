@@ -9,7 +9,8 @@ Lines of ``{"timestamp", "type", "payload"}``:
   ``message/user`` or ``message/assistant``; ``function_call``/``custom_tool_call``
   (``name``, ``arguments``, ``call_id``) a ``tool/call``; ``function_call_output``/
   ``custom_tool_call_output`` a ``tool/result`` citing its call (``is_error`` when it
-  reports a non-zero exit or ``success: false``); ``reasoning`` with a
+  reports a non-zero exit or ``success: false``, and ``interrupted`` too when it ends
+  "aborted by user": Ctrl-C); ``reasoning`` with a
   readable summary a ``message/assistant`` (encrypted reasoning is skipped);
   ``developer``/``system`` messages (instructions) are skipped;
 - text the harness puts in the user's role is typed for what it is and stays searchable:
@@ -61,6 +62,8 @@ _SPAWN: Final = "spawn_agent"
 # The header of a message between agents: "Message Type: NEW_TASK\nTask name: ...".
 _AGENT_MESSAGE_TYPE: Final = re.compile(r"^Message Type: (\w+)")
 _TASKS: Final = ("NEW_TASK", "FOLLOWUP_TASK")
+# How a command interrupted by Ctrl-C ends its output.
+_ABORTED: Final = re.compile(r"^aborted by user$", re.MULTILINE)
 # How a command's output reports its exit (exec_command; apply_patch).
 _EXIT: Final = re.compile(r"^(?:Process exited with code|Exit code:) (-?\d+)$", re.MULTILINE)
 
@@ -207,6 +210,8 @@ class CodexConverter(JsonRecordConverter):
                               "tool": call[1] if call else None})  # fmt: skip
             if _failed(item.get("output")):
                 payload["is_error"] = True
+            if isinstance(output, str) and _ABORTED.search(output[:500]):
+                payload.update({"is_error": True, "interrupted": True})
             cites = [(session, call[0])] if call else None
             if call is not None and call[1] == _SPAWN and call_id:
                 self._note_spawn(session, call[0], self.spawn_names.get(call_id, ""), output)

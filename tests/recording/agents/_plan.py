@@ -5,7 +5,8 @@ to run a command, read, edit and write a file and spawn a sub-agent with its own
 
 The fix: reasoning, text and a test run, a read of ledger.py, a read of a missing file (a
 tool error), a sub-agent where the agent has one, the edit, a long test run, the final text.
-Then the refund test (resumed), a compaction where the agent has one, a question after it."""
+Then the refund test (resumed), a turn interrupted while a slow command runs, a compaction
+where the agent has one, a question after it."""
 
 from __future__ import annotations
 
@@ -32,6 +33,9 @@ SUBAGENT_ANSWER = "refund() appends -amount, so it subtracts the amount from the
 FINAL_FIX = "Fixed: Ledger.balance now sums every entry, and test_ledger passes."
 FINAL_REFUND = "Added test_refunds.py: a refund of 4 from 10 leaves 6."
 FINAL_AFTER_COMPACT = "We fixed Ledger.balance and added a refund test."
+# Interrupted (SIGINT, as Ctrl-C) while its command runs: an aborted turn.
+SLOW_PROMPT = "Run the slow checks too, please."
+SLOW_COMMAND = "python3 -c 'import time; time.sleep(60)'"
 
 
 def prompt(text: str) -> str:
@@ -86,13 +90,19 @@ class PlanScript:
         ):
             return self._subagent(conversation)
         if not conversation.tools or not any(
-            prompt.startswith(p[:20]) for p in (FIX_PROMPT, REFUND_PROMPT, AFTER_COMPACT_PROMPT)
+            prompt.startswith(p[:20])
+            for p in (FIX_PROMPT, REFUND_PROMPT, AFTER_COMPACT_PROMPT, SLOW_PROMPT)
         ):
             # A side request (a title, a "who speaks next" check): a short answer.
             if conversation.mentions("json"):
                 return Reply(text=json.dumps(self.side_json(conversation)))
             return Reply(text=TITLE)
         done = len(conversation.tool_results(self.since(conversation, prompt)))
+        if prompt.startswith(SLOW_PROMPT):
+            if done == 0:
+                slow = self.tools.shell("slow", SLOW_COMMAND, "Run the slow checks")
+                return Reply(text="Running the slow checks.", tool_calls=(slow,))
+            return Reply(text="The slow checks were stopped.")
         if prompt.startswith(FIX_PROMPT[:30]):
             return self._fix(done)
         if prompt.startswith(REFUND_PROMPT[:20]):

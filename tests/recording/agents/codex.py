@@ -2,9 +2,11 @@
 model provider in ``$CODEX_HOME/config.toml`` (``wire_api = "responses"``).
 
 Tools: ``exec_command`` runs every command (reads included: Codex has no read tool), the
-freeform ``apply_patch`` edits. Steps: the fix, ``exec resume --last`` with the refund prompt,
-and a resume whose ``model_auto_compact_token_limit`` is below what the session holds, so
-Codex compacts before answering (it asks the model for the summary: a local compaction).
+freeform ``apply_patch`` edits, ``spawn_agent``/``wait_agent`` run a sub-agent
+(``multi_agent_v2``). Steps: the fix, ``exec resume --last`` with the refund prompt, a resume
+interrupted (SIGINT) while its command runs, and a resume whose
+``model_auto_compact_token_limit`` is below what the session holds, so Codex compacts before
+answering (it asks the model for the summary: a local compaction).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from tests.recording.agents import (
     RunContext,
     Step,
 )
-from tests.recording.agents._plan import PlanScript
+from tests.recording.agents._plan import SLOW_PROMPT, PlanScript
 from tests.recording.script import Conversation, ToolCall, call
 
 TASK = RECORD_ROOT / "codex" / "shop"
@@ -125,6 +127,7 @@ RECIPE = Recipe(
     steps=(
         Step("fix", (*_EXEC, *_YOLO, FIX_PROMPT)),
         Step("resume", (*_RESUME, REFUND_PROMPT)),
+        Step("interrupt", (*_RESUME, SLOW_PROMPT), interrupt_after=8.0),
         Step(
             "compact",
             (*_RESUME, "-c", "model_auto_compact_token_limit=4000", AFTER_COMPACT_PROMPT),
@@ -136,14 +139,14 @@ RECIPE = Recipe(
         "sessions": 2,
         "children": 1,
         "events": {
-            "message/user": 4,
-            "message/assistant": 14,
-            "tool/call": 9,
-            "tool/result": 9,
+            "message/user": 5,
+            "message/assistant": 15,
+            "tool/call": 10,
+            "tool/result": 10,
             "compaction": 1,
         },
         "titles": ["check_refunds"],
-        "tool_errors": 2,
+        "tool_errors": 3,
         "cwd": str(TASK),
         # Rollouts grow by lines: watch must pick up an appended turn.
         "watch": "*/*/*/rollout-*.jsonl",

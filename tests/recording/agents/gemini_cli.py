@@ -4,9 +4,10 @@ telemetry and update checks off in ``settings.json``.
 
 Tools: ``run_shell_command``, ``read_file``, ``replace``, ``write_file`` and the
 ``generalist`` sub-agent through ``invoke_agent`` (it ends with ``complete_task``). Steps: the
-fix, ``--resume latest`` with the refund prompt, during which the CLI compresses the
-history (the compression threshold is set just under what the session holds by then:
-``/compress`` in ``-p`` races the prompt it is sent as), and a question after it.
+fix; ``--resume latest`` with the refund prompt, in a later minute, during which the CLI
+compresses the history (the compression threshold is set just under what the session holds
+by then: ``/compress`` in ``-p`` races the prompt it is also sent as); a turn interrupted
+(SIGINT) while its command runs; a question after the compression.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from tests.recording.agents import (
     RunContext,
     Step,
 )
-from tests.recording.agents._plan import SUBAGENT_ANSWER, TITLE, PlanScript
+from tests.recording.agents._plan import SLOW_PROMPT, SUBAGENT_ANSWER, TITLE, PlanScript
 from tests.recording.script import Conversation, Reply, ToolCall, call
 
 TASK = RECORD_ROOT / "gemini-cli" / "shop"
@@ -129,6 +130,7 @@ RECIPE = Recipe(
         # writes a second file for the session (a header only) before it resumes.
         Step("next-minute", ("sh", "-c", "sleep $((61 - $(date +%S | sed 's/^0//')))")),
         Step("resume", (*_G, "--resume", "latest", "-p", REFUND_PROMPT)),
+        Step("interrupt", (*_G, "--resume", "latest", "-p", SLOW_PROMPT), interrupt_after=8.0),
         Step("after-compact", (*_G, "--resume", "latest", "-p", AFTER_COMPACT_PROMPT)),
     ),
     script=_script,
@@ -137,10 +139,10 @@ RECIPE = Recipe(
         "sessions": 2,
         "children": 1,
         "events": {
-            "message/user": 4,
-            "message/assistant": 12,
-            "tool/call": 9,
-            "tool/result": 9,
+            "message/user": 5,
+            "message/assistant": 14,
+            "tool/call": 10,
+            "tool/result": 10,
             "compaction": 1,
         },
         "tool_errors": 1,

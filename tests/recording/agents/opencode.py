@@ -1,12 +1,12 @@
 """OpenCode (``opencode-ai``): ``opencode run`` against the OpenAI Chat Completions dialect,
 a provider in ``~/.config/opencode/opencode.json`` (``@ai-sdk/openai-compatible`` with the
-scripted server's ``baseURL``); update checks, the models.dev fetch, sharing and LSP
+scripted server's ``baseURL``); update checks, the model catalogue fetch, sharing and LSP
 downloads off with OpenCode's own settings.
 
 Tools: ``bash``, ``read``, ``edit``, ``write`` and the ``task`` sub-agent (a child session,
 ``parent_id``, in ``opencode.db``). Steps: the fix, ``--continue`` with the refund prompt,
-during which OpenCode compacts (a small context limit: it has no compaction command in
-``run``), and a question after it.
+during which OpenCode compacts (a small context limit: ``run`` has no compaction command),
+a turn interrupted (SIGINT) while its command runs, and a question after it.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from tests.recording.agents import (
     RunContext,
     Step,
 )
-from tests.recording.agents._plan import FINAL_REFUND, TITLE, PlanScript
+from tests.recording.agents._plan import FINAL_REFUND, SLOW_PROMPT, TITLE, PlanScript
 from tests.recording.script import Conversation, Reply, ToolCall, call
 
 TASK = RECORD_ROOT / "opencode" / "shop"
@@ -129,6 +129,7 @@ RECIPE = Recipe(
     steps=(
         Step("fix", (*_R, FIX_PROMPT)),
         Step("resume", (*_R, "--continue", REFUND_PROMPT)),
+        Step("interrupt", (*_R, "--continue", SLOW_PROMPT), interrupt_after=8.0),
         Step("after-compact", (*_R, "--continue", AFTER_COMPACT_PROMPT)),
         # The database as one file: its WAL (4 MB of page images) checkpointed, then
         # vacuumed. What the agent wrote is unchanged; only where SQLite keeps it.
@@ -142,13 +143,13 @@ RECIPE = Recipe(
         "sessions": 2,
         "children": 1,
         "events": {
-            "message/user": 4,
-            "message/assistant": 13,
-            "tool/call": 8,
-            "tool/result": 8,
+            "message/user": 5,
+            "message/assistant": 14,
+            "tool/call": 9,
+            "tool/result": 9,
             "compaction": 1,
         },
-        "tool_errors": 1,
+        "tool_errors": 2,
         "titles": [TITLE, "Check refund handling (@general subagent)"],
         "cwd": str(TASK),
         # A database read whole: titles come with the sessions' ends.

@@ -4,8 +4,8 @@ dialect, a custom provider in ``~/.pi/agent/models.json``; startup network opera
 
 Tools: ``bash``, ``read``, ``edit``, ``write`` (Pi has no sub-agent). Steps: the fix,
 ``--continue`` with the refund prompt, at whose end Pi compacts (its context window is set
-just under what the session holds by then: ``/compact`` is a prompt in ``-p`` mode), and a
-question after it.
+just under what the session holds by then: ``/compact`` is a prompt in ``-p`` mode), a turn
+interrupted (SIGINT) while its command runs, and a question after it.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from tests.recording.agents import (
     RunContext,
     Step,
 )
-from tests.recording.agents._plan import PlanScript
+from tests.recording.agents._plan import SLOW_PROMPT, PlanScript
 from tests.recording.script import Conversation, ToolCall, call
 
 TASK = RECORD_ROOT / "pi" / "shop"
@@ -98,6 +98,7 @@ RECIPE = Recipe(
     steps=(
         Step("fix", (*_P, FIX_PROMPT)),
         Step("resume", (*_P, "--continue", REFUND_PROMPT)),
+        Step("interrupt", (*_P, "--continue", SLOW_PROMPT), interrupt_after=8.0),
         Step("after-compact", (*_P, "--continue", AFTER_COMPACT_PROMPT)),
     ),
     script=_script,
@@ -106,13 +107,13 @@ RECIPE = Recipe(
         "sessions": 1,
         "children": 0,
         "events": {
-            "message/user": 3,
-            "message/assistant": 10,
-            "tool/call": 6,
-            "tool/result": 6,
+            "message/user": 4,
+            "message/assistant": 11,
+            "tool/call": 7,
+            "tool/result": 7,
             "compaction": 1,
         },
-        "tool_errors": 1,
+        "tool_errors": 3,
         "cwd": str(TASK),
         "watch": "*/*.jsonl",
     },

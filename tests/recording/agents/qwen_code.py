@@ -5,8 +5,8 @@ statistics, telemetry and update checks off in ``~/.qwen/settings.json``.
 Tools: ``run_shell_command``, ``read_file``, ``edit``, ``write_file`` and the ``agent``
 tool (a ``general-purpose`` sub-agent, which the non-interactive mode runs in the
 background: its answer comes back as a ``<task-notification>``). Steps: the fix,
-``--continue`` with the refund prompt, ``/compress`` (a ``chat_compression`` record) and
-a question after it.
+``--continue`` with the refund prompt, a turn interrupted (SIGINT) while its command runs,
+``/compress`` (a ``chat_compression`` record) and a question after it.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from tests.recording.agents import (
     RunContext,
     Step,
 )
-from tests.recording.agents._plan import TITLE, PlanScript
+from tests.recording.agents._plan import SLOW_PROMPT, TITLE, PlanScript
 from tests.recording.script import Conversation, ToolCall, call
 
 TASK = RECORD_ROOT / "qwen-code" / "shop"
@@ -109,6 +109,7 @@ RECIPE = Recipe(
     steps=(
         Step("fix", (*_Q, "-p", FIX_PROMPT)),
         Step("resume", (*_Q, "--continue", "-p", REFUND_PROMPT)),
+        Step("interrupt", (*_Q, "--continue", "-p", SLOW_PROMPT), interrupt_after=8.0),
         Step("compact", (*_Q, "--continue", "-p", "/compress")),
         Step("after-compact", (*_Q, "--continue", "-p", AFTER_COMPACT_PROMPT)),
     ),
@@ -121,13 +122,13 @@ RECIPE = Recipe(
         "sessions": 2,
         "children": 1,
         "events": {
-            "message/user": 4,
-            "message/assistant": 14,
-            "tool/call": 8,
-            "tool/result": 8,
+            "message/user": 5,
+            "message/assistant": 16,
+            "tool/call": 9,
+            "tool/result": 9,
             "compaction": 1,
         },
-        "tool_errors": 1,
+        "tool_errors": 2,
         "titles": ["Check refund handling"],
         "cwd": str(TASK),
         "watch": "*/chats/*.jsonl",
