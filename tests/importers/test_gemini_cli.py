@@ -224,3 +224,11 @@ def test_a_recorded_failed_tool_call_is_flagged_as_every_format_flags_one() -> N
     assert [r["payload"]["tool"] for r in failed] == ["read_file"]
     assert failed[0]["payload"]["status"] == "error"
     assert "NOTES.md" in failed[0]["payload"]["output"]
+
+
+def test_a_recorded_image_in_a_prompt_is_counted_not_dropped() -> None:
+    """``gemini -p "@red.png ..."``: the CLI inlines the file as an ``inlineData`` part of the
+    user message, between its text parts; it is skipped, and counted (once, although the
+    CLI may append the message again)."""
+    _, _, tally = by_session(FMT, RECORDED)
+    assert tally.skipped["user-part:inlineData:image/png"] == 1

@@ -113,3 +113,13 @@ def test_a_recorded_interrupted_tool_call_gets_a_result_marked_interrupted() -> 
     assert (
         after[0]["type"] == "message/user" and "What did we change" in after[0]["payload"]["text"]
     )
+
+
+def test_a_recorded_image_in_a_prompt_is_counted_not_dropped() -> None:
+    """``pi -p @red.png "..."``: the user message holds the text and an ``image`` block; the
+    image is not searchable text, so it is skipped, and counted."""
+    sessions, _, tally = by_session(FMT, RECORDED)
+    (events,) = sessions.values()
+    prompt = next(e for e in events if "What does this image show?" in e["payload"].get("text", ""))
+    assert prompt["type"] == "message/user"
+    assert tally.skipped["user-block:image"] == 1

@@ -251,6 +251,14 @@ class GeminiConverter(JsonRecordConverter):
         if text.strip() and "text" not in seen:
             seen.add("text")
             out += self._text(session, kind, text, time)
+        content = record.get("content")
+        if "media" not in seen and isinstance(content, list):
+            seen.add("media")
+            for part in content:  # an image or file inlined in a prompt: not searchable
+                for key in ("inlineData", "fileData"):
+                    media = part.get(key) if isinstance(part, dict) else None
+                    if isinstance(media, dict):
+                        self.tally.skip(f"{kind}-part:{key}:{media.get('mimeType')}")
         if kind == "gemini":
             for call in record.get("toolCalls") or []:
                 if isinstance(call, dict) and isinstance(call.get("id"), str):

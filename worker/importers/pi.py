@@ -22,7 +22,8 @@ entries that follow it belong to it. Mapping of ``message`` entries by role:
   ``branch_summary`` (what an abandoned branch did) and ``custom_message`` entries:
   ``message/context``; ``session_info``'s ``name``: ``session/title``.
 
-Model and thinking-level changes, labels, extension state (``custom``), image blocks and
+Model and thinking-level changes, labels, extension state (``custom``), image blocks (of
+prompts too) and
 new entry types are skipped and counted. The format has no session end: sessions are
 ended by ``--idle-seconds``.
 """
@@ -158,6 +159,10 @@ class PiConverter(JsonRecordConverter):
         source = f"message:{role}"
         content = message.get("content")
         if role == "user":
+            for block in content if isinstance(content, list) else []:
+                kind = block.get("type") if isinstance(block, dict) else None
+                if kind != "text":  # an image: not searchable text
+                    self.tally.skip(f"user-block:{kind}")
             text = as_text(content)
             type_ = harness_type(text) or "message/user"
             surface = harness.SURFACES.get(type_, "user")

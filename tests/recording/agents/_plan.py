@@ -6,7 +6,7 @@ to run a command, read, edit and write a file and spawn a sub-agent with its own
 The fix: reasoning, text and a test run, a read of ledger.py, a read of a missing file (a
 tool error), a sub-agent where the agent has one, the edit, a long test run, the final text.
 Then the refund test (resumed), a turn interrupted while a slow command runs, a compaction
-where the agent has one, a question after it."""
+where the agent has one, a question after it, and a prompt with an image attached."""
 
 from __future__ import annotations
 
@@ -18,9 +18,11 @@ from typing import Protocol
 from tests.recording.agents import (
     AFTER_COMPACT_PROMPT,
     FIX_PROMPT,
+    IMAGE_PROMPT,
     LEDGER_BUG,
     LEDGER_FIX,
     MISSING_FILE,
+    RED_PNG,
     REFUND_PROMPT,
     SUBAGENT_PROMPT,
     SUMMARY,
@@ -36,6 +38,16 @@ FINAL_AFTER_COMPACT = "We fixed Ledger.balance and added a refund test."
 # Interrupted (SIGINT, as Ctrl-C) while its command runs: an aborted turn.
 SLOW_PROMPT = "Run the slow checks too, please."
 SLOW_COMMAND = "python3 -c 'import time; time.sleep(60)'"
+IMAGE_ANSWER = "A small red square."
+IMAGE_FILE = "red.png"
+# The step that puts the image in the task folder, for the agent to attach.
+WRITE_IMAGE = (
+    "python3",
+    "-c",
+    "import base64, sys; open(sys.argv[1], 'wb').write(base64.b64decode(sys.argv[2]))",
+    "{task}/" + IMAGE_FILE,
+    RED_PNG,
+)
 
 
 def prompt(text: str) -> str:
@@ -89,15 +101,20 @@ class PlanScript:
             and not any(p.startswith(FIX_PROMPT[:30]) for p in prompts)
         ):
             return self._subagent(conversation)
-        if not conversation.tools or not any(
-            prompt.startswith(p[:20])
-            for p in (FIX_PROMPT, REFUND_PROMPT, AFTER_COMPACT_PROMPT, SLOW_PROMPT)
+        if not conversation.tools or not (
+            IMAGE_PROMPT in prompt
+            or any(
+                prompt.startswith(p[:20])
+                for p in (FIX_PROMPT, REFUND_PROMPT, AFTER_COMPACT_PROMPT, SLOW_PROMPT)
+            )
         ):
             # A side request (a title, a "who speaks next" check): a short answer.
             if conversation.mentions("json"):
                 return Reply(text=json.dumps(self.side_json(conversation)))
             return Reply(text=TITLE)
         done = len(conversation.tool_results(self.since(conversation, prompt)))
+        if IMAGE_PROMPT in prompt:
+            return Reply(text=IMAGE_ANSWER)
         if prompt.startswith(SLOW_PROMPT):
             if done == 0:
                 slow = self.tools.shell("slow", SLOW_COMMAND, "Run the slow checks")

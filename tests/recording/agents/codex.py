@@ -14,13 +14,14 @@ from __future__ import annotations
 from tests.recording.agents import (
     AFTER_COMPACT_PROMPT,
     FIX_PROMPT,
+    IMAGE_PROMPT,
     RECORD_ROOT,
     REFUND_PROMPT,
     Recipe,
     RunContext,
     Step,
 )
-from tests.recording.agents._plan import SLOW_PROMPT, PlanScript
+from tests.recording.agents._plan import IMAGE_FILE, SLOW_PROMPT, WRITE_IMAGE, PlanScript
 from tests.recording.script import Conversation, ToolCall, call
 
 TASK = RECORD_ROOT / "codex" / "shop"
@@ -127,11 +128,15 @@ RECIPE = Recipe(
     steps=(
         Step("fix", (*_EXEC, *_YOLO, FIX_PROMPT)),
         Step("resume", (*_RESUME, REFUND_PROMPT)),
+        # Before exec_command yields (10 s): later, the command goes on in the background
+        # and the turn ends on its own.
         Step("interrupt", (*_RESUME, SLOW_PROMPT), interrupt_after=8.0),
         Step(
             "compact",
             (*_RESUME, "-c", "model_auto_compact_token_limit=4000", AFTER_COMPACT_PROMPT),
         ),
+        Step("image-file", WRITE_IMAGE),
+        Step("image", (*_RESUME, "-i", IMAGE_FILE, IMAGE_PROMPT)),
     ),
     script=_script,
     env=_env,
@@ -139,14 +144,16 @@ RECIPE = Recipe(
         "sessions": 2,
         "children": 1,
         "events": {
-            "message/user": 5,
-            "message/assistant": 15,
+            "message/user": 6,
+            "message/assistant": 16,
             "tool/call": 10,
             "tool/result": 10,
             "compaction": 1,
         },
         "titles": ["check_refunds"],
         "tool_errors": 3,
+        # Skipped and counted (minimums): the image attached to a prompt.
+        "skipped": {"user-part:input_image": 1},
         "cwd": str(TASK),
         # Rollouts grow by lines: watch must pick up an appended turn.
         "watch": "*/*/*/rollout-*.jsonl",

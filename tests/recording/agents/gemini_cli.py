@@ -17,13 +17,21 @@ import json
 from tests.recording.agents import (
     AFTER_COMPACT_PROMPT,
     FIX_PROMPT,
+    IMAGE_PROMPT,
     RECORD_ROOT,
     REFUND_PROMPT,
     Recipe,
     RunContext,
     Step,
 )
-from tests.recording.agents._plan import SLOW_PROMPT, SUBAGENT_ANSWER, TITLE, PlanScript
+from tests.recording.agents._plan import (
+    IMAGE_FILE,
+    SLOW_PROMPT,
+    SUBAGENT_ANSWER,
+    TITLE,
+    WRITE_IMAGE,
+    PlanScript,
+)
 from tests.recording.script import Conversation, Reply, ToolCall, call
 
 TASK = RECORD_ROOT / "gemini-cli" / "shop"
@@ -130,8 +138,10 @@ RECIPE = Recipe(
         # writes a second file for the session (a header only) before it resumes.
         Step("next-minute", ("sh", "-c", "sleep $((61 - $(date +%S | sed 's/^0//')))")),
         Step("resume", (*_G, "--resume", "latest", "-p", REFUND_PROMPT)),
-        Step("interrupt", (*_G, "--resume", "latest", "-p", SLOW_PROMPT), interrupt_after=8.0),
+        Step("interrupt", (*_G, "--resume", "latest", "-p", SLOW_PROMPT), interrupt_after=20.0),
         Step("after-compact", (*_G, "--resume", "latest", "-p", AFTER_COMPACT_PROMPT)),
+        Step("image-file", WRITE_IMAGE),
+        Step("image", (*_G, "--resume", "latest", "-p", f"@{IMAGE_FILE} {IMAGE_PROMPT}")),
     ),
     script=_script,
     env=_env,
@@ -139,13 +149,15 @@ RECIPE = Recipe(
         "sessions": 2,
         "children": 1,
         "events": {
-            "message/user": 5,
-            "message/assistant": 14,
+            "message/user": 6,
+            "message/assistant": 15,
             "tool/call": 10,
             "tool/result": 10,
             "compaction": 1,
         },
         "tool_errors": 1,
+        # Skipped and counted (minimums): the image attached to a prompt.
+        "skipped": {"user-part:inlineData:image/png": 1},
         "cwd": str(TASK),
         "watch": "shop/chats/session-*.jsonl",
     },

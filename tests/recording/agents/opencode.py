@@ -16,13 +16,21 @@ import json
 from tests.recording.agents import (
     AFTER_COMPACT_PROMPT,
     FIX_PROMPT,
+    IMAGE_PROMPT,
     RECORD_ROOT,
     REFUND_PROMPT,
     Recipe,
     RunContext,
     Step,
 )
-from tests.recording.agents._plan import FINAL_REFUND, SLOW_PROMPT, TITLE, PlanScript
+from tests.recording.agents._plan import (
+    FINAL_REFUND,
+    IMAGE_FILE,
+    SLOW_PROMPT,
+    TITLE,
+    WRITE_IMAGE,
+    PlanScript,
+)
 from tests.recording.script import Conversation, Reply, ToolCall, call
 
 TASK = RECORD_ROOT / "opencode" / "shop"
@@ -95,6 +103,8 @@ def _env(ctx: RunContext) -> dict[str, str]:
                     MODEL: {
                         "name": "Scripted coder",
                         "tool_call": True,
+                        "attachment": True,
+                        "modalities": {"input": ["text", "image"], "output": ["text"]},
                         "limit": {"context": 3055, "output": 1000},
                     }
                 },
@@ -129,8 +139,10 @@ RECIPE = Recipe(
     steps=(
         Step("fix", (*_R, FIX_PROMPT)),
         Step("resume", (*_R, "--continue", REFUND_PROMPT)),
-        Step("interrupt", (*_R, "--continue", SLOW_PROMPT), interrupt_after=8.0),
+        Step("interrupt", (*_R, "--continue", SLOW_PROMPT), interrupt_after=20.0),
         Step("after-compact", (*_R, "--continue", AFTER_COMPACT_PROMPT)),
+        Step("image-file", WRITE_IMAGE),
+        Step("image", (*_R, "--continue", IMAGE_PROMPT, "--file", IMAGE_FILE)),
         # The database as one file: its WAL (4 MB of page images) checkpointed, then
         # vacuumed. What the agent wrote is unchanged; only where SQLite keeps it.
         Step("checkpoint", ("python3", "-c", CHECKPOINT, "{home}/" + DB)),
@@ -143,14 +155,16 @@ RECIPE = Recipe(
         "sessions": 2,
         "children": 1,
         "events": {
-            "message/user": 5,
-            "message/assistant": 14,
+            "message/user": 6,
+            "message/assistant": 15,
             "tool/call": 9,
             "tool/result": 9,
             "compaction": 1,
         },
         "tool_errors": 2,
         "titles": [TITLE, "Check refund handling (@general subagent)"],
+        # Skipped and counted (minimums): the image attached to a prompt.
+        "skipped": {"part:file": 1},
         "cwd": str(TASK),
         # A database read whole: titles come with the sessions' ends.
         "whole": True,

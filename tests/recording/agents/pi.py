@@ -15,13 +15,14 @@ import json
 from tests.recording.agents import (
     AFTER_COMPACT_PROMPT,
     FIX_PROMPT,
+    IMAGE_PROMPT,
     RECORD_ROOT,
     REFUND_PROMPT,
     Recipe,
     RunContext,
     Step,
 )
-from tests.recording.agents._plan import SLOW_PROMPT, PlanScript
+from tests.recording.agents._plan import IMAGE_FILE, SLOW_PROMPT, WRITE_IMAGE, PlanScript
 from tests.recording.script import Conversation, ToolCall, call
 
 TASK = RECORD_ROOT / "pi" / "shop"
@@ -72,7 +73,14 @@ def _env(ctx: RunContext) -> dict[str, str]:
                 # Auto-compaction when the context passes contextWindow - reserveTokens
                 # (settings): 2000 tokens as the dialect counts them, above the fix's last
                 # request (1964), below the refund turn's last (2015).
-                "models": [{"id": MODEL, "reasoning": True, "contextWindow": 4000}],
+                "models": [
+                    {
+                        "id": MODEL,
+                        "reasoning": True,
+                        "input": ["text", "image"],
+                        "contextWindow": 4000,
+                    }
+                ],
             }
         }
     }
@@ -98,8 +106,10 @@ RECIPE = Recipe(
     steps=(
         Step("fix", (*_P, FIX_PROMPT)),
         Step("resume", (*_P, "--continue", REFUND_PROMPT)),
-        Step("interrupt", (*_P, "--continue", SLOW_PROMPT), interrupt_after=8.0),
+        Step("interrupt", (*_P, "--continue", SLOW_PROMPT), interrupt_after=20.0),
         Step("after-compact", (*_P, "--continue", AFTER_COMPACT_PROMPT)),
+        Step("image-file", WRITE_IMAGE),
+        Step("image", (*_P, "--continue", f"@{IMAGE_FILE}", IMAGE_PROMPT)),
     ),
     script=_script,
     env=_env,
@@ -107,13 +117,15 @@ RECIPE = Recipe(
         "sessions": 1,
         "children": 0,
         "events": {
-            "message/user": 4,
-            "message/assistant": 11,
+            "message/user": 5,
+            "message/assistant": 12,
             "tool/call": 7,
             "tool/result": 7,
             "compaction": 1,
         },
         "tool_errors": 3,
+        # Skipped and counted (minimums): the image attached to a prompt.
+        "skipped": {"user-block:image": 1},
         "cwd": str(TASK),
         "watch": "*/*.jsonl",
     },

@@ -16,13 +16,14 @@ import json
 from tests.recording.agents import (
     AFTER_COMPACT_PROMPT,
     FIX_PROMPT,
+    IMAGE_PROMPT,
     RECORD_ROOT,
     REFUND_PROMPT,
     Recipe,
     RunContext,
     Step,
 )
-from tests.recording.agents._plan import SLOW_PROMPT, TITLE, PlanScript
+from tests.recording.agents._plan import IMAGE_FILE, SLOW_PROMPT, TITLE, WRITE_IMAGE, PlanScript
 from tests.recording.script import Conversation, ToolCall, call
 
 TASK = RECORD_ROOT / "qwen-code" / "shop"
@@ -109,9 +110,11 @@ RECIPE = Recipe(
     steps=(
         Step("fix", (*_Q, "-p", FIX_PROMPT)),
         Step("resume", (*_Q, "--continue", "-p", REFUND_PROMPT)),
-        Step("interrupt", (*_Q, "--continue", "-p", SLOW_PROMPT), interrupt_after=8.0),
+        Step("interrupt", (*_Q, "--continue", "-p", SLOW_PROMPT), interrupt_after=20.0),
         Step("compact", (*_Q, "--continue", "-p", "/compress")),
         Step("after-compact", (*_Q, "--continue", "-p", AFTER_COMPACT_PROMPT)),
+        Step("image-file", WRITE_IMAGE),
+        Step("image", (*_Q, "--continue", "-p", f"@{IMAGE_FILE} {IMAGE_PROMPT}")),
     ),
     script=_script,
     env=_env,
@@ -122,8 +125,8 @@ RECIPE = Recipe(
         "sessions": 2,
         "children": 1,
         "events": {
-            "message/user": 5,
-            "message/assistant": 16,
+            "message/user": 10,
+            "message/assistant": 17,
             "tool/call": 9,
             "tool/result": 9,
             "compaction": 1,
