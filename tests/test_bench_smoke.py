@@ -647,3 +647,33 @@ async def test_ingest_memory_bench_end_to_end(nats_url: str, tmp_path: Path) -> 
 def _probe_reports(directory: Path, prefix: str) -> list[Any]:
     """The memory probe's reports written under ``directory/prefix``."""
     return [orjson.loads(p.read_bytes()) for p in sorted(directory.glob(f"{prefix}.*.1.json"))]
+
+
+async def test_import_formats_bench_end_to_end(nats_url: str, tmp_path: Path) -> None:
+    from bench import import_formats
+
+    result = await import_formats.run(
+        ["pi", "codex"], 2, with_nats=True, work_dir=tmp_path, url=nats_url
+    )
+    _assert_result_shape(result, "import_formats")
+    rows = {row["format"]: row for row in result["measurements"]["formats"]}
+    assert set(rows) == {"pi", "codex"}
+    for row in rows.values():
+        # Two copies with their own UUIDs: both publish every event, none deduplicated.
+        assert row["events"] > 0 and row["published"] == row["events"], row
+        assert row["events_per_s"] > 0 and row["import_events_per_s"] > 0
+
+
+def test_import_formats_copies_get_their_own_uuids(tmp_path: Path) -> None:
+    from bench import import_formats
+
+    seed = tmp_path / "seed"
+    (seed / "0b2c").mkdir(parents=True)
+    sid = "1c0e6a52-7f3b-4d1e-9a2b-3c4d5e6f7a81"
+    (seed / "0b2c" / f"{sid}.jsonl").write_text(f'{{"sessionId": "{sid}"}}\n')
+    import_formats.scale(seed, tmp_path / "out", 2)
+    files = sorted((tmp_path / "out").rglob("*.jsonl"))
+    assert len(files) == 2 and sid not in str(files)
+    first, second = (f.read_text() for f in files)
+    assert first != second
+    assert all(f.stem in f.read_text() for f in files)

@@ -4,7 +4,9 @@ The shapes follow the CLI's session event log as the public parsers and schema n
 its users describe it (copilotVersion 0.0.3xx–1.0.x, 2025–2026): the event envelope
 (``type``, ``id``, ``parentId``, ``timestamp``, ``data``), a session folder with
 ``events.jsonl`` and ``workspace.yaml``, and the older flat ``<id>.jsonl`` without a
-``context`` in its ``session.start``.
+``context`` in its ``session.start``. The resume (``session.resume`` after a
+``session.shutdown``, the session going on in the same file) and the shutdown's fields
+follow the event schemas bundled in ``@github/copilot`` 1.0.60.
 """
 
 from __future__ import annotations
@@ -18,12 +20,17 @@ CWD: Final = "/home/dev/milk-steamer"
 MAIN: Final = "c0p1-0000-4000-8000-00000000a001"
 OLD: Final = "c0p1-0000-4000-8000-00000000b002"
 SUMMARY: Final = "Steamer spits water"
-MAIN_EVENTS: Final = 14  # the title and the shutdown's end included
+# The title included; the end is not: the shutdown is the last record, and the end is
+# published once the file is quiet (import's end_quiet, watch's idle).
+MAIN_EVENTS: Final = 15
+# Events before the first shutdown, without the title (no workspace.yaml beside it).
+BEFORE_RESUME: Final = 12
 OLD_EVENTS: Final = 3
 MAIN_SKIPPED: Final = {
     "record:session.model_change": 1, "record:assistant.turn_start": 1,
-    "record:session.compaction_start": 1, "record:hook.start": 1,
+    "record:session.compaction_start": 1, "record:hook.start": 1, "record:session.resume": 1,
 }  # fmt: skip
+RESUMED_PROMPT: Final = "the wand also drips after steaming"
 
 
 class _Log:
@@ -113,7 +120,34 @@ def main_session() -> _Log:
     )
     log.add("abort", reason="user initiated")
     log.add("hook.start", hookType="postToolUse")  # an event type this importer does not know
-    log.add("session.shutdown", shutdownType="routine")
+    shutdown = {
+        "shutdownType": "routine",
+        "totalPremiumRequests": 2,
+        "totalApiDurationMs": 9100,
+        "codeChanges": {
+            "linesAdded": 1,
+            "linesRemoved": 1,
+            "filesModified": [f"{CWD}/steamer.toml"],
+        },
+    }
+    log.add("session.shutdown", **shutdown)
+    # ``copilot --resume``: the same file goes on.
+    log.add(
+        "session.resume",
+        resumeTime="2025-07-01T10:02:06.000Z",
+        eventCount=17,
+        selectedModel="claude-sonnet-4.5",
+        context={"cwd": CWD, "branch": "main"},
+        alreadyInUse=False,
+    )
+    log.add("user.message", content=RESUMED_PROMPT)
+    log.add(
+        "assistant.message",
+        messageId="m-3",
+        content="Purge after steaming set to 1 second.",
+        toolRequests=[],
+    )
+    log.add("session.shutdown", **shutdown)
     return log  # fmt: skip
 
 
@@ -143,3 +177,31 @@ def write(home: Path) -> Path:
     )
     (state / f"{OLD}.jsonl").write_bytes(old_session().bytes())
     return state
+
+
+PERMISSION: Final = "c0p1-0000-4000-8000-00000000c003"
+
+
+def permission_session() -> _Log:
+    """As Copilot CLI 1.0.5x writes it (seen in real homes): the system prompt as
+    ``system.message``, and a tool's write asked for (``permission.requested``) and denied
+    (``permission.completed``) before its execution completes."""
+    log = _Log(minute=40)
+    log.add("session.start", sessionId=PERMISSION, version=1, producer="copilot-agent",
+            copilotVersion="1.0.60", startTime="2025-07-01T10:40:00.000Z",
+            context={"cwd": CWD})  # fmt: skip
+    log.add("system.message", role="system", content="You are the GitHub Copilot CLI...")
+    log.add("user.message", content="write the descaling notes", attachments=[])
+    log.add("tool.execution_start", toolCallId="call-9", toolName="create",
+            arguments={"path": "NOTES.md"})  # fmt: skip
+    log.add(
+        "permission.requested",
+        requestId="req-1",
+        permissionRequest={"kind": "write", "toolCallId": "call-9", "fileName": "NOTES.md"},
+    )
+    log.add("permission.completed", requestId="req-1", toolCallId="call-9",
+            result={"kind": "denied-interactively-by-user"})  # fmt: skip
+    log.add("tool.execution_complete", toolCallId="call-9", success=False,
+            error={"message": "The user rejected this tool call."})  # fmt: skip
+    log.add("assistant.message", messageId="m-20", content="Left NOTES.md unwritten.")
+    return log

@@ -96,3 +96,30 @@ def write(home: Path) -> Path:
         path.write_bytes(lines(records))
         os.utime(path, (WRITTEN, WRITTEN))
     return projects
+
+
+# Another machine's transcripts (seen in real homes): the workspace is not here, but the
+# transcript names files inside it, e.g. the images the user attached.
+ELSEWHERE: Final = "c5000000-0000-4000-8000-00000000d004"
+ELSEWHERE_CWD: Final = "/home/nobody/kiln-app"
+AMBIGUOUS: Final = "c5000000-0000-4000-8000-00000000e005"
+
+
+def write_elsewhere(home: Path) -> Path:
+    """Two transcripts of a project folder naming no folder here: one showing a file of
+    its workspace, one showing paths of two folders Cursor would name alike."""
+    transcripts = home / ".cursor" / "projects" / slug(ELSEWHERE_CWD) / "agent-transcripts"
+    transcripts.mkdir(parents=True)
+    shown = _text(
+        "[Image]\n<image_files>\n1. /home/nobody/kiln-app/cone-06.jpg\n</image_files>"
+        "\n<user_query>\nwhy does the glaze crawl?\n</user_query>"
+    )
+    (transcripts / f"{ELSEWHERE}.jsonl").write_bytes(lines([
+        _line("user", shown), _line("assistant", _text("The bisque was dusty.")),
+    ]))  # fmt: skip
+    both = _text(
+        "<user_query>compare /home/nobody/kiln/app/a.py with"
+        " /home/nobody/kiln-app/a.py</user_query>"
+    )
+    (transcripts / f"{AMBIGUOUS}.jsonl").write_bytes(lines([_line("user", both)]))
+    return transcripts

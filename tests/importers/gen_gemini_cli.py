@@ -5,11 +5,17 @@ The shapes follow Gemini CLI's own chat recording (``chatRecordingService.ts`` a
 layout (a header record; messages appended again whole when they change; ``$set`` and
 ``$rewindTo`` records; sub-agent chats in a folder named by the parent session; the
 project folder's ``.project_root`` marker) and the older one-JSON-document-per-session
-layout in a folder named by a digest of the project path, with no marker.
+layout in a folder named by a digest of the project path, with no marker; and, as the
+CLI wrote them in March–April 2026 (before JSON Lines), a whole-document session whose
+sub-agents are ``chats/<parent session id>/<agent id>.json`` documents (``kind``
+``subagent``, ``sessionId`` the executor's six-character agent id, ``directories``, and a
+``summary`` that is the sub-agent's result cut to 200 characters), the parent's calls
+not naming them (no ``agentId`` yet: ``local-executor.ts``, ``local-invocation.ts``).
 """
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 from typing import Any, Final
 
@@ -22,10 +28,29 @@ LEGACY: Final = "6e1f0000-0000-4000-8000-00000000c003"
 SUMMARY: Final = "Quieter espresso pump"
 SUB_TASK: Final = "investigate the pump configuration"
 PROJECT_HASH: Final = "9c1d" * 16  # older versions' folder: a digest of the project path
+SUB_RESULT: Final = "the quiet profile is defined in profiles.yaml at 9 bar"
+# The March 2026 layout: a project folder with its marker, a whole-document session, and
+# its two sub-agents' documents named by their agent ids.
+OLD_CWD: Final = "/home/dev/grinder"
+OLD_MAIN: Final = "6e1f0000-0000-4000-8000-00000000d004"
+AGENT_FOUND: Final = "k3x9qa"  # finished: its summary is in the call's result
+AGENT_FAILED: Final = "b7w2zc"  # timed out: no summary, told by when it last wrote
+FOUND_TASK: Final = "Running subagent 'codebase_investigator' with inputs: { objective: presets }"
+FAILED_TASK: Final = "Running subagent 'codebase_investigator' with inputs: { objective: burrs }"
+# What the found sub-agent returned (its complete_task output) and the summary saved from it.
+FOUND_RESULT: Final = (
+    '{"SummaryOfFindings": "Grinder presets load from presets.toml through load_presets() '
+    "in grinder/config.py; the fine presets set burr_gap below 0.2 mm, which is where the "
+    'squeak starts.", "RelevantLocations": [{"FilePath": "grinder/config.py"}]}'
+)
+FOUND_SUMMARY: Final = FOUND_RESULT[:197] + "..."
 # Events per session as the converter makes them (the sub-agent's title included).
 MAIN_EVENTS: Final = 13
-SUB_EVENTS: Final = 6
+SUB_EVENTS: Final = 7
 LEGACY_EVENTS: Final = 6
+OLD_MAIN_EVENTS: Final = 7
+FOUND_EVENTS: Final = 8  # start, title, prompt, 2 x (call, result), its summary
+FAILED_EVENTS: Final = 5  # start, title, prompt, call, result
 # Records the converter skips, counted by kind.
 MAIN_SKIPPED: Final = {"record:$rewindTo": 1, "record:unknown": 1}
 
@@ -100,6 +125,8 @@ def sub_session() -> list[dict[str, Any]]:
                                     "response": {"error": "pattern matched 0 files"}}}]}]},
         {"id": "s-3", "timestamp": _time(5), "type": "gemini",
          "content": "profile 'quiet' lowers pressure to 9 bar"},
+        # Saved when the sub-agent finished: its result, not a title.
+        {"$set": {"summary": SUB_RESULT}},
     ]  # fmt: skip
 
 
@@ -123,6 +150,99 @@ def legacy_session() -> dict[str, Any]:
     }  # fmt: skip
 
 
+def _old(minute: int) -> str:
+    return f"2026-03-20T10:{minute:02d}:00.000Z"
+
+
+def _agent_call(n: int, task: str, output: str, state: str, minute: int) -> dict[str, Any]:
+    """A sub-agent call as the parent recorded it when it completed: no ``agentId``."""
+    call_id = f"codebase_investigator-{n}"
+    return {
+        "id": call_id, "name": "codebase_investigator", "args": {"objective": task[-14:]},
+        "status": "success", "timestamp": _old(minute),
+        "result": [{"functionResponse": {"id": call_id, "name": "codebase_investigator",
+                                         "response": {"output": output}}}],
+        "resultDisplay": {"isSubagentProgress": True, "agentName": "codebase_investigator",
+                          "recentActivity": [], "state": state},
+        "displayName": "Codebase Investigator Agent", "description": task,
+        "renderOutputAsMarkdown": True,
+    }  # fmt: skip
+
+
+def old_session() -> dict[str, Any]:
+    """The parent: a prompt, two sub-agent calls in two replies, an answer."""
+    found = (f"Subagent 'codebase_investigator' finished.\nTermination Reason: GOAL\n"
+             f"Result:\n{FOUND_RESULT}")  # fmt: skip
+    failed = ("Subagent 'codebase_investigator' finished.\nTermination Reason: TIMEOUT\n"
+              "Result:\nAgent timed out after 5 minutes.")  # fmt: skip
+    return {
+        "sessionId": OLD_MAIN, "projectHash": "5e" * 32, "startTime": _old(0),
+        "lastUpdated": _old(30), "kind": "main",
+        "messages": [
+            {"id": "o-1", "timestamp": _old(0), "type": "user",
+             "content": [{"text": "why do the burrs squeak on fine presets?"}]},
+            {"id": "o-2", "timestamp": _old(4), "type": "gemini", "content": "",
+             "toolCalls": [_agent_call(1, FOUND_TASK, found, "completed", 4)]},
+            {"id": "o-3", "timestamp": _old(20), "type": "gemini", "content": "",
+             "toolCalls": [_agent_call(2, FAILED_TASK, failed, "completed", 20)]},
+            {"id": "o-4", "timestamp": _old(30), "type": "gemini",
+             "content": "The fine presets close the burr gap below 0.2 mm."},
+        ],
+    }  # fmt: skip
+
+
+def old_agent(agent: str) -> dict[str, Any]:
+    """A sub-agent's document: the query, its tool calls, and (finished) its summary."""
+    finished = agent == AGENT_FOUND
+    first, last = (1, 4) if finished else (6, 19)
+    prompt = "Find where the grinder " + ("presets load" if finished else "burrs squeak")
+    call = {"id": f"{agent}#0-0", "name": "read_file", "args": {"file_path": "config.py"},
+            "status": "success", "timestamp": _old(first),
+            "result": [{"functionResponse": {
+                "id": f"{agent}#0-0", "name": "read_file",
+                "response": {"output": "def load_presets():"}}}]}  # fmt: skip
+    messages: list[dict[str, Any]] = [
+        {"id": f"{agent}-1", "timestamp": _old(first), "type": "user",
+         "content": [{"text": prompt}]},
+        {"id": f"{agent}-2", "timestamp": _old(first), "type": "gemini", "content": "",
+         "toolCalls": [call]},
+    ]  # fmt: skip
+    if finished:
+        done = {"id": f"{agent}#1-0", "name": "complete_task", "status": "success",
+                "args": {"report": FOUND_RESULT}, "timestamp": _old(last),
+                "result": [{"functionResponse": {
+                    "id": f"{agent}#1-0", "name": "complete_task",
+                    "response": {"output": "Submitted."}}}]}  # fmt: skip
+        messages.append({"id": f"{agent}-3", "timestamp": _old(last), "type": "gemini",
+                         "content": "", "toolCalls": [done]})  # fmt: skip
+    document: dict[str, Any] = {
+        "sessionId": agent, "projectHash": "5e" * 32, "startTime": _old(first),
+        "lastUpdated": _old(last), "kind": "subagent", "directories": [OLD_CWD],
+        "messages": messages,
+    }  # fmt: skip
+    if finished:
+        document["summary"] = FOUND_SUMMARY
+    return document
+
+
+def write_old(tmp: Path) -> Path:
+    """The March 2026 project under ``tmp``; returns its chats folder. The failed agent's
+    file comes first by name, so finding the calls does not depend on the order read."""
+    project = tmp / "grinder"
+    chats = project / "chats"
+    (chats / OLD_MAIN).mkdir(parents=True)
+    (project / ".project_root").write_text(OLD_CWD)
+    indented = orjson.OPT_INDENT_2
+    (chats / f"session-2026-03-20T10-00-{OLD_MAIN[:8]}.json").write_bytes(
+        orjson.dumps(old_session(), option=indented)
+    )
+    for agent in (AGENT_FOUND, AGENT_FAILED):
+        (chats / OLD_MAIN / f"{agent}.json").write_bytes(
+            orjson.dumps(old_agent(agent), option=indented)
+        )
+    return chats
+
+
 def write(home: Path) -> Path:
     """The history under ``home/.gemini/tmp``; returns that folder."""
     tmp = home / ".gemini" / "tmp"
@@ -136,4 +256,77 @@ def write(home: Path) -> Path:
     old.mkdir(parents=True)
     document = orjson.dumps(legacy_session(), option=orjson.OPT_INDENT_2)
     (old / f"session-2025-05-02T10-00-{LEGACY[:8]}.json").write_bytes(document)
+    write_old(tmp)
     return tmp
+
+
+# Seen in real homes: a project first recorded in a folder named by the path's digest, then
+# (newer CLI) in a folder named by a slug with its marker; the CLI copied the older
+# folder's chats there under the same names and went on in the copies, leaving the old
+# files behind. And one process's session id reused for the next chat file it starts
+# (``/clear``): two files, two conversations, one ``sessionId``.
+MIGRATED_CWD: Final = "c:\\users\\dev\\roaster"
+MIGRATED_HASH: Final = "5a7e" * 16
+MOVED: Final = "6e1f0000-0000-4000-8000-00000000e005"  # in both folders, continued in the new
+LEFT: Final = "6e1f0000-0000-4000-8000-00000000f006"  # only in the old folder
+REUSED: Final = "6e1f0000-0000-4000-8000-00000000a007"  # two chat files, one id
+REUSED_LATER: Final = f"{REUSED}-2026-01-26T05-29"  # the later file's session
+
+
+def _chat(session: str, start: str, prompts: list[str]) -> dict[str, Any]:
+    messages: list[dict[str, Any]] = []
+    for n, prompt in enumerate(prompts):
+        messages += [
+            {"id": f"{session[-4:]}-u{n}", "timestamp": start, "type": "user", "content": prompt},
+            {"id": f"{session[-4:]}-g{n}", "timestamp": start, "type": "gemini",
+             "content": f"answer to {prompt}"},
+        ]  # fmt: skip
+    return {"sessionId": session, "projectHash": MIGRATED_HASH, "startTime": start,
+            "lastUpdated": start, "messages": messages}  # fmt: skip
+
+
+def write_migrated(tmp: Path) -> None:
+    """The two folders of one project under ``tmp`` (``~/.gemini/tmp``)."""
+    old, new = tmp / MIGRATED_HASH / "chats", tmp / "roaster" / "chats"
+    old.mkdir(parents=True)
+    new.mkdir(parents=True)
+    (tmp / "roaster" / ".project_root").write_text(MIGRATED_CWD)
+    moved = f"session-2026-02-19T16-11-{MOVED[:8]}.json"
+    start = "2026-02-19T16:11:00.000Z"
+    (old / moved).write_bytes(orjson.dumps(_chat(MOVED, start, ["roast curve"])))
+    (new / moved).write_bytes(orjson.dumps(_chat(MOVED, start, ["roast curve", "first crack"])))
+    (old / f"session-2026-01-10T08-00-{LEFT[:8]}.json").write_bytes(
+        orjson.dumps(_chat(LEFT, "2026-01-10T08:00:00.000Z", ["bean density"]))
+    )
+    (new / f"session-2026-01-25T21-01-{REUSED[:8]}.json").write_bytes(
+        orjson.dumps(_chat(REUSED, "2026-01-25T21:01:00.000Z", ["drum speed", "airflow"]))
+    )
+    (new / f"session-2026-01-26T05-29-{REUSED[:8]}.json").write_bytes(
+        orjson.dumps(_chat(REUSED, "2026-01-26T05:29:00.000Z", ["cooling tray"]))
+    )
+
+
+# Newer versions register each project in ``~/.gemini/projects.json`` (its path -> the
+# slug naming its folders) and mark ``history/<slug>`` as well as ``tmp/<slug>``; a real
+# home had chats in a ``tmp/<slug>`` folder without its marker.
+REGISTERED_CWD: Final = "/home/dev/tamper"
+REGISTERED: Final = "6e1f0000-0000-4000-8000-00000000b008"
+DIGESTED_CWD: Final = "/home/dev/scale"
+DIGESTED: Final = "6e1f0000-0000-4000-8000-00000000c009"
+
+
+def write_registered(gemini: Path) -> None:
+    """Under ``gemini`` (``~/.gemini``): a slug folder marked only in ``history``, and a
+    digest-named folder whose path the registry lists."""
+    tmp = gemini / "tmp"
+    (gemini / "history" / "tamper").mkdir(parents=True)
+    (gemini / "history" / "tamper" / ".project_root").write_text(REGISTERED_CWD)
+    digest = hashlib.sha256(DIGESTED_CWD.encode()).hexdigest()
+    registry = {"projects": {REGISTERED_CWD: "tamper", DIGESTED_CWD: "scale"}}
+    (gemini / "projects.json").write_bytes(orjson.dumps(registry))
+    for folder, session in (("tamper", REGISTERED), (digest, DIGESTED)):
+        (tmp / folder / "chats").mkdir(parents=True)
+        chat = _chat(session, "2026-04-28T15:09:00.000Z", ["level the tamper"])
+        (tmp / folder / "chats" / f"session-2026-04-28T15-09-{session[:8]}.json").write_bytes(
+            orjson.dumps(chat)
+        )

@@ -86,7 +86,8 @@ def conversation() -> dict[str, list[tuple[str, list[dict[str, Any]], dict[str, 
                 ],
                 None,
             ),
-            ("user", [tool_response("tc_2", "2025-03-01,120.00", wrapped=False)], None),
+            # Some writers store a tool response under the role ``tool``: still its result.
+            ("tool", [tool_response("tc_2", "2025-03-01,120.00", wrapped=False)], None),
             (
                 "assistant",
                 [text("Both agree on March 1st."), {"type": "image", "data": "AA=="}],

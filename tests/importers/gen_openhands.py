@@ -93,6 +93,34 @@ def server_events() -> list[dict[str, Any]]:
             "message": "Count the 404s in access.log",
             "args": {"content": "Count the 404s in access.log"},
         },
+        # The memory's recall of the workspace, answered by a recall observation (citing
+        # it): neither is a tool call.
+        {
+            "action": "recall",
+            "source": "user",
+            "args": {"recall_type": "workspace_context", "query": "Count the 404s"},
+        },
+        {
+            "observation": "recall",
+            "source": "environment",
+            "content": "Added workspace context",
+            "cause": 2,
+            "extras": {"recall_type": "workspace_context", "repo_name": ""},
+        },
+        # The controller's error after a reply it could not parse: caused by no action.
+        {
+            "observation": "error",
+            "source": "agent",
+            "content": "LLMNoActionError: the model returned no action, retrying",
+            "extras": {"error_id": ""},
+        },
+        # The state change that follows the first prompt, caused by nothing and empty.
+        {
+            "observation": "agent_state_changed",
+            "source": "environment",
+            "content": "",
+            "extras": {"agent_state": "running"},
+        },
         {
             "action": "run",
             "source": "agent",
@@ -103,7 +131,7 @@ def server_events() -> list[dict[str, Any]]:
             "observation": "run",
             "source": "agent",
             "content": "17",
-            "cause": 2,
+            "cause": 6,
             "extras": {"metadata": {"working_dir": "/workspace/logs", "exit_code": 0}},
         },
         {"observation": "agent_state_changed", "source": "environment", "content": ""},
@@ -133,7 +161,7 @@ def write_sdk_event(folder: Path, n: int, event: dict[str, Any]) -> None:
     (folder / "events" / f"event-{n:05d}-{uid}.json").write_bytes(orjson.dumps(body))
 
 
-def write_server(root: Path) -> Path:
+def write_server(root: Path, events: list[dict[str, Any]] | None = None) -> Path:
     folder = root / "sessions" / SERVER_ID
     (folder / "events").mkdir(parents=True, exist_ok=True)
     meta = {
@@ -142,7 +170,27 @@ def write_server(root: Path) -> Path:
         "created_at": "2025-11-24T15:00:00Z",
     }
     (folder / "metadata.json").write_bytes(orjson.dumps(meta))
-    for n, event in enumerate(server_events()):
+    for n, event in enumerate(server_events() if events is None else events):
         body = {"id": n, "timestamp": _time(n), **event}
         (folder / "events" / f"{n}.json").write_bytes(orjson.dumps(body))
     return folder
+
+
+def server_turn() -> list[dict[str, Any]]:
+    """The older server's events as real conversations have them: the agent's words in
+    ``args.thought`` beside each tool call, a recall answered by an empty ``null``
+    observation, and ``finish`` (no observation follows it) carrying its last words."""
+    return [
+        {"action": "message", "source": "user", "args": {"content": "Rotate the logs"}},
+        {"action": "recall", "source": "user", "args": {"recall_type": "knowledge"}},
+        {"observation": "null", "source": "environment", "content": "", "cause": 1,
+         "message": "No observation", "extras": {}},
+        {"action": "run", "source": "agent",
+         "args": {"command": "logrotate -f app.conf", "thought": "Forcing a rotation first."},
+         "tool_call_metadata": {"function_name": "execute_bash", "tool_call_id": "t1"}},
+        {"observation": "run", "source": "agent", "content": "rotated", "cause": 3,
+         "extras": {"metadata": {"working_dir": "/workspace/app", "exit_code": 0}}},
+        {"action": "finish", "source": "agent", "message": "All done!",
+         "args": {"final_thought": "The logs rotate daily now.", "outputs": {}, "thought": ""},
+         "tool_call_metadata": {"function_name": "finish", "tool_call_id": "t2"}},
+    ]  # fmt: skip

@@ -138,3 +138,20 @@ def write(home: Path) -> Path:
     (chats / f"{MAIN}.jsonl").write_bytes(main_chat().bytes())
     (chats / f"{SUB}.jsonl").write_bytes(sub_chat().bytes())
     return projects
+
+
+SLASH: Final = "0e000000-0000-4000-8000-00000000d004"
+
+
+def slash_chat() -> _Chat:
+    """Slash commands as Qwen Code 0.14 records them (seen in real homes): a dialog command
+    (``/agents create``) whose result holds no output items, and one that printed a line."""
+    chat = _Chat(SLASH, minute=30)
+    chat.add("user", [{"text": "list my agents"}])
+    for command, items in (("/agents create", []), ("/about", [{"type": "info", "text": "v0.14"}])):
+        chat.add("system", subtype="slash_command",
+                 systemPayload={"phase": "invocation", "rawCommand": command})  # fmt: skip
+        chat.add("system", subtype="slash_command",
+                 systemPayload={"phase": "result", "rawCommand": command,
+                                "outputHistoryItems": items})  # fmt: skip
+    return chat

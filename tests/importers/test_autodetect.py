@@ -15,12 +15,26 @@ from contracts.subjects import Subjects
 from tests._harness import until
 from tests.importers import (
     fixture_gen,
+    gen_amazon_q,
+    gen_amp,
+    gen_auggie,
+    gen_codebuff,
+    gen_continue,
     gen_copilot_cli,
+    gen_crush,
     gen_cursor,
     gen_droid,
     gen_gemini_cli,
+    gen_gptme,
+    gen_hermes,
+    gen_kimi,
+    gen_letta_code,
+    gen_openclaw,
     gen_pi,
+    gen_qoder,
     gen_qwen_code,
+    gen_vibe,
+    gen_zed,
 )
 from tests.importers._agent_e2e import converted
 from tests.importers.test_import_tools import sessionquery
@@ -105,7 +119,23 @@ def test_every_generated_file_is_detected_as_its_own_format(tmp_path: Path) -> N
     (Qwen Code's records look like Claude Code's, Droid's first line like Pi's header)."""
     _, roots = _machine(tmp_path)
     roots |= {"qwen-code": gen_qwen_code.write(tmp_path / "home"),
-              "droid": gen_droid.write(tmp_path / "home")}  # fmt: skip
+              "droid": gen_droid.write(tmp_path / "home"),
+              "amp": gen_amp.write(tmp_path / "home"),
+              # gptme's branches and views are .jsonl files no format claims: left out.
+              "gptme": gen_gptme.write(tmp_path / "home", side_files=False),
+              "qoder": gen_qoder.write(tmp_path / "home"),
+              "codebuff": gen_codebuff.write(tmp_path / "home"),
+              "letta-code": gen_letta_code.write(tmp_path / "home")}  # fmt: skip
+    roots |= {fmt: db.parent for fmt, db in gen_amazon_q.write(tmp_path / "home").items()}
+    roots["zed"] = gen_zed.write_home(tmp_path / "home")
+    # OpenClaw's transcripts are Pi's format: told apart by where OpenClaw keeps them.
+    roots |= {"hermes": gen_hermes.write_home(tmp_path / "home"),
+              "openclaw": gen_openclaw.write(tmp_path / "home"),
+              "auggie": gen_auggie.write(tmp_path / "home")}  # fmt: skip
+    roots["crush"] = gen_crush.write(tmp_path / "home")
+    roots["continue"] = gen_continue.write(tmp_path / "home")
+    roots["vibe"] = gen_vibe.write(tmp_path / "home")
+    roots["kimi"] = gen_kimi.write(tmp_path / "home")
     roots["claude-code"] = fixture_gen.ROOT / "claude-code"
     roots["codex"] = fixture_gen.ROOT / "codex"
     at_home = set[Path]()
@@ -114,7 +144,10 @@ def test_every_generated_file_is_detected_as_its_own_format(tmp_path: Path) -> N
         assert files, fmt
         assert {path: detect(path) for path in files} == dict.fromkeys(files, fmt)
         at_home |= set(files) if tmp_path in root.parents else set()
-    # Auto over the whole home lists every format's sources (Copilot's home is elsewhere).
-    assert set(expand([tmp_path / "home"], AUTO)) == at_home - set(
-        registry.get("copilot-cli").files(roots["copilot-cli"])
-    )
+    # Auto over the whole home lists every format's sources (Copilot's home is elsewhere),
+    # and files a format knows as its own but does not import (Vibe's messages.jsonl, read
+    # with its session folder; Kimi's context.jsonl): those are counted, not imported.
+    listed = set(expand([tmp_path / "home"], AUTO))
+    parts = {p for p in listed if (known := detect(p)) and not registry.get(known).accepts(p)}
+    assert {p.name for p in parts} == {"messages.jsonl", "context.jsonl"}
+    assert listed - parts == at_home - set(registry.get("copilot-cli").files(roots["copilot-cli"]))

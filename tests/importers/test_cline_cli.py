@@ -1,14 +1,21 @@
 """Cline CLI 3.x session folders, on the recording of the real CLI (tests/importers/recorded/
 cline): the prompt unwrapped from ``<user_input>``, tool results' text and failures, the
-sub-agent as a child whose start cites its ``spawn_agent`` call, and detection."""
+sub-agent as a child whose start cites its ``spawn_agent`` call, detection, and ``watch`` while
+the CLI rewrites the conversation."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
-from tests.importers._agent_e2e import by_session
+import orjson
+from nats.aio.client import Client as NATS
+
+from contracts.subjects import Subjects
+from tests.importers._agent_e2e import by_session, converted
+from tests.importers._sources import watch_growth
 from tests.recording.agents import FIX_PROMPT, SUBAGENT_PROMPT
-from worker.importers.cline_cli import read_session
+from worker.importers.cline_cli import messages_file, read_session
 from worker.importers.detect import detect, expand
 
 FMT = "cline-cli"
@@ -50,3 +57,26 @@ def test_detected_as_a_cline_cli_session_folder() -> None:
     assert detect(folder) == FMT
     # The extension's importer does not take it: it has no api_conversation_history.json.
     assert list(expand([ROOT], "cline")) == []
+
+
+async def test_watch_follows_the_session_as_the_cli_rewrites_it(
+    nc: NATS, nats_url: str, subjects: Subjects, unique: str, tmp_path: Path
+) -> None:
+    (source,) = list(expand([ROOT], FMT))
+    folder = tmp_path / "sessions" / source.name
+    shutil.copytree(source, folder, copy_function=shutil.copyfile)
+    lead = messages_file(folder)
+    whole = orjson.loads(lead.read_bytes())
+    # The CLI writes the whole conversation again after each message: first the first six.
+    lead.write_bytes(orjson.dumps({**whole, "messages": whole["messages"][:6]}))
+    before, _ = converted(FMT, folder)
+
+    def the_rest() -> None:
+        lead.write_bytes(orjson.dumps(whole))
+
+    the_rest()
+    after, _ = converted(FMT, folder)
+    lead.write_bytes(orjson.dumps({**whole, "messages": whole["messages"][:6]}))
+    assert 0 < before < after
+    await watch_growth(nc, nats_url, subjects, f"watch-{unique}", FMT, folder,
+                       before=before, grow=the_rest, after=after)  # fmt: skip

@@ -4,16 +4,23 @@ and worker, read back through the tools."""
 
 from __future__ import annotations
 
+import asyncio
+import os
 from pathlib import Path
 
+import orjson
 from nats.aio.client import Client as NATS
 
 from contracts.partitions import NO_CWD_KEY
 from contracts.subjects import Subjects
+from tests._harness import until
 from tests.importers import gen_copilot_cli as gen
-from tests.importers._agent_e2e import assert_events, by_session, imported, watch_grows
+from tests.importers._agent_e2e import assert_events, by_session, imported
 from tests.importers.test_import_tools import ask
+from tests.importers.test_watch import has, start, stop, watch_command
 from worker.importers.detect import detect, expand
+from worker.importers.pipeline import convert_file
+from worker.importers.skips import BUILT_IN, reason_for
 
 FMT = "copilot-cli"
 
@@ -29,7 +36,8 @@ def test_events_map_to_messages_tools_compaction_and_end(tmp_path: Path) -> None
     assert [e["type"] for e in main] == [
         "session/start", "message/user", "message/assistant", "message/assistant",
         "tool/call", "tool/result", "tool/call", "tool/result", "compaction",
-        "message/user", "message/assistant", "message/context", "session/title", "session/end",
+        "message/user", "message/assistant", "message/context", "session/title",
+        "message/user", "message/assistant",
     ]  # fmt: skip
     start = main[0]["payload"]
     assert (start["cwd"], start["git_branch"], start["version"]) == (gen.CWD, "main", "0.0.369")
@@ -41,7 +49,9 @@ def test_events_map_to_messages_tools_compaction_and_end(tmp_path: Path) -> None
     assert main[8]["replaces"] == [2, 3, 4, 5, 6, 7, 8]
     assert main[11]["payload"]["text"] == "abort: user initiated"
     assert main[12]["payload"]["title"] == gen.SUMMARY  # from workspace.yaml
-    assert main[13]["payload"]["reason"] == "shutdown"
+    # Resumed after its shutdown: the session goes on, its second turn is part of it.
+    assert main[13]["payload"]["text"] == gen.RESUMED_PROMPT
+    assert not [o for o in outs if o.dropped]
     assert tally.skipped == gen.MAIN_SKIPPED
     # The older flat file: no context and no workspace.yaml, so no cwd.
     assert sessions[gen.OLD][0]["payload"]["cwd"] is None
@@ -63,7 +73,14 @@ async def test_import_then_the_tools(
     state = gen.write(tmp_path / "home")
     async with imported(nc, nats_url, subjects, tmp_path, state, FMT) as (worker, said):
         assert "record:hook.start 1" in said
-        await assert_events(nc, worker, gen.MAIN, gen.MAIN, gen.MAIN_EVENTS)  # shut down
+        # Its last record a shutdown long ago: ended by it, after the resumed turn.
+        await assert_events(nc, worker, gen.MAIN, gen.MAIN, gen.MAIN_EVENTS + 1)
+        end = await ask(nc, worker, "session_event_read", gen.MAIN, session_id=gen.MAIN,
+                        seq=gen.MAIN_EVENTS + 1)  # fmt: skip
+        assert "shutdown" in end
+        resumed = await ask(nc, worker, "session_event_search", gen.MAIN, session_id=gen.MAIN,
+                            query="wand drips")  # fmt: skip
+        assert "seq 14 · message/user" in resumed
         await assert_events(nc, worker, gen.OLD, gen.OLD, gen.OLD_EVENTS + 1)
         # A caller of the no-cwd workspace never sees the project's session.
         found = await ask(nc, worker, "session_search", gen.OLD, query="purge steamer")
@@ -80,17 +97,61 @@ async def test_import_then_the_tools(
         assert "tool/result" in hits
 
 
-async def test_watch_follows_a_session_being_written(
+async def test_watch_keeps_a_resumed_session_and_ends_it_once_quiet(
     nc: NATS, nats_url: str, subjects: Subjects, unique: str, tmp_path: Path
 ) -> None:
+    """The file ends with a shutdown, then grows with a resume and a turn: nothing is
+    ended or dropped while it may go on; once the file is quiet the end is published,
+    at the shutdown, after everything."""
     state = tmp_path / "session-state"
     folder = state / gen.MAIN
     folder.mkdir(parents=True)
     lines = [line + b"\n" for line in gen.main_session().bytes().splitlines()]
     file = folder / "events.jsonl"
-    file.write_bytes(b"".join(lines[:3]) + lines[3][:20])  # start, model change, prompt; half
-    rest = lines[3][20:] + b"".join(lines[4:])
-    # No workspace.yaml: no title; the shutdown ends the session.
-    said = await watch_grows(nc, nats_url, subjects, f"watch-{unique}", state, FMT, file, rest,
-                             before=2, after=gen.MAIN_EVENTS - 1)  # fmt: skip
-    assert f"published {gen.MAIN_EVENTS - 1} events (0 already in the stream)" in said
+    first_shutdown = next(n for n, line in enumerate(lines) if b'"session.shutdown"' in line)
+    file.write_bytes(b"".join(lines[: first_shutdown + 1]))
+    # No workspace.yaml: no title. A live file (idle one hour): no end after the shutdown.
+    command = watch_command(nats_url, subjects, f"watch-{unique}", state, fmt=FMT)
+    process = start(command)
+    try:
+        await until(lambda: has(nc, subjects, gen.BEFORE_RESUME), within=20)
+        await asyncio.sleep(0.3)  # several polls: the shutdown alone publishes no end
+        assert await has(nc, subjects, gen.BEFORE_RESUME)
+        with file.open("ab") as fh:
+            fh.write(b"".join(lines[first_shutdown + 1 :]))
+        await until(lambda: has(nc, subjects, gen.MAIN_EVENTS - 1), within=20)
+    finally:
+        code, said = stop(process)
+    assert code == 0 and "dropped" not in said and "ended" not in said, said
+    # Quiet now (untouched for ages): a watch ends the session at its last shutdown.
+    os.utime(file, (1, 1))
+    again = start(watch_command(nats_url, subjects, f"watch-{unique}", state, fmt=FMT, idle=5))
+    try:
+        await until(lambda: has(nc, subjects, gen.MAIN_EVENTS), within=30)
+    finally:
+        code, said = stop(again)
+    assert code == 0, said
+    js = nc.jetstream()
+    last = await js.get_last_msg(subjects.events_stream, subjects.stored_session("*", gen.MAIN))
+    assert last.data is not None
+    end = orjson.loads(last.data)
+    assert (end["type"], end["seq"], end["payload"]["reason"]) == (
+        "session/end",
+        gen.MAIN_EVENTS,
+        "shutdown",
+    )
+    assert end["time"] == gen.main_session().events[-1]["timestamp"]
+    await js.delete_stream(subjects.events_stream)
+
+
+def test_system_prompt_and_permission_prompts_are_skipped_with_reasons(tmp_path: Path) -> None:
+    path = tmp_path / f"{gen.PERMISSION}.jsonl"
+    path.write_bytes(gen.permission_session().bytes())
+    events, tally = convert_file(FMT, path)
+    kinds = [orjson.loads(e.body)["type"] for e in events]
+    assert kinds == ["session/start", "message/user", "tool/call", "tool/result",
+                     "message/assistant"]  # fmt: skip
+    tally.explain(lambda what: reason_for(what, BUILT_IN[FMT]))
+    assert tally.skipped == {"record:system.message": 1, "record:permission.requested": 1,
+                             "record:permission.completed": 1}  # fmt: skip
+    assert not tally.unknown, tally.unknown

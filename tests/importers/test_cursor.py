@@ -81,3 +81,12 @@ async def test_watch_follows_a_transcript_being_written(
     said = await watch_grows(nc, nats_url, subjects, f"watch-{unique}", tmp_path / "projects",
                              FMT, file, rest, before=3, after=total)  # fmt: skip
     assert f"published {total} events (0 already in the stream)" in said
+
+
+def test_a_workspace_not_here_is_read_from_the_paths_its_transcript_shows(
+    tmp_path: Path,
+) -> None:
+    sessions, _, _ = by_session(FMT, gen.write_elsewhere(tmp_path))
+    assert sessions[gen.ELSEWHERE][0]["payload"]["cwd"] == gen.ELSEWHERE_CWD
+    # Two folders the project folder's name fits: none is chosen.
+    assert sessions[gen.AMBIGUOUS][0]["payload"]["cwd"] is None

@@ -32,6 +32,9 @@ def test_both_layouts_convert_with_lineage_tools_and_titles(tmp_path: Path) -> N
         gen.MAIN: gen.MAIN_EVENTS,
         gen.SUB: gen.SUB_EVENTS,
         gen.LEGACY: gen.LEGACY_EVENTS,
+        gen.OLD_MAIN: gen.OLD_MAIN_EVENTS,
+        gen.AGENT_FOUND: gen.FOUND_EVENTS,
+        gen.AGENT_FAILED: gen.FAILED_EVENTS,
     }
     main = sessions[gen.MAIN]
     assert [e["type"] for e in main] == [
@@ -55,6 +58,9 @@ def test_both_layouts_convert_with_lineage_tools_and_titles(tmp_path: Path) -> N
     assert sub[1]["payload"]["title"] == gen.SUB_TASK
     assert sub[4]["payload"]["output"] == "pattern matched 0 files"
     assert sub[4]["payload"]["status"] == "error"
+    # Its summary is its result: searchable context at its end, never its title.
+    assert [e["type"] for e in sub if e["type"] == "session/title"] == ["session/title"]
+    assert (sub[-1]["type"], sub[-1]["payload"]["text"]) == ("message/context", gen.SUB_RESULT)
     # The older layout: no marker, so no cwd (the no-cwd workspace), never a guessed one.
     legacy = sessions[gen.LEGACY]
     assert legacy[0]["payload"]["cwd"] is None
@@ -63,12 +69,74 @@ def test_both_layouts_convert_with_lineage_tools_and_titles(tmp_path: Path) -> N
     assert [e["type"] for e in legacy][-1] == "message/context"
 
 
+def test_older_sub_agent_documents_are_children_citing_their_calls(tmp_path: Path) -> None:
+    """``chats/<parent>/<agent id>.json`` (March–April 2026): the parent's calls do not
+    name the sub-agent; the one finished is found by its summary in a call's result, the
+    one that timed out (no summary) by when the call completed."""
+    sessions, _, tally = by_session(FMT, gen.write(tmp_path))
+    assert not tally.problems
+    found, failed = sessions[gen.AGENT_FOUND], sessions[gen.AGENT_FAILED]
+    for sub, call_seq, task in ((found, 3, gen.FOUND_TASK), (failed, 5, gen.FAILED_TASK)):
+        assert sub[0]["payload"]["parent_session_id"] == gen.OLD_MAIN
+        assert sub[0]["payload"]["kind"] == "subagent"
+        assert sub[0]["cites"] == [{"session_id": gen.OLD_MAIN, "seq": call_seq}]
+        assert sessions[gen.OLD_MAIN][call_seq - 1]["type"] == "tool/call"
+        assert sub[0]["payload"]["cwd"] == gen.OLD_CWD
+        assert [e["payload"]["title"] for e in sub if e["type"] == "session/title"] == [task]
+    # The summary (the result cut to 200 characters) is kept at the end, as context.
+    assert (found[-1]["type"], found[-1]["payload"]["text"]) == (
+        "message/context",
+        gen.FOUND_SUMMARY,
+    )
+    assert all(e["payload"].get("text") != gen.FOUND_SUMMARY for e in found[:-1])
+    assert [e["type"] for e in failed][-1] == "tool/result"
+
+
+def test_sub_agent_calls_with_masked_outputs_are_still_found(tmp_path: Path) -> None:
+    """The CLI masks a long tool output (``<tool_output_masked>`` and the original as
+    JSON): the call is still a sub-agent's, told apart by when it completed."""
+    chats = gen.write_old(tmp_path)
+    parent = gen.old_session()
+    for message in parent["messages"]:
+        for call in message.get("toolCalls", []):
+            response = call["result"][0]["functionResponse"]["response"]
+            response["output"] = "<tool_output_masked>\n" + orjson.dumps(response).decode()
+            del call["resultDisplay"]
+    path = chats / f"session-2026-03-20T10-00-{gen.OLD_MAIN[:8]}.json"
+    path.write_bytes(orjson.dumps(parent))
+    sessions, _, _ = by_session(FMT, tmp_path)
+    assert sessions[gen.AGENT_FOUND][0]["cites"] == [{"session_id": gen.OLD_MAIN, "seq": 3}]
+    assert sessions[gen.AGENT_FAILED][0]["cites"] == [{"session_id": gen.OLD_MAIN, "seq": 5}]
+
+
+def test_a_sub_agent_without_marker_or_directories_takes_its_parents_cwd(
+    tmp_path: Path,
+) -> None:
+    """No marker (a digest-named folder); the parent has a workspace directory (added with
+    ``/dir add``) and the sub-agent none: the sub-agent is in its parent's workspace."""
+    chats = gen.write_old(tmp_path)
+    (chats.parent / ".project_root").unlink()
+    parent = chats / f"session-2026-03-20T10-00-{gen.OLD_MAIN[:8]}.json"
+    parent.write_bytes(orjson.dumps({**gen.old_session(), "directories": [gen.OLD_CWD]}))
+    for agent in (gen.AGENT_FOUND, gen.AGENT_FAILED):
+        path = chats / gen.OLD_MAIN / f"{agent}.json"
+        path.write_bytes(orjson.dumps({**gen.old_agent(agent), "directories": []}))
+    sessions, _, _ = by_session(FMT, tmp_path)
+    assert {sid: events[0]["payload"]["cwd"] for sid, events in sessions.items()} == {
+        gen.OLD_MAIN: gen.OLD_CWD,
+        gen.AGENT_FOUND: gen.OLD_CWD,
+        gen.AGENT_FAILED: gen.OLD_CWD,
+    }
+
+
 def test_detection_and_which_files_are_sources(tmp_path: Path) -> None:
     tmp = gen.write(tmp_path)
     files = list(expand([tmp], FMT))
     assert [f.name for f in files] == [  # by project; a project's sessions before sub-agents
         f"session-2025-05-02T10-00-{gen.LEGACY[:8]}.json",
         f"session-2025-06-01T09-00-{gen.MAIN[:8]}.jsonl", f"{gen.SUB}.jsonl",
+        f"session-2026-03-20T10-00-{gen.OLD_MAIN[:8]}.json", f"{gen.AGENT_FAILED}.json",
+        f"{gen.AGENT_FOUND}.json",
     ]  # fmt: skip
     assert {detect(f) for f in files} == {FMT}
     assert list(expand([tmp], "auto")) == sorted(files, key=str)
@@ -105,6 +173,20 @@ async def test_import_then_the_tools(
         assert f"⟦{gen.SUMMARY}⟧" in trace and gen.SUB in trace.split("Descendants")[1]
         spawned = await ask(nc, worker, "session_event_trace", gen.SUB, session_id=gen.SUB, seq=1)
         assert f"{gen.MAIN} seq 7 · tool/call" in spawned.split("Cites (")[1]
+        # The older layout's sub-agents: children of their parent, each citing its call,
+        # titled by the call, their summaries searchable but no title.
+        old = await ask(nc, worker, "session_trace", gen.OLD_MAIN, session_id=gen.OLD_MAIN)
+        assert gen.AGENT_FOUND in old.split("Descendants")[1]
+        assert gen.AGENT_FAILED in old.split("Descendants")[1]
+        for agent, seq in ((gen.AGENT_FOUND, 3), (gen.AGENT_FAILED, 5)):
+            start = await ask(nc, worker, "session_event_trace", gen.OLD_MAIN, session_id=agent,
+                              seq=1)  # fmt: skip
+            assert f"{gen.OLD_MAIN} seq {seq} · tool/call" in start.split("Cites (")[1]
+        await assert_events(nc, worker, gen.OLD_MAIN, gen.AGENT_FOUND, gen.FOUND_EVENTS + 1)
+        hits = await ask(nc, worker, "session_event_search", gen.OLD_MAIN,
+                         session_id=gen.AGENT_FOUND, query="load_presets")  # fmt: skip
+        assert "message/context" in hits
+        assert "SummaryOfFindings" not in old
         result = await ask(nc, worker, "session_event_trace", gen.SUB, session_id=gen.MAIN, seq=6)
         assert f"{gen.MAIN} seq 5 · tool/call" in result.split("Cites (")[1]
         found = await ask(nc, worker, "session_search", gen.SUB, query="quiet pump profile")
@@ -232,3 +314,38 @@ def test_a_recorded_image_in_a_prompt_is_counted_not_dropped() -> None:
     CLI may append the message again)."""
     _, _, tally = by_session(FMT, RECORDED)
     assert tally.skipped["user-part:inlineData:image/png"] == 1
+
+
+def test_a_migrated_project_imports_each_chat_once_with_its_cwd(tmp_path: Path) -> None:
+    gen.write_migrated(tmp_path)
+    sessions, _, tally = by_session(FMT, tmp_path)
+    for events in sessions.values():  # no session is fed twice: seqs run 1.. once
+        assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
+    assert set(sessions) == {gen.MOVED, gen.LEFT, gen.REUSED, gen.REUSED_LATER}
+    # The copy the CLI went on in is read; the stale one it left behind is not.
+    moved = [e["payload"]["text"] for e in sessions[gen.MOVED] if e["type"] == "message/user"]
+    assert moved == ["roast curve", "first crack"]
+    # A chat left only in the old folder gets the project's path from the new one.
+    assert {events[0]["payload"]["cwd"] for events in sessions.values()} == {gen.MIGRATED_CWD}
+    # One id, two files: two conversations.
+    later = [
+        e["payload"]["text"] for e in sessions[gen.REUSED_LATER] if e["type"] == "message/user"
+    ]
+    assert later == ["cooling tray"]
+    assert len([e for e in sessions[gen.REUSED] if e["type"] == "message/user"]) == 2
+    assert not tally.unknown
+
+
+def test_an_empty_chat_file_is_nothing_yet_not_a_problem(tmp_path: Path) -> None:
+    chats = tmp_path / "roaster" / "chats"
+    chats.mkdir(parents=True)
+    (chats / "session-2026-02-20T14-43-945bf706.json").write_bytes(b"")
+    events, tally = convert_file(FMT, chats / "session-2026-02-20T14-43-945bf706.json")
+    assert (events, tally.problems) == ([], [])
+
+
+def test_a_project_folder_without_its_marker_takes_the_registered_path(tmp_path: Path) -> None:
+    gen.write_registered(tmp_path / ".gemini")
+    sessions, _, _ = by_session(FMT, tmp_path / ".gemini" / "tmp")
+    assert sessions[gen.REGISTERED][0]["payload"]["cwd"] == gen.REGISTERED_CWD
+    assert sessions[gen.DIGESTED][0]["payload"]["cwd"] == gen.DIGESTED_CWD

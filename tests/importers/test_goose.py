@@ -41,6 +41,10 @@ def test_both_schema_versions_give_the_conversation(tmp_path: Path, schema: int)
     ]  # fmt: skip
     result = next(e for e in got if e["type"] == "tool/result")
     assert result["payload"]["output"] == "date,amount\n2025-03-01,120.00"
+    # The response stored under the role ``tool`` is the second call's result, citing it.
+    tool_row = [e for e in got if e["session_id"] == MAIN][7]
+    assert (tool_row["type"], tool_row["payload"]["output"]) == ("tool/result", "2025-03-01,120.00")
+    assert tool_row["cites"] == [{"session_id": MAIN, "seq": 7}]
     compactions = [e for e in got if e["type"] == "compaction"]
     # Only v3 and later mark what the model alone sees: v2 reads the summary as a message.
     assert len(compactions) == (1 if schema == 5 else 0)
@@ -79,6 +83,9 @@ async def test_import_answers_the_tools(
         assert "⟦March ledger reconciliation⟧" in lineage
         result = await ask(nc, worker, "session_event_trace", MAIN, session_id=MAIN, seq=6)
         assert f"{MAIN} seq 5 · tool/call" in cites_of(result)
+        # The response stored under the role ``tool``: the second call's result.
+        stored = await ask(nc, worker, "session_event_trace", MAIN, session_id=MAIN, seq=8)
+        assert "tool/result" in stored and f"{MAIN} seq 7 · tool/call" in cites_of(stored)
         found = await ask(nc, worker, "session_search", MAIN, query="CSV files reports")
         assert HELPER in found  # the sub-agent's session, in the same workspace
         # The session without a working dir is in the no-cwd workspace: not the ledger's.

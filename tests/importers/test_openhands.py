@@ -14,6 +14,7 @@ from tests.importers._agent_e2e import assert_events, imported
 from tests.importers._sources import cites_of, snapshot_events, watch_growth
 from tests.importers.test_import_tools import ask
 from worker.importers import openhands
+from worker.importers.skips import BUILT_IN, reason_for
 
 SDK = f"openhands-{gen.SDK_ID}"
 SERVER = f"openhands-{gen.SERVER_ID}"
@@ -41,11 +42,20 @@ def test_sdk_events(tmp_path: Path) -> None:
 
 
 def test_older_server_events(tmp_path: Path) -> None:
-    got = events(gen.write_server(tmp_path))
+    folder = gen.write_server(tmp_path)
+    got = events(folder)
+    # The error observation that answers no action is context, not a tool result; the
+    # only tool result cites its call.
     assert [e["type"] for e in got] == [
-        "session/start", "message/user", "tool/call", "tool/result", "message/assistant"
+        "session/start", "message/user", "message/context", "tool/call", "tool/result",
+        "message/assistant",
     ]  # fmt: skip
-    assert got[3]["cites"] == [{"session_id": SERVER, "seq": 3}]
+    assert got[2]["payload"]["observation"] == "error" and "cites" not in got[2]
+    assert got[4]["cites"] == [{"session_id": SERVER, "seq": 4}]
+    assert [e for e in got if e["type"] == "tool/result"] == [got[4]]
+    assert openhands.read_conversation(folder).skipped == {
+        "event:system": 1, "event:recall": 2, "event:agent_state_changed": 2,
+    }  # fmt: skip
     assert got[0]["payload"]["cwd"] == "/workspace/logs"
     assert got[0]["time"] == "2025-11-24T15:00:00.000Z"  # metadata.json's created_at
 
@@ -65,11 +75,16 @@ async def test_import_answers_the_tools(
     root = tmp_path / ".openhands"
     gen.write_sdk(root)
     gen.write_server(root)
-    # SDK: 10 events, title and end; server: 5, title and end.
+    # SDK: 10 events, title and end; server: 6, title and end.
     async with imported(nc, nats_url, subjects, tmp_path, root, "openhands",
-                        expected=12 + 7, idle="0") as (worker, _):  # fmt: skip
+                        expected=12 + 8, idle="0") as (worker, _):  # fmt: skip
         await assert_events(nc, worker, SDK, SDK, 12)
-        await assert_events(nc, worker, SERVER, SERVER, 7)
+        await assert_events(nc, worker, SERVER, SERVER, 8)
+        # The server's one tool result cites its call; the uncaused error is context.
+        result = await ask(nc, worker, "session_event_trace", SERVER, session_id=SERVER, seq=5)
+        assert f"{SERVER} seq 4 · tool/call" in cites_of(result)
+        error = await ask(nc, worker, "session_event_read", SERVER, session_id=SERVER, seq=3)
+        assert "message/context" in error and "LLMNoActionError" in error
         lineage = await ask(nc, worker, "session_trace", SDK, session_id=SDK)
         assert "⟦Respect robots.txt⟧" in lineage
         result = await ask(nc, worker, "session_event_trace", SDK, session_id=SDK, seq=6)
@@ -91,3 +106,32 @@ async def test_watch_follows_new_event_files(
 
     await watch_growth(nc, nats_url, subjects, f"watch-{unique}", "openhands", folder,
                        before=6, grow=more_events, after=10)  # fmt: skip
+
+
+def test_older_server_thoughts_finish_and_null_observations(tmp_path: Path) -> None:
+    """Seen in real conversations: the agent's words are each action's ``args.thought``,
+    ``finish`` is its last message (nothing answers it), a recall's ``null`` observation is
+    bookkeeping."""
+    folder = gen.write_server(tmp_path, gen.server_turn())
+    got = events(folder)
+    assert [(e["type"], e["payload"].get("text")) for e in got[1:]] == [
+        ("message/user", "Rotate the logs"),
+        ("message/assistant", "Forcing a rotation first."),
+        ("tool/call", None),
+        ("tool/result", None),
+        ("message/assistant", "The logs rotate daily now."),
+    ]
+    assert got[4]["cites"] == [{"session_id": SERVER, "seq": 4}]
+    skipped = openhands.read_conversation(folder).skipped
+    assert skipped == {"event:recall": 1, "event:null": 1}
+    assert all(reason_for(kind, BUILT_IN["openhands"]) for kind in skipped)
+
+
+def test_an_action_answered_twice_is_cited_by_both_answers(tmp_path: Path) -> None:
+    """Seen in real conversations: an action's error observation, then (the action run
+    again) its output, both caused by it."""
+    again = {"observation": "run", "source": "agent", "content": "rotated again", "cause": 3}
+    turn = [*gen.server_turn()[:5], again]
+    got = events(gen.write_server(tmp_path, turn))
+    results = [e for e in got if e["type"] == "tool/result"]
+    assert [r["cites"] for r in results] == [[{"session_id": SERVER, "seq": 4}]] * 2

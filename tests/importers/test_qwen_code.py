@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import orjson
 from nats.aio.client import Client as NATS
 
 from contracts.subjects import Subjects
@@ -13,6 +14,8 @@ from tests.importers import gen_qwen_code as gen
 from tests.importers._agent_e2e import assert_events, by_session, imported, watch_grows
 from tests.importers.test_import_tools import ask
 from worker.importers.detect import detect, expand
+from worker.importers.pipeline import convert_file
+from worker.importers.skips import BUILT_IN, reason_for
 
 FMT = "qwen-code"
 
@@ -100,3 +103,19 @@ def test_a_recorded_sub_agent_file_is_a_child_citing_its_agent_call() -> None:
     assert titles == ["Check refund handling"]
     types = [e["type"] for e in sessions[child]]
     assert types.count("tool/call") == types.count("tool/result") == 1
+
+
+def test_a_slash_command_that_printed_nothing_has_no_output_event(tmp_path: Path) -> None:
+    path = tmp_path / f"{gen.SLASH}.jsonl"
+    path.write_bytes(gen.slash_chat().bytes())
+    events, tally = convert_file(FMT, path)
+    typed = [(b["type"], b["payload"].get("text")) for b in (orjson.loads(e.body) for e in events)]
+    assert typed[1:] == [
+        ("message/user", "list my agents"),
+        ("command", "/agents create"),
+        ("command", "/about"),
+        ("command/output", "v0.14"),
+    ]
+    tally.explain(lambda what: reason_for(what, BUILT_IN[FMT]))
+    assert tally.skipped == {"record:system:slash_command:no-output": 1}
+    assert not tally.unknown

@@ -20,6 +20,7 @@ from contracts.subjects import Subjects
 from tests.importers._agent_e2e import by_session, converted, imported, watch_grows
 from tests.importers.test_import_tools import ask
 from tests.recording.agents import recipes
+from tests.recording.scrub import scrub_tree
 from worker.importers import registry
 from worker.importers.detect import expand
 from worker.importers.snapshot import SessionCache
@@ -67,6 +68,17 @@ def test_every_recording_is_what_its_recipe_expects() -> None:
         assert dict(recipe.expect) == recorded["expect"]
 
 
+def test_no_recording_keeps_its_agents_own_prompt_text(tmp_path: Path) -> None:
+    """The agents' system prompts, tool descriptions and reminders are theirs, not ours:
+    each recording holds none its recipe's rule finds (record.py --scrub)."""
+    known = recipes()
+    for path in RECORDINGS:
+        recorded = _load(path)
+        copy = tmp_path / recorded["agent"]
+        shutil.copytree(path.parent / "sessions", copy)
+        assert scrub_tree(copy, recorded["agent"], known[recorded["agent"]].own_text) == 0
+
+
 def test_converted_as_the_agent_ran(recorded: dict[str, Any]) -> None:
     expect = recorded["expect"]
     sessions, _, tally = by_session(recorded["format"], recorded["root"])
@@ -94,10 +106,18 @@ def test_converted_as_the_agent_ran(recorded: dict[str, Any]) -> None:
         e for e in events.values() if e["type"] == "tool/result" and e["payload"].get("is_error")
     ]
     assert len(errors) >= expect.get("tool_errors", 0)
+    # Notifications that report a tool call's outcome later (a background sub-agent's) cite it.
+    late = [e for e in events.values() if e["type"] == "message/context" and e.get("cites")]
+    assert all(events[(c["session_id"], c["seq"])]["type"] == "tool/call" for e in late
+               for c in e["cites"])  # fmt: skip
+    assert len(late) >= expect.get("notifications_citing_calls", 0), late
     # Text the agent itself wrote into the conversation (not the model): never the assistant's.
     for text in expect.get("harness_texts", []):
         holders = [e for e in events.values() if e["payload"].get("text") == text]
         assert holders and all(e["type"] == "message/context" for e in holders), (text, holders)
+    # What the agent's own version writes is known: skipped with a reason, or imported.
+    tally.explain(registry.get(recorded["format"]).skip_reason)
+    assert set(tally.unknown) <= set(expect.get("drift", [])), tally.unknown
     for kind, least in expect.get("skipped", {}).items():
         assert tally.skipped[kind] >= least, (kind, tally.skipped)
     children = {

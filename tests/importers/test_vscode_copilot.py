@@ -5,9 +5,11 @@ an operation log that grows."""
 from __future__ import annotations
 
 import asyncio
+import os
 from pathlib import Path
 from typing import Any
 
+import orjson
 from nats.aio.client import Client as NATS
 
 from contracts.subjects import Subjects
@@ -20,6 +22,7 @@ from worker.importers import vscode_copilot
 DOCUMENT = f"vscode-{gen.DOCUMENT}"
 LOG = f"vscode-{gen.LOG}"
 EMPTY = f"vscode-{gen.EMPTY_WINDOW}"
+WRITER = f"vscode-{gen.WRITER_LOG}"
 
 
 def events(path: Path) -> list[dict[str, Any]]:
@@ -38,7 +41,58 @@ def test_document_requests_and_tool_calls(tmp_path: Path) -> None:
     assert got[2]["payload"]["text"] == "Let me look at the image markup."  # pieces joined
     assert got[4]["cites"] == [{"session_id": DOCUMENT, "seq": 4}]
     assert got[8]["payload"]["input"]["command"] == "ls assets/hero*"
-    assert vscode_copilot.read_chat(path).skipped == {"response:inlineReference": 1}
+    # An inline reference is part of the answer's text, as VS Code shows it.
+    assert got[5]["payload"]["text"] == "The markup in `index.html` has no srcset for 2x screens."
+    assert vscode_copilot.read_chat(path).skipped == {}
+
+
+def test_the_writers_operation_log_keeps_the_assistant_and_every_request(
+    tmp_path: Path,
+) -> None:
+    """VS Code's own log: bare markdown parts, thinking chunks, parts rewritten from an
+    index and cut without new items, a deleted property, requests ended by their
+    ``modelState`` with no ``result``."""
+    got = events(gen.write_writer_log(tmp_path))
+    assert [(e["type"], e["payload"].get("text") or e["payload"].get("thinking"))
+            for e in got[1:]] == [
+        ("message/user", "Is the CSS minified?"),
+        ("message/assistant", "Checking the build script."),
+        ("message/assistant", "The build uses esbuild."),
+        ("tool/call", None),
+        ("tool/result", None),
+        ("message/assistant", "It is minified already."),
+        ("message/user", "Rename the bundle"),
+        ("message/assistant", "Renamed it to app.min.css."),
+    ]  # fmt: skip
+    assert got[4]["payload"]["tool"] == "copilot_readFile"
+    assert got[5]["payload"]["output"] == "Read build.mjs"
+    assert got[5]["cites"] == [{"session_id": f"vscode-{gen.WRITER_LOG}", "seq": 5}]
+
+
+def test_a_request_without_result_waits_only_while_last_and_fresh(tmp_path: Path) -> None:
+    path = gen.write_writer_document(tmp_path)
+    got = events(path)
+    assert [e["type"] for e in got] == [
+        "session/start", "message/user", "message/assistant", "tool/call", "tool/result",
+        "message/user", "tool/call", "tool/result", "message/assistant", "message/user",
+    ]  # fmt: skip
+    assert got[6]["payload"]["input"] == {"command": "npm test"}
+    assert got[7]["payload"]["output"] == "Ran `npm test`\n1 failing: footer overlaps"
+    assert got[7]["payload"]["is_error"] is True  # its exit code
+    assert got[3]["payload"]["input"] == {"path": "/home/dev/site/header.css"}
+    assert got[3]["payload"]["tool"] == "textEditGroup"
+    assert got[8]["payload"]["text"] == "The footer is sticky too."
+    assert vscode_copilot.read_chat(path).skipped == {"response:codeblockUri": 1}
+    # Quiet for longer than the window: the last answer is what there is.
+    old = path.stat().st_mtime - 3600
+    os.utime(path, (old, old))
+    assert events(path)[-1]["payload"]["text"] == "Looking at the breakpoints"
+    # Older versions mark a cancelled request, with no result, as such.
+    body = gen.writer_document()
+    del body["requests"][2]["modelState"]
+    body["requests"][2]["isCanceled"] = True
+    path.write_bytes(orjson.dumps(body))
+    assert events(path)[-1]["payload"]["text"] == "Looking at the breakpoints"
 
 
 def test_operation_log_is_replayed_and_an_unanswered_request_waits(tmp_path: Path) -> None:
@@ -76,11 +130,15 @@ async def test_import_answers_the_tools(
     gen.write_document(user)
     gen.write_log(user)
     gen.write_empty_window(user)
-    # Document: 11, title, end; log: 3, title, end; empty window: 3 and end.
+    gen.write_writer_log(user)
+    # Document: 11, title, end; log: 3, title, end; empty window: 3 and end; the writer's
+    # log: 9 and end.
     async with imported(nc, nats_url, subjects, tmp_path, user, "vscode-copilot",
-                        expected=13 + 5 + 4, idle="0") as (worker, _):  # fmt: skip
-        for session, count in ((DOCUMENT, 13), (LOG, 5), (EMPTY, 4)):
+                        expected=13 + 5 + 4 + 10, idle="0") as (worker, _):  # fmt: skip
+        for session, count in ((DOCUMENT, 13), (LOG, 5), (EMPTY, 4), (WRITER, 10)):
             await assert_events(nc, worker, session, session, count)
+        answer = await ask(nc, worker, "session_search", DOCUMENT, query="minified already")
+        assert WRITER in answer
         lineage = await ask(nc, worker, "session_trace", DOCUMENT, session_id=DOCUMENT)
         assert "⟦Retina hero image⟧" in lineage
         result = await ask(nc, worker, "session_event_trace", DOCUMENT, session_id=DOCUMENT,

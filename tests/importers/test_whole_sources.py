@@ -80,3 +80,26 @@ def test_kilo_reads_opencode_schema_under_its_own_name(tmp_path: Path) -> None:
     starts = [orjson.loads(o.body) for o in converter.feed(1, records[0].data)]
     assert {e["payload"]["source"] for e in starts if e["type"] == "session/start"} == {"kilo"}
     assert len(starts) == 23
+
+
+def test_kilo_finds_a_channel_database_and_kilo_db(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Kilo CLI (its binary 7.7.9) keeps ``kilo.db`` for the latest, beta and prod
+    channels, ``kilo-<channel>.db`` for the others (or an existing ``opencode-<channel>.db``
+    there), and ``$KILO_DB`` (absolute, or a name in its data folder) wins."""
+    folder = tmp_path / "data" / "kilo"
+    folder.mkdir(parents=True)
+    for name in ("kilo.db", "kilo-dev.db", "opencode-nightly.db"):
+        gen_opencode.write_database(folder / name, gen_opencode.corpus())
+    found = [folder / "kilo-dev.db", folder / "kilo.db", folder / "opencode-nightly.db"]
+    assert list(expand([folder], "kilo")) == found
+    assert [detect(path) for path in found] == ["kilo"] * 3
+    assert list(expand([folder], "opencode")) == []  # OpenCode's own are opencode.db
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    monkeypatch.setenv("KILO_DB", "mine.db")
+    assert registry.get("kilo").default_locations() == [folder / "mine.db"]
+    monkeypatch.setenv("KILO_DB", str(tmp_path / "elsewhere.db"))
+    assert registry.get("kilo").default_locations() == [tmp_path / "elsewhere.db"]
+    monkeypatch.setenv("KILO_DB", ":memory:")
+    assert registry.get("kilo").default_locations() == [folder]

@@ -25,6 +25,7 @@ from typing import Any
 
 from tests.recording.agents import AGENTS_CACHE, Recipe, RunContext, Step, recipes, write_task
 from tests.recording.netns import assert_isolated, run_isolated
+from tests.recording.scrub import scrub_tree
 from tests.recording.server import FAKE_KEY, ScriptedModelServer
 
 REPO = Path(__file__).resolve().parents[2]
@@ -155,6 +156,7 @@ def keep(recipe: Recipe) -> Path:
     dest = RECORDED / recipe.agent
     shutil.rmtree(dest, ignore_errors=True)
     shutil.copytree(source, dest / "sessions", ignore=shutil.ignore_patterns(*recipe.exclude))
+    scrubbed = scrub_tree(dest / "sessions", recipe.agent, recipe.own_text)
     files = sorted(p for p in (dest / "sessions").rglob("*") if p.is_file())
     size = sum(p.stat().st_size for p in files)
     leaked = [str(p.relative_to(dest)) for p in files if FAKE_KEY.encode() in p.read_bytes()]
@@ -177,12 +179,23 @@ def keep(recipe: Recipe) -> Path:
         ],
         "exits": {r["step"]: r["exit"] for r in run["steps"]},
         "key_in_files": leaked,
+        "own_text_left_out": scrubbed,
         "note": recipe.note,
         "expect": dict(recipe.expect),
     }
     (dest / "RECORDED.json").write_text(json.dumps(recorded, indent=2) + "\n")
     log(f"{recipe.agent}: kept {len(files)} files, {size} bytes, in {dest}")
     return dest
+
+
+def rescrub(recipe: Recipe) -> None:
+    """A committed recording's own prompt text left out again (after a rule changed)."""
+    dest = RECORDED / recipe.agent
+    scrubbed = scrub_tree(dest / "sessions", recipe.agent, recipe.own_text)
+    manifest = json.loads((dest / "RECORDED.json").read_text())
+    manifest["own_text_left_out"] = manifest.get("own_text_left_out", 0) + scrubbed
+    (dest / "RECORDED.json").write_text(json.dumps(manifest, indent=2) + "\n")
+    log(f"{recipe.agent}: {scrubbed} strings of the agent's own text left out")
 
 
 def record(recipe: Recipe) -> bool:
@@ -208,10 +221,19 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.recording.record")
     parser.add_argument("agents", nargs="*", help="agents to record (default: all)")
     parser.add_argument("--inside", metavar="AGENT", help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--scrub",
+        action="store_true",
+        help="only leave the agents' own prompt text out of their recordings",
+    )
     args = parser.parse_args(argv)
     known = recipes()
     if args.inside:
         return run_inside(known[args.inside])
+    if args.scrub:
+        for agent in args.agents or sorted(known):
+            rescrub(known[agent])
+        return 0
     chosen = args.agents or sorted(known)
     unknown = [a for a in chosen if a not in known]
     if unknown:

@@ -6,7 +6,10 @@ no ``--format`` (or ``--format auto``) every registered importer's folders that 
 read, each with its own importer, and the summary says per agent what it found, imported
 and skipped. A line that cannot be imported is reported with its file and number and the
 rest imports; the exit code is then 1. Record types a format module does not know are
-skipped and counted.
+skipped and counted, apart from those it skips by design (``worker.importers.skips``): the
+summary shows them loud, as format drift, and a source with nothing but such records is
+reported as not of its format (exit code 1). ``--dry-run`` converts and checks without
+NATS and prints a table per file; ``--output`` writes the events as our JSON Lines.
 
 The run itself (converting, publishing, the report) is ``worker.importers.run``'s; this
 module is the command: its flags, what to read, the exit code.
@@ -16,14 +19,17 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import sys
 from datetime import tzinfo
 from pathlib import Path
 from typing import Final
 
 from worker.importers.detect import AUTO
+from worker.importers.figures import DEFAULT_IMPORTS_BUCKET
 from worker.importers.publish import DEFAULT_WINDOW, ImportFailed
-from worker.importers.run import DEFAULT_IDLE_S, Job, import_jobs, print_summary
+from worker.importers.run import DEFAULT_IDLE_S, Job, import_jobs
+from worker.importers.summary import print_files, print_summary
 
 EXIT_OK: Final = 0
 
@@ -67,12 +73,28 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
         help="end the open sessions whose last event (import) or file (watch) is older than"
         f" this (default {DEFAULT_IDLE_S:.0f}; inf: never)",
     )  # fmt: skip
+    parser.add_argument(
+        "--imports-bucket", default=DEFAULT_IMPORTS_BUCKET,
+        help="JetStream KV bucket where each format's last figures are kept for"
+        f" sessionquery status (default {DEFAULT_IMPORTS_BUCKET}; empty: none)",
+    )  # fmt: skip
     add_subject_arguments(parser)
     add_nats_arguments(parser)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_common_arguments(parser)
+    parser.add_argument(
+        "--dry-run", action="store_true",
+        help="convert and check without connecting to NATS or publishing; print per file:"
+        " sessions, events by type, records skipped (by design or unknown), what would be"
+        " refused",
+    )  # fmt: skip
+    parser.add_argument(
+        "--output", type=Path, default=None, metavar="FILE",
+        help="also write the events to FILE as our JSON Lines (the events format: the"
+        " bytes that would be published), with or without --dry-run",
+    )  # fmt: skip
 
 
 def resolve_jobs(args: argparse.Namespace) -> list[Job] | str:
@@ -132,16 +154,26 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_FAILED
     jobs, zone = read
     try:
-        report = asyncio.run(
-            import_jobs(
-                jobs, options=options_from_args(args),
-                subjects=config.subjects, window=args.window,
-                max_event_bytes=config.max_event_bytes, assume_tz=zone,
-                progress=None if args.quiet else sys.stderr, idle_s=args.idle_seconds,
-            )
-        )  # fmt: skip
+        with contextlib.ExitStack() as stack:
+            output = stack.enter_context(args.output.open("wb")) if args.output else None
+            report = asyncio.run(
+                import_jobs(
+                    jobs, options=options_from_args(args),
+                    subjects=config.subjects, window=args.window,
+                    max_event_bytes=config.max_event_bytes, assume_tz=zone,
+                    progress=None if args.quiet else sys.stderr, idle_s=args.idle_seconds,
+                    dry_run=args.dry_run, output=output,
+                    imports_bucket=args.imports_bucket or None,
+                )
+            )  # fmt: skip
     except ImportFailed as exc:
         print(f"import: {exc}", file=sys.stderr)
         return EXIT_FAILED
+    except OSError as exc:  # --output cannot be written
+        print(f"import: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    if args.dry_run:
+        print_files(report, sys.stdout)
     print_summary(report, sys.stderr)
-    return EXIT_INVALID_LINES if report.invalid or report.will_dead_letter else EXIT_OK
+    failed = report.invalid or report.will_dead_letter or report.unrecognised
+    return EXIT_INVALID_LINES if failed else EXIT_OK

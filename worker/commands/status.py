@@ -54,6 +54,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="one JSON object")
     parser.add_argument("--follow", action="store_true", help="deadletters: keep printing")
     parser.add_argument("--limit", type=int, default=100, help="deadletters: how many")
+    parser.add_argument(
+        "--imports-bucket", default="sessionquery-imports",
+        help="status: the KV bucket where import and watch keep each format's figures",
+    )  # fmt: skip
     add_subject_arguments(parser)
     add_nats_arguments(parser)
 
@@ -95,14 +99,17 @@ async def stream_report(args: argparse.Namespace, db: Path) -> dict[str, Any]:
     try:
         js = nc.jetstream()
         alone = await index_status(_Config(db), None)
+        imports = await _imports(js, getattr(args, "imports_bucket", None))
         try:
             # The stream as seen by the partitions the index holds.
             held = str(alone.get("partitions") or "all")
             stream = await stream_state(js, subjects.events_stream, held, subjects)
         except Exception as exc:
             alone["stream_error"] = f"stream {subjects.events_stream}: {exc}"
+            alone.update(imports)
             return alone
         report = await index_status(_Config(db), stream)
+        report.update(imports)
         served: dict[str, dict[str, Any]] = {}
         report["workers"] = await partition_map(nc, subjects.prefix, served)
         applied = int(report.get("applied_seq") or 0)
@@ -112,6 +119,21 @@ async def stream_report(args: argparse.Namespace, db: Path) -> dict[str, Any]:
         return which_index(report, served)
     finally:
         await nc.close()
+
+
+async def _imports(js: Any, bucket: str | None) -> dict[str, Any]:
+    """Each format's last import or watch figures (``imports``), or why they are not known
+    (``imports_error``)."""
+    import nats.errors
+
+    from worker.importers.figures import read_formats
+
+    if not bucket:
+        return {}
+    try:
+        return {"imports": await read_formats(js, bucket)}
+    except (nats.errors.Error, TimeoutError) as exc:
+        return {"imports": {}, "imports_error": f"{bucket}: {exc!r}"}
 
 
 async def _answers(nc: Any, subject: str, within_s: float = 0.5) -> list[dict[str, Any]]:
@@ -269,6 +291,7 @@ def format_status(report: dict[str, Any]) -> list[str]:
     lines.append(f"rebuild running  {rebuild}")
     if "divergence" in report:
         lines.append(f"DIVERGED         {report['divergence']}")
+    lines.extend(imports_lines(report))
     workers = report.get("workers")
     if workers is not None:
         lines.append(f"workers serving  {len(workers)}")
@@ -289,6 +312,36 @@ def format_status(report: dict[str, Any]) -> list[str]:
                     f"    semantic: partitions {w['partitions']}:"
                     f" {semantic.status_line(w['semantic'])}"
                 )
+    return lines
+
+
+def imports_lines(report: dict[str, Any]) -> list[str]:
+    """Per format: its last import or watch, what it read, and the record kinds it did
+    not know (format drift: the agent may have changed its files)."""
+    from worker.importers.skips import kinds_text, unknown_text
+
+    if "imports" not in report:
+        return []
+    imports: dict[str, dict[str, Any]] = report["imports"]
+    if report.get("imports_error"):
+        return [f"imports          unknown: {report['imports_error']}"]
+    if not imports:
+        return ["imports          none recorded (sessionquery import or watch records them)"]
+    lines = [f"imports          {len(imports)} formats"]
+    for fmt, row in sorted(imports.items()):
+        lines.append(
+            f"  {fmt}: last {row.get('command', 'import')} {row.get('last_import', '?')}"
+            f" on {row.get('host', '?')}: {row.get('files', 0)} files,"
+            f" {row.get('sessions', 0)} sessions, {row.get('events', 0)} events"
+        )
+        unknown = row.get("unknown") or {}
+        lines.append(
+            f"    {unknown_text(unknown)}" if unknown else "    unknown record kinds: none"
+        )
+        if row.get("skipped"):
+            lines.append(f"    skipped by design: {kinds_text(row['skipped'])}")
+        if row.get("unrecognised"):
+            lines.append(f"    sources not recognised as {fmt}: {row['unrecognised']}")
     return lines
 
 

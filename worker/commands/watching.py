@@ -15,7 +15,9 @@ from typing import TextIO
 from contracts.subjects import Subjects
 from worker.commands.importing import EXIT_FAILED, EXIT_OK, add_common_arguments, what_to_read
 from worker.importers.publish import ImportFailed
-from worker.importers.run import Job, dead_letter_line
+from worker.importers.run import Job
+from worker.importers.skips import unknown_text
+from worker.importers.summary import dead_letter_line
 from worker.importers.watch import (
     DEFAULT_BUCKET,
     DEFAULT_CHUNK_LINES,
@@ -57,6 +59,7 @@ def run(args: argparse.Namespace) -> int:
         idle_s=args.idle_seconds, poll_s=args.poll_interval,
         bucket=args.state_bucket, chunk_lines=max(1, args.chunk_lines),
         window=max(1, args.window), max_event_bytes=max_event_bytes, assume_tz=zone,
+        imports_bucket=args.imports_bucket or None,
     )  # fmt: skip
     progress = None if args.quiet else sys.stderr
     try:
@@ -94,5 +97,7 @@ async def _main(
         f" files, {len(tally.problems)} invalid lines skipped",
         file=sys.stderr,
     )
+    if tally.unknown:
+        print(unknown_text(tally.unknown), file=sys.stderr)
     if order.refused:
         print(dead_letter_line(order.refused, order.reasons), file=sys.stderr)

@@ -60,7 +60,7 @@ class AiderConverter:
             out.append(self._start(started.group(1)))
         elif self.session is None:
             if text.strip():
-                self.tally.skip("line before the first session header")
+                self.tally.skip("line before the first session header", why="no session")
         elif self.in_fence:
             self.lines.append(text)
             self.in_fence = not text.startswith("```")

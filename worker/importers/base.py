@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections import Counter
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, tzinfo
 from pathlib import Path
@@ -99,6 +99,17 @@ def as_text(value: object) -> str:
     return cut(orjson.dumps(value, default=str).decode())
 
 
+def json_value(raw: object) -> object:
+    """A tool call's arguments as the model wrote them (JSON text): their value when the
+    text parses, else the text."""
+    if isinstance(raw, str):
+        try:
+            return orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            return raw
+    return raw
+
+
 class Spawn(NamedTuple):
     """The tool call that spawned a sub-agent: its event, and the call's description of
     the sub-agent's task (the sub-agent session's title)."""
@@ -106,6 +117,11 @@ class Spawn(NamedTuple):
     session_id: str
     seq: int
     description: str | None = None
+    # For a format that does not name the sub-agent in the call (older Gemini CLI): what
+    # the call returned, when it was made and the parent's cwd, to tell which it spawned.
+    result: str | None = None
+    time: str | None = None
+    cwd: str | None = None
 
 
 # What one file tells the files read after it: (transcript id, sub-agent id) -> the
@@ -151,19 +167,54 @@ class Problem:
 
 @dataclass
 class Tally:
-    """What a conversion did besides producing events."""
+    """What a conversion did besides producing events.
+
+    Every record left out is counted by kind in ``skipped``. A kind is either skipped by
+    design (``why`` holds the reason: known bookkeeping, said at the call site with
+    ``skip(what, why=...)`` or by the format's table, ``Importer.skip_reason``) or
+    unknown: a kind the importer has never heard of, which is format drift and is shown
+    as such (``unknown``).
+    """
 
     events: int = 0
     lines: int = 0
     skipped: Counter[str] = field(default_factory=Counter)
     problems: list[Problem] = field(default_factory=list)
+    why: dict[str, str] = field(default_factory=dict)  # kind skipped by design -> reason
 
-    def skip(self, what: str) -> None:
+    def skip(self, what: str, why: str | None = None) -> None:
         self.skipped[what] += 1
+        if why is not None:
+            self.why[what] = why
+
+    def explain(self, reason: Callable[[str], str | None]) -> None:
+        """Give the kinds skipped without a reason the one ``reason`` knows (a format's
+        table of known skips); the others stay unknown."""
+        for what in self.skipped:
+            if what not in self.why:
+                found = reason(what)
+                if found is not None:
+                    self.why[what] = found
+
+    @property
+    def unknown(self) -> Counter[str]:
+        """Kinds skipped that no reason explains: drift."""
+        return Counter({k: n for k, n in self.skipped.items() if n and k not in self.why})
+
+    @property
+    def by_design(self) -> Counter[str]:
+        return Counter({k: n for k, n in self.skipped.items() if n and k in self.why})
 
     def merge(self, other: Tally) -> None:
         self.events += other.events
         self.lines += other.lines
+        for what in other.unknown:
+            # The same kind may be known to one format and not to another: unknown wins,
+            # so drift is never hidden by a merge.
+            self.why.pop(what, None)
+        for what, reason in other.why.items():
+            if what not in self.skipped or what in self.why:
+                self.why[what] = reason
         self.skipped.update(other.skipped)
         self.problems.extend(other.problems)
 
@@ -388,3 +439,31 @@ class JsonRecordConverter:
 
     def _record(self, record: dict[str, Any]) -> list[Outgoing]:
         raise NotImplementedError
+
+
+class TitledAtEnd(JsonRecordConverter):
+    """A converter whose source titles a session apart from its records (a row of the
+    agent's store, a field of its document): the title is published just before the
+    session's end, as ``snapshot.SnapshotConverter`` does, since agents name a session
+    after its first turns and rename it later."""
+
+    def _end_title(self) -> tuple[str | None, str | None]:
+        """(the titled session, its title now); (None, None) when there is none."""
+        return None, None
+
+    def _titled(self, before: datetime | None) -> list[Outgoing]:
+        session, title = self._end_title()
+        state = self.sessions.by_id.get(session or "")
+        if state is None or state.ended or not title or not title.strip():
+            return []
+        if before is not None and datetime.fromisoformat(state.last_time) >= before:
+            return []
+        self.tally.events += 1
+        return [self.sessions.emit(state.session_id, "session/title", "system", None,
+                                   {"title": cut(title)}, "title")]  # fmt: skip
+
+    def idle(self) -> list[Outgoing]:
+        return self._titled(None) + super().idle()
+
+    def end_quiet(self, before: datetime) -> list[Outgoing]:
+        return self._titled(before) + super().end_quiet(before)

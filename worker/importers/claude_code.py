@@ -25,7 +25,9 @@ Mapping:
   other sessions of the project into a new file, and a summary whose leaf is not a record
   of the file titles nothing (counted). A ``custom-title`` record (``/rename``) titles its
   session and wins over any summary; a sub-agent session is titled by its Task call's
-  ``description``, when the transcript was read first;
+  ``description``, when the transcript was read first (the call is the one whose result
+  names the sub-agent, else, while it runs or when it was cut off with no result, the
+  spawning call whose ``prompt`` is the sub-agent's first message);
 - harness text in user records is typed for what it is, and stays searchable: slash
   commands and ``!`` shell input (``<command-name>``, ``<bash-input>``) are ``command``,
   their output (``<local-command-stdout>``, ``<bash-stdout>``) ``command/output``, and
@@ -35,9 +37,14 @@ Mapping:
   command such as ``/rename``, which later versions write so) is typed the same way; a
   "This session is being continued from a previous conversation"
   summary without the compaction flag (older versions) is a ``compaction`` as well;
+- a ``<task-notification>`` (a background sub-agent or command done) cites the tool call
+  its ``<tool-use-id>`` names, whose own result only said it was launched;
 - an assistant record Claude Code writes itself (``model: "<synthetic>"``: "No response
   requested." after an interrupted turn, API error messages) is ``message/context`` with
   ``synthetic`` (and ``api_error``), not the model's words;
+- a resumed session's file starts with copies of the earlier session's records (their
+  ``sessionId`` the earlier one's): skipped and counted when the earlier session's own
+  file is beside it, which holds them;
 - everything else (file snapshots, progress, other ``system`` records, image blocks) is
   skipped and counted. The format has no session end: ``import`` ends a session whose
   last event is older than ``--idle-seconds``, ``watch`` one whose file has not grown
@@ -46,6 +53,7 @@ Mapping:
 
 from __future__ import annotations
 
+import hashlib
 import re
 from pathlib import Path
 from typing import Any, Final
@@ -66,8 +74,12 @@ from worker.importers.base import (
 NAME: Final = "claude-code"
 # Tools whose call starts a sub-agent (``Task``; ``Agent`` in later versions).
 _SPAWNING_TOOLS: Final = frozenset({"Task", "Agent"})
+_PROMPT: Final = "prompt:"  # links key prefix of a spawning call, by a digest of its prompt
 # The model name Claude Code gives the assistant records it writes itself.
 SYNTHETIC_MODEL: Final = "<synthetic>"
+_NOTIFIED_CALL: Final = re.compile(
+    r"<task-notification>.*?<tool-use-id>\s*([^<\s]+)\s*</tool-use-id>", re.S
+)
 _COMMAND_NAME: Final = re.compile(r"<command-name>\s*([^<]*?)\s*</command-name>")
 
 
@@ -83,8 +95,13 @@ def harness_kind(text: str, *, meta: bool) -> tuple[str, str]:
 
 
 class ClaudeCodeConverter(JsonRecordConverter):
-    def __init__(self, path: Path, *, links: SpawnLinks | None = None) -> None:
-        super().__init__(path, NAME)
+    def __init__(
+        self, path: Path, *, links: SpawnLinks | None = None, name: str = NAME, id_prefix: str = ""
+    ) -> None:
+        # ``name``, ``id_prefix``: a fork writing the same transcripts (Qoder CLI) under its
+        # own name, its session ids prefixed.
+        super().__init__(path, name)
+        self.id_prefix = id_prefix
         self.links: SpawnLinks = {} if links is None else links
         # tool_use id -> (session, seq, tool name) of its tool/call, for the result's citation.
         self.tool_calls: dict[str, tuple[str, int, object]] = {}
@@ -95,9 +112,11 @@ class ClaudeCodeConverter(JsonRecordConverter):
         self.record_session: dict[str, str] = {}  # record uuid -> the session it is in
         self.custom_titled: set[str] = set()  # sessions a custom-title names: summaries lose
         self.pending_custom: dict[str, str] = {}  # session -> custom title read before it
+        self.pending_ai: dict[str, str] = {}  # session -> generated title read before it
         self.task_descriptions: dict[str, str] = {}  # tool_use id of a Task -> description
         self.boundary: dict[str, dict[str, Any]] = {}  # session -> its pending compact boundary
         self.last_seq: dict[str, int] = {}  # record uuid -> seq of its last event
+        self.copies: dict[str, bool] = {}  # sessionId -> its records here are copies
 
     def _record(self, record: dict[str, Any]) -> list[Outgoing]:
         kind = record.get("type")
@@ -105,8 +124,13 @@ class ClaudeCodeConverter(JsonRecordConverter):
             return self._title(record)
         if kind == "custom-title":
             return self._custom_title(record)
+        if kind == "ai-title":
+            return self._ai_title(record)
         if kind not in ("user", "assistant", "system"):
             self.tally.skip(f"record:{kind}")
+            return []
+        if self._copied(record.get("sessionId")):
+            self.tally.skip(f"record:{kind}:copied")
             return []
         out: list[Outgoing] = []
         session = self._session_for(record, out)
@@ -128,18 +152,30 @@ class ClaudeCodeConverter(JsonRecordConverter):
             out.extend(self._leaf_titles(uuid, session))
         return out
 
+    def _copied(self, raw: object) -> bool:
+        """A resumed session's file starts with copies of the earlier session's records,
+        under the earlier ``sessionId``: when that session's own file is beside this one,
+        they are read there, once (else, here)."""
+        if not isinstance(raw, str):
+            return False
+        if raw not in self.copies:
+            path = Path(self.path)
+            own = raw == path.stem or path.parent.name == "subagents"
+            self.copies[raw] = not own and (path.parent / f"{raw}.jsonl").is_file()
+        return self.copies[raw]
+
     def _session_for(self, record: dict[str, Any], out: list[Outgoing]) -> str | None:
         """The session this record belongs to, started (with its held titles) if new."""
         raw = record.get("sessionId")
         if not isinstance(raw, str) or not raw:
             return None
-        main = safe_id(raw)
+        main = self._id(raw)
         session, parent = main, None
         agent = record.get("agentId")
         if record.get("isSidechain") is True:
             parent = main
             if isinstance(agent, str) and agent:
-                session = safe_id(f"{raw}-agent-{agent}")
+                session = self._id(f"{raw}-agent-{agent}")
             else:
                 session = self._side_thread(raw, record)
         if not self.sessions.has(session):
@@ -154,6 +190,8 @@ class ClaudeCodeConverter(JsonRecordConverter):
             time = iso_time(record.get("timestamp"))
             # A sub-agent's start cites the tool call that spawned it, when read already.
             spawn = self.links.get((raw, agent)) if isinstance(agent, str) else None
+            if spawn is None and isinstance(agent, str):  # its call has no result (yet)
+                spawn = self.links.pop((main, _prompt_key(_first_text(record))), None)
             out.append(
                 self.sessions.start(
                     session,
@@ -168,6 +206,9 @@ class ClaudeCodeConverter(JsonRecordConverter):
                 payload = {"title": cut(spawn.description)}
                 out.append(self.sessions.emit(session, "session/title", "system", None,
                                               payload, "tool_use:description"))  # fmt: skip
+            generated = self.pending_ai.pop(session, None)
+            if generated is not None and session not in self.custom_titled:
+                out.append(self._title_event(session, generated, "ai-title"))
             custom = self.pending_custom.pop(session, None)
             if custom is not None:
                 out.append(self._title_event(session, custom, "custom-title"))
@@ -178,7 +219,7 @@ class ClaudeCodeConverter(JsonRecordConverter):
         parent_uuid = record.get("parentUuid")
         thread = self.side_threads.get(parent_uuid) if isinstance(parent_uuid, str) else None
         if thread is None:
-            thread = safe_id(f"{raw_session}-side-{uuid or 'unknown'}")
+            thread = self._id(f"{raw_session}-side-{uuid or 'unknown'}")
         if uuid:
             self.side_threads[uuid] = thread
         return thread
@@ -214,12 +255,32 @@ class ClaudeCodeConverter(JsonRecordConverter):
         if not (isinstance(title, str) and title.strip() and isinstance(raw, str)):
             self.tally.skip("record:custom-title:empty")
             return []
-        session = safe_id(raw)
+        session = self._id(raw)
         self.custom_titled.add(session)
         if not self.sessions.has(session):  # titled when its first record starts it
             self.pending_custom[session] = title
             return []
         return [self._title_event(session, title, "custom-title")]
+
+    def _ai_title(self, record: dict[str, Any]) -> list[Outgoing]:
+        """The title Claude Code generates for a session (newer versions): the session's
+        title unless a /rename names it."""
+        title = record.get("aiTitle")
+        raw = record.get("sessionId")
+        if not (isinstance(title, str) and title.strip() and isinstance(raw, str)):
+            self.tally.skip("record:ai-title:empty")
+            return []
+        session = self._id(raw)
+        if session in self.custom_titled:
+            self.tally.skip("record:ai-title:custom-title-wins")
+            return []
+        if not self.sessions.has(session):  # titled when its first record starts it
+            self.pending_ai[session] = title
+            return []
+        return [self._title_event(session, title, "ai-title")]
+
+    def _id(self, raw: str) -> str:
+        return safe_id(raw, prefix=self.id_prefix)
 
     def _title_event(self, session: str, title: str, source_type: str) -> Outgoing:
         payload = {"title": cut(title)}
@@ -281,8 +342,11 @@ class ClaudeCodeConverter(JsonRecordConverter):
                 out.append(
                     self._emit(session, "message/assistant", "assistant", time, payload, ref)
                 )
-            elif kind == "tool_use":
+            elif kind in ("tool_use", "server_tool_use"):
                 out.append(self._tool_use(session, block, base, time, ref))
+            elif isinstance(kind, str) and kind.endswith("tool_result"):
+                # A server-side tool (web search, fetch) answers within the reply itself.
+                out.append(self._tool_result(session, block, base, time, ref))
             else:
                 self.tally.skip(f"assistant-block:{kind}")
         return out
@@ -300,6 +364,12 @@ class ClaudeCodeConverter(JsonRecordConverter):
             description = spec.get("description") if isinstance(spec, dict) else None
             if block.get("name") in _SPAWNING_TOOLS and isinstance(description, str):
                 self.task_descriptions[tool_id] = description
+            prompt = spec.get("prompt") if isinstance(spec, dict) else None
+            if block.get("name") in _SPAWNING_TOOLS and isinstance(prompt, str):
+                spawn = Spawn(
+                    session, out.seq, description if isinstance(description, str) else None
+                )
+                self.links[(session, _prompt_key(prompt))] = spawn
         return out
 
     def _user(self, session: str, record: dict[str, Any], time: str | None) -> list[Outgoing]:
@@ -331,12 +401,20 @@ class ClaudeCodeConverter(JsonRecordConverter):
     ) -> Outgoing:  # fmt: skip
         type_, surface = harness_kind(text, meta=meta)
         payload = {**base, "text": cut(text)}
+        cites = None
         if type_ == "command":
             name = _COMMAND_NAME.search(text)
             if name is not None:
                 payload["command"] = name.group(1)
+        elif type_ == "message/context":
+            # A background task's notification reports on the call that started it (its
+            # result said only "launched"): it cites that call.
+            notified = _NOTIFIED_CALL.search(text)
+            call = self.tool_calls.get(notified.group(1)) if notified is not None else None
+            if call is not None:
+                cites = [(call[0], call[1])]
         return self.sessions.emit(
-            session, type_, surface, time, payload, source_type, source_ref=ref
+            session, type_, surface, time, payload, source_type, cites=cites, source_ref=ref
         )
 
     def _note_spawn(self, record: dict[str, Any], content: object) -> None:
@@ -409,3 +487,18 @@ def looks_like(record: dict[str, Any]) -> bool:
     if record.get("type") == "summary" and "leafUuid" in record:
         return True
     return isinstance(record.get("sessionId"), str) and "uuid" in record
+
+
+def _prompt_key(prompt: str) -> str:
+    return _PROMPT + hashlib.sha256(prompt.strip().encode()).hexdigest()
+
+
+def _first_text(record: dict[str, Any]) -> str:
+    """A user record's text: a sub-agent's first record is the prompt it was given."""
+    message = record.get("message")
+    content = message.get("content") if isinstance(message, dict) else None
+    if isinstance(content, list):
+        return "".join(
+            b["text"] for b in content if isinstance(b, dict) and isinstance(b.get("text"), str)
+        )
+    return content if isinstance(content, str) else ""

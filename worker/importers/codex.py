@@ -220,8 +220,9 @@ class CodexConverter(JsonRecordConverter):
         if kind == "agent_message":
             return self._agent_message(session, item, time, source)
         if kind == "reasoning":
-            summary = as_text(item.get("summary"))
-            if not summary:
+            # Encrypted reasoning has an empty summary list: nothing readable.
+            summary = as_text(item["summary"]) if item.get("summary") else ""
+            if not summary.strip():
                 self.tally.skip("response_item:reasoning:unreadable")
                 return None
             payload = {"reasoning": summary}

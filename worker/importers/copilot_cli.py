@@ -15,11 +15,19 @@ One event per line: ``{"type", "id", "parentId", "timestamp", "data"}``. Mapping
   repeat the calls and are not read again);
 - ``session.compaction_complete`` with its ``summaryContent`` is a ``compaction`` that
   replaces what came before it; ``session.info``, ``session.error`` and ``abort`` are
-  ``message/context``; ``session.shutdown`` is the ``session/end``.
+  ``message/context``;
+- ``session.shutdown`` (``shutdownType``: ``routine`` or ``error``) is not the end yet:
+  ``copilot --resume`` appends ``session.resume`` (``resumeTime``, ``eventCount``, the
+  context at resume) and the session goes on in the same file. The ``session/end`` (the
+  index takes nothing after it) is published only when the shutdown is the last record
+  and the file is quiet: ``watch``'s ``--idle-seconds``, or, on ``import``, a shutdown
+  older than that. It carries the shutdown's time and type.
 
 Everything else (turn boundaries, model changes, truncation notices, usage, compaction
-starts, new event types) is skipped and counted. A session that never shut down is ended
-by ``--idle-seconds``.
+starts, resumes, new event types) is skipped and counted. A session that never shut down
+is ended by ``--idle-seconds`` as well.
+Studied: the event schemas bundled in the ``@github/copilot`` package (1.0.60's
+``app.js``; later versions ship a native binary).
 """
 
 from __future__ import annotations
@@ -27,6 +35,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import Any, ClassVar, Final
 
@@ -74,6 +83,9 @@ class CopilotConverter(JsonRecordConverter):
         self.session: str | None = None
         self.titled = False
         self.calls: dict[str, tuple[int, object]] = {}  # toolCallId -> (seq, tool name)
+        # The last record's ``session.shutdown`` (its time, its type), None once anything
+        # follows it: a resumed session goes on, so its end waits until the file is quiet.
+        self.shutdown: tuple[str | None, str] | None = None
 
     def _record(self, record: dict[str, Any]) -> list[Outgoing]:
         kind = record.get("type")
@@ -84,6 +96,7 @@ class CopilotConverter(JsonRecordConverter):
         if self.session is None:
             self.tally.skip(f"record:{kind}:before-session.start")
             return []
+        self.shutdown = None  # something follows the shutdown: the session went on
         session, source = self.session, str(kind)
         if kind == "user.message":
             text = as_text(data.get("content"))
@@ -113,9 +126,10 @@ class CopilotConverter(JsonRecordConverter):
             return [self.sessions.emit(session, "message/context", "system", time, payload,
                                        source)]  # fmt: skip
         if kind == "session.shutdown":
-            titled = self._title()
-            end = self.sessions.end(session, reason="shutdown", source_type=source, time=time)
-            return titled + ([end] if end else [])
+            # ``routine``, or ``error``: it crashed (older versions wrote other values).
+            crashed = data.get("shutdownType") == "error"
+            self.shutdown = (time, "shutdown:error" if crashed else "shutdown")
+            return self._title()
         self.tally.skip(f"record:{kind}")
         return []
 
@@ -187,9 +201,30 @@ class CopilotConverter(JsonRecordConverter):
         return out
 
     def idle(self) -> list[Outgoing]:
-        out = self._title()
+        out = self._title() + self._end()
         self.tally.events += len(out)
-        return out + super().idle()
+        return out
+
+    def end_quiet(self, before: datetime) -> list[Outgoing]:
+        last = self.shutdown[0] if self.shutdown and self.shutdown[0] else None
+        state = self.sessions.by_id.get(self.session) if self.session else None
+        if state is None or datetime.fromisoformat(last or state.last_time) >= before:
+            return []
+        out = self._end()
+        self.tally.events += len(out)
+        return out
+
+    def _end(self) -> list[Outgoing]:
+        """The session's end: at its shutdown when that is the last record, else idle."""
+        if self.session is None:
+            return []
+        if self.shutdown is None:
+            end = self.sessions.end(self.session, reason="idle")
+        else:
+            time, reason = self.shutdown
+            end = self.sessions.end(self.session, reason=reason, source_type="session.shutdown",
+                                    time=time)  # fmt: skip
+        return [end] if end else []
 
 
 def _fields(value: object) -> dict[str, Any]:

@@ -11,9 +11,11 @@ invented:
   was read (so ``--idle-seconds`` ends a session whose file has been quiet that long);
 - no cwd: the project folder's name is the workspace path with every character but
   letters and digits made ``-``, which cannot be read back by itself (``my-app`` or
-  ``my/app``). The cwd is the one folder on this machine whose path gives that name;
-  when none or several do (another machine's transcripts, a folder since removed), the
-  session has no cwd: the no-cwd workspace, and the import summary says how many;
+  ``my/app``). The cwd is the one folder on this machine whose path gives that name,
+  else (another machine's transcripts, a folder since removed) the one folder giving
+  it among the paths the transcript shows (attached files and images); when none or
+  several do, the session has no cwd: the no-cwd workspace, and the import summary
+  says how many;
 - no ids for tool calls in some versions: a result without ``tool_use_id`` answers the
   oldest call still unanswered.
 
@@ -28,7 +30,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Final
 
@@ -49,6 +51,9 @@ _QUERY: Final = re.compile(r"<user_query>\s*(.*?)\s*</user_query>", re.S)
 _NOT_ALNUM: Final = re.compile(r"[^A-Za-z0-9]")
 # Folder listings a cwd lookup may make: a name that matches nothing fails fast.
 _MAX_LISTINGS: Final = 200
+# A transcript's first bytes read for the paths it shows, and what an absolute path is.
+_SHOWN_BYTES: Final = 4 << 20
+_ABSOLUTE: Final = re.compile(r"(?:/|\b[A-Za-z]:\\)[^\s\"'`<>|*?]+")
 
 
 def split_query(text: str) -> tuple[str, str]:
@@ -92,12 +97,49 @@ def folder_of(name: str) -> str | None:
     return found[0] if len(found) == 1 else None
 
 
+def shown_folder(transcript: Path, name: str) -> str | None:
+    """The one folder whose path gives the project folder ``name`` among the paths the
+    transcript itself shows (attached files and images, tool inputs), else None: another
+    machine's workspace, named by what the session saw, never guessed."""
+    try:
+        with transcript.open("rb") as fh:
+            head = fh.read(_SHOWN_BYTES)
+    except OSError:
+        return None
+    found: set[str] = set()
+    for line in head.splitlines():
+        for text in _strings(next(json_objects([line]), None)):
+            for match in _ABSOLUTE.finditer(text):
+                path = match.group(0)
+                sep = "/" if path.startswith("/") else "\\"
+                parts = path.split(sep)
+                found.update(
+                    sep.join(parts[:end])
+                    for end in range(2, len(parts) + 1)
+                    if slug(sep.join(parts[:end])) == name
+                )
+    return found.pop() if len(found) == 1 else None
+
+
+def _strings(value: object) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+
+
 class CursorConverter(JsonRecordConverter):
     def __init__(self, path: Path) -> None:
         super().__init__(path, NAME)
         self.time = file_time(path)
         project = next((p.parent for p in path.parents if p.name == TRANSCRIPTS), None)
         self.cwd = folder_of(project.name) if project is not None else None
+        if self.cwd is None and project is not None:
+            self.cwd = shown_folder(path, project.name)
         # The file is named by its session; <id>/subagents/<child>.jsonl is a child of <id>.
         self.session = safe_id(path.stem)
         subagent = path.parent.name == "subagents"

@@ -10,6 +10,8 @@ appended: ``message`` records (``id``, ``parentId``, ``timestamp``, ``message`` 
 - ``session_start`` is the ``session/start`` (cwd, version; the calling session as the
   parent); its ``title``, unless it is the placeholder "New Session", the
   ``session/title``, read again when the file is done or quiet (it changes in place);
+- a ``compaction_state`` record (``summaryText``: Droid compacted the conversation, asking
+  the model for the summary) is a ``compaction`` replacing the events since the previous one;
 - user text blocks are ``message/user`` (harness text typed by ``contracts.harness``),
   assistant text ``message/assistant``, thinking ``message/assistant`` with
   ``thinking``, ``tool_use`` ``tool/call``, ``tool_result`` ``tool/result`` citing its
@@ -71,6 +73,8 @@ class DroidConverter(JsonRecordConverter):
         if self.header is None:
             self.tally.skip(f"record:{kind}:before-session_start")
             return []
+        if kind == "compaction_state" and self.session is not None:
+            return [self._compaction(self.session, record)]
         message = record.get("message")
         if kind != "message" or not isinstance(message, dict):
             self.tally.skip(f"record:{kind}")
@@ -80,6 +84,17 @@ class DroidConverter(JsonRecordConverter):
         assert self.session is not None  # _start named it
         role, content = str(message.get("role")), message.get("content")
         return out + self.blocks.message(self.session, role, content, time, "message")
+
+    def _compaction(self, session: str, record: dict[str, Any]) -> Outgoing:
+        """A ``compaction_state`` (Droid summarised the conversation so far; the next request
+        carries the summary instead): a compaction replacing the session's events since the
+        previous one."""
+        payload: dict[str, Any] = {"summary": cut(str(record.get("summaryText") or ""))}
+        for source, key in (("summaryKind", "kind"), ("removedCount", "removed_count")):
+            if isinstance(record.get(source), str | int):
+                payload[key] = record[source]
+        time = iso_time(record.get("timestamp"))
+        return self.sessions.compaction(session, time, payload, "compaction_state")
 
     def _start(self, record: dict[str, Any], time: str | None) -> list[Outgoing]:
         """The session's start, at its first message's time (the record has none)."""

@@ -16,29 +16,41 @@ Two layouts, both read:
   session). Sub-agents write ``chats/<parent session id>/<session id>.jsonl`` with
   ``kind: subagent``: a child session whose start cites the tool call that names it
   (``agentId``), read first since a folder's sub-agents are read after its sessions.
+  A sub-agent's ``summary`` is its result, not a title: it is kept as ``message/context``
+  and the sub-agent is titled by the call's description.
 - older (one JSON document, ``session-<time>-<short id>.json``): the header's fields and
   ``messages[]``, rewritten whole after each turn (a ``.json`` whose first line is a
   whole record holds JSON Lines, as some versions appended them, and is read so).
   ``watch`` reads the messages added since; a message changed after it was read (a tool
   result added to the last one) is not read again. When the CLI resumes such a session
   it copies it to a ``.jsonl`` file beside it and goes on there: the ``.json`` is then
-  skipped (the copy holds it).
+  skipped (the copy holds it). Sub-agents of those versions wrote
+  ``chats/<parent session id>/<agent id>.json`` (``sessionId``: the executor's short
+  agent id) and the parent's call did not name them: the call is the parent's sub-agent
+  call whose result holds the sub-agent's ``summary`` (the first 197 characters of its
+  result and ``...``), else the one completed nearest the sub-agent's ``lastUpdated``.
 
 The cwd: the project folder's ``.project_root`` marker (newer versions name the folder
-by a slug and write the project's path in it); else a sub-agent's first workspace
-directory; else none (older versions name the folder by a digest of the path only), and
-the session is in the no-cwd workspace. Tool calls become ``tool/call`` and, once their
-result is in, ``tool/result`` citing the call (text parts and function responses'
-``output``/``error``, else the display text); thoughts become ``message/assistant`` with
-``thinking``; ``info``, ``error`` and ``warning`` messages are ``message/context``.
-The format has no session end and no compaction record: a session is ended by
-``--idle-seconds`` as Claude Code's are.
+by a slug and write the project's path in it), else ``history/<slug>``'s marker or the
+path ``projects.json`` registers for the folder's slug (or digest); else a sub-agent's
+first workspace directory; else none (older versions name the folder by a digest of the
+path only), and the session is in the no-cwd workspace (a sub-agent without either takes
+its parent's).
+Tool calls become ``tool/call`` and, once their result is in, ``tool/result`` citing
+the call (text parts and function responses' ``output``/``error``, else the display
+text); thoughts become ``message/assistant`` with ``thinking``; ``info``, ``error`` and
+``warning`` messages are ``message/context``. The format has no session end and no
+compaction record: a session is ended by ``--idle-seconds`` as Claude Code's are.
 """
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import os
+import re
 from collections.abc import Iterator, Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import Any, ClassVar, Final
 
@@ -73,6 +85,14 @@ PROJECT_ROOT_FILE: Final = ".project_root"
 # Tool call states after which the call has its result (the CLI's scheduler statuses).
 _DONE: Final = frozenset({"success", "error", "cancelled"})
 _CONTEXT_TYPES: Final = frozenset({"info", "error", "warning"})
+# How a sub-agent tool's result starts (``local-invocation.ts``): the parent's calls that
+# spawned a sub-agent, in versions whose calls do not carry its ``agentId``.
+_SUBAGENT_RESULT: Final = "Subagent '"
+# A sub-agent's summary is its result cut to this many characters, ``...`` included.
+_SUMMARY_CHARS: Final = 200
+_UNNAMED: Final = "call:"  # links key prefix of a sub-agent call that names no agent
+# A main chat file's name: its start time and the first eight characters of its session id.
+_SESSION_FILE: Final = re.compile(r"session-(?P<time>[0-9T-]+)-(?P<short>[0-9a-f]{8})\.jsonl?")
 
 
 def parts_text(content: object) -> str:
@@ -109,14 +129,78 @@ def result_text(call: dict[str, Any]) -> str:
 
 
 def project_cwd(chats_file: Path) -> str | None:
-    """The project path the CLI wrote beside its chats (newer versions), or None."""
+    """The project path the CLI wrote beside its chats (newer versions); for an older
+    folder without it, the path of the folder the CLI moved its chats to; else None."""
     for folder in chats_file.parents:
         if folder.name == CHATS:
-            try:
-                text = (folder.parent / PROJECT_ROOT_FILE).read_text("utf-8").strip()
-            except OSError:
-                return None
-            return text or None
+            marker = _marker(folder.parent) or _registered(folder.parent)
+            if marker is None:
+                newer = _moved_to(folder)
+                marker = _marker(newer) if newer is not None else None
+            return marker
+    return None
+
+
+def _marker(project: Path) -> str | None:
+    try:
+        text = (project / PROJECT_ROOT_FILE).read_text("utf-8").strip()
+    except OSError:
+        return None
+    return text or None
+
+
+def _registered(project: Path) -> str | None:
+    """Newer versions register each project in ``~/.gemini/projects.json`` (its path -> the
+    slug naming its folders) and mark ``history/<slug>`` too: a ``tmp`` folder without its
+    marker (seen in a real home) is found there; one named by a path's digest as well."""
+    gemini = project.parent.parent
+    history = _marker(gemini / "history" / project.name)
+    if history is not None:
+        return history
+    try:
+        registry = orjson.loads((gemini / "projects.json").read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return None
+    projects = registry.get("projects") if isinstance(registry, dict) else None
+    if not isinstance(projects, dict):
+        return None
+    named = [
+        path
+        for path, slug in projects.items()
+        if slug == project.name or hashlib.sha256(path.encode()).hexdigest() == project.name
+    ]
+    return named[0] if len(named) == 1 else None
+
+
+def _moved_to(chats: Path) -> Path | None:
+    """For an older project folder (named by a digest of the path, no marker): the newer
+    folder of the same project, which the CLI gave a marker and copied these chats to
+    under the same names (seen in real homes), or whose marker's digest names this one."""
+    try:  # asked once per file: remembered until a project folder comes or goes
+        changed = chats.parent.parent.stat().st_mtime_ns
+    except OSError:
+        return None
+    return _moved_to_as_of(chats, changed)
+
+
+@functools.lru_cache(maxsize=256)
+def _moved_to_as_of(chats: Path, changed: int) -> Path | None:  # changed: the cache key
+    try:
+        names = {p.name for p in chats.iterdir() if p.name.startswith("session-")}
+        siblings = [p for p in chats.parent.parent.iterdir() if p != chats.parent]
+    except OSError:
+        return None
+    for sibling in sorted(siblings):
+        marker = _marker(sibling)
+        if marker is None:
+            continue
+        if hashlib.sha256(marker.encode()).hexdigest() == chats.parent.name:
+            return sibling
+        try:
+            if names & {p.name for p in (sibling / CHATS).iterdir()}:
+                return sibling
+        except OSError:
+            continue
     return None
 
 
@@ -129,6 +213,8 @@ class GeminiConverter(JsonRecordConverter):
         self.parent_raw = path.parent.name if path.parent.name != CHATS else None
         self.raw_id: str | None = None
         self.session: str | None = None
+        self.subagent = False
+        self.result: str | None = None  # a sub-agent's summary (its result), once kept
         self.title: str | None = None
         # message id -> the parts already converted ("text", "thought:<n>", "call:<id>",
         # "result:<id>"), so a message appended again gives only what is new.
@@ -197,14 +283,18 @@ class GeminiConverter(JsonRecordConverter):
         if self.session is not None:
             return self._update(record)  # a resumed session's header again
         self.raw_id = record["sessionId"]
-        self.session = safe_id(record["sessionId"])
+        self.subagent = record.get("kind") == "subagent"
+        self.session = safe_id(self._own_id(record["sessionId"]))
         cwd = self.cwd
         directories = record.get("directories")
         if cwd is None and isinstance(directories, list) and directories:
             cwd = directories[0] if isinstance(directories[0], str) else None
-        parent_raw = self.parent_raw if record.get("kind") == "subagent" else None
+        parent_raw = self.parent_raw if self.subagent else None
         parent = safe_id(parent_raw) if parent_raw else None
-        spawn = self.links.get((parent_raw, record["sessionId"])) if parent_raw else None
+        spawn = self._spawn(parent_raw, record) if parent_raw else None
+        if cwd is None and spawn is not None:
+            cwd = spawn.cwd
+        self.cwd = cwd  # what its sub-agents take when they have no cwd of their own
         extra = {"kind": record["kind"]} if isinstance(record.get("kind"), str) else {}
         out = [
             self.sessions.start(
@@ -214,7 +304,49 @@ class GeminiConverter(JsonRecordConverter):
         ]  # fmt: skip
         if spawn is not None and spawn.description:
             out += self._title(spawn.description, "toolCall:description")
+        if self.subagent:  # its summary comes at its end (``split`` puts it there too)
+            return out + self._update({k: v for k, v in record.items() if k != "summary"})
         return out + self._update(record)
+
+    def _own_id(self, raw: str) -> str:
+        """The CLI names each chat file it starts by the process's session id, which some
+        versions keep for the next chat (``/clear``): a file after an earlier one of the
+        same id is another conversation, ``<id>-<its file's time>``."""
+        path = Path(self.path)
+        named = _SESSION_FILE.fullmatch(path.name)
+        if self.subagent or named is None or not raw.startswith(named["short"]):
+            return raw
+        for other in path.parent.glob(f"session-*-{named['short']}.json*"):
+            earlier = other.stem < path.stem and _SESSION_FILE.fullmatch(other.name)
+            if earlier and _session_id_of(other) == raw:  # 8 hex digits may be another's
+                return f"{raw}-{named['time']}"
+        return raw
+
+    def _spawn(self, parent_raw: str, record: dict[str, Any]) -> Spawn | None:
+        """The parent's call that spawned this sub-agent: the one naming it (``agentId``),
+        else (older versions) an unclaimed sub-agent call of the parent whose result holds
+        the sub-agent's summary, else the one completed nearest its last update."""
+        named = self.links.get((parent_raw, record["sessionId"]))
+        if named is not None:
+            return named
+        unnamed = {key: spawn for key, spawn in self.links.items()
+                   if key[0] == parent_raw and key[1].startswith(_UNNAMED)}  # fmt: skip
+        if not unnamed:
+            return None
+        summary = record.get("summary")
+        found = None
+        if isinstance(summary, str) and summary.strip():
+            cut_short = len(summary) == _SUMMARY_CHARS and summary.endswith("...")
+            head = (summary[:-3] if cut_short else summary).strip()
+            found = next((k for k, s in unnamed.items() if s.result and head in s.result), None)
+        if found is None:
+            # The parent records a call when it completes, as the sub-agent last wrote.
+            end = iso_time(record.get("lastUpdated")) or iso_time(record.get("startTime"))
+            if end is None:
+                return None
+            found = min(unnamed, key=lambda k: _distance(unnamed[k].time, end))
+        del self.links[found]  # claimed: another sub-agent of the parent is another call
+        return unnamed[found]
 
     def _update(self, fields: dict[str, Any]) -> list[Outgoing]:
         if "messages" in fields:  # a rewrite of the whole history (masking): not re-read
@@ -222,7 +354,18 @@ class GeminiConverter(JsonRecordConverter):
         summary = fields.get("summary")
         if self.session is None or not isinstance(summary, str) or not summary.strip():
             return []
+        if self.subagent:
+            return self._result(summary)
         return self._title(summary, "summary")
+
+    def _result(self, summary: str) -> list[Outgoing]:
+        """A sub-agent's summary: the start of its result, searchable, never its title."""
+        if self.session is None or summary == self.result:
+            return []
+        self.result = summary
+        payload = {"text": cut(summary)}
+        return [self.sessions.emit(self.session, "message/context", "system", None, payload,
+                                   "summary")]  # fmt: skip
 
     def _title(self, title: str, source_type: str) -> list[Outgoing]:
         if self.session is None or title == self.title:
@@ -294,9 +437,8 @@ class GeminiConverter(JsonRecordConverter):
             out.append(emitted)
             agent = call.get("agentId")
             if isinstance(agent, str) and self.raw_id is not None:
-                description = call.get("description") or call.get("displayName")
                 self.links[(self.raw_id, agent)] = Spawn(
-                    session, emitted.seq, description if isinstance(description, str) else None
+                    session, emitted.seq, _description(call), cwd=self.cwd
                 )
         done = call.get("status") in _DONE or call.get("result") is not None
         if done and f"result:{call_id}" not in seen:
@@ -309,6 +451,11 @@ class GeminiConverter(JsonRecordConverter):
             out.append(self.sessions.emit(session, "tool/result", "tool", time, payload,
                                           "toolCall:result",
                                           cites=[(session, seq)] if seq else None))  # fmt: skip
+            if seq and self.raw_id is not None and _spawned_unnamed(call, payload["output"]):
+                self.links[(self.raw_id, f"{_UNNAMED}{call_id}")] = Spawn(
+                    session, seq, _description(call), result=payload["output"], time=time,
+                    cwd=self.cwd,
+                )  # fmt: skip
         return out
 
 
@@ -328,9 +475,13 @@ class GeminiCliImporter(WholeSourceImporter):
         if CHATS not in (path.parent.name, path.parent.parent.name):
             return False
         if path.suffix == ".json":
-            # Resumed by a newer CLI: the .jsonl beside it holds all of it and goes on.
-            return path.name.startswith("session-") and not path.with_suffix(".jsonl").exists()
-        return path.suffix == ".jsonl"
+            if (path.parent / "chat-messages.json").exists():
+                return False  # a Codebuff chat's folder (``chats/<chat id>/``), not a parent's
+            # A session, or in a parent's folder a sub-agent (``<agent id>.json``); once
+            # resumed by a newer CLI, the .jsonl beside it holds all of it and goes on.
+            named = path.name.startswith("session-") or path.parent.name != CHATS
+            return named and not path.with_suffix(".jsonl").exists() and not _moved(path)
+        return path.suffix == ".jsonl" and not _moved(path)
 
     def detect(self, path: Path, head: Sequence[bytes]) -> bool:
         if path.suffix == ".json":
@@ -355,6 +506,8 @@ class GeminiCliImporter(WholeSourceImporter):
 
     def split(self, path: Path) -> list[bytes]:
         """A legacy session file as records: its header's fields, then each message."""
+        if path.stat().st_size == 0:  # created, nothing written yet (real homes have them)
+            return []
         document = json_document(path)
         if not isinstance(document, dict) or not isinstance(document.get("sessionId"), str):
             raise UnreadableSource("not a Gemini CLI session (no sessionId)")
@@ -362,7 +515,12 @@ class GeminiCliImporter(WholeSourceImporter):
         header = {k: v for k, v in document.items() if k != "messages"}
         header.setdefault("projectHash", "")
         listed = messages if isinstance(messages, list) else []
-        return [orjson.dumps(header), *(orjson.dumps(m) for m in listed)]
+        records = [orjson.dumps(header), *(orjson.dumps(m) for m in listed)]
+        if document.get("kind") == "subagent" and isinstance(document.get("summary"), str):
+            # Saved when the sub-agent finished (its result): after its messages, as the
+            # newer layout appends it; the header keeps it to find the spawning call.
+            records.append(orjson.dumps({"$set": {"summary": document["summary"]}}))
+        return records
 
     def converter(self, path: Path, options: ConvertOptions) -> Converter:
         return GeminiConverter(path, links=options.links, name=self.name)
@@ -391,6 +549,29 @@ def _resume_stub(path: Path) -> bool:
     )
 
 
+def _session_id_of(path: Path) -> str | None:
+    """A chat file's ``sessionId`` (its first line's, or its document's)."""
+    try:
+        with path.open("rb") as fh:
+            first = fh.readline()
+        header = next(json_objects([first]), None)
+        document = header if header is not None else json_document(path)
+    except (OSError, UnreadableSource):
+        return None
+    raw = document.get("sessionId") if isinstance(document, dict) else None
+    return raw if isinstance(raw, str) else None
+
+
+def _moved(path: Path) -> bool:
+    """A session the CLI copied to its project's newer folder and went on in there."""
+    if path.parent.name != CHATS or _marker(path.parent.parent) is not None:
+        return False
+    newer = _moved_to(path.parent)
+    if newer is None:
+        return False
+    return any((newer / CHATS / path.with_suffix(s).name).exists() for s in (".json", ".jsonl"))
+
+
 def _lines_inside(path: Path) -> bool:
     """A ``.json`` session whose first line is a header record: JSON Lines under the old
     name (some versions append records to it). A legacy document is one value holding
@@ -402,6 +583,28 @@ def _lines_inside(path: Path) -> bool:
         return False
     header = next(json_objects([first]), None)
     return header is not None and "messages" not in header
+
+
+def _description(call: dict[str, Any]) -> str | None:
+    description = call.get("description") or call.get("displayName")
+    return description if isinstance(description, str) else None
+
+
+def _spawned_unnamed(call: dict[str, Any], output: str) -> bool:
+    """A finished sub-agent call that does not name its sub-agent (older versions): its
+    result is the sub-agent's, or its display the sub-agent's progress."""
+    if isinstance(call.get("agentId"), str):
+        return False
+    display = call.get("resultDisplay")
+    progress = isinstance(display, dict) and display.get("isSubagentProgress") is True
+    # A masked output (``<tool_output_masked>`` and the original as JSON) still holds it.
+    return progress or _SUBAGENT_RESULT in output[:300]
+
+
+def _distance(time: str | None, start: str) -> float:
+    if time is None:
+        return float("inf")
+    return abs((datetime.fromisoformat(time) - datetime.fromisoformat(start)).total_seconds())
 
 
 def _chats_folder(path: Path) -> Path:

@@ -11,16 +11,17 @@ Studied: Goose's ``session_manager.rs`` (schema versions 1-5: ``sessions`` with
   ``message/assistant`` (harness text typed), ``thinking`` as assistant thinking,
   ``toolRequest`` (``toolCall.value``: ``name``, ``arguments``) as a ``tool/call``,
   ``toolResponse`` (``toolResult.value``: content list, or ``{content, isError}``) as
-  a ``tool/result`` citing it;
+  a ``tool/result`` citing it, whatever the message's role (Goose writes ``user`` and
+  ``assistant``; a response stored under ``tool`` is still the call's result);
 - a message only the model sees (``metadata_json``: ``userVisible`` false,
   ``agentVisible`` true) is Goose's summary of a compacted conversation: a
   ``compaction`` replacing what came before; the originals stay, marked not
   ``agentVisible``, and were imported as they were written;
 - skipped and counted: ``image``, ``redactedThinking``, ``toolConfirmationRequest``,
-  ``frontendToolRequest``, ``systemNotification`` and other content types, roles other
-  than user and assistant. Goose does not record which session spawned a sub-agent
-  session (``session_type`` ``sub_agent``): those are imported as sessions of their own,
-  marked ``session_type`` in their start.
+  ``frontendToolRequest``, ``systemNotification`` and other content types, text under
+  roles other than user and assistant. Goose does not record which session spawned a
+  sub-agent session (``session_type`` ``sub_agent``): those are imported as sessions of
+  their own, marked ``session_type`` in their start.
 """
 
 from __future__ import annotations
@@ -45,6 +46,11 @@ from worker.importers.snapshot import (
 )
 
 NAME: Final = "goose"
+# The roles Goose writes (rmcp's ``Role``). A tool request or response is what it is
+# under any role: a response stored under ``tool`` (as other writers of the tables do)
+# is still the result of its call.
+_ROLES: Final = frozenset({"user", "assistant"})
+_TOOL_BLOCKS: Final = frozenset({"toolRequest", "toolResponse"})
 
 
 def read_database(path: Path, cache: SessionCache | None = None) -> Snapshot:
@@ -143,7 +149,7 @@ def _message(
     skipped: Counter[str],
 ) -> list[Item]:  # fmt: skip
     """One Goose message (a database row, or a line of an older session file)."""
-    if role not in ("user", "assistant") or not isinstance(content, list):
+    if not isinstance(content, list):
         skipped[f"message:{role}"] += 1
         return []
     time = from_seconds(created)
@@ -153,6 +159,10 @@ def _message(
     items: list[Item] = []
     for index, block in enumerate(content):
         kind = block.get("type") if isinstance(block, dict) else None
+        if role not in _ROLES and kind not in _TOOL_BLOCKS:
+            # Goose writes only user and assistant: another role's text has no speaker.
+            skipped[f"message:{role}:{kind}"] += 1
+            continue
         item = _block(f"{ref}-{index}", role, block, time) if isinstance(block, dict) else None
         if item is None:
             skipped[f"content:{kind}"] += 1

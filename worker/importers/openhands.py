@@ -12,10 +12,15 @@ SDK events (``kind``): ``MessageEvent`` (``llm_message``: role and content parts
 ``ObservationEvent``, ``UserRejectObservation`` and ``AgentErrorEvent`` as the
 ``tool/result`` citing the call of their ``tool_call_id``; ``Condensation`` (``summary``)
 as a ``compaction`` replacing what came before. Older events: ``action: message`` as a
-message of its ``source``, other actions as a ``tool/call`` (tool: the action), an
+message of its ``source``, ``finish`` as the agent's last message (its ``final_thought``:
+no observation answers it), other actions as a ``tool/call`` (tool: the action) after
+their ``args.thought`` as assistant text, an
 ``observation`` as the ``tool/result`` citing the action it names (``cause``),
-``condensation`` as a ``compaction``. Skipped and counted: system prompts, state changes,
-pauses, recalls and other kinds.
+``condensation`` as a ``compaction``. Only an observation answering a call imported
+before it is a tool result: one caused by no action (the controller's errors) or by one
+that is no tool call (a message) is ``message/context`` with its kind, or, without text,
+counted. Skipped and counted: system prompts, state changes, pauses, recalls and other
+kinds.
 
 The cwd is ``base_state.json``'s ``workspace.working_dir``, else the first observation's
 ``metadata.working_dir`` (the sandbox's); the title is ``metadata.json``'s or the base
@@ -63,6 +68,7 @@ def read_conversation(conversation: Path) -> Snapshot:
         time=iso_time(metadata.get("created_at")),
         title=title if isinstance(title, str) else None,
     )
+    calls: set[str] = set()  # the call ids of the actions imported as tool calls
     for file in event_files(conversation):
         try:
             event = orjson.loads(file.read_bytes())
@@ -76,17 +82,39 @@ def read_conversation(conversation: Path) -> Snapshot:
             continue
         ref = str(event.get("id") or file.stem)
         items = _sdk_event(ref, event) if "kind" in event else _server_event(ref, event)
+        name = event.get("kind") or event.get("action") or event.get("observation")
         if items is None:
-            name = event.get("kind") or event.get("action") or event.get("observation")
             session.skipped[f"event:{name}"] += 1
             continue
-        session.time = session.time or iso_time(event.get("timestamp"))
         session.cwd = session.cwd or _working_dir(event)
+        items = _answers(items, calls)
+        if not items:  # an observation answering no call, with nothing to say
+            session.skipped[f"event:{name}:no-call"] += 1
+            continue
+        session.time = session.time or iso_time(event.get("timestamp"))
+        calls.update(item.call for item in items if item.call)
         session.items.extend(items)
     if not isinstance(session.cwd, str) or not session.cwd:
         session.cwd = None
     snapshot.sessions.append(session)
     return snapshot
+
+
+def _answers(items: list[Item], calls: set[str]) -> list[Item]:
+    """A result answers a call imported before it; an observation that answers none (no
+    ``cause``, or one naming a message or the first environment event) is not a tool
+    result: its text is context, and one without text is dropped (the caller counts it)."""
+    out: list[Item] = []
+    for item in items:
+        if item.type != "tool/result" or item.result_of in calls:
+            out.append(item)
+            continue
+        text = str(item.payload.get("output") or "")
+        if text.strip():
+            payload = {"text": text, "observation": item.source_type.split(":")[-1]}
+            out.append(Item(item.ref, "message/context", "system", payload, item.source_type,
+                            item.time))  # fmt: skip
+    return out
 
 
 def _document(path: Path) -> dict[str, Any]:
@@ -152,8 +180,19 @@ def _server_event(ref: str, event: dict[str, Any]) -> list[Item] | None:
         summary = {"summary": as_text(args.get("summary"))}
         return [Item(ref, "compaction", "system", summary, "condensation", time)]
     if isinstance(action, str) and action not in _SKIPPED_ACTIONS:
+        # The agent's words beside a tool call are the action's ``thought``.
+        thought = as_text(args.get("thought")) if args.get("thought") else ""
+        items: list[Item] = []
+        if thought.strip():
+            items.append(said(f"{ref}-thought", "assistant", thought, time, "action:thought"))
+        if action == "finish":  # its last message; no observation ever answers it
+            final = as_text(args.get("final_thought") or event.get("message"))
+            if final.strip():
+                items.append(said(ref, "assistant", final, time, "action:finish"))
+            return items
         call = {"tool": action, "input": args}
-        return [Item(ref, "tool/call", "assistant", call, f"action:{action}", time, call=ref)]
+        items.append(Item(ref, "tool/call", "assistant", call, f"action:{action}", time, call=ref))
+        return items
     observation = event.get("observation")
     if isinstance(observation, str) and observation not in _SKIPPED_ACTIONS:
         answer: dict[str, Any] = {"output": as_text(event.get("content"))}

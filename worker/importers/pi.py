@@ -56,8 +56,13 @@ _SKIPPED_ENTRIES: Final = frozenset({"model_change", "thinking_level_change", "l
 
 
 class PiConverter(JsonRecordConverter):
-    def __init__(self, path: Path) -> None:
-        super().__init__(path, NAME)
+    # OpenClaw writes the same entries: its converter (``openclaw.py``) prefixes the ids
+    # and reads the header's parent and the start's citation its own way.
+    prefix: ClassVar[str] = ""
+
+    def __init__(self, path: Path, name: str = NAME) -> None:
+        # ``name``: another agent writing Pi's session format (Letta Code's local backend).
+        super().__init__(path, name)
         self.main: str | None = None
         self.cwd: str | None = None
         self.entry_session: dict[str, str] = {}  # entry id -> the session it is in
@@ -96,14 +101,23 @@ class PiConverter(JsonRecordConverter):
             self.tally.skip("record:session:repeated")
             return []
         raw, cwd = record.get("id"), record.get("cwd")
-        self.main = safe_id(raw if isinstance(raw, str) else Path(self.path).stem)
+        self.main = safe_id(raw if isinstance(raw, str) else Path(self.path).stem,
+                            prefix=self.prefix)  # fmt: skip
         self.cwd = cwd if isinstance(cwd, str) and cwd else None  # old sessions: ""
-        parent_file = record.get("parentSession")
-        found = _FILE_ID.search(parent_file) if isinstance(parent_file, str) else None
         extra = {"version": record["version"]} if isinstance(record.get("version"), int) else {}
         return [self.sessions.start(self.main, time=iso_time(record.get("timestamp")),
-                                    cwd=self.cwd, parent=safe_id(found.group(1)) if found else None,
-                                    extra=extra)]  # fmt: skip
+                                    cwd=self.cwd, parent=self._parent_of(record),
+                                    extra=extra, cites=self._start_cites())]  # fmt: skip
+
+    def _parent_of(self, header: dict[str, Any]) -> str | None:
+        """The session a header continues: Pi names its file (``<time>_<id>.jsonl``)."""
+        parent_file = header.get("parentSession")
+        found = _FILE_ID.search(parent_file) if isinstance(parent_file, str) else None
+        return safe_id(found.group(1)) if found else None
+
+    def _start_cites(self) -> list[tuple[str, int]] | None:
+        """The event that started this session (Pi's files say none)."""
+        return None
 
     def _session_of(
         self, entry_id: str | None, parent_id: object, record: dict[str, Any], out: list[Outgoing]

@@ -21,7 +21,10 @@ def checked(
     good = []
     for out in outs:
         if out.dropped:
-            converter.tally.skip("event after its session ended (idle)")
+            converter.tally.skip(
+                "event after its session ended (idle)",
+                why="the session was ended as idle; the index accepts nothing after its end",
+            )
             continue
         outcome = validate_event(out.body, max_event_bytes=max_event_bytes)
         if isinstance(outcome, Refusal):

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import itertools
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import tzinfo
 from pathlib import Path
@@ -73,6 +73,11 @@ class Importer(ABC):
     detect_order: ClassVar[int] = 100
     # Which files of a folder are sources (``files``' default).
     pattern: ClassVar[str] = "*.jsonl"
+    # What this format skips on purpose: a skip key (``tally.skip``'s, or a snapshot's
+    # ``skipped``) or an fnmatch pattern of keys -> why. Any other kind it skips is
+    # unknown: format drift, shown loud (``worker.importers.skips``; the built-ins'
+    # tables are there).
+    skipped_by_design: ClassVar[Mapping[str, str]] = {}
 
     def default_locations(self) -> list[Path]:
         """Where the agent keeps its sessions on this machine (they may not exist)."""
@@ -92,6 +97,14 @@ class Importer(ABC):
         before its sub-agents', whose start cites the call that spawned them (default:
         by path)."""
         return sorted((path for path in root.rglob(self.pattern) if self.accepts(path)), key=str)
+
+    def skip_reason(self, what: str) -> str | None:
+        """Why a record counted as ``what`` is skipped by design; None: an unknown kind."""
+        from worker.importers.skips import BUILT_IN, reason_for
+
+        return reason_for(what, self.skipped_by_design) or reason_for(
+            what, BUILT_IN.get(self.name, {})
+        )
 
     def last_change(self, path: Path) -> float:
         """When the source last changed (Unix time): ``watch`` ends the sessions a source

@@ -108,6 +108,27 @@ class Publisher:
             self.duplicates += bool(ack.duplicate)
 
 
+class DryRun:
+    """What :class:`Publisher` does, without a server (``import --dry-run``): each event's
+    session order is checked as the publisher checks it, nothing is sent. A session whose
+    start is not in the files read would be looked up in the stream: it is noted in
+    ``order.looked_up`` and not judged."""
+
+    def __init__(self, subjects: Subjects) -> None:
+        self.order = SessionOrder(None, subjects)
+        self.published = 0  # would be published
+        self.duplicates = 0  # unknown without the stream
+        self.in_flight = 0
+
+    async def send(self, out: Outgoing) -> str | None:
+        refused = await self.order.check(out)
+        self.published += 1
+        return refused
+
+    async def settle(self) -> None:
+        return None
+
+
 class SessionOrder:
     """The writer's per-session rules, checked on what is published: seq 1 is the
     session/start, each next seq is the last + 1, nothing follows session/end. A session
@@ -115,8 +136,11 @@ class SessionOrder:
     A seq at or below the last one is a duplicate, a no-op for the worker."""
 
     def __init__(self, js: Any, subjects: Subjects) -> None:
+        # ``js`` None: no stream to ask (``import --dry-run``): a session whose start is
+        # not read here is noted in ``looked_up`` and not judged.
         self._js = js
         self._subjects = subjects
+        self.looked_up: set[str] = set()  # sessions whose start was not read here
         # session -> (last seq, ended); None: the stream could not say, not judged.
         self._last: dict[str, tuple[int, bool] | None] = {}
         # session -> workspace key, of the sessions found in the stream.
@@ -158,6 +182,9 @@ class SessionOrder:
         import nats.js.errors
         import orjson
 
+        self.looked_up.add(session_id)
+        if self._js is None:
+            return None
         try:
             held = await self._js.get_last_msg(
                 self._subjects.events_stream, self._subjects.stored_session("*", session_id)

@@ -184,7 +184,11 @@ class QwenConverter(JsonRecordConverter):
             if payload.get("phase") == "invocation":
                 return [emit(session, "command", "user", time,
                              {"text": as_text(payload.get("rawCommand"))}, source)]  # fmt: skip
-            output = as_text(payload.get("outputHistoryItems"))
+            items = payload.get("outputHistoryItems")
+            if not items:  # a dialog command (``/agents create``) prints nothing
+                self.tally.skip(f"record:{source}:no-output")
+                return []
+            output = as_text(items)
             return [emit(session, "command/output", "tool", time, {"text": output}, source)]
         if subtype in _CONTEXT_SUBTYPES:
             text = as_text(payload.get("displayText", payload.get("message", payload)))

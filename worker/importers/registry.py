@@ -41,6 +41,21 @@ BUILT_IN: Final = {
     "roo-code": "worker.importers.whole_sources:RooCodeImporter",
     "openhands": "worker.importers.whole_sources:OpenHandsImporter",
     "vscode-copilot": "worker.importers.whole_sources:VSCodeCopilotImporter",
+    "amp": "worker.importers.amp:AmpImporter",
+    "amazon-q": "worker.importers.amazon_q:AmazonQImporter",
+    "kiro-cli": "worker.importers.amazon_q:KiroCliImporter",
+    "zed": "worker.importers.zed:ZedImporter",
+    "hermes": "worker.importers.hermes:HermesImporter",
+    "openclaw": "worker.importers.openclaw:OpenClawImporter",
+    "auggie": "worker.importers.auggie:AuggieImporter",
+    "crush": "worker.importers.crush:CrushImporter",
+    "continue": "worker.importers.continue_cli:ContinueImporter",
+    "vibe": "worker.importers.vibe:VibeImporter",
+    "kimi": "worker.importers.kimi:KimiImporter",
+    "gptme": "worker.importers.gptme:GptmeImporter",
+    "qoder": "worker.importers.qoder:QoderImporter",
+    "codebuff": "worker.importers.codebuff:CodebuffImporter",
+    "letta-code": "worker.importers.letta_code:LettaCodeImporter",
 }
 
 

@@ -1,5 +1,5 @@
-"""One import run: the files of each job converted and published, the per-agent report,
-and the summary's lines. ``sessionquery import`` (``worker.commands.importing``) and
+"""One import run: the files of each job converted and published, and the per-agent
+report. ``sessionquery import`` (``worker.commands.importing``) and
 ``watch`` (``worker.importers.watch``) share it; neither command's flags live here.
 
 Claude Code and Codex never write a session's end: a session whose last event is older
@@ -7,24 +7,39 @@ than ``idle_s`` (default 1800, as ``watch``) gets its ``session/end`` at that ev
 with the next seq, so importing the file again publishes the same end (the stream and the
 index keep it once). Aider's events carry their session's start time, so its last session
 is ended only when the file, too, is older than that.
+
+Each file read gets a ``figures.FileReport`` (sessions, events by type, skipped kinds by
+design or unknown, what the publisher's order checks would refuse): ``--dry-run`` prints
+them (a :class:`~worker.importers.publish.DryRun` stands in for the publisher), and each
+format's sum (``figures.FormatFigures``) is kept in the imports bucket for ``status``.
+The summary's lines are ``summary.py``'s.
 """
 
 from __future__ import annotations
 
 import asyncio
 import sys
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, tzinfo
 from pathlib import Path
-from typing import Final, TextIO
+from typing import BinaryIO, Final, TextIO
 
 from contracts.limits import MAX_EVENT_BYTES, event_size_limit
 from contracts.partitions import NO_CWD_KEY
 from contracts.subjects import Subjects
 from worker.importers.base import Converter, Outgoing, Problem, SpawnLinks, Tally, quiet_since
 from worker.importers.detect import AUTO
+from worker.importers.figures import (
+    DEFAULT_IMPORTS_BUCKET,
+    FileReport,
+    FormatFigures,
+    record_formats,
+    unrecognised_source,
+)
 from worker.importers.progress import Progress
-from worker.importers.publish import DEFAULT_WINDOW, Publisher
+from worker.importers.publish import DEFAULT_WINDOW, KEPT_REASONS, DryRun, Publisher
+from worker.importers.skips import kinds_text, unknown_text
 from worker.transport.connection import NatsOptions
 
 # A session whose last event is older than this is over (import), as is a file that has
@@ -38,6 +53,10 @@ class ImportReport:
     duplicates: int = 0
     files: int = 0
     tally: Tally = field(default_factory=Tally)
+    read: list[FileReport] = field(default_factory=list)  # per source, in reading order
+    formats: dict[str, FormatFigures] = field(default_factory=dict)
+    unrecognised: list[str] = field(default_factory=list)  # "<path>: not a recognised ..."
+    dry_run: bool = False
     # Published, but the worker will dead-letter them (a session's order broken: no
     # session/start before it, a gap, an event after session/end), with the first reasons.
     will_dead_letter: int = 0
@@ -60,58 +79,40 @@ class Job:
     agent: str | None = None
 
 
-def print_summary(report: ImportReport, out: TextIO) -> None:
-    for agent in report.agents:
-        print(agent.line(), file=out)
-    print(
-        f"published {report.published} events ({report.duplicates} already in the stream),"
-        f" {report.invalid} invalid lines skipped",
-        file=out,
-    )
-    if report.tally.skipped:
-        print(f"skipped records: {skipped_text(report.tally)}", file=out)
-    if report.no_cwd_sessions:
-        print(f"sessions without a cwd: {report.no_cwd_sessions} (the no-cwd workspace,"
-              " where each session sees only itself)", file=out)  # fmt: skip
-    if report.will_dead_letter:
-        print(dead_letter_line(report.will_dead_letter, report.dead_letter_reasons), file=out)
-
-
-def skipped_text(tally: Tally) -> str:
-    return ", ".join(f"{what} {n}" for what, n in sorted(tally.skipped.items()))
-
-
-def dead_letter_line(count: int, reasons: tuple[str, ...] | list[str]) -> str:
-    return (
-        f"of those, the worker will dead-letter {count}"
-        f" (see sessionquery deadletters): {'; '.join(reasons[:5])}"
-    )
-
-
 async def import_jobs(
     jobs: list[Job], *, options: NatsOptions, subjects: Subjects,
     window: int = DEFAULT_WINDOW, max_event_bytes: int = MAX_EVENT_BYTES,
     assume_tz: tzinfo | None = None, progress: TextIO | None = None, errors: TextIO | None = None,
-    idle_s: float = DEFAULT_IDLE_S,
+    idle_s: float = DEFAULT_IDLE_S, dry_run: bool = False, output: BinaryIO | None = None,
+    imports_bucket: str | None = DEFAULT_IMPORTS_BUCKET,
 ) -> ImportReport:  # fmt: skip
+    """Convert and publish ``jobs``; ``dry_run``: convert and check only, without
+    connecting; ``output``: also write each event's bytes, one per line (the ``events``
+    format); ``imports_bucket``: where each format's figures are kept for ``status``."""
     from worker.importers.detect import expand
-    from worker.importers.publish import connect_publisher
+    from worker.importers.publish import DryRun, connect_publisher
 
     found = [(job, list(expand([p for p in job.paths if p.exists()], job.fmt))) for job in jobs]
     files = [file for _, job_files in found for file in job_files]
     sizes = await asyncio.to_thread(lambda: {f: f.stat().st_size for f in files})
-    nc = await connect_publisher(options, name="sessionquery-import")
+    nc = None if dry_run else await connect_publisher(options, name="sessionquery-import")
     bar = Progress(progress, total_bytes=sum(sizes.values()), total_files=len(files))
     try:
-        publisher = Publisher(nc, subjects, window=window)
-        await publisher.prepare()
-        limit = event_size_limit(publisher.max_payload, max_event_bytes)
+        publisher: Publisher | DryRun
+        if nc is None:
+            publisher = DryRun(subjects)
+            limit = max_event_bytes  # no server to ask its max_payload
+        else:
+            publisher = Publisher(nc, subjects, window=window)
+            await publisher.prepare()
+            limit = event_size_limit(publisher.max_payload, max_event_bytes)
         run = _ImportRun(publisher, bar, errors or sys.stderr, limit, assume_tz,
-                         quiet_before=quiet_since(idle_s))  # fmt: skip
+                         quiet_before=quiet_since(idle_s), output=output)  # fmt: skip
+        run.report.dry_run = dry_run
         for job, job_files in found:
             before = AgentReport.snapshot(job, run)
             for file in job_files:
-                await run.file(file, job.fmt, sizes[file])
+                await run.file(file, job.fmt, sizes[file], named=file in job.paths)
                 run.done_bytes += sizes[file]
             await publisher.settle()
             if job.agent is not None:
@@ -121,26 +122,33 @@ async def import_jobs(
         run.report.will_dead_letter = publisher.order.refused
         run.report.dead_letter_reasons = tuple(publisher.order.reasons)
         run.show(0, final=True)
+        if nc is not None and imports_bucket and run.report.formats:
+            await record_formats(nc, imports_bucket, run.report.formats, command="import",
+                                 errors=run.errors)  # fmt: skip
     finally:
         bar.clear()
-        await nc.close()
+        if nc is not None:
+            await nc.close()
     return run.report
 
 
 @dataclass
 class _ImportRun:
-    publisher: Publisher
+    publisher: Publisher | DryRun
     bar: Progress
     errors: TextIO
     limit: int
     assume_tz: tzinfo | None
     quiet_before: datetime
+    output: BinaryIO | None = None
     done_bytes: int = 0
     pending_problems: int = 0  # problems of the file being read, not yet in the report
     links: SpawnLinks = field(default_factory=dict)
     report: ImportReport = field(default_factory=ImportReport)
+    current: FileReport | None = None
 
-    async def file(self, path: Path, fmt: str, size: int) -> None:
+    async def file(self, path: Path, fmt: str, size: int, *, named: bool = False) -> None:
+        """Read one source; ``named``: the user gave this very file (not a folder)."""
         from worker.importers import registry
         from worker.importers.detect import detect
         from worker.importers.plugin import ConvertOptions, UnreadableSource
@@ -151,10 +159,20 @@ class _ImportRun:
             return
         importer = registry.get(chosen)
         if not importer.accepts(path):
-            self.report.tally.skip(f"file:{chosen}:not a source")
+            if named and fmt != AUTO:  # asked for by name: say so, never a silent nothing
+                self.report.unrecognised.append(
+                    f"{path}: not a recognised {chosen} source (not where or how {chosen}"
+                    " names its session files)"
+                )
+                self.report.formats.setdefault(chosen, FormatFigures()).unrecognised += 1
+                return
+            why = "a file the agent writes that repeats a session"
+            self.report.tally.skip(f"file:{chosen}:not a source", why=why)
             return
         options = ConvertOptions(self.limit, self.assume_tz, self.links)
         converter = importer.converter(path, options)
+        self.current = read = FileReport(path, chosen, tally=converter.tally)
+        looked_up = len(self.publisher.order.looked_up)
         last = 0
         try:
             for record in importer.records(path, complete=True):
@@ -168,8 +186,17 @@ class _ImportRun:
             converter.tally.problems.append(Problem(str(path), last, str(exc)))
         await self.send(converter, converter.finish(), path, last)
         await self.send(converter, converter.end_quiet(self.quiet_before), path, last)
+        converter.tally.explain(importer.skip_reason)
+        read.tally = converter.tally
+        read.looked_up = len(self.publisher.order.looked_up) - looked_up
+        read.unrecognised = unrecognised_source(converter.tally, chosen)
+        if read.unrecognised is not None:  # said in the summary, with the path
+            self.report.unrecognised.append(f"{path}: {read.unrecognised}")
         self.report.tally.merge(converter.tally)
         self.report.files += 1
+        self.report.read.append(read)
+        self.report.formats.setdefault(chosen, FormatFigures()).add(read)
+        self.current = None
         self.pending_problems = 0
 
     def problem(self, problem: Problem) -> None:
@@ -185,7 +212,16 @@ class _ImportRun:
         for out in checked(converter, outs, str(path), line_no, self.limit):
             if out.kind == "session/start" and out.key == NO_CWD_KEY:
                 self.report.no_cwd_sessions += 1
-            await self.publisher.send(out)
+            refused = await self.publisher.send(out)
+            if self.output is not None:
+                self.output.write(out.body + b"\n")
+            if self.current is not None:
+                self.current.events[out.kind] += 1
+                self.current.sessions += out.kind == "session/start"
+                if refused is not None:
+                    self.current.refused += 1
+                    if len(self.current.reasons) < KEPT_REASONS:
+                        self.current.reasons.append(refused)
         for problem in converter.tally.problems[self.pending_problems :]:
             self.bar.clear()
             print(problem, file=self.errors)
@@ -212,22 +248,29 @@ class AgentReport:
     duplicates: int = 0
     invalid: int = 0
     skipped: tuple[tuple[str, int], ...] = ()
+    first_file: int = 0  # the agent's first file in the run's ``read``
+    unknown: tuple[tuple[str, int], ...] = ()
 
     @classmethod
     def snapshot(cls, job: Job, run: _ImportRun) -> AgentReport:
         tally = run.report.tally
         return cls(job.agent or job.fmt, tuple(job.paths), 0, run.publisher.published,
                    run.publisher.duplicates, len(tally.problems),
-                   tuple(tally.skipped.items()))  # fmt: skip
+                   tuple(tally.skipped.items()), len(run.report.read))  # fmt: skip
 
     def since(self, run: _ImportRun, *, files: int) -> AgentReport:
         tally, before = run.report.tally, dict(self.skipped)
         skipped = tuple((what, n - before.get(what, 0)) for what, n in tally.skipped.items()
                         if n > before.get(what, 0))  # fmt: skip
+        # The agent's own files' unknown kinds (the run's total may know a kind another
+        # format skips by design).
+        unknown: Counter[str] = Counter()
+        for read in run.report.read[self.first_file :]:
+            unknown.update(read.tally.unknown)
         return AgentReport(
             self.agent, self.looked, files, run.publisher.published - self.published,
             run.publisher.duplicates - self.duplicates, len(tally.problems) - self.invalid,
-            skipped,
+            skipped, self.first_file, tuple(sorted(unknown.items())),
         )  # fmt: skip
 
     def line(self) -> str:
@@ -239,5 +282,7 @@ class AgentReport:
             f" ({self.duplicates} already in the stream), {self.invalid} invalid lines skipped"
         )
         if self.skipped:
-            text += "; skipped records: " + ", ".join(f"{w} {n}" for w, n in sorted(self.skipped))
+            text += "; skipped records: " + kinds_text(dict(self.skipped))
+        if self.unknown:
+            text += "; " + unknown_text(dict(self.unknown))
         return text

@@ -21,7 +21,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Final
 
 from contracts import harness
 from worker.importers.base import (
@@ -34,6 +34,8 @@ from worker.importers.base import (
     cut,
     quiet_since,
 )
+
+_ANSWERED: Final = 256  # answered calls remembered for a second answer
 
 
 @dataclass
@@ -52,6 +54,7 @@ class Item:
     call: str | None = None  # a tool/call's id, named by its result
     result_of: str | None = None  # a tool/result's call id: the result cites that call
     spawns: str | None = None  # a tool/call that started a sub-agent: the child's session id
+    also_spawns: tuple[str, ...] = ()  # the other sub-agents one call started (a batch)
 
 
 @dataclass
@@ -187,6 +190,9 @@ class SnapshotConverter:
         self.sessions = Sessions(name)
         self.progress: dict[str, _Progress] = {}
         self.calls: dict[str, tuple[str, int, object]] = {}  # call id -> its event, tool
+        # Calls answered lately: a call may be answered twice (OpenHands: an error, then
+        # the output), and the second answer cites it too. Bounded, and not kept by watch.
+        self.answered: dict[str, tuple[str, int, object]] = {}
         self.spawned: dict[str, tuple[str, int]] = {}  # child session -> spawning call
         self._seen_problems: set[str] = set()
 
@@ -240,6 +246,12 @@ class SnapshotConverter:
         payload = dict(item.payload)
         cites = None
         call = self.calls.pop(item.result_of, None) if item.result_of else None
+        if call is None and item.result_of:
+            call = self.answered.get(item.result_of)
+        elif call is not None and item.result_of:
+            self.answered[item.result_of] = call
+            if len(self.answered) > _ANSWERED:
+                del self.answered[next(iter(self.answered))]
         if call is not None:
             cites = [(call[0], call[1])]
             payload.setdefault("tool", call[2])
@@ -249,8 +261,9 @@ class SnapshotConverter:
         )  # fmt: skip
         if item.call:
             self.calls[item.call] = (sid, out.seq, payload.get("tool"))
-        if item.spawns:
-            self.spawned[item.spawns] = (sid, out.seq)
+        for child in (item.spawns, *item.also_spawns):
+            if child:
+                self.spawned[child] = (sid, out.seq)
         return [out]
 
     def _close(self, sid: str, reason: str) -> list[Outgoing]:
@@ -267,9 +280,12 @@ class SnapshotConverter:
         return out + ([ended] if ended is not None else [])
 
     def idle(self) -> list[Outgoing]:
-        out = [event for sid in self.progress for event in self._close(sid, "idle")]
-        self.tally.events += len(out)
-        return out
+        # Read once more before the ends: a part that waited only because the source had
+        # just changed (an answer maybe still streaming) is whole now that it is quiet.
+        out = self.update(self.read())
+        closed = [event for sid in self.progress for event in self._close(sid, "idle")]
+        self.tally.events += len(closed)
+        return out + closed
 
     def end_quiet(self, before: datetime) -> list[Outgoing]:
         quiet = [sid for sid, state in self.sessions.by_id.items()

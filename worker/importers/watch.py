@@ -19,6 +19,9 @@ A file that stops growing for ``--idle-seconds`` gets a ``session/end`` for each
 sessions the format left open (Claude Code and Codex never write an end; Aider ends a
 session when the next starts). SIGTERM or SIGINT stops after the chunk in flight is
 acknowledged and its offset stored.
+
+Record kinds an importer does not know (``worker.importers.skips``) are said per file as
+they appear, and each format's figures go to the imports bucket that ``status`` reads.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ import hashlib
 import itertools
 import sys
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import tzinfo
 from pathlib import Path
@@ -39,13 +43,22 @@ import orjson
 from contracts.limits import MAX_EVENT_BYTES, event_size_limit
 from contracts.subjects import Subjects
 from worker.importers.base import Converter, Outgoing, Resumable, SpawnLinks, Tally
+from worker.importers.figures import (
+    DEFAULT_IMPORTS_BUCKET,
+    FormatFigures,
+    record_formats,
+    unrecognised_source,
+)
 from worker.importers.plugin import ConvertOptions, Importer
 from worker.importers.publish import ImportFailed, Publisher
 from worker.importers.run import DEFAULT_IDLE_S, Job
+from worker.importers.skips import unknown_text
 
 DEFAULT_BUCKET: Final = "sessionquery-watch"
 DEFAULT_POLL_S: Final = 1.0
 DEFAULT_CHUNK_LINES: Final = 500
+# The figures kept for ``status`` are written at most this often while they change.
+FIGURES_EVERY_S: Final = 10.0
 
 
 @dataclass(frozen=True)
@@ -57,6 +70,7 @@ class WatchSettings:
     window: int = 512
     max_event_bytes: int = MAX_EVENT_BYTES
     assume_tz: tzinfo | None = None
+    imports_bucket: str | None = DEFAULT_IMPORTS_BUCKET  # each format's figures, for status
 
 
 @dataclass
@@ -72,6 +86,9 @@ class Tracked:
     line: int = 0
     idle_marks: list[int] = field(default_factory=list)  # offsets where idle() was applied
     reported: int = 0  # problems already printed
+    unknown_said: Counter[str] = field(default_factory=Counter)  # unknown kinds printed
+    sessions: int = 0  # session/start events sent by this run
+    events: int = 0  # events sent by this run
 
     def state(self) -> bytes:
         token = self.converter.token() if isinstance(self.converter, Resumable) else None
@@ -101,6 +118,8 @@ class Watcher:
         self.limit = settings.max_event_bytes
         self.kv: Any = None
         self.links: SpawnLinks = {}
+        self.figures_at = 0.0  # monotonic time the figures were last recorded
+        self.figures_dirty = False
 
     async def run(self, stop: asyncio.Event) -> None:
         import nats.errors
@@ -110,15 +129,42 @@ class Watcher:
             self.limit = event_size_limit(self.publisher.max_payload, self.settings.max_event_bytes)
             self.kv = await self._bucket()
             await self._catch_up(stop)
+            await self._record_figures(force=True)
             while not stop.is_set():
                 await self._poll(stop)
+                await self._record_figures()
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(stop.wait(), self.settings.poll_s)
+            await self._record_figures(force=True)
         except nats.errors.Error as exc:
             raise ImportFailed(f"NATS failed: {exc!r}") from exc
         finally:
             for tracked in self.files.values():
                 self.tally.merge(tracked.converter.tally)
+
+    def formats(self) -> dict[str, FormatFigures]:
+        """Each format's figures over the files this run follows."""
+        figures: dict[str, FormatFigures] = {}
+        for tracked in self.files.values():
+            tally = tracked.converter.tally
+            one = figures.setdefault(tracked.fmt, FormatFigures())
+            one.files += 1
+            one.sessions += tracked.sessions
+            one.events += tracked.events
+            one.unknown.update(tally.unknown)
+            one.by_design.update(tally.by_design)
+        return figures
+
+    async def _record_figures(self, *, force: bool = False) -> None:
+        """The figures into the imports bucket: after the catch-up, at most every
+        ``FIGURES_EVERY_S`` while they change, and when the watch stops."""
+        bucket = self.settings.imports_bucket
+        if not bucket or not (force or self.figures_dirty):
+            return
+        if not force and time.monotonic() - self.figures_at < FIGURES_EVERY_S:
+            return
+        self.figures_at, self.figures_dirty = time.monotonic(), False
+        await record_formats(self.nc, bucket, self.formats(), command="watch", errors=self.errors)
 
     async def _bucket(self) -> Any:
         """The position bucket: the existing one as it is, else a new one."""
@@ -158,6 +204,11 @@ class Watcher:
         p = self.publisher
         bar.show(files=len(files), events=p.published, duplicates=p.duplicates,
                  problems=self._problems(), done_bytes=done, final=True)  # fmt: skip
+        # What exists now was read whole: a source with nothing of its format is said so.
+        for tracked in self.files.values():
+            why = unrecognised_source(tracked.converter.tally, tracked.fmt)
+            if why is not None:
+                print(f"watch: {tracked.path}: {why}", file=self.errors)
 
     def _problems(self) -> int:
         return sum(len(t.converter.tally.problems) for t in self.files.values())
@@ -288,13 +339,23 @@ class Watcher:
     async def _send(self, tracked: Tracked, outs: list[Outgoing]) -> None:
         for out in outs:
             refused = await self.publisher.send(out)
+            tracked.events += 1
+            tracked.sessions += out.kind == "session/start"
             if refused is not None:  # said as it happens: a watch may run for days
                 print(f"watch: {tracked.path}: the worker will dead-letter it: {refused}",
                       file=self.errors)  # fmt: skip
-        problems = tracked.converter.tally.problems
-        for problem in problems[tracked.reported :]:
+        self.figures_dirty = self.figures_dirty or bool(outs)
+        tally = tracked.converter.tally
+        for problem in tally.problems[tracked.reported :]:
             print(problem, file=self.errors)
-        tracked.reported = len(problems)
+        tracked.reported = len(tally.problems)
+        # Kinds the importer does not know, said as they appear (only the new counts).
+        tally.explain(tracked.importer.skip_reason)
+        new = tally.unknown - tracked.unknown_said
+        if new:
+            print(f"watch: {tracked.path}: {unknown_text(new)}", file=self.errors)
+            tracked.unknown_said |= tally.unknown
+            self.figures_dirty = True
 
     async def _commit(self, tracked: Tracked) -> None:
         """The chunk's events acknowledged first, then its position stored."""

@@ -12,12 +12,13 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
+from itertools import chain
 from pathlib import Path
 from typing import ClassVar, Final
 
 from worker.importers import cline, goose, opencode, openhands, vscode_copilot
 from worker.importers.base import Converter
-from worker.importers.plugin import ConvertOptions, Importer, Record, json_objects
+from worker.importers.plugin import SNIFF_LINES, ConvertOptions, Importer, Record, json_objects
 from worker.importers.snapshot import SessionCache, Snapshot, SnapshotConverter
 
 # VS Code and the editors built on it keep an extension's storage under these names.
@@ -47,6 +48,16 @@ def _newest_change(path: Path) -> float:
         return max(times, default=path.stat().st_mtime)
     wal = path.with_name(path.name + "-wal")
     return max(path.stat().st_mtime, wal.stat().st_mtime if wal.exists() else 0.0)
+
+
+def sniffed(importer: Importer, path: Path) -> bool:
+    """Whether a file is ``importer``'s, told from its first lines as auto-detection reads
+    them (a folder of JSON files may hold other agents' too)."""
+    try:
+        with path.open("rb") as fh:
+            return importer.detect(path, [fh.readline() for _ in range(SNIFF_LINES)])
+    except OSError:
+        return False
 
 
 def _folders_holding(root: Path, name: str) -> Iterator[Path]:
@@ -119,10 +130,34 @@ class OpenCodeImporter(SnapshotImporter):
 
 
 class KiloImporter(OpenCodeImporter):
+    """Kilo CLI (read from its binary 7.7.9): ``kilo.db`` for the latest, beta and prod
+    channels, ``kilo-<channel>.db`` for the others (or ``opencode-<channel>.db`` when
+    only that exists), in its data folder; ``$KILO_DB`` (a path, or a name in the data
+    folder; ``:memory:`` keeps nothing) wins."""
+
     name: ClassVar[str] = "kilo"
-    help: ClassVar[str] = "Kilo CLI's kilo.db, OpenCode's schema ($XDG_DATA_HOME/kilo)"
+    help: ClassVar[str] = "Kilo CLI's kilo.db, OpenCode's schema ($XDG_DATA_HOME/kilo, $KILO_DB)"
+    env_vars: ClassVar[tuple[str, ...]] = ("XDG_DATA_HOME", "KILO_DB")
     detect_order: ClassVar[int] = 51
     folder: ClassVar[str] = "kilo"
+
+    def default_locations(self) -> list[Path]:
+        chosen = os.environ.get("KILO_DB")
+        if not chosen or chosen == ":memory:":
+            return super().default_locations()
+        return [data_home() / self.folder / chosen]  # an absolute path replaces the folder
+
+    def detect(self, path: Path, head: Sequence[bytes]) -> bool:
+        return super().detect(path, head) or self._channel_database(path)
+
+    def sources(self, root: Path) -> Iterator[Path]:
+        yield from super().sources(root)
+        yield from (path for path in root.rglob("*.db") if self._channel_database(path))
+
+    def _channel_database(self, path: Path) -> bool:
+        return path.parent.name == self.folder and path.suffix == ".db" and (
+            path.name.startswith(("kilo-", "opencode-"))
+        )  # fmt: skip
 
 
 class GooseImporter(SnapshotImporter):
@@ -175,10 +210,14 @@ class ClineImporter(SnapshotImporter):
         return found
 
     def detect(self, path: Path, head: Sequence[bytes]) -> bool:
-        return (path / cline.CONVERSATION).is_file() and cline.flavour(path) == self.flavour
+        held = (path / cline.CONVERSATION).is_file() or (path / cline.UI_MESSAGES).is_file()
+        return held and cline.flavour(path) == self.flavour
 
     def sources(self, root: Path) -> Iterator[Path]:
-        found = _folders_holding(root, cline.CONVERSATION)
+        # A task folder holds its API history, or (older or interrupted tasks) only the
+        # UI's log of it.
+        found = chain(_folders_holding(root, cline.CONVERSATION),
+                      _folders_holding(root, cline.UI_MESSAGES))  # fmt: skip
         return (task for task in found if cline.flavour(task) == self.flavour)
 
     def read(self, path: Path, cache: SessionCache) -> Snapshot:
@@ -235,3 +274,10 @@ class VSCodeCopilotImporter(SnapshotImporter):
 
     def read(self, path: Path, cache: SessionCache) -> Snapshot:
         return vscode_copilot.read_chat(path)
+
+    def converter(self, path: Path, options: ConvertOptions) -> Converter:
+        # ``watch`` ends a quiet session after --idle-seconds: an unanswered last request
+        # waits no longer than that.
+        fresh_s = options.idle_s if options.idle_s is not None else vscode_copilot.FRESH_S
+        read: Callable[[], Snapshot] = lambda: vscode_copilot.read_chat(path, fresh_s=fresh_s)  # noqa: E731
+        return SnapshotConverter(self.name, read, idle_s=options.idle_s)

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from tests.recording.script import Script
+from tests.recording.scrub import OwnText
 
 # Where agents are installed (outside the repository, reused between recordings).
 AGENTS_CACHE = Path("/tmp/sq-agents")
@@ -66,6 +67,8 @@ class Recipe:
     # Run inside, before the first step: e.g. the agent's settings file in HOME.
     prepare: Callable[[RunContext], None] | None = None
     note: str = ""  # what RECORDED.json should say about this recording
+    # The agent's own prompt text its files copy: left out of the fixture (scrub.py).
+    own_text: OwnText = field(default_factory=OwnText)
 
     @property
     def install_dir(self) -> Path:

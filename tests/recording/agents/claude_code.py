@@ -27,6 +27,7 @@ from tests.recording.agents import (
     Step,
 )
 from tests.recording.script import Conversation, Reply, ToolCall, call
+from tests.recording.scrub import OwnText
 
 TITLE = "Ledger balance fix"
 TASK = RECORD_ROOT / "claude-code" / "shop"
@@ -227,6 +228,13 @@ _IMAGE = [
 ]
 _P = ("{bin}", "-p", "--output-format", "json", "--dangerously-skip-permissions")
 
+# Claude Code copies what it sends the model into its transcript: prompt snapshots, skill
+# and agent listings, request copies; and its reminders into the user's turns.
+_REQUEST_COPIES = frozenset({"attachment", "api-request", "api-request-blob", "api-request-shape"})
+OWN_TEXT = OwnText(
+    prefixes=("<system-reminder>",), records=lambda record: record.get("type") in _REQUEST_COPIES
+)
+
 RECIPE = Recipe(
     agent="claude-code",
     package="@anthropic-ai/claude-code",
@@ -274,6 +282,8 @@ RECIPE = Recipe(
         "tool_errors": 1,
         # What Claude Code writes itself when the turn is aborted: the interruption marker
         # (a user record) and "No response requested." (an assistant record, model <synthetic>).
+        # The background reviewer's task-notification cites the Agent call that started it.
+        "notifications_citing_calls": 1,
         "harness_texts": ["[Request interrupted by user for tool use]", "No response requested."],
         # Skipped and counted, by kind (minimums): the image attached to a prompt.
         "skipped": {"user-block:image": 1},
@@ -282,4 +292,5 @@ RECIPE = Recipe(
         # The transcript grows by lines: watch must pick up an appended turn.
         "watch": "*/*.jsonl",
     },
+    own_text=OWN_TEXT,
 )

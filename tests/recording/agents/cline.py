@@ -28,6 +28,7 @@ from tests.recording.agents import (
     Step,
 )
 from tests.recording.script import Conversation, Reply, ToolCall, call
+from tests.recording.scrub import OwnText
 
 TASK = RECORD_ROOT / "cline" / "shop"
 MODEL = "scripted-model"
@@ -131,6 +132,8 @@ def _env(ctx: RunContext) -> dict[str, str]:
 
 _RUN = ("{bin}", "--json", "-c", str(TASK))
 
+OWN_TEXT = OwnText(prefixes=("You are Cline",))  # the session's system_prompt
+
 RECIPE = Recipe(
     agent="cline",
     package="cline",
@@ -159,4 +162,5 @@ RECIPE = Recipe(
         # Whole documents, rewritten: titles come with a session's end, no appended lines.
         "whole": True,
     },
+    own_text=OWN_TEXT,
 )

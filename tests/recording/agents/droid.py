@@ -6,10 +6,12 @@ the registry does not offer; the platform package ``@factory/cli-linux-x64`` 0.2
 same executable the wrapper would run, so that is what is installed and recorded.
 
 One step: the fix (Execute, Read, a Read of a missing file that errors, a ``Task`` sub-agent
-awaited, Edit, a long Execute output). Offline, Droid can do no more: ``exec -s <session>``
-fetches the session from Factory's service before it continues it, the ``stream-json`` input
-fails every message without that service, and a ``Task`` sub-agent needs the daemon, which needs
-a Factory login ("No access token available"): the Task call's result is that error.
+awaited, Edit, a long Execute output), after which Droid compacts the session (its
+``compactionTokenLimit`` set low), asking the model for the summary. Offline, Droid can do no
+more: ``exec -s <session>`` fetches the session from Factory's service before it continues it,
+the ``stream-json`` input fails every message without that service, and a ``Task`` sub-agent
+needs the daemon, which needs a Factory login ("No access token available"): the Task call's
+result is that error.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from tests.recording.agents import (
     Step,
 )
 from tests.recording.script import Conversation, Reply, ToolCall, call
+from tests.recording.scrub import OwnText
 
 TASK = RECORD_ROOT / "droid" / "shop"
 MODEL = "custom:Scripted-0"  # Droid names a custom model by its display name and index
@@ -159,7 +162,8 @@ def _prepare(ctx: RunContext) -> None:
         "provider": "anthropic",
         "maxOutputTokens": 8192,
     }
-    settings = {"customModels": [model], "cloudSessionSync": False}
+    # A low compactionTokenLimit: the session is compacted after the fix (a summary request).
+    settings = {"customModels": [model], "cloudSessionSync": False, "compactionTokenLimit": 2500}
     (factory / "settings.json").write_text(json.dumps(settings, indent=2))
 
 
@@ -169,6 +173,8 @@ def _env(ctx: RunContext) -> dict[str, str]:
 
 
 _EXEC = ("{bin}", "exec", "-m", MODEL, "--skip-permissions-unsafe", "-o", "json")
+
+OWN_TEXT = OwnText(prefixes=("<system-reminder>",))  # reminders in the user's turns
 
 RECIPE = Recipe(
     agent="droid",
@@ -194,6 +200,8 @@ RECIPE = Recipe(
             "tool/call": 6,
             "tool/result": 6,
             "session/title": 1,
+            # After the turn, over compactionTokenLimit: Droid asks for a summary.
+            "compaction": 1,
         },
         # The failing test run, the missing file, and the Task that could not start.
         "tool_errors": 3,
@@ -201,4 +209,5 @@ RECIPE = Recipe(
         "cwd": str(TASK),
         "watch": "*/*.jsonl",
     },
+    own_text=OWN_TEXT,
 )

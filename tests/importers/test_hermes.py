@@ -1,0 +1,189 @@
+"""Hermes agent: converter checks over a generated ``state.db`` (a sub-agent, a tool error,
+an in-place compaction, a continuation after compaction, titles), detection and default
+folders, an import read back with the five tools, and ``watch`` following new rows."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+from nats.aio.client import Client as NATS
+
+from contracts.subjects import Subjects
+from tests.importers import gen_hermes as gen
+from tests.importers._agent_e2e import assert_events, imported
+from tests.importers._sources import cites_of, snapshot_events, watch_growth
+from tests.importers.test_import_tools import ask
+from worker.importers import hermes, registry
+from worker.importers.detect import detect, expand
+
+MAIN, SUB, OLD, NEXT, CHAT = (
+    f"hermes-{sid}" for sid in (gen.MAIN, gen.SUB, gen.OLD, gen.NEXT, gen.CHAT)
+)
+# Main: start, user, thinking, 3 x (call, result) with a text before the second, text,
+# the head copy (written with a new time), compaction, user, text = 15 (the kept copy
+# carries its original's time: counted), plus title and end. Sub: 5
+# plus title (the delegated goal) and end. Old: 3 + title + end; next: 4 + title + end;
+# the chat: 3 + a call and its result + end (untitled).
+COUNTS = {MAIN: 17, SUB: 7, OLD: 5, NEXT: 6, CHAT: 6}
+
+
+def events(db: Path) -> list[dict[str, Any]]:
+    return snapshot_events("hermes", hermes.read_database(db))
+
+
+def of(got: list[dict[str, Any]], session: str) -> list[dict[str, Any]]:
+    return [e for e in got if e["session_id"] == session]
+
+
+def test_messages_tools_and_errors(tmp_path: Path) -> None:
+    got = events(gen.write(tmp_path / "state.db"))
+    main = of(got, MAIN)
+    assert [e["type"] for e in main[:6]] == [
+        "session/start", "message/user", "message/assistant", "tool/call", "tool/result",
+        "message/assistant",
+    ]  # fmt: skip
+    assert main[0]["payload"]["cwd"] == gen.CWD and main[0]["payload"]["platform"] == "cli"
+    assert main[0]["time"] == "2026-11-30T00:53:20.250Z"
+    assert main[2]["payload"]["thinking"] == "Look at the cart module first."
+    assert main[3]["payload"] == {"tool": "read_file", "input": {"path": "cart.py"},
+                                  "source_type": "assistant:tool_call"}  # fmt: skip
+    results = [e for e in main if e["type"] == "tool/result"]
+    assert [r["cites"][0]["seq"] for r in results] == [4, 7, 9]
+    assert [r["payload"].get("is_error", False) for r in results] == [False, True, False]
+    assert results[1]["payload"]["tool"] == "terminal"
+
+
+def test_compaction_in_place_and_after_rotation(tmp_path: Path) -> None:
+    got = events(gen.write(tmp_path / "state.db"))
+    main = of(got, MAIN)
+    compaction = next(e for e in main if e["type"] == "compaction")
+    # The rows Hermes archived, and the head copy written just before the summary.
+    assert compaction["seq"] == 13 and compaction["replaces"] == list(range(2, 13))
+    assert "## Active Task" in compaction["payload"]["summary"]
+    assert [e["payload"]["text"] for e in main[13:]] == [
+        "Now add a test for the discount",
+        "Added tests/test_cart.py with a discounted checkout.",
+    ]
+    # The continuation Hermes starts on compaction (rotation): a child of the session it
+    # continues, opened by the (older) summary message, citing no call.
+    following = of(got, NEXT)
+    assert following[0]["payload"]["parent_session_id"] == OLD
+    assert following[0]["payload"]["lineage"] == "compression"
+    assert "cites" not in following[0] and following[1]["type"] == "compaction"
+
+
+def test_a_sub_agent_cites_the_delegation(tmp_path: Path) -> None:
+    db = gen.write(tmp_path / "state.db")
+    snapshot = hermes.read_database(db)
+    got = snapshot_events("hermes", snapshot)
+    start = of(got, SUB)[0]
+    assert start["payload"]["parent_session_id"] == MAIN
+    assert start["payload"]["lineage"] == "subagent"
+    delegation = next(e for e in of(got, MAIN) if e["payload"].get("tool") == "delegate_task")
+    assert start["cites"] == [{"session_id": MAIN, "seq": delegation["seq"]}]
+    titles = {s.session_id: s.title for s in snapshot.sessions}
+    assert titles[SUB] == "Find where discounts are applied"  # the delegated goal
+    assert titles[MAIN] == "Fix the checkout total" and titles[CHAT] is None
+    # Parents first: the child's start can cite the call.
+    order = [s.session_id for s in snapshot.sessions]
+    assert order.index(MAIN) < order.index(SUB) and order.index(OLD) < order.index(NEXT)
+
+
+def test_skips_are_counted_and_no_cwd_stays_none(tmp_path: Path) -> None:
+    db = gen.write(tmp_path / "state.db")
+    snapshot = hermes.read_database(db)
+    assert snapshot.skipped == {"message:system": 1, "content:image_url": 1,
+                                "message:compaction-copy": 1}  # fmt: skip
+    assert not snapshot.problems
+    chat = of(snapshot_events("hermes", snapshot), CHAT)
+    assert chat[0]["payload"]["cwd"] is None and chat[0]["payload"]["platform"] == "telegram"
+    # A call written without an id is answered by the next result naming no known call.
+    assert chat[3]["payload"]["tool"] == "web_search"
+    assert chat[4]["cites"] == [{"session_id": CHAT, "seq": 4}]
+    image = next(e for e in of(snapshot_events("hermes", snapshot), NEXT) if "screenshot" in
+                 e["payload"].get("text", ""))  # fmt: skip
+    assert image["payload"]["text"] == "Does this screenshot match?"
+
+
+def test_an_older_schema_without_later_columns(tmp_path: Path) -> None:
+    """Older databases lack ``reasoning``, ``active``, ``cwd``, ``title``: read as absent."""
+    db = tmp_path / "state.db"
+    conn = sqlite3.connect(db)
+    conn.executescript(
+        "CREATE TABLE sessions (id TEXT PRIMARY KEY, source TEXT NOT NULL,"
+        " parent_session_id TEXT, started_at REAL NOT NULL);"
+        "CREATE TABLE messages (id INTEGER PRIMARY KEY AUTOINCREMENT, session_id TEXT,"
+        " role TEXT, content TEXT, tool_call_id TEXT, tool_calls TEXT, tool_name TEXT,"
+        " timestamp REAL NOT NULL);"
+        "INSERT INTO sessions VALUES ('s1', 'cli', NULL, 1700000000);"
+        "INSERT INTO messages (session_id, role, content, timestamp)"
+        " VALUES ('s1', 'user', 'hello', 1700000001);"
+    )
+    conn.commit()
+    conn.close()
+    got = events(db)
+    assert [e["type"] for e in got] == ["session/start", "message/user"]
+    assert got[0]["payload"]["cwd"] is None
+
+
+def test_detection_sources_and_default_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = gen.write_home(tmp_path / "home")
+    profile = gen.write(home / "profiles" / "work" / "state.db")
+    other = tmp_path / "other" / "state.db"  # another program's state.db is not Hermes's
+    other.parent.mkdir()
+    sqlite3.connect(other).executescript("CREATE TABLE kv (k TEXT, v TEXT);")
+    assert detect(home / "state.db") == "hermes" and detect(profile) == "hermes"
+    assert detect(other) is None
+    assert list(expand([home], "hermes")) == [profile, home / "state.db"]  # by path
+    assert list(expand([tmp_path / "other"], "hermes")) == []
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("HERMES_HOME", raising=False)
+    assert registry.get("hermes").default_locations() == [home]
+    monkeypatch.setenv("HERMES_HOME", str(tmp_path / "moved"))
+    assert registry.get("hermes").default_locations() == [tmp_path / "moved"]
+
+
+async def test_import_answers_the_tools(
+    nc: NATS, nats_url: str, subjects: Subjects, tmp_path: Path
+) -> None:
+    db = gen.write(tmp_path / "hermes" / "state.db")
+    async with imported(nc, nats_url, subjects, tmp_path, db.parent, "hermes",
+                        expected=sum(COUNTS.values()), idle="0") as (worker, _):  # fmt: skip
+        for session, count in COUNTS.items():
+            await assert_events(nc, worker, session, session, count)
+        lineage = await ask(nc, worker, "session_trace", MAIN, session_id=MAIN)
+        assert "⟦Fix the checkout total⟧" in lineage
+        result = await ask(nc, worker, "session_event_trace", MAIN, session_id=MAIN, seq=8)
+        assert f"{MAIN} seq 7 · tool/call" in cites_of(result)
+        # The sub-agent (no cwd) sees only itself: its start cites the delegation (seq 9)
+        # of a session in another workspace, whose id the tools do not show it.
+        own = await ask(nc, worker, "session_event_read", SUB, session_id=SUB, seq=1)
+        assert '"lineage":"subagent"' in own
+        assert '"cites":[{"session_id":"not available in this workspace","seq":9}]' in own
+        # The sub-agent's row names no cwd: its own (no-cwd) workspace, searched by itself.
+        found = await ask(nc, worker, "session_event_search", SUB, session_id=SUB,
+                          query="apply_codes pricing")  # fmt: skip
+        assert "apply_codes" in found
+        # The gateway chat has no cwd: the no-cwd workspace, not the shop's.
+        hidden = await ask(nc, worker, "session_search", MAIN, query="what a discount code is")
+        assert CHAT not in hidden
+
+
+async def test_watch_follows_new_rows(
+    nc: NATS, nats_url: str, subjects: Subjects, unique: str, tmp_path: Path
+) -> None:
+    db = gen.write(tmp_path / "state.db", upto=2)
+
+    def rest() -> None:
+        gen.write(db)
+
+    # Two rows of each session: main 1 + 3 (user, thinking, call), sub 1 + 2, old 1 + 2,
+    # next 1 + 2, chat 1 + 2 = 16; the rest: main 11 more, sub 2, next 1, chat 2 (its
+    # system row is skipped) = 32 in all.
+    await watch_growth(nc, nats_url, subjects, f"watch-{unique}", "hermes", db,
+                       before=16, grow=rest, after=32)  # fmt: skip

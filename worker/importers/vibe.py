@@ -1,0 +1,387 @@
+"""Mistral Vibe: session logs under ``$VIBE_HOME/logs/session`` (default ``~/.vibe``).
+
+Studied: ``mistral-vibe`` 1.0.0 and 1.3.5 (``core/interaction_logger.py``,
+``core/agent.py``), 2.26.1 (``core/session/session_logger.py``, ``session_loader.py``,
+``core/types.py``, ``core/compaction/manager.py``, ``app_server/_runtime.py`` and
+``_sessions.py``) and 3.0.3 (whose ``app_server/_legacy_import.py`` reads the 2.x layout).
+``session_logging.save_dir`` in Vibe's config moves the folder.
+
+- v1 (1.x): one JSON document per session, ``<prefix>_<YYYYmmdd_HHMMSS>_<id8>.json``
+  (``{"metadata", "messages"}``), rewritten whole after each turn; the system prompt is
+  its first message. Times are local, without a zone. ``/compact`` saves the session and
+  starts a new one (a new id and file) holding the summary as its first user message:
+  nothing links the two.
+- v2 (2.x): a folder per session, ``<prefix>_<YYYYmmdd_HHMMSS>_<id8>/``, with
+  ``meta.json`` (``session_id``, ``parent_session_id``, ``start_time``, ``end_time`` of
+  the last save, ``environment.working_directory``, ``origin_directory``, ``title``,
+  ``child_sessions``) and ``messages.jsonl``, one message a line, appended (rewritten
+  whole after a rewind). A sub-agent (the ``task`` tool) is a session folder under its
+  parent's ``agents/``; the parent's ``child_sessions`` names the spawning
+  ``tool_call_id``: the child's start cites that call. The folder holding ``meta.json``
+  is one source with its sub-agents.
+- 3.x (and 2.x's ``--experimental-harness``) keeps new sessions in a unified store,
+  ``unified/<session>/``: ``CURRENT`` names the generation, whose ``manifest.json``
+  lists the content-addressed chunks of its projection, the history the client shows
+  (written by the native runtime; read from a recording of 2.26.1's, no published
+  source). Its entries: ``message`` (user, assistant), ``reasoning`` as thinking, an
+  ``effect`` of kind ``tool`` as a ``tool/call`` and its ``tool/result`` (``outputText``,
+  else the content, else the structured result, else the error; ``failed`` flagged),
+  others counted. A projection holding only its latest entries (a cursor before them)
+  is reported, not read. Compaction and sub-agents in that store are not known yet.
+
+Messages (both layouts): ``user`` as ``message/user`` (harness text typed), ``injected``
+user text (hooks, reminders) as ``message/context``, a ``manual_shell`` (``!``
+commands) as ``command`` and ``command/output``, the ``context_boundary: compaction``
+envelope as a ``compaction`` replacing what came before; ``assistant`` text,
+``reasoning_content`` as thinking, ``tool_calls`` as ``tool/call`` (the arguments'
+JSON); ``tool`` as its ``tool/result`` (``<tool_error>`` flagged). The messages carry no
+times: the start is ``start_time`` and every event takes ``end_time`` (the last save).
+The cwd is where the session began (``origin_directory``), else its working directory.
+Skipped and counted: the ``system`` prompt, image attachments (``images``), other roles.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from collections.abc import Iterator, Mapping, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, ClassVar, Final
+
+import orjson
+
+from worker.importers.base import (
+    Problem,
+    Tally,
+    as_text,
+    cut,
+    iso_time,
+    json_value,
+    load_json_line,
+    safe_id,
+)
+from worker.importers.snapshot import (
+    Item,
+    SessionCache,
+    Snapshot,
+    SourceSession,
+    field_of,
+    from_millis,
+    parents_first,
+    said,
+    tool_pair,
+)
+from worker.importers.whole_sources import SnapshotImporter, sniffed
+
+NAME: Final = "vibe"
+PREFIX: Final = "vibe-"
+META: Final = "meta.json"
+MESSAGES: Final = "messages.jsonl"
+AGENTS: Final = "agents"  # a v2 session's sub-agent sessions
+UNIFIED_CURRENT: Final = "CURRENT"  # the unified store's pointer to its generation
+# An effect's states once it has run (any other: it runs, its result waits).
+_SETTLED: Final = frozenset({"completed", "failed", "cancelled", "rejected", "denied"})
+_ERROR_TAG: Final = "<tool_error>"
+
+
+def vibe_home() -> Path:
+    moved = os.environ.get("VIBE_HOME")
+    return Path(moved).expanduser() if moved else Path.home() / ".vibe"
+
+
+def _local(raw: object) -> str | None:
+    """Vibe 1.x writes ``datetime.now()``: local time without a zone."""
+    return iso_time(raw, assume=datetime.now().astimezone().tzinfo or UTC)
+
+
+def read_v1(path: Path) -> Snapshot:
+    """A 1.x session document; half written, it is reported and read on the next change."""
+    snapshot = Snapshot()
+    try:
+        document = orjson.loads(path.read_bytes())
+    except (OSError, orjson.JSONDecodeError) as exc:
+        snapshot.problems.append(Problem(str(path), 0, f"not readable JSON: {exc}"))
+        return snapshot
+    metadata = field_of(document, "metadata") if isinstance(document, dict) else {}
+    messages = document.get("messages") if isinstance(document, dict) else None
+    if not metadata or not isinstance(messages, list):
+        snapshot.problems.append(Problem(str(path), 0, "not a Vibe session: no metadata"))
+        return snapshot
+    session = _session(metadata, path.stem)
+    when = _local(metadata.get("end_time"))
+    for index, message in enumerate(messages):
+        session.items.extend(_message(f"m{index}", message, when, session.skipped))
+    snapshot.sessions.append(session)
+    return snapshot
+
+
+def read_v2(folder: Path) -> Snapshot:
+    """A 2.x session folder and the sub-agent sessions under its ``agents/``."""
+    snapshot = Snapshot()
+    _read_folder(folder, snapshot)
+    snapshot.sessions = parents_first(snapshot.sessions)
+    return snapshot
+
+
+def _read_folder(folder: Path, snapshot: Snapshot) -> None:
+    try:
+        metadata = orjson.loads((folder / META).read_bytes())
+    except (OSError, orjson.JSONDecodeError) as exc:
+        snapshot.problems.append(Problem(str(folder / META), 0, f"not readable JSON: {exc}"))
+        return
+    if not isinstance(metadata, dict):
+        snapshot.problems.append(Problem(str(folder / META), 0, "not a Vibe session"))
+        return
+    session = _session(metadata, folder.name)
+    when = iso_time(metadata.get("end_time")) or session.time
+    links = [link for link in metadata.get("child_sessions") or [] if isinstance(link, dict)]
+    spawned = {str(link.get("tool_call_id")): safe_id(str(link.get("session_id")), prefix=PREFIX)
+               for link in links}  # fmt: skip
+    read = Tally()  # where a line that is not JSON is reported
+    for number, line in enumerate(_whole_lines(folder / MESSAGES), start=1):
+        message = load_json_line(line, number, str(folder / MESSAGES), read)
+        if message is not None:
+            ref = str(message.get("message_id") or f"m{number}")
+            session.items.extend(_message(ref, message, when, session.skipped))
+    snapshot.problems.extend(read.problems)
+    for item in session.items:
+        if item.type == "tool/call" and item.call in spawned:
+            item.spawns = spawned[item.call]
+    snapshot.sessions.append(session)
+    for child in sorted((folder / AGENTS).glob(f"*/{META}")):
+        _read_folder(child.parent, snapshot)
+
+
+def _whole_lines(path: Path) -> list[bytes]:
+    """The file's complete lines (a last line without its newline is being written)."""
+    try:
+        return path.read_bytes().split(b"\n")[:-1]
+    except OSError:
+        return []  # no message saved yet
+
+
+def _session(metadata: dict[str, Any], fallback_id: str) -> SourceSession:
+    environment = field_of(metadata, "environment")
+    cwd = metadata.get("origin_directory") or environment.get("working_directory")
+    parent, title = metadata.get("parent_session_id"), metadata.get("title")
+    start = metadata.get("start_time")
+    extra = {
+        k: metadata[k] for k in ("git_branch", "git_commit") if isinstance(metadata.get(k), str)
+    }
+    return SourceSession(
+        session_id=safe_id(str(metadata.get("session_id") or fallback_id), prefix=PREFIX),
+        cwd=cwd if isinstance(cwd, str) and cwd else None,
+        time=_local(start),
+        title=title if isinstance(title, str) and title.strip() else None,
+        parent=safe_id(parent, prefix=PREFIX) if isinstance(parent, str) and parent else None,
+        extra=extra,
+    )
+
+
+def _message(ref: str, message: object, when: str | None, skipped: Counter[str]) -> list[Item]:
+    if not isinstance(message, dict):
+        skipped["message:not-an-object"] += 1
+        return []
+    role, content = message.get("role"), message.get("content")
+    text = content if isinstance(content, str) else as_text(content)
+    if message.get("images"):
+        skipped["message:images"] += 1
+    if role == "user":
+        return _user(ref, message, text, when)
+    if role == "assistant":
+        items: list[Item] = []
+        reasoning = message.get("reasoning_content")
+        if isinstance(reasoning, str) and reasoning.strip():
+            items.append(Item(f"{ref}-think", "message/assistant", "assistant",
+                              {"thinking": cut(reasoning)}, "reasoning_content", when))  # fmt: skip
+        if text.strip():
+            items.append(said(ref, "assistant", text, when, "assistant"))
+        for n, call in enumerate(message.get("tool_calls") or []):
+            function = field_of(call, "function") if isinstance(call, dict) else {}
+            raw_id = call.get("id") if isinstance(call, dict) else None
+            call_id = str(raw_id or f"{ref}-{n}")
+            payload = {"tool": function.get("name"), "input": json_value(function.get("arguments"))}
+            items.append(Item(f"{ref}-call{n}", "tool/call", "assistant", payload, "tool_call",
+                              when, call=call_id))  # fmt: skip
+        return items
+    if role == "tool":
+        result: dict[str, Any] = {"output": cut(text)}
+        if text.lstrip().startswith(_ERROR_TAG):
+            result["is_error"] = True
+        if field_of(message, "tool_result").get("cancelled") is True:
+            result["cancelled"] = True
+        return [Item(ref, "tool/result", "tool", result, "tool", when,
+                     result_of=str(message.get("tool_call_id")))]  # fmt: skip
+    skipped[f"message:{role}"] += 1
+    return []
+
+
+def _user(ref: str, message: dict[str, Any], text: str, when: str | None) -> list[Item]:
+    if message.get("context_boundary") == "compaction":
+        return [Item(ref, "compaction", "system", {"summary": cut(text)}, "compaction", when)]
+    shell = field_of(message, "manual_shell")
+    if shell:
+        output = shell.get("output_text") or "\n".join(
+            str(shell[k]) for k in ("stdout", "stderr") if shell.get(k)
+        )
+        ran = {"text": as_text(shell.get("command"))}
+        out = {"text": as_text(output), "exit_code": shell.get("exit_code")}
+        return [
+            Item(f"{ref}-command", "command", "user", ran, "manual_shell", when),
+            Item(f"{ref}-output", "command/output", "tool", out, "manual_shell", when),
+        ]
+    if message.get("injected") is True:
+        return [Item(ref, "message/context", "system", {"text": cut(text)}, "injected", when)]
+    return [said(ref, "user", text, when, "user")] if text.strip() else []
+
+
+def _is_session(folder: Path) -> bool:
+    """A 2.x session folder: its ``meta.json`` names a ``session_id`` (other agents keep
+    a ``meta.json`` of their own: Kimi's sub-agents; 3.x's unified store one too)."""
+    try:
+        return b'"session_id"' in (folder / META).read_bytes() and not _is_unified(folder)
+    except OSError:
+        return False
+
+
+def _is_unified(folder: Path) -> bool:
+    """A session of the unified store (3.x, and 2.x's ``--experimental-harness``):
+    ``unified/<session>/`` with ``CURRENT``, ``meta.json``, ``journal/``, ``chunks/``."""
+    return (folder / UNIFIED_CURRENT).is_file() and (folder / META).is_file()
+
+
+def _in_unified(path: Path) -> bool:
+    return any(_is_unified(folder) for folder in list(path.parents)[:3])
+
+
+def read_unified(folder: Path) -> Snapshot:
+    """A unified-store session: ``CURRENT`` names the generation, whose ``manifest.json``
+    lists the content-addressed chunks of its projection (the history the client shows:
+    ``message``, ``reasoning`` and ``effect`` entries). Read only when the projection holds
+    the whole history (its cursor has nothing before it); else reported."""
+    snapshot = Snapshot()
+    try:
+        current = orjson.loads((folder / UNIFIED_CURRENT).read_bytes())
+        generation = folder / "generations" / str(current["generation"])
+        manifest = orjson.loads((generation / "manifest.json").read_bytes())
+        state = orjson.loads((generation / "projection-state.json").read_bytes())
+        entries: list[object] = []
+        for chunk in manifest["projection_state"]["chunks"]:
+            value = orjson.loads((folder / "chunks" / f"{chunk}.json").read_bytes())
+            entries.extend(value if isinstance(value, list) else [value])
+        metadata = orjson.loads((folder / META).read_bytes())
+    except (OSError, orjson.JSONDecodeError, KeyError, TypeError) as exc:
+        # Written by renames as the session runs: read again on its next change.
+        what = f"a Mistral Vibe unified-store session not readable now: {exc!r}"
+        snapshot.problems.append(Problem(str(folder), 0, what))
+        return snapshot
+    history = field_of(field_of(state, "snapshot"), "history")
+    if field_of(history, "cursor").get("before") is not None:
+        what = ("a Mistral Vibe unified-store session whose projection holds only its latest"
+                " entries: not read")  # fmt: skip
+        snapshot.problems.append(Problem(str(folder), 0, what))
+        return snapshot
+    session = _session(metadata, folder.name)
+    for n, entry in enumerate(entries):
+        if isinstance(entry, dict):
+            session.items.extend(_entry(entry, n == len(entries) - 1, session.skipped))
+        else:
+            session.skipped["entry:not-an-object"] += 1
+    snapshot.sessions.append(session)
+    return snapshot
+
+
+def _entry(entry: dict[str, Any], last: bool, skipped: Counter[str]) -> list[Item]:
+    """One projection entry: a message, reasoning, or an effect (a tool's run; its result
+    waits while it runs, unless the history went on past it)."""
+    kind, ref = entry.get("type"), str(entry.get("id"))
+    time = from_millis(entry.get("createdAt"))
+    done = entry.get("generationStatus", "completed") == "completed"
+    if kind == "message" and entry.get("role") in ("user", "assistant"):
+        text = as_text(entry.get("content"))
+        if not text.strip():
+            return []
+        item = said(ref, str(entry["role"]), text, time, f"message:{entry['role']}")
+        item.complete = done
+        return [item]
+    if kind == "reasoning" and isinstance(entry.get("text"), str) and entry["text"].strip():
+        thought = {"thinking": cut(entry["text"])}
+        return [Item(ref, "message/assistant", "assistant", thought, "reasoning", time,
+                     complete=done)]  # fmt: skip
+    detail = field_of(entry, "detail")
+    if kind == "effect" and detail.get("kind") == "tool":
+        state = field_of(entry, "state")
+        output = field_of(state, "output")
+        error = field_of(state, "error") or field_of(output, "error")
+        # What the model was given: the text, else the content blocks, else the
+        # structured result, else the error.
+        shown = next((value for value in (state.get("outputText"), output.get("content"),
+                                          output.get("structured_content"), error.get("message"))
+                      if value), None)  # fmt: skip
+        status = state.get("status")
+        return tool_pair(
+            ref, ref, detail.get("toolName") or entry.get("title"), detail.get("input"), time,
+            "effect", output=shown, answered=status in _SETTLED or not last,
+            error=status == "failed",
+        )  # fmt: skip
+    skipped[f"entry:{kind}" if kind != "effect" else f"entry:effect:{detail.get('kind')}"] += 1
+    return []
+
+
+def _is_child(folder: Path) -> bool:
+    """A sub-agent's folder: under ``agents/`` of a session folder (read with it)."""
+    return folder.parent.name == AGENTS and _is_session(folder.parent.parent)
+
+
+class VibeImporter(SnapshotImporter):
+    name: ClassVar[str] = "vibe"
+    help: ClassVar[str] = "Mistral Vibe sessions: 1.x, 2.x and unified-store logs ($VIBE_HOME/logs)"
+    env_vars: ClassVar[tuple[str, ...]] = ("VIBE_HOME",)
+    detect_order: ClassVar[int] = 59
+    skipped_by_design: ClassVar[Mapping[str, str]] = {
+        "message:system": "the system prompt",
+        "message:images": "image attachments (the message's text is imported)",
+    }
+
+    def default_locations(self) -> list[Path]:
+        return [vibe_home() / "logs" / "session"]
+
+    def detect(self, path: Path, head: Sequence[bytes]) -> bool:
+        if path.is_dir():
+            return (_is_session(path) and not _is_child(path)) or _is_unified(path)
+        if _in_unified(path):
+            return True  # the unified store's journal and chunks: Vibe's, not a source
+        if path.name in (META, MESSAGES) and _is_session(path.parent):
+            return True  # part of a session folder: Vibe's, but not a source (accepts)
+        text = b"".join(head)
+        return (
+            path.suffix == ".json"
+            and path.name != META
+            and all(key in text for key in (b'"metadata"', b'"session_id"', b'"username"'))
+        )
+
+    def accepts(self, path: Path) -> bool:
+        """A 2.x folder's own files are read with the folder (its source), not alone:
+        ``--format auto`` over a tree finds ``messages.jsonl`` among every JSON Lines
+        file, and counts it as not a source."""
+        return path.is_dir() or (path.name not in (META, MESSAGES) and not _in_unified(path))
+
+    def sources(self, root: Path) -> Iterator[Path]:
+        if root.is_file() or _is_session(root) or _is_unified(root):
+            yield root
+            return
+        for meta in root.rglob(META):
+            folder = meta.parent
+            if _is_unified(folder) or (_is_session(folder) and not _is_child(folder)):
+                yield folder
+        for path in root.rglob("*.json"):
+            if path.name != META and not (path.parent / META).exists() and not _in_unified(
+                path
+            ) and sniffed(self, path):  # fmt: skip
+                yield path
+
+    def read(self, path: Path, cache: SessionCache) -> Snapshot:
+        if _is_unified(path):
+            return read_unified(path)
+        return read_v2(path) if path.is_dir() else read_v1(path)
