@@ -23,9 +23,27 @@ from tests.recording.agents import (
 )
 from tests.recording.agents._plan import IMAGE_FILE, SLOW_PROMPT, WRITE_IMAGE, PlanScript
 from tests.recording.script import Conversation, ToolCall, call
+from tests.recording.scrub import OwnText
 
 TASK = RECORD_ROOT / "codex" / "shop"
 MODEL = "gpt-5.5"  # a model Codex knows (its metadata: tools, instructions)
+
+
+# Codex's own prompt text, which its rollouts copy: the base instructions, the developer
+# messages (skills, permissions, multi-agent roles) and the skills listing of world_state.
+OWN_TEXT = OwnText(
+    prefixes=(
+        "You are Codex",
+        "You are a coding agent",
+        "You are `/root`",
+        "You are an agent in a team",
+        "<skills_instructions>",
+        "<permissions instructions>",
+        "<multi_agent_mode>",
+        "<collaboration_mode>",
+        "## Skills",
+    )
+)
 
 
 def _call(name: str, step: str, **arguments: object) -> ToolCall:
@@ -140,6 +158,7 @@ RECIPE = Recipe(
     ),
     script=_script,
     env=_env,
+    own_text=OWN_TEXT,
     expect={
         "sessions": 2,
         "children": 1,

@@ -33,10 +33,16 @@ from tests.recording.agents._plan import (
     PlanScript,
 )
 from tests.recording.script import Conversation, Reply, ToolCall, call
+from tests.recording.scrub import OwnText
 
 TASK = RECORD_ROOT / "gemini-cli" / "shop"
 SUBAGENT = "generalist"
 COMPRESS_AT = 10_800  # prompt tokens
+
+
+# The CLI's own text its chats copy: the session context it opens each chat with (its
+# introduction and the folder listing) and its tools' descriptions.
+OWN_TEXT = OwnText(prefixes=("<session_context>", "Reads and returns the content"))
 
 
 def _call(name: str, step: str, **arguments: object) -> ToolCall:
@@ -145,6 +151,7 @@ RECIPE = Recipe(
     ),
     script=_script,
     env=_env,
+    own_text=OWN_TEXT,
     expect={
         "sessions": 2,
         "children": 1,
