@@ -128,7 +128,11 @@ def generate(match: re.Match[str], body: dict[str, Any], script: Script) -> Http
     counts = usage(conv, reply)
     groups = parts(reply)
     if method == "generateContent":
-        whole = [part for group in groups for part in group]
+        # One part each: the thought, the text, each call.
+        whole = [part for group in parts(Reply(reasoning=reply.reasoning)) for part in group]
+        whole = whole if reply.reasoning else []
+        whole += [{"text": reply.text}] if reply.text else []
+        whole += [part for part in groups[-1] if "functionCall" in part]
         return HttpReply(
             200, "application/json", [json.dumps(document(whole, model, True, counts)).encode()]
         )
@@ -141,10 +145,12 @@ def generate(match: re.Match[str], body: dict[str, Any], script: Script) -> Http
 
 
 def count_tokens(match: re.Match[str], body: dict[str, Any], script: Script) -> HttpReply:
-    size = len(json.dumps(body.get("contents") or body))
-    return HttpReply(
-        200, "application/json", [json.dumps({"totalTokens": max(1, size // 4)}).encode()]
-    )
+    # Counted as the usage figures are (text, 4 characters a token): a compressed history
+    # then counts fewer tokens than the one it replaces, as with the real model.
+    request = body.get("generateContentRequest") or body
+    conv = conversation(request, match.group("model"))
+    total = max(1, (len(conv.system) + sum(len(turn.text) for turn in conv.turns)) // 4)
+    return HttpReply(200, "application/json", [json.dumps({"totalTokens": total}).encode()])
 
 
 def embed(match: re.Match[str], body: dict[str, Any], script: Script) -> HttpReply:
