@@ -184,3 +184,59 @@ def test_a_codex_sub_agent_or_fork_is_a_child_of_the_session_it_names(tmp_path: 
     fork = {**lines[0], "payload": {"id": "fork-1", "cwd": "/w", "forked_from_id": "parent-2"}}
     path.write_bytes(orjson.dumps(fork) + b"\n")
     assert bodies(convert_file("codex", path)[0])[0]["payload"]["parent_session_id"] == "parent-2"
+
+
+RECORDED_CODEX = Path(__file__).parent / "recorded" / "codex" / "sessions"
+
+
+def test_a_recorded_codex_sub_agent_cites_its_spawn_and_keeps_the_messages_between_agents() -> None:
+    """Codex 0.171 (multi_agent_v2): ``spawn_agent`` answers with the sub-agent's task name,
+    which the sub-agent's ``session_meta`` repeats as its ``agent_path``; the task and the
+    answer travel as ``agent_message`` items (their payload encrypted, except here)."""
+    links: SpawnLinks = {}
+    events = [
+        body
+        for path in sorted(RECORDED_CODEX.rglob("*.jsonl"))
+        for body in bodies(convert_file("codex", path, links=links)[0])
+    ]
+    starts = [e for e in events if e["type"] == "session/start"]
+    child = next(e for e in starts if e["payload"]["parent_session_id"])
+    spawn = next(
+        e for e in events if e["type"] == "tool/call" and e["payload"]["tool"] == "spawn_agent"
+    )
+    assert child["cites"] == [{"session_id": spawn["session_id"], "seq": spawn["seq"]}]
+    of_child = [e for e in events if e["session_id"] == child["session_id"]]
+    assert [e["payload"]["title"] for e in of_child if e["type"] == "session/title"] == [
+        "check_refunds"
+    ]
+    task = [e for e in of_child if e["type"] == "message/user"]
+    assert len(task) == 1 and "NEW_TASK" in task[0]["payload"]["text"]
+    answer = [
+        e
+        for e in events
+        if e["session_id"] == spawn["session_id"]
+        and e["payload"]["source_type"] == "response_item:agent_message"
+    ]
+    assert len(answer) == 1 and answer[0]["type"] == "message/context"
+    assert "subtracts the amount" in answer[0]["payload"]["text"]
+
+
+def test_a_recorded_codex_command_that_exits_non_zero_is_a_failed_result() -> None:
+    """Codex 0.171's ``exec_command`` output is text headed by "Process exited with code
+    N"; ``apply_patch``'s by "Exit code: N". A non-zero code is a failed tool call, flagged
+    ``is_error`` as every other format flags one."""
+    links: SpawnLinks = {}
+    results = [
+        body
+        for path in sorted(RECORDED_CODEX.rglob("*.jsonl"))
+        for body in bodies(convert_file("codex", path, links=links)[0])
+        if body["type"] == "tool/result"
+    ]
+    failed = [r["payload"] for r in results if r["payload"].get("is_error")]
+    # The first test run (the bug), the read of the missing notes, the command interrupted
+    # by Ctrl-C (its output ends "aborted by user").
+    assert len(failed) == 3
+    assert "FAILED (failures=1)" in failed[0]["output"]
+    assert "No such file or directory" in failed[1]["output"]
+    assert all("Process exited with code 1" in p["output"] for p in failed[:2])
+    assert failed[2]["output"].endswith("aborted by user") and failed[2]["interrupted"] is True

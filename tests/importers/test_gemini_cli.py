@@ -256,6 +256,66 @@ def test_json_lines_under_the_old_name_are_read_as_lines(tmp_path: Path) -> None
     assert len(events) == gen.MAIN_EVENTS and tally.skipped == gen.MAIN_SKIPPED
 
 
+RECORDED = Path(__file__).parent / "recorded" / "gemini-cli" / "sessions"
+
+
+def test_a_recorded_compression_replaces_what_it_summarised_and_keeps_the_recent_turns() -> None:
+    """Gemini CLI 0.61 writes ``/compress`` as a ``$set`` of ``messages``: the summary as a
+    user message, the model's acknowledgement (a model message the file never appended),
+    then the turns it keeps, copied under new ids. A resume's ``$set`` rewrites the
+    history as it was (no new model message): not a compaction."""
+    sessions, _, _ = by_session(FMT, RECORDED)
+    main = next(events for events in sessions.values() if events[0]["payload"]["kind"] == "main")
+    compactions = [e for e in main if e["type"] == "compaction"]
+    assert len(compactions) == 1
+    compaction = compactions[0]
+    assert "<summary>1. Fixed Ledger.balance" in compaction["payload"]["summary"]
+    by_seq = {e["seq"]: e for e in main}
+    replaced = [by_seq[seq] for seq in compaction["replaces"]]
+    texts = [e["payload"].get("text", "") for e in replaced if e["type"] == "message/user"]
+    # The fix turn is summarised; the refund turn, kept whole by the CLI, is not replaced.
+    assert texts == [
+        "The test in test_ledger.py fails. Please find the bug in ledger.py and fix it."
+    ]
+    assert {e["type"] for e in replaced} >= {"tool/call", "tool/result", "message/assistant"}
+    refund = next(e for e in main if e["payload"].get("text", "").startswith("Thanks. Also"))
+    assert refund["seq"] not in compaction["replaces"]
+    # The copies of the kept turns are not published again.
+    assert sum(e["payload"].get("text", "").startswith("Thanks. Also") for e in main) == 1
+
+
+def test_a_recorded_resume_in_a_later_minute_adds_no_second_start() -> None:
+    """Resuming, Gemini CLI 0.61 first starts a new chat file for the session id it is
+    given (``session-<now>-<short id>.jsonl``: a header and the session context), then
+    goes on in the session's own file: the later file holds no message and is not a
+    session of its own."""
+    files = expand([RECORDED], FMT)
+    names = [p.name for p in files if p.parent.name == "chats"]
+    assert len(names) == 1
+    sessions, _, _ = by_session(FMT, RECORDED)
+    for events in sessions.values():
+        assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
+        assert sum(e["type"] == "session/start" for e in events) == 1
+    assert len(list((RECORDED / "shop" / "chats").glob("session-*.jsonl"))) >= 2
+
+
+def test_a_recorded_failed_tool_call_is_flagged_as_every_format_flags_one() -> None:
+    sessions, _, _ = by_session(FMT, RECORDED)
+    results = [e for evs in sessions.values() for e in evs if e["type"] == "tool/result"]
+    failed = [r for r in results if r["payload"].get("is_error")]
+    assert [r["payload"]["tool"] for r in failed] == ["read_file"]
+    assert failed[0]["payload"]["status"] == "error"
+    assert "NOTES.md" in failed[0]["payload"]["output"]
+
+
+def test_a_recorded_image_in_a_prompt_is_counted_not_dropped() -> None:
+    """``gemini -p "@red.png ..."``: the CLI inlines the file as an ``inlineData`` part of the
+    user message, between its text parts; it is skipped, and counted (once, although the
+    CLI may append the message again)."""
+    _, _, tally = by_session(FMT, RECORDED)
+    assert tally.skipped["user-part:inlineData:image/png"] == 1
+
+
 def test_a_migrated_project_imports_each_chat_once_with_its_cwd(tmp_path: Path) -> None:
     gen.write_migrated(tmp_path)
     sessions, _, tally = by_session(FMT, tmp_path)

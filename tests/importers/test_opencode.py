@@ -253,3 +253,23 @@ async def test_watch_follows_the_older_tree_as_files_appear(
 
     await watch_growth(nc, nats_url, subjects, f"watch-{unique}", "opencode", storage,
                        before=23, grow=next_prompt, after=24)  # fmt: skip
+
+
+RECORDED = Path(__file__).parent / "recorded" / "opencode" / "sessions" / "opencode.db"
+
+
+def test_a_recorded_interrupted_tool_call_does_not_hold_back_the_rest_of_its_session() -> None:
+    """OpenCode 1.18 leaves a tool interrupted by Ctrl-C ``running`` for good (its message
+    never completes), and the session goes on in later messages. Once a later answer
+    exists the call is over: it is published with a result marked ``interrupted`` (no
+    output), and the later turns follow it."""
+    snapshot = opencode.read_database(RECORDED)
+    (main,) = [s for s in snapshot.sessions if s.parent is None]
+    assert all(item.complete for item in main.items)
+    texts = [item.payload.get("text", "") for item in main.items]
+    slow = next(i for i, t in enumerate(texts) if "Run the slow checks" in t)
+    call, result = main.items[slow + 2], main.items[slow + 3]
+    assert (call.type, call.payload["tool"]) == ("tool/call", "bash")
+    assert (result.type, result.result_of) == ("tool/result", call.call)
+    assert result.payload["is_error"] is True and result.payload["interrupted"] is True
+    assert any("What did we change" in t for t in texts[slow + 4 :])

@@ -90,3 +90,36 @@ async def test_watch_follows_a_tree_being_written(
     said = await watch_grows(nc, nats_url, subjects, f"watch-{unique}", tmp_path / "sessions",
                              FMT, file, rest, before=2, after=total)  # fmt: skip
     assert f"published {total} events (0 already in the stream)" in said
+
+
+RECORDED = Path(__file__).parent / "recorded" / "pi" / "sessions"
+
+
+def test_a_recorded_interrupted_tool_call_gets_a_result_marked_interrupted() -> None:
+    """Pi 0.73 writes no ``toolResult`` for a tool interrupted by Ctrl-C: the next entry is
+    the next prompt. A user message while a call of the session is open ends that call:
+    its result is published marked ``interrupted`` (``is_error``, no output)."""
+    sessions, _, _ = by_session(FMT, RECORDED)
+    (events,) = sessions.values()
+    calls = {e["seq"]: e for e in events if e["type"] == "tool/call"}
+    results = [e for e in events if e["type"] == "tool/result"]
+    cited = [c["seq"] for r in results for c in r.get("cites", [])]
+    assert sorted(cited) == sorted(calls)
+    (interrupted,) = [r for r in results if r["payload"].get("interrupted")]
+    call = calls[interrupted["cites"][0]["seq"]]
+    assert "time.sleep(60)" in call["payload"]["arguments"]["command"]
+    assert interrupted["payload"]["is_error"] is True and interrupted["payload"]["output"] == ""
+    after = [e for e in events if e["seq"] > interrupted["seq"]]
+    assert (
+        after[0]["type"] == "message/user" and "What did we change" in after[0]["payload"]["text"]
+    )
+
+
+def test_a_recorded_image_in_a_prompt_is_counted_not_dropped() -> None:
+    """``pi -p @red.png "..."``: the user message holds the text and an ``image`` block; the
+    image is not searchable text, so it is skipped, and counted."""
+    sessions, _, tally = by_session(FMT, RECORDED)
+    (events,) = sessions.values()
+    prompt = next(e for e in events if "What does this image show?" in e["payload"].get("text", ""))
+    assert prompt["type"] == "message/user"
+    assert tally.skipped["user-block:image"] == 1

@@ -82,6 +82,29 @@ async def test_watch_follows_a_chat_being_written(
     assert f"published {total} events (0 already in the stream)" in said
 
 
+RECORDED = Path(__file__).parent / "recorded" / "qwen-code" / "sessions"
+
+
+def test_a_recorded_sub_agent_file_is_a_child_citing_its_agent_call() -> None:
+    """Qwen Code 0.24 writes a sub-agent's records (``isSidechain``, ``agentId``) in a file
+    of its own, ``subagents/<session id>/agent-<type>-<call id>.jsonl``, with a
+    ``.meta.json`` beside it naming the parent's call (``toolUseId``) and its
+    ``description``."""
+    files = expand([RECORDED], FMT)
+    assert [p.parent.parent.name for p in files] == ["-tmp-sq-record-qwen-code-shop", "subagents"]
+    sessions, _, _ = by_session(FMT, RECORDED)
+    assert len(sessions) == 2
+    (child,) = [s for s, evs in sessions.items() if evs[0]["payload"]["parent_session_id"]]
+    start = sessions[child][0]
+    parent = sessions[start["payload"]["parent_session_id"]]
+    (call,) = [e for e in parent if e["type"] == "tool/call" and e["payload"]["tool"] == "agent"]
+    assert start["cites"] == [{"session_id": call["session_id"], "seq": call["seq"]}]
+    titles = [e["payload"]["title"] for e in sessions[child] if e["type"] == "session/title"]
+    assert titles == ["Check refund handling"]
+    types = [e["type"] for e in sessions[child]]
+    assert types.count("tool/call") == types.count("tool/result") == 1
+
+
 def test_a_slash_command_that_printed_nothing_has_no_output_event(tmp_path: Path) -> None:
     path = tmp_path / f"{gen.SLASH}.jsonl"
     path.write_bytes(gen.slash_chat().bytes())

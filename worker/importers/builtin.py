@@ -49,7 +49,7 @@ class CodexImporter(Importer):
         return any(codex.looks_like(record) for record in json_objects(head))
 
     def converter(self, path: Path, options: ConvertOptions) -> Converter:
-        return CodexConverter(path)
+        return CodexConverter(path, links=options.links)
 
 
 class ClaudeCodeImporter(Importer):

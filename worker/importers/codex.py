@@ -8,7 +8,9 @@ Lines of ``{"timestamp", "type", "payload"}``:
 - ``response_item`` holds what the model saw: ``message`` (role and content parts) becomes
   ``message/user`` or ``message/assistant``; ``function_call``/``custom_tool_call``
   (``name``, ``arguments``, ``call_id``) a ``tool/call``; ``function_call_output``/
-  ``custom_tool_call_output`` a ``tool/result`` citing its call; ``reasoning`` with a
+  ``custom_tool_call_output`` a ``tool/result`` citing its call (``is_error`` when it
+  reports a non-zero exit or ``success: false``, and ``interrupted`` too when it ends
+  "aborted by user": Ctrl-C); ``reasoning`` with a
   readable summary a ``message/assistant`` (encrypted reasoning is skipped);
   ``developer``/``system`` messages (instructions) are skipped;
 - text the harness puts in the user's role is typed for what it is and stays searchable:
@@ -19,6 +21,12 @@ Lines of ``{"timestamp", "type", "payload"}``:
   ``message/user``;
 - ``compacted`` (payload ``message``) becomes a ``compaction`` that replaces every event
   since the previous one: Codex replaces the whole history with the summary;
+- a sub-agent's start cites the ``spawn_agent`` call whose output names it (its thread id,
+  or with multi_agent_v2 its task name, the ``agent_path`` of its ``session_meta``), read
+  earlier in the same import (rollouts sort by time: the parent's first), and the call's
+  ``task_name`` titles it; ``agent_message`` items (a task from another agent, an answer to
+  it) are ``message/user`` for a task and ``message/context`` otherwise, their readable text
+  only (the payload the model wrote is ``encrypted_content``: skipped, counted);
 - ``event_msg`` (UI notifications that repeat the response items) and ``turn_context``
   are skipped and counted, as is any record type this module does not know.
 
@@ -32,10 +40,14 @@ import re
 from pathlib import Path
 from typing import Any, Final
 
+import orjson
+
 from contracts import harness
 from worker.importers.base import (
     JsonRecordConverter,
     Outgoing,
+    Spawn,
+    SpawnLinks,
     as_text,
     cut,
     iso_time,
@@ -46,6 +58,14 @@ NAME: Final = "codex"
 _ROLLOUT_UUID: Final = re.compile(r"([0-9a-fA-F]{8}-[0-9a-fA-F-]{27})$")
 _CALLS: Final = ("function_call", "custom_tool_call", "local_shell_call")
 _OUTPUTS: Final = ("function_call_output", "custom_tool_call_output")
+_SPAWN: Final = "spawn_agent"
+# The header of a message between agents: "Message Type: NEW_TASK\nTask name: ...".
+_AGENT_MESSAGE_TYPE: Final = re.compile(r"^Message Type: (\w+)")
+_TASKS: Final = ("NEW_TASK", "FOLLOWUP_TASK")
+# How a command interrupted by Ctrl-C ends its output.
+_ABORTED: Final = re.compile(r"^aborted by user$", re.MULTILINE)
+# How a command's output reports its exit (exec_command; apply_patch).
+_EXIT: Final = re.compile(r"^(?:Process exited with code|Exit code:) (-?\d+)$", re.MULTILINE)
 
 
 def user_parts(text: str) -> list[tuple[str, str, str]]:
@@ -64,10 +84,13 @@ def user_parts(text: str) -> list[tuple[str, str, str]]:
 
 
 class CodexConverter(JsonRecordConverter):
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, links: SpawnLinks | None = None) -> None:
         super().__init__(path, NAME)
         self.session: str | None = None
+        self.raw_session = ""  # the rollout's own id, as sub-agents' rollouts name it
         self.calls: dict[str, tuple[int, object]] = {}  # call_id -> (seq, tool name)
+        self.spawn_names: dict[str, str] = {}  # spawn_agent call_id -> its task_name
+        self.links: SpawnLinks = {} if links is None else links
         found = _ROLLOUT_UUID.search(path.stem)
         self.fallback_id = safe_id(found.group(1) if found else path.stem)
 
@@ -126,6 +149,7 @@ class CodexConverter(JsonRecordConverter):
             self.tally.skip("record:session_meta:repeated")
             return []
         raw = payload.get("id")
+        self.raw_session = raw if isinstance(raw, str) else ""
         self.session = safe_id(raw) if isinstance(raw, str) and raw else self.fallback_id
         cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else None
         extra = {
@@ -136,8 +160,29 @@ class CodexConverter(JsonRecordConverter):
         parent = _parent_of(payload)
         parent_id = safe_id(parent) if parent else None
         meta_time = iso_time(payload.get("timestamp")) or time
-        return [self.sessions.start(self.session, time=meta_time, cwd=cwd, parent=parent_id,
-                                    extra=extra)]  # fmt: skip
+        spawn = self._spawn_of(payload, parent) if parent else None
+        cites = [(spawn.session_id, spawn.seq)] if spawn else None
+        out = [self.sessions.start(self.session, time=meta_time, cwd=cwd, parent=parent_id,
+                                   extra=extra, cites=cites)]  # fmt: skip
+        if spawn is not None and spawn.description:
+            title = {"title": cut(spawn.description)}
+            out.append(self.sessions.emit(self.session, "session/title", "system", None, title,
+                                          "spawn_agent:task_name"))  # fmt: skip
+        return out
+
+    def _spawn_of(self, meta: dict[str, Any], parent: str) -> Spawn | None:
+        """The spawn_agent call of the parent that started this sub-agent: its output named
+        the sub-agent's task name (multi_agent_v2) or thread id."""
+        path = meta.get("agent_path")
+        source = meta.get("source")
+        subagent = source.get("subagent") if isinstance(source, dict) else None
+        spawn = subagent.get("thread_spawn") if isinstance(subagent, dict) else None
+        if not isinstance(path, str) and isinstance(spawn, dict):
+            path = spawn.get("agent_path")
+        for key in (path, self.raw_session):
+            if isinstance(key, str) and key and (parent, key) in self.links:
+                return self.links[(parent, key)]
+        return None
 
     def _item(self, session: str, item: dict[str, Any], time: str | None) -> Outgoing | None:
         kind = item.get("type")
@@ -152,6 +197,8 @@ class CodexConverter(JsonRecordConverter):
             out = self.sessions.emit(session, "tool/call", "assistant", time, payload, source)
             if call_id:
                 self.calls[call_id] = (out.seq, name)
+                if name == _SPAWN:
+                    self.spawn_names[call_id] = _task_name(arguments)
             return out
         if kind in _OUTPUTS:
             call_id = item.get("call_id") if isinstance(item.get("call_id"), str) else None
@@ -161,9 +208,17 @@ class CodexConverter(JsonRecordConverter):
                 output = output["content"]
             payload = _clean({"call_id": call_id, "output": as_text(output),
                               "tool": call[1] if call else None})  # fmt: skip
+            if _failed(item.get("output")):
+                payload["is_error"] = True
+            if isinstance(output, str) and _ABORTED.search(output[:500]):
+                payload.update({"is_error": True, "interrupted": True})
             cites = [(session, call[0])] if call else None
+            if call is not None and call[1] == _SPAWN and call_id:
+                self._note_spawn(session, call[0], self.spawn_names.get(call_id, ""), output)
             return self.sessions.emit(session, "tool/result", "tool", time, payload, source,
                                       cites=cites)  # fmt: skip
+        if kind == "agent_message":
+            return self._agent_message(session, item, time, source)
         if kind == "reasoning":
             # Encrypted reasoning has an empty summary list: nothing readable.
             summary = as_text(item["summary"]) if item.get("summary") else ""
@@ -175,6 +230,44 @@ class CodexConverter(JsonRecordConverter):
                                       source)  # fmt: skip
         self.tally.skip(source)
         return None
+
+    def _note_spawn(self, session: str, seq: int, task_name: str, output: object) -> None:
+        """Remember which call spawned the sub-agent its output names, for the sub-agent's
+        rollout (read after this one)."""
+        try:
+            named = orjson.loads(output) if isinstance(output, str) else output
+        except orjson.JSONDecodeError:
+            return
+        if not (isinstance(named, dict) and self.raw_session):
+            return
+        spawn = Spawn(session, seq, task_name or None)
+        for key in ("task_name", "agent_id"):
+            value = named.get(key)
+            if isinstance(value, str) and value:
+                self.links[(self.raw_session, value)] = spawn
+
+    def _agent_message(
+        self, session: str, item: dict[str, Any], time: str | None, source: str
+    ) -> Outgoing | None:
+        texts: list[str] = []
+        for part in item.get("content") or []:
+            if isinstance(part, dict) and isinstance(part.get("text"), str):
+                texts.append(part["text"])
+            else:
+                kind = part.get("type") if isinstance(part, dict) else "?"
+                self.tally.skip(f"agent_message-part:{kind}")
+        text = "\n".join(texts)
+        if not text:
+            self.tally.skip(f"{source}:empty")
+            return None
+        header = _AGENT_MESSAGE_TYPE.match(text)
+        if header is not None and header.group(1) in _TASKS:
+            type_, surface = "message/user", "user"
+        else:
+            type_, surface = "message/context", "system"
+        payload = _clean({"text": cut(text), "author": item.get("author"),
+                          "recipient": item.get("recipient")})  # fmt: skip
+        return self.sessions.emit(session, type_, surface, time, payload, source)
 
     def _message(
         self, session: str, item: dict[str, Any], time: str | None, source: str
@@ -199,6 +292,38 @@ def _parent_of(meta: dict[str, Any]) -> str | None:
     spawn = subagent.get("thread_spawn") if isinstance(subagent, dict) else None
     parent = spawn.get("parent_thread_id") if isinstance(spawn, dict) else None
     return parent if isinstance(parent, str) and parent else None
+
+
+def _failed(output: object) -> bool:
+    """Whether a tool output reports a failure: ``success: false``, a JSON ``metadata``
+    with a non-zero ``exit_code`` (older shell tools), or a text headed by "Process exited
+    with code N" (``exec_command``) or "Exit code: N" (``apply_patch``), N not 0."""
+    if isinstance(output, dict):
+        if output.get("success") is False:
+            return True
+        output = output.get("content")
+    if not isinstance(output, str):
+        return False
+    try:
+        parsed = orjson.loads(output) if output.startswith("{") else None
+    except orjson.JSONDecodeError:
+        parsed = None
+    if isinstance(parsed, dict):
+        metadata = parsed.get("metadata")
+        code = metadata.get("exit_code") if isinstance(metadata, dict) else None
+        return isinstance(code, int) and code != 0
+    found = _EXIT.search(output[:500])
+    return found is not None and found.group(1) != "0"
+
+
+def _task_name(arguments: object) -> str:
+    """A spawn_agent call's ``task_name`` (its arguments are a JSON string)."""
+    try:
+        parsed = orjson.loads(arguments) if isinstance(arguments, str) else arguments
+    except orjson.JSONDecodeError:
+        return ""
+    name = parsed.get("task_name") if isinstance(parsed, dict) else None
+    return name if isinstance(name, str) else ""
 
 
 def _clean(payload: dict[str, Any]) -> dict[str, Any]:

@@ -9,7 +9,9 @@ Two layouts, both read:
   may carry ``thoughts`` and ``toolCalls``). The CLI appends a message again, whole, each
   time it changes (tokens counted, tool calls added, their results in): a message is
   converted once per part, each part the first time it is seen. ``{"$set": {...}}``
-  records update the header (``summary`` titles the session); ``{"$rewindTo": id}``
+  records update the header (``summary`` titles the session; ``messages``, the whole
+  history, is not read again, but one holding a model message the file never appended
+  is a compression: a ``compaction``, see ``_compression``); ``{"$rewindTo": id}``
   marks a rewind (counted: what was published stays, and what follows continues the
   session). Sub-agents write ``chats/<parent session id>/<session id>.jsonl`` with
   ``kind: subagent``: a child session whose start cites the tool call that names it
@@ -218,22 +220,64 @@ class GeminiConverter(JsonRecordConverter):
         # "result:<id>"), so a message appended again gives only what is new.
         self.seen: dict[str, set[str]] = {}
         self.calls: dict[str, int] = {}  # tool call id -> seq of its tool/call
+        self.prompts: list[tuple[str, int]] = []  # user texts and their first event's seq
 
     def _record(self, record: dict[str, Any]) -> list[Outgoing]:
         if isinstance(record.get("$rewindTo"), str):
             self.tally.skip("record:$rewindTo")
             return []
         if isinstance(record.get("$set"), dict):
-            return self._update(record["$set"])
+            return self._compression(record["$set"]) + self._update(record["$set"])
         if isinstance(record.get("id"), str):
             if self.session is None:
                 self.tally.skip("record:message:no-header")
                 return []
-            return self._message(self.session, record)
+            out = self._message(self.session, record)
+            text = parts_text(record.get("content")) if record.get("type") == "user" else ""
+            if out and text:
+                self.prompts.append((text, out[0].seq))
+            return out
         if isinstance(record.get("sessionId"), str):
             return self._header(record)
         self.tally.skip("record:unknown")
         return []
+
+    def _compression(self, fields: dict[str, Any]) -> list[Outgoing]:
+        """A ``$set`` of ``messages`` written by compression (``/compress``, or the CLI near
+        its context limit): the history replaced by the summary as a user message, the
+        model's acknowledgement, then the recent turns it keeps, copied under new ids. A
+        resume rewrites the history too, with the ids it had (tool responses under ids of
+        their own): only a model message never appended tells a compression. The copies
+        are not published again; the compaction replaces what precedes the first kept
+        user message (all since the last compaction when none is found)."""
+        messages = fields.get("messages")
+        if self.session is None or not isinstance(messages, list):
+            return []
+        fresh = [
+            m for m in messages
+            if isinstance(m, dict) and isinstance(m.get("id"), str) and m["id"] not in self.seen
+        ]  # fmt: skip
+        ack = next((i for i, m in enumerate(fresh) if m.get("type") == "gemini"), None)
+        if ack is None:
+            return []
+        for message in fresh:
+            self.seen.setdefault(message["id"], set())
+        summary = "\n".join(
+            parts_text(m.get("content")) for m in fresh[:ack] if m.get("type") == "user"
+        )
+        kept = next(
+            (text for m in fresh[ack + 1 :] if m.get("type") == "user"
+             for text in [parts_text(m.get("content"))] if text),
+            None,
+        )  # fmt: skip
+        through = None
+        if kept is not None:
+            seqs = [seq for text, seq in self.prompts if text == kept]
+            through = seqs[-1] - 1 if seqs else None
+        payload = {"summary": cut(summary)}
+        time = iso_time(fields.get("lastUpdated"))
+        return [self.sessions.compaction(self.session, time, payload, "$set:messages",
+                                         through=through)]  # fmt: skip
 
     def _header(self, record: dict[str, Any]) -> list[Outgoing]:
         if self.session is not None:
@@ -350,6 +394,14 @@ class GeminiConverter(JsonRecordConverter):
         if text.strip() and "text" not in seen:
             seen.add("text")
             out += self._text(session, kind, text, time)
+        content = record.get("content")
+        if "media" not in seen and isinstance(content, list):
+            seen.add("media")
+            for part in content:  # an image or file inlined in a prompt: not searchable
+                for key in ("inlineData", "fileData"):
+                    media = part.get(key) if isinstance(part, dict) else None
+                    if isinstance(media, dict):
+                        self.tally.skip(f"{kind}-part:{key}:{media.get('mimeType')}")
         if kind == "gemini":
             for call in record.get("toolCalls") or []:
                 if isinstance(call, dict) and isinstance(call.get("id"), str):
@@ -394,6 +446,7 @@ class GeminiConverter(JsonRecordConverter):
             payload = {"tool": call.get("name"), "call_id": call_id, "output": result_text(call)}
             if call.get("status") in ("error", "cancelled"):
                 payload["status"] = call["status"]
+                payload["is_error"] = True
             seq = self.calls.get(call_id)
             out.append(self.sessions.emit(session, "tool/result", "tool", time, payload,
                                           "toolCall:result",
@@ -441,6 +494,7 @@ class GeminiCliImporter(WholeSourceImporter):
         # A folder's own sessions before its sub-agents' folders: a sub-agent's start cites
         # the call in its parent that names it.
         found = [p for p in root.rglob("*.json*") if p.is_file() and self.accepts(p)]
+        found = [p for p in found if not _resume_stub(p)]
         return sorted(found, key=lambda p: (str(_chats_folder(p)), p.parent.name != CHATS, str(p)))
 
     def records(
@@ -470,6 +524,29 @@ class GeminiCliImporter(WholeSourceImporter):
 
     def converter(self, path: Path, options: ConvertOptions) -> Converter:
         return GeminiConverter(path, links=options.links, name=self.name)
+
+
+def _resume_stub(path: Path) -> bool:
+    """A file the CLI starts when it resumes a session in a later minute: named by the
+    time of the resume and the session's short id, it holds the session's header and
+    context but no message, while the session goes on in its own, earlier file."""
+    name = path.name
+    if path.parent.name != CHATS or path.suffix != ".jsonl" or not name.startswith("session-"):
+        return False
+    short = name.removesuffix(".jsonl").rsplit("-", 1)[-1]
+    earlier = [
+        p for p in path.parent.glob(f"session-*-{short}.json*")
+        if p.name < name and p.suffix in (".json", ".jsonl")
+    ]  # fmt: skip
+    if not earlier:
+        return False
+    try:
+        lines = path.read_bytes().splitlines()
+    except OSError:
+        return False
+    return not any(
+        isinstance(r.get("id"), str) and isinstance(r.get("type"), str) for r in json_objects(lines)
+    )
 
 
 def _session_id_of(path: Path) -> str | None:

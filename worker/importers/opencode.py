@@ -22,7 +22,10 @@ readers of both. Kilo CLI keeps the same schema in ``kilo/kilo.db``.
   whose content appears as other parts), unknown part types.
 
 A part still being written (a text without an end time in an unfinished message, a
-pending or running tool) waits, with what follows it in its session, for a later look.
+pending or running tool) waits, with what follows it in its session, for a later look;
+once a later answer exists it is over: a turn interrupted by Ctrl-C leaves its message
+unfinished and its tool ``running`` for good, and such a call's result is published
+marked ``interrupted`` (``is_error``, no output).
 """
 
 from __future__ import annotations
@@ -213,13 +216,19 @@ def build(
         extra=extra,
         skipped=Counter() if skipped is None else skipped,
     )
-    for message, parts in messages:
-        session.items.extend(_message_items(message, parts, session.skipped))
+    listed = list(messages)
+    answered = [i for i, (message, _) in enumerate(listed) if message.get("role") == "assistant"]
+    for index, (message, parts) in enumerate(listed):
+        # A message followed by a later answer is over, finished or not: the agent went on
+        # (a turn interrupted by Ctrl-C leaves its message and a running tool for good). A
+        # later user message alone is not enough: one typed while a turn runs is queued.
+        over = bool(answered) and index < answered[-1]
+        session.items.extend(_message_items(message, parts, session.skipped, over=over))
     return session
 
 
 def _message_items(
-    message: dict[str, Any], parts: list[dict[str, Any]], skipped: Counter[str]
+    message: dict[str, Any], parts: list[dict[str, Any]], skipped: Counter[str], *, over: bool
 ) -> list[Item]:
     role = message.get("role")
     times = field_of(message, "time")
@@ -227,19 +236,25 @@ def _message_items(
     if role not in ("user", "assistant"):
         skipped[f"message:{role}"] += 1
         return []
-    finished = role == "user" or "completed" in times or bool(message.get("error"))
+    finished = role == "user" or "completed" in times or bool(message.get("error")) or over
     if role == "assistant" and message.get("summary") is True:
         payload = {"summary": as_text([p for p in parts if p.get("type") == "text"])}
         return [Item(str(message.get("id")), "compaction", "system", payload,
                      "assistant:summary", time, complete=finished)]  # fmt: skip
     items: list[Item] = []
     for part in parts:
-        items.extend(_part_items(str(role), part, finished, time, skipped))
+        items.extend(_part_items(str(role), part, finished, time, skipped, over=over))
     return items
 
 
 def _part_items(
-    role: str, part: dict[str, Any], finished: bool, time: str | None, skipped: Counter[str]
+    role: str,
+    part: dict[str, Any],
+    finished: bool,
+    time: str | None,
+    skipped: Counter[str],
+    *,
+    over: bool = False,
 ) -> list[Item]:
     kind = part.get("type")
     ref = str(part.get("id"))
@@ -257,14 +272,15 @@ def _part_items(
         return [Item(ref, "message/assistant", "assistant", payload, "reasoning", time,
                      complete=written)]  # fmt: skip
     if kind == "tool":
-        return _tool_items(ref, part, time)
+        return _tool_items(ref, part, time, over=over)
     skipped[f"part:{kind}" if kind in _BOOKKEEPING | _MARKERS else f"part:unknown:{kind}"] += 1
     return []
 
 
-def _tool_items(ref: str, part: dict[str, Any], time: str | None) -> list[Item]:
+def _tool_items(ref: str, part: dict[str, Any], time: str | None, *, over: bool) -> list[Item]:
     state = field_of(part, "state")
     status = state.get("status")
+    interrupted = over and status in ("pending", "running")
     error = status == "error"
     output = state.get("error") if error else state.get("output")
     items = tool_pair(
@@ -272,7 +288,11 @@ def _tool_items(ref: str, part: dict[str, Any], time: str | None) -> list[Item]:
         "tool", output=output, answered=status in ("completed", "error"), error=error,
     )  # fmt: skip
     # Pending: the model is still writing the input. Running: the input is final.
-    items[0].complete = status in ("running", "completed", "error")
+    items[0].complete = status in ("running", "completed", "error") or interrupted
+    if interrupted:  # never to finish: its result says so, with no output
+        items[1].complete = True
+        items[1].source_type = "tool:interrupted"
+        items[1].payload.update({"is_error": True, "interrupted": True, "status": status})
     metadata = field_of(state, "metadata")
     child = metadata.get("sessionId")
     if part.get("tool") in _SPAWNING_TOOLS and isinstance(child, str) and child:

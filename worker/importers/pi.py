@@ -13,14 +13,17 @@ entries that follow it belong to it. Mapping of ``message`` entries by role:
 - ``user``: ``message/user`` (harness text typed by ``contracts.harness``);
   ``assistant``: per content block, ``text`` as ``message/assistant``, ``thinking`` as
   ``message/assistant`` with ``thinking``, ``toolCall`` as ``tool/call``; ``toolResult``:
-  ``tool/result`` citing its call; ``bashExecution`` (the user's ``!`` commands):
+  ``tool/result`` citing its call (a call still open when the session's next prompt
+  comes was interrupted, Pi writes no result for it: it gets one marked ``interrupted``,
+  ``is_error``, no output); ``bashExecution`` (the user's ``!`` commands):
   ``command`` and its ``command/output``; ``custom`` (extension messages):
   ``message/context``;
 - ``compaction``: a ``compaction`` replacing the events before ``firstKeptEntryId``;
   ``branch_summary`` (what an abandoned branch did) and ``custom_message`` entries:
   ``message/context``; ``session_info``'s ``name``: ``session/title``.
 
-Model and thinking-level changes, labels, extension state (``custom``), image blocks and
+Model and thinking-level changes, labels, extension state (``custom``), image blocks (of
+prompts too) and
 new entry types are skipped and counted. The format has no session end: sessions are
 ended by ``--idle-seconds``.
 """
@@ -67,6 +70,7 @@ class PiConverter(JsonRecordConverter):
         self.anchor: dict[str, int] = {}  # entry id -> its session's last seq after it
         self.first_seq: dict[str, int] = {}  # entry id -> seq of its first event
         self.calls: dict[str, tuple[str, int, object]] = {}  # tool call id -> event, name
+        self.open_calls: dict[str, str] = {}  # tool call id -> session, until its result
         self.last_entry: str | None = None  # version 1: entries chain in file order
 
     def _record(self, record: dict[str, Any]) -> list[Outgoing]:
@@ -169,16 +173,24 @@ class PiConverter(JsonRecordConverter):
         source = f"message:{role}"
         content = message.get("content")
         if role == "user":
+            for block in content if isinstance(content, list) else []:
+                kind = block.get("type") if isinstance(block, dict) else None
+                if kind != "text":  # an image: not searchable text
+                    self.tally.skip(f"user-block:{kind}")
             text = as_text(content)
             type_ = harness_type(text) or "message/user"
             surface = harness.SURFACES.get(type_, "user")
-            return [self.sessions.emit(session, type_, surface, time, {"text": text}, source)]
+            ended = self._interrupted(session, time)
+            said = self.sessions.emit(session, type_, surface, time, {"text": text}, source)
+            return [*ended, said]
         if role == "assistant":
             blocks = content if isinstance(content, list) else [{"type": "text", "text": content}]
             return [out for block in blocks if (out := self._block(session, block, time))]
         if role == "toolResult":
             call_id = message.get("toolCallId")
             call = self.calls.get(call_id) if isinstance(call_id, str) else None
+            if isinstance(call_id, str):
+                self.open_calls.pop(call_id, None)
             payload = {"tool": message.get("toolName"), "call_id": call_id,
                        "output": as_text(content)}  # fmt: skip
             if message.get("isError") is True:
@@ -199,6 +211,22 @@ class PiConverter(JsonRecordConverter):
         self.tally.skip(f"{source}:new")
         return []
 
+    def _interrupted(self, session: str, time: str | None) -> list[Outgoing]:
+        """The session's calls still without a result when its next prompt comes: Pi wrote
+        none (a tool interrupted by Ctrl-C), so each gets one marked ``interrupted``."""
+        out = []
+        for call_id, owner in list(self.open_calls.items()):
+            if owner != session:
+                continue
+            del self.open_calls[call_id]
+            _, seq, tool = self.calls[call_id]
+            payload = {"tool": tool, "call_id": call_id, "output": "", "is_error": True,
+                       "interrupted": True}  # fmt: skip
+            source = "toolResult:missing"
+            out.append(self.sessions.emit(session, "tool/result", "tool", time, payload, source,
+                                          cites=[(session, seq)]))  # fmt: skip
+        return out
+
     def _block(self, session: str, block: object, time: str | None) -> Outgoing | None:
         if not isinstance(block, dict):
             return None
@@ -217,6 +245,7 @@ class PiConverter(JsonRecordConverter):
             out = self.sessions.emit(session, "tool/call", "assistant", time, payload, source)
             if call_id:
                 self.calls[call_id] = (session, out.seq, block.get("name"))
+                self.open_calls[call_id] = session
             return out
         self.tally.skip(source)
         return None

@@ -17,7 +17,10 @@ with ``uuid``, ``parentUuid``, ``sessionId``, ``timestamp``, ``cwd``, ``version`
   ``message/context``; a ``parent_session`` record before any message makes the
   session a child of the one it names;
 - records of a sub-agent (``isSidechain`` with ``agentId``) form the child session
-  ``<session>-agent-<agentId>``.
+  ``<session>-agent-<agentId>``; newer versions (0.24) write them in a file of their own,
+  ``subagents/<session id>/agent-<type>-<call id>.jsonl``, beside a ``.meta.json`` whose
+  ``toolUseId`` names the spawning call (the child's start cites it) and whose
+  ``description`` titles the child (read after the parent's chats: ``chats`` sorts first).
 
 Other system subtypes (telemetry, snapshots, model and mode bindings, goals) and new
 record types are skipped and counted. Sessions are ended by ``--idle-seconds``.
@@ -29,12 +32,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Final
 
+import orjson
+
 from contracts import harness
 from contracts.harness import harness_type
 from worker.importers.base import (
     Converter,
     JsonRecordConverter,
     Outgoing,
+    Spawn,
+    SpawnLinks,
     as_text,
     cut,
     iso_time,
@@ -45,17 +52,29 @@ from worker.importers.plugin import ConvertOptions, Importer, json_objects
 
 NAME: Final = "qwen-code"
 _CONTEXT_SUBTYPES: Final = frozenset({"at_command", "notification"})
+SUBAGENTS: Final = "subagents"
 
 
 def _fields(value: object) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+def _meta(path: Path) -> dict[str, Any]:
+    """A sub-agent file's ``.meta.json`` (its spawning call, description), if any."""
+    try:
+        return _fields(orjson.loads(path.with_suffix(".meta.json").read_bytes()))
+    except (OSError, orjson.JSONDecodeError):
+        return {}
+
+
 class QwenConverter(JsonRecordConverter):
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, links: SpawnLinks | None = None) -> None:
         super().__init__(path, NAME)
         self.calls: dict[str, tuple[str, int, object]] = {}  # functionCall id -> event, name
         self.parents: dict[str, str] = {}  # session -> parent named by parent_session
+        self.links: SpawnLinks = {} if links is None else links
+        self.meta = _meta(path) if path.parent.parent.name == SUBAGENTS else {}
+        self.raw = ""  # the session id of the record being converted
 
     def _record(self, record: dict[str, Any]) -> list[Outgoing]:
         kind, raw = record.get("type"), record.get("sessionId")
@@ -70,6 +89,7 @@ class QwenConverter(JsonRecordConverter):
                 self.parents[safe_id(raw)] = safe_id(parent)
             return []
         out: list[Outgoing] = []
+        self.raw = raw
         session = self._session(record, raw, time, out)
         if kind == "system":
             out += self._system(session, str(record.get("subtype")), payload, time)
@@ -95,8 +115,16 @@ class QwenConverter(JsonRecordConverter):
             if isinstance(agent, str) and sidechain:
                 extra["agent_id"] = agent
             parent = main if sidechain else self.parents.get(main)
+            tool_use = self.meta.get("toolUseId") if sidechain else None
+            spawn = self.links.get((raw, tool_use)) if isinstance(tool_use, str) else None
+            cites = [(spawn.session_id, spawn.seq)] if spawn else None
             out.append(self.sessions.start(session, time=time, cwd=cwd or None, parent=parent,
-                                           extra=extra))  # fmt: skip
+                                           extra=extra, cites=cites))  # fmt: skip
+            title = self.meta.get("description") if spawn else None
+            if isinstance(title, str) and title:
+                payload = {"title": cut(title)}
+                out.append(self.sessions.emit(session, "session/title", "system", None,
+                                              payload, "meta:description"))  # fmt: skip
         return session
 
     def _part(
@@ -121,6 +149,8 @@ class QwenConverter(JsonRecordConverter):
             out = emit(session, "tool/call", "assistant", time, payload, f"{kind}:functionCall")
             if call_id:
                 self.calls[call_id] = (session, out.seq, call.get("name"))
+                # A sub-agent file read later names this call (its meta's toolUseId).
+                self.links[(self.raw, call_id)] = Spawn(session, out.seq)
             return [out]
         response = _fields(part.get("functionResponse"))
         if response:
@@ -177,7 +207,9 @@ class QwenCodeImporter(Importer):
         return [Path.home() / ".qwen" / "projects"]
 
     def accepts(self, path: Path) -> bool:
-        return path.parent.name == "chats"
+        return path.parent.name == "chats" or (
+            path.parent.parent.name == SUBAGENTS and path.name.startswith("agent-")
+        )
 
     def detect(self, path: Path, head: Sequence[bytes]) -> bool:
         return any(
@@ -187,4 +219,4 @@ class QwenCodeImporter(Importer):
         )  # fmt: skip
 
     def converter(self, path: Path, options: ConvertOptions) -> Converter:
-        return QwenConverter(path)
+        return QwenConverter(path, links=options.links)

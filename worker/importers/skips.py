@@ -80,6 +80,7 @@ _PI: Final = {
     "record:custom": "extension state",
     "record:session:repeated": "a repeated session header",
     "message:assistant:image": _IMAGES,
+    "user-block:*": _IMAGES,
 }
 
 BUILT_IN: Final[dict[str, Reasons]] = {
@@ -123,16 +124,24 @@ BUILT_IN: Final[dict[str, Reasons]] = {
         "response_item:reasoning:unreadable": "encrypted reasoning: nothing readable",
         "response_item:ghost_snapshot": "undo snapshots of the working tree",
         "user-part:input_image": _IMAGES,
+        # Seen in what Codex 0.171.0 writes (tests/importers/recorded/codex).
+        "record:world_state": "the turn's environment and settings (cwd, shell, mode)",
+        "record:token_usage_record": "token usage",
+        "record:inter_agent_communication_metadata": "routing of a message between agents",
+        "agent_message-part:encrypted_content": "an agent message's encrypted payload",
     },
     "gemini-cli": {
         "record:$rewindTo": "a rewind: what was published stays",
         "record:$set:messages": "a rewrite of the whole history; its messages were read as"
         " they were appended",
+        "*-part:inlineData:*": "images and files inlined in a prompt: not searchable text",
+        "*-part:fileData:*": "files referenced in a prompt: not searchable text",
     },
     "qwen-code": {
         "record:system:ui_telemetry": "telemetry",
         "record:system:slash_command:no-output": "a slash command that printed nothing",
         "record:file-history": "file snapshots",
+        "record:system:attribution_snapshot": "which files the agent changed, for attribution",
     },
     "copilot-cli": {
         "record:assistant.turn_start": "turn boundary",

@@ -62,14 +62,15 @@ def conversation(body: dict[str, Any], model: str) -> Conversation:
                 )
             elif "text" in part and not part.get("thought"):
                 texts.append(str(part["text"]))
-        if results:
-            turns += results
-            if texts:
-                turns.append(Turn(role="user", text="\n".join(texts)))
-        elif role == "model":
+        if role == "model":
             turns.append(Turn(role="assistant", text="".join(texts), tool_calls=tuple(calls)))
         else:
-            turns.append(Turn(role="user", text="\n".join(texts)))
+            # Each text part its own turn: Gemini CLI sends its session context and the
+            # prompt as two parts of one content.
+            turns += results
+            turns += [Turn(role="user", text=text) for text in texts]
+            if not results and not texts:
+                turns.append(Turn(role="user", text=""))
     tools = tuple(
         str(declaration.get("name", ""))
         for tool in body.get("tools") or []
@@ -93,7 +94,9 @@ def usage(conv: Conversation, reply: Reply) -> dict[str, int]:
 def parts(reply: Reply) -> list[list[dict[str, Any]]]:
     """The reply's parts, grouped as the stream sends them (one group per document)."""
     groups: list[list[dict[str, Any]]] = []
-    groups += [[{"text": piece, "thought": True}] for piece in pieces(reply.reasoning)]
+    # A thought in one part: the CLI keeps each streamed thought part as its own thought.
+    if reply.reasoning:
+        groups.append([{"text": reply.reasoning, "thought": True}])
     groups += [[{"text": piece}] for piece in pieces(reply.text)]
     calls = [
         {"functionCall": {"id": call.id, "name": call.name, "args": call.arguments}}
@@ -125,7 +128,11 @@ def generate(match: re.Match[str], body: dict[str, Any], script: Script) -> Http
     counts = usage(conv, reply)
     groups = parts(reply)
     if method == "generateContent":
-        whole = [part for group in groups for part in group]
+        # One part each: the thought, the text, each call.
+        whole = [part for group in parts(Reply(reasoning=reply.reasoning)) for part in group]
+        whole = whole if reply.reasoning else []
+        whole += [{"text": reply.text}] if reply.text else []
+        whole += [part for part in groups[-1] if "functionCall" in part]
         return HttpReply(
             200, "application/json", [json.dumps(document(whole, model, True, counts)).encode()]
         )
@@ -138,10 +145,12 @@ def generate(match: re.Match[str], body: dict[str, Any], script: Script) -> Http
 
 
 def count_tokens(match: re.Match[str], body: dict[str, Any], script: Script) -> HttpReply:
-    size = len(json.dumps(body.get("contents") or body))
-    return HttpReply(
-        200, "application/json", [json.dumps({"totalTokens": max(1, size // 4)}).encode()]
-    )
+    # Counted as the usage figures are (text, 4 characters a token): a compressed history
+    # then counts fewer tokens than the one it replaces, as with the real model.
+    request = body.get("generateContentRequest") or body
+    conv = conversation(request, match.group("model"))
+    total = max(1, (len(conv.system) + sum(len(turn.text) for turn in conv.turns)) // 4)
+    return HttpReply(200, "application/json", [json.dumps({"totalTokens": total}).encode()])
 
 
 def embed(match: re.Match[str], body: dict[str, Any], script: Script) -> HttpReply:

@@ -51,7 +51,17 @@ def conversation(body: dict[str, Any]) -> Conversation:
         if role in ("system", "developer"):
             system.append(text)
         elif role == "user":
-            turns.append(Turn(role="user", text=text))
+            # Each text part its own turn: agents send harness text (reminders, context) and
+            # the prompt as parts of one message.
+            content = message.get("content")
+            if isinstance(content, list):
+                turns += [
+                    Turn(role="user", text=str(part.get("text", "")))
+                    for part in content
+                    if isinstance(part, dict) and part.get("type") in ("text", "input_text")
+                ]
+            else:
+                turns.append(Turn(role="user", text=text))
         elif role == "assistant":
             calls = tuple(
                 ToolCall(

@@ -22,9 +22,9 @@ def content_text(content: Any) -> str:
         return content
     if isinstance(content, list):
         return "\n".join(
-            str(part.get("text", ""))
+            str(part.get("text", part.get("encrypted_content", "")))
             for part in content
-            if isinstance(part, dict) and "text" in part
+            if isinstance(part, dict) and ("text" in part or "encrypted_content" in part)
         )
     return ""
 
@@ -55,6 +55,10 @@ def conversation(body: dict[str, Any]) -> Conversation:
                 turns.append(Turn(role="user", text=text))
             elif role == "assistant":
                 turns.append(Turn(role="assistant", text=text))
+        elif kind == "agent_message":
+            # A message between Codex's agents (a task for a sub-agent, its final answer):
+            # a routing header, then the payload (plain here: "encrypted" only in name).
+            turns.append(Turn(role="user", text=content_text(item.get("content"))))
         elif kind in ("function_call", "custom_tool_call"):
             arguments = (
                 arguments_of(item.get("arguments"))
@@ -82,13 +86,28 @@ def conversation(body: dict[str, Any]) -> Conversation:
                     is_error=failed,
                 )
             )
-    tools = tuple(str(tool.get("name") or tool.get("type", "")) for tool in body.get("tools") or [])
+    tools = tuple(name for name in namespaces(body)) + tuple(
+        str(tool.get("name") or tool.get("type", ""))
+        for tool in body.get("tools") or []
+        if tool.get("type") != "namespace"
+    )
     return Conversation(
         system="\n\n".join(part for part in system if part),
         turns=tuple(turns),
         tools=tools,
         model=str(body.get("model", "")),
     )
+
+
+def namespaces(body: dict[str, Any]) -> dict[str, str]:
+    """Tools offered inside a namespace (Codex's ``collaboration`` sub-agent tools), by name:
+    their calls name the namespace."""
+    return {
+        str(inner.get("name")): str(tool.get("name"))
+        for tool in body.get("tools") or []
+        if tool.get("type") == "namespace"
+        for inner in tool.get("tools") or []
+    }
 
 
 def custom_tools(body: dict[str, Any]) -> set[str]:
@@ -119,7 +138,7 @@ def output_items(reply: Reply, body: dict[str, Any], stamp: int) -> list[dict[st
                 "content": [{"type": "output_text", "text": reply.text, "annotations": []}],
             }
         )
-    custom = custom_tools(body)
+    custom, spaces = custom_tools(body), namespaces(body)
     for index, call in enumerate(reply.tool_calls):
         if call.name in custom:
             items.append(
@@ -133,16 +152,17 @@ def output_items(reply: Reply, body: dict[str, Any], stamp: int) -> list[dict[st
                 }
             )
         else:
-            items.append(
-                {
-                    "type": "function_call",
-                    "id": f"fc_{stamp}_{index}",
-                    "status": "completed",
-                    "call_id": call.id,
-                    "name": call.name,
-                    "arguments": call.arguments_json,
-                }
-            )
+            item = {
+                "type": "function_call",
+                "id": f"fc_{stamp}_{index}",
+                "status": "completed",
+                "call_id": call.id,
+                "name": call.name,
+                "arguments": call.arguments_json,
+            }
+            if call.name in spaces:
+                item["namespace"] = spaces[call.name]
+            items.append(item)
     return items
 
 
