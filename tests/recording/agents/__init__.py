@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import importlib
+import json
 import pkgutil
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -89,6 +90,19 @@ class Recipe:
     @property
     def task(self) -> Path:
         return self.record_dir / "shop"
+
+
+def session_id_of(stdout: str) -> str | None:
+    """The ``session_id`` of the last JSON line that names one (an agent's JSON output,
+    e.g. ``claude -p --output-format stream-json``, ``droid exec -o json``)."""
+    for line in reversed(stdout.strip().splitlines()):
+        try:
+            value = json.loads(line).get("session_id")
+        except (ValueError, AttributeError):
+            continue
+        if isinstance(value, str):
+            return value
+    return None
 
 
 def recipes() -> dict[str, Recipe]:

@@ -25,6 +25,7 @@ from tests.recording.agents import (
     Recipe,
     RunContext,
     Step,
+    session_id_of,
 )
 from tests.recording.script import Conversation, Reply, ToolCall, call
 from tests.recording.scrub import OwnText
@@ -188,17 +189,6 @@ class ClaudeCodeScript:
         return Reply(text="Fixed: Ledger.balance now sums every entry, and test_ledger passes.")
 
 
-def _session_id(stdout: str) -> str | None:
-    for line in reversed(stdout.strip().splitlines()):
-        try:
-            value = json.loads(line).get("session_id")
-        except (ValueError, AttributeError):
-            continue
-        if isinstance(value, str):
-            return value
-    return None
-
-
 def _env(ctx: RunContext) -> dict[str, str]:
     return {
         "ANTHROPIC_BASE_URL": ctx.base_url,
@@ -260,7 +250,7 @@ RECIPE = Recipe(
     ),
     script=ClaudeCodeScript,
     env=_env,
-    captures={"session_id": _session_id},
+    captures={"session_id": session_id_of},
     # The package ships a native executable: no Node needed.
     node=None,
     expect={

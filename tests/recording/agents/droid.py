@@ -31,6 +31,7 @@ from tests.recording.agents import (
     Recipe,
     RunContext,
     Step,
+    session_id_of,
 )
 from tests.recording.script import Conversation, Reply, ToolCall, call
 from tests.recording.scrub import OwnText
@@ -140,17 +141,6 @@ class DroidScript:
         return Reply(text="Fixed: Ledger.balance now sums every entry, and test_ledger passes.")
 
 
-def _session_id(stdout: str) -> str | None:
-    for line in reversed(stdout.strip().splitlines()):
-        try:
-            value = json.loads(line).get("session_id")
-        except (ValueError, AttributeError):
-            continue
-        if isinstance(value, str):
-            return value
-    return None
-
-
 def _prepare(ctx: RunContext) -> None:
     factory = ctx.home / ".factory"
     factory.mkdir(parents=True, exist_ok=True)
@@ -188,7 +178,7 @@ RECIPE = Recipe(
     script=DroidScript,
     env=_env,
     prepare=_prepare,
-    captures={"session_id": _session_id},
+    captures={"session_id": session_id_of},
     note="the platform package of @factory/cli (0.225.1's own is not offered)",
     expect={
         "sessions": 1,
