@@ -37,7 +37,7 @@ import os
 import sqlite3
 import sys
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Final
 
@@ -63,17 +63,6 @@ _SPAWNING_TOOLS: Final = ("spawn_agent",)  # compared with ==: a damaged name ma
 _OPTIONAL: Final = ("parent_id", "folder_paths", "folder_paths_order", "created_at")
 
 
-class _NoZstd(Exception):
-    """A zstd row, and no zstd decompressor here."""
-
-
-def _decompress(data: bytes) -> bytes:
-    decompress = zstd.decompressor()
-    if decompress is None:
-        raise _NoZstd
-    return decompress(data)
-
-
 def zed_data_dir() -> Path:
     """Zed's ``paths::data_dir``."""
     if sys.platform == "darwin":
@@ -89,7 +78,8 @@ def read_database(path: Path, cache: SessionCache | None = None) -> Snapshot:
     whose ``updated_at`` and size did not change is not decoded again."""
     snapshot = Snapshot()
     cache = SessionCache() if cache is None else cache
-    compressed = 0
+    compressed = 0  # zstd rows this Python cannot read
+    decompress = zstd.decompressor()
     try:
         with read_only(path) as conn:
             if "threads" not in tables(conn):
@@ -105,13 +95,13 @@ def read_database(path: Path, cache: SessionCache | None = None) -> Snapshot:
                 stamp = (info["updated_at"], info["data_type"], info["size"], info["summary"])
                 session = cache.get(str(info["id"]), stamp)
                 if session is None:
+                    if info["data_type"] == "zstd" and decompress is None:
+                        compressed += 1
+                        continue
                     data = conn.execute("SELECT data FROM threads WHERE id = ?",
                                         (info["id"],)).fetchone()[0]  # fmt: skip
                     try:
-                        thread = _thread(info["data_type"], data)
-                    except _NoZstd:
-                        compressed += 1
-                        continue
+                        thread = _thread(info["data_type"], data, decompress)
                     except (ValueError, orjson.JSONDecodeError) as exc:
                         problem = f"thread {info['id']}: cannot read it: {exc}"
                         snapshot.problems.append(Problem(str(path), 0, problem))
@@ -128,13 +118,15 @@ def read_database(path: Path, cache: SessionCache | None = None) -> Snapshot:
     return snapshot
 
 
-def _thread(data_type: object, data: object) -> dict[str, Any]:
+def _thread(
+    data_type: object, data: object, decompress: Callable[[bytes], bytes] | None
+) -> dict[str, Any]:
     raw = data if isinstance(data, bytes) else str(data).encode()
     if data_type == "zstd":
+        if decompress is None:  # the caller counts these rows instead
+            raise ValueError("zstd-compressed, and this Python has no zstd")
         try:
-            raw = _decompress(raw)
-        except _NoZstd:
-            raise
+            raw = decompress(raw)
         except Exception as exc:  # zstandard.ZstdError and friends: a damaged row
             raise ValueError(f"not a zstd frame: {exc}") from exc
     elif data_type != "json":
