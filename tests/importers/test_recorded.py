@@ -180,7 +180,8 @@ async def test_watch_picks_up_an_appended_turn(
 ) -> None:  # fmt: skip
     pattern = recorded["expect"].get("watch")
     if pattern is None:
-        pytest.skip(f"{recorded['agent']}: its sessions are whole documents, not appended lines")
+        why = recorded["expect"].get("no_watch", "its sessions are whole documents, not lines")
+        pytest.skip(f"{recorded['agent']}: {why}")
     fmt, root = recorded["format"], tmp_path / "sessions"
     # copyfile: fresh modification times, so watch does not end the sessions as idle.
     shutil.copytree(recorded["root"], root, copy_function=shutil.copyfile)
