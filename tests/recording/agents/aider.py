@@ -29,7 +29,9 @@ from tests.recording.scrub import OwnText
 
 MODEL = "openai/scripted-model"
 
-FIX_REPLY = f"""balance() skips the first entry: it sums `self.entries[1:]`. It should sum every entry.
+FIX_REPLY = (
+    ("balance() skips the first entry: it sums `self.entries[1:]`. It should sum every entry.")
+    + f"""
 
 ledger.py
 ```python
@@ -46,6 +48,7 @@ Run the test again:
 python3 -m unittest -v test_ledger
 ```
 """
+)
 
 REFUND_REPLY = (
     "I'll add a refund test: a refund of 4 from 10 leaves 6.\n\ntest_refunds.py\n```python\n"
@@ -76,7 +79,8 @@ def _env(ctx: RunContext) -> dict[str, str]:
 
 
 # The key comes from the environment: Aider writes its command line into the history.
-_RUN = ("{bin}", "--model", MODEL, "--openai-api-base", "{base_url}/v1", "--edit-format", "diff", "--yes-always", "--no-auto-commits", "--no-git",
+_RUN = ("{bin}", "--model", MODEL, "--openai-api-base", "{base_url}/v1", "--edit-format",
+        "diff", "--yes-always", "--no-auto-commits", "--no-git",
         "--no-check-update", "--analytics-disable", "--no-show-model-warnings",
         "--no-show-release-notes", "--no-pretty", "--no-fancy-input")  # fmt: skip
 
