@@ -12,6 +12,7 @@ AGENT`` applies a recipe's rule to its committed recording again.
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +32,9 @@ class OwnText:
     prefixes: tuple[str, ...] = ()
     records: Callable[[dict[str, Any]], bool] = field(default=_never)
     min_chars: int = 200
+    # In an SQLite database (``*.db``): (table, column) pairs that hold only the agent's
+    # own text (e.g. Hermes's ``sessions.system_prompt``), every such value of them.
+    columns: tuple[tuple[str, str], ...] = ()
 
 
 def marker(agent: str, text: str) -> str:
@@ -90,10 +94,39 @@ def scrub_file(path: Path, agent: str, rule: OwnText) -> int:
     return count
 
 
+def scrub_db(path: Path, agent: str, rule: OwnText) -> int:
+    """The agent's own text in the rule's columns of one SQLite database replaced; how many
+    values. The database is vacuumed after, so the replaced text leaves its free pages."""
+    count = 0
+    db = sqlite3.connect(path)
+    try:
+        tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master")}
+        for table, column in rule.columns:
+            if table not in tables:
+                continue
+            rows = db.execute(
+                f'SELECT rowid, "{column}" FROM "{table}" WHERE length("{column}") >= ?',
+                (rule.min_chars,),
+            ).fetchall()
+            for rowid, value in rows:
+                if isinstance(value, str):
+                    db.execute(f'UPDATE "{table}" SET "{column}" = ? WHERE rowid = ?',
+                               (marker(agent, value), rowid))  # fmt: skip
+                    count += 1
+        if count:
+            db.commit()
+            db.execute("VACUUM")
+    finally:
+        db.close()
+    return count
+
+
 def scrub_tree(root: Path, agent: str, rule: OwnText) -> int:
-    """Every JSON and JSON Lines file under ``root``; how many strings were replaced."""
-    return sum(
-        scrub_file(path, agent, rule)
-        for path in sorted(root.rglob("*"))
-        if path.is_file() and path.suffix in (".json", ".jsonl")
-    )
+    """Every JSON and JSON Lines file under ``root``, and every SQLite database when the rule
+    names columns; how many strings were replaced."""
+    paths = [path for path in sorted(root.rglob("*")) if path.is_file()]
+    count = sum(scrub_file(path, agent, rule) for path in paths
+                if path.suffix in (".json", ".jsonl"))  # fmt: skip
+    if rule.columns:
+        count += sum(scrub_db(path, agent, rule) for path in paths if path.suffix == ".db")
+    return count
