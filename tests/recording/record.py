@@ -59,7 +59,7 @@ def install(recipe: Recipe) -> None:
         spec = f"{recipe.package}@{recipe.version}"
         subprocess.run(["npm", "install", "--prefix", str(target), spec], check=True)
     else:
-        subprocess.run([sys.executable, "-m", "venv", str(target)], check=True)
+        subprocess.run([recipe.python or sys.executable, "-m", "venv", str(target)], check=True)
         pip = [str(target / "bin" / "pip"), "install", "-q", f"{recipe.package}=={recipe.version}"]
         subprocess.run(pip, check=True)
     if not recipe.executable.exists():

@@ -61,6 +61,9 @@ class Recipe:
     # Values later steps' argv use, read from a finished step's stdout: name -> reader.
     captures: Mapping[str, Callable[[str], str | None]] = field(default_factory=dict)
     node: str | None = None  # a Node major version the agent needs (installed from npm)
+    # The interpreter a PyPI agent's venv is made with, when it needs another Python than
+    # the one running the recorder (Vibe and Kimi CLI need 3.12 or later).
+    python: str | None = None
     expect: Mapping[str, Any] = field(default_factory=dict)  # RECORDED.json's expect
     # Files the agent writes under session_dir that are not sessions (settings, caches).
     exclude: tuple[str, ...] = ()
