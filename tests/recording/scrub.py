@@ -32,6 +32,9 @@ class OwnText:
     prefixes: tuple[str, ...] = ()
     records: Callable[[dict[str, Any]], bool] = field(default=_never)
     min_chars: int = 200
+    # Keys whose whole value is the agent's own text wherever they are met (e.g. Vibe's
+    # ``tools_available``, its tool definitions): every long string under them.
+    fields: tuple[str, ...] = ()
     # In an SQLite database (``*.db``): (table, column) pairs that hold only the agent's
     # own text (e.g. Hermes's ``sessions.system_prompt``), every such value of them.
     columns: tuple[tuple[str, str], ...] = ()
@@ -50,7 +53,7 @@ def _scrub(value: Any, agent: str, rule: OwnText, whole: bool) -> tuple[Any, int
         count = 0
         out: dict[str, Any] = {}
         for key, item in value.items():
-            out[key], n = _scrub(item, agent, rule, whole)
+            out[key], n = _scrub(item, agent, rule, whole or key in rule.fields)
             count += n
         return out, count
     if isinstance(value, list):

@@ -118,8 +118,9 @@ def _env(ctx: RunContext) -> dict[str, str]:
 
 _RUN = ("{bin}", "--legacy-harness", "--auto-approve")
 
-# Vibe's system prompt, should a message copy it (the legacy harness saves none).
-OWN_TEXT = OwnText(prefixes=("You are Mistral Vibe",))
+# Vibe's system prompt (``meta.json``'s ``system_prompt``) and its tool definitions
+# (``tools_available``), in each session's meta.json.
+OWN_TEXT = OwnText(prefixes=("You are Mistral Vibe",), fields=("system_prompt", "tools_available"))
 
 RECIPE = Recipe(
     agent="vibe",
