@@ -99,7 +99,8 @@ def scrub_file(path: Path, agent: str, rule: OwnText) -> int:
 
 def scrub_db(path: Path, agent: str, rule: OwnText) -> int:
     """The agent's own text in the rule's columns of one SQLite database replaced; how many
-    values. The database is vacuumed after, so the replaced text leaves its free pages."""
+    values. The database is vacuumed after, so the replaced text leaves its free pages, and
+    taken out of WAL mode (its -wal file folded in)."""
     count = 0
     db = sqlite3.connect(path)
     try:
@@ -119,8 +120,9 @@ def scrub_db(path: Path, agent: str, rule: OwnText) -> int:
         if count:
             db.commit()
             db.execute("VACUUM")
-            # Out of WAL mode: reading the fixture then leaves no -wal/-shm files beside it.
-            db.execute("PRAGMA journal_mode=DELETE")
+        # Out of WAL mode: what the agent left in its -wal file is folded into the database,
+        # and reading the fixture leaves no -wal/-shm files beside it.
+        db.execute("PRAGMA journal_mode=DELETE")
     finally:
         db.close()
     return count
