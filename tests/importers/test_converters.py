@@ -144,8 +144,8 @@ def test_aider_history_sessions_end_when_the_next_starts() -> None:
     assert first[0]["time"] == "2026-11-29T07:15:02.000Z"  # 09:15:02 at +02:00
     assert first[0]["payload"]["cwd"] == str(AIDER_FILE.absolute().parent)
     assert [e["type"] for e in first] == [
-        "session/start", "tool/result", "message/user", "message/assistant", "tool/result",
-        "session/end",
+        "session/start", "command/output", "message/user", "message/assistant",
+        "command/output", "session/end",
     ]  # fmt: skip
     assert (
         first[2]["payload"]["text"] == "add a retry to the payment client\nwith exponential backoff"

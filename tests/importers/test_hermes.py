@@ -160,12 +160,12 @@ async def test_import_answers_the_tools(
         assert "⟦Fix the checkout total⟧" in lineage
         result = await ask(nc, worker, "session_event_trace", MAIN, session_id=MAIN, seq=8)
         assert f"{MAIN} seq 7 · tool/call" in cites_of(result)
-        # The sub-agent (no cwd) sees only itself: its start cites the delegation (seq 9)
-        # of a session in another workspace, whose id the tools do not show it.
+        # The sub-agent's row names no cwd: it takes its parent's, so it is in the shop's
+        # workspace, its start citing the delegation (seq 9) and its parent tracing it.
         own = await ask(nc, worker, "session_event_read", SUB, session_id=SUB, seq=1)
         assert '"lineage":"subagent"' in own
-        assert '"cites":[{"session_id":"not available in this workspace","seq":9}]' in own
-        # The sub-agent's row names no cwd: its own (no-cwd) workspace, searched by itself.
+        assert f'"cites":[{{"session_id":"{MAIN}","seq":9}}]' in own
+        assert SUB in lineage.split("Descendants")[1]
         found = await ask(nc, worker, "session_event_search", SUB, session_id=SUB,
                           query="apply_codes pricing")  # fmt: skip
         assert "apply_codes" in found

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import shutil
 from collections import Counter
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,8 @@ from tests.importers._agent_e2e import by_session, converted, imported, watch_gr
 from tests.importers.test_import_tools import ask
 from tests.recording.agents import recipes
 from tests.recording.scrub import scrub_tree
-from worker.importers import registry
+from worker.importers import make_converter, registry
+from worker.importers.base import SpawnLinks
 from worker.importers.detect import expand
 from worker.importers.snapshot import SessionCache
 from worker.importers.whole_sources import SnapshotImporter
@@ -137,6 +139,19 @@ def test_converted_as_the_agent_ran(recorded: dict[str, Any]) -> None:
         assert {evs[0]["payload"].get("cwd") for evs in sessions.values()} == {expect["cwd"]}
 
 
+def _said_when_quiet(fmt: str, root: Path) -> int:
+    """How many events a line format's converters publish, past what ``convert`` gives,
+    once their sessions are quiet (``import --idle-seconds``): ends, and titles read then."""
+    importer, links, said = registry.get(fmt), SpawnLinks(), 0
+    for path in expand([root], fmt):
+        converter = make_converter(fmt, path, links=links)
+        for record in importer.records(path, complete=True):
+            converter.feed(record.number, record.data)
+        converter.finish()
+        said += len(converter.end_quiet(datetime.now(UTC) + timedelta(days=1)))
+    return said
+
+
 async def test_imported_and_read_through_the_tools(
     recorded: dict[str, Any], nc: NATS, nats_url: str, subjects: Subjects, tmp_path: Path
 ) -> None:
@@ -145,13 +160,15 @@ async def test_imported_and_read_through_the_tools(
     fmt, root = recorded["format"], recorded["root"]
     events, open_sessions = converted(fmt, root)
     # Each session ends (idle 1 s: every recorded session is over, whenever it was recorded);
-    # a whole source's session gets its title with its end.
+    # a whole source's session gets its title with its end, and so does a line format's
+    # that reads its title then (Kimi's state.json): what its converter says once quiet.
     importer = registry.get(fmt)
-    titled = 0
     if isinstance(importer, SnapshotImporter):
         snapshots = [importer.read(path, SessionCache()) for path in expand([root], fmt)]
         titled = sum(1 for snap in snapshots for session in snap.sessions if session.title)
-    expected = events + len(open_sessions) + titled
+        expected = events + len(open_sessions) + titled
+    else:
+        expected = events + _said_when_quiet(fmt, root)
     async with imported(
         nc, nats_url, subjects, tmp_path, root, fmt, idle="1", expected=expected
     ) as (worker, said):
@@ -180,7 +197,8 @@ async def test_watch_picks_up_an_appended_turn(
 ) -> None:  # fmt: skip
     pattern = recorded["expect"].get("watch")
     if pattern is None:
-        pytest.skip(f"{recorded['agent']}: its sessions are whole documents, not appended lines")
+        why = recorded["expect"].get("no_watch", "its sessions are whole documents, not lines")
+        pytest.skip(f"{recorded['agent']}: {why}")
     fmt, root = recorded["format"], tmp_path / "sessions"
     # copyfile: fresh modification times, so watch does not end the sessions as idle.
     shutil.copytree(recorded["root"], root, copy_function=shutil.copyfile)

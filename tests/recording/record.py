@@ -50,6 +50,19 @@ def node_bin(major: str) -> Path:
     return binary.parent
 
 
+def interpreter(version: str) -> str:
+    """A Python of ``version`` (e.g. ``3.13``): on PATH as ``python3.13`` when it runs there,
+    else one pyenv installed (its shims run only the versions the folder selects)."""
+    name = f"python{version}"
+    found = shutil.which(name)
+    if found and subprocess.run([found, "--version"], capture_output=True).returncode == 0:
+        return found
+    root = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv"))
+    for candidate in sorted(root.glob(f"versions/{version}*/bin/{name}"), reverse=True):
+        return str(candidate)
+    raise SystemExit(f"no {name} to make the venv with")
+
+
 def install(recipe: Recipe) -> None:
     if recipe.executable.exists():
         return
@@ -59,7 +72,8 @@ def install(recipe: Recipe) -> None:
         spec = f"{recipe.package}@{recipe.version}"
         subprocess.run(["npm", "install", "--prefix", str(target), spec], check=True)
     else:
-        subprocess.run([sys.executable, "-m", "venv", str(target)], check=True)
+        python = interpreter(recipe.python) if recipe.python else sys.executable
+        subprocess.run([python, "-m", "venv", str(target)], check=True)
         pip = [str(target / "bin" / "pip"), "install", "-q", f"{recipe.package}=={recipe.version}"]
         subprocess.run(pip, check=True)
     if not recipe.executable.exists():

@@ -12,6 +12,7 @@ AGENT`` applies a recipe's rule to its committed recording again.
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +32,12 @@ class OwnText:
     prefixes: tuple[str, ...] = ()
     records: Callable[[dict[str, Any]], bool] = field(default=_never)
     min_chars: int = 200
+    # Keys whose whole value is the agent's own text wherever they are met (e.g. Vibe's
+    # ``tools_available``, its tool definitions): every long string under them.
+    fields: tuple[str, ...] = ()
+    # In an SQLite database (``*.db``): (table, column) pairs that hold only the agent's
+    # own text (e.g. Hermes's ``sessions.system_prompt``), every such value of them.
+    columns: tuple[tuple[str, str], ...] = ()
 
 
 def marker(agent: str, text: str) -> str:
@@ -46,7 +53,7 @@ def _scrub(value: Any, agent: str, rule: OwnText, whole: bool) -> tuple[Any, int
         count = 0
         out: dict[str, Any] = {}
         for key, item in value.items():
-            out[key], n = _scrub(item, agent, rule, whole)
+            out[key], n = _scrub(item, agent, rule, whole or key in rule.fields)
             count += n
         return out, count
     if isinstance(value, list):
@@ -90,10 +97,43 @@ def scrub_file(path: Path, agent: str, rule: OwnText) -> int:
     return count
 
 
+def scrub_db(path: Path, agent: str, rule: OwnText) -> int:
+    """The agent's own text in the rule's columns of one SQLite database replaced; how many
+    values. The database is vacuumed after, so the replaced text leaves its free pages, and
+    taken out of WAL mode (its -wal file folded in)."""
+    count = 0
+    db = sqlite3.connect(path)
+    try:
+        tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master")}
+        for table, column in rule.columns:
+            if table not in tables:
+                continue
+            rows = db.execute(
+                f'SELECT rowid, "{column}" FROM "{table}" WHERE length("{column}") >= ?',
+                (rule.min_chars,),
+            ).fetchall()
+            for rowid, value in rows:
+                if isinstance(value, str):
+                    db.execute(f'UPDATE "{table}" SET "{column}" = ? WHERE rowid = ?',
+                               (marker(agent, value), rowid))  # fmt: skip
+                    count += 1
+        if count:
+            db.commit()
+            db.execute("VACUUM")
+        # Out of WAL mode: what the agent left in its -wal file is folded into the database,
+        # and reading the fixture leaves no -wal/-shm files beside it.
+        db.execute("PRAGMA journal_mode=DELETE")
+    finally:
+        db.close()
+    return count
+
+
 def scrub_tree(root: Path, agent: str, rule: OwnText) -> int:
-    """Every JSON and JSON Lines file under ``root``; how many strings were replaced."""
-    return sum(
-        scrub_file(path, agent, rule)
-        for path in sorted(root.rglob("*"))
-        if path.is_file() and path.suffix in (".json", ".jsonl")
-    )
+    """Every JSON and JSON Lines file under ``root``, and every SQLite database when the rule
+    names columns; how many strings were replaced."""
+    paths = [path for path in sorted(root.rglob("*")) if path.is_file()]
+    count = sum(scrub_file(path, agent, rule) for path in paths
+                if path.suffix in (".json", ".jsonl"))  # fmt: skip
+    if rule.columns:
+        count += sum(scrub_db(path, agent, rule) for path in paths if path.suffix == ".db")
+    return count

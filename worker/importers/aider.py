@@ -3,8 +3,9 @@
 - ``# aider chat started at YYYY-MM-DD HH:MM:SS`` starts a session; the next such line
   ends the previous one (``session/end``), since the file says that session is over;
 - consecutive ``#### ...`` lines are one user message (``message/user``);
-- consecutive ``> ...`` lines are tool output (``tool/result``: edits applied, command
-  output, warnings);
+- consecutive ``> ...`` lines are what Aider itself printed (``command/output``: its banner
+  and command line, edits applied, confirmations, command output, warnings): no tool call
+  of the model's stands behind them, so they are not a ``tool/result``;
 - every other non-blank run of lines is the assistant's reply (``message/assistant``).
 
 The file's directory is the session's cwd (Aider writes the history in the directory it
@@ -123,8 +124,8 @@ class AiderConverter:
             return [self.sessions.emit(self.session, "message/user", "user", time,
                                        {"text": cut(text)}, "####")]  # fmt: skip
         if kind == "tool":
-            return [self.sessions.emit(self.session, "tool/result", "tool", time,
-                                       {"output": cut(text)}, ">")]  # fmt: skip
+            return [self.sessions.emit(self.session, "command/output", "tool", time,
+                                       {"text": cut(text)}, ">")]  # fmt: skip
         return [self.sessions.emit(self.session, "message/assistant", "assistant", time,
                                    {"text": cut(text)}, "text")]  # fmt: skip
 

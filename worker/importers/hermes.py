@@ -5,7 +5,8 @@ Read from the writer in the ``hermes-agent`` package 0.19.0 (``hermes_state.py``
 version 22; ``run_agent.py``'s flush, ``agent/conversation_compression.py``,
 ``agent/context_compressor.py``, ``tools/delegate_tool.py``):
 
-- a ``sessions`` row starts a session (``hermes-<id>``; cwd: ``cwd``; title: ``title``;
+- a ``sessions`` row starts a session (``hermes-<id>``; cwd: ``cwd``, else its nearest
+  ancestor's (a sub-agent has none); title: ``title``;
   ``source``, the platform it ran on (cli, telegram, subagent...), kept as ``platform``);
   ``parent_session_id`` makes it a child. Hermes links three kinds of child, told apart
   as Hermes itself does: a continuation after compression (the parent ended with
@@ -98,8 +99,7 @@ def read_database(path: Path, cache: SessionCache | None = None) -> Snapshot:
                 stamp = (*info.values(), *stamps.get(key, ()))
                 session = cache.get(key, stamp)
                 if session is None:
-                    session = cache.put(key, stamp, _session(info, by_id.get(
-                        str(info.get("parent_session_id")))))  # fmt: skip
+                    session = cache.put(key, stamp, _session(info, by_id))
                     query = f"SELECT {picked} FROM messages WHERE session_id = ? ORDER BY id"
                     written: set[tuple[object, ...]] = set()
                     for message in conn.execute(query, (key,)):
@@ -119,9 +119,10 @@ def read_database(path: Path, cache: SessionCache | None = None) -> Snapshot:
     return snapshot
 
 
-def _session(info: dict[str, Any], parent_row: dict[str, Any] | None) -> SourceSession:
-    cwd, title = info.get("cwd"), info.get("title")
+def _session(info: dict[str, Any], by_id: dict[str, dict[str, Any]]) -> SourceSession:
+    title = info.get("title")
     parent = info.get("parent_session_id")
+    parent_row = by_id.get(str(parent)) if parent else None
     extra: dict[str, Any] = {}
     if isinstance(info.get("source"), str):
         extra["platform"] = info["source"]
@@ -131,12 +132,28 @@ def _session(info: dict[str, Any], parent_row: dict[str, Any] | None) -> SourceS
         extra["lineage"] = _lineage(info, parent_row)
     return SourceSession(
         session_id=safe_id(str(info["id"]), prefix=PREFIX),
-        cwd=cwd.strip() if isinstance(cwd, str) and cwd.strip() else None,
+        cwd=_cwd(info, by_id),
         time=from_seconds(info.get("started_at")),
         title=title if isinstance(title, str) and title.strip() else None,
         parent=safe_id(str(parent), prefix=PREFIX) if parent else None,
         extra=extra,
     )
+
+
+def _cwd(info: dict[str, Any], by_id: dict[str, dict[str, Any]]) -> str | None:
+    """The session's ``cwd``, else its nearest ancestor's: Hermes writes none for a
+    sub-agent, which runs in its parent's process and folder (left without one, it would
+    sit in another workspace than the session that started it)."""
+    seen: set[str] = set()
+    row: dict[str, Any] | None = info
+    while row is not None and str(row["id"]) not in seen:
+        cwd = row.get("cwd")
+        if isinstance(cwd, str) and cwd.strip():
+            return cwd.strip()
+        seen.add(str(row["id"]))
+        parent = row.get("parent_session_id")
+        row = by_id.get(str(parent)) if parent else None
+    return None
 
 
 def _lineage(info: dict[str, Any], parent: dict[str, Any] | None) -> str:

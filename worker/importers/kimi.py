@@ -98,10 +98,11 @@ def share_dir() -> Path:
     return Path(moved) if moved else Path.home() / ".kimi"
 
 
-def work_dirs() -> dict[str, str]:
-    """``kimi.json``: the sessions folder's name (the work dir's hash) -> the work dir."""
+def work_dirs(share: Path | None = None) -> dict[str, str]:
+    """``kimi.json`` (in ``share``, else this machine's share dir): the sessions folder's
+    name (the work dir's hash) -> the work dir."""
     try:
-        listed = orjson.loads((share_dir() / "kimi.json").read_bytes())
+        listed = orjson.loads(((share or share_dir()) / "kimi.json").read_bytes())
     except (OSError, orjson.JSONDecodeError):
         return {}
     found = {}
@@ -111,6 +112,20 @@ def work_dirs() -> dict[str, str]:
             kaos = entry.get("kaos") or "local"
             found[digest if kaos == "local" else f"{kaos}_{digest}"] = entry["path"]
     return found
+
+
+def work_dir_of(folder: Path) -> str | None:
+    """The work dir whose hash names a session ``folder``'s parent: from the ``kimi.json``
+    of the share dir the folder is in (``<share>/sessions/<hash>/<session>``: a copy of
+    another machine's, or a moved one), else from this machine's."""
+    shares = [share_dir()]
+    if folder.parent.parent.name == "sessions":
+        shares.insert(0, folder.parent.parent.parent)
+    for share in shares:
+        found = work_dirs(share).get(folder.parent.name)
+        if found is not None:
+            return found
+    return None
 
 
 def _json_file(path: Path) -> dict[str, Any]:
@@ -173,7 +188,7 @@ class KimiConverter(JsonRecordConverter):
             spawn = self.links.get((self.raw, self.agent))
             cites = [(spawn.session_id, spawn.seq)] if spawn else None
         return self.sessions.start(
-            self.session, time=time, cwd=work_dirs().get(self.folder.parent.name),
+            self.session, time=time, cwd=work_dir_of(self.folder),
             parent=parent, extra=extra, cites=cites,
         )  # fmt: skip
 
@@ -316,7 +331,7 @@ class KimiConverter(JsonRecordConverter):
                 payload.get("subagent_type"), str) else {}  # fmt: skip
             cites = [(self.session, called[0])] if called is not None else None
             out.append(self.sessions.start(
-                child, time=time, cwd=work_dirs().get(self.folder.parent.name),
+                child, time=time, cwd=work_dir_of(self.folder),
                 parent=self.session, extra=extra, cites=cites,
             ))  # fmt: skip
             self.titles[child] = described

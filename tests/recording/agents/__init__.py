@@ -62,6 +62,9 @@ class Recipe:
     # Values later steps' argv use, read from a finished step's stdout: name -> reader.
     captures: Mapping[str, Callable[[str], str | None]] = field(default_factory=dict)
     node: str | None = None  # a Node major version the agent needs (installed from npm)
+    # The Python version (e.g. "3.13") a PyPI agent's venv is made with, when it needs
+    # another than the one running the recorder (Vibe needs 3.12, Kimi CLI 3.13 here).
+    python: str | None = None
     expect: Mapping[str, Any] = field(default_factory=dict)  # RECORDED.json's expect
     # Files the agent writes under session_dir that are not sessions (settings, caches).
     exclude: tuple[str, ...] = ()
