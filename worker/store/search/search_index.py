@@ -46,13 +46,15 @@ import tantivy
 from contracts.harness import first_prompt
 from worker.store import tables
 from worker.store.database import Database
+from worker.store.files.schema import TITLE_PROMPTS
 from worker.store.search import analysis, ranking
 from worker.store.search.text import searchable_text
 
 log = structlog.get_logger(__name__)
 
 # 2: workspace markers and the length prior (ranking from the workspace's own statistics).
-SEARCH_INDEX_VERSION: Final = 2
+# 3: the first prompt's marker on that event alone, whatever the batches (issue 42).
+SEARCH_INDEX_VERSION: Final = 3
 _VERSION_FILE: Final = "sessionquery-search.json"
 _TOKENIZER: Final = "sq_whitespace"
 # The reserved document holding the follower's position (ids never contain "~").
@@ -222,7 +224,12 @@ class SearchIndexWriter:
         deletion_id = self._apply_deletions(writer)
         rows, at = conn.rows(
             tables.SEARCH_EVENTS_AFTER,
-            {"cap": self._body_cap, "after": self._position.event_id, "limit": max_events},
+            {
+                "cap": self._body_cap,
+                "after": self._position.event_id,
+                "limit": max_events,
+                "prompts": TITLE_PROMPTS,
+            },
         )
         values = at.getter(tables.SEARCH_DOCUMENT_NAMES)
         for row in rows:
@@ -372,7 +379,20 @@ def _stale_reason(path: Path, uid: int) -> str | None:
 
 
 def _document(row: Sequence[Any]) -> tantivy.Document:
-    event_id, session_id, seq, kind, surface, time_ms, stream_seq, ws, body, raw, prompts = row
+    (
+        event_id,
+        session_id,
+        seq,
+        kind,
+        surface,
+        time_ms,
+        stream_seq,
+        ws,
+        body,
+        raw,
+        prompts,
+        before,
+    ) = row
     text = body
     if raw is not None:  # the store's column was cut: index the whole event
         with contextlib.suppress(ValueError):
@@ -385,7 +405,7 @@ def _document(row: Sequence[Any]) -> tantivy.Document:
     doc.add_unsigned("id", event_id)
     doc.add_text("sid", session_id)
     doc.add_text("ex", exact)
-    lead = kind == TITLE_TYPE or _is_first_prompt(body, prompts)
+    lead = kind == TITLE_TYPE or _is_first_prompt(body, prompts, before)
     doc.add_text("nm", f"{derived} {_markers(key, lead, surface, words)}")
     doc.add_text("type", kind)
     doc.add_text("surface", surface)
@@ -396,16 +416,28 @@ def _document(row: Sequence[Any]) -> tantivy.Document:
     return doc
 
 
-def _is_first_prompt(body: str, prompts: str | None) -> bool:
-    """Whether a ``message/user`` event is its session's first prompt (harness text
-    skipped, as the tools' title fallback skips it). Decided from the session's first
-    stored prompts, which later events never change: every replica decides alike,
-    whatever its batches."""
-    if not prompts:
+def _is_first_prompt(body: str, prompts: str | None, before: int | None) -> bool:
+    """Whether a ``message/user`` event is its session's first prompt: the first of the
+    session's user messages the user wrote (harness text skipped, as the tools' title
+    fallback skips it), told by its place among them (``before``: the user messages of
+    lower seq). Decided from that event and the ones before it only: the session's stored
+    prompts may already hold later ones (the store is ahead of the index, or one batch
+    brought them), and a later first prompt's words inside earlier harness text must not
+    mark that text on one replica and not on another (issue 42)."""
+    if not prompts or before is None:
         return False
     with contextlib.suppress(ValueError, TypeError):
-        first = first_prompt(tuple(str(p) for p in orjson.loads(prompts)))
-        return first is not None and first[:_LEAD_CHARS] in body[: 2 * _LEAD_CHARS + len(first)]
+        texts = [str(p) for p in orjson.loads(prompts)]
+        if before >= len(texts):
+            return False
+        held = texts[: before + 1]  # this event's text is the last: its own and earlier
+        at = next((n for n, text in enumerate(held) if first_prompt([text]) is not None), None)
+        if at != before:
+            return False
+        # The place is the check; the text guards a user message the prompts skipped
+        # (one without text), which would shift the places.
+        first = first_prompt([held[at]]) or ""
+        return first[:_LEAD_CHARS] in body[: 2 * _LEAD_CHARS + len(first)]
     return False
 
 
