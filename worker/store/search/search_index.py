@@ -53,7 +53,8 @@ from worker.store.search.text import searchable_text
 log = structlog.get_logger(__name__)
 
 # 2: workspace markers and the length prior (ranking from the workspace's own statistics).
-# 3: the first prompt's marker on that event alone, whatever the batches (issue 42).
+# 3: the first prompt's marker on that event alone, whatever the batches; words longer than
+# analysis.MAX_TOKEN_CHARS indexed whole and by parts (issue 42).
 SEARCH_INDEX_VERSION: Final = 3
 _VERSION_FILE: Final = "sessionquery-search.json"
 _TOKENIZER: Final = "sq_whitespace"
