@@ -31,7 +31,9 @@ doubled. An index of another version, or made from another store file (the store
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
+import re
 import shutil
 import time
 from collections.abc import Callable, Sequence
@@ -68,6 +70,7 @@ TITLE_MARK: Final = "~t"
 CONVERSATION_MARK: Final = "~c"
 LONG_MARK: Final = "~l"
 SHORT_MARK: Final = "~s"
+LEAD_MARK: Final = "~p"  # in the ``lead`` field: a title or first prompt's paragraph, hashed
 _CONVERSATION_SURFACES: Final = frozenset({"user", "assistant"})
 TITLE_TYPE: Final = "session/title"
 # How much of the first prompt must open the event's text to call it the first prompt.
@@ -99,6 +102,12 @@ def _schema() -> tantivy.Schema:
     builder.add_unsigned_field("sseq", indexed=True, fast=True)
     # ranking.prior of the event's length, the engine's per-document score factor.
     builder.add_float_field("prior", fast=True)
+    # A title or first prompt: ``<key>~p<hash>`` of each of its paragraphs, normalised
+    # (``lead_paragraphs``), so the workspace's sessions sharing one are counted at query
+    # time (``ranking.shared_bonus``); and each paragraph's derived tokens prefixed with its
+    # hash, so a query can tell whether its words are in a shared paragraph.
+    builder.add_text_field("lead", tokenizer_name="raw", fast=True)
+    builder.add_text_field("lp", tokenizer_name=_TOKENIZER, index_option="position")
     # The reserved document's position fields.
     builder.add_unsigned_field("deleted", fast=True)
     builder.add_unsigned_field("uid", fast=True)
@@ -408,6 +417,12 @@ def _document(row: Sequence[Any]) -> tantivy.Document:
     doc.add_text("ex", exact)
     lead = kind == TITLE_TYPE or _is_first_prompt(body, prompts, before)
     doc.add_text("nm", f"{derived} {_markers(key, lead, surface, words)}")
+    if lead:
+        scoped: list[str] = []
+        for digest, paragraph in lead_paragraphs(key, body):
+            doc.add_text("lead", key + LEAD_MARK + digest)
+            scoped.append(analysis.index_fields(paragraph, f"{digest}:")[1])
+        doc.add_text("lp", " ".join(p for p in scoped if p))
     doc.add_text("type", kind)
     doc.add_text("surface", surface)
     doc.add_integer("time", time_ms)
@@ -415,6 +430,30 @@ def _document(row: Sequence[Any]) -> tantivy.Document:
     doc.add_unsigned("sseq", stream_seq)
     doc.add_float("prior", ranking.prior(words))
     return doc
+
+
+# Harness blocks inside a text (a reminder the harness appended to the prompt): not what
+# the session was about, so not part of what makes two prompts the same.
+_PARAGRAPH: Final = re.compile(r"\n[ \t]*\n")
+_HARNESS_BLOCK: Final = re.compile(
+    r"<(system-reminder|command-[a-z]+|local-command-[a-z]+|bash-[a-z]+|environment_context"
+    r"|user_instructions|environment_details|task-notification)>.*?</\1>",
+    re.DOTALL,
+)
+
+
+def lead_paragraphs(key: str, text: str) -> list[tuple[str, str]]:
+    """(hash, paragraph) of each paragraph of a title or first prompt, each once: harness
+    blocks removed, whitespace collapsed and case folded before hashing (with the
+    workspace's key), so sessions opening with the same pasted template (a CI file, agent
+    instructions, an ``/init`` prompt) share its hash whatever they ask after it."""
+    found: dict[str, str] = {}
+    for paragraph in _PARAGRAPH.split(_HARNESS_BLOCK.sub("\n\n", text)):
+        plain = " ".join(paragraph.split()).casefold()
+        if plain:
+            digest = hashlib.blake2b(f"{key}\0{plain}".encode(), digest_size=8).hexdigest()
+            found.setdefault(digest, paragraph)
+    return list(found.items())
 
 
 def _is_first_prompt(body: str, prompts: str | None, before: int | None) -> bool:
