@@ -55,8 +55,9 @@ from worker.store.search.text import searchable_text
 log = structlog.get_logger(__name__)
 
 # 2: workspace markers and the length prior (ranking from the workspace's own statistics).
-# 3: the first prompt's marker on that event alone, whatever the batches; words longer than
-# analysis.MAX_TOKEN_CHARS indexed whole and by parts (issue 42).
+# 3 (issue 42): the first prompt's marker on that event alone, whatever the batches; words
+# longer than analysis.MAX_TOKEN_CHARS indexed whole and by parts; the paragraphs of titles
+# and first prompts hashed (``lead``, ``lp``) for the shared-prompt discount.
 SEARCH_INDEX_VERSION: Final = 3
 _VERSION_FILE: Final = "sessionquery-search.json"
 _TOKENIZER: Final = "sq_whitespace"
@@ -432,9 +433,9 @@ def _document(row: Sequence[Any]) -> tantivy.Document:
     return doc
 
 
+_PARAGRAPH: Final = re.compile(r"\n[ \t]*\n")
 # Harness blocks inside a text (a reminder the harness appended to the prompt): not what
 # the session was about, so not part of what makes two prompts the same.
-_PARAGRAPH: Final = re.compile(r"\n[ \t]*\n")
 _HARNESS_BLOCK: Final = re.compile(
     r"<(system-reminder|command-[a-z]+|local-command-[a-z]+|bash-[a-z]+|environment_context"
     r"|user_instructions|environment_details|task-notification)>.*?</\1>",

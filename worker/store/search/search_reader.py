@@ -301,10 +301,6 @@ def _all(queries: Sequence[tantivy.Query], but: tantivy.Query | None = None) -> 
     return tantivy.Query.boolean_query(clauses)
 
 
-def _term_set(field: str, tokens: list[str]) -> tantivy.Query:
-    return tantivy.Query.term_set_query(SCHEMA, field, tokens)
-
-
 def _term(field: str, token: str) -> tantivy.Query:
     return tantivy.Query.term_query(SCHEMA, field, token)
 
