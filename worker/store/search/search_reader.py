@@ -127,6 +127,7 @@ class QueryBuilder:
         self._view = view
         self._weights: ranking.Weights | None = None
         self._favour = favour
+        self._lead: list[tantivy.Query] | None = None  # ``_lead_bonus``, read once
 
     @property
     def weights(self) -> ranking.Weights:
@@ -219,6 +220,11 @@ class QueryBuilder:
         the workspace's titles and first prompts: sessions sharing a paragraph hold its
         words, so when the words are in it every one of them matches, and the count is the
         workspace's own on every layout (a search counts no deleted document)."""
+        if self._lead is None:
+            self._lead = self._read_lead_bonus(required)
+        return self._lead
+
+    def _read_lead_bonus(self, required: Sequence[tantivy.Query]) -> list[tantivy.Query]:
         key = self._key
         mark = _term("nm", key + TITLE_MARK)
         shared = self._shared_leads(_all([_any(required), mark]))
@@ -246,34 +252,24 @@ class QueryBuilder:
         )
 
     def _shared_leads(self, query: tantivy.Query) -> dict[str, int]:
-        """The lead tokens two or more sessions hold among ``query``'s matches -> sessions."""
-        result = self._view.searcher.aggregate(
-            query,
-            {
-                "leads": {
-                    "terms": {
-                        "field": "lead",
-                        "size": _LEAD_BUCKETS,
-                        "segment_size": _LEAD_BUCKETS,
-                        "min_doc_count": 2,
-                    },
-                    "aggs": {
-                        "sessions": {
-                            "terms": {
-                                "field": "sid",
-                                "size": _SHARED_SESSIONS,
-                                "segment_size": _SHARED_SESSIONS,
-                            }
-                        }
-                    },
-                }
-            },
-        )
+        """The lead tokens two or more sessions hold among ``query``'s matches -> sessions.
+        Two steps: the tokens on two or more matches (cheap, and mostly none), then the
+        sessions holding only those."""
+        searcher = self._view.searcher
+        terms = {"field": "lead", "size": _LEAD_BUCKETS, "min_doc_count": 2}
+        found = searcher.aggregate(query, {"leads": {"terms": terms}})
+        tokens = [str(b["key"]) for b in found.get("leads", {}).get("buckets", [])]
+        if not tokens:
+            return {}
+        held = _all([query, tantivy.Query.term_set_query(SCHEMA, "lead", tokens)])
+        sessions = {"terms": {"field": "sid", "size": _SHARED_SESSIONS}}
+        result = searcher.aggregate(held, {"leads": {"terms": terms, "aggs": {"s": sessions}}})
         shared: dict[str, int] = {}
         for bucket in result.get("leads", {}).get("buckets", []):
-            sessions = len(bucket.get("sessions", {}).get("buckets", []))
-            if sessions > 1:
-                shared[str(bucket["key"])] = sessions
+            count = len(bucket.get("s", {}).get("buckets", []))
+            token = str(bucket["key"])
+            if count > 1 and token in tokens:
+                shared[token] = count
         return shared
 
     def _with(
