@@ -321,6 +321,9 @@ _COMMAND: Final = (
 )
 
 
+_TEMPLATE: Final = f"{FILLER[1]}\n{FILLER[4]}\n{FILLER[6]}"
+
+
 def _harness(session: Session, w: _Writer) -> None:
     """A session whose first user events are harness text, one of them holding the words of
     the first prompt the user wrote, which comes many events later; the title comes last.
@@ -343,7 +346,8 @@ def _workspace(
     """One workspace's sessions, by kind: ``short`` chats, ``long`` sessions with logs,
     ``forks`` (children copying their parent's first events), ``cjk`` sessions, ``ties``
     tiny sessions saying ``tie_line``, ``harness`` sessions opening with harness text
-    (``_harness``), ``repeat`` sessions repeating one event."""
+    (``_harness``), ``template`` sessions opening with one shared preamble, ``repeat``
+    sessions repeating one event."""
     w = _Writer(random.Random(seed))
     sessions: list[Session] = []
 
@@ -390,6 +394,12 @@ def _workspace(
         s = new("tie", n)
         s.user(tie_line)
         s.assistant(w.pick(FILLER))
+    for n in range(spec.get("template", 0)):
+        # A pasted preamble many sessions open with, then their own ask: the shared-prompt
+        # discount counts the paragraph's sessions (the same on every layout).
+        s = new("template", n, step_s=900)
+        s.user(f"{_TEMPLATE}\n\n{w.prompt()}")
+        _long(s, w, w.rng.randrange(3, 8), log_lines=10)
     for n in range(spec.get("harness", 0)):
         _harness(new("harness", n, step_s=1800), w)
     for n in range(spec.get("repeat", 0)):
@@ -405,7 +415,7 @@ def base_sessions() -> list[Session]:
     """Every workspace's sessions, plus one caller session per workspace (first)."""
     specs: dict[str, tuple[str, dict[str, int]]] = {
         PAYMENTS: ("pay", {"short": 30, "long": 8, "steps": 40, "log": 30, "forks": 6,
-                           "ties": 230, "repeat": 1}),
+                           "ties": 230, "template": 14, "repeat": 1}),
         WEBSITE: ("web", {"short": 40, "long": 2, "steps": 25, "log": 10, "forks": 2,
                            "harness": 8}),
         INFRA: ("infra", {"short": 6, "long": 10, "steps": 60, "log": 160, "forks": 3,

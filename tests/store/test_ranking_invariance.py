@@ -71,7 +71,7 @@ _RICH: Final = {
     cwd: [
         s
         for s in ids
-        if any(k in s for k in ("-long-", "-repeat-", "-fork-", "-cjk-", "-harness-"))
+        if any(k in s for k in ("-long-", "-repeat-", "-fork-", "-cjk-", "-harness-", "-template-"))
     ]
     for cwd, ids in SESSIONS_OF.items()
 }
@@ -446,6 +446,8 @@ _IN_LONG_3 = _events("s-infra-long-005", "running")
 _TIED_SESSIONS = _sessions(corpus.PAYMENTS, '"running"')
 _TIED_SESSIONS_2 = _sessions(corpus.SEARCH, '"now, please commit it"')
 _TIED_EVENTS = _events("s-pay-repeat-000", "retrying webhook delivery")
+# Words of a preamble 14 sessions open with: the shared-prompt discount's counts.
+_SHARED_PREAMBLE = _sessions(corpus.PAYMENTS, "run the whole suite once more")
 # A first prompt the user wrote many events after harness text holding its words (issue
 # 42): whether the harness event was marked as the first prompt depended on the batch that
 # brought the prompt, so a replica fed in other batches ranked it apart.
@@ -490,7 +492,7 @@ async def test_a_shard_answers_as_one_worker_holding_every_partition(
 @given(sessions=SESSION_SEARCHES, events=EVENT_SEARCHES)
 @example(sessions=_TIED_SESSIONS, events=_TIED_EVENTS)
 @example(sessions=_TIED_SESSIONS_2, events=_IN_LONG)
-@example(sessions=_TIED_SESSIONS_2, events=_AFTER_HARNESS[0])
+@example(sessions=_SHARED_PREAMBLE, events=_AFTER_HARNESS[0])
 @example(sessions=_TIED_SESSIONS_2, events=_AFTER_HARNESS[1])
 @example(sessions=_TIED_SESSIONS_2, events=_AFTER_HARNESS[2])
 @example(sessions=_TIED_SESSIONS_2, events=_AFTER_HARNESS[3])
