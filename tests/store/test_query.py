@@ -251,3 +251,48 @@ def test_plain_text_finds_itself(index: TinyIndex, text: str) -> None:
         return
     doc = index.put(text)
     assert doc in index.matches(text)
+
+
+# -- pasted identifiers (issue 42) ---------------------------------------------------------
+
+# Key-shaped strings, built here (no real key): one ``\w`` run longer than a word.
+STRIPE_LIKE = "sk_live_51" + "Qx7Lm2Zp" * 12
+GITHUB_LIKE = "github_pat_11AB2CD3EF0" + "_" + "k9Tz" * 20
+DIGITALOCEAN_LIKE = "dop_v1_" + "3f9a0c7e" * 8
+BASE64_LIKE = "QUJD" * 40
+
+
+@pytest.mark.parametrize("token", [STRIPE_LIKE, GITHUB_LIKE, DIGITALOCEAN_LIKE, BASE64_LIKE])
+def test_a_pasted_identifier_of_any_length_is_a_searchable_word(token: str) -> None:
+    plan = compile_query(token)
+    (word,) = [w for g in plan.groups for t in g for w in t.words]
+    assert word.exact == token.lower()[: analysis.MAX_WHOLE_CHARS]
+    assert word.derived  # its parts
+    assert compile_query(f'"{token}"').groups
+
+
+def test_a_long_words_parts_are_its_derived_words() -> None:
+    (word,) = analysis.words(DIGITALOCEAN_LIKE)
+    assert word.derived[:2] == ("dop", "v1")
+    assert word.derived[2:] == analysis.words("3f9a0c7e" * 8)[0].derived
+    (word,) = analysis.words(GITHUB_LIKE)
+    assert word.derived[:2] == ("github", "pat")
+    assert word.derived[-1] == ("k9tz" * 20)  # a part past the word length: one token
+    (word,) = analysis.words("x" * 5000)
+    assert len(word.exact) == analysis.MAX_WHOLE_CHARS
+
+
+def test_pasted_identifiers_are_found_whole_and_by_parts(index: TinyIndex) -> None:
+    stripe = index.put(f"export STRIPE_KEY={STRIPE_LIKE} then restart")
+    github = index.put(f"the token {GITHUB_LIKE} expired")
+    ocean = index.put(f"DO_TOKEN={DIGITALOCEAN_LIKE}")
+    blob = index.put(f"payload: {BASE64_LIKE}==")
+    assert index.matches(STRIPE_LIKE) == {stripe}
+    assert index.matches(f'"{STRIPE_LIKE}"') == {stripe}
+    assert index.matches("sk_live") == {stripe}
+    assert index.matches(GITHUB_LIKE) == {github}
+    assert index.matches("github_pat") == {github}
+    assert index.matches("k9Tz" * 20) == {github}
+    assert index.matches(DIGITALOCEAN_LIKE) == {ocean}
+    assert index.matches("3f9a0c7e" * 8) == {ocean}
+    assert index.matches(BASE64_LIKE) == {blob}

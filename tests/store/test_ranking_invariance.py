@@ -10,7 +10,8 @@ writer. For random requests of both search tools, the text the model reads is th
 (b) on one store holding every partition and on the shard holding the caller's;
 (c) on replicas of the same stream that ingested it in other batch sizes (other tantivy
     segments and merges), were restarted, restored from a snapshot taken mid-stream and
-    caught up, or had their search index deleted and rebuilt from the store.
+    caught up, or had their search index deleted and rebuilt from the store; and on a
+    store that received a third of the sessions late (another arrival order).
 
 (a) and (b) fail when a score uses index-wide statistics (document count, average length:
 other workspaces' documents move them); (c) fails when a tie, a cut or a "strongest
@@ -36,6 +37,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from contracts.envelope import AgentIdentity, Execution
+from contracts.harness import first_prompt
 from contracts.partitions import PartitionSet
 from tests.store import _ranking_corpus as corpus
 from tests.store._corpus import writer_and_store
@@ -64,9 +66,13 @@ Request = tuple[str, str, dict[str, Any]]  # (tool, caller session, arguments)
 BASE: Final = corpus.base_sessions()
 SESSIONS_OF: Final = corpus.by_workspace(BASE)
 # Sessions whose events are the interesting ones for the event search: long, repeated,
-# forked.
+# forked, opening with harness text.
 _RICH: Final = {
-    cwd: [s for s in ids if any(k in s for k in ("-long-", "-repeat-", "-fork-", "-cjk-"))]
+    cwd: [
+        s
+        for s in ids
+        if any(k in s for k in ("-long-", "-repeat-", "-fork-", "-cjk-", "-harness-", "-template-"))
+    ]
     for cwd, ids in SESSIONS_OF.items()
 }
 _CWD_OF: Final = {s.session_id: s.cwd for s in BASE}
@@ -198,12 +204,29 @@ async def _rebuilt(root: Path, items: Sequence[IngestItem]) -> Path:
     return path
 
 
+async def _late(root: Path, events: Sequence[dict[str, Any]]) -> Path:
+    """Another arrival order of the same sessions: every third session (and every one
+    opening with harness text) is published after all the others, as late sessions after a
+    snapshot are, in uneven batches."""
+    late = {s.session_id for n, s in enumerate(BASE) if n % 3 == 1 or "-harness-" in s.session_id}
+    ordered = [ev for ev in events if ev["session_id"] not in late]
+    ordered += [ev for ev in events if ev["session_id"] in late]
+    path = root / "late" / "index.sqlite"
+    path.parent.mkdir(parents=True)
+    writer = await SqliteIndexWriter.open(path)
+    try:
+        await _apply(writer, _items(ordered), (3, 300, 1, 60))
+    finally:
+        await writer.close()
+    return path
+
+
 @dataclass(frozen=True, repr=False)
 class Layouts:
     whole: Layout  # one store, every workspace, one batch
     noisy: Layout  # the same, beside NOISE_SESSIONS sessions of other workspaces
     shards: Layout  # each workspace on the store of its shard only
-    replicas: tuple[Layout, ...]  # restarted, restored, rebuilt
+    replicas: tuple[Layout, ...]  # restarted, restored, rebuilt, late sessions
 
     def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
         printer.text("<the module's layouts>")
@@ -237,6 +260,7 @@ async def build_layouts(root: Path) -> AsyncIterator[Layouts]:
             )
         replica, restored = await _replica(root, items)
         rebuilt = await _rebuilt(root, items)
+        late = await _late(root, events)
         yield Layouts(
             whole=_everywhere("whole", whole),
             noisy=_everywhere("noisy", noisy),
@@ -245,6 +269,7 @@ async def build_layouts(root: Path) -> AsyncIterator[Layouts]:
                 _everywhere("restarted replica", await _open(stack, replica)),
                 _everywhere("restored replica", await _open(stack, restored)),
                 _everywhere("rebuilt index", await _open(stack, rebuilt)),
+                _everywhere("late sessions", await _open(stack, late)),
             ),
         )
 
@@ -421,6 +446,19 @@ _IN_LONG_3 = _events("s-infra-long-005", "running")
 _TIED_SESSIONS = _sessions(corpus.PAYMENTS, '"running"')
 _TIED_SESSIONS_2 = _sessions(corpus.SEARCH, '"now, please commit it"')
 _TIED_EVENTS = _events("s-pay-repeat-000", "retrying webhook delivery")
+# Words of a preamble 14 sessions open with: the shared-prompt discount's counts.
+_SHARED_PREAMBLE = _sessions(corpus.PAYMENTS, "run the whole suite once more")
+# A first prompt the user wrote many events after harness text holding its words (issue
+# 42): whether the harness event was marked as the first prompt depended on the batch that
+# brought the prompt, so a replica fed in other batches ranked it apart.
+_HARNESS = [s for s in BASE if "-harness-" in s.session_id]
+_AFTER_HARNESS = [
+    _events(s.session_id, prompt)
+    for s in _HARNESS
+    if (
+        prompt := first_prompt([corpus.text_of(e) for e in s.events if e["type"] == "message/user"])
+    )
+]
 
 
 @in_module_loop
@@ -454,9 +492,14 @@ async def test_a_shard_answers_as_one_worker_holding_every_partition(
 @given(sessions=SESSION_SEARCHES, events=EVENT_SEARCHES)
 @example(sessions=_TIED_SESSIONS, events=_TIED_EVENTS)
 @example(sessions=_TIED_SESSIONS_2, events=_IN_LONG)
+@example(sessions=_SHARED_PREAMBLE, events=_AFTER_HARNESS[0])
+@example(sessions=_TIED_SESSIONS_2, events=_AFTER_HARNESS[1])
+@example(sessions=_TIED_SESSIONS_2, events=_AFTER_HARNESS[2])
+@example(sessions=_TIED_SESSIONS_2, events=_AFTER_HARNESS[3])
 async def test_replicas_of_one_stream_answer_alike(
     layouts: Layouts, sessions: Request, events: Request
 ) -> None:
-    """(c): other batch sizes and segments, a restart, a snapshot restore and a rebuild."""
+    """(c): other batch sizes and segments, a restart, a snapshot restore, a rebuild and
+    another arrival order."""
     for request in (sessions, events):
         await _same(layouts.whole, layouts.replicas, request)

@@ -70,14 +70,21 @@ EVENTS_IN_ORDER: Final = (
 # -- events as the search index takes them (``search_index.SearchIndexWriter``) ----------
 
 # The events after ``:after``, each with its session's workspace token and, on a user
-# message, the session's first prompts (``:cap``: the stored body's cap, past which the
+# message, the session's first prompts and how many user messages came before it (at most
+# ``:prompts``, read from the index alone) (``:cap``: the stored body's cap, past which the
 # whole event is indexed).
 SEARCH_EVENTS_AFTER: Final = """
 SELECT e.id AS id, e.session_id AS session_id, e.seq AS seq, e.type AS type,
        e.surface AS surface, e.time_ms AS time_ms, e.stream_seq AS stream_seq, s.ws AS ws,
        e.body AS body,
        CASE WHEN length(CAST(e.body AS BLOB)) >= :cap THEN e.raw_json END AS raw_json,
-       CASE WHEN e.type = 'message/user' THEN s.prompts END AS prompts
+       CASE WHEN e.type = 'message/user' THEN s.prompts END AS prompts,
+       CASE WHEN e.type = 'message/user' AND s.prompts IS NOT NULL THEN (
+           SELECT count(*) FROM (
+               SELECT 1 FROM events p
+               WHERE p.session_id = e.session_id AND p.type = 'message/user' AND p.seq < e.seq
+               LIMIT :prompts))
+       END AS before
 FROM events e JOIN sessions s ON s.session_id = e.session_id
 WHERE e.id > :after ORDER BY e.id LIMIT :limit
 """
@@ -94,6 +101,7 @@ SEARCH_DOCUMENT_NAMES: Final = (
     "body",
     "raw_json",
     "prompts",
+    "before",
 )
 # How far the store is past a search index position (events, deletions, stream sequence).
 SEARCH_AHEAD: Final = (

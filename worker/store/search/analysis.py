@@ -28,8 +28,14 @@ import snowballstemmer
 
 from worker.store.search.function_words import FUNCTION_WORDS
 
-# Longer "words" are hashes, base64 blobs and minified code: never searched for by parts.
+# Longer "words" are pasted keys, tokens, hashes and base64 blobs: searchable as themselves
+# and by their ``_`` parts, each part analysed as a word of its own; a part longer than this
+# is one unstemmed token (never split at case or digit boundaries: random text would give a
+# token per character pair).
 MAX_TOKEN_CHARS: Final = 64
+# What of a long word is its exact token: a term stays far below the engine's limit, and two
+# pasted strings alike this far are the same string.
+MAX_WHOLE_CHARS: Final = 256
 _CACHE_LIMIT: Final = 200_000
 
 _WORD: Final = re.compile(r"\w+")
@@ -86,6 +92,20 @@ def _analyze_plain(word: str) -> Word:
     return Word(exact, tuple(_stem(p) for p in parts))
 
 
+def _analyze_long(word: str) -> Word:
+    """A word longer than ``MAX_TOKEN_CHARS`` (``sk_live_51…``, ``dop_v1_<64 hex>``, a hash):
+    itself, cut, as its exact token; its ``_`` parts as its derived ones, each analysed as
+    a word of its own when short enough (so a query of a short part finds it)."""
+    parts = [p for p in word.split("_") if p]
+    derived: list[str] = []
+    for part in parts:
+        if len(part) > MAX_TOKEN_CHARS:
+            derived.append(fold(part[:MAX_WHOLE_CHARS]))
+        else:
+            derived.extend(_analyze_plain(part).derived)
+    return Word(fold(word[:MAX_WHOLE_CHARS]), tuple(derived))
+
+
 def _bigrams(run: str) -> tuple[str, ...]:
     if len(run) == 1:
         return (run,)
@@ -115,13 +135,19 @@ def words_of_token(token: str) -> tuple[Word, ...]:
     found = _cache.get(token)
     if found is not None:
         return found
-    if len(token) > MAX_TOKEN_CHARS:
+    has_cjk = _HAS_CJK.search(token) is not None
+    if len(token) > MAX_TOKEN_CHARS and has_cjk:
         result: tuple[Word, ...] = ()
-    elif _HAS_CJK.search(token):
+    elif has_cjk:
         result = tuple(w for w in _analyze_mixed(token) if w.exact.strip("_"))
     else:
         stripped = token.strip("_")
-        result = (_analyze_plain(stripped),) if stripped else ()
+        if not stripped:
+            result = ()
+        elif len(stripped) > MAX_TOKEN_CHARS:
+            result = (_analyze_long(stripped),)
+        else:
+            result = (_analyze_plain(stripped),)
     if len(_cache) >= _CACHE_LIMIT:
         _cache.clear()
     _cache[token] = result

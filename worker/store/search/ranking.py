@@ -83,6 +83,14 @@ assert (
 assert (MAX_BASE + 1) * (1 + PRIOR_MAX / (2 * math.log(2))) < MAX_BASE + 1.5
 
 
+def shared_bonus(sessions: int) -> int:
+    """The title/first-prompt bonus of a text that ``sessions`` sessions of the workspace
+    open with or are titled (issue 42): boilerplate (a pasted template, an ``/init``
+    prompt) says little about any one of them. Full for one session, falling with the
+    count, nothing from 12 on."""
+    return TITLE_BONUS * 2 // (max(1, sessions) + 1)
+
+
 def prior(tokens: int) -> float:
     """The stored per-event prior from its number of words: shorter events higher, in
     ``_PRIOR_LEVELS`` steps (a function of the event alone)."""

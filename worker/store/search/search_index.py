@@ -31,7 +31,9 @@ doubled. An index of another version, or made from another store file (the store
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
+import re
 import shutil
 import time
 from collections.abc import Callable, Sequence
@@ -46,13 +48,17 @@ import tantivy
 from contracts.harness import first_prompt
 from worker.store import tables
 from worker.store.database import Database
+from worker.store.files.schema import TITLE_PROMPTS
 from worker.store.search import analysis, ranking
 from worker.store.search.text import searchable_text
 
 log = structlog.get_logger(__name__)
 
 # 2: workspace markers and the length prior (ranking from the workspace's own statistics).
-SEARCH_INDEX_VERSION: Final = 2
+# 3 (issue 42): the first prompt's marker on that event alone, whatever the batches; words
+# longer than analysis.MAX_TOKEN_CHARS indexed whole and by parts; the paragraphs of titles
+# and first prompts hashed (``lead``, ``lp``) for the shared-prompt discount.
+SEARCH_INDEX_VERSION: Final = 3
 _VERSION_FILE: Final = "sessionquery-search.json"
 _TOKENIZER: Final = "sq_whitespace"
 # The reserved document holding the follower's position (ids never contain "~").
@@ -65,6 +71,7 @@ TITLE_MARK: Final = "~t"
 CONVERSATION_MARK: Final = "~c"
 LONG_MARK: Final = "~l"
 SHORT_MARK: Final = "~s"
+LEAD_MARK: Final = "~p"  # in the ``lead`` field: a title or first prompt's paragraph, hashed
 _CONVERSATION_SURFACES: Final = frozenset({"user", "assistant"})
 TITLE_TYPE: Final = "session/title"
 # How much of the first prompt must open the event's text to call it the first prompt.
@@ -96,6 +103,12 @@ def _schema() -> tantivy.Schema:
     builder.add_unsigned_field("sseq", indexed=True, fast=True)
     # ranking.prior of the event's length, the engine's per-document score factor.
     builder.add_float_field("prior", fast=True)
+    # A title or first prompt: ``<key>~p<hash>`` of each of its paragraphs, normalised
+    # (``lead_paragraphs``), so the workspace's sessions sharing one are counted at query
+    # time (``ranking.shared_bonus``); and each paragraph's derived tokens prefixed with its
+    # hash, so a query can tell whether its words are in a shared paragraph.
+    builder.add_text_field("lead", tokenizer_name="raw", fast=True)
+    builder.add_text_field("lp", tokenizer_name=_TOKENIZER, index_option="position")
     # The reserved document's position fields.
     builder.add_unsigned_field("deleted", fast=True)
     builder.add_unsigned_field("uid", fast=True)
@@ -222,7 +235,12 @@ class SearchIndexWriter:
         deletion_id = self._apply_deletions(writer)
         rows, at = conn.rows(
             tables.SEARCH_EVENTS_AFTER,
-            {"cap": self._body_cap, "after": self._position.event_id, "limit": max_events},
+            {
+                "cap": self._body_cap,
+                "after": self._position.event_id,
+                "limit": max_events,
+                "prompts": TITLE_PROMPTS,
+            },
         )
         values = at.getter(tables.SEARCH_DOCUMENT_NAMES)
         for row in rows:
@@ -372,7 +390,20 @@ def _stale_reason(path: Path, uid: int) -> str | None:
 
 
 def _document(row: Sequence[Any]) -> tantivy.Document:
-    event_id, session_id, seq, kind, surface, time_ms, stream_seq, ws, body, raw, prompts = row
+    (
+        event_id,
+        session_id,
+        seq,
+        kind,
+        surface,
+        time_ms,
+        stream_seq,
+        ws,
+        body,
+        raw,
+        prompts,
+        before,
+    ) = row
     text = body
     if raw is not None:  # the store's column was cut: index the whole event
         with contextlib.suppress(ValueError):
@@ -385,8 +416,14 @@ def _document(row: Sequence[Any]) -> tantivy.Document:
     doc.add_unsigned("id", event_id)
     doc.add_text("sid", session_id)
     doc.add_text("ex", exact)
-    lead = kind == TITLE_TYPE or _is_first_prompt(body, prompts)
+    lead = kind == TITLE_TYPE or _is_first_prompt(body, prompts, before)
     doc.add_text("nm", f"{derived} {_markers(key, lead, surface, words)}")
+    if lead:
+        scoped: list[str] = []
+        for digest, paragraph in lead_paragraphs(key, body):
+            doc.add_text("lead", key + LEAD_MARK + digest)
+            scoped.append(analysis.index_fields(paragraph, f"{digest}:")[1])
+        doc.add_text("lp", " ".join(p for p in scoped if p))
     doc.add_text("type", kind)
     doc.add_text("surface", surface)
     doc.add_integer("time", time_ms)
@@ -396,16 +433,52 @@ def _document(row: Sequence[Any]) -> tantivy.Document:
     return doc
 
 
-def _is_first_prompt(body: str, prompts: str | None) -> bool:
-    """Whether a ``message/user`` event is its session's first prompt (harness text
-    skipped, as the tools' title fallback skips it). Decided from the session's first
-    stored prompts, which later events never change: every replica decides alike,
-    whatever its batches."""
-    if not prompts:
+_PARAGRAPH: Final = re.compile(r"\n[ \t]*\n")
+# Harness blocks inside a text (a reminder the harness appended to the prompt): not what
+# the session was about, so not part of what makes two prompts the same.
+_HARNESS_BLOCK: Final = re.compile(
+    r"<(system-reminder|command-[a-z]+|local-command-[a-z]+|bash-[a-z]+|environment_context"
+    r"|user_instructions|environment_details|task-notification)>.*?</\1>",
+    re.DOTALL,
+)
+
+
+def lead_paragraphs(key: str, text: str) -> list[tuple[str, str]]:
+    """(hash, paragraph) of each paragraph of a title or first prompt, each once: harness
+    blocks removed, whitespace collapsed and case folded before hashing (with the
+    workspace's key), so sessions opening with the same pasted template (a CI file, agent
+    instructions, an ``/init`` prompt) share its hash whatever they ask after it."""
+    found: dict[str, str] = {}
+    for paragraph in _PARAGRAPH.split(_HARNESS_BLOCK.sub("\n\n", text)):
+        plain = " ".join(paragraph.split()).casefold()
+        if plain:
+            digest = hashlib.blake2b(f"{key}\0{plain}".encode(), digest_size=8).hexdigest()
+            found.setdefault(digest, paragraph)
+    return list(found.items())
+
+
+def _is_first_prompt(body: str, prompts: str | None, before: int | None) -> bool:
+    """Whether a ``message/user`` event is its session's first prompt: the first of the
+    session's user messages the user wrote (harness text skipped, as the tools' title
+    fallback skips it), told by its place among them (``before``: the user messages of
+    lower seq). Decided from that event and the ones before it only: the session's stored
+    prompts may already hold later ones (the store is ahead of the index, or one batch
+    brought them), and a later first prompt's words inside earlier harness text must not
+    mark that text on one replica and not on another (issue 42)."""
+    if not prompts or before is None:
         return False
     with contextlib.suppress(ValueError, TypeError):
-        first = first_prompt(tuple(str(p) for p in orjson.loads(prompts)))
-        return first is not None and first[:_LEAD_CHARS] in body[: 2 * _LEAD_CHARS + len(first)]
+        texts = [str(p) for p in orjson.loads(prompts)]
+        if before >= len(texts):
+            return False
+        held = texts[: before + 1]  # this event's text is the last: its own and earlier
+        at = next((n for n, text in enumerate(held) if first_prompt([text]) is not None), None)
+        if at != before:
+            return False
+        # The place is the check; the text guards a user message the prompts skipped
+        # (one without text), which would shift the places.
+        first = first_prompt([held[at]]) or ""
+        return first[:_LEAD_CHARS] in body[: 2 * _LEAD_CHARS + len(first)]
     return False
 
 

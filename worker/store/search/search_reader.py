@@ -16,6 +16,7 @@ from worker.store.search import ranking
 from worker.store.search.query import PlanTerm, QueryPlan
 from worker.store.search.search_index import (
     CONVERSATION_MARK,
+    LEAD_MARK,
     LONG_MARK,
     SCHEMA,
     SHORT_MARK,
@@ -126,6 +127,7 @@ class QueryBuilder:
         self._view = view
         self._weights: ranking.Weights | None = None
         self._favour = favour
+        self._lead: list[tantivy.Query] | None = None  # ``_lead_bonus``, read once
 
     @property
     def weights(self) -> ranking.Weights:
@@ -200,7 +202,7 @@ class QueryBuilder:
             if split:  # near each other in a long event: the other half back
                 restore = ranking.COVER_SCALE * ranking.COVER_UNITS // 2
                 scoring.append(_const(_all([near_q, long]), restore))
-        scoring.append(_const(_term("nm", key + TITLE_MARK), ranking.TITLE_BONUS))
+        scoring.extend(self._lead_bonus(required))
         scoring.append(_const(_term("nm", key + SHORT_MARK), ranking.SHORT_BONUS))
         if self.plan.natural_language:
             mark = _term("nm", key + CONVERSATION_MARK)
@@ -209,6 +211,66 @@ class QueryBuilder:
             spans = [_range("time", tantivy.FieldType.Integer, a, b) for a, b in self._favour]
             scoring.append(_const(_any(spans), ranking.COVER_SCALE * ranking.TIME_UNITS))
         return [(tantivy.Occur.Should, q) for q in scoring]
+
+    def _lead_bonus(self, required: Sequence[tantivy.Query]) -> list[tantivy.Query]:
+        """The title/first-prompt bonus: full, but where the query's words are all in a
+        paragraph several of the workspace's sessions open with (a pasted template), the
+        share ``ranking.shared_bonus`` gives for their number (the most shared such
+        paragraph decides). The shared paragraphs are read from the query's matches among
+        the workspace's titles and first prompts: sessions sharing a paragraph hold its
+        words, so when the words are in it every one of them matches, and the count is the
+        workspace's own on every layout (a search counts no deleted document)."""
+        if self._lead is None:
+            self._lead = self._read_lead_bonus(required)
+        return self._lead
+
+    def _read_lead_bonus(self, required: Sequence[tantivy.Query]) -> list[tantivy.Query]:
+        key = self._key
+        mark = _term("nm", key + TITLE_MARK)
+        shared = self._shared_leads(_all([_any(required), mark]))
+        if not shared:
+            return [_const(mark, ranking.TITLE_BONUS)]
+        by_bonus: dict[int, list[tantivy.Query]] = {}
+        for token in sorted(shared):
+            digest = token[len(key) + len(LEAD_MARK) :]
+            held = _all([self._in_paragraph(g, digest) for g in self.plan.required])
+            by_bonus.setdefault(ranking.shared_bonus(shared[token]), []).append(held)
+        clauses: list[tantivy.Query] = []
+        lower: list[tantivy.Query] = []  # the paragraphs of lower bonuses, which decide
+        for bonus in sorted(by_bonus):
+            here = _any(by_bonus[bonus])
+            if bonus:
+                clauses.append(_const(_all([here], but=_any(lower)) if lower else here, bonus))
+            lower.append(here)
+        clauses.append(_const(_all([mark], but=_any(lower)), ranking.TITLE_BONUS))
+        return clauses
+
+    def _in_paragraph(self, group: Sequence[PlanTerm], digest: str) -> tantivy.Query:
+        """A group's words inside one paragraph of a title or first prompt."""
+        return _any(
+            [_phrase("lp", [f"{digest}:{d}" for w in t.words for d in w.derived]) for t in group]
+        )
+
+    def _shared_leads(self, query: tantivy.Query) -> dict[str, int]:
+        """The lead tokens two or more sessions hold among ``query``'s matches -> sessions.
+        Two steps: the tokens on two or more matches (cheap, and mostly none), then the
+        sessions holding only those."""
+        searcher = self._view.searcher
+        terms = {"field": "lead", "size": _LEAD_BUCKETS, "min_doc_count": 2}
+        found = searcher.aggregate(query, {"leads": {"terms": terms}})
+        tokens = [str(b["key"]) for b in found.get("leads", {}).get("buckets", [])]
+        if not tokens:
+            return {}
+        held = _all([query, tantivy.Query.term_set_query(SCHEMA, "lead", tokens)])
+        sessions = {"terms": {"field": "sid", "size": _SHARED_SESSIONS}}
+        result = searcher.aggregate(held, {"leads": {"terms": terms, "aggs": {"s": sessions}}})
+        shared: dict[str, int] = {}
+        for bucket in result.get("leads", {}).get("buckets", []):
+            count = len(bucket.get("s", {}).get("buckets", []))
+            token = str(bucket["key"])
+            if count > 1 and token in tokens:
+                shared[token] = count
+        return shared
 
     def _with(
         self, clauses: list[tuple[tantivy.Occur, tantivy.Query]], scope: Sequence[tantivy.Query]
@@ -306,6 +368,11 @@ def excluding(query: tantivy.Query, session_ids: Sequence[str]) -> tantivy.Query
         ]
     )
 
+
+# Distinct titles/first prompts a query's matches are read for, and the sessions counted
+# per text (the bonus is 0 from 12 on, so a count cut at 64 gives the same bonus).
+_LEAD_BUCKETS: Final = 10_000
+_SHARED_SESSIONS: Final = 64
 
 # Hits asked for past the limit at once, to see where a run of equal scores ends.
 _TIE_LOOKAHEAD: Final = 16
