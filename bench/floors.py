@@ -136,7 +136,7 @@ class _Preparer:
             eid, kind, surface = ev["event_id"], ev["type"], ev["surface"]
             out.rows.append((rid, sid, seq, eid, kind, surface, t_ms, rid, body, raw))
             # The follower's own document builder: analysed fields, workspace-prefixed.
-            doc_row = (rid, sid, seq, kind, surface, t_ms, rid, ws, body, None, None)
+            doc_row = (rid, sid, seq, kind, surface, t_ms, rid, ws, body, None, None, None)
             out.docs.append(search_index._document(doc_row))
             out.repl.extend((sid, seq, pos) for pos in ev.get("replaces", ()))
             out.cites.extend((sid, seq, c["session_id"], c["seq"]) for c in ev.get("cites", ()))

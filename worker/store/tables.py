@@ -13,6 +13,12 @@ from __future__ import annotations
 
 from typing import Final
 
+# A session's first few message/user texts, kept with its header: the tools derive the
+# title of a session without one from them (the first the user wrote, harness text
+# skipped: a presentation rule, so the store keeps them as they came), and the search
+# index marks the first prompt among them.
+TITLE_PROMPTS: Final = 4
+
 # -- sessions and events as the request path reads them (``sql`` selects them) ------------
 
 # A session's header, in ``SessionHeader``'s field order.

@@ -27,10 +27,9 @@ if TYPE_CHECKING:
 # a step, an index of the older version is rebuilt from the stream (``version_action``).
 SCHEMA_VERSION: Final = 5
 
-# A session's first few message/user texts, each cut, kept with its header: the tools derive
-# the title of a session without one from them (the first the user wrote, harness text
-# skipped: a presentation rule, so the store keeps them as they came).
-TITLE_PROMPTS: Final = 4
+# A session's first few message/user texts, each cut, kept with its header (tables.py
+# holds the count: the search index reads it too).
+TITLE_PROMPTS: Final = tables.TITLE_PROMPTS
 TITLE_PROMPT_CHARS: Final = 400
 
 # version -> the statements that take a file of that version to the next one.

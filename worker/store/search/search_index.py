@@ -48,7 +48,6 @@ import tantivy
 from contracts.harness import first_prompt
 from worker.store import tables
 from worker.store.database import Database
-from worker.store.files.schema import TITLE_PROMPTS
 from worker.store.search import analysis, ranking
 from worker.store.search.text import searchable_text
 
@@ -239,7 +238,7 @@ class SearchIndexWriter:
                 "cap": self._body_cap,
                 "after": self._position.event_id,
                 "limit": max_events,
-                "prompts": TITLE_PROMPTS,
+                "prompts": tables.TITLE_PROMPTS,
             },
         )
         values = at.getter(tables.SEARCH_DOCUMENT_NAMES)
