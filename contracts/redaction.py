@@ -824,3 +824,55 @@ def compile_extra(patterns: Iterable[tuple[str, str]]) -> tuple[Rule, ...]:
 
 def make_redactor(extra: Iterable[tuple[str, str]] = (), allow: Iterable[str] = ()) -> Redactor:
     return Redactor(RULES + compile_extra(extra), frozenset(allow))
+
+
+@dataclass(frozen=True, slots=True)
+class RedactionSpec:
+    """What a process applies: on or off, an operator's extra ``(kind, regex)`` rules and
+    allowed values. Plain data, so the writer's child process can be handed it."""
+
+    on: bool = True
+    extra: tuple[tuple[str, str], ...] = ()
+    allow: tuple[str, ...] = ()
+
+    def redactor(self) -> Redactor | None:
+        return make_redactor(self.extra, self.allow) if self.on else None
+
+    def to_json(self) -> str:
+        import json
+
+        return json.dumps({"on": self.on, "extra": self.extra, "allow": self.allow})
+
+    @classmethod
+    def from_json(cls, text: str) -> RedactionSpec:
+        import json
+
+        data = json.loads(text)
+        return cls(
+            on=bool(data["on"]),
+            extra=tuple((str(k), str(p)) for k, p in data["extra"]),
+            allow=tuple(str(v) for v in data["allow"]),
+        )
+
+
+def parse_patterns(text: str) -> tuple[tuple[str, str], ...]:
+    """Operators' extra rules as written in a setting: ``kind=regex`` entries, one a line
+    (or separated by ``;;``). Raises ``ValueError`` on a bad entry or regex."""
+    out = []
+    for entry in re.split(r"\n|;;", text):
+        entry = entry.strip()
+        if not entry:
+            continue
+        kind, sep, pattern = entry.partition("=")
+        kind = kind.strip()
+        if not sep or not re.fullmatch(r"[a-z0-9][a-z0-9-]{0,63}", kind) or not pattern:
+            raise ValueError("each entry is kind=regex, the kind in lowercase letters, digits, -")
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise ValueError(f"the pattern of {kind} does not compile: {exc}") from None
+        out.append((kind, pattern))
+    return tuple(out)
+
+
+REDACTION_ON: Final = RedactionSpec()
