@@ -78,6 +78,11 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
         help="JetStream KV bucket where each format's last figures are kept for"
         f" sessionquery status (default {DEFAULT_IMPORTS_BUCKET}; empty: none)",
     )  # fmt: skip
+    parser.add_argument(
+        "--no-redact", dest="redact", action="store_false",
+        help="publish the text as found: credentials are not replaced by [redacted:<kind>]"
+        " (docs/security.md)",
+    )  # fmt: skip
     add_subject_arguments(parser)
     add_nats_arguments(parser)
 
@@ -163,7 +168,7 @@ def run(args: argparse.Namespace) -> int:
                     max_event_bytes=config.max_event_bytes, assume_tz=zone,
                     progress=None if args.quiet else sys.stderr, idle_s=args.idle_seconds,
                     dry_run=args.dry_run, output=output,
-                    imports_bucket=args.imports_bucket or None,
+                    imports_bucket=args.imports_bucket or None, redact=args.redact,
                 )
             )  # fmt: skip
     except ImportFailed as exc:

@@ -59,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
         idle_s=args.idle_seconds, poll_s=args.poll_interval,
         bucket=args.state_bucket, chunk_lines=max(1, args.chunk_lines),
         window=max(1, args.window), max_event_bytes=max_event_bytes, assume_tz=zone,
-        imports_bucket=args.imports_bucket or None,
+        imports_bucket=args.imports_bucket or None, redact=args.redact,
     )  # fmt: skip
     progress = None if args.quiet else sys.stderr
     try:
