@@ -24,6 +24,13 @@ def test_the_table_covers_at_least_thirty_kinds_and_each_kind_once() -> None:
 
 
 @pytest.mark.parametrize("rule", RULES, ids=lambda r: r.kind)
+def test_every_rule_is_gated_by_something_its_example_holds(rule: Rule) -> None:
+    text = rule.example.before + generate(rule.example.secret) + rule.example.after
+    assert rule.keywords or rule.prefixes
+    assert any(k in text.lower() for k in rule.keywords) or any(p in text for p in rule.prefixes)
+
+
+@pytest.mark.parametrize("rule", RULES, ids=lambda r: r.kind)
 def test_rule_redacts_its_example_and_keeps_the_words_around(rule: Rule) -> None:
     secret = generate(rule.example.secret)
     text = rule.example.before + secret + rule.example.after
