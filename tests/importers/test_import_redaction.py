@@ -9,7 +9,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from contracts.redaction import generate
+from contracts.redaction import REDACTION_ON, RedactionSpec, generate
 from contracts.subjects import Subjects
 from tests._events import event
 from worker.importers.run import Job, import_jobs
@@ -43,7 +43,7 @@ async def _dry_run(job: Job, *, redact: bool) -> tuple[bytes, str]:
     output = io.BytesIO()
     report = await import_jobs(
         [job], options=NatsOptions(url=None), subjects=Subjects(), dry_run=True,
-        idle_s=float("inf"), output=output, redact=redact,
+        idle_s=float("inf"), output=output, redaction=REDACTION_ON if redact else None,
     )  # fmt: skip
     summary = io.StringIO()
     print_summary(report, summary)
@@ -70,3 +70,16 @@ async def test_import_redacts_before_publishing(tmp_path: Path, fmt: str, write:
 
     raw, summary = await _dry_run(Job(fmt, [path]), redact=False)
     assert gh.encode() in raw and "credentials redacted" not in summary
+
+
+async def test_import_applies_the_operators_rules(tmp_path: Path) -> None:
+    internal = "ACME-" + generate("<C:20>")
+    allowed = generate("ghp_<A:36>")
+    path = _events(tmp_path / "s.jsonl", f"{internal} {allowed}")
+    spec = RedactionSpec(extra=(("acme-key", r"ACME-[A-Z0-9]{20}"),), allow=(allowed,))
+    output = io.BytesIO()
+    await import_jobs(
+        [Job("events", [path])], options=NatsOptions(url=None), subjects=Subjects(),
+        dry_run=True, idle_s=float("inf"), output=output, redaction=spec,
+    )  # fmt: skip
+    assert f"[redacted:acme-key] {allowed}".encode() in output.getvalue()

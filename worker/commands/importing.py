@@ -62,7 +62,8 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
         "--window", type=int, default=DEFAULT_WINDOW,
         help=f"publishes in flight before awaiting their acks (default {DEFAULT_WINDOW})",
     )  # fmt: skip
-    add_flags(parser, ("max_event_bytes",))
+    # The worker's own extra rules and allow-list, so both redact alike.
+    add_flags(parser, ("max_event_bytes", "redaction_patterns", "redaction_allow"))
     parser.add_argument(
         "--timezone", default=None,
         help="zone of times written without one (Aider); default: this machine's local zone",
@@ -168,7 +169,8 @@ def run(args: argparse.Namespace) -> int:
                     max_event_bytes=config.max_event_bytes, assume_tz=zone,
                     progress=None if args.quiet else sys.stderr, idle_s=args.idle_seconds,
                     dry_run=args.dry_run, output=output,
-                    imports_bucket=args.imports_bucket or None, redact=args.redact,
+                    imports_bucket=args.imports_bucket or None,
+                    redaction=config.redaction_spec() if args.redact else None,
                 )
             )  # fmt: skip
     except ImportFailed as exc:

@@ -27,7 +27,7 @@ from typing import BinaryIO, Final, TextIO
 
 from contracts.limits import MAX_EVENT_BYTES, event_size_limit
 from contracts.partitions import NO_CWD_KEY
-from contracts.redaction import Redactor
+from contracts.redaction import REDACTION_ON, RedactionSpec, Redactor
 from contracts.subjects import Subjects
 from worker.importers.base import Converter, Outgoing, Problem, SpawnLinks, Tally, quiet_since
 from worker.importers.detect import AUTO
@@ -86,12 +86,14 @@ async def import_jobs(
     window: int = DEFAULT_WINDOW, max_event_bytes: int = MAX_EVENT_BYTES,
     assume_tz: tzinfo | None = None, progress: TextIO | None = None, errors: TextIO | None = None,
     idle_s: float = DEFAULT_IDLE_S, dry_run: bool = False, output: BinaryIO | None = None,
-    imports_bucket: str | None = DEFAULT_IMPORTS_BUCKET, redact: bool = True,
+    imports_bucket: str | None = DEFAULT_IMPORTS_BUCKET,
+    redaction: RedactionSpec | None = REDACTION_ON,
 ) -> ImportReport:  # fmt: skip
     """Convert and publish ``jobs``; ``dry_run``: convert and check only, without
     connecting; ``output``: also write each event's bytes, one per line (the ``events``
     format); ``imports_bucket``: where each format's figures are kept for ``status``;
-    ``redact``: credentials replaced by markers before publishing (and in ``output``)."""
+    ``redaction``: the rules credentials are replaced by markers with before publishing
+    (and in ``output``); None: not at all (``--no-redact``)."""
     from worker.importers.detect import expand
     from worker.importers.publish import DryRun, connect_publisher
 
@@ -111,7 +113,7 @@ async def import_jobs(
             limit = event_size_limit(publisher.max_payload, max_event_bytes)
         run = _ImportRun(publisher, bar, errors or sys.stderr, limit, assume_tz,
                          quiet_before=quiet_since(idle_s), output=output,
-                         redactor=Redactor() if redact else None)  # fmt: skip
+                         redactor=redaction.redactor() if redaction else None)  # fmt: skip
         run.report.dry_run = dry_run
         for job, job_files in found:
             before = AgentReport.snapshot(job, run)

@@ -41,7 +41,7 @@ from typing import Any, Final, TextIO
 import orjson
 
 from contracts.limits import MAX_EVENT_BYTES, event_size_limit
-from contracts.redaction import Redactor
+from contracts.redaction import REDACTION_ON, RedactionSpec
 from contracts.subjects import Subjects
 from worker.importers.base import Converter, Outgoing, Resumable, SpawnLinks, Tally
 from worker.importers.figures import (
@@ -72,7 +72,8 @@ class WatchSettings:
     max_event_bytes: int = MAX_EVENT_BYTES
     assume_tz: tzinfo | None = None
     imports_bucket: str | None = DEFAULT_IMPORTS_BUCKET  # each format's figures, for status
-    redact: bool = True  # credentials replaced before publishing (--no-redact: not)
+    # Credentials replaced before publishing with these rules; None: not (--no-redact).
+    redaction: RedactionSpec | None = REDACTION_ON
 
 
 @dataclass
@@ -113,7 +114,7 @@ class Watcher:
         self.jobs = jobs
         self.settings = settings
         self.publisher = Publisher(nc, subjects, window=settings.window)
-        self.redactor = Redactor() if settings.redact else None
+        self.redactor = settings.redaction.redactor() if settings.redaction else None
         self.files: dict[Path, Tracked] = {}
         self.progress = progress
         self.errors = errors or sys.stderr
