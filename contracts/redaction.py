@@ -12,8 +12,10 @@ looks random enough (Shannon entropy, a digit, not a placeholder or an identifie
 
 Each rule has a positive example (text around a credential generated at run time from its
 shape, never a real one) and a negative example that must come out unchanged; the tests
-run both. Speed: a rule runs only when one of its lowercase keywords occurs in the text, so
-most strings cost one ``lower()`` and a few substring scans.
+run both. Speed (the writer runs this on every string): a rule runs only when the text
+holds what it needs, a lowercase keyword (names, ``bearer``, ``://``) or, for token-shaped
+rules, a run of 16 token characters starting with one of its prefixes; most strings cost
+one character-class scan, one ``lower()`` and a dozen substring tests.
 """
 
 from __future__ import annotations
@@ -58,9 +60,8 @@ _SHAPE_TOKEN: Final = re.compile(r"<([A-Za-z]):(\d+)>")
 
 
 def generate(shape: str, rng: secrets.SystemRandom | None = None) -> str:
-    """``shape`` with each ``<X:n>`` replaced by n random characters of alphabet X. The
-    first character after a fixed prefix is never left to chance where a shape needs a
-    digit: ``_ensure_digit`` makes sure a generated candidate has one."""
+    """``shape`` with each ``<X:n>`` replaced by n random characters of alphabet X (a shape
+    that needs a digit, such as a candidate's example, spells one out)."""
     pick = (rng or secrets.SystemRandom()).choice
     return _SHAPE_TOKEN.sub(
         lambda m: "".join(pick(ALPHABETS[m[1]]) for _ in range(int(m[2]))), shape
@@ -115,7 +116,7 @@ _END_W: Final = r"(?![A-Za-z0-9_-])"
 _END_A: Final = r"(?![A-Za-z0-9])"
 _END_B: Final = r"(?![A-Za-z0-9+/])"
 
-# Names that say secret, for the candidate tier; group "name" is the whole key.
+# The characters of a name (a key, a variable, a header), for the candidate tier.
 _NAME_CHARS: Final = r"[A-Za-z0-9_.-]"
 # The value of an assignment: stops at quotes, backslashes (a JSON escape), whitespace and
 # the punctuation that ends a value in each form.
