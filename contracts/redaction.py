@@ -115,6 +115,10 @@ _I: Final = re.IGNORECASE
 _END_W: Final = r"(?![A-Za-z0-9_-])"
 _END_A: Final = r"(?![A-Za-z0-9])"
 _END_B: Final = r"(?![A-Za-z0-9+/])"
+# Where a token may start: not inside a run of token characters (a JSON escape's letter
+# aside). Only where a pattern's own characters could begin it again inside one long run
+# (``eyJeyJeyJ...``), which would scan that run once per occurrence.
+_RUN_START: Final = r"(?:(?<![A-Za-z0-9_-])|(?<=\\[nrt]))"
 
 # The characters of a name (a key, a variable, a header), for the candidate tier.
 _NAME_CHARS: Final = r"[A-Za-z0-9_.-]"
@@ -124,7 +128,8 @@ _VALUE: Final = r"(?P<secret>[^\s\"'\\`,;{}()<>\[\]]{8,512})"
 # `NAME=value`, `NAME: value`, `"name": "value"`, `\"name\": \"value\"` (JSON inside a JSON
 # string), `name = 'value'` (TOML), `--name value`, `--name=value`, once-URL-encoded `=`.
 _ASSIGN: Final = (
-    r"(?:\\?[\"'])?[ \t]*(?P<sep>=|:|%3[dD]|%3[aA]|[ \t]+(?=[^\s=:]))[ \t]*(?:\\?[\"'])?[ \t]*"
+    r"(?:\\?[\"'])?(?P<sep>[ \t]*+(?:=|:|%3[dD]|%3[aA])|[ \t]++(?=[^\s=:]))"
+    r"[ \t]*+(?:\\?[\"'])?[ \t]*+"
 )
 
 
@@ -132,7 +137,7 @@ def _candidate(word: str) -> re.Pattern[str]:
     # Starts at one literal word, the secret word of the name: sre scans for a literal
     # prefix fast even case-insensitively, while an alternation of names measured ten
     # times slower. The rest of the name before the word is read back in ``_accept``.
-    return re.compile(word + _NAME_CHARS + r"*" + _ASSIGN + _VALUE, re.IGNORECASE)
+    return re.compile(word + _NAME_CHARS + r"{0,64}+" + _ASSIGN + _VALUE, re.IGNORECASE)
 
 
 RULES: Final[tuple[Rule, ...]] = (
@@ -144,8 +149,8 @@ RULES: Final[tuple[Rule, ...]] = (
         # off before its END line (a truncated output) is redacted to the end of its body.
         _r(
             r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
-            r"(?:[\s\S]{0,16384}?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
-            r"|(?:[A-Za-z0-9+/=:,\- \t\r\n]|\\[rn])*)"
+            r"(?:(?:[^-]|-(?!----)){0,8192}+-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
+            r"|(?:[A-Za-z0-9+/=:,\- \t\r\n]|\\[rn])*+)"
         ),
         ("-----begin",),
         Example(
@@ -181,7 +186,7 @@ RULES: Final[tuple[Rule, ...]] = (
     Rule(
         "github-token",
         "definite",
-        _r(r"(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36,251}" + _END_A),
+        _r(r"(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36,251}+" + _END_A),
         (),
         Example("export GITHUB_TOKEN=", "ghp_<A:36>"),
         "ghp_xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx is a placeholder",
@@ -199,7 +204,7 @@ RULES: Final[tuple[Rule, ...]] = (
     Rule(
         "gitlab-token",
         "definite",
-        _r(r"gl(?:pat|dt|ptt|rt|cbt|soat|ft|imt|agent)-[A-Za-z0-9_-]{20,64}" + _END_W),
+        _r(r"gl(?:pat|dt|ptt|rt|cbt|soat|ft|imt|agent)-[A-Za-z0-9_-]{20,64}+" + _END_W),
         (),
         Example("git clone https://oauth2:", "glpat-<W:20>", "@gitlab.example.com/x.git"),
         "glpat-<token> is what the docs show",
@@ -218,7 +223,7 @@ RULES: Final[tuple[Rule, ...]] = (
     Rule(
         "slack-token",
         "definite",
-        _r(r"xox[abposre]-(?:[0-9]{6,}-){1,3}[A-Za-z0-9-]{8,}" + _END_A),
+        _r(r"xox[abposre]-(?:[0-9]{6,32}+-){1,3}[A-Za-z0-9-]{8,128}+" + _END_A),
         (),
         Example("SLACK_BOT_TOKEN=", "xoxb-<D:12>-<D:13>-<A:24>"),
         "xoxb-your-token-here",
@@ -238,7 +243,7 @@ RULES: Final[tuple[Rule, ...]] = (
     Rule(
         "stripe-key",
         "definite",
-        _r(r"(?:sk|rk)_live_[A-Za-z0-9]{24,247}" + _END_A),
+        _r(r"(?:sk|rk)_live_[A-Za-z0-9]{24,247}+" + _END_A),
         (),
         Example("STRIPE_SECRET_KEY=", "sk_live_<A:24>"),
         "sk_test_ keys are for testing; pk_live_ keys are public",
@@ -247,7 +252,7 @@ RULES: Final[tuple[Rule, ...]] = (
     Rule(
         "anthropic-api-key",
         "definite",
-        _r(r"sk-ant-(?:api|admin|oat|sid)\d{0,2}-[A-Za-z0-9_-]{32,200}" + _END_W),
+        _r(r"sk-ant-(?:api|admin|oat|sid)\d{0,2}-[A-Za-z0-9_-]{32,200}+" + _END_W),
         (),
         Example("ANTHROPIC_API_KEY=", "sk-ant-api03-<W:93>AA"),
         "ANTHROPIC_API_KEY=sk-ant-xxxxxxxx",
@@ -257,7 +262,7 @@ RULES: Final[tuple[Rule, ...]] = (
         "openai-api-key",
         "definite",
         _r(
-            r"sk-(?:(?:proj|svcacct|admin|None)-[A-Za-z0-9_-]{40,250}"
+            r"sk-(?:(?:proj|svcacct|admin|None)-[A-Za-z0-9_-]{40,250}+"
             r"|[A-Za-z0-9]{20}T3BlbkFJ[A-Za-z0-9]{20}|[A-Za-z0-9]{48})" + _END_W
         ),
         (),
@@ -286,7 +291,7 @@ RULES: Final[tuple[Rule, ...]] = (
     Rule(
         "huggingface-token",
         "definite",
-        _r(r"hf_[A-Za-z0-9]{34,40}" + _END_A),
+        _r(r"hf_[A-Za-z0-9]{34,40}+" + _END_A),
         (),
         Example("HF_TOKEN=", "hf_<a:34>"),
         "hf_hub_download(repo_id='x')",
@@ -304,7 +309,7 @@ RULES: Final[tuple[Rule, ...]] = (
     Rule(
         "pypi-token",
         "definite",
-        _r(r"pypi-AgE[A-Za-z0-9_-]{50,}"),
+        _r(r"pypi-AgE[A-Za-z0-9_-]{50,300}+"),
         (),
         Example("password = ", "pypi-AgEIcHlwaS5vcmc<W:70>"),
         "pypi-simple is a package",
@@ -333,7 +338,7 @@ RULES: Final[tuple[Rule, ...]] = (
         "definite",
         _r(
             r"(?:AccountKey|SharedAccessKey|SharedAccessSignature)=(?P<secret>"
-            r"[A-Za-z0-9+/%]{20,}={0,2})",
+            r"[A-Za-z0-9+/%]{20,}+={0,2})",
         ),
         ("accountkey=", "sharedaccess"),
         Example(
@@ -373,7 +378,7 @@ RULES: Final[tuple[Rule, ...]] = (
     Rule(
         "atlassian-api-token",
         "definite",
-        _r(r"ATATT3[A-Za-z0-9_=-]{150,250}" + _END_W),
+        _r(r"ATATT3[A-Za-z0-9_=-]{150,250}+" + _END_W),
         (),
         Example("JIRA_API_TOKEN=", "ATATT3xFfGF0<W:170>=<H:8>"),
         "ATATT3 begins a token",
@@ -390,7 +395,9 @@ RULES: Final[tuple[Rule, ...]] = (
     Rule(
         "discord-webhook",
         "definite",
-        _r(r"https://(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks/\d+/[A-Za-z0-9_-]{60,}"),
+        _r(
+            r"https://(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks/\d{1,24}+/[A-Za-z0-9_-]{60,}+"
+        ),
         ("discord",),
         Example("webhook ", "https://discord.com/api/webhooks/<D:18>/<W:68>"),
         "https://discord.com/api/webhooks/<id>/<token>",
@@ -407,7 +414,11 @@ RULES: Final[tuple[Rule, ...]] = (
     Rule(
         "jwt",
         "definite",
-        _r(r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{16,}" + _END_W),
+        _r(
+            _RUN_START
+            + r"eyJ[A-Za-z0-9_-]{8,4096}+\.eyJ[A-Za-z0-9_-]{8,4096}+\.[A-Za-z0-9_-]{16,4096}+"
+            + _END_W
+        ),
         (),
         Example("token=", "eyJhbGciOiJIUzI1NiJ9.eyJ<W:60>.<W:43>"),
         "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9 is just a header",
@@ -429,7 +440,7 @@ RULES: Final[tuple[Rule, ...]] = (
     Rule(
         "bearer-token",
         "definite",
-        _r(r"bearer\s+(?P<secret>[A-Za-z0-9._~+/-]{16,}=*)" + _END_B, _I),
+        _r(r"bearer\s++(?P<secret>[A-Za-z0-9._~+/-]{16,}+=*)" + _END_B, _I),
         ("bearer",),
         Example("curl -H 'Authorization: Bearer ", "<W:40>", "' https://api.example.net"),
         "the bearer token goes in the Authorization header: Bearer $TOKEN",
@@ -437,7 +448,7 @@ RULES: Final[tuple[Rule, ...]] = (
     Rule(
         "basic-auth",
         "definite",
-        _r(r"authorization\s*[:=]\s*[\"']?basic\s+(?P<secret>[A-Za-z0-9+/]{8,}=*)", _I),
+        _r(r"authorization\s*+[:=]\s*+[\"']?basic\s++(?P<secret>[A-Za-z0-9+/]{8,}+=*)", _I),
         ("authorization",),
         Example("> Authorization: Basic ", "<B:32>", "\n> Accept: */*"),
         "basic auth needs Authorization: Basic <credentials>",
@@ -454,7 +465,7 @@ RULES: Final[tuple[Rule, ...]] = (
     Rule(
         "grafana-token",
         "definite",
-        _r(r"gl(?:sa|c)_[A-Za-z0-9+/=_]{32,400}" + _END_A),
+        _r(r"gl(?:sa|c)_[A-Za-z0-9+/=_]{32,400}+" + _END_A),
         (),
         Example("GRAFANA_TOKEN=", "glsa_<A:32>_<H:8>"),
         "glc_ is a prefix",
@@ -463,7 +474,7 @@ RULES: Final[tuple[Rule, ...]] = (
     Rule(
         "vault-token",
         "definite",
-        _r(r"hv[sbr]\.[A-Za-z0-9_-]{24,200}" + _END_W),
+        _r(r"hv[sbr]\.[A-Za-z0-9_-]{24,200}+" + _END_W),
         (),
         Example("VAULT_TOKEN=", "hvs.<W:24>"),
         "hvs.example",
@@ -526,7 +537,7 @@ RULES: Final[tuple[Rule, ...]] = (
     Rule(
         "square-token",
         "definite",
-        _r(r"sq0(?:atp|csp)-[A-Za-z0-9_-]{22,43}" + _END_W),
+        _r(r"sq0(?:atp|csp)-[A-Za-z0-9_-]{22,43}+" + _END_W),
         (),
         Example("SQUARE_TOKEN=", "sq0atp-<W:22>"),
         "sq0atp- is the prefix",
@@ -698,13 +709,17 @@ def _candidate_value_ok(value: str, min_entropy: float) -> bool:
 
 
 _WORD_CHARS: Final = frozenset(ALPHABETS["A"])
+# How far back a candidate's name is read (a longer one is cut: the check still sees its
+# end, where the secret word is).
+MAX_NAME_CHARS: Final = 128
 _NAME_SET: Final = frozenset(ALPHABETS["A"] + "_.-")
 
 
 def _name_start(text: str, at: int) -> str:
     """The name a candidate match's secret word ends: from the first name character."""
     start = at
-    while start and text[start - 1] in _NAME_SET:
+    stop = max(0, at - MAX_NAME_CHARS)
+    while start > stop and text[start - 1] in _NAME_SET:
         start -= 1
     return text[start:at]
 

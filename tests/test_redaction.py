@@ -180,3 +180,28 @@ def test_detector_throughput_is_measured(capsys: pytest.CaptureFixture[str]) -> 
     with capsys.disabled():
         print(f"\ndetector: {size / elapsed / 1e6:.1f} MB/s over {len(lines)} strings")
     assert size / elapsed > 0.2e6
+
+
+@pytest.mark.parametrize("rule", RULES, ids=lambda r: r.kind)
+def test_hostile_text_costs_linear_time(rule: Rule) -> None:
+    """300 KB built from a rule's own pieces (its prefix over and over, its name without a
+    value, a token-looking run with no end): each took seconds to minutes while a pattern
+    rescanned one long run from every occurrence of its prefix (``eyJeyJ...``)."""
+    import time
+
+    size = 300_000
+    secret = generate(rule.example.secret)
+    before = rule.example.before or "x"
+    texts = [
+        (before * (size // len(before) + 1))[:size],
+        (secret[:6] * (size // 6 + 1))[:size],
+        (secret * (size // len(secret) + 1))[:size],
+        secret[:6] + "a" * size,
+        before + "A1" * (size // 2),
+        ((secret + " ") * (size // len(secret) + 1))[:size],
+    ]
+    redactor = Redactor()
+    for text in texts:
+        start = time.perf_counter()
+        redactor.redact(text)
+        assert time.perf_counter() - start < 3.0, text[:40]
