@@ -748,6 +748,12 @@ def _accept(rule: Rule, m: re.Match[str], value: str | None, allow: frozenset[st
     return _candidate_value_ok(value, rule.min_entropy)
 
 
+# Payload fields never redacted, by event type (``Redactor.redact_payload``).
+IDENTITY_FIELDS: Final[Mapping[str, frozenset[str]]] = {
+    "session/start": frozenset({"cwd", "parent_session_id"})
+}
+
+
 # -- the redactor -------------------------------------------------------------------------------
 
 
@@ -896,6 +902,23 @@ class Redactor:
                 if _accept(rule, m, value, self.allow):
                     out.append((rule.kind, value))
         return out
+
+    def redact_payload(self, kind: str, payload: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+        """An event's payload redacted (``redact_tree``), but for the fields that are its
+        identity: a session/start's cwd names its workspace (whose key the subject
+        carries, checked against it) and its parent is an id."""
+        kept = IDENTITY_FIELDS.get(kind)
+        if not kept or not any(k in payload for k in kept):
+            new: dict[str, Any]
+            new, changed = self.redact_tree(payload)
+            return new, changed
+        rest = {k: v for k, v in payload.items() if k not in kept}
+        redacted_rest, changed = self.redact_tree(rest)
+        if not changed:
+            return payload, False
+        others = iter(redacted_rest.items())
+        out = dict(item if item[0] in kept else next(others) for item in payload.items())
+        return out, True
 
     def redact_tree(self, value: Any) -> tuple[Any, bool]:
         """A JSON tree with every string (keys too) redacted, and whether anything changed;

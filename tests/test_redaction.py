@@ -205,3 +205,16 @@ def test_hostile_text_costs_linear_time(rule: Rule) -> None:
         start = time.perf_counter()
         redactor.redact(text)
         assert time.perf_counter() - start < 3.0, text[:40]
+
+
+def test_a_session_starts_identity_is_not_redacted() -> None:
+    """The cwd names the workspace (the subject carries its key, checked against it) and
+    the parent is an id: redacting either would break the session, not protect it."""
+    gh = generate("ghp_<A:36>")
+    cwd = f"/home/dev/GITHUB_TOKEN={gh}"
+    payload = {"cwd": cwd, "parent_session_id": "p-1", "note": f"t {gh}"}
+    out, changed = Redactor().redact_payload("session/start", payload)
+    assert changed and list(out) == ["cwd", "parent_session_id", "note"]
+    assert out["cwd"] == cwd and out["note"] == "t [redacted:github-token]"
+    other, changed = Redactor().redact_payload("message/user", {"cwd": cwd})
+    assert changed and other["cwd"] == "/home/dev/GITHUB_TOKEN=[redacted:github-token]"

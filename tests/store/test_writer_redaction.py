@@ -127,3 +127,22 @@ async def test_operator_rules_reach_the_child(tmp_path: Path) -> None:
         await writer.close()
     [(raw,)] = _rows(db, "SELECT raw_json FROM events WHERE seq = 2")
     assert orjson.loads(raw)["payload"]["text"] == f"[redacted:acme-key] {allowed}"
+
+
+async def test_a_cwd_that_looks_like_a_credential_keeps_its_workspace(tmp_path: Path) -> None:
+    from contracts.partitions import workspace_key
+    from contracts.subjects import Subjects
+
+    cwd = "/home/dev/" + generate("ghp_<A:36>")
+    subjects = Subjects()
+    start = event("s", 1, "session/start", surface="system", payload={"cwd": cwd})
+    db = tmp_path / "index.sqlite"
+    writer = await open_index_writer(db, mode="thread")
+    try:
+        result = await writer.apply(
+            [IngestItem(1, start, subject=subjects.events(workspace_key(cwd), "s"))]
+        )
+    finally:
+        await writer.close()
+    assert result.applied == 1 and not result.rejected
+    assert _rows(db, "SELECT cwd FROM sessions") == [(cwd,)]

@@ -64,7 +64,7 @@ def redact_outgoing(out: Outgoing, redactor: Redactor | None) -> Outgoing:
     payload = doc.get("payload") if isinstance(doc, dict) else None
     if not isinstance(payload, dict):
         return out
-    new, changed = redactor.redact_tree(payload)
+    new, changed = redactor.redact_payload(str(doc.get("type", "")), payload)
     if not changed:
         return out
     doc["payload"] = new

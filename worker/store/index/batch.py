@@ -96,7 +96,7 @@ class BatchChecker:
         if self._redactor is not None:
             # The one place credentials leave an event: everything below (the stored JSON,
             # the searchable text, the title, the first prompt) derives from these.
-            payload, text = redacted(self._redactor, payload, text)
+            payload, text = redacted(self._redactor, event.type, payload, text)
         kind = event.type
         parsed = CheckedEvent(
             stream_seq=item.stream_seq,
@@ -125,10 +125,12 @@ class BatchChecker:
         return parsed
 
 
-def redacted(redactor: Redactor, payload: dict[str, Any], text: str) -> tuple[dict[str, Any], str]:
-    """The payload with every string (keys too) redacted, and the event's JSON to store
-    with it; both unchanged (not copied) when nothing was found."""
-    new, changed = redactor.redact_tree(payload)
+def redacted(
+    redactor: Redactor, kind: str, payload: dict[str, Any], text: str
+) -> tuple[dict[str, Any], str]:
+    """The payload with every string (keys too) redacted, but its identity fields, and the
+    event's JSON to store with it; both unchanged (not copied) when nothing was found."""
+    new, changed = redactor.redact_payload(kind, payload)
     if not changed:
         return payload, text
     doc = orjson.loads(text)
