@@ -25,7 +25,7 @@ import math
 import re
 import secrets
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 from urllib.parse import quote, quote_plus, unquote
@@ -790,6 +790,9 @@ class Redactor:
         self._by_keyword = tuple(
             (kw, tuple(index[id(r)] for r in rs)) for kw, rs in by_keyword.items()
         )
+        # No credential of the table fits in fewer characters (a candidate's value alone is
+        # 8); an operator's rule may, so with one every string is looked at.
+        self._shortest = 8 if all(rule.keywords != ("",) for rule in self.rules) else 0
         self._subs: dict[int, Callable[[re.Match[str]], str]] = {
             i: self._replacer(rule) for i, rule in enumerate(self.rules)
         }
@@ -812,36 +815,56 @@ class Redactor:
 
         return sub
 
-    def _rules_for(self, text: str) -> list[int]:
-        # Most strings (prose, short values, paths) have no run of 16 token characters: one
-        # character-class scan spares them the token-shaped rules.
-        chosen: set[int] = set()
+    def _token_rules(self, text: str) -> Iterator[int]:
+        """The token-shaped rules whose prefix a run of 16 token characters in ``text``
+        starts with (or follows, or holds), as found: most strings (prose, short values,
+        paths) have no such run, and one character-class scan says so."""
         by_head = self._by_head
         for run in _TOKEN_RUN.finditer(text):
             start = run.start()
             found = by_head.get(text[start : start + 2])
             if found:
-                chosen.update(found)
+                yield from found
             if start and text[start - 1] == "\\" and text[start] in "nrt":
                 # a JSON escape's letter begins the run (``\nghp_...``)
                 found = by_head.get(text[start + 1 : start + 3])
                 if found:
-                    chosen.update(found)
+                    yield from found
             if start and text[start - 1] == ".":
                 for prefix, i in self._before:
                     if text.startswith(prefix, start - len(prefix)):
-                        chosen.add(i)
+                        yield i
             for inner, i in self._inside:
                 if inner in run.group():
-                    chosen.add(i)
+                    yield i
+
+    def _rules_for(self, text: str) -> list[int]:
+        chosen = set(self._token_rules(text))
         low = text.lower()
         for keyword, indexes in self._by_keyword:
             if keyword in low:
                 chosen.update(indexes)
         return sorted(chosen)
 
+    def might_hold(self, json_text: str) -> bool:
+        """Whether a credential could be in a string of the JSON document ``json_text``: a
+        cheap test of the whole event (one gate, not one per string and key) that is never
+        wrong the other way. A JSON string's text appears in the document as it is but for
+        its escapes; ``\\n``-style escapes are handled by the gates, ``\\u`` and ``\\/``
+        could hide a prefix or a keyword, so a document holding them is always walked."""
+        if "\\u" in json_text or "\\/" in json_text:
+            return True
+        low = json_text.lower()
+        if any(keyword in low for keyword, _ in self._by_keyword):
+            return True
+        if next(self._token_rules(json_text), None) is not None:
+            return True
+        return "%" in json_text and _PERCENT.search(json_text) is not None
+
     def redact(self, text: str) -> str:
         """``text`` with every credential replaced by its marker."""
+        if len(text) < self._shortest:
+            return text  # a key, a tool name, a short value: nothing fits
         chosen = self._rules_for(text)
         for i in chosen:
             text = self.rules[i].pattern.sub(self._subs[i], text)

@@ -218,3 +218,23 @@ def test_a_session_starts_identity_is_not_redacted() -> None:
     assert out["cwd"] == cwd and out["note"] == "t [redacted:github-token]"
     other, changed = Redactor().redact_payload("message/user", {"cwd": cwd})
     assert changed and other["cwd"] == "/home/dev/GITHUB_TOKEN=[redacted:github-token]"
+
+
+@pytest.mark.parametrize("rule", RULES, ids=lambda r: r.kind)
+def test_the_event_gate_never_skips_a_credential(rule: Rule) -> None:
+    """``might_hold`` looks at an event's JSON once; it must pass every event a string of
+    which holds a credential, whatever the escapes around it."""
+    secret = generate(rule.example.secret)
+    text = rule.example.before + secret + rule.example.after
+    redactor = Redactor()
+    for around in (text, f"line\n{text}\n", f"é{text}", f'"{text}"\t', f"\\{text}"):
+        for ascii_only in (False, True):
+            doc = json.dumps({"payload": {"output": around}}, ensure_ascii=ascii_only)
+            assert redactor.might_hold(doc), doc[:80]
+
+
+def test_the_event_gate_passes_over_ordinary_events() -> None:
+    redactor = Redactor()
+    plain = json.dumps({"payload": {"text": "the flaky test went green on retry", "n": 3}})
+    assert not redactor.might_hold(plain)
+    assert redactor.might_hold(plain.replace("flaky", "token"))

@@ -57,6 +57,8 @@ def redact_outgoing(out: Outgoing, redactor: Redactor | None) -> Outgoing:
     worker's writer); itself when there were none."""
     if redactor is None or out.dropped:
         return out
+    if not redactor.might_hold(out.body.decode("utf-8", "replace")):
+        return out
     try:
         doc = orjson.loads(out.body)
     except orjson.JSONDecodeError:
