@@ -186,7 +186,7 @@ def _messages() -> dict[str, Any]:
     )
     messages["dead_letter"] = {
         "name": "dead_letter",
-        "summary": "A refused event: its bytes as published, and why.",
+        "summary": "A refused event: its bytes as published (credentials redacted), and why.",
         "contentType": "application/octet-stream",
         "payload": {"type": "string", "description": "The refused message's bytes."},
         "headers": {

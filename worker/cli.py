@@ -25,6 +25,10 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "status": ("worker.commands.status", "the index against its stream: seqs, lag, dead letters"),
     "doctor": ("worker.commands.doctor", "full checks of the index; says what is wrong and why"),
     "deadletters": ("worker.commands.deadletters", "events the index refused, with their reasons"),
+    "secrets": (
+        "worker.commands.secrets",
+        "credentials redacted, per workspace and kind: counts and sessions, never a value",
+    ),
     "partitions": (
         "worker.commands.partitions",
         "plan: balanced --partitions values for W workers, R replicas per shard",

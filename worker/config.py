@@ -31,6 +31,7 @@ from pydantic_settings import (
 
 from contracts.limits import HEADER_ALLOWANCE_BYTES, MAX_EVENT_BYTES
 from contracts.partitions import MAX_PARTITION_COUNT, PartitionSet
+from contracts.redaction import RedactionSpec, parse_patterns
 from contracts.subjects import Subjects
 from worker.settings import ConfigError, Setting, explain
 
@@ -112,6 +113,21 @@ class WorkerConfig(BaseModel):
     embedder_concurrency: int = Field(
         2, ge=1, le=64, description="requests to --embedder in flight at once"
     )
+    # Credentials in events (docs/security.md): redacted in the writer before anything is
+    # stored or indexed.
+    redaction: Literal["on", "off"] = Field(
+        "on",
+        description="replace credentials in events by [redacted:<kind>] before they are"
+        " stored or indexed (off: only for an index of your own machine's data)",
+    )
+    redaction_patterns: str = Field(
+        "",
+        description="extra credential rules, kind=regex, one a line or separated by ;;"
+        " (a group named secret, if any, is what is replaced)",
+    )
+    redaction_allow: str = Field(
+        "", description="values never redacted, separated by commas (e.g. a known test key)"
+    )
     # Parallel lane (traces and reads)
     parallel_pool_size: int = Field(8, description="traces and reads running at once")
     parallel_queue_size: int = Field(32, description="traces and reads waiting before OVERLOADED")
@@ -169,6 +185,19 @@ class WorkerConfig(BaseModel):
     )
     service_version: str = Field("2.0.0", description="version announced to service discovery")
 
+    @field_validator("redaction_patterns")
+    @classmethod
+    def _redaction_patterns(cls, value: str) -> str:
+        parse_patterns(value)
+        return value
+
+    def redaction_spec(self) -> RedactionSpec:
+        return RedactionSpec(
+            on=self.redaction == "on",
+            extra=parse_patterns(self.redaction_patterns),
+            allow=tuple(v.strip() for v in self.redaction_allow.split(",") if v.strip()),
+        )
+
     @field_validator("partitions")
     @classmethod
     def _partition_list(cls, value: str) -> str:
@@ -214,7 +243,8 @@ _FLAGS: Final = {
 
 
 # Never shown in help or an error: the embedder's URL may carry a user and password.
-_WORKER_SECRETS: Final = frozenset({"embedder"})
+# The allow-list names values that look like credentials.
+_WORKER_SECRETS: Final = frozenset({"embedder", "redaction_allow"})
 
 
 def _worker_setting(

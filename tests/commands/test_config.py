@@ -34,6 +34,8 @@ _FORMED = {
     "partitions": "0-7,9",
     "embedder": "http://127.0.0.1:8000",
     "embedder_model": "e5-small",
+    "redaction_patterns": "acme-key=ACME-[0-9]{8}",
+    "redaction_allow": "known-test-key-1,known-test-key-2",
 }
 
 
@@ -210,3 +212,22 @@ def test_the_embedders_url_is_in_neither_help_nor_an_error(
         config_from_args(parser.parse_args([]))
     assert "SESSIONQUERY_EMBEDDER_BATCH" in str(caught.value)
     assert "hunter2" not in str(caught.value)
+
+
+def test_redaction_settings_are_checked_and_the_allow_list_never_shown(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    with pytest.raises(ConfigError, match="--redaction-patterns") as bad:
+        load({"redaction_patterns": "acme-key=ACME-(unclosed"})
+    assert "does not compile" in str(bad.value)
+    config = load({"redaction_patterns": "a-key=A[0-9]{4};;b-key=(?P<secret>B[0-9]{4})"})
+    assert config.redaction_spec().extra == (
+        ("a-key", "A[0-9]{4}"),
+        ("b-key", "(?P<secret>B[0-9]{4})"),
+    )
+    allowed = "sk-live-looking-value-0123456789"
+    assert load({"redaction_allow": f" {allowed} ,x"}).redaction_spec().allow == (allowed, "x")
+    help_text = _serve_parser().format_help()
+    assert "--redaction-allow" in help_text
+    monkeypatch.setenv("SESSIONQUERY_REDACTION_ALLOW", allowed)
+    assert allowed not in _serve_parser().format_help()

@@ -62,7 +62,8 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
         "--window", type=int, default=DEFAULT_WINDOW,
         help=f"publishes in flight before awaiting their acks (default {DEFAULT_WINDOW})",
     )  # fmt: skip
-    add_flags(parser, ("max_event_bytes",))
+    # The worker's own extra rules and allow-list, so both redact alike.
+    add_flags(parser, ("max_event_bytes", "redaction_patterns", "redaction_allow"))
     parser.add_argument(
         "--timezone", default=None,
         help="zone of times written without one (Aider); default: this machine's local zone",
@@ -77,6 +78,11 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
         "--imports-bucket", default=DEFAULT_IMPORTS_BUCKET,
         help="JetStream KV bucket where each format's last figures are kept for"
         f" sessionquery status (default {DEFAULT_IMPORTS_BUCKET}; empty: none)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--no-redact", dest="redact", action="store_false",
+        help="publish the text as found: credentials are not replaced by [redacted:<kind>]"
+        " (docs/security.md)",
     )  # fmt: skip
     add_subject_arguments(parser)
     add_nats_arguments(parser)
@@ -164,6 +170,7 @@ def run(args: argparse.Namespace) -> int:
                     progress=None if args.quiet else sys.stderr, idle_s=args.idle_seconds,
                     dry_run=args.dry_run, output=output,
                     imports_bucket=args.imports_bucket or None,
+                    redaction=config.redaction_spec() if args.redact else None,
                 )
             )  # fmt: skip
     except ImportFailed as exc:

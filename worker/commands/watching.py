@@ -54,12 +54,14 @@ def run(args: argparse.Namespace) -> int:
     if read is None:
         return EXIT_FAILED
     jobs, zone = read
-    max_event_bytes = config_from_args(args).max_event_bytes
+    config = config_from_args(args)
+    max_event_bytes = config.max_event_bytes
     settings = WatchSettings(
         idle_s=args.idle_seconds, poll_s=args.poll_interval,
         bucket=args.state_bucket, chunk_lines=max(1, args.chunk_lines),
         window=max(1, args.window), max_event_bytes=max_event_bytes, assume_tz=zone,
         imports_bucket=args.imports_bucket or None,
+        redaction=config.redaction_spec() if args.redact else None,
     )  # fmt: skip
     progress = None if args.quiet else sys.stderr
     try:

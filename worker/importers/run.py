@@ -27,6 +27,7 @@ from typing import BinaryIO, Final, TextIO
 
 from contracts.limits import MAX_EVENT_BYTES, event_size_limit
 from contracts.partitions import NO_CWD_KEY
+from contracts.redaction import REDACTION_ON, RedactionSpec, Redactor
 from contracts.subjects import Subjects
 from worker.importers.base import Converter, Outgoing, Problem, SpawnLinks, Tally, quiet_since
 from worker.importers.detect import AUTO
@@ -63,6 +64,7 @@ class ImportReport:
     dead_letter_reasons: tuple[str, ...] = ()
     agents: list[AgentReport] = field(default_factory=list)  # auto-detection's, per agent
     no_cwd_sessions: int = 0  # sessions whose source says no cwd (or none found)
+    redacted: Counter[str] = field(default_factory=Counter)  # credentials replaced, by kind
 
     @property
     def invalid(self) -> int:
@@ -85,10 +87,13 @@ async def import_jobs(
     assume_tz: tzinfo | None = None, progress: TextIO | None = None, errors: TextIO | None = None,
     idle_s: float = DEFAULT_IDLE_S, dry_run: bool = False, output: BinaryIO | None = None,
     imports_bucket: str | None = DEFAULT_IMPORTS_BUCKET,
+    redaction: RedactionSpec | None = REDACTION_ON,
 ) -> ImportReport:  # fmt: skip
     """Convert and publish ``jobs``; ``dry_run``: convert and check only, without
     connecting; ``output``: also write each event's bytes, one per line (the ``events``
-    format); ``imports_bucket``: where each format's figures are kept for ``status``."""
+    format); ``imports_bucket``: where each format's figures are kept for ``status``;
+    ``redaction``: the rules credentials are replaced by markers with before publishing
+    (and in ``output``); None: not at all (``--no-redact``)."""
     from worker.importers.detect import expand
     from worker.importers.publish import DryRun, connect_publisher
 
@@ -107,7 +112,8 @@ async def import_jobs(
             await publisher.prepare()
             limit = event_size_limit(publisher.max_payload, max_event_bytes)
         run = _ImportRun(publisher, bar, errors or sys.stderr, limit, assume_tz,
-                         quiet_before=quiet_since(idle_s), output=output)  # fmt: skip
+                         quiet_before=quiet_since(idle_s), output=output,
+                         redactor=redaction.redactor() if redaction else None)  # fmt: skip
         run.report.dry_run = dry_run
         for job, job_files in found:
             before = AgentReport.snapshot(job, run)
@@ -121,6 +127,8 @@ async def import_jobs(
         run.report.published, run.report.duplicates = publisher.published, publisher.duplicates
         run.report.will_dead_letter = publisher.order.refused
         run.report.dead_letter_reasons = tuple(publisher.order.reasons)
+        if run.redactor is not None:
+            run.report.redacted = Counter(run.redactor.found)
         run.show(0, final=True)
         if nc is not None and imports_bucket and run.report.formats:
             await record_formats(nc, imports_bucket, run.report.formats, command="import",
@@ -141,6 +149,7 @@ class _ImportRun:
     assume_tz: tzinfo | None
     quiet_before: datetime
     output: BinaryIO | None = None
+    redactor: Redactor | None = None
     done_bytes: int = 0
     pending_problems: int = 0  # problems of the file being read, not yet in the report
     links: SpawnLinks = field(default_factory=dict)
@@ -209,7 +218,7 @@ class _ImportRun:
     ) -> None:
         from worker.importers.pipeline import checked
 
-        for out in checked(converter, outs, str(path), line_no, self.limit):
+        for out in checked(converter, outs, str(path), line_no, self.limit, self.redactor):
             if out.kind == "session/start" and out.key == NO_CWD_KEY:
                 self.report.no_cwd_sessions += 1
             refused = await self.publisher.send(out)

@@ -38,6 +38,10 @@ def print_summary(report: ImportReport, out: TextIO) -> None:
         print(unknown_text(report.tally.unknown), file=out)
     for line in report.unrecognised:
         print(line, file=out)
+    if report.redacted:
+        kinds = ", ".join(f"{kind} {n}" for kind, n in sorted(report.redacted.items()))
+        print(f"credentials redacted before publishing: {report.redacted.total()} ({kinds})",
+              file=out)  # fmt: skip
     if report.no_cwd_sessions:
         print(f"sessions without a cwd: {report.no_cwd_sessions} (the no-cwd workspace,"
               " where each session sees only itself)", file=out)  # fmt: skip

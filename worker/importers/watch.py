@@ -41,6 +41,7 @@ from typing import Any, Final, TextIO
 import orjson
 
 from contracts.limits import MAX_EVENT_BYTES, event_size_limit
+from contracts.redaction import REDACTION_ON, RedactionSpec
 from contracts.subjects import Subjects
 from worker.importers.base import Converter, Outgoing, Resumable, SpawnLinks, Tally
 from worker.importers.figures import (
@@ -71,6 +72,8 @@ class WatchSettings:
     max_event_bytes: int = MAX_EVENT_BYTES
     assume_tz: tzinfo | None = None
     imports_bucket: str | None = DEFAULT_IMPORTS_BUCKET  # each format's figures, for status
+    # Credentials replaced before publishing with these rules; None: not (--no-redact).
+    redaction: RedactionSpec | None = REDACTION_ON
 
 
 @dataclass
@@ -111,6 +114,7 @@ class Watcher:
         self.jobs = jobs
         self.settings = settings
         self.publisher = Publisher(nc, subjects, window=settings.window)
+        self.redactor = settings.redaction.redactor() if settings.redaction else None
         self.files: dict[Path, Tracked] = {}
         self.progress = progress
         self.errors = errors or sys.stderr
@@ -320,7 +324,8 @@ class Watcher:
         for record in chunk:
             outs = tracked.converter.feed(record.number, record.data)
             await self._send(tracked, checked(tracked.converter, outs, str(tracked.path),
-                                              record.number, self.limit))  # fmt: skip
+                                              record.number, self.limit,
+                                              self.redactor))  # fmt: skip
         tracked.offset, tracked.line = chunk[-1].position, chunk[-1].number
         await self._commit(tracked)
         return True
@@ -332,7 +337,7 @@ class Watcher:
 
         outs = tracked.converter.idle()
         await self._send(tracked, checked(tracked.converter, outs, str(tracked.path),
-                                          tracked.line, self.limit))  # fmt: skip
+                                          tracked.line, self.limit, self.redactor))  # fmt: skip
         tracked.idle_marks.append(tracked.offset)
         await self._commit(tracked)
 

@@ -30,6 +30,7 @@ import structlog
 from nats.aio.client import Client as NATS
 from nats.js import JetStreamContext
 
+from contracts.redaction import REDACTION_ON, RedactionSpec
 from contracts.streams import ensure_events_stream as ensure_events_stream
 from contracts.subjects import Subjects
 from worker.replica.continuity import StreamDiverged, StreamState, bind, judge, stream_state
@@ -63,8 +64,10 @@ class EventConsumer:
         on_fatal: Callable[[Exception], None] | None = None,
         stop_drain_s: float = 5.0,
         partitions: str = "all",
+        redaction: RedactionSpec = REDACTION_ON,
     ) -> None:
         self._nc = nc
+        self._redactor = redaction.redactor()
         self._partitions = partitions  # the held partitions (the worker's setting)
         self._stop_drain_s = stop_drain_s
         self._writer = writer
@@ -221,6 +224,12 @@ class EventConsumer:
         reason = rejected.reason.encode("ascii", "backslashreplace").decode("ascii")
         headers = {REASON_HEADER: reason, STREAM_SEQ_HEADER: str(rejected.stream_seq)}
         body = rejected.data
+        if self._redactor is not None:
+            # A refused message is republished as received: its credentials are not.
+            text = body.decode("utf-8", "replace")
+            cleaned = self._redactor.redact(text)
+            if cleaned != text:
+                body = cleaned.encode()
         room = self._nc.max_payload - 4096  # headers need their share of the message
         if len(body) > room:
             body = body[:room]

@@ -77,6 +77,7 @@ async def build(
         mode=config.ingest_writer,
         text_cap_bytes=config.text_cap_bytes,
         max_event_bytes=config.max_event_bytes,
+        redaction=config.redaction_spec(),
     )
     try:
         await bind(writer, stream)
@@ -101,6 +102,7 @@ async def _ingest_until_caught_up(
         batch_size=config.ingest_batch_size,
         batch_ms=config.ingest_batch_ms,
         partitions=config.partitions,
+        redaction=config.redaction_spec(),
     )
     running = asyncio.create_task(consumer.run(), name="rebuild-ingest")
     try:

@@ -118,6 +118,7 @@ class IndexReplica:
             mode=config.ingest_writer,
             text_cap_bytes=config.text_cap_bytes,
             max_event_bytes=config.max_event_bytes,
+            redaction=config.redaction_spec(),
         )
         writer.add_commit_listener(self.store.notify_commit)
         consumer = EventConsumer(
@@ -128,6 +129,7 @@ class IndexReplica:
             batch_ms=config.ingest_batch_ms,
             on_fatal=self._ingestion_ended,
             partitions=config.partitions,
+            redaction=config.redaction_spec(),
         )
         consumer.stream = stream  # as checked, until the consumer checks again
         self.writer, self.consumer = writer, consumer

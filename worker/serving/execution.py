@@ -34,6 +34,7 @@ from worker.serving.reply_stats import ReplyStats
 from worker.serving.spill import Spiller
 from worker.signals import DeadlineExceeded, ExecutionAborted, ExecutionCancelled, ExecutionSignal
 from worker.tools import Admitted, ToolDefinition, ToolError, abort_error, model_error, tool_failed
+from worker.tools.errors import model_error_of
 from worker.transport.micro import EndpointSpec, MicroService
 from worker.transport.pending import PendingLimits
 
@@ -227,6 +228,13 @@ def _failure(
     if isinstance(exc, ToolError):
         log.info(f"{step}tool error", code=exc.code.value, ms=_ms(started))
         return exc
+    if not model_error_of(exc).logged:
+        # The requester's own mistake (a query with nothing searchable, raised by the store
+        # in the operator's path): one line with its code, as the tools' path logs it, never
+        # its text (the requester's query, which may hold anything) nor a traceback.
+        error = model_error(exc)
+        log.info(f"{step}tool error", code=error.code.value, ms=_ms(started))
+        return error
     log.exception(f"{step}tool failed", ms=_ms(started))
     return model_error(exc)
 

@@ -122,6 +122,13 @@ DEAD_LETTERS_BY_KIND: Final = (
     "SELECT kind AS kind, count(*) AS n FROM deadletters GROUP BY kind ORDER BY 2 DESC"
 )
 # The last ``?`` dead letters, oldest first.
+# Events holding a redaction marker, with their session's workspace (``sessionquery
+# secrets``): a scan of the stored JSON, an operator's occasional question.
+REDACTED_EVENTS: Final = (
+    "SELECT s.cwd AS cwd, e.session_id AS session_id, e.raw_json AS raw_json"
+    " FROM events e JOIN sessions s ON s.session_id = e.session_id"
+    " WHERE instr(e.raw_json, '[redacted:') > 0"
+)
 DEAD_LETTERS_LAST: Final = (
     "SELECT * FROM (SELECT stream_seq AS stream_seq, kind AS kind, reason AS reason"
     " FROM deadletters ORDER BY stream_seq DESC LIMIT ?) ORDER BY stream_seq"

@@ -4,7 +4,9 @@
 
 from __future__ import annotations
 
+import re
 import sqlite3
+from collections import Counter
 from pathlib import Path
 
 from worker.store import tables
@@ -64,3 +66,30 @@ def _dead_letters(path: Path, sql: str, param: int) -> list[DeadLetter]:
         db.close()
     letter = at.getter(("stream_seq", "kind", "reason"))
     return [(int(a), str(b), str(c)) for a, b, c in map(letter, found)]
+
+
+# A redaction marker in stored JSON (``contracts.redaction.marker``): its kind.
+_MARKER = re.compile(r"\[redacted:([a-z0-9][a-z0-9-]{0,63})\]")
+
+
+def redactions(path: Path) -> dict[str | None, dict[str, tuple[int, list[str]]]]:
+    """Per workspace (its cwd; None: no cwd) and kind: how many markers the stored events
+    hold and in which sessions (sorted). Only kinds and counts: never a value."""
+    db = _open(path)
+    try:
+        found, at = db.rows(tables.REDACTED_EVENTS)
+    finally:
+        db.close()
+    counts: dict[str | None, dict[str, Counter[str]]] = {}
+    row = at.getter(("cwd", "session_id", "raw_json"))
+    for cwd, session_id, raw in map(row, found):
+        kinds = counts.setdefault(cwd, {})
+        for kind in _MARKER.findall(raw):
+            kinds.setdefault(kind, Counter())[session_id] += 1
+    return {
+        cwd: {
+            kind: (sum(sessions.values()), sorted(sessions))
+            for kind, sessions in sorted(kinds.items())
+        }
+        for cwd, kinds in counts.items()
+    }

@@ -14,7 +14,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+import orjson
+
 from contracts.events import Refusal, validate_event_text
+from contracts.redaction import Redactor
 from worker.store.files import schema
 from worker.store.protocol import IngestItem, Rejected
 from worker.store.search.text import searchable_text
@@ -64,9 +67,12 @@ class PreparedBatch:
 class BatchChecker:
     """Checks messages one by one (no database)."""
 
-    def __init__(self, *, text_cap_bytes: int, max_event_bytes: int) -> None:
+    def __init__(
+        self, *, text_cap_bytes: int, max_event_bytes: int, redactor: Redactor | None = None
+    ) -> None:
         self._text_cap_bytes = text_cap_bytes
         self._max_event_bytes = max_event_bytes
+        self._redactor = redactor
 
     def prepare(self, items: Sequence[IngestItem]) -> PreparedBatch:
         return PreparedBatch(items=tuple(self._parse(item) for item in items))
@@ -87,6 +93,10 @@ class BatchChecker:
                 )
             key = tokens[1]
         payload = event.payload
+        if self._redactor is not None:
+            # The one place credentials leave an event: everything below (the stored JSON,
+            # the searchable text, the title, the first prompt) derives from these.
+            payload, text = redacted(self._redactor, event.type, payload, text)
         kind = event.type
         parsed = CheckedEvent(
             stream_seq=item.stream_seq,
@@ -113,6 +123,21 @@ class BatchChecker:
             if isinstance(prompt, str):
                 parsed.prompt = prompt[: schema.TITLE_PROMPT_CHARS]
         return parsed
+
+
+def redacted(
+    redactor: Redactor, kind: str, payload: dict[str, Any], text: str
+) -> tuple[dict[str, Any], str]:
+    """The payload with every string (keys too) redacted, but its identity fields, and the
+    event's JSON to store with it; both unchanged (not copied) when nothing was found."""
+    if not redactor.might_hold(text):
+        return payload, text  # most events: one gate over the message, no walk
+    new, changed = redactor.redact_payload(kind, payload)
+    if not changed:
+        return payload, text
+    doc = orjson.loads(text)
+    doc["payload"] = new
+    return new, orjson.dumps(doc).decode()
 
 
 def indexed_payload(kind: str, payload: dict[str, Any]) -> dict[str, Any]:
@@ -148,8 +173,13 @@ def reason_kind(reason: str) -> str:
     return "other"
 
 
+# Reasons are redacted whatever the setting: they travel in headers and the deadletters
+# table, and are built from ids and subjects, which could carry anything id-shaped.
+_REASONS: Final = Redactor()
+
+
 def reject(stream_seq: int, data: bytes, reason: str) -> Rejected:
-    reason = " ".join(reason.split())  # one line: it travels in a NATS header
+    reason = _REASONS.redact(" ".join(reason.split()))  # one line: it travels in a header
     if len(reason) > MAX_REASON_CHARS:
         reason = reason[: MAX_REASON_CHARS - 3] + "..."
     return Rejected(stream_seq=stream_seq, data=data, reason=reason)

@@ -32,6 +32,7 @@ from typing import Generic, Protocol, Self, TypeVar
 
 import structlog
 
+from contracts.redaction import REDACTION_ON, RedactionSpec
 from worker.store.index.batch import BatchChecker, PreparedBatch, reason_kind
 from worker.store.index.writer_core import WriterCore
 from worker.store.index.writer_open import IndexFileReplaced
@@ -215,11 +216,20 @@ class ThreadTransport:
 
     @classmethod
     async def open(
-        cls, path: str | Path, *, text_cap_bytes: int, max_event_bytes: int
+        cls,
+        path: str | Path,
+        *,
+        text_cap_bytes: int,
+        max_event_bytes: int,
+        redaction: RedactionSpec = REDACTION_ON,
     ) -> ThreadTransport:
         executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sessionquery-writer")
         opening = partial(
-            WriterCore.open, path, text_cap_bytes=text_cap_bytes, max_event_bytes=max_event_bytes
+            WriterCore.open,
+            path,
+            text_cap_bytes=text_cap_bytes,
+            max_event_bytes=max_event_bytes,
+            redaction=redaction,
         )
         loop = asyncio.get_running_loop()
         try:
@@ -282,8 +292,12 @@ class SqliteIndexWriter(IndexWriter[PreparedBatch]):
         *,
         text_cap_bytes: int = 64 * 1024,
         max_event_bytes: int = 1024 * 1024,
+        redaction: RedactionSpec = REDACTION_ON,
     ) -> SqliteIndexWriter:
         transport = await ThreadTransport.open(
-            path, text_cap_bytes=text_cap_bytes, max_event_bytes=max_event_bytes
+            path,
+            text_cap_bytes=text_cap_bytes,
+            max_event_bytes=max_event_bytes,
+            redaction=redaction,
         )
         return cls(transport)

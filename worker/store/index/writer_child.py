@@ -28,6 +28,7 @@ from typing import BinaryIO, Final
 import orjson
 import structlog
 
+from contracts.redaction import REDACTION_ON, RedactionSpec
 from worker.store.files.index_file import IndexFileError
 from worker.store.index.writer_core import WriterCore
 from worker.store.index.writer_open import IndexFileReplaced
@@ -208,6 +209,15 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+# Set by the parent (``PipeTransport``): the redaction the child's checker applies.
+REDACTION_ENV: Final = "SESSIONQUERY_WRITER_REDACTION"
+
+
+def _redaction() -> RedactionSpec:
+    raw = os.environ.get(REDACTION_ENV)
+    return RedactionSpec.from_json(raw) if raw else REDACTION_ON
+
+
 def _open(args: argparse.Namespace, replies: BinaryIO) -> WriterCore | None:
     """The core, announced with its generation; None (and a failure frame) if it cannot
     be opened: ``FILE_LOST`` when the file the worker opened is gone or replaced."""
@@ -217,6 +227,7 @@ def _open(args: argparse.Namespace, replies: BinaryIO) -> WriterCore | None:
             text_cap_bytes=args.text_cap_bytes,
             max_event_bytes=args.max_event_bytes,
             expect_index_id=args.expect_index_id,
+            redaction=_redaction(),
         )
         opened = frame(STATUS_OK, encode_generation(core.generation()))
     except Exception as exc:

@@ -26,6 +26,7 @@ from typing import Final, ParamSpec, TypeVar
 
 import structlog
 
+from contracts.redaction import REDACTION_ON, RedactionSpec
 from worker.retry import SEARCH_INDEX, RetryPolicy
 from worker.store import tables
 from worker.store.database import INDEX, Database
@@ -101,9 +102,14 @@ class WriterCore:
         text_cap_bytes: int,
         max_event_bytes: int,
         search: SearchIndexWriter | None = None,
+        redaction: RedactionSpec = REDACTION_ON,
     ) -> None:
         self.conn = conn
-        self.checker = BatchChecker(text_cap_bytes=text_cap_bytes, max_event_bytes=max_event_bytes)
+        self.checker = BatchChecker(
+            text_cap_bytes=text_cap_bytes,
+            max_event_bytes=max_event_bytes,
+            redactor=redaction.redactor(),
+        )
         self.search = search
         # Whether the last apply committed: a chained apply is tried only then.
         self._committed = False
@@ -117,12 +123,15 @@ class WriterCore:
         text_cap_bytes: int,
         max_event_bytes: int,
         expect_index_id: str | None = None,
+        redaction: RedactionSpec = REDACTION_ON,
     ) -> WriterCore:
         """Open (or create) the index. With ``expect_index_id`` (a writer started again
         under a running worker) the file must exist and carry that id: a missing or
         replaced file raises ``IndexFileReplaced`` instead of a fresh empty index."""
         location = str(location)
-        limits = partial(cls, text_cap_bytes=text_cap_bytes, max_event_bytes=max_event_bytes)
+        limits = partial(
+            cls, text_cap_bytes=text_cap_bytes, max_event_bytes=max_event_bytes, redaction=redaction
+        )
         if expect_index_id is not None:
             return limits(open_existing(location, expect_index_id))
         on_disk = location != ":memory:" and not location.startswith("file:")

@@ -44,10 +44,11 @@ from typing import Final
 import orjson
 import structlog
 
+from contracts.redaction import REDACTION_ON, RedactionSpec
 from worker.store.errors import IndexFileLost as IndexFileLost
 from worker.store.errors import WriterProcessError as WriterProcessError
 from worker.store.index.writer import IndexWriter, SqliteIndexWriter
-from worker.store.index.writer_child import EXIT_TORN, main
+from worker.store.index.writer_child import EXIT_TORN, REDACTION_ENV, main
 from worker.store.index.writer_wire import (
     HEADER,
     OP_BIND,
@@ -106,14 +107,24 @@ async def open_index_writer(
     mode: str = "process",
     text_cap_bytes: int = 64 * 1024,
     max_event_bytes: int = 1024 * 1024,
+    redaction: RedactionSpec = REDACTION_ON,
 ) -> ProcessIndexWriter | SqliteIndexWriter:
     """The index writer ingestion uses: in a child process (the default, two cores) or on
     a thread of this process (one core; no child to start)."""
-    limits = {"text_cap_bytes": text_cap_bytes, "max_event_bytes": max_event_bytes}
     if mode == "process":
-        return await ProcessIndexWriter.open(path, **limits)
+        return await ProcessIndexWriter.open(
+            path,
+            text_cap_bytes=text_cap_bytes,
+            max_event_bytes=max_event_bytes,
+            redaction=redaction,
+        )
     if mode == "thread":
-        return await SqliteIndexWriter.open(path, **limits)
+        return await SqliteIndexWriter.open(
+            path,
+            text_cap_bytes=text_cap_bytes,
+            max_event_bytes=max_event_bytes,
+            redaction=redaction,
+        )
     raise ValueError(f"writer mode must be one of {', '.join(WRITER_MODES)}, got {mode!r}")
 
 
@@ -129,10 +140,14 @@ class ProcessIndexWriter(IndexWriter[FramedBatch]):
         *,
         text_cap_bytes: int = 64 * 1024,
         max_event_bytes: int = 1024 * 1024,
+        redaction: RedactionSpec = REDACTION_ON,
     ) -> ProcessIndexWriter:
         """Start the child; raises ``WriterProcessError`` when it cannot open the index."""
         transport = PipeTransport(
-            str(path), text_cap_bytes=text_cap_bytes, max_event_bytes=max_event_bytes
+            str(path),
+            text_cap_bytes=text_cap_bytes,
+            max_event_bytes=max_event_bytes,
+            redaction=redaction,
         )
         await transport.start()
         return cls(transport)
@@ -174,8 +189,16 @@ class PipeTransport:
     two batches in flight.
     """
 
-    def __init__(self, location: str, *, text_cap_bytes: int, max_event_bytes: int) -> None:
+    def __init__(
+        self,
+        location: str,
+        *,
+        text_cap_bytes: int,
+        max_event_bytes: int,
+        redaction: RedactionSpec = REDACTION_ON,
+    ) -> None:
         self._location = location
+        self._redaction = redaction
         self._text_cap_bytes = text_cap_bytes
         self._max_event_bytes = max_event_bytes
         self._child: _Child | None = None
@@ -333,6 +356,8 @@ class PipeTransport:
     async def _start_process(self) -> asyncio.subprocess.Process:
         path = os.environ.get("PYTHONPATH")
         env = {**os.environ, "PYTHONPATH": _ROOT + (os.pathsep + path if path else "")}
+        # In the environment, not the arguments: the allow-list is not for ``ps`` to show.
+        env[REDACTION_ENV] = self._redaction.to_json()
         # fmt: off
         return await asyncio.create_subprocess_exec(
             sys.executable, "-m", "worker.store.index.writer_process",
