@@ -137,7 +137,11 @@ NEAR_MISSES = [
 ]
 
 
-@pytest.mark.parametrize("text", NEAR_MISSES)
+# Ids by position: the values are random, and pytest-xdist's processes must collect the
+# same test ids.
+@pytest.mark.parametrize(
+    "text", NEAR_MISSES, ids=[f"near-miss-{n}" for n in range(len(NEAR_MISSES))]
+)
 def test_near_misses_are_left_alone(text: str) -> None:
     assert Redactor().redact(text) == text
 
