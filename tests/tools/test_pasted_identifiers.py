@@ -16,18 +16,19 @@ CALLER = "s-paste-caller"
 HOLDER = "s-paste-holder"
 OTHER = "s-paste-other"
 CWD = "/home/dev/keys"
-# Key-shaped, built here (no real key).
-KEY = "sk_live_51" + "Qx7Lm2Zp" * 12
-HASH = "dop_v1_" + "3f9a0c7e" * 8
+# Long identifiers that are not credentials (a credential's shape is redacted when it is
+# stored: its marker's words find it, tests/replica/test_redaction_surfaces.py).
+KEY = "build_artifact_51" + "Qx7Lm2Zp" * 12
+HASH = "cache_v1_" + "3f9a0c7e" * 8
 
 
 @pytest.fixture
 async def index(tmp_path: Path) -> AsyncIterator[Index]:
     async with sqlite_index(tmp_path, sample=False) as value:
         texts = {
-            CALLER: "which session used the payment key?",
-            HOLDER: f"the webhook failed with key {KEY}; the droplet token was {HASH}",
-            OTHER: "the webhook failed with another key",
+            CALLER: "which session uploaded the artifact?",
+            HOLDER: f"the upload manifest was {KEY}; the build cache entry was {HASH}",
+            OTHER: "the upload manifest was another one",
         }
         for session_id, text in texts.items():
             await value.apply(
@@ -39,7 +40,7 @@ async def index(tmp_path: Path) -> AsyncIterator[Index]:
         yield value
 
 
-@pytest.mark.parametrize("query", [KEY, HASH, "sk_live", HASH[7:]])
+@pytest.mark.parametrize("query", [KEY, HASH, "build_artifact", HASH[9:]])
 async def test_the_session_holding_a_pasted_identifier_is_found(index: Index, query: str) -> None:
     text = await run_tool(
         index.store, "session_search", {"query": query}, execution=as_caller(CALLER)

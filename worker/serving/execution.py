@@ -33,8 +33,15 @@ from worker.serving.replies import EncodedReply
 from worker.serving.reply_stats import ReplyStats
 from worker.serving.spill import Spiller
 from worker.signals import DeadlineExceeded, ExecutionAborted, ExecutionCancelled, ExecutionSignal
-from worker.tools import Admitted, ToolDefinition, ToolError, abort_error, model_error, tool_failed
-from worker.tools.errors import model_error_of
+from worker.tools import (
+    Admitted,
+    ToolDefinition,
+    ToolError,
+    abort_error,
+    model_error,
+    model_error_of,
+    tool_failed,
+)
 from worker.transport.micro import EndpointSpec, MicroService
 from worker.transport.pending import PendingLimits
 

@@ -31,7 +31,13 @@ from worker.tools.definitions import (
     ToolHandler,
     ToolSet,
 )
-from worker.tools.errors import QUEUE_TIMEOUT_MESSAGE, abort_error, model_error, tool_failed
+from worker.tools.errors import (
+    QUEUE_TIMEOUT_MESSAGE,
+    abort_error,
+    model_error,
+    model_error_of,
+    tool_failed,
+)
 from worker.tools.operations import Operations
 from worker.tools.operator import OperatorQueries, OperatorRequest, OperatorVerb
 from worker.tools.prompt import PROMPT_SECTION, prompt_section
@@ -55,6 +61,7 @@ __all__ = [
     "abort_error",
     "input_schema",
     "model_error",
+    "model_error_of",
     "register_tools",
     "tool_failed",
 ]
