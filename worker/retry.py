@@ -102,10 +102,11 @@ class _State:
     waiting: bool = False
     stopped: bool = False
 
-    def decide(self, exc: Exception) -> bool | float:
+    def decide(self, exc: BaseException) -> bool | float:
         """stamina's ``on``: False to give up, else the seconds to wait (ours, so the
-        bounds and the log line are decided in one place)."""
-        if not self.on(exc):
+        bounds and the log line are decided in one place). stamina 26.2 hands it any
+        BaseException: one that is not an Exception (a cancellation) is never retried."""
+        if not isinstance(exc, Exception) or not self.on(exc):
             return False
         if self.stop is not None and self.stop.is_set():
             self.stopped = True
