@@ -1,0 +1,601 @@
+"""The credential rules, as data: one :class:`Rule` per kind, each with a positive and a
+negative example generated at run time from its shape (never a real credential), and the
+shape language the examples are written in. ``contracts.redaction`` applies them.
+
+Two tiers. *Definite* rules match provider-shaped credentials (a fixed prefix, a length, an
+alphabet). *Candidate* rules match a value assigned to a name that says secret (``.env``,
+shell, YAML, JSON, TOML, HTTP headers, command-line flags); the redactor redacts those only
+when the value looks random enough.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Final, Literal
+
+Tier = Literal["definite", "candidate"]
+
+MARKER_PREFIX: Final = "[redacted:"
+
+
+def marker(kind: str) -> str:
+    """The text that replaces a credential: its kind only, never anything of its value."""
+    return f"{MARKER_PREFIX}{kind}]"
+
+
+# -- shapes: examples generated at run time --------------------------------------------------
+
+# Alphabets of the shape language used by the examples: ``<A:36>`` is 36 characters of "A".
+ALPHABETS: Final[Mapping[str, str]] = {
+    "A": "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789",  # alphanumeric
+    "L": "abcdefghijklmnopqrstuvwxyz0123456789",  # lowercase alphanumeric
+    "U": "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567",  # upper base32 (AWS key ids)
+    "C": "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789",  # uppercase alphanumeric
+    "H": "0123456789abcdef",  # lowercase hex
+    "D": "0123456789",
+    "W": "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-",  # base64url
+    "B": "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/",  # base64
+    "a": "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz",  # letters
+    "b": "qpzry9x8gf2tvdw0s3jn54khce6mua7l",  # bech32
+    "K": "QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L",  # bech32, upper case
+}
+_SHAPE_TOKEN: Final = re.compile(r"<([A-Za-z]):(\d+)>")
+
+
+def generate(shape: str, rng: secrets.SystemRandom | None = None) -> str:
+    """``shape`` with each ``<X:n>`` replaced by n random characters of alphabet X (a shape
+    that needs a digit, such as a candidate's example, spells one out)."""
+    pick = (rng or secrets.SystemRandom()).choice
+    return _SHAPE_TOKEN.sub(
+        lambda m: "".join(pick(ALPHABETS[m[1]]) for _ in range(int(m[2]))), shape
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Example:
+    """Text around a credential: ``before + generate(secret) + after``. The test checks the
+    generated credential is gone and ``before``/``after`` are kept."""
+
+    before: str
+    secret: str  # a shape (see ``generate``)
+    after: str = ""
+
+
+# -- the rules -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """One kind of credential. ``pattern``'s group ``secret`` (else the whole match) is what
+    is replaced. ``keywords`` (lowercase) gate a rule whose pattern is case-insensitive or
+    starts with no literal: it runs only when one occurs in the lowered text. A token-shaped
+    rule (its credential holds a run of 16 of ``[A-Za-z0-9_-]``) is gated by ``prefixes``
+    instead, looked for only in text that holds such a run."""
+
+    kind: str
+    tier: Tier
+    pattern: re.Pattern[str]
+    keywords: tuple[str, ...]
+    example: Example
+    negative: str  # a shape: generated, then must come out unchanged
+    min_entropy: float = 0.0  # bits per character of the value (candidate tier)
+    # Candidate tier: the whole name (read back to its start, up to the secret word and its
+    # tail) must match this, when set (``key`` alone says nothing; ``api_key`` does).
+    name: re.Pattern[str] | None = None
+    # Case-sensitive literals one of which a token-shaped rule's credential begins with.
+    prefixes: tuple[str, ...] = ()
+    # A definite match must not continue a word (checked here rather than with a leading
+    # \b or look-behind, which would cost the pattern its fast literal-prefix scan).
+    boundary: bool = True
+
+
+def _r(pattern: str, flags: int = 0) -> re.Pattern[str]:
+    return re.compile(pattern, flags)
+
+
+_I: Final = re.IGNORECASE
+# A value that ends where a token ends: no more of the token's alphabet follows.
+_END_W: Final = r"(?![A-Za-z0-9_-])"
+_END_A: Final = r"(?![A-Za-z0-9])"
+_END_B: Final = r"(?![A-Za-z0-9+/])"
+# Where a token may start: not inside a run of token characters (a JSON escape's letter
+# aside). Only where a pattern's own characters could begin it again inside one long run
+# (``eyJeyJeyJ...``), which would scan that run once per occurrence.
+_RUN_START: Final = r"(?:(?<![A-Za-z0-9_-])|(?<=\\[nrt]))"
+
+# The characters of a name (a key, a variable, a header), for the candidate tier.
+_NAME_CHARS: Final = r"[A-Za-z0-9_.-]"
+# The value of an assignment: stops at quotes, backslashes (a JSON escape), whitespace and
+# the punctuation that ends a value in each form.
+_VALUE: Final = r"(?P<secret>[^\s\"'\\`,;{}()<>\[\]]{8,512})"
+# `NAME=value`, `NAME: value`, `"name": "value"`, `\"name\": \"value\"` (JSON inside a JSON
+# string), `name = 'value'` (TOML), `--name value`, `--name=value`, once-URL-encoded `=`.
+_ASSIGN: Final = (
+    r"(?:\\?[\"'])?(?P<sep>[ \t]*+(?:=|:|%3[dD]|%3[aA])|[ \t]++(?=[^\s=:]))"
+    r"[ \t]*+(?:\\?[\"'])?[ \t]*+"
+)
+
+
+def _candidate(word: str) -> re.Pattern[str]:
+    # Starts at one literal word, the secret word of the name: sre scans for a literal
+    # prefix fast even case-insensitively, while an alternation of names measured ten
+    # times slower. The rest of the name before the word is read back in ``_accept``.
+    return re.compile(word + _NAME_CHARS + r"{0,64}+" + _ASSIGN + _VALUE, re.IGNORECASE)
+
+
+RULES: Final[tuple[Rule, ...]] = (
+    # -- definite: provider-shaped -----------------------------------------------------------
+    Rule(
+        "private-key",
+        "definite",
+        # A PEM or OpenSSH block, across real or JSON-escaped (\n) line breaks; a block cut
+        # off before its END line (a truncated output) is redacted to the end of its body.
+        _r(
+            r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
+            r"(?:(?:[^-]|-(?!----)){0,8192}+-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
+            r"|(?:[A-Za-z0-9+/=:,\- \t\r\n]|\\[rn])*+)"
+        ),
+        ("-----begin",),
+        Example(
+            "key file:\n",
+            "-----BEGIN OPENSSH PRIVATE KEY-----\n<B:70>\n<B:70>\n<B:20>==\n"
+            "-----END OPENSSH PRIVATE KEY-----",
+            "\ndone",
+        ),
+        "-----BEGIN PUBLIC KEY-----\nMFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE<B:40>\n"
+        "-----END PUBLIC KEY-----",
+    ),
+    Rule(
+        "aws-access-key-id",
+        "definite",
+        _r(r"(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|ANPA)[A-Z2-7]{16}(?![A-Z0-9])"),
+        (),
+        Example("AWS_ACCESS_KEY_ID=", "AKIA<U:16>"),
+        "the documented one is AKIAIOSFODNN7EXAMPLE; Asia region",
+        prefixes=("AKIA", "ASIA", "ABIA", "ACCA", "AGPA", "AIDA", "AROA", "ANPA"),
+    ),
+    Rule(
+        "aws-secret-access-key",
+        "definite",
+        _r(
+            r"aws.{0,24}?(?:secret|private).{0,24}?[=:\"' ]\s*[\"']?"
+            r"(?P<secret>[A-Za-z0-9+/]{40})" + _END_B,
+            _I,
+        ),
+        ("aws",),
+        Example("aws_secret_access_key = ", "<B:40>"),
+        "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+    ),
+    Rule(
+        "github-token",
+        "definite",
+        _r(r"(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36,251}+" + _END_A),
+        (),
+        Example("export GITHUB_TOKEN=", "ghp_<A:36>"),
+        "ghp_xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx is a placeholder",
+        prefixes=("ghp_", "gho_", "ghu_", "ghs_", "ghr_"),
+    ),
+    Rule(
+        "github-fine-grained-token",
+        "definite",
+        _r(r"github_pat_[A-Za-z0-9]{22}_[A-Za-z0-9]{59}" + _END_A),
+        (),
+        Example("token: ", "github_pat_<A:22>_<A:59>"),
+        "github_pat_ is the prefix of a fine-grained token",
+        prefixes=("github_pat_",),
+    ),
+    Rule(
+        "gitlab-token",
+        "definite",
+        _r(r"gl(?:pat|dt|ptt|rt|cbt|soat|ft|imt|agent)-[A-Za-z0-9_-]{20,64}+" + _END_W),
+        (),
+        Example("git clone https://oauth2:", "glpat-<W:20>", "@gitlab.example.com/x.git"),
+        "glpat-<token> is what the docs show",
+        prefixes=(
+            "glpat-",
+            "gldt-",
+            "glptt-",
+            "glrt-",
+            "glcbt-",
+            "glsoat-",
+            "glft-",
+            "glimt-",
+            "glagent-",
+        ),
+    ),
+    Rule(
+        "slack-token",
+        "definite",
+        _r(r"xox[abposre]-(?:[0-9]{6,32}+-){1,3}[A-Za-z0-9-]{8,128}+" + _END_A),
+        (),
+        Example("SLACK_BOT_TOKEN=", "xoxb-<D:12>-<D:13>-<A:24>"),
+        "xoxb-your-token-here",
+        prefixes=("xoxa-", "xoxb-", "xoxp-", "xoxo-", "xoxs-", "xoxr-", "xoxe-"),
+    ),
+    Rule(
+        "slack-webhook",
+        "definite",
+        _r(
+            r"https://hooks\.slack\.com/(?:services|workflows)/T[A-Z0-9]{6,}/[AB][A-Z0-9]{6,}/"
+            r"[A-Za-z0-9]{20,}"
+        ),
+        ("hooks.slack.com",),
+        Example("curl -X POST ", "https://hooks.slack.com/services/T<C:8>/B<C:10>/<A:24>"),
+        "see https://hooks.slack.com/services for the docs",
+    ),
+    Rule(
+        "stripe-key",
+        "definite",
+        _r(r"(?:sk|rk)_live_[A-Za-z0-9]{24,247}+" + _END_A),
+        (),
+        Example("STRIPE_SECRET_KEY=", "sk_live_<A:24>"),
+        "sk_test_ keys are for testing; pk_live_ keys are public",
+        prefixes=("sk_live_", "rk_live_"),
+    ),
+    Rule(
+        "anthropic-api-key",
+        "definite",
+        _r(r"sk-ant-(?:api|admin|oat|sid)\d{0,2}-[A-Za-z0-9_-]{32,200}+" + _END_W),
+        (),
+        Example("ANTHROPIC_API_KEY=", "sk-ant-api03-<W:93>AA"),
+        "ANTHROPIC_API_KEY=sk-ant-xxxxxxxx",
+        prefixes=("sk-ant-",),
+    ),
+    Rule(
+        "openai-api-key",
+        "definite",
+        _r(
+            r"sk-(?:(?:proj|svcacct|admin|None)-[A-Za-z0-9_-]{40,250}+"
+            r"|[A-Za-z0-9]{20}T3BlbkFJ[A-Za-z0-9]{20}|[A-Za-z0-9]{48})" + _END_W
+        ),
+        (),
+        Example("export OPENAI_API_KEY=", "sk-proj-<W:120>"),
+        "export OPENAI_API_KEY=sk-xxxx and a task-list",
+        prefixes=("sk-",),
+    ),
+    Rule(
+        "google-api-key",
+        "definite",
+        _r(r"AIza[0-9A-Za-z_-]{35}" + _END_W),
+        (),
+        Example("GEMINI_API_KEY=", "AIza<W:35>"),
+        "AIzaSy is how a Google key begins",
+        prefixes=("AIza",),
+    ),
+    Rule(
+        "google-oauth-secret",
+        "definite",
+        _r(r"GOCSPX-[A-Za-z0-9_-]{28}" + _END_W),
+        (),
+        Example('"client_secret": "', "GOCSPX-<W:28>", '"'),
+        "GOCSPX- begins a client secret",
+        prefixes=("GOCSPX-",),
+    ),
+    Rule(
+        "huggingface-token",
+        "definite",
+        _r(r"hf_[A-Za-z0-9]{34,40}+" + _END_A),
+        (),
+        Example("HF_TOKEN=", "hf_<a:34>"),
+        "hf_hub_download(repo_id='x')",
+        prefixes=("hf_",),
+    ),
+    Rule(
+        "npm-token",
+        "definite",
+        _r(r"npm_[A-Za-z0-9]{36}" + _END_A),
+        (),
+        Example("//registry/:_authToken=", "npm_<A:36>"),
+        "npm_config_cache=/tmp/npm",
+        prefixes=("npm_",),
+    ),
+    Rule(
+        "pypi-token",
+        "definite",
+        _r(r"pypi-AgE[A-Za-z0-9_-]{50,300}+"),
+        (),
+        Example("password = ", "pypi-AgEIcHlwaS5vcmc<W:70>"),
+        "pypi-simple is a package",
+        prefixes=("pypi-AgE",),
+    ),
+    Rule(
+        "sendgrid-api-key",
+        "definite",
+        _r(r"SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}" + _END_W),
+        (),
+        Example("SENDGRID_API_KEY=", "SG.<W:22>.<W:43>"),
+        "SG.example is not a key",
+        prefixes=("SG.",),
+    ),
+    Rule(
+        "twilio-api-key",
+        "definite",
+        _r(r"SK[0-9a-f]{32}" + _END_A),
+        (),
+        Example("TWILIO_API_KEY=", "SK<H:32>"),
+        "SKU 12345 and the account sid AC<H:32>",
+        prefixes=("SK",),
+    ),
+    Rule(
+        "azure-connection-string",
+        "definite",
+        _r(
+            r"(?:AccountKey|SharedAccessKey|SharedAccessSignature)=(?P<secret>"
+            r"[A-Za-z0-9+/%]{20,}+={0,2})",
+        ),
+        ("accountkey=", "sharedaccess"),
+        Example(
+            "DefaultEndpointsProtocol=https;AccountName=store1;AccountKey=",
+            "<B:86>==",
+            ";EndpointSuffix=core.windows.net",
+        ),
+        "DefaultEndpointsProtocol=https;AccountName=store1;AccountKey=<key>",
+    ),
+    Rule(
+        "databricks-token",
+        "definite",
+        _r(r"dapi[0-9a-f]{32}(?:-\d)?" + _END_A),
+        (),
+        Example("DATABRICKS_TOKEN=", "dapi<H:32>"),
+        "dapi is the prefix",
+        prefixes=("dapi",),
+    ),
+    Rule(
+        "digitalocean-token",
+        "definite",
+        _r(r"do[por]_v1_[0-9a-f]{64}" + _END_A),
+        (),
+        Example("DIGITALOCEAN_TOKEN=", "dop_v1_<H:64>"),
+        "dop_v1_ tokens",
+        prefixes=("dop_v1_", "doo_v1_", "dor_v1_"),
+    ),
+    Rule(
+        "shopify-token",
+        "definite",
+        _r(r"shp(?:at|ca|pa|ss)_[0-9a-fA-F]{32}" + _END_A),
+        (),
+        Example("X-Shopify-Access-Token: ", "shpat_<H:32>"),
+        "shpat_ tokens",
+        prefixes=("shpat_", "shpca_", "shppa_", "shpss_"),
+    ),
+    Rule(
+        "atlassian-api-token",
+        "definite",
+        _r(r"ATATT3[A-Za-z0-9_=-]{150,250}+" + _END_W),
+        (),
+        Example("JIRA_API_TOKEN=", "ATATT3xFfGF0<W:170>=<H:8>"),
+        "ATATT3 begins a token",
+        prefixes=("ATATT3",),
+    ),
+    Rule(
+        "discord-bot-token",
+        "definite",
+        _r(r"[MNO][A-Za-z0-9_-]{23,27}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,40}" + _END_W),
+        ("discord",),
+        Example("DISCORD_TOKEN=", "MT<W:24>.<W:6>.<W:38>"),
+        "discord.py version 2.3.2",
+    ),
+    Rule(
+        "discord-webhook",
+        "definite",
+        _r(
+            r"https://(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks/\d{1,24}+/[A-Za-z0-9_-]{60,}+"
+        ),
+        ("discord",),
+        Example("webhook ", "https://discord.com/api/webhooks/<D:18>/<W:68>"),
+        "https://discord.com/api/webhooks/<id>/<token>",
+    ),
+    Rule(
+        "telegram-bot-token",
+        "definite",
+        _r(r"[0-9]{8,10}:AA[A-Za-z0-9_-]{33}" + _END_W),
+        (),
+        Example("TELEGRAM_BOT_TOKEN=", "<D:10>:AA<W:33>"),
+        "at 12:AA the build ran",
+        prefixes=(":AA",),
+    ),
+    Rule(
+        "jwt",
+        "definite",
+        _r(
+            _RUN_START
+            + r"eyJ[A-Za-z0-9_-]{8,4096}+\.eyJ[A-Za-z0-9_-]{8,4096}+\.[A-Za-z0-9_-]{16,4096}+"
+            + _END_W
+        ),
+        (),
+        Example("token=", "eyJhbGciOiJIUzI1NiJ9.eyJ<W:60>.<W:43>"),
+        "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9 is just a header",
+        prefixes=("eyJ",),
+    ),
+    Rule(
+        "password-in-url",
+        "definite",
+        # scheme://user:password@host, also once URL-encoded (%3A, %40)
+        _r(
+            r"(?:://|%3[Aa]%2[Ff]%2[Ff])[^\s:/@\"'\\<>%]{1,128}(?::|%3[Aa])"
+            r"(?P<secret>[^\s@/\"'\\<>]{1,256}?)(?:@|%40)(?=[A-Za-z0-9\[])",
+        ),
+        ("://", "%3a%2f%2f"),
+        Example("DATABASE_URL=postgres://app:", "<A:20>", "@db.internal:5432/app"),
+        "postgres://user:password@localhost/db and https://<user>:<pass>@host",
+        boundary=False,
+    ),
+    Rule(
+        "bearer-token",
+        "definite",
+        _r(r"bearer\s++(?P<secret>[A-Za-z0-9._~+/-]{16,}+=*)" + _END_B, _I),
+        ("bearer",),
+        Example("curl -H 'Authorization: Bearer ", "<W:40>", "' https://api.example.net"),
+        "the bearer token goes in the Authorization header: Bearer $TOKEN",
+    ),
+    Rule(
+        "basic-auth",
+        "definite",
+        _r(r"authorization\s*+[:=]\s*+[\"']?basic\s++(?P<secret>[A-Za-z0-9+/]{8,}+=*)", _I),
+        ("authorization",),
+        Example("> Authorization: Basic ", "<B:32>", "\n> Accept: */*"),
+        "basic auth needs Authorization: Basic <credentials>",
+    ),
+    Rule(
+        "linear-api-key",
+        "definite",
+        _r(r"lin_(?:api|oauth)_[A-Za-z0-9]{40}" + _END_A),
+        (),
+        Example("LINEAR_API_KEY=", "lin_api_<A:40>"),
+        "lin_api_ is the prefix",
+        prefixes=("lin_api_", "lin_oauth_"),
+    ),
+    Rule(
+        "grafana-token",
+        "definite",
+        _r(r"gl(?:sa|c)_[A-Za-z0-9+/=_]{32,400}+" + _END_A),
+        (),
+        Example("GRAFANA_TOKEN=", "glsa_<A:32>_<H:8>"),
+        "glc_ is a prefix",
+        prefixes=("glsa_", "glc_"),
+    ),
+    Rule(
+        "vault-token",
+        "definite",
+        _r(r"hv[sbr]\.[A-Za-z0-9_-]{24,200}+" + _END_W),
+        (),
+        Example("VAULT_TOKEN=", "hvs.<W:24>"),
+        "hvs.example",
+        prefixes=("hvs.", "hvb.", "hvr."),
+    ),
+    Rule(
+        "age-secret-key",
+        "definite",
+        _r(r"AGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}" + _END_A),
+        (),
+        Example("# secret: ", "AGE-SECRET-KEY-1<K:58>"),
+        "age1<b:58> is a public recipient",
+        prefixes=("AGE-SECRET-KEY-1",),
+    ),
+    Rule(
+        "groq-api-key",
+        "definite",
+        _r(r"gsk_[A-Za-z0-9]{52}" + _END_A),
+        (),
+        Example("GROQ_API_KEY=", "gsk_<A:52>"),
+        "gsk_ is the prefix",
+        prefixes=("gsk_",),
+    ),
+    Rule(
+        "xai-api-key",
+        "definite",
+        _r(r"xai-[A-Za-z0-9]{80}" + _END_A),
+        (),
+        Example("XAI_API_KEY=", "xai-<A:80>"),
+        "xai-sdk is a package",
+        prefixes=("xai-",),
+    ),
+    Rule(
+        "replicate-token",
+        "definite",
+        _r(r"r8_[A-Za-z0-9]{37}" + _END_A),
+        (),
+        Example("REPLICATE_API_TOKEN=", "r8_<A:37>"),
+        "r8_ is the prefix",
+        prefixes=("r8_",),
+    ),
+    Rule(
+        "postman-api-key",
+        "definite",
+        _r(r"PMAK-[a-f0-9]{24}-[a-f0-9]{34}" + _END_A),
+        (),
+        Example("POSTMAN_API_KEY=", "PMAK-<H:24>-<H:34>"),
+        "PMAK- is the prefix",
+        prefixes=("PMAK-",),
+    ),
+    Rule(
+        "new-relic-key",
+        "definite",
+        _r(r"NR(?:AK|AA|II|JS)-[A-Z0-9]{27}" + _END_A),
+        (),
+        Example("NEW_RELIC_API_KEY=", "NRAK-<C:27>"),
+        "NRAK- is the prefix",
+        prefixes=("NRAK-", "NRAA-", "NRII-", "NRJS-"),
+    ),
+    Rule(
+        "square-token",
+        "definite",
+        _r(r"sq0(?:atp|csp)-[A-Za-z0-9_-]{22,43}+" + _END_W),
+        (),
+        Example("SQUARE_TOKEN=", "sq0atp-<W:22>"),
+        "sq0atp- is the prefix",
+        prefixes=("sq0atp-", "sq0csp-"),
+    ),
+    Rule(
+        "mailchimp-api-key",
+        "definite",
+        _r(r"[0-9a-f]{32}-us[0-9]{1,2}" + _END_A),
+        (),
+        Example("MAILCHIMP_KEY=", "<H:32>-us21"),
+        "the region is us-east-1",
+        prefixes=("-us",),
+    ),
+    Rule(
+        "supabase-token",
+        "definite",
+        _r(r"sbp_[a-f0-9]{40}" + _END_A),
+        (),
+        Example("SUPABASE_ACCESS_TOKEN=", "sbp_<H:40>"),
+        "sbp_ is the prefix",
+        prefixes=("sbp_",),
+    ),
+    # -- candidate: a random-looking value assigned to a name that says secret ---------------
+    Rule(
+        "password",
+        "candidate",
+        _candidate("pass"),  # password, passwd, passphrase, DB_PASS, PGPASSWORD, --pass
+        ("pass",),
+        Example('DB_PASSWORD="', "<A:8>9<A:8>", '"'),
+        "password: required (the password field is optional)",
+        min_entropy=2.5,
+    ),
+    Rule(
+        "secret",
+        "candidate",
+        _candidate("secret"),
+        ("secret",),
+        Example("client_secret: ", "<A:30>7"),
+        'secretName: app-secrets and "secret": "${CLIENT_SECRET}"',
+        min_entropy=3.0,
+    ),
+    Rule(
+        "token",
+        "candidate",
+        _candidate("token"),
+        ("token",),
+        Example('{"access_token": "', "<W:30>4", '", "expires_in": 3600}'),
+        "token count 123456789, max_tokens = 4096, token_type: bearer",
+        min_entropy=3.0,
+    ),
+    Rule(
+        "api-key",
+        "candidate",
+        _candidate("key"),
+        ("key",),
+        Example("X-Api-Key: ", "<A:31>5"),
+        "api_key = YOUR_API_KEY; apiKey: process.env.API_KEY; private_key_path: ~/.ssh/id;"
+        " primary_key = a1b2c3d4e5f6g7h8 (only some names say secret)",
+        min_entropy=3.0,
+        name=re.compile(
+            r"(?:api|access|private|auth|signing|encryption|master|secret|client)[_.-]?key",
+            re.IGNORECASE,
+        ),
+    ),
+    Rule(
+        "credential",
+        "candidate",
+        _candidate("credential"),
+        ("credential",),
+        Example('"credentials": "', "<A:24>6", '"'),
+        "credentials: ~/.aws/credentials and credential_helper = store",
+        min_entropy=3.0,
+    ),
+)
