@@ -113,6 +113,7 @@ class ClaudeCodeConverter(JsonRecordConverter):
         self.custom_titled: set[str] = set()  # sessions a custom-title names: summaries lose
         self.pending_custom: dict[str, str] = {}  # session -> custom title read before it
         self.pending_ai: dict[str, str] = {}  # session -> generated title read before it
+        self.ai_titles: dict[str, str] = {}  # session -> the last generated title published
         self.task_descriptions: dict[str, str] = {}  # tool_use id of a Task -> description
         self.boundary: dict[str, dict[str, Any]] = {}  # session -> its pending compact boundary
         self.last_seq: dict[str, int] = {}  # record uuid -> seq of its last event
@@ -208,6 +209,7 @@ class ClaudeCodeConverter(JsonRecordConverter):
                                               payload, "tool_use:description"))  # fmt: skip
             generated = self.pending_ai.pop(session, None)
             if generated is not None and session not in self.custom_titled:
+                self.ai_titles[session] = generated
                 out.append(self._title_event(session, generated, "ai-title"))
             custom = self.pending_custom.pop(session, None)
             if custom is not None:
@@ -277,6 +279,12 @@ class ClaudeCodeConverter(JsonRecordConverter):
         if not self.sessions.has(session):  # titled when its first record starts it
             self.pending_ai[session] = title
             return []
+        # The metadata records are written again as they change (Qoder, at the file's end):
+        # a title is published when it changes.
+        if self.ai_titles.get(session) == title:
+            self.tally.skip("record:ai-title:repeated")
+            return []
+        self.ai_titles[session] = title
         return [self._title_event(session, title, "ai-title")]
 
     def _id(self, raw: str) -> str:

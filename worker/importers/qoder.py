@@ -20,10 +20,10 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, ClassVar, Final
+from typing import ClassVar, Final
 
 from worker.importers import claude_code
-from worker.importers.base import Converter, Outgoing, SpawnLinks
+from worker.importers.base import Converter, SpawnLinks
 from worker.importers.claude_code import ClaudeCodeConverter
 from worker.importers.plugin import ConvertOptions, Importer, json_objects
 from worker.importers.skips import BUILT_IN
@@ -35,30 +35,6 @@ HOME_FOLDER: Final = ".qoder"
 class QoderConverter(ClaudeCodeConverter):
     def __init__(self, path: Path, *, links: SpawnLinks | None = None) -> None:
         super().__init__(path, links=links, name=NAME, id_prefix="qoder-")
-        self.ai_titles: dict[str, str] = {}  # session -> the last model-given title published
-
-    def _record(self, record: dict[str, Any]) -> list[Outgoing]:
-        if record.get("type") == "ai-title":
-            return self._ai_title(record)
-        return super()._record(record)
-
-    def _ai_title(self, record: dict[str, Any]) -> list[Outgoing]:
-        title, raw = record.get("aiTitle"), record.get("sessionId")
-        if not (isinstance(title, str) and title.strip() and isinstance(raw, str)):
-            self.tally.skip("record:ai-title:empty")
-            return []
-        session = self._id(raw)
-        if session in self.custom_titled:
-            self.tally.skip("record:ai-title:custom-title-wins")
-            return []
-        if not self.sessions.has(session):
-            self.tally.skip("record:ai-title:before-session")
-            return []
-        if self.ai_titles.get(session) == title:
-            self.tally.skip("record:ai-title:repeated")
-            return []
-        self.ai_titles[session] = title
-        return [self._title_event(session, title, "ai-title")]
 
 
 def _config_dir() -> Path:

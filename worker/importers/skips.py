@@ -91,7 +91,8 @@ BUILT_IN: Final[dict[str, Reasons]] = {
         "record:summary:*": "a summary that titles nothing here: empty, another session's,"
         " or a custom title wins",
         "record:custom-title:empty": "an empty /rename",
-        "record:ai-title:*": "a generated title that titles nothing: empty, or a /rename wins",
+        "record:ai-title:*": "a generated title that titles nothing new: empty, repeated,"
+        " or a /rename wins",
         "record:permission-mode": "the permission mode chosen (bookkeeping)",
         "record:pr-link": "a link to a pull request the session opened (bookkeeping)",
         "record:teleported-from": "where a web session was teleported from (bookkeeping)",
