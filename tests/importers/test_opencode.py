@@ -273,3 +273,24 @@ def test_a_recorded_interrupted_tool_call_does_not_hold_back_the_rest_of_its_ses
     assert (result.type, result.result_of) == ("tool/result", call.call)
     assert result.payload["is_error"] is True and result.payload["interrupted"] is True
     assert any("What did we change" in t for t in texts[slow + 4 :])
+
+
+def test_kilos_transient_progress_text_is_not_published(tmp_path: Path) -> None:
+    """Kilo CLI writes a spinner line ("⠋ Initializing snapshot…") as a synthetic text part
+    marked ``metadata["kilocode.lifecycle"] = "transient"`` while it snapshots the files,
+    and deletes the part once done (the recording's event log shows them; its model never
+    sees them). Read mid-turn, such a part is counted as skipped, never published."""
+    history = gen.History()
+    history.session(gen.MAIN, "Snapshots")
+    user = history.message(gen.MAIN, "user", agent="code")
+    history.text(gen.MAIN, user, "Fix the ledger")
+    answer = history.message(gen.MAIN, "assistant")
+    history.text(gen.MAIN, answer, "⠋ Initializing snapshot…", synthetic=True,
+                 metadata={"kilocode.lifecycle": "transient"})  # fmt: skip
+    history.text(gen.MAIN, answer, "Fixed it.")
+    db = tmp_path / "kilo.db"
+    gen.write_database(db, history)
+    snapshot = opencode.read_database(db)
+    texts = [e["payload"].get("text") for e in events_of(snapshot)]
+    assert "⠋ Initializing snapshot…" not in texts and "Fixed it." in texts
+    assert snapshot.skipped["part:text:transient"] == 1
