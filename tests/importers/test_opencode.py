@@ -294,3 +294,64 @@ def test_kilos_transient_progress_text_is_not_published(tmp_path: Path) -> None:
     texts = [e["payload"].get("text") for e in events_of(snapshot)]
     assert "⠋ Initializing snapshot…" not in texts and "Fixed it." in texts
     assert snapshot.skipped["part:text:transient"] == 1
+
+
+KILO_RECORDED = Path(__file__).parent / "recorded" / "kilo" / "sessions" / "kilo.db"
+
+
+def _published(session: Any) -> list[tuple[str, str, Any]]:
+    """What ``watch`` publishes of a reading: its items up to the first one still written."""
+    done: list[tuple[str, str, Any]] = []
+    for item in session.items:
+        if not item.complete:
+            break
+        done.append((item.ref, item.type, item.payload))
+    return done
+
+
+def test_every_moment_of_the_recorded_kilo_session_publishes_what_the_end_keeps() -> None:
+    """Kilo's ``event`` table logs each message and part as it was written (and removed), so
+    the database can be replayed to any moment of the recording. Read at any of them, what
+    is complete must be what the finished session holds: ``watch`` cannot take back what
+    it published. Kilo compacts in chunks: the kept summary message is created first and
+    filled last, after the chunks' own summary messages (complete, then deleted) followed
+    it; those later summaries made it look over, so it was published empty."""
+    db = sqlite3.connect(f"file:{KILO_RECORDED}?mode=ro", uri=True)
+    try:
+        (main,) = db.execute("SELECT id FROM session WHERE parent_id IS NULL").fetchone()
+        log = db.execute(
+            "SELECT type, data FROM event WHERE aggregate_id = ? ORDER BY seq", (main,)
+        ).fetchall()
+    finally:
+        db.close()
+    info: dict[str, Any] = {}
+    messages: dict[str, dict[str, Any]] = {}
+    parts: dict[str, dict[str, dict[str, Any]]] = {}
+
+    def reading() -> Any:
+        listed = sorted(messages.values(), key=lambda m: (m["time"]["created"], m["id"]))
+        return opencode.build(
+            info, [(m, sorted(parts.get(m["id"], {}).values(), key=lambda p: p["id"]))
+                   for m in listed]
+        )  # fmt: skip
+
+    moments = []
+    for kind, raw in log:
+        data = orjson.loads(raw)
+        if kind in ("session.created.1", "session.updated.1"):
+            info = data["info"]
+        elif kind == "message.updated.1":
+            messages[data["info"]["id"]] = data["info"]
+        elif kind == "message.part.updated.1":
+            parts.setdefault(data["part"]["messageID"], {})[data["part"]["id"]] = data["part"]
+        elif kind == "message.removed.1":
+            messages.pop(data["messageID"], None)
+            parts.pop(data["messageID"], None)
+        if info:
+            moments.append(_published(reading()))
+    final = _published(reading())
+    (read,) = [s for s in opencode.read_database(KILO_RECORDED).sessions if s.parent is None]
+    assert final == _published(read)
+    assert sum(1 for _, kind, _ in final if kind == "compaction") == 1
+    for at, published in enumerate(moments):
+        assert published == final[: len(published)], f"after event {at}"

@@ -221,11 +221,17 @@ def build(
         skipped=Counter() if skipped is None else skipped,
     )
     listed = list(messages)
-    answered = [i for i, (message, _) in enumerate(listed) if message.get("role") == "assistant"]
+    answered = [
+        i
+        for i, (message, _) in enumerate(listed)
+        if message.get("role") == "assistant" and message.get("summary") is not True
+    ]
     for index, (message, parts) in enumerate(listed):
         # A message followed by a later answer is over, finished or not: the agent went on
         # (a turn interrupted by Ctrl-C leaves its message and a running tool for good). A
         # later user message alone is not enough: one typed while a turn runs is queued.
+        # Nor is a later summary: Kilo compacts in chunks, each a summary message written
+        # (and deleted) after the kept one, which it fills last.
         over = bool(answered) and index < answered[-1]
         session.items.extend(_message_items(message, parts, session.skipped, over=over))
     return session
