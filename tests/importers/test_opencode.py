@@ -309,7 +309,7 @@ def _published(session: Any) -> list[tuple[str, str, Any]]:
     return done
 
 
-def test_every_moment_of_the_recorded_kilo_session_publishes_what_the_end_keeps() -> None:
+def test_every_moment_of_the_recorded_kilo_sessions_publishes_what_the_end_keeps() -> None:
     """Kilo's ``event`` table logs each message and part as it was written (and removed), so
     the database can be replayed to any moment of the recording. Read at any of them, what
     is complete must be what the finished session holds: ``watch`` cannot take back what
@@ -318,22 +318,38 @@ def test_every_moment_of_the_recorded_kilo_session_publishes_what_the_end_keeps(
     it; those later summaries made it look over, so it was published empty."""
     db = sqlite3.connect(f"file:{KILO_RECORDED}?mode=ro", uri=True)
     try:
-        (main,) = db.execute("SELECT id FROM session WHERE parent_id IS NULL").fetchone()
-        log = db.execute(
-            "SELECT type, data FROM event WHERE aggregate_id = ? ORDER BY seq", (main,)
-        ).fetchall()
+        logs = {
+            sid: db.execute(
+                "SELECT type, data FROM event WHERE aggregate_id = ? ORDER BY seq", (sid,)
+            ).fetchall()
+            for (sid,) in db.execute("SELECT id FROM session")
+        }
     finally:
         db.close()
+    read = {s.session_id: s for s in opencode.read_database(KILO_RECORDED).sessions}
+    assert len(logs) == len(read) == 2
+    compactions = 0
+    for sid, log in logs.items():
+        moments, final = _replayed(log)
+        assert final == _published(read[sid])
+        compactions += sum(1 for _, kind, _ in final if kind == "compaction")
+        for at, published in enumerate(moments):
+            assert published == final[: len(published)], f"{sid} after event {at}"
+    assert compactions == 1
+
+
+def _replayed(log: list[tuple[str, bytes]]) -> tuple[list[Any], Any]:
+    """What each moment of a session's event log publishes, and what its end does."""
     info: dict[str, Any] = {}
     messages: dict[str, dict[str, Any]] = {}
     parts: dict[str, dict[str, dict[str, Any]]] = {}
 
     def reading() -> Any:
         listed = sorted(messages.values(), key=lambda m: (m["time"]["created"], m["id"]))
-        return opencode.build(
+        return _published(opencode.build(
             info, [(m, sorted(parts.get(m["id"], {}).values(), key=lambda p: p["id"]))
                    for m in listed]
-        )  # fmt: skip
+        ))  # fmt: skip
 
     moments = []
     for kind, raw in log:
@@ -348,10 +364,5 @@ def test_every_moment_of_the_recorded_kilo_session_publishes_what_the_end_keeps(
             messages.pop(data["messageID"], None)
             parts.pop(data["messageID"], None)
         if info:
-            moments.append(_published(reading()))
-    final = _published(reading())
-    (read,) = [s for s in opencode.read_database(KILO_RECORDED).sessions if s.parent is None]
-    assert final == _published(read)
-    assert sum(1 for _, kind, _ in final if kind == "compaction") == 1
-    for at, published in enumerate(moments):
-        assert published == final[: len(published)], f"after event {at}"
+            moments.append(reading())
+    return moments, reading()
