@@ -1,5 +1,5 @@
 """The synthetic task's plan, shared by the agents whose tools differ only in name and
-arguments (Codex, Gemini CLI, Qwen Code, Pi, OpenCode): an agent's :class:`Tools` says how
+arguments (every recipe but Aider's, which has no tool calls): an agent's :class:`Tools` says how
 to run a command, read, edit and write a file and spawn a sub-agent with its own tools, and
 :class:`PlanScript` replays the plan from the conversation alone.
 
@@ -139,10 +139,13 @@ class PlanScript:
 
     def _subagent(self, conversation: Conversation) -> Reply:
         if not conversation.tool_results():
-            grep = self.tools.shell(
+            look = self.tools.shell(
                 "sub-grep", "grep -n -A2 'def refund' ledger.py", "Find the refund method"
             )
-            return Reply(reasoning="Look at refund().", tool_calls=(grep,))
+            if look.name not in conversation.tools:
+                # A read-only sub-agent (an "explore" agent) has no shell: it reads instead.
+                look = self.tools.read("sub-read", "ledger.py")
+            return Reply(reasoning="Look at refund().", tool_calls=(look,))
         return Reply(text=SUBAGENT_ANSWER)
 
     def _fix(self, done: int) -> Reply:

@@ -11,26 +11,13 @@ Vibe writes ``~/.vibe/logs/session/session_<time>_<id8>/`` (``meta.json``,
 
 from __future__ import annotations
 
-from tests.recording.agents import (
-    FIX_PROMPT,
-    LEDGER_BUG,
-    LEDGER_FIX,
-    MISSING_FILE,
-    RECORD_ROOT,
-    REFUND_PROMPT,
-    SUBAGENT_PROMPT,
-    SUMMARY,
-    TEST_REFUNDS,
-    Recipe,
-    RunContext,
-    Step,
-)
-from tests.recording.script import Conversation, Reply, ToolCall, call
+from tests.recording.agents import FIX_PROMPT, RECORD_ROOT, REFUND_PROMPT, Recipe, RunContext, Step
+from tests.recording.agents._plan import PlanScript
+from tests.recording.script import Conversation, ToolCall, call
 from tests.recording.scrub import OwnText
 
 TASK = RECORD_ROOT / "vibe" / "shop"
 MODEL = "scripted-model"
-TITLE = "Ledger balance fix"
 KEY_VAR = "SCRIPTED_API_KEY"
 
 
@@ -38,67 +25,30 @@ def _call(name: str, step: str, **arguments: object) -> ToolCall:
     return call("call_", name, step, dict(arguments))
 
 
-class VibeScript:
-    def reply(self, conversation: Conversation) -> Reply:
-        if not conversation.tools:  # a side request: a title, a compaction summary
-            if conversation.mentions("summar"):
-                return Reply(text=SUMMARY)
-            return Reply(text=TITLE)
-        if SUBAGENT_PROMPT in conversation.first_user_text:
-            if not conversation.tool_results():
-                read = _call("read_file", "sub-read", file_path=str(TASK / "ledger.py"))
-                return Reply(text="Looking at refund().", tool_calls=(read,))
-            return Reply(text="refund() appends -amount, so it subtracts the amount.")
-        prompt = conversation.last_user_text
-        done = len(conversation.tool_results(conversation.since_last_user()))
-        if REFUND_PROMPT in prompt:
-            if done == 0:
-                write = _call("write_file", "refunds", file_path=str(TASK / "test_refunds.py"),
-                              content=TEST_REFUNDS)  # fmt: skip
-                return Reply(text="I'll add a refund test.", tool_calls=(write,))
-            return Reply(text="Added test_refunds.py: a refund of 4 from 10 leaves 6.")
-        if FIX_PROMPT in prompt:
-            return self._fix(done)
-        return Reply(text="Done.")
+class VibeTools:
+    def shell(self, step: str, command: str, description: str) -> ToolCall:
+        return _call("bash", step, command=command)
 
-    def _fix(self, done: int) -> Reply:
-        rerun = "python3 -m unittest -v test_ledger && seq 1 1500"
-        steps = [
-            Reply(
-                text="Let me run the tests first.",
-                reasoning="Run the failing test.",
-                tool_calls=(
-                    _call("bash", "run-tests", command="python3 -m unittest -v test_ledger"),
-                ),
-            ),
-            Reply(
-                tool_calls=(_call("read_file", "read-ledger", file_path=str(TASK / "ledger.py")),)
-            ),
-            Reply(
-                text="Let me check the project notes too.",
-                tool_calls=(_call("read_file", "read-notes", file_path=str(TASK / MISSING_FILE)),),
-            ),
-            Reply(
-                text="There are no notes. I'll ask a helper to check the refunds.",
-                tool_calls=(_call("task", "spawn", task=SUBAGENT_PROMPT, agent="explore"),),
-            ),
-            Reply(
-                text="balance() skips the first entry. Fixing it.",
-                tool_calls=(
-                    _call(
-                        "edit",
-                        "fix",
-                        file_path=str(TASK / "ledger.py"),
-                        old_string=LEDGER_BUG,
-                        new_string=LEDGER_FIX,
-                    ),
-                ),
-            ),
-            Reply(tool_calls=(_call("bash", "rerun", command=rerun),)),
-        ]
-        if done < len(steps):
-            return steps[done]
-        return Reply(text="Fixed: Ledger.balance now sums every entry, and test_ledger passes.")
+    def read(self, step: str, name: str) -> ToolCall:
+        return _call("read_file", step, file_path=str(TASK / name))
+
+    def edit(self, step: str, name: str, old: str, new: str) -> ToolCall:
+        return _call("edit", step, file_path=str(TASK / name), old_string=old, new_string=new)
+
+    def write(self, step: str, name: str, content: str) -> ToolCall:
+        return _call("write_file", step, file_path=str(TASK / name), content=content)
+
+    def spawn(self, step: str, description: str, prompt: str) -> tuple[ToolCall, ...]:
+        # The read-only ``explore`` agent: it reads where the plan's sub-agent would grep.
+        return (_call("task", step, task=prompt, agent="explore"),)
+
+
+def _is_summary(conversation: Conversation) -> bool:
+    return not conversation.tools and conversation.mentions("summar")
+
+
+def _script() -> PlanScript:
+    return PlanScript(VibeTools(), _is_summary)
 
 
 def _prepare(ctx: RunContext) -> None:
@@ -135,7 +85,7 @@ RECIPE = Recipe(
         Step("fix", (*_RUN, "-p", FIX_PROMPT)),
         Step("refunds", (*_RUN, "-c", "-p", REFUND_PROMPT)),
     ),
-    script=VibeScript,
+    script=_script,
     env=_env,
     prepare=_prepare,
     # Vibe's session index and its registry of running sessions, not sessions.
