@@ -17,19 +17,14 @@ from __future__ import annotations
 from tests.recording.agents import (
     AFTER_COMPACT_PROMPT,
     FIX_PROMPT,
-    LEDGER_BUG,
-    LEDGER_FIX,
-    MISSING_FILE,
     RECORD_ROOT,
     REFUND_PROMPT,
-    SUBAGENT_PROMPT,
-    SUMMARY,
-    TEST_REFUNDS,
     Recipe,
     RunContext,
     Step,
 )
-from tests.recording.script import Conversation, Reply, ToolCall, call
+from tests.recording.agents._plan import PlanScript
+from tests.recording.script import Conversation, ToolCall, call
 from tests.recording.scrub import OwnText
 
 TASK = RECORD_ROOT / "kimi" / "shop"
@@ -40,58 +35,33 @@ def _call(name: str, step: str, **arguments: object) -> ToolCall:
     return call("tool_", name, step, dict(arguments))
 
 
-class KimiScript:
-    def reply(self, conversation: Conversation) -> Reply:
-        if not conversation.tools:  # /compact's request (the history as one message)
-            return Reply(text=SUMMARY)
-        if SUBAGENT_PROMPT in conversation.first_user_text:
-            if not conversation.tool_results():
-                read = _call("ReadFile", "sub-read", path=str(TASK / "ledger.py"))
-                return Reply(reasoning="Look at refund().", tool_calls=(read,))
-            return Reply(text="refund() appends -amount, so it subtracts the amount.")
-        prompt = conversation.last_user_text
-        done = len(conversation.tool_results(conversation.since_last_user()))
-        if AFTER_COMPACT_PROMPT in prompt:
-            return Reply(text="We fixed Ledger.balance and added a refund test.")
-        if REFUND_PROMPT in prompt:
-            if done == 0:
-                write = _call("WriteFile", "refunds", path=str(TASK / "test_refunds.py"),
-                              content=TEST_REFUNDS)  # fmt: skip
-                return Reply(text="I'll add a refund test.", tool_calls=(write,))
-            return Reply(text="Added test_refunds.py: a refund of 4 from 10 leaves 6.")
-        if FIX_PROMPT in prompt:
-            return self._fix(done)
-        return Reply(text="Done.")
+class KimiTools:
+    def shell(self, step: str, command: str, description: str) -> ToolCall:
+        return _call("Shell", step, command=command)
 
-    def _fix(self, done: int) -> Reply:
-        rerun = "python3 -m unittest -v test_ledger && seq 1 1500"
-        agent = _call("Agent", "spawn", description="Check refunds", prompt=SUBAGENT_PROMPT,
-                      subagent_type="explore")  # fmt: skip
-        edit = _call("StrReplaceFile", "fix", path=str(TASK / "ledger.py"),
-                     edit={"old": LEDGER_BUG, "new": LEDGER_FIX})  # fmt: skip
-        steps = [
-            Reply(
-                reasoning="Run the failing test first.",
-                text="Let me run the tests first.",
-                tool_calls=(
-                    _call("Shell", "run-tests", command="python3 -m unittest -v test_ledger"),
-                ),
-            ),
-            Reply(tool_calls=(_call("ReadFile", "read-ledger", path=str(TASK / "ledger.py")),)),
-            Reply(
-                text="Let me check the project notes too.",
-                tool_calls=(_call("ReadFile", "read-notes", path=str(TASK / MISSING_FILE)),),
-            ),
-            Reply(
-                text="There are no notes. I'll ask a helper to check the refunds.",
-                tool_calls=(agent,),
-            ),
-            Reply(text="balance() skips the first entry. Fixing it.", tool_calls=(edit,)),
-            Reply(tool_calls=(_call("Shell", "rerun", command=rerun),)),
-        ]
-        if done < len(steps):
-            return steps[done]
-        return Reply(text="Fixed: Ledger.balance now sums every entry, and test_ledger passes.")
+    def read(self, step: str, name: str) -> ToolCall:
+        return _call("ReadFile", step, path=str(TASK / name))
+
+    def edit(self, step: str, name: str, old: str, new: str) -> ToolCall:
+        return _call("StrReplaceFile", step, path=str(TASK / name), edit={"old": old, "new": new})
+
+    def write(self, step: str, name: str, content: str) -> ToolCall:
+        return _call("WriteFile", step, path=str(TASK / name), content=content)
+
+    def spawn(self, step: str, description: str, prompt: str) -> tuple[ToolCall, ...]:
+        # The read-only ``explore`` agent: it reads where the plan's sub-agent would grep.
+        return (
+            _call("Agent", step, description=description, prompt=prompt, subagent_type="explore"),
+        )
+
+
+def _is_summary(conversation: Conversation) -> bool:
+    # /compact's request: the history as one message, no tools offered.
+    return not conversation.tools
+
+
+def _script() -> PlanScript:
+    return PlanScript(KimiTools(), _is_summary)
 
 
 def _prepare(ctx: RunContext) -> None:
@@ -129,7 +99,7 @@ RECIPE = Recipe(
         Step("compact", (*_RUN, "-C", "-p", "/compact")),
         Step("after-compact", (*_RUN, "-C", "-p", AFTER_COMPACT_PROMPT)),
     ),
-    script=KimiScript,
+    script=_script,
     env=_env,
     prepare=_prepare,
     # Kimi's logs, telemetry queue and device id; context.jsonl, the model's context
