@@ -13,21 +13,9 @@ from __future__ import annotations
 
 import json
 
-from tests.recording.agents import (
-    FIX_PROMPT,
-    LEDGER_BUG,
-    LEDGER_FIX,
-    MISSING_FILE,
-    RECORD_ROOT,
-    REFUND_PROMPT,
-    SUBAGENT_PROMPT,
-    SUMMARY,
-    TEST_REFUNDS,
-    Recipe,
-    RunContext,
-    Step,
-)
-from tests.recording.script import Conversation, Reply, ToolCall, call
+from tests.recording.agents import FIX_PROMPT, RECORD_ROOT, Recipe, RunContext, Step
+from tests.recording.agents._plan import PlanScript
+from tests.recording.script import Conversation, ToolCall, call
 from tests.recording.scrub import OwnText
 
 TASK = RECORD_ROOT / "cline" / "shop"
@@ -38,85 +26,31 @@ def _call(name: str, step: str, **arguments: object) -> ToolCall:
     return call("call_", name, step, dict(arguments))
 
 
-def _run(step: str, command: str) -> ToolCall:
-    return _call("run_commands", step, commands=[command])
+class ClineTools:
+    def shell(self, step: str, command: str, description: str) -> ToolCall:
+        return _call("run_commands", step, commands=[command])
+
+    def read(self, step: str, name: str) -> ToolCall:
+        return _call("read_files", step, files=[{"path": str(TASK / name)}])
+
+    def edit(self, step: str, name: str, old: str, new: str) -> ToolCall:
+        return _call("editor", step, path=str(TASK / name), old_text=old, new_text=new)
+
+    def write(self, step: str, name: str, content: str) -> ToolCall:
+        # The editor creates a missing file from new_text alone.
+        return _call("editor", step, path=str(TASK / name), new_text=content)
+
+    def spawn(self, step: str, description: str, prompt: str) -> tuple[ToolCall, ...]:
+        system = "You review Python code and answer in one sentence."
+        return (_call("spawn_agent", step, systemPrompt=system, task=prompt),)
 
 
-def _read(step: str, name: str) -> ToolCall:
-    return _call("read_files", step, files=[{"path": str(TASK / name)}])
+def _is_summary(conversation: Conversation) -> bool:
+    return not conversation.tools and conversation.mentions("summar")
 
 
-class ClineScript:
-    def reply(self, conversation: Conversation) -> Reply:
-        prompt = conversation.last_user_text
-        if not conversation.tools:
-            # A side request: a title, or the summary for a compaction.
-            if conversation.mentions("summar"):
-                return Reply(text=SUMMARY)
-            return Reply(text="Fix the ledger balance")
-        if SUBAGENT_PROMPT in conversation.first_user_text:
-            if not conversation.tool_results():
-                grep = _run("sub-grep", "grep -n -A2 'def refund' ledger.py")
-                return Reply(reasoning="Look at refund().", tool_calls=(grep,))
-            return Reply(text="refund() appends -amount, so it subtracts the amount.")
-        done = len(conversation.tool_results(conversation.since_last_user()))
-        if REFUND_PROMPT in prompt:
-            if done == 0:
-                create = _call(
-                    "editor", "refunds", path=str(TASK / "test_refunds.py"), new_text=TEST_REFUNDS
-                )
-                return Reply(text="I'll add a refund test.", tool_calls=(create,))
-            return Reply(text="Added test_refunds.py: a refund of 4 from 10 leaves 6.")
-        if FIX_PROMPT in prompt:
-            return self._fix(done)
-        return Reply(text="Done.")
-
-    def _fix(self, done: int) -> Reply:
-        steps = [
-            Reply(
-                reasoning="First run the failing test to see the error.",
-                text="Let me run the tests first.",
-                tool_calls=(_run("run-tests", "python3 -m unittest -v test_ledger"),),
-            ),
-            Reply(
-                reasoning="The balance is 7, not 12: the first entry is lost. Read ledger.py.",
-                tool_calls=(_read("read-ledger", "ledger.py"),),
-            ),
-            Reply(
-                text="Let me check the project notes too.",
-                tool_calls=(_read("read-notes", MISSING_FILE),),
-            ),
-            Reply(
-                text="There are no notes. I'll ask a helper to check the refunds.",
-                tool_calls=(
-                    _call(
-                        "spawn_agent",
-                        "spawn",
-                        systemPrompt="You review Python code and answer in one sentence.",
-                        task=SUBAGENT_PROMPT,
-                    ),
-                ),
-            ),
-            Reply(
-                reasoning="balance() sums entries[1:]; it must sum them all.",
-                text="balance() skips the first entry. Fixing it.",
-                tool_calls=(
-                    _call(
-                        "editor",
-                        "fix",
-                        path=str(TASK / "ledger.py"),
-                        old_text=LEDGER_BUG,
-                        new_text=LEDGER_FIX,
-                    ),
-                ),
-            ),
-            Reply(
-                tool_calls=(_run("rerun", "python3 -m unittest -v test_ledger && seq 1 1500"),),
-            ),
-        ]
-        if done < len(steps):
-            return steps[done]
-        return Reply(text="Fixed: Ledger.balance now sums every entry, and test_ledger passes.")
+def _script() -> PlanScript:
+    return PlanScript(ClineTools(), _is_summary)
 
 
 def _prepare(ctx: RunContext) -> None:
@@ -148,7 +82,7 @@ RECIPE = Recipe(
         ),
         Step("fix", (*_RUN, FIX_PROMPT)),
     ),
-    script=ClineScript,
+    script=_script,
     env=_env,
     prepare=_prepare,
     expect={
