@@ -18,86 +18,47 @@ from __future__ import annotations
 from tests.recording.agents import (
     AFTER_COMPACT_PROMPT,
     FIX_PROMPT,
-    LEDGER_BUG,
-    LEDGER_FIX,
-    MISSING_FILE,
     RECORD_ROOT,
     REFUND_PROMPT,
-    SUMMARY,
-    TEST_REFUNDS,
     Recipe,
     RunContext,
     Step,
 )
-from tests.recording.script import Conversation, Reply, ToolCall, call
+from tests.recording.agents._plan import PlanScript
+from tests.recording.script import Conversation, ToolCall, call
 from tests.recording.scrub import OwnText
 
 TASK = RECORD_ROOT / "continue" / "shop"
-TITLE = "Ledger balance fix"
 
 
 def _call(name: str, step: str, **arguments: object) -> ToolCall:
     return call("call_", name, step, dict(arguments))
 
 
-class ContinueScript:
-    def reply(self, conversation: Conversation) -> Reply:
-        if conversation.mentions("summar") and AFTER_COMPACT_PROMPT not in (
-            conversation.last_user_text
-        ):
-            return Reply(text=SUMMARY)  # /compact asks for a summary of the history
-        if not conversation.tools:
-            return Reply(text=TITLE)  # a title for the session
-        prompt = conversation.last_user_text
-        done = len(conversation.tool_results(conversation.since_last_user()))
-        if AFTER_COMPACT_PROMPT in prompt:
-            return Reply(text="We fixed Ledger.balance and added a refund test.")
-        if REFUND_PROMPT in prompt:
-            if done == 0:
-                write = _call("Write", "refunds", filepath=str(TASK / "test_refunds.py"),
-                              content=TEST_REFUNDS)  # fmt: skip
-                return Reply(text="I'll add a refund test.", tool_calls=(write,))
-            return Reply(text="Added test_refunds.py: a refund of 4 from 10 leaves 6.")
-        if FIX_PROMPT in prompt:
-            return self._fix(done)
-        return Reply(text="Done.")
+class ContinueTools:
+    def shell(self, step: str, command: str, description: str) -> ToolCall:
+        return _call("Bash", step, command=command)
 
-    def _fix(self, done: int) -> Reply:
-        steps = [
-            Reply(
-                text="Let me run the tests first.",
-                tool_calls=(
-                    _call("Bash", "run-tests", command="python3 -m unittest -v test_ledger"),
-                ),
-            ),
-            Reply(tool_calls=(_call("Read", "read-ledger", filepath=str(TASK / "ledger.py")),)),
-            Reply(
-                text="Let me check the project notes too.",
-                tool_calls=(_call("Read", "read-notes", filepath=str(TASK / MISSING_FILE)),),
-            ),
-            Reply(
-                text="There are no notes. balance() skips the first entry. Fixing it.",
-                tool_calls=(
-                    _call(
-                        "Edit",
-                        "fix",
-                        file_path=str(TASK / "ledger.py"),
-                        old_string=LEDGER_BUG,
-                        new_string=LEDGER_FIX,
-                    ),
-                ),
-            ),
-            Reply(
-                tool_calls=(
-                    _call(
-                        "Bash", "rerun", command="python3 -m unittest -v test_ledger && seq 1 1500"
-                    ),
-                ),
-            ),
-        ]
-        if done < len(steps):
-            return steps[done]
-        return Reply(text="Fixed: Ledger.balance now sums every entry, and test_ledger passes.")
+    def read(self, step: str, name: str) -> ToolCall:
+        return _call("Read", step, filepath=str(TASK / name))
+
+    def edit(self, step: str, name: str, old: str, new: str) -> ToolCall:
+        return _call("Edit", step, file_path=str(TASK / name), old_string=old, new_string=new)
+
+    def write(self, step: str, name: str, content: str) -> ToolCall:
+        return _call("Write", step, filepath=str(TASK / name), content=content)
+
+    def spawn(self, step: str, description: str, prompt: str) -> tuple[ToolCall, ...]:
+        return ()  # see the module's note: no sub-agent is recorded
+
+
+def _is_summary(conversation: Conversation) -> bool:
+    # /compact: "Please provide a concise summary of our conversation so far, ..."
+    return "summary of our conversation" in conversation.last_user_text
+
+
+def _script() -> PlanScript:
+    return PlanScript(ContinueTools(), _is_summary)
 
 
 def _prepare(ctx: RunContext) -> None:
@@ -132,7 +93,7 @@ RECIPE = Recipe(
         Step("compact", (*_RUN, "/compact", "--resume")),
         Step("after-compact", (*_RUN, AFTER_COMPACT_PROMPT, "--resume")),
     ),
-    script=ContinueScript,
+    script=_script,
     env=_env,
     prepare=_prepare,
     expect={
