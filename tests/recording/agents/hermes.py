@@ -13,114 +13,45 @@ sub-agent is a session whose ``parent_session_id`` is the fix's.
 
 from __future__ import annotations
 
-from tests.recording.agents import (
-    FIX_PROMPT,
-    LEDGER_BUG,
-    LEDGER_FIX,
-    MISSING_FILE,
-    RECORD_ROOT,
-    REFUND_PROMPT,
-    SUBAGENT_PROMPT,
-    SUMMARY,
-    TEST_REFUNDS,
-    Recipe,
-    RunContext,
-    Step,
-)
-from tests.recording.script import Conversation, Reply, ToolCall, call
+from tests.recording.agents import FIX_PROMPT, RECORD_ROOT, REFUND_PROMPT, Recipe, RunContext, Step
+from tests.recording.agents._plan import PlanScript
+from tests.recording.script import Conversation, ToolCall, call
 from tests.recording.scrub import OwnText
 
 TASK = RECORD_ROOT / "hermes" / "shop"
 MODEL = "scripted-model"
-TITLE = "Ledger balance fix"
 
 
 def _call(name: str, step: str, **arguments: object) -> ToolCall:
     return call("call_", name, step, dict(arguments))
 
 
-class HermesScript:
-    def reply(self, conversation: Conversation) -> Reply:
-        if not conversation.tools:  # a side request: a title, a compaction summary
-            if conversation.mentions("summar"):
-                return Reply(text=SUMMARY)
-            return Reply(text=TITLE)
-        if conversation.mentions(SUBAGENT_PROMPT) and not conversation.mentions(FIX_PROMPT):
-            return self._subagent(conversation)
-        since = conversation.since_last_user()
-        done = len(conversation.tool_results(since))
-        prompt = conversation.last_user_text
-        if REFUND_PROMPT in prompt:
-            if done == 0:
-                write = _call("write_file", "refunds", path=str(TASK / "test_refunds.py"),
-                              content=TEST_REFUNDS)  # fmt: skip
-                return Reply(text="I'll add a refund test.", tool_calls=(write,))
-            return Reply(text="Added test_refunds.py: a refund of 4 from 10 leaves 6.")
-        if FIX_PROMPT in prompt:
-            return self._fix(done)
-        return Reply(text="Done.")
+class HermesTools:
+    def shell(self, step: str, command: str, description: str) -> ToolCall:
+        # The terminal starts elsewhere than the task folder.
+        return _call("terminal", step, command=f"cd {TASK} && {command}")
 
-    def _subagent(self, conversation: Conversation) -> Reply:
-        if not conversation.tool_results():
-            grep = _call("terminal", "sub-grep",
-                         command=f"grep -n -A2 'def refund' {TASK / 'ledger.py'}")  # fmt: skip
-            return Reply(text="Looking at refund().", tool_calls=(grep,))
-        return Reply(text="refund() appends -amount, so it subtracts the amount.")
+    def read(self, step: str, name: str) -> ToolCall:
+        return _call("read_file", step, path=str(TASK / name))
 
-    def _fix(self, done: int) -> Reply:
-        steps = [
-            Reply(
-                text="Let me run the tests first.",
-                tool_calls=(
-                    _call(
-                        "terminal",
-                        "run-tests",
-                        command=f"cd {TASK} && python3 -m unittest -v test_ledger",
-                    ),
-                ),
-            ),
-            Reply(tool_calls=(_call("read_file", "read-ledger", path=str(TASK / "ledger.py")),)),
-            Reply(
-                text="Let me check the project notes too.",
-                tool_calls=(_call("read_file", "read-notes", path=str(TASK / MISSING_FILE)),),
-            ),
-            Reply(
-                text="There are no notes. I'll ask a helper to check the refunds.",
-                tool_calls=(
-                    _call(
-                        "delegate_task",
-                        "spawn",
-                        goal=SUBAGENT_PROMPT,
-                        context=f"The project is in {TASK}.",
-                    ),
-                ),
-            ),
-            Reply(
-                text="balance() skips the first entry. Fixing it.",
-                tool_calls=(
-                    _call(
-                        "patch",
-                        "fix",
-                        mode="replace",
-                        path=str(TASK / "ledger.py"),
-                        old_string=LEDGER_BUG,
-                        new_string=LEDGER_FIX,
-                    ),
-                ),
-            ),
-            Reply(
-                tool_calls=(
-                    _call(
-                        "terminal",
-                        "rerun",
-                        command=f"cd {TASK} && python3 -m unittest -v test_ledger && seq 1 1500",
-                    ),
-                ),
-            ),
-        ]
-        if done < len(steps):
-            return steps[done]
-        return Reply(text="Fixed: Ledger.balance now sums every entry, and test_ledger passes.")
+    def edit(self, step: str, name: str, old: str, new: str) -> ToolCall:
+        return _call(
+            "patch", step, mode="replace", path=str(TASK / name), old_string=old, new_string=new
+        )
+
+    def write(self, step: str, name: str, content: str) -> ToolCall:
+        return _call("write_file", step, path=str(TASK / name), content=content)
+
+    def spawn(self, step: str, description: str, prompt: str) -> tuple[ToolCall, ...]:
+        return (_call("delegate_task", step, goal=prompt, context=f"The project is in {TASK}."),)
+
+
+def _is_summary(conversation: Conversation) -> bool:
+    return not conversation.tools and conversation.mentions("summar")
+
+
+def _script() -> PlanScript:
+    return PlanScript(HermesTools(), _is_summary)
 
 
 def _config(ctx: RunContext) -> str:
@@ -158,7 +89,7 @@ RECIPE = Recipe(
         Step("fix", ("{bin}", "-z", FIX_PROMPT)),
         Step("refunds", ("{bin}", "chat", "-Q", "--yolo", "--continue", "-q", REFUND_PROMPT)),
     ),
-    script=HermesScript,
+    script=_script,
     env=_env,
     prepare=_prepare,
     # Hermes's other files: its settings (the fake key), persona, logs, caches, the
