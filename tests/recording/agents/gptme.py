@@ -17,119 +17,67 @@ from __future__ import annotations
 
 from tests.recording.agents import (
     FIX_PROMPT,
-    LEDGER_BUG,
-    LEDGER_FIX,
-    MISSING_FILE,
     RECORD_ROOT,
     REFUND_PROMPT,
     SUBAGENT_PROMPT,
-    SUMMARY,
-    TEST_REFUNDS,
     Recipe,
     RunContext,
     Step,
 )
-from tests.recording.script import Conversation, Reply, ToolCall, Turn, call
+from tests.recording.agents._plan import TITLE, PlanScript
+from tests.recording.script import Conversation, Reply, ToolCall, call
 from tests.recording.scrub import OwnText
 
 TASK = RECORD_ROOT / "gptme" / "shop"
 NAME = "ledger-fix"
 MODEL = "local/scripted-model"
 HELPER = "refund-check"  # the sub-agent's id: its conversation is subagent-<id>
+NUDGE = "<system>"  # gptme's nudge in the user's turn ("No tool call detected"): not a prompt
 
 
 def _call(name: str, step: str, **arguments: object) -> ToolCall:
     return call("call_", name, step, dict(arguments))
 
 
-def _since_prompt(conversation: Conversation) -> tuple[str, tuple[Turn, ...]]:
-    """The last prompt the user wrote and the turns after it (gptme's ``<system>`` nudges
-    in the user's turn are not prompts)."""
-    turns = conversation.turns
-    for i in range(len(turns) - 1, -1, -1):
-        if turns[i].role == "user" and turns[i].text and not _nudge(turns[i].text):
-            return turns[i].text, turns[i + 1 :]
-    return "", turns
+class GptmeTools:
+    def shell(self, step: str, command: str, description: str) -> ToolCall:
+        return _call("shell", step, command=command)
+
+    def read(self, step: str, name: str) -> ToolCall:
+        return _call("read", step, path=str(TASK / name))
+
+    def edit(self, step: str, name: str, old: str, new: str) -> ToolCall:
+        patch = f"<<<<<<< ORIGINAL\n        {old}\n=======\n        {new}\n>>>>>>> UPDATED"
+        return _call("patch", step, path=str(TASK / name), patch=patch)
+
+    def write(self, step: str, name: str, content: str) -> ToolCall:
+        return _call("save", step, path=str(TASK / name), content=content)
+
+    def spawn(self, step: str, description: str, prompt: str) -> tuple[ToolCall, ...]:
+        # An ipython call that starts the sub-agent and waits for its answer.
+        code = f"subagent({HELPER!r}, {prompt!r})\nsubagent_wait({HELPER!r})"
+        return (_call("ipython", step, code=code),)
 
 
-def _nudge(text: str) -> bool:
-    return text.lstrip().startswith("<system>")
+def _is_summary(conversation: Conversation) -> bool:
+    return not conversation.tools and conversation.mentions("summar")
 
 
 class GptmeScript:
+    """The plan, and gptme's own step: a reply without a call gets the nudge, answered with
+    its ``complete`` tool, which ends the turn."""
+
+    def __init__(self) -> None:
+        self.plan = PlanScript(GptmeTools(), _is_summary, harness=(NUDGE,))
+
     def reply(self, conversation: Conversation) -> Reply:
-        if not conversation.tools:  # a side request: a conversation name, a summary
-            if conversation.mentions("summar"):
-                return Reply(text=SUMMARY)
-            return Reply(text="ledger-balance-fix")
-        if SUBAGENT_PROMPT in conversation.first_user_text:
-            return self._subagent(conversation)
-        prompt, since = _since_prompt(conversation)
-        if _nudge(conversation.last_user_text):
-            # gptme asks for its ``complete`` tool when a reply has no call: end the turn.
+        if conversation.tools and conversation.last_user_text.lstrip().startswith(NUDGE):
+            if SUBAGENT_PROMPT in conversation.first_user_text:
+                return Reply(tool_calls=(_call("complete", "sub-done"),))
+            prompts = self.plan.prompts(conversation)
+            since = self.plan.since(conversation, prompts[-1] if prompts else "")
             return Reply(tool_calls=(_call("complete", f"done-{len(since)}"),))
-        done = len(conversation.tool_results(since))
-        if REFUND_PROMPT in prompt:
-            if done == 0:
-                save = _call("save", "refunds", path=str(TASK / "test_refunds.py"),
-                             content=TEST_REFUNDS)  # fmt: skip
-                return Reply(text="I'll add a refund test.", tool_calls=(save,))
-            return Reply(text="Added test_refunds.py: a refund of 4 from 10 leaves 6.")
-        if FIX_PROMPT in prompt:
-            return self._fix(done)
-        return Reply(text="Done.")
-
-    def _subagent(self, conversation: Conversation) -> Reply:
-        if not conversation.tool_results():
-            grep = _call("shell", "sub-grep", command="grep -n -A2 'def refund' ledger.py")
-            return Reply(text="Looking at refund().", tool_calls=(grep,))
-        if _nudge(conversation.last_user_text):
-            return Reply(tool_calls=(_call("complete", "sub-done"),))
-        return Reply(text="refund() appends -amount, so it subtracts the amount.")
-
-    def _fix(self, done: int) -> Reply:
-        patch = (
-            f"<<<<<<< ORIGINAL\n        {LEDGER_BUG}\n=======\n        {LEDGER_FIX}\n"
-            ">>>>>>> UPDATED"
-        )
-        steps = [
-            Reply(
-                text="Let me run the tests first.",
-                tool_calls=(
-                    _call("shell", "run-tests", command="python3 -m unittest -v test_ledger"),
-                ),
-            ),
-            Reply(tool_calls=(_call("read", "read-ledger", path=str(TASK / "ledger.py")),)),
-            Reply(
-                text="Let me check the project notes too.",
-                tool_calls=(_call("read", "read-notes", path=str(TASK / MISSING_FILE)),),
-            ),
-            Reply(
-                text="There are no notes. I'll ask a helper to check the refunds.",
-                tool_calls=(
-                    _call(
-                        "ipython",
-                        "spawn",
-                        code=f"subagent({HELPER!r}, {SUBAGENT_PROMPT!r})\n"
-                        f"subagent_wait({HELPER!r})",
-                    ),
-                ),
-            ),
-            Reply(
-                text="balance() skips the first entry. Fixing it.",
-                tool_calls=(_call("patch", "fix", path=str(TASK / "ledger.py"), patch=patch),),
-            ),
-            Reply(
-                tool_calls=(
-                    _call(
-                        "shell", "rerun", command="python3 -m unittest -v test_ledger && seq 1 1500"
-                    ),
-                ),
-            ),
-        ]
-        if done < len(steps):
-            return steps[done]
-        return Reply(text="Fixed: Ledger.balance now sums every entry, and test_ledger passes.")
+        return self.plan.reply(conversation)
 
 
 def _env(ctx: RunContext) -> dict[str, str]:
@@ -171,7 +119,7 @@ RECIPE = Recipe(
             "tool/result": 11,
             "session/title": 1,
         },
-        "titles": ["ledger-balance-fix"],
+        "titles": [TITLE],
         "cwd": str(TASK),
         "watch": "*/conversation.jsonl",
     },
