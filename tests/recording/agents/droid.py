@@ -18,22 +18,9 @@ from __future__ import annotations
 
 import json
 
-from tests.recording.agents import (
-    FIX_PROMPT,
-    LEDGER_BUG,
-    LEDGER_FIX,
-    MISSING_FILE,
-    RECORD_ROOT,
-    REFUND_PROMPT,
-    SUBAGENT_PROMPT,
-    SUMMARY,
-    TEST_REFUNDS,
-    Recipe,
-    RunContext,
-    Step,
-    session_id_of,
-)
-from tests.recording.script import Conversation, Reply, ToolCall, call
+from tests.recording.agents import FIX_PROMPT, RECORD_ROOT, Recipe, RunContext, Step, session_id_of
+from tests.recording.agents._plan import PlanScript
+from tests.recording.script import Conversation, ToolCall, call
 from tests.recording.scrub import OwnText
 
 TASK = RECORD_ROOT / "droid" / "shop"
@@ -45,100 +32,31 @@ def _call(name: str, step: str, **arguments: object) -> ToolCall:
     return call("toolu_", name, step, dict(arguments))
 
 
-class DroidScript:
-    def reply(self, conversation: Conversation) -> Reply:
-        prompt = conversation.last_user_text
-        if not conversation.tools or conversation.mentions("create a detailed summary"):
-            if conversation.mentions("summar"):
-                return Reply(text=SUMMARY)
-            return Reply(text="Fix the ledger balance")
-        if SUBAGENT_PROMPT in conversation.first_user_text:
-            if not conversation.tool_results():
-                grep = _call(
-                    "Execute",
-                    "sub-grep",
-                    summary="Find the refund method",
-                    command="grep -n -A2 'def refund' ledger.py",
-                )
-                return Reply(reasoning="Look at refund().", tool_calls=(grep,))
-            return Reply(text="refund() appends -amount, so it subtracts the amount.")
-        done = len(conversation.tool_results(conversation.since_last_user()))
-        if FIX_PROMPT in prompt:
-            return self._fix(done)
-        if REFUND_PROMPT in prompt:
-            if done == 0:
-                create = _call(
-                    "Create",
-                    "refunds",
-                    file_path=str(TASK / "test_refunds.py"),
-                    content=TEST_REFUNDS,
-                )
-                return Reply(text="I'll add a refund test.", tool_calls=(create,))
-            return Reply(text="Added test_refunds.py: a refund of 4 from 10 leaves 6.")
-        return Reply(text="Done.")
+class DroidTools:
+    def shell(self, step: str, command: str, description: str) -> ToolCall:
+        return _call("Execute", step, summary=description, command=command)
 
-    def _fix(self, done: int) -> Reply:
-        steps = [
-            Reply(
-                reasoning="First run the failing test to see the error.",
-                text="Let me run the tests first.",
-                tool_calls=(
-                    _call(
-                        "Execute",
-                        "run-tests",
-                        summary="Run the ledger tests",
-                        command="python3 -m unittest -v test_ledger",
-                    ),
-                ),
-            ),
-            Reply(
-                reasoning="The balance is 7, not 12: the first entry is lost. Read ledger.py.",
-                tool_calls=(_call("Read", "read-ledger", file_path=str(TASK / "ledger.py")),),
-            ),
-            Reply(
-                text="Let me check the project notes too.",
-                tool_calls=(_call("Read", "read-notes", file_path=str(TASK / MISSING_FILE)),),
-            ),
-            Reply(
-                text="There are no notes. I'll ask a helper to check the refunds.",
-                tool_calls=(
-                    _call(
-                        "Task",
-                        "spawn",
-                        subagent_type="worker",
-                        description="Check refund handling",
-                        prompt=SUBAGENT_PROMPT,
-                        **{"await": True},
-                    ),
-                ),
-            ),
-            Reply(
-                reasoning="balance() sums entries[1:]; it must sum them all.",
-                text="balance() skips the first entry. Fixing it.",
-                tool_calls=(
-                    _call(
-                        "Edit",
-                        "fix",
-                        file_path=str(TASK / "ledger.py"),
-                        old_str=LEDGER_BUG,
-                        new_str=LEDGER_FIX,
-                    ),
-                ),
-            ),
-            Reply(
-                tool_calls=(
-                    _call(
-                        "Execute",
-                        "rerun",
-                        summary="Run the tests and print a long listing",
-                        command="python3 -m unittest -v test_ledger && seq 1 1500",
-                    ),
-                ),
-            ),
-        ]
-        if done < len(steps):
-            return steps[done]
-        return Reply(text="Fixed: Ledger.balance now sums every entry, and test_ledger passes.")
+    def read(self, step: str, name: str) -> ToolCall:
+        return _call("Read", step, file_path=str(TASK / name))
+
+    def edit(self, step: str, name: str, old: str, new: str) -> ToolCall:
+        return _call("Edit", step, file_path=str(TASK / name), old_str=old, new_str=new)
+
+    def write(self, step: str, name: str, content: str) -> ToolCall:
+        return _call("Create", step, file_path=str(TASK / name), content=content)
+
+    def spawn(self, step: str, description: str, prompt: str) -> tuple[ToolCall, ...]:
+        arguments = {"subagent_type": "worker", "description": description, "prompt": prompt}
+        return (_call("Task", step, **arguments, **{"await": True}),)
+
+
+def _is_summary(conversation: Conversation) -> bool:
+    asked = not conversation.tools or conversation.mentions("create a detailed summary")
+    return asked and conversation.mentions("summar")
+
+
+def _script() -> PlanScript:
+    return PlanScript(DroidTools(), _is_summary)
 
 
 def _prepare(ctx: RunContext) -> None:
@@ -175,7 +93,7 @@ RECIPE = Recipe(
     format="droid",
     session_dir=".factory/sessions",
     steps=(Step("fix", (*_EXEC, FIX_PROMPT)),),
-    script=DroidScript,
+    script=_script,
     env=_env,
     prepare=_prepare,
     captures={"session_id": session_id_of},
