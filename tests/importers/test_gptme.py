@@ -67,6 +67,20 @@ def test_messages_calls_results_and_links(tmp_path: Path) -> None:
     assert old[4]["cites"] == [{"session_id": gen.OLD, "seq": 4}]
 
 
+def test_reasoning_in_think_blocks(tmp_path: Path) -> None:
+    """gptme keeps the model's reasoning in the message's text as a ``<think>`` block (the
+    recording, 0.35.1): it is the message's reasoning, not its text."""
+    recorded = Path(__file__).parent / "recorded" / "gptme" / "sessions"
+    sessions, _, _ = by_session(FMT, recorded)
+    said = [e["payload"] for evs in sessions.values() for e in evs
+            if e["type"] == "message/assistant"]  # fmt: skip
+    assert not [p for p in said if "<think>" in p.get("text", "")]
+    reasoning = [p["reasoning"] for p in said if "reasoning" in p]
+    assert "First run the failing test to see the error." in reasoning
+    # A reply of reasoning and a call alone: its message has no text.
+    assert any(p.get("text", "") == "" for p in said if "reasoning" in p)
+
+
 def test_times_without_a_zone_and_unavailable_tools(tmp_path: Path) -> None:
     """gptme writes local times without a zone (read in ``assume_tz``); a call of a tool
     not enabled gets the writer's "not available" result: an error."""

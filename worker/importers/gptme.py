@@ -23,6 +23,8 @@ messages that follow are their results, one per call. Mapping:
 - ``user``: ``message/user`` (harness text typed by ``contracts.harness``; gptme's own
   ``<system>...</system>`` nudges, "No tool call detected": ``message/context``);
   ``assistant``: its text (without the ``@tool(...)`` calls) as ``message/assistant``,
+  its ``<think>`` blocks (the model's reasoning, which gptme writes into the text) as the
+  message's ``reasoning``,
   then a ``tool/call`` per call; ``system`` with a ``call_id``, or after markdown calls:
   ``tool/result`` citing its call (``Error executing tool ...`` and ``Tool '...' is not
   available for execution`` results are errors); gptme's compaction notices (its master
@@ -69,6 +71,8 @@ NAME: Final = "gptme"
 SOURCE_FILE: Final = "conversation.jsonl"
 SUBAGENT_PREFIX: Final = "subagent-"
 _ROLES: Final = frozenset({"user", "assistant", "system"})
+# The model's reasoning, which gptme writes into the message's text as a block of its own.
+_THINK: Final = re.compile(r"<(think|thinking)>(.*?)</\1>\s*", re.S)
 # ``@tool(call id): {`` at a line's start (gptme's ``toolcall_re``); the JSON runs to its
 # matching brace.
 _TOOL_CALL: Final = re.compile(r"^@([^\r\n(]+?)\(([\w\-:.]+)\):\s*(?={)", re.MULTILINE)
@@ -267,10 +271,15 @@ class GptmeConverter(JsonRecordConverter):
 
     def _assistant(self, record: dict[str, Any], content: str, time: str | None) -> list[Outgoing]:
         text, calls = tool_calls(content)
+        thoughts = [m.group(2).strip() for m in _THINK.finditer(text)]
+        if thoughts:
+            text = _THINK.sub("", text).strip()
         out: list[Outgoing] = []
         self.pending = []
-        if text:
+        if text or thoughts:
             payload: dict[str, Any] = {"text": cut(text)}
+            if thoughts:
+                payload["reasoning"] = cut("\n\n".join(thoughts))
             meta = record.get("metadata")
             if isinstance(meta, dict) and isinstance(meta.get("model"), str):
                 payload["model"] = meta["model"]
