@@ -1,192 +1,117 @@
 """Claude Code (``@anthropic-ai/claude-code``): ``claude -p`` against the Anthropic dialect.
 
-Steps: the fix (Bash, Read, a Read of a missing file that errors, an ``Agent`` sub-agent run in
-the foreground, Edit, a long Bash output), a ``--resume`` with a second prompt (Write), a
-``--continue`` with ``/compact``, and a ``--continue`` after the compaction.
+Tools: ``Bash``, ``Read``, ``Edit``, ``Write`` and ``Agent`` (a ``general-purpose`` sub-agent,
+in the foreground). Steps: the fix, a ``--resume`` with the refund prompt (after the Write, a
+second sub-agent reviews the test in the background, reported back by a task notification),
+an image in a stream-json message, a turn interrupted (SIGINT) while its command runs,
+``/compact``, a question after it and ``/rename``.
 """
 
 from __future__ import annotations
 
 import json
+import re
+from dataclasses import replace
 
 from tests.recording.agents import (
     AFTER_COMPACT_PROMPT,
     FIX_PROMPT,
     IMAGE_PROMPT,
-    LEDGER_BUG,
-    LEDGER_FIX,
-    MISSING_FILE,
     RECORD_ROOT,
     RED_PNG,
     REFUND_PROMPT,
-    SUBAGENT_PROMPT,
-    SUMMARY,
-    TEST_REFUNDS,
     Recipe,
     RunContext,
     Step,
     session_id_of,
 )
+from tests.recording.agents._plan import FINAL_REFUND, SLOW_PROMPT, TITLE, PlanScript
 from tests.recording.script import Conversation, Reply, ToolCall, call
 from tests.recording.scrub import OwnText
 
-TITLE = "Ledger balance fix"
+RENAME = "Ledger balance fix"  # the title /rename gives
 TASK = RECORD_ROOT / "claude-code" / "shop"
-# The spawning tool: `Agent` in current versions, `Task` before.
-SPAWN_TOOLS = ("Agent", "Task")
-
-
 REVIEW_PROMPT = "Review test_refunds.py and say in one sentence whether it tests a refund."
-SLOW_PROMPT = "Run the slow checks too, please."  # interrupted while its command runs
-
-
-def spawn_tool(conversation: Conversation) -> str:
-    return next((t for t in SPAWN_TOOLS if conversation.offers(t)), "Agent")
+REVIEW_ANSWER = "test_refunds.py refunds 4 of 10 and expects 6: it tests a refund."
+NOTIFIED = "<task-notification>"  # the background reviewer has finished
+# A local command's record (/compact's), which Claude Code sends in the same user message as
+# the next prompt, before it.
+LOCAL_COMMAND = re.compile(r"^<local-command-caveat>.*</local-command-stdout>\s*", re.S)
 
 
 def _call(name: str, step: str, **arguments: object) -> ToolCall:
     return call("toolu_", name, step, dict(arguments))
 
 
+class ClaudeCodeTools:
+    def shell(self, step: str, command: str, description: str) -> ToolCall:
+        # Not a bare `sleep` for the slow command: Claude Code refuses that as a way to wait.
+        return _call("Bash", step, command=command, description=description)
+
+    def read(self, step: str, name: str) -> ToolCall:
+        return _call("Read", step, file_path=str(TASK / name))
+
+    def edit(self, step: str, name: str, old: str, new: str) -> ToolCall:
+        return _call("Edit", step, file_path=str(TASK / name), old_string=old, new_string=new)
+
+    def write(self, step: str, name: str, content: str) -> ToolCall:
+        return _call("Write", step, file_path=str(TASK / name), content=content)
+
+    def spawn(self, step: str, description: str, prompt: str) -> tuple[ToolCall, ...]:
+        return (self.agent(step, description, prompt, background=False),)
+
+    def agent(self, step: str, description: str, prompt: str, *, background: bool) -> ToolCall:
+        return _call(
+            "Agent",
+            step,
+            description=description,
+            prompt=prompt,
+            subagent_type="general-purpose",
+            run_in_background=background,
+        )
+
+
+def _is_summary(conversation: Conversation) -> bool:
+    asked = "create a detailed summary"
+    return asked in conversation.last_user_text or asked in conversation.system
+
+
 class ClaudeCodeScript:
+    """The plan, and Claude Code's own step: after the refund test is written, a second
+    sub-agent reviews it in the background (Claude Code's default), reported back later by
+    a task notification."""
+
+    def __init__(self) -> None:
+        self.tools = ClaudeCodeTools()
+        self.plan = PlanScript(
+            self.tools, _is_summary, side_json=lambda _: {"title": TITLE, "isNewTopic": True}
+        )
+
     def reply(self, conversation: Conversation) -> Reply:
-        prompt = conversation.last_user_text
-        if (
-            "create a detailed summary" in prompt
-            or "create a detailed summary" in conversation.system
-        ):
-            return Reply(text=SUMMARY)
-        if not conversation.tools:
-            # A side request (a title, a topic check): answer briefly, in JSON when asked.
-            if conversation.mentions("json"):
-                return Reply(
-                    text=json.dumps({"title": "Fix the ledger balance", "isNewTopic": True})
-                )
-            return Reply(text="Fix the ledger balance")
-        if SUBAGENT_PROMPT in conversation.first_user_text:
-            return self._subagent(conversation)
+        turns = tuple(
+            replace(t, text=LOCAL_COMMAND.sub("", t.text)) if t.role == "user" else t
+            for t in conversation.turns
+        )
+        conversation = replace(conversation, turns=turns)
+        if not conversation.tools or _is_summary(conversation):
+            return self.plan.reply(conversation)
         if REVIEW_PROMPT in conversation.first_user_text:
             if not conversation.tool_results():
-                read = _call("Read", "review-read", file_path=str(TASK / "test_refunds.py"))
-                return Reply(tool_calls=(read,))
-            return Reply(text="test_refunds.py refunds 4 of 10 and expects 6: it tests a refund.")
-        if "<task-notification>" in prompt:  # the background reviewer has finished
+                return Reply(tool_calls=(self.tools.read("review-read", "test_refunds.py"),))
+            return Reply(text=REVIEW_ANSWER)
+        if NOTIFIED in conversation.last_user_text:
             return Reply(text="The reviewer confirms test_refunds.py tests a refund.")
-        done = len(conversation.tool_results(conversation.since_last_user()))
-        if FIX_PROMPT in prompt:
-            return self._fix(conversation, done)
-        if REFUND_PROMPT in prompt:
-            if done == 0:
-                write = _call(
-                    "Write",
-                    "refunds",
-                    file_path=str(TASK / "test_refunds.py"),
-                    content=TEST_REFUNDS,
-                )
-                return Reply(text="I'll add a refund test.", tool_calls=(write,))
+        prompts = self.plan.prompts(conversation)
+        prompt = prompts[-1] if prompts else ""
+        done = len(conversation.tool_results(self.plan.since(conversation, prompt)))
+        if prompt.startswith(REFUND_PROMPT[:20]) and done >= 1:
             if done == 1:
-                # Claude Code's default: a sub-agent in the background, reported back later.
-                review = _call(
-                    spawn_tool(conversation),
-                    "review",
-                    description="Review the refund test",
-                    prompt=REVIEW_PROMPT,
-                    subagent_type="general-purpose",
+                review = self.tools.agent(
+                    "review", "Review the refund test", REVIEW_PROMPT, background=True
                 )
                 return Reply(text="I'll have it reviewed in the background.", tool_calls=(review,))
-            return Reply(text="Added test_refunds.py: a refund of 4 from 10 leaves 6.")
-        if SLOW_PROMPT in prompt:
-            if done == 0:
-                # Not a bare `sleep`: Claude Code refuses that as a way to wait.
-                slow = _call(
-                    "Bash",
-                    "slow",
-                    command="python3 -c 'import time; time.sleep(60)'",
-                    description="Run the slow checks",
-                )
-                return Reply(text="Running the slow checks.", tool_calls=(slow,))
-            return Reply(text="The slow checks were stopped.")
-        if IMAGE_PROMPT in prompt:
-            return Reply(text="A small red square.")
-        if AFTER_COMPACT_PROMPT in prompt:
-            return Reply(text="We fixed Ledger.balance and added a refund test.")
-        return Reply(text="Done.")
-
-    def _subagent(self, conversation: Conversation) -> Reply:
-        if not conversation.tool_results():
-            grep = _call(
-                "Bash",
-                "sub-grep",
-                command="grep -n -A2 'def refund' ledger.py",
-                description="Find the refund method",
-            )
-            return Reply(reasoning="Look at refund().", tool_calls=(grep,))
-        return Reply(text="refund() appends -amount, so it subtracts the amount from the balance.")
-
-    def _fix(self, conversation: Conversation, done: int) -> Reply:
-        spawn = spawn_tool(conversation)
-        steps: list[Reply] = [
-            Reply(
-                reasoning="First run the failing test to see the error.",
-                text="Let me run the tests first.",
-                tool_calls=(
-                    _call(
-                        "Bash",
-                        "run-tests",
-                        command="python3 -m unittest -v test_ledger",
-                        description="Run the ledger tests",
-                    ),
-                ),
-            ),
-            Reply(
-                reasoning="The balance is 7, not 12: the first entry is lost. Read ledger.py.",
-                tool_calls=(_call("Read", "read-ledger", file_path=str(TASK / "ledger.py")),),
-            ),
-            Reply(
-                text="Let me check the project notes too.",
-                tool_calls=(_call("Read", "read-notes", file_path=str(TASK / MISSING_FILE)),),
-            ),
-            Reply(
-                text="There are no notes. I'll ask a helper to check the refunds meanwhile.",
-                tool_calls=(
-                    _call(
-                        spawn,
-                        "spawn",
-                        description="Check refund handling",
-                        prompt=SUBAGENT_PROMPT,
-                        subagent_type="general-purpose",
-                        run_in_background=False,
-                    ),
-                ),
-            ),
-            Reply(
-                reasoning="balance() sums entries[1:]; it must sum them all.",
-                text="balance() skips the first entry. Fixing it.",
-                tool_calls=(
-                    _call(
-                        "Edit",
-                        "fix",
-                        file_path=str(TASK / "ledger.py"),
-                        old_string=LEDGER_BUG,
-                        new_string=LEDGER_FIX,
-                    ),
-                ),
-            ),
-            Reply(
-                tool_calls=(
-                    _call(
-                        "Bash",
-                        "rerun",
-                        # A long output, on purpose: the transcript keeps it whole or cut.
-                        command="python3 -m unittest -v test_ledger && seq 1 1500",
-                        description="Run the tests again and print a long listing",
-                    ),
-                ),
-            ),
-        ]
-        if done < len(steps):
-            return steps[done]
-        return Reply(text="Fixed: Ledger.balance now sums every entry, and test_ledger passes.")
+            return Reply(text=FINAL_REFUND)
+        return self.plan.reply(conversation)
 
 
 def _env(ctx: RunContext) -> dict[str, str]:
@@ -246,7 +171,7 @@ RECIPE = Recipe(
         Step("interrupt", (*_P, "--continue", SLOW_PROMPT), interrupt_after=6.0),
         Step("compact", (*_P, "--continue", "/compact")),
         Step("after-compact", (*_P, "--continue", AFTER_COMPACT_PROMPT)),
-        Step("rename", (*_P, "--continue", f"/rename {TITLE}")),
+        Step("rename", (*_P, "--continue", f"/rename {RENAME}")),
     ),
     script=ClaudeCodeScript,
     env=_env,
@@ -277,7 +202,7 @@ RECIPE = Recipe(
         "harness_texts": ["[Request interrupted by user for tool use]", "No response requested."],
         # Skipped and counted, by kind (minimums): the image attached to a prompt.
         "skipped": {"user-block:image": 1},
-        "titles": [TITLE, "Check refund handling", "Review the refund test"],
+        "titles": [RENAME, "Check refund handling", "Review the refund test"],
         "cwd": str(TASK),
         # The transcript grows by lines: watch must pick up an appended turn.
         "watch": "*/*.jsonl",
