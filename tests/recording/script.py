@@ -61,23 +61,8 @@ class Conversation:
         texts = self.user_texts()
         return texts[-1] if texts else ""
 
-    def since_last_user(self) -> tuple[Turn, ...]:
-        """The turns after the last user turn that carries text: what the model has done
-        on the current prompt so far."""
-        for i in range(len(self.turns) - 1, -1, -1):
-            turn = self.turns[i]
-            if turn.role == "user" and turn.text:
-                return self.turns[i + 1 :]
-        return self.turns
-
     def tool_results(self, turns: tuple[Turn, ...] | None = None) -> list[Turn]:
         return [t for t in (self.turns if turns is None else turns) if t.role == "tool"]
-
-    def assistant_turns(self, turns: tuple[Turn, ...] | None = None) -> list[Turn]:
-        return [t for t in (self.turns if turns is None else turns) if t.role == "assistant"]
-
-    def calls(self) -> list[ToolCall]:
-        return [c for t in self.turns for c in t.tool_calls]
 
     def mentions(self, needle: str) -> bool:
         """Whether the system text or any turn contains ``needle`` (case-insensitive)."""
