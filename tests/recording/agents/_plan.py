@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Protocol
 
 from tests.recording.agents import (
@@ -28,7 +29,7 @@ from tests.recording.agents import (
     SUMMARY,
     TEST_REFUNDS,
 )
-from tests.recording.script import Conversation, Reply, ToolCall, Turn
+from tests.recording.script import Conversation, Reply, ToolCall, Turn, call
 
 TITLE = "Fix the ledger balance"
 SUBAGENT_ANSWER = "refund() appends -amount, so it subtracts the amount from the balance."
@@ -67,6 +68,48 @@ class Tools(Protocol):
         """The calls that run a sub-agent to its answer, one a turn (a spawn, then a wait
         where the agent's sub-agents run in the background); none without sub-agents."""
         ...
+
+
+@dataclass(frozen=True)
+class NamedTools:
+    """The :class:`Tools` of an agent whose shell takes a command, and whose file tools a
+    path, old and new text or the content, under names and keys of its own: the agent's
+    tools as data. A recipe subclasses it where a tool takes more (and for ``spawn``: no
+    sub-agent by default)."""
+
+    task: Path  # the files' folder
+    prefix: str  # the call ids' prefix
+    shell_as: tuple[str, ...]  # the tool, its command's key, its description's if it has one
+    read_as: tuple[str, str]  # the tool, its path's key
+    write_as: tuple[str, str, str]  # the tool, its path's and its content's keys
+    edit_as: tuple[str, str, str, str] | None = None  # the tool, path, old and new keys
+
+    def tool_call(self, name: str, step: str, **arguments: object) -> ToolCall:
+        return call(self.prefix, name, step, dict(arguments))
+
+    def path(self, name: str) -> str:
+        return str(self.task / name)
+
+    def shell(self, step: str, command: str, description: str) -> ToolCall:
+        name, key, *described = self.shell_as
+        return self.tool_call(name, step, **{key: command}, **dict.fromkeys(described, description))
+
+    def read(self, step: str, name: str) -> ToolCall:
+        tool, key = self.read_as
+        return self.tool_call(tool, step, **{key: self.path(name)})
+
+    def edit(self, step: str, name: str, old: str, new: str) -> ToolCall:
+        if self.edit_as is None:
+            raise NotImplementedError(f"{type(self).__name__} names no edit tool")
+        tool, key, old_key, new_key = self.edit_as
+        return self.tool_call(tool, step, **{key: self.path(name), old_key: old, new_key: new})
+
+    def write(self, step: str, name: str, content: str) -> ToolCall:
+        tool, key, content_key = self.write_as
+        return self.tool_call(tool, step, **{key: self.path(name), content_key: content})
+
+    def spawn(self, step: str, description: str, prompt: str) -> tuple[ToolCall, ...]:
+        return ()
 
 
 @dataclass

@@ -25,7 +25,7 @@ from tests.recording.agents import (
     Step,
     session_id_of,
 )
-from tests.recording.agents._plan import FINAL_REFUND, SLOW_PROMPT, TITLE, PlanScript
+from tests.recording.agents._plan import FINAL_REFUND, SLOW_PROMPT, TITLE, NamedTools, PlanScript
 from tests.recording.script import Conversation, Reply, ToolCall, call
 from tests.recording.scrub import OwnText
 
@@ -43,25 +43,12 @@ def _call(name: str, step: str, **arguments: object) -> ToolCall:
     return call("toolu_", name, step, dict(arguments))
 
 
-class ClaudeCodeTools:
-    def shell(self, step: str, command: str, description: str) -> ToolCall:
-        # Not a bare `sleep` for the slow command: Claude Code refuses that as a way to wait.
-        return _call("Bash", step, command=command, description=description)
-
-    def read(self, step: str, name: str) -> ToolCall:
-        return _call("Read", step, file_path=str(TASK / name))
-
-    def edit(self, step: str, name: str, old: str, new: str) -> ToolCall:
-        return _call("Edit", step, file_path=str(TASK / name), old_string=old, new_string=new)
-
-    def write(self, step: str, name: str, content: str) -> ToolCall:
-        return _call("Write", step, file_path=str(TASK / name), content=content)
-
+class ClaudeCodeTools(NamedTools):
     def spawn(self, step: str, description: str, prompt: str) -> tuple[ToolCall, ...]:
         return (self.agent(step, description, prompt, background=False),)
 
     def agent(self, step: str, description: str, prompt: str, *, background: bool) -> ToolCall:
-        return _call(
+        return self.tool_call(
             "Agent",
             step,
             description=description,
@@ -82,7 +69,15 @@ class ClaudeCodeScript:
     a task notification."""
 
     def __init__(self) -> None:
-        self.tools = ClaudeCodeTools()
+        self.tools = ClaudeCodeTools(
+            TASK,
+            "toolu_",
+            # Not a bare `sleep` for the slow command: Claude Code refuses that as a way to wait.
+            ("Bash", "command", "description"),
+            ("Read", "file_path"),
+            ("Write", "file_path", "content"),
+            ("Edit", "file_path", "old_string", "new_string"),
+        )
         self.plan = PlanScript(
             self.tools, _is_summary, side_json=lambda _: {"title": TITLE, "isNewTopic": True}
         )

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 
 from tests.recording.agents import FIX_PROMPT, RECORD_ROOT, Recipe, RunContext, Step
-from tests.recording.agents._plan import PlanScript
+from tests.recording.agents._plan import NamedTools, PlanScript
 from tests.recording.script import Conversation, ToolCall, call
 from tests.recording.scrub import OwnText
 
@@ -26,23 +26,16 @@ def _call(name: str, step: str, **arguments: object) -> ToolCall:
     return call("call_", name, step, dict(arguments))
 
 
-class ClineTools:
+class ClineTools(NamedTools):
     def shell(self, step: str, command: str, description: str) -> ToolCall:
-        return _call("run_commands", step, commands=[command])
+        return self.tool_call("run_commands", step, commands=[command])
 
     def read(self, step: str, name: str) -> ToolCall:
-        return _call("read_files", step, files=[{"path": str(TASK / name)}])
-
-    def edit(self, step: str, name: str, old: str, new: str) -> ToolCall:
-        return _call("editor", step, path=str(TASK / name), old_text=old, new_text=new)
-
-    def write(self, step: str, name: str, content: str) -> ToolCall:
-        # The editor creates a missing file from new_text alone.
-        return _call("editor", step, path=str(TASK / name), new_text=content)
+        return self.tool_call("read_files", step, files=[{"path": self.path(name)}])
 
     def spawn(self, step: str, description: str, prompt: str) -> tuple[ToolCall, ...]:
         system = "You review Python code and answer in one sentence."
-        return (_call("spawn_agent", step, systemPrompt=system, task=prompt),)
+        return (self.tool_call("spawn_agent", step, systemPrompt=system, task=prompt),)
 
 
 def _is_summary(conversation: Conversation) -> bool:
@@ -50,7 +43,18 @@ def _is_summary(conversation: Conversation) -> bool:
 
 
 def _script() -> PlanScript:
-    return PlanScript(ClineTools(), _is_summary)
+    return PlanScript(
+        ClineTools(
+            TASK,
+            "call_",
+            ("run_commands", "commands"),
+            ("read_files", "files"),
+            # The editor creates a missing file from new_text alone.
+            ("editor", "path", "new_text"),
+            ("editor", "path", "old_text", "new_text"),
+        ),
+        _is_summary,
+    )
 
 
 def _prepare(ctx: RunContext) -> None:

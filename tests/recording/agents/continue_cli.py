@@ -24,32 +24,11 @@ from tests.recording.agents import (
     RunContext,
     Step,
 )
-from tests.recording.agents._plan import PlanScript
-from tests.recording.script import Conversation, ToolCall, call
+from tests.recording.agents._plan import NamedTools, PlanScript
+from tests.recording.script import Conversation
 from tests.recording.scrub import OwnText
 
 TASK = RECORD_ROOT / "continue" / "shop"
-
-
-def _call(name: str, step: str, **arguments: object) -> ToolCall:
-    return call("call_", name, step, dict(arguments))
-
-
-class ContinueTools:
-    def shell(self, step: str, command: str, description: str) -> ToolCall:
-        return _call("Bash", step, command=command)
-
-    def read(self, step: str, name: str) -> ToolCall:
-        return _call("Read", step, filepath=str(TASK / name))
-
-    def edit(self, step: str, name: str, old: str, new: str) -> ToolCall:
-        return _call("Edit", step, file_path=str(TASK / name), old_string=old, new_string=new)
-
-    def write(self, step: str, name: str, content: str) -> ToolCall:
-        return _call("Write", step, filepath=str(TASK / name), content=content)
-
-    def spawn(self, step: str, description: str, prompt: str) -> tuple[ToolCall, ...]:
-        return ()  # see the module's note: no sub-agent is recorded
 
 
 def _is_summary(conversation: Conversation) -> bool:
@@ -58,7 +37,17 @@ def _is_summary(conversation: Conversation) -> bool:
 
 
 def _script() -> PlanScript:
-    return PlanScript(ContinueTools(), _is_summary)
+    return PlanScript(
+        NamedTools(
+            TASK,
+            "call_",
+            ("Bash", "command"),
+            ("Read", "filepath"),
+            ("Write", "filepath", "content"),
+            ("Edit", "file_path", "old_string", "new_string"),
+        ),
+        _is_summary,
+    )
 
 
 def _prepare(ctx: RunContext) -> None:

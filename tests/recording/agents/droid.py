@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 
 from tests.recording.agents import FIX_PROMPT, RECORD_ROOT, Recipe, RunContext, Step, session_id_of
-from tests.recording.agents._plan import PlanScript
+from tests.recording.agents._plan import NamedTools, PlanScript
 from tests.recording.script import Conversation, ToolCall, call
 from tests.recording.scrub import OwnText
 
@@ -32,22 +32,10 @@ def _call(name: str, step: str, **arguments: object) -> ToolCall:
     return call("toolu_", name, step, dict(arguments))
 
 
-class DroidTools:
-    def shell(self, step: str, command: str, description: str) -> ToolCall:
-        return _call("Execute", step, summary=description, command=command)
-
-    def read(self, step: str, name: str) -> ToolCall:
-        return _call("Read", step, file_path=str(TASK / name))
-
-    def edit(self, step: str, name: str, old: str, new: str) -> ToolCall:
-        return _call("Edit", step, file_path=str(TASK / name), old_str=old, new_str=new)
-
-    def write(self, step: str, name: str, content: str) -> ToolCall:
-        return _call("Create", step, file_path=str(TASK / name), content=content)
-
+class DroidTools(NamedTools):
     def spawn(self, step: str, description: str, prompt: str) -> tuple[ToolCall, ...]:
         arguments = {"subagent_type": "worker", "description": description, "prompt": prompt}
-        return (_call("Task", step, **arguments, **{"await": True}),)
+        return (self.tool_call("Task", step, **arguments, **{"await": True}),)
 
 
 def _is_summary(conversation: Conversation) -> bool:
@@ -56,7 +44,17 @@ def _is_summary(conversation: Conversation) -> bool:
 
 
 def _script() -> PlanScript:
-    return PlanScript(DroidTools(), _is_summary)
+    return PlanScript(
+        DroidTools(
+            TASK,
+            "toolu_",
+            ("Execute", "command", "summary"),
+            ("Read", "file_path"),
+            ("Create", "file_path", "content"),
+            ("Edit", "file_path", "old_str", "new_str"),
+        ),
+        _is_summary,
+    )
 
 
 def _prepare(ctx: RunContext) -> None:

@@ -30,6 +30,7 @@ from tests.recording.agents._plan import (
     SUBAGENT_ANSWER,
     TITLE,
     WRITE_IMAGE,
+    NamedTools,
     PlanScript,
 )
 from tests.recording.script import Conversation, Reply, ToolCall, call
@@ -49,28 +50,14 @@ def _call(name: str, step: str, **arguments: object) -> ToolCall:
     return call("gemini-", name, step, dict(arguments))
 
 
-class GeminiTools:
-    def shell(self, step: str, command: str, description: str) -> ToolCall:
-        return _call("run_shell_command", step, command=command, description=description)
-
-    def read(self, step: str, name: str) -> ToolCall:
-        return _call("read_file", step, file_path=str(TASK / name))
-
+class GeminiTools(NamedTools):
     def edit(self, step: str, name: str, old: str, new: str) -> ToolCall:
-        return _call(
-            "replace",
-            step,
-            file_path=str(TASK / name),
-            instruction="Make balance() sum every entry, the first one included.",
-            old_string=old,
-            new_string=new,
-        )
-
-    def write(self, step: str, name: str, content: str) -> ToolCall:
-        return _call("write_file", step, file_path=str(TASK / name), content=content)
+        instruction = "Make balance() sum every entry, the first one included."
+        arguments = {"file_path": self.path(name), "old_string": old, "new_string": new}
+        return self.tool_call("replace", step, instruction=instruction, **arguments)
 
     def spawn(self, step: str, description: str, prompt: str) -> tuple[ToolCall, ...]:
-        return (_call("invoke_agent", step, agent_name=SUBAGENT, prompt=prompt),)
+        return (self.tool_call("invoke_agent", step, agent_name=SUBAGENT, prompt=prompt),)
 
 
 def _side_json(conversation: Conversation) -> dict[str, object]:
@@ -99,7 +86,16 @@ def _is_summary(conversation: Conversation) -> bool:
 
 def _script() -> GeminiScript:
     return GeminiScript(
-        GeminiTools(), _is_summary, harness=("<session_context>",), side_json=_side_json
+        GeminiTools(
+            TASK,
+            "gemini-",
+            ("run_shell_command", "command", "description"),
+            ("read_file", "file_path"),
+            ("write_file", "file_path", "content"),
+        ),
+        _is_summary,
+        harness=("<session_context>",),
+        side_json=_side_json,
     )
 
 

@@ -24,7 +24,7 @@ from tests.recording.agents import (
     RunContext,
     Step,
 )
-from tests.recording.agents._plan import TITLE, PlanScript
+from tests.recording.agents._plan import TITLE, NamedTools, PlanScript
 from tests.recording.script import Conversation, Reply, ToolCall, call
 from tests.recording.scrub import OwnText
 
@@ -39,24 +39,15 @@ def _call(name: str, step: str, **arguments: object) -> ToolCall:
     return call("call_", name, step, dict(arguments))
 
 
-class GptmeTools:
-    def shell(self, step: str, command: str, description: str) -> ToolCall:
-        return _call("shell", step, command=command)
-
-    def read(self, step: str, name: str) -> ToolCall:
-        return _call("read", step, path=str(TASK / name))
-
+class GptmeTools(NamedTools):
     def edit(self, step: str, name: str, old: str, new: str) -> ToolCall:
         patch = f"<<<<<<< ORIGINAL\n        {old}\n=======\n        {new}\n>>>>>>> UPDATED"
-        return _call("patch", step, path=str(TASK / name), patch=patch)
-
-    def write(self, step: str, name: str, content: str) -> ToolCall:
-        return _call("save", step, path=str(TASK / name), content=content)
+        return self.tool_call("patch", step, path=self.path(name), patch=patch)
 
     def spawn(self, step: str, description: str, prompt: str) -> tuple[ToolCall, ...]:
         # An ipython call that starts the sub-agent and waits for its answer.
         code = f"subagent({HELPER!r}, {prompt!r})\nsubagent_wait({HELPER!r})"
-        return (_call("ipython", step, code=code),)
+        return (self.tool_call("ipython", step, code=code),)
 
 
 def _is_summary(conversation: Conversation) -> bool:
@@ -68,7 +59,13 @@ class GptmeScript:
     its ``complete`` tool, which ends the turn."""
 
     def __init__(self) -> None:
-        self.plan = PlanScript(GptmeTools(), _is_summary, harness=(NUDGE,))
+        self.plan = PlanScript(
+            GptmeTools(
+                TASK, "call_", ("shell", "command"), ("read", "path"), ("save", "path", "content")
+            ),
+            _is_summary,
+            harness=(NUDGE,),
+        )
 
     def reply(self, conversation: Conversation) -> Reply:
         if conversation.tools and conversation.last_user_text.lstrip().startswith(NUDGE):

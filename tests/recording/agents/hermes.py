@@ -14,7 +14,7 @@ sub-agent is a session whose ``parent_session_id`` is the fix's.
 from __future__ import annotations
 
 from tests.recording.agents import FIX_PROMPT, RECORD_ROOT, REFUND_PROMPT, Recipe, RunContext, Step
-from tests.recording.agents._plan import PlanScript
+from tests.recording.agents._plan import NamedTools, PlanScript
 from tests.recording.script import Conversation, ToolCall, call
 from tests.recording.scrub import OwnText
 
@@ -26,24 +26,18 @@ def _call(name: str, step: str, **arguments: object) -> ToolCall:
     return call("call_", name, step, dict(arguments))
 
 
-class HermesTools:
+class HermesTools(NamedTools):
     def shell(self, step: str, command: str, description: str) -> ToolCall:
         # The terminal starts elsewhere than the task folder.
-        return _call("terminal", step, command=f"cd {TASK} && {command}")
-
-    def read(self, step: str, name: str) -> ToolCall:
-        return _call("read_file", step, path=str(TASK / name))
+        return self.tool_call("terminal", step, command=f"cd {TASK} && {command}")
 
     def edit(self, step: str, name: str, old: str, new: str) -> ToolCall:
-        return _call(
-            "patch", step, mode="replace", path=str(TASK / name), old_string=old, new_string=new
-        )
-
-    def write(self, step: str, name: str, content: str) -> ToolCall:
-        return _call("write_file", step, path=str(TASK / name), content=content)
+        arguments = {"path": self.path(name), "old_string": old, "new_string": new}
+        return self.tool_call("patch", step, mode="replace", **arguments)
 
     def spawn(self, step: str, description: str, prompt: str) -> tuple[ToolCall, ...]:
-        return (_call("delegate_task", step, goal=prompt, context=f"The project is in {TASK}."),)
+        context = f"The project is in {TASK}."
+        return (self.tool_call("delegate_task", step, goal=prompt, context=context),)
 
 
 def _is_summary(conversation: Conversation) -> bool:
@@ -51,7 +45,16 @@ def _is_summary(conversation: Conversation) -> bool:
 
 
 def _script() -> PlanScript:
-    return PlanScript(HermesTools(), _is_summary)
+    return PlanScript(
+        HermesTools(
+            TASK,
+            "call_",
+            ("terminal", "command"),
+            ("read_file", "path"),
+            ("write_file", "path", "content"),
+        ),
+        _is_summary,
+    )
 
 
 def _config(ctx: RunContext) -> str:

@@ -23,7 +23,7 @@ from tests.recording.agents import (
     RunContext,
     Step,
 )
-from tests.recording.agents._plan import PlanScript
+from tests.recording.agents._plan import NamedTools, PlanScript
 from tests.recording.script import Conversation, ToolCall, call
 from tests.recording.scrub import OwnText
 
@@ -35,24 +35,15 @@ def _call(name: str, step: str, **arguments: object) -> ToolCall:
     return call("tool_", name, step, dict(arguments))
 
 
-class KimiTools:
-    def shell(self, step: str, command: str, description: str) -> ToolCall:
-        return _call("Shell", step, command=command)
-
-    def read(self, step: str, name: str) -> ToolCall:
-        return _call("ReadFile", step, path=str(TASK / name))
-
+class KimiTools(NamedTools):
     def edit(self, step: str, name: str, old: str, new: str) -> ToolCall:
-        return _call("StrReplaceFile", step, path=str(TASK / name), edit={"old": old, "new": new})
-
-    def write(self, step: str, name: str, content: str) -> ToolCall:
-        return _call("WriteFile", step, path=str(TASK / name), content=content)
+        edit = {"old": old, "new": new}
+        return self.tool_call("StrReplaceFile", step, path=self.path(name), edit=edit)
 
     def spawn(self, step: str, description: str, prompt: str) -> tuple[ToolCall, ...]:
         # The read-only ``explore`` agent: it reads where the plan's sub-agent would grep.
-        return (
-            _call("Agent", step, description=description, prompt=prompt, subagent_type="explore"),
-        )
+        arguments = {"description": description, "prompt": prompt, "subagent_type": "explore"}
+        return (self.tool_call("Agent", step, **arguments),)
 
 
 def _is_summary(conversation: Conversation) -> bool:
@@ -61,7 +52,16 @@ def _is_summary(conversation: Conversation) -> bool:
 
 
 def _script() -> PlanScript:
-    return PlanScript(KimiTools(), _is_summary)
+    return PlanScript(
+        KimiTools(
+            TASK,
+            "tool_",
+            ("Shell", "command"),
+            ("ReadFile", "path"),
+            ("WriteFile", "path", "content"),
+        ),
+        _is_summary,
+    )
 
 
 def _prepare(ctx: RunContext) -> None:

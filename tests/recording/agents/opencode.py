@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 from tests.recording.agents import (
@@ -32,6 +31,7 @@ from tests.recording.agents._plan import (
     SLOW_PROMPT,
     TITLE,
     WRITE_IMAGE,
+    NamedTools,
     PlanScript,
 )
 from tests.recording.script import Conversation, Reply, ToolCall, call
@@ -50,27 +50,24 @@ def _call(name: str, step: str, **arguments: object) -> ToolCall:
     return call("call_", name, step, dict(arguments))
 
 
-@dataclass(frozen=True)
-class OpenCodeTools:
+class OpenCodeTools(NamedTools):
     """OpenCode's tools (and its forks'), on files of the task folder ``task``."""
 
-    task: Path
-
-    def shell(self, step: str, command: str, description: str) -> ToolCall:
-        return _call("bash", step, command=command, description=description)
-
-    def read(self, step: str, name: str) -> ToolCall:
-        return _call("read", step, filePath=str(self.task / name))
-
-    def edit(self, step: str, name: str, old: str, new: str) -> ToolCall:
-        return _call("edit", step, filePath=str(self.task / name), oldString=old, newString=new)
-
-    def write(self, step: str, name: str, content: str) -> ToolCall:
-        return _call("write", step, filePath=str(self.task / name), content=content)
+    def __init__(self, task: Path) -> None:
+        super().__init__(
+            task,
+            "call_",
+            ("bash", "command", "description"),
+            ("read", "filePath"),
+            ("write", "filePath", "content"),
+            ("edit", "filePath", "oldString", "newString"),
+        )
 
     def spawn(self, step: str, description: str, prompt: str) -> tuple[ToolCall, ...]:
         return (
-            _call("task", step, description=description, prompt=prompt, subagent_type="general"),
+            self.tool_call(
+                "task", step, description=description, prompt=prompt, subagent_type="general"
+            ),
         )
 
 

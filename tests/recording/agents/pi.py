@@ -22,32 +22,17 @@ from tests.recording.agents import (
     RunContext,
     Step,
 )
-from tests.recording.agents._plan import IMAGE_FILE, SLOW_PROMPT, WRITE_IMAGE, PlanScript
-from tests.recording.script import Conversation, ToolCall, call
+from tests.recording.agents._plan import (
+    IMAGE_FILE,
+    SLOW_PROMPT,
+    WRITE_IMAGE,
+    NamedTools,
+    PlanScript,
+)
+from tests.recording.script import Conversation
 
 TASK = RECORD_ROOT / "pi" / "shop"
 PROVIDER, MODEL = "scripted", "scripted-coder"
-
-
-def _call(name: str, step: str, **arguments: object) -> ToolCall:
-    return call("call_", name, step, dict(arguments))
-
-
-class PiTools:
-    def shell(self, step: str, command: str, description: str) -> ToolCall:
-        return _call("bash", step, command=command)
-
-    def read(self, step: str, name: str) -> ToolCall:
-        return _call("read", step, path=str(TASK / name))
-
-    def edit(self, step: str, name: str, old: str, new: str) -> ToolCall:
-        return _call("edit", step, path=str(TASK / name), oldText=old, newText=new)
-
-    def write(self, step: str, name: str, content: str) -> ToolCall:
-        return _call("write", step, path=str(TASK / name), content=content)
-
-    def spawn(self, step: str, description: str, prompt: str) -> tuple[ToolCall, ...]:
-        return ()
 
 
 def _is_summary(conversation: Conversation) -> bool:
@@ -56,7 +41,17 @@ def _is_summary(conversation: Conversation) -> bool:
 
 
 def _script() -> PlanScript:
-    return PlanScript(PiTools(), _is_summary)
+    return PlanScript(
+        NamedTools(
+            TASK,
+            "call_",
+            ("bash", "command"),
+            ("read", "path"),
+            ("write", "path", "content"),
+            ("edit", "path", "oldText", "newText"),
+        ),
+        _is_summary,
+    )
 
 
 def _env(ctx: RunContext) -> dict[str, str]:

@@ -23,7 +23,14 @@ from tests.recording.agents import (
     RunContext,
     Step,
 )
-from tests.recording.agents._plan import IMAGE_FILE, SLOW_PROMPT, TITLE, WRITE_IMAGE, PlanScript
+from tests.recording.agents._plan import (
+    IMAGE_FILE,
+    SLOW_PROMPT,
+    TITLE,
+    WRITE_IMAGE,
+    NamedTools,
+    PlanScript,
+)
 from tests.recording.script import Conversation, ToolCall, call
 
 TASK = RECORD_ROOT / "qwen-code" / "shop"
@@ -34,22 +41,10 @@ def _call(name: str, step: str, **arguments: object) -> ToolCall:
     return call("call_", name, step, dict(arguments))
 
 
-class QwenTools:
-    def shell(self, step: str, command: str, description: str) -> ToolCall:
-        return _call("run_shell_command", step, command=command, description=description)
-
-    def read(self, step: str, name: str) -> ToolCall:
-        return _call("read_file", step, file_path=str(TASK / name))
-
-    def edit(self, step: str, name: str, old: str, new: str) -> ToolCall:
-        return _call("edit", step, file_path=str(TASK / name), old_string=old, new_string=new)
-
-    def write(self, step: str, name: str, content: str) -> ToolCall:
-        return _call("write_file", step, file_path=str(TASK / name), content=content)
-
+class QwenTools(NamedTools):
     def spawn(self, step: str, description: str, prompt: str) -> tuple[ToolCall, ...]:
         return (
-            _call(
+            self.tool_call(
                 "agent",
                 step,
                 description=description,
@@ -73,7 +68,14 @@ def _is_summary(conversation: Conversation) -> bool:
 
 def _script() -> PlanScript:
     return PlanScript(
-        QwenTools(),
+        QwenTools(
+            TASK,
+            "call_",
+            ("run_shell_command", "command", "description"),
+            ("read_file", "file_path"),
+            ("write_file", "file_path", "content"),
+            ("edit", "file_path", "old_string", "new_string"),
+        ),
         _is_summary,
         harness=("<system-reminder>", "<session_context>", "<task-notification>"),
         side_json=_side_json,

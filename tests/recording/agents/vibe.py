@@ -12,7 +12,7 @@ Vibe writes ``~/.vibe/logs/session/session_<time>_<id8>/`` (``meta.json``,
 from __future__ import annotations
 
 from tests.recording.agents import FIX_PROMPT, RECORD_ROOT, REFUND_PROMPT, Recipe, RunContext, Step
-from tests.recording.agents._plan import PlanScript
+from tests.recording.agents._plan import NamedTools, PlanScript
 from tests.recording.script import Conversation, ToolCall, call
 from tests.recording.scrub import OwnText
 
@@ -25,22 +25,10 @@ def _call(name: str, step: str, **arguments: object) -> ToolCall:
     return call("call_", name, step, dict(arguments))
 
 
-class VibeTools:
-    def shell(self, step: str, command: str, description: str) -> ToolCall:
-        return _call("bash", step, command=command)
-
-    def read(self, step: str, name: str) -> ToolCall:
-        return _call("read_file", step, file_path=str(TASK / name))
-
-    def edit(self, step: str, name: str, old: str, new: str) -> ToolCall:
-        return _call("edit", step, file_path=str(TASK / name), old_string=old, new_string=new)
-
-    def write(self, step: str, name: str, content: str) -> ToolCall:
-        return _call("write_file", step, file_path=str(TASK / name), content=content)
-
+class VibeTools(NamedTools):
     def spawn(self, step: str, description: str, prompt: str) -> tuple[ToolCall, ...]:
         # The read-only ``explore`` agent: it reads where the plan's sub-agent would grep.
-        return (_call("task", step, task=prompt, agent="explore"),)
+        return (self.tool_call("task", step, task=prompt, agent="explore"),)
 
 
 def _is_summary(conversation: Conversation) -> bool:
@@ -48,7 +36,17 @@ def _is_summary(conversation: Conversation) -> bool:
 
 
 def _script() -> PlanScript:
-    return PlanScript(VibeTools(), _is_summary)
+    return PlanScript(
+        VibeTools(
+            TASK,
+            "call_",
+            ("bash", "command"),
+            ("read_file", "file_path"),
+            ("write_file", "file_path", "content"),
+            ("edit", "file_path", "old_string", "new_string"),
+        ),
+        _is_summary,
+    )
 
 
 def _prepare(ctx: RunContext) -> None:
