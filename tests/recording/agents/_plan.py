@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Protocol
 
@@ -125,6 +125,25 @@ class PlanScript:
     # A side request (title, routing, next-speaker check) answers this in JSON when it asks
     # for JSON.
     side_json: Callable[[Conversation], dict[str, object]] = lambda _: {"title": TITLE}
+    # The user texts a user message stands for, where the agent folds prompts into one of
+    # its own (a compaction's context quoting them, a command's record before a prompt).
+    unfold: Callable[[str], tuple[str, ...]] | None = None
+
+    def as_told(self, conversation: Conversation) -> Conversation:
+        """The conversation with each user message unfolded into the texts it stands for."""
+        if self.unfold is None:
+            return conversation
+        unfold = self.unfold
+        turns = tuple(
+            told
+            for turn in conversation.turns
+            for told in (
+                [replace(turn, text=text) for text in unfold(turn.text)]
+                if turn.role == "user"
+                else [turn]
+            )
+        )
+        return replace(conversation, turns=turns)
 
     def prompts(self, conversation: Conversation) -> list[str]:
         return [
@@ -134,6 +153,7 @@ class PlanScript:
         ]
 
     def reply(self, conversation: Conversation) -> Reply:
+        conversation = self.as_told(conversation)
         if self.is_summary(conversation):
             return Reply(text=SUMMARY)
         prompts = self.prompts(conversation)

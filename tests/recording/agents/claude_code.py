@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import replace
 
 from tests.recording.agents import (
     AFTER_COMPACT_PROMPT,
@@ -79,15 +78,14 @@ class ClaudeCodeScript:
             ("Edit", "file_path", "old_string", "new_string"),
         )
         self.plan = PlanScript(
-            self.tools, _is_summary, side_json=lambda _: {"title": TITLE, "isNewTopic": True}
+            self.tools,
+            _is_summary,
+            side_json=lambda _: {"title": TITLE, "isNewTopic": True},
+            unfold=lambda text: (LOCAL_COMMAND.sub("", text),),
         )
 
     def reply(self, conversation: Conversation) -> Reply:
-        turns = tuple(
-            replace(t, text=LOCAL_COMMAND.sub("", t.text)) if t.role == "user" else t
-            for t in conversation.turns
-        )
-        conversation = replace(conversation, turns=turns)
+        conversation = self.plan.as_told(conversation)
         if not conversation.tools or _is_summary(conversation):
             return self.plan.reply(conversation)
         if REVIEW_PROMPT in conversation.first_user_text:

@@ -3,22 +3,38 @@ provider of its own in ``$VIBE_HOME/config.toml`` (an OpenAI-style ``api_base``,
 from an environment variable) on the OpenAI chat dialect. ``--legacy-harness``: the agent
 loop that writes the 2.x session folders (the default harness writes the unified store).
 
-Steps on one session: the fix (bash, read_file, a read of a missing file, a ``task``
-sub-agent, edit, a long output), then a refund test (write_file) continued with ``-c``.
+Steps on one session, each later one continued with ``-c``: the fix (bash, read_file, a
+read of a missing file, a ``task`` sub-agent, edit, a long output), the refund test
+(write_file), a turn interrupted (SIGINT) while its command runs, and a question after a
+compaction: the model's ``auto_compact_threshold`` is set low, so Vibe compacts before the
+refund prompt (its context then quotes the prompts, the one being answered last).
 Vibe writes ``~/.vibe/logs/session/session_<time>_<id8>/`` (``meta.json``,
 ``messages.jsonl``) and the sub-agent's folder under its ``agents/``. Vibe needs Python 3.12.
 """
 
 from __future__ import annotations
 
-from tests.recording.agents import FIX_PROMPT, RECORD_ROOT, REFUND_PROMPT, Recipe, RunContext, Step
-from tests.recording.agents._plan import NamedTools, PlanScript
+import re
+
+from tests.recording.agents import (
+    AFTER_COMPACT_PROMPT,
+    FIX_PROMPT,
+    RECORD_ROOT,
+    REFUND_PROMPT,
+    Recipe,
+    RunContext,
+    Step,
+)
+from tests.recording.agents._plan import SLOW_PROMPT, NamedTools, PlanScript
 from tests.recording.script import Conversation, ToolCall, call
 from tests.recording.scrub import OwnText
 
 TASK = RECORD_ROOT / "vibe" / "shop"
 MODEL = "scripted-model"
 KEY_VAR = "SCRIPTED_API_KEY"
+COMPACTED = "You are continuing a trajectory after a context compaction."
+PRESERVED = re.compile(r"<previous_user_message>\n(.*?)\n</previous_user_message>", re.S)
+COMPACT_AT = 1200  # context tokens: past the fix's, before the long output is in the context
 
 
 def _call(name: str, step: str, **arguments: object) -> ToolCall:
@@ -32,7 +48,18 @@ class VibeTools(NamedTools):
 
 
 def _is_summary(conversation: Conversation) -> bool:
-    return not conversation.tools and conversation.mentions("summar")
+    # Vibe's compaction prompt: "You are performing a CONTEXT CHECKPOINT COMPACTION. ..."
+    return "CONTEXT CHECKPOINT COMPACTION" in conversation.last_user_text or (
+        not conversation.tools and conversation.mentions("summar")
+    )
+
+
+def _unfold(text: str) -> tuple[str, ...]:
+    """After compacting, Vibe's context quotes the user's prompts (the one being answered
+    last) before the summary: they are the prompts."""
+    if text.startswith(COMPACTED):
+        return tuple(PRESERVED.findall(text))
+    return (text,)
 
 
 def _script() -> PlanScript:
@@ -46,6 +73,9 @@ def _script() -> PlanScript:
             ("edit", "file_path", "old_string", "new_string"),
         ),
         _is_summary,
+        # Vibe's context warning as the budget fills.
+        harness=("<vibe_warning>",),
+        unfold=_unfold,
     )
 
 
@@ -57,6 +87,8 @@ def _prepare(ctx: RunContext) -> None:
         f'[[providers]]\nname = "scripted"\napi_base = "{ctx.base_url}/v1"\n'
         f'api_key_env_var = "{KEY_VAR}"\n\n'
         f'[[models]]\nname = "{MODEL}"\nprovider = "scripted"\nalias = "scripted"\n'
+        # Low: the session is compacted before the refund prompt.
+        f"auto_compact_threshold = {COMPACT_AT}\n"
     )
 
 
@@ -82,6 +114,8 @@ RECIPE = Recipe(
     steps=(
         Step("fix", (*_RUN, "-p", FIX_PROMPT)),
         Step("refunds", (*_RUN, "-c", "-p", REFUND_PROMPT)),
+        Step("interrupt", (*_RUN, "-c", "-p", SLOW_PROMPT), interrupt_after=12.0),
+        Step("after-compact", (*_RUN, "-c", "-p", AFTER_COMPACT_PROMPT)),
     ),
     script=_script,
     env=_env,
@@ -92,10 +126,12 @@ RECIPE = Recipe(
         "sessions": 2,
         "children": 1,
         "events": {
-            "message/user": 3,
-            "message/assistant": 10,
-            "tool/call": 8,
-            "tool/result": 8,
+            "message/user": 5,
+            "message/assistant": 14,
+            "tool/call": 9,
+            "tool/result": 9,
+            # Vibe compacts before the refund prompt (its threshold set low).
+            "compaction": 1,
         },
         "tool_errors": 2,  # the failing test run and the missing file
         "cwd": str(TASK),
