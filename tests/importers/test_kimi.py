@@ -147,6 +147,26 @@ def test_the_recorded_sessions(monkeypatch: pytest.MonkeyPatch) -> None:
     assert tally.skipped["record:SubagentEvent"] == 15 and not tally.problems
 
 
+def test_a_call_cut_off_when_its_turn_ends() -> None:
+    """The recording (recorded/kimi, 1.52.0): a turn interrupted (SIGINT) while its Shell
+    command runs ends (``TurnEnd``) with the call and no ``ToolResult``. The call gets a
+    result marked ``interrupted``, and nothing else does."""
+    root = Path(__file__).parent / "recorded" / "kimi" / "sessions"
+    sessions, _, _ = by_session("kimi", root)
+    for session, events in sessions.items():
+        calls = {e["seq"]: e for e in events if e["type"] == "tool/call"}
+        results = [e for e in events if e["type"] == "tool/result"]
+        cited = [c["seq"] for r in results for c in r.get("cites", [])]
+        assert sorted(cited) == sorted(calls), session
+        cut = [r for r in results if r["payload"].get("interrupted")]
+        if not events[0]["payload"].get("parent_session_id"):  # the main session
+            assert len(cut) == 1 and cut[0]["payload"]["is_error"] is True
+            (call,) = [calls[c["seq"]] for c in cut[0]["cites"]]
+            assert "sleep" in orjson.dumps(call["payload"]["input"]).decode()
+        else:
+            assert not cut
+
+
 def test_a_sub_agent_before_its_own_log(home: Path) -> None:
     """Before 1.x, a Task sub-agent's events were only copied into its parent's log: they
     are its child session, whose start cites the Task call."""

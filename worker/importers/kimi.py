@@ -16,6 +16,9 @@ model's context, rewritten on every compaction, undo and clear: not read.
 - the session: ``kimi-<session>`` (its folder's name); cwd: the work directory whose
   hash (``md5`` of its path, ``<kaos>_``-prefixed off the local machine) names the
   folder above, from ``kimi.json``'s ``work_dirs``; none when it is not listed.
+- a call still without a result when its turn ends (``TurnEnd``: the turn was
+  interrupted while the tool ran; Kimi writes no result) gets one marked
+  ``interrupted``, ``is_error``, with no output.
 - ``TurnBegin`` and ``SteerInput`` (the user's input, a string or parts) as
   ``message/user`` (harness text typed); ``ContentPart`` ``text`` as
   ``message/assistant``, ``think`` as thinking; ``ToolCall`` as ``tool/call`` (its
@@ -151,6 +154,8 @@ class KimiConverter(JsonRecordConverter):
             f"{self.raw}-agent-{self.agent}", prefix=PREFIX
         )  # fmt: skip
         self.calls: dict[str, tuple[int, object, object]] = {}  # call id -> seq, tool, input
+        # Calls without a result yet: call id -> the session that made it.
+        self.open_calls: dict[str, str] = {}
         # Sessions whose turn is a slash command's: their text is its output.
         self.command_turn: set[str] = set()
         # Sub-agents known only from the parent's SubagentEvent copies (versions before
@@ -209,6 +214,8 @@ class KimiConverter(JsonRecordConverter):
             str(payload.get("tool_call_id")) == streaming[0]
         )  # fmt: skip
         out = self._end_call(sid) if kind in _END_STREAM or own_result else []
+        if kind == "TurnEnd":
+            out += self._interrupted(sid, time)
         made = self._message(sid, kind, payload, time)
         if made is None:
             self.tally.skip(f"{skip}:{kind}")
@@ -223,6 +230,7 @@ class KimiConverter(JsonRecordConverter):
         call = {"tool": name, "input": json_value(arguments)}
         made = self.sessions.emit(sid, "tool/call", "assistant", time, call, "ToolCall")
         self.calls[call_id] = (made.seq, name, call["input"])
+        self.open_calls[call_id] = sid
         return [made]
 
     def _message(
@@ -232,7 +240,7 @@ class KimiConverter(JsonRecordConverter):
             return self._user(sid, payload.get("user_input"), time, kind)
         if kind == "TurnEnd":
             self.command_turn.discard(sid)
-            return None  # a marker: counted
+            return None  # a marker: counted (its calls without a result: _event)
         if kind == "ContentPart":
             return self._part(sid, payload, time)
         if kind == "ToolCall":  # published once its arguments are whole (_end_call)
@@ -247,6 +255,7 @@ class KimiConverter(JsonRecordConverter):
             result: dict[str, Any] = {"output": output}
             if value.get("is_error") is True:
                 result["is_error"] = True
+            self.open_calls.pop(str(payload.get("tool_call_id")), None)
             called = self.calls.pop(str(payload.get("tool_call_id")), None)
             cites = [(sid, called[0])] if called else None
             if called:
@@ -264,6 +273,21 @@ class KimiConverter(JsonRecordConverter):
         if kind == "SubagentEvent" and sid == self.session:
             return self._subagent(payload, time)
         return None
+
+    def _interrupted(self, sid: str, time: str | None) -> list[Outgoing]:
+        """The calls of ``sid`` still without a result when its turn ends: the turn was
+        interrupted (Ctrl-C) while they ran, and Kimi writes no result for them, so each
+        gets one marked ``interrupted``."""
+        out = []
+        for call_id, owner in list(self.open_calls.items()):
+            if owner != sid:
+                continue
+            del self.open_calls[call_id]
+            seq, tool, _ = self.calls.pop(call_id)
+            result = {"tool": tool, "output": "", "is_error": True, "interrupted": True}
+            out.append(self.sessions.emit(sid, "tool/result", "tool", time, result,
+                                          "ToolResult:missing", cites=[(sid, seq)]))  # fmt: skip
+        return out
 
     def _user(self, sid: str, user_input: object, time: str | None, kind: str) -> list[Outgoing]:
         parts = (

@@ -5,7 +5,8 @@ the recipe runs the CLI the package still ships, ``kimi_cli.cli``, with its Pyth
 
 Steps on one session, each later one continued with ``-C``: the fix (Shell, ReadFile, a
 read of a missing file, an ``Agent`` sub-agent, StrReplaceFile, a long output), a refund
-test (WriteFile), ``/compact`` and a question after it. Kimi writes
+test (WriteFile), a turn interrupted (SIGINT) while its command runs, ``/compact`` and a
+question after it. Kimi writes
 ``~/.kimi/sessions/<md5 of the work dir>/<session>/wire.jsonl`` (the sub-agent's in
 ``subagents/<id>/``), ``state.json``, and ``~/.kimi/kimi.json`` naming the work dir.
 Kimi CLI needs Python 3.12 or later; 3.12.1 fails at start (a ``super()`` in a frozen
@@ -23,7 +24,7 @@ from tests.recording.agents import (
     RunContext,
     Step,
 )
-from tests.recording.agents._plan import NamedTools, PlanScript
+from tests.recording.agents._plan import SLOW_PROMPT, NamedTools, PlanScript
 from tests.recording.script import Conversation, ToolCall, call
 from tests.recording.scrub import OwnText
 
@@ -96,6 +97,7 @@ RECIPE = Recipe(
     steps=(
         Step("fix", (*_RUN, "-p", FIX_PROMPT)),
         Step("refunds", (*_RUN, "-C", "-p", REFUND_PROMPT)),
+        Step("interrupt", (*_RUN, "-C", "-p", SLOW_PROMPT), interrupt_after=10.0),
         Step("compact", (*_RUN, "-C", "-p", "/compact")),
         Step("after-compact", (*_RUN, "-C", "-p", AFTER_COMPACT_PROMPT)),
     ),
@@ -109,15 +111,16 @@ RECIPE = Recipe(
         "sessions": 2,
         "children": 1,
         "events": {
-            "message/user": 5,
-            "message/assistant": 12,
-            "tool/call": 8,
-            "tool/result": 8,
+            "message/user": 6,
+            "message/assistant": 15,
+            "tool/call": 9,
+            "tool/result": 9,
             "command": 1,
             "command/output": 1,
             "compaction": 1,
         },
-        "tool_errors": 2,  # the failing test run and the missing file
+        # The failing test run, the missing file, and the call cut off by the interrupt.
+        "tool_errors": 3,
         "cwd": str(TASK),
         "watch": "sessions/*/*/wire.jsonl",
     },
