@@ -9,8 +9,9 @@ Continue writes ``~/.continue/sessions/<id>.json``, the whole history rewritten 
 change, and ``sessions.json`` listing them. ``cn -p /compact`` compacts (it asks for the
 summary and says "Chat history compacted") but does not save the compacted history: the
 next ``--resume`` loads the whole history again, and the file holds no summary. Not
-recorded: the ``Subagent`` tool (it needs a model configured for sub-agents; its
-conversation is never saved anyway).
+recorded: a turn interrupted (SIGINT) while its command runs (tried: ``cn -p`` saves the
+session when a turn ends, so the interrupted one leaves nothing), and the ``Subagent``
+tool (it needs a model configured for sub-agents; its conversation is never saved anyway).
 """
 
 from __future__ import annotations
