@@ -56,6 +56,23 @@ def test_messages_tools_and_errors(tmp_path: Path) -> None:
     assert results[1]["payload"]["tool"] == "terminal"
 
 
+def test_a_call_cut_off_by_the_next_prompt() -> None:
+    """The recording (recorded/hermes, 0.19.0): a turn interrupted (SIGINT) while its
+    ``terminal`` command runs leaves the call with no ``tool`` row, and the next prompt
+    follows. The call gets a result marked ``interrupted``, before that prompt."""
+    db = Path(__file__).parent / "recorded" / "hermes" / "sessions" / "state.db"
+    got = events(db)
+    calls = {(e["session_id"], e["seq"]): e for e in got if e["type"] == "tool/call"}
+    results = [e for e in got if e["type"] == "tool/result"]
+    assert sorted((c["session_id"], c["seq"]) for r in results for c in r["cites"]) == sorted(calls)
+    (cut,) = [r for r in results if r["payload"].get("interrupted")]
+    assert cut["payload"]["is_error"] is True and cut["payload"]["output"] == ""
+    (call,) = [calls[(c["session_id"], c["seq"])] for c in cut["cites"]]
+    assert "sleep" in call["payload"]["input"]["command"]
+    after = [e for e in got if e["session_id"] == cut["session_id"] and e["seq"] > cut["seq"]]
+    assert after[0]["type"] == "message/user"
+
+
 def test_compaction_in_place_and_after_rotation(tmp_path: Path) -> None:
     got = events(gen.write(tmp_path / "state.db"))
     main = of(got, MAIN)

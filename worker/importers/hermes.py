@@ -26,6 +26,9 @@ version 22; ``run_agent.py``'s flush, ``agent/conversation_compression.py``,
   came before. The messages Hermes keeps around the summary (the first turn, the last
   ones) are written again with it: a copy that carries its original's time is counted
   (``message:compaction-copy``), one written with a new time is imported where it is.
+- a call still without a result when the session's next prompt comes was cut off (a turn
+  interrupted while its tool ran; Hermes writes no ``tool`` row): it gets a result marked
+  ``interrupted``, ``is_error``, with no output, before that prompt;
 - skipped and counted: ``system`` rows and other roles, non-text content parts (images),
   messages with nothing to say (an assistant turn with only tool calls has no text).
   Content stored as ``"\\x00json:"`` + JSON (a list of parts) is decoded.
@@ -109,6 +112,7 @@ def read_database(path: Path, cache: SessionCache | None = None) -> Snapshot:
                             continue
                         session.items.extend(_row(row, session.skipped))
                     _pair_bare_calls(session.items)
+                    _close_cut_off_calls(session.items)
                 read[key] = session
                 parent = read.get(str(info.get("parent_session_id")))
                 if parent is not None and session.extra.get("lineage") == "subagent":
@@ -277,6 +281,32 @@ def _pair_bare_calls(items: list[Item]) -> None:
             waiting.append(item)
         elif item.type == "tool/result" and item.result_of not in known and waiting:
             items[index].result_of = waiting.pop(0).call
+
+
+def _close_cut_off_calls(items: list[Item]) -> None:
+    """Calls still without a result when the session's next prompt comes were cut off (a
+    turn interrupted while its tool ran: Hermes writes no ``tool`` row): each gets a result
+    marked ``interrupted``, before that prompt."""
+    answered = {item.result_of for item in items if item.type == "tool/result"}
+    open_calls: list[Item] = []
+    index = 0
+    while index < len(items):
+        item = items[index]
+        if item.type == "tool/call" and item.call and item.call not in answered:
+            open_calls.append(item)
+        elif item.type == "message/user" and open_calls:
+            cut_off = [_cut_off(call, item.time) for call in open_calls]
+            items[index:index] = cut_off
+            index += len(cut_off)
+            open_calls = []
+        index += 1
+
+
+def _cut_off(call: Item, time: str | None) -> Item:
+    """The result of a call cut off: an error, marked ``interrupted``, with no output."""
+    payload = {"tool": call.payload.get("tool"), "output": "", "is_error": True}
+    return Item(f"{call.ref}-interrupted", "tool/result", "tool", payload | {"interrupted": True},
+                "tool:missing", time, result_of=call.call)  # fmt: skip
 
 
 def _text(content: object, skipped: Counter[str]) -> str:

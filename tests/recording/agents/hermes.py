@@ -4,8 +4,9 @@ provider, base_url, default, api_key``; Hermes reads no base URL from the enviro
 the OpenAI chat dialect.
 
 Steps: the fix (``terminal``, ``read_file``, a read of a missing file, a ``delegate_task``
-sub-agent, ``patch``, a long output), then the refund test (``write_file``) continuing the
-same session with ``hermes chat --continue -q`` (``-z`` resumes nothing): Hermes appends to
+sub-agent, ``patch``, a long output), then, continuing the same session with ``hermes chat
+--continue -q`` (``-z`` resumes nothing), the refund test (``write_file``), a turn
+interrupted (SIGINT) while its command runs, and a question after it: Hermes appends to
 the session's rows, and leaves them in ``state.db``'s -wal file (the scrub folds it in).
 Hermes writes every session and message into ``$HERMES_HOME/state.db`` (SQLite); the
 sub-agent is a session whose ``parent_session_id`` is the fix's.
@@ -13,8 +14,16 @@ sub-agent is a session whose ``parent_session_id`` is the fix's.
 
 from __future__ import annotations
 
-from tests.recording.agents import FIX_PROMPT, RECORD_ROOT, REFUND_PROMPT, Recipe, RunContext, Step
-from tests.recording.agents._plan import NamedTools, PlanScript
+from tests.recording.agents import (
+    AFTER_COMPACT_PROMPT,
+    FIX_PROMPT,
+    RECORD_ROOT,
+    REFUND_PROMPT,
+    Recipe,
+    RunContext,
+    Step,
+)
+from tests.recording.agents._plan import SLOW_PROMPT, NamedTools, PlanScript
 from tests.recording.script import Conversation, ToolCall, call
 from tests.recording.scrub import OwnText
 
@@ -80,6 +89,8 @@ def _env(ctx: RunContext) -> dict[str, str]:
 # The system prompt Hermes keeps with each session (its persona, tool guidance, skills).
 OWN_TEXT = OwnText(columns=(("sessions", "system_prompt"),))
 
+_CHAT = ("{bin}", "chat", "-Q", "--yolo", "--continue", "-q")
+
 RECIPE = Recipe(
     agent="hermes",
     package="hermes-agent",
@@ -90,7 +101,10 @@ RECIPE = Recipe(
     session_dir=".hermes",
     steps=(
         Step("fix", ("{bin}", "-z", FIX_PROMPT)),
-        Step("refunds", ("{bin}", "chat", "-Q", "--yolo", "--continue", "-q", REFUND_PROMPT)),
+        Step("refunds", (*_CHAT, REFUND_PROMPT)),
+        Step("interrupt", (*_CHAT, SLOW_PROMPT), interrupt_after=30.0),
+        # A prompt after the interrupted turn: what tells its call was cut off.
+        Step("after", (*_CHAT, AFTER_COMPACT_PROMPT)),
     ),
     script=_script,
     env=_env,
@@ -110,12 +124,13 @@ RECIPE = Recipe(
         "sessions": 2,
         "children": 1,
         "events": {
-            "message/user": 3,
-            "message/assistant": 9,
-            "tool/call": 8,
-            "tool/result": 8,
+            "message/user": 5,
+            "message/assistant": 14,
+            "tool/call": 9,
+            "tool/result": 9,
         },
-        "tool_errors": 1,
+        # The missing file, and the call cut off by the interrupt.
+        "tool_errors": 2,
         "cwd": str(TASK),
     },
     own_text=OWN_TEXT,
