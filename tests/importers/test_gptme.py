@@ -81,6 +81,21 @@ def test_reasoning_in_think_blocks(tmp_path: Path) -> None:
     assert any(p.get("text", "") == "" for p in said if "reasoning" in p)
 
 
+def test_a_command_interrupted_by_the_user() -> None:
+    """The recording (0.35.1): a turn interrupted (SIGINT) while its shell command runs;
+    gptme answers the call with "Interrupted by user", an error marked ``interrupted``."""
+    recorded = Path(__file__).parent / "recorded" / "gptme" / "sessions"
+    sessions, _, _ = by_session(FMT, recorded)
+    events = [e for evs in sessions.values() for e in evs]
+    (slow,) = [e for e in events if e["type"] == "tool/call"
+               and "sleep" in e["payload"]["arguments"].get("command", "")]  # fmt: skip
+    cites = [{"session_id": slow["session_id"], "seq": slow["seq"]}]
+    (result,) = [e for e in events if e["type"] == "tool/result" and e["cites"] == cites]
+    assert result["payload"]["is_error"] is True and result["payload"]["interrupted"] is True
+    assert not [e for e in events if e["type"] == "tool/result" and e is not result
+                and e["payload"].get("interrupted")]  # fmt: skip
+
+
 def test_times_without_a_zone_and_unavailable_tools(tmp_path: Path) -> None:
     """gptme writes local times without a zone (read in ``assume_tz``); a call of a tool
     not enabled gets the writer's "not available" result: an error."""

@@ -27,7 +27,8 @@ messages that follow are their results, one per call. Mapping:
   message's ``reasoning``,
   then a ``tool/call`` per call; ``system`` with a ``call_id``, or after markdown calls:
   ``tool/result`` citing its call (``Error executing tool ...`` and ``Tool '...' is not
-  available for execution`` results are errors); gptme's compaction notices (its master
+  available for execution`` results are errors; ``Interrupted by user``, a call the user
+  interrupted, is an error marked ``interrupted``); gptme's compaction notices (its master
   branch keeps the whole history: the compacted context is a view in ``views/``):
   ``compaction``; other ``system`` messages (the system prompt, notices):
   ``message/context``;
@@ -88,6 +89,8 @@ _BLOCK_TOOLS: Final = {
 # The writer's own failure texts for a tool result (tools/base.py): an exception, or a tool
 # not enabled ("Tool 'read' is not available for execution. Add --tools +read ...").
 _ERROR_PREFIX: Final = "Error executing tool '"
+# The result gptme writes for a call the user interrupted (Ctrl-C while the tool ran).
+_INTERRUPTED: Final = "Interrupted by user"
 _UNAVAILABLE: Final = re.compile(r"^Tool '[^'\n]+' is not available for execution\.")
 # gptme's own nudges in the user's turn (tools/complete.py: "<system>No tool call detected").
 _NUDGE: Final = "<system>"
@@ -318,6 +321,8 @@ class GptmeConverter(JsonRecordConverter):
             payload: dict[str, Any] = {"tool": tool, "call_id": call_id, "output": cut(content)}
             if content.startswith(_ERROR_PREFIX) or _UNAVAILABLE.match(content):
                 payload["is_error"] = True
+            elif content == _INTERRUPTED:
+                payload |= {"is_error": True, "interrupted": True}
             return [self.sessions.emit(self.session, "tool/result", "tool", time, payload,
                                        "message:system:tool",
                                        cites=[cited] if cited else None)]  # fmt: skip

@@ -3,9 +3,10 @@ provider (an OpenAI-compatible server at ``OPENAI_BASE_URL``) pointed at the Ope
 Completions dialect, in the ``tool`` tool format (native tool calls, stored in the
 conversation as ``@tool(call id): {...}`` lines with results carrying the call id).
 
-Two steps on one conversation, named with ``--name`` so the second continues it: the fix
-(shell, read, a read of a missing file, an ``ipython`` call starting a sub-agent and waiting
-for it, patch, a long shell output), then a refund test (save). ``read``, ``ipython`` and
+Three steps on one conversation, named with ``--name`` so the later ones continue it: the
+fix (shell, read, a read of a missing file, an ``ipython`` call starting a sub-agent and
+waiting for it, patch, a long shell output), a refund test (save), and a turn interrupted
+(SIGINT) while its command runs. ``read``, ``ipython`` and
 ``subagent`` are not enabled by default: ``--tools +...`` adds them. A reply without a call
 gets gptme's ``<system>No tool call detected`` nudge, answered with ``complete``. gptme
 writes ``~/.local/share/gptme/logs/<name>/`` with ``conversation.jsonl`` and ``config.toml``
@@ -24,7 +25,7 @@ from tests.recording.agents import (
     RunContext,
     Step,
 )
-from tests.recording.agents._plan import TITLE, NamedTools, PlanScript
+from tests.recording.agents._plan import SLOW_PROMPT, TITLE, NamedTools, PlanScript
 from tests.recording.script import Conversation, Reply, ToolCall, call
 from tests.recording.scrub import OwnText
 
@@ -73,7 +74,7 @@ class GptmeScript:
                 return Reply(tool_calls=(_call("complete", "sub-done"),))
             prompts = self.plan.prompts(conversation)
             since = self.plan.since(conversation, prompts[-1] if prompts else "")
-            return Reply(tool_calls=(_call("complete", f"done-{len(since)}"),))
+            return Reply(tool_calls=(_call("complete", f"done-{len(prompts)}-{len(since)}"),))
         return self.plan.reply(conversation)
 
 
@@ -99,7 +100,11 @@ RECIPE = Recipe(
     bin="bin/gptme",
     format="gptme",
     session_dir=".local/share/gptme/logs",
-    steps=(Step("fix", (*_RUN, FIX_PROMPT)), Step("refunds", (*_RUN, REFUND_PROMPT))),
+    steps=(
+        Step("fix", (*_RUN, FIX_PROMPT)),
+        Step("refunds", (*_RUN, REFUND_PROMPT)),
+        Step("interrupt", (*_RUN, SLOW_PROMPT), interrupt_after=30.0),
+    ),
     script=GptmeScript,
     env=_env,
     # The workspace symlink (to the task folder, which the copy would follow) and locks.
@@ -109,13 +114,14 @@ RECIPE = Recipe(
         "sessions": 2,
         "children": 1,
         "events": {
-            "message/user": 3,
-            "message/assistant": 9,
+            "message/user": 4,
+            "message/assistant": 12,
             "message/context": 10,
-            "tool/call": 11,
-            "tool/result": 11,
+            "tool/call": 13,
+            "tool/result": 13,
             "session/title": 1,
         },
+        "tool_errors": 1,  # the call cut off by the interrupt ("Interrupted by user")
         "titles": [TITLE],
         "cwd": str(TASK),
         "watch": "*/conversation.jsonl",
