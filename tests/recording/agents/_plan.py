@@ -56,6 +56,12 @@ def prompt(text: str) -> str:
     return text.strip().strip('"')
 
 
+def summary_asked(conversation: Conversation) -> bool:
+    """Whether a request asks for a summary the way most agents' compaction (or title)
+    side requests do: offering no tools, mentioning a summary."""
+    return not conversation.tools and conversation.mentions("summar")
+
+
 class Tools(Protocol):
     """An agent's own tools, as calls with the arguments its schemas ask for. ``step`` names
     the call, so ids stay stable across re-recordings."""

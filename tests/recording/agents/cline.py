@@ -14,8 +14,8 @@ from __future__ import annotations
 import json
 
 from tests.recording.agents import FIX_PROMPT, RECORD_ROOT, Recipe, RunContext, Step
-from tests.recording.agents._plan import NamedTools, PlanScript
-from tests.recording.script import Conversation, ToolCall, call
+from tests.recording.agents._plan import NamedTools, PlanScript, summary_asked
+from tests.recording.script import ToolCall, call
 from tests.recording.scrub import OwnText
 
 TASK = RECORD_ROOT / "cline" / "shop"
@@ -38,10 +38,6 @@ class ClineTools(NamedTools):
         return (self.tool_call("spawn_agent", step, systemPrompt=system, task=prompt),)
 
 
-def _is_summary(conversation: Conversation) -> bool:
-    return not conversation.tools and conversation.mentions("summar")
-
-
 def _script() -> PlanScript:
     return PlanScript(
         ClineTools(
@@ -53,7 +49,7 @@ def _script() -> PlanScript:
             ("editor", "path", "new_text"),
             ("editor", "path", "old_text", "new_text"),
         ),
-        _is_summary,
+        summary_asked,
     )
 
 

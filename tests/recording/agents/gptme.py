@@ -25,7 +25,7 @@ from tests.recording.agents import (
     RunContext,
     Step,
 )
-from tests.recording.agents._plan import SLOW_PROMPT, TITLE, NamedTools, PlanScript
+from tests.recording.agents._plan import SLOW_PROMPT, TITLE, NamedTools, PlanScript, summary_asked
 from tests.recording.script import Conversation, Reply, ToolCall, call
 from tests.recording.scrub import OwnText
 
@@ -51,10 +51,6 @@ class GptmeTools(NamedTools):
         return (self.tool_call("ipython", step, code=code),)
 
 
-def _is_summary(conversation: Conversation) -> bool:
-    return not conversation.tools and conversation.mentions("summar")
-
-
 class GptmeScript:
     """The plan, and gptme's own step: a reply without a call gets the nudge, answered with
     its ``complete`` tool, which ends the turn."""
@@ -64,7 +60,7 @@ class GptmeScript:
             GptmeTools(
                 TASK, "call_", ("shell", "command"), ("read", "path"), ("save", "path", "content")
             ),
-            _is_summary,
+            summary_asked,
             harness=(NUDGE,),
         )
 

@@ -23,8 +23,8 @@ from tests.recording.agents import (
     RunContext,
     Step,
 )
-from tests.recording.agents._plan import SLOW_PROMPT, NamedTools, PlanScript
-from tests.recording.script import Conversation, ToolCall, call
+from tests.recording.agents._plan import SLOW_PROMPT, NamedTools, PlanScript, summary_asked
+from tests.recording.script import ToolCall, call
 from tests.recording.scrub import OwnText
 
 TASK = RECORD_ROOT / "hermes" / "shop"
@@ -49,10 +49,6 @@ class HermesTools(NamedTools):
         return (self.tool_call("delegate_task", step, goal=prompt, context=context),)
 
 
-def _is_summary(conversation: Conversation) -> bool:
-    return not conversation.tools and conversation.mentions("summar")
-
-
 def _script() -> PlanScript:
     return PlanScript(
         HermesTools(
@@ -62,7 +58,7 @@ def _script() -> PlanScript:
             ("read_file", "path"),
             ("write_file", "path", "content"),
         ),
-        _is_summary,
+        summary_asked,
     )
 
 

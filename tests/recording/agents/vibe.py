@@ -25,7 +25,7 @@ from tests.recording.agents import (
     RunContext,
     Step,
 )
-from tests.recording.agents._plan import SLOW_PROMPT, NamedTools, PlanScript
+from tests.recording.agents._plan import SLOW_PROMPT, NamedTools, PlanScript, summary_asked
 from tests.recording.script import Conversation, ToolCall, call
 from tests.recording.scrub import OwnText
 
@@ -49,8 +49,8 @@ class VibeTools(NamedTools):
 
 def _is_summary(conversation: Conversation) -> bool:
     # Vibe's compaction prompt: "You are performing a CONTEXT CHECKPOINT COMPACTION. ..."
-    return "CONTEXT CHECKPOINT COMPACTION" in conversation.last_user_text or (
-        not conversation.tools and conversation.mentions("summar")
+    return "CONTEXT CHECKPOINT COMPACTION" in conversation.last_user_text or summary_asked(
+        conversation
     )
 
 
