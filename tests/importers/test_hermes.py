@@ -73,6 +73,22 @@ def test_a_call_cut_off_by_the_next_prompt() -> None:
     assert after[0]["type"] == "message/user"
 
 
+def test_an_attached_image_described_before_the_prompt() -> None:
+    """The recording (0.19.0): ``chat --image`` has the image described first (a vision
+    request) and writes the description, with a hint naming the file, before the prompt in
+    one user row. The description is Hermes's context; the prompt is the user's."""
+    db = Path(__file__).parent / "recorded" / "hermes" / "sessions" / "state.db"
+    got = events(db)
+    (prompt,) = [e for e in got if e["type"] == "message/user"
+                 and "image" in e["payload"]["text"]]  # fmt: skip
+    assert prompt["payload"]["text"] == "What does this image show?"
+    before = next(e for e in got if e["session_id"] == prompt["session_id"]
+                  and e["seq"] == prompt["seq"] - 1)  # fmt: skip
+    assert before["type"] == "message/context"
+    assert before["payload"]["text"].startswith("[The user attached an image.")
+    assert before["payload"]["text"].endswith("red.png]")
+
+
 def test_compaction_in_place_and_after_rotation(tmp_path: Path) -> None:
     got = events(gen.write(tmp_path / "state.db"))
     main = of(got, MAIN)

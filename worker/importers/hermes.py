@@ -26,6 +26,9 @@ version 22; ``run_agent.py``'s flush, ``agent/conversation_compression.py``,
   came before. The messages Hermes keeps around the summary (the first turn, the last
   ones) are written again with it: a copy that carries its original's time is counted
   (``message:compaction-copy``), one written with a new time is imported where it is.
+- the description Hermes's CLI writes before a prompt an image came with (``[The user
+  attached an image...]``, naming the image) is ``message/context``, the prompt after it
+  ``message/user``;
 - a call still without a result when the session's next prompt comes was cut off (a turn
   interrupted while its tool ran; Hermes writes no ``tool`` row): it gets a result marked
   ``interrupted``, ``is_error``, with no output, before that prompt;
@@ -40,6 +43,7 @@ The opt-in ``sessions/session_<id>.json`` snapshots repeat ``state.db`` (its doc
 from __future__ import annotations
 
 import os
+import re
 import sqlite3
 from collections import Counter
 from collections.abc import Iterator, Sequence
@@ -192,6 +196,12 @@ def _cite_delegation(parent: SourceSession, child: SourceSession) -> None:
         call.also_spawns = (*call.also_spawns, child.session_id)
 
 
+# What Hermes's CLI writes before a prompt an image came with (``cli.py``): a bracketed
+# description (or the failure to make one) per image, each naming the image's path last,
+# joined by blank lines; then the prompt.
+_ATTACHED: Final = re.compile(r"\[The user attached an image.*image_url: [^\n]*\](?:\n\n|$)", re.S)
+
+
 def _row(row: dict[str, Any], skipped: Counter[str]) -> list[Item]:
     """One ``messages`` row as its events-to-be."""
     ref, role, stamp = str(row["id"]), str(row["role"]), row.get("timestamp")
@@ -201,6 +211,13 @@ def _row(row: dict[str, Any], skipped: Counter[str]) -> list[Item]:
         summary = text.split(_MERGED, 1)[-1].strip()
         return [Item(ref, "compaction", "system", {"summary": summary}, f"{role}:summary", time)]
     if role == "user":
+        attached = _ATTACHED.match(text)
+        if attached:  # Hermes's description of an attached image, before the prompt
+            context = {"text": cut(attached.group(0).strip())}
+            described = Item(f"{ref}-attached", "message/context", "system", context,
+                             "user:attached", time)  # fmt: skip
+            rest = text[attached.end() :]
+            return [described] + ([said(ref, "user", rest, time, "user")] if rest.strip() else [])
         if text.strip():
             return [said(ref, "user", text, time, "user")]
         skipped["message:user:empty"] += 1

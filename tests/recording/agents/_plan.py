@@ -56,6 +56,12 @@ def prompt(text: str) -> str:
     return text.strip().strip('"')
 
 
+def _describes_image(conversation: Conversation) -> bool:
+    """A tool-less request to describe an image (Hermes's, before the prompt it came with)."""
+    asked = conversation.last_user_text
+    return not conversation.tools and asked.startswith("Describe") and "image" in asked
+
+
 def summary_asked(conversation: Conversation) -> bool:
     """Whether a request asks for a summary the way most agents' compaction (or title)
     side requests do: offering no tools, mentioning a summary."""
@@ -178,6 +184,8 @@ class PlanScript:
             )
         ):
             # A side request (a title, a "who speaks next" check): a short answer.
+            if _describes_image(conversation):
+                return Reply(text=IMAGE_ANSWER)  # a vision pre-pass over the attached image
             if conversation.mentions("json"):
                 return Reply(text=json.dumps(self.side_json(conversation)))
             return Reply(text=TITLE)

@@ -6,7 +6,9 @@ the OpenAI chat dialect.
 Steps: the fix (``terminal``, ``read_file``, a read of a missing file, a ``delegate_task``
 sub-agent, ``patch``, a long output), then, continuing the same session with ``hermes chat
 --continue -q`` (``-z`` resumes nothing), the refund test (``write_file``), a turn
-interrupted (SIGINT) while its command runs, and a question after it: Hermes appends to
+interrupted (SIGINT) while its command runs, a question after it, and a prompt with an
+image (``--image``: Hermes has the model describe it first, and writes the description
+before the prompt): Hermes appends to
 the session's rows, and leaves them in ``state.db``'s -wal file (the scrub folds it in).
 Hermes writes every session and message into ``$HERMES_HOME/state.db`` (SQLite); the
 sub-agent is a session whose ``parent_session_id`` is the fix's.
@@ -17,13 +19,21 @@ from __future__ import annotations
 from tests.recording.agents import (
     AFTER_COMPACT_PROMPT,
     FIX_PROMPT,
+    IMAGE_PROMPT,
     RECORD_ROOT,
     REFUND_PROMPT,
     Recipe,
     RunContext,
     Step,
 )
-from tests.recording.agents._plan import SLOW_PROMPT, NamedTools, PlanScript, summary_asked
+from tests.recording.agents._plan import (
+    IMAGE_FILE,
+    SLOW_PROMPT,
+    WRITE_IMAGE,
+    NamedTools,
+    PlanScript,
+    summary_asked,
+)
 from tests.recording.script import ToolCall, call
 from tests.recording.scrub import OwnText
 
@@ -101,6 +111,8 @@ RECIPE = Recipe(
         Step("interrupt", (*_CHAT, SLOW_PROMPT), interrupt_after=30.0),
         # A prompt after the interrupted turn: what tells its call was cut off.
         Step("after", (*_CHAT, AFTER_COMPACT_PROMPT)),
+        Step("image-file", WRITE_IMAGE),
+        Step("image", (*_CHAT, IMAGE_PROMPT, "--image", f"{{task}}/{IMAGE_FILE}")),
     ),
     script=_script,
     env=_env,
@@ -120,10 +132,12 @@ RECIPE = Recipe(
         "sessions": 2,
         "children": 1,
         "events": {
-            "message/user": 5,
-            "message/assistant": 14,
+            "message/user": 6,
+            "message/assistant": 15,
             "tool/call": 9,
             "tool/result": 9,
+            # Hermes's description of the attached image, before its prompt.
+            "message/context": 1,
         },
         # The missing file, and the call cut off by the interrupt.
         "tool_errors": 2,
