@@ -3,11 +3,12 @@ provider (an OpenAI-compatible server at ``OPENAI_BASE_URL``) pointed at the Ope
 Completions dialect, in the ``tool`` tool format (native tool calls, stored in the
 conversation as ``@tool(call id): {...}`` lines with results carrying the call id).
 
-Three steps on one conversation, named with ``--name`` so the later ones continue it: the
-fix (shell, read, a read of a missing file, an ``ipython`` call starting a sub-agent and
-waiting for it, patch, a long shell output), a refund test (save), and a turn interrupted
-(SIGINT) while its command runs. ``read``, ``ipython`` and
-``subagent`` are not enabled by default: ``--tools +...`` adds them. A reply without a call
+Steps on one conversation, named with ``--name`` so the later ones continue it: the fix
+(shell, read, a read of a missing file, an ``ipython`` call starting a sub-agent and waiting
+for it, patch, a long shell output), a refund test (save), a turn interrupted (SIGINT)
+while its command runs, and a prompt naming an image (attached: the message's ``files``).
+``read``, ``ipython`` and ``subagent`` are not enabled by default: ``--tools +...`` adds
+them. A reply without a call
 gets gptme's ``<system>No tool call detected`` nudge, answered with ``complete``. gptme
 writes ``~/.local/share/gptme/logs/<name>/`` with ``conversation.jsonl`` and ``config.toml``
 (the workspace, the model, the name the model gave), and the sub-agent's
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 from tests.recording.agents import (
     FIX_PROMPT,
+    IMAGE_PROMPT,
     RECORD_ROOT,
     REFUND_PROMPT,
     SUBAGENT_PROMPT,
@@ -25,7 +27,15 @@ from tests.recording.agents import (
     RunContext,
     Step,
 )
-from tests.recording.agents._plan import SLOW_PROMPT, TITLE, NamedTools, PlanScript, summary_asked
+from tests.recording.agents._plan import (
+    IMAGE_FILE,
+    SLOW_PROMPT,
+    TITLE,
+    WRITE_IMAGE,
+    NamedTools,
+    PlanScript,
+    summary_asked,
+)
 from tests.recording.script import Conversation, Reply, ToolCall, call
 from tests.recording.scrub import OwnText
 
@@ -33,6 +43,9 @@ TASK = RECORD_ROOT / "gptme" / "shop"
 NAME = "ledger-fix"
 MODEL = "local/scripted-model"
 HELPER = "refund-check"  # the sub-agent's id: its conversation is subagent-<id>
+# gptme's note beside an attached file the model cannot view (the scripted model is no
+# vision model): not a prompt either.
+NO_VIEWING = "[WARNING: Model doesn't support viewing file"
 NUDGE = "<system>"  # gptme's nudge in the user's turn ("No tool call detected"): not a prompt
 
 
@@ -61,7 +74,7 @@ class GptmeScript:
                 TASK, "call_", ("shell", "command"), ("read", "path"), ("save", "path", "content")
             ),
             summary_asked,
-            harness=(NUDGE,),
+            harness=(NUDGE, NO_VIEWING),
         )
 
     def reply(self, conversation: Conversation) -> Reply:
@@ -100,6 +113,9 @@ RECIPE = Recipe(
         Step("fix", (*_RUN, FIX_PROMPT)),
         Step("refunds", (*_RUN, REFUND_PROMPT)),
         Step("interrupt", (*_RUN, SLOW_PROMPT), interrupt_after=30.0),
+        Step("image-file", WRITE_IMAGE),
+        # A path in the prompt attaches the file.
+        Step("image", (*_RUN, f"{IMAGE_PROMPT} {{task}}/{IMAGE_FILE}")),
     ),
     script=GptmeScript,
     env=_env,
@@ -110,11 +126,11 @@ RECIPE = Recipe(
         "sessions": 2,
         "children": 1,
         "events": {
-            "message/user": 4,
-            "message/assistant": 12,
+            "message/user": 5,
+            "message/assistant": 13,
             "message/context": 10,
-            "tool/call": 13,
-            "tool/result": 13,
+            "tool/call": 14,
+            "tool/result": 14,
             "session/title": 1,
         },
         "tool_errors": 1,  # the call cut off by the interrupt ("Interrupted by user")
