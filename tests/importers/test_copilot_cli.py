@@ -155,3 +155,36 @@ def test_system_prompt_and_permission_prompts_are_skipped_with_reasons(tmp_path:
     assert tally.skipped == {"record:system.message": 1, "record:permission.requested": 1,
                              "record:permission.completed": 1}  # fmt: skip
     assert not tally.unknown, tally.unknown
+
+
+RECORDED = Path(__file__).parent / "recorded" / "copilot-cli" / "sessions"
+
+
+def test_a_recorded_sub_agent_is_a_child_session_citing_its_task_call() -> None:
+    """Copilot 1.0.102 writes a sub-agent's records into its parent's file, each with the
+    sub-agent's ``agentId``: they were read as the parent's own (the sub-agent's prompt
+    a user message of the parent). Its reasoning (``reasoningText``), a failed command's
+    exit code and the ``name`` of ``workspace.yaml`` were lost."""
+    sessions, _, _ = by_session(FMT, RECORDED)
+    (main,) = [s for s, evs in sessions.items() if not evs[0]["payload"]["parent_session_id"]]
+    (child,) = set(sessions) - {main}
+    start = sessions[child][0]
+    (task,) = [
+        e for e in sessions[main] if e["type"] == "tool/call" and e["payload"]["tool"] == "task"
+    ]
+    assert start["payload"]["parent_session_id"] == main
+    assert start["cites"] == [{"session_id": main, "seq": task["seq"]}]
+    child_texts = [e["payload"].get("text") for e in sessions[child]]
+    assert any(t and t.startswith("Check how ledger.py handles refunds") for t in child_texts)
+    main_users = [e["payload"]["text"] for e in sessions[main] if e["type"] == "message/user"]
+    assert not any(t.startswith("Check how ledger.py") for t in main_users)
+    assert sessions[child][-1]["type"] == "session/end"
+    assert sessions[child][-1]["payload"]["reason"] == "completed"
+    thinking = [e["payload"]["thinking"] for e in sessions[main] if "thinking" in e["payload"]]
+    assert thinking[0] == "First run the failing test to see the error."
+    results = [e for e in sessions[main] if e["type"] == "tool/result"]
+    assert results[0]["payload"]["is_error"] is True  # the failing test run: exit code 1
+    titles = [e["payload"]["title"] for e in sessions[main] if e["type"] == "session/title"]
+    assert titles == ["Ledger fixes"]  # --name: workspace.yaml's name, user_named
+    notes = [e for e in sessions[main] if e["type"] == "message/context"]
+    assert notes[0]["payload"]["text"].startswith("notification: <system_notification>")

@@ -6,16 +6,23 @@ One event per line: ``{"type", "id", "parentId", "timestamp", "data"}``. Mapping
 - ``session.start`` (``sessionId``, ``copilotVersion``, ``context.cwd``/``branch``/
   ``repository``) is the ``session/start``; without a ``context`` the cwd comes from the
   session folder's ``workspace.yaml`` (``cwd:``), else there is none (the no-cwd
-  workspace). That file's ``summary:`` titles the session once the events are read;
-- ``user.message`` is ``message/user`` (harness text typed by ``contracts.harness``),
-  ``assistant.message`` with text ``message/assistant``, ``assistant.reasoning`` a
-  ``message/assistant`` with ``thinking``; ``tool.execution_start`` is the ``tool/call``
-  and ``tool.execution_complete`` its ``tool/result`` (``result.content``, or the error's
-  message when it failed), citing the call (the assistant message's ``toolRequests``
-  repeat the calls and are not read again);
+  workspace). That file's ``name:`` (1.0.x; a name the user gave first) or ``summary:``
+  (older) titles the session once the events are read;
+- ``user.message`` is ``message/user`` (harness text typed by ``contracts.harness``; its
+  attachments are counted as skipped), ``assistant.message`` with text
+  ``message/assistant`` (its ``reasoningText`` a ``message/assistant`` with ``thinking``
+  before it), ``assistant.reasoning`` a ``message/assistant`` with ``thinking``;
+  ``tool.execution_start`` is the ``tool/call`` and ``tool.execution_complete`` its
+  ``tool/result`` (``result.content``, or the error's message when it failed; a shell
+  command's non-zero exit code flags it too), citing the call (the assistant message's
+  ``toolRequests`` repeat the calls and are not read again);
+- a sub-agent's records (1.0.x writes them into its parent's file with the sub-agent's
+  ``agentId``) are its child session: ``subagent.started`` starts it citing the ``task``
+  call, titled with the task's description, ``subagent.completed``/``failed`` ends it;
 - ``session.compaction_complete`` with its ``summaryContent`` is a ``compaction`` that
-  replaces what came before it; ``session.info``, ``session.error`` and ``abort`` are
-  ``message/context``;
+  replaces what came before it; ``session.info``, ``session.error``, ``abort`` and
+  ``system.notification`` (what the CLI tells the model, e.g. a background shell ended)
+  are ``message/context``;
 - ``session.shutdown`` (``shutdownType``: ``routine`` or ``error``) is not the end yet:
   ``copilot --resume`` appends ``session.resume`` (``resumeTime``, ``eventCount``, the
   context at resume) and the session goes on in the same file. The ``session/end`` (the
@@ -24,10 +31,11 @@ One event per line: ``{"type", "id", "parentId", "timestamp", "data"}``. Mapping
   older than that. It carries the shutdown's time and type.
 
 Everything else (turn boundaries, model changes, truncation notices, usage, compaction
-starts, resumes, new event types) is skipped and counted. A session that never shut down
-is ended by ``--idle-seconds`` as well.
+starts and the compaction's model-call trace, resumes, new event types) is skipped and
+counted. A session that never shut down is ended by ``--idle-seconds`` as well.
 Studied: the event schemas bundled in the ``@github/copilot`` package (1.0.60's
-``app.js``; later versions ship a native binary).
+``app.js``; 1.0.102's ``schemas/session-events.schema.json`` in the package its binary
+unpacks) and a recording of 1.0.102 (``tests/importers/recorded/copilot-cli``).
 """
 
 from __future__ import annotations
@@ -82,7 +90,11 @@ class CopilotConverter(JsonRecordConverter):
         self.fallback_id = path.parent.name if in_folder else path.stem
         self.session: str | None = None
         self.titled = False
-        self.calls: dict[str, tuple[int, object]] = {}  # toolCallId -> (seq, tool name)
+        # toolCallId -> (the session it is in, its seq, the tool's name)
+        self.calls: dict[str, tuple[str, int, object]] = {}
+        self.cwd: str | None = None
+        # A sub-agent's records carry its ``agentId``: agentId -> its child session.
+        self.children: dict[str, str] = {}
         # The last record's ``session.shutdown`` (its time, its type), None once anything
         # follows it: a resumed session goes on, so its end waits until the file is quiet.
         self.shutdown: tuple[str | None, str] | None = None
@@ -97,18 +109,83 @@ class CopilotConverter(JsonRecordConverter):
             self.tally.skip(f"record:{kind}:before-session.start")
             return []
         self.shutdown = None  # something follows the shutdown: the session went on
-        session, source = self.session, str(kind)
+        agent = record.get("agentId")
+        if isinstance(agent, str) and agent:
+            return self._subagent(agent, str(kind), data, time)
+        return self._event(self.session, str(kind), data, time)
+
+    def _subagent(
+        self, agent: str, kind: str, data: dict[str, Any], time: str | None
+    ) -> list[Outgoing]:
+        """A sub-agent's record (1.0.x writes them into its parent's file, each with the
+        sub-agent's ``agentId``): its own child session, started by ``subagent.started``
+        (citing the ``task`` call that ran it) and ended by ``subagent.completed`` or
+        ``subagent.failed``."""
+        out: list[Outgoing] = []
+        child = self.children.get(agent)
+        if child is None:
+            out += self._start_child(agent, data, time)
+            child = self.children[agent]
+            if kind == "subagent.started":
+                return out
+        if kind in ("subagent.completed", "subagent.failed"):
+            failed = kind == "subagent.failed" or data.get("cancelled") is True
+            end = self.sessions.end(child, reason="failed" if failed else "completed",
+                                    source_type=kind, time=time)  # fmt: skip
+            return out + ([end] if end else [])
+        return out + self._event(child, kind, data, time)
+
+    def _start_child(self, agent: str, data: dict[str, Any], time: str | None) -> list[Outgoing]:
+        assert self.session is not None
+        child = safe_id(f"{self.session}-agent-{agent}")
+        self.children[agent] = child
+        # ``subagent.started`` names the call; the sub-agent's other records its
+        # ``parentToolCallId``.
+        call_id = data.get("toolCallId", data.get("parentToolCallId"))
+        call = self.calls.get(call_id) if isinstance(call_id, str) else None
+        extra = {
+            name: value
+            for name, value in (
+                ("agent_type", data.get("agentType", data.get("agentName"))),
+                ("agent_name", data.get("agentDisplayName")),
+            )
+            if isinstance(value, str)
+        }
+        out = [self.sessions.start(child, time=time, cwd=self.cwd, parent=self.session,
+                                   extra=extra,
+                                   cites=[(call[0], call[1])] if call else None)]  # fmt: skip
+        title = data.get("agentDescription", data.get("agentDisplayName"))
+        if isinstance(title, str) and title.strip():
+            out.append(self.sessions.emit(child, "session/title", "system", time,
+                                          {"title": cut(title)}, "subagent.started"))  # fmt: skip
+        return out
+
+    def _event(
+        self, session: str, kind: str, data: dict[str, Any], time: str | None
+    ) -> list[Outgoing]:
+        source = kind
         if kind == "user.message":
+            for attachment in data.get("attachments") or []:
+                # Files and images attached to the prompt: the prompt's text is imported.
+                kind_of = attachment.get("type") if isinstance(attachment, dict) else None
+                self.tally.skip(f"attachment:{kind_of}")
             text = as_text(data.get("content"))
             type_ = harness_type(text) or "message/user"
             surface = harness.SURFACES.get(type_, "user")
             return [self.sessions.emit(session, type_, surface, time, {"text": text}, source)]
         if kind == "assistant.message":
+            out = []
+            reasoning = data.get("reasoningText")
+            if isinstance(reasoning, str) and reasoning.strip():
+                # 1.0.x keeps the turn's reasoning on its message (no assistant.reasoning).
+                out.append(self.sessions.emit(session, "message/assistant", "assistant", time,
+                                              {"thinking": reasoning},
+                                              "assistant.message:reasoningText"))  # fmt: skip
             text = as_text(data.get("content"))
-            if not text.strip():
-                return []  # only tool requests: their tool.execution_start events follow
-            return [self.sessions.emit(session, "message/assistant", "assistant", time,
-                                       {"text": text}, source)]  # fmt: skip
+            if text.strip():  # else only tool requests: their tool.execution_start follow
+                out.append(self.sessions.emit(session, "message/assistant", "assistant", time,
+                                              {"text": text}, source))  # fmt: skip
+            return out
         if kind == "assistant.reasoning":
             payload = {"thinking": as_text(data.get("content"))}
             return [self.sessions.emit(session, "message/assistant", "assistant", time,
@@ -120,12 +197,17 @@ class CopilotConverter(JsonRecordConverter):
         if kind == "session.compaction_complete" and data.get("success") is not False:
             payload = {"summary": as_text(data.get("summaryContent"))}
             return [self.sessions.compaction(session, time, payload, source)]
+        if kind == "system.notification":
+            # What the CLI tells the model between turns (a background shell finished).
+            payload = {"text": f"notification: {as_text(data.get('content'))}"}
+            return [self.sessions.emit(session, "message/context", "system", time, payload,
+                                       source)]  # fmt: skip
         if kind in _CONTEXT_EVENTS:
             text = as_text(data.get("message", data.get("reason")))
             payload = {"text": f"{_CONTEXT_EVENTS[kind]}: {text}"}
             return [self.sessions.emit(session, "message/context", "system", time, payload,
                                        source)]  # fmt: skip
-        if kind == "session.shutdown":
+        if kind == "session.shutdown" and session == self.session:
             # ``routine``, or ``error``: it crashed (older versions wrote other values).
             crashed = data.get("shutdownType") == "error"
             self.shutdown = (time, "shutdown:error" if crashed else "shutdown")
@@ -151,8 +233,9 @@ class CopilotConverter(JsonRecordConverter):
             if isinstance(value, str)
         }
         start_time = iso_time(data.get("startTime")) or time
-        return [self.sessions.start(self.session, time=start_time,
-                                    cwd=cwd or self.workspace.get("cwd"), extra=extra)]  # fmt: skip
+        self.cwd = cwd or self.workspace.get("cwd")
+        return [self.sessions.start(self.session, time=start_time, cwd=self.cwd,
+                                    extra=extra)]  # fmt: skip
 
     def _call(self, session: str, data: dict[str, Any], time: str | None) -> Outgoing:
         call_id = data.get("toolCallId") if isinstance(data.get("toolCallId"), str) else None
@@ -163,7 +246,7 @@ class CopilotConverter(JsonRecordConverter):
         out = self.sessions.emit(session, "tool/call", "assistant", time, payload,
                                  "tool.execution_start")  # fmt: skip
         if call_id:
-            self.calls[call_id] = (out.seq, name)
+            self.calls[call_id] = (session, out.seq, name)
         return out
 
     def _result(self, session: str, data: dict[str, Any], time: str | None) -> Outgoing:
@@ -178,16 +261,21 @@ class CopilotConverter(JsonRecordConverter):
             output = as_text(result if result is not None else error)
         payload: dict[str, Any] = {"call_id": call_id, "output": output}
         if call is not None:
-            payload["tool"] = call[1]
-        if data.get("success") is False:
+            payload["tool"] = call[2]
+        # A shell command that failed is a successful tool call (1.0.x): its exit code says.
+        exit_code = _fields(data.get("shellExecution")).get("exitCode")
+        failed = isinstance(exit_code, int) and not isinstance(exit_code, bool) and exit_code != 0
+        if data.get("success") is False or failed:
             payload["is_error"] = True
         return self.sessions.emit(session, "tool/result", "tool", time, payload,
                                   "tool.execution_complete",
-                                  cites=[(session, call[0])] if call else None)  # fmt: skip
+                                  cites=[(call[0], call[1])] if call else None)  # fmt: skip
 
     def _title(self) -> list[Outgoing]:
-        """``workspace.yaml``'s summary, once, while the session is open."""
-        summary = self.workspace.get("summary")
+        """``workspace.yaml``'s name (1.0.x: the first prompt, or what ``--name`` or a
+        rename gave) or, in older versions, its summary, once, while the session is open."""
+        named = self.workspace.get("name") if self.workspace.get("user_named") == "true" else None
+        summary = named or self.workspace.get("summary") or self.workspace.get("name")
         if self.titled or self.session is None or not summary:
             return []
         self.titled = True
@@ -215,9 +303,15 @@ class CopilotConverter(JsonRecordConverter):
         return out
 
     def _end(self) -> list[Outgoing]:
-        """The session's end: at its shutdown when that is the last record, else idle."""
+        """The session's end: at its shutdown when that is the last record, else idle; a
+        sub-agent that never said it was done ends with it."""
         if self.session is None:
             return []
+        children = [self.sessions.end(child, reason="idle") for child in self.children.values()]
+        return [end for end in children if end] + self._end_main()
+
+    def _end_main(self) -> list[Outgoing]:
+        assert self.session is not None
         if self.shutdown is None:
             end = self.sessions.end(self.session, reason="idle")
         else:

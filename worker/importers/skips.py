@@ -32,6 +32,7 @@ MAX_KIND_CHARS: Final = 120
 
 _IMAGES: Final = "images are not searchable text"
 _ENCRYPTED: Final = "encrypted thinking: nothing readable"
+_COPILOT_TRACE: Final = "the trace of the compaction's model call; its summary is imported"
 _VSCODE_BOOKKEEPING: Final = (
     "inlineReference", "codeblockUri", "textEditGroup", "undoStop", "prepareToolInvocation",
     "progressMessage", "confirmation", "warning", "command",
@@ -165,6 +166,28 @@ BUILT_IN: Final[dict[str, Reasons]] = {
         "record:system.message": "the system prompt",
         "record:permission.requested": "a permission prompt; the tool result tells the outcome",
         "record:permission.completed": "a permission answer; the tool result tells it too",
+        "record:permission.carriedForward": "a permission carried over; the result tells it",
+        "record:session.permissions_changed": "the permission mode (--allow-all) switched",
+        "record:session.usage_record": "token usage and cost of one model call",
+        "record:subagent.configured": "a sub-agent's model settings",
+        "record:subagent.started": "a sub-agent started again (its session is open)",
+        "record:subagent.selected": "a custom agent chosen for the session",
+        "record:subagent.deselected": "a custom agent put aside",
+        "record:session.binary_asset": "an attached image's bytes; the prompt is imported",
+        "attachment:file": "a file or image attached to a prompt; its text is imported",
+        "attachment:directory": "a folder attached to a prompt; its text is imported",
+        "attachment:selection": "an editor selection attached to a prompt",
+        "attachment:blob": "inline data (an image) attached to a prompt",
+        # Written around a compaction, outside the event schema Copilot ships: the trace of
+        # the model call that wrote the summary (its request, reply, and the conversation
+        # it summarised); the summary itself is session.compaction_complete's.
+        "record:model.turn_started": _COPILOT_TRACE,
+        "record:model.model_call_started": _COPILOT_TRACE,
+        "record:model.model_call_success": _COPILOT_TRACE,
+        "record:model.message": _COPILOT_TRACE,
+        "record:model.response": _COPILOT_TRACE,
+        "record:model.turn_ended": _COPILOT_TRACE,
+        "record:model.messages_snapshot": _COPILOT_TRACE,
     },
     "pi": _PI,
     "openclaw": {
