@@ -188,3 +188,22 @@ def test_a_recorded_sub_agent_is_a_child_session_citing_its_task_call() -> None:
     assert titles == ["Ledger fixes"]  # --name: workspace.yaml's name, user_named
     notes = [e for e in sessions[main] if e["type"] == "message/context"]
     assert notes[0]["payload"]["text"].startswith("notification: <system_notification>")
+
+
+def test_a_warning_is_context(tmp_path: Path) -> None:
+    """``session.warning`` (1.0.102's schema: ``warningType``, ``message``) is said to the
+    user like ``session.info``: context, not an unknown kind."""
+    folder = tmp_path / "session-state" / "9f1c"
+    folder.mkdir(parents=True)
+    records = [
+        {"type": "session.start", "id": "a", "timestamp": "2026-12-07T10:00:00.000Z",
+         "data": {"sessionId": "9f1c", "producer": "copilot-agent", "context": {"cwd": "/w"}}},
+        {"type": "session.warning", "id": "b", "timestamp": "2026-12-07T10:00:01.000Z",
+         "data": {"warningType": "quota", "message": "Near the request limit"}},
+    ]  # fmt: skip
+    (folder / "events.jsonl").write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in records))
+    events, tally = convert_file(FMT, folder / "events.jsonl")
+    bodies = [orjson.loads(e.body) for e in events]
+    assert [b["type"] for b in bodies] == ["session/start", "message/context"]
+    assert bodies[1]["payload"]["text"] == "warning: Near the request limit"
+    assert not tally.skipped

@@ -20,7 +20,8 @@ One event per line: ``{"type", "id", "parentId", "timestamp", "data"}``. Mapping
   ``agentId``) are its child session: ``subagent.started`` starts it citing the ``task``
   call, titled with the task's description, ``subagent.completed``/``failed`` ends it;
 - ``session.compaction_complete`` with its ``summaryContent`` is a ``compaction`` that
-  replaces what came before it; ``session.info``, ``session.error``, ``abort`` and
+  replaces what came before it; ``session.info``, ``session.warning``, ``session.error``,
+  ``abort`` and
   ``system.notification`` (what the CLI tells the model, e.g. a background shell ended)
   are ``message/context``;
 - ``session.shutdown`` (``shutdownType``: ``routine`` or ``error``) is not the end yet:
@@ -63,7 +64,12 @@ from worker.importers.plugin import ConvertOptions, Importer, json_objects
 NAME: Final = "copilot-cli"
 STATE_DIR: Final = "session-state"
 EVENTS_FILE: Final = "events.jsonl"
-_CONTEXT_EVENTS: Final = {"session.info": "info", "session.error": "error", "abort": "abort"}
+_CONTEXT_EVENTS: Final = {
+    "session.info": "info",
+    "session.warning": "warning",
+    "session.error": "error",
+    "abort": "abort",
+}
 # A top-level ``key: value`` line of workspace.yaml (the values read here are one line).
 _YAML_LINE: Final = re.compile(r"^([A-Za-z_]+):[ \t]*(.*?)[ \t]*$")
 
