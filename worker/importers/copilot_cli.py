@@ -21,9 +21,8 @@ One event per line: ``{"type", "id", "parentId", "timestamp", "data"}``. Mapping
   call, titled with the task's description, ``subagent.completed``/``failed`` ends it;
 - ``session.compaction_complete`` with its ``summaryContent`` is a ``compaction`` that
   replaces what came before it; ``session.info``, ``session.warning``, ``session.error``,
-  ``abort`` and
-  ``system.notification`` (what the CLI tells the model, e.g. a background shell ended)
-  are ``message/context``;
+  ``abort`` and ``system.notification`` (what the CLI tells the model, e.g. that a
+  background shell ended) are ``message/context``;
 - ``session.shutdown`` (``shutdownType``: ``routine`` or ``error``) is not the end yet:
   ``copilot --resume`` appends ``session.resume`` (``resumeTime``, ``eventCount``, the
   context at resume) and the session goes on in the same file. The ``session/end`` (the
