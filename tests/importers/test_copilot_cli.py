@@ -164,7 +164,8 @@ def test_a_recorded_sub_agent_is_a_child_session_citing_its_task_call() -> None:
     """Copilot 1.0.102 writes a sub-agent's records into its parent's file, each with the
     sub-agent's ``agentId``: they were read as the parent's own (the sub-agent's prompt
     a user message of the parent). Its reasoning (``reasoningText``), a failed command's
-    exit code and the ``name`` of ``workspace.yaml`` were lost."""
+    exit code and the ``name`` of ``workspace.yaml`` were lost, and the command an abort
+    stopped was a call without a result."""
     sessions, _, _ = by_session(FMT, RECORDED)
     (main,) = [s for s, evs in sessions.items() if not evs[0]["payload"]["parent_session_id"]]
     (child,) = set(sessions) - {main}
@@ -186,8 +187,13 @@ def test_a_recorded_sub_agent_is_a_child_session_citing_its_task_call() -> None:
     assert results[0]["payload"]["is_error"] is True  # the failing test run: exit code 1
     titles = [e["payload"]["title"] for e in sessions[main] if e["type"] == "session/title"]
     assert titles == ["Ledger fixes"]  # --name: workspace.yaml's name, user_named
-    notes = [e for e in sessions[main] if e["type"] == "message/context"]
-    assert notes[0]["payload"]["text"].startswith("notification: <system_notification>")
+    # SIGINT aborted the turn while its command ran: Copilot wrote no result for it.
+    (aborted,) = [e for e in results if e["payload"].get("interrupted")]
+    (slow,) = [e for e in sessions[main] if e["seq"] == aborted["cites"][0]["seq"]]
+    assert slow["type"] == "tool/call" and "sleep(60)" in slow["payload"]["arguments"]["command"]
+    assert aborted["payload"]["is_error"] is True
+    notes = [e["payload"]["text"] for e in sessions[main] if e["type"] == "message/context"]
+    assert notes == ["abort: user_abort"]
 
 
 def test_a_warning_is_context(tmp_path: Path) -> None:

@@ -7,7 +7,7 @@ One event per line: ``{"type", "id", "parentId", "timestamp", "data"}``. Mapping
   ``repository``) is the ``session/start``; without a ``context`` the cwd comes from the
   session folder's ``workspace.yaml`` (``cwd:``), else there is none (the no-cwd
   workspace). That file's ``name:`` (1.0.x; a name the user gave first) or ``summary:``
-  (older) titles the session once the events are read;
+  (older) titles the session at its first shutdown, else with its end;
 - ``user.message`` is ``message/user`` (harness text typed by ``contracts.harness``; its
   attachments are counted as skipped), ``assistant.message`` with text
   ``message/assistant`` (its ``reasoningText`` a ``message/assistant`` with ``thinking``
@@ -22,7 +22,9 @@ One event per line: ``{"type", "id", "parentId", "timestamp", "data"}``. Mapping
 - ``session.compaction_complete`` with its ``summaryContent`` is a ``compaction`` that
   replaces what came before it; ``session.info``, ``session.warning``, ``session.error``,
   ``abort`` and ``system.notification`` (what the CLI tells the model, e.g. that a
-  background shell ended) are ``message/context``;
+  background shell ended) are ``message/context``; a call still running when its turn is
+  aborted (SIGINT, Esc) never completes: the abort gives it a result marked
+  ``interrupted``;
 - ``session.shutdown`` (``shutdownType``: ``routine`` or ``error``) is not the end yet:
   ``copilot --resume`` appends ``session.resume`` (``resumeTime``, ``eventCount``, the
   context at resume) and the session goes on in the same file. The ``session/end`` (the
@@ -98,6 +100,8 @@ class CopilotConverter(JsonRecordConverter):
         # toolCallId -> (the session it is in, its seq, the tool's name)
         self.calls: dict[str, tuple[str, int, object]] = {}
         self.cwd: str | None = None
+        # Calls without their result yet: toolCallId -> the session they are in.
+        self.open_calls: dict[str, str] = {}
         # A sub-agent's records carry its ``agentId``: agentId -> its child session.
         self.children: dict[str, str] = {}
         # The last record's ``session.shutdown`` (its time, its type), None once anything
@@ -208,10 +212,13 @@ class CopilotConverter(JsonRecordConverter):
             return [self.sessions.emit(session, "message/context", "system", time, payload,
                                        source)]  # fmt: skip
         if kind in _CONTEXT_EVENTS:
+            # An aborted turn's running tool never completes (no tool.execution_complete).
+            out = self._interrupted(session, time) if kind == "abort" else []
             text = as_text(data.get("message", data.get("reason")))
             payload = {"text": f"{_CONTEXT_EVENTS[kind]}: {text}"}
-            return [self.sessions.emit(session, "message/context", "system", time, payload,
-                                       source)]  # fmt: skip
+            said = self.sessions.emit(session, "message/context", "system", time, payload,
+                                      source)  # fmt: skip
+            return [*out, said]
         if kind == "session.shutdown" and session == self.session:
             # ``routine``, or ``error``: it crashed (older versions wrote other values).
             crashed = data.get("shutdownType") == "error"
@@ -252,11 +259,29 @@ class CopilotConverter(JsonRecordConverter):
                                  "tool.execution_start")  # fmt: skip
         if call_id:
             self.calls[call_id] = (session, out.seq, name)
+            self.open_calls[call_id] = session
+        return out
+
+    def _interrupted(self, session: str, time: str | None) -> list[Outgoing]:
+        """A result marked ``interrupted`` for each of the session's calls still running
+        when its turn was aborted: Copilot writes none for them."""
+        out = []
+        for call_id, owner in list(self.open_calls.items()):
+            if owner != session:
+                continue
+            del self.open_calls[call_id]
+            _, seq, tool = self.calls[call_id]
+            payload = {"tool": tool, "call_id": call_id, "output": "", "is_error": True,
+                       "interrupted": True}  # fmt: skip
+            out.append(self.sessions.emit(session, "tool/result", "tool", time, payload,
+                                          "abort", cites=[(session, seq)]))  # fmt: skip
         return out
 
     def _result(self, session: str, data: dict[str, Any], time: str | None) -> Outgoing:
         call_id = data.get("toolCallId") if isinstance(data.get("toolCallId"), str) else None
         call = self.calls.get(call_id) if call_id else None
+        if call_id:
+            self.open_calls.pop(call_id, None)
         result, error = data.get("result"), data.get("error")
         if isinstance(result, dict):
             output = as_text(result.get("content", result.get("detailedContent")))
@@ -289,9 +314,9 @@ class CopilotConverter(JsonRecordConverter):
                                    "workspace.yaml:summary")]  # fmt: skip
 
     def finish(self) -> list[Outgoing]:
-        out = self._title()
-        self.tally.events += len(out)
-        return out
+        # Not the title: ``watch`` never calls this, and the file read so far must give
+        # what ``import`` gives. The title comes at a shutdown, or with the quiet end.
+        return []
 
     def idle(self) -> list[Outgoing]:
         out = self._title() + self._end()
@@ -303,7 +328,7 @@ class CopilotConverter(JsonRecordConverter):
         state = self.sessions.by_id.get(self.session) if self.session else None
         if state is None or datetime.fromisoformat(last or state.last_time) >= before:
             return []
-        out = self._end()
+        out = self._title() + self._end()
         self.tally.events += len(out)
         return out
 

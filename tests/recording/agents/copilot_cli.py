@@ -91,7 +91,7 @@ def _script() -> CopilotScript:
         CopilotTools(),
         _is_summary,
         # Parts Copilot adds to a prompt (an attachment's path) or sends as one (a
-        # background shell's completion).
+        # background shell's completion, when a command outlives its turn).
         harness=("Image file at path", "<system_notification>"),
     )
 
@@ -126,7 +126,9 @@ RECIPE = Recipe(
     package="@github/copilot",
     version="1.0.102",
     ecosystem="npm",
-    bin="node_modules/.bin/copilot",
+    # The platform binary itself: the package's ``copilot`` is a Node loader that runs it
+    # with ``spawnSync``, so a SIGINT would stop the loader and never reach the agent.
+    bin="node_modules/@github/copilot-linux-x64/copilot",
     format="copilot-cli",
     session_dir=".copilot/session-state",
     steps=(
@@ -145,8 +147,8 @@ RECIPE = Recipe(
     env=_env,
     own_text=OWN_TEXT,
     note=(
-        "SIGINT in prompt mode shuts Copilot down once the turn is over: the slow command "
-        "was moved to the background after 30 s, the turn ended, and no abort was written."
+        "SIGINT aborts the turn: an abort record, and no tool.execution_complete for the "
+        "command it stopped."
     ),
     # Not sessions: the workflow database, file backups for rewinds, compaction checkpoints
     # (the summary is in the events too), lock files.
@@ -164,14 +166,14 @@ RECIPE = Recipe(
         "children": 1,
         "events": {
             "message/user": 6,
-            "message/assistant": 17,
+            "message/assistant": 15,
             "message/context": 1,
-            "tool/call": 10,
-            "tool/result": 10,
+            "tool/call": 9,
+            "tool/result": 9,
             "compaction": 1,
         },
-        # The missing file, and the first test run (exit code 1).
-        "tool_errors": 2,
+        # The missing file, the first test run (exit code 1), the interrupted command.
+        "tool_errors": 3,
         "titles": [RENAMED, "Check refund handling"],
         # Skipped and counted (minimums): the image attached to a prompt.
         "skipped": {"attachment:file": 1, "record:session.binary_asset": 1},
