@@ -206,6 +206,7 @@ BUILT_IN: Final[dict[str, Reasons]] = {
     },
     "auggie": {
         "request_node:2": _IMAGES,
+        "tool_result:image": _IMAGES,
         "request_node:4": "the IDE's state: its folder is the session's cwd",
         "response_node:9": "billing and token usage",
         "response_node:10": "billing and token usage",
