@@ -67,6 +67,13 @@ NAME: Final = "openclaw"
 PREFIX: Final = "openclaw-"
 DATABASE: Final = "openclaw-agent.sqlite"
 SPAWN_TOOL: Final = "sessions_spawn"
+# Tool search (on by default in 2026.9.6) offers the deferred tools, sessions_spawn among
+# them, through this tool: its ``id`` argument names the tool run (``sessions_spawn``, or a
+# search result's id such as ``openclaw:core:sessions_spawn``).
+SEARCH_CALL: Final = "tool_call"
+# The custom message OpenClaw writes for a tool run through ``tool_call`` (its input and
+# result): the outer call and its result already carry both.
+NESTED_TOOL: Final = "openclaw.nested-tool.v1"
 # Rows read per transaction: a store holds every session of an agent.
 BATCH: Final = 500
 # Files beside the transcripts that are not sessions: a transcript's copy kept at a
@@ -131,6 +138,11 @@ class OpenClawConverter(TitledAtEnd, PiConverter):
         if kind == "reset":  # a fresh model window; what came before stays the history
             self.tally.skip("record:reset")
             return []
+        message = record.get("message")
+        if (kind == "message" and isinstance(message, dict) and message.get("role") == "custom"
+                and message.get("customType") == NESTED_TOOL):  # fmt: skip
+            self.tally.skip(f"message:custom:{NESTED_TOOL}")
+            return []
         return super()._entry(session, kind, record, time)
 
     def _end_title(self) -> tuple[str | None, str | None]:
@@ -186,17 +198,17 @@ class StoreConverter:
         return converter
 
     def _follow_spawns(self, out: list[Outgoing]) -> None:
-        """``sessions_spawn`` calls waiting for their results: the next sub-agent session
-        to begin was started by the oldest."""
+        """``sessions_spawn`` calls waiting for their results (direct, or through tool
+        search's ``tool_call``): the next sub-agent session to begin was started by the
+        oldest."""
         for event in out:
             if event.kind not in ("tool/call", "tool/result"):
                 continue
             body = orjson.loads(event.body)
-            if body.get("payload", {}).get("tool") != SPAWN_TOOL:
-                continue
             waiting = self.spawns.setdefault(event.session_id, [])
             if event.kind == "tool/call":
-                waiting.append((event.session_id, event.seq))
+                if _is_spawn(body.get("payload", {})):
+                    waiting.append((event.session_id, event.seq))
                 continue
             for cited in body.get("cites", []):
                 key = (cited.get("session_id"), cited.get("seq"))
@@ -226,6 +238,17 @@ class StoreConverter:
 
     def end_quiet(self, before: datetime) -> list[Outgoing]:
         return self._each(lambda converter: converter.end_quiet(before))
+
+
+def _is_spawn(call: dict[str, Any]) -> bool:
+    """A ``sessions_spawn`` call, made directly or through tool search's ``tool_call``."""
+    tool = call.get("tool")
+    if tool == SPAWN_TOOL:
+        return True
+    arguments = call.get("arguments")
+    named = arguments.get("id") if isinstance(arguments, dict) else None
+    return (tool == SEARCH_CALL and isinstance(named, str)
+            and named.rsplit(":", 1)[-1] == SPAWN_TOOL)  # fmt: skip
 
 
 def store_rows(path: Path, after: int) -> Iterator[Record]:
