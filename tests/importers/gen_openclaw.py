@@ -87,15 +87,33 @@ NESTED_TOOL: Final = "openclaw.nested-tool.v1"
 
 
 def _nested(n: int, parent: int, call: str, spawned: dict[str, Any]) -> dict[str, Any]:
-    details = {"runId": "run-7", "scopeId": "scope-1", "afterEntryId": f"e{parent:02d}",
-               "startOrder": 0, "parentToolCallId": call,
-               "toolCallId": f"tool_search_code:{call}:sessions_spawn:1",
-               "toolName": "sessions_spawn", "input": {"task": "Read the soil moisture log"},
-               "result": {"content": [{"type": "text", "text": orjson.dumps(spawned).decode()}],
-                          "details": spawned}, "isError": False, "startedAt": 2, "timestamp": 3}
-    message = {"role": "custom", "customType": NESTED_TOOL, "display": True,
-               "excludeFromContext": True, "content": "", "details": details, "timestamp": 2,
-               "idempotencyKey": f"scope-1:tool_search_code:{call}:sessions_spawn:1"}
+    details = {
+        "runId": "run-7",
+        "scopeId": "scope-1",
+        "afterEntryId": f"e{parent:02d}",
+        "startOrder": 0,
+        "parentToolCallId": call,
+        "toolCallId": f"tool_search_code:{call}:sessions_spawn:1",
+        "toolName": "sessions_spawn",
+        "input": {"task": "Read the soil moisture log"},
+        "result": {
+            "content": [{"type": "text", "text": orjson.dumps(spawned).decode()}],
+            "details": spawned,
+        },
+        "isError": False,
+        "startedAt": 2,
+        "timestamp": 3,
+    }
+    message = {
+        "role": "custom",
+        "customType": NESTED_TOOL,
+        "display": True,
+        "excludeFromContext": True,
+        "content": "",
+        "details": details,
+        "timestamp": 2,
+        "idempotencyKey": f"scope-1:tool_search_code:{call}:sessions_spawn:1",
+    }
     return _entry(n, parent, "message", message=message)
 
 
