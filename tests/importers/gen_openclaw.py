@@ -120,7 +120,8 @@ def _nested(n: int, parent: int, call: str, spawned: dict[str, Any]) -> dict[str
 def rows(*, search: bool = False) -> list[tuple[str, object]]:
     """The store's transcript rows in the order OpenClaw writes them: the sub-agent's
     transcript begins while the parent's ``sessions_spawn`` call runs (``search``: run
-    through tool search's ``tool_call``, its nested run recorded before the result)."""
+    through tool search's ``tool_call``, its nested run recorded before the result, and the
+    sub-agent's transcript begun after it, as a Gateway run of 2026.9.6 writes them)."""
     spawned = {"status": "accepted", "childSessionKey": SUB_KEY, "runId": "run-7"}
     spawn_args = {"task": "Read the soil moisture log", "label": SUB_TITLE}
     spawn = (_call("tc-3", "tool_call", {"id": "sessions_spawn", "args": spawn_args}) if search
@@ -131,6 +132,13 @@ def rows(*, search: bool = False) -> list[tuple[str, object]]:
               if search else _result(8, 7, "tc-3", "sessions_spawn",
                                      orjson.dumps(spawned).decode(), details=spawned))  # fmt: skip
     nested = [(MAIN, _nested(11, 7, "tc-3", spawned))] if search else []
+    child: list[tuple[str, object]] = [
+        (SUB, _header(SUB)),
+        (SUB, _entry(21, None, "message", message=_user("Read the soil moisture log"))),
+        (SUB, _entry(22, 21, "message", message=_assistant(
+            {"type": "text", "text": "Soil moisture holds at 41 percent."}))),
+        (SUB, COMPRESSED),
+    ]  # fmt: skip
     return [
         (MAIN, _header(MAIN)),
         (MAIN, _entry(1, None, "model_change", provider="openai", modelId="gpt-5")),
@@ -144,13 +152,10 @@ def rows(*, search: bool = False) -> list[tuple[str, object]]:
             _call("tc-2", "exec", {"command": "garden-cli status"})))),
         (MAIN, _result(6, 5, "tc-2", "exec", "garden-cli: command not found", error=True)),
         (MAIN, _entry(7, 6, "message", message=_assistant(spawn))),
-        (SUB, _header(SUB)),
-        (SUB, _entry(21, None, "message", message=_user("Read the soil moisture log"))),
-        (SUB, _entry(22, 21, "message", message=_assistant(
-            {"type": "text", "text": "Soil moisture holds at 41 percent."}))),
-        (SUB, COMPRESSED),
+        *([] if search else child),
         *nested,
         (MAIN, result),
+        *(child if search else []),
         (MAIN, _entry(9, 8, "message", message=_assistant(
             {"type": "text", "text": "The soil stays moist: water every other day."}))),
         (MAIN, _entry(10, 9, "compaction", summary="Tomatoes: water every other day.",
