@@ -1,14 +1,18 @@
-"""OpenClaw (``openclaw``): ``openclaw agent --local`` (the embedded agent, no Gateway)
-against the OpenAI Chat Completions dialect, a custom provider in
-``~/.openclaw/openclaw.json`` (``models.providers`` with the scripted server's ``baseUrl``);
-the startup update check and telemetry off with OpenClaw's own settings
-(``update.checkOnStart``, ``telemetry.enabled``, ``OPENCLAW_NO_AUTO_UPDATE``). Node 24.
+"""OpenClaw (``openclaw``): ``openclaw agent`` through a Gateway started in the namespace
+(``openclaw gateway run`` on the loopback, no auth; ``agent --local`` refuses sub-agents
+and compacts only past a byte threshold) against the OpenAI Chat Completions dialect, a
+custom provider in ``~/.openclaw/openclaw.json`` (``models.providers`` with the scripted
+server's ``baseUrl``); the startup update check and telemetry off with OpenClaw's own
+settings (``update.checkOnStart``, ``telemetry.enabled``, ``OPENCLAW_NO_AUTO_UPDATE``).
+Node 24.
 
 Tools: ``exec``, ``read``, ``edit`` (``edits``), ``write``, and ``sessions_spawn``, which
-tool search (on by default) defers: the model runs it through ``tool_call``. Steps: the
-fix, the refund prompt in the same ``--session-id``, a compaction before the next turn
-(``maxActiveTranscriptBytes``), a turn interrupted (SIGINT) while its command runs, a
-question after it, then the store checkpointed, its own text left out, and vacuumed.
+tool search (on by default) defers: the model runs it through ``tool_call``; the
+sub-agent's completion comes back as a turn of the parent's own. Steps: the Gateway, the
+fix, the refund prompt in the same ``--session-id``, ``sessions compact``, a turn
+interrupted (SIGINT: the CLI aborts the run) while its command runs, a question after it,
+a rename (``sessions.patch``'s ``label``); then the Gateway stopped and the store
+checkpointed, its own text left out, and vacuumed.
 """
 
 from __future__ import annotations
@@ -32,6 +36,10 @@ from tests.recording.script import Conversation, Reply, ToolCall, call
 TASK = RECORD_ROOT / "openclaw" / "shop"
 PROVIDER, MODEL = "scripted", "scripted-coder"
 SESSION = "ledger-fix"
+KEY = f"agent:main:explicit:{SESSION}"
+PORT = 18789  # the namespace's own loopback: no other Gateway there
+RENAMED = "Ledger fixes"
+SUBAGENT_DONE = "The helper confirmed that refund() subtracts the amount."
 DB = ".openclaw/agents/main/agent/openclaw-agent.sqlite"
 # OpenClaw's own text in the store, left out before the fixture is kept (scrub.py reads
 # SQLite with Python's, whose version cannot rewrite this schema: it uses octet_length): the
@@ -120,7 +128,11 @@ class OpenClawScript(PlanScript):
             for t in conversation.turns
             if not (t.role == "user" and t.text.startswith(_INTERNAL))
         )
-        return super().reply(replace(conversation, turns=turns))
+        cleaned = replace(conversation, turns=turns)
+        # A sub-agent's completion, announced to its parent as a turn of its own.
+        if cleaned.last_user_text.startswith("A background task completed"):
+            return Reply(text=SUBAGENT_DONE)
+        return super().reply(cleaned)
 
 
 def _script() -> OpenClawScript:
@@ -132,6 +144,7 @@ def _env(ctx: RunContext) -> dict[str, str]:
     state.mkdir(parents=True, exist_ok=True)
     config = {
         "update": {"checkOnStart": False},
+        "gateway": {"mode": "local", "port": PORT, "bind": "loopback", "auth": {"mode": "none"}},
         "telemetry": {"enabled": False},
         "models": {
             "providers": {
@@ -157,16 +170,9 @@ def _env(ctx: RunContext) -> dict[str, str]:
             "defaults": {
                 "workspace": str(ctx.task),
                 "model": {"primary": f"{PROVIDER}/{MODEL}"},
-                # `agent --local` compacts before a run once the transcript the model sees
-                # passes maxActiveTranscriptBytes (the token route only advises here): some
-                # 31,000 bytes after the fix, 37,000 after the refund turn, so the session
-                # is compacted before the interrupted turn. A small tail kept (the default,
-                # 20,000 tokens, is all of it) and no memory-flush turn before.
-                "compaction": {
-                    "maxActiveTranscriptBytes": 34000,
-                    "keepRecentTokens": 200,
-                    "memoryFlush": {"enabled": False},
-                },
+                # `sessions compact` keeps a small tail (the default, 20,000 tokens, is all
+                # of it); no memory-flush turn before a compaction.
+                "compaction": {"keepRecentTokens": 200, "memoryFlush": {"enabled": False}},
             }
         },
     }
@@ -182,7 +188,23 @@ def _braces(text: str) -> str:
     return text.replace("{", "{{").replace("}", "}}")
 
 
-_A = ("{bin}", "agent", "--local", "--json", "--session-id", SESSION, "--message")
+_A = ("{bin}", "agent", "--json", "--session-id", SESSION, "--message")
+# The Gateway in the background of the namespace, its pid kept to stop it at the end.
+GATEWAY = 'nohup "$0" gateway run > "$HOME/gateway.log" 2>&1 & echo $! > "$HOME/gateway.pid"'
+WAIT = (
+    "import socket, sys, time\n"
+    "for _ in range(300):\n"
+    "    try:\n"
+    "        socket.create_connection(('127.0.0.1', int(sys.argv[1])), 1).close()\n"
+    "        break\n"
+    "    except OSError:\n"
+    "        time.sleep(1)\n"
+    "else:\n"
+    "    sys.exit('no gateway')\n"
+)
+STOP = 'pid="$(cat "$HOME/gateway.pid")"; kill "$pid"; while kill -0 "$pid"; do sleep 1; done'
+RENAME = json.dumps({"key": KEY, "label": RENAMED})
+
 
 RECIPE = Recipe(
     agent="openclaw",
@@ -194,10 +216,17 @@ RECIPE = Recipe(
     session_dir=".openclaw/agents",
     node="24",
     steps=(
+        Step("gateway", ("sh", "-c", GATEWAY, "{bin}")),
+        Step("wait", ("python3", "-c", WAIT, str(PORT))),
         Step("fix", (*_A, FIX_PROMPT)),
+        # The sub-agent's completion is a parent turn the Gateway runs after the reply.
+        Step("settle", ("sleep", "20")),
         Step("resume", (*_A, REFUND_PROMPT)),
-        Step("interrupt", (*_A, SLOW_PROMPT), interrupt_after=60.0),
+        Step("compact", ("{bin}", "sessions", "compact", KEY, "--json")),
+        Step("interrupt", (*_A, SLOW_PROMPT), interrupt_after=30.0),
         Step("after-compact", (*_A, AFTER_COMPACT_PROMPT)),
+        Step("rename", ("{bin}", "gateway", "call", "sessions.patch", "--params", _braces(RENAME))),
+        Step("stop", ("sh", "-c", STOP)),
         # Braces doubled: a step's argv is formatted with the run's values.
         Step("checkpoint", ("node", "-e", _braces(CHECKPOINT), "{home}/" + DB)),
     ),
@@ -213,17 +242,19 @@ RECIPE = Recipe(
         "*.generation-*",
     ),
     expect={
-        "sessions": 1,
-        "children": 0,
+        "sessions": 2,
+        "children": 1,
         "events": {
-            "message/user": 4,
-            "message/assistant": 9,
-            "tool/call": 8,
-            "tool/result": 8,
+            "message/user": 5,
+            "message/assistant": 11,
+            "tool/call": 9,
+            "tool/result": 9,
             "compaction": 1,
         },
-        # The missing file, the sub-agent refused, the interrupted command.
-        "tool_errors": 3,
+        # The missing file, the interrupted command.
+        "tool_errors": 2,
+        "titles": [RENAMED, "Check refund handling"],
+        "whole": True,
         # Skipped and counted (minimums): the nested record of the spawn run through
         # tool search.
         "skipped": {"message:custom:openclaw.nested-tool.v1": 1},
@@ -231,8 +262,7 @@ RECIPE = Recipe(
         "no_watch": "a SQLite store (test_openclaw follows one with watch)",
     },
     note=(
-        "No sub-agent session: `agent --local` refuses sessions_spawn ('published reply "
-        "runtime missing for main': sub-agents run through the Gateway), recorded as a "
-        "failing call. No title: `--local` skips the post-turn work that names a session."
+        "The sub-agent's completion is announced to the parent as a turn whose prompt "
+        "OpenClaw does not keep in the transcript: only the parent's answer to it is there."
     ),
 )
