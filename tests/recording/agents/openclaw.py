@@ -43,36 +43,47 @@ SUBAGENT_DONE = "The helper confirmed that refund() subtracts the amount."
 DB = ".openclaw/agents/main/agent/openclaw-agent.sqlite"
 # OpenClaw's own text in the store, left out before the fixture is kept (scrub.py reads
 # SQLite with Python's, whose version cannot rewrite this schema: it uses octet_length): the
-# tool descriptions its runtime trace copies, and the USER.md template its memory index
-# chunks. Then the store as one small file: its WAL checkpointed, then vacuumed into
-# 512-byte pages (some 130 tables and indexes, a page each at least: with 4 KiB pages an
-# empty store is 600 KB). What the agent wrote is otherwise unchanged. Node's SQLite, as the
-# agent's own.
+# tool descriptions its runtime trace copies, the skills listing (its prompt and the skills'
+# descriptions) each session node keeps, and the USER.md template its memory index chunks.
+# Then the store as one small file: its WAL checkpointed, then vacuumed into 512-byte
+# pages (some 130 tables and indexes, a page each at least: with 4 KiB pages an empty store
+# is 600 KB). What the agent wrote is otherwise unchanged. Node's SQLite, as the agent's.
 CHECKPOINT = """
 const { DatabaseSync } = require('node:sqlite');
 const db = new DatabaseSync(process.argv[1]);
-const own = (t) => `[openclaw's own prompt text, ${t.length} characters, left out of the fixture]`;
+const MARK = "[openclaw's own prompt text, ";
+const own = (t) =>
+  t.startsWith(MARK) ? t : `${MARK}${t.length} characters, left out of the fixture]`;
+const described = (v) => {
+  if (Array.isArray(v)) return v.map(described);
+  if (v && typeof v === 'object') {
+    return Object.fromEntries(Object.entries(v).map(([k, x]) =>
+      [k, k === 'description' && typeof x === 'string' ? own(x) : described(x)]));
+  }
+  return v;
+};
 const rows = db.prepare('SELECT rowid AS r, event_json FROM trajectory_runtime_events').all();
 const put = db.prepare('UPDATE trajectory_runtime_events SET event_json = ? WHERE rowid = ?');
 for (const row of rows) {
   const event = JSON.parse(row.event_json);
-  const tools = event.data && event.data.tools;
-  if (!Array.isArray(tools)) continue;
-  const walk = (v) => {
-    if (Array.isArray(v)) return v.map(walk);
-    if (v && typeof v === 'object') {
-      return Object.fromEntries(Object.entries(v).map(([k, x]) =>
-        [k, k === 'description' && typeof x === 'string' ? own(x) : walk(x)]));
-    }
-    return v;
-  };
-  event.data.tools = walk(tools);
+  if (!Array.isArray(event.data && event.data.tools)) continue;
+  event.data.tools = described(event.data.tools);
   put.run(JSON.stringify(event), row.r);
+}
+const nodes = db.prepare('SELECT rowid AS r, entry_json FROM session_nodes').all();
+const set = db.prepare('UPDATE session_nodes SET entry_json = ? WHERE rowid = ?');
+for (const node of nodes) {
+  const entry = JSON.parse(node.entry_json);
+  const skills = entry.skillsSnapshot;
+  if (!skills) continue;
+  if (typeof skills.prompt === 'string') skills.prompt = own(skills.prompt);
+  entry.skillsSnapshot = described(skills);
+  set.run(JSON.stringify(entry), node.r);
 }
 for (const table of ['memory_index_chunks', 'memory_index_chunks_fts']) {
   const chunks = db.prepare(`SELECT rowid AS r, text FROM ${table} WHERE path = 'USER.md'`).all();
-  const set = db.prepare(`UPDATE ${table} SET text = ? WHERE rowid = ?`);
-  for (const chunk of chunks) set.run(own(chunk.text), chunk.r);
+  const text = db.prepare(`UPDATE ${table} SET text = ? WHERE rowid = ?`);
+  for (const chunk of chunks) text.run(own(chunk.text), chunk.r);
 }
 db.exec('PRAGMA wal_checkpoint(TRUNCATE); PRAGMA journal_mode=DELETE');
 db.exec('PRAGMA page_size=512; VACUUM');
