@@ -175,6 +175,8 @@ BUILT_IN: Final[dict[str, Reasons]] = {
         "record:checkpoint-or-trajectory-file": "checkpoint and trajectory copies of a transcript",
         "entry:rewritten": "entries a transcript rewrite wrote again, already read",
         "session:cold-archived": "sessions moved to cold storage (opt-in archives)",
+        "message:custom:openclaw.nested-tool.v1": "a tool run through tool search's"
+        " tool_call, recorded again: the outer call and its result carry it",
     },
     "hermes": {
         "message:compaction-copy": "a turn Hermes wrote again around a compaction",
