@@ -75,6 +75,10 @@ NAME: Final = "claude-code"
 # Tools whose call starts a sub-agent (``Task``; ``Agent`` in later versions).
 _SPAWNING_TOOLS: Final = frozenset({"Task", "Agent"})
 _PROMPT: Final = "prompt:"  # links key prefix of a spawning call, by a digest of its prompt
+# links key of a call a transcript left unanswered: (_OPEN_CALL, its tool_use id).
+_OPEN_CALL: Final = "\0open-call"
+_HEAD_BYTES: Final = 64 << 10
+_TIMESTAMP: Final = re.compile(rb'"timestamp":\s*"([^"]+)"')
 # The model name Claude Code gives the assistant records it writes itself.
 SYNTHETIC_MODEL: Final = "<synthetic>"
 _NOTIFIED_CALL: Final = re.compile(
@@ -105,6 +109,7 @@ class ClaudeCodeConverter(JsonRecordConverter):
         self.links: SpawnLinks = {} if links is None else links
         # tool_use id -> (session, seq, tool name) of its tool/call, for the result's citation.
         self.tool_calls: dict[str, tuple[str, int, object]] = {}
+        self.answered: set[str] = set()  # tool_use ids whose result this file holds
         # uuid of a sidechain record (main-file sidechains) -> its child session.
         self.side_threads: dict[str, str] = {}
         # Summaries whose leaf record is not read yet: leafUuid -> titles.
@@ -295,6 +300,12 @@ class ClaudeCodeConverter(JsonRecordConverter):
         return self.sessions.emit(session, "session/title", "system", None, payload, source_type)
 
     def finish(self) -> list[Outgoing]:
+        # A call left unanswered here may be answered in the next session's file: "clear
+        # context and implement" (plan mode) starts it with the plan's rejected
+        # ExitPlanMode result, under the new sessionId (seen in real 2.1.2x homes).
+        for tool_id, call in self.tool_calls.items():
+            if tool_id not in self.answered:
+                self.links[(_OPEN_CALL, tool_id)] = Spawn(call[0], call[1], str(call[2]))
         # Summaries of other sessions (their leaf is no record of this file) title nothing.
         for titles in self.pending_titles.values():
             for _ in titles:
@@ -451,8 +462,12 @@ class ClaudeCodeConverter(JsonRecordConverter):
         call = self.tool_calls.get(tool_id) if tool_id else None
         cites = None
         if call is not None:
+            self.answered.add(str(tool_id))
             payload["tool"] = call[2]
             cites = [(call[0], call[1])]
+        elif tool_id and (earlier := self.links.pop((_OPEN_CALL, tool_id), None)) is not None:
+            payload["tool"] = earlier.description  # the call is in another session's file
+            cites = [(earlier.session_id, earlier.seq)]
         return self.sessions.emit(
             session, "tool/result", "tool", time, _drop_none(payload), "user",
             cites=cites, source_ref=ref,
@@ -484,6 +499,17 @@ def _continued(content: object) -> bool:
     if isinstance(content, list) and content and isinstance(content[0], dict):
         content = content[0].get("text")
     return isinstance(content, str) and content.lstrip().startswith(harness.CONTINUATION)
+
+
+def first_time(path: Path) -> str:
+    """The first record time in a transcript's first bytes ("" when none, or unreadable)."""
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(_HEAD_BYTES)
+    except OSError:
+        return ""
+    found = _TIMESTAMP.search(head)
+    return found.group(1).decode("ascii", "replace") if found else ""
 
 
 def _drop_none(payload: dict[str, Any]) -> dict[str, Any]:
