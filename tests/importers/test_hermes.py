@@ -96,7 +96,10 @@ def test_skips_are_counted_and_no_cwd_stays_none(tmp_path: Path) -> None:
     db = gen.write(tmp_path / "state.db")
     snapshot = hermes.read_database(db)
     assert snapshot.skipped == {"message:system": 1, "content:image_url": 1,
-                                "message:compaction-copy": 1}  # fmt: skip
+                                "message:compaction-copy": 1, "message:session_meta": 1}  # fmt: skip
+    # All written on purpose: none is format drift.
+    importer = hermes.HermesImporter()
+    assert all(importer.skip_reason(what) for what in snapshot.skipped)
     assert not snapshot.problems
     chat = of(snapshot_events("hermes", snapshot), CHAT)
     assert chat[0]["payload"]["cwd"] is None and chat[0]["payload"]["platform"] == "telegram"
@@ -184,6 +187,6 @@ async def test_watch_follows_new_rows(
 
     # Two rows of each session: main 1 + 3 (user, thinking, call), sub 1 + 2, old 1 + 2,
     # next 1 + 2, chat 1 + 2 = 16; the rest: main 11 more, sub 2, next 1, chat 2 (its
-    # system row is skipped) = 32 in all.
+    # session_meta and system rows are skipped) = 32 in all.
     await watch_growth(nc, nats_url, subjects, f"watch-{unique}", "hermes", db,
                        before=16, grow=rest, after=32)  # fmt: skip

@@ -178,6 +178,7 @@ BUILT_IN: Final[dict[str, Reasons]] = {
     "hermes": {
         "message:compaction-copy": "a turn Hermes wrote again around a compaction",
         "message:system": "the system prompt",
+        "message:session_meta": "the gateway's header of a new session (model, tools, platform)",
         "message:*:empty": "messages with no text (a turn that only called tools)",
         "content:image_url": _IMAGES,
     },
