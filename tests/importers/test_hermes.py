@@ -96,7 +96,8 @@ def test_skips_are_counted_and_no_cwd_stays_none(tmp_path: Path) -> None:
     db = gen.write(tmp_path / "state.db")
     snapshot = hermes.read_database(db)
     assert snapshot.skipped == {"message:system": 1, "content:image_url": 1,
-                                "message:compaction-copy": 1, "message:session_meta": 1}  # fmt: skip
+                                "message:compaction-copy": 1,
+                                "message:session_meta": 1}  # fmt: skip
     # All written on purpose: none is format drift.
     importer = hermes.HermesImporter()
     assert all(importer.skip_reason(what) for what in snapshot.skipped)
