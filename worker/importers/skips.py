@@ -161,6 +161,7 @@ BUILT_IN: Final[dict[str, Reasons]] = {
         "record:tool.execution_progress": "tool progress notices",
         "record:hook.start": "hook runs",
         "record:hook.end": "hook runs",
+        "record:skill.invoked": "a skill file loaded into the context; the skill call is imported",
         "record:pending_messages.modified": "the queue of pending prompts",
         "record:system.message": "the system prompt",
         "record:permission.requested": "a permission prompt; the tool result tells the outcome",
