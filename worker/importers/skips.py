@@ -170,13 +170,13 @@ BUILT_IN: Final[dict[str, Reasons]] = {
     "pi": _PI,
     "openclaw": {
         **_PI,
+        # Read in the main thread: older versions truncated the transcript back after a
+        # heartbeat turn that answered HEARTBEAT_OK, removing the entries they hang from.
+        "entry:unknown-parent": "an entry whose parent OpenClaw pruned (a heartbeat turn)",
         "record:leaf": "branch moves: the entries after one hang from the entry it names",
         "record:reset": "a fresh model window: what came before stays the history",
         "record:checkpoint-or-trajectory-file": "checkpoint and trajectory copies of a transcript",
         "entry:rewritten": "entries a transcript rewrite wrote again, already read",
-        # Read in the main thread: older versions truncated the transcript back after a
-        # heartbeat turn that answered HEARTBEAT_OK, removing the entries they hang from.
-        "entry:unknown-parent": "an entry whose parent OpenClaw pruned (a heartbeat turn)",
         "session:cold-archived": "sessions moved to cold storage (opt-in archives)",
     },
     "hermes": {
