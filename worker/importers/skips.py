@@ -46,6 +46,7 @@ _OPENCODE: Final = {
     "part:subtask": "sub-task markers: the task tool's part names the sub-agent",
     "part:retry": "retry markers: the retried answer is in other parts",
     "part:compaction": "compaction markers: the summary message is the compaction",
+    "part:text:empty": "a text part left empty (the model went straight to its tools)",
 }
 
 # Cline's and Roo Code's UI log (ui_messages.json, read when there is no API history):
