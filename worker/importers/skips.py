@@ -81,6 +81,7 @@ _PI: Final = {
     "record:custom": "extension state",
     "record:session:repeated": "a repeated session header",
     "message:assistant:image": _IMAGES,
+    "message:assistant:thinking:encrypted": _ENCRYPTED,
     "user-block:*": _IMAGES,
 }
 
