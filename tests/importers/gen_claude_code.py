@@ -73,3 +73,29 @@ def write_plan_then_implement(projects: Path) -> Path:
             b"".join(orjson.dumps(r) + b"\n" for r in records)
         )
     return projects
+
+
+# Seen in real 2.1.x homes: thinking Claude Code keeps without its text (an empty
+# ``thinking`` and the signature), and a text block that is only a newline.
+HIDDEN: Final = "4c000000-0000-4000-8000-00000000c003"
+
+
+def hidden_thinking() -> list[dict[str, Any]]:
+    ask = _record(HIDDEN, 1, None, "user", 10)
+    ask["message"] = {"role": "user", "content": "why does the kiln stall at 900?"}
+    reply = _record(HIDDEN, 2, ask["uuid"], "assistant", 11)
+    blocks = [{"type": "thinking", "thinking": "", "signature": "EqQBCkYIBxgC"},
+              {"type": "text", "text": "\n"},
+              {"type": "text", "text": "The thermocouple is failing."}]  # fmt: skip
+    reply["message"] = {"id": "msg_3", "type": "message", "role": "assistant",
+                        "model": "claude-opus-4-6", "content": blocks}  # fmt: skip
+    return [ask, reply]
+
+
+def write_hidden_thinking(projects: Path) -> Path:
+    project = projects / "-home-dev-kiln"
+    project.mkdir(parents=True, exist_ok=True)
+    (project / f"{HIDDEN}.jsonl").write_bytes(
+        b"".join(orjson.dumps(r) + b"\n" for r in hidden_thinking())
+    )
+    return projects

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from tests.importers import gen_claude_code as gen
 from tests.importers._agent_e2e import by_session
+from worker.importers import registry
 
 FMT = "claude-code"
 
@@ -20,3 +21,15 @@ def test_a_result_opening_the_next_session_cites_the_call_the_planning_one_left_
     assert result["payload"]["tool"] == "ExitPlanMode"
     assert result["payload"]["is_error"] is True
     assert not tally.unknown
+
+
+def test_thinking_kept_without_text_and_blank_text_are_counted_not_published(
+    tmp_path: Path,
+) -> None:
+    sessions, _, tally = by_session(FMT, gen.write_hidden_thinking(tmp_path))
+    said = [e["payload"] for e in sessions[gen.HIDDEN] if e["type"] == "message/assistant"]
+    assert said == [{"text": "The thermocouple is failing.", "source_type": "assistant"}]
+    assert tally.skipped["assistant-block:thinking:encrypted"] == 1
+    assert tally.skipped["assistant-block:text:empty"] == 1
+    tally.explain(registry.get(FMT).skip_reason)
+    assert not tally.unknown, tally.unknown

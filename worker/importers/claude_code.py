@@ -354,9 +354,15 @@ class ClaudeCodeConverter(JsonRecordConverter):
             ref = f"{uuid}-{index}"
             kind = block.get("type") if isinstance(block, dict) else None
             if kind == "text" and isinstance(block.get("text"), str):
+                if not block["text"].strip():  # a lone newline before a tool call
+                    self.tally.skip("assistant-block:text:empty")
+                    continue
                 payload = {**base, "text": cut(block["text"])}
                 out.append(self._emit(session, text_type, surface, time, payload, ref))
             elif kind == "thinking" and isinstance(block.get("thinking"), str):
+                if not block["thinking"].strip():  # kept without its text: the signature
+                    self.tally.skip("assistant-block:thinking:encrypted")
+                    continue
                 payload = {**base, "thinking": cut(block["thinking"])}
                 out.append(
                     self._emit(session, "message/assistant", "assistant", time, payload, ref)

@@ -105,6 +105,9 @@ BUILT_IN: Final[dict[str, Reasons]] = {
         "assistant-block:image": _IMAGES,
         "user-block:image": _IMAGES,
         "assistant-block:redacted_thinking": "encrypted thinking: nothing readable",
+        # Seen in real 2.1.x homes: thinking kept without its text, only its signature.
+        "assistant-block:thinking:encrypted": _ENCRYPTED,
+        "assistant-block:text:empty": "a text block that is only white space",
         # Seen in what Claude Code 2.1.332 writes (tests/importers/recorded/claude-code).
         "record:attachment": "context Claude Code renders for the model: environment, date,"
         " tool, agent and skill listings, the system prompt's snapshot, files re-read",
