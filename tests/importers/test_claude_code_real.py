@@ -4,9 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import orjson
+
 from tests.importers import gen_claude_code as gen
 from tests.importers._agent_e2e import by_session
 from worker.importers import registry
+from worker.importers.base import Outgoing, SpawnLinks
+from worker.importers.plugin import ConvertOptions
 
 FMT = "claude-code"
 
@@ -33,3 +37,24 @@ def test_thinking_kept_without_text_and_blank_text_are_counted_not_published(
     assert tally.skipped["assistant-block:text:empty"] == 1
     tally.explain(registry.get(FMT).skip_reason)
     assert not tally.unknown, tally.unknown
+
+
+def test_while_the_planning_session_is_still_open_its_plan_call_is_cited(
+    tmp_path: Path,
+) -> None:
+    """As ``watch`` reads them: the planning transcript's converter has not finished when
+    the next session's file appears."""
+    project = gen.write_plan_then_implement(tmp_path) / "-home-dev-kiln"
+    links: SpawnLinks = {}
+    importer = registry.get(FMT)
+
+    def fed(session: str) -> list[Outgoing]:
+        path = project / f"{session}.jsonl"
+        converter = importer.converter(path, ConvertOptions(links=links))
+        lines = path.read_bytes().splitlines()
+        return [o for n, line in enumerate(lines, start=1) for o in converter.feed(n, line)]
+
+    calls = [o for o in fed(gen.PLANNING) if o.kind == "tool/call"]
+    outs = fed(gen.IMPLEMENTING)
+    result = next(orjson.loads(o.body) for o in outs if o.kind == "tool/result")
+    assert result["cites"] == [{"session_id": gen.PLANNING, "seq": calls[0].seq}]

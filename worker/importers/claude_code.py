@@ -77,6 +77,7 @@ _SPAWNING_TOOLS: Final = frozenset({"Task", "Agent"})
 _PROMPT: Final = "prompt:"  # links key prefix of a spawning call, by a digest of its prompt
 # links key of a call a transcript left unanswered: (_OPEN_CALL, its tool_use id).
 _OPEN_CALL: Final = "\0open-call"
+_PLAN_EXIT: Final = "ExitPlanMode"  # plan mode's call a "clear context" session answers
 _HEAD_BYTES: Final = 64 << 10
 _TIMESTAMP: Final = re.compile(rb'"timestamp":\s*"([^"]+)"')
 # The model name Claude Code gives the assistant records it writes itself.
@@ -395,6 +396,8 @@ class ClaudeCodeConverter(JsonRecordConverter):
                     session, out.seq, description if isinstance(description, str) else None
                 )
                 self.links[(session, _prompt_key(prompt))] = spawn
+            if block.get("name") == _PLAN_EXIT:  # answered in the next session (watch too)
+                self.links[(_OPEN_CALL, tool_id)] = Spawn(session, out.seq, _PLAN_EXIT)
         return out
 
     def _user(self, session: str, record: dict[str, Any], time: str | None) -> list[Outgoing]:
@@ -469,6 +472,7 @@ class ClaudeCodeConverter(JsonRecordConverter):
         cites = None
         if call is not None:
             self.answered.add(str(tool_id))
+            self.links.pop((_OPEN_CALL, str(tool_id)), None)
             payload["tool"] = call[2]
             cites = [(call[0], call[1])]
         elif tool_id and (earlier := self.links.pop((_OPEN_CALL, tool_id), None)) is not None:
