@@ -8,6 +8,7 @@ import orjson
 
 from tests.importers import gen_claude_code as gen
 from tests.importers._agent_e2e import by_session
+from tests.importers.test_import_tools import sessionquery
 from worker.importers import registry
 from worker.importers.base import Outgoing, SpawnLinks
 from worker.importers.plugin import ConvertOptions
@@ -58,3 +59,19 @@ def test_while_the_planning_session_is_still_open_its_plan_call_is_cited(
     outs = fed(gen.IMPLEMENTING)
     result = next(orjson.loads(o.body) for o in outs if o.kind == "tool/result")
     assert result["cites"] == [{"session_id": gen.PLANNING, "seq": calls[0].seq}]
+
+
+def test_a_result_whose_call_is_in_no_file_read_is_kept_and_counted(tmp_path: Path) -> None:
+    """The planning session's file left out (a partial copy): the result opening the next
+    session is published citing nothing, never refused, and the summary counts it."""
+    projects = gen.write_plan_then_implement(tmp_path / "projects")
+    (projects / "-home-dev-kiln" / f"{gen.PLANNING}.jsonl").unlink()
+    out = tmp_path / "events.jsonl"
+    done = sessionquery("import", "--format", FMT, str(projects), "--dry-run", "--quiet",
+                        "--output", str(out))  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    results = [e for e in map(orjson.loads, out.read_bytes().splitlines())
+               if e["type"] == "tool/result"]  # fmt: skip
+    assert len(results) == 1 and "cites" not in results[0]
+    assert "tool results citing no call: 1 (their call is in no source read" in done.stderr
+    assert "dead-letter" not in done.stderr
