@@ -5,10 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import orjson
+from nats.aio.client import Client as NATS
 
+from contracts.subjects import Subjects
 from tests.importers import gen_claude_code as gen
-from tests.importers._agent_e2e import by_session
-from tests.importers.test_import_tools import sessionquery
+from tests.importers._agent_e2e import by_session, imported
+from tests.importers.test_import_tools import ask, sessionquery
 from worker.importers import registry
 from worker.importers.base import Outgoing, SpawnLinks
 from worker.importers.plugin import ConvertOptions
@@ -75,3 +77,14 @@ def test_a_result_whose_call_is_in_no_file_read_is_kept_and_counted(tmp_path: Pa
     assert len(results) == 1 and "cites" not in results[0]
     assert "tool results citing no call: 1 (their call is in no source read" in done.stderr
     assert "dead-letter" not in done.stderr
+
+
+async def test_the_tools_show_the_plan_result_citing_the_planning_session(
+    nc: NATS, nats_url: str, subjects: Subjects, tmp_path: Path
+) -> None:
+    root = gen.write_plan_then_implement(tmp_path / "projects")
+    async with imported(nc, nats_url, subjects, tmp_path, root, FMT) as (worker, said):
+        assert "dead-letter" not in said and "citing no call" not in said
+        traced = await ask(nc, worker, "session_event_trace", gen.IMPLEMENTING,
+                           session_id=gen.IMPLEMENTING, seq=2)  # fmt: skip
+        assert f"{gen.PLANNING} seq 4 · tool/call" in traced.split("Cites (")[1]
