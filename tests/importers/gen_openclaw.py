@@ -250,3 +250,25 @@ def _zstd(data: bytes) -> bytes:
     import zstandard  # the test extra: OpenClaw's Node writes these frames
 
     return bytes(zstandard.ZstdCompressor().compress(data))
+
+
+# Seen in a real home (transcript version 3): OpenClaw truncated the transcript back after
+# each heartbeat turn that answered HEARTBEAT_OK, so the next entries hang from entries
+# the file no longer holds.
+HEARTBEAT: Final = "0c000000-0000-4000-8000-00000000f006"
+
+
+def write_pruned_heartbeats(sessions: Path) -> Path:
+    """A transcript whose heartbeat entries hang from pruned ones; returns its file."""
+    sessions.mkdir(parents=True, exist_ok=True)
+    poll = _user("[OpenClaw heartbeat poll]")
+    entries = [
+        _header(HEARTBEAT, 3),
+        _entry(51, None, "message", message=_user("water the basil today?")),
+        _entry(52, 51, "message", message=_assistant({"type": "text", "text": "Yes, lightly."})),
+        _entry(55, 54, "message", message=poll),  # e54: a pruned heartbeat's answer
+        _entry(57, 56, "message", message=_assistant({"type": "text", "text": "HEARTBEAT_OK"})),
+    ]
+    path = sessions / f"{HEARTBEAT}.jsonl"
+    path.write_bytes(lines(entries))
+    return path

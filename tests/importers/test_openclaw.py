@@ -219,3 +219,13 @@ def test_a_store_of_another_schema_is_reported(tmp_path: Path) -> None:
     with pytest.raises(UnreadableSource, match="cannot read the store"):
         list(registry.get(FMT).records(db))
     assert list(registry.get(FMT).records(db, complete=False)) == []  # watch: next poll
+
+
+def test_entries_after_a_pruned_heartbeat_are_read_in_the_main_thread(tmp_path: Path) -> None:
+    path = gen.write_pruned_heartbeats(tmp_path / ".openclaw" / "agents" / "main" / "sessions")
+    sessions, tally = sessions_of(path.parent)
+    texts = [e["payload"].get("text") for e in sessions[f"openclaw-{gen.HEARTBEAT}"]]
+    assert "[OpenClaw heartbeat poll]" in texts and "HEARTBEAT_OK" in texts
+    assert tally.skipped["entry:unknown-parent"] == 2
+    tally.explain(registry.get(FMT).skip_reason)  # a kind OpenClaw writes: not drift
+    assert not tally.unknown, tally.unknown
