@@ -213,3 +213,15 @@ def test_a_warning_is_context(tmp_path: Path) -> None:
     assert [b["type"] for b in bodies] == ["session/start", "message/context"]
     assert bodies[1]["payload"]["text"] == "warning: Near the request limit"
     assert not tally.skipped
+
+
+def test_a_skill_loaded_into_the_context_is_skipped_with_its_reason(tmp_path: Path) -> None:
+    path = tmp_path / f"{gen.SKILL}.jsonl"
+    path.write_bytes(gen.skill_session().bytes())
+    events, tally = convert_file(FMT, path)
+    kinds = [orjson.loads(e.body)["type"] for e in events]
+    assert kinds == ["session/start", "message/user", "tool/call", "tool/result",
+                     "message/assistant"]  # fmt: skip
+    tally.explain(lambda what: reason_for(what, BUILT_IN[FMT]))
+    assert tally.skipped == {"record:skill.invoked": 1}
+    assert not tally.unknown, tally.unknown

@@ -21,7 +21,7 @@ from tests.importers._agent_e2e import assert_events, imported
 from tests.importers._sources import cites_of, snapshot_events, watch_growth
 from tests.importers.test_import_tools import ask
 from tests.importers.test_watch import has, start, stop, watch_command
-from worker.importers import opencode
+from worker.importers import opencode, registry
 from worker.importers.snapshot import SessionCache, Snapshot, SnapshotConverter
 
 # Main: start, user text, synthetic context, thinking, 2 x (call, result), text = 9, plus
@@ -273,3 +273,105 @@ def test_a_recorded_interrupted_tool_call_does_not_hold_back_the_rest_of_its_ses
     assert (result.type, result.result_of) == ("tool/result", call.call)
     assert result.payload["is_error"] is True and result.payload["interrupted"] is True
     assert any("What did we change" in t for t in texts[slow + 4 :])
+
+
+def test_kilos_transient_progress_text_is_not_published(tmp_path: Path) -> None:
+    """Kilo CLI writes a spinner line ("⠋ Initializing snapshot…") as a synthetic text part
+    marked ``metadata["kilocode.lifecycle"] = "transient"`` while it snapshots the files,
+    and deletes the part once done (the recording's event log shows them; its model never
+    sees them). Read mid-turn, such a part is counted as skipped, never published."""
+    history = gen.History()
+    history.session(gen.MAIN, "Snapshots")
+    user = history.message(gen.MAIN, "user", agent="code")
+    history.text(gen.MAIN, user, "Fix the ledger")
+    answer = history.message(gen.MAIN, "assistant")
+    history.text(gen.MAIN, answer, "⠋ Initializing snapshot…", synthetic=True,
+                 metadata={"kilocode.lifecycle": "transient"})  # fmt: skip
+    history.text(gen.MAIN, answer, "Fixed it.")
+    db = tmp_path / "kilo.db"
+    gen.write_database(db, history)
+    snapshot = opencode.read_database(db)
+    texts = [e["payload"].get("text") for e in events_of(snapshot)]
+    assert "⠋ Initializing snapshot…" not in texts and "Fixed it." in texts
+    assert snapshot.skipped["part:text:transient"] == 1
+
+
+KILO_RECORDED = Path(__file__).parent / "recorded" / "kilo" / "sessions" / "kilo.db"
+
+
+def _published(session: Any) -> list[tuple[str, str, Any]]:
+    """What ``watch`` publishes of a reading: its items up to the first one still written."""
+    done: list[tuple[str, str, Any]] = []
+    for item in session.items:
+        if not item.complete:
+            break
+        done.append((item.ref, item.type, item.payload))
+    return done
+
+
+def test_every_moment_of_the_recorded_kilo_sessions_publishes_what_the_end_keeps() -> None:
+    """Kilo's ``event`` table logs each message and part as it was written (and removed), so
+    the database can be replayed to any moment of the recording. Read at any of them, what
+    is complete must be what the finished session holds: ``watch`` cannot take back what
+    it published. Kilo compacts in chunks: the kept summary message is created first and
+    filled last, after the chunks' own summary messages (complete, then deleted) followed
+    it; those later summaries made it look over, so it was published empty."""
+    db = sqlite3.connect(f"file:{KILO_RECORDED}?mode=ro", uri=True)
+    try:
+        logs = {
+            sid: db.execute(
+                "SELECT type, data FROM event WHERE aggregate_id = ? ORDER BY seq", (sid,)
+            ).fetchall()
+            for (sid,) in db.execute("SELECT id FROM session")
+        }
+    finally:
+        db.close()
+    read = {s.session_id: s for s in opencode.read_database(KILO_RECORDED).sessions}
+    assert len(logs) == len(read) == 2
+    compactions = 0
+    for sid, log in logs.items():
+        moments, final = _replayed(log)
+        assert final == _published(read[sid])
+        compactions += sum(1 for _, kind, _ in final if kind == "compaction")
+        for at, published in enumerate(moments):
+            assert published == final[: len(published)], f"{sid} after event {at}"
+    assert compactions == 1
+
+
+def _replayed(log: list[tuple[str, bytes]]) -> tuple[list[Any], Any]:
+    """What each moment of a session's event log publishes, and what its end does."""
+    info: dict[str, Any] = {}
+    messages: dict[str, dict[str, Any]] = {}
+    parts: dict[str, dict[str, dict[str, Any]]] = {}
+
+    def reading() -> Any:
+        listed = sorted(messages.values(), key=lambda m: (m["time"]["created"], m["id"]))
+        return _published(opencode.build(
+            info, [(m, sorted(parts.get(m["id"], {}).values(), key=lambda p: p["id"]))
+                   for m in listed]
+        ))  # fmt: skip
+
+    moments = []
+    for kind, raw in log:
+        data = orjson.loads(raw)
+        if kind in ("session.created.1", "session.updated.1"):
+            info = data["info"]
+        elif kind == "message.updated.1":
+            messages[data["info"]["id"]] = data["info"]
+        elif kind == "message.part.updated.1":
+            parts.setdefault(data["part"]["messageID"], {})[data["part"]["id"]] = data["part"]
+        elif kind == "message.removed.1":
+            messages.pop(data["messageID"], None)
+            parts.pop(data["messageID"], None)
+        if info:
+            moments.append(reading())
+    return moments, reading()
+def test_an_empty_text_part_is_counted_not_published(tmp_path: Path) -> None:
+    db = tmp_path / "opencode.db"
+    gen.write_database(db, gen.empty_text_history())
+    snapshot = opencode.read_database(db)
+    kinds = [e["type"] for e in snapshot_events("opencode", snapshot)]
+    assert kinds == ["session/start", "message/user", "tool/call", "tool/result",
+                     "message/assistant"]  # fmt: skip
+    assert snapshot.skipped == {"part:text:empty": 1}
+    assert registry.get("opencode").skip_reason("part:text:empty")

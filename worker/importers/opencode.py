@@ -19,7 +19,9 @@ readers of both. Kilo CLI keeps the same schema in ``kilo/kilo.db``.
   ``compaction`` replacing everything before it.
 - skipped and counted: ``step-start``/``step-finish``/``snapshot``/``patch`` (bookkeeping),
   ``file``/``agent``/``subtask``/``retry``/``compaction`` parts (references and markers
-  whose content appears as other parts), unknown part types.
+  whose content appears as other parts), Kilo's transient text parts (a progress line it
+  deletes when done: read from its 7.7.9 binary, seen in a recording's event log),
+  unknown part types.
 
 A part still being written (a text without an end time in an unfinished message, a
 pending or running tool) waits, with what follows it in its session, for a later look;
@@ -58,6 +60,8 @@ _PLACEHOLDER_TITLE: Final = re.compile(r"^(New|Child) session - \d{4}-\d{2}-\d{2
 _BOOKKEEPING: Final = frozenset({"step-start", "step-finish", "snapshot", "patch"})
 _MARKERS: Final = frozenset({"file", "agent", "subtask", "retry", "compaction"})
 _SPAWNING_TOOLS: Final = frozenset({"task"})
+# Kilo CLI marks a progress line ("Initializing snapshot…") this way and deletes it when done.
+_LIFECYCLE: Final = "kilocode.lifecycle"
 
 _MESSAGE_STAMPS: Final = (
     "SELECT session_id, COUNT(*), TOTAL(LENGTH(data)) FROM message GROUP BY session_id"
@@ -217,11 +221,17 @@ def build(
         skipped=Counter() if skipped is None else skipped,
     )
     listed = list(messages)
-    answered = [i for i, (message, _) in enumerate(listed) if message.get("role") == "assistant"]
+    answered = [
+        i
+        for i, (message, _) in enumerate(listed)
+        if message.get("role") == "assistant" and message.get("summary") is not True
+    ]
     for index, (message, parts) in enumerate(listed):
         # A message followed by a later answer is over, finished or not: the agent went on
         # (a turn interrupted by Ctrl-C leaves its message and a running tool for good). A
         # later user message alone is not enough: one typed while a turn runs is queued.
+        # Nor is a later summary: Kilo compacts in chunks, each a summary message written
+        # (and deleted) after the kept one, which it fills last.
         over = bool(answered) and index < answered[-1]
         session.items.extend(_message_items(message, parts, session.skipped, over=over))
     return session
@@ -261,9 +271,15 @@ def _part_items(
     span = field_of(part, "time")
     written = finished or "end" in span
     if kind == "text" and isinstance(part.get("text"), str):
+        if field_of(part, "metadata").get(_LIFECYCLE) == "transient":
+            skipped["part:text:transient"] += 1
+            return []
         if part.get("synthetic") is True:  # the harness's: file contents, tool echoes
             payload = {"text": cut(part["text"])}
             return [Item(ref, "message/context", "system", payload, "text:synthetic", time)]
+        if written and not part["text"].strip():  # seen in a real Kilo CLI database
+            skipped["part:text:empty"] += 1
+            return []
         item = said(ref, role, part["text"], time, f"{role}:text")
         item.complete = written
         return [item]

@@ -46,6 +46,8 @@ from worker.transport.connection import NatsOptions
 # A session whose last event is older than this is over (import), as is a file that has
 # not grown for this long (watch).
 DEFAULT_IDLE_S: Final = 1800.0
+# A published event's cites, as its bytes spell the key (a string's quotes are escaped).
+_CITES: Final = b'"cites":'
 
 
 @dataclass
@@ -64,6 +66,9 @@ class ImportReport:
     dead_letter_reasons: tuple[str, ...] = ()
     agents: list[AgentReport] = field(default_factory=list)  # auto-detection's, per agent
     no_cwd_sessions: int = 0  # sessions whose source says no cwd (or none found)
+    # Tool results citing no call: the call is in no source read (a transcript not among
+    # those read, or one the agent never wrote). Published as they are, never refused.
+    uncited_results: int = 0
     redacted: Counter[str] = field(default_factory=Counter)  # credentials replaced, by kind
 
     @property
@@ -221,6 +226,8 @@ class _ImportRun:
         for out in checked(converter, outs, str(path), line_no, self.limit, self.redactor):
             if out.kind == "session/start" and out.key == NO_CWD_KEY:
                 self.report.no_cwd_sessions += 1
+            elif out.kind == "tool/result" and _CITES not in out.body:
+                self.report.uncited_results += 1
             refused = await self.publisher.send(out)
             if self.output is not None:
                 self.output.write(out.body + b"\n")

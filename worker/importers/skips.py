@@ -47,6 +47,8 @@ _OPENCODE: Final = {
     "part:subtask": "sub-task markers: the task tool's part names the sub-agent",
     "part:retry": "retry markers: the retried answer is in other parts",
     "part:compaction": "compaction markers: the summary message is the compaction",
+    "part:text:transient": "Kilo CLI's progress lines (a spinner), deleted once done",
+    "part:text:empty": "a text part left empty (the model went straight to its tools)",
 }
 
 # Cline's and Roo Code's UI log (ui_messages.json, read when there is no API history):
@@ -81,6 +83,7 @@ _PI: Final = {
     "record:custom": "extension state",
     "record:session:repeated": "a repeated session header",
     "message:assistant:image": _IMAGES,
+    "message:assistant:thinking:encrypted": _ENCRYPTED,
     "user-block:*": _IMAGES,
 }
 
@@ -104,6 +107,9 @@ BUILT_IN: Final[dict[str, Reasons]] = {
         "assistant-block:image": _IMAGES,
         "user-block:image": _IMAGES,
         "assistant-block:redacted_thinking": "encrypted thinking: nothing readable",
+        # Seen in real 2.1.x homes: thinking kept without its text, only its signature.
+        "assistant-block:thinking:encrypted": _ENCRYPTED,
+        "assistant-block:text:empty": "a text block that is only white space",
         # Seen in what Claude Code 2.1.332 writes (tests/importers/recorded/claude-code).
         "record:attachment": "context Claude Code renders for the model: environment, date,"
         " tool, agent and skill listings, the system prompt's snapshot, files re-read",
@@ -162,6 +168,7 @@ BUILT_IN: Final[dict[str, Reasons]] = {
         "record:tool.execution_progress": "tool progress notices",
         "record:hook.start": "hook runs",
         "record:hook.end": "hook runs",
+        "record:skill.invoked": "a skill file loaded into the context; the skill call is imported",
         "record:pending_messages.modified": "the queue of pending prompts",
         "record:system.message": "the system prompt",
         "record:permission.requested": "a permission prompt; the tool result tells the outcome",
@@ -192,15 +199,21 @@ BUILT_IN: Final[dict[str, Reasons]] = {
     "pi": _PI,
     "openclaw": {
         **_PI,
+        # Read in the main thread: older versions truncated the transcript back after a
+        # heartbeat turn that answered HEARTBEAT_OK, removing the entries they hang from.
+        "entry:unknown-parent": "an entry whose parent OpenClaw pruned (a heartbeat turn)",
         "record:leaf": "branch moves: the entries after one hang from the entry it names",
         "record:reset": "a fresh model window: what came before stays the history",
         "record:checkpoint-or-trajectory-file": "checkpoint and trajectory copies of a transcript",
         "entry:rewritten": "entries a transcript rewrite wrote again, already read",
         "session:cold-archived": "sessions moved to cold storage (opt-in archives)",
+        "message:custom:openclaw.nested-tool.v1": "a tool run through tool search's"
+        " tool_call, recorded again: the outer call and its result carry it",
     },
     "hermes": {
         "message:compaction-copy": "a turn Hermes wrote again around a compaction",
         "message:system": "the system prompt",
+        "message:session_meta": "the gateway's header of a new session (model, tools, platform)",
         "message:*:empty": "messages with no text (a turn that only called tools)",
         "content:image_url": _IMAGES,
     },

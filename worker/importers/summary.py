@@ -45,6 +45,10 @@ def print_summary(report: ImportReport, out: TextIO) -> None:
     if report.no_cwd_sessions:
         print(f"sessions without a cwd: {report.no_cwd_sessions} (the no-cwd workspace,"
               " where each session sees only itself)", file=out)  # fmt: skip
+    if report.uncited_results:
+        print(f"tool results citing no call: {report.uncited_results} (their call is in no"
+              " source read: a transcript left out, or one the agent never wrote)",
+              file=out)  # fmt: skip
     if report.will_dead_letter:
         print(dead_letter_line(report.will_dead_letter, report.dead_letter_reasons), file=out)
 

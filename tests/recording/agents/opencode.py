@@ -12,6 +12,9 @@ a turn interrupted (SIGINT) while its command runs, and a question after it.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
 
 from tests.recording.agents import (
     AFTER_COMPACT_PROMPT,
@@ -47,18 +50,23 @@ def _call(name: str, step: str, **arguments: object) -> ToolCall:
     return call("call_", name, step, dict(arguments))
 
 
+@dataclass(frozen=True)
 class OpenCodeTools:
+    """OpenCode's tools (and its forks'), on files of the task folder ``task``."""
+
+    task: Path
+
     def shell(self, step: str, command: str, description: str) -> ToolCall:
         return _call("bash", step, command=command, description=description)
 
     def read(self, step: str, name: str) -> ToolCall:
-        return _call("read", step, filePath=str(TASK / name))
+        return _call("read", step, filePath=str(self.task / name))
 
     def edit(self, step: str, name: str, old: str, new: str) -> ToolCall:
-        return _call("edit", step, filePath=str(TASK / name), oldString=old, newString=new)
+        return _call("edit", step, filePath=str(self.task / name), oldString=old, newString=new)
 
     def write(self, step: str, name: str, content: str) -> ToolCall:
-        return _call("write", step, filePath=str(TASK / name), content=content)
+        return _call("write", step, filePath=str(self.task / name), content=content)
 
     def spawn(self, step: str, description: str, prompt: str) -> tuple[ToolCall, ...]:
         return (
@@ -82,14 +90,16 @@ class OpenCodeScript(PlanScript):
         return super().reply(conversation)
 
 
-def _script() -> OpenCodeScript:
-    return OpenCodeScript(OpenCodeTools(), _is_summary)
+def script_for(task: Path, harness: tuple[str, ...] = ()) -> Callable[[], OpenCodeScript]:
+    """The plan on OpenCode's tools, for a recipe whose task folder is ``task`` (``harness``:
+    the starts of user texts a fork adds to a prompt)."""
+    return lambda: OpenCodeScript(OpenCodeTools(task), _is_summary, harness)
 
 
-def _env(ctx: RunContext) -> dict[str, str]:
-    """The environment, after writing ``opencode.json``."""
-    config_dir = ctx.home / ".config" / "opencode"
-    config_dir.mkdir(parents=True, exist_ok=True)
+def write_config(ctx: RunContext, config_file: Path) -> None:
+    """The scripted provider as the model (and the small model, for titles), auto-update and
+    sharing off: ``opencode.json``, or a fork's file of the same schema."""
+    config_file.parent.mkdir(parents=True, exist_ok=True)
     config = {
         "provider": {
             PROVIDER: {
@@ -115,7 +125,12 @@ def _env(ctx: RunContext) -> dict[str, str]:
         "autoupdate": False,
         "share": "disabled",
     }
-    (config_dir / "opencode.json").write_text(json.dumps(config, indent=2))
+    config_file.write_text(json.dumps(config, indent=2))
+
+
+def _env(ctx: RunContext) -> dict[str, str]:
+    """The environment, after writing ``opencode.json``."""
+    write_config(ctx, ctx.home / ".config" / "opencode" / "opencode.json")
     return {
         "SCRIPTED_API_KEY": ctx.key,
         "OPENCODE_DISABLE_AUTOUPDATE": "1",
@@ -128,6 +143,28 @@ def _env(ctx: RunContext) -> dict[str, str]:
 
 _R = ("{bin}", "run", "--format", "json", "--auto")
 
+
+def steps(interrupt_after: float = 20.0, title: str | None = None) -> tuple[Step, ...]:
+    """The steps, shared with OpenCode's forks (Kilo CLI); ``interrupt_after``: seconds
+    until the slow command runs, the agent's start included; ``title``: the session's title
+    given to ``run --title`` (a fork that titles sessions only after ``run`` exits)."""
+    titled = ("--title", title) if title else ()
+    return (
+        Step("fix", (*_R, *titled, FIX_PROMPT)),
+        Step("resume", (*_R, "--continue", REFUND_PROMPT)),
+        Step("interrupt", (*_R, "--continue", SLOW_PROMPT), interrupt_after=interrupt_after),
+        Step("after-compact", (*_R, "--continue", AFTER_COMPACT_PROMPT)),
+        Step("image-file", WRITE_IMAGE),
+        Step("image", (*_R, "--continue", IMAGE_PROMPT, "--file", IMAGE_FILE)),
+    )
+
+
+def checkpoint(db: str) -> Step:
+    """The database as one file: its WAL (4 MB of page images) checkpointed, then vacuumed.
+    What the agent wrote is unchanged; only where SQLite keeps it."""
+    return Step("checkpoint", ("python3", "-c", CHECKPOINT, "{home}/" + db))
+
+
 RECIPE = Recipe(
     agent="opencode",
     package="opencode-ai",
@@ -136,18 +173,8 @@ RECIPE = Recipe(
     bin="node_modules/.bin/opencode",
     format="opencode",
     session_dir=".local/share/opencode",
-    steps=(
-        Step("fix", (*_R, FIX_PROMPT)),
-        Step("resume", (*_R, "--continue", REFUND_PROMPT)),
-        Step("interrupt", (*_R, "--continue", SLOW_PROMPT), interrupt_after=20.0),
-        Step("after-compact", (*_R, "--continue", AFTER_COMPACT_PROMPT)),
-        Step("image-file", WRITE_IMAGE),
-        Step("image", (*_R, "--continue", IMAGE_PROMPT, "--file", IMAGE_FILE)),
-        # The database as one file: its WAL (4 MB of page images) checkpointed, then
-        # vacuumed. What the agent wrote is unchanged; only where SQLite keeps it.
-        Step("checkpoint", ("python3", "-c", CHECKPOINT, "{home}/" + DB)),
-    ),
-    script=_script,
+    steps=(*steps(), checkpoint(DB)),
+    script=script_for(TASK),
     env=_env,
     # Logs and the repository snapshots beside the database are not sessions.
     exclude=("log", "repos", "snapshot", "*.db-shm", "*.db-wal"),
