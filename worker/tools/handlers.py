@@ -26,7 +26,7 @@ ArgsT = TypeVar("ArgsT")
 
 
 @dataclass(frozen=True, slots=True)
-class _Declared(Generic[ArgsT]):
+class _ToolAdmission(Generic[ArgsT]):
     """The admission every tool shares: ``parse``, then ``compiled`` (a search's query)."""
 
     ops: Operations
@@ -64,7 +64,7 @@ class _Declared(Generic[ArgsT]):
         raise NotImplementedError
 
 
-class SessionSearch(_Declared[filters.SessionSearchRequest]):
+class SessionSearch(_ToolAdmission[filters.SessionSearchRequest]):
     name = "session_search"
     prepares = True
 
@@ -83,7 +83,7 @@ class SessionSearch(_Declared[filters.SessionSearchRequest]):
         return await searches.session_search(self.ops, admitted, signal)
 
 
-class SessionEventSearch(_Declared[args_input.SessionEventSearchArguments]):
+class SessionEventSearch(_ToolAdmission[args_input.SessionEventSearchArguments]):
     name = "session_event_search"
     prepares = True
 
@@ -101,7 +101,7 @@ class SessionEventSearch(_Declared[args_input.SessionEventSearchArguments]):
         return await searches.session_event_search(self.ops, admitted, signal)
 
 
-class SessionTrace(_Declared[args_input.SessionTraceArguments]):
+class SessionTrace(_ToolAdmission[args_input.SessionTraceArguments]):
     name = "session_trace"
 
     def parse(self, arguments: Mapping[str, Any]) -> args_input.SessionTraceArguments:
@@ -113,7 +113,7 @@ class SessionTrace(_Declared[args_input.SessionTraceArguments]):
         return await observations.session_trace(self.ops, admitted, signal)
 
 
-class SessionEventTrace(_Declared[args_input.SessionEventTraceArguments]):
+class SessionEventTrace(_ToolAdmission[args_input.SessionEventTraceArguments]):
     name = "session_event_trace"
 
     def parse(self, arguments: Mapping[str, Any]) -> args_input.SessionEventTraceArguments:
@@ -127,7 +127,7 @@ class SessionEventTrace(_Declared[args_input.SessionEventTraceArguments]):
         return await observations.session_event_trace(self.ops, admitted, signal)
 
 
-class SessionEventRead(_Declared[args_input.SessionEventReadArguments]):
+class SessionEventRead(_ToolAdmission[args_input.SessionEventReadArguments]):
     name = "session_event_read"
 
     def parse(self, arguments: Mapping[str, Any]) -> args_input.SessionEventReadArguments:
