@@ -112,7 +112,7 @@ class SearchLane:
         self.running: str | None = None  # request id of the search running now
         self.completed = 0
         self._waiting: set[asyncio.Task[None]] = set()  # prepare steps beside the lane
-        self._ready: deque[_Job] = deque()  # prepared, waiting
+        self._ready: deque[_AdmittedSearch] = deque()  # prepared, waiting
         self._wakeup = asyncio.Event()
         self._handoff = AdmittedHandoff()
         # Awaited with each fetched search before it is handled (tracing, holding a fetch).
@@ -258,7 +258,7 @@ class SearchLane:
             self._ready.pop()
             await self._run_job(job)
 
-    async def _admit_fetched(self, msg: Msg) -> _Job | None:
+    async def _admit_fetched(self, msg: Msg) -> _AdmittedSearch | None:
         """A job for the lane, or None when the message was answered (or is malformed)
         and terminated."""
         queued = queue_encoding.decode(msg.data, msg.headers)
@@ -305,7 +305,7 @@ class SearchLane:
             await msg.term()
             return None
         signal = signal_until(queued.deadline_ms)
-        return _Job(
+        return _AdmittedSearch(
             msg=msg,
             route=self._executor.tool_route(tool),
             tool=tool,
@@ -349,13 +349,13 @@ class SearchLane:
 
     async def _admit_queued(
         self, msg: Msg, queued: QueuedSearch | NewerFormat | None, endpoint: QueuedEndpoint
-    ) -> _Job | None:
+    ) -> _AdmittedSearch | None:
         """A job for another endpoint's request (the operator's search), or None when it
         was answered (or is malformed) and terminated."""
         fetched = await self.queued.admit_fetched(msg, queued, endpoint)
         if fetched is None:
             return None
-        return _Job(
+        return _AdmittedSearch(
             msg=msg,
             route=endpoint.route,
             tool=None,
@@ -367,7 +367,7 @@ class SearchLane:
             heartbeat=asyncio.create_task(self._heartbeat(msg), name="in-progress"),
         )
 
-    async def _prepare(self, job: _Job, tool: ToolDefinition) -> None:
+    async def _prepare(self, job: _AdmittedSearch, tool: ToolDefinition) -> None:
         """The prepare step, outside the lane: ready for the lane, or answered now."""
         try:
             reply = await self._executor.prepare(tool, job.admitted, job.signal)
@@ -387,7 +387,7 @@ class SearchLane:
         self._wakeup.set()
         self._settle_idle()
 
-    async def _run_job(self, job: _Job) -> None:
+    async def _run_job(self, job: _AdmittedSearch) -> None:
         self._idle.clear()
         self.running = job.rid
         try:
@@ -398,7 +398,7 @@ class SearchLane:
             self.running = None
             self._settle_idle()
 
-    async def _finish(self, job: _Job, reply: replies.EncodedReply) -> None:
+    async def _finish(self, job: _AdmittedSearch, reply: replies.EncodedReply) -> None:
         await cancel_and_wait(job.heartbeat)
         job.detach()
         job.signal.close()
@@ -423,7 +423,7 @@ class SearchLane:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class _Job:
+class _AdmittedSearch:
     """A fetched search, admitted: it holds its unacked message until answered."""
 
     msg: Msg
