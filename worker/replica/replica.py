@@ -33,7 +33,7 @@ from contracts.limits import event_size_limit
 from worker.actors import Supervisor
 from worker.config import WorkerConfig
 from worker.replica import continuity, rebuild, snapshots
-from worker.replica.continuity import Plan, StreamDiverged, StreamState
+from worker.replica.continuity import IndexPreflight, StreamDiverged, StreamState
 from worker.replica.ingest_consumer import EventConsumer, ensure_events_stream
 from worker.replica.rebuild import RebuildProgress
 from worker.replica.replica_store import ReplicaStore
@@ -280,7 +280,7 @@ def _sized(config: WorkerConfig, nc: NATS) -> WorkerConfig:
     return config.model_copy(update={"max_event_bytes": max_event_bytes})
 
 
-async def _checked(nc: NATS, config: WorkerConfig) -> tuple[StreamState, Plan, Join]:
+async def _checked(nc: NATS, config: WorkerConfig) -> tuple[StreamState, IndexPreflight, Join]:
     """The stream's state, the preflight's plan for the file and how the index joined; a
     file with nothing sound to serve (corrupt, or of a schema with no migration) is
     rebuilt here, first."""
