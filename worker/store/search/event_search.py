@@ -1,5 +1,5 @@
 """``search_events``: one session's events, best first, as steps inside one read
-transaction of the store (the same semantics as ``search_ops.SessionSearch``, scoped to
+transaction of the store (the same semantics as ``search_ops.SessionSearchRun``, scoped to
 one session)."""
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from worker.store.search.time_words import TimeRange
 _Kept = list[tuple[Candidate, tuple[tuple[Any, ...], Columns]]]
 
 
-class EventSearch:
+class EventSearchRun:
     """One page of ``search_events`` inside a read transaction."""
 
     def __init__(

@@ -103,7 +103,7 @@ class _Scope:
     minimal: list[tantivy.Query] = field(default_factory=list)
 
 
-class SessionSearch:
+class SessionSearchRun:
     """One page of ``search_sessions`` inside a read transaction."""
 
     def __init__(

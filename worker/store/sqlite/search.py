@@ -63,7 +63,7 @@ def sessions_page(
         )
     )
     times = _times(tx, plan, ws, start.generation.seq, filtered=timed)
-    search = search_ops.SessionSearch(
+    search = search_ops.SessionSearchRun(
         tx.read,
         index().view(),
         plan,
@@ -104,7 +104,7 @@ def events_page(
     header = results.header(found[0], at)
     start = _start(tx, paging)
     times = _times(tx, plan, found[0][at["ws"]], start.generation.seq, filtered=_timed(events))
-    search = event_search.EventSearch(
+    search = event_search.EventSearchRun(
         tx.read,
         index().view(),
         plan,
