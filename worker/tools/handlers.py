@@ -3,7 +3,7 @@
 ``admit`` validates the arguments into the tool's model and compiles a search's query,
 without I/O; it never raises (a refusal rides in the ``Admitted`` value and is answered
 where the run would start). ``prepare`` (the searches) waits for the caller's step beside
-the lane; ``run`` is the workflow (``searches``, ``observations``): its provider calls are
+the lane; ``run`` is the workflow (``searches``, ``exact_tools``): its provider calls are
 translated at the service boundary, and whatever else escapes is answered by the runtime's
 executor, the one outer guard. Go-to-definition follows a request from here to the store.
 """
@@ -17,7 +17,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 from contracts.envelope import Execution
 from worker.signals import ExecutionSignal
 from worker.store import CompiledQuery
-from worker.tools import filters, observations, searches
+from worker.tools import filters, exact_tools, searches
 from worker.tools import input as args_input
 from worker.tools.definitions import Admitted, Endpoint, ToolError
 from worker.tools.operations import Operations
@@ -110,7 +110,7 @@ class SessionTrace(_ToolAdmission[args_input.SessionTraceArguments]):
     async def run(
         self, admitted: Admitted[args_input.SessionTraceArguments], signal: ExecutionSignal
     ) -> str:
-        return await observations.session_trace(self.ops, admitted, signal)
+        return await exact_tools.session_trace(self.ops, admitted, signal)
 
 
 class SessionEventTrace(_ToolAdmission[args_input.SessionEventTraceArguments]):
@@ -124,7 +124,7 @@ class SessionEventTrace(_ToolAdmission[args_input.SessionEventTraceArguments]):
     async def run(
         self, admitted: Admitted[args_input.SessionEventTraceArguments], signal: ExecutionSignal
     ) -> str:
-        return await observations.session_event_trace(self.ops, admitted, signal)
+        return await exact_tools.session_event_trace(self.ops, admitted, signal)
 
 
 class SessionEventRead(_ToolAdmission[args_input.SessionEventReadArguments]):
@@ -138,4 +138,4 @@ class SessionEventRead(_ToolAdmission[args_input.SessionEventReadArguments]):
     async def run(
         self, admitted: Admitted[args_input.SessionEventReadArguments], signal: ExecutionSignal
     ) -> str:
-        return await observations.session_event_read(self.ops, admitted, signal)
+        return await exact_tools.session_event_read(self.ops, admitted, signal)
