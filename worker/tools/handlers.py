@@ -17,10 +17,10 @@ from typing import Any, ClassVar, Generic, TypeVar
 from contracts.envelope import Execution
 from worker.signals import ExecutionSignal
 from worker.store import CompiledQuery
-from worker.tools import filters, exact_tools, searches
+from worker.tools import exact_tools, filters, searches
 from worker.tools import input as args_input
+from worker.tools.context import ToolContext
 from worker.tools.definitions import Admitted, Endpoint, ToolError
-from worker.tools.operations import Operations
 
 ArgsT = TypeVar("ArgsT")
 
@@ -29,7 +29,7 @@ ArgsT = TypeVar("ArgsT")
 class _ToolAdmission(Generic[ArgsT]):
     """The admission every tool shares: ``parse``, then ``compiled`` (a search's query)."""
 
-    ops: Operations
+    ctx: ToolContext
     name: ClassVar[str]
     prepares: ClassVar[bool] = False
 
@@ -46,7 +46,7 @@ class _ToolAdmission(Generic[ArgsT]):
         except ToolError as refusal:
             return Admitted(request_id, execution, endpoint, None, refusal)
         except Exception as exc:
-            failed = self.ops.boundary.translate(self.name, None, exc)
+            failed = self.ctx.boundary.translate(self.name, None, exc)
             return Admitted(request_id, execution, endpoint, None, failed)
         return Admitted(request_id, execution, endpoint, args, query=query)
 
@@ -58,7 +58,7 @@ class _ToolAdmission(Generic[ArgsT]):
 
     async def prepare(self, admitted: Admitted[ArgsT], signal: ExecutionSignal) -> None:
         """Only called when ``prepares``: the searches' catch-up wait."""
-        await self.ops.prepare_search(admitted, signal)
+        await self.ctx.prepare_search(admitted, signal)
 
     async def run(self, admitted: Admitted[ArgsT], signal: ExecutionSignal) -> str:
         raise NotImplementedError
@@ -75,12 +75,12 @@ class SessionSearch(_ToolAdmission[filters.SessionSearchRequest]):
         )
 
     def compiled(self, args: filters.SessionSearchRequest) -> CompiledQuery:
-        return self.ops.compile_query(args.query)
+        return self.ctx.compile_query(args.query)
 
     async def run(
         self, admitted: Admitted[filters.SessionSearchRequest], signal: ExecutionSignal
     ) -> str:
-        return await searches.session_search(self.ops, admitted, signal)
+        return await searches.session_search(self.ctx, admitted, signal)
 
 
 class SessionEventSearch(_ToolAdmission[args_input.SessionEventSearchArguments]):
@@ -93,12 +93,12 @@ class SessionEventSearch(_ToolAdmission[args_input.SessionEventSearchArguments])
         )
 
     def compiled(self, args: args_input.SessionEventSearchArguments) -> CompiledQuery:
-        return self.ops.compile_query(args.query)
+        return self.ctx.compile_query(args.query)
 
     async def run(
         self, admitted: Admitted[args_input.SessionEventSearchArguments], signal: ExecutionSignal
     ) -> str:
-        return await searches.session_event_search(self.ops, admitted, signal)
+        return await searches.session_event_search(self.ctx, admitted, signal)
 
 
 class SessionTrace(_ToolAdmission[args_input.SessionTraceArguments]):
@@ -110,7 +110,7 @@ class SessionTrace(_ToolAdmission[args_input.SessionTraceArguments]):
     async def run(
         self, admitted: Admitted[args_input.SessionTraceArguments], signal: ExecutionSignal
     ) -> str:
-        return await exact_tools.session_trace(self.ops, admitted, signal)
+        return await exact_tools.session_trace(self.ctx, admitted, signal)
 
 
 class SessionEventTrace(_ToolAdmission[args_input.SessionEventTraceArguments]):
@@ -124,7 +124,7 @@ class SessionEventTrace(_ToolAdmission[args_input.SessionEventTraceArguments]):
     async def run(
         self, admitted: Admitted[args_input.SessionEventTraceArguments], signal: ExecutionSignal
     ) -> str:
-        return await exact_tools.session_event_trace(self.ops, admitted, signal)
+        return await exact_tools.session_event_trace(self.ctx, admitted, signal)
 
 
 class SessionEventRead(_ToolAdmission[args_input.SessionEventReadArguments]):
@@ -138,4 +138,4 @@ class SessionEventRead(_ToolAdmission[args_input.SessionEventReadArguments]):
     async def run(
         self, admitted: Admitted[args_input.SessionEventReadArguments], signal: ExecutionSignal
     ) -> str:
-        return await exact_tools.session_event_read(self.ops, admitted, signal)
+        return await exact_tools.session_event_read(self.ctx, admitted, signal)

@@ -105,7 +105,7 @@ async def collect_pages(
 
 
 @dataclass(frozen=True, slots=True)
-class Operations:
+class ToolContext:
     """The provider, its boundary and the tools' configuration, with the steps every
     workflow shares. The five workflows take it as their first argument."""
 
