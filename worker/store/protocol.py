@@ -237,7 +237,7 @@ class EventWindow:
     target: StoredEvent | None
     before: tuple[StoredEvent, ...] = ()  # ascending seq
     after: tuple[StoredEvent, ...] = ()  # ascending seq
-    # The session's title observed with ``header`` (one snapshot), so the tools need not
+    # The session's title observed with ``header`` (one consistent read), so the tools need not
     # read it again; None when the provider does not give it.
     title: TitleObservation | None = None
 
