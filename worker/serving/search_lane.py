@@ -1,17 +1,14 @@
 """The search lane: a JetStream work queue shared by the fleet, one search at a time.
 
-Over 400 lines: the lane's intake and its fetch loop share its state and are read together.
+Over 400 lines: one fetch loop (fetch, admit, prepare beside the lane, run, ack) on one state.
 
-The two search endpoints put each request on the work-queue stream (``Nats-Msg-Id`` = the
-request id, so a resent request is not run twice) as one versioned document with the
-requester's reply subject and the effective deadline (``queue_encoding``). One durable
-pull consumer is shared by every worker; each worker fetches ONE message, runs it alone,
-answers the original requester, then acks.
-``in_progress()`` heartbeats keep a long search from being redelivered mid-run; a worker
-that dies mid-search leaves its message unacked, so after ``ack_wait`` another worker gets
-it. Expired and cancelled requests are answered and terminated without running; on the
-last delivery of a message that keeps killing its workers, it is answered TOOL_FAILED and
-terminated.
+The two search endpoints put each request on the work-queue stream (``search_intake``).
+One durable pull consumer is shared by every worker; each worker fetches ONE message, runs
+it alone, answers the original requester, then acks. ``in_progress()`` heartbeats keep a
+long search from being redelivered mid-run; a worker that dies mid-search leaves its
+message unacked, so after ``ack_wait`` another worker gets it. Expired and cancelled
+requests are answered and terminated without running; on the last delivery of a message
+that keeps killing its workers, it is answered TOOL_FAILED and terminated.
 
 De-duplication is per caller: the ``Nats-Msg-Id`` is a digest of the trusted caller
 identity and the request id, so one caller's id can never refuse another's request.
@@ -43,13 +40,14 @@ from worker.serving import lane_decisions as decide
 from worker.serving import queue_encoding, replies
 from worker.serving.admitted_handoff import AdmittedHandoff
 from worker.serving.cancellation import CancellationRegistry
-from worker.serving.deadlines import effective_deadline_ms, now_ms, signal_until
-from worker.serving.execution import Executor, Route, admit, admitted_from
+from worker.serving.deadlines import now_ms, signal_until
+from worker.serving.execution import Executor, Route, admitted_from
 from worker.serving.lane_decisions import MSG_ID_HEADER as MSG_ID_HEADER
 from worker.serving.queue_encoding import NewerFormat, QueuedSearch
 from worker.serving.queued_endpoint import QueuedEndpoint, QueuedEndpoints
 from worker.serving.replies import BadEnvelope
-from worker.serving.search_queue import QueueSettings, SearchQueue, failure_of
+from worker.serving.search_intake import SearchIntake
+from worker.serving.search_queue import QueueSettings, SearchQueue
 from worker.signals import ExecutionSignal
 from worker.tasks import cancel_and_wait
 from worker.tools import ToolDefinition, ToolSet
@@ -95,7 +93,6 @@ class SearchLane:
         self._toolsets = toolsets
         self._executor = executor
         self._registry = registry
-        self._default_timeout_ms = default_timeout_ms
         settings = QueueSettings(
             max_ack_pending=max_ack_pending,
             max_deliver=max_deliver,
@@ -115,6 +112,15 @@ class SearchLane:
         self._ready: deque[_AdmittedSearch] = deque()  # prepared, waiting
         self._wakeup = asyncio.Event()
         self._handoff = AdmittedHandoff()
+        self._intake = SearchIntake(
+            nc,
+            subjects,
+            self._queue,
+            executor,
+            registry,
+            self._handoff,
+            default_timeout_ms=default_timeout_ms,
+        )
         # Awaited with each fetched search before it is handled (tracing, holding a fetch).
         self.on_fetched: Callable[[Msg], Awaitable[None]] | None = None
 
@@ -127,50 +133,9 @@ class SearchLane:
         """Create the work-queue stream and the durable consumer when missing."""
         await self._queue.ensure()
 
-    # -- the endpoint side -------------------------------------------------------------
-
     async def enqueue(self, tool: ToolDefinition, msg: Msg) -> None:
-        """The endpoint handler: put the request on the work queue, or answer at once."""
-        admitted = await admit(self._executor, self._registry, tool, msg)
-        if admitted is None or not msg.reply:
-            return
-        rid = admitted.request_id
-        bound = log.bind(request_id=rid, tool=tool.name)
-        deadline_ms = effective_deadline_ms(
-            admitted.execution, default_timeout_ms=self._default_timeout_ms
-        )
-        headers = decide.queue_headers(admitted)
-        data = queue_encoding.encode(msg.data, msg.reply, deadline_ms)
-        size = self._queue.counted_size(data, headers)
-        refusal = decide.enqueue_refusal(
-            rid, deadline_ms, size, self._nc.max_payload, now_ms=now_ms()
-        )
-        if refusal is not None:
-            bound.info("search answered before queueing", size=len(msg.data))
-            await self._answer(msg.reply, refusal, rid, tool)
-            return
-        subject = self._subjects.search_queue_subject(tool.name, tool.partition)
-        msg_id = headers[MSG_ID_HEADER]
-        # Before publishing: this process's lane may fetch the message before the ack.
-        self._handoff.put(msg_id, data, admitted)
-        try:
-            ack = await self._queue.publish(subject, data, headers, deadline_ms)
-        except Exception as exc:
-            self._handoff.forget(msg_id, admitted)
-            failure = failure_of(exc)
-            bound.warning("enqueue failed", failure=failure, exc_info=failure == "failed")
-            expired = decide.expired_at(deadline_ms, now_ms())
-            reply = decide.enqueue_failure_reply(rid, failure, expired=expired)
-            await self._answer(msg.reply, reply, rid, tool)
-            return
-        if ack.duplicate:
-            self._handoff.forget(msg_id, admitted)
-            bound.info("duplicate request id refused")
-            await self._answer(msg.reply, decide.duplicate_reply(rid), rid, tool)
-            return
-        bound.debug("search enqueued", stream_seq=ack.seq)
-
-    # -- the fetch loop (an actor) -----------------------------------------------------
+        """The endpoint handler (``search_intake``): queue the request, or answer at once."""
+        await self._intake.enqueue(tool, msg)
 
     async def run(self) -> None:
         """Fetch and run one search at a time until ``stop``. Supervised: errors restart it."""
