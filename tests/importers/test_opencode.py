@@ -366,6 +366,8 @@ def _replayed(log: list[tuple[str, bytes]]) -> tuple[list[Any], Any]:
         if info:
             moments.append(reading())
     return moments, reading()
+
+
 def test_an_empty_text_part_is_counted_not_published(tmp_path: Path) -> None:
     db = tmp_path / "opencode.db"
     gen.write_database(db, gen.empty_text_history())
