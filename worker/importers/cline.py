@@ -125,14 +125,19 @@ def read_task(task_dir: Path) -> Snapshot:
                 session.skipped["message:not-an-object"] += 1
     else:
         session.cwd = session.cwd or _cwd_of_ui(conversation)
-        read_ui_log(conversation, session, settled=_quiet(task_dir / UI_MESSAGES, UI_SETTLE_S))
+        read_ui_log(conversation, session, settled=_quiet(task_dir / UI_MESSAGES, conversation))
     snapshot.sessions.append(session)
     return snapshot
 
 
-def _quiet(path: Path, seconds: float) -> bool:
+def _quiet(path: Path, messages: list[Any]) -> bool:
+    """The UI log is not being written: its last message is ``UI_SETTLE_S`` old (by its
+    own ``ts``; the file's time only when it has none: a copied file's is the copy's)."""
+    last = messages[-1] if messages and isinstance(messages[-1], dict) else {}
+    if isinstance(last.get("ts"), int | float) and not isinstance(last.get("ts"), bool):
+        return now() - last["ts"] / 1000 >= UI_SETTLE_S
     try:
-        return now() - path.stat().st_mtime >= seconds
+        return now() - path.stat().st_mtime >= UI_SETTLE_S
     except OSError:
         return False
 

@@ -61,7 +61,8 @@ class Refused(UnreadableSource):
 
 def read_chat(path: Path, *, fresh_s: float = FRESH_S) -> Snapshot:
     """The session in ``path``. A request with no result waits (VS Code is answering it)
-    only while it is the last one and the file changed less than ``fresh_s`` ago."""
+    only while it is the last one and was made less than ``fresh_s`` ago (its own
+    ``timestamp``; the file's time only when it has none: a copied file's is the copy's)."""
     snapshot = Snapshot()
     try:
         state = _replay(path) if path.suffix == ".jsonl" else _document(path)
@@ -82,7 +83,7 @@ def read_chat(path: Path, *, fresh_s: float = FRESH_S) -> Snapshot:
     )
     requests = state.get("requests")
     requests = [r for r in requests if isinstance(r, dict)] if isinstance(requests, list) else []
-    stale = _stale(path, fresh_s)
+    stale = _stale(path, requests[-1] if requests else {}, fresh_s)
     for index, request in enumerate(requests):
         ref = str(request.get("requestId") or index)
         answered = _settled(request) or index < len(requests) - 1 or stale
@@ -91,7 +92,10 @@ def read_chat(path: Path, *, fresh_s: float = FRESH_S) -> Snapshot:
     return snapshot
 
 
-def _stale(path: Path, fresh_s: float) -> bool:
+def _stale(path: Path, last: dict[str, Any], fresh_s: float) -> bool:
+    made = last.get("timestamp")
+    if isinstance(made, int | float) and not isinstance(made, bool) and made > 0:
+        return now() - made / 1000 >= fresh_s
     try:
         return now() - path.stat().st_mtime >= fresh_s
     except OSError:
