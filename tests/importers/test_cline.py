@@ -3,7 +3,6 @@ with the five tools, and ``watch`` following a task folder whose history grows."
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 from typing import Any

@@ -15,6 +15,7 @@ import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -68,6 +69,8 @@ class Case:
 
     fmt: str
     build: Callable[[Path], Path]
+    # The source times its sessions' activity, though its format (NO_TIMES) may not.
+    timed: bool = False
 
 
 def _copy(source: Path) -> Callable[[Path], Path]:
@@ -85,6 +88,17 @@ def _db(write: Callable[[Path], object], name: str) -> Callable[[Path], Path]:
         return path
 
     return build
+
+
+def _aider_with_inputs(home: Path) -> Path:
+    """Aider's chat history with the input history it keeps beside it (prompt_toolkit's
+    ``FileHistory``: a ``# <local time>`` line before each prompt)."""
+    shop = _copy(FIXTURES / "aider" / "shop")(home)
+    (shop / ".aider.input.history").write_text(
+        "\n# 2026-11-29 09:15:40.123456\n+add a discount code field\n"
+        "\n# 2026-11-29 14:02:10.654321\n+/run pytest\n"
+    )
+    return shop
 
 
 def _openhands(home: Path) -> Path:
@@ -115,7 +129,9 @@ def _cline_cut(home: Path) -> Path:
     """A Cline task with only its UI log, which ends in a command's output: whole once
     its last message is a minute old."""
     tasks = home / "saoudrizwan.claude-dev" / "tasks"
-    return gen_cline.write_ui_task(tasks, gen_cline.CLINE_UI_TASK, gen_cline.ui_log(gen_cline.T0)[:11]).parent
+    return gen_cline.write_ui_task(
+        tasks, gen_cline.CLINE_UI_TASK, gen_cline.ui_log(gen_cline.T0)[:11]
+    ).parent
 
 
 def _hermes(home: Path) -> Path:
@@ -124,6 +140,7 @@ def _hermes(home: Path) -> Path:
 
 GENERATED: dict[str, Case] = {
     "aider": Case("aider", _copy(FIXTURES / "aider" / "shop")),
+    "aider-inputs": Case("aider", _aider_with_inputs, timed=True),
     "amazon-q": Case("amazon-q", lambda h: gen_amazon_q.write_q(h / "q" / "data.sqlite3")),
     "amp": Case("amp", lambda h: gen_amp.write(h / "home")),
     "auggie": Case("auggie", lambda h: gen_auggie.write(h / "home")),
@@ -206,9 +223,16 @@ def _imported(
     cites); the report; the summary ``import`` prints."""
     out = io.BytesIO()
     report: ImportReport = asyncio.run(
-        import_jobs([Job(fmt, [path])], options=NatsOptions(), subjects=Subjects(),
-                    errors=io.StringIO(), idle_s=idle_s, dry_run=True, output=out,
-                    imports_bucket=None)  # fmt: skip
+        import_jobs(
+            [Job(fmt, [path])],
+            options=NatsOptions(),
+            subjects=Subjects(),
+            errors=io.StringIO(),
+            idle_s=idle_s,
+            dry_run=True,
+            output=out,
+            imports_bucket=None,
+        )
     )
     sessions: Signature = {}
     for line in out.getvalue().splitlines():
@@ -256,7 +280,7 @@ def test_a_fresh_copy_imports_what_an_old_one_does(name: str, tmp_path: Path) ->
     old, old_report, _ = _imported(case.fmt, path)
     assert old, f"{name}: the aged copy publishes nothing"
     assert fresh_report.tally.skipped == old_report.tally.skipped
-    if case.fmt not in NO_TIMES:
+    if case.fmt not in NO_TIMES or case.timed:
         assert new == old, f"{name}: a fresh copy imports differently from the same files aged"
         assert fresh_report.left_open == old_report.left_open
         return
@@ -284,3 +308,17 @@ def test_idle_seconds_zero_ends_every_session_of_a_fresh_copy(name: str, tmp_pat
     old, _, _ = _imported(case.fmt, path, idle_s=0)
     assert now == old
     assert report.left_open == 0 and "look active" not in said
+
+
+def test_an_aider_session_with_a_recent_prompt_stays_open(tmp_path: Path) -> None:
+    """Aider's input history times its prompts: one a minute ago keeps the last session
+    open though the chat history's file is a day old (and, above, an old one ends it
+    though the file was copied just now)."""
+    shop = _copy(FIXTURES / "aider" / "shop")(tmp_path)
+    recent = datetime.now() - timedelta(minutes=1)  # local, as prompt_toolkit writes it
+    (shop / ".aider.input.history").write_text(f"\n# {recent:%Y-%m-%d %H:%M:%S.%f}\n+/run pytest\n")
+    _age(shop, DAY_S)
+    sessions, report, said = _imported("aider", shop)
+    last = max(sessions)
+    assert [e[1] for e in sessions[last]][-1] != "session/end"
+    assert report.left_open == 1 and "1 sessions look active" in said

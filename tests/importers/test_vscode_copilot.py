@@ -5,7 +5,6 @@ an operation log that grows."""
 from __future__ import annotations
 
 import asyncio
-import os
 import time
 from pathlib import Path
 from typing import Any

@@ -134,8 +134,9 @@ def _quiet(path: Path, messages: list[Any]) -> bool:
     """The UI log is not being written: its last message is ``UI_SETTLE_S`` old (by its
     own ``ts``; the file's time only when it has none: a copied file's is the copy's)."""
     last = messages[-1] if messages and isinstance(messages[-1], dict) else {}
-    if isinstance(last.get("ts"), int | float) and not isinstance(last.get("ts"), bool):
-        return now() - last["ts"] / 1000 >= UI_SETTLE_S
+    ts = last.get("ts")
+    if isinstance(ts, int | float) and not isinstance(ts, bool):
+        return now() - float(ts) / 1000 >= UI_SETTLE_S
     try:
         return now() - path.stat().st_mtime >= UI_SETTLE_S
     except OSError:
