@@ -52,6 +52,7 @@ from tests.importers import (
     gen_vscode_copilot,
     gen_zed,
 )
+from tests.importers.test_import_tools import sessionquery
 from worker.importers.run import DEFAULT_IDLE_S, ImportReport, Job, import_jobs
 from worker.importers.summary import print_summary
 from worker.transport.connection import NatsOptions
@@ -322,3 +323,19 @@ def test_an_aider_session_with_a_recent_prompt_stays_open(tmp_path: Path) -> Non
     last = max(sessions)
     assert [e[1] for e in sessions[last]][-1] != "session/end"
     assert report.left_open == 1 and "1 sessions look active" in said
+
+
+def test_the_command_says_what_waits_in_a_fresh_copy(tmp_path: Path) -> None:
+    """The real ``sessionquery import`` on a freshly copied Continue folder: it says how
+    many sessions wait for their titles and ends, and ``--idle-seconds 0`` ends them."""
+    copy, path = _copy_of(CASES["continue"], tmp_path)
+    args = ["import", "--format", "continue", str(path), "--dry-run"]
+    waited = sessionquery(*args)
+    assert waited.returncode == 0, waited.stderr
+    assert "2 sessions look active" in waited.stderr, waited.stderr
+    assert "run again later, or with --idle-seconds 0 to end them now" in waited.stderr
+    at_once = sessionquery(*args, "--idle-seconds", "0")
+    assert at_once.returncode == 0, at_once.stderr
+    assert "look active" not in at_once.stderr
+    assert "session/end 2" in at_once.stdout, at_once.stdout  # --dry-run's table
+    assert "session/end" not in waited.stdout, waited.stdout
