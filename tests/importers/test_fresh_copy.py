@@ -328,7 +328,7 @@ def test_an_aider_session_with_a_recent_prompt_stays_open(tmp_path: Path) -> Non
 def test_the_command_says_what_waits_in_a_fresh_copy(tmp_path: Path) -> None:
     """The real ``sessionquery import`` on a freshly copied Continue folder: it says how
     many sessions wait for their titles and ends, and ``--idle-seconds 0`` ends them."""
-    copy, path = _copy_of(CASES["continue"], tmp_path)
+    _, path = _copy_of(CASES["continue"], tmp_path)
     args = ["import", "--format", "continue", str(path), "--dry-run"]
     waited = sessionquery(*args)
     assert waited.returncode == 0, waited.stderr
