@@ -31,7 +31,8 @@ Studied: Cline's writer (3.x to 4.1: ``ExtensionMessage.ts`` ``ClineMessage``/``
   follow it (``command_output`` chunks joined, ``mcp_server_response``,
   ``browser_action_result``) or else by the next API request's "[tool] Result:" sections,
   one per call in order, when their number matches; errors as ``message/context``. A UI
-  log changed in the last minute waits: Cline writes the API history moments after the
+  log whose last message (its ``ts``) is less than a minute old waits: Cline writes the
+  API history moments after the
   task starts, and then that is read instead. When both exist, the API history wins;
 - skipped and counted: ``image`` blocks and other block types; with an API history,
   ``ui_messages.json``'s content (its first time is read); in a UI log, bookkeeping
@@ -272,8 +273,8 @@ def _block(ref: str, role: str, block: dict[str, Any], time: str | None) -> Item
 # --- ui_messages.json: the task's UI log (ClineMessage), read when there is no API history
 
 UI_MESSAGES: Final = "ui_messages.json"
-# Cline writes the API history moments after the task starts: a UI log alone that changed
-# this recently may be a task whose history is not written yet.
+# Cline writes the API history moments after the task starts: a UI log alone whose last
+# message is this recent may be a task whose history is not written yet.
 UI_SETTLE_S: Final = 60.0
 # Kinds that open a tool call, by the tool name the call gets; the kinds that answer each.
 _CALLS: Final = {

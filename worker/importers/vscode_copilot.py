@@ -23,7 +23,8 @@ problem, never half-imported.
   call editing the file and its result;
 - a request is over when it has its ``result`` or its ``modelState`` is complete,
   cancelled or failed; one with neither is still being answered only while it is the
-  last request and the file changed recently: then it waits for a later look;
+  last request and was made recently (its ``timestamp``, not the file's time, which a
+  copy resets): then it waits for a later look;
 - skipped and counted: code-block URIs, undo stops, progress, confirmation, warning,
   elicitation and other parts, empty thinking separators. Copilot Chat keeps no
   compaction and no sub-agent session of its own in these files.
@@ -50,7 +51,7 @@ _MARKDOWN: Final = frozenset({None, "markdownContent", "markdownVuln"})
 _EDITS: Final = frozenset({"textEditGroup", "notebookEditGroup"})
 # ResponseModelState: Pending 0, Complete 1, Cancelled 2, Failed 3, NeedsInput 4.
 _FINAL_STATES: Final = frozenset({1, 2, 3})
-# A last request with no result, in a file changed this recently, is still being answered.
+# A last request with no result, made this recently, is still being answered.
 FRESH_S: Final = 1800.0
 
 
