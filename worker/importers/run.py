@@ -70,6 +70,15 @@ class ImportReport:
     # those read, or one the agent never wrote). Published as they are, never refused.
     uncited_results: int = 0
     redacted: Counter[str] = field(default_factory=Counter)  # credentials replaced, by kind
+    # Sessions published without their end: active by their last event's time (or, where
+    # the source records no times, by the file's: a fresh ``cp -r`` looks active too).
+    sessions_seen: set[str] = field(default_factory=set)
+    sessions_ended: set[str] = field(default_factory=set)
+    idle_s: float = DEFAULT_IDLE_S
+
+    @property
+    def left_open(self) -> int:
+        return len(self.sessions_seen - self.sessions_ended)
 
     @property
     def invalid(self) -> int:
@@ -119,7 +128,7 @@ async def import_jobs(
         run = _ImportRun(publisher, bar, errors or sys.stderr, limit, assume_tz,
                          quiet_before=quiet_since(idle_s), output=output,
                          redactor=redaction.redactor() if redaction else None)  # fmt: skip
-        run.report.dry_run = dry_run
+        run.report.dry_run, run.report.idle_s = dry_run, idle_s
         for job, job_files in found:
             before = AgentReport.snapshot(job, run)
             for file in job_files:
@@ -224,6 +233,9 @@ class _ImportRun:
         from worker.importers.pipeline import checked
 
         for out in checked(converter, outs, str(path), line_no, self.limit, self.redactor):
+            self.report.sessions_seen.add(out.session_id)
+            if out.kind == "session/end":
+                self.report.sessions_ended.add(out.session_id)
             if out.kind == "session/start" and out.key == NO_CWD_KEY:
                 self.report.no_cwd_sessions += 1
             elif out.kind == "tool/result" and _CITES not in out.body:
