@@ -7,16 +7,16 @@ import asyncio
 import pytest
 
 from tests._harness import until
-from worker.actors import Backoff, Mailbox, Supervisor
+from worker.actors import Mailbox, RestartBackoff, Supervisor
 
 
 def test_backoff_grows_exponentially_and_is_capped() -> None:
-    backoff = Backoff(initial_s=0.1, max_s=1.0, factor=2.0)
+    backoff = RestartBackoff(initial_s=0.1, max_s=1.0, factor=2.0)
     assert [backoff.delay(n) for n in (1, 2, 3, 4, 5, 6)] == [0.1, 0.2, 0.4, 0.8, 1.0, 1.0]
 
 
 async def test_a_crashing_actor_is_restarted_and_the_others_keep_running() -> None:
-    supervisor = Supervisor(backoff=Backoff(initial_s=0.01, max_s=0.02))
+    supervisor = Supervisor(backoff=RestartBackoff(initial_s=0.01, max_s=0.02))
     runs = 0
     ticks = 0
 

@@ -25,7 +25,7 @@ T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
-class Backoff:
+class RestartBackoff:
     initial_s: float = 0.1
     max_s: float = 10.0
     factor: float = 2.0
@@ -51,8 +51,8 @@ class _Actor:
 class Supervisor:
     """Runs named actors; restarts a crashed one with backoff. Returning normally ends it."""
 
-    def __init__(self, *, backoff: Backoff | None = None) -> None:
-        self._backoff = backoff or Backoff()
+    def __init__(self, *, backoff: RestartBackoff | None = None) -> None:
+        self._backoff = backoff or RestartBackoff()
         self._actors: dict[str, _Actor] = {}
 
     def start(self, name: str, body: ActorBody) -> None:

@@ -157,8 +157,9 @@ class WorkerConfig(BaseModel):
     spill_threshold_bytes: int = Field(64 * 1024, description="larger results are spilled")
     spill_preview_bytes: int = Field(4 * 1024, description="preview kept in a spilled reply")
     spill_ttl_s: int = Field(24 * 3600, description="lifetime of a spilled result")
-    # Snapshots (worker/replica/snapshots.py): a worker joining on an empty disk restores
-    # the newest verified snapshot of its partition set and replays only the stream past it.
+    # Snapshots (worker/replica/snapshots.py, snapshot_join.py): a worker joining on an
+    # empty disk restores the newest verified snapshot of its partition set and replays
+    # only the stream past it.
     snapshot_bucket: str = Field(
         "sessionquery-snapshots", description="object store bucket of the index snapshots"
     )

@@ -42,10 +42,10 @@ higher one to raise its errors::
     ├── worker.serving.replies.BadEnvelope
     ├── worker.commands.purge.InvalidDuration                 (also a ValueError)
     ├── worker.settings.ConfigError                           (also a ValueError)
-    ├── worker.commands.serve.Refused                         serve cannot start
+    ├── worker.commands.serve.ServeRefused                    serve cannot start
     ├── worker.serving.search_queue.OverlappingShards         shards that share partitions
     ├── worker.replica.continuity.StreamDiverged
-    ├── worker.replica.snapshots.SnapshotDownloadFailed       a snapshot not read whole
+    ├── worker.replica.snapshot_join.SnapshotDownloadFailed   a snapshot not read whole
     ├── worker.commands.partition_plan.PlanError              (also a ValueError)
     ├── worker.commands.partitions.SizesUnavailable           no stream sizes to plan by
     └── worker.ui.client.OperatorError                        an operator reply not ok, or

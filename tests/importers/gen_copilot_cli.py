@@ -205,3 +205,25 @@ def permission_session() -> _Log:
             error={"message": "The user rejected this tool call."})  # fmt: skip
     log.add("assistant.message", messageId="m-20", content="Left NOTES.md unwritten.")
     return log
+
+
+SKILL: Final = "c0p1-0000-4000-8000-00000000d004"
+
+
+def skill_session() -> _Log:
+    """As Copilot CLI 1.0.18 writes it (seen in a real home): the model calls ``skill``
+    and the CLI records the skill file it loads into the context (``skill.invoked``)."""
+    log = _Log(minute=50)
+    log.add("session.start", sessionId=SKILL, version=1, producer="copilot-agent",
+            copilotVersion="1.0.18", startTime="2025-07-01T10:50:00.000Z",
+            context={"cwd": CWD})  # fmt: skip
+    log.add("user.message", content="summarise the descaling video", attachments=[])
+    log.add("tool.execution_start", toolCallId="call-s", toolName="skill",
+            arguments={"skill": "video-summary"})  # fmt: skip
+    log.add("skill.invoked", name="video-summary",
+            path=f"{CWD}/.agents/skills/video-summary/SKILL.md",
+            content="---\nname: video-summary\n---\n# Summarise a video")  # fmt: skip
+    log.add("tool.execution_complete", toolCallId="call-s", success=True,
+            result={"content": "Skill \"video-summary\" loaded successfully."})  # fmt: skip
+    log.add("assistant.message", messageId="m-30", content="The video descales in 3 steps.")
+    return log

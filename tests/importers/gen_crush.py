@@ -195,3 +195,30 @@ def write(home: Path, project: str = "work/uploader") -> Path:
     registry.parent.mkdir(parents=True, exist_ok=True)
     registry.write_bytes(orjson.dumps(listed, option=orjson.OPT_INDENT_2))
     return folder
+
+
+# Seen in a real crush.db: a local model's malformed call, which Crush keeps with an
+# empty id and name, and its "Tool not found: " result naming the same empty id.
+UNNAMED_CALL: Final = ("o-03", "assistant", [part("tool_call", id="", name="", input="",
+                       type="function", finished=True), finish("tool_use", T0 + 210)])  # fmt: skip
+UNNAMED_RESULT: Final = ("o-04", "tool", [part("tool_result", tool_call_id="", name="",
+                         content="Tool not found: ", metadata="", is_error=True)])  # fmt: skip
+
+
+def write_unnamed_call(path: Path) -> Path:
+    """The database, then the malformed call and its result at the end of OTHER."""
+    write_database(path)
+    conn = sqlite3.connect(path)
+    try:
+        for n, (mid, role, parts) in enumerate((UNNAMED_CALL, UNNAMED_RESULT)):
+            at = T0 + 210 + n
+            conn.execute(
+                "INSERT INTO messages (id, session_id, role, parts, created_at, updated_at,"
+                " finished_at, provider, is_summary_message) VALUES (?, ?, ?, ?, ?, ?, ?,"
+                " 'openai-compat', 0)",
+                (mid, OTHER, role, orjson.dumps(parts).decode(), at, at, at),
+            )
+        conn.commit()
+    finally:
+        conn.close()
+    return path

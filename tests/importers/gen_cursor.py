@@ -123,3 +123,43 @@ def write_elsewhere(home: Path) -> Path:
     )
     (transcripts / f"{AMBIGUOUS}.jsonl").write_bytes(lines([_line("user", both)]))
     return transcripts
+
+
+# Older flat transcripts (seen in a real home, 2026): most sessions show no path of the
+# workspace in their JSONL, which keeps no tool calls; the plain-text ``.txt`` beside each
+# keeps them (``[Tool call] Read`` with its ``path:``), and another session of the same
+# project folder shows a file of the workspace.
+WIDE_CWD: Final = "/home/nobody/pottery/wheel-app"
+WIDE_SHOWS: Final = "c5000000-0000-4000-8000-00000000f006"
+WIDE_SILENT: Final = "c5000000-0000-4000-8000-00000000f007"
+WIDE_TEXT: Final = "c5000000-0000-4000-8000-00000000f008"
+
+
+def write_project_wide(home: Path) -> Path:
+    """Three flat transcripts of a project folder naming no folder here: one showing a
+    file of its workspace, one showing none, one whose ``.txt`` shows its tool calls."""
+    transcripts = home / ".cursor" / "projects" / slug(WIDE_CWD) / "agent-transcripts"
+    transcripts.mkdir(parents=True)
+    selection = _text(
+        '<attached_files>\n<code_selection path="/home/nobody/pottery/wheel-app/kiln.cfg"'
+        ' lines="1-2">\nL1:cone = 6\n</code_selection>\n</attached_files>\n'
+        "<user_query>\nis cone 6 right?\n</user_query>"
+    )
+    skill = _text(
+        "<manually_attached_skills>\nPath: /home/nobody/.cursor/skills/glaze/SKILL.md\n"
+        "</manually_attached_skills>\n<user_query>\nreview the glaze notes\n</user_query>"
+    )
+    plain = _text("<user_query>\ntidy the rules\n</user_query>")
+    files = {
+        WIDE_SHOWS: [_line("user", selection), _line("assistant", _text("Yes."))],
+        WIDE_SILENT: [_line("user", skill), _line("assistant", _text("They read well."))],
+        WIDE_TEXT: [_line("user", plain), _line("assistant", _text("Tidied."))],
+    }
+    for session, records in files.items():
+        (transcripts / f"{session}.jsonl").write_bytes(lines(records))
+    (transcripts / f"{WIDE_TEXT}.txt").write_text(
+        "user:\n<user_query>\ntidy the rules\n</user_query>\n\nassistant:\n"
+        "[Tool call] Read\n  path: /home/nobody/pottery/wheel-app/.cursorrules\n\n"
+        "[Tool result] Read\n\nassistant:\nTidied.\n"
+    )
+    return transcripts

@@ -330,3 +330,25 @@ def write_registered(gemini: Path) -> None:
         (tmp / folder / "chats" / f"session-2026-04-28T15-09-{session[:8]}.json").write_bytes(
             orjson.dumps(chat)
         )
+
+
+# Seen in a real Windows home: the CLI once run in the home folder (an older version: a
+# folder named by the digest of the path as the shell gave it, no marker, never copied to
+# a newer folder), and a project under it marked by a newer version (which lowers the path).
+HOME_PROJECT_CWD: Final = "c:\\users\\potter\\dev\\glaze"
+HOME_CWD: Final = "C:\\Users\\potter"
+AT_HOME: Final = "7a2c0000-0000-4000-8000-00000000d010"
+IN_PROJECT: Final = "8b3d0000-0000-4000-8000-00000000d011"
+
+
+def write_home_digest(tmp: Path) -> None:
+    """Under ``tmp`` (``~/.gemini/tmp``): the marked project and the home's digest folder."""
+    digest = hashlib.sha256(HOME_CWD.encode()).hexdigest()
+    (tmp / "glaze").mkdir(parents=True)
+    (tmp / "glaze" / ".project_root").write_text(HOME_PROJECT_CWD)
+    for folder, session in (("glaze", IN_PROJECT), (digest, AT_HOME)):
+        (tmp / folder / "chats").mkdir(parents=True, exist_ok=True)
+        chat = _chat(session, "2025-10-30T23:47:38.483Z", ["say hello"])
+        (tmp / folder / "chats" / f"session-2025-10-30T23-33-{session[:8]}.json").write_bytes(
+            orjson.dumps(chat)
+        )

@@ -153,6 +153,9 @@ def messages() -> dict[str, list[Row]]:
         CHAT: [
             Row(-180000, "user", "Remind me what a discount code is"),
             Row(-179990, "assistant", "A code that lowers the price at checkout."),
+            # The gateway's header of the session, written after its first turn (seen in
+            # a real weixin session of schema 12): the model, tools, platform; no content.
+            Row(-179990, "session_meta"),
             # A provider's message object is flushed with bare calls: no id.
             Row(-179985, "assistant", None, [{"name": "web_search",
                                               "arguments": '{"query": "discount code"}'}]),

@@ -131,3 +131,58 @@ def write(home: Path) -> Path:
     write_conversation(conversations, DEFAULT_KEY, default_conversation(),
                        record(AGENT, "default", None))  # fmt: skip
     return conversations
+
+
+# A sub-agent (the Agent tool, always run in the background): its own agent, whose default
+# conversation holds its turns; the call's result names that agent and conversation.
+SUB_AGENT: Final = "agent-local-9c1e"
+PARENT_KEY: Final = "conversation:local-conv-3"
+SUB_KEY: Final = f"default:{SUB_AGENT}"
+PARENT: Final = "letta-conversation-local-conv-3"
+SUB: Final = f"letta-default-{SUB_AGENT}"
+SUB_TITLE: Final = "Check the vent log"
+
+
+def spawning_conversation() -> list[dict[str, Any]]:
+    conv = "local-conv-3"
+    launched = (
+        f"Task running in background with task ID: task_1\nAgent ID: {SUB_AGENT}\n"
+        "Conversation ID: default\nOutput file: /tmp/letta-background-x/task_1.log\n\n"
+        "You will be notified automatically when this task completes."
+    )
+    return [
+        {"type": "session", "version": 3, "id": conv, "timestamp": _time(40), "cwd": CWD},
+        _user(41, "why did the vents stay shut?", conv, REMINDER),
+        _assistant(42, {"type": "toolCall", "id": "call_sub", "name": "Agent",
+                        "arguments": {"description": SUB_TITLE, "prompt": "Read vents.log",
+                                      "subagent_type": "general-purpose"}}, conversation=conv),
+        _entry(43, {"id": "letta-msg-43", "role": "toolResult", "toolCallId": "call_sub",
+                    "toolName": "Agent", "isError": False,
+                    "content": [{"type": "text", "text": launched}], "timestamp": 43,
+                    "metadata": _meta(43, conv)}),
+        _assistant(44, {"type": "text", "text": "A helper is reading the log."},
+                   conversation=conv),
+    ]  # fmt: skip
+
+
+def sub_conversation() -> list[dict[str, Any]]:
+    told = (
+        f"<system-reminder>\nThis message is from agent {AGENT}, conversation local-conv-3.\n"
+        "</system-reminder>"
+    )
+    return [
+        {"type": "session", "version": 3, "id": "default", "timestamp": _time(45), "cwd": CWD},
+        _user(46, "Read vents.log", "default", told),
+        _assistant(47, {"type": "text", "text": "The sensor read 12 degrees all day."},
+                   conversation="default"),
+    ]  # fmt: skip
+
+
+def write_with_subagent(home: Path) -> Path:
+    """A conversation whose Agent call ran a sub-agent, and the sub-agent's conversation."""
+    conversations = home / ".letta" / "lc-local-backend" / "conversations"
+    write_conversation(conversations, PARENT_KEY, spawning_conversation(),
+                       record(AGENT, "local-conv-3", None))  # fmt: skip
+    write_conversation(conversations, SUB_KEY, sub_conversation(),
+                       record(SUB_AGENT, "default", None))  # fmt: skip
+    return conversations

@@ -80,10 +80,65 @@ def compressed_entry() -> dict[str, Any]:
     return _entry(23, 22, "message", message=_assistant({"type": "text", "text": COMPRESSED_TEXT}))
 
 
-def rows() -> list[tuple[str, object]]:
+# OpenClaw's tool search (on by default in 2026.9.6) offers ``sessions_spawn`` among its
+# deferred tools: the model runs it through ``tool_call``, and OpenClaw writes the nested
+# run as a ``custom`` message of its own (its input and result) before the outer result.
+NESTED_TOOL: Final = "openclaw.nested-tool.v1"
+
+
+def _nested(n: int, parent: int, call: str, spawned: dict[str, Any]) -> dict[str, Any]:
+    details = {
+        "runId": "run-7",
+        "scopeId": "scope-1",
+        "afterEntryId": f"e{parent:02d}",
+        "startOrder": 0,
+        "parentToolCallId": call,
+        "toolCallId": f"tool_search_code:{call}:sessions_spawn:1",
+        "toolName": "sessions_spawn",
+        "input": {"task": "Read the soil moisture log"},
+        "result": {
+            "content": [{"type": "text", "text": orjson.dumps(spawned).decode()}],
+            "details": spawned,
+        },
+        "isError": False,
+        "startedAt": 2,
+        "timestamp": 3,
+    }
+    message = {
+        "role": "custom",
+        "customType": NESTED_TOOL,
+        "display": True,
+        "excludeFromContext": True,
+        "content": "",
+        "details": details,
+        "timestamp": 2,
+        "idempotencyKey": f"scope-1:tool_search_code:{call}:sessions_spawn:1",
+    }
+    return _entry(n, parent, "message", message=message)
+
+
+def rows(*, search: bool = False) -> list[tuple[str, object]]:
     """The store's transcript rows in the order OpenClaw writes them: the sub-agent's
-    transcript begins while the parent's ``sessions_spawn`` call runs."""
+    transcript begins while the parent's ``sessions_spawn`` call runs (``search``: run
+    through tool search's ``tool_call``, its nested run recorded before the result, and the
+    sub-agent's transcript begun after it, as a Gateway run of 2026.9.6 writes them)."""
     spawned = {"status": "accepted", "childSessionKey": SUB_KEY, "runId": "run-7"}
+    spawn_args = {"task": "Read the soil moisture log", "label": SUB_TITLE}
+    spawn = (_call("tc-3", "tool_call", {"id": "sessions_spawn", "args": spawn_args}) if search
+             else _call("tc-3", "sessions_spawn", spawn_args))  # fmt: skip
+    outer = {"tool": {"id": "openclaw:core:sessions_spawn", "name": "sessions_spawn"},
+             "result": {"details": spawned}}  # fmt: skip
+    result = (_result(8, 11, "tc-3", "tool_call", orjson.dumps(outer).decode(), details=outer)
+              if search else _result(8, 7, "tc-3", "sessions_spawn",
+                                     orjson.dumps(spawned).decode(), details=spawned))  # fmt: skip
+    nested = [(MAIN, _nested(11, 7, "tc-3", spawned))] if search else []
+    child: list[tuple[str, object]] = [
+        (SUB, _header(SUB)),
+        (SUB, _entry(21, None, "message", message=_user("Read the soil moisture log"))),
+        (SUB, _entry(22, 21, "message", message=_assistant(
+            {"type": "text", "text": "Soil moisture holds at 41 percent."}))),
+        (SUB, COMPRESSED),
+    ]  # fmt: skip
     return [
         (MAIN, _header(MAIN)),
         (MAIN, _entry(1, None, "model_change", provider="openai", modelId="gpt-5")),
@@ -96,16 +151,11 @@ def rows() -> list[tuple[str, object]]:
         (MAIN, _entry(5, 4, "message", message=_assistant(
             _call("tc-2", "exec", {"command": "garden-cli status"})))),
         (MAIN, _result(6, 5, "tc-2", "exec", "garden-cli: command not found", error=True)),
-        (MAIN, _entry(7, 6, "message", message=_assistant(
-            _call("tc-3", "sessions_spawn", {"task": "Read the soil moisture log",
-                                             "label": SUB_TITLE})))),
-        (SUB, _header(SUB)),
-        (SUB, _entry(21, None, "message", message=_user("Read the soil moisture log"))),
-        (SUB, _entry(22, 21, "message", message=_assistant(
-            {"type": "text", "text": "Soil moisture holds at 41 percent."}))),
-        (SUB, COMPRESSED),
-        (MAIN, _result(8, 7, "tc-3", "sessions_spawn", orjson.dumps(spawned).decode(),
-                       details=spawned)),
+        (MAIN, _entry(7, 6, "message", message=_assistant(spawn))),
+        *([] if search else child),
+        *nested,
+        (MAIN, result),
+        *(child if search else []),
         (MAIN, _entry(9, 8, "message", message=_assistant(
             {"type": "text", "text": "The soil stays moist: water every other day."}))),
         (MAIN, _entry(10, 9, "compaction", summary="Tomatoes: water every other day.",
@@ -120,9 +170,10 @@ def rows() -> list[tuple[str, object]]:
     ]  # fmt: skip
 
 
-def write_store(path: Path, *, upto: int | None = None) -> Path:
+def write_store(path: Path, *, upto: int | None = None, search: bool = False) -> Path:
     """The store with its first ``upto`` transcript rows (all by default); written again
-    with a larger ``upto``, it gains the rows after, as OpenClaw appends them."""
+    with a larger ``upto``, it gains the rows after, as OpenClaw appends them. ``search``:
+    the sub-agent spawned through tool search (``rows``)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     conn = sqlite3.connect(path)
     try:
@@ -144,7 +195,7 @@ def write_store(path: Path, *, upto: int | None = None) -> Path:
                     (key, sid, "{}", at, spawned_by, TITLE if sid == MAIN else None, name),
                 )  # fmt: skip
         have = conn.execute("SELECT COUNT(*) FROM transcript_events").fetchone()[0]
-        for index, (sid, entry) in enumerate(rows()[have:upto], start=have):
+        for index, (sid, entry) in enumerate(rows(search=search)[have:upto], start=have):
             seq = index + 1
             if entry is COMPRESSED:
                 conn.execute(
@@ -199,3 +250,25 @@ def _zstd(data: bytes) -> bytes:
     import zstandard  # the test extra: OpenClaw's Node writes these frames
 
     return bytes(zstandard.ZstdCompressor().compress(data))
+
+
+# Seen in a real home (transcript version 3): OpenClaw truncated the transcript back after
+# each heartbeat turn that answered HEARTBEAT_OK, so the next entries hang from entries
+# the file no longer holds.
+HEARTBEAT: Final = "0c000000-0000-4000-8000-00000000f006"
+
+
+def write_pruned_heartbeats(sessions: Path) -> Path:
+    """A transcript whose heartbeat entries hang from pruned ones; returns its file."""
+    sessions.mkdir(parents=True, exist_ok=True)
+    poll = _user("[OpenClaw heartbeat poll]")
+    entries = [
+        _header(HEARTBEAT, 3),
+        _entry(51, None, "message", message=_user("water the basil today?")),
+        _entry(52, 51, "message", message=_assistant({"type": "text", "text": "Yes, lightly."})),
+        _entry(55, 54, "message", message=poll),  # e54: a pruned heartbeat's answer
+        _entry(57, 56, "message", message=_assistant({"type": "text", "text": "HEARTBEAT_OK"})),
+    ]
+    path = sessions / f"{HEARTBEAT}.jsonl"
+    path.write_bytes(lines(entries))
+    return path

@@ -255,3 +255,17 @@ def write_tree(storage: Path, history: History) -> None:
             pdir.mkdir(parents=True, exist_ok=True)
             for p in history.parts[m["id"]]:
                 (pdir / f"{p['id']}.json").write_bytes(orjson.dumps(p))
+
+
+def empty_text_history() -> History:
+    """A finished answer whose first text part stayed empty (seen in a real Kilo CLI
+    database: the model went straight to its tool calls), then its text."""
+    h = History()
+    h.session(MAIN, "Empty text")
+    u = h.message(MAIN, "user", agent="build")
+    h.text(MAIN, u, "Set up the project")
+    a = h.message(MAIN, "assistant", parentID=u)
+    h.text(MAIN, a, "")
+    h.tool(MAIN, a, "read", {"filePath": "/home/dev/shop/README.md"}, "# Shop")
+    h.text(MAIN, a, "Read the README.")
+    return h

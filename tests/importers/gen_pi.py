@@ -116,3 +116,21 @@ def write(home: Path) -> Path:
     old.mkdir()
     (old / f"2025-08-01T07-30-00-000Z_{OLD}.jsonl").write_bytes(lines(old_session()))
     return sessions
+
+
+# Seen in a real home (the openai-codex provider, gpt-5.x): reasoning the API returned
+# only encrypted is kept as a thinking block with empty text and the reasoning item in
+# its signature.
+ENCRYPTED: Final = "9e000000-0000-4000-8000-00000000d004"
+
+
+def encrypted_thinking_session() -> list[dict[str, Any]]:
+    sealed = {"type": "thinking", "thinking": "",
+              "thinkingSignature": '{"id":"rs_0d8a","type":"reasoning","summary":[],'
+                                   '"encrypted_content":"gAAAAB"}'}  # fmt: skip
+    return [
+        {"type": "session", "version": 3, "id": ENCRYPTED, "timestamp": _time(0), "cwd": CWD},
+        _entry(1, None, "message", message=_user("is the tamper sensor calibrated?")),
+        _entry(2, 1, "message", message=_assistant(
+            sealed, {"type": "text", "text": "Yes, against the 20 kg weight."})),
+    ]  # fmt: skip

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import orjson
 import pytest
 from nats.aio.client import Client as NATS
 
@@ -18,6 +19,7 @@ from tests.importers._sources import cites_of, watch_growth
 from tests.importers.test_import_tools import ask
 from worker.importers import registry
 from worker.importers.detect import detect, expand
+from worker.importers.pipeline import convert_file
 from worker.importers.plugin import ConvertOptions
 
 FMT = "auggie"
@@ -116,3 +118,28 @@ def test_only_a_running_last_exchange_waits(tmp_path: Path) -> None:
     for record in records:
         converter.feed(record.number, record.data)
     assert converter.tally.skipped["exchange:incomplete"] == 1
+
+
+def test_an_image_a_tool_returned_is_counted(tmp_path: Path) -> None:
+    """Auggie 0.36.0's writer keeps a tool result's text in ``content`` and, when the tool
+    returned an image, ``content_nodes`` beside it (text pieces, type 1; images, type 2):
+    the image was dropped uncounted."""
+    history = gen.main_history()
+    results = [
+        node["tool_result_node"]
+        for state in history
+        for node in state["exchange"]["request_nodes"]
+        if node.get("type") == 1
+    ]
+    image = {"image_data": "iVBORw0KGgo=", "format": 1}
+    results[0]["content_nodes"] = [
+        {"type": 1, "text_content": results[0]["content"]},
+        {"type": 2, "image_content": image},
+    ]
+    path = tmp_path / "sessions" / f"{gen.MAIN}.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(gen.document(gen.MAIN, history)))
+    events, tally = convert_file(FMT, path)
+    outputs = [orjson.loads(e.body)["payload"].get("output") for e in events]
+    assert results[0]["content"] in outputs
+    assert tally.skipped["tool_result:image"] == 1

@@ -3,11 +3,12 @@ with the five tools, and ``watch`` following a task folder whose history grows."
 
 from __future__ import annotations
 
-import os
+import time
 from pathlib import Path
 from typing import Any
 
 import orjson
+import pytest
 from nats.aio.client import Client as NATS
 
 from contracts.subjects import Subjects
@@ -110,8 +111,13 @@ def test_the_ui_log_waits_while_cline_may_still_write_the_history(tmp_path: Path
     messages = gen.ui_log(gen.T0)
     task = gen.write_ui_task(tmp_path / "tasks", gen.CLINE_UI_TASK, messages[:11])
     assert len(events(task)) == 10  # old and whole: the command's output so far is there
-    (task / cline.UI_MESSAGES).write_bytes(orjson.dumps(messages[:11]))  # just written
-    assert [e["type"] for e in events(task)][-1] == "tool/call"  # its output may grow
+    # Its last message a few seconds old (its own ``ts``): the command's output may grow.
+    recent = gen.ui_log(int(time.time() * 1000) - 5_000)[:11]
+    (task / cline.UI_MESSAGES).write_bytes(orjson.dumps(recent))
+    assert [e["type"] for e in events(task)][-1] == "tool/call"
+    # Old messages in a file copied just now (its mtime the copy's): whole.
+    (task / cline.UI_MESSAGES).write_bytes(orjson.dumps(messages[:11]))
+    assert len(events(task)) == 10
 
 
 def test_the_recorded_cwd_and_task_name_are_read(tmp_path: Path) -> None:
@@ -194,16 +200,17 @@ async def test_watch_follows_a_growing_task(
                        before=5, grow=next_messages, after=10)  # fmt: skip
 
 
-def test_what_waited_on_a_fresh_ui_log_is_published_when_it_goes_quiet(tmp_path: Path) -> None:
+def test_what_waited_on_a_fresh_ui_log_is_published_when_it_goes_quiet(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """``watch``: a UI log read while fresh holds back its last command's output; when the
     folder goes quiet, the idle reading publishes it before the session ends."""
-    messages = gen.ui_log(gen.T0)[:11]
+    messages = gen.ui_log(int(time.time() * 1000) - 5_000)[:11]  # written just now
     task = gen.write_ui_task(tmp_path / "tasks", gen.CLINE_UI_TASK, messages)
-    (task / cline.UI_MESSAGES).write_bytes(orjson.dumps(messages))  # just written
     converter = SnapshotConverter("cline", lambda: cline.read_task(task))
     assert [out.kind for out in converter.feed(1, b"")][-1] == "tool/call"
-    old = messages[-1]["ts"] / 1000
-    os.utime(task / cline.UI_MESSAGES, (old, old))
+    later = time.time() + cline.UI_SETTLE_S
+    monkeypatch.setattr(cline, "now", lambda: later)
     assert [out.kind for out in converter.idle()] == ["tool/result", "session/end"]
 
 

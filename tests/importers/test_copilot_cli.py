@@ -155,3 +155,73 @@ def test_system_prompt_and_permission_prompts_are_skipped_with_reasons(tmp_path:
     assert tally.skipped == {"record:system.message": 1, "record:permission.requested": 1,
                              "record:permission.completed": 1}  # fmt: skip
     assert not tally.unknown, tally.unknown
+
+
+RECORDED = Path(__file__).parent / "recorded" / "copilot-cli" / "sessions"
+
+
+def test_a_recorded_sub_agent_is_a_child_session_citing_its_task_call() -> None:
+    """Copilot 1.0.102 writes a sub-agent's records into its parent's file, each with the
+    sub-agent's ``agentId``: they were read as the parent's own (the sub-agent's prompt
+    a user message of the parent). Its reasoning (``reasoningText``), a failed command's
+    exit code and the ``name`` of ``workspace.yaml`` were lost, and the command an abort
+    stopped was a call without a result."""
+    sessions, _, _ = by_session(FMT, RECORDED)
+    (main,) = [s for s, evs in sessions.items() if not evs[0]["payload"]["parent_session_id"]]
+    (child,) = set(sessions) - {main}
+    start = sessions[child][0]
+    (task,) = [
+        e for e in sessions[main] if e["type"] == "tool/call" and e["payload"]["tool"] == "task"
+    ]
+    assert start["payload"]["parent_session_id"] == main
+    assert start["cites"] == [{"session_id": main, "seq": task["seq"]}]
+    child_texts = [e["payload"].get("text") for e in sessions[child]]
+    assert any(t and t.startswith("Check how ledger.py handles refunds") for t in child_texts)
+    main_users = [e["payload"]["text"] for e in sessions[main] if e["type"] == "message/user"]
+    assert not any(t.startswith("Check how ledger.py") for t in main_users)
+    assert sessions[child][-1]["type"] == "session/end"
+    assert sessions[child][-1]["payload"]["reason"] == "completed"
+    thinking = [e["payload"]["thinking"] for e in sessions[main] if "thinking" in e["payload"]]
+    assert thinking[0] == "First run the failing test to see the error."
+    results = [e for e in sessions[main] if e["type"] == "tool/result"]
+    assert results[0]["payload"]["is_error"] is True  # the failing test run: exit code 1
+    titles = [e["payload"]["title"] for e in sessions[main] if e["type"] == "session/title"]
+    assert titles == ["Ledger fixes"]  # --name: workspace.yaml's name, user_named
+    # SIGINT aborted the turn while its command ran: Copilot wrote no result for it.
+    (aborted,) = [e for e in results if e["payload"].get("interrupted")]
+    (slow,) = [e for e in sessions[main] if e["seq"] == aborted["cites"][0]["seq"]]
+    assert slow["type"] == "tool/call" and "sleep(60)" in slow["payload"]["arguments"]["command"]
+    assert aborted["payload"]["is_error"] is True
+    notes = [e["payload"]["text"] for e in sessions[main] if e["type"] == "message/context"]
+    assert notes == ["abort: user_abort"]
+
+
+def test_a_warning_is_context(tmp_path: Path) -> None:
+    """``session.warning`` (1.0.102's schema: ``warningType``, ``message``) is said to the
+    user like ``session.info``: context, not an unknown kind."""
+    folder = tmp_path / "session-state" / "9f1c"
+    folder.mkdir(parents=True)
+    records = [
+        {"type": "session.start", "id": "a", "timestamp": "2026-12-07T10:00:00.000Z",
+         "data": {"sessionId": "9f1c", "producer": "copilot-agent", "context": {"cwd": "/w"}}},
+        {"type": "session.warning", "id": "b", "timestamp": "2026-12-07T10:00:01.000Z",
+         "data": {"warningType": "quota", "message": "Near the request limit"}},
+    ]  # fmt: skip
+    (folder / "events.jsonl").write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in records))
+    events, tally = convert_file(FMT, folder / "events.jsonl")
+    bodies = [orjson.loads(e.body) for e in events]
+    assert [b["type"] for b in bodies] == ["session/start", "message/context"]
+    assert bodies[1]["payload"]["text"] == "warning: Near the request limit"
+    assert not tally.skipped
+
+
+def test_a_skill_loaded_into_the_context_is_skipped_with_its_reason(tmp_path: Path) -> None:
+    path = tmp_path / f"{gen.SKILL}.jsonl"
+    path.write_bytes(gen.skill_session().bytes())
+    events, tally = convert_file(FMT, path)
+    kinds = [orjson.loads(e.body)["type"] for e in events]
+    assert kinds == ["session/start", "message/user", "tool/call", "tool/result",
+                     "message/assistant"]  # fmt: skip
+    tally.explain(lambda what: reason_for(what, BUILT_IN[FMT]))
+    assert tally.skipped == {"record:skill.invoked": 1}
+    assert not tally.unknown, tally.unknown

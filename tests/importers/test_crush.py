@@ -158,3 +158,12 @@ async def test_watch_follows_new_messages(
     # main's other 7 messages: 8 events.
     await watch_growth(nc, nats_url, subjects, f"watch-{unique}", "crush", db,
                        before=13, grow=rest, after=21)  # fmt: skip
+
+
+def test_a_call_crush_kept_without_an_id_is_answered_by_its_result(tmp_path: Path) -> None:
+    db = gen.write_unnamed_call(tmp_path / "crush.db")
+    got = of(events(db), safe_id(gen.OTHER, prefix="crush-"))
+    call = next(e for e in got if e["type"] == "tool/call" and e["payload"]["tool"] == "")
+    answer = next(e for e in got if e["payload"].get("output") == "Tool not found: ")
+    assert answer["cites"] == [{"session_id": call["session_id"], "seq": call["seq"]}]
+    assert answer["payload"]["is_error"] is True

@@ -90,3 +90,13 @@ def test_a_workspace_not_here_is_read_from_the_paths_its_transcript_shows(
     assert sessions[gen.ELSEWHERE][0]["payload"]["cwd"] == gen.ELSEWHERE_CWD
     # Two folders the project folder's name fits: none is chosen.
     assert sessions[gen.AMBIGUOUS][0]["payload"]["cwd"] is None
+
+
+def test_a_session_showing_no_path_takes_the_one_its_project_folder_shows(
+    tmp_path: Path,
+) -> None:
+    sessions, _, _ = by_session(FMT, gen.write_project_wide(tmp_path))
+    # Its own transcript shows the workspace; its .txt does; another session of the
+    # project folder does (the same workspace: the folder is named by it).
+    for session in (gen.WIDE_SHOWS, gen.WIDE_TEXT, gen.WIDE_SILENT):
+        assert sessions[session][0]["payload"]["cwd"] == gen.WIDE_CWD, session

@@ -349,3 +349,13 @@ def test_a_project_folder_without_its_marker_takes_the_registered_path(tmp_path:
     sessions, _, _ = by_session(FMT, tmp_path / ".gemini" / "tmp")
     assert sessions[gen.REGISTERED][0]["payload"]["cwd"] == gen.REGISTERED_CWD
     assert sessions[gen.DIGESTED][0]["payload"]["cwd"] == gen.DIGESTED_CWD
+
+
+def test_a_digest_folder_no_newer_folder_continues_is_named_by_a_known_path_above(
+    tmp_path: Path,
+) -> None:
+    gen.write_home_digest(tmp_path / ".gemini" / "tmp")
+    sessions, _, _ = by_session(FMT, tmp_path / ".gemini" / "tmp")
+    assert sessions[gen.IN_PROJECT][0]["payload"]["cwd"] == gen.HOME_PROJECT_CWD
+    # The digest is of the home folder as Windows spells it, above the marked project.
+    assert sessions[gen.AT_HOME][0]["payload"]["cwd"] == gen.HOME_CWD

@@ -8,6 +8,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 from nats.aio.client import Client as NATS
 
@@ -129,7 +130,11 @@ def test_skips_are_counted_and_no_cwd_stays_none(tmp_path: Path) -> None:
     db = gen.write(tmp_path / "state.db")
     snapshot = hermes.read_database(db)
     assert snapshot.skipped == {"message:system": 1, "content:image_url": 1,
-                                "message:compaction-copy": 1}  # fmt: skip
+                                "message:compaction-copy": 1,
+                                "message:session_meta": 1}  # fmt: skip
+    # All written on purpose: none is format drift.
+    importer = hermes.HermesImporter()
+    assert all(importer.skip_reason(what) for what in snapshot.skipped)
     assert not snapshot.problems
     chat = of(snapshot_events("hermes", snapshot), CHAT)
     assert chat[0]["payload"]["cwd"] is None and chat[0]["payload"]["platform"] == "telegram"
@@ -217,6 +222,47 @@ async def test_watch_follows_new_rows(
 
     # Two rows of each session: main 1 + 3 (user, thinking, call), sub 1 + 2, old 1 + 2,
     # next 1 + 2, chat 1 + 2 = 16; the rest: main 11 more, sub 2, next 1, chat 2 (its
-    # system row is skipped) = 32 in all.
+    # session_meta and system rows are skipped) = 32 in all.
     await watch_growth(nc, nats_url, subjects, f"watch-{unique}", "hermes", db,
                        before=16, grow=rest, after=32)  # fmt: skip
+
+
+def test_a_child_started_before_its_compressed_parent_ended_is_a_sub_agent(
+    tmp_path: Path,
+) -> None:
+    """Hermes's own rule: a compression continuation starts at or after its parent's end;
+    a child that started before (a real gateway home of schema 12, no model_config
+    markers) is a sub-agent, citing the parent's delegation."""
+    db = tmp_path / "state.db"
+    conn = sqlite3.connect(db)
+    conn.executescript(
+        "CREATE TABLE sessions (id TEXT PRIMARY KEY, source TEXT NOT NULL,"
+        " parent_session_id TEXT, started_at REAL NOT NULL, ended_at REAL, end_reason TEXT);"
+        "CREATE TABLE messages (id INTEGER PRIMARY KEY AUTOINCREMENT, session_id TEXT,"
+        " role TEXT, content TEXT, tool_call_id TEXT, tool_calls TEXT, tool_name TEXT,"
+        " timestamp REAL NOT NULL);"
+        "INSERT INTO sessions VALUES ('p', 'weixin', NULL, 1000, 1100, 'compression');"
+        "INSERT INTO sessions VALUES ('task', 'weixin', 'p', 1040, NULL, NULL);"
+        "INSERT INTO sessions VALUES ('next', 'weixin', 'p', 1100, NULL, NULL);"
+        "INSERT INTO messages (session_id, role, content, timestamp)"
+        " VALUES ('p', 'user', 'build the board', 1001);"
+        "INSERT INTO messages (session_id, role, content, timestamp)"
+        " VALUES ('task', 'user', 'Implement Task 2: the board', 1041);"
+        "INSERT INTO messages (session_id, role, content, timestamp)"
+        " VALUES ('next', 'user', '[CONTEXT SUMMARY]: the board was planned.', 1100);"
+    )
+    delegate = gen.call("call_d", "delegate_task", {"goal": "Implement Task 2"})
+    conn.execute(
+        "INSERT INTO messages (session_id, role, content, tool_calls, timestamp)"
+        " VALUES ('p', 'assistant', '', ?, 1039)",
+        (orjson.dumps([delegate]).decode(),),
+    )
+    conn.commit()
+    conn.close()
+    got = events(db)
+    task, following = of(got, "hermes-task")[0], of(got, "hermes-next")[0]
+    assert task["payload"]["lineage"] == "subagent"
+    call = next(e for e in of(got, "hermes-p") if e["type"] == "tool/call")
+    assert task["cites"] == [{"session_id": "hermes-p", "seq": call["seq"]}]
+    assert following["payload"]["lineage"] == "compression"
+    assert "cites" not in following

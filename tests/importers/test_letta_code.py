@@ -44,6 +44,18 @@ def test_pi_entries_under_the_conversation_key(tmp_path: Path) -> None:
     assert registry.get(FMT).skip_reason("record:model_change") is not None
 
 
+def test_a_sub_agent_cites_its_agent_call(tmp_path: Path) -> None:
+    """The Agent tool runs a sub-agent in its own agent's default conversation; the call's
+    result names it (as in the recording of Letta Code 0.32.18)."""
+    sessions, _, _ = by_session(FMT, gen.write_with_subagent(tmp_path))
+    call = next(e for e in sessions[gen.PARENT] if e["type"] == "tool/call")
+    start = sessions[gen.SUB][0]
+    assert start["payload"]["parent_session_id"] == gen.PARENT
+    assert start["cites"] == [{"session_id": gen.PARENT, "seq": call["seq"]}]
+    titles = [e["payload"]["title"] for e in sessions[gen.SUB] if e["type"] == "session/title"]
+    assert titles == [gen.SUB_TITLE]
+
+
 def test_detected_before_pi_and_located(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     root = gen.write(tmp_path)
     files = list(expand([root], FMT))

@@ -82,6 +82,24 @@ def test_a_sub_agent_cites_its_spawn_and_a_rewind_forks(tmp_path: Path) -> None:
     ]  # fmt: skip
 
 
+def test_a_sub_agent_spawned_through_tool_search_cites_its_call(tmp_path: Path) -> None:
+    """OpenClaw 2026.9.6 offers ``sessions_spawn`` behind tool search: the call is a
+    ``tool_call`` naming it (as the recording's is), and OpenClaw writes the nested run as a
+    ``custom`` message too: counted, not an empty context message."""
+    store = gen.write_store(tmp_path / "agents/main/agent/openclaw-agent.sqlite", search=True)
+    sessions, tally = sessions_of(store.parent)
+    spawn = next(e for e in sessions[MAIN] if e["payload"].get("tool") == "tool_call")
+    assert spawn["payload"]["arguments"]["id"] == "sessions_spawn"
+    child = sessions[SUB][0]
+    assert child["payload"]["parent_session_id"] == MAIN
+    assert child["cites"] == [{"session_id": MAIN, "seq": spawn["seq"]}]
+    result = next(e for e in sessions[MAIN] if e["type"] == "tool/result"
+                  and e["cites"] == [{"session_id": MAIN, "seq": spawn["seq"]}])  # fmt: skip
+    assert result["seq"] == spawn["seq"] + 1  # nothing published for the nested run
+    assert tally.skipped[f"message:custom:{gen.NESTED_TOOL}"] == 1
+    assert registry.get(FMT).skip_reason(f"message:custom:{gen.NESTED_TOOL}")
+
+
 def test_a_rewrite_and_cold_storage_are_counted(tmp_path: Path) -> None:
     """A transcript rewrite deletes main's rows from a point and writes them again under
     new row ids: read after the first reading, they publish nothing twice. A session moved
@@ -201,3 +219,13 @@ def test_a_store_of_another_schema_is_reported(tmp_path: Path) -> None:
     with pytest.raises(UnreadableSource, match="cannot read the store"):
         list(registry.get(FMT).records(db))
     assert list(registry.get(FMT).records(db, complete=False)) == []  # watch: next poll
+
+
+def test_entries_after_a_pruned_heartbeat_are_read_in_the_main_thread(tmp_path: Path) -> None:
+    path = gen.write_pruned_heartbeats(tmp_path / ".openclaw" / "agents" / "main" / "sessions")
+    sessions, tally = sessions_of(path.parent)
+    texts = [e["payload"].get("text") for e in sessions[f"openclaw-{gen.HEARTBEAT}"]]
+    assert "[OpenClaw heartbeat poll]" in texts and "HEARTBEAT_OK" in texts
+    assert tally.skipped["entry:unknown-parent"] == 2
+    tally.explain(registry.get(FMT).skip_reason)  # a kind OpenClaw writes: not drift
+    assert not tally.unknown, tally.unknown

@@ -21,7 +21,7 @@ from tests.importers._agent_e2e import assert_events, imported
 from tests.importers._sources import cites_of, snapshot_events, watch_growth
 from tests.importers.test_import_tools import ask
 from tests.importers.test_watch import has, start, stop, watch_command
-from worker.importers import opencode
+from worker.importers import opencode, registry
 from worker.importers.snapshot import SessionCache, Snapshot, SnapshotConverter
 
 # Main: start, user text, synthetic context, thinking, 2 x (call, result), text = 9, plus
@@ -366,3 +366,14 @@ def _replayed(log: list[tuple[str, bytes]]) -> tuple[list[Any], Any]:
         if info:
             moments.append(reading())
     return moments, reading()
+
+
+def test_an_empty_text_part_is_counted_not_published(tmp_path: Path) -> None:
+    db = tmp_path / "opencode.db"
+    gen.write_database(db, gen.empty_text_history())
+    snapshot = opencode.read_database(db)
+    kinds = [e["type"] for e in snapshot_events("opencode", snapshot)]
+    assert kinds == ["session/start", "message/user", "tool/call", "tool/result",
+                     "message/assistant"]  # fmt: skip
+    assert snapshot.skipped == {"part:text:empty": 1}
+    assert registry.get("opencode").skip_reason("part:text:empty")

@@ -15,6 +15,7 @@ from tests.importers._sources import cites_of, snapshot_events, watch_growth
 from tests.importers.test_import_tools import ask
 from worker.importers import openhands
 from worker.importers.skips import BUILT_IN, reason_for
+from worker.importers.whole_sources import OpenHandsImporter
 
 SDK = f"openhands-{gen.SDK_ID}"
 SERVER = f"openhands-{gen.SERVER_ID}"
@@ -135,3 +136,26 @@ def test_an_action_answered_twice_is_cited_by_both_answers(tmp_path: Path) -> No
     got = events(gen.write_server(tmp_path, turn))
     results = [e for e in got if e["type"] == "tool/result"]
     assert [r["cites"] for r in results] == [[{"session_id": SERVER, "seq": 4}]] * 2
+
+
+RECORDED = Path(__file__).parent / "recorded" / "openhands" / "sessions"
+
+
+def test_a_recorded_task_sub_agent_is_a_child_citing_its_call() -> None:
+    """OpenHands CLI 1.16.0 (SDK 1.21.0) keeps a ``task`` sub-agent's conversation in
+    ``subagents/<id>/`` of its parent's folder: it was read as a session of its own, with
+    no parent and no call cited. A test run that failed (exit code 1) was not an error."""
+    (folder,) = [p for p in RECORDED.iterdir() if p.is_dir()]
+    snapshot = openhands.read_conversation(folder)
+    parent, child = snapshot.sessions
+    assert child.parent == parent.session_id
+    assert child.title == "Check refund handling"
+    got = snapshot_events("openhands", snapshot)
+    task = next(e for e in got if e["type"] == "tool/call" and e["payload"]["tool"] == "task")
+    start = next(e for e in got if e["session_id"] == child.session_id)
+    assert start["type"] == "session/start"
+    assert start["cites"] == [{"session_id": parent.session_id, "seq": task["seq"]}]
+    first = next(e for e in got if e["type"] == "tool/result")
+    assert first["payload"]["is_error"] is True  # python3 -m unittest: exit code 1
+    # Only the parent is a source: the sub-agent's folder is read with it.
+    assert list(OpenHandsImporter().sources(RECORDED)) == [folder]

@@ -13,6 +13,7 @@ from contracts.subjects import Subjects
 from tests.importers import gen_pi as gen
 from tests.importers._agent_e2e import assert_events, by_session, imported, watch_grows
 from tests.importers.test_import_tools import ask
+from worker.importers import registry
 from worker.importers.detect import detect, expand
 
 FMT = "pi"
@@ -123,3 +124,16 @@ def test_a_recorded_image_in_a_prompt_is_counted_not_dropped() -> None:
     prompt = next(e for e in events if "What does this image show?" in e["payload"].get("text", ""))
     assert prompt["type"] == "message/user"
     assert tally.skipped["user-block:image"] == 1
+
+
+def test_reasoning_kept_only_encrypted_is_counted_not_published_blank(tmp_path: Path) -> None:
+    folder = tmp_path / ".pi" / "agent" / "sessions" / gen.FOLDER
+    folder.mkdir(parents=True)
+    (folder / f"{gen.ENCRYPTED}.jsonl").write_bytes(gen.lines(gen.encrypted_thinking_session()))
+    sessions, _, tally = by_session("pi", folder)
+    assert [e["type"] for e in sessions[gen.ENCRYPTED]] == [
+        "session/start", "message/user", "message/assistant",
+    ]  # fmt: skip
+    assert tally.skipped["message:assistant:thinking:encrypted"] == 1
+    tally.explain(registry.get("pi").skip_reason)
+    assert not tally.unknown, tally.unknown

@@ -5,7 +5,7 @@ an operation log that grows."""
 from __future__ import annotations
 
 import asyncio
-import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +71,10 @@ def test_the_writers_operation_log_keeps_the_assistant_and_every_request(
 
 def test_a_request_without_result_waits_only_while_last_and_fresh(tmp_path: Path) -> None:
     path = gen.write_writer_document(tmp_path)
+    # Made just now (its own timestamp): VS Code may still be answering it.
+    body = gen.writer_document()
+    body["requests"][-1]["timestamp"] = int(time.time() * 1000)
+    path.write_bytes(orjson.dumps(body))
     got = events(path)
     assert [e["type"] for e in got] == [
         "session/start", "message/user", "message/assistant", "tool/call", "tool/result",
@@ -83,9 +87,9 @@ def test_a_request_without_result_waits_only_while_last_and_fresh(tmp_path: Path
     assert got[3]["payload"]["tool"] == "textEditGroup"
     assert got[8]["payload"]["text"] == "The footer is sticky too."
     assert vscode_copilot.read_chat(path).skipped == {"response:codeblockUri": 1}
-    # Quiet for longer than the window: the last answer is what there is.
-    old = path.stat().st_mtime - 3600
-    os.utime(path, (old, old))
+    # Made longer ago than the window: the last answer is what there is, even in a file
+    # copied just now (its modification time is the copy's).
+    path.write_bytes(orjson.dumps(gen.writer_document()))
     assert events(path)[-1]["payload"]["text"] == "Looking at the breakpoints"
     # Older versions mark a cancelled request, with no result, as such.
     body = gen.writer_document()
@@ -97,6 +101,7 @@ def test_a_request_without_result_waits_only_while_last_and_fresh(tmp_path: Path
 
 def test_operation_log_is_replayed_and_an_unanswered_request_waits(tmp_path: Path) -> None:
     lines = gen.log_lines()
+    lines[1]["v"][0]["timestamp"] = int(time.time() * 1000)  # made just now
     path = gen.write_log(tmp_path, lines[:3])  # answered in part, no result yet
     assert [e["type"] for e in events(path)] == ["session/start", "message/user"]
     gen.write_log(tmp_path, lines)

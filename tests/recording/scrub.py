@@ -38,6 +38,9 @@ class OwnText:
     # In an SQLite database (``*.db``): (table, column) pairs that hold only the agent's
     # own text (e.g. Hermes's ``sessions.system_prompt``), every such value of them.
     columns: tuple[tuple[str, str], ...] = ()
+    # The marker of a prefixed string keeps the prefix, where the importer types a text by
+    # it (Letta Code's ``<system-reminder>`` blocks, typed as context, not the user's).
+    keep_prefix: bool = False
 
 
 def marker(agent: str, text: str) -> str:
@@ -48,7 +51,10 @@ def _scrub(value: Any, agent: str, rule: OwnText, whole: bool) -> tuple[Any, int
     if isinstance(value, str):
         prefixed = bool(rule.prefixes) and value.lstrip().startswith(rule.prefixes)
         own = len(value) >= rule.min_chars and (whole or prefixed)
-        return (marker(agent, value), 1) if own else (value, 0)
+        if not own:
+            return value, 0
+        kept = next((p for p in rule.prefixes if value.lstrip().startswith(p)), "")
+        return (kept if rule.keep_prefix else "") + marker(agent, value), 1
     if isinstance(value, dict):
         count = 0
         out: dict[str, Any] = {}

@@ -357,7 +357,7 @@ class IngestCheck:
 
 
 async def check_ingest(nc: NATS, subjects: Subjects, db: Path, expected: int) -> IngestCheck:
-    """The index against the stream: counts, checksum, SQLite and FTS5 integrity."""
+    """The index against the stream: counts, checksum, SQLite and search index integrity."""
     js = nc.jetstream()
     last = (await js.stream_info(subjects.events_stream)).state.last_seq
     await wait_indexed(db, last)

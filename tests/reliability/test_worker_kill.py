@@ -6,7 +6,8 @@ the stream: A is stopped (SIGSTOP) while one event is published, then SIGKILLed,
 cannot have indexed that event. The search it held is redelivered to worker B after the
 ack wait and answered; every search either worker accepted is answered. A is restarted on
 the same index file: ingestion resumes with zero lost or doubled events (count and
-checksum against the stream) and clean SQLite/FTS5 integrity.
+checksum against the stream), a clean SQLite integrity check and a search index that matches
+the store.
 """
 
 from __future__ import annotations

@@ -25,8 +25,8 @@ from nats.aio.client import Client as NATS
 
 import worker.serving.replies
 import worker.store.sqlite.store
+import worker.tools.context
 import worker.tools.input
-import worker.tools.operations
 import worker.tools.workspace_access
 from contracts.envelope import Execution
 from tests._harness import SAMPLE_CALLS, call, new_id
@@ -104,7 +104,7 @@ def counts(monkeypatch: pytest.MonkeyPatch) -> Counts:
     counts.wrap(monkeypatch, worker.store.sqlite.store, "compile_query")
     counts.wrap(monkeypatch, worker.tools.workspace_access, "wait_for_step")
     counts.wrap(monkeypatch, worker.tools.workspace_access, "caller_of")
-    counts.wrap(monkeypatch, worker.tools.operations, "fetch_titles")
+    counts.wrap(monkeypatch, worker.tools.context, "fetch_titles")
     counts.watch_caller_reads(monkeypatch)
     return counts
 

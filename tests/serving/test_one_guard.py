@@ -1,8 +1,8 @@
-"""The executor is the only outer guard: a failure injected where each former catch-all stood
-(the transport's endpoint, the tool service's handler, the executor's spill step, the
-boundary's guard around a workflow, the operator service's own catch-all) is answered there
-with the fixed TOOL_FAILED and logged once, with its cause. A real worker over a real
-nats-server."""
+"""The executor is the only outer guard: a failure injected in each layer a request crosses
+(the transport's endpoint, the tool service's handler, the executor's spill step, a
+workflow inside the boundary, an operator verb) is answered there with the fixed
+TOOL_FAILED and logged once, with its cause, so no layer needs a catch-all of its own. A
+real worker over a real nats-server."""
 
 from __future__ import annotations
 

@@ -84,7 +84,8 @@ async def test_operator_search_refusals_through_the_queue_keep_their_bytes(
     nc: NATS, subjects: Subjects, tmp_path: Path
 ) -> None:
     """A body no verb can read is answered before it is queued; arguments the verb refuses
-    are answered by the lane that fetched it: both in the operator's JSON, as before."""
+    are answered by the lane that fetched it: both in the operator's JSON (the status/error
+    shape every verb answers with)."""
     async with sample_corpus_worker(nc, subjects, tmp_path) as worker:
         msg = await nc.request(subjects.operator("search"), b"not json", timeout=10)
         assert msg.data == (

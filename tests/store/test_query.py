@@ -57,7 +57,7 @@ class TinyIndex:
         self.reader.refresh()
         view = self.reader.view()
         builder = QueryBuilder(plan, WS, view)
-        scope, _ = scope_clauses(snapshot_seq=self.seq)
+        scope, _ = scope_clauses(as_of_seq=self.seq)
         query = builder.partial(scope) if partial else builder.all_words(scope)
         return {c.event_id for c in top(view.searcher, query, 10_000)}
 

@@ -52,7 +52,7 @@ def search_ids(db: Path, text: str, cwd: str = "/work/a") -> set[int]:
     """Event ids the search index finds for ``text`` in ``cwd``'s workspace, all words."""
     reader = SearchIndexReader.open(db)
     assert reader is not None
-    scope, _ = scope_clauses(snapshot_seq=2**62)
+    scope, _ = scope_clauses(as_of_seq=2**62)
     view = reader.view()
     query = QueryBuilder(compile_query(text), schema.workspace_token(cwd), view).all_words(scope)
     return {c.event_id for c in top(view.searcher, query, 1000)}

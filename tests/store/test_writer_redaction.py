@@ -30,7 +30,7 @@ def _rows(db: Path, sql: str) -> list[tuple[Any, ...]]:
 def _search(db: Path, text: str) -> set[int]:
     reader = SearchIndexReader.open(db)
     assert reader is not None
-    scope, _ = scope_clauses(snapshot_seq=2**62)
+    scope, _ = scope_clauses(as_of_seq=2**62)
     view = reader.view()
     query = QueryBuilder(compile_query(text), schema.workspace_token("/work/a"), view)
     return {c.event_id for c in top(view.searcher, query.all_words(scope), 1000)}

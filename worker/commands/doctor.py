@@ -32,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
         print(line)
     print()
     if not findings:
-        print("doctor: no problem found (integrity_check, FTS5 integrity-check, stream match)")
+        print("doctor: no problem found (integrity_check, search index, stream match)")
         return EXIT_OK
     for finding in findings:
         print(f"problem: {finding}")

@@ -19,7 +19,7 @@ At the end no partition can move from the heaviest set to the lightest usefully,
 gap is at most the smallest partition of the heaviest set: when every partition is small
 against a set's share, the sets are near-equal. When they cannot be (one partition larger
 than a share's tolerance, or partitions too coarse), the plan says so and is still the
-best this found (``Plan.within_tolerance``, ``Plan.problem``).
+best this found (``ShardPlan.within_tolerance``, ``ShardPlan.problem``).
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ class PlanError(RuntimeFailure, ValueError):
 
 
 @dataclass(frozen=True, slots=True)
-class Plan:
+class ShardPlan:
     """``sets[i]``: the sorted partitions of shard ``i``; ``weights[i]``: their total."""
 
     sets: tuple[tuple[int, ...], ...]
@@ -92,7 +92,7 @@ class Plan:
         )
 
 
-def balance(sizes: Sequence[int], shards: int, tolerance: float = TOLERANCE) -> Plan:
+def balance(sizes: Sequence[int], shards: int, tolerance: float = TOLERANCE) -> ShardPlan:
     """``shards`` sets of the partitions ``0..len(sizes)-1`` balanced by ``sizes``."""
     count = len(sizes)
     if shards < 1:
@@ -114,7 +114,7 @@ def balance(sizes: Sequence[int], shards: int, tolerance: float = TOLERANCE) -> 
         if not _improve(sets, weights, sizes):
             break
     ordered = sorted((tuple(sorted(s)) for s in sets), key=lambda s: s[0])
-    return Plan(
+    return ShardPlan(
         sets=tuple(ordered),
         weights=tuple(sum(sizes[k] for k in s) for s in ordered),
         sizes=tuple(sizes),

@@ -120,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
     )
 
 
-class Refused(RuntimeFailure):
+class ServeRefused(RuntimeFailure):
     """``serve`` cannot start: the message is the one line it prints."""
 
 
@@ -147,7 +147,7 @@ async def serve(
             return await _connect_and_serve(
                 config, options, stop, watchdog, sample_corpus=sample_corpus
             )
-    except Refused as exc:
+    except ServeRefused as exc:
         refuse(exc)
         return 1
     finally:
@@ -170,7 +170,7 @@ async def _nats_url(
     try:
         home_lock = IndexLock(home / "nats", what="state directory").acquire()
     except IndexLocked as exc:
-        raise Refused(exc) from None
+        raise ServeRefused(exc) from None
     try:
         # Its own session: a terminal's Ctrl-C reaches us only, so we stop the worker first
         # and the server last rather than losing in-flight replies. It dies with us.
@@ -184,7 +184,7 @@ async def _nats_url(
         try:
             embedded.start()  # on this (the main) thread: its death signal follows it
         except EmbeddedServerError as exc:
-            raise Refused(exc) from None
+            raise ServeRefused(exc) from None
         say(f"nats-server (embedded) listening on {embedded.url}; JetStream under {home}/nats")
         say(f"  connect with: export NATS_URL={embedded.url}")
         try:

@@ -364,7 +364,7 @@ def _worker_row(worker_id: str, info: dict[str, Any], index: dict[str, Any]) -> 
 
 
 def joined_note(joined: dict[str, Any]) -> str:
-    """How a worker's index started, in words (``snapshots.Join.report``)."""
+    """How a worker's index started, in words (``snapshot_join.Join.report``)."""
     how = joined.get("how")
     if how == "snapshot":
         return (

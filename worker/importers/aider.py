@@ -27,6 +27,11 @@ from worker.importers.base import Outgoing, Sessions, Tally, cut, iso_time
 
 NAME: Final = "aider"
 HISTORY_FILE: Final = ".aider.chat.history.md"
+# Aider's prompt history (prompt_toolkit's ``FileHistory``), beside the chat history by
+# default: each input follows a ``# <local time>`` line.
+INPUT_HISTORY: Final = ".aider.input.history"
+_INPUT_TIME: Final = re.compile(rb"^# (\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:\.\d+)?)\s*$", re.M)
+_INPUT_TAIL: Final = 1 << 16  # the last input's time is near the end
 _START: Final = re.compile(r"^# aider chat started at (\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2})")
 
 
@@ -89,16 +94,24 @@ class AiderConverter:
         return out
 
     def end_quiet(self, before: datetime) -> list[Outgoing]:
-        # Aider writes a time only where a session starts: whether the last session is
-        # still going, only the file's modification time can tell.
-        try:
-            written = datetime.fromtimestamp(Path(self.path).stat().st_mtime, UTC)
-        except OSError:
-            written = before
-        keep = [self.session] if self.session is not None and written >= before else []
+        keep = [self.session] if self.session is not None and self._active(before) else []
         out = self.sessions.end_quiet(before, keep=keep)
         self.tally.events += len(out)
         return out
+
+    def _active(self, before: datetime) -> bool:
+        """Whether the last session may still be going on. The chat history has a time
+        only where a session starts; the input history beside it times each prompt, and
+        one at or after that start is the session's latest activity. Without it, only
+        the file's modification time can tell (in a fresh copy, it is the copy's)."""
+        started = datetime.fromisoformat(self.time) if self.time else None
+        last_input = _last_input(Path(self.path).parent / INPUT_HISTORY, self.assume_tz)
+        if started is not None and last_input is not None and last_input >= started:
+            return max(started, last_input) >= before
+        try:
+            return datetime.fromtimestamp(Path(self.path).stat().st_mtime, UTC) >= before
+        except OSError:
+            return True
 
     def _start(self, stamp: str) -> Outgoing:
         self.time = iso_time(stamp.replace(" ", "T"), assume=self.assume_tz)
@@ -138,6 +151,25 @@ def _classify(text: str) -> tuple[str, str]:
     if not text.strip():
         return "blank", ""
     return "assistant", text
+
+
+def _last_input(path: Path, assume_tz: tzinfo) -> datetime | None:
+    """The time of the last prompt in Aider's input history (local, read in
+    ``assume_tz``), or None without one."""
+    try:
+        with path.open("rb") as fh:
+            size = fh.seek(0, 2)
+            fh.seek(max(0, size - _INPUT_TAIL))
+            tail = fh.read()
+    except OSError:
+        return None
+    stamps = _INPUT_TIME.findall(tail)
+    if not stamps:
+        return None
+    try:
+        return datetime.fromisoformat(stamps[-1].decode()).replace(tzinfo=assume_tz)
+    except ValueError:
+        return None
 
 
 def _some(value: Outgoing | None) -> list[Outgoing]:

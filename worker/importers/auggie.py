@@ -9,10 +9,10 @@ session store, and chat exchange nodes): ``sessionId``, ``created``, ``modified`
 (``request_message`` and ``request_nodes``) and the model's answer (``response_nodes``):
 
 - request nodes: text (type 0) as ``message/user`` (harness text typed), a tool result
-  (type 1, ``tool_result_node``: ``tool_use_id``, ``content``, ``is_error``) as the
-  ``tool/result`` of its call, a history summary (type 10) as a ``compaction``; the IDE
-  state (type 4) gives the session's cwd (its first workspace folder), images (type 2)
-  and other kinds are counted;
+  (type 1, ``tool_result_node``: ``tool_use_id``, ``content``, ``is_error``; the images
+  among its ``content_nodes`` are counted) as the ``tool/result`` of its call, a history
+  summary (type 10) as a ``compaction``; the IDE state (type 4) gives the session's cwd
+  (its first workspace folder), images (type 2) and other kinds are counted;
 - the answer: its thinking nodes (type 8) as one ``message/assistant`` with thinking,
   the ``response_text`` (the text nodes, type 0, are its streamed pieces) as one
   ``message/assistant``, then each tool use (type 5: ``tool_use_id``, ``tool_name``,
@@ -234,6 +234,11 @@ class AuggieConverter(TitledAtEnd):
                                    "output": as_text(result.get("content"))}  # fmt: skip
         if result.get("is_error") is True:
             payload["is_error"] = True
+        # ``content`` is the result's text; ``content_nodes`` repeat it in pieces beside the
+        # images a tool returned (type 2), which are counted.
+        for node in _nodes(result, "content_nodes"):
+            if node.get("type") == 2:
+                self.tally.skip("tool_result:image")
         cites = [call[:2]] if call else None
         return self.sessions.emit(session, "tool/result", "tool", time, payload,
                                   "request:tool_result", cites=cites)  # fmt: skip

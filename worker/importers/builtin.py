@@ -68,6 +68,21 @@ class ClaudeCodeImporter(Importer):
         # Claude Code's internal context-compression agents repeat the main transcript.
         return not path.name.startswith("agent-acompact-")
 
+    def files(self, root: Path) -> list[Path]:
+        """A project's transcripts in the order their sessions started (a session may
+        answer a call the one before it left open), each followed by its sub-agents'."""
+        starts: dict[Path, str] = {}
+
+        def order(path: Path) -> tuple[str, str, str]:
+            main = path
+            if path.parent.name == "subagents":
+                main = path.parent.parent.with_name(path.parent.parent.name + ".jsonl")
+            if main not in starts:
+                starts[main] = claude_code.first_time(main)
+            return (str(main.parent), starts[main], str(path))
+
+        return sorted(super().files(root), key=order)
+
     def converter(self, path: Path, options: ConvertOptions) -> Converter:
         return ClaudeCodeConverter(path, links=options.links)
 

@@ -75,6 +75,11 @@ NAME: Final = "claude-code"
 # Tools whose call starts a sub-agent (``Task``; ``Agent`` in later versions).
 _SPAWNING_TOOLS: Final = frozenset({"Task", "Agent"})
 _PROMPT: Final = "prompt:"  # links key prefix of a spawning call, by a digest of its prompt
+# links key of a call a transcript left unanswered: (_OPEN_CALL, its tool_use id).
+_OPEN_CALL: Final = "\0open-call"
+_PLAN_EXIT: Final = "ExitPlanMode"  # plan mode's call a "clear context" session answers
+_HEAD_BYTES: Final = 64 << 10
+_TIMESTAMP: Final = re.compile(rb'"timestamp":\s*"([^"]+)"')
 # The model name Claude Code gives the assistant records it writes itself.
 SYNTHETIC_MODEL: Final = "<synthetic>"
 _NOTIFIED_CALL: Final = re.compile(
@@ -105,6 +110,7 @@ class ClaudeCodeConverter(JsonRecordConverter):
         self.links: SpawnLinks = {} if links is None else links
         # tool_use id -> (session, seq, tool name) of its tool/call, for the result's citation.
         self.tool_calls: dict[str, tuple[str, int, object]] = {}
+        self.answered: set[str] = set()  # tool_use ids whose result this file holds
         # uuid of a sidechain record (main-file sidechains) -> its child session.
         self.side_threads: dict[str, str] = {}
         # Summaries whose leaf record is not read yet: leafUuid -> titles.
@@ -295,6 +301,12 @@ class ClaudeCodeConverter(JsonRecordConverter):
         return self.sessions.emit(session, "session/title", "system", None, payload, source_type)
 
     def finish(self) -> list[Outgoing]:
+        # A call left unanswered here may be answered in the next session's file: "clear
+        # context and implement" (plan mode) starts it with the plan's rejected
+        # ExitPlanMode result, under the new sessionId (seen in real 2.1.2x homes).
+        for tool_id, call in self.tool_calls.items():
+            if tool_id not in self.answered:
+                self.links[(_OPEN_CALL, tool_id)] = Spawn(call[0], call[1], str(call[2]))
         # Summaries of other sessions (their leaf is no record of this file) title nothing.
         for titles in self.pending_titles.values():
             for _ in titles:
@@ -343,9 +355,15 @@ class ClaudeCodeConverter(JsonRecordConverter):
             ref = f"{uuid}-{index}"
             kind = block.get("type") if isinstance(block, dict) else None
             if kind == "text" and isinstance(block.get("text"), str):
+                if not block["text"].strip():  # a lone newline before a tool call
+                    self.tally.skip("assistant-block:text:empty")
+                    continue
                 payload = {**base, "text": cut(block["text"])}
                 out.append(self._emit(session, text_type, surface, time, payload, ref))
             elif kind == "thinking" and isinstance(block.get("thinking"), str):
+                if not block["thinking"].strip():  # kept without its text: the signature
+                    self.tally.skip("assistant-block:thinking:encrypted")
+                    continue
                 payload = {**base, "thinking": cut(block["thinking"])}
                 out.append(
                     self._emit(session, "message/assistant", "assistant", time, payload, ref)
@@ -378,6 +396,8 @@ class ClaudeCodeConverter(JsonRecordConverter):
                     session, out.seq, description if isinstance(description, str) else None
                 )
                 self.links[(session, _prompt_key(prompt))] = spawn
+            if block.get("name") == _PLAN_EXIT:  # answered in the next session (watch too)
+                self.links[(_OPEN_CALL, tool_id)] = Spawn(session, out.seq, _PLAN_EXIT)
         return out
 
     def _user(self, session: str, record: dict[str, Any], time: str | None) -> list[Outgoing]:
@@ -451,8 +471,13 @@ class ClaudeCodeConverter(JsonRecordConverter):
         call = self.tool_calls.get(tool_id) if tool_id else None
         cites = None
         if call is not None:
+            self.answered.add(str(tool_id))
+            self.links.pop((_OPEN_CALL, str(tool_id)), None)
             payload["tool"] = call[2]
             cites = [(call[0], call[1])]
+        elif tool_id and (earlier := self.links.pop((_OPEN_CALL, tool_id), None)) is not None:
+            payload["tool"] = earlier.description  # the call is in another session's file
+            cites = [(earlier.session_id, earlier.seq)]
         return self.sessions.emit(
             session, "tool/result", "tool", time, _drop_none(payload), "user",
             cites=cites, source_ref=ref,
@@ -484,6 +509,17 @@ def _continued(content: object) -> bool:
     if isinstance(content, list) and content and isinstance(content[0], dict):
         content = content[0].get("text")
     return isinstance(content, str) and content.lstrip().startswith(harness.CONTINUATION)
+
+
+def first_time(path: Path) -> str:
+    """The first record time in a transcript's first bytes ("" when none, or unreadable)."""
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(_HEAD_BYTES)
+    except OSError:
+        return ""
+    found = _TIMESTAMP.search(head)
+    return found.group(1).decode("ascii", "replace") if found else ""
 
 
 def _drop_none(payload: dict[str, Any]) -> dict[str, Any]:

@@ -31,8 +31,8 @@ Studied: Cline's writer (3.x to 4.1: ``ExtensionMessage.ts`` ``ClineMessage``/``
   follow it (``command_output`` chunks joined, ``mcp_server_response``,
   ``browser_action_result``) or else by the next API request's "[tool] Result:" sections,
   one per call in order, when their number matches; errors as ``message/context``. A UI
-  log changed in the last minute waits: Cline writes the API history moments after the
-  task starts, and then that is read instead. When both exist, the API history wins;
+  log whose last message (its ``ts``) is less than a minute old waits: Cline writes the
+  API history moments after the task starts, and then that is read instead. When both exist, the API history wins;
 - skipped and counted: ``image`` blocks and other block types; with an API history,
   ``ui_messages.json``'s content (its first time is read); in a UI log, bookkeeping
   (``api_req_started`` not used for a result, ``checkpoint_created``, ``task_progress``,
@@ -125,14 +125,20 @@ def read_task(task_dir: Path) -> Snapshot:
                 session.skipped["message:not-an-object"] += 1
     else:
         session.cwd = session.cwd or _cwd_of_ui(conversation)
-        read_ui_log(conversation, session, settled=_quiet(task_dir / UI_MESSAGES, UI_SETTLE_S))
+        read_ui_log(conversation, session, settled=_quiet(task_dir / UI_MESSAGES, conversation))
     snapshot.sessions.append(session)
     return snapshot
 
 
-def _quiet(path: Path, seconds: float) -> bool:
+def _quiet(path: Path, messages: list[Any]) -> bool:
+    """The UI log is not being written: its last message is ``UI_SETTLE_S`` old (by its
+    own ``ts``; the file's time only when it has none: a copied file's is the copy's)."""
+    last = messages[-1] if messages and isinstance(messages[-1], dict) else {}
+    ts = last.get("ts")
+    if isinstance(ts, int | float) and not isinstance(ts, bool):
+        return now() - float(ts) / 1000 >= UI_SETTLE_S
     try:
-        return now() - path.stat().st_mtime >= seconds
+        return now() - path.stat().st_mtime >= UI_SETTLE_S
     except OSError:
         return False
 
@@ -266,8 +272,8 @@ def _block(ref: str, role: str, block: dict[str, Any], time: str | None) -> Item
 # --- ui_messages.json: the task's UI log (ClineMessage), read when there is no API history
 
 UI_MESSAGES: Final = "ui_messages.json"
-# Cline writes the API history moments after the task starts: a UI log alone that changed
-# this recently may be a task whose history is not written yet.
+# Cline writes the API history moments after the task starts: a UI log alone whose last
+# message is this recent may be a task whose history is not written yet.
 UI_SETTLE_S: Final = 60.0
 # Kinds that open a tool call, by the tool name the call gets; the kinds that answer each.
 _CALLS: Final = {

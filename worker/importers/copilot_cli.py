@@ -6,16 +6,25 @@ One event per line: ``{"type", "id", "parentId", "timestamp", "data"}``. Mapping
 - ``session.start`` (``sessionId``, ``copilotVersion``, ``context.cwd``/``branch``/
   ``repository``) is the ``session/start``; without a ``context`` the cwd comes from the
   session folder's ``workspace.yaml`` (``cwd:``), else there is none (the no-cwd
-  workspace). That file's ``summary:`` titles the session once the events are read;
-- ``user.message`` is ``message/user`` (harness text typed by ``contracts.harness``),
-  ``assistant.message`` with text ``message/assistant``, ``assistant.reasoning`` a
-  ``message/assistant`` with ``thinking``; ``tool.execution_start`` is the ``tool/call``
-  and ``tool.execution_complete`` its ``tool/result`` (``result.content``, or the error's
-  message when it failed), citing the call (the assistant message's ``toolRequests``
-  repeat the calls and are not read again);
+  workspace). That file's ``name:`` (1.0.x; a name the user gave first) or ``summary:``
+  (older) titles the session at its first shutdown, else with its end;
+- ``user.message`` is ``message/user`` (harness text typed by ``contracts.harness``; its
+  attachments are counted as skipped), ``assistant.message`` with text
+  ``message/assistant`` (its ``reasoningText`` a ``message/assistant`` with ``thinking``
+  before it), ``assistant.reasoning`` a ``message/assistant`` with ``thinking``;
+  ``tool.execution_start`` is the ``tool/call`` and ``tool.execution_complete`` its
+  ``tool/result`` (``result.content``, or the error's message when it failed; a shell
+  command's non-zero exit code flags it too), citing the call (the assistant message's
+  ``toolRequests`` repeat the calls and are not read again);
+- a sub-agent's records (1.0.x writes them into its parent's file with the sub-agent's
+  ``agentId``) are its child session: ``subagent.started`` starts it citing the ``task``
+  call, titled with the task's description, ``subagent.completed``/``failed`` ends it;
 - ``session.compaction_complete`` with its ``summaryContent`` is a ``compaction`` that
-  replaces what came before it; ``session.info``, ``session.error`` and ``abort`` are
-  ``message/context``;
+  replaces what came before it; ``session.info``, ``session.warning``, ``session.error``,
+  ``abort`` and ``system.notification`` (what the CLI tells the model, e.g. that a
+  background shell ended) are ``message/context``; a call still running when its turn is
+  aborted (SIGINT, Esc) never completes: the abort gives it a result marked
+  ``interrupted``;
 - ``session.shutdown`` (``shutdownType``: ``routine`` or ``error``) is not the end yet:
   ``copilot --resume`` appends ``session.resume`` (``resumeTime``, ``eventCount``, the
   context at resume) and the session goes on in the same file. The ``session/end`` (the
@@ -24,10 +33,11 @@ One event per line: ``{"type", "id", "parentId", "timestamp", "data"}``. Mapping
   older than that. It carries the shutdown's time and type.
 
 Everything else (turn boundaries, model changes, truncation notices, usage, compaction
-starts, resumes, new event types) is skipped and counted. A session that never shut down
-is ended by ``--idle-seconds`` as well.
+starts and the compaction's model-call trace, resumes, new event types) is skipped and
+counted. A session that never shut down is ended by ``--idle-seconds`` as well.
 Studied: the event schemas bundled in the ``@github/copilot`` package (1.0.60's
-``app.js``; later versions ship a native binary).
+``app.js``; 1.0.102's ``schemas/session-events.schema.json`` in the package its binary
+unpacks) and a recording of 1.0.102 (``tests/importers/recorded/copilot-cli``).
 """
 
 from __future__ import annotations
@@ -55,7 +65,12 @@ from worker.importers.plugin import ConvertOptions, Importer, json_objects
 NAME: Final = "copilot-cli"
 STATE_DIR: Final = "session-state"
 EVENTS_FILE: Final = "events.jsonl"
-_CONTEXT_EVENTS: Final = {"session.info": "info", "session.error": "error", "abort": "abort"}
+_CONTEXT_EVENTS: Final = {
+    "session.info": "info",
+    "session.warning": "warning",
+    "session.error": "error",
+    "abort": "abort",
+}
 # A top-level ``key: value`` line of workspace.yaml (the values read here are one line).
 _YAML_LINE: Final = re.compile(r"^([A-Za-z_]+):[ \t]*(.*?)[ \t]*$")
 
@@ -82,7 +97,13 @@ class CopilotConverter(JsonRecordConverter):
         self.fallback_id = path.parent.name if in_folder else path.stem
         self.session: str | None = None
         self.titled = False
-        self.calls: dict[str, tuple[int, object]] = {}  # toolCallId -> (seq, tool name)
+        # toolCallId -> (the session it is in, its seq, the tool's name)
+        self.calls: dict[str, tuple[str, int, object]] = {}
+        self.cwd: str | None = None
+        # Calls without their result yet: toolCallId -> the session they are in.
+        self.open_calls: dict[str, str] = {}
+        # A sub-agent's records carry its ``agentId``: agentId -> its child session.
+        self.children: dict[str, str] = {}
         # The last record's ``session.shutdown`` (its time, its type), None once anything
         # follows it: a resumed session goes on, so its end waits until the file is quiet.
         self.shutdown: tuple[str | None, str] | None = None
@@ -97,18 +118,83 @@ class CopilotConverter(JsonRecordConverter):
             self.tally.skip(f"record:{kind}:before-session.start")
             return []
         self.shutdown = None  # something follows the shutdown: the session went on
-        session, source = self.session, str(kind)
+        agent = record.get("agentId")
+        if isinstance(agent, str) and agent:
+            return self._subagent(agent, str(kind), data, time)
+        return self._event(self.session, str(kind), data, time)
+
+    def _subagent(
+        self, agent: str, kind: str, data: dict[str, Any], time: str | None
+    ) -> list[Outgoing]:
+        """A sub-agent's record (1.0.x writes them into its parent's file, each with the
+        sub-agent's ``agentId``): its own child session, started by ``subagent.started``
+        (citing the ``task`` call that ran it) and ended by ``subagent.completed`` or
+        ``subagent.failed``."""
+        out: list[Outgoing] = []
+        child = self.children.get(agent)
+        if child is None:
+            out += self._start_child(agent, data, time)
+            child = self.children[agent]
+            if kind == "subagent.started":
+                return out
+        if kind in ("subagent.completed", "subagent.failed"):
+            failed = kind == "subagent.failed" or data.get("cancelled") is True
+            end = self.sessions.end(child, reason="failed" if failed else "completed",
+                                    source_type=kind, time=time)  # fmt: skip
+            return out + ([end] if end else [])
+        return out + self._event(child, kind, data, time)
+
+    def _start_child(self, agent: str, data: dict[str, Any], time: str | None) -> list[Outgoing]:
+        assert self.session is not None
+        child = safe_id(f"{self.session}-agent-{agent}")
+        self.children[agent] = child
+        # ``subagent.started`` names the call; the sub-agent's other records its
+        # ``parentToolCallId``.
+        call_id = data.get("toolCallId", data.get("parentToolCallId"))
+        call = self.calls.get(call_id) if isinstance(call_id, str) else None
+        extra = {
+            name: value
+            for name, value in (
+                ("agent_type", data.get("agentType", data.get("agentName"))),
+                ("agent_name", data.get("agentDisplayName")),
+            )
+            if isinstance(value, str)
+        }
+        out = [self.sessions.start(child, time=time, cwd=self.cwd, parent=self.session,
+                                   extra=extra,
+                                   cites=[(call[0], call[1])] if call else None)]  # fmt: skip
+        title = data.get("agentDescription", data.get("agentDisplayName"))
+        if isinstance(title, str) and title.strip():
+            out.append(self.sessions.emit(child, "session/title", "system", time,
+                                          {"title": cut(title)}, "subagent.started"))  # fmt: skip
+        return out
+
+    def _event(
+        self, session: str, kind: str, data: dict[str, Any], time: str | None
+    ) -> list[Outgoing]:
+        source = kind
         if kind == "user.message":
+            for attachment in data.get("attachments") or []:
+                # Files and images attached to the prompt: the prompt's text is imported.
+                kind_of = attachment.get("type") if isinstance(attachment, dict) else None
+                self.tally.skip(f"attachment:{kind_of}")
             text = as_text(data.get("content"))
             type_ = harness_type(text) or "message/user"
             surface = harness.SURFACES.get(type_, "user")
             return [self.sessions.emit(session, type_, surface, time, {"text": text}, source)]
         if kind == "assistant.message":
+            out = []
+            reasoning = data.get("reasoningText")
+            if isinstance(reasoning, str) and reasoning.strip():
+                # 1.0.x keeps the turn's reasoning on its message (no assistant.reasoning).
+                out.append(self.sessions.emit(session, "message/assistant", "assistant", time,
+                                              {"thinking": reasoning},
+                                              "assistant.message:reasoningText"))  # fmt: skip
             text = as_text(data.get("content"))
-            if not text.strip():
-                return []  # only tool requests: their tool.execution_start events follow
-            return [self.sessions.emit(session, "message/assistant", "assistant", time,
-                                       {"text": text}, source)]  # fmt: skip
+            if text.strip():  # else only tool requests: their tool.execution_start follow
+                out.append(self.sessions.emit(session, "message/assistant", "assistant", time,
+                                              {"text": text}, source))  # fmt: skip
+            return out
         if kind == "assistant.reasoning":
             payload = {"thinking": as_text(data.get("content"))}
             return [self.sessions.emit(session, "message/assistant", "assistant", time,
@@ -120,12 +206,20 @@ class CopilotConverter(JsonRecordConverter):
         if kind == "session.compaction_complete" and data.get("success") is not False:
             payload = {"summary": as_text(data.get("summaryContent"))}
             return [self.sessions.compaction(session, time, payload, source)]
-        if kind in _CONTEXT_EVENTS:
-            text = as_text(data.get("message", data.get("reason")))
-            payload = {"text": f"{_CONTEXT_EVENTS[kind]}: {text}"}
+        if kind == "system.notification":
+            # What the CLI tells the model between turns (a background shell finished).
+            payload = {"text": f"notification: {as_text(data.get('content'))}"}
             return [self.sessions.emit(session, "message/context", "system", time, payload,
                                        source)]  # fmt: skip
-        if kind == "session.shutdown":
+        if kind in _CONTEXT_EVENTS:
+            # An aborted turn's running tool never completes (no tool.execution_complete).
+            out = self._interrupted(session, time) if kind == "abort" else []
+            text = as_text(data.get("message", data.get("reason")))
+            payload = {"text": f"{_CONTEXT_EVENTS[kind]}: {text}"}
+            said = self.sessions.emit(session, "message/context", "system", time, payload,
+                                      source)  # fmt: skip
+            return [*out, said]
+        if kind == "session.shutdown" and session == self.session:
             # ``routine``, or ``error``: it crashed (older versions wrote other values).
             crashed = data.get("shutdownType") == "error"
             self.shutdown = (time, "shutdown:error" if crashed else "shutdown")
@@ -151,8 +245,9 @@ class CopilotConverter(JsonRecordConverter):
             if isinstance(value, str)
         }
         start_time = iso_time(data.get("startTime")) or time
-        return [self.sessions.start(self.session, time=start_time,
-                                    cwd=cwd or self.workspace.get("cwd"), extra=extra)]  # fmt: skip
+        self.cwd = cwd or self.workspace.get("cwd")
+        return [self.sessions.start(self.session, time=start_time, cwd=self.cwd,
+                                    extra=extra)]  # fmt: skip
 
     def _call(self, session: str, data: dict[str, Any], time: str | None) -> Outgoing:
         call_id = data.get("toolCallId") if isinstance(data.get("toolCallId"), str) else None
@@ -163,12 +258,30 @@ class CopilotConverter(JsonRecordConverter):
         out = self.sessions.emit(session, "tool/call", "assistant", time, payload,
                                  "tool.execution_start")  # fmt: skip
         if call_id:
-            self.calls[call_id] = (out.seq, name)
+            self.calls[call_id] = (session, out.seq, name)
+            self.open_calls[call_id] = session
+        return out
+
+    def _interrupted(self, session: str, time: str | None) -> list[Outgoing]:
+        """A result marked ``interrupted`` for each of the session's calls still running
+        when its turn was aborted: Copilot writes none for them."""
+        out = []
+        for call_id, owner in list(self.open_calls.items()):
+            if owner != session:
+                continue
+            del self.open_calls[call_id]
+            _, seq, tool = self.calls[call_id]
+            payload = {"tool": tool, "call_id": call_id, "output": "", "is_error": True,
+                       "interrupted": True}  # fmt: skip
+            out.append(self.sessions.emit(session, "tool/result", "tool", time, payload,
+                                          "abort", cites=[(session, seq)]))  # fmt: skip
         return out
 
     def _result(self, session: str, data: dict[str, Any], time: str | None) -> Outgoing:
         call_id = data.get("toolCallId") if isinstance(data.get("toolCallId"), str) else None
         call = self.calls.get(call_id) if call_id else None
+        if call_id:
+            self.open_calls.pop(call_id, None)
         result, error = data.get("result"), data.get("error")
         if isinstance(result, dict):
             output = as_text(result.get("content", result.get("detailedContent")))
@@ -178,16 +291,21 @@ class CopilotConverter(JsonRecordConverter):
             output = as_text(result if result is not None else error)
         payload: dict[str, Any] = {"call_id": call_id, "output": output}
         if call is not None:
-            payload["tool"] = call[1]
-        if data.get("success") is False:
+            payload["tool"] = call[2]
+        # A shell command that failed is a successful tool call (1.0.x): its exit code says.
+        exit_code = _fields(data.get("shellExecution")).get("exitCode")
+        failed = isinstance(exit_code, int) and not isinstance(exit_code, bool) and exit_code != 0
+        if data.get("success") is False or failed:
             payload["is_error"] = True
         return self.sessions.emit(session, "tool/result", "tool", time, payload,
                                   "tool.execution_complete",
-                                  cites=[(session, call[0])] if call else None)  # fmt: skip
+                                  cites=[(call[0], call[1])] if call else None)  # fmt: skip
 
     def _title(self) -> list[Outgoing]:
-        """``workspace.yaml``'s summary, once, while the session is open."""
-        summary = self.workspace.get("summary")
+        """``workspace.yaml``'s name (1.0.x: the first prompt, or what ``--name`` or a
+        rename gave) or, in older versions, its summary, once, while the session is open."""
+        named = self.workspace.get("name") if self.workspace.get("user_named") == "true" else None
+        summary = named or self.workspace.get("summary") or self.workspace.get("name")
         if self.titled or self.session is None or not summary:
             return []
         self.titled = True
@@ -196,9 +314,9 @@ class CopilotConverter(JsonRecordConverter):
                                    "workspace.yaml:summary")]  # fmt: skip
 
     def finish(self) -> list[Outgoing]:
-        out = self._title()
-        self.tally.events += len(out)
-        return out
+        # Not the title: ``watch`` never calls this, and the file read so far must give
+        # what ``import`` gives. The title comes at a shutdown, or with the quiet end.
+        return []
 
     def idle(self) -> list[Outgoing]:
         out = self._title() + self._end()
@@ -210,14 +328,20 @@ class CopilotConverter(JsonRecordConverter):
         state = self.sessions.by_id.get(self.session) if self.session else None
         if state is None or datetime.fromisoformat(last or state.last_time) >= before:
             return []
-        out = self._end()
+        out = self._title() + self._end()
         self.tally.events += len(out)
         return out
 
     def _end(self) -> list[Outgoing]:
-        """The session's end: at its shutdown when that is the last record, else idle."""
+        """The session's end: at its shutdown when that is the last record, else idle; a
+        sub-agent that never said it was done ends with it."""
         if self.session is None:
             return []
+        children = [self.sessions.end(child, reason="idle") for child in self.children.values()]
+        return [end for end in children if end] + self._end_main()
+
+    def _end_main(self) -> list[Outgoing]:
+        assert self.session is not None
         if self.shutdown is None:
             end = self.sessions.end(self.session, reason="idle")
         else:

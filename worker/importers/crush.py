@@ -66,6 +66,9 @@ from worker.importers.whole_sources import SnapshotImporter, data_home
 
 NAME: Final = "crush"
 PREFIX: Final = "crush-"
+# The key of a call Crush kept with an empty id (a model's malformed call; its "Tool not
+# found" result names the same empty id): the next result without an id answers it.
+_NO_ID: Final = "\0no-id"
 DATABASE: Final = "crush.db"
 DATA_FOLDER: Final = ".crush"
 _PLACEHOLDER_TITLES: Final = frozenset({"Untitled Session", "New Session"})
@@ -270,13 +273,13 @@ def _part(
         payload = {"tool": data.get("name"), "input": json_value(data.get("input"))}
         return [Item(ref, "tool/call", "assistant", payload, "tool_call", time,
                      complete=finished or data.get("finished") is True,
-                     call=str(data.get("id")))]  # fmt: skip
+                     call=str(data.get("id")) or _NO_ID)]  # fmt: skip
     if kind == "tool_result":
         answer: dict[str, Any] = {"output": as_text(data.get("content"))}
         if data.get("is_error") is True:
             answer["is_error"] = True
         return [Item(ref, "tool/result", "tool", answer, "tool_result", time,
-                     result_of=str(data.get("tool_call_id")))]  # fmt: skip
+                     result_of=str(data.get("tool_call_id")) or _NO_ID)]  # fmt: skip
     if kind == "shell_command":
         ran = {"text": as_text(data.get("command"))}
         output = {"text": as_text(data.get("output")), "exit_code": data.get("exit_code")}

@@ -13,9 +13,10 @@ invented:
   letters and digits made ``-``, which cannot be read back by itself (``my-app`` or
   ``my/app``). The cwd is the one folder on this machine whose path gives that name,
   else (another machine's transcripts, a folder since removed) the one folder giving
-  it among the paths the transcript shows (attached files and images); when none or
-  several do, the session has no cwd: the no-cwd workspace, and the import summary
-  says how many;
+  it among the paths the transcript shows (attached files and images; older versions
+  keep the tool calls only in the ``.txt`` beside it), else among those the project
+  folder's other transcripts show; when none or several do, the session has no cwd:
+  the no-cwd workspace, and the import summary says how many;
 - no ids for tool calls in some versions: a result without ``tool_use_id`` answers the
   oldest call still unanswered.
 
@@ -53,6 +54,8 @@ _NOT_ALNUM: Final = re.compile(r"[^A-Za-z0-9]")
 _MAX_LISTINGS: Final = 200
 # A transcript's first bytes read for the paths it shows, and what an absolute path is.
 _SHOWN_BYTES: Final = 4 << 20
+# All a project folder's transcripts read for them, at most (a session that shows none).
+_PROJECT_BYTES: Final = 64 << 20
 _ABSOLUTE: Final = re.compile(r"(?:/|\b[A-Za-z]:\\)[^\s\"'`<>|*?]+")
 
 
@@ -99,26 +102,67 @@ def folder_of(name: str) -> str | None:
 
 def shown_folder(transcript: Path, name: str) -> str | None:
     """The one folder whose path gives the project folder ``name`` among the paths the
-    transcript itself shows (attached files and images, tool inputs), else None: another
-    machine's workspace, named by what the session saw, never guessed."""
+    transcript itself shows (attached files and images, tool inputs; older versions keep
+    the tool calls only in the plain-text ``.txt`` beside it), else among those every
+    transcript of the project folder shows (a session that showed none ran in the same
+    workspace); else None: another machine's workspace, named by what was seen, never
+    guessed."""
+    own = _shown(transcript, name) | _shown(transcript.with_suffix(".txt"), name)
+    if not own:
+        folder = next((p for p in transcript.parents if p.name == TRANSCRIPTS), None)
+        try:
+            changed = folder.stat().st_mtime_ns if folder is not None else 0
+        except OSError:
+            changed = 0
+        own = set(_project_shown(folder, name, changed)) if folder is not None else set()
+    return own.pop() if len(own) == 1 else None
+
+
+@functools.lru_cache(maxsize=64)
+def _project_shown(folder: Path, name: str, changed: int) -> frozenset[str]:  # changed: key
+    found: set[str] = set()
+    budget = _PROJECT_BYTES
+    for path in sorted(folder.rglob("*")):
+        if budget <= 0:
+            break
+        if path.suffix in (".jsonl", ".txt") and path.is_file():
+            found |= _shown(path, name)
+            budget -= min(_size(path), _SHOWN_BYTES)
+    return frozenset(found)
+
+
+def _size(path: Path) -> int:
     try:
-        with transcript.open("rb") as fh:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _shown(path: Path, name: str) -> set[str]:
+    """The folders giving ``name`` among the absolute paths in the file's first bytes."""
+    try:
+        with path.open("rb") as fh:
             head = fh.read(_SHOWN_BYTES)
     except OSError:
-        return None
+        return set()
+    if path.suffix == ".txt":
+        texts: Iterator[str] = iter([head.decode("utf-8", "replace")])
+    else:
+        texts = (
+            t for line in head.splitlines() for t in _strings(next(json_objects([line]), None))
+        )
     found: set[str] = set()
-    for line in head.splitlines():
-        for text in _strings(next(json_objects([line]), None)):
-            for match in _ABSOLUTE.finditer(text):
-                path = match.group(0)
-                sep = "/" if path.startswith("/") else "\\"
-                parts = path.split(sep)
-                found.update(
-                    sep.join(parts[:end])
-                    for end in range(2, len(parts) + 1)
-                    if slug(sep.join(parts[:end])) == name
-                )
-    return found.pop() if len(found) == 1 else None
+    for text in texts:
+        for match in _ABSOLUTE.finditer(text):
+            path_ = match.group(0)
+            sep = "/" if path_.startswith("/") else "\\"
+            parts = path_.split(sep)
+            found.update(
+                sep.join(parts[:end])
+                for end in range(2, len(parts) + 1)
+                if slug(sep.join(parts[:end])) == name
+            )
+    return found
 
 
 def _strings(value: object) -> Iterator[str]:

@@ -32,10 +32,11 @@ Two layouts, both read:
 
 The cwd: the project folder's ``.project_root`` marker (newer versions name the folder
 by a slug and write the project's path in it), else ``history/<slug>``'s marker or the
-path ``projects.json`` registers for the folder's slug (or digest); else a sub-agent's
-first workspace directory; else none (older versions name the folder by a digest of the
-path only), and the session is in the no-cwd workspace (a sub-agent without either takes
-its parent's).
+path ``projects.json`` registers for the folder's slug (or digest); for a digest-named
+folder, the path among those this ``~/.gemini`` names (and the folders above them, and
+this machine's home) whose digest names it; else a sub-agent's first workspace
+directory; else none (older versions name the folder by a digest of the path only), and
+the session is in the no-cwd workspace (a sub-agent without either takes its parent's).
 Tool calls become ``tool/call`` and, once their result is in, ``tool/result`` citing
 the call (text parts and function responses' ``output``/``error``, else the display
 text); thoughts become ``message/assistant`` with ``thinking``; ``info``, ``error`` and
@@ -47,6 +48,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import itertools
 import os
 import re
 from collections.abc import Iterator, Sequence
@@ -82,6 +84,11 @@ from worker.importers.plugin import (
 NAME: Final = "gemini-cli"
 CHATS: Final = "chats"
 PROJECT_ROOT_FILE: Final = ".project_root"
+# An older project folder's name: the SHA-256 of the project's path.
+_DIGEST: Final = re.compile(r"[0-9a-f]{64}")
+_WINDOWS: Final = re.compile(r"[A-Za-z]:\\")
+# A Windows path's parts spelled in each case at most (2 * 3 ** (parts - 1) digests).
+_MAX_SPELLED_PARTS: Final = 7
 # Tool call states after which the call has its result (the CLI's scheduler statuses).
 _DONE: Final = frozenset({"success", "error", "cancelled"})
 _CONTEXT_TYPES: Final = frozenset({"info", "error", "warning"})
@@ -137,8 +144,70 @@ def project_cwd(chats_file: Path) -> str | None:
             if marker is None:
                 newer = _moved_to(folder)
                 marker = _marker(newer) if newer is not None else None
-            return marker
+            return marker or _digest_of_known(folder.parent)
     return None
+
+
+def _digest_of_known(project: Path) -> str | None:
+    """For an older folder named by a path's digest that no newer folder continues (seen
+    in a real home: the CLI run once in the home folder): the path whose digest names it
+    among the paths this ``~/.gemini`` names (markers, the registry), the folders above
+    them, and this machine's home. A digest names one path: nothing is guessed."""
+    if not _DIGEST.fullmatch(project.name):
+        return None
+    gemini = project.parent.parent
+    try:  # remembered until a project folder comes or goes
+        changed = project.parent.stat().st_mtime_ns
+    except OSError:
+        return None
+    return _known_digests(gemini, changed).get(project.name)
+
+
+@functools.lru_cache(maxsize=16)
+def _known_digests(gemini: Path, changed: int) -> dict[str, str]:  # changed: the cache key
+    paths = {str(Path.home())}
+    for folder in ("tmp", "history"):
+        try:
+            projects = list((gemini / folder).iterdir())
+        except OSError:
+            continue
+        paths.update(m for m in map(_marker, projects) if m is not None)
+    try:
+        registry = orjson.loads((gemini / "projects.json").read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        registry = None
+    listed = registry.get("projects") if isinstance(registry, dict) else None
+    if isinstance(listed, dict):
+        paths.update(p for p in listed if isinstance(p, str))
+    found: dict[str, str] = {}
+    for above in sorted({above for path in paths for above in _and_above(path)}):
+        for spelling in _spellings(above):
+            found.setdefault(hashlib.sha256(spelling.encode()).hexdigest(), spelling)
+    return found
+
+
+def _and_above(path: str) -> Iterator[str]:
+    sep = "\\" if _WINDOWS.match(path) else "/"
+    parts = path.rstrip(sep).split(sep)
+    for end in range(len(parts), 0, -1):
+        yield sep.join(parts[:end]) or sep
+    if sep == "\\":
+        yield parts[0] + sep  # the drive's root
+
+
+def _spellings(path: str) -> Iterator[str]:
+    """The path as written, and a Windows path in the cases Windows writes it (newer
+    versions lower the whole path; older ones hashed the path as the shell gave it)."""
+    yield path
+    if not _WINDOWS.match(path):
+        return
+    parts = path.split("\\")
+    if len(parts) > _MAX_SPELLED_PARTS:
+        return
+    drive = sorted({parts[0].upper(), parts[0].lower()})
+    choices = [drive] + [sorted({p, p.lower(), p[:1].upper() + p[1:]}) for p in parts[1:]]
+    for spelled in itertools.product(*choices):
+        yield "\\".join(spelled)
 
 
 def _marker(project: Path) -> str | None:

@@ -10,8 +10,9 @@ version 22; ``run_agent.py``'s flush, ``agent/conversation_compression.py``,
   ``source``, the platform it ran on (cli, telegram, subagent...), kept as ``platform``);
   ``parent_session_id`` makes it a child. Hermes links three kinds of child, told apart
   as Hermes itself does: a continuation after compression (the parent ended with
-  ``end_reason`` ``compression``), a ``/branch`` (``model_config._branched_from``, or the
-  parent ended ``branched``), else a sub-agent run by ``delegate_task``. The delegation's
+  ``end_reason`` ``compression`` and the child started at or after that end), a
+  ``/branch`` (``model_config._branched_from``, or the parent ended ``branched``), else
+  a sub-agent run by ``delegate_task``. The delegation's
   result does not name the child session, so a sub-agent's start cites the parent's
   latest ``delegate_task`` call written at or before the child started (a batch call
   spawns several children, all citing it), and the call's ``goal`` titles an untitled one;
@@ -165,10 +166,16 @@ def _cwd(info: dict[str, Any], by_id: dict[str, dict[str, Any]]) -> str | None:
 
 
 def _lineage(info: dict[str, Any], parent: dict[str, Any] | None) -> str:
-    """What a child session is, by Hermes's own rules (``hermes_state.py``)."""
+    """What a child session is, by Hermes's own rules (``hermes_state.py``): a compression
+    continuation starts at or after its parent's end (a sub-agent the parent started
+    before compressing also has it as parent, and older schemas mark neither)."""
     config = _json_object(info.get("model_config"))
     reason = parent.get("end_reason") if parent else None
-    if reason == "compression":
+    started, ended = info.get("started_at"), parent.get("ended_at") if parent else None
+    before_end = (
+        isinstance(started, int | float) and isinstance(ended, int | float) and started < ended
+    )
+    if reason == "compression" and not before_end and "_delegate_from" not in config:
         return "compression"
     if "_branched_from" in config or reason == "branched":
         return "branch"

@@ -12,6 +12,15 @@ pi-ai messages, ``compaction`` entries with ``firstKeptEntryId``), so Pi's conve
 conversation's id is not unique: the key names its agent). ``conversation.json`` gives the
 agent (``agent_id``) and the title (``summary``, when set). A user message's text blocks are
 typed one by one: Letta Code puts its ``<system-reminder>`` blocks before the prompt.
+
+A sub-agent (the ``Agent`` tool, always run in the background) runs as an agent of its own
+(or a fork of the conversation): the call's result names its ``Agent ID`` and
+``Conversation ID``, so the conversation holding its turns (``default:<agent id>``, or
+``conversation:<id>``) is a child whose start cites that call, titled by the call's
+``description``. Conversations are read in path order, and a ``conversation:`` folder's
+name sorts before a ``default:`` one's, so a headless conversation comes before its
+sub-agents; a sub-agent read before its parent (both default conversations) is a session
+of its own.
 """
 
 from __future__ import annotations
@@ -19,6 +28,7 @@ from __future__ import annotations
 import base64
 import binascii
 import os
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Final
@@ -27,7 +37,16 @@ import orjson
 
 from contracts import harness
 from contracts.harness import harness_type
-from worker.importers.base import Converter, Outgoing, cut, iso_time, safe_id
+from worker.importers.base import (
+    Converter,
+    Outgoing,
+    Spawn,
+    SpawnLinks,
+    as_text,
+    cut,
+    iso_time,
+    safe_id,
+)
 from worker.importers.pi import PiConverter
 from worker.importers.plugin import ConvertOptions, Importer, json_objects
 from worker.importers.skips import BUILT_IN
@@ -35,6 +54,10 @@ from worker.importers.skips import BUILT_IN
 NAME: Final = "letta-code"
 MESSAGES_FILE: Final = "messages.jsonl"
 BACKEND_FOLDER: Final = "lc-local-backend"
+SUBAGENT_TOOL: Final = "Agent"
+# What the Agent tool returns once the sub-agent is launched (letta.js, ``task``).
+_LAUNCHED_AGENT: Final = re.compile(r"^Agent ID: (\S+)$", re.MULTILINE)
+_LAUNCHED_CONVERSATION: Final = re.compile(r"^Conversation ID: (\S+)$", re.MULTILINE)
 
 
 def conversation_key(folder: Path) -> str:
@@ -54,12 +77,25 @@ def _conversation(folder: Path) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+def launched_key(output: str) -> str | None:
+    """The key of the conversation a launched sub-agent runs in, from the Agent call's
+    result: its agent's default conversation, or the conversation it names."""
+    agent = _LAUNCHED_AGENT.search(output)
+    conversation = _LAUNCHED_CONVERSATION.search(output)
+    if conversation is not None and conversation.group(1) != "default":
+        return f"conversation:{conversation.group(1)}"
+    return f"default:{agent.group(1)}" if agent is not None else None
+
+
 class LettaCodeConverter(PiConverter):
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, links: SpawnLinks | None = None) -> None:
         super().__init__(path, NAME)
         folder = Path(path).parent
         self.key = conversation_key(folder)
         self.conversation = _conversation(folder)
+        # (NAME, conversation key) -> the Agent call that launched the sub-agent there.
+        self.links: SpawnLinks = {} if links is None else links
+        self.descriptions: dict[str, str | None] = {}  # Agent call id -> its description
 
     def _header(self, record: dict[str, Any]) -> list[Outgoing]:
         # Pi's header, under the conversation key's id, with the agent and the title.
@@ -72,8 +108,13 @@ class LettaCodeConverter(PiConverter):
         agent = self.conversation.get("agent_id")
         extra: dict[str, Any] = {"agent_id": agent} if isinstance(agent, str) else {}
         time = iso_time(record.get("timestamp"))
-        out = [self.sessions.start(self.main, time=time, cwd=self.cwd, extra=extra)]
+        spawn = self.links.get((NAME, self.key))
+        parent, cites = (spawn.session_id, [spawn[:2]]) if spawn else (None, None)
+        out = [self.sessions.start(self.main, time=time, cwd=self.cwd, parent=parent,
+                                   extra=extra, cites=cites)]  # fmt: skip
         title = self.conversation.get("summary")
+        if not (isinstance(title, str) and title.strip()) and spawn is not None:
+            title = spawn.description
         if isinstance(title, str) and title.strip():
             payload = {"title": cut(title.strip())}
             out.append(
@@ -87,6 +128,10 @@ class LettaCodeConverter(PiConverter):
         # Letta Code puts its <system-reminder> blocks (environment, permission mode) before
         # the prompt in the user's message: each block typed on its own, not the whole.
         content = message.get("content")
+        if message.get("role") == "assistant" and isinstance(content, list):
+            self._note_agent_calls(content)
+        if message.get("role") == "toolResult":
+            self._note_launch(message)
         if message.get("role") != "user" or not isinstance(content, list):
             return super()._message(session, message, time)
         out: list[Outgoing] = []
@@ -101,6 +146,29 @@ class LettaCodeConverter(PiConverter):
             out.append(self.sessions.emit(session, type_, surface, time, {"text": cut(text)},
                                           "message:user"))  # fmt: skip
         return out
+
+    def _note_agent_calls(self, blocks: list[Any]) -> None:
+        """The Agent calls of an assistant message, by id: their descriptions title the
+        sub-agents' sessions."""
+        for block in blocks:
+            if not (isinstance(block, dict) and block.get("name") == SUBAGENT_TOOL):
+                continue
+            arguments = block.get("arguments")
+            described = arguments.get("description") if isinstance(arguments, dict) else None
+            if isinstance(block.get("id"), str):
+                self.descriptions[block["id"]] = described if isinstance(described, str) else None
+
+    def _note_launch(self, message: dict[str, Any]) -> None:
+        """An Agent call's result names where its sub-agent runs: remembered for that
+        conversation (read after this one) to cite the call."""
+        call_id = message.get("toolCallId")
+        if not isinstance(call_id, str) or call_id not in self.descriptions:
+            return
+        called = self.calls.get(call_id)
+        key = launched_key(as_text(message.get("content")))
+        if called is not None and key is not None:
+            session, seq, _ = called
+            self.links[(NAME, key)] = Spawn(session, seq, self.descriptions[call_id])
 
 
 def _backend_dir() -> Path:
@@ -132,4 +200,4 @@ class LettaCodeImporter(Importer):
         return any(r.get("type") == "session" and "cwd" in r for r in json_objects(head))
 
     def converter(self, path: Path, options: ConvertOptions) -> Converter:
-        return LettaCodeConverter(path)
+        return LettaCodeConverter(path, options.links)

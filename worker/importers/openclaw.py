@@ -35,6 +35,7 @@ Sessions moved to cold storage (opt-in) are counted (``session:cold-archived``),
 from __future__ import annotations
 
 import os
+import re
 import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
@@ -67,6 +68,16 @@ NAME: Final = "openclaw"
 PREFIX: Final = "openclaw-"
 DATABASE: Final = "openclaw-agent.sqlite"
 SPAWN_TOOL: Final = "sessions_spawn"
+# Tool search (on by default in 2026.9.6) offers the deferred tools, sessions_spawn among
+# them, through this tool: its ``id`` argument names the tool run (``sessions_spawn``, or a
+# search result's id such as ``openclaw:core:sessions_spawn``).
+SEARCH_CALL: Final = "tool_call"
+# The custom message OpenClaw writes for a tool run through ``tool_call`` (its input and
+# result): the outer call and its result already carry both.
+NESTED_TOOL: Final = "openclaw.nested-tool.v1"
+# The child's session key in a spawn's result (``{"status": "accepted", "childSessionKey":
+# ...}``; JSON inside JSON when the spawn ran through ``tool_call``).
+_CHILD_KEY: Final = re.compile(r'childSessionKey\\*"\s*:\s*\\*"([^"\\]+)')
 # Rows read per transaction: a store holds every session of an agent.
 BATCH: Final = 500
 # Files beside the transcripts that are not sessions: a transcript's copy kept at a
@@ -131,6 +142,11 @@ class OpenClawConverter(TitledAtEnd, PiConverter):
         if kind == "reset":  # a fresh model window; what came before stays the history
             self.tally.skip("record:reset")
             return []
+        message = record.get("message")
+        if (kind == "message" and isinstance(message, dict) and message.get("role") == "custom"
+                and message.get("customType") == NESTED_TOOL):  # fmt: skip
+            self.tally.skip(f"message:custom:{NESTED_TOOL}")
+            return []
         return super()._entry(session, kind, record, time)
 
     def _end_title(self) -> tuple[str | None, str | None]:
@@ -146,6 +162,8 @@ class StoreConverter:
         self.tally = Tally()
         self.by_session: dict[str, OpenClawConverter] = {}  # OpenClaw's session id -> it
         self.spawns: dict[str, list[tuple[str, int]]] = {}  # our session -> open spawn calls
+        # A child's session key -> the spawn call whose result named it.
+        self.spawned: dict[str, tuple[str, int]] = {}
         self.windows: dict[str, dict[str, Any]] = {}
 
     def feed(self, line_no: int, line: bytes) -> list[Outgoing]:
@@ -177,7 +195,10 @@ class StoreConverter:
         parent_raw = window.get("parent")
         parent = safe_id(parent_raw, prefix=PREFIX) if isinstance(parent_raw, str) else None
         cites = None
-        if window.get("spawned") and parent is not None and self.spawns.get(parent):
+        named = self.spawned.pop(str(window.get("key")), None)
+        if window.get("spawned") and parent is not None and named is not None:
+            cites = [named]  # the spawn's result named this child: it began after it
+        elif window.get("spawned") and parent is not None and self.spawns.get(parent):
             cites = [self.spawns[parent].pop(0)]
         converter = OpenClawConverter(self.path, parent=parent, cites=cites,
                                       title=window.get("title"))  # fmt: skip
@@ -186,22 +207,27 @@ class StoreConverter:
         return converter
 
     def _follow_spawns(self, out: list[Outgoing]) -> None:
-        """``sessions_spawn`` calls waiting for their results: the next sub-agent session
-        to begin was started by the oldest."""
+        """``sessions_spawn`` calls waiting for their results (direct, or through tool
+        search's ``tool_call``): the next sub-agent session to begin was started by the
+        oldest; once a result names the child's session key (a Gateway run writes the
+        child's transcript after it), that child was started by its call."""
         for event in out:
             if event.kind not in ("tool/call", "tool/result"):
                 continue
             body = orjson.loads(event.body)
-            if body.get("payload", {}).get("tool") != SPAWN_TOOL:
-                continue
             waiting = self.spawns.setdefault(event.session_id, [])
             if event.kind == "tool/call":
-                waiting.append((event.session_id, event.seq))
+                if _is_spawn(body.get("payload", {})):
+                    waiting.append((event.session_id, event.seq))
                 continue
             for cited in body.get("cites", []):
                 key = (cited.get("session_id"), cited.get("seq"))
                 if key in waiting:
                     waiting.remove(key)
+                    output = body.get("payload", {}).get("output")
+                    child = _CHILD_KEY.search(output) if isinstance(output, str) else None
+                    if child is not None:
+                        self.spawned[child.group(1)] = key
 
     def _each(self, end: Callable[[OpenClawConverter], list[Outgoing]]) -> list[Outgoing]:
         out = [event for converter in self.by_session.values() for event in end(converter)]
@@ -226,6 +252,17 @@ class StoreConverter:
 
     def end_quiet(self, before: datetime) -> list[Outgoing]:
         return self._each(lambda converter: converter.end_quiet(before))
+
+
+def _is_spawn(call: dict[str, Any]) -> bool:
+    """A ``sessions_spawn`` call, made directly or through tool search's ``tool_call``."""
+    tool = call.get("tool")
+    if tool == SPAWN_TOOL:
+        return True
+    arguments = call.get("arguments")
+    named = arguments.get("id") if isinstance(arguments, dict) else None
+    return (tool == SEARCH_CALL and isinstance(named, str)
+            and named.rsplit(":", 1)[-1] == SPAWN_TOOL)  # fmt: skip
 
 
 def store_rows(path: Path, after: int) -> Iterator[Record]:
@@ -301,6 +338,7 @@ def _windows(path: Path, tally: Tally) -> dict[str, dict[str, Any]]:
         before = [w for w in spawner if (w["created_at"] or 0) <= (window["created_at"] or 0)]
         parent = (before or spawner)[-1]["session_id"] if spawner else None
         found[str(window["session_id"])] = {
+            "key": window["session_key"],
             "parent": parent or window["previous_session_id"],
             "spawned": parent is not None,
             "title": title if isinstance(title, str) and title.strip() else None,

@@ -277,6 +277,9 @@ def _part_items(
         if part.get("synthetic") is True:  # the harness's: file contents, tool echoes
             payload = {"text": cut(part["text"])}
             return [Item(ref, "message/context", "system", payload, "text:synthetic", time)]
+        if written and not part["text"].strip():  # seen in a real Kilo CLI database
+            skipped["part:text:empty"] += 1
+            return []
         item = said(ref, role, part["text"], time, f"{role}:text")
         item.complete = written
         return [item]

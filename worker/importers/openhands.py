@@ -22,6 +22,11 @@ that is no tool call (a message) is ``message/context`` with its kind, or, witho
 counted. Skipped and counted: system prompts, state changes, pauses, recalls and other
 kinds.
 
+A sub-agent's conversation (the SDK's ``task`` tool, 1.x: ``subagents/<id>/`` in its
+parent's folder, the same layout) is read with its parent, as its child: its start cites
+the ``task`` call whose prompt is its first message, and the task's description titles it.
+A command's non-zero ``exit_code`` flags its result as an error.
+
 The cwd is ``base_state.json``'s ``workspace.working_dir``, else the first observation's
 ``metadata.working_dir`` (the sandbox's); the title is ``metadata.json``'s or the base
 state's ``title``. OpenHands writes each event file whole and adds files in order:
@@ -44,6 +49,7 @@ _SKIPPED_ACTIONS: Final = frozenset(
     {"system", "recall", "change_agent_state", "agent_state_changed", "null"}
 )
 _RESULT_KINDS: Final = frozenset({"ObservationEvent", "UserRejectObservation", "AgentErrorEvent"})
+SUBAGENTS: Final = "subagents"  # a conversation's sub-agents' conversations (SDK task tool)
 
 
 def event_files(conversation: Path) -> list[Path]:
@@ -58,7 +64,46 @@ def _number(name: str) -> int:
 
 
 def read_conversation(conversation: Path) -> Snapshot:
+    """A conversation and, after it, its sub-agents' conversations (the SDK's ``task``
+    tool keeps each in ``subagents/<id>/`` of its parent): children of it, each citing
+    the ``task`` call that ran it."""
     snapshot = Snapshot()
+    parent = _read_one(conversation, snapshot)
+    children = [
+        (_read_one(folder, snapshot), folder)
+        for folder in sorted((conversation / SUBAGENTS).glob("*"))
+        if (folder / "events").is_dir()
+    ]
+    children.sort(key=lambda pair: pair[0].time or "")
+    unclaimed = [child for child, _ in children]
+    for item in parent.items:
+        prompt = _task_prompt(item)
+        if prompt is None:
+            continue
+        # The task's conversation starts with the call's prompt, sent as its first message.
+        for child in unclaimed:
+            first = next((i for i in child.items if i.type == "message/user"), None)
+            if first is not None and first.payload.get("text") == prompt:
+                item.spawns = child.session_id
+                description = field_of(item.payload, "input").get("description")
+                if isinstance(description, str) and description.strip():
+                    child.title = child.title or description
+                unclaimed.remove(child)
+                break
+    for child, _ in children:
+        child.parent = parent.session_id
+    snapshot.sessions = [parent, *(child for child, _ in children)]
+    return snapshot
+
+
+def _task_prompt(item: Item) -> str | None:
+    if item.type != "tool/call" or item.payload.get("tool") != "task":
+        return None
+    prompt = field_of(item.payload, "input").get("prompt")
+    return prompt if isinstance(prompt, str) else None
+
+
+def _read_one(conversation: Path, snapshot: Snapshot) -> SourceSession:
     base = _document(conversation / "base_state.json")
     metadata = _document(conversation / "metadata.json")
     title = metadata.get("title") or base.get("title")
@@ -96,8 +141,7 @@ def read_conversation(conversation: Path) -> Snapshot:
         session.items.extend(items)
     if not isinstance(session.cwd, str) or not session.cwd:
         session.cwd = None
-    snapshot.sessions.append(session)
-    return snapshot
+    return session
 
 
 def _answers(items: list[Item], calls: set[str]) -> list[Item]:
@@ -158,7 +202,11 @@ def _sdk_event(ref: str, event: dict[str, Any]) -> list[Item] | None:
         observation = field_of(event, "observation")
         output = observation.get("content") or event.get("rejection_reason") or event.get("error")
         answer: dict[str, Any] = {"output": as_text(output)}
-        if kind != "ObservationEvent" or observation.get("is_error") is True:
+        # A command that failed is an observation without is_error: its exit code says (-1
+        # is a command still running when the terminal gave up waiting, not a failure).
+        exit_code = observation.get("exit_code")
+        failed = isinstance(exit_code, int) and not isinstance(exit_code, bool) and exit_code > 0
+        if kind != "ObservationEvent" or observation.get("is_error") is True or failed:
             answer["is_error"] = True
         return [Item(ref, "tool/result", "tool", answer, str(kind), time,
                      result_of=str(event.get("tool_call_id")))]  # fmt: skip

@@ -23,7 +23,7 @@ entries that follow it belong to it. Mapping of ``message`` entries by role:
   ``message/context``; ``session_info``'s ``name``: ``session/title``.
 
 Model and thinking-level changes, labels, extension state (``custom``), image blocks (of
-prompts too) and
+prompts too), thinking kept only encrypted (empty text, the reasoning in its signature) and
 new entry types are skipped and counted. The format has no session end: sessions are
 ended by ``--idle-seconds``.
 """
@@ -236,6 +236,9 @@ class PiConverter(JsonRecordConverter):
             return self.sessions.emit(session, "message/assistant", "assistant", time,
                                       {"text": cut(block["text"])}, source)  # fmt: skip
         if kind == "thinking" and isinstance(block.get("thinking"), str):
+            if not block["thinking"].strip():  # the reasoning only in its signature
+                self.tally.skip(f"{source}:encrypted")
+                return None
             return self.sessions.emit(session, "message/assistant", "assistant", time,
                                       {"thinking": cut(block["thinking"])}, source)  # fmt: skip
         if kind == "toolCall":

@@ -46,6 +46,8 @@ from worker.transport.connection import NatsOptions
 # A session whose last event is older than this is over (import), as is a file that has
 # not grown for this long (watch).
 DEFAULT_IDLE_S: Final = 1800.0
+# A published event's cites, as its bytes spell the key (a string's quotes are escaped).
+_CITES: Final = b'"cites":'
 
 
 @dataclass
@@ -64,7 +66,19 @@ class ImportReport:
     dead_letter_reasons: tuple[str, ...] = ()
     agents: list[AgentReport] = field(default_factory=list)  # auto-detection's, per agent
     no_cwd_sessions: int = 0  # sessions whose source says no cwd (or none found)
+    # Tool results citing no call: the call is in no source read (a transcript not among
+    # those read, or one the agent never wrote). Published as they are, never refused.
+    uncited_results: int = 0
     redacted: Counter[str] = field(default_factory=Counter)  # credentials replaced, by kind
+    # Sessions published without their end: active by their last event's time (or, where
+    # the source records no times, by the file's: a fresh ``cp -r`` looks active too).
+    sessions_seen: set[str] = field(default_factory=set)
+    sessions_ended: set[str] = field(default_factory=set)
+    idle_s: float = DEFAULT_IDLE_S
+
+    @property
+    def left_open(self) -> int:
+        return len(self.sessions_seen - self.sessions_ended)
 
     @property
     def invalid(self) -> int:
@@ -114,7 +128,7 @@ async def import_jobs(
         run = _ImportRun(publisher, bar, errors or sys.stderr, limit, assume_tz,
                          quiet_before=quiet_since(idle_s), output=output,
                          redactor=redaction.redactor() if redaction else None)  # fmt: skip
-        run.report.dry_run = dry_run
+        run.report.dry_run, run.report.idle_s = dry_run, idle_s
         for job, job_files in found:
             before = AgentReport.snapshot(job, run)
             for file in job_files:
@@ -219,8 +233,13 @@ class _ImportRun:
         from worker.importers.pipeline import checked
 
         for out in checked(converter, outs, str(path), line_no, self.limit, self.redactor):
+            self.report.sessions_seen.add(out.session_id)
+            if out.kind == "session/end":
+                self.report.sessions_ended.add(out.session_id)
             if out.kind == "session/start" and out.key == NO_CWD_KEY:
                 self.report.no_cwd_sessions += 1
+            elif out.kind == "tool/result" and _CITES not in out.body:
+                self.report.uncited_results += 1
             refused = await self.publisher.send(out)
             if self.output is not None:
                 self.output.write(out.body + b"\n")

@@ -32,6 +32,7 @@ MAX_KIND_CHARS: Final = 120
 
 _IMAGES: Final = "images are not searchable text"
 _ENCRYPTED: Final = "encrypted thinking: nothing readable"
+_COPILOT_TRACE: Final = "the trace of the compaction's model call; its summary is imported"
 _VSCODE_BOOKKEEPING: Final = (
     "inlineReference", "codeblockUri", "textEditGroup", "undoStop", "prepareToolInvocation",
     "progressMessage", "confirmation", "warning", "command",
@@ -47,6 +48,7 @@ _OPENCODE: Final = {
     "part:retry": "retry markers: the retried answer is in other parts",
     "part:compaction": "compaction markers: the summary message is the compaction",
     "part:text:transient": "Kilo CLI's progress lines (a spinner), deleted once done",
+    "part:text:empty": "a text part left empty (the model went straight to its tools)",
 }
 
 # Cline's and Roo Code's UI log (ui_messages.json, read when there is no API history):
@@ -81,6 +83,7 @@ _PI: Final = {
     "record:custom": "extension state",
     "record:session:repeated": "a repeated session header",
     "message:assistant:image": _IMAGES,
+    "message:assistant:thinking:encrypted": _ENCRYPTED,
     "user-block:*": _IMAGES,
 }
 
@@ -104,6 +107,9 @@ BUILT_IN: Final[dict[str, Reasons]] = {
         "assistant-block:image": _IMAGES,
         "user-block:image": _IMAGES,
         "assistant-block:redacted_thinking": "encrypted thinking: nothing readable",
+        # Seen in real 2.1.x homes: thinking kept without its text, only its signature.
+        "assistant-block:thinking:encrypted": _ENCRYPTED,
+        "assistant-block:text:empty": "a text block that is only white space",
         # Seen in what Claude Code 2.1.332 writes (tests/importers/recorded/claude-code).
         "record:attachment": "context Claude Code renders for the model: environment, date,"
         " tool, agent and skill listings, the system prompt's snapshot, files re-read",
@@ -162,28 +168,58 @@ BUILT_IN: Final[dict[str, Reasons]] = {
         "record:tool.execution_progress": "tool progress notices",
         "record:hook.start": "hook runs",
         "record:hook.end": "hook runs",
+        "record:skill.invoked": "a skill file loaded into the context; the skill call is imported",
         "record:pending_messages.modified": "the queue of pending prompts",
         "record:system.message": "the system prompt",
         "record:permission.requested": "a permission prompt; the tool result tells the outcome",
         "record:permission.completed": "a permission answer; the tool result tells it too",
+        "record:permission.carriedForward": "a permission carried over; the result tells it",
+        "record:session.permissions_changed": "the permission mode (--allow-all) switched",
+        "record:session.usage_record": "token usage and cost of one model call",
+        "record:subagent.configured": "a sub-agent's model settings",
+        "record:subagent.started": "a sub-agent started again (its session is open)",
+        "record:subagent.selected": "a custom agent chosen for the session",
+        "record:subagent.deselected": "a custom agent put aside",
+        "record:session.binary_asset": "an attached image's bytes; the prompt is imported",
+        "attachment:file": "a file or image attached to a prompt; its text is imported",
+        "attachment:directory": "a folder attached to a prompt; its text is imported",
+        "attachment:selection": "an editor selection attached to a prompt",
+        "attachment:blob": "inline data (an image) attached to a prompt",
+        # Written around a compaction, outside the event schema Copilot ships: the trace of
+        # the model call that wrote the summary (its request, reply, and the conversation
+        # it summarised); the summary itself is session.compaction_complete's.
+        "record:model.turn_started": _COPILOT_TRACE,
+        "record:model.model_call_started": _COPILOT_TRACE,
+        "record:model.model_call_success": _COPILOT_TRACE,
+        "record:model.message": _COPILOT_TRACE,
+        "record:model.response": _COPILOT_TRACE,
+        "record:model.turn_ended": _COPILOT_TRACE,
+        "record:model.messages_snapshot": _COPILOT_TRACE,
     },
     "pi": _PI,
     "openclaw": {
         **_PI,
+        # Read in the main thread: older versions truncated the transcript back after a
+        # heartbeat turn that answered HEARTBEAT_OK, removing the entries they hang from.
+        "entry:unknown-parent": "an entry whose parent OpenClaw pruned (a heartbeat turn)",
         "record:leaf": "branch moves: the entries after one hang from the entry it names",
         "record:reset": "a fresh model window: what came before stays the history",
         "record:checkpoint-or-trajectory-file": "checkpoint and trajectory copies of a transcript",
         "entry:rewritten": "entries a transcript rewrite wrote again, already read",
         "session:cold-archived": "sessions moved to cold storage (opt-in archives)",
+        "message:custom:openclaw.nested-tool.v1": "a tool run through tool search's"
+        " tool_call, recorded again: the outer call and its result carry it",
     },
     "hermes": {
         "message:compaction-copy": "a turn Hermes wrote again around a compaction",
         "message:system": "the system prompt",
+        "message:session_meta": "the gateway's header of a new session (model, tools, platform)",
         "message:*:empty": "messages with no text (a turn that only called tools)",
         "content:image_url": _IMAGES,
     },
     "auggie": {
         "request_node:2": _IMAGES,
+        "tool_result:image": _IMAGES,
         "request_node:4": "the IDE's state: its folder is the session's cwd",
         "response_node:9": "billing and token usage",
         "response_node:10": "billing and token usage",

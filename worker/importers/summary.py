@@ -45,6 +45,12 @@ def print_summary(report: ImportReport, out: TextIO) -> None:
     if report.no_cwd_sessions:
         print(f"sessions without a cwd: {report.no_cwd_sessions} (the no-cwd workspace,"
               " where each session sees only itself)", file=out)  # fmt: skip
+    if report.uncited_results:
+        print(f"tool results citing no call: {report.uncited_results} (their call is in no"
+              " source read: a transcript left out, or one the agent never wrote)",
+              file=out)  # fmt: skip
+    if report.left_open:
+        print(left_open_line(report.left_open, report.idle_s), file=out)
     if report.will_dead_letter:
         print(dead_letter_line(report.will_dead_letter, report.dead_letter_reasons), file=out)
 
@@ -76,4 +82,16 @@ def dead_letter_line(count: int, reasons: tuple[str, ...] | list[str]) -> str:
     return (
         f"of those, the worker will dead-letter {count}"
         f" (see sessionquery deadletters): {'; '.join(reasons[:5])}"
+    )
+
+
+def left_open_line(count: int, idle_s: float) -> str:
+    """Sessions published without their end, and why: each looks active."""
+    if idle_s == float("inf"):
+        return f"{count} sessions left open (--idle-seconds inf: import ends none)"
+    within = f"{idle_s / 60:g} min" if idle_s >= 60 else f"{idle_s:g} s"
+    return (
+        f"{count} sessions look active (last event, or for a source that records no times"
+        f" the file's modification, within {within}; a freshly copied folder looks active):"
+        " their titles and ends wait; run again later, or with --idle-seconds 0 to end them now"
     )

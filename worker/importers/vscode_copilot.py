@@ -23,7 +23,8 @@ problem, never half-imported.
   call editing the file and its result;
 - a request is over when it has its ``result`` or its ``modelState`` is complete,
   cancelled or failed; one with neither is still being answered only while it is the
-  last request and the file changed recently: then it waits for a later look;
+  last request and was made recently (its ``timestamp``, not the file's time, which a
+  copy resets): then it waits for a later look;
 - skipped and counted: code-block URIs, undo stops, progress, confirmation, warning,
   elicitation and other parts, empty thinking separators. Copilot Chat keeps no
   compaction and no sub-agent session of its own in these files.
@@ -50,7 +51,7 @@ _MARKDOWN: Final = frozenset({None, "markdownContent", "markdownVuln"})
 _EDITS: Final = frozenset({"textEditGroup", "notebookEditGroup"})
 # ResponseModelState: Pending 0, Complete 1, Cancelled 2, Failed 3, NeedsInput 4.
 _FINAL_STATES: Final = frozenset({1, 2, 3})
-# A last request with no result, in a file changed this recently, is still being answered.
+# A last request with no result, made this recently, is still being answered.
 FRESH_S: Final = 1800.0
 
 
@@ -61,7 +62,8 @@ class Refused(UnreadableSource):
 
 def read_chat(path: Path, *, fresh_s: float = FRESH_S) -> Snapshot:
     """The session in ``path``. A request with no result waits (VS Code is answering it)
-    only while it is the last one and the file changed less than ``fresh_s`` ago."""
+    only while it is the last one and was made less than ``fresh_s`` ago (its own
+    ``timestamp``; the file's time only when it has none: a copied file's is the copy's)."""
     snapshot = Snapshot()
     try:
         state = _replay(path) if path.suffix == ".jsonl" else _document(path)
@@ -82,7 +84,7 @@ def read_chat(path: Path, *, fresh_s: float = FRESH_S) -> Snapshot:
     )
     requests = state.get("requests")
     requests = [r for r in requests if isinstance(r, dict)] if isinstance(requests, list) else []
-    stale = _stale(path, fresh_s)
+    stale = _stale(path, requests[-1] if requests else {}, fresh_s)
     for index, request in enumerate(requests):
         ref = str(request.get("requestId") or index)
         answered = _settled(request) or index < len(requests) - 1 or stale
@@ -91,7 +93,10 @@ def read_chat(path: Path, *, fresh_s: float = FRESH_S) -> Snapshot:
     return snapshot
 
 
-def _stale(path: Path, fresh_s: float) -> bool:
+def _stale(path: Path, last: dict[str, Any], fresh_s: float) -> bool:
+    made = last.get("timestamp")
+    if isinstance(made, int | float) and not isinstance(made, bool) and made > 0:
+        return now() - made / 1000 >= fresh_s
     try:
         return now() - path.stat().st_mtime >= fresh_s
     except OSError:

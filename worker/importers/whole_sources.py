@@ -245,7 +245,12 @@ class OpenHandsImporter(SnapshotImporter):
         return (path / "events").is_dir()
 
     def sources(self, root: Path) -> Iterator[Path]:
-        return _folders_holding(root, "events")
+        # A sub-agent's conversation is read with its parent's (``subagents/<id>/``).
+        return (
+            folder
+            for folder in _folders_holding(root, "events")
+            if folder == root or folder.parent.name != openhands.SUBAGENTS
+        )
 
     def read(self, path: Path, cache: SessionCache) -> Snapshot:
         return openhands.read_conversation(path)

@@ -166,7 +166,7 @@ def history_note(first_seq: int) -> str:
 
 
 @dataclass(frozen=True, slots=True)
-class Plan:
+class IndexPreflight:
     """What to do with the index file before the worker opens it."""
 
     rebuild: bool
@@ -177,7 +177,7 @@ class Plan:
     background: bool = False
 
 
-def preflight(path: Path, stream: StreamState, *, on_divergence: str) -> Plan:
+def preflight(path: Path, stream: StreamState, *, on_divergence: str) -> IndexPreflight:
     """Check the file (quick_check, schema version, stream identity) before it is opened.
     Raises ``index_file.IndexFileError`` (or ``schema.SchemaVersionError``) when the worker
     must refuse; the message names the file and says what to do."""
@@ -191,12 +191,12 @@ def preflight(path: Path, stream: StreamState, *, on_divergence: str) -> Plan:
                 " from a backup, or move it aside to start an index with the history that"
                 " remains"
             ) from exc
-        return Plan(True, str(exc), "corrupt")
+        return IndexPreflight(True, str(exc), "corrupt")
     if state is None or state.empty:
-        return Plan(False)
+        return IndexPreflight(False)
     action = schema.version_action(state.schema_version, str(path))
     if action == "rebuild":
-        return Plan(
+        return IndexPreflight(
             True,
             f"index {path} has schema version {state.schema_version}, and no migration"
             f" to {schema.SCHEMA_VERSION} exists",
@@ -212,14 +212,14 @@ def preflight(path: Path, stream: StreamState, *, on_divergence: str) -> Plan:
         stream,
     )
     if verdict.action != "diverged":
-        return Plan(False)
+        return IndexPreflight(False)
     if on_divergence == "refuse":
         raise index_file.IndexFileError(
             f"index {path} does not match the stream: {verdict.reason}. Refusing to serve"
             " (--on-divergence refuse): start with --on-divergence rebuild to rebuild it from"
             " the stream, or give another --db"
         )
-    return Plan(True, verdict.reason, "replaced", background=True)
+    return IndexPreflight(True, verdict.reason, "replaced", background=True)
 
 
 async def bind(writer: SessionIndexWriter, stream: StreamState) -> dict[str, object]:

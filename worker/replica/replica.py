@@ -32,13 +32,14 @@ from nats.aio.client import Client as NATS
 from contracts.limits import event_size_limit
 from worker.actors import Supervisor
 from worker.config import WorkerConfig
-from worker.replica import continuity, rebuild, snapshots
-from worker.replica.continuity import Plan, StreamDiverged, StreamState
+from worker.replica import continuity, rebuild, snapshot_join
+from worker.replica.continuity import IndexPreflight, StreamDiverged, StreamState
 from worker.replica.ingest_consumer import EventConsumer, ensure_events_stream
 from worker.replica.rebuild import RebuildProgress
 from worker.replica.replica_store import ReplicaStore
 from worker.replica.semantic import SEMANTIC_ACTOR, EmbeddingFollower, load_embedder
-from worker.replica.snapshots import Join, SnapshotPolicy, SnapshotPublisher
+from worker.replica.snapshot_join import Join
+from worker.replica.snapshots import SnapshotPolicy, SnapshotPublisher
 from worker.store.files.index_file import IndexLock
 from worker.store.index.writer import IndexWriter
 from worker.store.index.writer_process import open_index_writer
@@ -280,7 +281,7 @@ def _sized(config: WorkerConfig, nc: NATS) -> WorkerConfig:
     return config.model_copy(update={"max_event_bytes": max_event_bytes})
 
 
-async def _checked(nc: NATS, config: WorkerConfig) -> tuple[StreamState, Plan, Join]:
+async def _checked(nc: NATS, config: WorkerConfig) -> tuple[StreamState, IndexPreflight, Join]:
     """The stream's state, the preflight's plan for the file and how the index joined; a
     file with nothing sound to serve (corrupt, or of a schema with no migration) is
     rebuilt here, first."""
@@ -289,7 +290,7 @@ async def _checked(nc: NATS, config: WorkerConfig) -> tuple[StreamState, Plan, J
     await ensure_events_stream(js, config.subjects)
     held = (config.subjects.events_stream, config.partitions, config.subjects)
     stream = await continuity.stream_state(js, *held)
-    joined = await snapshots.join_from_snapshot(nc, config, stream)
+    joined = await snapshot_join.join_from_snapshot(nc, config, stream)
     if joined.how == "snapshot":
         stream = await continuity.stream_state(js, *held)
     plan = await asyncio.to_thread(
@@ -297,7 +298,7 @@ async def _checked(nc: NATS, config: WorkerConfig) -> tuple[StreamState, Plan, J
     )
     if plan.rebuild:
         # Whatever the file held, the index is now built from the stream's start.
-        joined = snapshots.Join("replay", reason=f"rebuild: {plan.reason}")
+        joined = Join("replay", reason=f"rebuild: {plan.reason}")
     if plan.rebuild and not plan.background:
         await rebuild.rebuild(
             nc, config, stream, reason=plan.reason, move_aside_as=plan.move_aside_as

@@ -27,7 +27,7 @@ log = structlog.get_logger("worker.serving.parallel_lane")
 
 
 @dataclass(frozen=True, slots=True)
-class Job:
+class AdmittedCall:
     tool: ToolDefinition
     admitted: Admitted[Any]
     signal: ExecutionSignal
@@ -53,7 +53,7 @@ class ParallelLane:
         self._supervisor = supervisor
         self.pool_size = pool_size
         self._default_timeout_ms = default_timeout_ms
-        self._mailbox: Mailbox[Job] = Mailbox(pool_size + queue_size)
+        self._mailbox: Mailbox[AdmittedCall] = Mailbox(pool_size + queue_size)
         self._running = 0
         self.overloaded = 0  # requests answered OVERLOADED, for tests and stats
 
@@ -85,7 +85,9 @@ class ParallelLane:
         )
         signal = signal_until(deadline_ms)
         detach = self._registry.attach(admitted.owner, rid, signal)
-        job = Job(tool=tool, admitted=admitted, signal=signal, reply_to=msg.reply, detach=detach)
+        job = AdmittedCall(
+            tool=tool, admitted=admitted, signal=signal, reply_to=msg.reply, detach=detach
+        )
         if not self._mailbox.offer(job):
             detach()
             signal.close()

@@ -1,17 +1,14 @@
 """The search lane: a JetStream work queue shared by the fleet, one search at a time.
 
-Over 400 lines: the lane's intake and its fetch loop share its state and are read together.
+Over 400 lines: one fetch loop (fetch, admit, prepare beside the lane, run, ack) on one state.
 
-The two search endpoints put each request on the work-queue stream (``Nats-Msg-Id`` = the
-request id, so a resent request is not run twice) as one versioned document with the
-requester's reply subject and the effective deadline (``queue_encoding``). One durable
-pull consumer is shared by every worker; each worker fetches ONE message, runs it alone,
-answers the original requester, then acks.
-``in_progress()`` heartbeats keep a long search from being redelivered mid-run; a worker
-that dies mid-search leaves its message unacked, so after ``ack_wait`` another worker gets
-it. Expired and cancelled requests are answered and terminated without running; on the
-last delivery of a message that keeps killing its workers, it is answered TOOL_FAILED and
-terminated.
+The two search endpoints put each request on the work-queue stream (``search_intake``).
+One durable pull consumer is shared by every worker; each worker fetches ONE message, runs
+it alone, answers the original requester, then acks. ``in_progress()`` heartbeats keep a
+long search from being redelivered mid-run; a worker that dies mid-search leaves its
+message unacked, so after ``ack_wait`` another worker gets it. Expired and cancelled
+requests are answered and terminated without running; on the last delivery of a message
+that keeps killing its workers, it is answered TOOL_FAILED and terminated.
 
 De-duplication is per caller: the ``Nats-Msg-Id`` is a digest of the trusted caller
 identity and the request id, so one caller's id can never refuse another's request.
@@ -43,13 +40,14 @@ from worker.serving import lane_decisions as decide
 from worker.serving import queue_encoding, replies
 from worker.serving.admitted_handoff import AdmittedHandoff
 from worker.serving.cancellation import CancellationRegistry
-from worker.serving.deadlines import effective_deadline_ms, now_ms, signal_until
-from worker.serving.execution import Executor, Route, admit, admitted_from
+from worker.serving.deadlines import now_ms, signal_until
+from worker.serving.execution import Executor, Route, admitted_from
 from worker.serving.lane_decisions import MSG_ID_HEADER as MSG_ID_HEADER
 from worker.serving.queue_encoding import NewerFormat, QueuedSearch
 from worker.serving.queued_endpoint import QueuedEndpoint, QueuedEndpoints
 from worker.serving.replies import BadEnvelope
-from worker.serving.search_queue import QueueSettings, SearchQueue, failure_of
+from worker.serving.search_intake import SearchIntake
+from worker.serving.search_queue import QueueSettings, SearchQueue
 from worker.signals import ExecutionSignal
 from worker.tasks import cancel_and_wait
 from worker.tools import ToolDefinition, ToolSet
@@ -95,7 +93,6 @@ class SearchLane:
         self._toolsets = toolsets
         self._executor = executor
         self._registry = registry
-        self._default_timeout_ms = default_timeout_ms
         settings = QueueSettings(
             max_ack_pending=max_ack_pending,
             max_deliver=max_deliver,
@@ -112,9 +109,18 @@ class SearchLane:
         self.running: str | None = None  # request id of the search running now
         self.completed = 0
         self._waiting: set[asyncio.Task[None]] = set()  # prepare steps beside the lane
-        self._ready: deque[_Job] = deque()  # prepared, waiting
+        self._ready: deque[_AdmittedSearch] = deque()  # prepared, waiting
         self._wakeup = asyncio.Event()
         self._handoff = AdmittedHandoff()
+        self._intake = SearchIntake(
+            nc,
+            subjects,
+            self._queue,
+            executor,
+            registry,
+            self._handoff,
+            default_timeout_ms=default_timeout_ms,
+        )
         # Awaited with each fetched search before it is handled (tracing, holding a fetch).
         self.on_fetched: Callable[[Msg], Awaitable[None]] | None = None
 
@@ -127,50 +133,9 @@ class SearchLane:
         """Create the work-queue stream and the durable consumer when missing."""
         await self._queue.ensure()
 
-    # -- the endpoint side -------------------------------------------------------------
-
     async def enqueue(self, tool: ToolDefinition, msg: Msg) -> None:
-        """The endpoint handler: put the request on the work queue, or answer at once."""
-        admitted = await admit(self._executor, self._registry, tool, msg)
-        if admitted is None or not msg.reply:
-            return
-        rid = admitted.request_id
-        bound = log.bind(request_id=rid, tool=tool.name)
-        deadline_ms = effective_deadline_ms(
-            admitted.execution, default_timeout_ms=self._default_timeout_ms
-        )
-        headers = decide.queue_headers(admitted)
-        data = queue_encoding.encode(msg.data, msg.reply, deadline_ms)
-        size = self._queue.counted_size(data, headers)
-        refusal = decide.enqueue_refusal(
-            rid, deadline_ms, size, self._nc.max_payload, now_ms=now_ms()
-        )
-        if refusal is not None:
-            bound.info("search answered before queueing", size=len(msg.data))
-            await self._answer(msg.reply, refusal, rid, tool)
-            return
-        subject = self._subjects.search_queue_subject(tool.name, tool.partition)
-        msg_id = headers[MSG_ID_HEADER]
-        # Before publishing: this process's lane may fetch the message before the ack.
-        self._handoff.put(msg_id, data, admitted)
-        try:
-            ack = await self._queue.publish(subject, data, headers, deadline_ms)
-        except Exception as exc:
-            self._handoff.forget(msg_id, admitted)
-            failure = failure_of(exc)
-            bound.warning("enqueue failed", failure=failure, exc_info=failure == "failed")
-            expired = decide.expired_at(deadline_ms, now_ms())
-            reply = decide.enqueue_failure_reply(rid, failure, expired=expired)
-            await self._answer(msg.reply, reply, rid, tool)
-            return
-        if ack.duplicate:
-            self._handoff.forget(msg_id, admitted)
-            bound.info("duplicate request id refused")
-            await self._answer(msg.reply, decide.duplicate_reply(rid), rid, tool)
-            return
-        bound.debug("search enqueued", stream_seq=ack.seq)
-
-    # -- the fetch loop (an actor) -----------------------------------------------------
+        """The endpoint handler (``search_intake``): queue the request, or answer at once."""
+        await self._intake.enqueue(tool, msg)
 
     async def run(self) -> None:
         """Fetch and run one search at a time until ``stop``. Supervised: errors restart it."""
@@ -258,7 +223,7 @@ class SearchLane:
             self._ready.pop()
             await self._run_job(job)
 
-    async def _admit_fetched(self, msg: Msg) -> _Job | None:
+    async def _admit_fetched(self, msg: Msg) -> _AdmittedSearch | None:
         """A job for the lane, or None when the message was answered (or is malformed)
         and terminated."""
         queued = queue_encoding.decode(msg.data, msg.headers)
@@ -305,7 +270,7 @@ class SearchLane:
             await msg.term()
             return None
         signal = signal_until(queued.deadline_ms)
-        return _Job(
+        return _AdmittedSearch(
             msg=msg,
             route=self._executor.tool_route(tool),
             tool=tool,
@@ -349,13 +314,13 @@ class SearchLane:
 
     async def _admit_queued(
         self, msg: Msg, queued: QueuedSearch | NewerFormat | None, endpoint: QueuedEndpoint
-    ) -> _Job | None:
+    ) -> _AdmittedSearch | None:
         """A job for another endpoint's request (the operator's search), or None when it
         was answered (or is malformed) and terminated."""
         fetched = await self.queued.admit_fetched(msg, queued, endpoint)
         if fetched is None:
             return None
-        return _Job(
+        return _AdmittedSearch(
             msg=msg,
             route=endpoint.route,
             tool=None,
@@ -367,7 +332,7 @@ class SearchLane:
             heartbeat=asyncio.create_task(self._heartbeat(msg), name="in-progress"),
         )
 
-    async def _prepare(self, job: _Job, tool: ToolDefinition) -> None:
+    async def _prepare(self, job: _AdmittedSearch, tool: ToolDefinition) -> None:
         """The prepare step, outside the lane: ready for the lane, or answered now."""
         try:
             reply = await self._executor.prepare(tool, job.admitted, job.signal)
@@ -387,7 +352,7 @@ class SearchLane:
         self._wakeup.set()
         self._settle_idle()
 
-    async def _run_job(self, job: _Job) -> None:
+    async def _run_job(self, job: _AdmittedSearch) -> None:
         self._idle.clear()
         self.running = job.rid
         try:
@@ -398,7 +363,7 @@ class SearchLane:
             self.running = None
             self._settle_idle()
 
-    async def _finish(self, job: _Job, reply: replies.EncodedReply) -> None:
+    async def _finish(self, job: _AdmittedSearch, reply: replies.EncodedReply) -> None:
         await cancel_and_wait(job.heartbeat)
         job.detach()
         job.signal.close()
@@ -423,7 +388,7 @@ class SearchLane:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class _Job:
+class _AdmittedSearch:
     """A fetched search, admitted: it holds its unacked message until answered."""
 
     msg: Msg

@@ -1,4 +1,5 @@
-"""The session store: the sessionQuery protocol, its SQLite FTS5 provider, ingestion.
+"""The session store: the sessionQuery protocol, its SQLite provider with a tantivy search
+index, ingestion.
 
 The tools import the protocol and result types from here; only composition code (the CLI,
 the runtime, tests) imports the SQLite provider.

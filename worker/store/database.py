@@ -49,7 +49,7 @@ _BUSY_TIMEOUT_S: Final = 5.0
 # connection's 2 MiB page cache: on a 1M-event index (1 GiB) an exact read took 365 us in
 # the tool layer with read() and 88 us mapped. The pages are the OS page cache, shared by
 # every connection and process, not heap. SQLite clamps this to its build's maximum
-# (2 GiB for the stdlib's SQLite); past that the rest of the file is read as before.
+# (2 GiB for the stdlib's SQLite); past that the rest of the file is read with read().
 MMAP_BYTES: Final = 64 * 2**30
 
 

@@ -9,8 +9,7 @@ Times are epoch milliseconds (UTC). Ranges are inclusive at both ends; ``None`` 
 Every read that returns a payload also returns the header of its session *from the same
 read transaction*, so callers can re-check authorization on the same observation.
 
-Over 400 lines on purpose: one contract (the reads, the writer and every type they
-exchange), so a provider, the replica and the test fakes are checked against one file.
+Over 400 lines: one contract (the reads, the writer, their types) every provider is checked by.
 """
 
 from __future__ import annotations
@@ -237,7 +236,7 @@ class EventWindow:
     target: StoredEvent | None
     before: tuple[StoredEvent, ...] = ()  # ascending seq
     after: tuple[StoredEvent, ...] = ()  # ascending seq
-    # The session's title observed with ``header`` (one snapshot), so the tools need not
+    # The session's title observed with ``header`` (one consistent read), so the tools need not
     # read it again; None when the provider does not give it.
     title: TitleObservation | None = None
 

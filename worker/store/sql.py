@@ -61,8 +61,8 @@ TITLES_BY_KEYS: Final = tuple(
     for n in range(1, 9)
 )
 
-# The header (with the title) and the window in ONE statement (one snapshot, no
-# BEGIN/COMMIT): a row per event, the header repeated; one row of NULL events when none.
+# The header (with the title) and the window in ONE statement (one consistent
+# read, no BEGIN/COMMIT): a row per event, the header repeated; one row of NULL events when none.
 EVENT_WINDOW: Final = (
     f"SELECT {_TITLE_COLS}, {EVENT_COLS}, e.raw_json AS raw_json FROM sessions s"
     " LEFT JOIN events e"
@@ -79,7 +79,7 @@ SEQ_HELD: Final = (
 
 # UNION (not UNION ALL) discards a session already reached, so a cycle ends; the order is
 # restored by following parent ids from the target. Both walks in ONE statement (one
-# snapshot, no BEGIN/COMMIT); kind 0 rows are the chain (in no particular order), kind 1
+# consistent read, no BEGIN/COMMIT); kind 0 rows are the chain (in no particular order), kind 1
 # rows the tree in creation order. ``:cap`` -1 is no LIMIT. Each row carries its session's
 # title: the trace shows them without reading them again.
 LINEAGE: Final = f"""

@@ -22,6 +22,7 @@ from worker.config import ToolConfig
 from worker.store import SessionQueryService
 from worker.tools import handlers
 from worker.tools import input as args_input
+from worker.tools.context import ToolContext
 from worker.tools.definitions import (
     Admitted,
     Endpoint,
@@ -38,7 +39,6 @@ from worker.tools.errors import (
     model_error_of,
     tool_failed,
 )
-from worker.tools.operations import Operations
 from worker.tools.operator import OperatorQueries, OperatorRequest, OperatorVerb
 from worker.tools.prompt import PROMPT_SECTION, prompt_section
 from worker.tools.service_boundary import ServiceBoundary
@@ -147,16 +147,16 @@ def register_tools(
     """The five tools over ``service``. Searches are ``exclusive``, the rest ``parallel``.
     With ``partition``, the tools answer that partition's subjects: a caller of another
     partition is answered as an unknown caller."""
-    operations = Operations(
+    context = ToolContext(
         service=service, boundary=ServiceBoundary(logger), config=config, partition=partition
     )
     # Searches run one at a time: their checks and catch-up wait run beside the lane.
     table: tuple[tuple[ExecutionMode, ToolHandler], ...] = (
-        ("exclusive", handlers.SessionSearch(operations)),
-        ("exclusive", handlers.SessionEventSearch(operations)),
-        ("parallel", handlers.SessionTrace(operations)),
-        ("parallel", handlers.SessionEventTrace(operations)),
-        ("parallel", handlers.SessionEventRead(operations)),
+        ("exclusive", handlers.SessionSearch(context)),
+        ("exclusive", handlers.SessionEventSearch(context)),
+        ("parallel", handlers.SessionTrace(context)),
+        ("parallel", handlers.SessionEventTrace(context)),
+        ("parallel", handlers.SessionEventRead(context)),
     )
     window = service.limits.max_event_window
     tools = tuple(

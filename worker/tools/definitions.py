@@ -71,8 +71,8 @@ class Admitted(Generic[ArgsT]):
     """One request, admitted once: everything later steps need without parsing again.
 
     ``arguments`` are the tool's validated model (None when refused: ``refusal`` says why,
-    and is raised by ``checked`` where the run would start, so a refusal is answered at the
-    same point, after the same checks, as before admission existed)."""
+    and is raised by ``checked`` where the run would start, so a refused request is answered
+    at the same point, after the same checks, as an admitted one)."""
 
     request_id: str
     execution: Execution

@@ -3,7 +3,7 @@
 ``admit`` validates the arguments into the tool's model and compiles a search's query,
 without I/O; it never raises (a refusal rides in the ``Admitted`` value and is answered
 where the run would start). ``prepare`` (the searches) waits for the caller's step beside
-the lane; ``run`` is the workflow (``searches``, ``observations``): its provider calls are
+the lane; ``run`` is the workflow (``searches``, ``exact_tools``): its provider calls are
 translated at the service boundary, and whatever else escapes is answered by the runtime's
 executor, the one outer guard. Go-to-definition follows a request from here to the store.
 """
@@ -17,19 +17,19 @@ from typing import Any, ClassVar, Generic, TypeVar
 from contracts.envelope import Execution
 from worker.signals import ExecutionSignal
 from worker.store import CompiledQuery
-from worker.tools import filters, observations, searches
+from worker.tools import exact_tools, filters, searches
 from worker.tools import input as args_input
+from worker.tools.context import ToolContext
 from worker.tools.definitions import Admitted, Endpoint, ToolError
-from worker.tools.operations import Operations
 
 ArgsT = TypeVar("ArgsT")
 
 
 @dataclass(frozen=True, slots=True)
-class _Declared(Generic[ArgsT]):
+class _ToolAdmission(Generic[ArgsT]):
     """The admission every tool shares: ``parse``, then ``compiled`` (a search's query)."""
 
-    ops: Operations
+    ctx: ToolContext
     name: ClassVar[str]
     prepares: ClassVar[bool] = False
 
@@ -46,7 +46,7 @@ class _Declared(Generic[ArgsT]):
         except ToolError as refusal:
             return Admitted(request_id, execution, endpoint, None, refusal)
         except Exception as exc:
-            failed = self.ops.boundary.translate(self.name, None, exc)
+            failed = self.ctx.boundary.translate(self.name, None, exc)
             return Admitted(request_id, execution, endpoint, None, failed)
         return Admitted(request_id, execution, endpoint, args, query=query)
 
@@ -58,13 +58,13 @@ class _Declared(Generic[ArgsT]):
 
     async def prepare(self, admitted: Admitted[ArgsT], signal: ExecutionSignal) -> None:
         """Only called when ``prepares``: the searches' catch-up wait."""
-        await self.ops.prepare_search(admitted, signal)
+        await self.ctx.prepare_search(admitted, signal)
 
     async def run(self, admitted: Admitted[ArgsT], signal: ExecutionSignal) -> str:
         raise NotImplementedError
 
 
-class SessionSearch(_Declared[filters.SessionSearchRequest]):
+class SessionSearch(_ToolAdmission[filters.SessionSearchRequest]):
     name = "session_search"
     prepares = True
 
@@ -75,15 +75,15 @@ class SessionSearch(_Declared[filters.SessionSearchRequest]):
         )
 
     def compiled(self, args: filters.SessionSearchRequest) -> CompiledQuery:
-        return self.ops.compile_query(args.query)
+        return self.ctx.compile_query(args.query)
 
     async def run(
         self, admitted: Admitted[filters.SessionSearchRequest], signal: ExecutionSignal
     ) -> str:
-        return await searches.session_search(self.ops, admitted, signal)
+        return await searches.session_search(self.ctx, admitted, signal)
 
 
-class SessionEventSearch(_Declared[args_input.SessionEventSearchArguments]):
+class SessionEventSearch(_ToolAdmission[args_input.SessionEventSearchArguments]):
     name = "session_event_search"
     prepares = True
 
@@ -93,15 +93,15 @@ class SessionEventSearch(_Declared[args_input.SessionEventSearchArguments]):
         )
 
     def compiled(self, args: args_input.SessionEventSearchArguments) -> CompiledQuery:
-        return self.ops.compile_query(args.query)
+        return self.ctx.compile_query(args.query)
 
     async def run(
         self, admitted: Admitted[args_input.SessionEventSearchArguments], signal: ExecutionSignal
     ) -> str:
-        return await searches.session_event_search(self.ops, admitted, signal)
+        return await searches.session_event_search(self.ctx, admitted, signal)
 
 
-class SessionTrace(_Declared[args_input.SessionTraceArguments]):
+class SessionTrace(_ToolAdmission[args_input.SessionTraceArguments]):
     name = "session_trace"
 
     def parse(self, arguments: Mapping[str, Any]) -> args_input.SessionTraceArguments:
@@ -110,10 +110,10 @@ class SessionTrace(_Declared[args_input.SessionTraceArguments]):
     async def run(
         self, admitted: Admitted[args_input.SessionTraceArguments], signal: ExecutionSignal
     ) -> str:
-        return await observations.session_trace(self.ops, admitted, signal)
+        return await exact_tools.session_trace(self.ctx, admitted, signal)
 
 
-class SessionEventTrace(_Declared[args_input.SessionEventTraceArguments]):
+class SessionEventTrace(_ToolAdmission[args_input.SessionEventTraceArguments]):
     name = "session_event_trace"
 
     def parse(self, arguments: Mapping[str, Any]) -> args_input.SessionEventTraceArguments:
@@ -124,10 +124,10 @@ class SessionEventTrace(_Declared[args_input.SessionEventTraceArguments]):
     async def run(
         self, admitted: Admitted[args_input.SessionEventTraceArguments], signal: ExecutionSignal
     ) -> str:
-        return await observations.session_event_trace(self.ops, admitted, signal)
+        return await exact_tools.session_event_trace(self.ctx, admitted, signal)
 
 
-class SessionEventRead(_Declared[args_input.SessionEventReadArguments]):
+class SessionEventRead(_ToolAdmission[args_input.SessionEventReadArguments]):
     name = "session_event_read"
 
     def parse(self, arguments: Mapping[str, Any]) -> args_input.SessionEventReadArguments:
@@ -138,4 +138,4 @@ class SessionEventRead(_Declared[args_input.SessionEventReadArguments]):
     async def run(
         self, admitted: Admitted[args_input.SessionEventReadArguments], signal: ExecutionSignal
     ) -> str:
-        return await observations.session_event_read(self.ops, admitted, signal)
+        return await exact_tools.session_event_read(self.ctx, admitted, signal)

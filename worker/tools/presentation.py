@@ -1,7 +1,7 @@
 """Plain-text rendering of tool results, for a model to read.
 
 Times render as UTC ISO 8601 with milliseconds. Only sessions the caller may see are
-rendered here: the operations hand over authorized, projected values only. Text recalled
+rendered here: the workflows hand over authorized, projected values only. Text recalled
 from sessions (titles, excerpts, event previews, exact event JSON) is always passed
 through ``quote_recalled`` (``formatting``): it is data from past work, never
 instructions. ``reading`` renders an event read.

@@ -24,8 +24,8 @@ from worker.store import (
 )
 from worker.tools import filters
 from worker.tools import input as args_input
+from worker.tools.context import Collected, ToolContext, collect_pages
 from worker.tools.definitions import Admitted
-from worker.tools.operations import Collected, Operations, collect_pages
 from worker.tools.presentation import SearchOutcome, render_event_search, render_session_search
 from worker.tools.workspace_access import (
     STEP_START,
@@ -57,26 +57,26 @@ def _outcome(collected: Collected[Any], model_filters: bool) -> SearchOutcome:
 
 
 async def session_search(
-    ops: Operations, admitted: Admitted[filters.SessionSearchRequest], signal: ExecutionSignal
+    ctx: ToolContext, admitted: Admitted[filters.SessionSearchRequest], signal: ExecutionSignal
 ) -> str:
     request = admitted.checked()
-    return await ops.under_search_deadline(
-        signal, lambda search_signal: _session_search(ops, admitted, request, search_signal)
+    return await ctx.under_search_deadline(
+        signal, lambda search_signal: _session_search(ctx, admitted, request, search_signal)
     )
 
 
 async def _session_search(
-    ops: Operations,
+    ctx: ToolContext,
     admitted: Admitted[filters.SessionSearchRequest],
     request: filters.SessionSearchRequest,
     signal: ExecutionSignal,
 ) -> str:
-    caller = await ops.caller(admitted, signal)
+    caller = await ctx.caller(admitted, signal)
     if caller.cwd is None:
         return NO_WORKSPACE_MESSAGE
-    scoped = await _authorized_request(ops, caller, request, signal)
+    scoped = await _authorized_request(ctx, caller, request, signal)
     query = _compiled(admitted)
-    collected = await _collect_sessions(ops, caller, caller.cwd, query, scoped, signal)
+    collected = await _collect_sessions(ctx, caller, caller.cwd, query, scoped, signal)
     hit_ids = [hit.header.session_id for hit in collected.hits]
     parent_ids = [
         hit.header.parent_session_id
@@ -85,19 +85,19 @@ async def _session_search(
     ]
     # Only the hits must still be visible (a hidden parent is shown as hidden); a hit that
     # no longer is fails the search as changed (TitleMismatch).
-    titles = await ops.titles(caller, [*hit_ids, *parent_ids], signal, expect_visible=hit_ids)
+    titles = await ctx.titles(caller, [*hit_ids, *parent_ids], signal, expect_visible=hit_ids)
     model_filters = filters.has_model_filters(request.events, request.sessions)
     return render_session_search(
         request.query,
         collected.hits,
         titles,
         _outcome(collected, model_filters),
-        limit=ops.config.max_search_results,
+        limit=ctx.config.max_search_results,
     )
 
 
 async def _authorized_request(
-    ops: Operations,
+    ctx: ToolContext,
     caller: Caller,
     request: filters.SessionSearchRequest,
     signal: ExecutionSignal,
@@ -107,7 +107,7 @@ async def _authorized_request(
     authorized_parents: tuple[str, ...] = ()
     if request.requested_parent_ids:
         authorized_parents = await authorized_subset(
-            ops.service, ops.boundary, caller, request.requested_parent_ids, signal
+            ctx.service, ctx.boundary, caller, request.requested_parent_ids, signal
         )
     parent_ids, include_roots = filters.parent_clause(request, authorized_parents)
     sessions = replace(
@@ -120,17 +120,17 @@ async def _authorized_request(
 
 
 async def _collect_sessions(
-    ops: Operations,
+    ctx: ToolContext,
     caller: Caller,
     cwd: str,
     query: CompiledQuery,
     request: filters.SessionSearchRequest,
     signal: ExecutionSignal,
 ) -> Collected[SessionHit]:
-    service, page_size = ops.service, ops.page_size()
+    service, page_size = ctx.service, ctx.page_size()
 
     def fetch(cursor: str | None) -> Awaitable[SessionSearchPage]:
-        return ops.boundary.call(
+        return ctx.boundary.call(
             "search_sessions",
             signal,
             lambda: service.search_sessions(
@@ -159,7 +159,7 @@ async def _collect_sessions(
         fetch,
         visible_hits,
         lambda hit: hit.header.session_id,
-        limit=ops.config.max_search_results,
+        limit=ctx.config.max_search_results,
     )
 
 
@@ -167,23 +167,23 @@ async def _collect_sessions(
 
 
 async def session_event_search(
-    ops: Operations,
+    ctx: ToolContext,
     admitted: Admitted[args_input.SessionEventSearchArguments],
     signal: ExecutionSignal,
 ) -> str:
     args = admitted.checked()
-    return await ops.under_search_deadline(
-        signal, lambda search_signal: _session_event_search(ops, admitted, args, search_signal)
+    return await ctx.under_search_deadline(
+        signal, lambda search_signal: _session_event_search(ctx, admitted, args, search_signal)
     )
 
 
 async def _session_event_search(
-    ops: Operations,
+    ctx: ToolContext,
     admitted: Admitted[args_input.SessionEventSearchArguments],
     args: args_input.SessionEventSearchArguments,
     signal: ExecutionSignal,
 ) -> str:
-    caller, target = await ops.caller_and_target(admitted, signal, args.session_id)
+    caller, target = await ctx.caller_and_target(admitted, signal, args.session_id)
     execution = admitted.execution
     own = target == caller.session_id
     events = filters.event_filter(
@@ -194,22 +194,22 @@ async def _session_event_search(
         from_seq=args.from_seq,
         to_seq=args.to_seq,
     )
-    limit = ops.config.max_search_results
+    limit = ctx.config.max_search_results
     # The current step is out of scope, not filtered: a match there must not turn an
     # empty result into "the filters removed every match".
-    scope_to_seq = await _last_prior_seq(ops, caller, execution, signal) if own else None
+    scope_to_seq = await _last_prior_seq(ctx, caller, execution, signal) if own else None
     if scope_to_seq is not None and _nothing_before(events, scope_to_seq):
-        header = await preflight(ops.service, ops.boundary, caller, target, signal)
-        titles = await ops.titles(caller, [target], signal, fail_as=target)
+        header = await preflight(ctx.service, ctx.boundary, caller, target, signal)
+        titles = await ctx.titles(caller, [target], signal, fail_as=target)
         nothing = SearchOutcome(capped=False, filtered_out=False, model_filters=False)
         return render_event_search(
             args.query, header, (), titles, nothing, limit=limit, own_session=True
         )
     headers: list[SessionHeader] = []
     collected = await _collect_events(
-        ops, caller, target, _compiled(admitted), events, scope_to_seq, headers, signal
+        ctx, caller, target, _compiled(admitted), events, scope_to_seq, headers, signal
     )
-    titles = await ops.titles(caller, [target], signal, fail_as=target)
+    titles = await ctx.titles(caller, [target], signal, fail_as=target)
     outcome = _outcome(collected, filters.has_model_filters(events))
     return render_event_search(
         args.query, headers[-1], collected.hits, titles, outcome, limit=limit, own_session=own
@@ -229,7 +229,7 @@ def _nothing_before(events: EventFilter, scope_to_seq: int) -> bool:
 
 
 async def _collect_events(
-    ops: Operations,
+    ctx: ToolContext,
     caller: Caller,
     target: str,
     query: CompiledQuery,
@@ -239,10 +239,10 @@ async def _collect_events(
     signal: ExecutionSignal,
 ) -> Collected[EventHit]:
     """The target's hits; each page's header is re-checked and appended to ``headers``."""
-    service, page_size = ops.service, ops.page_size()
+    service, page_size = ctx.service, ctx.page_size()
 
     async def fetch(cursor: str | None) -> EventSearchPage:
-        page = await ops.boundary.call(
+        page = await ctx.boundary.call(
             "search_events",
             signal,
             lambda: service.search_events(
@@ -265,19 +265,19 @@ async def _collect_events(
         return [hit for hit in page.hits if hit.event.session_id == target]
 
     return await collect_pages(
-        fetch, own_hits, lambda hit: hit.event.seq, limit=ops.config.max_search_results
+        fetch, own_hits, lambda hit: hit.event.seq, limit=ctx.config.max_search_results
     )
 
 
 async def _last_prior_seq(
-    ops: Operations, caller: Caller, execution: Execution, signal: ExecutionSignal
+    ctx: ToolContext, caller: Caller, execution: Execution, signal: ExecutionSignal
 ) -> int | None:
     """The last seq before the current step, or None when there is no step to exclude."""
     if execution.step_start_seq is not None:
         return execution.step_start_seq - 1
-    latest = await ops.boundary.call(
+    latest = await ctx.boundary.call(
         "latest_seq_of_type",
         signal,
-        lambda: ops.service.latest_seq_of_type(caller.session_id, STEP_START, signal=signal),
+        lambda: ctx.service.latest_seq_of_type(caller.session_id, STEP_START, signal=signal),
     )
     return None if latest is None else latest - 1

@@ -51,7 +51,7 @@ class TitleMismatch(ToolError):
     """A title observation of a session that should be visible is not: fail closed.
 
     As it stands, the model reads that a search result changed; a direct tool answers
-    not found for its target instead (``Operations.titles``)."""
+    not found for its target instead (``ToolContext.titles``)."""
 
     def __init__(self, session_id: str) -> None:
         super().__init__(ErrorCode.NOT_FOUND, CHANGED_RESULT_MESSAGE)

@@ -60,7 +60,7 @@ class EndpointSpec:
 
 
 @dataclass(slots=True)
-class _Endpoint:
+class _ServedEndpoint:
     spec: EndpointSpec
     sub: Subscription | None = None
     limits: tuple[int, int] | None = None
@@ -117,7 +117,7 @@ class MicroService:
     before_stats: Callable[[], Awaitable[None]] | None = None
     id: str = field(default_factory=lambda: NUID().next().decode())
     started: datetime = field(default_factory=lambda: datetime.now(UTC))
-    _endpoints: list[_Endpoint] = field(default_factory=list)
+    _endpoints: list[_ServedEndpoint] = field(default_factory=list)
     _verbs: list[Subscription] = field(default_factory=list)
 
     async def start(self) -> None:
@@ -145,7 +145,7 @@ class MicroService:
     async def add_endpoint(self, spec: EndpointSpec, pending: PendingLimits | None) -> Subscription:
         """Subscribe ``spec`` in the queue group with ``pending`` limits (nats-py's when None)."""
         limits = pending or NATS_DEFAULT_LIMITS
-        endpoint = _Endpoint(spec, limits=(limits.msgs, limits.bytes))
+        endpoint = _ServedEndpoint(spec, limits=(limits.msgs, limits.bytes))
         endpoint.sub = await self.nc.subscribe(
             spec.subject, queue=QUEUE_GROUP, cb=endpoint.handle, **pending_kwargs(limits)
         )

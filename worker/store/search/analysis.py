@@ -67,7 +67,7 @@ def _stemmer(language: str) -> Callable[[str], str]:
 
 
 def fold(text: str) -> str:
-    """Lower-case with diacritics removed (as FTS5's ``remove_diacritics`` did)."""
+    """Lower-case with diacritics removed, so "café" and "cafe" are one term."""
     lowered = text.lower()
     if lowered.isascii():
         return lowered

@@ -1,5 +1,5 @@
 """``search_events``: one session's events, best first, as steps inside one read
-transaction of the store (the same semantics as ``search_ops.SessionSearch``, scoped to
+transaction of the store (the same semantics as ``search_ops.SessionSearchRun``, scoped to
 one session)."""
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from worker.store.search.time_words import TimeRange
 _Kept = list[tuple[Candidate, tuple[tuple[Any, ...], Columns]]]
 
 
-class EventSearch:
+class EventSearchRun:
     """One page of ``search_events`` inside a read transaction."""
 
     def __init__(
@@ -45,7 +45,7 @@ class EventSearch:
         session_id: str,
         ws: str,
         events: EventFilter,
-        snapshot_seq: int,
+        as_of_seq: int,
         scope_to_seq: int | None,
         semantic: SemanticQuery | None = None,
         favour: Sequence[TimeRange] = (),
@@ -56,7 +56,7 @@ class EventSearch:
         self._searcher = index.searcher
         self._plan = plan
         self._builder = QueryBuilder(plan, ws, index, favour)
-        self._snapshot_seq = snapshot_seq
+        self._as_of_seq = as_of_seq
         self._covered_seq = index.covers_stream_seq
         self._session_id = session_id
         self._scope_to_seq = scope_to_seq
@@ -64,7 +64,7 @@ class EventSearch:
         if scope_to_seq is not None:
             seq_to = scope_to_seq if seq_to is None else min(seq_to, scope_to_seq)
         self._clauses, _ = scope_clauses(
-            snapshot_seq=snapshot_seq,
+            as_of_seq=as_of_seq,
             covered_seq=self._covered_seq,
             session_ids=[session_id],
             types=events.types,
@@ -74,7 +74,7 @@ class EventSearch:
             seq_from=events.seq_from,
             seq_to=seq_to,
         )
-        self._params: dict[str, Any] = {"sid": session_id, "snap": snapshot_seq}
+        self._params: dict[str, Any] = {"sid": session_id, "as_of": as_of_seq}
         check = sql.event_filter_sql(events, self._params, with_seq=True)
         if scope_to_seq is not None:
             self._params["scope_to"] = scope_to_seq
@@ -115,7 +115,7 @@ class EventSearch:
 
     def _fused(self, kept: _Kept, partial: bool) -> tuple[_Kept, set[int]]:
         """Lexical and semantic events merged by ``fusion.fuse``; semantic candidates are
-        confirmed by the same SQL as lexical ones (the session, snapshot and filters)."""
+        confirmed by the same SQL as lexical ones (the session, ``as_of_seq`` and filters)."""
         assert self._semantic is not None
         scored = self._semantic.nearest(self._ws, self._session_id)
         semantic = self._confirmed([Candidate(event_id, cos, 0) for event_id, cos in scored])
@@ -134,7 +134,7 @@ class EventSearch:
         found, at = self._fetch(
             f"SELECT e.id AS id, {sql.EVENT_COLS} FROM events e"
             " WHERE e.id IN (SELECT value FROM json_each(:cand)) AND +e.session_id = :sid"
-            f" AND e.stream_seq <= :snap{self._check}",
+            f" AND e.stream_seq <= :as_of{self._check}",
             dict(self._params, cand=sql.json_list(c.event_id for c in candidates)),
         )
         event_id = at["id"]
@@ -172,9 +172,9 @@ class EventSearch:
         return count(self._searcher, self._builder.partial(minimal)) > 0
 
     def _minimal(self, seq_to: int | None = None) -> list[tantivy.Query]:
-        """The session and the snapshot only: what the model's filters may have hidden."""
+        """The session and ``as_of_seq`` only: what the model's filters may have hidden."""
         clauses, _ = scope_clauses(
-            snapshot_seq=self._snapshot_seq,
+            as_of_seq=self._as_of_seq,
             covered_seq=self._covered_seq,
             session_ids=[self._session_id],
             seq_to=seq_to,

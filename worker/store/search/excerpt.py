@@ -49,7 +49,7 @@ class Highlighter:
         of the term patterns gives).
 
         With one group the first window is the best (no later one holds more groups), so
-        the scan stops past it: a rare identifier in a long log no longer reads it all.
+        the scan stops past it, so a rare identifier in a long log does not read all of it.
         ``every``: no such stop (a page highlighting every match of a part)."""
         spans: list[tuple[int, int, str]] = []
         if self.prefilter is None:

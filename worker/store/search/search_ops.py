@@ -2,9 +2,9 @@
 
 The search index proposes candidate event ids, best first; SQL then decides, in the same
 transaction that reads the payload, which candidates are in the caller's workspace (exact
-cwd equality), in the snapshot and inside the filters. The search index is never the
-authority: a candidate SQL does not confirm is dropped, and its session is excluded from
-the next round of candidates.
+cwd equality), at or before the page's ``as_of_seq`` and inside the filters. The search
+index is never the authority: a candidate SQL does not confirm is dropped, and its session
+is excluded from the next round of candidates.
 
 Semantics: for keywords, an all-words search first (every content word must match one
 event; function words count only toward the query-as-written bonus). When that finds
@@ -69,7 +69,7 @@ class _Checked:
 
     session_id: str
     type: str
-    ok: bool  # in the workspace, the snapshot and the filters
+    ok: bool  # in the workspace, as of the page's seq, in the filters
 
 
 @dataclass(slots=True)
@@ -103,7 +103,7 @@ class _Scope:
     minimal: list[tantivy.Query] = field(default_factory=list)
 
 
-class SessionSearch:
+class SessionSearchRun:
     """One page of ``search_sessions`` inside a read transaction."""
 
     def __init__(
@@ -116,7 +116,7 @@ class SessionSearch:
         ws: str,
         sessions: SessionFilter,
         events: EventFilter,
-        snapshot_seq: int,
+        as_of_seq: int,
         semantic: SemanticQuery | None = None,
         favour: Sequence[TimeRange] = (),
     ) -> None:
@@ -129,7 +129,7 @@ class SessionSearch:
         self._semantic = semantic
         self._semantic_only: set[str] = set()
         clauses, excluded = scope_clauses(
-            snapshot_seq=snapshot_seq,
+            as_of_seq=as_of_seq,
             covered_seq=index.covers_stream_seq,
             session_ids=sessions.session_ids,
             exclude_session_ids=sessions.exclude_session_ids,
@@ -138,9 +138,9 @@ class SessionSearch:
             time_from_ms=events.time_from_ms,
             time_to_ms=events.time_to_ms,
         )
-        minimal, _ = scope_clauses(snapshot_seq=snapshot_seq, covered_seq=index.covers_stream_seq)
+        minimal, _ = scope_clauses(as_of_seq=as_of_seq, covered_seq=index.covers_stream_seq)
         self._scope = _Scope(clauses, excluded, minimal)
-        self._params: dict[str, Any] = {"cwd": cwd, "snap": snapshot_seq}
+        self._params: dict[str, Any] = {"cwd": cwd, "as_of": as_of_seq}
         check = sql.session_filter_sql(sessions, self._params)
         check += sql.event_filter_sql(events, self._params, with_seq=False)
         if sessions.session_ids is not None:
@@ -237,7 +237,7 @@ class SessionSearch:
         params = dict(self._params, cand=sql.json_list(c.event_id for c in candidates))
         found, at = self._fetch(
             "SELECT e.id AS id, e.session_id AS session_id, e.type AS type,"
-            f" (s.cwd = :cwd AND e.stream_seq <= :snap{self._check_sql}) AS ok"
+            f" (s.cwd = :cwd AND e.stream_seq <= :as_of{self._check_sql}) AS ok"
             " FROM events e JOIN sessions s ON s.session_id = e.session_id"
             " WHERE e.id IN (SELECT value FROM json_each(:cand))",
             params,

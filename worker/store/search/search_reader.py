@@ -318,7 +318,7 @@ def _filter(query: tantivy.Query) -> tantivy.Query:
 
 def scope_clauses(
     *,
-    snapshot_seq: int,
+    as_of_seq: int,
     covered_seq: int | None = None,
     session_ids: Sequence[str] | None = None,
     exclude_session_ids: Sequence[str] = (),
@@ -331,12 +331,12 @@ def scope_clauses(
 ) -> tuple[list[tantivy.Query], list[str]]:
     """(restricting clauses, session ids to exclude). SQL re-checks every one of these.
 
-    ``covered_seq``: the stream sequence the searched commit covers. When the snapshot is
-    not older, no document can be past it and the snapshot's range is left out (a range
+    ``covered_seq``: the stream sequence the searched commit covers. When ``as_of_seq``
+    is not older, no document can be past it and its range is left out (a range
     over a number unique per event cost ~1 ms per query at 1M events)."""
     clauses: list[tantivy.Query] = []
-    if covered_seq is None or covered_seq > snapshot_seq:
-        clauses.append(_range("sseq", tantivy.FieldType.Unsigned, 0, snapshot_seq))
+    if covered_seq is None or covered_seq > as_of_seq:
+        clauses.append(_range("sseq", tantivy.FieldType.Unsigned, 0, as_of_seq))
     if session_ids is not None:
         clauses.append(tantivy.Query.term_set_query(SCHEMA, "sid", list(session_ids)))
     if types is not None:

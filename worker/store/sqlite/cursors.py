@@ -1,6 +1,6 @@
 """Search cursors: opaque to callers, bound to their query and to the index's epoch.
 
-A cursor carries the snapshot stream sequence of its first page, the offset, the search
+A cursor carries the stream sequence its first page read as of, the offset, the search
 mode (all words, or best partial matches) and a hash of everything its pages must share;
 a purge moves the epoch, and a cursor from before it raises ``GenerationChanged``.
 """
@@ -44,9 +44,9 @@ def binding(
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Resume:
-    """Where a page starts: the first page's snapshot, the offset, the search mode."""
+    """Where a page starts: the first page's ``as_of_seq``, the offset, the search mode."""
 
-    snapshot_seq: int
+    as_of_seq: int
     offset: int
     partial: bool  # best partial matches (no event held every word on the first page)
 
@@ -66,7 +66,7 @@ def encode(generation: Generation, offset: int, binding: str, *, partial: bool) 
 
 
 def resume(cursor: str | None, binding: str, current: Generation) -> Resume | None:
-    """Where this page starts; None for a first page (it snapshots the current seq)."""
+    """Where this page starts; None for a first page (it reads as of the current seq)."""
     if cursor is None:
         return None
     try:

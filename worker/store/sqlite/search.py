@@ -1,11 +1,11 @@
-"""The two searches as functions of one read transaction: the snapshot and cursor around a
+"""The two searches as functions of one read transaction: the seq read as of and cursor around a
 page of ``search_ops`` (which ranks and filters), the times the query names, and the
 page's result.
 
 A time the query names ("in January 2024", "last week"; ``worker.store.search.time_words``) is
 favoured unless the request filters by time itself. A relative one ("yesterday", or a
 month without its year) counts from the newest event of the caller's workspace in the
-page's snapshot: the envelope carries no time of its own, and the clock of the replica
+seq the page reads as of: the envelope carries no time of its own, and the clock of the replica
 answering would make the reply differ between replicas and between a page and the next.
 """
 
@@ -63,7 +63,7 @@ def sessions_page(
         )
     )
     times = _times(tx, plan, ws, start.generation.seq, filtered=timed)
-    search = search_ops.SessionSearch(
+    search = search_ops.SessionSearchRun(
         tx.read,
         index().view(),
         plan,
@@ -71,7 +71,7 @@ def sessions_page(
         ws=ws,
         sessions=sessions,
         events=events,
-        snapshot_seq=start.generation.seq,
+        as_of_seq=start.generation.seq,
         semantic=semantic,
         favour=times.favour,
     )
@@ -104,14 +104,14 @@ def events_page(
     header = results.header(found[0], at)
     start = _start(tx, paging)
     times = _times(tx, plan, found[0][at["ws"]], start.generation.seq, filtered=_timed(events))
-    search = event_search.EventSearch(
+    search = event_search.EventSearchRun(
         tx.read,
         index().view(),
         plan,
         session_id=session_id,
         ws=found[0][at["ws"]],
         events=events,
-        snapshot_seq=start.generation.seq,
+        as_of_seq=start.generation.seq,
         scope_to_seq=scope_to_seq,
         semantic=semantic,
         favour=times.favour,
@@ -137,7 +137,7 @@ class _Times:
     favour: tuple[time_words.TimeRange, ...] = ()
 
 
-# The newest event of a workspace in a snapshot: what relative times count from.
+# The newest event of a workspace as of a seq: what relative times count from.
 _NEWEST_EVENT_MS = (
     "SELECT max(e.time_ms) FROM sessions s JOIN events e ON e.session_id = s.session_id"
     " WHERE s.ws = ? AND e.stream_seq <= ?"
@@ -148,14 +148,14 @@ def _timed(events: EventFilter) -> bool:
     return events.time_from_ms is not None or events.time_to_ms is not None
 
 
-def _times(tx: Tx, plan: QueryPlan, ws: str, snapshot_seq: int, *, filtered: bool) -> _Times:
+def _times(tx: Tx, plan: QueryPlan, ws: str, as_of_seq: int, *, filtered: bool) -> _Times:
     """How the query's times read, and what to favour: nothing when the request gives its
     own time filter (``filtered``)."""
     if not plan.times:
         return _Times()
     reference: int | None = None
     if any(t.needs_reference for t in plan.times):
-        newest, _ = tx.read(_NEWEST_EVENT_MS, (ws, snapshot_seq))
+        newest, _ = tx.read(_NEWEST_EVENT_MS, (ws, as_of_seq))
         reference = newest[0][0] if newest else None
     read = [r for t in plan.times if (r := time_words.resolve(t, reference)) is not None]
     if filtered:  # the model's own filter decides; the reading is still said
@@ -165,7 +165,7 @@ def _times(tx: Tx, plan: QueryPlan, ws: str, snapshot_seq: int, *, filtered: boo
 
 @dataclass(frozen=True, slots=True)
 class _Start:
-    """Where a page starts: the snapshot it reads (the current epoch, and the first page's
+    """Where a page starts: what it reads as of (the current epoch, and the first page's
     seq), its offset, and the first page's search mode (None on a first page)."""
 
     generation: Generation
@@ -178,7 +178,7 @@ def _start(tx: Tx, paging: Paging) -> _Start:
     start = cursors.resume(paging.cursor, paging.binding, current)
     if start is None:
         return _Start(current, 0, None)
-    return _Start(Generation(current.epoch, start.snapshot_seq), start.offset, start.partial)
+    return _Start(Generation(current.epoch, start.as_of_seq), start.offset, start.partial)
 
 
 def _next_cursor(start: _Start, paging: Paging, *, more: bool, partial: bool) -> str | None:

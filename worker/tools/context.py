@@ -2,7 +2,7 @@
 
 Searches (``searches``) run under a child of the execution signal carrying
 ``search_timeout_ms`` and follow provider pages internally (``collect_pages``); the model
-never sees a cursor. The exact tools (``observations``: trace, event trace, read) pass the
+never sees a cursor. The exact tools (``exact_tools``: trace, event trace, read) pass the
 unchanged execution signal to every provider call. Every provider call goes through the
 service boundary, which alone turns a provider's error into a model-facing one.
 """
@@ -105,7 +105,7 @@ async def collect_pages(
 
 
 @dataclass(frozen=True, slots=True)
-class Operations:
+class ToolContext:
     """The provider, its boundary and the tools' configuration, with the steps every
     workflow shares. The five workflows take it as their first argument."""
 

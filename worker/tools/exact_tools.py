@@ -17,8 +17,8 @@ from contracts.errors import ErrorCode
 from worker.signals import ExecutionSignal
 from worker.store import LinkedEvent, StoredEvent, TitleObservation
 from worker.tools import input as args_input
+from worker.tools.context import ToolContext
 from worker.tools.definitions import Admitted, ToolError
-from worker.tools.operations import Operations
 from worker.tools.presentation import (
     HIDDEN_PARENT,
     render_event_trace,
@@ -39,33 +39,33 @@ from worker.tools.workspace_access import (
 
 
 async def session_trace(
-    ops: Operations, admitted: Admitted[args_input.SessionTraceArguments], signal: ExecutionSignal
+    ctx: ToolContext, admitted: Admitted[args_input.SessionTraceArguments], signal: ExecutionSignal
 ) -> str:
     args = admitted.checked()
-    caller, target = await ops.caller_and_target(admitted, signal, args.session_id)
-    lineage = await ops.boundary.call(
-        "lineage", signal, lambda: ops.service.lineage(target, signal=signal)
+    caller, target = await ctx.caller_and_target(admitted, signal, args.session_id)
+    lineage = await ctx.boundary.call(
+        "lineage", signal, lambda: ctx.service.lineage(target, signal=signal)
     )
     if lineage is None:
         raise not_found(target)
     visible = project_lineage(caller, target, lineage)
-    titles = await ops.titles(
+    titles = await ctx.titles(
         caller, lineage_ids(visible), signal, fail_as=target, held=lineage.titles
     )
     return render_trace(visible, titles)
 
 
 async def session_event_trace(
-    ops: Operations,
+    ctx: ToolContext,
     admitted: Admitted[args_input.SessionEventTraceArguments],
     signal: ExecutionSignal,
 ) -> str:
     args = admitted.checked()
-    caller, target = await ops.caller_and_target(admitted, signal, args.session_id)
-    relations = await ops.boundary.call(
+    caller, target = await ctx.caller_and_target(admitted, signal, args.session_id)
+    relations = await ctx.boundary.call(
         "event_relations",
         signal,
-        lambda: ops.service.event_relations(target, args.seq, signal=signal),
+        lambda: ctx.service.event_relations(target, args.seq, signal=signal),
     )
     check_observation(caller, target, relations.header if relations is not None else None)
     assert relations is not None
@@ -79,7 +79,7 @@ async def session_event_trace(
         raise not_found(target)  # a replacement from another session: a broken observation
     cites, cited_by = _visible(caller, relations.cites), _visible(caller, relations.cited_by)
     ids = [target, *(link.ref.session_id for link in (*cites, *cited_by))]
-    titles = await ops.titles(
+    titles = await ctx.titles(
         caller, ids, signal, fail_as=target, held=_held(target, relations.title)
     )
     return render_event_trace(relations, event, cites, cited_by, titles)
@@ -99,12 +99,12 @@ def _visible(caller: Caller, links: Sequence[LinkedEvent]) -> list[LinkedEvent]:
 
 
 async def session_event_read(
-    ops: Operations,
+    ctx: ToolContext,
     admitted: Admitted[args_input.SessionEventReadArguments],
     signal: ExecutionSignal,
 ) -> str:
     args = admitted.checked()
-    window_limit = ops.limits().max_event_window
+    window_limit = ctx.limits().max_event_window
     before, after = args.before or 0, args.after or 0
     for name, value in (("before", before), ("after", after)):
         if value > window_limit:
@@ -113,11 +113,11 @@ async def session_event_read(
                 f"Invalid arguments for session_event_read: '{name}' must be at most "
                 f"{window_limit} (the event window limit).",
             )
-    caller, target = await ops.caller_and_target(admitted, signal, args.session_id)
-    window = await ops.boundary.call(
+    caller, target = await ctx.caller_and_target(admitted, signal, args.session_id)
+    window = await ctx.boundary.call(
         "read_event",
         signal,
-        lambda: ops.service.read_event(target, args.seq, before=before, after=after, signal=signal),
+        lambda: ctx.service.read_event(target, args.seq, before=before, after=after, signal=signal),
     )
     check_observation(caller, target, window.header if window is not None else None)
     assert window is not None
@@ -128,10 +128,10 @@ async def session_event_read(
         e.summary.session_id != target for e in (stored, *window.before, *window.after)
     ):
         raise not_found(target)  # events of another session: a broken observation
-    titles = await ops.titles(
+    titles = await ctx.titles(
         caller, [target], signal, fail_as=target, held=_held(target, window.title)
     )
-    stored = await _redacted(ops, caller, stored, window.header.parent_session_id, signal)
+    stored = await _redacted(ctx, caller, stored, window.header.parent_session_id, signal)
     return render_event_read(window, stored, titles, before=before, after=after)
 
 
@@ -142,7 +142,7 @@ def _held(target: str, observation: TitleObservation | None) -> dict[str, TitleO
 
 
 async def _redacted(
-    ops: Operations,
+    ctx: ToolContext,
     caller: Caller,
     stored: StoredEvent,
     parent_session_id: str | None,
@@ -153,7 +153,7 @@ async def _redacted(
     referenced = _referenced_sessions(stored, parent_session_id)
     if not referenced:
         return stored
-    visible = await authorized_subset(ops.service, ops.boundary, caller, referenced, signal)
+    visible = await authorized_subset(ctx.service, ctx.boundary, caller, referenced, signal)
     hidden = frozenset(referenced).difference(visible)
     return replace(stored, raw_json=redact_session_ids(stored.raw_json, hidden, HIDDEN_PARENT))
 
