@@ -144,6 +144,19 @@ def test_the_recorded_session() -> None:
     assert not tally.skipped and not tally.problems
 
 
+def test_a_command_cut_off_by_the_user() -> None:
+    """The recipe's recording (recorded/vibe, 2.26.1): a turn interrupted (SIGINT) while its
+    command runs; Vibe answers the call with ``<user_cancellation>``, an error marked
+    ``interrupted``."""
+    root = Path(__file__).parent / "recorded" / "vibe" / "sessions"
+    sessions, _, _ = by_session("vibe", root)
+    events = [e for evs in sessions.values() for e in evs]
+    results = [e for e in events if e["type"] == "tool/result"]
+    cut = [r for r in results if r["payload"].get("interrupted")]
+    assert len(cut) == 1 and cut[0]["payload"]["is_error"] is True
+    assert cut[0]["payload"]["output"].startswith("<user_cancellation>")
+
+
 def test_a_unified_store_session(tmp_path: Path) -> None:
     """3.x keeps sessions in a native store: its projection (the client's history) is
     read; its journal is Vibe's but not a source (no "cannot tell its format")."""

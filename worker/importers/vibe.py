@@ -34,7 +34,8 @@ user text (hooks, reminders) as ``message/context``, a ``manual_shell`` (``!``
 commands) as ``command`` and ``command/output``, the ``context_boundary: compaction``
 envelope as a ``compaction`` replacing what came before; ``assistant`` text,
 ``reasoning_content`` as thinking, ``tool_calls`` as ``tool/call`` (the arguments'
-JSON); ``tool`` as its ``tool/result`` (``<tool_error>`` flagged). The messages carry no
+JSON); ``tool`` as its ``tool/result`` (``<tool_error>`` flagged; ``<user_cancellation>``, a tool
+the user interrupted, flagged and marked ``interrupted``). The messages carry no
 times: the start is ``start_time`` and every event takes ``end_time`` (the last save).
 The cwd is where the session began (``origin_directory``), else its working directory.
 Skipped and counted: the ``system`` prompt, image attachments (``images``), other roles.
@@ -83,6 +84,7 @@ UNIFIED_CURRENT: Final = "CURRENT"  # the unified store's pointer to its generat
 # An effect's states once it has run (any other: it runs, its result waits).
 _SETTLED: Final = frozenset({"completed", "failed", "cancelled", "rejected", "denied"})
 _ERROR_TAG: Final = "<tool_error>"
+_CANCELLED_TAG: Final = "<user_cancellation>"
 
 
 def vibe_home() -> Path:
@@ -209,6 +211,8 @@ def _message(ref: str, message: object, when: str | None, skipped: Counter[str])
         result: dict[str, Any] = {"output": cut(text)}
         if text.lstrip().startswith(_ERROR_TAG):
             result["is_error"] = True
+        elif text.lstrip().startswith(_CANCELLED_TAG):  # the user interrupted the tool
+            result |= {"is_error": True, "interrupted": True}
         if field_of(message, "tool_result").get("cancelled") is True:
             result["cancelled"] = True
         return [Item(ref, "tool/result", "tool", result, "tool", when,

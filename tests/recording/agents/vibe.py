@@ -133,7 +133,8 @@ RECIPE = Recipe(
             # Vibe compacts before the refund prompt (its threshold set low).
             "compaction": 1,
         },
-        "tool_errors": 2,  # the failing test run and the missing file
+        # The failing test run, the missing file, and the call cut off by the interrupt.
+        "tool_errors": 3,
         "cwd": str(TASK),
     },
     own_text=OWN_TEXT,
