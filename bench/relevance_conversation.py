@@ -20,6 +20,26 @@ questions are).
 - ``conv_meaning``: the facts asked in other words ("What pet did Maya bring home?" for a
   rescue greyhound): only the name is a word in common, so meaning has to find them.
 
+Issue 42 makes them hard the way a public conversational-memory benchmark's adversarial
+questions are (there hybrid ranked 7 points below lexical on questions about something
+another person said, or that was never said):
+
+- ``conv_other_speaker``: the same event in the same words said by both people, in two
+  sessions ("We booked the cabin by the lake for the family reunion" and "We booked a
+  cabin by the lake too, for my family reunion"); the question names one of them and holds
+  a word neither said, so it is a partial match: only the name tells the turns apart, and
+  a model reading meaning finds both alike.
+- ``conv_near_name``: a third person whose name is a near miss of one of the two (Maia
+  for Maya, John for Jon) did something another session's turn also tells of the near
+  name's namesake ("my cousin Maia ran the city marathon" against "Maya: I am training
+  for the city marathon"); the question names the near miss.
+- ``conv_absent``: a question whose answer was never said: every content word of it is
+  in the conversation, never in one turn ("What did Maya name the pottery class?").
+  Scored right when the reply says it holds no confident answer: the page is marked
+  partial (no event holds every content word of the question, the line the store's reply
+  draws for the model), whatever it lists below that line. The label's session is empty.
+  Only the store's engines report that mark; the baseline and reference rankers score 0.
+
 Everything is written for the bench; nothing comes from a transcript or another corpus.
 """
 
@@ -35,7 +55,18 @@ from typing import TYPE_CHECKING, Final
 if TYPE_CHECKING:
     from bench.relevance_corpus import Session
 
-CATEGORIES: Final = ("conv_single", "conv_wrong_person", "conv_dated", "conv_meaning")
+CATEGORIES: Final = (
+    "conv_single",
+    "conv_wrong_person",
+    "conv_dated",
+    "conv_meaning",
+    "conv_other_speaker",
+    "conv_near_name",
+    "conv_absent",
+)
+# A question whose answer was never said: its label's session (``ABSENT_SESSION``) is none.
+ABSENT: Final = "conv_absent"
+ABSENT_SESSION: Final = ""
 # Questions in words the conversation does not use: lexical search finds them by the name
 # at most (exempt, like the paraphrases, from "every query word is in the session").
 IN_OTHER_WORDS: Final = "conv_meaning"
@@ -186,6 +217,68 @@ DATED: Final = (
     ),
 )
 
+# The same event said by each person, in two sessions (issue 42): (the asked person's
+# turn, the other's reply to it, the other's own turn in the same words in another
+# session, the question about the first). The question holds a word of the reply, so no
+# turn holds the whole question.
+OTHER_SPEAKER: Final = (
+    (
+        "{a}: We finally booked the cabin by the lake for the family reunion in July.",
+        "{b}: A whole weekend at the lake, the kids will love it.",
+        "{b}: We booked a cabin by the lake too, for my family reunion in August.",
+        "Where did {a} book the cabin for the family reunion weekend?",
+    ),
+    (
+        "{a}: My son scored the winning goal in the football final on Saturday.",
+        "{b}: What a way to end the season!",
+        "{b}: My son scored a goal in his football final as well, they lost on penalties.",
+        "In which final did the son of {a} score the winning goal this season?",
+    ),
+    (
+        "{a}: I got the promotion at the bank, I start as branch manager next month.",
+        "{b}: Congratulations, we have to celebrate!",
+        "{b}: I interviewed for the branch manager promotion at the bank too.",
+        "What promotion did {a} celebrate at the bank?",
+    ),
+    (
+        "{a}: Our flight to Iceland was cancelled, we spent the night at the airport hotel.",
+        "{b}: What a journey, at least you could stay somewhere warm.",
+        "{b}: Our flight to Iceland was cancelled too, we spent the night at the airport.",
+        "Why did {a} stay the night at the airport hotel on the Iceland journey?",
+    ),
+)
+# Near-miss names (issue 42): the namesake of each person, told of by the other.
+NEAR_NAMES: Final = {
+    "Maya": "Maia",
+    "Jon": "John",
+    "Priya": "Pria",
+    "Tomas": "Thomas",
+    "Lena": "Lina",
+    "Marco": "Marko",
+}
+# (the other person's turn about the near name {n}, the namesake's own turn on the same
+# event, the question about the near name)
+NEAR_NAME: Final = (
+    (
+        "{b}: My cousin {n} ran the city marathon last month, she finished in four hours.",
+        "{a}: I am training for the city marathon, four hours would be a dream.",
+        "Did {n} finish the city marathon in four hours?",
+    ),
+    (
+        "{b}: {n} from my old team opened a bakery on the corner, the sourdough sells out.",
+        "{a}: I would love to open a bakery on the corner one day, sourdough and coffee.",
+        "What did {n} open on the corner?",
+    ),
+)
+# Questions never answered (issue 42): each content word is in the conversation (the
+# facts are planted in every one), never all in one turn.
+ABSENT_QUESTIONS: Final = (
+    "What did {a} name the pottery class?",
+    "Which shark did {b} bring to the book club?",
+    "When did {a} paint the greyhound?",
+    "Which recipe did {b} learn at the aquarium?",
+)
+
 # Small talk; ``{a}`` and ``{b}`` as in ``Fact``. Speaker 0 or 1 by position.
 SMALL_TALK: Final = (
     "Work has been busy, the quarterly report is due on Friday.",
@@ -252,6 +345,21 @@ def build(
         plan[first].append((0, early))
         plan[second].append((0, late))
         dated_sessions.append(second)
+    # Issue 42's: the asked person's turn early, the other's same words late; the near
+    # name's turn and its namesake's in two more sessions.
+    other_sessions = []
+    for j, (own, reply, echo, _) in enumerate(OTHER_SPEAKER):
+        first, second = (2 + 2 * j) % SESSIONS, (7 + 2 * j) % SESSIONS
+        plan[first].extend(((0, own), (1, reply)))
+        plan[second].append((1, echo))
+        other_sessions.append(first)
+    near_sessions = []
+    near = NEAR_NAMES[a]
+    for j, (told, namesake, _) in enumerate(NEAR_NAME):
+        first, second = (3 + 4 * j) % SESSIONS, (6 + 4 * j) % SESSIONS
+        plan[first].append((1, told.replace("{n}", near)))
+        plan[second].append((0, namesake))
+        near_sessions.append(first)
     ids = []
     for s in range(SESSIONS):
         sid = f"r{seed}-conv{conversation}-s{s:02d}"
@@ -280,6 +388,12 @@ def build(
     for (_, _, question), s in zip(DATED, dated_sessions, strict=True):
         month = _day_of(s).strftime("%B %Y")
         labels.append(Label("conv_dated", question.format(a=a, month=month), ids[s]))
+    for (_, _, _, question), s in zip(OTHER_SPEAKER, other_sessions, strict=True):
+        labels.append(Label("conv_other_speaker", question.format(**names), ids[s]))
+    for (_, _, question), s in zip(NEAR_NAME, near_sessions, strict=True):
+        labels.append(Label("conv_near_name", question.format(n=near), ids[s]))
+    for question in ABSENT_QUESTIONS:
+        labels.append(Label(ABSENT, question.format(**names), ABSENT_SESSION))
     return labels
 
 

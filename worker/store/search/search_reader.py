@@ -166,6 +166,33 @@ class QueryBuilder:
     def one_group(self, group: Sequence[PlanTerm], scope: Sequence[tantivy.Query]) -> tantivy.Query:
         return self._with([(tantivy.Occur.Must, _filter(self.group(group)))], scope)
 
+    @property
+    def distinctive(self) -> int:
+        """The question's distinctive groups, a bit mask (``ranking.Weights``)."""
+        return self.weights.distinctive_mask
+
+    def all_distinctive(self, scope: Sequence[tantivy.Query]) -> tantivy.Query:
+        """Events holding every distinctive group (``ranking.decided``)."""
+        groups = [
+            self.group(g) for i, g in enumerate(self.plan.required) if self.distinctive >> i & 1
+        ]
+        return self._with([(tantivy.Occur.Must, _filter(_all(groups)))], scope)
+
+    def held_by(self, event_ids: Sequence[int]) -> dict[int, int]:
+        """The distinctive groups each of ``event_ids`` holds, as bit masks (an event
+        holding none is left out): one search per distinctive group, over those ids."""
+        mask = self.distinctive
+        if not mask or not event_ids:
+            return {}
+        ids = tantivy.Query.term_set_query(SCHEMA, "id", sorted(set(event_ids)))
+        held: dict[int, int] = {}
+        for i, group in enumerate(self.plan.required):
+            if mask >> i & 1:
+                query = _all([ids, self.group(group)])
+                for candidate in top(self._view.searcher, query, len(event_ids)):
+                    held[candidate.event_id] = held.get(candidate.event_id, 0) | 1 << i
+        return held
+
     def _scoring(
         self, required: Sequence[tantivy.Query], *, all_bit: bool
     ) -> list[tuple[tantivy.Occur, tantivy.Query]]:
@@ -429,3 +456,10 @@ def session_counts(
     )
     buckets = result.get("by_session", {}).get("buckets", [])
     return {str(b["key"]): int(b["doc_count"]) for b in buckets}
+
+
+def sessions_holding(searcher: tantivy.Searcher, query: tantivy.Query, limit: int) -> list[str]:
+    """Up to ``limit`` sessions with an event matching ``query``, by session id (the
+    engine's order of buckets never decides: the ids are sorted)."""
+    result = searcher.aggregate(query, {"s": {"terms": {"field": "sid", "size": limit}}})
+    return sorted(str(b["key"]) for b in result.get("s", {}).get("buckets", []))
