@@ -209,7 +209,9 @@ def category_scores(
     """Per category: n, success@1, success@5, MRR and the count of empty answers."""
     scores: dict[str, dict[str, float]] = {}
     for category in rc.CATEGORIES:
-        ranks = [rank(q, a) for q, a in zip(queries, answers, strict=True) if q.category == category]
+        ranks = [
+            rank(q, a) for q, a in zip(queries, answers, strict=True) if q.category == category
+        ]
         empty = sum(
             1
             for q, a in zip(queries, answers, strict=True)
@@ -283,6 +285,7 @@ async def run(
         for i, q in enumerate(queries)
         if q.category not in rc.IN_OTHER_WORDS
         and q.expected != rconv.ABSENT_SESSION
+        and q.category not in rconv.UNSAID_WORDS
         and (terms := missing_terms(rconv.without_dates(q.query), payloads[q.expected]))
     }
     # The paraphrase category's premise: no word of the question is in the session.
@@ -385,7 +388,9 @@ async def run_at_scale(
 def overall(queries: Sequence[rc.LabelledQuery], answers: Sequence[Answer]) -> dict[str, float]:
     """Success@1, success@5 and MRR over every query but those in other words."""
     ranks = [
-        rank(q, a) for q, a in zip(queries, answers, strict=True) if q.category not in rc.IN_OTHER_WORDS
+        rank(q, a)
+        for q, a in zip(queries, answers, strict=True)
+        if q.category not in rc.IN_OTHER_WORDS
     ]
     n = len(ranks) or 1
     return {

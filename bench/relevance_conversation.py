@@ -24,15 +24,18 @@ Issue 42 makes them hard the way a public conversational-memory benchmark's adve
 questions are (there hybrid ranked 7 points below lexical on questions about something
 another person said, or that was never said):
 
-- ``conv_other_speaker``: the same event in the same words said by both people, in two
-  sessions ("We booked the cabin by the lake for the family reunion" and "We booked a
-  cabin by the lake too, for my family reunion"); the question names one of them and holds
-  a word neither said, so it is a partial match: only the name tells the turns apart, and
-  a model reading meaning finds both alike.
-- ``conv_near_name``: a third person whose name is a near miss of one of the two (Maia
-  for Maya, John for Jon) did something another session's turn also tells of the near
-  name's namesake ("my cousin Maia ran the city marathon" against "Maya: I am training
-  for the city marathon"); the question names the near miss.
+- ``conv_other_speaker``: a question about something the other person said: the event's
+  words are in one person's turn ("We booked the cabin by the lake for the family
+  reunion"), the question names the other ("Which relatives did Jon invite to the reunion
+  cabin?"), who said something alike in meaning in another session ("My relatives are
+  all coming to stay for a big get-together"). The event's session is the one to show;
+  the question asks with words nobody said, so every hit is a weak partial match, and a
+  model reading meaning puts the asked person's turn first (the bundled model does on
+  most of them).
+- ``conv_near_name``: the same with a near-miss name: the event is told of the asked
+  person's namesake ("my cousin Maia ran the city marathon"), the question names the asked
+  person ("What medal did Maya receive for the city marathon?"), who told something alike
+  elsewhere.
 - ``conv_absent``: a question whose answer was never said: every content word of it is
   in the conversation, never in one turn ("What did Maya name the pottery class?").
   Scored right when the reply says it holds no confident answer: the page is marked
@@ -67,6 +70,9 @@ CATEGORIES: Final = (
 # A question whose answer was never said: its label's session (``ABSENT_SESSION``) is none.
 ABSENT: Final = "conv_absent"
 ABSENT_SESSION: Final = ""
+# Categories whose questions hold words no turn says (as the real benchmark's do): exempt
+# from the check that every word of a label is in its session; the lexical targets apply.
+UNSAID_WORDS: Final = frozenset({"conv_other_speaker", "conv_near_name"})
 # Questions in words the conversation does not use: lexical search finds them by the name
 # at most (exempt, like the paraphrases, from "every query word is in the session").
 IN_OTHER_WORDS: Final = "conv_meaning"
@@ -217,37 +223,34 @@ DATED: Final = (
     ),
 )
 
-# The same event said by each person, in two sessions (issue 42): (the asked person's
-# turn, the other's reply to it, the other's own turn in the same words in another
-# session, the question about the first). The question holds a word of the reply, so no
-# turn holds the whole question.
+# Something another person said (issue 42): (the event in one person's turn, the asked
+# person's own turn in another session holding the question's other words and meaning
+# much the same, the question about the asked person in the event's words and words
+# nobody said). The event's session is the one to show: the asked person never told it.
+# Speaker 0 tells the event, speaker 1 is asked.
 OTHER_SPEAKER: Final = (
     (
-        "{a}: We finally booked the cabin by the lake for the family reunion in July.",
-        "{b}: A whole weekend at the lake, the kids will love it.",
-        "{b}: We booked a cabin by the lake too, for my family reunion in August.",
-        "Where did {a} book the cabin for the family reunion weekend?",
+        "{a}: We finally booked the cabin by the lake for the family reunion.",
+        "{b}: My relatives are all coming to stay with us for a big get-together this summer.",
+        "Which relatives did {b} invite to the reunion cabin?",
     ),
     (
         "{a}: My son scored the winning goal in the football final on Saturday.",
-        "{b}: What a way to end the season!",
-        "{b}: My son scored a goal in his football final as well, they lost on penalties.",
-        "In which final did the son of {a} score the winning goal this season?",
+        "{b}: My boy plays every weekend, his grandfather never misses a single game.",
+        "Did the son of {b} dedicate the winning goal to his grandfather?",
     ),
     (
         "{a}: I got the promotion at the bank, I start as branch manager next month.",
-        "{b}: Congratulations, we have to celebrate!",
-        "{b}: I interviewed for the branch manager promotion at the bank too.",
-        "What promotion did {a} celebrate at the bank?",
+        "{b}: I asked my boss for a raise and more responsibility, fingers crossed.",
+        "How big a raise did {b} negotiate with the branch manager promotion?",
     ),
     (
         "{a}: Our flight to Iceland was cancelled, we spent the night at the airport hotel.",
-        "{b}: What a journey, at least you could stay somewhere warm.",
-        "{b}: Our flight to Iceland was cancelled too, we spent the night at the airport.",
-        "Why did {a} stay the night at the airport hotel on the Iceland journey?",
+        "{b}: The airline finally refunded my tickets after three months of emails.",
+        "Which airline refunded {b} for the cancelled Iceland flight?",
     ),
 )
-# Near-miss names (issue 42): the namesake of each person, told of by the other.
+# Near-miss names (issue 42): the namesake of each person.
 NEAR_NAMES: Final = {
     "Maya": "Maia",
     "Jon": "John",
@@ -256,18 +259,20 @@ NEAR_NAMES: Final = {
     "Lena": "Lina",
     "Marco": "Marko",
 }
-# (the other person's turn about the near name {n}, the namesake's own turn on the same
-# event, the question about the near name)
+# Something a namesake did (issue 42): (the event, told by speaker 0 of {n}, the namesake
+# of speaker 1; speaker 1's own turn in another session with the question's other words;
+# the question about speaker 1 in the event's words). The telling's session is the one
+# to show.
 NEAR_NAME: Final = (
     (
-        "{b}: My cousin {n} ran the city marathon last month, she finished in four hours.",
-        "{a}: I am training for the city marathon, four hours would be a dream.",
-        "Did {n} finish the city marathon in four hours?",
+        "{a}: My cousin {n} ran the city marathon, she finished in four hours.",
+        "{b}: I got a medal for finishing the charity fun run, my first race ever.",
+        "What medal did {b} receive for the city marathon?",
     ),
     (
-        "{b}: {n} from my old team opened a bakery on the corner, the sourdough sells out.",
-        "{a}: I would love to open a bakery on the corner one day, sourdough and coffee.",
-        "What did {n} open on the corner?",
+        "{a}: {n} from my old team opened a bakery on the corner, the sourdough sells out.",
+        "{b}: I baked croissants and cinnamon rolls for the school fair, they sold in an hour.",
+        "Which pastries did {b} sell first at the corner bakery?",
     ),
 )
 # Questions never answered (issue 42): each content word is in the conversation (the
@@ -345,20 +350,19 @@ def build(
         plan[first].append((0, early))
         plan[second].append((0, late))
         dated_sessions.append(second)
-    # Issue 42's: the asked person's turn early, the other's same words late; the near
-    # name's turn and its namesake's in two more sessions.
+    # Issue 42's: the event early, the asked person's turn alike in meaning late; the
+    # namesake's event and the asked person's turn alike in two more sessions.
     other_sessions = []
-    for j, (own, reply, echo, _) in enumerate(OTHER_SPEAKER):
+    for j, (event, alike, _) in enumerate(OTHER_SPEAKER):
         first, second = (2 + 2 * j) % SESSIONS, (7 + 2 * j) % SESSIONS
-        plan[first].extend(((0, own), (1, reply)))
-        plan[second].append((1, echo))
+        plan[first].append((0, event))
+        plan[second].append((1, alike))
         other_sessions.append(first)
     near_sessions = []
-    near = NEAR_NAMES[a]
-    for j, (told, namesake, _) in enumerate(NEAR_NAME):
+    for j, (event, alike, _) in enumerate(NEAR_NAME):
         first, second = (3 + 4 * j) % SESSIONS, (6 + 4 * j) % SESSIONS
-        plan[first].append((1, told.replace("{n}", near)))
-        plan[second].append((0, namesake))
+        plan[first].append((0, event.replace("{n}", NEAR_NAMES[b])))
+        plan[second].append((1, alike))
         near_sessions.append(first)
     ids = []
     for s in range(SESSIONS):
@@ -388,10 +392,10 @@ def build(
     for (_, _, question), s in zip(DATED, dated_sessions, strict=True):
         month = _day_of(s).strftime("%B %Y")
         labels.append(Label("conv_dated", question.format(a=a, month=month), ids[s]))
-    for (_, _, _, question), s in zip(OTHER_SPEAKER, other_sessions, strict=True):
+    for (_, _, question), s in zip(OTHER_SPEAKER, other_sessions, strict=True):
         labels.append(Label("conv_other_speaker", question.format(**names), ids[s]))
     for (_, _, question), s in zip(NEAR_NAME, near_sessions, strict=True):
-        labels.append(Label("conv_near_name", question.format(n=near), ids[s]))
+        labels.append(Label("conv_near_name", question.format(**names), ids[s]))
     for question in ABSENT_QUESTIONS:
         labels.append(Label(ABSENT, question.format(**names), ABSENT_SESSION))
     return labels
