@@ -596,6 +596,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         "embedding the corpus (s)": round(m["embedding"].get("seconds", 0.0), 1),
         "vectors": int(m["embedding"].get("vectors", 0)),
     }
+    if "questions_embedded" in m["embedding"]:
+        info["hybrid: questions embedded (the rest decided lexically)"] = (
+            f"{int(m['embedding']['questions_embedded'])} of {int(m['embedding']['questions'])}"
+        )
     if at_scale is not None:
         info |= {
             "at scale: events": at_scale["events"],
