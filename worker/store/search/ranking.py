@@ -51,6 +51,7 @@ some event of the workspace. ``held_by`` says which of them a candidate's event 
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
@@ -251,25 +252,62 @@ def keep_distinctive(proposed: Sequence[K], lexical: Sequence[K], held: Mapping[
     one the ``lexical`` order ranks higher and that holds a distinctive group it lacks
     (``held``: the bit mask of distinctive groups each candidate's event holds; a
     candidate not in ``lexical`` ranks below every lexical one). Each step takes the
-    first proposed candidate nothing may stay above."""
+    first proposed candidate nothing may stay above.
+
+    In O(n log n + n * masks^2): the masks are few (the question's distinctive groups are
+    a handful), and a candidate of mask ``m`` may be placed once every lexical candidate
+    of a mask holding a group ``m`` lacks, ranked above it, is placed."""
     lexical_rank = {key: i for i, key in enumerate(lexical)}
     below = len(lexical)
-    ranks = [lexical_rank.get(key, below) for key in proposed]
-    masks = [held.get(key, 0) for key in proposed]
-    # blockers[i]: the candidates that must come before proposed[i].
-    blockers = [
-        sum(1 for j in range(len(proposed)) if ranks[j] < ranks[i] and masks[j] & ~masks[i])
-        for i in range(len(proposed))
-    ]
-    if not any(blockers):
+    # The lexical ranks of each mask that can hold a candidate back, lowest first.
+    waiting: dict[int, list[int]] = {}
+    for key in lexical:
+        mask = held.get(key, 0)
+        if mask:
+            waiting.setdefault(mask, []).append(lexical_rank[key])
+    if not waiting:
         return list(proposed)
-    placed = [False] * len(proposed)
+    # The candidates of each mask as (lexical rank, proposed position), lowest rank first.
+    groups: dict[int, list[tuple[int, int]]] = {}
+    for at, key in enumerate(proposed):
+        groups.setdefault(held.get(key, 0), []).append((lexical_rank.get(key, below), at))
+    for members in groups.values():
+        members.sort()
+    lowest_at = dict.fromkeys(waiting, 0)
+    placed: set[int] = set()
+    released = dict.fromkeys(groups, 0)
+    ready: list[int] = []  # proposed positions that may be placed, a heap
+
+    def lowest_waiting(mask: int) -> int:
+        ranks = waiting[mask]
+        at = lowest_at[mask]
+        while at < len(ranks) and ranks[at] in placed:
+            at += 1
+        lowest_at[mask] = at
+        return ranks[at] if at < len(ranks) else below + 1
+
+    blocking = {mask: [o for o in waiting if o & ~mask] for mask in groups}
+
+    def release() -> None:
+        lowest = {mask: lowest_waiting(mask) for mask in waiting}
+        for mask, members in groups.items():
+            limit = min((lowest[o] for o in blocking[mask]), default=below + 1)
+            at = released[mask]
+            while at < len(members) and members[at][0] < limit:
+                heapq.heappush(ready, members[at][1])
+                at += 1
+            released[mask] = at
+
+    release()
     order: list[K] = []
-    for _ in range(len(proposed)):
-        i = next(i for i in range(len(proposed)) if not placed[i] and blockers[i] == 0)
-        placed[i] = True
-        order.append(proposed[i])
-        for j in range(len(proposed)):
-            if not placed[j] and ranks[i] < ranks[j] and masks[i] & ~masks[j]:
-                blockers[j] -= 1
+    while ready:
+        key = proposed[heapq.heappop(ready)]
+        order.append(key)
+        rank = lexical_rank.get(key, below)
+        mask = held.get(key, 0)
+        if rank < below and mask:
+            placed.add(rank)
+            # Only the lowest waiting rank of a mask holds others back.
+            if lowest_at[mask] < len(waiting[mask]) and waiting[mask][lowest_at[mask]] == rank:
+                release()
     return order
