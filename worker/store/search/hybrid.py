@@ -47,7 +47,8 @@ class SemanticQuery:
             self._vector = self.embedder.query_soon(self.text)
 
     def needed(self, partial: bool) -> bool:
-        """Whether semantic hits take part: only in a partial-match search (see above)."""
+        """Whether semantic hits take part: only in a partial-match search the lexical
+        evidence leaves open (the caller decides, see above)."""
         if not partial and self._vector is not None:
             self._vector.cancel()
         return partial
