@@ -4,14 +4,20 @@ the fusion that applies them."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any, Final
+
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tests.store._corpus import corpus_and_store, search
 from worker.store.search import ranking
 from worker.store.search.query import compile_query
 from worker.store.search.semantic.fusion import Lexical, fuse
+from worker.store.sqlite import SqliteSessionStore
 
 KEY = "w1:"
+_USER: Final[dict[str, Any]] = {"type_": "message/user", "surface": "user"}
 
 
 def _doc_freq(counts: dict[str, int], events: int = 1000) -> ranking.DocFreq:
@@ -101,3 +107,41 @@ def test_keep_distinctive_moves_nothing_above_a_higher_holder(
                 assert at[y] < at[x], (y, x, order)
     # Without distinctive groups, fusion's order is kept as it is.
     assert ranking.keep_distinctive(proposed, lexical, {}) == proposed
+
+
+_PREAMBLE = "Run the billing deploy checklist before merging anything."
+
+
+async def test_the_shared_prompt_check_read_once_per_commit_answers_as_a_fresh_store(
+    tmp_path: Path,
+) -> None:
+    """Issue 42's brief: a workspace whose titles and first prompts share no paragraph
+    skips the shared-prompt reads (once per commit); when a later commit brings shared
+    ones, the same store answers as one opened afterwards (the discount applies)."""
+    query = "billing deploy checklist"
+    async with corpus_and_store(tmp_path) as (corpus, store):
+        corpus.start("own")
+        corpus.say("own", f"{_PREAMBLE}\n\nAlso rename the invoice job.", **_USER)
+        corpus.start("later")
+        corpus.say("later", "Fixed the flaky test.", **_USER)
+        corpus.say("later", "Went over the billing deploy checklist again, all green.")
+        await corpus.flush()
+        before = await search(store, query)
+        assert before.hits[0].header.session_id == "own"  # its first prompt
+        for n in range(12):
+            sid = f"template{n:02d}"
+            corpus.start(sid)
+            corpus.say(sid, f"{_PREAMBLE}\n\nTask {n}: tidy module {n}.", **_USER)
+        await corpus.flush()
+        after = await search(store, query)
+        fresh = await SqliteSessionStore.open(corpus.path, readers=1)
+        try:
+            again = await search(fresh, query)
+        finally:
+            await fresh.close()
+    order = [h.header.session_id for h in after.hits]
+    assert order == [h.header.session_id for h in again.hits]
+    assert [h.score for h in after.hits] == [h.score for h in again.hits]
+    # Thirteen sessions now open with the preamble: it earns no title bonus, and the
+    # session that said the words on its own ranks first.
+    assert order[0] == "later", order

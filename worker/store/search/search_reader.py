@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
@@ -57,6 +57,10 @@ class IndexView:
     # the engine's document frequencies count those until segments merge, so counts are
     # then read by a search instead (exact on every replica, whatever its merges).
     purged: bool = False
+    # Per workspace key: whether two of its titles or first prompts share a paragraph at
+    # all (read once per commit; most workspaces have none, and their searches then skip
+    # the shared-prompt reads: ``QueryBuilder._read_lead_bonus``).
+    shares_leads: dict[str, bool] = field(default_factory=dict, compare=False, repr=False)
 
     def doc_freq(self, field: str, token: str) -> int:
         """Live events holding ``token`` (a workspace-prefixed term)."""
@@ -254,6 +258,8 @@ class QueryBuilder:
     def _read_lead_bonus(self, required: Sequence[tantivy.Query]) -> list[tantivy.Query]:
         key = self._key
         mark = _term("nm", key + TITLE_MARK)
+        if not self._workspace_shares_leads(mark):
+            return [_const(mark, ranking.TITLE_BONUS)]
         shared = self._shared_leads(_all([_any(required), mark]))
         if not shared:
             return [_const(mark, ranking.TITLE_BONUS)]
@@ -271,6 +277,20 @@ class QueryBuilder:
             lower.append(here)
         clauses.append(_const(_all([mark], but=_any(lower)), ranking.TITLE_BONUS))
         return clauses
+
+    def _workspace_shares_leads(self, mark: tantivy.Query) -> bool:
+        """Whether any paragraph of the workspace's titles and first prompts is on two of
+        them (once per commit and workspace). When none is, no query's matches can share
+        one, and the per-query reads are skipped: the same bonus, without their cost
+        (~0.7 ms of a search at 1M events)."""
+        cache = self._view.shares_leads
+        found = cache.get(self._key)
+        if found is None:
+            terms = {"field": "lead", "size": 1, "min_doc_count": 2}
+            result = self._view.searcher.aggregate(mark, {"leads": {"terms": terms}})
+            found = bool(result.get("leads", {}).get("buckets"))
+            cache[self._key] = found
+        return found
 
     def _in_paragraph(self, group: Sequence[PlanTerm], digest: str) -> tantivy.Query:
         """A group's words inside one paragraph of a title or first prompt."""
