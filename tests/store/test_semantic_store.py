@@ -338,3 +338,45 @@ async def test_a_hybrid_reply_is_a_function_of_the_callers_workspace_alone(
     await corpus.flush()
     follow(corpus.path, embedder)
     assert await replies() == before
+
+
+async def _hybrid_replies(
+    root: Path, embedder: Embedder, batch: int, questions: tuple[str, ...]
+) -> list[list[tuple[str, int, float, bool]]]:
+    """The conversation written in batches of ``batch`` events (other segments, other
+    merges), embedded, and asked ``questions`` with semantic search on."""
+    async with corpus_and_store(root) as (corpus, store):
+        await fill_conversation(corpus)
+        pending, corpus.pending = corpus.pending, []
+        for start in range(0, len(pending), batch):
+            corpus.pending = pending[start : start + batch]
+            await corpus.flush()
+        follow(corpus.path, embedder)
+        store.attach_semantic(embedder)
+        replies = []
+        for question in questions:
+            page = await search(store, question)
+            replies.append(
+                [(h.header.session_id, h.event.seq, h.score, h.semantic_only) for h in page.hits]
+            )
+            events = await search_in(store, question, "event")
+            replies.append([(str(h.event.seq), 0, h.score, h.semantic_only) for h in events.hits])
+        return replies
+
+
+async def test_hybrid_replies_do_not_depend_on_how_the_stream_was_batched(
+    tmp_path: Path, embedder: Embedder
+) -> None:
+    """Issue 42's reads (distinctive groups, who holds them, whether the page is decided)
+    take whole runs of ties and sorted ids, as the lexical ones do: a store written one
+    event at a time and one written at once answer every hybrid question alike."""
+    questions = (
+        "Which relatives did Jon invite to the reunion cabin?",
+        "Where did Maya book the cabin for the reunion?",
+        "What did Jon say about the busy week?",
+        "Did anybody cook pasta after work?",
+    )
+    one = await _hybrid_replies(tmp_path / "one", embedder, 1, questions)
+    every = await _hybrid_replies(tmp_path / "all", embedder, 1000, questions)
+    assert one == every
+    assert any(one)
