@@ -24,10 +24,15 @@ corpus with N generated distractor sessions more per workspace (``bench.relevanc
 documentation dumps, long tool outputs, test summaries, near-miss errors, boilerplate),
 answered by ``new``, ``baseline`` and ``reference`` (not ``hybrid``: embedding the diluted
 corpus would take most of an hour). Success@1, success@5 and MRR per category at 1x and
-at scale side by side, and the at-scale targets: success@1 >= 0.95 overall and >= 0.90
-per category, success@5 = 1.00, ``pasted_error`` success@1 = 1.00 (paraphrase excepted:
-lexical search cannot answer it).
-``python -m bench.relevance [--seed N] [--scale N] [--lexical-only] [--show-misses]``
+at scale side by side, and the at-scale targets (issue 42): success@1 >= 0.98 overall and
+>= 0.95 per category, success@5 = 1.00, ``pasted_error`` success@1 = 1.00 (the questions
+in other words excepted: lexical search cannot answer them).
+
+``--conversations-only``: only the conversational-memory workspaces (issue 42's hard
+categories among them), so hybrid against lexical takes a minute, not the hour embedding
+the whole corpus takes.
+``python -m bench.relevance [--seed N] [--scale N] [--lexical-only] [--conversations-only]
+[--show-misses]``
 """
 
 from __future__ import annotations
@@ -57,8 +62,8 @@ TARGET: Final = 0.95
 ENGINES: Final = ("new", "hybrid", "baseline", "reference")
 SCALE_ENGINES: Final = ("new", "baseline", "reference")
 # At scale (issue 29), for the store's search over every category but those in other words.
-SCALE_OVERALL_S1: Final = 0.95
-SCALE_CATEGORY_S1: Final = 0.90
+SCALE_OVERALL_S1: Final = 0.98  # issue 42 (issue 29's were 0.95 and 0.90)
+SCALE_CATEGORY_S1: Final = 0.95
 SCALE_S5: Final = 1.0
 EXACT_S1: Final = {"pasted_error": 1.0}  # a pasted error ranks its exact message first
 TEXT_CAP_BYTES: Final = 64 * 1024
@@ -73,6 +78,9 @@ class Answer:
     # Pairs of sessions in the list whose title lines render the same while their first
     # prompts differ: the model could not tell them apart without opening each.
     title_clashes: tuple[tuple[str, str], ...] = ()
+    # The reply is marked partial: no event holds every content word of the query (the
+    # line below which a conversational answer is not a confident one; issue 42).
+    partial: bool = False
 
     def rank_of(self, session_id: str) -> int | None:
         try:
@@ -139,7 +147,8 @@ async def ask_store(
             finally:
                 signal.close()
             found = tuple(hit.header.session_id for hit in page.hits)
-            answers.append(Answer(found, title_clashes=await title_clashes(store, found, prompts)))
+            clashes = await title_clashes(store, found, prompts)
+            answers.append(Answer(found, title_clashes=clashes, partial=page.partial))
     finally:
         await store.close()
     return answers
@@ -190,6 +199,15 @@ def ask_local(
     return [Answer(tuple(search(q))) for q in queries]
 
 
+def rank(q: rc.LabelledQuery, answer: Answer) -> int | None:
+    """The rank of the query's session in the answer; for a question never answered
+    (``conv_absent``, issue 42), 1 when the reply says no event holds every content word
+    of it (``Answer.partial``), else a miss."""
+    if q.expected == rconv.ABSENT_SESSION:
+        return 1 if answer.partial else None
+    return answer.rank_of(q.expected)
+
+
 def category_scores(
     queries: Sequence[rc.LabelledQuery], answers: Sequence[Answer]
 ) -> dict[str, dict[str, float]]:
@@ -197,9 +215,7 @@ def category_scores(
     scores: dict[str, dict[str, float]] = {}
     for category in rc.CATEGORIES:
         ranks = [
-            a.rank_of(q.expected)
-            for q, a in zip(queries, answers, strict=True)
-            if q.category == category
+            rank(q, a) for q, a in zip(queries, answers, strict=True) if q.category == category
         ]
         empty = sum(
             1
@@ -273,6 +289,8 @@ async def run(
         i: terms
         for i, q in enumerate(queries)
         if q.category not in rc.IN_OTHER_WORDS
+        and q.expected != rconv.ABSENT_SESSION
+        and q.category not in rconv.UNSAID_WORDS
         and (terms := missing_terms(rconv.without_dates(q.query), payloads[q.expected]))
     }
     # The paraphrase category's premise: no word of the question is in the session.
@@ -375,7 +393,7 @@ async def run_at_scale(
 def overall(queries: Sequence[rc.LabelledQuery], answers: Sequence[Answer]) -> dict[str, float]:
     """Success@1, success@5 and MRR over every query but those in other words."""
     ranks = [
-        a.rank_of(q.expected)
+        rank(q, a)
         for q, a in zip(queries, answers, strict=True)
         if q.category not in rc.IN_OTHER_WORDS
     ]
@@ -422,15 +440,16 @@ def _query_record(
     record: dict[str, Any] = {"category": q.category, "query": q.query, "cwd": q.cwd}
     record["expected"] = q.expected
     for name, answer in zip(engines, answers, strict=True):
-        rank = answer.rank_of(q.expected)
+        found = rank(q, answer)
         record[name] = {
-            "rank": rank,
+            "rank": found,
+            "partial": answer.partial,
             "top5": list(answer.sessions[:5]),
             "returned": len(answer.sessions),
             "error": answer.error,
         }
         if made is not None:
-            above = answer.sessions[: (rank or 11) - 1][:10]
+            above = answer.sessions[: (found or 11) - 1][:10]
             record[name]["above"] = [
                 {"session": sid, "kind": made.get(sid, ("needle or 1x", ""))[0]}
                 | ({"aimed_at": made[sid][1]} if sid in made else {})
@@ -537,10 +556,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="skip the hybrid engine (embedding the corpus takes ~10 minutes)",
     )
+    parser.add_argument(
+        "--conversations-only",
+        action="store_true",
+        help="only the conversational-memory workspaces (hybrid embeds them in minutes)",
+    )
     parser.add_argument("--show-misses", action="store_true", help="print each missed query")
     parser.add_argument("--db", type=Path, help="index file to build once and reuse (same seed)")
     args = parser.parse_args(argv)
-    config = rc.RelevanceConfig(seed=args.seed, noise_sessions=args.noise_sessions)
+    config = rc.RelevanceConfig(
+        seed=args.seed,
+        noise_sessions=0 if args.conversations_only else args.noise_sessions,
+        conversations_only=args.conversations_only,
+    )
     result = asyncio.run(run(config, keep=args.db, scale=args.scale, hybrid=not args.lexical_only))
     m = result["measurements"]
     for engine in ENGINES:
@@ -573,6 +601,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         "embedding the corpus (s)": round(m["embedding"].get("seconds", 0.0), 1),
         "vectors": int(m["embedding"].get("vectors", 0)),
     }
+    if "questions_embedded" in m["embedding"]:
+        info["hybrid: questions embedded (the rest decided lexically)"] = (
+            f"{int(m['embedding']['questions_embedded'])} of {int(m['embedding']['questions'])}"
+        )
     if at_scale is not None:
         info |= {
             "at scale: events": at_scale["events"],

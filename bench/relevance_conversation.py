@@ -20,6 +20,29 @@ questions are).
 - ``conv_meaning``: the facts asked in other words ("What pet did Maya bring home?" for a
   rescue greyhound): only the name is a word in common, so meaning has to find them.
 
+Issue 42 makes them hard the way a public conversational-memory benchmark's adversarial
+questions are (there hybrid ranked 7 points below lexical on questions about something
+another person said, or that was never said):
+
+- ``conv_other_speaker``: a question about something the other person said: the event's
+  words are in one person's turn ("We booked the cabin by the lake for the family
+  reunion"), the question names the other ("Which relatives did Jon invite to the reunion
+  cabin?"), who said something alike in meaning in another session ("My relatives are
+  all coming to stay for a big get-together"). The event's session is the one to show;
+  the question asks with words nobody said, so every hit is a weak partial match, and a
+  model reading meaning puts the asked person's turn first (the bundled model does on
+  most of them).
+- ``conv_near_name``: the same with a near-miss name: the event is told of the asked
+  person's namesake ("my cousin Maia ran the city marathon"), the question names the asked
+  person ("What medal did Maya receive for the city marathon?"), who told something alike
+  elsewhere.
+- ``conv_absent``: a question whose answer was never said: every content word of it is
+  in the conversation, never in one turn ("What did Maya name the pottery class?").
+  Scored right when the reply says it holds no confident answer: the page is marked
+  partial (no event holds every content word of the question, the line the store's reply
+  draws for the model), whatever it lists below that line. The label's session is empty.
+  Only the store's engines report that mark; the baseline and reference rankers score 0.
+
 Everything is written for the bench; nothing comes from a transcript or another corpus.
 """
 
@@ -35,7 +58,21 @@ from typing import TYPE_CHECKING, Final
 if TYPE_CHECKING:
     from bench.relevance_corpus import Session
 
-CATEGORIES: Final = ("conv_single", "conv_wrong_person", "conv_dated", "conv_meaning")
+CATEGORIES: Final = (
+    "conv_single",
+    "conv_wrong_person",
+    "conv_dated",
+    "conv_meaning",
+    "conv_other_speaker",
+    "conv_near_name",
+    "conv_absent",
+)
+# A question whose answer was never said: its label's session (``ABSENT_SESSION``) is none.
+ABSENT: Final = "conv_absent"
+ABSENT_SESSION: Final = ""
+# Categories whose questions hold words no turn says (as the real benchmark's do): exempt
+# from the check that every word of a label is in its session; the lexical targets apply.
+UNSAID_WORDS: Final = frozenset({"conv_other_speaker", "conv_near_name"})
 # Questions in words the conversation does not use: lexical search finds them by the name
 # at most (exempt, like the paraphrases, from "every query word is in the session").
 IN_OTHER_WORDS: Final = "conv_meaning"
@@ -186,6 +223,67 @@ DATED: Final = (
     ),
 )
 
+# Something another person said (issue 42): (the event in one person's turn, the asked
+# person's own turn in another session holding the question's other words and meaning
+# much the same, the question about the asked person in the event's words and words
+# nobody said). The event's session is the one to show: the asked person never told it.
+# Speaker 0 tells the event, speaker 1 is asked.
+OTHER_SPEAKER: Final = (
+    (
+        "{a}: We finally booked the cabin by the lake for the family reunion.",
+        "{b}: My relatives are all coming to stay with us for a big get-together this summer.",
+        "Which relatives did {b} invite to the reunion cabin?",
+    ),
+    (
+        "{a}: My son scored the winning goal in the football final on Saturday.",
+        "{b}: My boy plays every weekend, his grandfather never misses a single game.",
+        "Did the son of {b} dedicate the winning goal to his grandfather?",
+    ),
+    (
+        "{a}: I got the promotion at the bank, I start as branch manager next month.",
+        "{b}: I asked my boss for a raise and more responsibility, fingers crossed.",
+        "How big a raise did {b} negotiate with the branch manager promotion?",
+    ),
+    (
+        "{a}: Our flight to Iceland was cancelled, we spent the night at the airport hotel.",
+        "{b}: The airline finally refunded my tickets after three months of emails.",
+        "Which airline refunded {b} for the cancelled Iceland flight?",
+    ),
+)
+# Near-miss names (issue 42): the namesake of each person.
+NEAR_NAMES: Final = {
+    "Maya": "Maia",
+    "Jon": "John",
+    "Priya": "Pria",
+    "Tomas": "Thomas",
+    "Lena": "Lina",
+    "Marco": "Marko",
+}
+# Something a namesake did (issue 42): (the event, told by speaker 0 of {n}, the namesake
+# of speaker 1; speaker 1's own turn in another session with the question's other words;
+# the question about speaker 1 in the event's words). The telling's session is the one
+# to show.
+NEAR_NAME: Final = (
+    (
+        "{a}: My cousin {n} ran the city marathon, she finished in four hours.",
+        "{b}: I got a medal for finishing the charity fun run, my first race ever.",
+        "What medal did {b} receive for the city marathon?",
+    ),
+    (
+        "{a}: {n} from my old team opened a bakery on the corner, the sourdough sells out.",
+        "{b}: I baked croissants and cinnamon rolls for the school fair, they sold in an hour.",
+        "Which pastries did {b} sell first at the corner bakery?",
+    ),
+)
+# Questions never answered (issue 42): each content word is in the conversation (the
+# facts are planted in every one), never all in one turn.
+ABSENT_QUESTIONS: Final = (
+    "What did {a} name the pottery class?",
+    "Which shark did {b} bring to the book club?",
+    "When did {a} paint the greyhound?",
+    "Which recipe did {b} learn at the aquarium?",
+)
+
 # Small talk; ``{a}`` and ``{b}`` as in ``Fact``. Speaker 0 or 1 by position.
 SMALL_TALK: Final = (
     "Work has been busy, the quarterly report is due on Friday.",
@@ -252,6 +350,20 @@ def build(
         plan[first].append((0, early))
         plan[second].append((0, late))
         dated_sessions.append(second)
+    # Issue 42's: the event early, the asked person's turn alike in meaning late; the
+    # namesake's event and the asked person's turn alike in two more sessions.
+    other_sessions = []
+    for j, (event, alike, _) in enumerate(OTHER_SPEAKER):
+        first, second = (2 + 2 * j) % SESSIONS, (7 + 2 * j) % SESSIONS
+        plan[first].append((0, event))
+        plan[second].append((1, alike))
+        other_sessions.append(first)
+    near_sessions = []
+    for j, (event, alike, _) in enumerate(NEAR_NAME):
+        first, second = (3 + 4 * j) % SESSIONS, (6 + 4 * j) % SESSIONS
+        plan[first].append((0, event.replace("{n}", NEAR_NAMES[b])))
+        plan[second].append((1, alike))
+        near_sessions.append(first)
     ids = []
     for s in range(SESSIONS):
         sid = f"r{seed}-conv{conversation}-s{s:02d}"
@@ -280,6 +392,12 @@ def build(
     for (_, _, question), s in zip(DATED, dated_sessions, strict=True):
         month = _day_of(s).strftime("%B %Y")
         labels.append(Label("conv_dated", question.format(a=a, month=month), ids[s]))
+    for (_, _, question), s in zip(OTHER_SPEAKER, other_sessions, strict=True):
+        labels.append(Label("conv_other_speaker", question.format(**names), ids[s]))
+    for (_, _, question), s in zip(NEAR_NAME, near_sessions, strict=True):
+        labels.append(Label("conv_near_name", question.format(**names), ids[s]))
+    for question in ABSENT_QUESTIONS:
+        labels.append(Label(ABSENT, question.format(**names), ABSENT_SESSION))
     return labels
 
 

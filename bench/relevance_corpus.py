@@ -75,6 +75,9 @@ class RelevanceConfig:
     seed: int = 11
     workspaces: int = 3
     noise_sessions: int = 45  # per workspace
+    # Only the conversational-memory workspaces' needles (issue 42: hybrid against lexical
+    # on them in minutes, not the hour embedding the whole corpus takes).
+    conversations_only: bool = False
     noise_events: int = 40  # per noise session
     long_kib: int = 200  # size of a long tool output (needles sit in its last KiB)
     # Needles per category at most (all of them when None): a smoke run uses a few.
@@ -1141,7 +1144,7 @@ def build(config: RelevanceConfig) -> RelevanceCorpus:
     builder = _Builder(config, workspaces)
     limit = config.per_category
     for category in CATEGORIES:
-        if category in rconv.CATEGORIES:
+        if category in rconv.CATEGORIES or config.conversations_only:
             continue
         if category == "fork":
             for i, family in enumerate(FORKS[:limit]):

@@ -8,7 +8,7 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from bench import relevance_corpus as rc
 from bench.report import Absolute
@@ -18,8 +18,25 @@ if TYPE_CHECKING:
 
 # "Ahead" on the questions in other words: at least one question in 20 more ranked first.
 AHEAD: Final = 0.05
-# Filled by ask_hybrid: how long embedding the corpus took (reported with the scores).
+# Filled by ask_hybrid: how long embedding the corpus took (reported with the scores), and
+# how many of the questions the model was asked to embed (issue 42: a page the lexical
+# evidence decides never embeds its question).
 EMBEDDING: dict[str, float] = {}
+
+
+class _Counting:
+    """The model, counting the questions a search asks it to embed."""
+
+    def __init__(self, model: Any) -> None:
+        self._model = model
+        self.asked = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._model, name)
+
+    def query_soon(self, text: str) -> Any:
+        self.asked += 1
+        return self._model.query_soon(text)
 
 
 async def ask_hybrid(
@@ -48,9 +65,11 @@ async def ask_hybrid(
     finally:
         follower.close()
     EMBEDDING.update(seconds=time.perf_counter() - t0, vectors=lag.vectors)
+    counting = _Counting(embedder)
     try:
-        return await ask_store(db, queries, prompts, embedder)
+        return await ask_store(db, queries, prompts, counting)
     finally:
+        EMBEDDING.update(questions_embedded=counting.asked, questions=len(queries))
         embedder.close()
 
 

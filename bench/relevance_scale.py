@@ -51,7 +51,8 @@ KINDS: Final = ("docs", "long_output", "tests", "near_miss", "boilerplate")
 _WEIGHTS: Final = (0.12, 0.2, 0.18, 0.35, 0.15)
 # Categories whose labels distractors aim at: forks are about lineage, paraphrases share
 # no word with their needle (lexical search cannot find them: hybrid's category).
-_NOT_AIMED: Final = frozenset({"fork", "paraphrase"})
+# A question never answered (conv_absent) has no needle to aim at.
+_NOT_AIMED: Final = frozenset({"fork", "paraphrase", "conv_absent"})
 _NEAR_CHARS: Final = 600
 # Categories whose near misses are error lines (test summaries carry them).
 _ERRORS: Final = frozenset({"error_fragment", "pasted_error", "long_output"})

@@ -523,6 +523,12 @@ def test_relevance_corpus_labels_hold_what_they_claim() -> None:
     for cwd, caller in labelled.callers.items():
         assert sessions[caller] == (cwd, [{"cwd": cwd}])  # a caller holds nothing to find
     for q in labelled.queries:
+        if q.expected == relevance_conversation.ABSENT_SESSION:
+            # never said (issue 42): no session is the answer, and the question is asked
+            # in a conversation's workspace
+            assert q.category == relevance_conversation.ABSENT
+            assert q.caller == labelled.callers[q.cwd] and q.cwd.startswith("/home/")
+            continue
         cwd, payloads = sessions[q.expected]
         assert cwd == q.cwd and q.caller == labelled.callers[cwd]
         if q.category == "long_output":

@@ -250,3 +250,133 @@ def test_a_question_does_not_wait_for_the_followers_whole_step(
     question.result(timeout=60)
     follower.join(60)
     assert finished == ["question", "passages"]
+
+
+_SMALL_TALK = (
+    "Work has been busy, the quarterly report is due on Friday.",
+    "We had pasta again, nobody wanted to cook after the long day.",
+    "The train was late three times this week.",
+    "Did you watch the match last night? What a finish.",
+)
+
+
+async def fill_conversation(corpus: Corpus) -> None:
+    """bench.relevance's conv_other_speaker in small: Maya's turn holds the event's rare
+    words, Jon's turn in another session means much the same in other words."""
+    for sid, said in (
+        ("event", "Maya: We finally booked the cabin by the lake for the family reunion."),
+        ("alike", "Jon: My relatives are all coming to stay with us for a big get-together."),
+        ("talk", None),
+    ):
+        corpus.start(sid)
+        for n, line in enumerate(_SMALL_TALK):
+            corpus.say(sid, f"{('Maya', 'Jon')[n % 2]}: {line}")
+        if said is not None:
+            corpus.say(sid, said)
+    await corpus.flush()
+
+
+async def test_meaning_never_outranks_the_turn_holding_the_questions_rare_words(
+    env: tuple[Corpus, SqliteSessionStore], embedder: Embedder
+) -> None:
+    corpus, store = env
+    await fill_conversation(corpus)
+    follow(corpus.path, embedder)
+    question = "Which relatives did Jon invite to the reunion cabin?"
+    lexical = await search(store, question)
+    counting = CountingEmbedder(embedder)
+    store.attach_semantic(counting)  # type: ignore[arg-type]
+    hybrid = await search(store, question)
+    assert lexical.hits[0].header.session_id == "event"
+    assert hybrid.hits[0].header.session_id == "event"
+    assert counting.queries == [question]  # open: no turn holds every distinctive word
+
+
+async def test_a_page_the_distinctive_words_decide_never_embeds_the_question(
+    env: tuple[Corpus, SqliteSessionStore], embedder: Embedder
+) -> None:
+    corpus, store = env
+    await fill_conversation(corpus)
+    follow(corpus.path, embedder)
+    counting = CountingEmbedder(embedder)
+    store.attach_semantic(counting)  # type: ignore[arg-type]
+    page = await search(store, "Where did Maya book the cabin for the reunion?")
+    assert page.hits[0].header.session_id == "event"
+    assert counting.queries == []
+    events = await search_in(store, "Where did Maya book the cabin for the reunion?", "event")
+    assert events.hits[0].event.seq == 6 and counting.queries == []
+
+
+async def test_a_hybrid_reply_is_a_function_of_the_callers_workspace_alone(
+    env: tuple[Corpus, SqliteSessionStore], embedder: Embedder
+) -> None:
+    """Issue 42's rule reads distinctive words from the workspace's own counts: another
+    workspace holding the same names and words (many more of them) moves nothing."""
+    corpus, store = env
+    await fill_conversation(corpus)
+    follow(corpus.path, embedder)
+    store.attach_semantic(embedder)
+    questions = (
+        "Which relatives did Jon invite to the reunion cabin?",
+        "Where did Maya book the cabin for the reunion?",
+        "What did Jon say about the busy week?",
+    )
+
+    async def replies() -> list[list[tuple[str, int, float, bool]]]:
+        pages = [await search(store, q) for q in questions]
+        return [
+            [(h.header.session_id, h.event.seq, h.score, h.semantic_only) for h in p.hits]
+            for p in pages
+        ]
+
+    before = await replies()
+    for n in range(6):
+        sid = f"other{n}"
+        corpus.start(sid, cwd="/w/other")
+        corpus.say(sid, "Jon: the reunion cabin by the lake, the relatives came, Maya too.")
+        corpus.say(sid, "Maya: Jon invited the relatives to the reunion at the cabin.")
+    await corpus.flush()
+    follow(corpus.path, embedder)
+    assert await replies() == before
+
+
+async def _hybrid_replies(
+    root: Path, embedder: Embedder, batch: int, questions: tuple[str, ...]
+) -> list[list[tuple[str, int, float, bool]]]:
+    """The conversation written in batches of ``batch`` events (other segments, other
+    merges), embedded, and asked ``questions`` with semantic search on."""
+    async with corpus_and_store(root) as (corpus, store):
+        await fill_conversation(corpus)
+        pending, corpus.pending = corpus.pending, []
+        for start in range(0, len(pending), batch):
+            corpus.pending = pending[start : start + batch]
+            await corpus.flush()
+        follow(corpus.path, embedder)
+        store.attach_semantic(embedder)
+        replies = []
+        for question in questions:
+            page = await search(store, question)
+            replies.append(
+                [(h.header.session_id, h.event.seq, h.score, h.semantic_only) for h in page.hits]
+            )
+            events = await search_in(store, question, "event")
+            replies.append([(str(h.event.seq), 0, h.score, h.semantic_only) for h in events.hits])
+        return replies
+
+
+async def test_hybrid_replies_do_not_depend_on_how_the_stream_was_batched(
+    tmp_path: Path, embedder: Embedder
+) -> None:
+    """Issue 42's reads (distinctive groups, who holds them, whether the page is decided)
+    take whole runs of ties and sorted ids, as the lexical ones do: a store written one
+    event at a time and one written at once answer every hybrid question alike."""
+    questions = (
+        "Which relatives did Jon invite to the reunion cabin?",
+        "Where did Maya book the cabin for the reunion?",
+        "What did Jon say about the busy week?",
+        "Did anybody cook pasta after work?",
+    )
+    one = await _hybrid_replies(tmp_path / "one", embedder, 1, questions)
+    every = await _hybrid_replies(tmp_path / "all", embedder, 1000, questions)
+    assert one == every
+    assert any(one)

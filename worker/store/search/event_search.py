@@ -93,7 +93,8 @@ class EventSearchRun:
         holds_all = any(c.holds_all for c, _ in kept)
         only: set[int] = set()
         semantic = self._semantic
-        if semantic is not None and want <= MAX_CANDIDATE_WINDOW and semantic.needed(partial):
+        open_question = partial and not self._decided(kept)
+        if semantic is not None and want <= MAX_CANDIDATE_WINDOW and semantic.needed(open_question):
             kept, only = self._fused(kept, partial)
         hits = self._hits(kept[offset : offset + size], only)
         result = PageResult[EventHit](
@@ -113,6 +114,15 @@ class EventSearchRun:
         kept.sort(key=lambda pair: ranking.order_key(pair[0].score, self._session_id, pair[0].seq))
         return kept
 
+    def _decided(self, kept: _Kept) -> bool:
+        """``ranking.decided``: the only event of the scope holding every distinctive
+        group of the question is the lexical first."""
+        mask = self._builder.distinctive
+        if self._semantic is None or not mask or not kept:
+            return False
+        holding = top(self._searcher, self._builder.all_distinctive(self._clauses), 2)
+        return ranking.decided(kept[0][0].event_id, [c.event_id for c in holding], mask)
+
     def _fused(self, kept: _Kept, partial: bool) -> tuple[_Kept, set[int]]:
         """Lexical and semantic events merged by ``fusion.fuse``; semantic candidates are
         confirmed by the same SQL as lexical ones (the session, ``as_of_seq`` and filters)."""
@@ -124,7 +134,8 @@ class EventSearchRun:
         lexical = [
             Lexical(c.event_id, ranking.share(c.coverage, c.holds_all, partial)) for c, _ in kept
         ]
-        order = fuse(self._plan, lexical, [c.event_id for c, _ in semantic])
+        held = self._builder.held_by(list(by_id))
+        order = fuse(self._plan, lexical, [c.event_id for c, _ in semantic], held)
         return [by_id[event_id] for event_id, _ in order], {e for e, only in order if only}
 
     def _confirmed(self, candidates: list[Candidate]) -> _Kept:

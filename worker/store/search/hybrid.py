@@ -6,9 +6,11 @@ vectors are only touched through here.
 When the model runs: a search of all the query's words that finds hits is lexical alone
 (those hits hold every word; a hit holding none would rank below all of them anyway), so
 only a partial-match search (a question, or keywords no event holds together) uses the
-semantic list. A question is known to be one before the search runs: its vector is computed
-on the model's thread while the lexical search runs. Keywords wait for the lexical search
-to say it found no event holding them all, and only then ask the model.
+semantic list, and only when the lexical evidence leaves the question open (issue 42,
+``ranking.decided``: one candidate alone holds every distinctive word of the question, and
+it is the lexical first). So the question is embedded after the lexical search, never
+beside it: a decided page costs no model time (22-270 ms for a new question on the bundled
+CPU model); an open one waits for the vector (cached when re-asked).
 """
 
 from __future__ import annotations
@@ -45,7 +47,8 @@ class SemanticQuery:
             self._vector = self.embedder.query_soon(self.text)
 
     def needed(self, partial: bool) -> bool:
-        """Whether semantic hits take part: only in a partial-match search (see above)."""
+        """Whether semantic hits take part: only in a partial-match search the lexical
+        evidence leaves open (the caller decides, see above)."""
         if not partial and self._vector is not None:
             self._vector.cancel()
         return partial

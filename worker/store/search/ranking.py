@@ -34,14 +34,28 @@ because it repeats loose matches, and a per-event length prior needs no average.
 Total order: score (higher first), then session id, then seq. Every cut takes whole runs
 of equal scores (``search_reader.top``), so the engine's internal document order never
 decides what is kept or how it is ordered.
+
+Hybrid search (issue 42): the semantic list may reorder only where the lexical evidence
+leaves the question open. The question's *distinctive* groups (``Weights.distinctive``)
+are the ones it names (a word written with a capital, not the first: a person, a product)
+and its rare terms (held by at most ``RARE_SHARE`` of the workspace's events), each held by
+some event of the workspace. ``held_by`` says which of them a candidate's event holds.
+
+- ``decided``: one session (or event) of the scope holds every distinctive group in one
+  event, and it is the lexical first: the lexical order is the page, and the question is
+  never embedded (the same rule decides quality and cost).
+- ``keep_distinctive``: otherwise fusion proposes an order, and a candidate may rise above
+  one the lexical order put above it only when it holds every distinctive group that one
+  holds (a semantic hit never passes the turn holding the speaker's name or the rare word).
 """
 
 from __future__ import annotations
 
+import heapq
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, TypeVar
 
 from worker.store.search.query import PlanTerm, QueryPlan
 
@@ -72,6 +86,10 @@ _PRIOR_LEVELS: Final = 511
 _PRIOR_LOG2_TOKENS: Final = 20.0  # ~1M tokens: every longer event has the lowest prior
 # Words apart, per word of the query, that still count as near each other.
 NEAR_SLOP_PER_WORD: Final = 6
+
+# A group held by at most this share of the workspace's events is a rare term: a
+# distinctive group (with names) that semantic evidence must not outrank.
+RARE_SHARE: Final = 0.01
 
 # What a workspace-prefixed term's document frequency is read with.
 DocFreq = Callable[[str, str], int]  # (field, token) -> events of the workspace holding it
@@ -115,6 +133,13 @@ class Weights:
 
     cover: tuple[int, ...]
     exact: tuple[int, ...]
+    # Per required group: distinctive (a name or a rare term the workspace holds).
+    distinctive: tuple[bool, ...] = ()
+
+    @property
+    def distinctive_mask(self) -> int:
+        """The distinctive groups as a bit mask (bit i: required group i)."""
+        return sum(1 << i for i, d in enumerate(self.distinctive) if d)
 
 
 def term_tokens(term: PlanTerm) -> tuple[str, list[str]]:
@@ -132,8 +157,23 @@ def weights(plan: QueryPlan, key: str, doc_freq: DocFreq) -> Weights:
     rarest word's (an upper bound of the phrase's, read in O(1) per word); the event
     count is the workspace marker's. Equal inputs give equal weights on every replica."""
     events = doc_freq("nm", key)
-    idfs = [_idf(events, max(_term_df(t, key, doc_freq) for t in g)) for g in plan.required]
-    return Weights(cover=_shares(idfs, COVER_UNITS), exact=_exact_shares(idfs))
+    dfs = [max(_term_df(t, key, doc_freq) for t in g) for g in plan.required]
+    idfs = [_idf(events, df) for df in dfs]
+    rare = max(1.0, RARE_SHARE * events)
+    first = plan.groups[0][0] if plan.groups else None
+    distinctive = tuple(
+        df > 0 and (df <= rare or any(t is not first and _named(t) for t in g))
+        for g, df in zip(plan.required, dfs, strict=True)
+    )
+    return Weights(
+        cover=_shares(idfs, COVER_UNITS), exact=_exact_shares(idfs), distinctive=distinctive
+    )
+
+
+def _named(term: PlanTerm) -> bool:
+    """Written with a capital: a name (a person, a place, a product), not the question's
+    first word (whose capital says nothing)."""
+    return not term.quoted and term.text[:1].isupper()
 
 
 def _term_df(term: PlanTerm, key: str, doc_freq: DocFreq) -> int:
@@ -195,3 +235,79 @@ def share(coverage: int, holds_all: bool, partial: bool) -> float:
 def order_key(score: float, session_id: str, seq: int) -> tuple[float, str, int]:
     """The total order of events: higher score first, then session id, then seq."""
     return (-score, session_id, seq)
+
+
+K = TypeVar("K", bound=Hashable)
+
+
+def decided(lexical_first: K | None, holding_all: Sequence[K], distinctive: int) -> bool:
+    """Whether the lexical evidence alone decides a hybrid page: the question has
+    distinctive groups, and the only candidate of the scope holding all of them in one
+    event (``holding_all``: up to two such candidates) is the lexical first."""
+    return bool(distinctive) and lexical_first is not None and list(holding_all) == [lexical_first]
+
+
+def keep_distinctive(proposed: Sequence[K], lexical: Sequence[K], held: Mapping[K, int]) -> list[K]:
+    """``proposed`` (fusion's order), changed only where it would put a candidate above
+    one the ``lexical`` order ranks higher and that holds a distinctive group it lacks
+    (``held``: the bit mask of distinctive groups each candidate's event holds; a
+    candidate not in ``lexical`` ranks below every lexical one). Each step takes the
+    first proposed candidate nothing may stay above.
+
+    In O(n log n + n * masks^2): the masks are few (the question's distinctive groups are
+    a handful), and a candidate of mask ``m`` may be placed once every lexical candidate
+    of a mask holding a group ``m`` lacks, ranked above it, is placed."""
+    lexical_rank = {key: i for i, key in enumerate(lexical)}
+    below = len(lexical)
+    # The lexical ranks of each mask that can hold a candidate back, lowest first.
+    waiting: dict[int, list[int]] = {}
+    for key in lexical:
+        mask = held.get(key, 0)
+        if mask:
+            waiting.setdefault(mask, []).append(lexical_rank[key])
+    if not waiting:
+        return list(proposed)
+    # The candidates of each mask as (lexical rank, proposed position), lowest rank first.
+    groups: dict[int, list[tuple[int, int]]] = {}
+    for at, key in enumerate(proposed):
+        groups.setdefault(held.get(key, 0), []).append((lexical_rank.get(key, below), at))
+    for members in groups.values():
+        members.sort()
+    lowest_at = dict.fromkeys(waiting, 0)
+    placed: set[int] = set()
+    released = dict.fromkeys(groups, 0)
+    ready: list[int] = []  # proposed positions that may be placed, a heap
+
+    def lowest_waiting(mask: int) -> int:
+        ranks = waiting[mask]
+        at = lowest_at[mask]
+        while at < len(ranks) and ranks[at] in placed:
+            at += 1
+        lowest_at[mask] = at
+        return ranks[at] if at < len(ranks) else below + 1
+
+    blocking = {mask: [o for o in waiting if o & ~mask] for mask in groups}
+
+    def release() -> None:
+        lowest = {mask: lowest_waiting(mask) for mask in waiting}
+        for mask, members in groups.items():
+            limit = min((lowest[o] for o in blocking[mask]), default=below + 1)
+            at = released[mask]
+            while at < len(members) and members[at][0] < limit:
+                heapq.heappush(ready, members[at][1])
+                at += 1
+            released[mask] = at
+
+    release()
+    order: list[K] = []
+    while ready:
+        key = proposed[heapq.heappop(ready)]
+        order.append(key)
+        rank = lexical_rank.get(key, below)
+        mask = held.get(key, 0)
+        if rank < below and mask:
+            placed.add(rank)
+            # Only the lowest waiting rank of a mask holds others back.
+            if lowest_at[mask] < len(waiting[mask]) and waiting[mask][lowest_at[mask]] == rank:
+                release()
+    return order

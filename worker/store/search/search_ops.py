@@ -44,6 +44,7 @@ from worker.store.search.search_reader import (
     excluding,
     scope_clauses,
     session_counts,
+    sessions_holding,
     top,
 )
 from worker.store.search.semantic.fusion import Lexical, fuse
@@ -163,7 +164,9 @@ class SessionSearchRun:
             query = self._builder.partial(self._scope.clauses)
             found = self._collect(query, want)
         holds_all = any(entry.holds_all for entry in found.values())
-        if self._semantic is not None and self._semantic.needed(partial):
+        if self._semantic is not None and self._semantic.needed(
+            partial and not self._decided(found)
+        ):
             found = self._fused(found, partial)
         chosen = list(found.items())[offset : offset + size]
         result = PageResult[SessionHit](
@@ -210,6 +213,15 @@ class SessionSearchRun:
                 break
         return found
 
+    def _decided(self, found: dict[str, _Found]) -> bool:
+        """``ranking.decided``: the only session of the scope with an event holding every
+        distinctive group of the question is the lexical first."""
+        mask = self._builder.distinctive
+        if not mask or not found:
+            return False
+        query = excluding(self._builder.all_distinctive(self._scope.clauses), self._scope.excluded)
+        return ranking.decided(next(iter(found)), sessions_holding(self._searcher, query, 2), mask)
+
     def _fused(self, found: dict[str, _Found], partial: bool) -> dict[str, _Found]:
         """The lexical sessions and the semantic ones merged by ``fusion.fuse``; a semantic
         candidate counts only when SQL confirms it, as a lexical one does."""
@@ -227,7 +239,14 @@ class SessionSearchRun:
             Lexical(sid, ranking.share(entry.coverage, entry.holds_all, partial))
             for sid, entry in found.items()
         ]
-        order = fuse(self._plan, lexical, list(semantic))
+        # A session holds the distinctive groups its best lexical event or its nearest
+        # event holds.
+        events = [e.event_id for e in found.values()] + [e.event_id for e in semantic.values()]
+        by_event = self._builder.held_by(events)
+        held: dict[str, int] = {}
+        for sid, entry in [*found.items(), *semantic.items()]:
+            held[sid] = held.get(sid, 0) | by_event.get(entry.event_id, 0)
+        order = fuse(self._plan, lexical, list(semantic), held)
         self._semantic_only = {sid for sid, only in order if only}
         return {sid: found.get(sid) or semantic[sid] for sid, _ in order}
 

@@ -237,12 +237,13 @@ class SqliteSessionStore:
         return 0 if self._semantic is None else self._semantic[1].warm()
 
     def _semantic_query(self, query: str, plan: QueryPlan) -> SemanticQuery | None:
-        """The query's vector, started now on the model's thread; None when semantic search
-        is off or the query is an identifier (``fusion.skips_semantic``)."""
+        """The query's semantic side (embedded only when the lexical search leaves it open,
+        ``worker.store.search.hybrid``); None when semantic search is off or the query is an
+        identifier (``fusion.skips_semantic``)."""
         if self._semantic is None or skips_semantic(plan):
             return None
         embedder, reader = self._semantic
-        return SemanticQuery(embedder, reader, query, early=plan.natural_language)
+        return SemanticQuery(embedder, reader, query, early=False)
 
     def compile_query(self, query: str) -> CompiledQuery:
         return CompiledQuery(query, compile_query(query))

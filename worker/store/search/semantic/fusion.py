@@ -16,17 +16,22 @@
 - Inside a tier, weighted reciprocal rank decides: ``w/(RRF_K + rank)`` summed over the
   lists an item is in, the lexical weight being the hit's share, so a hit in both lists
   rises.
+- Last, the ranking module's rule (issue 42, ``ranking.keep_distinctive``): no hit rises
+  above one the lexical order put above it that holds a distinctive word of the question
+  (a name, a rare term) it lacks. When the lexical evidence alone decides the page
+  (``ranking.decided``) the search does not come here, nor embed the question.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final, Generic, TypeVar
 
 from worker.store.search.query import PlanTerm, QueryPlan
+from worker.store.search.ranking import keep_distinctive
 
 # Reciprocal-rank constant and the semantic list's weight, inside a tier (issue 21's).
 RRF_K: Final = 3
@@ -73,10 +78,14 @@ class Lexical(Generic[K]):
 
 
 def fuse(
-    plan: QueryPlan, lexical: Sequence[Lexical[K]], semantic: Sequence[K]
+    plan: QueryPlan,
+    lexical: Sequence[Lexical[K]],
+    semantic: Sequence[K],
+    held: Mapping[K, int] | None = None,
 ) -> list[tuple[K, bool]]:
     """Keys best first, each with whether it is a semantic-only hit. ``lexical`` and
-    ``semantic`` are best first; a key may be in both."""
+    ``semantic`` are best first; a key may be in both. ``held``: the distinctive groups
+    each key's event holds (``ranking.keep_distinctive``; none: no such group)."""
     pin_all = pins_lexical(plan)
     # Lexical order is kept down to the last hit holding every word: a hit ranked above it
     # (a focused message above a log holding the words scattered) is at least as sure.
@@ -98,7 +107,10 @@ def fuse(
             first.setdefault(key, (len(lexical) + 1, rank))
     rest = sorted(score, key=lambda key: (-tier(evidence[key]), -score[key], first[key]))
     lexical_keys = {h.key for h in lexical}
-    return [(key, False) for key in pinned] + [(key, key not in lexical_keys) for key in rest]
+    order = pinned + rest
+    if held:
+        order = keep_distinctive(order, [h.key for h in lexical], held)
+    return [(key, key not in lexical_keys) for key in order]
 
 
 def semantic_share(rank: int) -> float:
