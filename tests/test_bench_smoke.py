@@ -693,4 +693,5 @@ async def test_redaction_bench_end_to_end(nats_url: str, tmp_path: Path) -> None
     # end to end over NATS, alternated, each run until every event is searchable
     assert len(m["stream_seconds_on"]) == len(m["stream_seconds_off"]) == 2
     assert m["stream_events_per_s_on"] > 0 and m["stream_events_per_s_off"] > 0
-    assert m["detector_mb_per_s"] > 0
+    assert m["detector_mb_per_s"] > 0 and m["detector_cpu_mb_per_s"] > 0
+    assert m["writer_step_cpu_us_per_event"] > 0 and 0 < m["gate_passed_share"] <= 1
