@@ -218,7 +218,9 @@ async def run(
 ) -> dict[str, Any]:
     events = planted_events(config)
     bodies = [corpus.encode(event) for event in events]
-    order = [False, True] * runs  # alternating, so drift in the machine's load hits both
+    # Alternated in ABBA order (off on, on off, ...): a load that drifts during the run
+    # weighs on both alike, not always on the second of each pair.
+    order = [on for i in range(runs) for on in ((False, True) if i % 2 == 0 else (True, False))]
     stream: dict[bool, list[float]] = {True: [], False: []}
     seconds: dict[bool, list[float]] = {True: [], False: []}
     with tempfile.TemporaryDirectory(prefix="sq-bench-redaction-", dir=work_dir) as tmp:

@@ -294,8 +294,11 @@ def _all_text(value: Any) -> str:
 
 
 def leaks(secrets: list[str], text: str) -> list[str]:
-    """The values of ``secrets`` in ``text``, as they are or JSON-escaped."""
-    return [s for s in secrets if s in text or json.dumps(s)[1:-1] in text]
+    """The values of ``secrets`` in ``text``: as they are, JSON-escaped or URL-encoded (a
+    page's links)."""
+    return [
+        s for s in secrets if s in text or json.dumps(s)[1:-1] in text or quote(s, safe="") in text
+    ]
 
 
 def worker_log(stack: Stack) -> str:
