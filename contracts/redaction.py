@@ -445,6 +445,25 @@ class RedactionSpec:
 
         return json.dumps({"on": self.on, "extra": self.extra, "allow": self.allow})
 
+    def fingerprint(self) -> str:
+        """A digest of what this spec redacts: on or off, the built-in table (each rule's
+        kind, tier, patterns, gates, threshold), the extra rules and the allow-list. An
+        index snapshot records its publisher's, so a worker under other rules replays the
+        stream instead of restoring text redacted differently. One-way: the allow-list's
+        values cannot be read back from it."""
+        import hashlib
+        import json
+
+        table = [
+            [r.kind, r.tier, r.pattern.pattern, r.pattern.flags, list(r.keywords),
+             r.min_entropy, r.name.pattern if r.name else None, list(r.prefixes)]
+            for r in RULES
+        ]  # fmt: skip
+        data = {"on": self.on, "extra": self.extra, "allow": sorted(self.allow)}
+        if self.on:
+            data["rules"] = table
+        return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:32]
+
     @classmethod
     def from_json(cls, text: str) -> RedactionSpec:
         import json

@@ -685,15 +685,19 @@ def test_import_formats_copies_get_their_own_uuids(tmp_path: Path) -> None:
     assert all(f.stem in f.read_text() for f in files)
 
 
-async def test_redaction_bench_end_to_end(tmp_path: Path) -> None:
-    """Ingest with redaction on and off in the same run, and the detector over the corpus:
-    every planted credential is found."""
+async def test_redaction_bench_end_to_end(nats_url: str, tmp_path: Path) -> None:
+    """Ingest with redaction on and off in the same run, over NATS and in the writer alone,
+    and the detector over the corpus: every planted credential is found."""
     from bench import redaction
 
-    result = await redaction.run(TINY, work_dir=tmp_path)
+    result = await redaction.run(TINY, work_dir=tmp_path, url=nats_url, timeout_s=60)
     _assert_result_shape(result, "redaction")
     m = result["measurements"]
     planted = m["events"] // redaction.PLANT_EVERY
     assert sum(m["redacted_by_kind"].values()) >= planted > 0
     assert len(m["seconds_on"]) == len(m["seconds_off"]) == 2
-    assert m["detector_mb_per_s"] > 0
+    # end to end over NATS, alternated, each run until every event is searchable
+    assert len(m["stream_seconds_on"]) == len(m["stream_seconds_off"]) == 2
+    assert m["stream_events_per_s_on"] > 0 and m["stream_events_per_s_off"] > 0
+    assert m["detector_mb_per_s"] > 0 and m["detector_cpu_mb_per_s"] > 0
+    assert m["writer_step_cpu_us_per_event"] > 0 and 0 < m["gate_passed_share"] <= 1

@@ -12,7 +12,15 @@ from urllib.parse import quote
 
 import pytest
 
-from contracts.redaction import RULES, Redactor, Rule, generate, make_redactor, marker
+from contracts.redaction import (
+    RULES,
+    RedactionSpec,
+    Redactor,
+    Rule,
+    generate,
+    make_redactor,
+    marker,
+)
 
 DEFINITE = [r for r in RULES if r.tier == "definite"]
 
@@ -242,3 +250,20 @@ def test_the_event_gate_passes_over_ordinary_events() -> None:
     plain = json.dumps({"payload": {"text": "the flaky test went green on retry", "n": 3}})
     assert not redactor.might_hold(plain)
     assert redactor.might_hold(plain.replace("flaky", "token"))
+
+
+def test_the_fingerprint_names_the_rules_and_never_holds_a_value() -> None:
+    """What an index snapshot records of the rules it was redacted by: equal specs agree,
+    any change (off, an extra rule, an allowed value) differs, and no value shows."""
+    allowed = generate("ghp_<A:36>")
+    specs = [
+        RedactionSpec(),
+        RedactionSpec(on=False),
+        RedactionSpec(extra=(("acme-key", "ACME-[0-9A-Z]{24}"),)),
+        RedactionSpec(allow=(allowed,)),
+    ]
+    prints = [spec.fingerprint() for spec in specs]
+    assert len(set(prints)) == len(specs)
+    assert RedactionSpec().fingerprint() == prints[0]
+    assert RedactionSpec.from_json(specs[3].to_json()).fingerprint() == prints[3]
+    assert not [p for p in prints if allowed in p or "ACME" in p]

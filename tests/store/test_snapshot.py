@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from contracts.partitions import PartitionSet
+from contracts.redaction import RedactionSpec
 from tests._index import table_rows
 from tests.store._corpus import Corpus, search, writer_and_store
 from worker.store.files import snapshot
@@ -124,6 +125,11 @@ async def test_a_flipped_byte_is_refused_and_leaves_nothing(tmp_path: Path) -> N
         ({"partitions": PartitionSet.all(8)}, "partitions all of 16"),
         ({"last_seq": 5}, "past the stream's last seq"),
         ({"first_seq": 100}, "would be missing"),
+        # taken (with no rules recorded) by a worker other than one redacting with these
+        (
+            {"redaction": RedactionSpec(extra=(("acme", "ACME-[0-9]+"),)).fingerprint()},
+            "other credential redaction rules",
+        ),
     ],
 )
 async def test_a_snapshot_for_another_stream_set_or_range_is_refused(

@@ -126,6 +126,7 @@ async def _join(
         first_seq=stream.first_seq,
         last_seq=stream.last_seq,
         partitions=partitions,
+        redaction=policy.redaction,
     )
     prefix = object_prefix(stream.name, partitions)
     candidates = sorted(

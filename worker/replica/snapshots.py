@@ -50,6 +50,10 @@ class SnapshotPolicy:
     keep: int
     join: str  # "restore" | "replay"
     replicas: int = 1
+    # The credential rules' fingerprint: recorded in the snapshots published, required of
+    # the ones restored (a snapshot redacted by other rules is refused: the stream is
+    # replayed through this worker's).
+    redaction: str = ""
 
     @property
     def publishing(self) -> bool:
@@ -64,6 +68,7 @@ class SnapshotPolicy:
             keep=max(1, config.snapshot_keep),
             join=config.snapshot_join,
             replicas=config.stream_replicas,
+            redaction=config.redaction_spec().fingerprint(),
         )
 
 
@@ -124,7 +129,7 @@ async def publish(
 
         def take() -> snapshot.Snapshot:
             with staged.open("wb") as out:
-                return snapshot.take(db, out, partitions=partitions)
+                return snapshot.take(db, out, partitions=partitions, redaction=policy.redaction)
 
         taken = await asyncio.to_thread(take)
         name = object_name(taken.manifest.stream_name, partitions, taken.manifest)

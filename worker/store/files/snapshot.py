@@ -83,6 +83,9 @@ class SnapshotManifest:
     history_from: int
     search_files: int  # 0: no search index in the archive (the store is followed anew)
     taken_ms: int
+    # The publishing worker's credential rules (``RedactionSpec.fingerprint``); "" in a
+    # snapshot taken before they were recorded.
+    redaction: str = ""
 
     def to_json(self) -> bytes:
         return json.dumps(asdict(self), sort_keys=True).encode()
@@ -91,7 +94,9 @@ class SnapshotManifest:
     def from_json(cls, data: bytes | str) -> SnapshotManifest:
         try:
             raw = json.loads(data)
-            return cls(**{name: raw[name] for name in cls.__slots__})
+            optional = {"redaction": ""}
+            return cls(**{name: raw.get(name, optional[name]) if name in optional
+                          else raw[name] for name in cls.__slots__})  # fmt: skip
         except (ValueError, TypeError, KeyError) as exc:
             raise SnapshotRefused(f"unreadable snapshot manifest ({type(exc).__name__})") from None
 
@@ -115,6 +120,7 @@ class Expectation:
     first_seq: int
     last_seq: int
     partitions: PartitionSet
+    redaction: str = ""  # the joining worker's rules (``RedactionSpec.fingerprint``)
 
 
 def check_manifest(manifest: SnapshotManifest, expect: Expectation) -> None:
@@ -145,6 +151,9 @@ def check_manifest(manifest: SnapshotManifest, expect: Expectation) -> None:
             f"holds partitions {manifest.partitions} of {manifest.partition_count},"
             f" this worker holds {wanted.label} of {wanted.count}"
         )
+    if manifest.redaction != expect.redaction:
+        # Its text was redacted by other rules: a replay applies this worker's.
+        raise SnapshotRefused("taken under other credential redaction rules than this worker's")
     if manifest.stream_seq > expect.last_seq:
         raise SnapshotRefused(
             f"covers stream seq {manifest.stream_seq}, past the stream's last seq"
@@ -161,7 +170,9 @@ def check_manifest(manifest: SnapshotManifest, expect: Expectation) -> None:
 # -- taking ---------------------------------------------------------------------------------
 
 
-def take(db_path: str | Path, out: BinaryIO, *, partitions: PartitionSet) -> Snapshot:
+def take(
+    db_path: str | Path, out: BinaryIO, *, partitions: PartitionSet, redaction: str = ""
+) -> Snapshot:
     """Write a consistent snapshot of the index at ``db_path`` to ``out`` as a tar stream.
 
     Runs beside the writer (in any process): the search index is pinned first (its files
@@ -190,6 +201,7 @@ def take(db_path: str | Path, out: BinaryIO, *, partitions: PartitionSet) -> Sna
             history_from=_int(meta.get(index_file.HISTORY_FROM)),
             search_files=len(search),
             taken_ms=int(time.time() * 1000),
+            redaction=redaction,
         )
         if not manifest.stream_name:
             raise SnapshotRefused(f"index {db} replicates no stream yet: nothing to snapshot")
