@@ -322,7 +322,7 @@ async def test_a_joining_worker_serves_semantic_results_without_re_embedding(
             assert _vectors(joiner.config.db_path) == (rows, meta)
             assert [e for e in logs if e["event"] == "index restored from a snapshot"]
             await caught_up(joiner, last)
-            question = {"query": "why was the yen amount on the bill wrong"}
+            question = {"query": "why was the cash on the receipt wrong"}
             execution = Execution(agent=AgentIdentity(session_id=DEMO_CALLER))
             answers = []
             for worker in (peer, joiner):
