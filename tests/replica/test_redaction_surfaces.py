@@ -19,7 +19,6 @@ import hashlib
 import json
 import os
 import random
-import sqlite3
 import string
 import sys
 import uuid
@@ -37,6 +36,7 @@ from contracts.redaction import RULES, generate
 from contracts.spill_fetch import fetch_spilled
 from contracts.subjects import Subjects
 from tests._harness import body, call, config_for, event, publish, until
+from tests._index import connect
 from worker.worker import Worker
 
 CWD = "/work/secrets-app"
@@ -311,14 +311,15 @@ async def test_no_credential_reaches_any_surface(
     missing = [a for a, ok in found_anchor.items() if not ok]
     assert not missing, f"events not found by the words around their secret: {missing}"
 
-    conn = sqlite3.connect(config.db_path)
+    conn = connect(config.db_path)
     try:
         for (session, seq), payload in corpus.near_misses.items():
             [(raw,)] = conn.execute(
-                "SELECT raw_json FROM events WHERE session_id = ? AND seq = ?", (session, seq)
+                "SELECT event_json(doc) FROM events WHERE session_id = ? AND seq = ?",
+                (session, seq),
             )
             assert orjson.loads(raw)["payload"] == payload
-        stored = "\n".join(r for (r,) in conn.execute("SELECT raw_json FROM events"))
+        stored = "\n".join(r for (r,) in conn.execute("SELECT event_json(doc) FROM events"))
     finally:
         conn.close()
     assert not [s for s in corpus.secrets if s in stored]

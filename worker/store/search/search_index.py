@@ -48,6 +48,7 @@ import tantivy
 from contracts.harness import first_prompt
 from worker.store import tables
 from worker.store.database import Database
+from worker.store.event_codec import indexed_payload, payload_of
 from worker.store.search import analysis, ranking
 from worker.store.search.text import searchable_text
 
@@ -75,6 +76,8 @@ _CONVERSATION_SURFACES: Final = frozenset({"user", "assistant"})
 TITLE_TYPE: Final = "session/title"
 # How much of the first prompt must open the event's text to call it the first prompt.
 _LEAD_CHARS: Final = 200
+# The follower's ``body_cap`` is the store's text cap less this (``WriterCore.open``).
+_BODY_CAP_MARGIN: Final = 4
 _WRITER_HEAP_BYTES: Final = 64 * 2**20
 _FOLLOW_CHUNK: Final = 2000
 
@@ -235,7 +238,6 @@ class SearchIndexWriter:
         rows, at = conn.rows(
             tables.SEARCH_EVENTS_AFTER,
             {
-                "cap": self._body_cap,
                 "after": self._position.event_id,
                 "limit": max_events,
                 "prompts": tables.TITLE_PROMPTS,
@@ -243,7 +245,7 @@ class SearchIndexWriter:
         )
         values = at.getter(tables.SEARCH_DOCUMENT_NAMES)
         for row in rows:
-            writer.add_document(_document(values(row)))
+            writer.add_document(_document(values(row), self._body_cap))
         last_id = int(rows[-1][at["id"]]) if rows else self._position.event_id
         if rows and len(rows) == max_events:
             # More may follow: the stream sequence covered is the last added event's.
@@ -388,7 +390,10 @@ def _stale_reason(path: Path, uid: int) -> str | None:
     return None
 
 
-def _document(row: Sequence[Any]) -> tantivy.Document:
+def _document(row: Sequence[Any], body_cap: int) -> tantivy.Document:
+    """The event's document. Its text is the store's searchable text (what excerpts read,
+    cut at the store's cap), or, when that was cut (``body_cap``: the cap less a margin),
+    the whole payload's, up to ``INDEX_TEXT_CAP_BYTES``."""
     (
         event_id,
         session_id,
@@ -398,16 +403,15 @@ def _document(row: Sequence[Any]) -> tantivy.Document:
         time_ms,
         stream_seq,
         ws,
-        body,
         raw,
         prompts,
         before,
     ) = row
+    payload = payload_of(raw)
+    body = searchable_text(indexed_payload(kind, payload), body_cap + _BODY_CAP_MARGIN)
     text = body
-    if raw is not None:  # the store's column was cut: index the whole event
-        with contextlib.suppress(ValueError):
-            payload = orjson.loads(raw).get("payload")
-            text = searchable_text(payload, INDEX_TEXT_CAP_BYTES)
+    if len(body) >= body_cap and len(body.encode("utf-8")) >= body_cap:
+        text = searchable_text(payload, INDEX_TEXT_CAP_BYTES)  # cut: the whole event
     key = workspace_key(ws)
     exact, derived = analysis.index_fields(text, key)
     words = exact.count(" ") + 1 if exact else 0
