@@ -111,9 +111,12 @@ def _pack_events(conn: Database) -> None:
     ``AUTOINCREMENT`` record kept (ids are never reused)."""
     packer = event_codec.EventPacker()
     conn.run(event_codec.ZDICT_DDL)
+    # Spread over the whole history, not its first days.
+    every = max(1, int(conn.value("SELECT count(*) FROM events")) // _MIGRATION_SAMPLES)
     sample, _ = conn.rows(
         "SELECT CAST(raw_json AS BLOB) AS raw FROM events"
-        f" WHERE id % 7 = 0 ORDER BY id LIMIT {_MIGRATION_SAMPLES}"
+        f" WHERE id % ? = 0 ORDER BY id LIMIT {_MIGRATION_SAMPLES}",
+        (every,),
     )
     if len(sample) >= event_codec.TRAIN_MIN_SAMPLES // 4:
         packer.train_from([bytes(r[0]) for r in sample], dict_id=1)

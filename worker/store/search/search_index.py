@@ -58,7 +58,9 @@ log = structlog.get_logger(__name__)
 # 3 (issue 42): the first prompt's marker on that event alone, whatever the batches; words
 # longer than analysis.MAX_TOKEN_CHARS indexed whole and by parts; the paragraphs of titles
 # and first prompts hashed (``lead``, ``lp``) for the shared-prompt discount.
-SEARCH_INDEX_VERSION: Final = 3
+# 4 (issue 41): base64 runs (images, pasted certificates) left out of the indexed text
+# (``search.text``): an index of version 3 holds their junk terms, and is rebuilt.
+SEARCH_INDEX_VERSION: Final = 4
 _VERSION_FILE: Final = "sessionquery-search.json"
 _TOKENIZER: Final = "sq_whitespace"
 # The reserved document holding the follower's position (ids never contain "~").

@@ -21,7 +21,8 @@ _BLOB_MIN_CHARS: Final = 256
 # start only (the lookbehind): tried inside every word, the scan cost 25 ms per 100 KB.
 _BLOB: Final = re.compile(
     r"(?:data:[\w.+/-]+;base64,)?(?<![A-Za-z0-9+/])"
-    r"(?:(?:[A-Za-z0-9+/]{60,}={0,2}\r?\n){3,}[A-Za-z0-9+/]*={0,2}|[A-Za-z0-9+/]{256,}={0,2})"
+    r"(?:(?:[A-Za-z0-9+/]{60,}={0,2}\r?\n){3,}(?:[A-Za-z0-9+/]+={0,2}(?=\r?\n|$))?"
+    r"|[A-Za-z0-9+/]{256,}={0,2})"
 )
 
 
