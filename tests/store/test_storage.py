@@ -12,6 +12,8 @@ from typing import Any
 
 import orjson
 import zstandard
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests._events import event
 from tests._index import connect
@@ -23,6 +25,7 @@ from worker.store.search import analysis
 from worker.store.search.query import compile_query
 from worker.store.search.search_index import search_index_path, workspace_key
 from worker.store.search.search_reader import QueryBuilder, SearchIndexReader, scope_clauses, top
+from worker.store.search.text import searchable_text, without_blobs
 
 CWD = "/work/a"
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
@@ -277,3 +280,27 @@ def test_a_frame_naming_a_missing_dictionary_is_an_error_not_garbage(tmp_path: P
         assert "user-defined function raised exception" in str(exc)
     else:
         raise AssertionError("a frame without its dictionary was read")
+
+
+_PIECES = st.sampled_from(
+    [
+        "plain words here ",
+        "日本語のテキスト ",
+        base64.b64encode(bytes(range(256)) * 3).decode("ascii") + " ",
+        base64.encodebytes(bytes(range(200)) * 2).decode("ascii"),
+        "data:image/png;base64," + base64.b64encode(bytes(range(255, -1, -1)) * 2).decode() + " ",
+        "x" * 300 + " ",
+        "end\n",
+    ]
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(pieces=st.lists(_PIECES, min_size=1, max_size=60), cap=st.integers(1, 6000))
+def test_a_long_string_scanned_by_its_prefix_gives_the_whole_scan_s_text(
+    pieces: list[str], cap: int
+) -> None:
+    """Cutting a long string's blob scan short never changes the text kept."""
+    text = "".join(pieces)
+    whole = without_blobs(text).encode("utf-8")[:cap].decode("utf-8", "ignore")
+    assert searchable_text({"output": text}, cap) == whole

@@ -13,6 +13,8 @@ from typing import Final
 
 # A wrapped base64 line's least length (the regex's ``{60,}``).
 _LINE_CHARS: Final = 60
+# How much past the room a long string's scan reads first.
+_SCAN_MARGIN: Final = 4096
 _RUN: Final = re.compile(r"[A-Za-z0-9+/]{60}")
 # Strings shorter than this hold no blob worth the scan.
 _BLOB_MIN_CHARS: Final = 256
@@ -38,7 +40,11 @@ def _is_blob(run: str) -> bool:
 
 def _has_long_token(text: str) -> bool:
     """Whether any whitespace-separated token holds a run of 60 base64 characters."""
-    return any(len(t) >= _LINE_CHARS and _RUN.search(t) for t in text.split())
+    tokens = text.split()
+    # max(map(len)) runs in C: most text has no token this long and is done here.
+    if max(map(len, tokens), default=0) < _LINE_CHARS:
+        return False
+    return any(_RUN.search(t) for t in tokens if len(t) >= _LINE_CHARS)
 
 
 def without_blobs(text: str) -> str:
@@ -46,6 +52,20 @@ def without_blobs(text: str) -> str:
     if len(text) < _BLOB_MIN_CHARS or not _has_long_token(text):
         return text  # most text: no token long enough, and the split is C-fast
     return _BLOB.sub(lambda m: " " if _is_blob(m.group()) else m.group(), text)
+
+
+def _without_blobs_to(text: str, room: int) -> str:
+    """``without_blobs(text)``, exact for its first ``room`` bytes (all the caller keeps):
+    a string far longer (a 1 MiB tool output for a 4 KB preview) is scanned by a prefix
+    long enough to keep ``room`` characters past its blobs, and a blob the prefix cuts,
+    which its end may leave, lies past them."""
+    limit = room + _SCAN_MARGIN
+    while limit < len(text):
+        out = without_blobs(text[:limit])
+        if len(out) >= room + _BLOB_MIN_CHARS:
+            return out
+        limit *= 2
+    return without_blobs(text)
 
 
 def searchable_text(payload: object, cap_bytes: int) -> str:
@@ -63,7 +83,7 @@ def searchable_text(payload: object, cap_bytes: int) -> str:
         item = stack.pop()
         if isinstance(item, str):
             if len(item) >= _BLOB_MIN_CHARS:
-                item = without_blobs(item)
+                item = _without_blobs_to(item, cap_bytes)
             parts.append(item)
             # ASCII is the common case: its length is its byte length, no encode needed.
             size += 1 + (len(item) if item.isascii() else len(item.encode("utf-8")))
