@@ -19,6 +19,21 @@ def connect(db: Path | str, *, read_only: bool = False) -> sqlite3.Connection:
     return conn
 
 
+def events_as_text(db: Path) -> None:
+    """The events table as schemas before 6 kept it (the JSON and its searchable text as
+    text, no dictionary), for the tests of the migrations from them."""
+    conn = connect(db)
+    conn.isolation_level = None
+    try:
+        conn.execute("ALTER TABLE events ADD COLUMN body TEXT NOT NULL DEFAULT ''")
+        conn.execute("ALTER TABLE events ADD COLUMN raw_json TEXT NOT NULL DEFAULT ''")
+        conn.execute("UPDATE events SET raw_json = event_json(doc), body = event_text(doc, type)")
+        conn.execute("ALTER TABLE events DROP COLUMN doc")
+        conn.execute("DROP TABLE zdict")
+    finally:
+        conn.close()
+
+
 def meta(db: Path) -> dict[str, object]:
     """The index's meta table (stream seq, schema version, stream identity ...)."""
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)

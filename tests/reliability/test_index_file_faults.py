@@ -10,7 +10,7 @@ import os
 import signal
 from pathlib import Path
 
-from tests._index import connect, meta
+from tests._index import connect, events_as_text, meta
 from tests.reliability._faults import (
     Rig,
     assert_index_equals_stream,
@@ -92,12 +92,7 @@ async def test_a_newer_schema_is_refused_and_an_older_one_migrated_or_rebuilt(ri
     _sql(db, "DROP TABLE deadletters")
     _sql(db, "ALTER TABLE events ADD COLUMN ws TEXT NOT NULL DEFAULT 'ws'")  # until v4
     _sql(db, "ALTER TABLE sessions DROP COLUMN prompts")  # until v5
-    # Until v6: the JSON as text, and the searchable text beside it.
-    _sql(db, "ALTER TABLE events ADD COLUMN raw_json TEXT NOT NULL DEFAULT ''")
-    _sql(db, "ALTER TABLE events ADD COLUMN body TEXT NOT NULL DEFAULT ''")
-    _sql(db, "UPDATE events SET raw_json = event_json(doc), body = event_text(doc, type)")
-    _sql(db, "ALTER TABLE events DROP COLUMN doc")
-    _sql(db, "DROP TABLE zdict")
+    events_as_text(db)  # until v6
     worker = await rig.serving("w3.log")
     assert meta(db)["schema_version"] == schema.SCHEMA_VERSION
     assert _sql(db, "SELECT count(*) FROM deadletters") == 0

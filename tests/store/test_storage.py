@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests._events import event
-from tests._index import connect
+from tests._index import connect, events_as_text
 from worker.store import event_codec
 from worker.store.files import schema
 from worker.store.index.writer_core import WriterCore
@@ -232,14 +232,10 @@ def test_nothing_is_lost_across_a_restart_and_a_rebuild(tmp_path: Path) -> None:
 def _as_schema_5(db: Path, *, purged_tail: int) -> None:
     """Turn a current store into the layout of schema 5 (the JSON and the searchable text
     as text), with ids given past the last row (a purged tail), as an old worker left it."""
+    events_as_text(db)
     conn = connect(db)
     conn.isolation_level = None
     try:
-        conn.execute("ALTER TABLE events ADD COLUMN body TEXT NOT NULL DEFAULT ''")
-        conn.execute("ALTER TABLE events ADD COLUMN raw_json TEXT NOT NULL DEFAULT ''")
-        conn.execute("UPDATE events SET raw_json = event_json(doc), body = event_text(doc, type)")
-        conn.execute("ALTER TABLE events DROP COLUMN doc")
-        conn.execute("DROP TABLE zdict")
         conn.execute("UPDATE meta SET value = 5 WHERE key = 'schema_version'")
         conn.execute(
             "UPDATE sqlite_sequence SET seq = seq + ? WHERE name = 'events'", (purged_tail,)
