@@ -128,23 +128,42 @@ def archive_corpus(sessions: int, events: int, seed: int = 41) -> list[bytes]:
     return out
 
 
+def _frame_dict(doc: bytes) -> int:
+    """The dictionary id of a doc's (first) frame: a long event's text frame."""
+    if not doc.startswith(ZSTD_MAGIC):
+        doc = doc[5:]
+    return int(zstandard.get_frame_parameters(doc).dict_id)
+
+
 def test_the_event_json_is_stored_once_as_a_zstd_frame(tmp_path: Path) -> None:
     db = tmp_path / "index.sqlite"
-    output = "pytest output line with needlework\n" * 400
-    bodies = [_start("s-1"), event("s-1", 2, "tool/result", payload={"output": output})]
+    output = "".join(f"pytest output line {n} with needlework\n" for n in range(400))
+    bodies = [
+        _start("s-1"),
+        event("s-1", 2, "tool/result", payload={"output": output}),
+        event(
+            "s-1", 3, "message/assistant", surface="assistant", payload={"text": "short needlework"}
+        ),
+    ]
     _apply(db, bodies)
 
     columns = [r[1] for r in _rows(db, "PRAGMA table_info(events)")]
     assert columns == [
         "id", "session_id", "seq", "event_id", "type", "surface", "time_ms", "stream_seq", "doc"
     ]  # fmt: skip
-    [(doc, raw, text)] = _rows(
-        db, "SELECT doc, event_json(doc), event_text(doc, type) FROM events WHERE seq = 2"
+    [(doc, raw, text, preview), (small, small_raw, small_text, _)] = _rows(
+        db,
+        "SELECT doc, event_json(doc), event_text(doc, type), event_text(doc, type, 100)"
+        " FROM events WHERE seq > 1 ORDER BY seq",
     )
-    assert isinstance(doc, bytes) and doc.startswith(ZSTD_MAGIC)
+    # A long event: its text's frame, then its JSON's (the text as its dictionary).
+    assert isinstance(doc, bytes) and doc[0] == 1 and doc[5:9] == ZSTD_MAGIC
     assert raw.encode() == bodies[1]  # byte for byte as published
-    assert len(doc) < len(bodies[1]) / 10  # compressed
-    assert text == output  # derived, not stored
+    assert len(doc) < len(output) / 8  # compressed, the text once
+    assert text == output and preview == output[:100]
+    # A short one: its JSON's frame alone, the text derived from it where it is read.
+    assert small.startswith(ZSTD_MAGIC) and small_raw.encode() == bodies[2]
+    assert small_text == "short needlework"
     # The text is nowhere in the file as text: no second copy in any table.
     plain = sqlite3.connect(db)
     try:
@@ -166,10 +185,25 @@ def test_frames_use_a_dictionary_trained_on_the_store_once_it_has_seen_enough(
     [(dict_id, size)] = _rows(db, "SELECT id, length(data) FROM zdict")
     assert dict_id == 1 and 0 < size <= event_codec.DICT_BYTES
     frames = _rows(db, "SELECT doc FROM events ORDER BY id")
-    named = [zstandard.get_frame_parameters(d).dict_id for (d,) in frames]
+    named = [_frame_dict(d) for (d,) in frames]
     assert named[0] == 0 and named[-1] == 1  # the first events before it was trained
     assert set(named) == {0, 1}
     assert _stored(db) == _published(bodies)
+
+
+def test_a_long_text_cut_at_the_store_s_cap_is_read_whole_from_the_json(tmp_path: Path) -> None:
+    db = tmp_path / "index.sqlite"
+    output = "".join(f"line {n} of a long build log\n" for n in range(4000))  # > 64 KiB
+    _apply(db, [_start("s-1"), event("s-1", 2, "tool/result", payload={"output": output})])
+    [(doc, stored, whole, short)] = _rows(
+        db,
+        "SELECT doc, event_text(doc, type), event_text(doc, type, 1048576),"
+        " event_text(doc, type, 1000) FROM events WHERE seq = 2",
+    )
+    assert doc[0] == 2  # the stored text was cut at the writer's cap
+    assert stored == output[: 64 * 1024] and short == output[:1000]
+    assert whole == output  # past the cap: derived from the JSON
+    assert _matches(db, "4000") == set() and _matches(db, "3999")  # indexed whole
 
 
 def test_base64_is_stored_but_never_indexed(tmp_path: Path) -> None:

@@ -109,7 +109,10 @@ _MIGRATION_SAMPLES: Final = 5000
 def _pack_events(conn: Database) -> None:
     """Step 5 -> 6: every event's JSON into one frame, in id order, ids and the
     ``AUTOINCREMENT`` record kept (ids are never reused)."""
-    packer = event_codec.EventPacker()
+    cap = conn.value(tables.META_VALUE, (event_codec.TEXT_CAP_KEY,))
+    packer = event_codec.EventPacker(
+        text_cap_bytes=int(cap) if cap else event_codec.DEFAULT_TEXT_CAP_BYTES
+    )
     conn.run(event_codec.ZDICT_DDL)
     # Spread over the whole history, not its first days.
     every = max(1, int(conn.value("SELECT count(*) FROM events")) // _MIGRATION_SAMPLES)
@@ -121,13 +124,13 @@ def _pack_events(conn: Database) -> None:
     if len(sample) >= event_codec.TRAIN_MIN_SAMPLES // 4:
         packer.train_from([bytes(r[0]) for r in sample], dict_id=1)
     packer.store(conn)
-    conn.define_function("event_pack", 1, packer.pack)
+    conn.define_function("event_pack", 2, packer.pack)
     last = conn.value("SELECT seq FROM sqlite_sequence WHERE name = 'events'")
     for statement in (
         _EVENTS_V6.replace("CREATE TABLE IF NOT EXISTS events", "CREATE TABLE events_v6"),
         "INSERT INTO events_v6 (id, session_id, seq, event_id, type, surface, time_ms,"
         " stream_seq, doc) SELECT id, session_id, seq, event_id, type, surface, time_ms,"
-        " stream_seq, event_pack(raw_json) FROM events ORDER BY id",
+        " stream_seq, event_pack(raw_json, type) FROM events ORDER BY id",
         "DROP TABLE events",
         "ALTER TABLE events_v6 RENAME TO events",
         "CREATE INDEX IF NOT EXISTS events_session_type ON events (session_id, type, seq)",

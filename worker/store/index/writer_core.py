@@ -112,7 +112,7 @@ class WriterCore:
         )
         self.search = search
         # The event's JSON is stored once, as a zstd frame (event_codec).
-        self.packer = EventPacker.of_store(conn)
+        self.packer = EventPacker.of_store(conn, text_cap_bytes=text_cap_bytes)
         # What the readers cut an event's searchable text to (event_codec.EventCodec).
         with conn.transaction():
             conn.run(tables.META_PUT, (TEXT_CAP_KEY, text_cap_bytes))
@@ -311,7 +311,7 @@ class WriterCore:
         conn = self.conn
         if rows.events:
             pack = self.packer.pack
-            conn.run_many(_INSERT_EVENT, [(*r[:8], pack(r[8])) for r in rows.events])
+            conn.run_many(_INSERT_EVENT, [(*r[:8], pack(r[8], r[4])) for r in rows.events])
             self.packer.store(conn)
         if rows.replacements:
             conn.run_many(_INSERT_REPLACEMENT, rows.replacements)

@@ -15,16 +15,20 @@ from typing import Final
 _LINE_CHARS: Final = 60
 # How much past the room a long string's scan reads first.
 _SCAN_MARGIN: Final = 4096
-_RUN: Final = re.compile(r"[A-Za-z0-9+/]{60}")
+_B64_ALPHABET: Final = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+_B64_AS_A: Final = bytes(ord("a") if b in _B64_ALPHABET else ord(" ") for b in range(256))
+_RUN_BYTES: Final = b"a" * _LINE_CHARS
 # Strings shorter than this hold no blob worth the scan.
 _BLOB_MIN_CHARS: Final = 256
 # A base64 run: one unbroken run of 256+ characters of its alphabet, or lines of 60+ (MIME
 # and PEM wrap at 64 or 76), optionally behind a data: URI's header. Matched from a run's
-# start only (the lookbehind): tried inside every word, the scan cost 25 ms per 100 KB.
+# start only (the lookbehind): tried inside every word, the scan cost 25 ms per 100 KB; and
+# possessive (``+``): a long run that is not wrapped lines fails the first branch at once
+# instead of giving its characters back one by one (2.6 ms for a 100 KB image).
 _BLOB: Final = re.compile(
     r"(?:data:[\w.+/-]+;base64,)?(?<![A-Za-z0-9+/])"
-    r"(?:(?:[A-Za-z0-9+/]{60,}={0,2}\r?\n){3,}(?:[A-Za-z0-9+/]+={0,2}(?=\r?\n|$))?"
-    r"|[A-Za-z0-9+/]{256,}={0,2})"
+    r"(?:(?:[A-Za-z0-9+/]{60,}+={0,2}\r?\n){3,}(?:[A-Za-z0-9+/]++={0,2}(?=\r?\n|$))?"
+    r"|[A-Za-z0-9+/]{256,}+={0,2})"
 )
 
 
@@ -39,12 +43,10 @@ def _is_blob(run: str) -> bool:
 
 
 def _has_long_token(text: str) -> bool:
-    """Whether any whitespace-separated token holds a run of 60 base64 characters."""
-    tokens = text.split()
-    # max(map(len)) runs in C: most text has no token this long and is done here.
-    if max(map(len, tokens), default=0) < _LINE_CHARS:
-        return False
-    return any(_RUN.search(t) for t in tokens if len(t) >= _LINE_CHARS)
+    """Whether ``text`` holds a run of 60 base64 characters: its UTF-8 with each of them
+    made ``a`` and every other byte a space, searched for 60 ``a`` (all in C: a regex or a
+    split of a 1 KB string cost 7-9 us, a third of deriving an event's text)."""
+    return _RUN_BYTES in text.encode("utf-8").translate(_B64_AS_A)
 
 
 def without_blobs(text: str) -> str:
