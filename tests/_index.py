@@ -15,7 +15,9 @@ def connect(db: Path | str, *, read_only: bool = False) -> sqlite3.Connection:
     ``event_text(doc, type)`` (the stored frame's JSON and searchable text)."""
     target = f"file:{db}?mode=ro" if read_only else str(db)
     conn = sqlite3.connect(target, uri=read_only, timeout=5)
-    EventCodec(conn).define(conn.create_function)
+    EventCodec(lambda sql, args: (conn.execute(sql, args).fetchone() or (None,))[0]).define(
+        conn.create_function
+    )
     return conn
 
 

@@ -196,7 +196,7 @@ class Database:
         try:
             db._configure(pragmas)
             # Every connection reads events the same way: their stored frames (event_codec).
-            EventCodec(conn).define(db.define_function)
+            EventCodec(db.value).define(db.define_function)
         except BaseException:
             conn.close()
             raise

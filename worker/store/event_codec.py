@@ -97,10 +97,12 @@ class EventCodec:
     """A connection's reading side: frames back to JSON and text. The dictionaries are read
     from the connection's own ``zdict`` when a frame first names one (they never change)."""
 
-    __slots__ = ("_conn", "_decoders", "_doc", "_json", "_stored", "_text", "_text_cap")
+    __slots__ = ("_decoders", "_doc", "_json", "_stored", "_text", "_text_cap", "_value")
 
-    def __init__(self, conn: sqlite3.Connection) -> None:
-        self._conn = conn
+    def __init__(self, value: Callable[[str, tuple[object, ...]], Any]) -> None:
+        # The connection's one-value lookup (``Database.value``): the dictionaries and the
+        # text cap are read through the store's one way into SQLite.
+        self._value = value
         self._decoders: dict[int, zstandard.ZstdDecompressor] = {}
         self._text_cap: int | None = None
         # The row last read: a read often asks for a row's JSON, its preview and its text.
@@ -177,18 +179,18 @@ class EventCodec:
     def _decoder(self, dict_id: int) -> zstandard.ZstdDecompressor:
         if dict_id == 0:
             return zstandard.ZstdDecompressor()
-        row = self._conn.execute(_DICT_OF, (dict_id,)).fetchone()
-        if row is None:
+        data = self._value(_DICT_OF, (dict_id,))
+        if data is None:
             raise ValueError(f"event frame names zstd dictionary {dict_id}, not in the store")
-        return zstandard.ZstdDecompressor(dict_data=zstandard.ZstdCompressionDict(row[0]))
+        return zstandard.ZstdDecompressor(dict_data=zstandard.ZstdCompressionDict(data))
 
     def _cap(self) -> int:
         if self._text_cap is None:
             try:
-                row = self._conn.execute(_TEXT_CAP, (TEXT_CAP_KEY,)).fetchone()
+                cap = self._value(_TEXT_CAP, (TEXT_CAP_KEY,))
             except sqlite3.OperationalError:  # no meta table yet
-                row = None
-            self._text_cap = int(row[0]) if row and row[0] else DEFAULT_TEXT_CAP_BYTES
+                cap = None
+            self._text_cap = int(cap) if cap else DEFAULT_TEXT_CAP_BYTES
         return self._text_cap
 
 
