@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
 import json
 import random
 import sys
@@ -129,15 +130,20 @@ def iso_ms(ms: int) -> str:
     return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
 
-def generate(config: CorpusConfig) -> Iterator[dict[str, Any]]:
-    """Every event of the corpus in stream order (see the module doc)."""
-    plans = plan_sessions(config)
+def generate(
+    config: CorpusConfig,
+    plans: list[SessionPlan] | None = None,
+    text: Callable[[random.Random, str], _Text] | None = None,
+) -> Iterator[dict[str, Any]]:
+    """Every event of the corpus in stream order (see the module doc). ``plans`` and
+    ``text`` replace the uniform sessions and their text (the archive shape)."""
+    plans = plan_sessions(config) if plans is None else plans
     # Cite targets: sessions of the same workspace from earlier groups (already complete).
     finished: dict[str, list[SessionPlan]] = {}
     for start in range(0, len(plans), config.interleave):
         group = plans[start : start + config.interleave]
         streams = [
-            _session_events(config, plan, tuple(finished.get(plan.cwd, ()))) for plan in group
+            _session_events(config, plan, tuple(finished.get(plan.cwd, ())), text) for plan in group
         ]
         rng = random.Random(config.seed * 104_729 + start)
         live = list(streams)
@@ -178,10 +184,13 @@ def _event(
 
 
 def _session_events(
-    config: CorpusConfig, plan: SessionPlan, cite_pool: tuple[SessionPlan, ...]
+    config: CorpusConfig,
+    plan: SessionPlan,
+    cite_pool: tuple[SessionPlan, ...],
+    make_text: Callable[[random.Random, str], _Text] | None = None,
 ) -> Iterator[dict[str, Any]]:
     rng = random.Random(config.seed * 1_000_003 + plan.index)
-    text = _Text(rng, plan.cwd)
+    text = (make_text or _Text)(rng, plan.cwd)
     clock = plan.start_ms
     total = plan.events
     body_count = total - 1 if plan.ended else total
@@ -249,11 +258,12 @@ def _steps(
     while True:
         step += 1
         yield plain("step/start", "system", {"step": step})
-        yield plain("message/user", "user", {"text": text.user_message()})
+        yield plain("message/user", "user", text.user_payload())
         for _ in range(rng.choice((1, 1, 2, 2, 3))):
             tool, arguments, output, code = text.tool_exchange()
             yield plain("tool/call", "assistant", {"tool": tool, "arguments": arguments})
-            yield plain("tool/result", "tool", {"tool": tool, "output": output, "exit_code": code})
+            result = {"tool": tool, "output": output, "exit_code": code}
+            yield plain("tool/result", "tool", text.with_attachment(result))
         yield assistant(text.assistant_message())
         if rng.random() < 0.04:
             yield plain("session/title", "system", {"title": text.title()})
@@ -298,6 +308,13 @@ class _Text:
 
     def user_message(self) -> str:
         return self.paragraph(1, 3)
+
+    def user_payload(self) -> dict[str, Any]:
+        return {"text": self.user_message()}
+
+    def with_attachment(self, payload: dict[str, Any]) -> dict[str, Any]:
+        """A tool result as is (the archive shape adds images to some)."""
+        return payload
 
     def assistant_message(self) -> str:
         return self.paragraph(2, 6)
@@ -392,6 +409,140 @@ class _Text:
 # Public name for generators that plant labelled content among this one's filler text
 # (bench.relevance_corpus).
 SessionText = _Text
+
+
+# --- the archive shape (bench.archive) -------------------------------------------------------
+#
+# Shaped like a measured real archive (issue 41: 224,610 events of 2,009 sessions): sessions
+# of 10-3,000 events (median ~60, mean ~115), many workspaces, event bytes p50 ~0.5 KB and
+# p99 ~15 KB, tool results the largest share of the bytes, then assistant messages; long
+# file reads and pasted logs, and now and then a base64 image (random bytes: incompressible,
+# as a real PNG is).
+
+ARCHIVE_MIN_EVENTS: Final = 10
+ARCHIVE_MAX_EVENTS: Final = 3000
+ARCHIVE_SESSIONS_PER_WORKSPACE: Final = 12
+
+
+def archive_plans(total_events: int, seed: int = 7) -> tuple[CorpusConfig, list[SessionPlan]]:
+    """Sessions whose lengths add up to exactly ``total_events`` (lognormal, clipped to
+    10-3,000), over ``sessions / 12`` workspaces; the config their events are generated
+    under."""
+    if total_events < ARCHIVE_MIN_EVENTS:
+        raise ValueError(f"an archive has at least {ARCHIVE_MIN_EVENTS} events")
+    rng = random.Random(seed * 7_919 + 1)
+    lengths: list[int] = []
+    left = total_events
+    while left > 0:
+        n = int(rng.lognormvariate(4.1, 1.15))
+        n = max(ARCHIVE_MIN_EVENTS, min(ARCHIVE_MAX_EVENTS, n, left))
+        if 0 < left - n < ARCHIVE_MIN_EVENTS:
+            n = left  # no session shorter than the minimum at the end
+        lengths.append(n)
+        left -= n
+    sessions = len(lengths)
+    workspaces = max(1, sessions // ARCHIVE_SESSIONS_PER_WORKSPACE)
+    config = CorpusConfig(
+        sessions=sessions, events=ARCHIVE_MIN_EVENTS, workspaces=workspaces, seed=seed
+    )
+    plans = [
+        SessionPlan(
+            index=p.index,
+            session_id=p.session_id,
+            cwd=p.cwd,
+            parent_session_id=p.parent_session_id,
+            events=n,
+            ended=p.ended,
+            start_ms=p.start_ms,
+        )
+        for p, n in zip(plan_sessions(config), lengths, strict=True)
+    ]
+    return config, plans
+
+
+class ArchiveText(_Text):
+    """``_Text`` with an archive's heavy tail: long file reads, pasted logs, images."""
+
+    def log_lines(self, lo: int, hi: int) -> str:
+        rng = self.rng
+        level = ("INFO", "INFO", "INFO", "DEBUG", "WARN", "ERROR")
+        minute = rng.randrange(1440)
+        lines = []
+        for i in range(rng.randint(lo, hi)):
+            day = rng.randint(1, 28)
+            stamp = f"2026-03-{day:02d}T{minute // 60:02d}:{minute % 60:02d}:{i % 60:02d}"
+            lines.append(
+                f"{stamp} {rng.choice(level)} [{vocab.dotted(rng)}] "
+                f"{' '.join(vocab.words(rng, rng.randint(3, 12)))}"
+                f" id={rng.getrandbits(48):012x} took={rng.randint(1, 9000)}ms"
+            )
+        return "\n".join(lines)
+
+    def user_payload(self) -> dict[str, Any]:
+        rng = self.rng
+        text = self.user_message()
+        roll = rng.random()
+        if roll < 0.015:
+            text += "\n\nHere is the log:\n```\n" + self.log_lines(20, 200) + "\n```"
+        elif roll < 0.05:
+            text += "\n\n```\n" + self.traceback() + "\n```"
+        payload: dict[str, Any] = {"text": text}
+        if rng.random() < 0.002:
+            payload["images"] = [self.image()]
+        return payload
+
+    def image(self) -> dict[str, str]:
+        rng = self.rng
+        size = rng.randint(6_000, 90_000)
+        return {"media_type": "image/png", "data": base64.b64encode(rng.randbytes(size)).decode()}
+
+    def with_attachment(self, payload: dict[str, Any]) -> dict[str, Any]:
+        if self.rng.random() < 0.003:
+            payload["images"] = [self.image()]
+        return payload
+
+    def assistant_message(self) -> str:
+        rng = self.rng
+        text = self.paragraph(3, 14)
+        for _ in range(rng.choice((0, 0, 0, 1, 1, 2, 4))):
+            text += "\n\n```python\n" + self.code() + "```\n\n" + self.paragraph(1, 4)
+        return text
+
+    def tool_exchange(self) -> tuple[str, dict[str, Any], str, int]:
+        rng = self.rng
+        roll = rng.random()
+        if roll < 0.05:
+            path = self.path()
+            body = "\n".join(self.code() for _ in range(rng.randint(2, 30)))
+            numbered = "\n".join(f"{i:>5}\t{line}" for i, line in enumerate(body.split("\n"), 1))
+            return "read_file", {"path": path}, numbered, 0
+        if roll < 0.075:
+            command = f"journalctl -u {rng.choice(vocab.PACKAGES)} --since today"
+            return "bash", {"command": command}, self.log_lines(30, 300), 0
+        if roll < 0.35:
+            # Edits carry the old and the new text (an agent's edit call does).
+            path, new = self.path(), self.code()
+            old = new.split("\n\n", 1)[-1][: rng.randint(40, 400)]
+            snippet = "\n".join(f"{i:>5}\t{line}" for i, line in enumerate(new.split("\n"), 1))
+            arguments = {"path": path, "old_string": old, "new_string": new}
+            return "edit_file", arguments, f"Edited {path}:\n{snippet[:600]}", 0
+        return super().tool_exchange()
+
+
+def generate_archive(total_events: int, seed: int = 7) -> Iterator[dict[str, Any]]:
+    """The archive-shaped corpus in stream order, deterministic from the seed."""
+    config, plans = archive_plans(total_events, seed)
+    return generate(config, plans, ArchiveText)
+
+
+def write_archive_jsonl(total_events: int, out: Path, seed: int = 7) -> int:
+    """Write the archive-shaped corpus as our events JSON Lines; returns the event count."""
+    count = 0
+    with out.open("wb") as fh:
+        for event in generate_archive(total_events, seed):
+            fh.write(encode(event) + b"\n")
+            count += 1
+    return count
 
 
 # --- writing a corpus ------------------------------------------------------------------------

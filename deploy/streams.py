@@ -26,11 +26,13 @@ async def ensure_replicated_events_stream(
     """Create the events stream with ``replicas`` when missing; True when it was created.
 
     The one configuration (``contracts.streams``, which leaves an existing stream as it
-    is), with the replicas.
+    is), with the replicas. An existing stream stored without the configuration's
+    compression is updated to it (nats-server 2.10+ takes the change on a live stream; the
+    blocks already written stay as they are until the server rewrites them).
     """
     import nats
 
-    from contracts.streams import ensure_events_stream
+    from contracts.streams import STREAM_COMPRESSION, ensure_events_stream
 
     subjects = subjects or Subjects()
     nc = await nats.connect(list(urls), connect_timeout=5, max_reconnect_attempts=10, **connect)
@@ -39,6 +41,14 @@ async def ensure_replicated_events_stream(
         if await ensure_events_stream(js, subjects, replicas=replicas):
             return True
         info = await js.stream_info(subjects.events_stream)
+        if info.config.compression != STREAM_COMPRESSION:
+            info.config.compression = STREAM_COMPRESSION
+            await js.update_stream(info.config)
+            print(
+                f"deploy.streams: {subjects.events_stream} now stores new blocks with"
+                f" {STREAM_COMPRESSION.value} compression",
+                file=sys.stderr,
+            )
         if (info.config.num_replicas or 1) != replicas:
             print(
                 f"deploy.streams: {subjects.events_stream} exists with "

@@ -701,3 +701,34 @@ async def test_redaction_bench_end_to_end(nats_url: str, tmp_path: Path) -> None
     assert m["stream_events_per_s_on"] > 0 and m["stream_events_per_s_off"] > 0
     assert m["detector_mb_per_s"] > 0 and m["detector_cpu_mb_per_s"] > 0
     assert m["writer_step_cpu_us_per_event"] > 0 and 0 < m["gate_passed_share"] <= 1
+
+
+def test_archive_generator_is_exact_deterministic_and_shaped() -> None:
+    events = list(corpus.generate_archive(3_000, seed=3))
+    assert len(events) == 3_000
+    again = [corpus.encode(e) for e in corpus.generate_archive(3_000, seed=3)]
+    assert [corpus.encode(e) for e in events] == again
+    assert [corpus.encode(e) for e in corpus.generate_archive(3_000, seed=4)] != again
+    lengths: dict[str, int] = defaultdict(int)
+    for event in events:
+        SessionEvent.model_validate_json(corpus.encode(event))
+        lengths[event["session_id"]] += 1
+    assert all(
+        corpus.ARCHIVE_MIN_EVENTS <= n <= corpus.ARCHIVE_MAX_EVENTS for n in lengths.values()
+    )
+    # The heavy tail is there: some event over 8 KB, a base64 image somewhere in a bigger run.
+    assert max(len(corpus.encode(e)) for e in events) > 8_000
+    assert any("images" in e["payload"] for e in corpus.generate_archive(20_000, seed=3))
+
+
+async def test_archive_bench_end_to_end(tmp_path: Path) -> None:
+    from bench import archive
+
+    result = await archive.run(1_500, work_dir=tmp_path, timeout_s=120)
+    _assert_result_shape(result, "archive")
+    m = result["measurements"]
+    assert m["events"] == m["stream_last_seq"] >= 1_500
+    assert {"serve", "writer", "nats-server"} <= set(m["processes"])
+    assert all(p["peak_rss_mib"] > 0 for p in m["processes"].values())
+    assert all(m["disk"][part] > 0 for part in ("stream", "store", "index"))
+    assert m["shape"]["events"] == 1_500

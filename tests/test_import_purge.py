@@ -13,6 +13,7 @@ from nats.aio.client import Client as NATS
 
 from contracts.subjects import Subjects
 from tests._events import event
+from tests._index import connect
 from worker.commands.purge import InvalidDuration, parse_duration_ms
 from worker.replica.ingest_consumer import EventConsumer
 from worker.store.files.integrity import check_integrity
@@ -77,9 +78,9 @@ async def test_import_publishes_once_and_reports_bad_lines(
     db = tmp_path / "index.sqlite"
     applied, duplicates = await ingest_all(nc, db, subjects, through=40)
     assert (applied, duplicates) == (40, 0)
-    conn = sqlite3.connect(db)
+    conn = connect(db)
     try:
-        rows = conn.execute("SELECT seq, raw_json FROM events ORDER BY seq").fetchall()
+        rows = conn.execute("SELECT seq, event_json(doc) FROM events ORDER BY seq").fetchall()
     finally:
         conn.close()
     assert [seq for seq, _ in rows] == list(range(1, 41))

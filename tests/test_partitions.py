@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from nats.js.api import StoreCompression
 
 from contracts.partitions import (
     NO_CWD_KEY,
@@ -17,7 +18,12 @@ from contracts.partitions import (
     partition_of,
     workspace_key,
 )
-from contracts.streams import ensure_events_stream, events_partition_count
+from contracts.streams import (
+    ensure_events_stream,
+    events_partition_count,
+    events_stream_config,
+)
+from deploy.streams import ensure_replicated_events_stream
 from tests._subjects import unique_subjects
 
 
@@ -77,3 +83,24 @@ async def test_stream_assigns_the_documented_partition(nc: Any) -> None:
         stored = await js.get_msg(subjects.events_stream, seq=seq)
         _, partition, stored_key, sid = stored.subject.rsplit(".", 3)
         assert (int(partition), stored_key, sid) == (partition_of(key, 7), key, "s-1")
+
+
+async def test_the_events_stream_is_created_compressed(nc: Any) -> None:
+    """Issue 41: the stream's blocks are stored with JetStream's S2 compression."""
+    subjects = unique_subjects()
+    js = nc.jetstream()
+    assert await ensure_events_stream(js, subjects)
+    info = await js.stream_info(subjects.events_stream)
+    assert info.config.compression == StoreCompression.S2
+
+
+async def test_deploy_moves_an_uncompressed_stream_to_s2(nats_url: str, nc: Any) -> None:
+    """An existing stream made before issue 41 is updated in place by ``deploy.streams``."""
+    subjects = unique_subjects()
+    js = nc.jetstream()
+    config = events_stream_config(subjects)
+    config.compression = StoreCompression.NONE
+    await js.add_stream(config)
+    assert not await ensure_replicated_events_stream([nats_url], replicas=1, subjects=subjects)
+    info = await js.stream_info(subjects.events_stream)
+    assert info.config.compression == StoreCompression.S2

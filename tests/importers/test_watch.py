@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -16,6 +15,7 @@ from nats.aio.client import Client as NATS
 
 from contracts.subjects import Subjects
 from tests._harness import until
+from tests._index import connect
 from tests.importers._corpus import CODEX_FILE
 from tests.test_import_purge import ingest_all
 from worker.importers.pipeline import convert_file
@@ -83,9 +83,11 @@ async def stream_count(nc: NATS, subjects: Subjects) -> int:
 
 
 def indexed(db: Path) -> list[tuple[str, int, bytes]]:
-    conn = sqlite3.connect(db)
+    conn = connect(db)
     try:
-        rows = conn.execute("SELECT session_id, seq, raw_json FROM events ORDER BY session_id, seq")
+        rows = conn.execute(
+            "SELECT session_id, seq, event_json(doc) FROM events ORDER BY session_id, seq"
+        )
         return [(sid, seq, raw.encode()) for sid, seq, raw in rows]
     finally:
         conn.close()

@@ -8,10 +8,9 @@ import asyncio
 import glob
 import os
 import signal
-import sqlite3
 from pathlib import Path
 
-from tests._index import meta
+from tests._index import connect, events_as_text, meta
 from tests.reliability._faults import (
     Rig,
     assert_index_equals_stream,
@@ -93,6 +92,7 @@ async def test_a_newer_schema_is_refused_and_an_older_one_migrated_or_rebuilt(ri
     _sql(db, "DROP TABLE deadletters")
     _sql(db, "ALTER TABLE events ADD COLUMN ws TEXT NOT NULL DEFAULT 'ws'")  # until v4
     _sql(db, "ALTER TABLE sessions DROP COLUMN prompts")  # until v5
+    events_as_text(db)  # until v6
     worker = await rig.serving("w3.log")
     assert meta(db)["schema_version"] == schema.SCHEMA_VERSION
     assert _sql(db, "SELECT count(*) FROM deadletters") == 0
@@ -108,7 +108,8 @@ async def test_a_newer_schema_is_refused_and_an_older_one_migrated_or_rebuilt(ri
 
 
 def _sql(db: Path, statement: str) -> int:
-    conn = sqlite3.connect(db, isolation_level=None)
+    conn = connect(db)
+    conn.isolation_level = None
     try:
         row = conn.execute(statement).fetchone()
         return int(row[0]) if row else 0

@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import os
 import random
-import sqlite3
 import string
 import sys
 from pathlib import Path
@@ -31,6 +30,7 @@ from contracts.redaction import generate
 from contracts.spill_fetch import fetch_spilled
 from contracts.subjects import Subjects
 from tests._harness import body, call, config_for, event, publish, until
+from tests._index import connect
 from worker.config import WorkerConfig
 from worker.replica.ingest_consumer import ensure_events_stream
 from worker.store.files.index_file import SIDE_FILES
@@ -99,9 +99,9 @@ async def _surfaces(nc: NATS, subjects: Subjects, anchor: str) -> str:
 
 
 def _stored(db: Path) -> str:
-    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    conn = connect(db, read_only=True)
     try:
-        return "\n".join(r for (r,) in conn.execute("SELECT raw_json FROM events"))
+        return "\n".join(r for (r,) in conn.execute("SELECT event_json(doc) FROM events"))
     finally:
         conn.close()
 

@@ -23,7 +23,6 @@ import html
 import json
 import os
 import random
-import sqlite3
 import string
 import sys
 import uuid
@@ -46,6 +45,7 @@ from contracts.redaction import RULES, generate
 from contracts.spill_fetch import fetch_spilled
 from contracts.subjects import TOOL_NAMES, Subjects
 from tests._harness import body, call, event, publish, until
+from tests._index import connect
 from tests.mcp_bridge._harness import bridge_args, text_of
 from tests.reliability._harness import WorkerProcess
 from tests.ui.conftest import Ui, start_ui
@@ -389,9 +389,9 @@ async def test_no_credential_reaches_the_tools_or_the_operator_verbs(stack: Stac
     for (session, seq), payload in corpus.near_misses.items():
         reply = await operator(stack, "event", workspace=CWD, session_id=session, seq=seq)
         assert orjson.loads(reply["result"]["text"])["payload"] == payload, reply
-    conn = sqlite3.connect(f"file:{stack.db}?mode=ro", uri=True)
+    conn = connect(stack.db, read_only=True)
     try:
-        stored = "\n".join(r for (r,) in conn.execute("SELECT raw_json FROM events"))
+        stored = "\n".join(r for (r,) in conn.execute("SELECT event_json(doc) FROM events"))
     finally:
         conn.close()
     assert not leaks(corpus.secrets, stored)

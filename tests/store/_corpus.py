@@ -13,7 +13,10 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
+
+import orjson
+import zstandard
 
 from tests import _events
 from worker.signals import ExecutionSignal
@@ -127,6 +130,10 @@ async def corpus_and_store(
         yield Corpus(writer=writer, path=path), store
 
 
+# Events inserted by plain SQL are stored as the writer stores them: one zstd frame.
+_PLAIN: Final = zstandard.ZstdCompressor()
+
+
 def bulk_matches(
     path: Path,
     *,
@@ -150,7 +157,8 @@ def bulk_matches(
                 corpus.stream_seq += 1
                 event_rows.append(
                     (next_id, sid, q, f"e{next_id}", "message/assistant", "assistant",
-                     BASE_MS + q, corpus.stream_seq, f"{text} {q}", "{}")
+                     BASE_MS + q, corpus.stream_seq,
+                     _PLAIN.compress(orjson.dumps({"payload": {"text": f"{text} {q}"}})))
                 )  # fmt: skip
                 next_id += 1
             session_rows.append(
@@ -165,7 +173,7 @@ def bulk_matches(
         )
         conn.executemany(
             "INSERT INTO events (id, session_id, seq, event_id, type, surface, time_ms,"
-            " stream_seq, body, raw_json) VALUES (?,?,?,?,?,?,?,?,?,?)",
+            " stream_seq, doc) VALUES (?,?,?,?,?,?,?,?,?)",
             event_rows,
         )
         conn.execute("UPDATE meta SET value = ? WHERE key = 'stream_seq'", (corpus.stream_seq,))

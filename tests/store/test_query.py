@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -43,8 +44,8 @@ class TinyIndex:
         self.seq += 1
         self.core.conn.run(
             "INSERT INTO events (session_id, seq, event_id, type, surface, time_ms,"
-            " stream_seq, body, raw_json) VALUES ('s', ?, 'e', 't', 'user', 0, ?, ?, '{}')",
-            (self.seq, self.seq, body),
+            " stream_seq, doc) VALUES ('s', ?, 'e', 't', 'user', 0, ?, ?)",
+            (self.seq, self.seq, self.core.packer.pack(json.dumps({"payload": {"text": body}}))),
         )
         event_id = self.core.conn.value("SELECT last_insert_rowid()")
         self.core.conn.run("UPDATE meta SET value = ? WHERE key = 'stream_seq'", (self.seq,))

@@ -202,8 +202,8 @@ core.conn.run("INSERT INTO sessions (session_id, cwd, ws, availability, last_seq
               " event_count) VALUES ('late', '/w/main', 'x', 'live', 0, 0)")
 for n in range(500):
     core.conn.run("INSERT INTO events (session_id, seq, event_id, type, surface, time_ms,"
-                  " stream_seq, body, raw_json) VALUES ('late', ?, 'e', 't', 'user', 0,"
-                  " 0, 'crash needle', '{}')", (n + 1,))
+                  " stream_seq, doc) VALUES ('late', ?, 'e', 't', 'user', 0, 0, ?)",
+                  (n + 1, core.packer.pack('{"payload":{"text":"crash needle"}}')))
 assert core.search is not None
 core.search.follow(300)   # added, never committed
 os._exit(9)               # a crash: no commit, no close

@@ -9,6 +9,7 @@ from pathlib import Path
 import orjson
 
 from tests import _events
+from tests._index import events_as_text
 from tests.store._corpus import writer_and_store
 from worker.signals import ExecutionSignal
 from worker.store.files import schema
@@ -59,6 +60,7 @@ async def test_an_index_of_version_4_gets_the_prompts_from_its_events(tmp_path: 
     path = tmp_path / "index.sqlite"
     async with await SqliteIndexWriter.open(path) as writer:
         await writer.apply(_items())
+    events_as_text(path)
     conn = sqlite3.connect(path, isolation_level=None)
     try:  # as version 4 left it: no prompts column
         conn.execute("ALTER TABLE sessions DROP COLUMN prompts")

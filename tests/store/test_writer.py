@@ -11,10 +11,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import zstandard
 
 from contracts.partitions import NO_CWD_KEY, workspace_key
 from contracts.subjects import Subjects
 from tests._events import event, subject_of
+from tests._index import connect
 from worker.store.files import schema
 from worker.store.files.integrity import check_integrity, content_checksum
 from worker.store.index.writer import SqliteIndexWriter
@@ -59,7 +61,7 @@ def search_ids(db: Path, text: str, cwd: str = "/work/a") -> set[int]:
 
 
 def query(db: Path, sql: str, *args: Any) -> list[tuple[Any, ...]]:
-    conn = sqlite3.connect(db)
+    conn = connect(db)
     try:
         return list(conn.execute(sql, args))
     finally:
@@ -127,7 +129,7 @@ async def test_stored_event_is_byte_exact_and_searchable(
         b'"surface":"system","time":"2026-12-02T09:00:00Z","payload":{"cwd":"/w","n":"\\u00e9t\\u00e9"}}'
     )
     await writer.apply(items(raw))
-    [(raw_json, body)] = query(db, "SELECT raw_json, body FROM events")
+    [(raw_json, body)] = query(db, "SELECT event_json(doc), event_text(doc, type) FROM events")
     assert raw_json == raw.decode()
     assert body == "/w\nété"
     assert search_ids(db, "ete", cwd="/w") == search_ids(db, "été", cwd="/w") != set()
@@ -280,7 +282,7 @@ async def test_relations_are_stored(writer: SqliteIndexWriter, db: Path) -> None
 
 async def test_text_is_capped_per_event(writer: SqliteIndexWriter, db: Path) -> None:
     await writer.apply(items(start("s-1"), event("s-1", 2, payload={"a": "é" * 100})))
-    [(body,)] = query(db, "SELECT body FROM events WHERE seq = 2")
+    [(body,)] = query(db, "SELECT event_text(doc, type) FROM events WHERE seq = 2")
     assert body == "é" * 32  # 64 bytes of UTF-8
     assert check_integrity(db) == []
 
@@ -324,7 +326,7 @@ async def test_purge_by_id_removes_everything_and_bumps_epoch(
         )
     )
     before = await writer.generation()
-    kept = query(db, "SELECT session_id, seq, raw_json FROM events WHERE session_id = 's-2'")
+    kept = query(db, "SELECT session_id, seq, event_json(doc) FROM events WHERE session_id = 's-2'")
     assert await writer.purge(session_ids=["s-1", "s-missing"]) == 1
     after = await writer.generation()
     assert after.epoch == before.epoch + 1 and after.seq == before.seq
@@ -402,8 +404,8 @@ async def test_integrity_check_detects_the_search_index_disagreeing_with_the_sto
     conn = sqlite3.connect(db)
     conn.execute(
         "INSERT INTO events (id, session_id, seq, event_id, type, surface, time_ms,"
-        " stream_seq, body, raw_json) VALUES (99, 's-x', 1, 'e', 't', 'user', 0, 9,"
-        " 'orphan text', '{}')"
+        " stream_seq, doc) VALUES (99, 's-x', 1, 'e', 't', 'user', 0, 9, ?)",
+        (zstandard.ZstdCompressor().compress(b'{"payload":{"text":"orphan text"}}'),),
     )
     conn.commit()
     assert check_integrity(db, wait_s=0.2) == ["search index: 1 events not yet indexed after 0.2 s"]

@@ -24,6 +24,7 @@ from nats.aio.client import Client as NATS
 
 from contracts.subjects import Subjects
 from tests._events import event, subject_of
+from tests._index import connect
 from worker.config import WorkerConfig
 from worker.replica.ingest_consumer import ensure_events_stream
 from worker.store.files import index_file
@@ -149,9 +150,11 @@ async def test_the_child_derives_the_same_searchable_text(tmp_path: Path) -> Non
         await p.apply(items)
 
     def bodies(db: Path) -> list[str]:
-        conn = sqlite3.connect(db)
+        conn = connect(db)
         try:
-            return [r[0] for r in conn.execute("SELECT body FROM events ORDER BY seq")]
+            return [
+                r[0] for r in conn.execute("SELECT event_text(doc, type) FROM events ORDER BY seq")
+            ]
         finally:
             conn.close()
 

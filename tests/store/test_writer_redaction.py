@@ -3,7 +3,6 @@ transports (a thread of this process, the child process), and not when told off.
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +11,7 @@ import pytest
 
 from contracts.redaction import RedactionSpec, generate
 from tests._events import event
+from tests._index import connect
 from worker.store.files import schema
 from worker.store.index.writer_process import open_index_writer
 from worker.store.protocol import IngestItem
@@ -20,7 +20,7 @@ from worker.store.search.search_reader import QueryBuilder, SearchIndexReader, s
 
 
 def _rows(db: Path, sql: str) -> list[tuple[Any, ...]]:
-    conn = sqlite3.connect(db)
+    conn = connect(db)
     try:
         return list(conn.execute(sql))
     finally:
@@ -79,7 +79,7 @@ async def test_credentials_never_reach_the_store_the_index_or_titles(
     stored = _everything(db)
     for value in (gh, aws, pw, pem[40:80]):
         assert value not in stored
-    raw = dict(_rows(db, "SELECT seq, raw_json FROM events"))
+    raw = dict(_rows(db, "SELECT seq, event_json(doc) FROM events"))
     assert orjson.loads(raw[2])["payload"]["text"] == (
         "use GITHUB_TOKEN=[redacted:github-token] please"
     )
@@ -107,7 +107,7 @@ async def test_off_keeps_the_text_as_published(tmp_path: Path) -> None:
         )
     finally:
         await writer.close()
-    assert gh in _rows(db, "SELECT raw_json FROM events WHERE seq = 2")[0][0]
+    assert gh in _rows(db, "SELECT event_json(doc) FROM events WHERE seq = 2")[0][0]
 
 
 async def test_operator_rules_reach_the_child(tmp_path: Path) -> None:
@@ -125,7 +125,7 @@ async def test_operator_rules_reach_the_child(tmp_path: Path) -> None:
         )
     finally:
         await writer.close()
-    [(raw,)] = _rows(db, "SELECT raw_json FROM events WHERE seq = 2")
+    [(raw,)] = _rows(db, "SELECT event_json(doc) FROM events WHERE seq = 2")
     assert orjson.loads(raw)["payload"]["text"] == f"[redacted:acme-key] {allowed}"
 
 

@@ -28,6 +28,7 @@ from typing import Any, Final, Literal
 
 import structlog
 
+from worker.store.event_codec import EventCodec
 from worker.store.tables import EVENT_NAMES, HEADER_NAMES
 
 log = structlog.get_logger(__name__)
@@ -194,6 +195,8 @@ class Database:
         db = cls(conn, role)
         try:
             db._configure(pragmas)
+            # Every connection reads events the same way: their stored frames (event_codec).
+            EventCodec(db.value).define(db.define_function)
         except BaseException:
             conn.close()
             raise

@@ -15,8 +15,10 @@ import orjson
 from worker.store.protocol import EventFilter, SessionFilter
 from worker.store.tables import EVENT_NAMES, HEADER_NAMES
 
-# Enough of the body to fill a collapsed preview without pulling a 64 KiB body per row.
+# Enough of the body to fill a collapsed preview without deriving a 64 KiB body per row
+# (``event_text`` cut at this many bytes holds at least that many characters).
 PREVIEW_SOURCE_CHARS: Final = 1000
+PREVIEW_SOURCE_BYTES: Final = 4 * PREVIEW_SOURCE_CHARS
 
 HEADER_COLS: Final = ", ".join(f"s.{name} AS {name}" for name in HEADER_NAMES)
 # (name, expression), in EVENT_NAMES order.
@@ -30,7 +32,7 @@ _EVENT_COLUMNS: Final = tuple(
             "e.type",
             "e.surface",
             "e.time_ms",
-            f"substr(e.body, 1, {PREVIEW_SOURCE_CHARS})",
+            f"substr(event_text(e.doc, e.type, {PREVIEW_SOURCE_BYTES}), 1, {PREVIEW_SOURCE_CHARS})",
         ),
         strict=True,
     )
@@ -64,7 +66,7 @@ TITLES_BY_KEYS: Final = tuple(
 # The header (with the title) and the window in ONE statement (one consistent
 # read, no BEGIN/COMMIT): a row per event, the header repeated; one row of NULL events when none.
 EVENT_WINDOW: Final = (
-    f"SELECT {_TITLE_COLS}, {EVENT_COLS}, e.raw_json AS raw_json FROM sessions s"
+    f"SELECT {_TITLE_COLS}, {EVENT_COLS}, event_json(e.doc) AS raw_json FROM sessions s"
     " LEFT JOIN events e"
     " ON e.session_id = s.session_id AND e.seq BETWEEN ? AND ?"
     " WHERE s.session_id = ? ORDER BY e.seq"

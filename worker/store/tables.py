@@ -69,7 +69,7 @@ DELETIONS_AFTER: Final = (
 EVENT_IDS: Final = "SELECT id AS id FROM events"
 NEWEST_EVENT_ID: Final = "SELECT coalesce(max(id), 0) FROM events"
 EVENTS_IN_ORDER: Final = (
-    "SELECT session_id AS session_id, seq AS seq, raw_json AS raw_json FROM events"
+    "SELECT session_id AS session_id, seq AS seq, event_json(doc) AS raw_json FROM events"
     " ORDER BY session_id, seq"
 )
 
@@ -77,13 +77,12 @@ EVENTS_IN_ORDER: Final = (
 
 # The events after ``:after``, each with its session's workspace token and, on a user
 # message, the session's first prompts and how many user messages came before it (at most
-# ``:prompts``, read from the index alone) (``:cap``: the stored body's cap, past which the
-# whole event is indexed).
+# ``:prompts``, read from the index alone); the event's JSON, from which the follower
+# derives its text.
 SEARCH_EVENTS_AFTER: Final = """
 SELECT e.id AS id, e.session_id AS session_id, e.seq AS seq, e.type AS type,
        e.surface AS surface, e.time_ms AS time_ms, e.stream_seq AS stream_seq, s.ws AS ws,
-       e.body AS body,
-       CASE WHEN length(CAST(e.body AS BLOB)) >= :cap THEN e.raw_json END AS raw_json,
+       event_json(e.doc) AS raw_json,
        CASE WHEN e.type = 'message/user' THEN s.prompts END AS prompts,
        CASE WHEN e.type = 'message/user' AND s.prompts IS NOT NULL THEN (
            SELECT count(*) FROM (
@@ -104,7 +103,6 @@ SEARCH_DOCUMENT_NAMES: Final = (
     "time_ms",
     "stream_seq",
     "ws",
-    "body",
     "raw_json",
     "prompts",
     "before",
@@ -125,9 +123,9 @@ DEAD_LETTERS_BY_KIND: Final = (
 # Events holding a redaction marker, with their session's workspace (``sessionquery
 # secrets``): a scan of the stored JSON, an operator's occasional question.
 REDACTED_EVENTS: Final = (
-    "SELECT s.cwd AS cwd, e.session_id AS session_id, e.raw_json AS raw_json"
+    "SELECT s.cwd AS cwd, e.session_id AS session_id, event_json(e.doc) AS raw_json"
     " FROM events e JOIN sessions s ON s.session_id = e.session_id"
-    " WHERE instr(e.raw_json, '[redacted:') > 0"
+    " WHERE instr(event_json(e.doc), '[redacted:') > 0"
 )
 DEAD_LETTERS_LAST: Final = (
     "SELECT * FROM (SELECT stream_seq AS stream_seq, kind AS kind, reason AS reason"

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import hashlib
 import sqlite3
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Final
 
 import orjson
 
 from contracts.harness import first_prompt
-from worker.store import tables
+from worker.store import event_codec, tables
 from worker.store.errors import SchemaVersionError as SchemaVersionError
 
 if TYPE_CHECKING:
@@ -25,15 +26,16 @@ if TYPE_CHECKING:
 # The one place the index layout's version lives. Bump it with every layout change and add
 # the step from the version before to ``MIGRATIONS`` when one can be done in place; without
 # a step, an index of the older version is rebuilt from the stream (``version_action``).
-SCHEMA_VERSION: Final = 5
+SCHEMA_VERSION: Final = 6
 
 # A session's first few message/user texts, each cut, kept with its header (tables.py
 # holds the count: the search index reads it too).
 TITLE_PROMPTS: Final = tables.TITLE_PROMPTS
 TITLE_PROMPT_CHARS: Final = 400
 
-# version -> the statements that take a file of that version to the next one.
-MIGRATIONS: Final[dict[int, str]] = {
+# version -> the statements that take a file of that version to the next one, or the
+# function that does (a step that needs Python: packing every event).
+MIGRATIONS: Final[dict[int, str | Callable[[Database], None]]] = {
     1: """
 CREATE TABLE IF NOT EXISTS deadletters (
     stream_seq INTEGER PRIMARY KEY,
@@ -94,7 +96,65 @@ UPDATE sessions SET prompts = (SELECT nullif(json_group_array(p), '[]') FROM (
     ORDER BY e.seq LIMIT {TITLE_PROMPTS}) WHERE typeof(p) = 'text');
 UPDATE meta SET value = 5 WHERE key = 'schema_version';
 """,
+    # 6 (issue 41): the event's JSON stored once, compressed (``events.doc``, a zstd frame
+    # with the store's dictionary, ``zdict``); ``body`` and ``raw_json`` dropped (the text
+    # was stored twice, uncompressed). The searchable text is derived where it is read.
+    5: lambda conn: _pack_events(conn),
 }
+
+# Events sampled to train the dictionary of a migrated store.
+_MIGRATION_SAMPLES: Final = 5000
+
+
+def _pack_events(conn: Database) -> None:
+    """Step 5 -> 6: every event's JSON into one frame, in id order, ids and the
+    ``AUTOINCREMENT`` record kept (ids are never reused)."""
+    cap = conn.value(tables.META_VALUE, (event_codec.TEXT_CAP_KEY,))
+    packer = event_codec.EventPacker(
+        text_cap_bytes=int(cap) if cap else event_codec.DEFAULT_TEXT_CAP_BYTES
+    )
+    conn.run(event_codec.ZDICT_DDL)
+    # Spread over the whole history, not its first days.
+    every = max(1, int(conn.value("SELECT count(*) FROM events")) // _MIGRATION_SAMPLES)
+    sample, _ = conn.rows(
+        "SELECT CAST(raw_json AS BLOB) AS raw FROM events"
+        f" WHERE id % ? = 0 ORDER BY id LIMIT {_MIGRATION_SAMPLES}",
+        (every,),
+    )
+    if len(sample) >= event_codec.TRAIN_MIN_SAMPLES // 4:
+        packer.train_from([bytes(r[0]) for r in sample], dict_id=1)
+    packer.store(conn)
+    conn.define_function("event_pack", 2, packer.pack)
+    last = conn.value("SELECT seq FROM sqlite_sequence WHERE name = 'events'")
+    for statement in (
+        _EVENTS_V6.replace("CREATE TABLE IF NOT EXISTS events", "CREATE TABLE events_v6"),
+        "INSERT INTO events_v6 (id, session_id, seq, event_id, type, surface, time_ms,"
+        " stream_seq, doc) SELECT id, session_id, seq, event_id, type, surface, time_ms,"
+        " stream_seq, event_pack(raw_json, type) FROM events ORDER BY id",
+        "DROP TABLE events",
+        "ALTER TABLE events_v6 RENAME TO events",
+        "CREATE INDEX IF NOT EXISTS events_session_type ON events (session_id, type, seq)",
+    ):
+        conn.run(statement)
+    if last is not None:
+        conn.run("UPDATE sqlite_sequence SET seq = max(seq, ?) WHERE name = 'events'", (int(last),))
+    conn.run("UPDATE meta SET value = 6 WHERE key = 'schema_version'")
+
+
+# The events table: the event's JSON once, as one zstd frame (``event_codec``).
+_EVENTS_V6: Final = """
+CREATE TABLE IF NOT EXISTS events (
+    id         INTEGER PRIMARY KEY AUTOINCREMENT,
+    session_id TEXT NOT NULL,
+    seq        INTEGER NOT NULL,
+    event_id   TEXT NOT NULL,
+    type       TEXT NOT NULL,
+    surface    TEXT NOT NULL,
+    time_ms    INTEGER NOT NULL,
+    stream_seq INTEGER NOT NULL,
+    doc        BLOB NOT NULL,
+    UNIQUE (session_id, seq)
+)"""
 
 
 def version_action(found: int, path: str) -> str:
@@ -119,11 +179,18 @@ def migrate(conn: Database) -> int:
     found = read_version(conn)
     version = found
     while version < SCHEMA_VERSION:
+        step = MIGRATIONS[version]
         with conn.transaction():
-            for statement in MIGRATIONS[version].split(";"):
-                if statement.strip():
-                    conn.run(statement)
+            if callable(step):
+                step(conn)
+            else:
+                for statement in step.split(";"):
+                    if statement.strip():
+                        conn.run(statement)
         version += 1
+    if found < 6 <= SCHEMA_VERSION:
+        # The rewritten events table left the old one's pages free: give them back.
+        conn.run("VACUUM")
     return found
 
 
@@ -171,19 +238,8 @@ CREATE TABLE IF NOT EXISTS sessions (
 CREATE INDEX IF NOT EXISTS sessions_cwd ON sessions (cwd);
 CREATE INDEX IF NOT EXISTS sessions_parent ON sessions (parent_session_id);
 
-CREATE TABLE IF NOT EXISTS events (
-    id         INTEGER PRIMARY KEY AUTOINCREMENT,
-    session_id TEXT NOT NULL,
-    seq        INTEGER NOT NULL,
-    event_id   TEXT NOT NULL,
-    type       TEXT NOT NULL,
-    surface    TEXT NOT NULL,
-    time_ms    INTEGER NOT NULL,
-    stream_seq INTEGER NOT NULL,
-    body       TEXT NOT NULL,
-    raw_json   TEXT NOT NULL,
-    UNIQUE (session_id, seq)
-);
+{_EVENTS_V6};
+{event_codec.ZDICT_DDL};
 CREATE INDEX IF NOT EXISTS events_session_type ON events (session_id, type, seq);
 -- (session_id, seq) took the place of (session_id, replaced_seq).
 CREATE TABLE IF NOT EXISTS replacements (

@@ -18,9 +18,9 @@ import orjson
 
 from contracts.events import Refusal, validate_event_text
 from contracts.redaction import Redactor
+from worker.store.event_codec import indexed_payload as indexed_payload
 from worker.store.files import schema
 from worker.store.protocol import IngestItem, Rejected
-from worker.store.search.text import searchable_text
 
 MAX_REASON_CHARS: Final = 1000
 
@@ -38,8 +38,9 @@ class CheckedEvent:
     type: str
     surface: str
     time_ms: int
+    # The event's JSON as stored (redacted); its searchable text is derived from it where
+    # it is read (``event_codec``), never stored beside it.
     raw_json: str
-    body: str  # searchable text
     replaces: tuple[int, ...]
     cites: tuple[tuple[str, int], ...]
     # Header fields carried by the payload (shapes checked by validate_event).
@@ -107,7 +108,6 @@ class BatchChecker:
             surface=event.surface.value,
             time_ms=event.time_ms,
             raw_json=text,
-            body=searchable_text(indexed_payload(kind, payload), self._text_cap_bytes),
             replaces=tuple(dict.fromkeys(event.replaces)) if event.replaces else (),
             cites=tuple((c.session_id, c.seq) for c in event.cites) if event.cites else (),
             key=key,
@@ -138,15 +138,6 @@ def redacted(
     doc = orjson.loads(text)
     doc["payload"] = new
     return new, orjson.dumps(doc).decode()
-
-
-def indexed_payload(kind: str, payload: dict[str, Any]) -> dict[str, Any]:
-    """The payload whose strings are searchable. A session/start's parent id is lineage (the
-    sessions table holds it), not text: indexed, it would show in excerpts and previews even
-    when the parent belongs to another workspace, whose ids are never printed."""
-    if kind == "session/start" and "parent_session_id" in payload:
-        return {k: v for k, v in payload.items() if k != "parent_session_id"}
-    return payload
 
 
 # -- rejections ----------------------------------------------------------------------------

@@ -30,6 +30,7 @@ from contracts.redaction import REDACTION_ON, RedactionSpec
 from worker.retry import SEARCH_INDEX, RetryPolicy
 from worker.store import tables
 from worker.store.database import INDEX, Database
+from worker.store.event_codec import TEXT_CAP_KEY, EventPacker
 from worker.store.files.index_file import (
     HISTORY_FROM,
     STREAM_CREATED,
@@ -69,9 +70,8 @@ ON CONFLICT (session_id) DO UPDATE SET
 """
 _SESSION_SELECT: Final = ", ".join(f"{name} AS {name}" for name in SESSION_NAMES)
 _INSERT_EVENT: Final = """
-INSERT INTO events (id, session_id, seq, event_id, type, surface, time_ms, stream_seq,
-                    body, raw_json)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+INSERT INTO events (id, session_id, seq, event_id, type, surface, time_ms, stream_seq, doc)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
 """
 _INSERT_REPLACEMENT: Final = (
     "INSERT OR IGNORE INTO replacements (session_id, seq, replaced_seq) VALUES (?, ?, ?)"
@@ -111,6 +111,11 @@ class WriterCore:
             redactor=redaction.redactor(),
         )
         self.search = search
+        # The event's JSON is stored once, as a zstd frame (event_codec).
+        self.packer = EventPacker.of_store(conn, text_cap_bytes=text_cap_bytes)
+        # What the readers cut an event's searchable text to (event_codec.EventCodec).
+        with conn.transaction():
+            conn.run(tables.META_PUT, (TEXT_CAP_KEY, text_cap_bytes))
         # Whether the last apply committed: a chained apply is tried only then.
         self._committed = False
         self._search_retry = _Backoff(SEARCH_INDEX)
@@ -305,7 +310,9 @@ class WriterCore:
     def _write(self, rows: BatchRows) -> None:
         conn = self.conn
         if rows.events:
-            conn.run_many(_INSERT_EVENT, rows.events)
+            pack = self.packer.pack
+            conn.run_many(_INSERT_EVENT, [(*r[:8], pack(r[8], r[4])) for r in rows.events])
+            self.packer.store(conn)
         if rows.replacements:
             conn.run_many(_INSERT_REPLACEMENT, rows.replacements)
         if rows.citations:

@@ -34,8 +34,9 @@ SESSION_NAMES: Final = (
 )
 SESSION_COLUMNS: Final = ", ".join(SESSION_NAMES)
 
-# An ``events`` row in ``writer_core._INSERT_EVENT``'s column order.
-EventRow = tuple[int, str, int, str, str, str, int, int, str, str]
+# An ``events`` row in ``writer_core._INSERT_EVENT``'s column order, the JSON still text
+# (the writer packs it: ``event_codec``).
+EventRow = tuple[int, str, int, str, str, str, int, int, str]
 
 
 @dataclass(slots=True)
@@ -119,7 +120,7 @@ def fold_batch(
         sessions[sid] = touched[sid] = outcome
         rows.events.append(
             (next_id, sid, p.seq, p.event_id, p.type, p.surface, p.time_ms, p.stream_seq,
-             p.body, p.raw_json)
+             p.raw_json)
         )  # fmt: skip
         next_id += 1
         if p.replaces:

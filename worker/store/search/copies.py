@@ -11,11 +11,17 @@ from worker.store.database import Fetch
 def own_lines(fetch: Fetch, session_ids: Sequence[str]) -> dict[str, str]:
     """For each session, its first message whose text none of the others holds."""
     found, at = fetch(
-        "SELECT session_id AS session_id, seq AS seq, substr(body, 1, :chars) AS body"
+        "SELECT session_id AS session_id, seq AS seq,"
+        " substr(event_text(doc, type, :bytes), 1, :chars) AS body"
         " FROM events"
         " WHERE session_id IN (SELECT value FROM json_each(:ids))"
         " AND surface IN ('user', 'assistant') ORDER BY session_id, seq LIMIT :cap",
-        {"ids": sql.json_list(session_ids), "chars": sql.PREVIEW_SOURCE_CHARS, "cap": 20_000},
+        {
+            "ids": sql.json_list(session_ids),
+            "chars": sql.PREVIEW_SOURCE_CHARS,
+            "bytes": sql.PREVIEW_SOURCE_BYTES,
+            "cap": 20_000,
+        },
     )
     texts: dict[str, list[tuple[int, str]]] = {}
     for session_id, seq, body in map(at.getter(("session_id", "seq", "body")), found):

@@ -48,6 +48,7 @@ import tantivy
 from contracts.harness import first_prompt
 from worker.store import tables
 from worker.store.database import Database
+from worker.store.event_codec import indexed_payload, payload_of
 from worker.store.search import analysis, ranking
 from worker.store.search.text import searchable_text
 
@@ -57,7 +58,9 @@ log = structlog.get_logger(__name__)
 # 3 (issue 42): the first prompt's marker on that event alone, whatever the batches; words
 # longer than analysis.MAX_TOKEN_CHARS indexed whole and by parts; the paragraphs of titles
 # and first prompts hashed (``lead``, ``lp``) for the shared-prompt discount.
-SEARCH_INDEX_VERSION: Final = 3
+# 4 (issue 41): base64 runs (images, pasted certificates) left out of the indexed text
+# (``search.text``): an index of version 3 holds their junk terms, and is rebuilt.
+SEARCH_INDEX_VERSION: Final = 4
 _VERSION_FILE: Final = "sessionquery-search.json"
 _TOKENIZER: Final = "sq_whitespace"
 # The reserved document holding the follower's position (ids never contain "~").
@@ -75,6 +78,8 @@ _CONVERSATION_SURFACES: Final = frozenset({"user", "assistant"})
 TITLE_TYPE: Final = "session/title"
 # How much of the first prompt must open the event's text to call it the first prompt.
 _LEAD_CHARS: Final = 200
+# The follower's ``body_cap`` is the store's text cap less this (``WriterCore.open``).
+_BODY_CAP_MARGIN: Final = 4
 _WRITER_HEAP_BYTES: Final = 64 * 2**20
 _FOLLOW_CHUNK: Final = 2000
 
@@ -235,7 +240,6 @@ class SearchIndexWriter:
         rows, at = conn.rows(
             tables.SEARCH_EVENTS_AFTER,
             {
-                "cap": self._body_cap,
                 "after": self._position.event_id,
                 "limit": max_events,
                 "prompts": tables.TITLE_PROMPTS,
@@ -243,7 +247,7 @@ class SearchIndexWriter:
         )
         values = at.getter(tables.SEARCH_DOCUMENT_NAMES)
         for row in rows:
-            writer.add_document(_document(values(row)))
+            writer.add_document(_document(values(row), self._body_cap))
         last_id = int(rows[-1][at["id"]]) if rows else self._position.event_id
         if rows and len(rows) == max_events:
             # More may follow: the stream sequence covered is the last added event's.
@@ -388,7 +392,10 @@ def _stale_reason(path: Path, uid: int) -> str | None:
     return None
 
 
-def _document(row: Sequence[Any]) -> tantivy.Document:
+def _document(row: Sequence[Any], body_cap: int) -> tantivy.Document:
+    """The event's document. Its text is the store's searchable text (what excerpts read,
+    cut at the store's cap), or, when that was cut (``body_cap``: the cap less a margin),
+    the whole payload's, up to ``INDEX_TEXT_CAP_BYTES``."""
     (
         event_id,
         session_id,
@@ -398,16 +405,15 @@ def _document(row: Sequence[Any]) -> tantivy.Document:
         time_ms,
         stream_seq,
         ws,
-        body,
         raw,
         prompts,
         before,
     ) = row
+    payload = payload_of(raw)
+    body = searchable_text(indexed_payload(kind, payload), body_cap + _BODY_CAP_MARGIN)
     text = body
-    if raw is not None:  # the store's column was cut: index the whole event
-        with contextlib.suppress(ValueError):
-            payload = orjson.loads(raw).get("payload")
-            text = searchable_text(payload, INDEX_TEXT_CAP_BYTES)
+    if len(body) >= body_cap and len(body.encode("utf-8")) >= body_cap:
+        text = searchable_text(payload, INDEX_TEXT_CAP_BYTES)  # cut: the whole event
     key = workspace_key(ws)
     exact, derived = analysis.index_fields(text, key)
     words = exact.count(" ") + 1 if exact else 0

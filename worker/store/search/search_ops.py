@@ -354,7 +354,8 @@ def load_events(
     # walks every event of the workspace (~16 ms for 60 ids at 1M events / 24
     # workspaces) instead of looking the ids up by primary key (~0.3-0.7 ms).
     found, at = fetch(
-        f"SELECT e.id AS id, {sql.HEADER_COLS}, {sql.EVENT_COLS}, e.body AS body"
+        # The whole text first: the preview (EVENT_COLS) is then cut from it, not derived again.
+        f"SELECT e.id AS id, event_text(e.doc, e.type) AS body, {sql.HEADER_COLS}, {sql.EVENT_COLS}"
         " FROM events e JOIN sessions s ON s.session_id = e.session_id"
         " WHERE e.id IN (SELECT value FROM json_each(:ids)) AND +s.cwd = :cwd",
         {"ids": sql.json_list(event_ids), "cwd": cwd},
@@ -377,7 +378,8 @@ def bodies(
     if not ids:
         return {}
     found, at = fetch(
-        "SELECT id AS id, body AS body FROM events WHERE id IN (SELECT value FROM json_each(:ids))",
+        "SELECT id AS id, event_text(doc, type) AS body FROM events"
+        " WHERE id IN (SELECT value FROM json_each(:ids))",
         {"ids": sql.json_list(ids)},
     )
     pair = at.getter(("id", "body"))
@@ -401,7 +403,7 @@ def _excerpts(
             missing.append(event_id)
     if missing:
         found, at = fetch(
-            "SELECT id AS id, raw_json AS raw_json FROM events"
+            "SELECT id AS id, event_json(doc) AS raw_json FROM events"
             " WHERE id IN (SELECT value FROM json_each(:ids))",
             {"ids": sql.json_list(missing)},
         )

@@ -40,7 +40,7 @@ _SORT: Final[dict[str, str]] = {
 SHOWN_TITLE: Final = "coalesce(nullif(trim(coalesce(s.title, '')), ''), first_prompt(s.prompts))"
 _ROW_COLS: Final = (
     f"{HEADER_COLS}, s.title AS title, {SHOWN_TITLE} AS shown_title,"
-    " (SELECT json_extract(e.raw_json, '$.payload.source') FROM events e"
+    " (SELECT json_extract(event_json(e.doc), '$.payload.source') FROM events e"
     "  WHERE e.session_id = s.session_id AND e.type = 'session/start'"
     "  ORDER BY e.seq LIMIT 1) AS source,"
     " (SELECT count(*) FROM sessions c WHERE c.parent_session_id = s.session_id"
@@ -49,7 +49,7 @@ _ROW_COLS: Final = (
 HEADER: Final = f"SELECT {HEADER_COLS} FROM sessions s WHERE s.session_id = ?"
 TIMELINE: Final = (
     "SELECT e.seq AS seq, e.event_id AS event_id, e.type AS type, e.surface AS surface,"
-    " e.time_ms AS time_ms, e.raw_json AS raw_json"
+    " e.time_ms AS time_ms, event_json(e.doc) AS raw_json"
     " FROM events e WHERE e.session_id = ? AND e.seq >= ? ORDER BY e.seq LIMIT ?"
 )
 REPLACED_BY: Final = (
@@ -57,10 +57,10 @@ REPLACED_BY: Final = (
     " WHERE session_id = ? AND replaced_seq BETWEEN ? AND ? ORDER BY seq"
 )
 CHUNK: Final = (
-    "SELECT length(raw_json) AS size, substr(raw_json, ?, ?) AS text FROM events"
+    "SELECT length(event_json(doc)) AS size, substr(event_json(doc), ?, ?) AS text FROM events"
     " WHERE session_id = ? AND seq = ?"
 )
-RAW: Final = "SELECT raw_json AS raw_json FROM events WHERE session_id = ? AND seq = ?"
+RAW: Final = "SELECT event_json(doc) AS raw_json FROM events WHERE session_id = ? AND seq = ?"
 DEAD_LETTERS: Final = (
     "SELECT stream_seq AS stream_seq, kind AS kind, reason AS reason FROM deadletters"
     " ORDER BY stream_seq DESC LIMIT ?"

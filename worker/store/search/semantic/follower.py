@@ -28,7 +28,8 @@ _TYPES_SQL: Final = ", ".join(f"'{t}'" for t in EMBEDDED_TYPES)
 # The embeddable events after ``?`` up to ``?`` (the newest when the read began).
 _EVENTS_AFTER: Final = (
     "SELECT e.id AS id, e.session_id AS session_id, s.ws AS ws, e.type AS type,"
-    " e.body AS body FROM events e JOIN sessions s ON s.session_id = e.session_id"
+    " event_text(e.doc, e.type) AS body"
+    " FROM events e JOIN sessions s ON s.session_id = e.session_id"
     f" WHERE e.id > ? AND e.id <= ? AND e.type IN ({_TYPES_SQL})"
     " ORDER BY e.id LIMIT ?"
 )

@@ -1,0 +1,336 @@
+"""How the store keeps an event (issue 41): its JSON once, as a zstd frame, with a
+dictionary trained on the store's own events; the searchable text derived, binary runs
+left out of it; nothing lost across a restart, a rebuild and the migration from schema 5."""
+
+from __future__ import annotations
+
+import base64
+import random
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import orjson
+import zstandard
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tests._events import event
+from tests._index import connect, events_as_text
+from worker.store import event_codec
+from worker.store.files import schema
+from worker.store.index.writer_core import WriterCore
+from worker.store.protocol import IngestItem
+from worker.store.search import analysis
+from worker.store.search.query import compile_query
+from worker.store.search.search_index import search_index_path, workspace_key
+from worker.store.search.search_reader import QueryBuilder, SearchIndexReader, scope_clauses, top
+from worker.store.search.text import searchable_text, without_blobs
+
+CWD = "/work/a"
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+
+
+def _start(session_id: str) -> bytes:
+    return event(session_id, 1, "session/start", surface="system", payload={"cwd": CWD})
+
+
+def _items(bodies: list[bytes]) -> list[IngestItem]:
+    return [IngestItem(stream_seq=n + 1, data=b) for n, b in enumerate(bodies)]
+
+
+def _open(db: Path) -> WriterCore:
+    return WriterCore.open(db, text_cap_bytes=64 * 1024, max_event_bytes=1 << 20)
+
+
+def _apply(db: Path, bodies: list[bytes]) -> None:
+    core = _open(db)
+    try:
+        for at in range(0, len(bodies), 500):
+            chunk = _items(bodies)[at : at + 500]
+            result = core.apply(core.prepare(chunk))
+            assert not result.rejected, result.rejected[:1]
+        core.catch_up_search()
+    finally:
+        core.close()
+
+
+def _rows(db: Path, sql: str, *args: object) -> list[tuple[Any, ...]]:
+    conn = connect(db)
+    try:
+        return conn.execute(sql, args).fetchall()
+    finally:
+        conn.close()
+
+
+def _stored(db: Path) -> dict[tuple[str, int], bytes]:
+    rows = _rows(db, "SELECT session_id, seq, event_json(doc) FROM events")
+    return {(sid, seq): raw.encode("utf-8") for sid, seq, raw in rows}
+
+
+def _published(bodies: list[bytes]) -> dict[tuple[str, int], bytes]:
+    out = {}
+    for body in bodies:
+        doc = orjson.loads(body)
+        out[(doc["session_id"], doc["seq"])] = body
+    return out
+
+
+def _matches(db: Path, text: str) -> set[int]:
+    reader = SearchIndexReader(search_index_path(db))
+    scope, _ = scope_clauses(snapshot_seq=2**62)
+    view = reader.view()
+    plan = compile_query(text)
+    query = QueryBuilder(plan, schema.workspace_token(CWD), view).all_words(scope)
+    return {c.event_id for c in top(view.searcher, query, 1000)}
+
+
+def _image(rng: random.Random, size: int) -> str:
+    return base64.b64encode(rng.randbytes(size)).decode("ascii")
+
+
+def archive_corpus(sessions: int, events: int, seed: int = 41) -> list[bytes]:
+    """Archive-shaped events, deterministic: short prompts, assistant prose, tool calls,
+    long tool outputs (logs, code), a base64 image now and then, non-ASCII text."""
+    rng = random.Random(seed)
+    words = [
+        "build",
+        "failed",
+        "fixture",
+        "import",
+        "retry",
+        "timeout",
+        "pytest",
+        "worker",
+        "queue",
+        "héllo",
+        "日本語",
+        "ok",
+    ]
+    out: list[bytes] = []
+    for s in range(sessions):
+        sid = f"s-arch-{s}"
+        out.append(_start(sid))
+        for seq in range(2, events + 1):
+            kind = rng.choice(("message/user", "message/assistant", "tool/call", "tool/result"))
+            text = " ".join(rng.choice(words) for _ in range(rng.randrange(3, 40)))
+            payload: dict[str, Any] = {"text": text}
+            if kind == "tool/result":
+                log = "\n".join(
+                    f"2026-03-01T12:00:{n % 60:02d}Z INFO step {n} {rng.choice(words)}"
+                    for n in range(rng.randrange(1, 200))
+                )
+                payload = {"tool": "bash", "output": log}
+                if rng.random() < 0.05:
+                    payload["image"] = {"media_type": "image/png", "data": _image(rng, 3000)}
+            surface = {"message/assistant": "assistant", "message/user": "user"}.get(kind, "tool")
+            out.append(event(sid, seq, kind, surface=surface, payload=payload))
+    return out
+
+
+def _frame_dict(doc: bytes) -> int:
+    """The dictionary id of a doc's (first) frame: a long event's text frame."""
+    if not doc.startswith(ZSTD_MAGIC):
+        doc = doc[5:]
+    return int(zstandard.get_frame_parameters(doc).dict_id)
+
+
+def test_the_event_json_is_stored_once_as_a_zstd_frame(tmp_path: Path) -> None:
+    db = tmp_path / "index.sqlite"
+    output = "".join(f"pytest output line {n} with needlework\n" for n in range(400))
+    bodies = [
+        _start("s-1"),
+        event("s-1", 2, "tool/result", payload={"output": output}),
+        event(
+            "s-1", 3, "message/assistant", surface="assistant", payload={"text": "short needlework"}
+        ),
+    ]
+    _apply(db, bodies)
+
+    columns = [r[1] for r in _rows(db, "PRAGMA table_info(events)")]
+    assert columns == [
+        "id", "session_id", "seq", "event_id", "type", "surface", "time_ms", "stream_seq", "doc"
+    ]  # fmt: skip
+    [(doc, raw, text, preview), (small, small_raw, small_text, _)] = _rows(
+        db,
+        "SELECT doc, event_json(doc), event_text(doc, type), event_text(doc, type, 100)"
+        " FROM events WHERE seq > 1 ORDER BY seq",
+    )
+    # A long event: its text's frame, then its JSON's (the text as its dictionary).
+    assert isinstance(doc, bytes) and doc[0] == 1 and doc[5:9] == ZSTD_MAGIC
+    assert raw.encode() == bodies[1]  # byte for byte as published
+    assert len(doc) < len(output) / 8  # compressed, the text once
+    assert text == output and preview == output[:100]
+    # A short one: its JSON's frame alone, the text derived from it where it is read.
+    assert small.startswith(ZSTD_MAGIC) and small_raw.encode() == bodies[2]
+    assert small_text == "short needlework"
+    # The text is nowhere in the file as text: no second copy in any table.
+    plain = sqlite3.connect(db)
+    try:
+        for (table,) in plain.execute("SELECT name FROM sqlite_master WHERE type = 'table'"):
+            for row in plain.execute(f"SELECT * FROM {table}"):
+                assert not any(isinstance(v, str) and "needlework" in v for v in row), table
+    finally:
+        plain.close()
+    assert _matches(db, "needlework")
+
+
+def test_frames_use_a_dictionary_trained_on_the_store_once_it_has_seen_enough(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "index.sqlite"
+    bodies = archive_corpus(sessions=8, events=400)
+    _apply(db, bodies)
+
+    [(dict_id, size)] = _rows(db, "SELECT id, length(data) FROM zdict")
+    assert dict_id == 1 and 0 < size <= event_codec.DICT_BYTES
+    frames = _rows(db, "SELECT doc FROM events ORDER BY id")
+    named = [_frame_dict(d) for (d,) in frames]
+    assert named[0] == 0 and named[-1] == 1  # the first events before it was trained
+    assert set(named) == {0, 1}
+    assert _stored(db) == _published(bodies)
+
+
+def test_a_long_text_cut_at_the_store_s_cap_is_read_whole_from_the_json(tmp_path: Path) -> None:
+    db = tmp_path / "index.sqlite"
+    output = "".join(f"line {n} of a long build log\n" for n in range(4000))  # > 64 KiB
+    _apply(db, [_start("s-1"), event("s-1", 2, "tool/result", payload={"output": output})])
+    [(doc, stored, whole, short)] = _rows(
+        db,
+        "SELECT doc, event_text(doc, type), event_text(doc, type, 1048576),"
+        " event_text(doc, type, 1000) FROM events WHERE seq = 2",
+    )
+    assert doc[0] == 2  # the stored text was cut at the writer's cap
+    assert stored == output[: 64 * 1024] and short == output[:1000]
+    assert whole == output  # past the cap: derived from the JSON
+    assert _matches(db, "4000") == set() and _matches(db, "3999")  # indexed whole
+
+
+def test_base64_is_stored_but_never_indexed(tmp_path: Path) -> None:
+    db = tmp_path / "index.sqlite"
+    image = _image(random.Random(1), 6000)
+    wrapped = base64.encodebytes(random.Random(2).randbytes(900)).decode("ascii")
+    bodies = [
+        _start("s-1"),
+        event("s-1", 2, "tool/result", payload={"output": f"screenshot taken\n{image}\ndone"}),
+        event("s-1", 3, "message/user", payload={"text": f"my cert:\n{wrapped}end of cert"}),
+    ]
+    _apply(db, bodies)
+
+    [(text2,), (text3,)] = _rows(db, "SELECT event_text(doc, type) FROM events WHERE seq > 1")
+    assert "screenshot taken" in text2 and "done" in text2 and image[:40] not in text2
+    assert "my cert" in text3 and "end of cert" in text3 and wrapped[:40] not in text3
+    assert _stored(db) == _published(bodies)  # the JSON keeps them, byte for byte
+    assert _matches(db, "screenshot") and _matches(db, "cert")
+    assert not _matches(db, image[:30])
+    # Not one of the terms either would have made is in the index (hundreds before).
+    assert [t for t in _terms_held(db, image) if len(t) > 16] == []
+    assert [t for t in _terms_held(db, wrapped) if len(t) > 16] == []
+
+
+def _terms_held(db: Path, text: str) -> list[str]:
+    """The index terms ``text`` alone would make that the index holds."""
+    key = workspace_key(schema.workspace_token(CWD))
+    exact, derived = analysis.index_fields(text, key)
+    view = SearchIndexReader(search_index_path(db)).view()
+    held = [t for t in exact.split() if view.searcher.doc_freq("ex", t)]
+    return held + [t for t in derived.split() if view.searcher.doc_freq("nm", t)]
+
+
+def test_nothing_is_lost_across_a_restart_and_a_rebuild(tmp_path: Path) -> None:
+    """Every event of a generated archive reads back byte for byte equal to what was
+    published: after the writer is closed and opened again (and takes more), and in a store
+    rebuilt from the same messages, whose rows and search results are the same."""
+    bodies = archive_corpus(sessions=10, events=450, seed=7)
+    db = tmp_path / "index.sqlite"
+    _apply(db, bodies[:1500])
+    assert _stored(db) == _published(bodies[:1500])
+    assert _rows(db, "SELECT count(*) FROM zdict") == [(0,)]  # not yet trained
+    core = _open(db)  # a restart: the packer goes on with the stored dictionary
+    try:
+        tail = _items(bodies)[1500:]
+        assert not core.apply(core.prepare(tail)).rejected
+        core.catch_up_search()
+    finally:
+        core.close()
+    assert _stored(db) == _published(bodies)
+    assert _rows(db, "SELECT count(*) FROM zdict") == [(1,)]
+
+    rebuilt = tmp_path / "rebuilt.sqlite"
+    _apply(rebuilt, bodies)
+    assert _stored(rebuilt) == _published(bodies)
+    for words in ("fixture retry", "héllo", "日本語", "step 17"):
+        assert _matches(db, words) == _matches(rebuilt, words), words
+
+
+def _as_schema_5(db: Path, *, purged_tail: int) -> None:
+    """Turn a current store into the layout of schema 5 (the JSON and the searchable text
+    as text), with ids given past the last row (a purged tail), as an old worker left it."""
+    events_as_text(db)
+    conn = connect(db)
+    conn.isolation_level = None
+    try:
+        conn.execute("UPDATE meta SET value = 5 WHERE key = 'schema_version'")
+        conn.execute(
+            "UPDATE sqlite_sequence SET seq = seq + ? WHERE name = 'events'", (purged_tail,)
+        )
+    finally:
+        conn.close()
+
+
+def test_a_schema_5_store_is_migrated_in_place(tmp_path: Path) -> None:
+    bodies = archive_corpus(sessions=4, events=300, seed=3)
+    db = tmp_path / "index.sqlite"
+    _apply(db, bodies)
+    before = _matches(db, "fixture retry")
+    [(last_id,)] = _rows(db, "SELECT seq FROM sqlite_sequence WHERE name = 'events'")
+    _as_schema_5(db, purged_tail=5)
+
+    core = _open(db)  # the migration runs here
+    core.close()
+    assert _rows(db, "SELECT value FROM meta WHERE key = 'schema_version'") == [(6,)]
+    assert "raw_json" not in [r[1] for r in _rows(db, "PRAGMA table_info(events)")]
+    assert _rows(db, "SELECT id FROM zdict") == [(1,)]
+    assert _stored(db) == _published(bodies)
+    # Ids are never reused: the AUTOINCREMENT record survives the table's rewrite.
+    assert _rows(db, "SELECT seq FROM sqlite_sequence WHERE name = 'events'") == [(last_id + 5,)]
+    assert _matches(db, "fixture retry") == before
+
+
+def test_a_frame_naming_a_missing_dictionary_is_an_error_not_garbage(tmp_path: Path) -> None:
+    db = tmp_path / "index.sqlite"
+    _apply(db, archive_corpus(sessions=8, events=400))
+    conn = sqlite3.connect(db)
+    conn.execute("DELETE FROM zdict")
+    conn.commit()
+    conn.close()
+    try:
+        _rows(db, "SELECT event_json(doc) FROM events ORDER BY id DESC LIMIT 1")
+    except sqlite3.OperationalError as exc:
+        assert "user-defined function raised exception" in str(exc)
+    else:
+        raise AssertionError("a frame without its dictionary was read")
+
+
+_PIECES = st.sampled_from(
+    [
+        "plain words here ",
+        "日本語のテキスト ",
+        base64.b64encode(bytes(range(256)) * 3).decode("ascii") + " ",
+        base64.encodebytes(bytes(range(200)) * 2).decode("ascii"),
+        "data:image/png;base64," + base64.b64encode(bytes(range(255, -1, -1)) * 2).decode() + " ",
+        "x" * 300 + " ",
+        "end\n",
+    ]
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(pieces=st.lists(_PIECES, min_size=1, max_size=60), cap=st.integers(1, 6000))
+def test_a_long_string_scanned_by_its_prefix_gives_the_whole_scan_s_text(
+    pieces: list[str], cap: int
+) -> None:
+    """Cutting a long string's blob scan short never changes the text kept."""
+    text = "".join(pieces)
+    whole = without_blobs(text).encode("utf-8")[:cap].decode("utf-8", "ignore")
+    assert searchable_text({"output": text}, cap) == whole
