@@ -31,6 +31,7 @@ import structlog
 from contracts.redaction import REDACTION_ON, RedactionSpec
 from worker.store.files.index_file import IndexFileError
 from worker.store.index.writer_core import WriterCore
+from worker.store.index.writer_limits import WriterLimits
 from worker.store.index.writer_open import IndexFileReplaced
 from worker.store.index.writer_wire import (
     CHAINED,
@@ -228,6 +229,7 @@ def _open(args: argparse.Namespace, replies: BinaryIO) -> WriterCore | None:
             max_event_bytes=args.max_event_bytes,
             expect_index_id=args.expect_index_id,
             redaction=_redaction(),
+            limits=WriterLimits.from_env(),
         )
         opened = frame(STATUS_OK, encode_generation(core.generation()))
     except Exception as exc:

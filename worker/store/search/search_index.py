@@ -75,7 +75,7 @@ _CONVERSATION_SURFACES: Final = frozenset({"user", "assistant"})
 TITLE_TYPE: Final = "session/title"
 # How much of the first prompt must open the event's text to call it the first prompt.
 _LEAD_CHARS: Final = 200
-_WRITER_HEAP_BYTES: Final = 64 * 2**20
+_WRITER_HEAP_BYTES: Final = 48 * 2**20  # the default; the writer's limits set it
 _FOLLOW_CHUNK: Final = 2000
 
 
@@ -163,11 +163,13 @@ class SearchIndexWriter:
         *,
         body_cap_bytes: int,
         commit_interval_s: float = 0.25,
+        heap_bytes: int = _WRITER_HEAP_BYTES,
     ) -> None:
         self._path = path
         self._conn = conn
         self._body_cap = body_cap_bytes
         self._commit_interval = commit_interval_s
+        self._heap_bytes = heap_bytes
         uid = _store_uid(conn)
         self._index = self._open_or_rebuild(uid)
         # None after a failed step: a tantivy writer whose worker thread failed (a full
@@ -198,7 +200,7 @@ class SearchIndexWriter:
         return open_index(self._path)
 
     def _new_writer(self) -> tantivy.IndexWriter:
-        return self._index.writer(heap_size=_WRITER_HEAP_BYTES, num_threads=1)
+        return self._index.writer(heap_size=self._heap_bytes, num_threads=1)
 
     def _live_writer(self) -> tantivy.IndexWriter:
         if self._writer is None:
