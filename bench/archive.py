@@ -58,6 +58,7 @@ class ProcStats:
     role: str
     pid: int
     peak_rss_kib: int = 0
+    peak_anon_kib: int = 0  # RssAnon: the process's own memory, without mapped file pages
     cpu_s: float = 0.0
 
 
@@ -73,13 +74,15 @@ class TreeSampler:
     def sample(self) -> None:
         tree = worker = 0
         for pid in _descendants(self.root):
-            rss = _rss_kib(pid)
-            if rss is None:
+            found = _rss_kib(pid)
+            if found is None:
                 continue
+            rss, anon = found
             stats = self.procs.get(pid)
             if stats is None:
                 stats = self.procs[pid] = ProcStats(_role(pid, self.root), pid)
             stats.peak_rss_kib = max(stats.peak_rss_kib, rss)
+            stats.peak_anon_kib = max(stats.peak_anon_kib, anon)
             with contextlib.suppress(OSError):
                 stats.cpu_s = report.process_cpu_s(pid)
             tree += rss
@@ -94,9 +97,12 @@ class TreeSampler:
         for stats in self.procs.values():
             seen = out.get(stats.role)
             if seen is None:
-                out[stats.role] = ProcStats(stats.role, stats.pid, stats.peak_rss_kib, stats.cpu_s)
+                out[stats.role] = ProcStats(
+                    stats.role, stats.pid, stats.peak_rss_kib, stats.peak_anon_kib, stats.cpu_s
+                )
             else:
                 seen.peak_rss_kib = max(seen.peak_rss_kib, stats.peak_rss_kib)
+                seen.peak_anon_kib = max(seen.peak_anon_kib, stats.peak_anon_kib)
                 seen.cpu_s += stats.cpu_s
         return out
 
@@ -112,14 +118,19 @@ def _descendants(root: int) -> list[int]:
     return found
 
 
-def _rss_kib(pid: int) -> int | None:
+def _rss_kib(pid: int) -> tuple[int, int] | None:
+    """(VmRSS, RssAnon) in KiB, or None when the process is gone."""
+    values: dict[str, int] = {}
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
+            key, _, rest = line.partition(":")
+            if key in ("VmRSS", "RssAnon"):
+                values[key] = int(rest.split()[0])
     except OSError:
         return None
-    return None
+    if "VmRSS" not in values:
+        return None
+    return values["VmRSS"], values.get("RssAnon", values["VmRSS"])
 
 
 def _role(pid: int, root: int) -> str:
@@ -284,7 +295,12 @@ async def run(
         m["events"] = _store_count(db)
         m["disk"] = await asyncio.to_thread(_disk, home, db)
         m["processes"] = {
-            role: {"pid": s.pid, "peak_rss_mib": s.peak_rss_kib / 1024, "cpu_s": s.cpu_s}
+            role: {
+                "pid": s.pid,
+                "peak_rss_mib": s.peak_rss_kib / 1024,
+                "peak_anon_mib": s.peak_anon_kib / 1024,
+                "cpu_s": s.cpu_s,
+            }
             for role, s in sampler.by_role().items()
         }
         m["worker_peak_mib"] = sampler.worker_peak_kib / 1024
@@ -389,8 +405,9 @@ def summary(result: dict[str, Any]) -> dict[str, Any]:
         "import CPU s": f"{m['import_cpu_s']:.1f}",
     }
     for role, p in sorted(m["processes"].items()):
-        info[f"{role} (pid {p['pid']}) peak RSS MiB / CPU s"] = (
-            f"{p['peak_rss_mib']:.0f} / {p['cpu_s']:.1f}"
+        info[f"{role} (pid {p['pid']}) peak RSS / RssAnon MiB, CPU s"] = (
+            f"{p['peak_rss_mib']:.0f} / {p['peak_anon_mib']:.0f}, {p['cpu_s']:.1f}"
+            f" ({p['cpu_s'] / m['events'] * 1e6:.0f} us/event)"
         )
     for part, size in m["disk"].items():
         info[f"disk {part} MB (x source)"] = f"{size / 1e6:,.1f} ({size / source:.2f}x)"
