@@ -18,7 +18,7 @@ from worker.config import WorkerConfig
 from worker.replica.writer_settings import writer_limits
 from worker.store.index.ingest import IngestActor
 from worker.store.index.writer import SqliteIndexWriter
-from worker.store.index.writer_core import WriterCore
+from worker.store.index.writer_core import QUIET_COMMIT_GAP_S, WriterCore
 from worker.store.index.writer_limits import LIMITS_ENV, MIB, WriterLimits
 from worker.store.index.writer_process import ProcessIndexWriter
 from worker.store.protocol import IngestItem, Rejected
@@ -141,3 +141,17 @@ async def test_a_batch_closes_at_its_byte_bound(tmp_path: Path) -> None:
         await actor.run()
         assert actor.stats.applied == 10
         assert actor.stats.batches == 3
+
+
+def test_a_quiet_writer_commits_at_most_every_quiet_gap(tmp_path: Path) -> None:
+    core = WriterCore.open(tmp_path / "index.sqlite", text_cap_bytes=4096, max_event_bytes=65536)
+    try:
+        batch = core.prepare([IngestItem(1, event("s", 1, "session/start"))])
+        core.apply(batch, commit_search=True)  # committed just now
+        core.apply(core.prepare([IngestItem(2, event("s", 2))]))
+        assert core.search_pending()
+        # Quiet for IDLE_S would commit at once; right after a commit it waits out the gap.
+        wait = core.search_wait(0.02)
+        assert wait is not None and 0.2 < wait <= QUIET_COMMIT_GAP_S
+    finally:
+        core.close()

@@ -9,7 +9,8 @@ the parent's graceful stop still needs the writer to apply what it drains. The p
 the child by closing its stdin at a frame boundary.
 
 Between requests the search index catches up with the store and commits: when no
-request came for ``IDLE_S``, and at least every commit interval however busy the pipe is.
+request came for ``IDLE_S`` (and the last commit is ``QUIET_COMMIT_GAP_S`` old), and at
+least every commit interval (``search_commit_ms``) however busy the pipe is.
 After a failed step (a full disk) it waits out the backoff reading the pipe as usual.
 """
 

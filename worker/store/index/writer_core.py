@@ -59,6 +59,9 @@ _P = ParamSpec("_P")
 
 # SQLite's default limit on host parameters is 32766; stay far below it.
 _CHUNK: Final = 500
+# The shortest time between two search commits when the writer is quiet (a busy writer
+# commits every ``WriterLimits.search_commit_ms``): what is applied is searchable within it.
+QUIET_COMMIT_GAP_S: Final = 0.25
 # The batch's own events (hot in the cache) plus this much backlog per apply, so a rebuild
 # of the search index catches up even while batches keep coming.
 _SEARCH_BACKLOG_PER_APPLY: Final = 1000
@@ -229,7 +232,12 @@ class WriterCore:
         if left > 0:
             return left
         assert self.search is not None  # pending implies a search index
-        return 0.0 if self.search.interval_passed() else idle_s
+        if self.search.interval_passed():
+            return 0.0
+        # A quiet pipe commits at once, but never sooner than QUIET_COMMIT_GAP_S after the
+        # last commit: a slow, steady feed (an import on a loaded machine) went quiet after
+        # nearly every batch, and a commit per batch cost more than indexing it.
+        return max(idle_s, QUIET_COMMIT_GAP_S - self.search.since_commit())
 
     # -- meta ----------------------------------------------------------------------------
 

@@ -303,7 +303,11 @@ class SearchIndexWriter:
         return self._dirty and self.interval_passed()
 
     def interval_passed(self) -> bool:
-        return time.monotonic() - self._last_commit >= self._commit_interval
+        return self.since_commit() >= self._commit_interval
+
+    def since_commit(self) -> float:
+        """Seconds since the last commit."""
+        return time.monotonic() - self._last_commit
 
     def catch_up(self) -> int:
         """Follow until nothing is left, committing as it goes. Returns events added."""
