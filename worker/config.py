@@ -89,7 +89,7 @@ class WorkerConfig(BaseModel):
     )
     # The writer's memory, part by part (worker.store.index.writer_limits).
     writer_search_heap_mib: int = Field(
-        48, ge=16, description="the search index writer's indexing memory before it flushes (>= 16)"
+        32, ge=16, description="the search index writer's indexing memory before it flushes (>= 16)"
     )
     writer_search_commit_ms: int = Field(
         1000, ge=0, description="how often the search index commits while ingestion is busy"
@@ -99,7 +99,7 @@ class WorkerConfig(BaseModel):
         0, ge=0, description="the writer's memory map of the index file (mapped pages count in RSS)"
     )
     writer_analysis_cache_words: int = Field(
-        100_000, ge=1, description="distinct words whose search analysis the writer keeps"
+        50_000, ge=1, description="distinct words whose search analysis the writer keeps"
     )
     ingest_writer: Literal["process", "thread"] = Field(
         "process",

@@ -75,7 +75,7 @@ _CONVERSATION_SURFACES: Final = frozenset({"user", "assistant"})
 TITLE_TYPE: Final = "session/title"
 # How much of the first prompt must open the event's text to call it the first prompt.
 _LEAD_CHARS: Final = 200
-_WRITER_HEAP_BYTES: Final = 48 * 2**20  # the default; the writer's limits set it
+_WRITER_HEAP_BYTES: Final = 32 * 2**20  # the default; the writer's limits set it
 _FOLLOW_CHUNK: Final = 2000
 
 
