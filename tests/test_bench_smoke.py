@@ -731,4 +731,5 @@ async def test_archive_bench_end_to_end(tmp_path: Path) -> None:
     assert {"serve", "writer", "nats-server"} <= set(m["processes"])
     assert all(p["peak_rss_mib"] > 0 for p in m["processes"].values())
     assert all(m["disk"][part] > 0 for part in ("stream", "store", "index"))
+    assert m["disk"]["snapshots"] == 0  # none in a short run
     assert m["shape"]["events"] == 1_500

@@ -82,6 +82,25 @@ class WorkerConfig(BaseModel):
     # Ingestion
     ingest_batch_size: int = Field(500, description="events applied per index transaction")
     ingest_batch_ms: int = Field(50, description="longest wait to fill a batch")
+    ingest_batch_bytes: int = Field(
+        8 * 2**20,
+        ge=1,
+        description="message bytes a batch holds at most (a batch of big events closes sooner)",
+    )
+    # The writer's memory, part by part (worker.store.index.writer_limits).
+    writer_search_heap_mib: int = Field(
+        32, ge=16, description="the search index writer's indexing memory before it flushes (>= 16)"
+    )
+    writer_search_commit_ms: int = Field(
+        1000, ge=0, description="how often the search index commits while ingestion is busy"
+    )
+    writer_sqlite_cache_mib: int = Field(16, ge=0, description="the writer's SQLite page cache")
+    writer_sqlite_mmap_mib: int = Field(
+        0, ge=0, description="the writer's memory map of the index file (mapped pages count in RSS)"
+    )
+    writer_analysis_cache_words: int = Field(
+        50_000, ge=1, description="distinct words whose search analysis the writer keeps"
+    )
     ingest_writer: Literal["process", "thread"] = Field(
         "process",
         description="where the index writer runs: a child process (ingestion on two cores)"

@@ -15,6 +15,7 @@ import contextlib
 import os
 import socket
 from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
@@ -52,6 +53,10 @@ log = structlog.get_logger("worker.commands.serve")
 
 DEFAULT_HOME: Final = Path(".sessionquery")
 DEFAULT_EMBEDDED_PORT: Final = 4222
+# The embedded server's memory (docs/operations.md, "Sizing"): with serve + writer within
+# 300 MiB, the whole tree stays within 512 MiB.
+DEFAULT_EMBEDDED_MEMORY_MIB: Final = 160
+DEFAULT_EMBEDDED_JS_MEMORY_MIB: Final = 64
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -74,6 +79,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=int,
         default=None,
         help=f"client port (default {DEFAULT_EMBEDDED_PORT} when free, else any free port)",
+    )
+    embedded.add_argument(
+        "--embedded-memory-mib",
+        type=int,
+        default=DEFAULT_EMBEDDED_MEMORY_MIB,
+        help="the embedded server's Go memory limit (GOMEMLIMIT; default"
+        f" {DEFAULT_EMBEDDED_MEMORY_MIB}; 0: none)",
+    )
+    embedded.add_argument(
+        "--embedded-js-memory-mib",
+        type=int,
+        default=DEFAULT_EMBEDDED_JS_MEMORY_MIB,
+        help="the embedded server's JetStream memory storage (max_memory_store; default"
+        f" {DEFAULT_EMBEDDED_JS_MEMORY_MIB})",
     )
     parser.add_argument(
         "--sample-corpus",
@@ -116,8 +135,20 @@ def run(args: argparse.Namespace) -> int:
             home=args.home,
             embedded_port=args.embedded_port,
             sample_corpus=args.sample_corpus,
+            embedded_memory=EmbeddedMemory(
+                go_mib=args.embedded_memory_mib or None,
+                jetstream_mib=args.embedded_js_memory_mib,
+            ),
         )
     )
+
+
+@dataclass(frozen=True, slots=True)
+class EmbeddedMemory:
+    """The embedded server's memory bounds (None: the server's own default)."""
+
+    go_mib: int | None = DEFAULT_EMBEDDED_MEMORY_MIB
+    jetstream_mib: int | None = DEFAULT_EMBEDDED_JS_MEMORY_MIB
 
 
 class ServeRefused(RuntimeFailure):
@@ -132,6 +163,7 @@ async def serve(
     embedded_port: int | None = None,
     sample_corpus: bool = False,
     stop: asyncio.Event | None = None,
+    embedded_memory: EmbeddedMemory | None = None,
 ) -> int:
     """Serve until ``stop`` is set (by default: on SIGTERM or SIGINT). Returns the exit code.
 
@@ -143,7 +175,8 @@ async def serve(
     embedded_call = stop is not None
     stop = stop or signal_event(watchdog)
     try:
-        async with _nats_url(options, home, embedded_port) as options:
+        memory = embedded_memory or EmbeddedMemory()
+        async with _nats_url(options, home, embedded_port, memory) as options:
             return await _connect_and_serve(
                 config, options, stop, watchdog, sample_corpus=sample_corpus
             )
@@ -157,7 +190,7 @@ async def serve(
 
 @contextlib.asynccontextmanager
 async def _nats_url(
-    options: NatsOptions, home: Path, embedded_port: int | None
+    options: NatsOptions, home: Path, embedded_port: int | None, memory: EmbeddedMemory
 ) -> AsyncIterator[NatsOptions]:
     """The options as given when they name a URL; else an embedded nats-server's, for the
     duration. One embedded server per home: a second ``serve`` on it refuses first."""
@@ -180,6 +213,8 @@ async def _nats_url(
             server_name="sessionquery-embedded",
             new_session=True,
             die_with_parent=True,
+            memory_limit_mib=memory.go_mib,
+            jetstream_memory_mib=memory.jetstream_mib,
         )
         try:
             embedded.start()  # on this (the main) thread: its death signal follows it

@@ -32,7 +32,8 @@ Studied: Cline's writer (3.x to 4.1: ``ExtensionMessage.ts`` ``ClineMessage``/``
   ``browser_action_result``) or else by the next API request's "[tool] Result:" sections,
   one per call in order, when their number matches; errors as ``message/context``. A UI
   log whose last message (its ``ts``) is less than a minute old waits: Cline writes the
-  API history moments after the task starts, and then that is read instead. When both exist, the API history wins;
+  API history moments after the task starts, and then that is read instead. When both
+  exist, the API history wins;
 - skipped and counted: ``image`` blocks and other block types; with an API history,
   ``ui_messages.json``'s content (its first time is read); in a UI log, bookkeeping
   (``api_req_started`` not used for a result, ``checkpoint_created``, ``task_progress``,

@@ -59,6 +59,7 @@ class EventConsumer:
         subjects: Subjects,
         batch_size: int = 500,
         batch_ms: int = 50,
+        batch_bytes: int = 8 * 2**20,
         mailbox_size: int = 5000,
         idle_heartbeat_s: float = 2.0,
         on_fatal: Callable[[Exception], None] | None = None,
@@ -82,6 +83,7 @@ class EventConsumer:
             mailbox_size=mailbox_size,
             batch_size=batch_size,
             batch_ms=batch_ms,
+            batch_bytes=batch_bytes,
         )
         self._stopping = asyncio.Event()
         self._next_seq = 0

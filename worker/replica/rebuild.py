@@ -18,6 +18,7 @@ from nats.aio.client import Client as NATS
 from worker.config import WorkerConfig
 from worker.replica.continuity import REBUILD_SUFFIX, StreamDiverged, StreamState, bind
 from worker.replica.ingest_consumer import EventConsumer
+from worker.replica.writer_settings import writer_limits
 from worker.store.files import index_file
 from worker.store.index.writer_process import open_index_writer
 from worker.store.protocol import SessionIndexWriter
@@ -78,6 +79,7 @@ async def build(
         text_cap_bytes=config.text_cap_bytes,
         max_event_bytes=config.max_event_bytes,
         redaction=config.redaction_spec(),
+        limits=writer_limits(config),
     )
     try:
         await bind(writer, stream)
@@ -101,6 +103,7 @@ async def _ingest_until_caught_up(
         subjects=config.subjects,
         batch_size=config.ingest_batch_size,
         batch_ms=config.ingest_batch_ms,
+        batch_bytes=config.ingest_batch_bytes,
         partitions=config.partitions,
         redaction=config.redaction_spec(),
     )

@@ -40,6 +40,7 @@ from worker.replica.replica_store import ReplicaStore
 from worker.replica.semantic import SEMANTIC_ACTOR, EmbeddingFollower, load_embedder
 from worker.replica.snapshot_join import Join
 from worker.replica.snapshots import SnapshotPolicy, SnapshotPublisher
+from worker.replica.writer_settings import writer_limits
 from worker.store.files.index_file import IndexLock
 from worker.store.index.writer import IndexWriter
 from worker.store.index.writer_process import open_index_writer
@@ -120,6 +121,7 @@ class IndexReplica:
             text_cap_bytes=config.text_cap_bytes,
             max_event_bytes=config.max_event_bytes,
             redaction=config.redaction_spec(),
+            limits=writer_limits(config),
         )
         writer.add_commit_listener(self.store.notify_commit)
         consumer = EventConsumer(
@@ -128,6 +130,7 @@ class IndexReplica:
             subjects=config.subjects,
             batch_size=config.ingest_batch_size,
             batch_ms=config.ingest_batch_ms,
+            batch_bytes=config.ingest_batch_bytes,
             on_fatal=self._ingestion_ended,
             partitions=config.partitions,
             redaction=config.redaction_spec(),

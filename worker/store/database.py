@@ -62,6 +62,7 @@ class Pragmas:
     foreign_keys_off: bool = False
     mmap_bytes: int = 0
     query_only: bool = False
+    cache_kib: int = 0  # the page cache's bound; 0: SQLite's default (2 MiB)
 
     def statements(self) -> list[str]:
         """The PRAGMA statements, in order (a bench floor runs them on a bare connection)."""
@@ -70,6 +71,7 @@ class Pragmas:
             *wal,
             *(["PRAGMA foreign_keys = OFF"] if self.foreign_keys_off else []),
             *([f"PRAGMA mmap_size = {self.mmap_bytes}"] if self.mmap_bytes else []),
+            *([f"PRAGMA cache_size = -{self.cache_kib}"] if self.cache_kib else []),
             *(["PRAGMA query_only = 1"] if self.query_only else []),
         ]
 

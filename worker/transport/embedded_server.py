@@ -73,6 +73,13 @@ class EmbeddedNatsServer:
     # (even SIGKILL), so it never outlives its worker. Start it from the main thread: the
     # signal follows the starting thread.
     die_with_parent: bool = False
+    # Memory bounds (docs/operations.md, "Sizing"): the Go runtime's soft limit
+    # (GOMEMLIMIT: the collector works harder as the heap nears it, instead of letting it
+    # double), and JetStream's memory storage (``max_memory_store``, from a config file
+    # written beside the store; not with a ``-c`` of the caller's own). None: the
+    # server's defaults.
+    memory_limit_mib: int | None = None
+    jetstream_memory_mib: int | None = None
     process: subprocess.Popen[bytes] | None = field(default=None, init=False)
     url: str = field(default="", init=False)
     monitor_url: str = field(default="", init=False)
@@ -91,15 +98,30 @@ class EmbeddedNatsServer:
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=self.new_session,
-            env={**os.environ, **self.env} if self.env else None,
+            env=self._env(),
             preexec_fn=functools.partial(_die_with, os.getpid()) if self.die_with_parent else None,
         )
         log.close()
         return self._wait_ready(ports_dir / f"nats-server_{self.process.pid}.ports", timeout)
 
+    def _env(self) -> dict[str, str] | None:
+        extra = dict(self.env)
+        if self.memory_limit_mib is not None:
+            extra["GOMEMLIMIT"] = f"{self.memory_limit_mib}MiB"
+        return {**os.environ, **extra} if extra else None
+
+    def _limits_conf(self) -> list[str]:
+        """``-c <file>`` bounding JetStream's memory storage, when asked and possible."""
+        if self.jetstream_memory_mib is None or "-c" in self.extra_args:
+            return []
+        conf = self.store_dir / "limits.conf"
+        conf.write_text(f"jetstream {{\n  max_memory_store: {self.jetstream_memory_mib}MB\n}}\n")
+        return ["-c", str(conf)]
+
     def _args(self, ports_dir: Path) -> list[str]:
         args = [
             find_nats_server(),
+            *self._limits_conf(),
             "-a", self.host,
             "-p", str(self.port),
             "-m", "-1",

@@ -1,10 +1,10 @@
 """The ingest actor: a bounded mailbox of stream messages, applied in batches.
 
 Pure asyncio (no nats import): the JetStream binding in ``worker.replica.ingest_consumer``
-feeds the mailbox and supplies the dead-letter sink. A batch is up to ``batch_size`` items,
-or what arrived within ``batch_ms`` after its first item. A failed apply (the database was
-busy, the disk was full) is retried with backoff: the writer rolled the batch back, and no
-item may be skipped.
+feeds the mailbox and supplies the dead-letter sink. A batch is up to ``batch_size`` items
+and ``batch_bytes`` of messages, or what arrived within ``batch_ms`` after its first item.
+A failed apply (the database was busy, the disk was full) is retried with backoff: the
+writer rolled the batch back, and no item may be skipped.
 
 Dead letters are sent after their batch committed. A crash between the commit and the send
 loses those dead letters (the index itself is exact); a replay never sends them twice.
@@ -91,15 +91,19 @@ class IngestActor:
         mailbox_size: int = 5000,
         batch_size: int = 500,
         batch_ms: int = 50,
+        batch_bytes: int = 8 * 2**20,
         progress_every_s: float = 10.0,
     ) -> None:
-        if batch_size < 1 or mailbox_size < 1:
-            raise ValueError("batch_size and mailbox_size must be at least 1")
+        if batch_size < 1 or mailbox_size < 1 or batch_bytes < 1:
+            raise ValueError("batch_size, batch_bytes and mailbox_size must be at least 1")
         self._writer = writer
         self._dead_letter = dead_letter
         self.mailbox: asyncio.Queue[IngestItem] = asyncio.Queue(maxsize=mailbox_size)
         self._batch_size = batch_size
         self._batch_s = batch_ms / 1000
+        # A batch of big events (pasted logs, images) closes sooner: what one batch holds
+        # in both processes is bounded in bytes, not only in events.
+        self._batch_bytes = batch_bytes
         self._progress_every_s = progress_every_s
         self._stats = IngestStats()
         # Items taken into batches, and that count at the last release_memory: counted when
@@ -215,20 +219,24 @@ class IngestActor:
         if first is None:
             return []
         batch = [first]
+        size = len(first.data)
         deadline = asyncio.get_running_loop().time() + self._batch_s
-        while len(batch) < self._batch_size:
+        while len(batch) < self._batch_size and size < self._batch_bytes:
             try:
-                batch.append(self.mailbox.get_nowait())
+                item = self.mailbox.get_nowait()
+                batch.append(item)
+                size += len(item.data)
                 continue
             except asyncio.QueueEmpty:
                 pass
             remaining = deadline - asyncio.get_running_loop().time()
             if remaining <= 0 or self._stopping.is_set():
                 break
-            item = await self._get(remaining)
-            if item is None:
+            got = await self._get(remaining)
+            if got is None:
                 break
-            batch.append(item)
+            batch.append(got)
+            size += len(got.data)
         self._taken += len(batch)
         return batch
 

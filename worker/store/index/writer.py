@@ -35,6 +35,7 @@ import structlog
 from contracts.redaction import REDACTION_ON, RedactionSpec
 from worker.store.index.batch import BatchChecker, PreparedBatch, reason_kind
 from worker.store.index.writer_core import WriterCore
+from worker.store.index.writer_limits import DEFAULT_LIMITS, WriterLimits
 from worker.store.index.writer_open import IndexFileReplaced
 from worker.store.protocol import ApplyResult, Generation, IngestItem, SessionIndexWriter
 
@@ -222,6 +223,7 @@ class ThreadTransport:
         text_cap_bytes: int,
         max_event_bytes: int,
         redaction: RedactionSpec = REDACTION_ON,
+        limits: WriterLimits = DEFAULT_LIMITS,
     ) -> ThreadTransport:
         executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sessionquery-writer")
         opening = partial(
@@ -230,6 +232,7 @@ class ThreadTransport:
             text_cap_bytes=text_cap_bytes,
             max_event_bytes=max_event_bytes,
             redaction=redaction,
+            limits=limits,
         )
         loop = asyncio.get_running_loop()
         try:
@@ -293,11 +296,13 @@ class SqliteIndexWriter(IndexWriter[PreparedBatch]):
         text_cap_bytes: int = 64 * 1024,
         max_event_bytes: int = 1024 * 1024,
         redaction: RedactionSpec = REDACTION_ON,
+        limits: WriterLimits = DEFAULT_LIMITS,
     ) -> SqliteIndexWriter:
         transport = await ThreadTransport.open(
             path,
             text_cap_bytes=text_cap_bytes,
             max_event_bytes=max_event_bytes,
             redaction=redaction,
+            limits=limits,
         )
         return cls(transport)

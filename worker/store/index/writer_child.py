@@ -9,7 +9,8 @@ the parent's graceful stop still needs the writer to apply what it drains. The p
 the child by closing its stdin at a frame boundary.
 
 Between requests the search index catches up with the store and commits: when no
-request came for ``IDLE_S``, and at least every commit interval however busy the pipe is.
+request came for ``IDLE_S`` (and the last commit is ``QUIET_COMMIT_GAP_S`` old), and at
+least every commit interval (``search_commit_ms``) however busy the pipe is.
 After a failed step (a full disk) it waits out the backoff reading the pipe as usual.
 """
 
@@ -31,6 +32,7 @@ import structlog
 from contracts.redaction import REDACTION_ON, RedactionSpec
 from worker.store.files.index_file import IndexFileError
 from worker.store.index.writer_core import WriterCore
+from worker.store.index.writer_limits import WriterLimits
 from worker.store.index.writer_open import IndexFileReplaced
 from worker.store.index.writer_wire import (
     CHAINED,
@@ -228,6 +230,7 @@ def _open(args: argparse.Namespace, replies: BinaryIO) -> WriterCore | None:
             max_event_bytes=args.max_event_bytes,
             expect_index_id=args.expect_index_id,
             redaction=_redaction(),
+            limits=WriterLimits.from_env(),
         )
         opened = frame(STATUS_OK, encode_generation(core.generation()))
     except Exception as exc:

@@ -18,6 +18,7 @@ Session rules (each rejection carries a one-line reason for the dead-letter subj
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Iterable, Sequence
 from functools import partial
@@ -29,7 +30,7 @@ import structlog
 from contracts.redaction import REDACTION_ON, RedactionSpec
 from worker.retry import SEARCH_INDEX, RetryPolicy
 from worker.store import tables
-from worker.store.database import INDEX, Database
+from worker.store.database import INDEX, Database, Pragmas
 from worker.store.event_codec import TEXT_CAP_KEY, EventPacker
 from worker.store.files.index_file import (
     HISTORY_FROM,
@@ -46,8 +47,10 @@ from worker.store.index.writer_fold import (
     SessionHeader,
     fold_batch,
 )
+from worker.store.index.writer_limits import DEFAULT_LIMITS, MIB, WriterLimits
 from worker.store.index.writer_open import open_existing, prepare_schema
 from worker.store.protocol import ApplyResult, BatchNotAttempted, Generation, IngestItem
+from worker.store.search import analysis
 from worker.store.search.search_index import SearchIndexWriter, search_index_path
 
 log = structlog.get_logger(__name__)
@@ -57,6 +60,9 @@ _P = ParamSpec("_P")
 
 # SQLite's default limit on host parameters is 32766; stay far below it.
 _CHUNK: Final = 500
+# The shortest time between two search commits when the writer is quiet (a busy writer
+# commits every ``WriterLimits.search_commit_ms``): what is applied is searchable within it.
+QUIET_COMMIT_GAP_S: Final = 0.25
 # The batch's own events (hot in the cache) plus this much backlog per apply, so a rebuild
 # of the search index catches up even while batches keep coming.
 _SEARCH_BACKLOG_PER_APPLY: Final = 1000
@@ -129,31 +135,40 @@ class WriterCore:
         max_event_bytes: int,
         expect_index_id: str | None = None,
         redaction: RedactionSpec = REDACTION_ON,
+        limits: WriterLimits = DEFAULT_LIMITS,
     ) -> WriterCore:
         """Open (or create) the index. With ``expect_index_id`` (a writer started again
         under a running worker) the file must exist and carry that id: a missing or
-        replaced file raises ``IndexFileReplaced`` instead of a fresh empty index."""
+        replaced file raises ``IndexFileReplaced`` instead of a fresh empty index.
+        ``limits`` bound the writer's memory (``writer_limits``)."""
         location = str(location)
-        limits = partial(
+        make = partial(
             cls, text_cap_bytes=text_cap_bytes, max_event_bytes=max_event_bytes, redaction=redaction
         )
+        # The analysis caches are the process's (this is the only writer in it).
+        analysis.set_cache_limit(limits.analysis_cache_words)
+        pragmas = writer_pragmas(limits)
         if expect_index_id is not None:
-            return limits(open_existing(location, expect_index_id))
+            return make(open_existing(location, expect_index_id, pragmas))
         on_disk = location != ":memory:" and not location.startswith("file:")
         if on_disk:
             Path(location).parent.mkdir(parents=True, exist_ok=True)
-        conn = Database.open(location, pragmas=INDEX, role="writer")
+        conn = Database.open(location, pragmas=pragmas, role="writer")
         try:
             prepare_schema(conn, location)
             search = None
             if on_disk:
                 search = SearchIndexWriter(
-                    search_index_path(location), conn, body_cap_bytes=text_cap_bytes - 4
+                    search_index_path(location),
+                    conn,
+                    body_cap_bytes=text_cap_bytes - 4,
+                    commit_interval_s=limits.search_commit_ms / 1000,
+                    heap_bytes=limits.search_heap_mib * MIB,
                 )
         except BaseException:
             conn.close()
             raise
-        return limits(conn, search=search)
+        return make(conn, search=search)
 
     def close(self) -> None:
         if self.search is not None:
@@ -222,7 +237,12 @@ class WriterCore:
         if left > 0:
             return left
         assert self.search is not None  # pending implies a search index
-        return 0.0 if self.search.interval_passed() else idle_s
+        if self.search.interval_passed():
+            return 0.0
+        # A quiet pipe commits at once, but never sooner than QUIET_COMMIT_GAP_S after the
+        # last commit: a slow, steady feed (an import on a loaded machine) went quiet after
+        # nearly every batch, and a commit per batch cost more than indexing it.
+        return max(idle_s, QUIET_COMMIT_GAP_S - self.search.since_commit())
 
     # -- meta ----------------------------------------------------------------------------
 
@@ -373,6 +393,13 @@ class WriterCore:
             conn.run(tables.META_NEXT_EPOCH)
         conn.run("DELETE FROM temp.purge_ids")
         return count
+
+
+def writer_pragmas(limits: WriterLimits) -> Pragmas:
+    """The index's pragmas with the writer's page cache and memory map bounds."""
+    return dataclasses.replace(
+        INDEX, mmap_bytes=limits.sqlite_mmap_mib * MIB, cache_kib=limits.sqlite_cache_mib * 1024
+    )
 
 
 class _Backoff:

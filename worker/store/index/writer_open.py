@@ -9,16 +9,16 @@ import uuid
 import structlog
 
 from worker.store import tables
-from worker.store.database import INDEX, Database
+from worker.store.database import INDEX, Database, Pragmas
 from worker.store.errors import IndexFileReplaced as IndexFileReplaced
 from worker.store.files import index_file, schema
 
 log = structlog.get_logger(__name__)
 
 
-def open_existing(location: str, expect_index_id: str) -> Database:
+def open_existing(location: str, expect_index_id: str, pragmas: Pragmas = INDEX) -> Database:
     try:
-        conn = Database.open(location, "write", pragmas=INDEX, role="writer")
+        conn = Database.open(location, "write", pragmas=pragmas, role="writer")
     except sqlite3.OperationalError as exc:
         raise IndexFileReplaced(
             f"index {location} is missing: it was removed while the worker ran; ingestion"

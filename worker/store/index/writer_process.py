@@ -49,6 +49,7 @@ from worker.store.errors import IndexFileLost as IndexFileLost
 from worker.store.errors import WriterProcessError as WriterProcessError
 from worker.store.index.writer import IndexWriter, SqliteIndexWriter
 from worker.store.index.writer_child import EXIT_TORN, REDACTION_ENV, main
+from worker.store.index.writer_limits import DEFAULT_LIMITS, LIMITS_ENV, WriterLimits
 from worker.store.index.writer_wire import (
     HEADER,
     OP_BIND,
@@ -108,6 +109,7 @@ async def open_index_writer(
     text_cap_bytes: int = 64 * 1024,
     max_event_bytes: int = 1024 * 1024,
     redaction: RedactionSpec = REDACTION_ON,
+    limits: WriterLimits = DEFAULT_LIMITS,
 ) -> ProcessIndexWriter | SqliteIndexWriter:
     """The index writer ingestion uses: in a child process (the default, two cores) or on
     a thread of this process (one core; no child to start)."""
@@ -117,6 +119,7 @@ async def open_index_writer(
             text_cap_bytes=text_cap_bytes,
             max_event_bytes=max_event_bytes,
             redaction=redaction,
+            limits=limits,
         )
     if mode == "thread":
         return await SqliteIndexWriter.open(
@@ -124,6 +127,7 @@ async def open_index_writer(
             text_cap_bytes=text_cap_bytes,
             max_event_bytes=max_event_bytes,
             redaction=redaction,
+            limits=limits,
         )
     raise ValueError(f"writer mode must be one of {', '.join(WRITER_MODES)}, got {mode!r}")
 
@@ -141,6 +145,7 @@ class ProcessIndexWriter(IndexWriter[FramedBatch]):
         text_cap_bytes: int = 64 * 1024,
         max_event_bytes: int = 1024 * 1024,
         redaction: RedactionSpec = REDACTION_ON,
+        limits: WriterLimits = DEFAULT_LIMITS,
     ) -> ProcessIndexWriter:
         """Start the child; raises ``WriterProcessError`` when it cannot open the index."""
         transport = PipeTransport(
@@ -148,6 +153,7 @@ class ProcessIndexWriter(IndexWriter[FramedBatch]):
             text_cap_bytes=text_cap_bytes,
             max_event_bytes=max_event_bytes,
             redaction=redaction,
+            limits=limits,
         )
         await transport.start()
         return cls(transport)
@@ -196,9 +202,11 @@ class PipeTransport:
         text_cap_bytes: int,
         max_event_bytes: int,
         redaction: RedactionSpec = REDACTION_ON,
+        limits: WriterLimits = DEFAULT_LIMITS,
     ) -> None:
         self._location = location
         self._redaction = redaction
+        self._limits = limits
         self._text_cap_bytes = text_cap_bytes
         self._max_event_bytes = max_event_bytes
         self._child: _Child | None = None
@@ -358,6 +366,7 @@ class PipeTransport:
         env = {**os.environ, "PYTHONPATH": _ROOT + (os.pathsep + path if path else "")}
         # In the environment, not the arguments: the allow-list is not for ``ps`` to show.
         env[REDACTION_ENV] = self._redaction.to_json()
+        env[LIMITS_ENV] = self._limits.to_json()
         # fmt: off
         return await asyncio.create_subprocess_exec(
             sys.executable, "-m", "worker.store.index.writer_process",

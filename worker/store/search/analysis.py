@@ -22,6 +22,7 @@ import unicodedata
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import cache
+from itertools import chain
 from typing import Final
 
 import snowballstemmer
@@ -36,7 +37,8 @@ MAX_TOKEN_CHARS: Final = 64
 # What of a long word is its exact token: a term stays far below the engine's limit, and two
 # pasted strings alike this far are the same string.
 MAX_WHOLE_CHARS: Final = 256
-_CACHE_LIMIT: Final = 200_000
+# Distinct words each cache keeps before it is emptied (the writer's limits set it).
+_CACHE_LIMIT = 200_000
 
 _WORD: Final = re.compile(r"\w+")
 # Han, Hiragana, Katakana (with the half-width forms and the phonetic extensions), Hangul.
@@ -75,9 +77,20 @@ def fold(text: str) -> str:
     return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
 
 
+_stems: dict[str, str] = {}
+
+
 def _stem(lowered: str) -> str:
-    language = "russian" if _CYRILLIC.search(lowered) else "english"
-    return fold(_stemmer(language)(lowered))
+    # Cached: identifiers share their parts (``max_attempts``, ``maxRetries``), so a part
+    # is stemmed once however many new words it turns up in.
+    found = _stems.get(lowered)
+    if found is None:
+        language = "russian" if _CYRILLIC.search(lowered) else "english"
+        found = fold(_stemmer(language)(lowered))
+        if len(_stems) >= _CACHE_LIMIT:
+            _stems.clear()
+        _stems[lowered] = found
+    return found
 
 
 def _analyze_plain(word: str) -> Word:
@@ -135,6 +148,14 @@ def words_of_token(token: str) -> tuple[Word, ...]:
     found = _cache.get(token)
     if found is not None:
         return found
+    result = _analyze_token(token)
+    if len(_cache) >= _CACHE_LIMIT:
+        _cache.clear()
+    _cache[token] = result
+    return result
+
+
+def _analyze_token(token: str) -> tuple[Word, ...]:
     has_cjk = _HAS_CJK.search(token) is not None
     if len(token) > MAX_TOKEN_CHARS and has_cjk:
         result: tuple[Word, ...] = ()
@@ -148,9 +169,6 @@ def words_of_token(token: str) -> tuple[Word, ...]:
             result = (_analyze_long(stripped),)
         else:
             result = (_analyze_plain(stripped),)
-    if len(_cache) >= _CACHE_LIMIT:
-        _cache.clear()
-    _cache[token] = result
     return result
 
 
@@ -162,38 +180,56 @@ def words(text: str) -> list[Word]:
     return found
 
 
-# Token -> (exact tokens, derived tokens), without the workspace prefix: one entry per
-# distinct token whatever the number of workspaces (a cache per workspace prefix held the
-# vocabulary once per workspace, and with thousands of small workspaces it filled and was
-# cleared again and again: ingest ran at 0.42x the 24-workspace rate with 5,000).
-_fragments: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
+# Token -> its exact tokens, and token -> its derived tokens, without the workspace prefix:
+# one entry per distinct token whatever the number of workspaces (a cache per workspace
+# prefix held the vocabulary once per workspace, and with thousands of small workspaces it
+# filled and was cleared again and again: ingest ran at 0.42x the 24-workspace rate with
+# 5,000). Filled from ``_analyze_token`` directly, not through ``words_of_token``'s cache
+# (the query side's), so an indexed token is held once.
+_exact_of: dict[str, tuple[str, ...]] = {}
+_derived_of: dict[str, tuple[str, ...]] = {}
 
 
 def _fragment(token: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    analysed = words_of_token(token)
+    analysed = _analyze_token(token)
     return tuple(w.exact for w in analysed), tuple(d for w in analysed for d in w.derived)
 
 
 def index_fields(text: str, prefix: str) -> tuple[str, str]:
     """The exact and derived token streams of ``text`` for the index, each token prefixed
-    with the workspace's ``prefix`` and joined by spaces (the index splits on whitespace)."""
-    cache = _fragments
-    exact: list[str] = []
-    derived: list[str] = []
-    for token in _WORD.findall(text):
-        hit = cache.get(token)
-        if hit is None:
-            if len(cache) >= _CACHE_LIMIT:
-                cache.clear()
-            hit = cache[token] = _fragment(token)
-        exact.extend(hit[0])
-        derived.extend(hit[1])
+    with the workspace's ``prefix`` and joined by spaces (the index splits on whitespace).
+
+    The per-token work is in C (set difference, ``map`` and ``chain`` over the caches): a
+    Python loop over every token was most of the writer's time on long tool outputs."""
+    tokens = _WORD.findall(text)
+    exact_of, derived_of = _exact_of, _derived_of
+    missing = set(tokens).difference(exact_of)
+    if missing:
+        if len(exact_of) + len(missing) > _CACHE_LIMIT:
+            exact_of.clear()
+            derived_of.clear()
+            missing = set(tokens)
+        for token in missing:
+            exact_of[token], derived_of[token] = _fragment(token)
+    exact = list(chain.from_iterable(map(exact_of.__getitem__, tokens)))
+    derived = list(chain.from_iterable(map(derived_of.__getitem__, tokens)))
     # The prefix goes in as the separator of one join: no per-token string work here.
     separator = " " + prefix
     return (
         prefix + separator.join(exact) if exact else "",
         prefix + separator.join(derived) if derived else "",
     )
+
+
+def set_cache_limit(words: int) -> None:
+    """Bound the analysis caches (each: distinct words kept); the writer's limits set it."""
+    global _CACHE_LIMIT
+    if words < 1:
+        raise ValueError("the analysis cache holds at least one word")
+    _CACHE_LIMIT = words
+    for held in (_cache, _stems, _exact_of, _derived_of):
+        if len(held) > words:
+            held.clear()
 
 
 def tokens_of(values: Iterable[Word]) -> tuple[list[str], list[str]]:

@@ -80,7 +80,7 @@ TITLE_TYPE: Final = "session/title"
 _LEAD_CHARS: Final = 200
 # The follower's ``body_cap`` is the store's text cap less this (``WriterCore.open``).
 _BODY_CAP_MARGIN: Final = 4
-_WRITER_HEAP_BYTES: Final = 64 * 2**20
+_WRITER_HEAP_BYTES: Final = 32 * 2**20  # the default; the writer's limits set it
 _FOLLOW_CHUNK: Final = 2000
 
 
@@ -168,11 +168,13 @@ class SearchIndexWriter:
         *,
         body_cap_bytes: int,
         commit_interval_s: float = 0.25,
+        heap_bytes: int = _WRITER_HEAP_BYTES,
     ) -> None:
         self._path = path
         self._conn = conn
         self._body_cap = body_cap_bytes
         self._commit_interval = commit_interval_s
+        self._heap_bytes = heap_bytes
         uid = _store_uid(conn)
         self._index = self._open_or_rebuild(uid)
         # None after a failed step: a tantivy writer whose worker thread failed (a full
@@ -203,7 +205,7 @@ class SearchIndexWriter:
         return open_index(self._path)
 
     def _new_writer(self) -> tantivy.IndexWriter:
-        return self._index.writer(heap_size=_WRITER_HEAP_BYTES, num_threads=1)
+        return self._index.writer(heap_size=self._heap_bytes, num_threads=1)
 
     def _live_writer(self) -> tantivy.IndexWriter:
         if self._writer is None:
@@ -305,7 +307,11 @@ class SearchIndexWriter:
         return self._dirty and self.interval_passed()
 
     def interval_passed(self) -> bool:
-        return time.monotonic() - self._last_commit >= self._commit_interval
+        return self.since_commit() >= self._commit_interval
+
+    def since_commit(self) -> float:
+        """Seconds since the last commit."""
+        return time.monotonic() - self._last_commit
 
     def catch_up(self) -> int:
         """Follow until nothing is left, committing as it goes. Returns events added."""
