@@ -78,7 +78,7 @@ def _published(bodies: list[bytes]) -> dict[tuple[str, int], bytes]:
 
 def _matches(db: Path, text: str) -> set[int]:
     reader = SearchIndexReader(search_index_path(db))
-    scope, _ = scope_clauses(snapshot_seq=2**62)
+    scope, _ = scope_clauses(as_of_seq=2**62)
     view = reader.view()
     plan = compile_query(text)
     query = QueryBuilder(plan, schema.workspace_token(CWD), view).all_words(scope)
