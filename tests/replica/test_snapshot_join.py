@@ -92,8 +92,11 @@ async def test_a_joining_worker_restores_then_replays_only_the_rest(
     first, rest = halves
     await ensure_events_stream(nc.jetstream(), subjects)
     covered = await publish(nc, subjects, first)
-    # The periodic publisher, triggered by applied events.
-    peer = await Worker.start(nc, config(subjects, tmp_path, "peer", snapshot_every_events=1))
+    # The periodic publisher, triggered by applied events: once, by the first part (the
+    # rest is fewer events, so no later snapshot can race the joiner's look-up).
+    assert len(rest) < len(first)
+    every = len(first)
+    peer = await Worker.start(nc, config(subjects, tmp_path, "peer", snapshot_every_events=every))
     try:
         await caught_up(peer, covered)
         publisher = peer.index.snapshots if peer.index is not None else None
