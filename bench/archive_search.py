@@ -179,9 +179,7 @@ def plan_calls(
     return calls
 
 
-async def _wait_serving(
-    client: Any, serve: asyncio.subprocess.Process, timeout_s: float
-) -> None:
+async def _wait_serving(client: Any, serve: asyncio.subprocess.Process, timeout_s: float) -> None:
     """Until serve answers the manifest: it subscribes its tools after opening the index."""
     from contracts.errors import SessionQueryClientError
 
