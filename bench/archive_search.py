@@ -179,6 +179,16 @@ def plan_calls(
     return calls
 
 
+def _rss_parts_mib(pid: int) -> dict[str, float]:
+    parts: dict[str, float] = {}
+    with contextlib.suppress(OSError):
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            key, _, rest = line.partition(":")
+            if key in ("RssAnon", "RssFile", "RssShmem"):
+                parts[key] = int(rest.split()[0]) / 1024
+    return parts
+
+
 async def _wait_serving(client: Any, serve: asyncio.subprocess.Process, timeout_s: float) -> None:
     """Until serve answers the manifest: it subscribes its tools after opening the index."""
     from contracts.errors import SessionQueryClientError
@@ -321,6 +331,11 @@ async def measure(
         sampler = archive.TreeSampler(serve.pid)
         sampler.sample()
         m["rss_mib"] = {r: s.peak_rss_kib / 1024 for r, s in sampler.by_role().items()}
+        # VmRSS counts the index's and the store's mapped pages (shared page cache that
+        # grows with the files); RssAnon is the process's own memory.
+        m["rss_parts_mib"] = {
+            r: _rss_parts_mib(s.pid) for r, s in sampler.by_role().items() if r != "nats-server"
+        }
         await nc.close()
     finally:
         if serve.returncode is None:
@@ -376,6 +391,8 @@ def summary(m: dict[str, Any]) -> dict[str, Any]:
         f"{m['loadavg_before'][0]:.1f} / {m['loadavg_after'][0]:.1f} (1 min)"
     )
     info["RSS MiB after"] = ", ".join(f"{r} {v:.0f}" for r, v in sorted(m["rss_mib"].items()))
+    for role, parts in sorted(m.get("rss_parts_mib", {}).items()):
+        info[f"  {role} MiB after"] = ", ".join(f"{k} {v:.0f}" for k, v in parts.items())
     return info
 
 
