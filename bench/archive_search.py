@@ -22,7 +22,9 @@ Targets (issue 41 item 4, at 5M events): ``session_search`` p50 <= 50 ms, p99 <=
 ``session_event_search`` p99 <= 100 ms; each exact tool p99 <= 10 ms. ``--check`` exits 1
 when one is missed. ``bench.archive --searches N`` runs this after its import.
 
-``python -m bench.archive_search --keep /tmp/scale-1m --searches 400``
+``--largest K`` asks only in the K largest workspaces (a heavy user's main repository).
+
+``python -m bench.archive_search --keep /tmp/scale-1m --searches 400 [--largest 10]``
 """
 
 from __future__ import annotations
@@ -99,14 +101,33 @@ def sample_events(source: Path, count: int) -> list[dict[str, Any]]:
     return events
 
 
+def largest_workspaces(plans: Sequence[corpus.SessionPlan], count: int) -> set[str]:
+    """The ``count`` workspaces holding the most events (ties: by path)."""
+    sizes: Counter[str] = Counter()
+    for plan in plans:
+        sizes[plan.cwd] += plan.events
+    return {cwd for cwd, _ in sorted(sizes.items(), key=lambda kv: (-kv[1], kv[0]))[:count]}
+
+
 def draw_questions(
-    source: Path, plans: Sequence[corpus.SessionPlan], count: int, *, sample: int, seed: int
+    source: Path,
+    plans: Sequence[corpus.SessionPlan],
+    count: int,
+    *,
+    sample: int,
+    seed: int,
+    largest: int = 0,
 ) -> list[Question]:
-    """``count`` questions, the kinds in turn, drawn from ``sample`` events of the corpus."""
+    """``count`` questions, the kinds in turn, drawn from ``sample`` events of the corpus;
+    ``largest``: only from events of the ``largest`` biggest workspaces (a heavy user's
+    main repository: a search's cost follows its workspace's size)."""
     cwd_of = {plan.session_id: plan.cwd for plan in plans}
+    only = largest_workspaces(plans, largest) if largest else None
     found: list[tuple[str, list[str]]] = []  # (session_id, words of one event)
     df: Counter[str] = Counter()
     for event in sample_events(source, sample):
+        if only is not None and cwd_of.get(event["session_id"]) not in only:
+            continue
         words = [
             w.rstrip("./-")
             for text in _texts(event.get("payload"))
@@ -177,6 +198,17 @@ def plan_calls(
             arguments, plan = maker.request(tool)
             calls.setdefault(tool, []).append(("exact", arguments, plan.session_id, plan.cwd))
     return calls
+
+
+def _median_workspace_events(
+    plans: Sequence[corpus.SessionPlan], questions: Sequence[Question]
+) -> int:
+    """The median size (events) of the workspaces the questions were asked in."""
+    sizes: Counter[str] = Counter()
+    for plan in plans:
+        sizes[plan.cwd] += plan.events
+    asked = sorted(sizes[q.cwd] for q in questions)
+    return asked[len(asked) // 2] if asked else 0
 
 
 def _rss_parts_mib(pid: int) -> dict[str, float]:
@@ -283,6 +315,7 @@ async def measure(
     parallel: int = 4,
     sample: int = 4000,
     seed: int = 7,
+    largest: int = 0,
     log: Path | None = None,
     timeout_s: float = 3600.0,
 ) -> dict[str, Any]:
@@ -294,7 +327,7 @@ async def measure(
 
     _, plans = corpus.archive_plans(total_events, seed)
     questions = await asyncio.to_thread(
-        draw_questions, source, plans, searches, sample=sample, seed=seed
+        draw_questions, source, plans, searches, sample=sample, seed=seed, largest=largest
     )
     calls = plan_calls(questions, plans, seed)
     port = archive._free_port()
@@ -307,7 +340,12 @@ async def measure(
         "--embedded-port", str(port), "--log-format", "json",
         stdout=log_fh, stderr=asyncio.subprocess.STDOUT, env=env,
     )  # fmt: skip
-    m: dict[str, Any] = {"questions": Counter(q.kind for q in questions), "lanes": parallel}
+    m: dict[str, Any] = {
+        "questions": Counter(q.kind for q in questions),
+        "lanes": parallel,
+        "largest_workspaces": largest,
+        "workspace_events_median": _median_workspace_events(plans, questions),
+    }
     try:
         nc = await archive._connect_when_up(nats, url, serve)
         await archive._wait_stream(nc.jetstream(), Subjects().events_stream, serve)
@@ -372,6 +410,10 @@ def checks(m: dict[str, Any]) -> list[report.Check | report.Absolute]:
 def summary(m: dict[str, Any]) -> dict[str, Any]:
     info: dict[str, Any] = {
         "questions": ", ".join(f"{k} {v}" for k, v in sorted(m["questions"].items())),
+        "asked in workspaces of (median events)": (
+            f"{m['workspace_events_median']:,}"
+            + (f" (the {m['largest_workspaces']} largest)" if m["largest_workspaces"] else "")
+        ),
     }
     for tool, s in m["sequential"].items():
         lat = s["latency_ms"]
@@ -404,6 +446,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--searches", type=int, default=400)
     parser.add_argument("--parallel", type=int, default=4)
     parser.add_argument("--sample", type=int, default=4000, help="corpus events drawn from")
+    parser.add_argument(
+        "--largest", type=int, default=0, help="ask only in the N largest workspaces"
+    )
     parser.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
     args = parser.parse_args(argv)
     sources = sorted(args.keep.glob(f"archive-*-{args.seed}.jsonl"))
@@ -420,9 +465,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             parallel=args.parallel,
             sample=args.sample,
             seed=args.seed,
+            largest=args.largest,
         )
     )
-    params = {"events": events, "seed": args.seed, "searches": args.searches}
+    params = {
+        "events": events, "seed": args.seed, "searches": args.searches, "largest": args.largest,
+    }  # fmt: skip
     result = report.result_dict("archive_search", params=params, checks=checks(m), measurements=m)
     title = f"archive searches: {events:,} events, {args.searches} questions per tool"
     print(report.format_table(title, report.checks_of(result), summary(m)))

@@ -730,6 +730,10 @@ def test_archive_questions_come_from_the_corpus_deterministically(tmp_path: Path
     common = [q.text for q in asked if q.kind == "common"]
     rare = [q.text for q in asked if q.kind == "rare"]
     assert sum(text.count(w) for w in common) > sum(text.count(w) for w in rare)
+    # --largest: every question from the largest workspace, asked there.
+    (biggest,) = archive_search.largest_workspaces(plans, 1)
+    heavy = archive_search.draw_questions(source, plans, 12, sample=300, seed=3, largest=1)
+    assert heavy and {q.cwd for q in heavy} == {biggest}
 
 
 async def test_archive_bench_end_to_end(tmp_path: Path) -> None:
