@@ -45,9 +45,9 @@ from bench.report import (
     write_result,
 )
 from worker.store.database import INDEX
+from worker.store.event_codec import EventPacker
 from worker.store.files import schema
 from worker.store.search import search_index
-from worker.store.search.text import searchable_text
 
 # The pre-issue-10 ranking and excerpt, verbatim.
 BM25: Final = "bm25(events_fts, 0.0, 1.0)"
@@ -84,7 +84,7 @@ _SESSION_SQL: Final = (
 )
 _EVENT_SQL: Final = (
     "INSERT INTO events (id, session_id, seq, event_id, type, surface, time_ms, stream_seq,"
-    " body, raw_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    " doc) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 # The search follower's writer settings (search_index.SearchIndexWriter).
 _TANTIVY_HEAP: Final = 64 * 2**20
@@ -106,6 +106,8 @@ class _Preparer:
 
     def __init__(self, text_cap_bytes: int) -> None:
         self.cap = text_cap_bytes
+        # The event's JSON as the writer stores it (event_codec): packing is preparation.
+        self.packer = EventPacker(text_cap_bytes=text_cap_bytes)
         self.headers: dict[str, list[Any]] = {}  # session_id -> header row
         self.row_id = 0
 
@@ -127,17 +129,18 @@ class _Preparer:
                 header[4] = payload.get("title")
             if ev["type"] == "session/end":
                 header[5] = "persisted"
-            body = searchable_text(payload, self.cap)
             self.row_id += 1
             t_ms = _time_ms(ev["time"])
             header[6] = header[6] or t_ms
             header[7], header[8], header[9] = t_ms, seq, header[9] + 1
             ws, rid = header[2], self.row_id
             eid, kind, surface = ev["event_id"], ev["type"], ev["surface"]
-            out.rows.append((rid, sid, seq, eid, kind, surface, t_ms, rid, body, raw))
+            out.rows.append(
+                (rid, sid, seq, eid, kind, surface, t_ms, rid, self.packer.pack(raw, kind))
+            )
             # The follower's own document builder: analysed fields, workspace-prefixed.
-            doc_row = (rid, sid, seq, kind, surface, t_ms, rid, ws, body, None, None, None)
-            out.docs.append(search_index._document(doc_row))
+            doc_row = (rid, sid, seq, kind, surface, t_ms, rid, ws, raw, None, None)
+            out.docs.append(search_index._document(doc_row, self.cap - 4))
             out.repl.extend((sid, seq, pos) for pos in ev.get("replaces", ()))
             out.cites.extend((sid, seq, c["session_id"], c["seq"]) for c in ev.get("cites", ()))
             touched[sid] = tuple(header)

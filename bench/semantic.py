@@ -36,6 +36,7 @@ from typing import Any, Final
 from bench import corpus, floors, vocabulary
 from bench.report import Check, Latency, checks_of, format_table, result_dict, write_result
 from bench.store import ProviderSearch, ensure_index
+from worker.store.database import Database
 
 TARGET: Final = 1.5
 EMBED_SAMPLE: Final = 200  # real chunks embedded to measure throughput
@@ -69,13 +70,14 @@ def throughput(
     from worker.store.search.semantic.chunks import chunk
     from worker.store.search.semantic.embedder import Embedder
 
-    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    conn = Database.open(db, "read", role="bench")  # its events' text: event_text
     step = max(1, len(ids) // size)
     sample = list(ids[::step])[:size]
-    rows = conn.execute(
-        "SELECT type, body FROM events WHERE id IN (SELECT value FROM json_each(?))",
+    rows, _ = conn.rows(
+        "SELECT type AS type, event_text(doc, type) AS body FROM events"
+        " WHERE id IN (SELECT value FROM json_each(?))",
         (str(sample).replace(" ", ""),),
-    ).fetchall()
+    )
     conn.close()
     texts = [t for kind, body in rows if (t := chunk(kind, body)) is not None]
     model = Embedder(threads=threads, cached_queries=0)

@@ -78,7 +78,7 @@ def indexed_payload(kind: str, payload: dict[str, Any]) -> dict[str, Any]:
     return payload
 
 
-def payload_of(raw_json: str) -> dict[str, Any]:
+def payload_of(raw_json: str | bytes) -> dict[str, Any]:
     """The payload of an event's stored JSON ({} when it has none)."""
     try:
         event = orjson.loads(raw_json)
@@ -88,7 +88,7 @@ def payload_of(raw_json: str) -> dict[str, Any]:
     return payload if isinstance(payload, dict) else {}
 
 
-def body_of(kind: str, raw_json: str, cap_bytes: int) -> str:
+def body_of(kind: str, raw_json: str | bytes, cap_bytes: int) -> str:
     """The event's searchable text, cut to ``cap_bytes``."""
     return searchable_text(indexed_payload(kind, payload_of(raw_json)), cap_bytes)
 
@@ -97,7 +97,7 @@ class EventCodec:
     """A connection's reading side: frames back to JSON and text. The dictionaries are read
     from the connection's own ``zdict`` when a frame first names one (they never change)."""
 
-    __slots__ = ("_decoders", "_doc", "_json", "_stored", "_text", "_text_cap", "_value")
+    __slots__ = ("_decoders", "_doc", "_json", "_raw", "_stored", "_text", "_text_cap", "_value")
 
     def __init__(self, value: Callable[[str, tuple[object, ...]], Any]) -> None:
         # The connection's one-value lookup (``Database.value``): the dictionaries and the
@@ -107,6 +107,9 @@ class EventCodec:
         self._text_cap: int | None = None
         # The row last read: a read often asks for a row's JSON, its preview and its text.
         self._doc: bytes | None = None
+        # Its JSON as decompressed (parsed as bytes: a str would be encoded again), and as
+        # text once asked for.
+        self._raw: bytes | None = None
         self._json: str | None = None
         # A long event's stored text: (text, its UTF-8 size, whether the writer cut it).
         self._stored: tuple[str, int, bool] | None = None
@@ -121,24 +124,28 @@ class EventCodec:
 
     def _row(self, doc: bytes) -> None:
         if doc != self._doc:
-            self._doc, self._json, self._stored, self._text = doc, None, None, None
+            self._doc, self._raw, self._json, self._stored, self._text = doc, None, None, None, None
 
     def json(self, doc: bytes | None) -> str | None:
         if doc is None:
             return None
         self._row(doc)
         if self._json is None:
+            self._json = self._raw_of(doc).decode("utf-8")
+        return self._json
+
+    def _raw_of(self, doc: bytes) -> bytes:
+        if self._raw is None:
             if doc[:4] == ZSTD_MAGIC:
-                self._json = self._frame(doc).decode("utf-8")
+                self._raw = self._frame(doc)
             else:
                 text, _, _ = self._split_text(doc)
                 raw = zstandard.ZstdCompressionDict(
                     text.encode("utf-8"), dict_type=zstandard.DICT_TYPE_RAWCONTENT
                 )
                 end = _SPLIT_HEAD + int.from_bytes(doc[1:_SPLIT_HEAD], "little")
-                frame = zstandard.ZstdDecompressor(dict_data=raw).decompress(doc[end:])
-                self._json = frame.decode("utf-8")
-        return self._json
+                self._raw = zstandard.ZstdDecompressor(dict_data=raw).decompress(doc[end:])
+        return self._raw
 
     def text(self, doc: bytes | None, kind: str, cap_bytes: int | None = None) -> str | None:
         if doc is None:
@@ -158,7 +165,7 @@ class EventCodec:
                 return held_text  # the same cut, or the whole text already
             if cap < held_cap:
                 return _cut(held_text, held_size, cap)
-        text = body_of(kind, self.json(doc) or "", cap)
+        text = body_of(kind, self._raw_of(doc), cap)
         self._text = (cap, text, _size(text))
         return text
 
