@@ -18,7 +18,11 @@ alone (``import``'s own time): events/s >= 15,000; serve + writer peak RSS <= 30
 the whole tree <= 512 MiB; stream + store + index <= 1.2x the source (index snapshots the
 worker publishes meanwhile are printed apart). ``--check`` exits 1 when one is missed.
 
-``python -m bench.archive --events 250000 [--check] [--keep DIR]``
+``--searches N``: then the searches at archive scale on the home just built
+(``bench.archive_search``: N questions per tool drawn from the corpus, over NATS), their
+targets in ``--check``.
+
+``python -m bench.archive --events 250000 [--check] [--keep DIR] [--searches N]``
 """
 
 from __future__ import annotations
@@ -217,6 +221,7 @@ async def run(
     timeout_s: float = 3600.0,
     serve_args: Sequence[str] = (),
     shape: bool = True,
+    searches: int = 0,
 ) -> dict[str, Any]:
     import nats
 
@@ -307,6 +312,13 @@ async def run(
         m["tree_peak_mib"] = sampler.tree_peak_kib / 1024
         if shape:
             m["shape"] = await asyncio.to_thread(corpus_shape, source)
+        if searches:
+            from bench import archive_search
+
+            m["searches"] = await archive_search.measure(
+                home, source, total_events, searches=searches, seed=seed,
+                log=tmp / "serve-search.log", timeout_s=timeout_s,
+            )  # fmt: skip
     seconds = m["indexed_s"]
     m["events_per_s"] = m["events"] / seconds if seconds else 0.0
     m["mb_per_s"] = source_bytes / 1e6 / seconds if seconds else 0.0
@@ -321,7 +333,14 @@ async def run(
         report.Check("disk against the source", disk_total, source_bytes, "bytes", "max",
                      TARGET_DISK_RATIO),
     ]  # fmt: skip
-    params = {"events": total_events, "seed": seed, "serve_args": list(serve_args)}
+    if searches:
+        from bench import archive_search
+
+        checks += archive_search.checks(m["searches"])
+    params = {
+        "events": total_events, "seed": seed, "serve_args": list(serve_args),
+        "searches": searches,
+    }  # fmt: skip
     return report.result_dict("archive", params=params, checks=checks, measurements=m)
 
 
@@ -425,6 +444,10 @@ def summary(result: dict[str, Any]) -> dict[str, Any]:
             f" p99 {s['size_p99']:.0f}"
         )
         info["share of bytes"] = ", ".join(f"{k} {v:.0%}" for k, v in s["share_of_bytes"].items())
+    if "searches" in m:
+        from bench import archive_search
+
+        info.update(archive_search.summary(m["searches"]))
     return info
 
 
@@ -437,6 +460,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=3600.0)
     parser.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
     parser.add_argument(
+        "--searches", type=int, default=0, help="then N questions per tool (bench.archive_search)"
+    )
+    parser.add_argument(
         "--serve-arg", action="append", default=[], help="extra flag for serve (repeatable)"
     )
     args = parser.parse_args(argv)
@@ -448,6 +474,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             keep=args.keep,
             timeout_s=args.timeout,
             serve_args=args.serve_arg,
+            searches=args.searches,
         )
     )
     title = f"archive: {args.events:,} events (seed {args.seed})"

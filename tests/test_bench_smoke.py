@@ -721,12 +721,45 @@ def test_archive_generator_is_exact_deterministic_and_shaped() -> None:
     assert any("images" in e["payload"] for e in corpus.generate_archive(20_000, seed=3))
 
 
-async def test_archive_bench_end_to_end(tmp_path: Path) -> None:
-    from bench import archive
+def test_archive_questions_come_from_the_corpus_deterministically(tmp_path: Path) -> None:
+    from bench import archive_search
 
-    result = await archive.run(1_500, work_dir=tmp_path, timeout_s=120)
+    source = tmp_path / "archive.jsonl"
+    corpus.write_archive_jsonl(3_000, source, seed=3)
+    _, plans = corpus.archive_plans(3_000, seed=3)
+    asked = archive_search.draw_questions(source, plans, 40, sample=300, seed=3)
+    assert asked == archive_search.draw_questions(source, plans, 40, sample=300, seed=3)
+    assert asked != archive_search.draw_questions(source, plans, 40, sample=300, seed=4)
+    assert {q.kind for q in asked} == set(archive_search.KINDS)
+    text = source.read_text().lower()
+    cwd_of = {plan.session_id: plan.cwd for plan in plans}
+    for q in asked:
+        # Every word is in the corpus, and the question is asked from its own workspace.
+        assert all(word.lower() in text for word in q.text.split()), q
+        assert q.cwd == cwd_of[q.session_id]
+    common = [q.text for q in asked if q.kind == "common"]
+    rare = [q.text for q in asked if q.kind == "rare"]
+    assert sum(text.count(w) for w in common) > sum(text.count(w) for w in rare)
+    # --largest: every question from the largest workspace, asked there.
+    (biggest,) = archive_search.largest_workspaces(plans, 1)
+    heavy = archive_search.draw_questions(source, plans, 12, sample=300, seed=3, largest=1)
+    assert heavy and {q.cwd for q in heavy} == {biggest}
+
+
+async def test_archive_bench_end_to_end(tmp_path: Path) -> None:
+    from bench import archive, archive_search
+
+    result = await archive.run(1_500, work_dir=tmp_path, timeout_s=120, searches=24)
     _assert_result_shape(result, "archive")
     m = result["measurements"]
+    # The searches phase asked every tool over NATS, and every call was answered.
+    searched = m["searches"]["sequential"]
+    assert set(searched) == {"session_search", "session_event_search", *archive_search.EXACT_TOOLS}
+    for tool, s in searched.items():
+        assert s["replies"] == {"ok": 24}, tool
+        assert s["latency_ms"]["p50"] > 0
+    assert all(p["replies"] == {"ok": 24} for p in m["searches"]["parallel"].values())
+    assert {c["name"] for c in result["checks"]} >= {"session_search p99", "session_trace p99"}
     assert m["events"] == m["stream_last_seq"] >= 1_500
     assert {"serve", "writer", "nats-server"} <= set(m["processes"])
     assert all(p["peak_rss_mib"] > 0 for p in m["processes"].values())

@@ -137,10 +137,13 @@ class _Times:
     favour: tuple[time_words.TimeRange, ...] = ()
 
 
-# The newest event of a workspace as of a seq: what relative times count from.
+# The newest event of a workspace as of a seq: what relative times count from. Per session
+# of the workspace (its events by the session index): as a join, SQLite drove it from
+# ``events`` and walked every event of the archive (290 ms at 1M events, 8 ms so).
 _NEWEST_EVENT_MS = (
-    "SELECT max(e.time_ms) FROM sessions s JOIN events e ON e.session_id = s.session_id"
-    " WHERE s.ws = ? AND e.stream_seq <= ?"
+    "SELECT max((SELECT max(e.time_ms) FROM events e"
+    " WHERE e.session_id = s.session_id AND e.stream_seq <= ?2))"
+    " FROM sessions s WHERE s.ws = ?1"
 )
 
 
