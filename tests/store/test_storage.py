@@ -206,6 +206,19 @@ def test_a_long_text_cut_at_the_store_s_cap_is_read_whole_from_the_json(tmp_path
     assert _matches(db, "4000") == set() and _matches(db, "3999")  # indexed whole
 
 
+def test_a_long_text_of_wide_characters_cut_at_the_cap_is_indexed_whole(tmp_path: Path) -> None:
+    """The cap counts bytes: 30,000 CJK characters are 90,000 of them, so the stored text is
+    cut near its 21,845th character, far below the cap in characters. The word past the
+    cut is indexed all the same (the whole event's text)."""
+    db = tmp_path / "index.sqlite"
+    output = "构建日志没有发现任何错误" * 2500 + " 向量索引 " + "完成" * 10
+    _apply(db, [_start("s-1"), event("s-1", 2, "tool/result", payload={"output": output})])
+    [(stored,)] = _rows(db, "SELECT event_text(doc, type) FROM events WHERE seq = 2")
+    assert len(stored.encode("utf-8")) <= 64 * 1024 < len(output.encode("utf-8"))
+    assert "向量索引" not in stored
+    assert _matches(db, "向量索引")
+
+
 def test_base64_is_stored_but_never_indexed(tmp_path: Path) -> None:
     db = tmp_path / "index.sqlite"
     image = _image(random.Random(1), 6000)

@@ -418,7 +418,8 @@ def _document(row: Sequence[Any], body_cap: int) -> tantivy.Document:
     payload = payload_of(raw)
     body = searchable_text(indexed_payload(kind, payload), body_cap + _BODY_CAP_MARGIN)
     text = body
-    if len(body) >= body_cap and len(body.encode("utf-8")) >= body_cap:
+    # Cut at the cap in bytes: a character is at most 4 of them, so a shorter body was not.
+    if 4 * len(body) >= body_cap and len(body.encode("utf-8")) >= body_cap:
         text = searchable_text(payload, INDEX_TEXT_CAP_BYTES)  # cut: the whole event
     key = workspace_key(ws)
     exact, derived = analysis.index_fields(text, key)
