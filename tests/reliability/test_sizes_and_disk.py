@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import asyncio
 import os
+import random
 import shutil
 import signal
 import sqlite3
+import string
 import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import orjson
 import pytest
 
 from contracts.limits import MAX_EVENT_BYTES
@@ -36,6 +39,19 @@ from worker.transport.embedded_server import EmbeddedNatsServer
 def _event_of_size(session_id: str, seq: int, size: int) -> bytes:
     body = event_dict(session_id, seq, event_id=f"e-{seq}", time="2026-12-03T09:00:00Z")
     return padded(body, size)
+
+
+def _incompressible_event(session_id: str, seq: int, size: int) -> bytes:
+    """An event of ``size`` bytes whose text is random words: the store compresses what it
+    keeps, so a padding of one repeated letter would take almost no room on disk."""
+    rng = random.Random(seq)
+    letters = string.ascii_lowercase
+    data = _event_of_size(session_id, seq, size)
+    event = orjson.loads(data)
+    length = len(event["payload"]["text"])
+    words = " ".join("".join(rng.choices(letters, k=rng.randrange(3, 12))) for _ in range(length))
+    event["payload"]["text"] = words[:length]
+    return orjson.dumps(event)
 
 
 def _count(db: Path, session_id: str) -> int:
@@ -144,7 +160,9 @@ async def test_sigterm_while_the_disk_is_full_stops_in_bound_and_tools_answer(
         js = nc.jetstream()
         await js.publish(subject_of(SUBJECTS, "s-fill"), session_events("s-fill", 1)[0])
         for seq in range(2, 80):  # ~60 KiB of text each: more than the 3 MiB disk
-            await js.publish(subject_of(SUBJECTS, "s-fill"), _event_of_size("s-fill", seq, 60_000))
+            await js.publish(
+                subject_of(SUBJECTS, "s-fill"), _incompressible_event("s-fill", seq, 60_000)
+            )
         for _ in range(300):
             if "disk is full" in worker.log_text():
                 break
