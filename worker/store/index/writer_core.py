@@ -63,6 +63,9 @@ _CHUNK: Final = 500
 # The shortest time between two search commits when the writer is quiet (a busy writer
 # commits every ``WriterLimits.search_commit_ms``): what is applied is searchable within it.
 QUIET_COMMIT_GAP_S: Final = 0.25
+# A graceful stop first brings the search index up to the store, for at most this long:
+# a busy writer follows it in steps, and what a stop leaves behind the next start indexes.
+CLOSE_CATCH_UP_S: Final = 5.0
 # The batch's own events (hot in the cache) plus this much backlog per apply, so a rebuild
 # of the search index catches up even while batches keep coming.
 _SEARCH_BACKLOG_PER_APPLY: Final = 1000
@@ -172,8 +175,20 @@ class WriterCore:
 
     def close(self) -> None:
         if self.search is not None:
+            self._catch_up_search(time.monotonic() + CLOSE_CATCH_UP_S)
             self.search.close()
         self.conn.close()
+
+    def _catch_up_search(self, deadline: float) -> None:
+        search = self.search
+        if search is None or self._search_retry.left() > 0:
+            return  # a failing index (a full disk) is left to the next start
+        try:
+            while search.behind and time.monotonic() < deadline:
+                search.follow()
+        except Exception as exc:
+            search.reset()
+            log.warning("search index: catch-up at stop failed", error=_one_line(exc))
 
     # -- the search index ----------------------------------------------------------------
 
