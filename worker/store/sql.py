@@ -12,13 +12,11 @@ from typing import Any, Final
 
 import orjson
 
+# A preview's source (``events.preview_key`` is its digest): defined beside the digest.
+from worker.store.event_codec import PREVIEW_SOURCE_BYTES as PREVIEW_SOURCE_BYTES
+from worker.store.event_codec import PREVIEW_SOURCE_CHARS as PREVIEW_SOURCE_CHARS
 from worker.store.protocol import EventFilter, SessionFilter
 from worker.store.tables import EVENT_NAMES, HEADER_NAMES
-
-# Enough of the body to fill a collapsed preview without deriving a 64 KiB body per row
-# (``event_text`` cut at this many bytes holds at least that many characters).
-PREVIEW_SOURCE_CHARS: Final = 1000
-PREVIEW_SOURCE_BYTES: Final = 4 * PREVIEW_SOURCE_CHARS
 
 HEADER_COLS: Final = ", ".join(f"s.{name} AS {name}" for name in HEADER_NAMES)
 # (name, expression), in EVENT_NAMES order.
