@@ -326,7 +326,8 @@ def test_a_conversation_event_s_preview_key_is_the_digest_of_its_preview_source(
 ) -> None:
     db = tmp_path / "index.sqlite"
     long_prose = " ".join(f"paragraph {n} héllo 日本語 of a long answer" for n in range(900))
-    bodies = archive_corpus(sessions=3, events=120, seed=5) + [
+    bodies = [
+        *archive_corpus(sessions=3, events=120, seed=5),
         _start("s-long"),
         # Long events are stored split (their text's frame first): the key must be the
         # digest of the same cut a short event's derived text gives.

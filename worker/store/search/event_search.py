@@ -17,7 +17,7 @@ from worker.store.search import ranking
 from worker.store.search.excerpt import highlighter
 from worker.store.search.hybrid import SemanticQuery
 from worker.store.search.query import QueryPlan
-from worker.store.search.search_ops import MAX_CANDIDATE_WINDOW, PageResult, bodies
+from worker.store.search.search_ops import MAX_CANDIDATE_WINDOW, PageResult, page_rows
 from worker.store.search.search_reader import (
     Candidate,
     IndexView,
@@ -128,11 +128,12 @@ class EventSearch:
         return [by_id[event_id] for event_id, _ in order], {e for e, only in order if only}
 
     def _confirmed(self, candidates: list[Candidate]) -> _Kept:
-        """The candidates SQL confirms, in their order."""
+        """The candidates SQL confirms, in their order: ids only, no event's text derived
+        (only the page's are, by ``_hits``)."""
         if not candidates:
             return []
         found, at = self._fetch(
-            f"SELECT e.id AS id, {sql.EVENT_COLS} FROM events e"
+            "SELECT e.id AS id FROM events e"
             " WHERE e.id IN (SELECT value FROM json_each(:cand)) AND +e.session_id = :sid"
             f" AND e.stream_seq <= :snap{self._check}",
             dict(self._params, cand=sql.json_list(c.event_id for c in candidates)),
@@ -143,10 +144,10 @@ class EventSearch:
 
     def _hits(self, page: _Kept, only: set[int]) -> list[EventHit]:
         light = highlighter(self._plan)
-        excerpts = bodies(self._fetch, [c.event_id for c, _ in page], light, only)
+        rows, at, excerpts = page_rows(self._fetch, [c.event_id for c, _ in page], light, only)
         hits = []
-        for c, (row, at) in page:
-            summary = results.summary(row, at)
+        for c, _ in page:
+            summary = results.summary(rows[c.event_id], at)
             hits.append(
                 EventHit(
                     event=summary,

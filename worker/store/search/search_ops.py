@@ -27,7 +27,7 @@ import orjson
 import tantivy
 
 from worker.store import results, sql
-from worker.store.database import Fetch
+from worker.store.database import Columns, Fetch
 from worker.store.marks import plain_excerpt
 from worker.store.protocol import EventFilter, EventHit, SessionFilter, SessionHit
 from worker.store.search import ranking
@@ -351,20 +351,21 @@ def load_events(
     return loaded
 
 
-def bodies(
+def page_rows(
     fetch: Fetch, event_ids: Iterable[int], light: Highlighter, semantic: Set[int] = _NONE
-) -> dict[int, str]:
-    """Excerpts of the named events (see ``_excerpts``)."""
-    ids = list(event_ids)
-    if not ids:
-        return {}
+) -> tuple[dict[int, Any], Columns, dict[int, str]]:
+    """The named events' rows (``sql.EVENT_COLS``) by id, their columns, and their
+    excerpts (see ``_excerpts``). Each event's text is derived once, here: the preview is
+    cut from it (``event_codec``'s row cache), not derived again for a second read."""
     found, at = fetch(
-        "SELECT id AS id, event_text(doc, type) AS body FROM events"
-        " WHERE id IN (SELECT value FROM json_each(:ids))",
-        {"ids": sql.json_list(ids)},
+        f"SELECT e.id AS id, event_text(e.doc, e.type) AS body, {sql.EVENT_COLS} FROM events e"
+        " WHERE e.id IN (SELECT value FROM json_each(:ids))",
+        {"ids": sql.json_list(event_ids)},
     )
-    pair = at.getter(("id", "body"))
-    return _excerpts(fetch, ((int(i), body) for i, body in map(pair, found)), light, semantic)
+    event_id, body = at["id"], at["body"]
+    rows = {int(r[event_id]): r for r in found}
+    excerpts = _excerpts(fetch, ((i, r[body]) for i, r in rows.items()), light, semantic)
+    return rows, at, excerpts
 
 
 def _excerpts(
