@@ -18,7 +18,8 @@ from hypothesis import strategies as st
 
 from tests._events import event
 from tests._index import connect, events_as_text
-from worker.store import event_codec
+from worker.signals import ExecutionSignal
+from worker.store import event_codec, results
 from worker.store.files import schema
 from worker.store.index.writer_core import WriterCore
 from worker.store.protocol import IngestItem
@@ -27,6 +28,7 @@ from worker.store.search.query import compile_query
 from worker.store.search.search_index import search_index_path, workspace_key
 from worker.store.search.search_reader import QueryBuilder, SearchIndexReader, scope_clauses, top
 from worker.store.search.text import searchable_text, without_blobs
+from worker.store.sqlite import SqliteSessionStore
 
 CWD = "/work/a"
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
@@ -378,3 +380,38 @@ def test_a_long_string_scanned_by_its_prefix_gives_the_whole_scan_s_text(
     text = "".join(pieces)
     whole = without_blobs(text).encode("utf-8")[:cap].decode("utf-8", "ignore")
     assert searchable_text({"output": text}, cap) == whole
+
+
+async def test_a_window_s_events_decoded_in_python_read_as_the_sql_functions_give_them(
+    tmp_path: Path,
+) -> None:
+    """``read_event`` decodes each row's doc in Python (one call a row, not two SQL
+    function calls): its JSON and previews are those of ``event_json`` and ``EVENT_COLS``."""
+    db = tmp_path / "index.sqlite"
+    bodies = archive_corpus(sessions=2, events=60, seed=9)
+    bodies.append(
+        event("s-arch-1", 61, "message/user", surface="user", payload={"text": "日本語 " * 900})
+    )
+    _apply(db, bodies)
+    expected = {
+        seq: (raw, results.preview(source))
+        for seq, raw, source in _rows(
+            db,
+            "SELECT seq, event_json(doc), substr(event_text(doc, type, ?), 1, ?) FROM events"
+            " WHERE session_id = 's-arch-1'",
+            event_codec.PREVIEW_SOURCE_BYTES,
+            event_codec.PREVIEW_SOURCE_CHARS,
+        )
+    }
+    store = await SqliteSessionStore.open(db, readers=1)
+    try:
+        window = await store.read_event(
+            "s-arch-1", 40, before=39, after=21, signal=ExecutionSignal()
+        )
+    finally:
+        await store.close()
+    assert window is not None and window.target is not None
+    read = [window.target, *window.before, *window.after]
+    assert len(read) == 61
+    for stored in read:
+        assert (stored.raw_json, stored.summary.preview) == expected[stored.summary.seq]

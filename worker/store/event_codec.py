@@ -169,6 +169,15 @@ class EventCodec:
                 self._raw = zstandard.ZstdDecompressor(dict_data=raw).decompress(doc[end:])
         return self._raw
 
+    def json_and_preview_source(self, doc: bytes, kind: str) -> tuple[str, str]:
+        """The row's JSON and its preview's source (``sql.EVENT_COLS``' ``body_start``), in
+        one call from Python: a window's read, where two SQL function calls a row cost
+        about 2 us of the 7 its decoding took."""
+        source = self.text(doc, kind, PREVIEW_SOURCE_BYTES)
+        raw = self.json(doc)
+        assert source is not None and raw is not None
+        return raw, source[:PREVIEW_SOURCE_CHARS]
+
     def text(self, doc: bytes | None, kind: str, cap_bytes: int | None = None) -> str | None:
         if doc is None:
             return None

@@ -36,6 +36,8 @@ _EVENT_COLUMNS: Final = tuple(
     )
 )
 EVENT_COLS: Final = ", ".join(f"{expr} AS {name}" for name, expr in _EVENT_COLUMNS)
+# The same but the preview (``EVENT_NAMES`` but ``body_start``).
+_WINDOW_COLS: Final = tuple(f"{expr} AS {name}" for name, expr in _EVENT_COLUMNS[:-1])
 
 GENERATION: Final = (
     "SELECT (SELECT value FROM meta WHERE key = 'epoch') AS epoch,"
@@ -63,8 +65,10 @@ TITLES_BY_KEYS: Final = tuple(
 
 # The header (with the title) and the window in ONE statement (one snapshot, no
 # BEGIN/COMMIT): a row per event, the header repeated; one row of NULL events when none.
+# The event's ``doc`` is decoded in Python (``reads.event_window``): its JSON and preview
+# from one call instead of two SQL function calls a row.
 EVENT_WINDOW: Final = (
-    f"SELECT {_TITLE_COLS}, {EVENT_COLS}, event_json(e.doc) AS raw_json FROM sessions s"
+    f"SELECT {_TITLE_COLS}, {', '.join(_WINDOW_COLS)}, e.doc AS doc FROM sessions s"
     " LEFT JOIN events e"
     " ON e.session_id = s.session_id AND e.seq BETWEEN ? AND ?"
     " WHERE s.session_id = ? ORDER BY e.seq"
