@@ -178,6 +178,14 @@ class EventCodec:
         assert source is not None and raw is not None
         return raw, source[:PREVIEW_SOURCE_CHARS]
 
+    def text_and_preview_source(self, doc: bytes, kind: str) -> tuple[str, str]:
+        """The row's text (at the store's cap) and its preview's source, cut from it: a
+        search's page rows, decoded in Python (as ``json_and_preview_source``)."""
+        text = self.text(doc, kind)
+        source = self.text(doc, kind, PREVIEW_SOURCE_BYTES)
+        assert text is not None and source is not None
+        return text, source[:PREVIEW_SOURCE_CHARS]
+
     def text(self, doc: bytes | None, kind: str, cap_bytes: int | None = None) -> str | None:
         if doc is None:
             return None

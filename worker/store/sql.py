@@ -36,8 +36,12 @@ _EVENT_COLUMNS: Final = tuple(
     )
 )
 EVENT_COLS: Final = ", ".join(f"{expr} AS {name}" for name, expr in _EVENT_COLUMNS)
-# The same but the preview (``EVENT_NAMES`` but ``body_start``).
-_WINDOW_COLS: Final = tuple(f"{expr} AS {name}" for name, expr in _EVENT_COLUMNS[:-1])
+# The same but the preview, and the row's ``doc`` in its place, decoded in Python by the
+# connection's codec (``results.WINDOW_NAMES``): one call a row instead of SQL function
+# calls per column, the text passed through SQLite.
+DOC_COLS: Final = ", ".join(
+    [*(f"{expr} AS {name}" for name, expr in _EVENT_COLUMNS[:-1]), "e.doc AS doc"]
+)
 
 GENERATION: Final = (
     "SELECT (SELECT value FROM meta WHERE key = 'epoch') AS epoch,"
@@ -68,7 +72,7 @@ TITLES_BY_KEYS: Final = tuple(
 # The event's ``doc`` is decoded in Python (``reads.event_window``): its JSON and preview
 # from one call instead of two SQL function calls a row.
 EVENT_WINDOW: Final = (
-    f"SELECT {_TITLE_COLS}, {', '.join(_WINDOW_COLS)}, e.doc AS doc FROM sessions s"
+    f"SELECT {_TITLE_COLS}, {DOC_COLS} FROM sessions s"
     " LEFT JOIN events e"
     " ON e.session_id = s.session_id AND e.seq BETWEEN ? AND ?"
     " WHERE s.session_id = ? ORDER BY e.seq"

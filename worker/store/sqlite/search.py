@@ -67,6 +67,7 @@ def sessions_page(
         tx.read,
         index().view(),
         plan,
+        codec=tx.codec,
         cwd=cwd,
         ws=ws,
         sessions=sessions,
