@@ -9,8 +9,9 @@ from typing import Any
 
 import tantivy
 
-from worker.store import results, sql
+from worker.store import sql
 from worker.store.database import Columns, Fetch
+from worker.store.event_codec import EventCodec
 from worker.store.marks import plain_excerpt
 from worker.store.protocol import EventFilter, EventHit
 from worker.store.search import ranking
@@ -42,6 +43,7 @@ class EventSearch:
         index: IndexView,
         plan: QueryPlan,
         *,
+        codec: EventCodec,
         session_id: str,
         ws: str,
         events: EventFilter,
@@ -53,6 +55,7 @@ class EventSearch:
         self._ws = ws
         self._semantic = semantic
         self._fetch = fetch
+        self._codec = codec  # the connection's: the page's rows are decoded by it
         self._searcher = index.searcher
         self._plan = plan
         self._builder = QueryBuilder(plan, ws, index, favour)
@@ -144,10 +147,11 @@ class EventSearch:
 
     def _hits(self, page: _Kept, only: set[int]) -> list[EventHit]:
         light = highlighter(self._plan)
-        rows, at, excerpts = page_rows(self._fetch, [c.event_id for c, _ in page], light, only)
+        ids = [c.event_id for c, _ in page]
+        summaries, excerpts = page_rows(self._fetch, self._codec, ids, light, only)
         hits = []
         for c, _ in page:
-            summary = results.summary(rows[c.event_id], at)
+            summary = summaries[c.event_id]
             hits.append(
                 EventHit(
                     event=summary,

@@ -27,10 +27,16 @@ import orjson
 import tantivy
 
 from worker.store import results, sql
-from worker.store.database import Columns, Fetch
+from worker.store.database import Fetch
 from worker.store.event_codec import EventCodec
 from worker.store.marks import plain_excerpt
-from worker.store.protocol import EventFilter, EventHit, SessionFilter, SessionHit
+from worker.store.protocol import (
+    EventFilter,
+    EventHit,
+    EventSummary,
+    SessionFilter,
+    SessionHit,
+)
 from worker.store.search import ranking
 from worker.store.search.copies import own_lines
 from worker.store.search.excerpt import Highlighter, highlighter
@@ -368,20 +374,31 @@ def load_events(
 
 
 def page_rows(
-    fetch: Fetch, event_ids: Iterable[int], light: Highlighter, semantic: Set[int] = _NONE
-) -> tuple[dict[int, Any], Columns, dict[int, str]]:
-    """The named events' rows (``sql.EVENT_COLS``) by id, their columns, and their
-    excerpts (see ``_excerpts``). Each event's text is derived once, here: the preview is
-    cut from it (``event_codec``'s row cache), not derived again for a second read."""
+    fetch: Fetch,
+    codec: EventCodec,
+    event_ids: Sequence[int],
+    light: Highlighter,
+    semantic: Set[int] = _NONE,
+) -> tuple[dict[int, EventSummary], dict[int, str]]:
+    """The named events' summaries and excerpts (see ``_excerpts``) by id. Each row's doc
+    is decoded once, in Python (as ``load_events``): its text, the preview cut from it."""
+    if not event_ids:
+        return {}, {}
     found, at = fetch(
-        f"SELECT e.id AS id, event_text(e.doc, e.type) AS body, {sql.EVENT_COLS} FROM events e"
+        f"SELECT e.id AS id, {sql.DOC_COLS} FROM events e"
         " WHERE e.id IN (SELECT value FROM json_each(:ids))",
         {"ids": sql.json_list(event_ids)},
     )
-    event_id, body = at["id"], at["body"]
-    rows = {int(r[event_id]): r for r in found}
-    excerpts = _excerpts(fetch, ((i, r[body]) for i, r in rows.items()), light, semantic)
-    return rows, at, excerpts
+    values, decode = at.getter(results.WINDOW_NAMES), codec.text_and_preview_source
+    event_id = at["id"]
+    summaries: dict[int, EventSummary] = {}
+    bodies: list[tuple[int, str]] = []
+    for r in found:
+        row = values(r)
+        text, source = decode(row[-1], row[3])
+        summaries[int(r[event_id])] = results.summary_of(row, source)
+        bodies.append((int(r[event_id]), text))
+    return summaries, _excerpts(fetch, bodies, light, semantic)
 
 
 def _excerpts(

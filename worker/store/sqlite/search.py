@@ -109,6 +109,7 @@ def events_page(
         tx.read,
         index().view(),
         plan,
+        codec=tx.codec,
         session_id=session_id,
         ws=found[0][at["ws"]],
         events=events,
