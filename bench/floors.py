@@ -45,7 +45,7 @@ from bench.report import (
     write_result,
 )
 from worker.store.database import INDEX
-from worker.store.event_codec import EventPacker
+from worker.store.event_codec import EventPacker, preview_key
 from worker.store.files import schema
 from worker.store.search import search_index
 
@@ -84,7 +84,7 @@ _SESSION_SQL: Final = (
 )
 _EVENT_SQL: Final = (
     "INSERT INTO events (id, session_id, seq, event_id, type, surface, time_ms, stream_seq,"
-    " doc) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    " doc, preview_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 # The search follower's writer settings (search_index.SearchIndexWriter).
 _TANTIVY_HEAP: Final = 64 * 2**20
@@ -136,8 +136,9 @@ class _Preparer:
             ws, rid = header[2], self.row_id
             eid, kind, surface = ev["event_id"], ev["type"], ev["surface"]
             out.rows.append(
-                (rid, sid, seq, eid, kind, surface, t_ms, rid, self.packer.pack(raw, kind))
-            )
+                (rid, sid, seq, eid, kind, surface, t_ms, rid, self.packer.pack(raw, kind),
+                 preview_key(raw, kind, surface))
+            )  # fmt: skip
             # The follower's own document builder: analysed fields, workspace-prefixed.
             doc_row = (rid, sid, seq, kind, surface, t_ms, rid, ws, raw, None, None)
             out.docs.append(search_index._document(doc_row, self.cap - 4))

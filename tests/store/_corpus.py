@@ -20,6 +20,7 @@ import zstandard
 
 from tests import _events
 from worker.signals import ExecutionSignal
+from worker.store.event_codec import preview_key
 from worker.store.files import schema
 from worker.store.index.writer import SqliteIndexWriter
 from worker.store.protocol import (
@@ -158,7 +159,8 @@ def bulk_matches(
                 event_rows.append(
                     (next_id, sid, q, f"e{next_id}", "message/assistant", "assistant",
                      BASE_MS + q, corpus.stream_seq,
-                     _PLAIN.compress(orjson.dumps({"payload": {"text": f"{text} {q}"}})))
+                     _PLAIN.compress(raw := orjson.dumps({"payload": {"text": f"{text} {q}"}})),
+                     preview_key(raw, "message/assistant", "assistant"))
                 )  # fmt: skip
                 next_id += 1
             session_rows.append(
@@ -173,7 +175,7 @@ def bulk_matches(
         )
         conn.executemany(
             "INSERT INTO events (id, session_id, seq, event_id, type, surface, time_ms,"
-            " stream_seq, doc) VALUES (?,?,?,?,?,?,?,?,?)",
+            " stream_seq, doc, preview_key) VALUES (?,?,?,?,?,?,?,?,?,?)",
             event_rows,
         )
         conn.execute("UPDATE meta SET value = ? WHERE key = 'stream_seq'", (corpus.stream_seq,))

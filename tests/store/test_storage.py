@@ -5,6 +5,7 @@ left out of it; nothing lost across a restart, a rebuild and the migration from 
 from __future__ import annotations
 
 import base64
+import hashlib
 import random
 import sqlite3
 from pathlib import Path
@@ -17,7 +18,8 @@ from hypothesis import strategies as st
 
 from tests._events import event
 from tests._index import connect, events_as_text
-from worker.store import event_codec
+from worker.signals import ExecutionSignal
+from worker.store import event_codec, results
 from worker.store.files import schema
 from worker.store.index.writer_core import WriterCore
 from worker.store.protocol import IngestItem
@@ -26,6 +28,7 @@ from worker.store.search.query import compile_query
 from worker.store.search.search_index import search_index_path, workspace_key
 from worker.store.search.search_reader import QueryBuilder, SearchIndexReader, scope_clauses, top
 from worker.store.search.text import searchable_text, without_blobs
+from worker.store.sqlite import SqliteSessionStore
 
 CWD = "/work/a"
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
@@ -149,7 +152,8 @@ def test_the_event_json_is_stored_once_as_a_zstd_frame(tmp_path: Path) -> None:
 
     columns = [r[1] for r in _rows(db, "PRAGMA table_info(events)")]
     assert columns == [
-        "id", "session_id", "seq", "event_id", "type", "surface", "time_ms", "stream_seq", "doc"
+        "id", "session_id", "seq", "event_id", "type", "surface", "time_ms", "stream_seq", "doc",
+        "preview_key",
     ]  # fmt: skip
     [(doc, raw, text, preview), (small, small_raw, small_text, _)] = _rows(
         db,
@@ -305,9 +309,51 @@ def test_a_schema_5_store_is_migrated_in_place(tmp_path: Path) -> None:
     assert "raw_json" not in [r[1] for r in _rows(db, "PRAGMA table_info(events)")]
     assert _rows(db, "SELECT id FROM zdict") == [(1,)]
     assert _stored(db) == _published(bodies)
+    assert any(_preview_keys(db).values())  # written by the migration, each checked
     # Ids are never reused: the AUTOINCREMENT record survives the table's rewrite.
     assert _rows(db, "SELECT seq FROM sqlite_sequence WHERE name = 'events'") == [(last_id + 5,)]
     assert _matches(db, "fixture retry") == before
+
+
+def _preview_keys(db: Path) -> dict[tuple[str, int], int | None]:
+    """Each event's ``preview_key``, checked against the digest of the preview source its
+    row gives back (what ``search/copies.py`` compares instead of the texts)."""
+    rows = _rows(
+        db,
+        "SELECT session_id, seq, surface, preview_key,"
+        " substr(event_text(doc, type, ?), 1, ?) FROM events",
+        event_codec.PREVIEW_SOURCE_BYTES,
+        event_codec.PREVIEW_SOURCE_CHARS,
+    )
+    keys: dict[tuple[str, int], int | None] = {}
+    for session_id, seq, surface, key, source in rows:
+        if surface in ("user", "assistant"):
+            digest = hashlib.blake2b(source.encode("utf-8"), digest_size=8).digest()
+            assert key == int.from_bytes(digest, "little", signed=True), (session_id, seq)
+        else:
+            assert key is None, (session_id, seq)
+        keys[(session_id, seq)] = key
+    return keys
+
+
+def test_a_conversation_event_s_preview_key_is_the_digest_of_its_preview_source(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "index.sqlite"
+    long_prose = " ".join(f"paragraph {n} héllo 日本語 of a long answer" for n in range(900))
+    bodies = [
+        *archive_corpus(sessions=3, events=120, seed=5),
+        _start("s-long"),
+        # Long events are stored split (their text's frame first): the key must be the
+        # digest of the same cut a short event's derived text gives.
+        event("s-long", 2, "message/user", surface="user", payload={"text": long_prose}),
+        event("s-long", 3, "message/assistant", surface="assistant", payload={"text": "x" * 5000}),
+        event("s-long", 4, "message/assistant", surface="assistant", payload={"text": ""}),
+    ]
+    _apply(db, bodies)
+    keys = _preview_keys(db)
+    assert keys[("s-long", 2)] is not None and keys[("s-long", 2)] != keys[("s-long", 3)]
+    assert sum(k is not None for k in keys.values()) > 150
 
 
 def test_a_frame_naming_a_missing_dictionary_is_an_error_not_garbage(tmp_path: Path) -> None:
@@ -347,3 +393,38 @@ def test_a_long_string_scanned_by_its_prefix_gives_the_whole_scan_s_text(
     text = "".join(pieces)
     whole = without_blobs(text).encode("utf-8")[:cap].decode("utf-8", "ignore")
     assert searchable_text({"output": text}, cap) == whole
+
+
+async def test_a_window_s_events_decoded_in_python_read_as_the_sql_functions_give_them(
+    tmp_path: Path,
+) -> None:
+    """``read_event`` decodes each row's doc in Python (one call a row, not two SQL
+    function calls): its JSON and previews are those of ``event_json`` and ``EVENT_COLS``."""
+    db = tmp_path / "index.sqlite"
+    bodies = archive_corpus(sessions=2, events=60, seed=9)
+    bodies.append(
+        event("s-arch-1", 61, "message/user", surface="user", payload={"text": "日本語 " * 900})
+    )
+    _apply(db, bodies)
+    expected = {
+        seq: (raw, results.preview(source))
+        for seq, raw, source in _rows(
+            db,
+            "SELECT seq, event_json(doc), substr(event_text(doc, type, ?), 1, ?) FROM events"
+            " WHERE session_id = 's-arch-1'",
+            event_codec.PREVIEW_SOURCE_BYTES,
+            event_codec.PREVIEW_SOURCE_CHARS,
+        )
+    }
+    store = await SqliteSessionStore.open(db, readers=1)
+    try:
+        window = await store.read_event(
+            "s-arch-1", 40, before=39, after=21, signal=ExecutionSignal()
+        )
+    finally:
+        await store.close()
+    assert window is not None and window.target is not None
+    read = [window.target, *window.before, *window.after]
+    assert len(read) == 61
+    for stored in read:
+        assert (stored.raw_json, stored.summary.preview) == expected[stored.summary.seq]

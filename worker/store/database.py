@@ -166,11 +166,14 @@ class Database:
     Autocommit (``isolation_level=None``): transactions are explicit (``transaction``, or
     BEGIN/COMMIT run by the caller). Usable from any thread, one at a time."""
 
-    __slots__ = ("_sqlite", "role")
+    __slots__ = ("_sqlite", "codec", "role")
 
     def __init__(self, conn: sqlite3.Connection, role: str) -> None:
         self._sqlite = conn
         self.role = role
+        # The connection's frames reader: its SQL functions, and reads that decode rows in
+        # Python (a window: no SQL function call per column, ``reads.event_window``).
+        self.codec = EventCodec(self.value)
 
     @classmethod
     def open(
@@ -198,7 +201,7 @@ class Database:
         try:
             db._configure(pragmas)
             # Every connection reads events the same way: their stored frames (event_codec).
-            EventCodec(db.value).define(db.define_function)
+            db.codec.define(db.define_function)
         except BaseException:
             conn.close()
             raise

@@ -7,7 +7,7 @@ value by the name ``sql`` gives it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Final
 
 import orjson
@@ -72,6 +72,27 @@ def summary_or_none(row: Row, at: Columns) -> EventSummary | None:
 
 def stored_event(row: Row, at: Columns) -> StoredEvent:
     return StoredEvent(summary(row, at), row[at["raw_json"]])
+
+
+# The columns of an event read with its ``doc`` (``sql.DOC_COLS``): ``EVENT_NAMES`` with
+# the row's ``doc`` in place of the preview.
+WINDOW_NAMES: Final = (*EVENT_NAMES[:-1], "doc")
+
+
+def window_event(
+    values: tuple[Any, ...], decode: Callable[[bytes, str], tuple[str, str]]
+) -> StoredEvent:
+    """A row of ``sql.EVENT_WINDOW`` (``WINDOW_NAMES``' values): its ``doc`` decoded to
+    the JSON and the preview's source."""
+    raw, source = decode(values[-1], values[3])
+    return StoredEvent(summary_of(values, source), raw)
+
+
+def summary_of(values: tuple[Any, ...], source: str) -> EventSummary:
+    """The summary of a row read with ``sql.DOC_COLS`` (``WINDOW_NAMES``' values), its
+    preview's ``source`` decoded from the row's ``doc``."""
+    sid, seq, event_id, kind, surface, time_ms, _ = values
+    return EventSummary(sid, int(seq), event_id, kind, surface, int(time_ms), preview(source))
 
 
 def linked(row: Row, at: Columns) -> LinkedEvent:

@@ -12,13 +12,11 @@ from typing import Any, Final
 
 import orjson
 
+# A preview's source (``events.preview_key`` is its digest): defined beside the digest.
+from worker.store.event_codec import PREVIEW_SOURCE_BYTES as PREVIEW_SOURCE_BYTES
+from worker.store.event_codec import PREVIEW_SOURCE_CHARS as PREVIEW_SOURCE_CHARS
 from worker.store.protocol import EventFilter, SessionFilter
 from worker.store.tables import EVENT_NAMES, HEADER_NAMES
-
-# Enough of the body to fill a collapsed preview without deriving a 64 KiB body per row
-# (``event_text`` cut at this many bytes holds at least that many characters).
-PREVIEW_SOURCE_CHARS: Final = 1000
-PREVIEW_SOURCE_BYTES: Final = 4 * PREVIEW_SOURCE_CHARS
 
 HEADER_COLS: Final = ", ".join(f"s.{name} AS {name}" for name in HEADER_NAMES)
 # (name, expression), in EVENT_NAMES order.
@@ -38,6 +36,12 @@ _EVENT_COLUMNS: Final = tuple(
     )
 )
 EVENT_COLS: Final = ", ".join(f"{expr} AS {name}" for name, expr in _EVENT_COLUMNS)
+# The same but the preview, and the row's ``doc`` in its place, decoded in Python by the
+# connection's codec (``results.WINDOW_NAMES``): one call a row instead of SQL function
+# calls per column, the text passed through SQLite.
+DOC_COLS: Final = ", ".join(
+    [*(f"{expr} AS {name}" for name, expr in _EVENT_COLUMNS[:-1]), "e.doc AS doc"]
+)
 
 GENERATION: Final = (
     "SELECT (SELECT value FROM meta WHERE key = 'epoch') AS epoch,"
@@ -65,8 +69,10 @@ TITLES_BY_KEYS: Final = tuple(
 
 # The header (with the title) and the window in ONE statement (one consistent
 # read, no BEGIN/COMMIT): a row per event, the header repeated; one row of NULL events when none.
+# The event's ``doc`` is decoded in Python (``reads.event_window``): its JSON and preview
+# from one call instead of two SQL function calls a row.
 EVENT_WINDOW: Final = (
-    f"SELECT {_TITLE_COLS}, {EVENT_COLS}, event_json(e.doc) AS raw_json FROM sessions s"
+    f"SELECT {_TITLE_COLS}, {DOC_COLS} FROM sessions s"
     " LEFT JOIN events e"
     " ON e.session_id = s.session_id AND e.seq BETWEEN ? AND ?"
     " WHERE s.session_id = ? ORDER BY e.seq"

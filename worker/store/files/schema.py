@@ -125,12 +125,14 @@ def _pack_events(conn: Database) -> None:
         packer.train_from([bytes(r[0]) for r in sample], dict_id=1)
     packer.store(conn)
     conn.define_function("event_pack", 2, packer.pack)
+    conn.define_function("event_preview_key", 3, event_codec.preview_key)
     last = conn.value("SELECT seq FROM sqlite_sequence WHERE name = 'events'")
     for statement in (
         _EVENTS_V6.replace("CREATE TABLE IF NOT EXISTS events", "CREATE TABLE events_v6"),
         "INSERT INTO events_v6 (id, session_id, seq, event_id, type, surface, time_ms,"
-        " stream_seq, doc) SELECT id, session_id, seq, event_id, type, surface, time_ms,"
-        " stream_seq, event_pack(raw_json, type) FROM events ORDER BY id",
+        " stream_seq, doc, preview_key) SELECT id, session_id, seq, event_id, type, surface,"
+        " time_ms, stream_seq, event_pack(raw_json, type),"
+        " event_preview_key(raw_json, type, surface) FROM events ORDER BY id",
         "DROP TABLE events",
         "ALTER TABLE events_v6 RENAME TO events",
         "CREATE INDEX IF NOT EXISTS events_session_type ON events (session_id, type, seq)",
@@ -141,7 +143,8 @@ def _pack_events(conn: Database) -> None:
     conn.run("UPDATE meta SET value = 6 WHERE key = 'schema_version'")
 
 
-# The events table: the event's JSON once, as one zstd frame (``event_codec``).
+# The events table: the event's JSON once, as one zstd frame (``event_codec``), and for a
+# conversation event a digest of its preview's source (``event_codec.preview_key``).
 _EVENTS_V6: Final = """
 CREATE TABLE IF NOT EXISTS events (
     id         INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -153,6 +156,7 @@ CREATE TABLE IF NOT EXISTS events (
     time_ms    INTEGER NOT NULL,
     stream_seq INTEGER NOT NULL,
     doc        BLOB NOT NULL,
+    preview_key INTEGER,
     UNIQUE (session_id, seq)
 )"""
 

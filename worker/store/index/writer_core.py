@@ -31,7 +31,7 @@ from contracts.redaction import REDACTION_ON, RedactionSpec
 from worker.retry import SEARCH_INDEX, RetryPolicy
 from worker.store import tables
 from worker.store.database import INDEX, Database, Pragmas
-from worker.store.event_codec import TEXT_CAP_KEY, EventPacker
+from worker.store.event_codec import TEXT_CAP_KEY, EventPacker, preview_key
 from worker.store.files.index_file import (
     HISTORY_FROM,
     STREAM_CREATED,
@@ -79,8 +79,9 @@ ON CONFLICT (session_id) DO UPDATE SET
 """
 _SESSION_SELECT: Final = ", ".join(f"{name} AS {name}" for name in SESSION_NAMES)
 _INSERT_EVENT: Final = """
-INSERT INTO events (id, session_id, seq, event_id, type, surface, time_ms, stream_seq, doc)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+INSERT INTO events (id, session_id, seq, event_id, type, surface, time_ms, stream_seq, doc,
+    preview_key)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 """
 _INSERT_REPLACEMENT: Final = (
     "INSERT OR IGNORE INTO replacements (session_id, seq, replaced_seq) VALUES (?, ?, ?)"
@@ -346,7 +347,10 @@ class WriterCore:
         conn = self.conn
         if rows.events:
             pack = self.packer.pack
-            conn.run_many(_INSERT_EVENT, [(*r[:8], pack(r[8], r[4])) for r in rows.events])
+            conn.run_many(
+                _INSERT_EVENT,
+                [(*r[:8], pack(r[8], r[4]), preview_key(r[8], r[4], r[5])) for r in rows.events],
+            )
             self.packer.store(conn)
         if rows.replacements:
             conn.run_many(_INSERT_REPLACEMENT, rows.replacements)

@@ -9,15 +9,16 @@ from typing import Any
 
 import tantivy
 
-from worker.store import results, sql
+from worker.store import sql
 from worker.store.database import Columns, Fetch
+from worker.store.event_codec import EventCodec
 from worker.store.marks import plain_excerpt
 from worker.store.protocol import EventFilter, EventHit
 from worker.store.search import ranking
 from worker.store.search.excerpt import highlighter
 from worker.store.search.hybrid import SemanticQuery
 from worker.store.search.query import QueryPlan
-from worker.store.search.search_ops import MAX_CANDIDATE_WINDOW, PageResult, bodies
+from worker.store.search.search_ops import MAX_CANDIDATE_WINDOW, PageResult, page_rows
 from worker.store.search.search_reader import (
     Candidate,
     IndexView,
@@ -42,6 +43,7 @@ class EventSearchRun:
         index: IndexView,
         plan: QueryPlan,
         *,
+        codec: EventCodec,
         session_id: str,
         ws: str,
         events: EventFilter,
@@ -53,6 +55,7 @@ class EventSearchRun:
         self._ws = ws
         self._semantic = semantic
         self._fetch = fetch
+        self._codec = codec  # the connection's: the page's rows are decoded by it
         self._searcher = index.searcher
         self._plan = plan
         self._builder = QueryBuilder(plan, ws, index, favour)
@@ -139,11 +142,12 @@ class EventSearchRun:
         return [by_id[event_id] for event_id, _ in order], {e for e, only in order if only}
 
     def _confirmed(self, candidates: list[Candidate]) -> _Kept:
-        """The candidates SQL confirms, in their order."""
+        """The candidates SQL confirms, in their order: ids only, no event's text derived
+        (only the page's are, by ``_hits``)."""
         if not candidates:
             return []
         found, at = self._fetch(
-            f"SELECT e.id AS id, {sql.EVENT_COLS} FROM events e"
+            "SELECT e.id AS id FROM events e"
             " WHERE e.id IN (SELECT value FROM json_each(:cand)) AND +e.session_id = :sid"
             f" AND e.stream_seq <= :as_of{self._check}",
             dict(self._params, cand=sql.json_list(c.event_id for c in candidates)),
@@ -154,10 +158,11 @@ class EventSearchRun:
 
     def _hits(self, page: _Kept, only: set[int]) -> list[EventHit]:
         light = highlighter(self._plan)
-        excerpts = bodies(self._fetch, [c.event_id for c, _ in page], light, only)
+        ids = [c.event_id for c, _ in page]
+        summaries, excerpts = page_rows(self._fetch, self._codec, ids, light, only)
         hits = []
-        for c, (row, at) in page:
-            summary = results.summary(row, at)
+        for c, _ in page:
+            summary = summaries[c.event_id]
             hits.append(
                 EventHit(
                     event=summary,

@@ -28,8 +28,15 @@ import tantivy
 
 from worker.store import results, sql
 from worker.store.database import Fetch
+from worker.store.event_codec import EventCodec
 from worker.store.marks import plain_excerpt
-from worker.store.protocol import EventFilter, EventHit, SessionFilter, SessionHit
+from worker.store.protocol import (
+    EventFilter,
+    EventHit,
+    EventSummary,
+    SessionFilter,
+    SessionHit,
+)
 from worker.store.search import ranking
 from worker.store.search.copies import own_lines
 from worker.store.search.excerpt import Highlighter, highlighter
@@ -113,6 +120,7 @@ class SessionSearchRun:
         index: IndexView,
         plan: QueryPlan,
         *,
+        codec: EventCodec,
         cwd: str,
         ws: str,
         sessions: SessionFilter,
@@ -122,6 +130,7 @@ class SessionSearchRun:
         favour: Sequence[TimeRange] = (),
     ) -> None:
         self._fetch = fetch
+        self._codec = codec  # the connection's: the page's rows are decoded by it
         self._searcher = index.searcher
         self._plan = plan
         self._builder = QueryBuilder(plan, ws, index, favour)
@@ -273,7 +282,9 @@ class SessionSearchRun:
         ids = [entry.strongest or entry.event_id for _, entry in chosen]
         counts = session_counts(self._searcher, query, [sid for sid, _ in chosen])
         semantic = {e.event_id for sid, e in chosen if sid in self._semantic_only}
-        loaded = load_events(self._fetch, ids, self._plan, cwd=self._cwd, semantic=semantic)
+        loaded = load_events(
+            self._fetch, self._codec, ids, self._plan, cwd=self._cwd, semantic=semantic
+        )
         hits: list[SessionHit] = []
         for (session_id, entry), event_id in zip(chosen, ids, strict=True):
             row = loaded.get(event_id)
@@ -346,7 +357,13 @@ class SessionSearchRun:
 
 
 def load_events(
-    fetch: Fetch, event_ids: Sequence[int], plan: QueryPlan, *, cwd: str, semantic: Set[int] = _NONE
+    fetch: Fetch,
+    codec: EventCodec,
+    event_ids: Sequence[int],
+    plan: QueryPlan,
+    *,
+    cwd: str,
+    semantic: Set[int] = _NONE,
 ) -> dict[int, tuple[Any, Any, str]]:
     """Header, summary and excerpt of each event, still in ``cwd`` (checked again)."""
     # Here and wherever candidates are checked against a workspace or a session: the
@@ -354,36 +371,53 @@ def load_events(
     # walks every event of the workspace (~16 ms for 60 ids at 1M events / 24
     # workspaces) instead of looking the ids up by primary key (~0.3-0.7 ms).
     found, at = fetch(
-        # The whole text first: the preview (EVENT_COLS) is then cut from it, not derived again.
-        f"SELECT e.id AS id, event_text(e.doc, e.type) AS body, {sql.HEADER_COLS}, {sql.EVENT_COLS}"
+        f"SELECT e.id AS id, {sql.HEADER_COLS}, {sql.DOC_COLS}"
         " FROM events e JOIN sessions s ON s.session_id = e.session_id"
         " WHERE e.id IN (SELECT value FROM json_each(:ids)) AND +s.cwd = :cwd",
         {"ids": sql.json_list(event_ids), "cwd": cwd},
     )
+    # Each row's doc decoded once, in Python: its whole text, the preview cut from it.
+    values, decode = at.getter(results.WINDOW_NAMES), codec.text_and_preview_source
+    event_id = at["id"]
+    rows = [(int(r[event_id]), r, values(r)) for r in found]
+    decoded = {i: decode(v[-1], v[3]) for i, _, v in rows}
     light = highlighter(plan)
-    event_id, body, body_start = at["id"], at["body"], at["body_start"]
-    excerpts = _excerpts(fetch, ((int(r[event_id]), r[body]) for r in found), light, semantic)
+    bodies = ((i, body) for i, (body, _) in decoded.items())
+    excerpts = _excerpts(fetch, bodies, light, semantic)
     loaded: dict[int, tuple[Any, Any, str]] = {}
-    for r in found:
-        excerpt = excerpts.get(int(r[event_id])) or plain_excerpt(results.preview(r[body_start]))
-        loaded[int(r[event_id])] = (results.header(r, at), results.summary(r, at), excerpt)
+    for i, r, v in rows:
+        source = decoded[i][1]
+        excerpt = excerpts.get(i) or plain_excerpt(results.preview(source))
+        loaded[i] = (results.header(r, at), results.summary_of(v, source), excerpt)
     return loaded
 
 
-def bodies(
-    fetch: Fetch, event_ids: Iterable[int], light: Highlighter, semantic: Set[int] = _NONE
-) -> dict[int, str]:
-    """Excerpts of the named events (see ``_excerpts``)."""
-    ids = list(event_ids)
-    if not ids:
-        return {}
+def page_rows(
+    fetch: Fetch,
+    codec: EventCodec,
+    event_ids: Sequence[int],
+    light: Highlighter,
+    semantic: Set[int] = _NONE,
+) -> tuple[dict[int, EventSummary], dict[int, str]]:
+    """The named events' summaries and excerpts (see ``_excerpts``) by id. Each row's doc
+    is decoded once, in Python (as ``load_events``): its text, the preview cut from it."""
+    if not event_ids:
+        return {}, {}
     found, at = fetch(
-        "SELECT id AS id, event_text(doc, type) AS body FROM events"
-        " WHERE id IN (SELECT value FROM json_each(:ids))",
-        {"ids": sql.json_list(ids)},
+        f"SELECT e.id AS id, {sql.DOC_COLS} FROM events e"
+        " WHERE e.id IN (SELECT value FROM json_each(:ids))",
+        {"ids": sql.json_list(event_ids)},
     )
-    pair = at.getter(("id", "body"))
-    return _excerpts(fetch, ((int(i), body) for i, body in map(pair, found)), light, semantic)
+    values, decode = at.getter(results.WINDOW_NAMES), codec.text_and_preview_source
+    event_id = at["id"]
+    summaries: dict[int, EventSummary] = {}
+    bodies: list[tuple[int, str]] = []
+    for r in found:
+        row = values(r)
+        text, source = decode(row[-1], row[3])
+        summaries[int(r[event_id])] = results.summary_of(row, source)
+        bodies.append((int(r[event_id]), text))
+    return summaries, _excerpts(fetch, bodies, light, semantic)
 
 
 def _excerpts(

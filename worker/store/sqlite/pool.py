@@ -34,6 +34,7 @@ from typing import Any, Final, TypeVar
 from worker.signals import ExecutionSignal
 from worker.store.database import INDEX, INDEX_READER, Database, Params, Result
 from worker.store.errors import StoreError
+from worker.store.event_codec import EventCodec
 from worker.store.files import schema
 
 T = TypeVar("T")
@@ -65,6 +66,11 @@ class Tx:
         if self._stop.is_set():
             raise _Stopped
         return self._db.rows(sql, params)
+
+    @property
+    def codec(self) -> EventCodec:
+        """The connection's frames reader (``event_codec``), for rows read as ``doc``."""
+        return self._db.codec
 
     def run(self, sql: str) -> None:
         """A statement without rows (BEGIN, COMMIT)."""

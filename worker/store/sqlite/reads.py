@@ -48,8 +48,11 @@ def event_window(tx: Tx, session_id: str, seq: int, before: int, after: int) -> 
     found, at = tx.read(sql.EVENT_WINDOW, (seq - before, seq + after, session_id))
     if not found:
         return None
+    values, decode = at.getter(results.WINDOW_NAMES), tx.codec.json_and_preview_source
     events = [
-        results.stored_event(row, at) for row in found if row[at["event_session_id"]] is not None
+        results.window_event(values(row), decode)
+        for row in found
+        if row[at["event_session_id"]] is not None
     ]
     observation = results.title_observation(found[0], at)
     return EventWindow(
