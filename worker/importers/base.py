@@ -382,6 +382,30 @@ class Sessions:
         return [out for out in ends if out is not None]
 
 
+def interrupted_results(
+    sessions: Sessions,
+    session: str,
+    open_calls: dict[str, str],
+    call_of: Callable[[str], tuple[int, object]],
+    time: str | None,
+    source: str,
+) -> list[Outgoing]:
+    """A result marked ``interrupted`` for each of ``session``'s calls still open
+    (``open_calls``: call id -> its session; ``call_of``: a call's seq and tool): agents
+    write none for a call cut off by Ctrl-C or an aborted turn, and it cites its call."""
+    out = []
+    for call_id, owner in list(open_calls.items()):
+        if owner != session:
+            continue
+        del open_calls[call_id]
+        seq, tool = call_of(call_id)
+        payload = {"tool": tool, "call_id": call_id, "output": "", "is_error": True,
+                   "interrupted": True}  # fmt: skip
+        out.append(sessions.emit(session, "tool/result", "tool", time, payload, source,
+                                 cites=[(session, seq)]))  # fmt: skip
+    return out
+
+
 def quiet_since(idle_s: float) -> datetime:
     """The time before which a session's last event means it is over (``import`` reads it
     from the source's own times, as ``watch`` ends what has been quiet that long)."""

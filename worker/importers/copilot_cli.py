@@ -57,6 +57,7 @@ from worker.importers.base import (
     Outgoing,
     as_text,
     cut,
+    interrupted_results,
     iso_time,
     safe_id,
 )
@@ -265,17 +266,9 @@ class CopilotConverter(JsonRecordConverter):
     def _interrupted(self, session: str, time: str | None) -> list[Outgoing]:
         """A result marked ``interrupted`` for each of the session's calls still running
         when its turn was aborted: Copilot writes none for them."""
-        out = []
-        for call_id, owner in list(self.open_calls.items()):
-            if owner != session:
-                continue
-            del self.open_calls[call_id]
-            _, seq, tool = self.calls[call_id]
-            payload = {"tool": tool, "call_id": call_id, "output": "", "is_error": True,
-                       "interrupted": True}  # fmt: skip
-            out.append(self.sessions.emit(session, "tool/result", "tool", time, payload,
-                                          "abort", cites=[(session, seq)]))  # fmt: skip
-        return out
+        return interrupted_results(self.sessions, session, self.open_calls,
+                                   lambda call_id: self.calls[call_id][1:],
+                                   time, "abort")  # fmt: skip
 
     def _result(self, session: str, data: dict[str, Any], time: str | None) -> Outgoing:
         call_id = data.get("toolCallId") if isinstance(data.get("toolCallId"), str) else None

@@ -61,6 +61,7 @@ from worker.importers.base import (
     SpawnLinks,
     as_text,
     cut,
+    interrupted_results,
     json_value,
     safe_id,
 )
@@ -278,16 +279,9 @@ class KimiConverter(JsonRecordConverter):
         """The calls of ``sid`` still without a result when its turn ends: the turn was
         interrupted (Ctrl-C) while they ran, and Kimi writes no result for them, so each
         gets one marked ``interrupted``."""
-        out = []
-        for call_id, owner in list(self.open_calls.items()):
-            if owner != sid:
-                continue
-            del self.open_calls[call_id]
-            seq, tool, _ = self.calls.pop(call_id)
-            result = {"tool": tool, "output": "", "is_error": True, "interrupted": True}
-            out.append(self.sessions.emit(sid, "tool/result", "tool", time, result,
-                                          "ToolResult:missing", cites=[(sid, seq)]))  # fmt: skip
-        return out
+        return interrupted_results(self.sessions, sid, self.open_calls,
+                                   lambda call_id: self.calls.pop(call_id)[:2],
+                                   time, "ToolResult:missing")  # fmt: skip
 
     def _user(self, sid: str, user_input: object, time: str | None, kind: str) -> list[Outgoing]:
         parts = (

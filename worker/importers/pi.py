@@ -44,6 +44,7 @@ from worker.importers.base import (
     Outgoing,
     as_text,
     cut,
+    interrupted_results,
     iso_time,
     safe_id,
 )
@@ -214,18 +215,9 @@ class PiConverter(JsonRecordConverter):
     def _interrupted(self, session: str, time: str | None) -> list[Outgoing]:
         """The session's calls still without a result when its next prompt comes: Pi wrote
         none (a tool interrupted by Ctrl-C), so each gets one marked ``interrupted``."""
-        out = []
-        for call_id, owner in list(self.open_calls.items()):
-            if owner != session:
-                continue
-            del self.open_calls[call_id]
-            _, seq, tool = self.calls[call_id]
-            payload = {"tool": tool, "call_id": call_id, "output": "", "is_error": True,
-                       "interrupted": True}  # fmt: skip
-            source = "toolResult:missing"
-            out.append(self.sessions.emit(session, "tool/result", "tool", time, payload, source,
-                                          cites=[(session, seq)]))  # fmt: skip
-        return out
+        return interrupted_results(self.sessions, session, self.open_calls,
+                                   lambda call_id: self.calls[call_id][1:],
+                                   time, "toolResult:missing")  # fmt: skip
 
     def _block(self, session: str, block: object, time: str | None) -> Outgoing | None:
         if not isinstance(block, dict):
