@@ -20,6 +20,9 @@ from typing import Final
 import orjson
 
 REPO: Final = Path(__file__).resolve().parents[2]
+# Every process a test started, so one that a failed assertion left running is killed after
+# the test (``kill_left_running``) rather than outliving the run.
+_STARTED: Final[list[asyncio.subprocess.Process]] = []
 SERVING: Final = "serving the five session query tools"
 
 
@@ -59,6 +62,7 @@ class Serve:
             env=env,
             cwd=self.cwd,
         )
+        _STARTED.append(self.process)
         self._reader = asyncio.create_task(self._read())
         return self
 
@@ -125,6 +129,15 @@ class Serve:
                 if isinstance(value, dict):
                     out.append(value)
         return out
+
+
+def kill_left_running() -> None:
+    """SIGKILL each started process still running (its writer child dies with it)."""
+    while _STARTED:
+        process = _STARTED.pop()
+        if process.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(process.pid, signal.SIGKILL)
 
 
 def serve_args(url: str, db: Path, *extra: str) -> list[str]:
