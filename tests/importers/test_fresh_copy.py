@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import orjson
 import pytest
@@ -26,33 +26,17 @@ from contracts.subjects import Subjects
 from tests.importers import (
     fixture_gen,
     gen_amazon_q,
-    gen_amp,
-    gen_auggie,
     gen_claude_code,
     gen_cline,
-    gen_codebuff,
-    gen_continue,
-    gen_copilot_cli,
-    gen_crush,
-    gen_cursor,
-    gen_droid,
-    gen_gemini_cli,
     gen_goose,
-    gen_gptme,
     gen_hermes,
-    gen_kimi,
-    gen_letta_code,
-    gen_openclaw,
     gen_opencode,
     gen_openhands,
-    gen_pi,
-    gen_qoder,
-    gen_qwen_code,
-    gen_vibe,
     gen_vscode_copilot,
     gen_zed,
 )
 from tests.importers.test_import_tools import sessionquery
+from tests.importers.test_known_skips import WRITERS
 from worker.importers.run import DEFAULT_IDLE_S, ImportReport, Job, import_jobs
 from worker.importers.summary import print_summary
 from worker.transport.connection import NatsOptions
@@ -139,12 +123,22 @@ def _hermes(home: Path) -> Path:
     return gen_hermes.write(home / "hermes" / "state.db").parent
 
 
+# The formats whose generated home is the known-skips test's (written under ``home``).
+_HOMES: Final = (
+    "amp", "auggie", "codebuff", "continue", "copilot-cli", "crush", "cursor", "droid",
+    "gemini-cli", "gptme", "kimi", "letta-code", "openclaw", "pi", "qoder", "qwen-code", "vibe",
+)  # fmt: skip
+
+
+def _home(write: Callable[[Path], Path]) -> Callable[[Path], Path]:
+    return lambda home: write(home / "home")
+
+
 GENERATED: dict[str, Case] = {
+    **{fmt: Case(fmt, _home(WRITERS[fmt])) for fmt in _HOMES},
     "aider": Case("aider", _copy(FIXTURES / "aider" / "shop")),
     "aider-inputs": Case("aider", _aider_with_inputs, timed=True),
     "amazon-q": Case("amazon-q", lambda h: gen_amazon_q.write_q(h / "q" / "data.sqlite3")),
-    "amp": Case("amp", lambda h: gen_amp.write(h / "home")),
-    "auggie": Case("auggie", lambda h: gen_auggie.write(h / "home")),
     "claude-code": Case("claude-code", _copy(fixture_gen.ROOT / "claude-code")),
     "claude-code-plan": Case(
         "claude-code", lambda h: gen_claude_code.write_plan_then_implement(h / "projects")
@@ -152,31 +146,16 @@ GENERATED: dict[str, Case] = {
     "cline": Case("cline", lambda h: gen_cline.write_cline(h / "globalStorage")),
     "cline-ui-cut": Case("cline", _cline_cut),
     "roo-code": Case("roo-code", lambda h: gen_cline.write_roo(h / "globalStorage")),
-    "codebuff": Case("codebuff", lambda h: gen_codebuff.write(h / "home")),
     "codex": Case("codex", _copy(fixture_gen.ROOT / "codex")),
-    "continue": Case("continue", lambda h: gen_continue.write(h / "home")),
     "continue-cn": Case("continue", _copy(FIXTURES / "continue" / "cn-1.5.47")),
-    "copilot-cli": Case("copilot-cli", lambda h: gen_copilot_cli.write(h / "home")),
-    "crush": Case("crush", lambda h: gen_crush.write(h / "home")),
-    "cursor": Case("cursor", lambda h: gen_cursor.write(h / "home")),
-    "droid": Case("droid", lambda h: gen_droid.write(h / "home")),
-    "gemini-cli": Case("gemini-cli", lambda h: gen_gemini_cli.write(h / "home")),
     "goose": Case("goose", _db(gen_goose.write_database, "goose/sessions.db")),
     "goose-file": Case(
         "goose", lambda h: gen_goose.write_session_file(h / "goose" / "sessions").parent
     ),
-    "gptme": Case("gptme", lambda h: gen_gptme.write(h / "home")),
     "hermes": Case("hermes", _hermes),
-    "kimi": Case("kimi", lambda h: gen_kimi.write(h / "home")),
     "kimi-cli": Case("kimi", _copy(FIXTURES / "kimi" / "kimi-cli-1.52.0")),
-    "letta-code": Case("letta-code", lambda h: gen_letta_code.write(h / "home")),
-    "openclaw": Case("openclaw", lambda h: gen_openclaw.write(h / "home")),
     "opencode": Case("opencode", _opencode),
     "openhands": Case("openhands", _openhands),
-    "pi": Case("pi", lambda h: gen_pi.write(h / "home")),
-    "qoder": Case("qoder", lambda h: gen_qoder.write(h / "home")),
-    "qwen-code": Case("qwen-code", lambda h: gen_qwen_code.write(h / "home")),
-    "vibe": Case("vibe", lambda h: gen_vibe.write(h / "home")),
     "vibe-fixture": Case("vibe", _copy(FIXTURES / "vibe")),
     "vscode-copilot": Case("vscode-copilot", _vscode),
     "zed": Case("zed", lambda h: gen_zed.write(h / "threads")),
