@@ -15,9 +15,12 @@ import asyncio
 import os
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Final
 
 from contracts.subjects import Subjects
+
+# How long a create may keep failing for a JetStream not ready before deploy gives up.
+CREATE_WITHIN_S: Final = 120.0
 
 
 async def ensure_replicated_events_stream(
@@ -31,14 +34,35 @@ async def ensure_replicated_events_stream(
     blocks already written stay as they are until the server rewrites them).
     """
     import nats
+    from nats.errors import NoRespondersError
+    from nats.errors import TimeoutError as NatsTimeoutError
+    from nats.js.errors import ServiceUnavailableError
 
     from contracts.streams import STREAM_COMPRESSION, ensure_events_stream
+    from worker.retry import STARTUP, retry
 
     subjects = subjects or Subjects()
     nc = await nats.connect(list(urls), connect_timeout=5, max_reconnect_attempts=10, **connect)
     try:
         js = nc.jetstream(timeout=20)
-        if await ensure_events_stream(js, subjects, replicas=replicas):
+
+        def not_ready(exc: Exception, failures: int, wait: float) -> None:
+            print(
+                f"deploy.streams: JetStream not ready ({type(exc).__name__}); retrying",
+                file=sys.stderr,
+            )
+
+        # A fresh cluster's first R3 create can outlast the API timeout while its peers
+        # elect the stream's leader (seen in CI): the create is idempotent, the next
+        # attempt finds the stream.
+        if await retry(
+            STARTUP.within(CREATE_WITHIN_S),
+            lambda: ensure_events_stream(js, subjects, replicas=replicas),
+            on=lambda exc: isinstance(
+                exc, (NatsTimeoutError, NoRespondersError, ServiceUnavailableError)
+            ),
+            log=not_ready,
+        ):
             return True
         info = await js.stream_info(subjects.events_stream)
         if info.config.compression != STREAM_COMPRESSION:
