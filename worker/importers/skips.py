@@ -122,6 +122,10 @@ BUILT_IN: Final[dict[str, Reasons]] = {
         "record:mode": "the permission mode",
         "record:atis-latch": "internal state",
         "record:agent-name": "the name /rename gives, also written as the custom title",
+        # Seen in what Claude Code 2.1.337 writes: once per session and route, repeated
+        # after a resume.
+        "record:api-request-route": "which provider and kind of credential served the"
+        " requests (bookkeeping)",
     },
     "codex": {
         "record:event_msg": "UI notifications that repeat the response items",
