@@ -145,16 +145,52 @@ def test_the_recorded_session() -> None:
 
 
 def test_a_command_cut_off_by_the_user() -> None:
-    """The recipe's recording (recorded/vibe, 2.26.1): a turn interrupted (SIGINT) while its
-    command runs; Vibe answers the call with ``<user_cancellation>``, an error marked
+    """The recipe's 2.x recording (mistral-vibe 2.26.1, ``--legacy-harness``; kept as a
+    fixture when the recipe moved to 3.0.3): a turn interrupted (SIGINT) while its command
+    runs; Vibe answers the call with ``<user_cancellation>``, an error marked
     ``interrupted``."""
-    root = Path(__file__).parent / "recorded" / "vibe" / "sessions"
-    sessions, _, _ = by_session("vibe", root)
+    sessions, _, _ = by_session("vibe", RECIPE_2X)
     events = [e for evs in sessions.values() for e in evs]
     results = [e for e in events if e["type"] == "tool/result"]
     cut = [r for r in results if r["payload"].get("interrupted")]
     assert len(cut) == 1 and cut[0]["payload"]["is_error"] is True
     assert cut[0]["payload"]["output"].startswith("<user_cancellation>")
+    assert [e["type"] for e in events].count("compaction") == 1  # context_boundary
+
+
+def test_a_command_cut_off_by_the_user_in_the_unified_store() -> None:
+    """3.0.3 (recorded/vibe): the interrupted command's effect is ``cancelled`` with the
+    reason "client interrupt": an error marked ``interrupted``, as 2.x's cancellation."""
+    sessions, _, _ = by_session("vibe", RECORDED_3X)
+    (events,) = sessions.values()
+    results = [e for e in events if e["type"] == "tool/result"]
+    cut = [r for r in results if r["payload"].get("interrupted")]
+    assert len(cut) == 1 and cut[0]["payload"]["is_error"] is True
+    assert cut[0]["payload"]["output"] == "client interrupt"
+    assert [bool(r["payload"].get("is_error")) for r in results] == [
+        False, False, True, False, False, False, True,
+    ]  # fmt: skip
+
+
+def test_a_compaction_in_the_unified_store() -> None:
+    """3.0.3 (recorded/vibe) compacts inside the fix's turn: the projection's ``checkpoint``
+    entry of kind ``compaction`` is a ``compaction`` replacing what came before it, its
+    summary the one the checkpoint's context holds; the turn goes on after it."""
+    sessions, _, tally = by_session("vibe", RECORDED_3X)
+    (events,) = sessions.values()
+    (compaction,) = [e for e in events if e["type"] == "compaction"]
+    assert compaction["payload"]["trigger"] == "auto"
+    assert compaction["payload"]["summary"].startswith("1. Fixed Ledger.balance")
+    assert "<compaction_summary>" not in compaction["payload"]["summary"]
+    before = [e["seq"] for e in events if 1 < e["seq"] < compaction["seq"]]
+    assert compaction["replaces"] == before
+    after = events[compaction["seq"]]
+    assert after["type"] == "message/assistant" and after["payload"]["text"].startswith("Fixed:")
+    assert not tally.skipped and not tally.problems
+
+
+RECIPE_2X = Path(__file__).parent / "fixtures" / "vibe" / "mistral-vibe-2.26.1-recipe"
+RECORDED_3X = Path(__file__).parent / "recorded" / "vibe" / "sessions"
 
 
 def test_a_unified_store_session(tmp_path: Path) -> None:
@@ -190,7 +226,7 @@ def test_a_unified_projection_with_older_entries_elsewhere_is_reported(tmp_path:
 
 def test_the_recorded_unified_session() -> None:
     """Recorded from mistral-vibe 2.26.1 with ``--experimental-harness`` (the runtime 3.x
-    uses; 3.0.3 itself cannot be installed here), offline, scripted model: two reads (one
+    uses; 3.0.3 itself is recorded in recorded/vibe), offline, scripted model: two reads (one
     failing), a shell command, ``-c`` turns. Kept: what the importer reads (``CURRENT``,
     the generation's manifest and projection state, the projection's chunk, ``meta.json``
     with Vibe's prompt, tools and config blanked)."""

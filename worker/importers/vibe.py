@@ -22,12 +22,15 @@ Studied: ``mistral-vibe`` 1.0.0 and 1.3.5 (``core/interaction_logger.py``,
 - 3.x (and 2.x's ``--experimental-harness``) keeps new sessions in a unified store,
   ``unified/<session>/``: ``CURRENT`` names the generation, whose ``manifest.json``
   lists the content-addressed chunks of its projection, the history the client shows
-  (written by the native runtime; read from a recording of 2.26.1's, no published
-  source). Its entries: ``message`` (user, assistant), ``reasoning`` as thinking, an
-  ``effect`` of kind ``tool`` as a ``tool/call`` and its ``tool/result`` (``outputText``,
-  else the content, else the structured result, else the error; ``failed`` flagged),
+  (written by the native runtime; read from recordings of 2.26.1's and 3.0.3's, no
+  published source). Its entries: ``message`` (user, assistant), ``reasoning`` as
+  thinking, an ``effect`` of kind ``tool`` as a ``tool/call`` and its ``tool/result``
+  (``outputText``, else the content, else the structured result, else the error;
+  ``failed`` flagged; ``cancelled``, a tool the user stopped, flagged and marked
+  ``interrupted``), a ``checkpoint`` of kind ``compaction`` as a ``compaction`` (the
+  latest one's summary from the checkpoint's context, where Vibe keeps only that one),
   others counted. A projection holding only its latest entries (a cursor before them)
-  is reported, not read. Compaction and sub-agents in that store are not known yet.
+  is reported, not read. Sub-agents in that store are not known yet.
 
 Messages (both layouts): ``user`` as ``message/user`` (harness text typed), ``injected``
 user text (hooks, reminders) as ``message/context``, a ``manual_shell`` (``!``
@@ -44,6 +47,7 @@ Skipped and counted: the ``system`` prompt, image attachments (``images``), othe
 from __future__ import annotations
 
 import os
+import re
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime
@@ -82,6 +86,7 @@ MESSAGES: Final = "messages.jsonl"
 AGENTS: Final = "agents"  # a v2 session's sub-agent sessions
 UNIFIED_CURRENT: Final = "CURRENT"  # the unified store's pointer to its generation
 # An effect's states once it has run (any other: it runs, its result waits).
+_SUMMARY: Final = re.compile(r"<compaction_summary>(.*?)</compaction_summary>", re.S)
 _SETTLED: Final = frozenset({"completed", "failed", "cancelled", "rejected", "denied"})
 _ERROR_TAG: Final = "<tool_error>"
 _CANCELLED_TAG: Final = "<user_cancellation>"
@@ -287,13 +292,65 @@ def read_unified(folder: Path) -> Snapshot:
         snapshot.problems.append(Problem(str(folder), 0, what))
         return snapshot
     session = _session(metadata, folder.name)
+    # The checkpoint's context holds the latest compaction's summary only.
+    latest = max((n for n, e in enumerate(entries) if _is_compaction(e)), default=-1)
+    summary = _latest_summary(folder, manifest) if latest >= 0 else None
     for n, entry in enumerate(entries):
-        if isinstance(entry, dict):
-            session.items.extend(_entry(entry, n == len(entries) - 1, session.skipped))
-        else:
+        if not isinstance(entry, dict):
             session.skipped["entry:not-an-object"] += 1
+        elif n == latest:
+            session.items.append(_compaction(entry, summary))
+        elif _is_compaction(entry):
+            session.items.append(_compaction(entry, None))
+        else:
+            session.items.extend(_entry(entry, n == len(entries) - 1, session.skipped))
     snapshot.sessions.append(session)
     return snapshot
+
+
+def _is_compaction(entry: object) -> bool:
+    return isinstance(entry, dict) and (entry.get("type"), entry.get("kind")) == (
+        "checkpoint",
+        "compaction",
+    )
+
+
+def _latest_summary(folder: Path, manifest: dict[str, Any]) -> str | None:
+    """The summary the model was given after the latest compaction: the checkpoint's
+    context (the model's messages now) opens with Vibe's messages around it, the summary
+    inside ``<compaction_summary>``. None when there is none (another checkpoint layout,
+    a chunk not there)."""
+    chunks = field_of(manifest, "checkpoint").get("chunks")
+    for chunk in chunks if isinstance(chunks, list) else []:
+        try:
+            value = orjson.loads((folder / "chunks" / f"{chunk}.json").read_bytes())
+        except (OSError, orjson.JSONDecodeError):
+            return None  # the summary is then Vibe's own note; the history is read whole
+        for stored in value if isinstance(value, list) else [value]:
+            if not isinstance(stored, dict) or stored.get("source") != "injection":
+                continue
+            message = field_of(stored, "message")
+            if message.get("role") != "user":
+                continue
+            found = _SUMMARY.search(as_text(message.get("content")))
+            if found:
+                return found.group(1).strip()
+    return None
+
+
+def _compaction(entry: dict[str, Any], summary: str | None) -> Item:
+    """A ``checkpoint`` entry of kind ``compaction`` (3.x): the context was compacted at
+    this point of the history; it replaces what came before. Only the latest summary is
+    kept by Vibe: an earlier one is named by Vibe's own message ("Context compacted")."""
+    details = field_of(entry, "details")
+    trigger = {"automatic": "auto", "manual": "manual"}.get(str(details.get("trigger")))
+    payload: dict[str, Any] = {"summary": cut(summary or str(entry.get("message") or ""))}
+    if trigger:
+        payload["trigger"] = trigger
+    item = Item(str(entry.get("id")), "compaction", "system", payload, "checkpoint:compaction",
+                from_millis(entry.get("createdAt")))  # fmt: skip
+    item.complete = entry.get("generationStatus", "completed") == "completed"
+    return item
 
 
 def _entry(entry: dict[str, Any], last: bool, skipped: Counter[str]) -> list[Item]:
@@ -324,11 +381,16 @@ def _entry(entry: dict[str, Any], last: bool, skipped: Counter[str]) -> list[Ite
                                           output.get("structured_content"), error.get("message"))
                       if value), None)  # fmt: skip
         status = state.get("status")
-        return tool_pair(
+        # A tool the user stopped (Ctrl-C): "cancelled", the reason instead of an output.
+        cancelled = status == "cancelled"
+        pair = tool_pair(
             ref, ref, detail.get("toolName") or entry.get("title"), detail.get("input"), time,
-            "effect", output=shown, answered=status in _SETTLED or not last,
-            error=status == "failed",
+            "effect", output=shown or (state.get("reason") if cancelled else None),
+            answered=status in _SETTLED or not last, error=status == "failed" or cancelled,
         )  # fmt: skip
+        if cancelled:
+            pair[-1].payload["interrupted"] = True
+        return pair
     skipped[f"entry:{kind}" if kind != "effect" else f"entry:effect:{detail.get('kind')}"] += 1
     return []
 
