@@ -71,6 +71,9 @@ class Recipe:
     # Run inside, before the first step: e.g. the agent's settings file in HOME.
     prepare: Callable[[RunContext], None] | None = None
     note: str = ""  # what RECORDED.json should say about this recording
+    # A PyPI agent whose pinned requirements the registry no longer offers: pin -> the one
+    # installed instead (its requirements are then installed, with these, apart from it).
+    requirement_swaps: Mapping[str, str] = field(default_factory=dict)
     # The agent's own prompt text its files copy: left out of the fixture (scrub.py).
     own_text: OwnText = field(default_factory=OwnText)
 

@@ -151,6 +151,7 @@ RECIPE = Recipe(
     exclude=("active", ".session-index.json", "plugins"),
     note="mistral-vibe 3.0.3 pins certifi==2026.10.19, which the registry no longer offers:"
     " installed with certifi 2026.10.19.post1 and the wheel with --no-deps",
+    requirement_swaps={"certifi==2026.10.19": "certifi==2026.10.19.post1"},
     expect={
         "sessions": 1,
         "events": {
