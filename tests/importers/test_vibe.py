@@ -162,13 +162,13 @@ def test_a_command_cut_off_by_the_user_in_the_unified_store() -> None:
     """3.0.3 (recorded/vibe): the interrupted command's effect is ``cancelled`` with the
     reason "client interrupt": an error marked ``interrupted``, as 2.x's cancellation."""
     sessions, _, _ = by_session("vibe", RECORDED_3X)
-    (events,) = sessions.values()
+    events = sessions[PARENT_3X]
     results = [e for e in events if e["type"] == "tool/result"]
     cut = [r for r in results if r["payload"].get("interrupted")]
     assert len(cut) == 1 and cut[0]["payload"]["is_error"] is True
     assert cut[0]["payload"]["output"] == "client interrupt"
     assert [bool(r["payload"].get("is_error")) for r in results] == [
-        False, False, True, False, False, False, True,
+        False, False, True, False, False, False, False, True,
     ]  # fmt: skip
 
 
@@ -177,7 +177,7 @@ def test_a_compaction_in_the_unified_store() -> None:
     entry of kind ``compaction`` is a ``compaction`` replacing what came before it, its
     summary the one the checkpoint's context holds; the turn goes on after it."""
     sessions, _, tally = by_session("vibe", RECORDED_3X)
-    (events,) = sessions.values()
+    events = sessions[PARENT_3X]
     (compaction,) = [e for e in events if e["type"] == "compaction"]
     assert compaction["payload"]["trigger"] == "auto"
     assert compaction["payload"]["summary"].startswith("1. Fixed Ledger.balance")
@@ -189,8 +189,28 @@ def test_a_compaction_in_the_unified_store() -> None:
     assert not tally.skipped and not tally.problems
 
 
+def test_a_sub_agent_in_the_unified_store() -> None:
+    """3.0.3 (recorded/vibe): a child spawned from ``run_typescript`` is a folder of its own
+    beside its parent's (``unified/child-<id>/``, no ``meta.json``); the parent's effect of
+    kind ``subagent`` (``agents.spawn``) names it. The child is read with its parent, its
+    start citing that call, its cwd from its runtime state."""
+    sessions, _, tally = by_session("vibe", RECORDED_3X)
+    assert len(sessions) == 2
+    (child,) = [evs for evs in sessions.values() if evs[0]["payload"].get("parent_session_id")]
+    (parent,) = [evs for evs in sessions.values() if evs is not child]
+    spawn = next(e for e in parent if e["payload"].get("tool") == "agents.spawn")
+    assert spawn["type"] == "tool/call" and "ledger.py" in str(spawn["payload"]["input"])
+    assert child[0]["session_id"].startswith("vibe-child-")
+    assert child[0]["payload"]["parent_session_id"] == parent[0]["session_id"]
+    assert child[0]["cites"] == [{"session_id": parent[0]["session_id"], "seq": spawn["seq"]}]
+    assert child[0]["payload"]["cwd"] == "/tmp/sq-record/vibe/shop"
+    assert [e["type"] for e in child].count("tool/result") == 1
+    assert not tally.skipped and not tally.problems
+
+
 RECIPE_2X = Path(__file__).parent / "fixtures" / "vibe" / "mistral-vibe-2.26.1-recipe"
 RECORDED_3X = Path(__file__).parent / "recorded" / "vibe" / "sessions"
+PARENT_3X = "vibe-c6448440-f5dd-da8d-9e6b-4f5e9254ed4b"
 
 
 def test_a_unified_store_session(tmp_path: Path) -> None:

@@ -29,8 +29,12 @@ Studied: ``mistral-vibe`` 1.0.0 and 1.3.5 (``core/interaction_logger.py``,
   ``failed`` flagged; ``cancelled``, a tool the user stopped, flagged and marked
   ``interrupted``), a ``checkpoint`` of kind ``compaction`` as a ``compaction`` (the
   latest one's summary from the checkpoint's context, where Vibe keeps only that one),
-  others counted. A projection holding only its latest entries (a cursor before them)
-  is reported, not read. Sub-agents in that store are not known yet.
+  an ``effect`` of kind ``subagent`` (``agents.spawn``, called from ``run_typescript``)
+  as a call that spawns the child it names (``childSessionId``): the child's folder,
+  ``unified/child-<id>/`` beside its parent's, has no ``meta.json`` (its runtime state
+  names its cwd and parent) and is read with its parent, its start citing that call
+  (alone when no parent is beside it); others counted. A projection holding only its
+  latest entries (a cursor before them) is reported, not read.
 
 Messages (both layouts): ``user`` as ``message/user`` (harness text typed), ``injected``
 user text (hooks, reminders) as ``message/context``, a ``manual_shell`` (``!``
@@ -256,8 +260,11 @@ def _is_session(folder: Path) -> bool:
 
 def _is_unified(folder: Path) -> bool:
     """A session of the unified store (3.x, and 2.x's ``--experimental-harness``):
-    ``unified/<session>/`` with ``CURRENT``, ``meta.json``, ``journal/``, ``chunks/``."""
-    return (folder / UNIFIED_CURRENT).is_file() and (folder / META).is_file()
+    ``unified/<session>/`` with ``CURRENT``, ``meta.json``, ``generations/``, ``journal/``,
+    ``chunks/``; a child (3.x, ``unified/child-<id>/``) has no ``meta.json``."""
+    return (folder / UNIFIED_CURRENT).is_file() and (
+        (folder / META).is_file() or (folder / "generations").is_dir()
+    )
 
 
 def _in_unified(path: Path) -> bool:
@@ -267,9 +274,31 @@ def _in_unified(path: Path) -> bool:
 def read_unified(folder: Path) -> Snapshot:
     """A unified-store session: ``CURRENT`` names the generation, whose ``manifest.json``
     lists the content-addressed chunks of its projection (the history the client shows:
-    ``message``, ``reasoning`` and ``effect`` entries). Read only when the projection holds
-    the whole history (its cursor has nothing before it); else reported."""
+    ``message``, ``reasoning``, ``effect`` and ``checkpoint`` entries). Read only when the
+    projection holds the whole history (its cursor has nothing before it); else reported.
+    The children its ``agents.spawn`` effects name (3.x: ``child-<id>/`` folders beside
+    it) are read with it."""
     snapshot = Snapshot()
+    children: list[str] = []
+    session = _read_store(folder, snapshot, None, children)
+    if session is None:
+        return snapshot
+    snapshot.sessions.append(session)
+    for name in children:
+        beside = folder.parent / name
+        if _is_unified(beside):
+            child = _read_store(beside, snapshot, session, [])
+            if child is not None:
+                snapshot.sessions.append(child)
+    return snapshot
+
+
+def _read_store(
+    folder: Path, snapshot: Snapshot, parent: SourceSession | None, children: list[str]
+) -> SourceSession | None:
+    """One unified-store session folder; None, with the problem reported, when it cannot
+    be read now. A child has no ``meta.json``: its runtime state names its cwd and
+    parent, its projection its start."""
     try:
         current = orjson.loads((folder / UNIFIED_CURRENT).read_bytes())
         generation = folder / "generations" / str(current["generation"])
@@ -279,19 +308,25 @@ def read_unified(folder: Path) -> Snapshot:
         for chunk in manifest["projection_state"]["chunks"]:
             value = orjson.loads((folder / "chunks" / f"{chunk}.json").read_bytes())
             entries.extend(value if isinstance(value, list) else [value])
-        metadata = orjson.loads((folder / META).read_bytes())
+        if (folder / META).is_file():
+            metadata = orjson.loads((folder / META).read_bytes())
+        else:
+            metadata = _child_metadata(generation, state, folder.name)
     except (OSError, orjson.JSONDecodeError, KeyError, TypeError) as exc:
         # Written by renames as the session runs: read again on its next change.
         what = f"a Mistral Vibe unified-store session not readable now: {exc!r}"
         snapshot.problems.append(Problem(str(folder), 0, what))
-        return snapshot
+        return None
     history = field_of(field_of(state, "snapshot"), "history")
     if field_of(history, "cursor").get("before") is not None:
         what = ("a Mistral Vibe unified-store session whose projection holds only its latest"
                 " entries: not read")  # fmt: skip
         snapshot.problems.append(Problem(str(folder), 0, what))
-        return snapshot
+        return None
     session = _session(metadata, folder.name)
+    if parent is not None:
+        session.parent = parent.session_id
+        session.cwd = session.cwd or parent.cwd
     # The checkpoint's context holds the latest compaction's summary only.
     latest = max((n for n, e in enumerate(entries) if _is_compaction(e)), default=-1)
     summary = _latest_summary(folder, manifest) if latest >= 0 else None
@@ -303,9 +338,37 @@ def read_unified(folder: Path) -> Snapshot:
         elif _is_compaction(entry):
             session.items.append(_compaction(entry, None))
         else:
-            session.items.extend(_entry(entry, n == len(entries) - 1, session.skipped))
-    snapshot.sessions.append(session)
-    return snapshot
+            session.items.extend(_entry(entry, n == len(entries) - 1, session.skipped, children))
+    return session
+
+
+def _child_metadata(generation: Path, state: dict[str, Any], name: str) -> dict[str, Any]:
+    """A child's ``meta.json`` fields, from its runtime state (``session_metadata``: cwd,
+    parent) and its projection (its id and start)."""
+    runtime = orjson.loads((generation / "runtime-state.json").read_bytes())
+    facts = field_of(runtime, "session_metadata")
+    shown = field_of(field_of(state, "snapshot"), "session")
+    return {
+        "session_id": shown.get("id") or name,
+        "parent_session_id": facts.get("parent_session_id") or shown.get("parentSessionId"),
+        "origin_directory": facts.get("cwd"),
+        "start_time": from_millis(shown.get("createdAt")),
+    }
+
+
+def _unified_parent(folder: Path) -> Path | None:
+    """A child folder's parent beside it (it is read with that one), else None."""
+    if (folder / META).is_file():
+        return None
+    try:
+        current = orjson.loads((folder / UNIFIED_CURRENT).read_bytes())
+        generation = folder / "generations" / str(current["generation"])
+        state = orjson.loads((generation / "projection-state.json").read_bytes())
+    except (OSError, orjson.JSONDecodeError, KeyError, TypeError):
+        return None
+    parent = field_of(field_of(state, "snapshot"), "session").get("parentSessionId")
+    beside = folder.parent / parent if isinstance(parent, str) and parent else None
+    return beside if beside is not None and _is_unified(beside) else None
 
 
 def _is_compaction(entry: object) -> bool:
@@ -353,7 +416,9 @@ def _compaction(entry: dict[str, Any], summary: str | None) -> Item:
     return item
 
 
-def _entry(entry: dict[str, Any], last: bool, skipped: Counter[str]) -> list[Item]:
+def _entry(
+    entry: dict[str, Any], last: bool, skipped: Counter[str], children: list[str]
+) -> list[Item]:
     """One projection entry: a message, reasoning, or an effect (a tool's run; its result
     waits while it runs, unless the history went on past it)."""
     kind, ref = entry.get("type"), str(entry.get("id"))
@@ -371,6 +436,21 @@ def _entry(entry: dict[str, Any], last: bool, skipped: Counter[str]) -> list[Ite
         return [Item(ref, "message/assistant", "assistant", thought, "reasoning", time,
                      complete=done)]  # fmt: skip
     detail = field_of(entry, "detail")
+    child = detail.get("childSessionId")
+    if kind == "effect" and detail.get("kind") == "subagent" and isinstance(child, str) and child:
+        # A child spawned (3.x, ``agents.spawn`` from run_typescript): its folder is beside
+        # this one; it answers later, by a notification the projection does not show.
+        children.append(child)
+        state = field_of(entry, "state")
+        output = field_of(state, "output")
+        status = state.get("status")
+        call, answer = tool_pair(
+            ref, ref, detail.get("toolName") or entry.get("title"), detail.get("input"), time,
+            "effect", output=state.get("outputText") or output.get("structured_content"),
+            answered=status in _SETTLED or not last, error=status == "failed",
+        )  # fmt: skip
+        call.spawns = safe_id(child, prefix=PREFIX)
+        return [call, answer]
     if kind == "effect" and detail.get("kind") == "tool":
         state = field_of(entry, "state")
         output = field_of(state, "output")
@@ -440,6 +520,11 @@ class VibeImporter(SnapshotImporter):
         for meta in root.rglob(META):
             folder = meta.parent
             if _is_unified(folder) or (_is_session(folder) and not _is_child(folder)):
+                yield folder
+        for current in root.rglob(UNIFIED_CURRENT):
+            folder = current.parent
+            # A child is read with its parent beside it; without one, alone.
+            if not (folder / META).exists() and _is_unified(folder) and not _unified_parent(folder):
                 yield folder
         for path in root.rglob("*.json"):
             if path.name != META and not (path.parent / META).exists() and not _in_unified(

@@ -5,19 +5,20 @@ unified store, ``~/.vibe/logs/session/unified/<session>/`` (``CURRENT``, ``meta.
 ``generations/``, ``chunks/``, ``journal/``).
 
 Steps on one session, each later one continued with ``-c``: the fix (bash, read_file, a
-read of a missing file, edit, a long output), the refund test (write_file), a turn
-interrupted (SIGINT) while its command runs, and a question. The model's window and
+read of a missing file, a sub-agent, edit, a long output), the refund test (write_file), a
+turn interrupted (SIGINT) while its command runs, and a question. The model's window and
 ``auto_compact_threshold`` are set to the smallest 3.x accepts, so Vibe compacts in the
 fix's turn after the long output; its context then quotes the prompts between
 ``<previous_user_messages>`` messages, the summary and the items after it ("shown
-reduced"), and the turn goes on. No sub-agent: 3.x has no ``task`` tool, a child is
-spawned from TypeScript through ``run_typescript`` (``tools.agents``). Vibe needs Python
-3.12; 3.0.3 pins ``certifi==2026.10.19``, which the registry no longer offers: install its
-requirements with ``certifi==2026.10.19.post1`` and the wheel with ``--no-deps`` (RECORDED
-note).
+reduced"), and the turn goes on. 3.x has no ``task`` tool: the sub-agent is spawned from
+TypeScript through ``run_typescript`` (``tools.agents.spawn``); its answer comes back to
+the parent as a "Runtime notification". Vibe needs Python 3.12; 3.0.3 pins
+``certifi==2026.10.19``, which the registry no longer offers (``requirement_swaps``).
 """
 
 from __future__ import annotations
+
+import json
 
 from tests.recording.agents import (
     AFTER_COMPACT_PROMPT,
@@ -55,7 +56,11 @@ def _call(name: str, step: str, **arguments: object) -> ToolCall:
 
 class VibeTools(NamedTools):
     def spawn(self, step: str, description: str, prompt: str) -> tuple[ToolCall, ...]:
-        return ()  # 3.x spawns from run_typescript only: not scripted here
+        # 3.x has no task tool: a child is spawned from TypeScript (``tools.agents``); it
+        # inherits the parent's configuration, and its answer comes back as a notification.
+        message = json.dumps(prompt)
+        code = f"return await tools.agents.spawn({{ name: 'refunds', message: {message} }});"
+        return (self.tool_call("run_typescript", step, code=code),)
 
 
 def _is_summary(conversation: Conversation) -> bool:
@@ -88,8 +93,8 @@ class VibeScript:
                 ("edit", "file_path", "old_string", "new_string"),
             ),
             _is_summary,
-            # Vibe's context warning as the budget fills.
-            harness=("<vibe_warning>",),
+            # Vibe's context warning as the budget fills; a child's answer, delivered.
+            harness=("<vibe_warning>", "Runtime notification:"),
             unfold=_unfold,
         )
 
@@ -140,7 +145,8 @@ RECIPE = Recipe(
     steps=(
         Step("fix", (*_RUN, "-p", FIX_PROMPT)),
         Step("refunds", (*_RUN, "-c", "-p", REFUND_PROMPT)),
-        Step("interrupt", (*_RUN, "-c", "-p", SLOW_PROMPT), interrupt_after=12.0),
+        # Vibe 3.x takes 10-15 s to start here: the command must be running when Ctrl-C comes.
+        Step("interrupt", (*_RUN, "-c", "-p", SLOW_PROMPT), interrupt_after=25.0),
         Step("after-compact", (*_RUN, "-c", "-p", AFTER_COMPACT_PROMPT)),
     ),
     script=VibeScript,
@@ -153,12 +159,14 @@ RECIPE = Recipe(
     " installed with certifi 2026.10.19.post1 and the wheel with --no-deps",
     requirement_swaps={"certifi==2026.10.19": "certifi==2026.10.19.post1"},
     expect={
-        "sessions": 1,
+        "sessions": 2,
+        # The child spawned from run_typescript (agents.spawn).
+        "children": 1,
         "events": {
-            "message/user": 4,
-            "message/assistant": 11,
-            "tool/call": 7,
-            "tool/result": 7,
+            "message/user": 5,
+            "message/assistant": 14,
+            "tool/call": 9,
+            "tool/result": 9,
             # Vibe compacts inside the fix's turn, after the long output.
             "compaction": 1,
         },
