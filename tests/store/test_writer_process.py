@@ -26,11 +26,11 @@ from contracts.subjects import Subjects
 from tests._events import event, subject_of
 from tests._index import connect
 from worker.config import WorkerConfig
+from worker.replica.ingest_actor import IngestActor
 from worker.replica.ingest_consumer import ensure_events_stream
 from worker.store.files import index_file
 from worker.store.files.index_file import move_aside, remove_files
 from worker.store.files.integrity import check_integrity
-from worker.store.index.ingest import IngestActor
 from worker.store.index.writer import BatchChecker, SqliteIndexWriter, WriterCore
 from worker.store.index.writer_process import (
     EXIT_TORN,

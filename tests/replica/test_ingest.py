@@ -20,6 +20,7 @@ from nats.js.api import StorageType
 
 from contracts.subjects import Subjects
 from tests._events import event, subject_of
+from worker.replica.ingest_actor import IngestActor
 from worker.replica.ingest_consumer import (
     REASON_HEADER,
     STREAM_SEQ_HEADER,
@@ -27,7 +28,6 @@ from worker.replica.ingest_consumer import (
     ensure_events_stream,
 )
 from worker.store.files.integrity import check_integrity
-from worker.store.index.ingest import IngestActor
 from worker.store.index.writer import SqliteIndexWriter
 from worker.store.protocol import ApplyResult, IngestItem, Rejected
 from worker.tasks import cancel_and_wait
@@ -396,7 +396,7 @@ def test_release_memory_collects_what_a_burst_left_in_cycles() -> None:
     import gc
     import weakref
 
-    from worker.store.index.ingest import release_memory
+    from worker.replica.ingest_actor import release_memory
 
     class Node:
         other: object = None
@@ -416,7 +416,7 @@ def test_release_memory_collects_what_a_burst_left_in_cycles() -> None:
 
 def _counted_releases(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """The actor's releases, counted instead of run; idle after 0.2 s, past 50 events."""
-    from worker.store.index import ingest
+    from worker.replica import ingest_actor as ingest
 
     releases: list[int] = []
     monkeypatch.setattr(ingest, "release_memory", lambda: releases.append(1))
