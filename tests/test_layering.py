@@ -8,8 +8,8 @@ source with ``ast`` so an import inside a function or under ``TYPE_CHECKING`` co
   through ``worker.tools``'s exported names.
 - ``contracts`` (imported by other runtimes) imports nothing from ``worker``.
 - The modules every layer shares (``worker.logs``, ``worker.retry``, ``worker.tasks``,
-  ``worker.failures``, ``worker.actors``) import nothing from ``worker`` but each other, so
-  sharing them adds no edge between the layers.
+  ``worker.failures``, ``worker.actors``, ``worker.memory``) import nothing from ``worker``
+  but each other, so sharing them adds no edge between the layers.
 - Requesters (importers, the MCP bridge, the UI, and the commands that only ask: ``call``,
   ``import``, ``mcp``, ``ui``) never import serving, the replica or the store.
 - The transport imports nothing above it (store, tools, runtime).
@@ -190,6 +190,7 @@ SHARED = (
     "worker.tasks",
     "worker.failures",
     "worker.actors",
+    "worker.memory",
     "worker.settings",
     "worker.config",
 )

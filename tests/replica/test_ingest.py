@@ -396,7 +396,7 @@ def test_release_memory_collects_what_a_burst_left_in_cycles() -> None:
     import gc
     import weakref
 
-    from worker.replica.ingest_actor import release_memory
+    from worker.memory import release_memory
 
     class Node:
         other: object = None
