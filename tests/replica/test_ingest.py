@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 from collections.abc import AsyncIterator, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +30,7 @@ from worker.replica.ingest_consumer import (
 )
 from worker.store.files.integrity import check_integrity
 from worker.store.index.writer import SqliteIndexWriter
-from worker.store.protocol import ApplyResult, IngestItem, Rejected
+from worker.store.protocol import ApplyResult, IngestItem, Rejected, Staged
 from worker.tasks import cancel_and_wait
 from worker.transport.connection import open_connection
 from worker.transport.embedded_server import EmbeddedNatsServer
@@ -107,6 +108,9 @@ class FlakyWriter:
         self, name: str, created: str, first_seq: int, partitions: str = "all"
     ) -> dict[str, object]:
         return await self.inner.bind_stream(name, created, first_seq, partitions)
+
+    def stage(self, items: Sequence[IngestItem]) -> Staged:
+        return Staged(partial(self.apply, items))  # no early chaining: one at a time
 
     async def apply(self, items: Sequence[IngestItem]) -> ApplyResult:
         self.calls += 1
@@ -360,14 +364,11 @@ class FailsFirstPrepare(FlakyWriter):
         super().__init__(inner, failures=0)
         self.prepares = 0
 
-    def prepare(self, items: Sequence[IngestItem]) -> Any:
+    def stage(self, items: Sequence[IngestItem]) -> Staged:
         self.prepares += 1
         if self.prepares == 1:
             raise RuntimeError("bug")
-        return self.inner.prepare(items)
-
-    async def apply_prepared(self, batch: Any) -> ApplyResult:
-        return await self.inner.apply_prepared(batch)
+        return self.inner.stage(items)
 
 
 async def test_run_again_after_a_failure_resumes(

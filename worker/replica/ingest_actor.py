@@ -3,8 +3,10 @@
 Pure asyncio (no nats import): the JetStream binding in ``worker.replica.ingest_consumer``
 feeds the mailbox and supplies the dead-letter sink. A batch is up to ``batch_size`` items
 and ``batch_bytes`` of messages, or what arrived within ``batch_ms`` after its first item.
-A failed apply (the database was busy, the disk was full) is retried with backoff: the
-writer rolled the batch back, and no item may be skipped.
+Every writer takes a batch the same way (``SessionIndexWriter.stage``: checked now, written
+later, chained behind the batch in flight when it can be). A failed apply (the database was
+busy, the disk was full) is retried with backoff: the writer rolled the batch back, and no
+item may be skipped.
 
 Dead letters are sent after their batch committed. A crash between the commit and the send
 loses those dead letters (the index itself is exact); a replay never sends them twice.
@@ -17,14 +19,12 @@ import contextlib
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
-from functools import partial
-from typing import Final, Protocol, TypeVar, runtime_checkable
+from typing import Final
 
 import structlog
 
 from worker.memory import release_memory, rss_anon_kib
 from worker.retry import INGEST_APPLY
-from worker.store.index.writer import IndexWriter, Staged
 from worker.store.protocol import (
     ApplyResult,
     BatchNotAttempted,
@@ -32,38 +32,13 @@ from worker.store.protocol import (
     IngestItem,
     Rejected,
     SessionIndexWriter,
+    Staged,
 )
 from worker.tasks import cancel_and_wait
 
 log = structlog.get_logger(__name__)
 
 DeadLetterSink = Callable[[Rejected], Awaitable[None]]
-
-
-B = TypeVar("B")
-
-
-@runtime_checkable
-class BatchPreparer(Protocol[B]):
-    """A writer that checks a batch (CPU only) apart from writing it (I/O), other than an
-    ``IndexWriter`` (which also takes a batch early: ``IndexWriter.stage``)."""
-
-    def prepare(self, items: Sequence[IngestItem]) -> B: ...
-
-    async def apply_prepared(self, batch: B) -> ApplyResult: ...
-
-
-def stage(writer: SessionIndexWriter, items: Sequence[IngestItem]) -> Staged:
-    """``items`` checked by ``writer`` as far as it can apart from writing them."""
-    if isinstance(writer, IndexWriter):
-        return writer.stage(items)
-    if isinstance(writer, BatchPreparer):
-        return _staged(writer, items)
-    return Staged(partial(writer.apply, items))
-
-
-def _staged(writer: BatchPreparer[B], items: Sequence[IngestItem]) -> Staged:
-    return Staged(partial(writer.apply_prepared, writer.prepare(items)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,7 +140,7 @@ class IngestActor:
                     await asyncio.sleep(0)
                     self._release()
                 previous = inflight[-1] if inflight else None
-                staged = stage(self._writer, batch)
+                staged = self._writer.stage(batch)
                 task = asyncio.create_task(self._apply(batch, staged, previous))
                 task.add_done_callback(self._stop_if_write_stopped)
                 inflight.append(task)

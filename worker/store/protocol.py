@@ -14,7 +14,7 @@ Over 400 lines: one contract (the reads, the writer, their types) every provider
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -384,6 +384,17 @@ class ApplyResult:
     last_stream_seq: int = 0
 
 
+@dataclass(frozen=True, slots=True)
+class Staged:
+    """A batch its writer checked, ready to write (the writer's own batch type stays inside:
+    the in-process writer's, the writer child's frame, a test double's items)."""
+
+    apply: Callable[[], Awaitable[ApplyResult]]
+    # Sent while the batch before is in flight, tried only if that one committed
+    # (``BatchNotAttempted`` otherwise). None: the writer cannot take it early.
+    apply_chained: Callable[[], Awaitable[ApplyResult]] | None = None
+
+
 class SessionIndexWriter(Protocol):
     """The single writer of the index, used by ingestion and maintenance commands."""
 
@@ -401,10 +412,12 @@ class SessionIndexWriter(Protocol):
         """The SESSIONS stream sequence through which the index is complete."""
         ...
 
-    async def apply(self, items: Sequence[IngestItem]) -> ApplyResult:
-        """Validate and apply a batch in one transaction, storing the last stream sequence
-        in the same transaction. Duplicate ``(session_id, seq)`` is a no-op; invalid events
-        are returned as ``rejected`` with a reason and the rest still apply."""
+    def stage(self, items: Sequence[IngestItem]) -> Staged:
+        """A batch, the one way in: ``items`` checked as far as can be apart from writing
+        them (CPU only, on the caller's thread; a message that fails the checks is rejected,
+        not raised), ready for ``Staged.apply``: one transaction that also stores the last
+        stream sequence. Duplicate ``(session_id, seq)`` is a no-op; invalid events are
+        returned as ``rejected`` with a reason and the rest still apply."""
         ...
 
     async def purge(
