@@ -78,12 +78,9 @@ class ReplicaStore:
     async def generation(self, *, signal: ExecutionSignal) -> Generation:
         return await self.current.generation(signal=signal)
 
-    def compile_query(self, query: str) -> CompiledQuery:
-        return self.current.compile_query(query)
-
     async def search_sessions(
         self,
-        query: CompiledQuery | str,
+        query: CompiledQuery,
         *,
         cwd: str,
         sessions: SessionFilter,
@@ -104,7 +101,7 @@ class ReplicaStore:
 
     async def search_events(
         self,
-        query: CompiledQuery | str,
+        query: CompiledQuery,
         *,
         session_id: str,
         events: EventFilter,

@@ -21,7 +21,8 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from contracts.partitions import PartitionScope
 from worker.signals import ExecutionSignal
 
-# Re-exported: the writer protocol's errors (their home is worker.store.errors).
+# Re-exported: the writer protocol's errors (their home is worker.store.errors), and what a
+# search takes (compiled by the pure ``worker.store.compile_query``, never by the store).
 from worker.store.errors import BatchNotAttempted as BatchNotAttempted
 from worker.store.errors import IndexWriteStopped as IndexWriteStopped
 from worker.store.search.query import CompiledQuery as CompiledQuery
@@ -261,14 +262,9 @@ class SessionQueryService(Protocol):
 
     async def generation(self, *, signal: ExecutionSignal) -> Generation: ...
 
-    def compile_query(self, query: str) -> CompiledQuery:
-        """``query`` compiled for the searches (they never compile it again); raises
-        ``InvalidQuery`` (with a model-readable message) when it has nothing the provider
-        can search. No I/O."""
-
     async def search_sessions(
         self,
-        query: CompiledQuery | str,
+        query: CompiledQuery,
         *,
         cwd: str,
         sessions: SessionFilter,
@@ -279,15 +275,16 @@ class SessionQueryService(Protocol):
     ) -> SessionSearchPage:
         """Full-text search across the sessions whose cwd equals ``cwd``, grouped by session.
 
-        The cwd filter is applied inside SQL before any LIMIT. ``query`` is compiled by
-        ``compile_query`` (text is compiled here): ``InvalidQuery`` when nothing is searchable.
-        A cursor from another epoch raises ``GenerationChanged``.
+        The cwd filter is applied inside SQL before any LIMIT. ``query`` was compiled by the
+        caller (``CompiledQuery(text, compile_query(text))``: a pure function, no store, no
+        I/O; ``InvalidQuery`` when nothing is searchable), once per request. A cursor from
+        another epoch raises ``GenerationChanged``.
         """
         ...
 
     async def search_events(
         self,
-        query: CompiledQuery | str,
+        query: CompiledQuery,
         *,
         session_id: str,
         events: EventFilter,

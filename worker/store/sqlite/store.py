@@ -245,9 +245,6 @@ class SqliteSessionStore:
         embedder, reader = self._semantic
         return SemanticQuery(embedder, reader, query, early=False)
 
-    def compile_query(self, query: str) -> CompiledQuery:
-        return CompiledQuery(query, compile_query(query))
-
     def _search_index(self) -> SearchIndexReader:
         """The search index as of its latest commit."""
         reader = self._search_reader()
@@ -258,7 +255,7 @@ class SqliteSessionStore:
 
     async def search_sessions(
         self,
-        query: CompiledQuery | str,
+        query: CompiledQuery,
         *,
         cwd: str,
         sessions: SessionFilter,
@@ -270,8 +267,8 @@ class SqliteSessionStore:
         """Cross-session search. ``events.seq_from/seq_to`` only apply to one session, so
         they are ignored here."""
         signal.raise_if_aborted()
-        query, plan = _compiled(query)
-        binding = cursors.binding("sessions", query, cwd, sessions, events)
+        text, plan = query.text, query.plan
+        binding = cursors.binding("sessions", text, cwd, sessions, events)
         paging = search.Paging(cursor, binding, self._page_size(page_size))
         work = partial(
             search.sessions_page,
@@ -281,13 +278,13 @@ class SqliteSessionStore:
             cwd=cwd,
             sessions=sessions,
             events=events,
-            semantic=self._semantic_query(query, plan),
+            semantic=self._semantic_query(text, plan),
         )
         return await self._pool.run_on_reader(signal, work)
 
     async def search_events(
         self,
-        query: CompiledQuery | str,
+        query: CompiledQuery,
         *,
         session_id: str,
         events: EventFilter,
@@ -297,9 +294,9 @@ class SqliteSessionStore:
         scope_to_seq: int | None = None,
     ) -> EventSearchPage | None:
         signal.raise_if_aborted()
-        query, plan = _compiled(query)
+        text, plan = query.text, query.plan
         scope = session_id if scope_to_seq is None else f"{session_id}:{scope_to_seq}"
-        binding = cursors.binding("events", query, scope, None, events)
+        binding = cursors.binding("events", text, scope, None, events)
         paging = search.Paging(cursor, binding, self._page_size(page_size))
         work = partial(
             search.events_page,
@@ -309,7 +306,7 @@ class SqliteSessionStore:
             session_id=session_id,
             events=events,
             scope_to_seq=scope_to_seq,
-            semantic=self._semantic_query(query, plan),
+            semantic=self._semantic_query(text, plan),
         )
         return await self._pool.run_on_reader(signal, work)
 
@@ -395,11 +392,3 @@ class SqliteSessionStore:
     async def dead_letters(self, *, limit: int, signal: ExecutionSignal) -> tuple[DeadLetter, ...]:
         work = partial(operator_reads.dead_letters, limit=self._page_size(limit))
         return self._pool.run_inline(signal, work, one_statement=True)
-
-
-def _compiled(query: CompiledQuery | str) -> tuple[str, QueryPlan]:
-    """The text and plan of a search: as the tools compiled it, else compiled now (a
-    caller that passes text: the operator reads, the benches)."""
-    if isinstance(query, CompiledQuery):
-        return query.text, query.plan
-    return query, compile_query(query)
