@@ -1,5 +1,5 @@
 """The session store: the sessionQuery protocol, its SQLite provider with a tantivy search
-index, ingestion.
+index, the index writer (ingestion, which feeds it, is the replica's).
 
 The tools import the protocol and result types from here, and ``compile_query``, the pure
 function that compiles a search's text before the store is asked; only composition code
