@@ -96,9 +96,9 @@ class QueryPlan:
 
 @dataclass(frozen=True, slots=True)
 class CompiledQuery:
-    """A model's search text and its plan, compiled once per request (the provider's
-    ``compile_query``): the tools carry it from admission to the search, which never
-    compiles it again."""
+    """A model's search text and its plan, compiled once per request (``compile_query``, a
+    pure function ``worker.store`` exports): the tools carry it from admission to the
+    store's search, which never compiles it again."""
 
     text: str
     plan: QueryPlan

@@ -3,8 +3,10 @@
 Pure asyncio (no nats import): the JetStream binding in ``worker.replica.ingest_consumer``
 feeds the mailbox and supplies the dead-letter sink. A batch is up to ``batch_size`` items
 and ``batch_bytes`` of messages, or what arrived within ``batch_ms`` after its first item.
-A failed apply (the database was busy, the disk was full) is retried with backoff: the
-writer rolled the batch back, and no item may be skipped.
+Every writer takes a batch the same way (``SessionIndexWriter.stage``: checked now, written
+later, chained behind the batch in flight when it can be). A failed apply (the database was
+busy, the disk was full) is retried with backoff: the writer rolled the batch back, and no
+item may be skipped.
 
 Dead letters are sent after their batch committed. A crash between the commit and the send
 loses those dead letters (the index itself is exact); a replay never sends them twice.
@@ -14,20 +16,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
-import ctypes.util
-import functools
-import gc
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
-from functools import partial
-from typing import Final, Protocol, TypeVar, runtime_checkable
+from typing import Final
 
 import structlog
 
+from worker.memory import release_memory, rss_anon_kib
 from worker.retry import INGEST_APPLY
-from worker.store.index.writer import IndexWriter, Staged
 from worker.store.protocol import (
     ApplyResult,
     BatchNotAttempted,
@@ -35,38 +32,13 @@ from worker.store.protocol import (
     IngestItem,
     Rejected,
     SessionIndexWriter,
+    Staged,
 )
 from worker.tasks import cancel_and_wait
 
 log = structlog.get_logger(__name__)
 
 DeadLetterSink = Callable[[Rejected], Awaitable[None]]
-
-
-B = TypeVar("B")
-
-
-@runtime_checkable
-class BatchPreparer(Protocol[B]):
-    """A writer that checks a batch (CPU only) apart from writing it (I/O), other than an
-    ``IndexWriter`` (which also takes a batch early: ``IndexWriter.stage``)."""
-
-    def prepare(self, items: Sequence[IngestItem]) -> B: ...
-
-    async def apply_prepared(self, batch: B) -> ApplyResult: ...
-
-
-def stage(writer: SessionIndexWriter, items: Sequence[IngestItem]) -> Staged:
-    """``items`` checked by ``writer`` as far as it can apart from writing them."""
-    if isinstance(writer, IndexWriter):
-        return writer.stage(items)
-    if isinstance(writer, BatchPreparer):
-        return _staged(writer, items)
-    return Staged(partial(writer.apply, items))
-
-
-def _staged(writer: BatchPreparer[B], items: Sequence[IngestItem]) -> Staged:
-    return Staged(partial(writer.apply_prepared, writer.prepare(items)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,7 +140,7 @@ class IngestActor:
                     await asyncio.sleep(0)
                     self._release()
                 previous = inflight[-1] if inflight else None
-                staged = stage(self._writer, batch)
+                staged = self._writer.stage(batch)
                 task = asyncio.create_task(self._apply(batch, staged, previous))
                 task.add_done_callback(self._stop_if_write_stopped)
                 inflight.append(task)
@@ -357,37 +329,3 @@ def _fields(stats: IngestStats) -> dict[str, int]:
 RELEASE_AFTER: Final = 50_000
 RELEASE_WHEN_IDLE_AFTER: Final = 1_000
 IDLE_RELEASE_S: Final = 1.0
-
-
-def release_memory() -> None:
-    """Give back what a burst of batches left: the cyclic garbage of its messages and
-    parsed events (gc.collect freed ~11 MiB after 100k events), then the allocator's free
-    pages (malloc_trim: ~13 MiB more); glibc keeps both otherwise. Measured: RssAnon
-    after ingesting 100k events 104 -> 80 MiB; since the feed's backlog (issue 31)
-    74 -> 41 MiB. A no-op where libc has no malloc_trim."""
-    gc.collect()
-    trim = _malloc_trim()
-    if trim is not None:
-        trim(0)
-
-
-def rss_anon_kib() -> int | None:
-    """This process's RssAnon (its own memory) from /proc, or None where there is none."""
-    try:
-        with open("/proc/self/status", encoding="ascii") as status:
-            for line in status:
-                if line.startswith("RssAnon:"):
-                    return int(line.split()[1])
-    except (OSError, ValueError):
-        return None
-    return None
-
-
-@functools.cache
-def _malloc_trim() -> Callable[[int], int] | None:
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        trim: Callable[[int], int] = libc.malloc_trim
-    except (OSError, AttributeError):
-        return None
-    return trim

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 from collections.abc import AsyncIterator, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from nats.js.api import StorageType
 
 from contracts.subjects import Subjects
 from tests._events import event, subject_of
+from worker.replica.ingest_actor import IngestActor
 from worker.replica.ingest_consumer import (
     REASON_HEADER,
     STREAM_SEQ_HEADER,
@@ -27,9 +29,8 @@ from worker.replica.ingest_consumer import (
     ensure_events_stream,
 )
 from worker.store.files.integrity import check_integrity
-from worker.store.index.ingest import IngestActor
 from worker.store.index.writer import SqliteIndexWriter
-from worker.store.protocol import ApplyResult, IngestItem, Rejected
+from worker.store.protocol import ApplyResult, IngestItem, Rejected, Staged
 from worker.tasks import cancel_and_wait
 from worker.transport.connection import open_connection
 from worker.transport.embedded_server import EmbeddedNatsServer
@@ -107,6 +108,9 @@ class FlakyWriter:
         self, name: str, created: str, first_seq: int, partitions: str = "all"
     ) -> dict[str, object]:
         return await self.inner.bind_stream(name, created, first_seq, partitions)
+
+    def stage(self, items: Sequence[IngestItem]) -> Staged:
+        return Staged(partial(self.apply, items))  # no early chaining: one at a time
 
     async def apply(self, items: Sequence[IngestItem]) -> ApplyResult:
         self.calls += 1
@@ -360,14 +364,11 @@ class FailsFirstPrepare(FlakyWriter):
         super().__init__(inner, failures=0)
         self.prepares = 0
 
-    def prepare(self, items: Sequence[IngestItem]) -> Any:
+    def stage(self, items: Sequence[IngestItem]) -> Staged:
         self.prepares += 1
         if self.prepares == 1:
             raise RuntimeError("bug")
-        return self.inner.prepare(items)
-
-    async def apply_prepared(self, batch: Any) -> ApplyResult:
-        return await self.inner.apply_prepared(batch)
+        return self.inner.stage(items)
 
 
 async def test_run_again_after_a_failure_resumes(
@@ -396,7 +397,7 @@ def test_release_memory_collects_what_a_burst_left_in_cycles() -> None:
     import gc
     import weakref
 
-    from worker.store.index.ingest import release_memory
+    from worker.memory import release_memory
 
     class Node:
         other: object = None
@@ -416,7 +417,7 @@ def test_release_memory_collects_what_a_burst_left_in_cycles() -> None:
 
 def _counted_releases(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """The actor's releases, counted instead of run; idle after 0.2 s, past 50 events."""
-    from worker.store.index import ingest
+    from worker.replica import ingest_actor as ingest
 
     releases: list[int] = []
     monkeypatch.setattr(ingest, "release_memory", lambda: releases.append(1))
