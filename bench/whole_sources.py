@@ -23,7 +23,7 @@ from bench.report import Check, checks_of, format_table, result_dict, write_resu
 from tests.importers import gen_opencode
 from worker.importers import opencode
 from worker.importers.readonly_db import read_only
-from worker.importers.snapshot import SessionCache
+from worker.importers.source_reading import SessionCache
 
 INCREMENTAL_VS_FULL = 0.25
 INCREMENTAL_VS_STAMPS = 3.0

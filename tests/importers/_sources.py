@@ -15,7 +15,7 @@ from nats.aio.client import Client as NATS
 from contracts.subjects import Subjects
 from tests._harness import until
 from tests.importers.test_watch import has, said, start, stop, watch_command
-from worker.importers.snapshot import Snapshot, SnapshotConverter
+from worker.importers.source_reading import Snapshot, SnapshotConverter
 
 
 def snapshot_events(name: str, snapshot: Snapshot) -> list[dict[str, Any]]:

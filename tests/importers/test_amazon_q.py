@@ -21,7 +21,7 @@ from tests.importers.test_import_tools import ask
 from worker.importers import amazon_q, registry
 from worker.importers.amazon_q import KIRO_CLI, Q_CLI
 from worker.importers.detect import detect
-from worker.importers.snapshot import SessionCache, SnapshotConverter
+from worker.importers.source_reading import SessionCache, SnapshotConverter
 
 MAIN, COMPACTED, KIRO = f"qcli-{gen.MAIN}", f"qcli-{gen.COMPACTED}", f"kiro-{gen.KIRO}"
 # Main: start, context, user, text, 2 x (call, result), text, user, call, result, text = 13;

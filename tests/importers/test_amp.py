@@ -16,7 +16,7 @@ from tests.importers._sources import cites_of, snapshot_events, watch_growth
 from tests.importers.test_import_tools import ask
 from worker.importers import amp, registry
 from worker.importers.detect import detect
-from worker.importers.snapshot import SessionCache
+from worker.importers.source_reading import SessionCache
 
 MAIN, SUB, HANDOFF, LATER = (amp.session_id(t) for t in (gen.MAIN, gen.SUB, gen.HANDOFF,
                                                           gen.LATER))  # fmt: skip

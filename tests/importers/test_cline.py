@@ -18,7 +18,7 @@ from tests.importers._sources import cites_of, snapshot_events, watch_growth
 from tests.importers.test_import_tools import ask
 from worker.importers import cline
 from worker.importers.skips import BUILT_IN, reason_for
-from worker.importers.snapshot import SnapshotConverter
+from worker.importers.source_reading import SnapshotConverter
 
 CLINE = f"cline-{gen.CLINE_TASK}"
 CLINE_XML = f"cline-{gen.CLINE_XML_TASK}"

@@ -22,7 +22,7 @@ from tests.importers._sources import cites_of, snapshot_events, watch_growth
 from tests.importers.test_import_tools import ask
 from tests.importers.test_watch import has, start, stop, watch_command
 from worker.importers import opencode, registry
-from worker.importers.snapshot import SessionCache, Snapshot, SnapshotConverter
+from worker.importers.source_reading import SessionCache, Snapshot, SnapshotConverter
 
 # Main: start, user text, synthetic context, thinking, 2 x (call, result), text = 9, plus
 # title and end; child: start, text, 2 x (call, result), text = 7, plus title and end;

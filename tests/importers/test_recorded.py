@@ -25,7 +25,7 @@ from tests.recording.scrub import scrub_tree
 from worker.importers import make_converter, registry
 from worker.importers.base import SpawnLinks
 from worker.importers.detect import expand
-from worker.importers.snapshot import SessionCache
+from worker.importers.source_reading import SessionCache
 from worker.importers.whole_sources import SnapshotImporter
 
 RECORDED = Path(__file__).parent / "recorded"

@@ -40,7 +40,7 @@ from urllib.parse import unquote, urlparse
 import orjson
 
 from worker.importers.base import Problem, as_text, cut, safe_id
-from worker.importers.snapshot import (
+from worker.importers.source_reading import (
     Item,
     SessionCache,
     Snapshot,

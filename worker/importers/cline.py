@@ -57,7 +57,7 @@ from typing import Any, Final
 import orjson
 
 from worker.importers.base import Problem, as_text, cut, safe_id
-from worker.importers.snapshot import (
+from worker.importers.source_reading import (
     Item,
     Snapshot,
     SourceSession,

@@ -45,7 +45,7 @@ import orjson
 
 from worker.importers.base import Converter, Outgoing, Problem, as_text, cut, file_time, safe_id
 from worker.importers.plugin import ConvertOptions
-from worker.importers.snapshot import (
+from worker.importers.source_reading import (
     Item,
     SessionCache,
     Snapshot,

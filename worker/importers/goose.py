@@ -35,7 +35,7 @@ import orjson
 
 from worker.importers.base import Problem, Tally, as_text, cut, iso_time, load_json_line, safe_id
 from worker.importers.readonly_db import columns, grouped, read_only, tables
-from worker.importers.snapshot import (
+from worker.importers.source_reading import (
     Item,
     SessionCache,
     Snapshot,

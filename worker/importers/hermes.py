@@ -55,7 +55,7 @@ import orjson
 
 from worker.importers.base import Problem, as_text, cut, safe_id
 from worker.importers.readonly_db import columns, grouped, read_only, tables
-from worker.importers.snapshot import (
+from worker.importers.source_reading import (
     Item,
     SessionCache,
     Snapshot,

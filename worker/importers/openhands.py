@@ -42,7 +42,7 @@ from typing import Any, Final
 import orjson
 
 from worker.importers.base import Problem, as_text, cut, iso_time, safe_id
-from worker.importers.snapshot import Item, Snapshot, SourceSession, field_of, said
+from worker.importers.source_reading import Item, Snapshot, SourceSession, field_of, said
 
 _INDEX: Final = re.compile(r"(\d+)")
 _SKIPPED_ACTIONS: Final = frozenset(

@@ -62,7 +62,7 @@ from worker.importers.base import (
     load_json_line,
     safe_id,
 )
-from worker.importers.snapshot import (
+from worker.importers.source_reading import (
     Item,
     SessionCache,
     Snapshot,

@@ -42,7 +42,7 @@ import orjson
 
 from worker.importers.base import Problem, as_text, cut, safe_id
 from worker.importers.plugin import UnreadableSource
-from worker.importers.snapshot import Item, Snapshot, SourceSession, field_of, from_millis
+from worker.importers.source_reading import Item, Snapshot, SourceSession, field_of, from_millis
 
 VERSIONS: Final = frozenset({1, 2, 3})
 # Markdown parts: VS Code stores ``markdownContent`` as the bare markdown string (no kind;

@@ -19,7 +19,7 @@ from typing import ClassVar, Final
 from worker.importers import cline, goose, opencode, openhands, vscode_copilot
 from worker.importers.base import Converter
 from worker.importers.plugin import SNIFF_LINES, ConvertOptions, Importer, Record, json_objects
-from worker.importers.snapshot import SessionCache, Snapshot, SnapshotConverter
+from worker.importers.source_reading import SessionCache, Snapshot, SnapshotConverter
 
 # VS Code and the editors built on it keep an extension's storage under these names.
 _EDITORS: Final = ("Code", "Code - Insiders", "VSCodium", "Cursor", "Windsurf")

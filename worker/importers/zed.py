@@ -46,7 +46,7 @@ import orjson
 from worker.importers import zstd
 from worker.importers.base import Problem, as_text, cut, iso_time, safe_id
 from worker.importers.readonly_db import columns, read_only, tables
-from worker.importers.snapshot import (
+from worker.importers.source_reading import (
     Item,
     SessionCache,
     Snapshot,
