@@ -15,24 +15,15 @@ from typing import Final
 ROOT = Path(__file__).resolve().parent.parent
 
 # Duplicates left on purpose, each with why; a duplicate here that no longer exists fails
-# too, so the list only shrinks. These three live in files other branches are rewriting
+# too, so the list only shrinks. These two live in files other branches are rewriting
 # (the importers, the index files, the writer), so their renames wait for those to land:
-# - Progress: importers.progress (the import's status line on stderr), importers.source_reading
-#   (one source's items published), store.search.search_index (a rebuild's log lines).
+# - Progress: importers.progress (the import's status line on stderr) and
+#   store.search.search_index (a rebuild's log lines).
 # - SessionHeader: store.protocol (the header the tools read) and store.index.writer_fold
 #   (a batch's mutable fold of one).
-# - Snapshot: importers.source_reading (what a source holds now) and store.files.snapshot (an
-#   index file's archived copy taken).
 ALLOWED: Final[dict[str, frozenset[str]]] = {
-    "Progress": frozenset(
-        {
-            "worker.importers.progress",
-            "worker.importers.source_reading",
-            "worker.store.search.search_index",
-        }
-    ),
+    "Progress": frozenset({"worker.importers.progress", "worker.store.search.search_index"}),
     "SessionHeader": frozenset({"worker.store.protocol", "worker.store.index.writer_fold"}),
-    "Snapshot": frozenset({"worker.importers.source_reading", "worker.store.files.snapshot"}),
 }
 
 

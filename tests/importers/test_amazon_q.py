@@ -21,7 +21,7 @@ from tests.importers.test_import_tools import ask
 from worker.importers import amazon_q, registry
 from worker.importers.amazon_q import KIRO_CLI, Q_CLI
 from worker.importers.detect import detect
-from worker.importers.source_reading import SessionCache, SnapshotConverter
+from worker.importers.source_reading import ReadingConverter, SessionCache
 
 MAIN, COMPACTED, KIRO = f"qcli-{gen.MAIN}", f"qcli-{gen.COMPACTED}", f"kiro-{gen.KIRO}"
 # Main: start, context, user, text, 2 x (call, result), text, user, call, result, text = 13;
@@ -89,7 +89,7 @@ def test_entries_that_leave_the_window_stay_and_new_ones_follow(tmp_path: Path) 
     compaction replacing it, and the entries after it follow."""
     db = gen.write_q(tmp_path / "amazon-q" / "data.sqlite3")
     cache = SessionCache()
-    converter = SnapshotConverter("amazon-q", lambda: amazon_q.read_database(db, Q_CLI, cache))
+    converter = ReadingConverter("amazon-q", lambda: amazon_q.read_database(db, Q_CLI, cache))
     first = [orjson.loads(out.body) for out in converter.feed(1, b"")]
     assert len(of(first, MAIN)) == 13
     kept = gen.main_history()[-1:]

@@ -18,7 +18,7 @@ from tests.importers._sources import cites_of, snapshot_events, watch_growth
 from tests.importers.test_import_tools import ask
 from worker.importers import cline
 from worker.importers.skips import BUILT_IN, reason_for
-from worker.importers.source_reading import SnapshotConverter
+from worker.importers.source_reading import ReadingConverter
 
 CLINE = f"cline-{gen.CLINE_TASK}"
 CLINE_XML = f"cline-{gen.CLINE_XML_TASK}"
@@ -207,7 +207,7 @@ def test_what_waited_on_a_fresh_ui_log_is_published_when_it_goes_quiet(
     folder goes quiet, the idle reading publishes it before the session ends."""
     messages = gen.ui_log(int(time.time() * 1000) - 5_000)[:11]  # written just now
     task = gen.write_ui_task(tmp_path / "tasks", gen.CLINE_UI_TASK, messages)
-    converter = SnapshotConverter("cline", lambda: cline.read_task(task))
+    converter = ReadingConverter("cline", lambda: cline.read_task(task))
     assert [out.kind for out in converter.feed(1, b"")][-1] == "tool/call"
     later = time.time() + cline.UI_SETTLE_S
     monkeypatch.setattr(cline, "now", lambda: later)

@@ -22,7 +22,7 @@ from tests.importers._sources import cites_of, snapshot_events, watch_growth
 from tests.importers.test_import_tools import ask
 from tests.importers.test_watch import has, start, stop, watch_command
 from worker.importers import opencode, registry
-from worker.importers.source_reading import SessionCache, Snapshot, SnapshotConverter
+from worker.importers.source_reading import ReadingConverter, SessionCache, SourceReading
 
 # Main: start, user text, synthetic context, thinking, 2 x (call, result), text = 9, plus
 # title and end; child: start, text, 2 x (call, result), text = 7, plus title and end;
@@ -30,7 +30,7 @@ from worker.importers.source_reading import SessionCache, Snapshot, SnapshotConv
 EVENTS = 11 + 9 + 8
 
 
-def events_of(snapshot: Snapshot) -> list[dict[str, Any]]:
+def events_of(snapshot: SourceReading) -> list[dict[str, Any]]:
     return snapshot_events("opencode", snapshot)
 
 
@@ -74,7 +74,7 @@ def test_a_running_tool_and_a_streaming_answer_wait(tmp_path: Path) -> None:
     history.text(gen.MAIN, answer, "While it runs", ended=False)
     db = tmp_path / "opencode.db"
     gen.write_database(db, history)
-    converter = SnapshotConverter("opencode", lambda: opencode.read_database(db))
+    converter = ReadingConverter("opencode", lambda: opencode.read_database(db))
     first = [orjson.loads(o.body)["type"] for o in converter.feed(1, b"")]
     # The call's input is final once it runs; its result and the text after it wait.
     assert first == ["session/start", "message/user", "tool/call"]
@@ -219,7 +219,7 @@ def test_the_resume_token_carries_on_where_the_converter_stopped(tmp_path: Path)
     history = gen.corpus()
     db = tmp_path / "opencode.db"
     gen.write_database(db, history)
-    before = SnapshotConverter("opencode", lambda: opencode.read_database(db))
+    before = ReadingConverter("opencode", lambda: opencode.read_database(db))
     published = before.feed(1, b"") + before.end_quiet(datetime(2025, 11, 24, 16, 0, 5, tzinfo=UTC))
     token = orjson.loads(orjson.dumps(before.token()))  # as the KV stores it
     assert token["sessions"][gen.COMPACTED][2]["replaceable"] == [
@@ -228,7 +228,7 @@ def test_the_resume_token_carries_on_where_the_converter_stopped(tmp_path: Path)
     user = history.message(gen.COMPACTED, "user", agent="build")
     history.text(gen.COMPACTED, user, "And the page numbers")
     gen.write_database(db, history)
-    after = SnapshotConverter("opencode", lambda: opencode.read_database(db))
+    after = ReadingConverter("opencode", lambda: opencode.read_database(db))
     after.restore(token)
     resumed = [orjson.loads(o.body) for o in after.feed(2, b"")]
     # Only the new prompt, numbered after what was published; the ended main session

@@ -53,14 +53,14 @@ from worker.importers.readonly_db import read_only, tables
 from worker.importers.source_reading import (
     Item,
     SessionCache,
-    Snapshot,
+    SourceReading,
     SourceSession,
     Stamp,
     field_of,
     from_millis,
     said,
 )
-from worker.importers.whole_sources import SnapshotImporter
+from worker.importers.whole_sources import ReadingImporter
 
 DATABASE: Final = "data.sqlite3"
 
@@ -85,10 +85,10 @@ def local_data_dir() -> Path:
     return Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
 
 
-def read_database(path: Path, flavour: Flavour, cache: SessionCache | None = None) -> Snapshot:
+def read_database(path: Path, flavour: Flavour, cache: SessionCache | None = None) -> SourceReading:
     """Every conversation of a ``data.sqlite3``, read in one transaction; with a ``cache``
     (one per source, kept across readings), a conversation is added to, never rebuilt."""
-    snapshot = Snapshot()
+    snapshot = SourceReading()
     cache = SessionCache() if cache is None else cache
     try:
         with read_only(path) as conn:
@@ -293,7 +293,7 @@ def looks_like(path: Path, flavour: Flavour) -> bool:
     return "conversations" in found and flavour is Q_CLI
 
 
-class AmazonQImporter(SnapshotImporter):
+class AmazonQImporter(ReadingImporter):
     name: ClassVar[str] = "amazon-q"
     help: ClassVar[str] = "Amazon Q Developer CLI conversations (amazon-q/data.sqlite3)"
     env_vars: ClassVar[tuple[str, ...]] = ("XDG_DATA_HOME", "LOCALAPPDATA")
@@ -309,7 +309,7 @@ class AmazonQImporter(SnapshotImporter):
     def sources(self, root: Path) -> Iterator[Path]:
         return (path for path in root.rglob(DATABASE) if looks_like(path, self.flavour))
 
-    def read(self, path: Path, cache: SessionCache) -> Snapshot:
+    def read(self, path: Path, cache: SessionCache) -> SourceReading:
         return read_database(path, self.flavour, cache)
 
 

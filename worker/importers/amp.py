@@ -43,7 +43,7 @@ from worker.importers.base import Problem, as_text, cut, safe_id
 from worker.importers.source_reading import (
     Item,
     SessionCache,
-    Snapshot,
+    SourceReading,
     SourceSession,
     Stamp,
     field_of,
@@ -52,7 +52,7 @@ from worker.importers.source_reading import (
     said,
     tool_pair,
 )
-from worker.importers.whole_sources import SnapshotImporter, data_home
+from worker.importers.whole_sources import ReadingImporter, data_home
 
 NAME: Final = "amp"
 THREAD_FILE: Final = re.compile(r"T-[0-9A-Za-z-]+\.json")
@@ -72,10 +72,10 @@ def thread_files(path: Path) -> list[Path]:
     return sorted(p for p in path.glob("T-*.json") if THREAD_FILE.fullmatch(p.name))
 
 
-def read_threads(path: Path, cache: SessionCache | None = None) -> Snapshot:
+def read_threads(path: Path, cache: SessionCache | None = None) -> SourceReading:
     """Every thread of a threads folder, parents before their children; with a ``cache``,
     a file whose size and modification time did not change is not parsed again."""
-    snapshot = Snapshot()
+    snapshot = SourceReading()
     cache = SessionCache() if cache is None else cache
     for file in thread_files(path):
         try:
@@ -341,7 +341,7 @@ def _shell(ref: str, block: dict[str, Any], time: str | None) -> list[Item]:
                           complete=run.get("status") in _FINAL)]  # fmt: skip
 
 
-class AmpImporter(SnapshotImporter):
+class AmpImporter(ReadingImporter):
     name: ClassVar[str] = "amp"
     help: ClassVar[str] = "Amp threads, one JSON file each ($XDG_DATA_HOME/amp/threads)"
     env_vars: ClassVar[tuple[str, ...]] = ("XDG_DATA_HOME",)
@@ -363,5 +363,5 @@ class AmpImporter(SnapshotImporter):
         return iter(sorted({file.parent for file in root.rglob("T-*.json")
                             if THREAD_FILE.fullmatch(file.name)}, key=str))  # fmt: skip
 
-    def read(self, path: Path, cache: SessionCache) -> Snapshot:
+    def read(self, path: Path, cache: SessionCache) -> SourceReading:
         return read_threads(path, cache)

@@ -59,7 +59,7 @@ import orjson
 from worker.importers.base import Problem, as_text, cut, safe_id
 from worker.importers.source_reading import (
     Item,
-    Snapshot,
+    SourceReading,
     SourceSession,
     from_millis,
     said,
@@ -79,10 +79,10 @@ def flavour(task_dir: Path) -> str:
     return "roo" if "roo" in storage or "kilo" in storage else "cline"
 
 
-def read_task(task_dir: Path) -> Snapshot:
+def read_task(task_dir: Path) -> SourceReading:
     """The task folder's session: from ``api_conversation_history.json`` when it exists
     (what the model saw), else from ``ui_messages.json`` (the UI's log of the task)."""
-    snapshot = Snapshot()
+    snapshot = SourceReading()
     has_history = (task_dir / CONVERSATION).exists()
     conversation = _load(task_dir / (CONVERSATION if has_history else UI_MESSAGES), snapshot)
     if not isinstance(conversation, list):
@@ -174,7 +174,7 @@ def _listed(task_dir: Path, task_id: str) -> dict[str, Any]:
     return cached[1].get(task_id, {})
 
 
-def _load(path: Path, snapshot: Snapshot, *, optional: bool = False) -> object:
+def _load(path: Path, snapshot: SourceReading, *, optional: bool = False) -> object:
     try:
         return orjson.loads(path.read_bytes())
     except FileNotFoundError:

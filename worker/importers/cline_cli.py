@@ -14,7 +14,7 @@ extension's ``tasks/<id>/api_conversation_history.json``: each session is a fold
   ``agent: "subagent"``, ``sessionId: "<session>__agent_<id>"`` and
   ``origin.parentThreadId``.
 
-Mapping: the folder is one source (read whole when it changes, ``snapshot``); the session is
+Mapping: the folder is one source (``source_reading``: read whole on a change); the session is
 ``cline-<id>`` (cwd, start, title from ``<id>.json``); the user's prompt, which Cline wraps in
 ``<user_input mode="act">``, is the ``message/user`` (its mode kept); assistant text and
 thinking are ``message/assistant``; ``tool_use`` a ``tool/call``; ``tool_result`` a
@@ -40,13 +40,13 @@ from worker.importers.base import Problem, as_text, cut, safe_id
 from worker.importers.source_reading import (
     Item,
     SessionCache,
-    Snapshot,
+    SourceReading,
     SourceSession,
     field_of,
     from_millis,
     said,
 )
-from worker.importers.whole_sources import SnapshotImporter
+from worker.importers.whole_sources import ReadingImporter
 
 NAME: Final = "cline-cli"
 PREFIX: Final = "cline-"
@@ -58,7 +58,7 @@ def messages_file(folder: Path) -> Path:
     return folder / f"{folder.name}.messages.json"
 
 
-def _load(path: Path, snapshot: Snapshot) -> dict[str, Any] | None:
+def _load(path: Path, snapshot: SourceReading) -> dict[str, Any] | None:
     try:
         data = orjson.loads(path.read_bytes())
     except FileNotFoundError:
@@ -73,8 +73,8 @@ def _load(path: Path, snapshot: Snapshot) -> dict[str, Any] | None:
     return data
 
 
-def read_session(folder: Path) -> Snapshot:
-    snapshot = Snapshot()
+def read_session(folder: Path) -> SourceReading:
+    snapshot = SourceReading()
     manifest = _load(folder / f"{folder.name}.json", snapshot) or {}
     lead = _load(messages_file(folder), snapshot)
     if lead is None:
@@ -235,7 +235,7 @@ def _result(content: object) -> tuple[str, bool]:
     return cut("\n".join(texts)), failed
 
 
-class ClineCliImporter(SnapshotImporter):
+class ClineCliImporter(ReadingImporter):
     name: ClassVar[str] = NAME
     help: ClassVar[str] = "Cline CLI 3.x session folders (~/.cline/data/sessions)"
     env_vars: ClassVar[tuple[str, ...]] = ("CLINE_SESSION_DATA_DIR", "CLINE_DATA_DIR", "CLINE_DIR")
@@ -256,5 +256,5 @@ class ClineCliImporter(SnapshotImporter):
         return (found.parent for found in root.rglob("*.messages.json")
                 if found.name == f"{found.parent.name}.messages.json")  # fmt: skip
 
-    def read(self, path: Path, cache: SessionCache) -> Snapshot:
+    def read(self, path: Path, cache: SessionCache) -> SourceReading:
         return read_session(path)

@@ -55,14 +55,14 @@ from worker.importers.readonly_db import columns, grouped, read_only, tables
 from worker.importers.source_reading import (
     Item,
     SessionCache,
-    Snapshot,
+    SourceReading,
     SourceSession,
     field_of,
     from_seconds,
     parents_first,
     said,
 )
-from worker.importers.whole_sources import SnapshotImporter, data_home
+from worker.importers.whole_sources import ReadingImporter, data_home
 
 NAME: Final = "crush"
 PREFIX: Final = "crush-"
@@ -116,10 +116,10 @@ def working_dir(database: Path) -> str | None:
     return str(folder.parent) if folder.name == DATA_FOLDER else None
 
 
-def read_database(path: Path, cache: SessionCache | None = None) -> Snapshot:
+def read_database(path: Path, cache: SessionCache | None = None) -> SourceReading:
     """Every session of a ``crush.db``, in one transaction; with a ``cache``, a session
     whose messages did not change is not decoded again."""
-    snapshot = Snapshot()
+    snapshot = SourceReading()
     cache = SessionCache() if cache is None else cache
     cwd = working_dir(path)
     now = clock.time()
@@ -166,7 +166,7 @@ def read_database(path: Path, cache: SessionCache | None = None) -> Snapshot:
     snapshot.sessions = parents_first(snapshot.sessions)
     if skipped_sessions and snapshot.sessions:
         # Counted once per reading, with the first session (whose counts are the
-        # snapshot's); a copy, so the cached session keeps its own.
+        # reading's); a copy, so the cached session keeps its own.
         first = snapshot.sessions[0]
         snapshot.sessions[0] = replace(first, skipped=first.skipped + skipped_sessions)
     return snapshot
@@ -293,7 +293,7 @@ def _part(
     return []
 
 
-class CrushImporter(SnapshotImporter):
+class CrushImporter(ReadingImporter):
     name: ClassVar[str] = "crush"
     help: ClassVar[str] = (
         "Crush's crush.db in each project's .crush folder (projects.json in $CRUSH_GLOBAL_DATA)"
@@ -321,5 +321,5 @@ class CrushImporter(SnapshotImporter):
             return
         yield from root.rglob(DATABASE)
 
-    def read(self, path: Path, cache: SessionCache) -> Snapshot:
+    def read(self, path: Path, cache: SessionCache) -> SourceReading:
         return read_database(path, cache)

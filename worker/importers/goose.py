@@ -38,7 +38,7 @@ from worker.importers.readonly_db import columns, grouped, read_only, tables
 from worker.importers.source_reading import (
     Item,
     SessionCache,
-    Snapshot,
+    SourceReading,
     SourceSession,
     field_of,
     from_seconds,
@@ -53,10 +53,10 @@ _ROLES: Final = frozenset({"user", "assistant"})
 _TOOL_BLOCKS: Final = frozenset({"toolRequest", "toolResponse"})
 
 
-def read_database(path: Path, cache: SessionCache | None = None) -> Snapshot:
+def read_database(path: Path, cache: SessionCache | None = None) -> SourceReading:
     """Every session of a ``sessions.db``, read in one transaction; with a ``cache``, a
     session whose messages did not change is not read again."""
-    snapshot = Snapshot()
+    snapshot = SourceReading()
     cache = SessionCache() if cache is None else cache
     try:
         with read_only(path) as conn:
@@ -85,11 +85,11 @@ def read_database(path: Path, cache: SessionCache | None = None) -> Snapshot:
     return snapshot
 
 
-def read_jsonl(path: Path) -> Snapshot:
+def read_jsonl(path: Path) -> SourceReading:
     """An older session file (``sessions/<id>.jsonl``): its metadata line (working dir,
     description), then one message per line; a last line without its newline is still
     being written and waits."""
-    snapshot = Snapshot()
+    snapshot = SourceReading()
     try:
         lines = path.read_bytes().split(b"\n")[:-1]
     except OSError as exc:

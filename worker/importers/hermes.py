@@ -58,13 +58,13 @@ from worker.importers.readonly_db import columns, grouped, read_only, tables
 from worker.importers.source_reading import (
     Item,
     SessionCache,
-    Snapshot,
+    SourceReading,
     SourceSession,
     from_seconds,
     parents_first,
     said,
 )
-from worker.importers.whole_sources import SnapshotImporter
+from worker.importers.whole_sources import ReadingImporter
 
 NAME: Final = "hermes"
 DATABASE: Final = "state.db"
@@ -81,10 +81,10 @@ _MESSAGE_COLUMNS: Final = ("id", "role", "content", "tool_call_id", "tool_calls"
                            "timestamp", "reasoning", "reasoning_content", "active")  # fmt: skip
 
 
-def read_database(path: Path, cache: SessionCache | None = None) -> Snapshot:
+def read_database(path: Path, cache: SessionCache | None = None) -> SourceReading:
     """Every session of a ``state.db``, read in one transaction; with a ``cache``, a
     session whose rows did not change is not read again."""
-    snapshot = Snapshot()
+    snapshot = SourceReading()
     cache = SessionCache() if cache is None else cache
     try:
         with read_only(path) as conn:
@@ -391,7 +391,7 @@ def hermes_home() -> Path:
     return Path(os.environ.get("HERMES_HOME") or Path.home() / ".hermes")
 
 
-class HermesImporter(SnapshotImporter):
+class HermesImporter(ReadingImporter):
     name: ClassVar[str] = NAME
     help: ClassVar[str] = "Hermes agent's state.db ($HERMES_HOME, default ~/.hermes; profiles)"
     env_vars: ClassVar[tuple[str, ...]] = ("HERMES_HOME",)
@@ -414,5 +414,5 @@ class HermesImporter(SnapshotImporter):
             found = list(root.rglob(DATABASE))
         yield from (path for path in found if looks_like_database(path))
 
-    def read(self, path: Path, cache: SessionCache) -> Snapshot:
+    def read(self, path: Path, cache: SessionCache) -> SourceReading:
         return read_database(path, cache)

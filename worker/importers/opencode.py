@@ -46,7 +46,7 @@ from worker.importers.readonly_db import grouped, read_only, tables
 from worker.importers.source_reading import (
     Item,
     SessionCache,
-    Snapshot,
+    SourceReading,
     SourceSession,
     field_of,
     from_millis,
@@ -75,10 +75,10 @@ _PART_STAMPS: Final = (
 Message = tuple[dict[str, Any], list[dict[str, Any]]]
 
 
-def read_database(path: Path, cache: SessionCache | None = None) -> Snapshot:
+def read_database(path: Path, cache: SessionCache | None = None) -> SourceReading:
     """Every session of an ``opencode.db`` (or ``kilo.db``), read in one transaction;
     with a ``cache``, a session whose rows did not change is not read again."""
-    snapshot = Snapshot()
+    snapshot = SourceReading()
     cache = SessionCache() if cache is None else cache
     try:
         with read_only(path) as conn:
@@ -161,10 +161,10 @@ def _json(raw: object, skipped: Counter[str], what: str) -> dict[str, Any] | Non
     return value
 
 
-def read_tree(storage: Path) -> Snapshot:
+def read_tree(storage: Path) -> SourceReading:
     """The older layout: ``storage/session/<project>/<id>.json``,
     ``storage/message/<session>/<id>.json``, ``storage/part/<message>/<id>.json``."""
-    snapshot = Snapshot()
+    snapshot = SourceReading()
     worktrees = {}
     for file in sorted((storage / "project").glob("*.json")):
         project = _file_json(file, snapshot)
@@ -188,7 +188,7 @@ def read_tree(storage: Path) -> Snapshot:
     return snapshot
 
 
-def _file_json(path: Path, snapshot: Snapshot) -> dict[str, Any] | None:
+def _file_json(path: Path, snapshot: SourceReading) -> dict[str, Any] | None:
     try:
         value = orjson.loads(path.read_bytes())
     except (OSError, orjson.JSONDecodeError) as exc:

@@ -42,7 +42,7 @@ from typing import Any, Final
 import orjson
 
 from worker.importers.base import Problem, as_text, cut, iso_time, safe_id
-from worker.importers.source_reading import Item, Snapshot, SourceSession, field_of, said
+from worker.importers.source_reading import Item, SourceReading, SourceSession, field_of, said
 
 _INDEX: Final = re.compile(r"(\d+)")
 _SKIPPED_ACTIONS: Final = frozenset(
@@ -63,11 +63,11 @@ def _number(name: str) -> int:
     return int(found.group(1)) if found else 0
 
 
-def read_conversation(conversation: Path) -> Snapshot:
+def read_conversation(conversation: Path) -> SourceReading:
     """A conversation and, after it, its sub-agents' conversations (the SDK's ``task``
     tool keeps each in ``subagents/<id>/`` of its parent): children of it, each citing
     the ``task`` call that ran it."""
-    snapshot = Snapshot()
+    snapshot = SourceReading()
     parent = _read_one(conversation, snapshot)
     children = [
         (_read_one(folder, snapshot), folder)
@@ -103,7 +103,7 @@ def _task_prompt(item: Item) -> str | None:
     return prompt if isinstance(prompt, str) else None
 
 
-def _read_one(conversation: Path, snapshot: Snapshot) -> SourceSession:
+def _read_one(conversation: Path, snapshot: SourceReading) -> SourceSession:
     base = _document(conversation / "base_state.json")
     metadata = _document(conversation / "metadata.json")
     title = metadata.get("title") or base.get("title")

@@ -65,7 +65,7 @@ from worker.importers.base import (
 from worker.importers.source_reading import (
     Item,
     SessionCache,
-    Snapshot,
+    SourceReading,
     SourceSession,
     field_of,
     from_millis,
@@ -73,7 +73,7 @@ from worker.importers.source_reading import (
     said,
     tool_pair,
 )
-from worker.importers.whole_sources import SnapshotImporter, sniffed
+from worker.importers.whole_sources import ReadingImporter, sniffed
 
 NAME: Final = "vibe"
 PREFIX: Final = "vibe-"
@@ -97,9 +97,9 @@ def _local(raw: object) -> str | None:
     return iso_time(raw, assume=datetime.now().astimezone().tzinfo or UTC)
 
 
-def read_v1(path: Path) -> Snapshot:
+def read_v1(path: Path) -> SourceReading:
     """A 1.x session document; half written, it is reported and read on the next change."""
-    snapshot = Snapshot()
+    snapshot = SourceReading()
     try:
         document = orjson.loads(path.read_bytes())
     except (OSError, orjson.JSONDecodeError) as exc:
@@ -118,15 +118,15 @@ def read_v1(path: Path) -> Snapshot:
     return snapshot
 
 
-def read_v2(folder: Path) -> Snapshot:
+def read_v2(folder: Path) -> SourceReading:
     """A 2.x session folder and the sub-agent sessions under its ``agents/``."""
-    snapshot = Snapshot()
+    snapshot = SourceReading()
     _read_folder(folder, snapshot)
     snapshot.sessions = parents_first(snapshot.sessions)
     return snapshot
 
 
-def _read_folder(folder: Path, snapshot: Snapshot) -> None:
+def _read_folder(folder: Path, snapshot: SourceReading) -> None:
     try:
         metadata = orjson.loads((folder / META).read_bytes())
     except (OSError, orjson.JSONDecodeError) as exc:
@@ -259,12 +259,12 @@ def _in_unified(path: Path) -> bool:
     return any(_is_unified(folder) for folder in list(path.parents)[:3])
 
 
-def read_unified(folder: Path) -> Snapshot:
+def read_unified(folder: Path) -> SourceReading:
     """A unified-store session: ``CURRENT`` names the generation, whose ``manifest.json``
     lists the content-addressed chunks of its projection (the history the client shows:
     ``message``, ``reasoning`` and ``effect`` entries). Read only when the projection holds
     the whole history (its cursor has nothing before it); else reported."""
-    snapshot = Snapshot()
+    snapshot = SourceReading()
     try:
         current = orjson.loads((folder / UNIFIED_CURRENT).read_bytes())
         generation = folder / "generations" / str(current["generation"])
@@ -338,7 +338,7 @@ def _is_child(folder: Path) -> bool:
     return folder.parent.name == AGENTS and _is_session(folder.parent.parent)
 
 
-class VibeImporter(SnapshotImporter):
+class VibeImporter(ReadingImporter):
     name: ClassVar[str] = "vibe"
     help: ClassVar[str] = "Mistral Vibe sessions: 1.x, 2.x and unified-store logs ($VIBE_HOME/logs)"
     env_vars: ClassVar[tuple[str, ...]] = ("VIBE_HOME",)
@@ -385,7 +385,7 @@ class VibeImporter(SnapshotImporter):
             ) and sniffed(self, path):  # fmt: skip
                 yield path
 
-    def read(self, path: Path, cache: SessionCache) -> Snapshot:
+    def read(self, path: Path, cache: SessionCache) -> SourceReading:
         if _is_unified(path):
             return read_unified(path)
         return read_v2(path) if path.is_dir() else read_v1(path)

@@ -42,7 +42,13 @@ import orjson
 
 from worker.importers.base import Problem, as_text, cut, safe_id
 from worker.importers.plugin import UnreadableSource
-from worker.importers.source_reading import Item, Snapshot, SourceSession, field_of, from_millis
+from worker.importers.source_reading import (
+    Item,
+    SourceReading,
+    SourceSession,
+    field_of,
+    from_millis,
+)
 
 VERSIONS: Final = frozenset({1, 2, 3})
 # Markdown parts: VS Code stores ``markdownContent`` as the bare markdown string (no kind;
@@ -60,11 +66,11 @@ class Refused(UnreadableSource):
     reason becomes the file's one problem line, and nothing of it is imported."""
 
 
-def read_chat(path: Path, *, fresh_s: float = FRESH_S) -> Snapshot:
+def read_chat(path: Path, *, fresh_s: float = FRESH_S) -> SourceReading:
     """The session in ``path``. A request with no result waits (VS Code is answering it)
     only while it is the last one and was made less than ``fresh_s`` ago (its own
     ``timestamp``; the file's time only when it has none: a copied file's is the copy's)."""
-    snapshot = Snapshot()
+    snapshot = SourceReading()
     try:
         state = _replay(path) if path.suffix == ".jsonl" else _document(path)
         version = state.get("version")

@@ -49,13 +49,13 @@ from worker.importers.readonly_db import columns, read_only, tables
 from worker.importers.source_reading import (
     Item,
     SessionCache,
-    Snapshot,
+    SourceReading,
     SourceSession,
     field_of,
     parents_first,
     said,
 )
-from worker.importers.whole_sources import SnapshotImporter
+from worker.importers.whole_sources import ReadingImporter
 
 DATABASE: Final = "threads.db"
 PLACEHOLDER_TITLE: Final = "New Thread"
@@ -73,10 +73,10 @@ def zed_data_dir() -> Path:
     return Path(base or Path.home() / ".local" / "share") / "zed"
 
 
-def read_database(path: Path, cache: SessionCache | None = None) -> Snapshot:
+def read_database(path: Path, cache: SessionCache | None = None) -> SourceReading:
     """Every thread of a ``threads.db``, read in one transaction; with a ``cache``, a row
     whose ``updated_at`` and size did not change is not decoded again."""
-    snapshot = Snapshot()
+    snapshot = SourceReading()
     cache = SessionCache() if cache is None else cache
     compressed = 0  # zstd rows this Python cannot read
     decompress = zstd.decompressor()
@@ -328,7 +328,7 @@ def looks_like_database(path: Path) -> bool:
         return False
 
 
-class ZedImporter(SnapshotImporter):
+class ZedImporter(ReadingImporter):
     name: ClassVar[str] = "zed"
     help: ClassVar[str] = "Zed's agent threads (threads/threads.db in Zed's data folder)"
     env_vars: ClassVar[tuple[str, ...]] = ("XDG_DATA_HOME", "FLATPAK_XDG_DATA_HOME")
@@ -343,5 +343,5 @@ class ZedImporter(SnapshotImporter):
     def sources(self, root: Path) -> Iterator[Path]:
         return (path for path in root.rglob(DATABASE) if looks_like_database(path))
 
-    def read(self, path: Path, cache: SessionCache) -> Snapshot:
+    def read(self, path: Path, cache: SessionCache) -> SourceReading:
         return read_database(path, cache)
