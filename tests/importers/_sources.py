@@ -18,9 +18,9 @@ from tests.importers.test_watch import has, said, start, stop, watch_command
 from worker.importers.source_reading import ReadingConverter, SourceReading
 
 
-def snapshot_events(name: str, snapshot: SourceReading) -> list[dict[str, Any]]:
+def reading_events(name: str, reading: SourceReading) -> list[dict[str, Any]]:
     """The event bodies a fresh converter named ``name`` makes of one reading."""
-    converter = ReadingConverter(name, lambda: snapshot)
+    converter = ReadingConverter(name, lambda: reading)
     return [orjson.loads(out.body) for out in converter.feed(1, b"")]
 
 

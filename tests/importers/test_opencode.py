@@ -18,7 +18,7 @@ from contracts.subjects import Subjects
 from tests._harness import until
 from tests.importers import gen_opencode as gen
 from tests.importers._agent_e2e import assert_events, imported
-from tests.importers._sources import cites_of, snapshot_events, watch_growth
+from tests.importers._sources import cites_of, reading_events, watch_growth
 from tests.importers.test_import_tools import ask
 from tests.importers.test_watch import has, start, stop, watch_command
 from worker.importers import opencode, registry
@@ -30,8 +30,8 @@ from worker.importers.source_reading import ReadingConverter, SessionCache, Sour
 EVENTS = 11 + 9 + 8
 
 
-def events_of(snapshot: SourceReading) -> list[dict[str, Any]]:
-    return snapshot_events("opencode", snapshot)
+def events_of(reading: SourceReading) -> list[dict[str, Any]]:
+    return reading_events("opencode", reading)
 
 
 def test_database_and_older_tree_give_the_same_events(tmp_path: Path) -> None:
@@ -263,8 +263,8 @@ def test_a_recorded_interrupted_tool_call_does_not_hold_back_the_rest_of_its_ses
     never completes), and the session goes on in later messages. Once a later answer
     exists the call is over: it is published with a result marked ``interrupted`` (no
     output), and the later turns follow it."""
-    snapshot = opencode.read_database(RECORDED)
-    (main,) = [s for s in snapshot.sessions if s.parent is None]
+    reading = opencode.read_database(RECORDED)
+    (main,) = [s for s in reading.sessions if s.parent is None]
     assert all(item.complete for item in main.items)
     texts = [item.payload.get("text", "") for item in main.items]
     slow = next(i for i, t in enumerate(texts) if "Run the slow checks" in t)
@@ -290,10 +290,10 @@ def test_kilos_transient_progress_text_is_not_published(tmp_path: Path) -> None:
     history.text(gen.MAIN, answer, "Fixed it.")
     db = tmp_path / "kilo.db"
     gen.write_database(db, history)
-    snapshot = opencode.read_database(db)
-    texts = [e["payload"].get("text") for e in events_of(snapshot)]
+    reading = opencode.read_database(db)
+    texts = [e["payload"].get("text") for e in events_of(reading)]
     assert "⠋ Initializing snapshot…" not in texts and "Fixed it." in texts
-    assert snapshot.skipped["part:text:transient"] == 1
+    assert reading.skipped["part:text:transient"] == 1
 
 
 KILO_RECORDED = Path(__file__).parent / "recorded" / "kilo" / "sessions" / "kilo.db"
@@ -371,9 +371,9 @@ def _replayed(log: list[tuple[str, bytes]]) -> tuple[list[Any], Any]:
 def test_an_empty_text_part_is_counted_not_published(tmp_path: Path) -> None:
     db = tmp_path / "opencode.db"
     gen.write_database(db, gen.empty_text_history())
-    snapshot = opencode.read_database(db)
-    kinds = [e["type"] for e in snapshot_events("opencode", snapshot)]
+    reading = opencode.read_database(db)
+    kinds = [e["type"] for e in reading_events("opencode", reading)]
     assert kinds == ["session/start", "message/user", "tool/call", "tool/result",
                      "message/assistant"]  # fmt: skip
-    assert snapshot.skipped == {"part:text:empty": 1}
+    assert reading.skipped == {"part:text:empty": 1}
     assert registry.get("opencode").skip_reason("part:text:empty")

@@ -164,8 +164,8 @@ async def test_imported_and_read_through_the_tools(
     # that reads its title then (Kimi's state.json): what its converter says once quiet.
     importer = registry.get(fmt)
     if isinstance(importer, ReadingImporter):
-        snapshots = [importer.read(path, SessionCache()) for path in expand([root], fmt)]
-        titled = sum(1 for snap in snapshots for session in snap.sessions if session.title)
+        readings = [importer.read(path, SessionCache()) for path in expand([root], fmt)]
+        titled = sum(1 for reading in readings for session in reading.sessions if session.title)
         expected = events + len(open_sessions) + titled
     else:
         expected = events + _said_when_quiet(fmt, root)

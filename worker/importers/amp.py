@@ -75,7 +75,7 @@ def thread_files(path: Path) -> list[Path]:
 def read_threads(path: Path, cache: SessionCache | None = None) -> SourceReading:
     """Every thread of a threads folder, parents before their children; with a ``cache``,
     a file whose size and modification time did not change is not parsed again."""
-    snapshot = SourceReading()
+    reading = SourceReading()
     cache = SessionCache() if cache is None else cache
     for file in thread_files(path):
         try:
@@ -85,7 +85,7 @@ def read_threads(path: Path, cache: SessionCache | None = None) -> SourceReading
             if not sessions:
                 thread = orjson.loads(file.read_bytes())
                 if not isinstance(thread, dict) or not isinstance(thread.get("id"), str):
-                    snapshot.problems.append(Problem(str(file), 0, "not an Amp thread: no id"))
+                    reading.problems.append(Problem(str(file), 0, "not an Amp thread: no id"))
                     continue
                 sessions = read_thread(thread)
                 for index, session in enumerate(sessions):
@@ -93,11 +93,11 @@ def read_threads(path: Path, cache: SessionCache | None = None) -> SourceReading
         except FileNotFoundError:
             continue  # the thread was deleted since the folder was listed
         except (OSError, orjson.JSONDecodeError) as exc:
-            snapshot.problems.append(Problem(str(file), 0, f"cannot read the thread: {exc}"))
+            reading.problems.append(Problem(str(file), 0, f"cannot read the thread: {exc}"))
             continue
-        snapshot.sessions.extend(sessions)
-    snapshot.sessions = parents_first(snapshot.sessions)
-    return snapshot
+        reading.sessions.extend(sessions)
+    reading.sessions = parents_first(reading.sessions)
+    return reading
 
 
 def _cached(cache: SessionCache, name: str, stamp: Stamp) -> list[SourceSession]:

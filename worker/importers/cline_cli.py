@@ -58,27 +58,27 @@ def messages_file(folder: Path) -> Path:
     return folder / f"{folder.name}.messages.json"
 
 
-def _load(path: Path, snapshot: SourceReading) -> dict[str, Any] | None:
+def _load(path: Path, reading: SourceReading) -> dict[str, Any] | None:
     try:
         data = orjson.loads(path.read_bytes())
     except FileNotFoundError:
         return None
     except (OSError, orjson.JSONDecodeError) as exc:
         # Written whole: a half-written file is read again on the next look.
-        snapshot.problems.append(Problem(str(path), 0, f"not readable JSON: {exc}"))
+        reading.problems.append(Problem(str(path), 0, f"not readable JSON: {exc}"))
         return None
     if not isinstance(data, dict):
-        snapshot.problems.append(Problem(str(path), 0, "not a JSON object"))
+        reading.problems.append(Problem(str(path), 0, "not a JSON object"))
         return None
     return data
 
 
 def read_session(folder: Path) -> SourceReading:
-    snapshot = SourceReading()
-    manifest = _load(folder / f"{folder.name}.json", snapshot) or {}
-    lead = _load(messages_file(folder), snapshot)
+    reading = SourceReading()
+    manifest = _load(folder / f"{folder.name}.json", reading) or {}
+    lead = _load(messages_file(folder), reading)
     if lead is None:
-        return snapshot
+        return reading
     raw_id = str(manifest.get("session_id") or lead.get("sessionId") or folder.name)
     metadata = field_of(manifest, "metadata")
     origin = field_of(lead, "origin")
@@ -102,12 +102,12 @@ def read_session(folder: Path) -> SourceReading:
         extra=extra,
     )
     main.items = _items(lead, start, main.skipped)
-    snapshot.sessions.append(main)
+    reading.sessions.append(main)
     children = sorted(p for p in folder.glob("agent_*.messages.json") if p != messages_file(folder))
     spawns = [item for item in main.items if item.type == "tool/call"
               and item.payload.get("tool") == SPAWN_TOOL]  # fmt: skip
     for path in children:
-        document = _load(path, snapshot)
+        document = _load(path, reading)
         if document is None:
             continue
         child_id = str(document.get("sessionId") or f"{raw_id}__{path.name.split('.')[0]}")
@@ -123,8 +123,8 @@ def read_session(folder: Path) -> SourceReading:
         call = _spawning_call(spawns, child)
         if call is not None:
             call.spawns = child.session_id
-        snapshot.sessions.append(child)
-    return snapshot
+        reading.sessions.append(child)
+    return reading
 
 
 def _spawning_call(spawns: list[Item], child: SourceSession) -> Item | None:

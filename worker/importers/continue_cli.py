@@ -74,15 +74,15 @@ def home() -> Path:
 def read_session(path: Path) -> SourceReading:
     """One session file as it is now; a half-written file is reported and read again on
     the next change."""
-    snapshot = SourceReading()
+    reading = SourceReading()
     try:
         document = orjson.loads(path.read_bytes())
     except (OSError, orjson.JSONDecodeError) as exc:
-        snapshot.problems.append(Problem(str(path), 0, f"not readable JSON: {exc}"))
-        return snapshot
+        reading.problems.append(Problem(str(path), 0, f"not readable JSON: {exc}"))
+        return reading
     if not isinstance(document, dict) or not isinstance(document.get("history"), list):
-        snapshot.problems.append(Problem(str(path), 0, "not a Continue session: no history"))
-        return snapshot
+        reading.problems.append(Problem(str(path), 0, "not a Continue session: no history"))
+        return reading
     raw_id = document.get("sessionId") or path.stem
     title = document.get("title")
     when = file_time(path)
@@ -102,8 +102,8 @@ def read_session(path: Path) -> SourceReading:
             session.items.extend(_entry(f"h{index}", entry, when, answered, last, session.skipped))
         else:
             session.skipped["history:not-an-object"] += 1
-    snapshot.sessions.append(session)
-    return snapshot
+    reading.sessions.append(session)
+    return reading
 
 
 def _path_of(raw: object) -> str | None:

@@ -119,7 +119,7 @@ def working_dir(database: Path) -> str | None:
 def read_database(path: Path, cache: SessionCache | None = None) -> SourceReading:
     """Every session of a ``crush.db``, in one transaction; with a ``cache``, a session
     whose messages did not change is not decoded again."""
-    snapshot = SourceReading()
+    reading = SourceReading()
     cache = SessionCache() if cache is None else cache
     cwd = working_dir(path)
     now = clock.time()
@@ -128,8 +128,8 @@ def read_database(path: Path, cache: SessionCache | None = None) -> SourceReadin
         with read_only(path) as conn:
             if not {"sessions", "messages"} <= tables(conn):
                 what = "not a Crush database: no sessions/messages tables"
-                snapshot.problems.append(Problem(str(path), 0, what))
-                return snapshot
+                reading.problems.append(Problem(str(path), 0, what))
+                return reading
             summary = "is_summary_message" in columns(conn, "messages")  # from 2025-08
             query = (
                 "SELECT id, role, parts, created_at, updated_at, finished_at, "
@@ -160,16 +160,16 @@ def read_database(path: Path, cache: SessionCache | None = None) -> SourceReadin
                         session.items.extend(_message(message, session.skipped))
                     _link_children(session, children.get(sid, {}))
                     session = cache.put(sid, stamp, session)
-                snapshot.sessions.append(session)
+                reading.sessions.append(session)
     except sqlite3.Error as exc:
-        snapshot.problems.append(Problem(str(path), 0, f"cannot read the database: {exc}"))
-    snapshot.sessions = parents_first(snapshot.sessions)
-    if skipped_sessions and snapshot.sessions:
+        reading.problems.append(Problem(str(path), 0, f"cannot read the database: {exc}"))
+    reading.sessions = parents_first(reading.sessions)
+    if skipped_sessions and reading.sessions:
         # Counted once per reading, with the first session (whose counts are the
         # reading's); a copy, so the cached session keeps its own.
-        first = snapshot.sessions[0]
-        snapshot.sessions[0] = replace(first, skipped=first.skipped + skipped_sessions)
-    return snapshot
+        first = reading.sessions[0]
+        reading.sessions[0] = replace(first, skipped=first.skipped + skipped_sessions)
+    return reading
 
 
 def _children(rows: list[dict[str, Any]]) -> dict[str, dict[str, str]]:

@@ -84,15 +84,15 @@ _MESSAGE_COLUMNS: Final = ("id", "role", "content", "tool_call_id", "tool_calls"
 def read_database(path: Path, cache: SessionCache | None = None) -> SourceReading:
     """Every session of a ``state.db``, read in one transaction; with a ``cache``, a
     session whose rows did not change is not read again."""
-    snapshot = SourceReading()
+    reading = SourceReading()
     cache = SessionCache() if cache is None else cache
     try:
         with read_only(path) as conn:
             if not {"sessions", "messages"} <= tables(conn):
-                snapshot.problems.append(
+                reading.problems.append(
                     Problem(str(path), 0, "not a Hermes database: no sessions/messages tables")
                 )
-                return snapshot
+                return reading
             have = columns(conn, "messages")
             picked = ", ".join(c if c in have else f"NULL AS {c}" for c in _MESSAGE_COLUMNS)
             stamps = grouped(conn, "SELECT session_id, COUNT(*), MAX(id),"
@@ -122,10 +122,10 @@ def read_database(path: Path, cache: SessionCache | None = None) -> SourceReadin
                 parent = read.get(str(info.get("parent_session_id")))
                 if parent is not None and session.extra.get("lineage") == "subagent":
                     _cite_delegation(parent, session)
-            snapshot.sessions = parents_first(list(read.values()))
+            reading.sessions = parents_first(list(read.values()))
     except sqlite3.Error as exc:
-        snapshot.problems.append(Problem(str(path), 0, f"cannot read the database: {exc}"))
-    return snapshot
+        reading.problems.append(Problem(str(path), 0, f"cannot read the database: {exc}"))
+    return reading
 
 
 def _session(info: dict[str, Any], by_id: dict[str, dict[str, Any]]) -> SourceSession:

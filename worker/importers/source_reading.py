@@ -207,15 +207,15 @@ class ReadingConverter:
     def finish(self) -> list[Outgoing]:
         return []
 
-    def update(self, snapshot: SourceReading) -> list[Outgoing]:
+    def update(self, reading: SourceReading) -> list[Outgoing]:
         # A source is read whole each time: its skips are this reading's, not a sum.
-        self.tally.skipped = Counter(snapshot.skipped)
-        for problem in snapshot.problems:
+        self.tally.skipped = Counter(reading.skipped)
+        for problem in reading.problems:
             if str(problem) not in self._seen_problems:
                 self._seen_problems.add(str(problem))
                 self.tally.problems.append(problem)
         out: list[Outgoing] = []
-        for session in snapshot.sessions:
+        for session in reading.sessions:
             out.extend(self._session(session))
         self.tally.events += len(out)
         return out

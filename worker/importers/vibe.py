@@ -99,41 +99,41 @@ def _local(raw: object) -> str | None:
 
 def read_v1(path: Path) -> SourceReading:
     """A 1.x session document; half written, it is reported and read on the next change."""
-    snapshot = SourceReading()
+    reading = SourceReading()
     try:
         document = orjson.loads(path.read_bytes())
     except (OSError, orjson.JSONDecodeError) as exc:
-        snapshot.problems.append(Problem(str(path), 0, f"not readable JSON: {exc}"))
-        return snapshot
+        reading.problems.append(Problem(str(path), 0, f"not readable JSON: {exc}"))
+        return reading
     metadata = field_of(document, "metadata") if isinstance(document, dict) else {}
     messages = document.get("messages") if isinstance(document, dict) else None
     if not metadata or not isinstance(messages, list):
-        snapshot.problems.append(Problem(str(path), 0, "not a Vibe session: no metadata"))
-        return snapshot
+        reading.problems.append(Problem(str(path), 0, "not a Vibe session: no metadata"))
+        return reading
     session = _session(metadata, path.stem)
     when = _local(metadata.get("end_time"))
     for index, message in enumerate(messages):
         session.items.extend(_message(f"m{index}", message, when, session.skipped))
-    snapshot.sessions.append(session)
-    return snapshot
+    reading.sessions.append(session)
+    return reading
 
 
 def read_v2(folder: Path) -> SourceReading:
     """A 2.x session folder and the sub-agent sessions under its ``agents/``."""
-    snapshot = SourceReading()
-    _read_folder(folder, snapshot)
-    snapshot.sessions = parents_first(snapshot.sessions)
-    return snapshot
+    reading = SourceReading()
+    _read_folder(folder, reading)
+    reading.sessions = parents_first(reading.sessions)
+    return reading
 
 
-def _read_folder(folder: Path, snapshot: SourceReading) -> None:
+def _read_folder(folder: Path, reading: SourceReading) -> None:
     try:
         metadata = orjson.loads((folder / META).read_bytes())
     except (OSError, orjson.JSONDecodeError) as exc:
-        snapshot.problems.append(Problem(str(folder / META), 0, f"not readable JSON: {exc}"))
+        reading.problems.append(Problem(str(folder / META), 0, f"not readable JSON: {exc}"))
         return
     if not isinstance(metadata, dict):
-        snapshot.problems.append(Problem(str(folder / META), 0, "not a Vibe session"))
+        reading.problems.append(Problem(str(folder / META), 0, "not a Vibe session"))
         return
     session = _session(metadata, folder.name)
     when = iso_time(metadata.get("end_time")) or session.time
@@ -146,13 +146,13 @@ def _read_folder(folder: Path, snapshot: SourceReading) -> None:
         if message is not None:
             ref = str(message.get("message_id") or f"m{number}")
             session.items.extend(_message(ref, message, when, session.skipped))
-    snapshot.problems.extend(read.problems)
+    reading.problems.extend(read.problems)
     for item in session.items:
         if item.type == "tool/call" and item.call in spawned:
             item.spawns = spawned[item.call]
-    snapshot.sessions.append(session)
+    reading.sessions.append(session)
     for child in sorted((folder / AGENTS).glob(f"*/{META}")):
-        _read_folder(child.parent, snapshot)
+        _read_folder(child.parent, reading)
 
 
 def _whole_lines(path: Path) -> list[bytes]:
@@ -264,7 +264,7 @@ def read_unified(folder: Path) -> SourceReading:
     lists the content-addressed chunks of its projection (the history the client shows:
     ``message``, ``reasoning`` and ``effect`` entries). Read only when the projection holds
     the whole history (its cursor has nothing before it); else reported."""
-    snapshot = SourceReading()
+    reading = SourceReading()
     try:
         current = orjson.loads((folder / UNIFIED_CURRENT).read_bytes())
         generation = folder / "generations" / str(current["generation"])
@@ -278,22 +278,22 @@ def read_unified(folder: Path) -> SourceReading:
     except (OSError, orjson.JSONDecodeError, KeyError, TypeError) as exc:
         # Written by renames as the session runs: read again on its next change.
         what = f"a Mistral Vibe unified-store session not readable now: {exc!r}"
-        snapshot.problems.append(Problem(str(folder), 0, what))
-        return snapshot
+        reading.problems.append(Problem(str(folder), 0, what))
+        return reading
     history = field_of(field_of(state, "snapshot"), "history")
     if field_of(history, "cursor").get("before") is not None:
         what = ("a Mistral Vibe unified-store session whose projection holds only its latest"
                 " entries: not read")  # fmt: skip
-        snapshot.problems.append(Problem(str(folder), 0, what))
-        return snapshot
+        reading.problems.append(Problem(str(folder), 0, what))
+        return reading
     session = _session(metadata, folder.name)
     for n, entry in enumerate(entries):
         if isinstance(entry, dict):
             session.items.extend(_entry(entry, n == len(entries) - 1, session.skipped))
         else:
             session.skipped["entry:not-an-object"] += 1
-    snapshot.sessions.append(session)
-    return snapshot
+    reading.sessions.append(session)
+    return reading
 
 
 def _entry(entry: dict[str, Any], last: bool, skipped: Counter[str]) -> list[Item]:

@@ -70,7 +70,7 @@ def read_chat(path: Path, *, fresh_s: float = FRESH_S) -> SourceReading:
     """The session in ``path``. A request with no result waits (VS Code is answering it)
     only while it is the last one and was made less than ``fresh_s`` ago (its own
     ``timestamp``; the file's time only when it has none: a copied file's is the copy's)."""
-    snapshot = SourceReading()
+    reading = SourceReading()
     try:
         state = _replay(path) if path.suffix == ".jsonl" else _document(path)
         version = state.get("version")
@@ -79,8 +79,8 @@ def read_chat(path: Path, *, fresh_s: float = FRESH_S) -> SourceReading:
             raise Refused(f"chat session format version {version!r} is not one this importer"
                           f" reads ({known}); not imported")  # fmt: skip
     except (OSError, Refused) as exc:
-        snapshot.problems.append(Problem(str(path), 0, str(exc)))
-        return snapshot
+        reading.problems.append(Problem(str(path), 0, str(exc)))
+        return reading
     title = state.get("customTitle")
     session = SourceSession(
         session_id=safe_id(str(state.get("sessionId") or path.stem), prefix="vscode-"),
@@ -95,8 +95,8 @@ def read_chat(path: Path, *, fresh_s: float = FRESH_S) -> SourceReading:
         ref = str(request.get("requestId") or index)
         answered = _settled(request) or index < len(requests) - 1 or stale
         session.items.extend(_request(ref, request, answered, session.skipped))
-    snapshot.sessions.append(session)
-    return snapshot
+    reading.sessions.append(session)
+    return reading
 
 
 def _stale(path: Path, last: dict[str, Any], fresh_s: float) -> bool:
