@@ -14,15 +14,11 @@ from typing import Final
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# Duplicates left on purpose, each with why; a duplicate here that no longer exists fails
-# too, so the list only shrinks. These two live in files other branches are rewriting
-# (the importers, the index files, the writer), so their renames wait for those to land:
-# - Progress: importers.progress (the import's status line on stderr) and
-#   store.search.search_index (a rebuild's log lines).
+# Duplicates left on purpose, each with why; a listed duplicate that no longer exists
+# fails too, so the list only shrinks.
 # - SessionHeader: store.protocol (the header the tools read) and store.index.writer_fold
 #   (a batch's mutable fold of one).
 ALLOWED: Final[dict[str, frozenset[str]]] = {
-    "Progress": frozenset({"worker.importers.progress", "worker.store.search.search_index"}),
     "SessionHeader": frozenset({"worker.store.protocol", "worker.store.index.writer_fold"}),
 }
 
