@@ -16,11 +16,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 # Duplicates left on purpose, each with why; a listed duplicate that no longer exists
 # fails too, so the list only shrinks.
-# - SessionHeader: store.protocol (the header the tools read) and store.index.writer_fold
-#   (a batch's mutable fold of one).
-ALLOWED: Final[dict[str, frozenset[str]]] = {
-    "SessionHeader": frozenset({"worker.store.protocol", "worker.store.index.writer_fold"}),
-}
+ALLOWED: Final[dict[str, frozenset[str]]] = {}
 
 
 def _module_name(root: Path, path: Path) -> str:
