@@ -91,7 +91,6 @@ class LineSink:
 
 
 SINK: Final = LineSink()
-_LOUD: Final = frozenset(("warning", "warn", "error", "err", "exception", "critical", "fatal"))
 
 
 class SinkLogger:
