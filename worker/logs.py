@@ -234,7 +234,7 @@ def render_json(logger: WrappedLogger, name: str, event_dict: EventDict) -> str:
     return line.decode("ascii")
 
 
-class request_context:  # lower case: used like the function it replaced
+class request_context:  # lower case: read as a function, ``with request_context(...)``
     """Bind values (``request_id``, ``tool``, ...) to every log line in this context.
 
     Restored with the tokens of the bind (structlog's ``bound_contextvars`` copies the

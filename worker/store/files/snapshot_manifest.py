@@ -64,8 +64,8 @@ class SnapshotManifest:
     history_from: int
     search_files: int  # 0: no search index in the archive (the store is followed anew)
     taken_ms: int
-    # The publishing worker's credential rules (``RedactionSpec.fingerprint``); "" in a
-    # snapshot taken before they were recorded.
+    # The publishing worker's credential rules (``RedactionSpec.fingerprint``); "" when a
+    # manifest names none, which a worker with rules refuses (it replays the stream).
     redaction: str = ""
 
     def to_json(self) -> bytes:
