@@ -8,9 +8,9 @@ source with ``ast`` so an import inside a function or under ``TYPE_CHECKING`` co
 - The runtime (serving, replica, commands, the worker's composition) imports the tools only
   through ``worker.tools``'s exported names.
 - ``contracts`` (imported by other runtimes) imports nothing from ``worker``.
-- The modules every layer shares (``worker.logs``, ``worker.retry``, ``worker.tasks``,
-  ``worker.failures``, ``worker.actors``, ``worker.memory``) import nothing from ``worker``
-  but each other, so sharing them adds no edge between the layers.
+- The modules every layer shares (``worker.logs``, ``worker.log_sink``, ``worker.retry``,
+  ``worker.tasks``, ``worker.failures``, ``worker.actors``, ``worker.memory``) import nothing
+  from ``worker`` but each other, so sharing them adds no edge between the layers.
 - Requesters (importers, the MCP bridge, the UI, and the commands that only ask: ``call``,
   ``import``, ``mcp``, ``ui``) never import serving, the replica or the store.
 - The transport imports nothing above it (store, tools, runtime).
@@ -192,6 +192,7 @@ def test_contracts_import_nothing_from_worker() -> None:
 
 SHARED = (
     "worker.logs",
+    "worker.log_sink",
     "worker.retry",
     "worker.tasks",
     "worker.failures",

@@ -25,8 +25,8 @@ from tests.recording.scrub import scrub_tree
 from worker.importers import make_converter, registry
 from worker.importers.base import SpawnLinks
 from worker.importers.detect import expand
-from worker.importers.snapshot import SessionCache
-from worker.importers.whole_sources import SnapshotImporter
+from worker.importers.source_reading import SessionCache
+from worker.importers.whole_sources import ReadingImporter
 
 RECORDED = Path(__file__).parent / "recorded"
 RECORDINGS = sorted(RECORDED.glob("*/RECORDED.json"))
@@ -163,9 +163,9 @@ async def test_imported_and_read_through_the_tools(
     # a whole source's session gets its title with its end, and so does a line format's
     # that reads its title then (Kimi's state.json): what its converter says once quiet.
     importer = registry.get(fmt)
-    if isinstance(importer, SnapshotImporter):
-        snapshots = [importer.read(path, SessionCache()) for path in expand([root], fmt)]
-        titled = sum(1 for snap in snapshots for session in snap.sessions if session.title)
+    if isinstance(importer, ReadingImporter):
+        readings = [importer.read(path, SessionCache()) for path in expand([root], fmt)]
+        titled = sum(1 for reading in readings for session in reading.sessions if session.title)
         expected = events + len(open_sessions) + titled
     else:
         expected = events + _said_when_quiet(fmt, root)

@@ -12,11 +12,11 @@ from nats.aio.client import Client as NATS
 from contracts.subjects import Subjects
 from tests.importers import gen_vibe as gen
 from tests.importers._agent_e2e import assert_events, by_session, imported
-from tests.importers._sources import cites_of, snapshot_events, watch_growth
+from tests.importers._sources import cites_of, reading_events, watch_growth
 from tests.importers.test_import_tools import ask
 from worker.importers import vibe
 from worker.importers.detect import detect
-from worker.importers.snapshot import SessionCache
+from worker.importers.source_reading import SessionCache
 
 MAIN = f"vibe-{gen.MAIN}"
 CHILD = f"vibe-{gen.CHILD}"
@@ -32,8 +32,8 @@ def of(got: list[dict[str, Any]], session: str) -> list[dict[str, Any]]:
 
 
 def test_a_v2_folder_gives_the_session_and_its_sub_agent(tmp_path: Path) -> None:
-    snapshot = vibe.read_v2(gen.write_v2(tmp_path))
-    got = snapshot_events("vibe", snapshot)
+    reading = vibe.read_v2(gen.write_v2(tmp_path))
+    got = reading_events("vibe", reading)
     main = of(got, MAIN)
     assert [(e["type"], e["payload"].get("tool")) for e in main[1:]] == [
         ("message/user", None), ("message/assistant", None), ("message/assistant", None),
@@ -56,22 +56,22 @@ def test_a_v2_folder_gives_the_session_and_its_sub_agent(tmp_path: Path) -> None
     child = of(got, CHILD)
     assert child[0]["payload"]["parent_session_id"] == MAIN
     assert child[0]["cites"] == [{"session_id": MAIN, "seq": 7}]  # the task tool's call
-    assert {s.session_id: s.title for s in snapshot.sessions} == {
+    assert {s.session_id: s.title for s in reading.sessions} == {
         MAIN: "Invoice cent drift",
         CHILD: None,
     }
-    assert snapshot.skipped == {"message:images": 1}
+    assert reading.skipped == {"message:images": 1}
 
 
 def test_a_v1_document(tmp_path: Path) -> None:
-    snapshot = vibe.read_v1(gen.write_v1(tmp_path))
-    got = snapshot_events("vibe", snapshot)
+    reading = vibe.read_v1(gen.write_v1(tmp_path))
+    got = reading_events("vibe", reading)
     assert [e["type"] for e in got] == [
         "session/start", "message/user", "tool/call", "tool/result", "message/assistant"
     ]  # fmt: skip
     assert got[0]["session_id"] == OLD and got[0]["payload"]["cwd"] == gen.CWD
     assert got[3]["cites"] == [{"session_id": OLD, "seq": 3}]
-    assert snapshot.skipped == {"message:system": 1}
+    assert reading.skipped == {"message:system": 1}
 
 
 def test_sources_and_detection(tmp_path: Path) -> None:
@@ -87,8 +87,8 @@ def test_sources_and_detection(tmp_path: Path) -> None:
     half = root / "session_20251124_170000_aaaabbbb"
     half.mkdir()
     (half / "meta.json").write_bytes(b'{"session_id": "x", "start')
-    snapshot = vibe.read_v2(half)
-    assert not snapshot.sessions and "not readable JSON" in str(snapshot.problems[0])
+    reading = vibe.read_v2(half)
+    assert not reading.sessions and "not readable JSON" in str(reading.problems[0])
 
 
 async def test_import_answers_the_tools(
@@ -219,8 +219,8 @@ def test_a_unified_store_session(tmp_path: Path) -> None:
     folder = gen.write_unified(tmp_path)
     importer = vibe.VibeImporter()
     assert importer.files(tmp_path) == [folder]
-    snapshot = importer.read(folder, SessionCache())
-    got = snapshot_events("vibe", snapshot)
+    reading = importer.read(folder, SessionCache())
+    got = reading_events("vibe", reading)
     assert [(e["type"], e["payload"].get("tool")) for e in got] == [
         ("session/start", None), ("message/user", None), ("message/assistant", None),
         ("message/assistant", None), ("tool/call", "file_system.read_file"),
@@ -233,15 +233,15 @@ def test_a_unified_store_session(tmp_path: Path) -> None:
     assert '"content":"round(x, 2)"' in got[5]["payload"]["output"]  # the structured result
     assert got[7]["payload"]["is_error"] is True and got[7]["cites"][0]["seq"] == 7
     assert "File not found" in got[7]["payload"]["output"]
-    assert snapshot.skipped == {"entry:plan": 1}  # an unknown kind: drift, counted
+    assert reading.skipped == {"entry:plan": 1}  # an unknown kind: drift, counted
     journal = folder / "journal" / "0000000000000072.jsonl"
     assert detect(journal) == "vibe" and not importer.accepts(journal)
 
 
 def test_a_unified_projection_with_older_entries_elsewhere_is_reported(tmp_path: Path) -> None:
     folder = gen.write_unified(tmp_path, truncated=True)
-    snapshot = vibe.VibeImporter().read(folder, SessionCache())
-    assert not snapshot.sessions and "only its latest entries" in str(snapshot.problems[0])
+    reading = vibe.VibeImporter().read(folder, SessionCache())
+    assert not reading.sessions and "only its latest entries" in str(reading.problems[0])
 
 
 def test_the_recorded_unified_session() -> None:

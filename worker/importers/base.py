@@ -468,7 +468,7 @@ class JsonRecordConverter:
 class TitledAtEnd(JsonRecordConverter):
     """A converter whose source titles a session apart from its records (a row of the
     agent's store, a field of its document): the title is published just before the
-    session's end, as ``snapshot.SnapshotConverter`` does, since agents name a session
+    session's end, as ``source_reading.ReadingConverter`` does, since agents name a session
     after its first turns and rename it later."""
 
     def _end_title(self) -> tuple[str | None, str | None]:

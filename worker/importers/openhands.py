@@ -42,7 +42,7 @@ from typing import Any, Final
 import orjson
 
 from worker.importers.base import Problem, as_text, cut, iso_time, safe_id
-from worker.importers.snapshot import Item, Snapshot, SourceSession, field_of, said
+from worker.importers.source_reading import Item, SourceReading, SourceSession, field_of, said
 
 _INDEX: Final = re.compile(r"(\d+)")
 _SKIPPED_ACTIONS: Final = frozenset(
@@ -63,14 +63,14 @@ def _number(name: str) -> int:
     return int(found.group(1)) if found else 0
 
 
-def read_conversation(conversation: Path) -> Snapshot:
+def read_conversation(conversation: Path) -> SourceReading:
     """A conversation and, after it, its sub-agents' conversations (the SDK's ``task``
     tool keeps each in ``subagents/<id>/`` of its parent): children of it, each citing
     the ``task`` call that ran it."""
-    snapshot = Snapshot()
-    parent = _read_one(conversation, snapshot)
+    reading = SourceReading()
+    parent = _read_one(conversation, reading)
     children = [
-        (_read_one(folder, snapshot), folder)
+        (_read_one(folder, reading), folder)
         for folder in sorted((conversation / SUBAGENTS).glob("*"))
         if (folder / "events").is_dir()
     ]
@@ -92,8 +92,8 @@ def read_conversation(conversation: Path) -> Snapshot:
                 break
     for child, _ in children:
         child.parent = parent.session_id
-    snapshot.sessions = [parent, *(child for child, _ in children)]
-    return snapshot
+    reading.sessions = [parent, *(child for child, _ in children)]
+    return reading
 
 
 def _task_prompt(item: Item) -> str | None:
@@ -103,7 +103,7 @@ def _task_prompt(item: Item) -> str | None:
     return prompt if isinstance(prompt, str) else None
 
 
-def _read_one(conversation: Path, snapshot: Snapshot) -> SourceSession:
+def _read_one(conversation: Path, reading: SourceReading) -> SourceSession:
     base = _document(conversation / "base_state.json")
     metadata = _document(conversation / "metadata.json")
     title = metadata.get("title") or base.get("title")
@@ -120,7 +120,7 @@ def _read_one(conversation: Path, snapshot: Snapshot) -> SourceSession:
         except (OSError, orjson.JSONDecodeError) as exc:
             # Later events depend on this one (citations, order): stop here; a file still
             # being written is read whole on the next look.
-            snapshot.problems.append(Problem(str(file), 0, f"not readable JSON: {exc}"))
+            reading.problems.append(Problem(str(file), 0, f"not readable JSON: {exc}"))
             break
         if not isinstance(event, dict):
             session.skipped["event:not-an-object"] += 1

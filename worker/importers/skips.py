@@ -1,7 +1,7 @@
 """What each format skips on purpose, and why: every other kind it counts is drift.
 
 An importer counts each record it leaves out with ``tally.skip("<what>:<kind>")`` (a
-whole source: its snapshot's ``skipped``). Most formats have records that are skipped by
+whole source: its reading's ``skipped``). Most formats have records that are skipped by
 design (Claude Code's ``file-history-snapshot``: backups of edited files, not
 conversation), and an agent's new version may write kinds the importer has never heard
 of. The summary, ``watch`` and ``status`` show the second loud, as format drift, so a

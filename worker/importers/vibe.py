@@ -70,10 +70,10 @@ from worker.importers.base import (
     load_json_line,
     safe_id,
 )
-from worker.importers.snapshot import (
+from worker.importers.source_reading import (
     Item,
     SessionCache,
-    Snapshot,
+    SourceReading,
     SourceSession,
     field_of,
     from_millis,
@@ -81,7 +81,7 @@ from worker.importers.snapshot import (
     said,
     tool_pair,
 )
-from worker.importers.whole_sources import SnapshotImporter, sniffed
+from worker.importers.whole_sources import ReadingImporter, sniffed
 
 NAME: Final = "vibe"
 PREFIX: Final = "vibe-"
@@ -106,43 +106,43 @@ def _local(raw: object) -> str | None:
     return iso_time(raw, assume=datetime.now().astimezone().tzinfo or UTC)
 
 
-def read_v1(path: Path) -> Snapshot:
+def read_v1(path: Path) -> SourceReading:
     """A 1.x session document; half written, it is reported and read on the next change."""
-    snapshot = Snapshot()
+    reading = SourceReading()
     try:
         document = orjson.loads(path.read_bytes())
     except (OSError, orjson.JSONDecodeError) as exc:
-        snapshot.problems.append(Problem(str(path), 0, f"not readable JSON: {exc}"))
-        return snapshot
+        reading.problems.append(Problem(str(path), 0, f"not readable JSON: {exc}"))
+        return reading
     metadata = field_of(document, "metadata") if isinstance(document, dict) else {}
     messages = document.get("messages") if isinstance(document, dict) else None
     if not metadata or not isinstance(messages, list):
-        snapshot.problems.append(Problem(str(path), 0, "not a Vibe session: no metadata"))
-        return snapshot
+        reading.problems.append(Problem(str(path), 0, "not a Vibe session: no metadata"))
+        return reading
     session = _session(metadata, path.stem)
     when = _local(metadata.get("end_time"))
     for index, message in enumerate(messages):
         session.items.extend(_message(f"m{index}", message, when, session.skipped))
-    snapshot.sessions.append(session)
-    return snapshot
+    reading.sessions.append(session)
+    return reading
 
 
-def read_v2(folder: Path) -> Snapshot:
+def read_v2(folder: Path) -> SourceReading:
     """A 2.x session folder and the sub-agent sessions under its ``agents/``."""
-    snapshot = Snapshot()
-    _read_folder(folder, snapshot)
-    snapshot.sessions = parents_first(snapshot.sessions)
-    return snapshot
+    reading = SourceReading()
+    _read_folder(folder, reading)
+    reading.sessions = parents_first(reading.sessions)
+    return reading
 
 
-def _read_folder(folder: Path, snapshot: Snapshot) -> None:
+def _read_folder(folder: Path, reading: SourceReading) -> None:
     try:
         metadata = orjson.loads((folder / META).read_bytes())
     except (OSError, orjson.JSONDecodeError) as exc:
-        snapshot.problems.append(Problem(str(folder / META), 0, f"not readable JSON: {exc}"))
+        reading.problems.append(Problem(str(folder / META), 0, f"not readable JSON: {exc}"))
         return
     if not isinstance(metadata, dict):
-        snapshot.problems.append(Problem(str(folder / META), 0, "not a Vibe session"))
+        reading.problems.append(Problem(str(folder / META), 0, "not a Vibe session"))
         return
     session = _session(metadata, folder.name)
     when = iso_time(metadata.get("end_time")) or session.time
@@ -155,13 +155,13 @@ def _read_folder(folder: Path, snapshot: Snapshot) -> None:
         if message is not None:
             ref = str(message.get("message_id") or f"m{number}")
             session.items.extend(_message(ref, message, when, session.skipped))
-    snapshot.problems.extend(read.problems)
+    reading.problems.extend(read.problems)
     for item in session.items:
         if item.type == "tool/call" and item.call in spawned:
             item.spawns = spawned[item.call]
-    snapshot.sessions.append(session)
+    reading.sessions.append(session)
     for child in sorted((folder / AGENTS).glob(f"*/{META}")):
-        _read_folder(child.parent, snapshot)
+        _read_folder(child.parent, reading)
 
 
 def _whole_lines(path: Path) -> list[bytes]:
@@ -271,30 +271,30 @@ def _in_unified(path: Path) -> bool:
     return any(_is_unified(folder) for folder in list(path.parents)[:3])
 
 
-def read_unified(folder: Path) -> Snapshot:
+def read_unified(folder: Path) -> SourceReading:
     """A unified-store session: ``CURRENT`` names the generation, whose ``manifest.json``
     lists the content-addressed chunks of its projection (the history the client shows:
     ``message``, ``reasoning``, ``effect`` and ``checkpoint`` entries). Read only when the
     projection holds the whole history (its cursor has nothing before it); else reported.
     The children its ``agents.spawn`` effects name (3.x: ``child-<id>/`` folders beside
     it) are read with it."""
-    snapshot = Snapshot()
+    reading = SourceReading()
     children: list[str] = []
-    session = _read_store(folder, snapshot, None, children)
+    session = _read_store(folder, reading, None, children)
     if session is None:
-        return snapshot
-    snapshot.sessions.append(session)
+        return reading
+    reading.sessions.append(session)
     for name in children:
         beside = folder.parent / name
         if _is_unified(beside):
-            child = _read_store(beside, snapshot, session, [])
+            child = _read_store(beside, reading, session, [])
             if child is not None:
-                snapshot.sessions.append(child)
-    return snapshot
+                reading.sessions.append(child)
+    return reading
 
 
 def _read_store(
-    folder: Path, snapshot: Snapshot, parent: SourceSession | None, children: list[str]
+    folder: Path, reading: SourceReading, parent: SourceSession | None, children: list[str]
 ) -> SourceSession | None:
     """One unified-store session folder; None, with the problem reported, when it cannot
     be read now. A child has no ``meta.json``: its runtime state names its cwd and
@@ -315,13 +315,13 @@ def _read_store(
     except (OSError, orjson.JSONDecodeError, KeyError, TypeError) as exc:
         # Written by renames as the session runs: read again on its next change.
         what = f"a Mistral Vibe unified-store session not readable now: {exc!r}"
-        snapshot.problems.append(Problem(str(folder), 0, what))
+        reading.problems.append(Problem(str(folder), 0, what))
         return None
     history = field_of(field_of(state, "snapshot"), "history")
     if field_of(history, "cursor").get("before") is not None:
         what = ("a Mistral Vibe unified-store session whose projection holds only its latest"
                 " entries: not read")  # fmt: skip
-        snapshot.problems.append(Problem(str(folder), 0, what))
+        reading.problems.append(Problem(str(folder), 0, what))
         return None
     session = _session(metadata, folder.name)
     if parent is not None:
@@ -480,7 +480,7 @@ def _is_child(folder: Path) -> bool:
     return folder.parent.name == AGENTS and _is_session(folder.parent.parent)
 
 
-class VibeImporter(SnapshotImporter):
+class VibeImporter(ReadingImporter):
     name: ClassVar[str] = "vibe"
     help: ClassVar[str] = "Mistral Vibe sessions: 1.x, 2.x and unified-store logs ($VIBE_HOME/logs)"
     env_vars: ClassVar[tuple[str, ...]] = ("VIBE_HOME",)
@@ -532,7 +532,7 @@ class VibeImporter(SnapshotImporter):
             ) and sniffed(self, path):  # fmt: skip
                 yield path
 
-    def read(self, path: Path, cache: SessionCache) -> Snapshot:
+    def read(self, path: Path, cache: SessionCache) -> SourceReading:
         if _is_unified(path):
             return read_unified(path)
         return read_v2(path) if path.is_dir() else read_v1(path)

@@ -2,9 +2,9 @@
 
 OpenCode, Kilo, Goose, Cline, Roo Code, OpenHands and VS Code Copilot Chat do not append
 lines to one file: they write rows, or files, and rewrite some of them while a turn runs.
-A format module reads its source into a :class:`Snapshot` (sessions, each an ordered list
-of :class:`Item`, one per event it will be), without I/O of its own beyond the read and
-without NATS; the :class:`SnapshotConverter` turns successive snapshots of the same
+A format module reads its source into a :class:`SourceReading` (sessions, each an ordered
+list of :class:`Item`, one per event it will be), without I/O of its own beyond the read
+and without NATS; the :class:`ReadingConverter` turns successive readings of the same
 source into events.
 
 Each session's items are published in order, once: the converter remembers how many it
@@ -72,7 +72,7 @@ class SourceSession:
 
 
 @dataclass
-class Snapshot:
+class SourceReading:
     """What a source holds now: its sessions, parents before their children."""
 
     sessions: list[SourceSession] = field(default_factory=list)
@@ -164,12 +164,12 @@ def parents_first(sessions: list[SourceSession]) -> list[SourceSession]:
 
 
 @dataclass
-class _Progress:
+class _Published:
     done: int = 0  # items published
     title: str | None = None  # the source's title when last read: published at the end
 
 
-class SnapshotConverter:
+class ReadingConverter:
     """Readings of one source in (``read``, called on each ``feed``), each session's new
     complete items out as events.
 
@@ -180,7 +180,7 @@ class SnapshotConverter:
     """
 
     def __init__(
-        self, name: str, read: Callable[[], Snapshot], *, idle_s: float | None = None
+        self, name: str, read: Callable[[], SourceReading], *, idle_s: float | None = None
     ) -> None:
         self.read = read
         # ``watch``: each reading also ends the sessions quiet for this long (a database
@@ -188,7 +188,7 @@ class SnapshotConverter:
         self.idle_s = idle_s
         self.tally = Tally()
         self.sessions = Sessions(name)
-        self.progress: dict[str, _Progress] = {}
+        self.progress: dict[str, _Published] = {}
         self.calls: dict[str, tuple[str, int, object]] = {}  # call id -> its event, tool
         # Calls answered lately: a call may be answered twice (OpenHands: an error, then
         # the output), and the second answer cites it too. Bounded, and not kept by watch.
@@ -207,15 +207,15 @@ class SnapshotConverter:
     def finish(self) -> list[Outgoing]:
         return []
 
-    def update(self, snapshot: Snapshot) -> list[Outgoing]:
+    def update(self, reading: SourceReading) -> list[Outgoing]:
         # A source is read whole each time: its skips are this reading's, not a sum.
-        self.tally.skipped = Counter(snapshot.skipped)
-        for problem in snapshot.problems:
+        self.tally.skipped = Counter(reading.skipped)
+        for problem in reading.problems:
             if str(problem) not in self._seen_problems:
                 self._seen_problems.add(str(problem))
                 self.tally.problems.append(problem)
         out: list[Outgoing] = []
-        for session in snapshot.sessions:
+        for session in reading.sessions:
             out.extend(self._session(session))
         self.tally.events += len(out)
         return out
@@ -225,7 +225,7 @@ class SnapshotConverter:
         out: list[Outgoing] = []
         progress = self.progress.get(sid)
         if progress is None:
-            progress = self.progress[sid] = _Progress()
+            progress = self.progress[sid] = _Published()
             spawn = self.spawned.get(sid)
             out.append(self.sessions.start(
                 sid, time=source.time, cwd=source.cwd, parent=source.parent,
@@ -307,7 +307,7 @@ class SnapshotConverter:
 
     def restore(self, token: dict[str, Any]) -> None:
         for sid, (done, title, state) in token.get("sessions", {}).items():
-            self.progress[sid] = _Progress(int(done), title)
+            self.progress[sid] = _Published(int(done), title)
             runs = state.pop("replaceable")
             self.sessions.by_id[sid] = SessionState(sid, **state, replaceable=_from_runs(runs))
         self.calls = {k: (v[0], int(v[1]), v[2]) for k, v in token.get("calls", {}).items()}
