@@ -158,7 +158,9 @@ def _times_apart(
 def _plan_term(term: _Term) -> PlanTerm:
     # A sentence's closing punctuation is not part of the word the reply names.
     shown = term.text if term.quoted else time_words.bare(term.text) or term.text
-    return PlanTerm(text=shown, words=tuple(analysis.words(term.text)), quoted=term.quoted)
+    # An unquoted possessive asks for its owner ("grandma's gift": grandma); quoted, as written.
+    text = term.text if term.quoted else analysis.without_possessive(term.text) or term.text
+    return PlanTerm(text=shown, words=tuple(analysis.words(text)), quoted=term.quoted)
 
 
 def _lex(text: str) -> list[_Term | _Or]:
