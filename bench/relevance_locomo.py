@@ -187,8 +187,8 @@ async def ask(db: Path, questions: Sequence[Question], embedder: Any = None) -> 
     """Each question through ``search_sessions`` from its caller: the sessions, best first
     (an empty list for a refused question)."""
     from worker.signals import ExecutionSignal
+    from worker.store import CompiledQuery, EventFilter, SessionFilter, compile_query
     from worker.store.errors import StoreError
-    from worker.store.protocol import EventFilter, SessionFilter
     from worker.store.sqlite import SqliteSessionStore
 
     store = await SqliteSessionStore.open(db, readers=1)
@@ -200,7 +200,7 @@ async def ask(db: Path, questions: Sequence[Question], embedder: Any = None) -> 
             signal = ExecutionSignal.after(60.0)
             try:
                 page = await store.search_sessions(
-                    q.question,
+                    CompiledQuery(q.question, compile_query(q.question)),
                     cwd=q.cwd,
                     sessions=SessionFilter(exclude_session_ids=(q.caller,)),
                     events=EventFilter(),
