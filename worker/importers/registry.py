@@ -56,6 +56,7 @@ BUILT_IN: Final = {
     "qoder": "worker.importers.qoder:QoderImporter",
     "codebuff": "worker.importers.codebuff:CodebuffImporter",
     "letta-code": "worker.importers.letta_code:LettaCodeImporter",
+    "llm": "worker.importers.llm:LlmImporter",
 }
 
 

@@ -273,6 +273,18 @@ BUILT_IN: Final[dict[str, Reasons]] = {
         "segment:RedactedThinking": _ENCRYPTED,
         "message:system": "the first agent's system messages: instructions to the model",
     },
+    "llm": {
+        "part:attachment": "attachments (images, audio, files) are not searchable text",
+        "part:tool_result:attachment": "attachments (images, audio, files) are not searchable text",
+        "attachment": "attachments (images, audio, files) are not searchable text",
+        "fragment": "files and URLs given with -f, stored apart from the prompt (0.31 and older)",
+        "part:reasoning:redacted": _ENCRYPTED,
+        "message:legacy-copy": "the history of a conversation LLM 0.31 logged, sent again by"
+        " a later version's first turn: imported from the older tables",
+        "message:fork-copy": "the history a fork shares with its thread: imported there",
+        "message:*:empty": "messages with no parts",
+        "part:*:text:empty": "empty text",
+    },
 }
 
 
