@@ -126,7 +126,8 @@ def _hermes(home: Path) -> Path:
 # The formats whose generated home is the known-skips test's (written under ``home``).
 _HOMES: Final = (
     "amp", "auggie", "codebuff", "continue", "copilot-cli", "crush", "cursor", "droid",
-    "gemini-cli", "gptme", "kimi", "letta-code", "openclaw", "pi", "qoder", "qwen-code", "vibe",
+    "gemini-cli", "gptme", "kimi", "letta-code", "llm", "openclaw", "pi", "qoder", "qwen-code",
+    "vibe",
 )  # fmt: skip
 
 

@@ -31,6 +31,7 @@ from tests.importers import (
     gen_hermes,
     gen_kimi,
     gen_letta_code,
+    gen_llm,
     gen_openclaw,
     gen_openhands,
     gen_pi,
@@ -78,6 +79,7 @@ WRITERS: dict[str, Callable[[Path], Path]] = {
     "qoder": gen_qoder.write,
     "codebuff": gen_codebuff.write,
     "letta-code": gen_letta_code.write,
+    "llm": gen_llm.write,
 }
 # Records the generators write to stand for an agent's next version.
 DELIBERATE: dict[str, set[str]] = {

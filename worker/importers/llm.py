@@ -413,12 +413,12 @@ class _Store:
         thread = self.threads[key]
         sid, skipped = session.session_id, session.skipped
         name = thread.get("name")
-        if isinstance(name, str) and name.strip():
+        # A conversation LLM 0.31 named keeps its name (LLM reads that row first).
+        if session.title is None and isinstance(name, str) and name.strip():
             session.title = name
         forked = thread.get("forked_from")
         if isinstance(forked, str) and forked in self.threads:
             session.parent = safe_id(forked, prefix=PREFIX)
-            session.extra["forked_from"] = session.parent
         chain = self.chain(thread.get("tip_message_hash"))
         times = self._timed(key, chain)
         fallback = iso_time(thread.get("datetime_utc"))
