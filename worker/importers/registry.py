@@ -57,6 +57,7 @@ BUILT_IN: Final = {
     "codebuff": "worker.importers.codebuff:CodebuffImporter",
     "letta-code": "worker.importers.letta_code:LettaCodeImporter",
     "llm": "worker.importers.llm:LlmImporter",
+    "mini-swe-agent": "worker.importers.mini_swe_agent:MiniSweAgentImporter",
 }
 
 

@@ -285,6 +285,13 @@ BUILT_IN: Final[dict[str, Reasons]] = {
         "message:*:empty": "messages with no parts",
         "part:*:text:empty": "empty text",
     },
+    "mini-swe-agent": {
+        "message:system": "the system prompt (the agent's template)",
+        "content:image_url": _IMAGES,
+        "content:input_image": _IMAGES,
+        "message:*:empty": "messages with no text and no call",
+        "output:reasoning:encrypted": _ENCRYPTED,
+    },
 }
 
 
