@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -58,6 +59,16 @@ APP: Final = "mini-swe-agent"
 NOT_EXECUTED: Final = "action was not executed"
 # Interrupt types whose message is the user's own words (after the agent's prefix).
 _USER_SAID: Final = frozenset({"UserInterruption", "UserRejection", "UserNewTask"})
+# 1.x keeps no interrupt type: the interactive agent's prefixes before the user's words.
+_USER_PREFIXES: Final = (
+    "Interrupted by user:", "The user added a new task:", "Commands not executed. The user",
+)  # fmt: skip
+# A command in the text (1.x's ``bash`` fence; 2.x's text-based models ``mswea_bash_command``).
+_ACTION: Final = re.compile(r"```(?:bash|mswea_bash_command)\s*\n(.*?)\n```", re.S)
+# 1.x's observation: ``<returncode>N</returncode>``, then ``<output>`` (or a warning and the
+# output's head and tail).
+_RETURNCODE: Final = re.compile(r"\s*<returncode>(-?\d+)</returncode>")
+_OUTPUT: Final = re.compile(r"<output>\n?(.*?)</output>", re.S)
 
 
 def read_trajectory(path: Path) -> Snapshot:
@@ -118,17 +129,19 @@ def _session(path: Path, document: dict[str, Any], messages: list[Any]) -> Sourc
         time=from_seconds(first) if first is not None else file_time(path),
         extra=extra,
     )
-    _Reader(session, messages).read()
+    _Reader(session, messages, info.get("submission")).read()
     return session
 
 
 class _Reader:
-    def __init__(self, session: SourceSession, messages: list[Any]) -> None:
+    def __init__(self, session: SourceSession, messages: list[Any], submission: object) -> None:
         self.session, self.messages = session, messages
         self.sid, self.skipped = session.session_id, session.skipped
         self.time = session.time
         # Calls parsed from the text (no ids), waiting for their observations in order.
         self.waiting: list[str] = []
+        self.prompted = False  # the task was read: later user texts of 1.x are the agent's
+        self.submission = submission
 
     def read(self) -> None:
         for index, message in enumerate(self.messages):
@@ -200,12 +213,54 @@ class _Reader:
             )
             payload = {"text": cut(text), "interrupt_type": interrupt}
             return [Item(ref, type_, surface, payload, f"user:{interrupt}", self.time)]
+        if self.prompted and not extra:  # 1.x keeps no extra: the agent's own messages
+            return self._agent_said(ref, text, following)
         if not text.strip():
             self.skipped["message:user:empty"] += 1
             return []
+        self.prompted = True
         type_ = harness.harness_type(text) or "message/user"
         surface = harness.SURFACES.get(type_, "user")
         return [Item(ref, type_, surface, {"text": cut(text)}, "user", self.time)]
+
+    def _agent_said(self, ref: str, text: str, following: object) -> list[Item]:
+        """A later user message of a 1.x trajectory (no ``extra``): an observation
+        (``<returncode>``), the submission ending the run (the output of the command that
+        submitted it), the user's words after the interactive agent's prefix (a command it
+        interrupted gets a result marked ``interrupted``), what the
+        agent says of a command that did not finish (a timeout: its result, an error), or
+        the agent's own text to the model (a format error)."""
+        code = _RETURNCODE.match(text)
+        if code and self.waiting:
+            output = _OUTPUT.search(text)
+            extra = {"returncode": int(code.group(1)),
+                     "raw_output": output.group(1) if output else text}  # fmt: skip
+            return [self._result(ref, self.waiting.pop(0), text, extra, following, bare=True)]
+        if self.waiting and text == self.submission:
+            call = self.waiting.pop(0)
+            payload = {"output": cut(text), "submitted": True}
+            return [Item(ref, "tool/result", "tool", payload, "user:submission", self.time,
+                         result_of=f"{self.sid}:{call}")]  # fmt: skip
+        if not text.strip():
+            self.skipped["message:user:empty"] += 1
+            return []
+        if text.startswith(_USER_PREFIXES):
+            # A command the user interrupted (Ctrl-C) has no observation: it was cut off.
+            cut_off = [
+                Item(f"{ref}-interrupted-{call}", "tool/result", "tool",
+                     {"output": "", "is_error": True, "interrupted": True}, "user:interrupted",
+                     self.time, result_of=f"{self.sid}:{call}")
+                for call in self.waiting
+            ]  # fmt: skip
+            self.waiting = []
+            said = Item(ref, "message/user", "user", {"text": cut(text)}, "user", self.time)
+            return [*cut_off, said]
+        if self.waiting:  # the command did not finish: the agent says so (a timeout)
+            payload = {"output": cut(text), "is_error": True}
+            return [Item(ref, "tool/result", "tool", payload, "user:not-finished", self.time,
+                         result_of=f"{self.sid}:{self.waiting.pop(0)}")]  # fmt: skip
+        return [Item(ref, "message/context", "system", {"text": cut(text)}, "user:agent",
+                     self.time)]  # fmt: skip
 
     def _assistant(self, ref: str, message: dict[str, Any], extra: dict[str, Any]) -> list[Item]:
         items: list[Item] = []
@@ -237,9 +292,13 @@ class _Reader:
         if isinstance(calls, list) and calls:
             for index, call in enumerate(calls):
                 items.append(self._call(f"{ref}-call-{index}", call))
-        else:  # the text format: the actions the agent parsed from the text
+        else:  # the text format: the actions the agent parsed from the text (1.x: none kept)
             actions = extra.get("actions")
-            for index, action in enumerate(actions if isinstance(actions, list) else []):
+            if not isinstance(actions, list):
+                # As the agent parsed them: exactly one, else a format error ran nothing.
+                found = _ACTION.findall(text)
+                actions = [{"command": found[0].strip()}] if len(found) == 1 else []
+            for index, action in enumerate(actions):
                 if isinstance(action, dict):
                     call_id = f"{ref}-{index}"
                     self.waiting.append(call_id)
