@@ -32,6 +32,7 @@ from tests.importers import (
     gen_kimi,
     gen_letta_code,
     gen_llm,
+    gen_mini_swe_agent,
     gen_openclaw,
     gen_openhands,
     gen_pi,
@@ -80,6 +81,7 @@ WRITERS: dict[str, Callable[[Path], Path]] = {
     "codebuff": gen_codebuff.write,
     "letta-code": gen_letta_code.write,
     "llm": gen_llm.write,
+    "mini-swe-agent": gen_mini_swe_agent.write,
 }
 # Records the generators write to stand for an agent's next version.
 DELIBERATE: dict[str, set[str]] = {

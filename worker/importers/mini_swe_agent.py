@@ -9,7 +9,8 @@ Read from the writer in ``mini-swe-agent`` 2.4.6 (``agents/default.py`` ``serial
 ``actions_toolcall_response.py``, ``actions_text.py``) and recorded from 2.4.6:
 
 - the run is the session: ``mini-<file name>-<its first step's time, ms>`` (a later run
-  written to the same file is another session); cwd: the environment's configured ``cwd``
+  written to the same file is another session; 1.x wrote no times: a digest of its first
+  messages); cwd: the environment's configured ``cwd``
   (``info.config.environment.cwd``; a local run in the current folder records none);
 - ``messages`` in order: the first ``user`` message (the task in the instance template) as
   ``message/user``; ``assistant`` messages (chat completions, native tool calls): the
@@ -111,8 +112,9 @@ def _session(path: Path, document: dict[str, Any], messages: list[Any]) -> Sourc
     first = min(stamps) if stamps else None
     if first is not None:
         run = f"{_run_name(path)}-{int(first * 1000)}"
-    else:  # 1.x wrote no times: the file names the run
-        run = f"{_run_name(path)}-{hashlib.sha256(str(path).encode()).hexdigest()[:12]}"
+    else:  # 1.x wrote no times: its first messages (never rewritten) name the run
+        first_messages = orjson.dumps(messages[:3], option=orjson.OPT_SORT_KEYS)
+        run = f"{_run_name(path)}-{hashlib.sha256(first_messages).hexdigest()[:12]}"
     info = _object(document.get("info"))
     config = _object(info.get("config"))
     environment = _object(config.get("environment"))
@@ -201,7 +203,9 @@ class _Reader:
             if self.waiting:
                 call = self.waiting.pop(0)
                 return [self._result(ref, call, text, extra, following, bare=True)]
-            output = {"text": cut(text), "returncode": extra.get("returncode")}
+            raw = extra.get("raw_output")
+            output = {"text": cut(raw if isinstance(raw, str) else text),
+                      "returncode": extra.get("returncode")}  # fmt: skip
             return [Item(ref, "command/output", "tool", output, "user:observation", self.time)]
         if isinstance(extra.get("actions"), list):  # a command the user ran (human mode)
             return [Item(ref, "command", "user", {"text": cut(text)}, "user:command", self.time)]
