@@ -31,6 +31,7 @@ from tests.importers import (
     gen_goose,
     gen_hermes,
     gen_mini_swe_agent,
+    gen_open_interpreter,
     gen_opencode,
     gen_openhands,
     gen_vscode_copilot,
@@ -168,6 +169,7 @@ GENERATED: dict[str, Case] = {
     "mini-swe-agent-1x": Case(
         "mini-swe-agent", lambda h: gen_mini_swe_agent.write(h, v2=False), untimed=True
     ),
+    "open-interpreter": Case("open-interpreter", gen_open_interpreter.write),
 }
 
 
@@ -201,6 +203,7 @@ NO_TIMES: dict[str, str] = {
     "aider": "times only where a session starts (the chat history's header)",
     "continue": "no per-message times; sessions.json has only dateCreated",
     "cursor": "agent transcripts record no times at all",
+    "open-interpreter": "conversations record no times (the file's name: a local start time)",
 }
 _AT_END = frozenset({"session/title", "session/end"})
 

@@ -58,6 +58,7 @@ BUILT_IN: Final = {
     "letta-code": "worker.importers.letta_code:LettaCodeImporter",
     "llm": "worker.importers.llm:LlmImporter",
     "mini-swe-agent": "worker.importers.mini_swe_agent:MiniSweAgentImporter",
+    "open-interpreter": "worker.importers.open_interpreter:OpenInterpreterImporter",
 }
 
 

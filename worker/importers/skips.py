@@ -292,6 +292,12 @@ BUILT_IN: Final[dict[str, Reasons]] = {
         "message:*:empty": "messages with no text and no call",
         "output:reasoning:encrypted": _ENCRYPTED,
     },
+    "open-interpreter": {
+        "user:image": _IMAGES,
+        "user:file": "files given with a prompt: their paths, not conversation",
+        "computer:image": _IMAGES,
+        "*:message:empty": "messages with no text",
+    },
 }
 
 
