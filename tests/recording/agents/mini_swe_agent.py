@@ -77,7 +77,7 @@ class MiniScript:
         reply = self.plan.reply(conversation)
         if reply.tool_calls or not conversation.tools:
             return reply
-        submit = self.plan.tools.shell("submit", SUBMIT, "Submit")  # type: ignore[attr-defined]
+        submit = self.plan.tools.shell("submit", SUBMIT, "Submit")
         return Reply(text=reply.text, reasoning=reply.reasoning, tool_calls=(submit,))
 
 
