@@ -76,6 +76,8 @@ def install(recipe: Recipe) -> None:
         subprocess.run([python, "-m", "venv", str(target)], check=True)
         pip = [str(target / "bin" / "pip"), "install", "-q", f"{recipe.package}=={recipe.version}"]
         subprocess.run(pip, check=True)
+        if recipe.extra_packages:
+            subprocess.run([*pip[:3], *recipe.extra_packages], check=True)
     if not recipe.executable.exists():
         raise SystemExit(f"{recipe.executable} missing after the install")
 
