@@ -125,7 +125,10 @@ def _read_session(key: str, legacy: _Legacy | None, store: _Store | None) -> Sou
     if store is not None and key in store.threads:
         store.read(key, session, skip_history=bool(copied))
     times = [item.time for item in session.items if item.time]
-    session.time = min(times) if times else session.time
+    if times:
+        session.time = min(times)
+    elif store is not None and key in store.threads:  # a thread with no message yet
+        session.time = iso_time(store.threads[key].get("datetime_utc"))
     return session
 
 
