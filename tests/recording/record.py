@@ -82,6 +82,8 @@ def install(recipe: Recipe) -> None:
             install_swapped(recipe, str(target / "bin" / "pip"), spec)
         else:
             subprocess.run([*pip, spec], check=True)
+        if recipe.extra_packages:
+            subprocess.run([*pip, *recipe.extra_packages], check=True)
     if not recipe.executable.exists():
         raise SystemExit(f"{recipe.executable} missing after the install")
 

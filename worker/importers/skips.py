@@ -277,6 +277,31 @@ BUILT_IN: Final[dict[str, Reasons]] = {
         "segment:RedactedThinking": _ENCRYPTED,
         "message:system": "the first agent's system messages: instructions to the model",
     },
+    "llm": {
+        "part:attachment": "attachments (images, audio, files) are not searchable text",
+        "part:tool_result:attachment": "attachments (images, audio, files) are not searchable text",
+        "attachment": "attachments (images, audio, files) are not searchable text",
+        "fragment": "files and URLs given with -f, stored apart from the prompt (0.31 and older)",
+        "part:reasoning:redacted": _ENCRYPTED,
+        "message:legacy-copy": "the history of a conversation LLM 0.31 logged, sent again by"
+        " a later version's first turn: imported from the older tables",
+        "message:fork-copy": "the history a fork shares with its thread: imported there",
+        "message:*:empty": "messages with no parts",
+        "part:*:text:empty": "empty text",
+    },
+    "mini-swe-agent": {
+        "message:system": "the system prompt (the agent's template)",
+        "content:image_url": _IMAGES,
+        "content:input_image": _IMAGES,
+        "message:*:empty": "messages with no text and no call",
+        "output:reasoning:encrypted": _ENCRYPTED,
+    },
+    "open-interpreter": {
+        "user:image": _IMAGES,
+        "user:file": "files given with a prompt: their paths, not conversation",
+        "computer:image": _IMAGES,
+        "*:message:empty": "messages with no text",
+    },
 }
 
 
