@@ -432,45 +432,6 @@ async def test_a_window_s_events_decoded_in_python_read_as_the_sql_functions_giv
         assert (stored.raw_json, stored.summary.preview) == expected[stored.summary.seq]
 
 
-def test_the_search_index_keeps_no_postings_it_never_reads(tmp_path: Path) -> None:
-    """The numbers searches only filter by range (time, seq, stream seq) are read from
-    their fast fields: no term per value (three per event, 2% of the index); the fields
-    matched whole (session, type, surface, lead) keep no positions. The filters still
-    select what they did."""
-    bodies = [_start("s-1")] + [
-        event("s-1", n, "message/user", surface="user", payload={"text": f"needle {n}"})
-        for n in range(2, 12)
-    ]
-    db = tmp_path / "index.sqlite"
-    _apply(db, bodies)
-
-    meta = orjson.loads((search_index_path(db) / "meta.json").read_bytes())
-    options = {f["name"]: f["options"] for f in meta["schema"]}
-    assert [n for n in ("time", "seq", "sseq") if options[n]["indexed"]] == []
-    assert options["id"]["indexed"]  # a set of ids is matched by term (``held_by``)
-    raw = ("sid", "type", "surface", "lead")
-    assert {options[n]["indexing"]["record"] for n in raw} == {"basic"}
-    assert {options[n]["indexing"]["record"] for n in ("ex", "nm", "lp")} == {"position"}
-
-    reader = SearchIndexReader(search_index_path(db))
-    view = reader.view()
-    plan = compile_query("needle")
-    token = schema.workspace_token(CWD)
-    times = sorted(t for (t,) in _rows(db, "SELECT time_ms FROM events WHERE seq > 1"))
-
-    def seqs(**filters: Any) -> set[int]:
-        scope, _ = scope_clauses(as_of_seq=filters.pop("as_of_seq", 2**62), **filters)
-        query = QueryBuilder(plan, token, view).all_words(scope)
-        return {c.seq for c in top(view.searcher, query, 100)}
-
-    assert seqs() == set(range(2, 12))
-    assert seqs(seq_from=4, seq_to=6) == {4, 5, 6}
-    assert seqs(as_of_seq=5, covered_seq=11) == {2, 3, 4, 5}  # stream seq n-1 is seq n
-    assert seqs(time_from_ms=times[3], time_to_ms=times[4]) == {5, 6}
-    assert seqs(session_ids=["s-1"], types=["message/user"], surfaces=["user"]) == set(range(2, 12))
-    assert seqs(types=["tool/result"]) == set()
-
-
 def _event_indexes(db: Path) -> set[str]:
     return {
         n

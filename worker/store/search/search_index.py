@@ -60,12 +60,9 @@ log = structlog.get_logger(__name__)
 # and first prompts hashed (``lead``, ``lp``) for the shared-prompt discount.
 # 4 (issue 41): base64 runs (images, pasted certificates) left out of the indexed text
 # (``search.text``): an index of version 3 holds their junk terms, and is rebuilt.
-# 5 (issue 41): no terms for the numbers filtered by range, no positions for the fields
-# matched whole (``_schema``): 2% of the index; an index of version 4 is rebuilt.
-SEARCH_INDEX_VERSION: Final = 5
+SEARCH_INDEX_VERSION: Final = 4
 _VERSION_FILE: Final = "sessionquery-search.json"
 _TOKENIZER: Final = "sq_whitespace"
-_WHOLE: Final = "basic"  # a field matched whole: its documents, no frequencies or positions
 # The reserved document holding the follower's position (ids never contain "~").
 _META_SID: Final = "~meta"
 # What one event contributes to the index at most: the whole event (events are at most
@@ -98,28 +95,23 @@ def workspace_key(ws: str) -> str:
 
 
 def _schema() -> tantivy.Schema:
-    # What each field keeps is what the reads use (issue 41): the numbers the searches
-    # filter by range (time, seq, sseq) are read from their fast fields (``range_query``
-    # reads those), so they keep no term per value; ``id`` stays indexed (a set of ids is
-    # matched by term, ``QueryBuilder.held_by``). The fields matched whole (``raw``: a
-    # session, a type, a surface, a lead hash) keep their documents, no positions.
     builder = tantivy.SchemaBuilder()
     builder.add_unsigned_field("id", indexed=True, fast=True)
-    builder.add_text_field("sid", tokenizer_name="raw", fast=True, index_option=_WHOLE)
+    builder.add_text_field("sid", tokenizer_name="raw", fast=True)
     builder.add_text_field("ex", tokenizer_name=_TOKENIZER, index_option="position")
     builder.add_text_field("nm", tokenizer_name=_TOKENIZER, index_option="position")
-    builder.add_text_field("type", tokenizer_name="raw", index_option=_WHOLE)
-    builder.add_text_field("surface", tokenizer_name="raw", index_option=_WHOLE)
-    builder.add_integer_field("time", fast=True)
-    builder.add_unsigned_field("seq", fast=True)
-    builder.add_unsigned_field("sseq", fast=True)
+    builder.add_text_field("type", tokenizer_name="raw")
+    builder.add_text_field("surface", tokenizer_name="raw")
+    builder.add_integer_field("time", indexed=True, fast=True)
+    builder.add_unsigned_field("seq", indexed=True, fast=True)
+    builder.add_unsigned_field("sseq", indexed=True, fast=True)
     # ranking.prior of the event's length, the engine's per-document score factor.
     builder.add_float_field("prior", fast=True)
     # A title or first prompt: ``<key>~p<hash>`` of each of its paragraphs, normalised
     # (``lead_paragraphs``), so the workspace's sessions sharing one are counted at query
     # time (``ranking.shared_bonus``); and each paragraph's derived tokens prefixed with its
     # hash, so a query can tell whether its words are in a shared paragraph.
-    builder.add_text_field("lead", tokenizer_name="raw", fast=True, index_option=_WHOLE)
+    builder.add_text_field("lead", tokenizer_name="raw", fast=True)
     builder.add_text_field("lp", tokenizer_name=_TOKENIZER, index_option="position")
     # The reserved document's position fields.
     builder.add_unsigned_field("deleted", fast=True)
