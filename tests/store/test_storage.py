@@ -496,3 +496,43 @@ def test_a_schema_6_store_is_migrated_in_place(tmp_path: Path) -> None:
     assert db.stat().st_size < size
     assert _stored(db) == _published(bodies)
     assert _matches(db, "fixture retry") == before
+
+
+def test_the_first_dictionary_is_trained_again_bigger_once_on_the_store_s_mix(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    """The first dictionary comes early, from the first events; after ``RETRAIN_EVENTS``
+    more a bigger one is trained on a sample of those, once: rows name the one they were
+    packed with, all read back byte for byte, a restart goes on with the second and never
+    trains a third."""
+    monkeypatch.setattr(event_codec, "RETRAIN_EVENTS", 2500)
+    monkeypatch.setattr(event_codec, "RETRAIN_EVERY", 1)
+    db = tmp_path / "index.sqlite"
+    bodies = archive_corpus(sessions=16, events=400, seed=11)
+    _apply(db, bodies[:5500])
+    dicts = dict(_rows(db, "SELECT id, length(data) FROM zdict"))
+    assert set(dicts) == {1, 2} and dicts[1] <= event_codec.DICT_BYTES < dicts[2]
+    named = [_frame_dict(d) for (d,) in _rows(db, "SELECT doc FROM events ORDER BY id")]
+    assert named == sorted(named) and set(named) == {0, 1, 2}
+    core = _open(db)  # a restart: the second dictionary, no third
+    try:
+        assert not core.apply(core.prepare(_items(bodies)[5500:])).rejected
+    finally:
+        core.close()
+    assert [i for (i,) in _rows(db, "SELECT id FROM zdict ORDER BY id")] == [1, 2]
+    assert _frame_dict(_rows(db, "SELECT doc FROM events ORDER BY id DESC LIMIT 1")[0][0]) == 2
+    assert _stored(db) == _published(bodies)
+
+
+def test_a_dictionary_trained_again_while_a_migration_packs_is_stored_with_its_rows(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    bodies = archive_corpus(sessions=4, events=300, seed=3)
+    db = tmp_path / "index.sqlite"
+    _apply(db, bodies)
+    _as_schema_5(db, purged_tail=0)
+    monkeypatch.setattr(event_codec, "RETRAIN_EVENTS", 600)
+    monkeypatch.setattr(event_codec, "RETRAIN_EVERY", 1)
+    _open(db).close()  # the migration packs every event again: the second one mid-way
+    assert [i for (i,) in _rows(db, "SELECT id FROM zdict ORDER BY id")] == [1, 2]
+    assert _stored(db) == _published(bodies)
