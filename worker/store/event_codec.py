@@ -45,14 +45,6 @@ TRAIN_MIN_SAMPLES: Final = 2000
 TRAIN_MIN_BYTES: Final = 1 << 20
 TRAIN_MAX_BYTES: Final = 8 << 20
 SAMPLE_BYTES: Final = 8 * 1024
-# The first dictionary is trained early (the store's first events are compressed with it
-# soon) and small; once this many more events were packed with it, a second one is
-# trained, once, bigger, on every ``RETRAIN_EVERY``-th of them (the store's mix by then,
-# not its first sessions'). Measured on 250k archive events: the frames 2.9% smaller
-# (90.9 -> 88.3 MB), 3 us more an event to pack, reads no slower.
-RETRAIN_EVENTS: Final = 20_000
-RETRAIN_EVERY: Final = 4
-RETRAIN_DICT_BYTES: Final = 256 * 1024
 
 # A preview's source: enough of the text to fill a collapsed preview without deriving a
 # 64 KiB text per row (the text cut at this many bytes holds at least that many characters).
@@ -266,9 +258,6 @@ class EventPacker:
         self._dict_data = dict_data
         self._samples: list[bytes | bytearray | memoryview[int]] = []
         self._sample_bytes = 0
-        # Events packed with the first dictionary, counted towards its retraining (only
-        # the first is retrained: a packer going on with a later one never does).
-        self._since_first: int | None = 0 if dict_id <= 1 else None
         self._plain = zstandard.ZstdCompressor(level=LEVEL, write_checksum=False)
         self._encoder = self._plain
         if dict_data is not None:
@@ -299,8 +288,6 @@ class EventPacker:
         data = raw_json.encode("utf-8")
         if self._dict_data is None:
             self._learn(data)
-        elif self._since_first is not None:
-            self._relearn(data)
         if len(data) < SPLIT_BYTES:
             return self._encoder.compress(data)
         text = body_of(kind, raw_json, self._text_cap).encode("utf-8")
@@ -337,20 +324,9 @@ class EventPacker:
         if len(self._samples) >= TRAIN_MIN_SAMPLES and self._sample_bytes >= TRAIN_MIN_BYTES:
             self._train(self._dict_id + 1, force=False)
 
-    def _relearn(self, data: bytes) -> None:
-        since = self._since_first = (self._since_first or 0) + 1
-        if since % RETRAIN_EVERY == 0 and self._sample_bytes < TRAIN_MAX_BYTES:
-            sample = data[:SAMPLE_BYTES]
-            self._samples.append(sample)
-            self._sample_bytes += len(sample)
-        if since >= RETRAIN_EVENTS:
-            self._since_first = None  # once, whether it works or not
-            self._train(self._dict_id + 1, force=True, size=RETRAIN_DICT_BYTES)
-            self._samples, self._sample_bytes = [], 0
-
-    def _train(self, dict_id: int, *, force: bool, size: int = DICT_BYTES) -> None:
+    def _train(self, dict_id: int, *, force: bool) -> None:
         try:
-            trained = zstandard.train_dictionary(size, self._samples, dict_id=dict_id)
+            trained = zstandard.train_dictionary(DICT_BYTES, self._samples, dict_id=dict_id)
         except zstandard.ZstdError:
             if force or self._sample_bytes >= TRAIN_MAX_BYTES:
                 self._samples, self._sample_bytes = [], TRAIN_MAX_BYTES

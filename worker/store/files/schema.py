@@ -152,7 +152,6 @@ def _pack_events(conn: Database) -> None:
         "CREATE INDEX IF NOT EXISTS events_session_type ON events (session_id, type, seq)",
     ):
         conn.run(statement)
-    packer.store(conn)  # the dictionary trained again while packing, if it was
     if last is not None:
         conn.run("UPDATE sqlite_sequence SET seq = max(seq, ?) WHERE name = 'events'", (int(last),))
     conn.run("UPDATE meta SET value = 6 WHERE key = 'schema_version'")
