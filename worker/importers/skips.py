@@ -18,6 +18,7 @@ Anything without a reason is an unknown kind. Keep reasons short: they are print
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Final
 
@@ -126,6 +127,48 @@ BUILT_IN: Final[dict[str, Reasons]] = {
         # after a resume.
         "record:api-request-route": "which provider and kind of credential served the"
         " requests (bookkeeping)",
+        # Read in the writer of Claude Code 2.1.337 (WRITER_KINDS): what each holds.
+        "record:ended-by-model": "a mark that the model ended the session; a resume may"
+        " go on, so it ends nothing",
+        "record:continued-in": "the id of the session this one goes on in, whose own file"
+        " is imported",
+        "record:tag": "a tag the user gave the session",
+        "record:relocated": "the folder a moved session goes on in; its records carry"
+        " that cwd themselves",
+        "record:agent-color": "the colour the UI shows the session's agent in",
+        "record:agent-setting": "the agent definition the session runs as (a name)",
+        "record:frame-link": "a link to an artifact the session published (bookkeeping)",
+        "record:artifact-comment-monitor": "which published artifacts' comments are"
+        " watched (UI state)",
+        "record:artifact-autoreact-ledger": "which artifact comments were reacted to (UI state)",
+        "record:bridge-session": "the remote-control bridge's session id and sequence",
+        "record:history-suppression": "a mark that the session is hidden from the prompt history",
+        "record:file-history-delta": "backups of the files Claude Code edits, not conversation",
+        "record:attribution-snapshot": "which lines the agent wrote, for commit attribution",
+        "record:isolation-latch": "which side (web, connectors) the session is isolated"
+        " to (internal state)",
+        "record:session-owner": "the account that owns the session",
+        "record:hybrid-organization": "an organization the session's requests went to"
+        " (bookkeeping)",
+        "record:dev-mods": "the folder of local modifications loaded (internal state)",
+        "record:memory-mode": "the memory setting switched on or off",
+        "record:denial-counts": "how many tool uses auto mode denied (bookkeeping)",
+        "record:data-flow-records": "provenance of the data the session read, for"
+        " data-flow rules (bookkeeping)",
+        "record:data-flow-incomplete": "a mark that the data-flow provenance is incomplete",
+        "record:derived-from": "which sessions this one's data came from (branch, fork,"
+        " import): provenance, not conversation",
+        "record:worktree-state": "the git worktree the session entered or left (internal state)",
+        "record:content-replacement": "the shorter text the model was sent in place of a"
+        " large tool result; the result itself is imported",
+        "record:api-request-resumed": "a copy of a request resumed after a pause",
+        "record:fork-context-ref": "where a forked sub-agent's inherited context ends in"
+        " the parent; the sub-agent's own records are imported",
+        "record:observer-ref": "a link to an observer agent's file (bookkeeping)",
+        "record:resume-head-vouch": "a checksum of the file's head, for a fast resume",
+        "record:repl-mode": "the REPL tool switched on or off",
+        "record:host-row:withheld": "a script's calls left out of the file on purpose",
+        "record:host-row:*:repeated": "a script's call an assistant record holds too",
     },
     "codex": {
         "record:event_msg": "UI notifications that repeat the response items",
@@ -277,6 +320,51 @@ BUILT_IN: Final[dict[str, Reasons]] = {
         "segment:RedactedThinking": _ENCRYPTED,
         "message:system": "the first agent's system messages: instructions to the model",
     },
+}
+
+
+@dataclass(frozen=True)
+class WriterKinds:
+    """Every record kind an agent's writer can write to the files its importer reads, as
+    found in the writer (``package`` at ``version``), each under the skip key the importer
+    would count it by. Each is either imported (``imported``) or has a reason in
+    ``BUILT_IN``: ``tests/importers/test_writer_kinds.py`` holds both to it."""
+
+    package: str
+    version: str
+    imported: frozenset[str]
+    skipped: frozenset[str]
+
+
+def _keys(prefix: str, kinds: str) -> frozenset[str]:
+    """Skip keys ``prefix + kind`` of the white-space separated ``kinds``."""
+    return frozenset(prefix + kind for kind in kinds.split())
+
+
+# How the kinds were found: the package's bundled code (a compiled binary: its strings)
+# was searched for the literals the writer puts in ``type`` (the claude-code writer keeps
+# a table of every record type it appends, and how each is routed between files).
+WRITER_KINDS: Final[dict[str, WriterKinds]] = {
+    "claude-code": WriterKinds(
+        "@anthropic-ai/claude-code",
+        "2.1.337",
+        imported=frozenset(
+            {"user", "assistant", "system", "summary", "custom-title", "ai-title", "host-row"}
+        ),
+        skipped=_keys(
+            "record:",
+            "progress attachment file-history-snapshot file-history-delta last-prompt "
+            "continued-in resume-head-vouch content-replacement data-flow-records "
+            "data-flow-incomplete derived-from api-request-shape api-request-blob "
+            "api-request api-request-resumed api-request-route fork-context-ref frame-link "
+            "ended-by-model tag relocated agent-name agent-color agent-setting pr-link "
+            "artifact-comment-monitor artifact-autoreact-ledger bridge-session "
+            "history-suppression attribution-snapshot mode permission-mode isolation-latch "
+            "session-owner dev-mods memory-mode atis-latch denial-counts tools-used "
+            "worktree-state cost-state queue-operation observer-ref repl-mode "
+            "hybrid-organization",
+        ),
+    ),
 }
 
 

@@ -1,0 +1,57 @@
+"""Every record kind an agent's writer can write (``skips.WRITER_KINDS``, read in its
+package at the version named there) is imported or skipped by design: none of what a real
+home holds is reported as unknown, and none is silenced without a reason."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import orjson
+import pytest
+
+from tests.importers import gen_claude_code
+from worker.importers import registry
+from worker.importers.base import SpawnLinks
+from worker.importers.pipeline import convert_file
+from worker.importers.skips import BUILT_IN, WRITER_KINDS, reason_for
+
+
+@pytest.mark.parametrize("fmt", sorted(WRITER_KINDS))
+def test_each_kind_the_writer_writes_is_imported_or_skipped_with_a_reason(fmt: str) -> None:
+    kinds = WRITER_KINDS[fmt]
+    assert kinds.imported, "the importer reads some of the writer's kinds"
+    assert not kinds.imported & kinds.skipped
+    unexplained = sorted(k for k in kinds.skipped if reason_for(k, BUILT_IN[fmt]) is None)
+    assert unexplained == []
+
+
+def test_claude_code_converts_every_kind_its_writer_writes(tmp_path: Path) -> None:
+    path = gen_claude_code.write_every_writer_kind(tmp_path)
+    written = {r["type"] for r in gen_claude_code.every_writer_kind()}
+    kinds = WRITER_KINDS["claude-code"]
+    assert written == kinds.imported | {k.removeprefix("record:") for k in kinds.skipped}
+
+    events, tally = convert_file("claude-code", path, links=SpawnLinks())
+    tally.explain(registry.get("claude-code").skip_reason)
+    assert tally.unknown == Counter()
+    for kind in kinds.skipped:  # each counted under the key its reason is for
+        assert tally.skipped[kind] == 1, kind
+    bodies = [orjson.loads(e.body) for e in events]
+    by_type = Counter(b["type"] for b in bodies)
+    assert by_type["tool/call"] == 2 and by_type["tool/result"] == 2
+    assert by_type["session/title"] >= 1
+
+
+def test_claude_code_imports_a_scripts_call_and_its_result_once(tmp_path: Path) -> None:
+    path = gen_claude_code.write_every_writer_kind(tmp_path)
+    events, tally = convert_file("claude-code", path, links=SpawnLinks())
+    bodies = [orjson.loads(e.body) for e in events]
+    inner = [b for b in bodies if b["payload"].get("tool_use_id") == gen_claude_code.INNER_CALL]
+    call, result = inner
+    assert call["type"] == "tool/call" and call["payload"]["tool"] == "Read"
+    assert call["payload"]["ran_by_tool_use_id"] == gen_claude_code.SCRIPT_CALL
+    assert result["type"] == "tool/result" and result["payload"]["output"] == "def total():"
+    assert result["cites"] == [{"session_id": call["session_id"], "seq": call["seq"]}]
+    assert tally.skipped["record:host-row:tool_use:repeated"] == 1
+    assert tally.skipped["record:host-row:withheld"] == 1
