@@ -6,11 +6,12 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
 
-from tests.importers import gen_claude_code
+from tests.importers import gen_claude_code, gen_codex
 from worker.importers import registry
 from worker.importers.base import SpawnLinks
 from worker.importers.pipeline import convert_file
@@ -55,3 +56,38 @@ def test_claude_code_imports_a_scripts_call_and_its_result_once(tmp_path: Path) 
     assert result["cites"] == [{"session_id": call["session_id"], "seq": call["seq"]}]
     assert tally.skipped["record:host-row:tool_use:repeated"] == 1
     assert tally.skipped["record:host-row:withheld"] == 1
+
+
+def _kind_of(line: dict[str, Any]) -> str:
+    """The skip key a Codex line would be counted by, were it skipped."""
+    kind, payload = line["type"], line["payload"]
+    if kind in ("response_item", "realtime_item"):
+        return f"{kind}:{payload['type']}"
+    return f"record:{kind}"
+
+
+def test_codex_converts_every_kind_its_writer_writes(tmp_path: Path) -> None:
+    path = gen_codex.write_every_writer_kind(tmp_path)
+    kinds = WRITER_KINDS["codex"]
+    written = {_kind_of(line) for line in gen_codex.every_writer_kind()}
+    assert written == kinds.imported | kinds.skipped
+
+    events, tally = convert_file("codex", path, links=SpawnLinks())
+    tally.explain(registry.get("codex").skip_reason)
+    assert tally.unknown == Counter()
+    for kind in kinds.skipped - {"response_item:message", "response_item:reasoning"}:
+        assert tally.skipped[kind] >= 1, kind
+    bodies = [orjson.loads(e.body) for e in events]
+    calls = {b["payload"].get("tool"): b for b in bodies if b["type"] == "tool/call"}
+    assert {"tool_search", "web_search", "shell", "exec_command", "apply_patch"} <= set(calls)
+    found = next(b for b in bodies if b["payload"].get("call_id") == gen_codex.SEARCH_CALL
+                 and b["type"] == "tool/result")  # fmt: skip
+    assert "exec_command" in found["payload"]["output"]
+    assert found["cites"] == [{"session_id": calls["tool_search"]["session_id"],
+                               "seq": calls["tool_search"]["seq"]}]  # fmt: skip
+    spoken = [b for b in bodies if b["payload"].get("realtime")]
+    assert [(b["type"], b["payload"]["text"]) for b in spoken] == [
+        ("message/user", "Run the tests."), ("message/assistant", "Running.")]  # fmt: skip
+    task = [b for b in bodies if "Run the tests." in str(b["payload"].get("text"))
+            and b["payload"].get("author") == "/root"]  # fmt: skip
+    assert [b["type"] for b in task] == ["message/user"]

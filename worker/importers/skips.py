@@ -184,6 +184,28 @@ BUILT_IN: Final[dict[str, Reasons]] = {
         "record:token_usage_record": "token usage",
         "record:inter_agent_communication_metadata": "routing of a message between agents",
         "agent_message-part:encrypted_content": "an agent message's encrypted payload",
+        # Read in the writer of Codex 0.171.0 (WRITER_KINDS): what each holds.
+        "record:dynamic_tools_updated": "the dynamic tools offered to the model changed",
+        "record:security_risk_score": "a risk score of the session's actions (bookkeeping)",
+        "record:id_allocation": "the ids given to response items (bookkeeping)",
+        "response_item:image_generation_call": "a generated image: " + _IMAGES,
+        "response_item:compaction": "a compaction whose summary the provider keeps"
+        " encrypted: nothing readable",
+        "response_item:context_compaction": "a compaction whose summary the provider keeps"
+        " encrypted: nothing readable",
+        "response_item:compaction_trigger": "a request for a compaction, not history",
+        "response_item:configuration_update": "the reasoning setting changed",
+        "response_item:additional_tools": "tools made available to the model",
+        "response_item:other": "an item Codex itself could not read",
+        "realtime_item:realtime_session_started": "a voice session's start",
+        "realtime_item:realtime_session_closed": "a voice session's end",
+        "realtime_item:frame": "a frame of the voice session's screen or audio",
+        "realtime_item:bem_item_promoted": "an agent item shown in the voice session;"
+        " the item itself is imported",
+        "realtime_item:turn_input_accepted": "voice input taken as a turn's input; the"
+        " turn's messages are imported",
+        "realtime_item:session_end_input_saved": "the voice session's last input kept"
+        " for the next turn (bookkeeping)",
     },
     "gemini-cli": {
         "record:$rewindTo": "a rewind: what was published stays",
@@ -363,6 +385,43 @@ WRITER_KINDS: Final[dict[str, WriterKinds]] = {
             "session-owner dev-mods memory-mode atis-latch denial-counts tools-used "
             "worktree-state cost-state queue-operation observer-ref repl-mode "
             "hybrid-organization",
+        ),
+    ),
+    # Rust: the variant names of the rollout's serde enums (RolloutItem, ResponseItem,
+    # RealtimeItemContent) among the binary's strings, and each variant's fields in the
+    # public source of the same types.
+    "codex": WriterKinds(
+        "@openai/codex",
+        "0.171.0",
+        imported=frozenset(
+            {
+                "record:session_meta",
+                "record:compacted",
+                "record:inter_agent_communication",
+                "realtime_item:transcript_segment",
+            }
+            | _keys(
+                "response_item:",
+                "message reasoning local_shell_call function_call function_call_output "
+                "custom_tool_call custom_tool_call_output tool_search_call tool_search_output "
+                "web_search_call agent_message",
+            )
+        ),
+        skipped=_keys(
+            "record:",
+            "event_msg turn_context world_state token_usage_record "
+            "inter_agent_communication_metadata dynamic_tools_updated security_risk_score "
+            "id_allocation",
+        )
+        | _keys(
+            "response_item:",
+            "ghost_snapshot image_generation_call compaction context_compaction "
+            "compaction_trigger configuration_update additional_tools other",
+        )
+        | _keys(
+            "realtime_item:",
+            "realtime_session_started realtime_session_closed frame bem_item_promoted "
+            "turn_input_accepted session_end_input_saved",
         ),
     ),
 }
