@@ -11,7 +11,7 @@ from typing import Any
 import orjson
 import pytest
 
-from tests.importers import gen_claude_code, gen_codex
+from tests.importers import gen_claude_code, gen_codex, gen_gemini_cli
 from worker.importers import registry
 from worker.importers.base import SpawnLinks
 from worker.importers.pipeline import convert_file
@@ -91,3 +91,21 @@ def test_codex_converts_every_kind_its_writer_writes(tmp_path: Path) -> None:
     task = [b for b in bodies if "Run the tests." in str(b["payload"].get("text"))
             and b["payload"].get("author") == "/root"]  # fmt: skip
     assert [b["type"] for b in task] == ["message/user"]
+
+
+def test_gemini_cli_converts_every_kind_its_writer_writes(tmp_path: Path) -> None:
+    path = gen_gemini_cli.write_every_writer_kind(tmp_path)
+    kinds = WRITER_KINDS["gemini-cli"]
+    events, tally = convert_file("gemini-cli", path, links=SpawnLinks())
+    tally.explain(registry.get("gemini-cli").skip_reason)
+    assert tally.unknown == Counter()
+    assert set(tally.skipped) == kinds.skipped
+    bodies = [orjson.loads(e.body) for e in events]
+    by_type = Counter(b["type"] for b in bodies)
+    assert by_type["tool/call"] == 1 and by_type["tool/result"] == 1
+    assert [b["payload"]["title"] for b in bodies if b["type"] == "session/title"] == [
+        gen_gemini_cli.SUMMARY
+    ]
+    texts = [b["payload"].get("text") for b in bodies if b["type"].startswith("message/")]
+    assert "Why is the pump loud? See the photo." in texts
+    assert "Lower the pressure to 9 bar." in texts

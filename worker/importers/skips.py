@@ -213,6 +213,14 @@ BUILT_IN: Final[dict[str, Reasons]] = {
         " they were appended",
         "*-part:inlineData:*": "images and files inlined in a prompt: not searchable text",
         "*-part:fileData:*": "files referenced in a prompt: not searchable text",
+        # Read in the writer of Gemini CLI 0.61.0 (WRITER_KINDS): what each holds.
+        "*-part:functionResponse": "a tool's response sent back to the model; the tool"
+        " call's result is imported",
+        "*-part:functionCall": "a tool call a history rewrite repeats; the message's"
+        " toolCalls are imported",
+        "record:$set:memoryScratchpad": "the memory's digest of the session's workflow, kept"
+        " for later sessions",
+        "record:$set:directories": "workspace folders added; the session's cwd is its project's",
     },
     "qwen-code": {
         "record:system:ui_telemetry": "telemetry",
@@ -422,6 +430,28 @@ WRITER_KINDS: Final[dict[str, WriterKinds]] = {
             "realtime_item:",
             "realtime_session_started realtime_session_closed frame bem_item_promoted "
             "turn_input_accepted session_end_input_saved",
+        ),
+    ),
+    # Unminified: the chat recording service's appendRecord calls (a header, a message by
+    # type, ``$set`` by field, ``$rewindTo``) and the parts its callers record.
+    "gemini-cli": WriterKinds(
+        "@google/gemini-cli",
+        "0.61.0",
+        imported=frozenset(
+            {"header", "message:user", "message:gemini", "message:info", "record:$set:summary"}
+        ),
+        skipped=frozenset(
+            {
+                "record:$rewindTo",
+                "record:$set:messages",
+                "record:$set:memoryScratchpad",
+                "record:$set:directories",
+                "user-part:functionResponse",
+                "gemini-part:functionCall",
+                "user-part:inlineData:image/png",
+                "info-part:inlineData:application/pdf",
+                "user-part:fileData:application/pdf",
+            }
         ),
     ),
 }
