@@ -11,7 +11,7 @@ from typing import Any
 import orjson
 import pytest
 
-from tests.importers import gen_claude_code, gen_codex, gen_gemini_cli
+from tests.importers import gen_claude_code, gen_codex, gen_gemini_cli, gen_qwen_code
 from worker.importers import registry
 from worker.importers.base import SpawnLinks
 from worker.importers.pipeline import convert_file
@@ -109,3 +109,23 @@ def test_gemini_cli_converts_every_kind_its_writer_writes(tmp_path: Path) -> Non
     texts = [b["payload"].get("text") for b in bodies if b["type"].startswith("message/")]
     assert "Why is the pump loud? See the photo." in texts
     assert "Lower the pressure to 9 bar." in texts
+
+
+def test_qwen_code_converts_every_kind_its_writer_writes(tmp_path: Path) -> None:
+    path = gen_qwen_code.write_every_writer_kind(tmp_path)
+    kinds = WRITER_KINDS["qwen-code"]
+    records = gen_qwen_code.every_writer_kind().records
+    written = {r["type"] if r["type"] != "system" else f"system:{r['subtype']}" for r in records}
+    assert written == kinds.imported - {"system:parent_session"} | {
+        k.removeprefix("record:") for k in kinds.skipped
+    }
+    events, tally = convert_file("qwen-code", path, links=SpawnLinks())
+    tally.explain(registry.get("qwen-code").skip_reason)
+    assert tally.unknown == Counter()
+    assert set(tally.skipped) == kinds.skipped
+    bodies = [orjson.loads(e.body) for e in events]
+    texts = [b["payload"].get("text") for b in bodies]
+    for said in ("also check the docs", "Keep going with the goal.", "Only the lint config.",
+                 gen_qwen_code.BACKGROUND_DONE):  # fmt: skip
+        assert said in texts, said
+    assert Counter(b["type"] for b in bodies)["compaction"] == 1

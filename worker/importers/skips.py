@@ -227,6 +227,24 @@ BUILT_IN: Final[dict[str, Reasons]] = {
         "record:system:slash_command:no-output": "a slash command that printed nothing",
         "record:file-history": "file snapshots",
         "record:system:attribution_snapshot": "which files the agent changed, for attribution",
+        # Read in the writer of Qwen Code 0.24.4 (WRITER_KINDS): what each holds.
+        "record:system:file_history_snapshot": "file snapshots",
+        "record:system:session_source": "what created the session (a fork, a job): its"
+        " parent, when it has one, is read from parent_session",
+        "record:system:session_model": "the model the session is bound to",
+        "record:system:branch_checkpoint": "a checkpoint of the conversation's branch"
+        " (bookkeeping)",
+        "record:system:rewind": "a rewind: what was published stays",
+        "record:system:goal_state": "the goal feature's state (UI)",
+        "record:system:goal_turn_end": "the end of a goal's turn (bookkeeping)",
+        "record:system:omni_recall": "memory recalls: context the agent fetched",
+        "record:system:user_text_elements": "how the user's prompt was shown (pasted blocks,"
+        " mentions); the prompt is imported",
+        "record:system:turn_result": "how a turn settled (bookkeeping)",
+        "record:system:session_artifact_event": "files the session produced (bookkeeping)",
+        "record:system:session_artifact_snapshot": "files the session produced (bookkeeping)",
+        "record:system:session_sources_snapshot": "sources the session read (bookkeeping)",
+        "record:system:parent_session": "the parent named again after the session started",
     },
     "copilot-cli": {
         "record:assistant.turn_start": "turn boundary",
@@ -452,6 +470,28 @@ WRITER_KINDS: Final[dict[str, WriterKinds]] = {
                 "info-part:inlineData:application/pdf",
                 "user-part:fileData:application/pdf",
             }
+        ),
+    ),
+    # Bundled: the chat recording service's records (``createBaseRecord`` by type, each
+    # ``subtype`` it writes); user and assistant subtypes (goal_runtime,
+    # mid_turn_user_message, realtime_message, notifications) are read as their type.
+    "qwen-code": WriterKinds(
+        "@qwen-code/qwen-code",
+        "0.24.4",
+        imported=frozenset(
+            {"user", "assistant", "tool_result"}
+            | _keys(
+                "system:",
+                "chat_compression custom_title slash_command at_command parent_session "
+                "background_task_completed",
+            )
+        ),
+        skipped=_keys(
+            "record:system:",
+            "ui_telemetry attribution_snapshot file_history_snapshot session_source "
+            "session_model branch_checkpoint rewind goal_state goal_turn_end omni_recall "
+            "user_text_elements turn_result session_artifact_event session_artifact_snapshot "
+            "session_sources_snapshot",
         ),
     ),
 }
