@@ -12,7 +12,7 @@ import orjson
 import pytest
 
 from tests.importers import gen_claude_code, gen_codex, gen_gemini_cli, gen_qwen_code
-from worker.importers import registry
+from worker.importers import opencode, registry
 from worker.importers.base import SpawnLinks
 from worker.importers.pipeline import convert_file
 from worker.importers.skips import BUILT_IN, WRITER_KINDS, reason_for
@@ -129,3 +129,34 @@ def test_qwen_code_converts_every_kind_its_writer_writes(tmp_path: Path) -> None
                  gen_qwen_code.BACKGROUND_DONE):  # fmt: skip
         assert said in texts, said
     assert Counter(b["type"] for b in bodies)["compaction"] == 1
+
+
+def test_opencode_builds_every_part_its_writer_writes() -> None:
+    kinds = WRITER_KINDS["opencode"]
+    stamp = {"created": 1796600000000, "completed": 1796600001000}
+    base = {"sessionID": "ses_1", "messageID": "msg_2", "time": {"start": 1, "end": 2}}
+    fields: dict[str, dict[str, Any]] = {
+        "text": {"text": "The fix is in ledger.py."},
+        "reasoning": {"text": "The total skips refunds."},
+        "tool": {"callID": "call_1", "tool": "read",
+                 "state": {"status": "completed", "input": {"filePath": "ledger.py"},
+                           "output": "def total():", "title": "ledger.py"}},
+        "step-start": {"snapshot": "4b825dc"}, "step-finish": {"reason": "stop", "cost": 0,
+                                                             "tokens": {"input": 1, "output": 1}},
+        "snapshot": {"snapshot": "4b825dc"}, "patch": {"hash": "4b825dc", "files": ["ledger.py"]},
+        "file": {"mime": "text/plain", "url": "file:///ledger.py", "filename": "ledger.py"},
+        "agent": {"name": "build"}, "subtask": {"prompt": "look", "description": "look",
+                                                "agent": "general"},
+        "retry": {"attempt": 1, "error": {"name": "APIError"}},
+        "compaction": {"auto": True},
+    }  # fmt: skip
+    written = {f"part:{kind}" for kind in fields}
+    assert written == kinds.imported | kinds.skipped
+    parts = [{"id": f"prt_{n}", "type": kind, **base, **extra}
+             for n, (kind, extra) in enumerate(fields.items())]  # fmt: skip
+    messages = [({"id": "msg_2", "role": "assistant", "time": stamp}, parts)]
+    session = opencode.build({"id": "ses_1", "directory": "/home/dev/kiln"}, messages)
+    assert Counter(session.skipped) == Counter(dict.fromkeys(kinds.skipped, 1))
+    assert all(reason_for(k, BUILT_IN["opencode"]) for k in session.skipped)
+    types = Counter(item.type for item in session.items)
+    assert types == Counter({"message/assistant": 2, "tool/call": 1, "tool/result": 1})

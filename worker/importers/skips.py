@@ -494,6 +494,17 @@ WRITER_KINDS: Final[dict[str, WriterKinds]] = {
             "session_sources_snapshot",
         ),
     ),
+    # Compiled (Bun): the message part schemas among the binary's strings (each part a
+    # ``Struct`` with its ``type`` literal and an ``identifier`` such as ``TextPart``).
+    "opencode": WriterKinds(
+        "opencode-ai",
+        "1.18.33",
+        imported=frozenset({"part:text", "part:reasoning", "part:tool"}),
+        skipped=_keys(
+            "part:",
+            "step-start step-finish snapshot patch file agent subtask retry compaction",
+        ),
+    ),
 }
 
 
