@@ -11,7 +11,13 @@ from typing import Any
 import orjson
 import pytest
 
-from tests.importers import gen_claude_code, gen_codex, gen_gemini_cli, gen_qwen_code
+from tests.importers import (
+    gen_claude_code,
+    gen_codex,
+    gen_copilot_cli,
+    gen_gemini_cli,
+    gen_qwen_code,
+)
 from worker.importers import opencode, registry
 from worker.importers.base import SpawnLinks
 from worker.importers.pipeline import convert_file
@@ -160,3 +166,20 @@ def test_opencode_builds_every_part_its_writer_writes() -> None:
     assert all(reason_for(k, BUILT_IN["opencode"]) for k in session.skipped)
     types = Counter(item.type for item in session.items)
     assert types == Counter({"message/assistant": 2, "tool/call": 1, "tool/result": 1})
+
+
+def test_copilot_cli_converts_every_event_its_writer_persists(tmp_path: Path) -> None:
+    path = gen_copilot_cli.write_every_writer_kind(tmp_path)
+    kinds = WRITER_KINDS["copilot-cli"]
+    written = {f"record:{e['type']}" for e in gen_copilot_cli.every_writer_kind().events}
+    assert written == kinds.imported | kinds.skipped
+    events, tally = convert_file("copilot-cli", path, links=SpawnLinks())
+    tally.explain(registry.get("copilot-cli").skip_reason)
+    assert tally.unknown == Counter()
+    assert kinds.skipped - {"record:subagent.started"} <= set(tally.skipped)
+    bodies = [orjson.loads(e.body) for e in events]
+    texts = [str(b["payload"].get("text")) for b in bodies]
+    assert f"task complete: {gen_copilot_cli.TASK_SUMMARY}" in texts
+    assert any(gen_copilot_cli.HANDOFF_CONTEXT in text for text in texts)
+    children = {b["session_id"] for b in bodies if b["payload"].get("parent_session_id")}
+    assert len(children) == 2

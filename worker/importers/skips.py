@@ -290,6 +290,74 @@ BUILT_IN: Final[dict[str, Reasons]] = {
         "record:model.response": _COPILOT_TRACE,
         "record:model.turn_ended": _COPILOT_TRACE,
         "record:model.messages_snapshot": _COPILOT_TRACE,
+        # Read in the event schema Copilot CLI 1.0.102 ships (WRITER_KINDS): each event it
+        # persists, and what it holds.
+        **dict.fromkeys(
+            [
+                f"record:permission.{kind}"
+                for kind in (
+                    "assentDetected",
+                    "contextualAuthorization",
+                    "messageAuthorization",
+                    "messageAuthorizationDegraded",
+                    "messageAuthorizationRead",
+                )
+            ],
+            "a retired permission extractor's markers: Copilot itself ignores them",
+        ),
+        **dict.fromkeys(
+            [
+                f"record:session.fusion_{kind}"
+                for kind in (
+                    "change_checkpoint",
+                    "commit_started",
+                    "completed",
+                    "resolved",
+                    "route_failed",
+                )
+            ],
+            "a multi-model (Fusion) turn's routing and totals (bookkeeping)",
+        ),
+        "record:assistant.fusion_phase_completed": "an intermediate phase of a multi-model"
+        " turn; the turn's answer is its assistant.message",
+        "record:assistant.fusion_phase_failed": "a failed phase of a multi-model turn",
+        "record:session.fusion_handoff": "the repair note between two phases of a"
+        " multi-model turn; the turn's answer is its assistant.message",
+        "record:session.context_changed": "the cwd and git context changed: the session"
+        " keeps its start's cwd",
+        "record:session.context_cleared": "the conversation cleared: what was published stays",
+        "record:tool.user_requested": "a tool the user ran; its execution is imported",
+        "record:external_tool.requested": "a tool run by the client; its execution is imported",
+        "record:human_response.recorded": "the user's answer to a question or plan review;"
+        " the asking tool's result holds it",
+        "record:skill.context_delivered": "a skill's text given to the model; the skill call"
+        " is imported",
+        "record:skill.context_delivered_ref": "a skill's text given again (a reference)",
+        "record:skill.invoked_ref": "a skill loaded again (a reference)",
+        "record:session.mode_notice_delivered": "the notice of a mode change given to the"
+        " model (instructions)",
+        "record:session.mode_changed": "the agent mode changed (plan, autopilot)",
+        "record:session.model_deselected": "a model withdrawn by its host",
+        "record:session.auto_mode_resolved": "the model auto mode chose (bookkeeping)",
+        "record:session.autopilot_objective_changed": "autopilot's objective file changed",
+        "record:session.plan_changed": "the plan file changed",
+        "record:session.workspace_file_changed": "a workspace file changed (its path)",
+        "record:session.completion_receipt": "facts about an accepted completion (bookkeeping)",
+        "record:session.usage_checkpoint": "usage accounting (bookkeeping)",
+        "record:session.session_limits_changed": "the session's limits changed",
+        "record:session.permission_recovery": "an autopilot permission recovery's state",
+        "record:session.remote_steerable_changed": "remote steering switched on or off",
+        "record:session.request_body_compression_disabled": "a transport setting",
+        "record:session.schedule_created": "a prompt scheduled with /every or /after; it is"
+        " imported when it runs",
+        "record:session.schedule_cancelled": "a scheduled prompt cancelled",
+        "record:session.schedule_rearmed": "a scheduled prompt re-armed",
+        "record:session.canvas.recorded": "a canvas opened (UI state)",
+        "record:session.canvas.removed": "a canvas closed (UI state)",
+        "record:tool_search.activated": "tools activated by tool search, restored on resume",
+        "record:mcp.oauth_recovery_completed": "an MCP server's sign-in recovered",
+        "record:session.task_complete:empty": "a task completion without a summary",
+        "record:session.handoff:empty": "a handoff without a summary or context",
     },
     "pi": _PI,
     "openclaw": {
@@ -503,6 +571,49 @@ WRITER_KINDS: Final[dict[str, WriterKinds]] = {
         skipped=_keys(
             "part:",
             "step-start step-finish snapshot patch file agent subtask retry compaction",
+        ),
+    ),
+    # Bundled inside the binary (a packed package): its schemas/session-events.schema.json,
+    # every event it persists (the schema marks the ones never written ``ephemeral``).
+    "copilot-cli": WriterKinds(
+        "@github/copilot",
+        "1.0.102",
+        imported=_keys(
+            "record:",
+            "abort assistant.message assistant.reasoning session.compaction_complete "
+            "session.error session.handoff session.info session.shutdown "
+            "session.start session.task_complete session.warning subagent.completed "
+            "subagent.failed subagent.started system.notification "
+            "tool.execution_complete tool.execution_start user.message",
+        ),
+        skipped=_keys(
+            "record:",
+            "assistant.fusion_phase_completed assistant.fusion_phase_failed "
+            "assistant.turn_end assistant.turn_start external_tool.requested hook.end "
+            "hook.start human_response.recorded mcp.oauth_recovery_completed "
+            "permission.assentDetected permission.carriedForward permission.completed "
+            "permission.contextualAuthorization permission.messageAuthorization "
+            "permission.messageAuthorizationDegraded "
+            "permission.messageAuthorizationRead permission.requested "
+            "session.auto_mode_resolved session.autopilot_objective_changed "
+            "session.binary_asset session.canvas.recorded session.canvas.removed "
+            "session.compaction_start session.completion_receipt "
+            "session.context_changed session.context_cleared "
+            "session.fusion_change_checkpoint session.fusion_commit_started "
+            "session.fusion_completed session.fusion_handoff session.fusion_resolved "
+            "session.fusion_route_failed session.mode_changed "
+            "session.mode_notice_delivered session.model_change "
+            "session.model_deselected session.permission_recovery "
+            "session.permissions_changed session.plan_changed "
+            "session.remote_steerable_changed "
+            "session.request_body_compression_disabled session.resume "
+            "session.schedule_cancelled session.schedule_created "
+            "session.schedule_rearmed session.session_limits_changed "
+            "session.truncation session.usage_checkpoint session.usage_record "
+            "session.workspace_file_changed skill.context_delivered "
+            "skill.context_delivered_ref skill.invoked skill.invoked_ref "
+            "subagent.configured subagent.deselected subagent.selected system.message "
+            "tool.user_requested tool_search.activated",
         ),
     ),
 }
