@@ -16,6 +16,7 @@ from tests.importers import (
     gen_codex,
     gen_copilot_cli,
     gen_gemini_cli,
+    gen_pi,
     gen_qwen_code,
 )
 from worker.importers import opencode, registry
@@ -183,3 +184,19 @@ def test_copilot_cli_converts_every_event_its_writer_persists(tmp_path: Path) ->
     assert any(gen_copilot_cli.HANDOFF_CONTEXT in text for text in texts)
     children = {b["session_id"] for b in bodies if b["payload"].get("parent_session_id")}
     assert len(children) == 2
+
+
+def test_pi_converts_every_entry_its_writer_writes(tmp_path: Path) -> None:
+    path = gen_pi.write_every_writer_kind(tmp_path)
+    kinds = WRITER_KINDS["pi"]
+    entries = gen_pi.every_writer_kind()
+    written = {f"record:{e['type']}" for e in entries} | {
+        f"message:{e['message']['role']}" for e in entries if e["type"] == "message"
+    }
+    assert written | {"record:session_info:cleared"} == kinds.imported | kinds.skipped
+    events, tally = convert_file("pi", path, links=SpawnLinks())
+    tally.explain(registry.get("pi").skip_reason)
+    assert tally.unknown == Counter()
+    assert set(tally.skipped) == kinds.skipped
+    bodies = [orjson.loads(e.body) for e in events]
+    assert [b["payload"]["title"] for b in bodies if b["type"] == "session/title"] == [gen_pi.TITLE]

@@ -83,6 +83,7 @@ _PI: Final = {
     "record:label": "labels on entries",
     "record:custom": "extension state",
     "record:session:repeated": "a repeated session header",
+    "record:session_info:cleared": "the session's name cleared: the title published stays",
     "message:assistant:image": _IMAGES,
     "message:assistant:thinking:encrypted": _ENCRYPTED,
     "user-block:*": _IMAGES,
@@ -571,6 +572,21 @@ WRITER_KINDS: Final[dict[str, WriterKinds]] = {
         skipped=_keys(
             "part:",
             "step-start step-finish snapshot patch file agent subtask retry compaction",
+        ),
+    ),
+    # Unminified: the session manager's entries (``SessionEntry`` in session-manager.d.ts)
+    # and the message roles it appends (messages.d.ts, and pi-ai's user, assistant and
+    # toolResult); branchSummary and compactionSummary are built from entries, not written.
+    "pi": WriterKinds(
+        "@mariozechner/pi-coding-agent",
+        "0.73.1",
+        imported=_keys(
+            "record:",
+            "session message compaction branch_summary custom_message session_info",
+        )
+        | _keys("message:", "user assistant toolResult bashExecution custom"),
+        skipped=_keys(
+            "record:", "model_change thinking_level_change label custom session_info:cleared"
         ),
     ),
     # Bundled inside the binary (a packed package): its schemas/session-events.schema.json,
