@@ -16,6 +16,7 @@ from tests.importers import (
     gen_codex,
     gen_copilot_cli,
     gen_gemini_cli,
+    gen_kimi,
     gen_pi,
     gen_qwen_code,
 )
@@ -30,7 +31,8 @@ def test_each_kind_the_writer_writes_is_imported_or_skipped_with_a_reason(fmt: s
     kinds = WRITER_KINDS[fmt]
     assert kinds.imported, "the importer reads some of the writer's kinds"
     assert not kinds.imported & kinds.skipped
-    unexplained = sorted(k for k in kinds.skipped if reason_for(k, BUILT_IN[fmt]) is None)
+    reason = registry.get(fmt).skip_reason  # the built-in table, or the importer's own
+    unexplained = sorted(k for k in kinds.skipped if reason(k) is None)
     assert unexplained == []
 
 
@@ -200,3 +202,21 @@ def test_pi_converts_every_entry_its_writer_writes(tmp_path: Path) -> None:
     assert set(tally.skipped) == kinds.skipped
     bodies = [orjson.loads(e.body) for e in events]
     assert [b["payload"]["title"] for b in bodies if b["type"] == "session/title"] == [gen_pi.TITLE]
+
+
+def test_kimi_converts_every_wire_message_its_writer_writes(tmp_path: Path) -> None:
+    path = gen_kimi.write_every_writer_kind(tmp_path)
+    kinds = WRITER_KINDS["kimi"]
+    assert {f"record:{kind}" for kind, _ in gen_kimi.every_writer_kind()} == (
+        kinds.imported | kinds.skipped
+    )
+    events, tally = convert_file("kimi", path, links=SpawnLinks())
+    tally.explain(registry.get("kimi").skip_reason)
+    assert tally.unknown == Counter()
+    # A sub-agent's events copied into its parent's log are counted by their own type.
+    assert kinds.skipped - {"record:SubagentEvent"} <= set(tally.skipped)
+    assert any(k.startswith("record:SubagentEvent") for k in tally.skipped)
+    bodies = [orjson.loads(e.body) for e in events]
+    by_type = Counter(b["type"] for b in bodies)
+    assert by_type["tool/call"] == 1 and by_type["tool/result"] == 1
+    assert by_type["message/user"] == 2 and by_type["compaction"] == 1

@@ -589,6 +589,25 @@ WRITER_KINDS: Final[dict[str, WriterKinds]] = {
             "record:", "model_change thinking_level_change label custom session_info:cleared"
         ),
     ),
+    # Python: the WireMessage union of kimi_cli/wire/types.py (its events and requests),
+    # each written as a ``{"type", "payload"}`` record; the importer's own table holds the
+    # reasons (``KimiImporter.skipped_by_design``).
+    "kimi": WriterKinds(
+        "kimi-cli",
+        "1.52.0",
+        imported=_keys(
+            "record:",
+            "TurnBegin SteerInput ContentPart ToolCall ToolCallPart ToolResult Notification "
+            "CompactionBegin CompactionEnd",
+        ),
+        skipped=_keys(
+            "record:",
+            "TurnEnd StepBegin StepInterrupted StepRetry StatusUpdate MCPLoadingBegin "
+            "MCPLoadingEnd HookTriggered HookResolved HookRequest ApprovalRequest "
+            "ApprovalResponse QuestionRequest ToolCallRequest PlanDisplay BtwBegin BtwEnd "
+            "SubagentEvent",
+        ),
+    ),
     # Bundled inside the binary (a packed package): its schemas/session-events.schema.json,
     # every event it persists (the schema marks the ones never written ``ephemeral``).
     "copilot-cli": WriterKinds(
