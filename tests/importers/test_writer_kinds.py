@@ -15,6 +15,7 @@ from tests.importers import (
     gen_claude_code,
     gen_codex,
     gen_copilot_cli,
+    gen_droid,
     gen_gemini_cli,
     gen_kimi,
     gen_pi,
@@ -220,3 +221,18 @@ def test_kimi_converts_every_wire_message_its_writer_writes(tmp_path: Path) -> N
     by_type = Counter(b["type"] for b in bodies)
     assert by_type["tool/call"] == 1 and by_type["tool/result"] == 1
     assert by_type["message/user"] == 2 and by_type["compaction"] == 1
+
+
+def test_droid_converts_every_record_and_block_its_writer_writes(tmp_path: Path) -> None:
+    path = gen_droid.write_every_writer_kind(tmp_path)
+    kinds = WRITER_KINDS["droid"]
+    events, tally = convert_file("droid", path, links=SpawnLinks())
+    tally.explain(registry.get("droid").skip_reason)
+    assert tally.unknown == Counter()
+    assert set(tally.skipped) == kinds.skipped
+    bodies = [orjson.loads(e.body) for e in events]
+    texts = [str(b["payload"].get("text")) for b in bodies]
+    assert f"[baskets.txt]\n{gen_droid.DOCUMENT}" in texts
+    by_type = Counter(b["type"] for b in bodies)
+    assert by_type["tool/call"] == 1 and by_type["tool/result"] == 1
+    assert by_type["compaction"] == 1

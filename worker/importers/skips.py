@@ -398,6 +398,9 @@ BUILT_IN: Final[dict[str, Reasons]] = {
         "record:session_start:repeated": "a repeated session header",
         "record:agent_turn_outcome": "how a turn ended (completed, its result's kind)",
         "block:*:image": _IMAGES,
+        # Read in the writer of Droid 0.225.2 (WRITER_KINDS).
+        "block:*:redacted_thinking": _ENCRYPTED,
+        "block:*:document": "a PDF attached without its text: its bytes are not searchable",
     },
     "opencode": _OPENCODE,
     "kilo": _OPENCODE,
@@ -606,6 +609,21 @@ WRITER_KINDS: Final[dict[str, WriterKinds]] = {
             "MCPLoadingEnd HookTriggered HookResolved HookRequest ApprovalRequest "
             "ApprovalResponse QuestionRequest ToolCallRequest PlanDisplay BtwBegin BtwEnd "
             "SubagentEvent",
+        ),
+    ),
+    # Compiled (Bun): the session file's records (the fork reader's ``type`` checks and
+    # the writers of todo_state, compaction_state and agent_turn_outcome) and the message
+    # content blocks' schema union (text, image, thinking, redacted_thinking, tool_use,
+    # tool_result, document) among the binary's strings.
+    "droid": WriterKinds(
+        "@factory/cli",
+        "0.225.2",
+        imported=_keys("record:", "session_start message compaction_state")
+        | _keys("block:", "text thinking tool_use tool_result document:text"),
+        skipped=_keys("record:", "todo_state agent_turn_outcome")
+        | _keys(
+            "block:message:",
+            "user:image assistant:redacted_thinking user:document",
         ),
     ),
     # Bundled inside the binary (a packed package): its schemas/session-events.schema.json,
