@@ -14,6 +14,7 @@ import pytest
 from tests.importers import (
     gen_claude_code,
     gen_codex,
+    gen_continue,
     gen_copilot_cli,
     gen_droid,
     gen_gemini_cli,
@@ -236,3 +237,16 @@ def test_droid_converts_every_record_and_block_its_writer_writes(tmp_path: Path)
     by_type = Counter(b["type"] for b in bodies)
     assert by_type["tool/call"] == 1 and by_type["tool/result"] == 1
     assert by_type["compaction"] == 1
+
+
+def test_continue_converts_every_role_and_part_its_writer_saves(tmp_path: Path) -> None:
+    path = gen_continue.write_every_writer_kind(tmp_path)
+    kinds = WRITER_KINDS["continue"]
+    events, tally = convert_file("continue", path, links=SpawnLinks())
+    tally.explain(registry.get("continue").skip_reason)
+    assert tally.unknown == Counter()
+    assert set(tally.skipped) == kinds.skipped
+    bodies = [orjson.loads(e.body) for e in events]
+    results = [b for b in bodies if b["type"] == "tool/result"]
+    assert len(results) == 2  # the state's, and the tool message of a call without one
+    assert any(b["type"] == "message/context" for b in bodies)

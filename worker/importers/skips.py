@@ -626,6 +626,15 @@ WRITER_KINDS: Final[dict[str, WriterKinds]] = {
             "user:image assistant:redacted_thinking user:document",
         ),
     ),
+    # Bundled: the ChatMessage union (user, assistant, system, tool) and MessagePart types
+    # (text, imageUrl) of the core it saves with; the importer's own table holds the
+    # reasons (``ContinueImporter.skipped_by_design``).
+    "continue": WriterKinds(
+        "@continuedev/cli",
+        "1.5.47",
+        imported=_keys("message:", "user assistant tool") | {"part:text"},
+        skipped=frozenset({"message:system", "part:imageUrl", "message:tool:answered-by-state"}),
+    ),
     # Bundled inside the binary (a packed package): its schemas/session-events.schema.json,
     # every event it persists (the schema marks the ones never written ``ephemeral``).
     "copilot-cli": WriterKinds(
