@@ -19,10 +19,11 @@ from tests.importers import (
     gen_droid,
     gen_gemini_cli,
     gen_kimi,
+    gen_openhands,
     gen_pi,
     gen_qwen_code,
 )
-from worker.importers import opencode, registry
+from worker.importers import opencode, openhands, registry
 from worker.importers.base import SpawnLinks
 from worker.importers.pipeline import convert_file
 from worker.importers.skips import BUILT_IN, WRITER_KINDS, reason_for
@@ -250,3 +251,18 @@ def test_continue_converts_every_role_and_part_its_writer_saves(tmp_path: Path) 
     results = [b for b in bodies if b["type"] == "tool/result"]
     assert len(results) == 2  # the state's, and the tool message of a call without one
     assert any(b["type"] == "message/context" for b in bodies)
+
+
+def test_openhands_reads_every_event_its_sdk_persists(tmp_path: Path) -> None:
+    folder = gen_openhands.write_sdk(tmp_path, gen_openhands.every_writer_kind())
+    kinds = WRITER_KINDS["openhands"]
+    snapshot = openhands.read_conversation(folder)
+    (session,) = snapshot.sessions
+    assert set(session.skipped) == kinds.skipped
+    reason = registry.get("openhands").skip_reason
+    assert all(reason(k) for k in session.skipped)
+    types = Counter(item.type for item in session.items)
+    assert types["tool/call"] == 4 and types["tool/result"] == 4
+    result = next(i for i in session.items if i.result_of == gen_openhands.ACP_CALL)
+    assert result.payload["output"] == gen_openhands.ACP_OUTPUT
+    assert any("rate limited" in str(i.payload.get("text")) for i in session.items)

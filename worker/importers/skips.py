@@ -422,6 +422,15 @@ BUILT_IN: Final[dict[str, Reasons]] = {
         "event:recall": "memory recalls: context the agent fetched",
         "event:null": 'empty observations ("No observation"): nothing happened to report',
         "event:system": "the system prompt",
+        # Read in the SDK OpenHands 1.16.0 runs (openhands-sdk 1.21.0: WRITER_KINDS).
+        "event:CondensationRequest": "a request for a condensation; the Condensation is imported",
+        "event:CondensationSummaryEvent": "the summary given to the model; the Condensation"
+        " holds it",
+        "event:HookExecutionEvent": "hook runs",
+        "event:TokenEvent": "the token ids of a model call",
+        "event:LLMCompletionLogEvent": "a raw log of a model call",
+        "event:ACPToolCallEvent": "an ACP tool call still running: its final state is imported",
+        "event:ACPToolCallEvent:repeated": "an ACP tool call reported again after its final state",
     },
     "vscode-copilot": dict.fromkeys(
         [f"response:{kind}" for kind in _VSCODE_BOOKKEEPING],
@@ -634,6 +643,24 @@ WRITER_KINDS: Final[dict[str, WriterKinds]] = {
         "1.5.47",
         imported=_keys("message:", "user assistant tool") | {"part:text"},
         skipped=frozenset({"message:system", "part:imageUrl", "message:tool:answered-by-state"}),
+    ),
+    # Python: the Event subclasses of openhands-sdk 1.21.0 (the version openhands 1.16.0
+    # pins), each persisted by the conversation's default callback (StreamingDeltaEvent
+    # says it is not).
+    "openhands": WriterKinds(
+        "openhands",
+        "1.16.0",
+        imported=_keys(
+            "event:",
+            "MessageEvent ActionEvent ObservationEvent UserRejectObservation AgentErrorEvent "
+            "Condensation ConversationErrorEvent ACPToolCallEvent:final",
+        ),
+        skipped=_keys(
+            "event:",
+            "SystemPromptEvent ConversationStateUpdateEvent PauseEvent CondensationRequest "
+            "CondensationSummaryEvent HookExecutionEvent TokenEvent LLMCompletionLogEvent "
+            "ACPToolCallEvent ACPToolCallEvent:repeated",
+        ),
     ),
     # Bundled inside the binary (a packed package): its schemas/session-events.schema.json,
     # every event it persists (the schema marks the ones never written ``ephemeral``).
