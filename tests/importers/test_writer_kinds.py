@@ -143,8 +143,9 @@ def test_qwen_code_converts_every_kind_its_writer_writes(tmp_path: Path) -> None
     assert Counter(b["type"] for b in bodies)["compaction"] == 1
 
 
-def test_opencode_builds_every_part_its_writer_writes() -> None:
-    kinds = WRITER_KINDS["opencode"]
+@pytest.mark.parametrize("fmt", ["opencode", "kilo"])
+def test_opencode_builds_every_part_its_writer_writes(fmt: str) -> None:
+    kinds = WRITER_KINDS[fmt]
     stamp = {"created": 1796600000000, "completed": 1796600001000}
     base = {"sessionID": "ses_1", "messageID": "msg_2", "time": {"start": 1, "end": 2}}
     fields: dict[str, dict[str, Any]] = {
@@ -169,7 +170,7 @@ def test_opencode_builds_every_part_its_writer_writes() -> None:
     messages = [({"id": "msg_2", "role": "assistant", "time": stamp}, parts)]
     session = opencode.build({"id": "ses_1", "directory": "/home/dev/kiln"}, messages)
     assert Counter(session.skipped) == Counter(dict.fromkeys(kinds.skipped, 1))
-    assert all(reason_for(k, BUILT_IN["opencode"]) for k in session.skipped)
+    assert all(reason_for(k, BUILT_IN[fmt]) for k in session.skipped)
     types = Counter(item.type for item in session.items)
     assert types == Counter({"message/assistant": 2, "tool/call": 1, "tool/result": 1})
 

@@ -586,6 +586,16 @@ WRITER_KINDS: Final[dict[str, WriterKinds]] = {
             "step-start step-finish snapshot patch file agent subtask retry compaction",
         ),
     ),
+    # Kilo CLI (OpenCode's schema): the same twelve part schemas in its binary.
+    "kilo": WriterKinds(
+        "@kilocode/cli",
+        "7.7.9",
+        imported=frozenset({"part:text", "part:reasoning", "part:tool"}),
+        skipped=_keys(
+            "part:",
+            "step-start step-finish snapshot patch file agent subtask retry compaction",
+        ),
+    ),
     # Unminified: the session manager's entries (``SessionEntry`` in session-manager.d.ts)
     # and the message roles it appends (messages.d.ts, and pi-ai's user, assistant and
     # toolResult); branchSummary and compactionSummary are built from entries, not written.
