@@ -611,6 +611,21 @@ WRITER_KINDS: Final[dict[str, WriterKinds]] = {
             "record:", "model_change thinking_level_change label custom session_info:cleared"
         ),
     ),
+    # Bundled: the transcript entries its session accessor appends (Pi's entry types, and
+    # its own ``leaf`` and ``reset`` controls), by their ``type`` literals in dist/.
+    "openclaw": WriterKinds(
+        "openclaw",
+        "2026.9.6",
+        imported=_keys(
+            "record:",
+            "session message compaction branch_summary custom_message session_info",
+        )
+        | _keys("message:", "user assistant toolResult bashExecution custom"),
+        skipped=_keys(
+            "record:",
+            "model_change thinking_level_change label custom leaf reset session_info:cleared",
+        ),
+    ),
     # Python: the WireMessage union of kimi_cli/wire/types.py (its events and requests),
     # each written as a ``{"type", "payload"}`` record; the importer's own table holds the
     # reasons (``KimiImporter.skipped_by_design``).
