@@ -626,6 +626,15 @@ WRITER_KINDS: Final[dict[str, WriterKinds]] = {
             "model_change thinking_level_change label custom leaf reset session_info:cleared",
         ),
     ),
+    # Bundled (letta.js): the local backend's transcript writer appends a session header,
+    # message entries (pi-ai's user, assistant, toolResult) and compaction entries.
+    "letta-code": WriterKinds(
+        "@letta-ai/letta-code",
+        "0.32.18",
+        imported=_keys("record:", "session message compaction")
+        | _keys("message:", "user assistant toolResult"),
+        skipped=frozenset(),
+    ),
     # Python: the WireMessage union of kimi_cli/wire/types.py (its events and requests),
     # each written as a ``{"type", "payload"}`` record; the importer's own table holds the
     # reasons (``KimiImporter.skipped_by_design``).
