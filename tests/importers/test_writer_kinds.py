@@ -23,7 +23,7 @@ from tests.importers import (
     gen_pi,
     gen_qwen_code,
 )
-from worker.importers import opencode, openhands, registry
+from worker.importers import cline_cli, opencode, openhands, registry
 from worker.importers.base import SpawnLinks
 from worker.importers.pipeline import convert_file
 from worker.importers.skips import BUILT_IN, WRITER_KINDS, reason_for
@@ -267,3 +267,48 @@ def test_openhands_reads_every_event_its_sdk_persists(tmp_path: Path) -> None:
     result = next(i for i in session.items if i.result_of == gen_openhands.ACP_CALL)
     assert result.payload["output"] == gen_openhands.ACP_OUTPUT
     assert any("rate limited" in str(i.payload.get("text")) for i in session.items)
+
+
+def test_cline_cli_reads_every_block_its_writer_writes(tmp_path: Path) -> None:
+    kinds = WRITER_KINDS["cline-cli"]
+    session = "sess_every_kind"
+    folder = tmp_path / session
+    folder.mkdir()
+    manifest = {
+        "session_id": session,
+        "cwd": "/home/dev/kiln",
+        "status": "completed",
+        "started_at": "2026-12-07T10:00:00.000Z",
+        "metadata": {"title": "Kiln"},
+    }
+    blocks: dict[str, dict[str, Any]] = {
+        "text": {"text": '<user_input mode="act">Why is the kiln cold?</user_input>'},
+        "file": {"path": "kiln.toml", "content": "target = 1200"},
+        "image": {"data": "iVBORw0KGgo=", "mediaType": "image/png"},
+        "thinking": {"thinking": "The target looks right.", "signature": "s"},
+        "reasoning": {"text": "Check the relay."},
+        "redacted_thinking": {"data": "EncRypTed"},
+        "tool_use": {"id": "tu_1", "name": "read_files", "input": {"paths": ["relay.py"]}},
+        "tool_result": {"tool_use_id": "tu_1", "content": "relay = None"},
+        "media": {"media": {"kind": "image", "url": "file:///chart.png"}},
+    }  # fmt: skip
+    assert {f"block:{k}" for k in blocks} == kinds.imported | kinds.skipped
+    user = {
+        "id": "m1",
+        "role": "user",
+        "ts": 1,
+        "content": [{"type": k, **blocks[k]} for k in ("text", "file", "image", "tool_result")],
+    }
+    agent = {"id": "m2", "role": "assistant", "ts": 2, "content": [
+        {"type": k, **blocks[k]} for k in ("thinking", "reasoning", "redacted_thinking",
+                                           "tool_use", "media")]}  # fmt: skip
+    lead = {"agent": "lead", "sessionId": session, "origin": {"version": "3.0.65"},
+            "messages": [user, agent]}  # fmt: skip
+    (folder / f"{session}.json").write_bytes(orjson.dumps(manifest))
+    (folder / f"{session}.messages.json").write_bytes(orjson.dumps(lead))
+    (read,) = cline_cli.read_session(folder).sessions
+    reason = registry.get("cline-cli").skip_reason
+    assert set(read.skipped) == kinds.skipped and all(reason(k) for k in read.skipped)
+    texts = [str(item.payload.get("text")) for item in read.items]
+    assert "[kiln.toml]\ntarget = 1200" in texts
+    assert Counter(item.type for item in read.items)["message/assistant"] == 2

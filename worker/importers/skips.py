@@ -412,6 +412,12 @@ BUILT_IN: Final[dict[str, Reasons]] = {
         "content:systemNotification": "UI notifications",
     },
     "cline": _CLINE,
+    # Read in the block types of @cline/shared 0.0.86 (Cline CLI 3.0.65's SDK).
+    "cline-cli": {
+        "block:image": _IMAGES,
+        "block:media": "generated media (images, audio): not searchable text",
+        "block:redacted_thinking": _ENCRYPTED,
+    },
     "roo-code": _CLINE,
     "openhands": {
         "event:SystemPromptEvent": "the system prompt",
@@ -634,6 +640,15 @@ WRITER_KINDS: Final[dict[str, WriterKinds]] = {
         imported=_keys("record:", "session message compaction")
         | _keys("message:", "user assistant toolResult"),
         skipped=frozenset(),
+    ),
+    # Bundled in its SDK (@cline/shared 0.0.86, which cline 3.0.65 pins): the
+    # ContentBlock union of a message; the session document holds user and assistant
+    # messages.
+    "cline-cli": WriterKinds(
+        "cline",
+        "3.0.65",
+        imported=_keys("block:", "text thinking reasoning tool_use tool_result file"),
+        skipped=_keys("block:", "image media redacted_thinking"),
     ),
     # Python: the WireMessage union of kimi_cli/wire/types.py (its events and requests),
     # each written as a ``{"type", "payload"}`` record; the importer's own table holds the
