@@ -134,8 +134,8 @@ BUILT_IN: Final[dict[str, Reasons]] = {
         "record:continued-in": "the id of the session this one goes on in, whose own file"
         " is imported",
         "record:tag": "a tag the user gave the session",
-        "record:relocated": "the folder a moved session goes on in; its records carry"
-        " that cwd themselves",
+        "record:relocated": "the folder a moved session goes on in; the session keeps its"
+        " start's cwd",
         "record:agent-color": "the colour the UI shows the session's agent in",
         "record:agent-setting": "the agent definition the session runs as (a name)",
         "record:frame-link": "a link to an artifact the session published (bookkeeping)",
@@ -200,7 +200,7 @@ BUILT_IN: Final[dict[str, Reasons]] = {
         "response_item:other": "an item Codex itself could not read",
         "realtime_item:realtime_session_started": "a voice session's start",
         "realtime_item:realtime_session_closed": "a voice session's end",
-        "realtime_item:frame": "a frame of the voice session's screen or audio",
+        "realtime_item:frame": "a media frame of the voice session",
         "realtime_item:bem_item_promoted": "an agent item shown in the voice session;"
         " the item itself is imported",
         "realtime_item:turn_input_accepted": "voice input taken as a turn's input; the"
