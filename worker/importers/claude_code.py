@@ -45,6 +45,10 @@ Mapping:
 - a resumed session's file starts with copies of the earlier session's records (their
   ``sessionId`` the earlier one's): skipped and counted when the earlier session's own
   file is beside it, which holds them;
+- a ``host-row`` record (a call that a script run by the REPL tool made, or its result:
+  one ``tool_use`` or ``tool_result`` block, under the script's ``ranByToolUseId``) is a
+  ``tool/call`` or ``tool/result`` of its session (``ran_by_tool_use_id`` names the
+  script's call), once: a call an assistant record holds too is counted, not repeated;
 - everything else (file snapshots, progress, other ``system`` records, image blocks) is
   skipped and counted. The format has no session end: ``import`` ends a session whose
   last event is older than ``--idle-seconds``, ``watch`` one whose file has not grown
@@ -133,6 +137,8 @@ class ClaudeCodeConverter(JsonRecordConverter):
             return self._custom_title(record)
         if kind == "ai-title":
             return self._ai_title(record)
+        if kind == "host-row":
+            return self._host_row(record)
         if kind not in ("user", "assistant", "system"):
             self.tally.skip(f"record:{kind}")
             return []
@@ -158,6 +164,39 @@ class ClaudeCodeConverter(JsonRecordConverter):
             self.record_session[uuid] = session
             out.extend(self._leaf_titles(uuid, session))
         return out
+
+    def _host_row(self, record: dict[str, Any]) -> list[Outgoing]:
+        """A call a script ran (the REPL tool's code calling tools) and its result, one
+        content block a row, kept under the script's own call (``ranByToolUseId``)."""
+        block = record.get("block")
+        kind = block.get("type") if isinstance(block, dict) else None
+        raw, agent = record.get("sessionId"), record.get("agentId")
+        if not isinstance(block, dict) or kind not in ("tool_use", "tool_result"):
+            # ``withheld``: the script's rows were left out of the file on purpose.
+            self.tally.skip("record:host-row:withheld" if record.get("withheld") else
+                            f"record:host-row:{kind}")  # fmt: skip
+            return []
+        if not isinstance(raw, str) or not raw:
+            self.tally.skip("record:host-row:no-session")
+            return []
+        session = self._id(f"{raw}-agent-{agent}" if isinstance(agent, str) and agent else raw)
+        if not self.sessions.has(session):
+            self.tally.skip("record:host-row:no-session")
+            return []
+        # The same call may also be in an assistant record (a resumed script): once.
+        tool_id = block.get("id") if kind == "tool_use" else block.get("tool_use_id")
+        seen = self.tool_calls if kind == "tool_use" else self.answered
+        if isinstance(tool_id, str) and tool_id in seen:
+            self.tally.skip(f"record:host-row:{kind}:repeated")
+            return []
+        time = iso_time(record.get("timestamp"))
+        ref = f"host-row-{record.get('rowUuid') or tool_id or ''}"
+        base: dict[str, Any] = {}
+        if isinstance(record.get("ranByToolUseId"), str):
+            base["ran_by_tool_use_id"] = record["ranByToolUseId"]
+        if kind == "tool_use":
+            return [self._tool_use(session, block, base, time, ref)]
+        return [self._tool_result(session, block, base, time, ref)]
 
     def _copied(self, raw: object) -> bool:
         """A resumed session's file starts with copies of the earlier session's records,

@@ -203,6 +203,12 @@ def _block(ref: str, role: str, block: object, time: str | None) -> Item | None:
             answer["is_error"] = True
         return Item(ref, "tool/result", "tool", answer, "tool_result", time,
                     result_of=str(block.get("tool_use_id")))  # fmt: skip
+    if kind == "file" and isinstance(block.get("content"), str):
+        # A file the user attached (@path): its text, named by its path, is context.
+        text = (
+            f"[{block.get('path')}]\n{block['content']}" if block.get("path") else block["content"]
+        )
+        return Item(ref, "message/context", "system", {"text": cut(text)}, "file", time)
     return None
 
 

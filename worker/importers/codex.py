@@ -27,6 +27,12 @@ Lines of ``{"timestamp", "type", "payload"}``:
   ``task_name`` titles it; ``agent_message`` items (a task from another agent, an answer to
   it) are ``message/user`` for a task and ``message/context`` otherwise, their readable text
   only (the payload the model wrote is ``encrypted_content``: skipped, counted);
+- ``tool_search_call``/``web_search_call`` are ``tool/call``s too (``tool_search``,
+  ``web_search``: the ``arguments`` or the ``action``), ``tool_search_output`` the
+  result (the tools found); an older rollout's ``inter_agent_communication`` line (a
+  message between agents) is read as an ``agent_message``; a ``realtime_item``
+  ``transcript_segment`` (voice mode: what the user or the voice model said) is a
+  ``message/user`` or ``message/assistant`` with ``realtime``;
 - ``event_msg`` (UI notifications that repeat the response items) and ``turn_context``
   are skipped and counted, as is any record type this module does not know.
 
@@ -56,8 +62,14 @@ from worker.importers.base import (
 
 NAME: Final = "codex"
 _ROLLOUT_UUID: Final = re.compile(r"([0-9a-fA-F]{8}-[0-9a-fA-F-]{27})$")
-_CALLS: Final = ("function_call", "custom_tool_call", "local_shell_call")
-_OUTPUTS: Final = ("function_call_output", "custom_tool_call_output")
+_CALLS: Final = (
+    "function_call", "custom_tool_call", "local_shell_call", "tool_search_call", "web_search_call"
+)  # fmt: skip
+_OUTPUTS: Final = ("function_call_output", "custom_tool_call_output", "tool_search_output")
+# A call's tool when its item names none: the item type says it.
+_CALL_TOOLS: Final = {
+    "local_shell_call": "shell", "tool_search_call": "tool_search", "web_search_call": "web_search"
+}  # fmt: skip
 _SPAWN: Final = "spawn_agent"
 # The header of a message between agents: "Message Type: NEW_TASK\nTask name: ...".
 _AGENT_MESSAGE_TYPE: Final = re.compile(r"^Message Type: (\w+)")
@@ -103,7 +115,11 @@ class CodexConverter(JsonRecordConverter):
         time = iso_time(record.get("timestamp"))
         if kind == "session_meta":
             return self._meta(payload, time)
-        if kind not in ("response_item", "compacted"):
+        if kind == "realtime_item" and payload.get("type") != "transcript_segment":
+            self.tally.skip(f"realtime_item:{payload.get('type')}")
+            return []
+        if kind not in ("response_item", "compacted", "inter_agent_communication",
+                        "realtime_item"):  # fmt: skip
             self.tally.skip(f"record:{kind}")
             return []
         out: list[Outgoing] = []
@@ -113,6 +129,18 @@ class CodexConverter(JsonRecordConverter):
         if kind == "compacted":
             body = {"summary": as_text(payload.get("message"))}
             out.append(self.sessions.compaction(self.session, time, body, "compacted"))
+            return out
+        if kind == "realtime_item":
+            out.append(self._spoken(self.session, payload, time))
+            return out
+        if kind == "inter_agent_communication":  # older versions' agent_message
+            letter: dict[str, Any] = {
+                "content": [{"text": payload.get("content")}],
+                "author": payload.get("author"),
+                "recipient": payload.get("recipient"),
+            }
+            message = self._agent_message(self.session, letter, time, "inter_agent_communication")
+            out.extend([message] if message is not None else [])
             return out
         if payload.get("type") == "message" and payload.get("role") == "user":
             out.extend(self._user(self.session, payload, time))
@@ -191,7 +219,7 @@ class CodexConverter(JsonRecordConverter):
             return self._message(session, item, time, source)
         if kind in _CALLS:
             call_id = item.get("call_id") if isinstance(item.get("call_id"), str) else None
-            name = item.get("name") or ("shell" if kind == "local_shell_call" else None)
+            name = item.get("name") or _CALL_TOOLS.get(str(kind))
             arguments = item.get("arguments", item.get("input", item.get("action")))
             payload = _clean({"tool": name, "call_id": call_id, "arguments": arguments})
             out = self.sessions.emit(session, "tool/call", "assistant", time, payload, source)
@@ -204,6 +232,8 @@ class CodexConverter(JsonRecordConverter):
             call_id = item.get("call_id") if isinstance(item.get("call_id"), str) else None
             call = self.calls.get(call_id) if call_id else None
             output = item.get("output")
+            if output is None and isinstance(item.get("tools"), list):  # tool_search_output
+                output = orjson.dumps(item["tools"]).decode()
             if isinstance(output, dict) and "content" in output:
                 output = output["content"]
             payload = _clean({"call_id": call_id, "output": as_text(output),
@@ -230,6 +260,17 @@ class CodexConverter(JsonRecordConverter):
                                       source)  # fmt: skip
         self.tally.skip(source)
         return None
+
+    def _spoken(self, session: str, item: dict[str, Any], time: str | None) -> Outgoing:
+        """A realtime (voice) conversation's transcript segment: what the user or the
+        voice model said."""
+        role = item.get("role")
+        type_, surface = ("message/assistant", "assistant") if role == "assistant" else (
+            "message/user", "user")  # fmt: skip
+        payload = _clean({"text": as_text(item.get("text")), "realtime": True,
+                          "realtime_session_id": item.get("realtime_session_id")})  # fmt: skip
+        return self.sessions.emit(session, type_, surface, time, payload,
+                                  "realtime_item:transcript_segment")  # fmt: skip
 
     def _note_spawn(self, session: str, seq: int, task_name: str, output: object) -> None:
         """Remember which call spawned the sub-agent its output names, for the sub-agent's
