@@ -126,6 +126,9 @@ BUILT_IN: Final[dict[str, Reasons]] = {
         # after a resume.
         "record:api-request-route": "which provider and kind of credential served the"
         " requests (bookkeeping)",
+        # Seen in real transcripts of 2.1.204 (a forked sub-agent).
+        "record:fork-context*": "a fork's inherited context: the parent's history (by"
+        " reference) and the parent's spawning call and its result, copied",
     },
     "codex": {
         "record:event_msg": "UI notifications that repeat the response items",
