@@ -9,6 +9,7 @@ from pathlib import Path
 import orjson
 import pytest
 
+from tests.importers import gen_amp
 from tests.importers._corpus import bodies
 from worker.importers.base import file_uri_path
 from worker.importers.pipeline import convert_file
@@ -48,3 +49,11 @@ def test_a_vscode_chat_in_a_windows_workspace_has_its_windows_cwd(tmp_path: Path
         "initialLocation": "panel", "isImported": False, "requests": []}))  # fmt: skip
     start = bodies(convert_file("vscode-copilot", chat)[0])[0]
     assert start["payload"]["cwd"] == "C:\\Users\\dev\\project"
+
+
+def test_an_amp_thread_in_a_windows_tree_has_its_windows_cwd(tmp_path: Path) -> None:
+    thread = gen_amp.main_thread()
+    thread["env"]["initial"]["trees"][0]["uri"] = "file:///c%3A/Users/dev/tides"
+    path = gen_amp.write_thread(tmp_path / ".local" / "share" / "amp" / "threads", thread)
+    start = bodies(convert_file("amp", path)[0])[0]
+    assert start["payload"]["cwd"] == "C:\\Users\\dev\\tides"
