@@ -9,7 +9,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from tests.importers import gen_amp
+from tests.importers import gen_amp, gen_continue
 from tests.importers._corpus import bodies
 from worker.importers.base import file_uri_path
 from worker.importers.pipeline import convert_file
@@ -57,3 +57,11 @@ def test_an_amp_thread_in_a_windows_tree_has_its_windows_cwd(tmp_path: Path) -> 
     path = gen_amp.write_thread(tmp_path / ".local" / "share" / "amp" / "threads", thread)
     start = bodies(convert_file("amp", path)[0])[0]
     assert start["payload"]["cwd"] == "C:\\Users\\dev\\tides"
+
+
+def test_a_continue_session_in_a_windows_workspace_has_its_windows_cwd(tmp_path: Path) -> None:
+    folder = tmp_path / ".continue" / "sessions"
+    uri = "file:///c%3A/Users/dev/app"
+    path = gen_continue.write_session(folder, "s-1", "t", uri, gen_continue.main_history())
+    start = bodies(convert_file("continue", path)[0])[0]
+    assert start["payload"]["cwd"] == "C:\\Users\\dev\\app"
