@@ -89,7 +89,8 @@ async def test_import_with_no_path_reads_every_agent_and_reports_each(
         line = f"{fmt}: {files} files in {where}: published {expected[fmt]} events"
         assert any(text.startswith(line) for text in lines), (line, first.stderr)
     assert f"claude-code: nothing found in {home / '.claude' / 'projects'}" in lines
-    assert f"codex: nothing found in {home / '.codex' / 'sessions'}" in lines
+    codex = f"{home / '.codex' / 'sessions'}, {home / '.codex' / 'archived_sessions'}"
+    assert f"codex: nothing found in {codex}" in lines
     assert f"published {total} events (0 already in the stream)" in first.stderr
     assert "record:hook.start 1" in first.stderr  # each agent's skipped records, said
     second = await asyncio.to_thread(sessionquery, *args, env=env)

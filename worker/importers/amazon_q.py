@@ -92,9 +92,17 @@ def read_database(path: Path, flavour: Flavour, cache: SessionCache | None = Non
     cache = SessionCache() if cache is None else cache
     try:
         with read_only(path) as conn:
+            found = tables(conn)
             rows = list(_rows(conn))
     except sqlite3.Error as exc:
         reading.problems.append(Problem(str(path), 0, f"cannot read the database: {exc}"))
+        return reading
+    if not found & {"conversations", "conversations_v2"}:
+        # Builds before the conversation table (seen in real homes) keep only the shell's
+        # command history and settings here: said, not read as an empty database.
+        why = ("no conversation table (conversations, conversations_v2): written by a build"
+               f" that kept no chat here; its tables: {', '.join(sorted(found))}")  # fmt: skip
+        reading.problems.append(Problem(str(path), 0, why))
         return reading
     seen: set[str] = set()
     for key, value, created in rows:

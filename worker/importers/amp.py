@@ -35,11 +35,10 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Final
-from urllib.parse import unquote, urlparse
 
 import orjson
 
-from worker.importers.base import Problem, as_text, cut, safe_id
+from worker.importers.base import Problem, as_text, cut, file_uri_path, safe_id
 from worker.importers.source_reading import (
     Item,
     SessionCache,
@@ -151,9 +150,7 @@ def _cwd(thread: dict[str, Any]) -> str | None:
     trees = field_of(field_of(thread, "env"), "initial").get("trees")
     first = trees[0] if isinstance(trees, list) and trees else None
     uri = first.get("uri") if isinstance(first, dict) else None
-    if not isinstance(uri, str) or not uri.startswith("file://"):
-        return None
-    return unquote(urlparse(uri).path) or None
+    return file_uri_path(uri) if isinstance(uri, str) else None
 
 
 def _parent(thread: dict[str, Any]) -> tuple[str | None, str | None]:

@@ -12,6 +12,8 @@ Lines of ``{"timestamp", "type", "payload"}``:
   reports a non-zero exit or ``success: false``, and ``interrupted`` too when it ends
   "aborted by user": Ctrl-C); ``reasoning`` with a
   readable summary a ``message/assistant`` (encrypted reasoning is skipped);
+  ``web_search_call`` (the hosted search: ``action``, ``status``) a ``tool/call`` of
+  ``web_search`` and the ``tool/result`` citing it;
   ``developer``/``system`` messages (instructions) are skipped;
 - text the harness puts in the user's role is typed for what it is and stays searchable:
   ``<environment_context>``, ``<user_instructions>``, "# AGENTS.md instructions" and
@@ -19,6 +21,8 @@ Lines of ``{"timestamp", "type", "payload"}``:
   a ``command``; the IDE extension's "# Context from my IDE setup:" block is
   ``message/context`` and the request after its "## My request for Codex:" heading is the
   ``message/user``;
+- a thread named in ``$CODEX_HOME/session_index.jsonl`` (``id``, ``thread_name``; a rename
+  appends a line, the last wins) is titled by that name when its rollout is read;
 - ``compacted`` (payload ``message``) becomes a ``compaction`` that replaces every event
   since the previous one: Codex replaces the whole history with the summary;
 - a sub-agent's start cites the ``spawn_agent`` call whose output names it (its thread id,
@@ -71,6 +75,10 @@ _CALL_TOOLS: Final = {
     "local_shell_call": "shell", "tool_search_call": "tool_search", "web_search_call": "web_search"
 }  # fmt: skip
 _SPAWN: Final = "spawn_agent"
+_WEB_SEARCH: Final = "web_search_call"
+_SESSION_INDEX: Final = "session_index.jsonl"
+# session_index.jsonl -> ((mtime, size), thread id -> name), read once per change.
+_NAMES: dict[Path, tuple[tuple[int, int], dict[str, str]]] = {}
 # The header of a message between agents: "Message Type: NEW_TASK\nTask name: ...".
 _AGENT_MESSAGE_TYPE: Final = re.compile(r"^Message Type: (\w+)")
 _TASKS: Final = ("NEW_TASK", "FOLLOWUP_TASK")
@@ -145,6 +153,9 @@ class CodexConverter(JsonRecordConverter):
         if payload.get("type") == "message" and payload.get("role") == "user":
             out.extend(self._user(self.session, payload, time))
             return out
+        if payload.get("type") == _WEB_SEARCH:
+            out.extend(self._web_search(self.session, payload, time))
+            return out
         item = self._item(self.session, payload, time)
         if item is not None:
             out.append(item)
@@ -172,6 +183,21 @@ class CodexConverter(JsonRecordConverter):
             for type_, surface, text in runs
         ]
 
+    def _web_search(self, session: str, item: dict[str, Any], time: str | None) -> list[Outgoing]:
+        """The hosted web search: one item is both the call (its ``action``: a search, an
+        opened page, a find in it) and its outcome (``status``; the pages read are not
+        kept), so it is a call and the result citing it."""
+        source = f"response_item:{_WEB_SEARCH}"
+        arguments = {"tool": "web_search", "arguments": item.get("action")}
+        call = self.sessions.emit(session, "tool/call", "assistant", time, _clean(arguments),
+                                  source)  # fmt: skip
+        status = item.get("status") if isinstance(item.get("status"), str) else None
+        result = _clean({"tool": "web_search", "status": status})
+        if status is not None and status != "completed":
+            result["is_error"] = True
+        return [call, self.sessions.emit(session, "tool/result", "tool", time, result, source,
+                                         cites=[(session, call.seq)])]  # fmt: skip
+
     def _meta(self, payload: dict[str, Any], time: str | None) -> list[Outgoing]:
         if self.session is not None:
             self.tally.skip("record:session_meta:repeated")
@@ -196,6 +222,11 @@ class CodexConverter(JsonRecordConverter):
             title = {"title": cut(spawn.description)}
             out.append(self.sessions.emit(self.session, "session/title", "system", None, title,
                                           "spawn_agent:task_name"))  # fmt: skip
+        name = thread_names(Path(self.path)).get(self.raw_session)
+        if name:
+            named = {"title": cut(name)}
+            out.append(self.sessions.emit(self.session, "session/title", "system", None, named,
+                                          "session_index:thread_name"))  # fmt: skip
         return out
 
     def _spawn_of(self, meta: dict[str, Any], parent: str) -> Spawn | None:
@@ -320,6 +351,36 @@ class CodexConverter(JsonRecordConverter):
         text = as_text(item.get("content"))
         type_ = "message/user" if role == "user" else "message/assistant"
         return self.sessions.emit(session, type_, str(role), time, {"text": text}, source)
+
+
+def thread_names(rollout: Path) -> dict[str, str]:
+    """Thread id -> its name in the ``session_index.jsonl`` of the ``$CODEX_HOME`` holding
+    ``rollout`` (``sessions/YYYY/MM/DD/`` or ``archived_sessions/``): the last line for an
+    id wins, a rename appends one. Read again when the index changes."""
+    for home in rollout.parents[:5]:
+        index = home / _SESSION_INDEX
+        try:
+            stat = index.stat()
+        except OSError:
+            continue
+        stamp = (stat.st_mtime_ns, stat.st_size)
+        cached = _NAMES.get(index)
+        if cached is None or cached[0] != stamp:
+            names: dict[str, str] = {}
+            with index.open("rb") as fh:
+                for line in fh:
+                    try:
+                        entry = orjson.loads(line)
+                    except orjson.JSONDecodeError:
+                        continue  # a line being written
+                    if not isinstance(entry, dict):
+                        continue
+                    thread, name = entry.get("id"), entry.get("thread_name")
+                    if isinstance(thread, str) and isinstance(name, str) and name.strip():
+                        names[thread] = name
+            cached = _NAMES[index] = (stamp, names)
+        return cached[1]
+    return {}
 
 
 def _parent_of(meta: dict[str, Any]) -> str | None:

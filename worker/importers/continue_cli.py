@@ -39,11 +39,19 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar, Final
-from urllib.parse import unquote, urlparse
 
 import orjson
 
-from worker.importers.base import Converter, Outgoing, Problem, as_text, cut, file_time, safe_id
+from worker.importers.base import (
+    Converter,
+    Outgoing,
+    Problem,
+    as_text,
+    cut,
+    file_time,
+    file_uri_path,
+    safe_id,
+)
 from worker.importers.plugin import ConvertOptions
 from worker.importers.source_reading import (
     Item,
@@ -111,7 +119,7 @@ def _path_of(raw: object) -> str | None:
     if not isinstance(raw, str) or not raw:
         return None
     if raw.startswith("file://"):
-        return unquote(urlparse(raw).path) or None
+        return file_uri_path(raw)
     return raw
 
 

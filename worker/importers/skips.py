@@ -170,6 +170,9 @@ BUILT_IN: Final[dict[str, Reasons]] = {
         "record:repl-mode": "the REPL tool switched on or off",
         "record:host-row:withheld": "a script's calls left out of the file on purpose",
         "record:host-row:*:repeated": "a script's call an assistant record holds too",
+        # Seen in real transcripts of 2.1.204 (a forked sub-agent).
+        "record:fork-context*": "a fork's inherited context: the parent's history (by"
+        " reference) and the parent's spawning call and its result, copied",
     },
     "codex": {
         "record:event_msg": "UI notifications that repeat the response items",

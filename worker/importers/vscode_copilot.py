@@ -36,11 +36,10 @@ from collections import Counter
 from pathlib import Path
 from time import time as now
 from typing import Any, Final
-from urllib.parse import unquote, urlparse
 
 import orjson
 
-from worker.importers.base import Problem, as_text, cut, safe_id
+from worker.importers.base import Problem, as_text, cut, file_uri_path, safe_id
 from worker.importers.plugin import UnreadableSource
 from worker.importers.source_reading import (
     Item,
@@ -210,9 +209,7 @@ def _workspace_folder(path: Path) -> str | None:
     except (OSError, orjson.JSONDecodeError):
         return None
     uri = manifest.get("folder") if isinstance(manifest, dict) else None
-    if not isinstance(uri, str) or not uri.startswith("file://"):
-        return None
-    return unquote(urlparse(uri).path) or None
+    return file_uri_path(uri) if isinstance(uri, str) else None
 
 
 def _settled(request: dict[str, Any]) -> bool:
