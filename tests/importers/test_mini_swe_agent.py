@@ -91,7 +91,7 @@ def test_a_1x_batch_run(tmp_path: Path) -> None:
         "message/context", "message/assistant", "tool/call", "tool/result",
         "message/assistant", "tool/call", "tool/result",
     ]  # fmt: skip
-    assert got[4]["payload"]["output"] == "3: total\n" and got[4]["payload"]["returncode"] == 0
+    assert got[4]["payload"]["output"] == "3: total\n" and got[4]["payload"]["exit_code"] == 0
     assert got[9]["payload"]["is_error"] is True  # timed out
     assert got[12]["payload"]["submitted"] is True and got[12]["cites"][0]["seq"] == 12
     assert got[0]["session_id"].startswith("mini-shop__cart-1-")

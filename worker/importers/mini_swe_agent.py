@@ -22,7 +22,8 @@ Read from the writer in ``mini-swe-agent`` 2.4.6 (``agents/default.py`` ``serial
   ``extra.raw_output``, else the observation shown to the model); a Responses API reply (an
   object with ``output`` items: ``reasoning``, ``message``, ``function_call``) and its
   ``function_call_output`` items the same way. A result is an error when its
-  ``returncode`` is not 0 or it has ``exception_info``; "action was not executed" (the run
+  ``returncode`` is not 0 (kept as ``exit_code``) or it has ``exception_info`` (kept as
+  ``exception``); "action was not executed" (the run
   stopped first) is marked ``interrupted``, except for the command that submitted the run
   (its ``exit`` message follows with ``Submitted``);
 - the interactive agent's messages in the user's turn: a format error it reports to the
@@ -211,7 +212,7 @@ class _Reader:
                 return [self._result(ref, call, text, extra, following, bare=True)]
             raw = extra.get("raw_output")
             output = {"text": cut(raw if isinstance(raw, str) else text),
-                      "returncode": extra.get("returncode")}  # fmt: skip
+                      "exit_code": extra.get("returncode")}  # fmt: skip
             return [Item(ref, "command/output", "tool", output, "user:observation", self.time)]
         if isinstance(extra.get("actions"), list):  # a command the user ran (human mode)
             return [Item(ref, "command", "user", {"text": cut(text)}, "user:command", self.time)]
@@ -422,7 +423,7 @@ class _Reader:
         }
         code, failure = extra.get("returncode"), extra.get("exception_info")
         if isinstance(code, int) and not isinstance(code, bool):
-            payload["returncode"] = code
+            payload["exit_code"] = code
         if failure == NOT_EXECUTED and _submitted(following):
             payload["submitted"] = True  # the command that ended the run: not a failure
         elif failure == NOT_EXECUTED:
@@ -430,7 +431,7 @@ class _Reader:
         elif (isinstance(code, int) and code != 0) or (isinstance(failure, str) and failure):
             payload["is_error"] = True
         if isinstance(failure, str) and failure:
-            payload["exception_info"] = cut(failure)
+            payload["exception"] = cut(failure)
         call = f"{self.sid}:{call_id}" if call_id else None
         return Item(
             ref,
