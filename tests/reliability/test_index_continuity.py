@@ -145,7 +145,9 @@ async def test_an_index_removed_under_a_running_worker_stops_ingestion_loudly(ri
 
 async def _stats_index(nc: NATS, ready: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
     index: dict[str, Any] = {}
-    for _ in range(150):
+    # The worker refreshes its status every 5 s: a few refreshes on a loaded machine.
+    deadline = asyncio.get_running_loop().time() + 60.0
+    while asyncio.get_running_loop().time() < deadline:
         stats = orjson.loads((await nc.request("$SRV.STATS.session-query", b"", 5)).data)
         manifest = [e for e in stats["endpoints"] if e["name"] == "manifest"]
         index = (manifest[0].get("data") or {}).get("index") or {}
