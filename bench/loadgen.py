@@ -51,6 +51,10 @@ DEFAULT_MIX: Final[Mapping[str, float]] = {
 _TRANSPORT_FAULTS: Final = (nats.errors.Error, ConnectionError, TimeoutError)
 # RSS counts as flat when the last quarter's mean is within this of the first quarter's.
 FLAT_GROWTH: Final = 1.25
+# The extra publisher's wait for each acknowledgement. nats-py's default, 5 s, an R3
+# stream on a loaded 2-core machine can outlast: the burst then sits in the stream while
+# ``count`` never hears of it (and the publisher stops). A hang guard, not a bound.
+EXTRA_ACK_WAIT_S: Final = 30.0
 FLAT_SLACK_KIB: Final = 16 * 1024
 
 
@@ -359,7 +363,7 @@ class _ExtraPublisher:
     async def run(self, rate: float, stop_at: float) -> None:
         if self.extra is None:
             return
-        js = self.nc.jetstream()
+        js = self.nc.jetstream(timeout=EXTRA_ACK_WAIT_S)
         await corpus.ensure_events_stream(js, self.subjects)
         burst = 50  # small paced bursts: ingestion runs beside the queries, not instead
         events = corpus.generate(self.extra)

@@ -47,8 +47,10 @@ async def test_it_gives_up_after_the_bound_with_the_last_error(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     calls = _script(monkeypatch, [])
+    # The first retry waits at most 0.25 s: with a bound of 0.6 s, a loop stalled 0.35 s
+    # before it (a loaded machine) left one attempt; 2 s leaves room for that.
     with pytest.raises(NatsTimeoutError):
-        await serve.start_when_ready(None, WorkerConfig(), asyncio.Event(), within=0.6)  # type: ignore[arg-type]
+        await serve.start_when_ready(None, WorkerConfig(), asyncio.Event(), within=2.0)  # type: ignore[arg-type]
     assert len(calls) >= 2
 
 

@@ -103,13 +103,17 @@ class Rig:
     db: Path
     logs: Path
 
-    async def start(self, log: str, *extra: str) -> Serve:
-        """A ``serve`` process, started (it may still refuse and exit)."""
-        return await Serve(serve_args(self.url, self.db, *extra), self.logs / log).start()
+    async def start(self, log: str, *extra: str, env: dict[str, str] | None = None) -> Serve:
+        """A ``serve`` process, started (it may still refuse and exit); ``env`` on top of
+        the test's environment."""
+        args = serve_args(self.url, self.db, *extra)
+        return await Serve(args, self.logs / log, env=dict(env or {})).start()
 
-    async def serving(self, log: str, *extra: str, through: int = 0) -> Serve:
+    async def serving(
+        self, log: str, *extra: str, through: int = 0, env: dict[str, str] | None = None
+    ) -> Serve:
         """A ``serve`` process that serves, its index through stream seq ``through``."""
-        worker = await (await self.start(log, *extra)).serving()
+        worker = await (await self.start(log, *extra, env=env)).serving()
         if through:
             await wait_indexed(self.db, through)
         return worker

@@ -35,6 +35,7 @@ from tests.reliability._faults import (
 )
 from tests.reliability._harness import wait_indexed
 from tests.reliability._serve import children_running
+from worker.replica.rebuild import HOLD_ENV
 
 STOP_BOUND_S = 15.0 + 5.0  # the default shutdown timeout, plus process start-up slack
 
@@ -144,7 +145,9 @@ async def test_an_index_removed_under_a_running_worker_stops_ingestion_loudly(ri
 
 async def _stats_index(nc: NATS, ready: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
     index: dict[str, Any] = {}
-    for _ in range(150):
+    # The worker refreshes its status every 5 s: a few refreshes on a loaded machine.
+    deadline = asyncio.get_running_loop().time() + 60.0
+    while asyncio.get_running_loop().time() < deadline:
         stats = orjson.loads((await nc.request("$SRV.STATS.session-query", b"", 5)).data)
         manifest = [e for e in stats["endpoints"] if e["name"] == "manifest"]
         index = (manifest[0].get("data") or {}).get("index") or {}
@@ -185,18 +188,23 @@ def _created(db: Path) -> object:
         return None  # between the rename aside and the swap
 
 
-async def test_the_old_index_is_served_while_the_new_one_is_built_then_swapped(rig: Rig) -> None:
+async def test_the_old_index_is_served_while_the_new_one_is_built_then_swapped(
+    rig: Rig, tmp_path: Path
+) -> None:
     nc, url, db = rig.nc, rig.url, rig.db
     await publish(nc, [f"s-old-{i}" for i in range(4)], 10)
     await rig.indexed("w1.log", 40)
     await nc.jetstream().delete_stream(SUBJECTS.events_stream)
     await create_stream(nc)
     last = await publish(nc, [f"s-new-{i}" for i in range(10)], 150)  # 1,500 events
-    # One event per transaction: the build takes seconds, long enough to look at.
-    slow = ("--ingest-batch-size", "1", "--ingest-batch-ms", "1")
-    worker = await rig.serving("w2.log", *slow)
+    # The build waits, its new file bound but empty, until this file exists: the rebuild
+    # is in progress for as long as the test looks at it, however fast the build would be
+    # (a build of 1,500 events took less than the CLI's start-up on a loaded machine).
+    release = tmp_path / "release-rebuild"
+    worker = await rig.serving("w2.log", env={HOLD_ENV: str(release)})
     client = SessionQueryClient(nc)
-    await until(lambda: _rebuilding(db), 10)  # building beside the old file
+    await until(lambda: "rebuild held" in worker.log_text(), 60)
+    assert _rebuilding(db)  # building beside the old file
     old = await client.call(
         "session_event_read",
         {"session_id": "s-old-1", "seq": 2},
@@ -206,6 +214,7 @@ async def test_the_old_index_is_served_while_the_new_one_is_built_then_swapped(r
     assert old.status == "ok" and "note 2 of s-old-1" in (old.content or ""), old
     _code, out, _ = await run_cli("status", "--db", str(db), "--nats-url", url)
     assert "rebuild running  yes: applied" in out and f"of {last}" in out, out
+    release.touch()
     await until(lambda: _created(db) is not None and not _rebuilding(db), 120)
     await wait_indexed(db, last)
     assert await assert_index_equals_stream(nc, db) == 1500

@@ -87,7 +87,13 @@ def test_a_shard_keeps_answering_when_a_replica_and_a_node_die(tmp_path: Path) -
             loading = pool.submit(
                 cluster.load, seeded, requests=800, seconds=40, concurrency=4, extra_sessions=12
             )
-            time.sleep(4)
+            # The load is running once its extra sessions reach the stream (they are
+            # published from its start, beside the requests): a fixed sleep could end
+            # before the load generator had started, or after its last request.
+            deadline = time.monotonic() + 120
+            while cluster.last_stream_seq() <= last and not loading.done():
+                assert time.monotonic() < deadline, "the load published nothing in 120 s"
+                time.sleep(0.2)
             cluster.kill_worker(0)  # one replica of 0-7
             cluster.kill_node(2)  # not the load generator's node (it connects to the first)
             load = loading.result()

@@ -2,6 +2,11 @@
 caught up (the old file is kept, renamed with a timestamp).
 
 ``worker.replica.continuity`` decides that a rebuild is needed; this module does it.
+
+For tests only, off unless set: with ``SESSIONQUERY_TEST_REBUILD_HOLD`` naming a file, a
+build waits, its new file created and bound to the stream but nothing ingested yet, until
+that file exists (logged once, "rebuild held"). A test then looks at a rebuild in progress
+for as long as it needs, instead of racing the build's speed against its own.
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ import contextlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Final
 
 import structlog
 from nats.aio.client import Client as NATS
@@ -24,6 +30,9 @@ from worker.store.index.writer_process import open_index_writer
 from worker.store.protocol import SessionIndexWriter
 
 log = structlog.get_logger("worker.replica.rebuild")
+
+# Test-only (see the module docstring): the path of a file whose creation releases a build.
+HOLD_ENV: Final = "SESSIONQUERY_TEST_REBUILD_HOLD"
 
 
 @dataclass
@@ -83,10 +92,23 @@ async def build(
     )
     try:
         await bind(writer, stream)
+        await _held_for_test(target)
         await _ingest_until_caught_up(nc, writer, config, stream, progress)
     finally:
         await writer.close()
     return target
+
+
+async def _held_for_test(target: Path) -> None:
+    release = os.environ.get(HOLD_ENV)
+    if not release:
+        return
+    log.warning("rebuild held", until_exists=release, into=str(target))
+    # A file another process creates: nothing to wait on in this one but the file itself.
+    while True:
+        if await asyncio.to_thread(os.path.exists, release):
+            return
+        await asyncio.sleep(0.05)
 
 
 async def _ingest_until_caught_up(
