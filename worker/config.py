@@ -87,6 +87,15 @@ class WorkerConfig(BaseModel):
         ge=1,
         description="message bytes a batch holds at most (a batch of big events closes sooner)",
     )
+    ingest_mailbox_size: int = Field(
+        2000, ge=1, description="messages waiting for the index writer at most (the mailbox)"
+    )
+    ingest_backlog_mib: int = Field(
+        8,
+        ge=1,
+        description="what the stream's feed holds at most beyond the mailbox; when full it"
+        " pauses and resumes from where it stopped",
+    )
     # The writer's memory, part by part (worker.store.index.writer_limits).
     writer_search_heap_mib: int = Field(
         32, ge=16, description="the search index writer's indexing memory before it flushes (>= 16)"

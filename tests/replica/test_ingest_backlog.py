@@ -4,6 +4,7 @@ order, and the server is held back by the flow-control answers it defers."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 
 from nats.aio.client import Client as NATS
@@ -13,8 +14,9 @@ from contracts.subjects import Subjects
 from tests._events import event, subject_of
 from worker.replica.feed_backlog import FeedBacklog
 from worker.replica.ingest_consumer import ensure_events_stream
-from worker.replica.ingest_feed import EventFeed
+from worker.replica.ingest_feed import BACKLOG_FULL, EventFeed
 from worker.store.protocol import IngestItem
+from worker.tasks import cancel_and_wait
 
 
 def test_the_backlog_keeps_messages_and_replies_in_their_order() -> None:
@@ -92,3 +94,46 @@ async def _settled_deliveries(js: JetStreamContext, subjects: Subjects) -> int:
             last, since = now, time.monotonic()
         await asyncio.sleep(0.1)
     return last
+
+
+async def test_a_feed_holds_at_most_its_backlog_bound_and_the_next_feed_goes_on(
+    nc: NATS, subjects: Subjects
+) -> None:
+    js = nc.jetstream()
+    await ensure_events_stream(js, subjects)
+    total, body = 300, event("s", 2, payload={"text": "z" * 4000})
+    for _ in range(total):
+        await js.publish(subject_of(subjects, "s"), body)
+    bound = 40_000  # ten messages: far below the server's flow-control window
+    mailbox: asyncio.Queue[IngestItem] = asyncio.Queue(maxsize=5)
+    seqs: list[int] = []
+    feeds = 0
+    next_seq = 1
+    while next_seq <= total:
+        feed = EventFeed(
+            nc, js, subjects, mailbox, start_seq=next_seq, idle_heartbeat_s=1.0,
+            max_backlog_bytes=bound,
+        )  # fmt: skip
+        await feed.open()
+        feeds += 1
+        try:
+            # Nobody takes from the mailbox yet: the backlog stops at its bound (plus the
+            # message that reached it), whatever the server sends.
+            await _settled_deliveries(js, subjects)
+            assert feed._backlog.size_bytes < bound + len(body) + 100
+            watching = asyncio.create_task(feed.watch())
+            while not watching.done() or not mailbox.empty():
+                with contextlib.suppress(TimeoutError):
+                    seqs.append((await asyncio.wait_for(mailbox.get(), 0.5)).stream_seq)
+                if len(seqs) == total:
+                    break
+            if watching.done():
+                assert watching.result() == BACKLOG_FULL
+            else:
+                await cancel_and_wait(watching)
+        finally:
+            await feed.close()
+        next_seq = feed.next_seq
+    assert seqs == list(range(1, total + 1))  # each once, in order, across the feeds
+    assert feeds > 1
+    await js.delete_stream(subjects.events_stream)
