@@ -110,11 +110,11 @@ class WorkerConfig(BaseModel):
     writer_analysis_cache_words: int = Field(
         50_000, ge=1, description="distinct words whose search analysis the writer keeps"
     )
-    writer_search_pageout_ms: int = Field(
+    writer_release_ms: int = Field(
         500,
         ge=0,
-        description="how often the writer child gives back the search index pages its merges"
-        " mapped (0: never)",
+        description="how often the writer child gives back memory it no longer uses: the search"
+        " index pages its merges mapped, the allocator's free pages (0: never)",
     )
     ingest_writer: Literal["process", "thread"] = Field(
         "process",

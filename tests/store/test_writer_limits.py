@@ -34,7 +34,7 @@ LIMITS = WriterLimits(
     sqlite_cache_mib=3,
     sqlite_mmap_mib=5,
     analysis_cache_words=50,
-    search_pageout_ms=250,
+    release_ms=250,
 )
 
 
@@ -95,7 +95,7 @@ def test_limits_refuse_what_tantivy_or_sqlite_would() -> None:
     with pytest.raises(ValueError, match="negative"):
         WriterLimits(sqlite_cache_mib=-1)
     with pytest.raises(ValueError, match="negative"):
-        WriterLimits(search_pageout_ms=-1)
+        WriterLimits(release_ms=-1)
     assert WriterLimits.from_json(LIMITS.to_json()) == LIMITS
 
 
@@ -106,7 +106,7 @@ def test_worker_settings_map_to_the_writer_limits() -> None:
         writer_sqlite_cache_mib=3,
         writer_sqlite_mmap_mib=5,
         writer_analysis_cache_words=50,
-        writer_search_pageout_ms=250,
+        writer_release_ms=250,
     )
     assert writer_limits(config) == LIMITS
     assert writer_limits(WorkerConfig()) == WriterLimits()
@@ -230,7 +230,7 @@ async def test_the_writer_child_runs_its_pager(tmp_path: Path) -> None:
         assert THREAD_NAME in _thread_names(pid)
     finally:
         await writer.close()
-    off = WriterLimits(search_pageout_ms=0)
+    off = WriterLimits(release_ms=0)
     writer = await ProcessIndexWriter.open(tmp_path / "index.sqlite", limits=off)
     try:
         pid = writer.pid

@@ -263,9 +263,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     configure_logging()
     # Before the index opens: a rebuild's merges there map segments too.
-    pager = SearchPager(search_index_path(args.db)).start(
-        WriterLimits.from_env().search_pageout_ms / 1000
-    )
+    pager = SearchPager(search_index_path(args.db)).start(WriterLimits.from_env().release_ms / 1000)
     try:
         core = _open(args, replies)
     except BrokenPipeError:

@@ -17,9 +17,10 @@ writer within 300 MiB (measured: ``docs/operations.md``, "Sizing"):
 - ``analysis_cache_words``: distinct words whose analysis is kept (a Zipf-like vocabulary
   hits the cache; pasted hashes and ids do not, and are what fills it: on the archive
   corpus 50,000 and 4,000,000 words missed alike, 3% of the tokens; ~550 bytes a word);
-- ``search_pageout_ms``: how often the writer child gives back the search index's file
-  pages its merges mapped (``writer_pages``; 0: never), which otherwise count in its RSS
-  and grow with the segments merged.
+- ``release_ms``: how often the writer child gives back what it no longer uses
+  (``writer_pages``; 0: never): the search index's file pages its merges mapped, which
+  otherwise count in its RSS and grow with the segments merged, and the allocator's free
+  pages.
 
 The serving process passes them to its writer child in the environment
 (``LIMITS_ENV``), beside the redaction settings.
@@ -47,7 +48,7 @@ class WriterLimits:
     sqlite_cache_mib: int = 16
     sqlite_mmap_mib: int = 0
     analysis_cache_words: int = 50_000
-    search_pageout_ms: int = 500
+    release_ms: int = 500
 
     def __post_init__(self) -> None:
         if self.search_heap_mib < MIN_SEARCH_HEAP_MIB:
@@ -57,7 +58,7 @@ class WriterLimits:
                 self.search_commit_ms,
                 self.sqlite_cache_mib,
                 self.sqlite_mmap_mib,
-                self.search_pageout_ms,
+                self.release_ms,
             )
             < 0
         ):

@@ -1,11 +1,14 @@
-"""The search index's file pages the writer child maps, given back while it runs (issue 41).
+"""What the writer child no longer uses, given back while it runs (issue 41): the search
+index's file pages its merges mapped, and the allocator's free pages.
 
 tantivy reads segments through memory maps. In the writer child that is its merges: a
 merge reads every page of its source segments, and each page it touched counts in the
 child's RSS until the merge ends and the sources are unmapped. That grows with the
 archive (a merge of larger segments): on a 1M-event import the child held 143 MiB of
-them. Every ``search_pageout_ms`` a thread asks the kernel to reclaim those pages
-(``madvise(MADV_PAGEOUT)`` on each mapping of a file in the search index's directory).
+them. Every ``release_ms`` a thread asks the kernel to reclaim those pages
+(``madvise(MADV_PAGEOUT)`` on each mapping of a file in the search index's directory),
+then gives back the allocator's free pages (``malloc_trim``: what tantivy's merge and
+indexing threads freed stays in glibc's per-thread arenas otherwise).
 
 Why this advice and no other: it never changes what a mapping reads (a page reclaimed is
 read again from the file when touched), so a mapping unmapped and its address reused
@@ -31,7 +34,7 @@ log = structlog.get_logger(__name__)
 
 MADV_PAGEOUT: Final = 21
 # The thread's name, also the OS's (``ps -T``, /proc/<pid>/task/*/comm).
-THREAD_NAME: Final = "search-pageout"
+THREAD_NAME: Final = "writer-release"
 _PR_SET_NAME: Final = 15
 
 
@@ -45,6 +48,15 @@ def _madvise() -> Callable[[int, int, int], int] | None:
     fn.restype = ctypes.c_int
     call: Callable[[int, int, int], int] = fn
     return call
+
+
+def _malloc_trim() -> Callable[[int], int] | None:
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        trim: Callable[[int], int] = libc.malloc_trim
+    except (OSError, AttributeError):
+        return None  # not glibc
+    return trim
 
 
 def mappings_under(directory: Path, maps: str) -> list[tuple[int, int]]:
@@ -69,6 +81,7 @@ class SearchPager:
         self.directory = directory
         self._madvise = _madvise()
         self.disabled = self._madvise is None
+        self._trim = _malloc_trim()
         self.calls = 0
 
     def release(self) -> int:
@@ -96,17 +109,23 @@ class SearchPager:
         self.calls += 1
         return advised
 
+    def release_all(self) -> None:
+        """The search index's pages, then the allocator's free pages."""
+        self.release()
+        if self._trim is not None:
+            self._trim(0)
+
     def start(self, every_s: float) -> threading.Event | None:
         """A daemon thread releasing every ``every_s``; set the event to stop it. None
-        when ``every_s`` is 0 (never) or the call is unavailable."""
-        if every_s <= 0 or self.disabled:
+        when ``every_s`` is 0 (never)."""
+        if every_s <= 0:
             return None
         stop = threading.Event()
 
         def loop() -> None:
             _name_thread(THREAD_NAME)
-            while not stop.wait(every_s) and not self.disabled:
-                self.release()
+            while not stop.wait(every_s):
+                self.release_all()
 
         threading.Thread(target=loop, name=THREAD_NAME, daemon=True).start()
         return stop
