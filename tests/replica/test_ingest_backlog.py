@@ -6,15 +6,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from pathlib import Path
 
 from nats.aio.client import Client as NATS
 from nats.js import JetStreamContext
 
 from contracts.subjects import Subjects
 from tests._events import event, subject_of
+from worker.config import WorkerConfig
 from worker.replica.feed_backlog import FeedBacklog
-from worker.replica.ingest_consumer import ensure_events_stream
+from worker.replica.ingest_consumer import EventConsumer, ensure_events_stream
 from worker.replica.ingest_feed import BACKLOG_FULL, EventFeed
+from worker.store.index.writer import SqliteIndexWriter
 from worker.store.protocol import IngestItem
 from worker.tasks import cancel_and_wait
 
@@ -136,4 +139,25 @@ async def test_a_feed_holds_at_most_its_backlog_bound_and_the_next_feed_goes_on(
         next_seq = feed.next_seq
     assert seqs == list(range(1, total + 1))  # each once, in order, across the feeds
     assert feeds > 1
+    await js.delete_stream(subjects.events_stream)
+
+
+async def test_the_consumer_gives_its_feeds_and_mailbox_their_bounds(
+    nc: NATS, subjects: Subjects, tmp_path: Path
+) -> None:
+    js = nc.jetstream()
+    await ensure_events_stream(js, subjects)
+    async with await SqliteIndexWriter.open(tmp_path / "index.sqlite") as writer:
+        consumer = EventConsumer(
+            nc, writer, subjects=subjects, mailbox_size=123, backlog_bytes=45_678
+        )
+        assert consumer.actor.mailbox.maxsize == 123
+        consumer._next_seq = await consumer.actor.start_from_writer()  # as ``run`` does
+        feed = await consumer._open_feed(js)
+        try:
+            assert feed._max_backlog == 45_678
+        finally:
+            await feed.close()
+    defaults = WorkerConfig()
+    assert (defaults.ingest_mailbox_size, defaults.ingest_backlog_mib) == (2000, 8)
     await js.delete_stream(subjects.events_stream)
