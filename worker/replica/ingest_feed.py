@@ -45,9 +45,9 @@ class EventFeed:
 
     The server's flow-control window did not bound that backlog (measured on an archive
     import: 36 MB waiting in serve); ``max_backlog_bytes`` does. Once the backlog holds that
-    much, the feed takes nothing more (what the server sends meanwhile is dropped, never
+    much, the feed unsubscribes and takes nothing more (what was in flight is dropped, never
     accepted), hands on what it holds, then ends with ``BACKLOG_FULL``; the pump opens the
-    next feed from ``next_seq``, so nothing is lost or fetched twice but what was dropped.
+    next feed from ``next_seq``, so nothing is lost or fetched twice but what was in flight.
     """
 
     def __init__(
@@ -77,6 +77,7 @@ class EventFeed:
         self._max_backlog = max_backlog_bytes
         # Set once the backlog reached its bound: nothing more is taken from this feed.
         self._full = False
+        self._unsubscribing: asyncio.Task[None] | None = None
         self._drain: asyncio.Task[None] | None = None  # handing the backlog on, in order
         self._inbox = self._nc.new_inbox()
         self._sub: Subscription | None = None
@@ -139,9 +140,10 @@ class EventFeed:
         self._end("closed")
         if self._drain is not None:
             await cancel_and_wait(self._drain)
-        if self._sub is not None:
-            with contextlib.suppress(Exception):
-                await self._sub.unsubscribe()
+        if self._unsubscribing is not None:
+            await self._unsubscribing
+        else:
+            await self._unsubscribe()
         if self._consumer is not None:
             # Best effort: the server drops an inactive consumer by itself anyway.
             with contextlib.suppress(Exception):
@@ -179,7 +181,15 @@ class EventFeed:
         self._backlog.add_message(stream_seq, msg.subject, data)
         if self._backlog.size_bytes >= self._max_backlog:
             self._full = True
+            # Unsubscribed at once: what the server would send up to its window (tens of MB)
+            # would only be dropped and sent again to the next feed.
+            self._unsubscribing = asyncio.create_task(self._unsubscribe())
         self._start_drain()
+
+    async def _unsubscribe(self) -> None:
+        if self._sub is not None:
+            with contextlib.suppress(Exception):
+                await self._sub.unsubscribe()
 
     async def _reply(self, subject: str) -> None:
         """Answer a control request once every message before it has been handed on."""
