@@ -27,7 +27,7 @@ import tracemalloc
 from pathlib import Path
 from typing import Any, Final
 
-from worker.store.index.ingest import rss_anon_kib
+from worker.memory import rss_anon_kib
 
 TRACE_ENV: Final = "SQ_BENCH_MEMORY_TRACE"
 _MIB: Final = 1024 * 1024

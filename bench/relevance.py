@@ -120,8 +120,8 @@ async def ask_store(
     """Each query through ``search_sessions``, first page of 100, from its caller; and the
     title lines of the sessions found (``title_clashes``)."""
     from worker.signals import ExecutionSignal
+    from worker.store import CompiledQuery, EventFilter, SessionFilter, compile_query
     from worker.store.errors import StoreError
-    from worker.store.protocol import EventFilter, SessionFilter
     from worker.store.sqlite import SqliteSessionStore
 
     store = await SqliteSessionStore.open(db, readers=1)
@@ -133,7 +133,7 @@ async def ask_store(
             signal = ExecutionSignal.after(30.0)
             try:
                 page = await store.search_sessions(
-                    q.query,
+                    CompiledQuery(q.query, compile_query(q.query)),
                     cwd=q.cwd,
                     sessions=SessionFilter(exclude_session_ids=(q.caller,)),
                     events=EventFilter(),

@@ -110,12 +110,12 @@ class ProviderSearch:
 
     async def page(self, query: floors.Query) -> tuple[float, Any]:
         from worker.signals import ExecutionSignal
-        from worker.store.protocol import EventFilter, SessionFilter
+        from worker.store import CompiledQuery, EventFilter, SessionFilter, compile_query
 
         signal = ExecutionSignal.after(30.0)
         t0 = time.perf_counter()
         page = await self.store.search_sessions(
-            query.text,
+            CompiledQuery(query.text, compile_query(query.text)),  # timed, as the tools do
             cwd=query.cwd,
             sessions=SessionFilter(),
             events=EventFilter(),
@@ -211,7 +211,7 @@ async def measure_paging(
     """What a search tool pays to collect ``results`` hits in pages of ``page_size``
     (following cursors, as the tool does): informational, no target."""
     from worker.signals import ExecutionSignal
-    from worker.store.protocol import EventFilter, SessionFilter
+    from worker.store import CompiledQuery, EventFilter, SessionFilter, compile_query
     from worker.store.sqlite import SqliteSessionStore
 
     store = await SqliteSessionStore.open(db, readers=1)
@@ -225,7 +225,7 @@ async def measure_paging(
             while True:
                 signal = ExecutionSignal.after(30.0)
                 page = await store.search_sessions(
-                    query.text,
+                    CompiledQuery(query.text, compile_query(query.text)),
                     cwd=query.cwd,
                     sessions=SessionFilter(),
                     events=EventFilter(),

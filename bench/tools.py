@@ -84,7 +84,7 @@ SPILL_MIB_S_TARGET: Final = 200.0
 # RssAnon of the worker after ingesting, against a worker restarted on the same index.
 RSS_AFTER_INGEST_TARGET: Final = 1.5
 # How long a worker is left idle before its RssAnon is read (it gives back what a burst
-# left once ingestion has been idle for a second: worker.store.index.ingest.IDLE_RELEASE_S).
+# left once ingestion has been idle for a second: worker.replica.ingest_actor.IDLE_RELEASE_S).
 RSS_SETTLE_S: Final = 3.0
 SEARCH_TOOLS: Final = ("session_search", "session_event_search")
 # Calls asked once, unmeasured, before a measured sequence, over NATS and in-process alike:

@@ -23,7 +23,7 @@ from bench.report import Check, checks_of, format_table, result_dict, write_resu
 from tests.importers import gen_opencode
 from worker.importers import opencode
 from worker.importers.readonly_db import read_only
-from worker.importers.snapshot import SessionCache
+from worker.importers.source_reading import SessionCache
 
 INCREMENTAL_VS_FULL = 0.25
 INCREMENTAL_VS_STAMPS = 3.0
@@ -77,10 +77,10 @@ def run(sessions: int = 1000, turns: int = 20, repeats: int = 5,
             _turn(history, busy, f"one more question {n}")
             gen_opencode.write_database(db, history)
             start = time.perf_counter()
-            snapshot = opencode.read_database(db, cache)
+            reading = opencode.read_database(db, cache)
             times.append(time.perf_counter() - start)
         incremental = statistics.median(times)
-        items = sum(len(s.items) for s in snapshot.sessions)
+        items = sum(len(s.items) for s in reading.sessions)
         size = db.stat().st_size
     checks = [
         Check("cached re-read vs full read", incremental, full, "s", "max", INCREMENTAL_VS_FULL),

@@ -2,14 +2,15 @@
 source with ``ast`` so an import inside a function or under ``TYPE_CHECKING`` counts too.
 
 - ``worker/store`` and ``worker/tools`` import no ``nats``: transport is the runtime's.
-- ``worker/store`` imports nothing from the tools, serving, the replica, the commands or
-  the transport.
+- ``worker/store`` imports nothing from the replica (ingestion is the replica's: its actor,
+  batching, retries and dead letters; the store is what it writes into, through the writer
+  protocol), nor from the tools, serving, the commands or the transport.
 - The runtime (serving, replica, commands, the worker's composition) imports the tools only
   through ``worker.tools``'s exported names.
 - ``contracts`` (imported by other runtimes) imports nothing from ``worker``.
-- The modules every layer shares (``worker.logs``, ``worker.retry``, ``worker.tasks``,
-  ``worker.failures``, ``worker.actors``) import nothing from ``worker`` but each other, so
-  sharing them adds no edge between the layers.
+- The modules every layer shares (``worker.logs``, ``worker.log_sink``, ``worker.retry``,
+  ``worker.tasks``, ``worker.failures``, ``worker.actors``, ``worker.memory``) import nothing
+  from ``worker`` but each other, so sharing them adds no edge between the layers.
 - Requesters (importers, the MCP bridge, the UI, and the commands that only ask: ``call``,
   ``import``, ``mcp``, ``ui``) never import serving, the replica or the store.
 - The transport imports nothing above it (store, tools, runtime).
@@ -96,11 +97,16 @@ def test_store_and_tools_import_no_nats(package: str) -> None:
     assert bad == []
 
 
-def test_store_imports_nothing_above_it() -> None:
+@pytest.mark.parametrize(
+    "above", list(dict.fromkeys(["worker.replica", *RUNTIME, "worker.tools", "worker.transport"]))
+)
+def test_store_imports_nothing_above_it(above: str) -> None:
+    """The replica ingests into the store (its actor calls the writer protocol's ``stage``)
+    and never the other way round: nothing of ingestion calls back from the store."""
     bad = [
         f"{where} imports {name}"
         for where, name, _ in _imports("worker.store")
-        if _within(name, "worker.tools", "worker.transport", *RUNTIME)
+        if _within(name, above)
     ]
     assert bad == []
 
@@ -186,10 +192,12 @@ def test_contracts_import_nothing_from_worker() -> None:
 
 SHARED = (
     "worker.logs",
+    "worker.log_sink",
     "worker.retry",
     "worker.tasks",
     "worker.failures",
     "worker.actors",
+    "worker.memory",
     "worker.settings",
     "worker.config",
 )

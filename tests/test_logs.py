@@ -15,7 +15,8 @@ import pytest
 import structlog
 from structlog.testing import capture_logs
 
-from worker.logs import FLUSH_AFTER_S, UtcTimestamp, add_secrets, configure_logging, get_logger
+from worker.log_sink import FLUSH_AFTER_S
+from worker.logs import UtcTimestamp, add_secrets, configure_logging, get_logger
 
 
 @pytest.fixture(autouse=True)

@@ -14,26 +14,9 @@ from typing import Final
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# Duplicates left on purpose, each with why; a duplicate here that no longer exists fails
-# too, so the list only shrinks. These three live in files other branches are rewriting
-# (the importers, the index files, the writer), so their renames wait for those to land:
-# - Progress: importers.progress (the import's status line on stderr), importers.snapshot
-#   (one source's items published), store.search.search_index (a rebuild's log lines).
-# - SessionHeader: store.protocol (the header the tools read) and store.index.writer_fold
-#   (a batch's mutable fold of one).
-# - Snapshot: importers.snapshot (what a source holds now) and store.files.snapshot (an
-#   index file's archived copy taken).
-ALLOWED: Final[dict[str, frozenset[str]]] = {
-    "Progress": frozenset(
-        {
-            "worker.importers.progress",
-            "worker.importers.snapshot",
-            "worker.store.search.search_index",
-        }
-    ),
-    "SessionHeader": frozenset({"worker.store.protocol", "worker.store.index.writer_fold"}),
-    "Snapshot": frozenset({"worker.importers.snapshot", "worker.store.files.snapshot"}),
-}
+# Duplicates left on purpose, each with why; a listed duplicate that no longer exists
+# fails too, so the list only shrinks.
+ALLOWED: Final[dict[str, frozenset[str]]] = {}
 
 
 def _module_name(root: Path, path: Path) -> str:

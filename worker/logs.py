@@ -1,9 +1,8 @@
 """Logging: structlog JSON lines (a console renderer when stderr is a terminal).
 
-Over 400 lines: one concern (what a log line may hold) whose redaction rules belong together.
-
 Every command, the runtime and the index writer's child process configure logging here, so
-it sits beside the layers (it imports nothing from ``worker``): the store may use it.
+it sits beside the layers (it imports nothing from ``worker`` but ``worker.log_sink``): the
+store may use it.
 
 Context variables are merged into every line, so binding ``request_id`` and ``tool`` once
 per request (``request_context``) tags everything logged while serving it, including lines
@@ -18,23 +17,16 @@ every request.
 What a request pays (issue 20): ``get_logger`` loggers are bound once per configuration
 (structlog's lazy proxy built a new bound logger and stream logger on every call), so a
 line below the level costs one no-op call; a line that is written costs its processors
-(the timestamp's date and time of day formatted once a second) and one write. With
-``SESSIONQUERY_LOG_FLUSH=batched`` lines at info and below reach the stream within
-``FLUSH_AFTER_S`` in one write, a warning or worse at once with every line before it, and
-what is left at exit; a process killed outright (SIGKILL, the OOM killer) then loses at
-most the last ``FLUSH_AFTER_S`` of info lines, never a warning, and whoever reads the log
-as it is written sees info lines up to that late. The default, ``line``, writes and
-flushes every line (a write of ~1-5 us: a few percent of an exact read).
+(the timestamp's date and time of day formatted once a second) and one write
+(``worker.log_sink``: at once, or batched).
 """
 
 from __future__ import annotations
 
-import atexit
 import logging
 import os
 import re
 import sys
-import threading
 import time
 from types import TracebackType
 from typing import Any, Final, TextIO
@@ -43,6 +35,8 @@ import orjson
 import structlog
 import structlog.tracebacks
 from structlog.typing import EventDict, Processor, WrappedLogger
+
+from worker.log_sink import SINK, SinkHandler, SinkLogger
 
 LEVELS = ("debug", "info", "warning", "error", "critical")
 FLUSH_MODES = ("line", "batched")
@@ -77,7 +71,7 @@ def configure_logging(
 
     SINK.point_at(out, buffered=flush == "batched")
     shared, renderer = _processors(json, out)
-    sink_logger = _SinkLogger(SINK)
+    sink_logger = SinkLogger(SINK)
     structlog.configure(
         processors=[*shared, renderer],
         wrapper_class=structlog.make_filtering_bound_logger(numeric),
@@ -87,7 +81,7 @@ def configure_logging(
         cache_logger_on_first_use=False,
     )
     _generation += 1
-    handler = _SinkHandler(SINK)
+    handler = SinkHandler(SINK)
     handler.setFormatter(
         structlog.stdlib.ProcessorFormatter(
             foreign_pre_chain=shared,
@@ -167,114 +161,6 @@ class _WhenPresent:
         return result
 
 
-# -- where lines go ---------------------------------------------------------------------------
-
-# A line below warning reaches the stream within this long when the sink is buffered.
-FLUSH_AFTER_S: Final = 0.1
-# ... or as soon as this many wait.
-FLUSH_AFTER_LINES: Final = 256
-
-
-class LineSink:
-    """The one place rendered lines are written, from any thread.
-
-    Unbuffered (the default): each line is written and flushed at once. Buffered: lines
-    below warning wait, at most ``FLUSH_AFTER_S`` (a thread of the sink writes them) or
-    ``FLUSH_AFTER_LINES``; a line at warning or above is written at once with every line
-    waiting before it; at exit, and when the sink is pointed elsewhere, all are written."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._out: TextIO = sys.stderr
-        self._buffered = False
-        self._pending: list[str] = []
-        self._due = threading.Event()
-        self._flusher: threading.Thread | None = None
-        atexit.register(self.flush)
-
-    def point_at(self, out: TextIO, *, buffered: bool) -> None:
-        self.flush()
-        with self._lock:
-            self._out = out
-            self._buffered = buffered
-            if buffered and self._flusher is None:
-                self._flusher = threading.Thread(
-                    target=self._flush_when_due, name="log-flush", daemon=True
-                )
-                self._flusher.start()
-
-    def write(self, line: str, level: int) -> None:
-        with self._lock:
-            if not self._buffered:
-                self._out.write(line + "\n")
-                self._out.flush()
-                return
-            self._pending.append(line)
-            if level >= logging.WARNING or len(self._pending) >= FLUSH_AFTER_LINES:
-                self._write_pending()
-            elif not self._due.is_set():
-                self._due.set()
-
-    def flush(self) -> None:
-        with self._lock:
-            self._write_pending()
-
-    def _write_pending(self) -> None:
-        if self._pending:
-            self._pending.append("")
-            text = "\n".join(self._pending)
-            self._pending.clear()
-            try:
-                self._out.write(text)
-                self._out.flush()
-            except (OSError, ValueError):
-                pass  # a closed stream at exit: nothing left to tell it
-
-    def _flush_when_due(self) -> None:
-        while True:
-            self._due.wait()
-            time.sleep(FLUSH_AFTER_S)
-            with self._lock:
-                self._due.clear()
-                self._write_pending()
-
-
-SINK: Final = LineSink()
-_LOUD: Final = frozenset(("warning", "warn", "error", "err", "exception", "critical", "fatal"))
-
-
-class _SinkLogger:
-    """structlog's wrapped logger: every method hands the rendered line to the sink."""
-
-    __slots__ = ("_sink",)
-
-    def __init__(self, sink: LineSink) -> None:
-        self._sink = sink
-
-    def _quiet(self, message: str) -> None:
-        self._sink.write(message, logging.INFO)
-
-    def _loud(self, message: str) -> None:
-        self._sink.write(message, logging.WARNING)
-
-    msg = debug = info = log = _quiet
-    warning = warn = error = err = exception = critical = fatal = failure = _loud
-
-
-class _SinkHandler(logging.Handler):
-    """The standard library's lines, formatted by structlog's processors, into the sink."""
-
-    def __init__(self, sink: LineSink) -> None:
-        super().__init__()
-        self._sink = sink
-
-    def emit(self, record: logging.LogRecord) -> None:
-        try:
-            self._sink.write(self.format(record), record.levelno)
-        except Exception:
-            self.handleError(record)
-
-
 # -- secrets never reach a log line --------------------------------------------------------
 
 _SECRETS: list[str] = []  # longest first
@@ -348,7 +234,7 @@ def render_json(logger: WrappedLogger, name: str, event_dict: EventDict) -> str:
     return line.decode("ascii")
 
 
-class request_context:  # lower case: used like the function it replaced
+class request_context:  # lower case: read as a function, ``with request_context(...)``
     """Bind values (``request_id``, ``tool``, ...) to every log line in this context.
 
     Restored with the tokens of the bind (structlog's ``bound_contextvars`` copies the

@@ -29,6 +29,7 @@ from nats.aio.msg import Msg
 from contracts.partitions import DEFAULT_PARTITION_COUNT, PartitionScope, PartitionSet
 from worker.actors import ActorBody, Supervisor
 from worker.config import WorkerConfig
+from worker.replica.ingest_actor import IngestStats
 from worker.replica.replica import STATUS_ACTOR, IndexReplica
 from worker.serving.cancellation import CancellationRegistry, CancelListener
 from worker.serving.execution import Executor
@@ -40,7 +41,6 @@ from worker.serving.search_lane import FETCH_POLL_S, SearchLane
 from worker.serving.service import MANIFEST_ENDPOINT, MsgHandler, ToolService
 from worker.serving.slow_consumers import SlowConsumerWatch
 from worker.serving.spill import Spiller, SpillPolicy
-from worker.store.index.ingest import IngestStats
 from worker.tools import OperatorQueries, ToolDefinition, ToolSet
 from worker.transport.pending import PendingLimits
 

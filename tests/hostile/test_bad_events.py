@@ -32,8 +32,8 @@ from tests.hostile._harness import (
     event,
     two_workspace_corpus,
 )
+from worker.replica.ingest_actor import IngestStats
 from worker.replica.ingest_consumer import REASON_HEADER, STREAM_SEQ_HEADER
-from worker.store.index.ingest import IngestStats
 
 MAX_EVENT_BYTES = 64 * 1024
 CORPUS = two_workspace_corpus()

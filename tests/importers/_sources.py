@@ -15,12 +15,12 @@ from nats.aio.client import Client as NATS
 from contracts.subjects import Subjects
 from tests._harness import until
 from tests.importers.test_watch import has, said, start, stop, watch_command
-from worker.importers.snapshot import Snapshot, SnapshotConverter
+from worker.importers.source_reading import ReadingConverter, SourceReading
 
 
-def snapshot_events(name: str, snapshot: Snapshot) -> list[dict[str, Any]]:
+def reading_events(name: str, reading: SourceReading) -> list[dict[str, Any]]:
     """The event bodies a fresh converter named ``name`` makes of one reading."""
-    converter = SnapshotConverter(name, lambda: snapshot)
+    converter = ReadingConverter(name, lambda: reading)
     return [orjson.loads(out.body) for out in converter.feed(1, b"")]
 
 

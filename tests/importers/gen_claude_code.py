@@ -99,3 +99,115 @@ def write_hidden_thinking(projects: Path) -> Path:
         b"".join(orjson.dumps(r) + b"\n" for r in hidden_thinking())
     )
     return projects
+
+
+# Every record type Claude Code 2.1.337's writer appends to a session's file, in the
+# shapes it writes them (read in its package; skips.WRITER_KINDS lists them), made-up
+# content: the conversation records first, then the script's calls (host-row) and one
+# record of each bookkeeping kind.
+EVERY_KIND: Final = "4c000000-0000-4000-8000-00000000c003"
+SCRIPT_CALL: Final = "toolu_5c00000000000000000000repl"
+INNER_CALL: Final = "toolu_5c0000000000000000000inner"
+
+
+def every_writer_kind() -> list[dict[str, Any]]:
+    s = EVERY_KIND
+    user = _record(s, 1, None, "user", 1) | {
+        "message": {"role": "user", "content": "Sum the ledger with a script."}
+    }
+    call = _record(s, 2, user["uuid"], "assistant", 2) | {
+        "message": {"role": "assistant", "model": "claude-x", "content": [
+            {"type": "tool_use", "id": SCRIPT_CALL, "name": "REPL",
+             "input": {"code": "await Read({file_path: 'ledger.py'})"}},
+        ]},
+    }  # fmt: skip
+    result = _record(s, 3, call["uuid"], "user", 3) | {
+        "message": {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": SCRIPT_CALL, "content": "total 42"},
+        ]},
+    }  # fmt: skip
+    system = _record(s, 4, result["uuid"], "system", 3) | {
+        "subtype": "turn_duration",
+        "content": "",
+        "level": "info",
+    }
+    base = {"sessionId": s, "timestamp": "2026-12-07T04:03:00.000Z"}
+    inner_use = {"type": "tool_use", "id": INNER_CALL, "name": "Read",
+                 "input": {"file_path": "ledger.py"}}  # fmt: skip
+    inner_result = {"type": "tool_result", "tool_use_id": INNER_CALL, "content": "def total():"}
+    host = {"type": "host-row", **base, "ranByToolUseId": SCRIPT_CALL}
+    bookkeeping: list[dict[str, Any]] = [
+        {"type": "summary", "summary": "Ledger sum", "leafUuid": result["uuid"]},
+        {"type": "custom-title", "customTitle": "Ledger script", "sessionId": s},
+        {"type": "ai-title", "aiTitle": "Summing the ledger", "sessionId": s},
+        host | {"rowUuid": "5c000000-0000-4000-8000-000000000001", "block": inner_use},
+        host | {"rowUuid": "5c000000-0000-4000-8000-000000000002", "block": inner_result},
+        host | {"rowUuid": "5c000000-0000-4000-8000-000000000003", "block": inner_use},
+        host | {"withheld": True},
+        _record(s, 5, system["uuid"], "progress", 3) | {
+            "data": {"type": "hook_progress"}, "toolUseID": SCRIPT_CALL},
+        _record(s, 6, system["uuid"], "attachment", 3) | {
+            "attachment": {"type": "date_change", "newDate": "2026-12-07"}},
+        {"type": "file-history-snapshot", "messageId": user["uuid"], "isSnapshotUpdate": False,
+         "snapshot": {"messageId": user["uuid"], "trackedFileBackups": {},
+                      "timestamp": base["timestamp"]}},
+        {"type": "file-history-delta", "messageId": call["uuid"], "snapshotMessageId":
+         user["uuid"], "trackingPath": "ledger.py", "backup": None, **base},
+        {"type": "last-prompt", "lastPrompt": "Sum the ledger with a script.", "sessionId": s},
+        {"type": "continued-in", "continuedInSessionId": "4c000000-0000-4000-8000-00000000c004",
+         "sessionId": s},
+        {"type": "resume-head-vouch", "sessionId": s, "sum": "0f3a"},
+        {"type": "content-replacement", "sessionId": s, "replacements": [
+            {"kind": "tool-result", "toolUseId": SCRIPT_CALL, "replacement": "<persisted>"}]},
+        {"type": "data-flow-records", "v": 1, "sessionId": s, "records": [], "snapshot": True},
+        {"type": "data-flow-incomplete", "v": 1, "sessionId": s, "codes": ["lost"]},
+        {"type": "derived-from", "v": 1, "sessionId": s,
+         "sessions": [{"type": "unknown", "id": None, "via": "import"}]},
+        {"type": "api-request-shape", "sessionId": s, "shape": "a1"},
+        {"type": "api-request-blob", "sessionId": s, "messages": []},
+        {"type": "api-request", "sessionId": s, "model": "claude-x"},
+        {"type": "api-request-resumed", "sessionId": s, "messageId": "msg_1", **base},
+        {"type": "api-request-route", "sessionId": s, "provider": "firstParty",
+         "credential": "api-key"},
+        {"type": "fork-context-ref", "agentId": "a1", "parentSessionId": s,
+         "parentLastUuid": result["uuid"], "contextLength": 0},
+        {"type": "frame-link", "artifactCount": 1, **base},
+        {"type": "ended-by-model", **base},
+        {"type": "tag", "tag": "ledger", "sessionId": s},
+        {"type": "relocated", "relocatedCwd": "/home/dev/kiln2", "sessionId": s},
+        {"type": "agent-name", "agentName": "Ledger script", "sessionId": s},
+        {"type": "agent-color", "agentColor": "blue", "sessionId": s},
+        {"type": "agent-setting", "agentSetting": "reviewer", "sessionId": s},
+        {"type": "pr-link", "sessionId": s, "prNumber": 7, "prUrl": "https://example.com/7",
+         "prRepository": "dev/kiln", "timestamp": base["timestamp"]},
+        {"type": "artifact-comment-monitor", "v": 1, "sessionId": s, "artifacts": {}},
+        {"type": "artifact-autoreact-ledger", "v": 1, "sessionId": s, "accountUuid": "u1",
+         "artifacts": {}},
+        {"type": "bridge-session", "sessionId": s, "bridgeSessionId": "", "lastSequenceNum": 0},
+        {"type": "history-suppression", "sessionId": s, "reason": "migration"},
+        {"type": "attribution-snapshot", "messageId": call["uuid"], "surface": "cli",
+         "fileStates": {}, **base},
+        {"type": "mode", "mode": "normal", "sessionId": s},
+        {"type": "permission-mode", "permissionMode": "default", "sessionId": s},
+        {"type": "isolation-latch", "side": "connectors", "sessionId": s},
+        {"type": "session-owner", "accountUuid": "u1", "sessionId": s},
+        {"type": "dev-mods", "folder": "/home/dev/mods", "sessionId": s},
+        {"type": "memory-mode", "mode": "on", "afterUuid": user["uuid"], **base},
+        {"type": "atis-latch", "sessionId": s, "atis": "x1"},
+        {"type": "denial-counts", "sessionId": s, "consecutive": 0, "total": 1},
+        {"type": "tools-used", "sessionId": s, "tools": ["REPL", "Read"]},
+        {"type": "worktree-state", "worktreeSession": None, "sessionId": s},
+        {"type": "cost-state", "sessionId": s, "costUsd": 0.01},
+        {"type": "queue-operation", "operation": "enqueue", "content": "later", **base},
+        {"type": "observer-ref", "sessionId": s, "agentId": "o1", **base},
+        {"type": "repl-mode", "replMode": True, "sessionId": s},
+        {"type": "hybrid-organization", "organizationUuid": "org1", "sessionId": s},
+    ]  # fmt: skip
+    return [user, call, result, system, *bookkeeping]
+
+
+def write_every_writer_kind(projects: Path) -> Path:
+    path = projects / "-home-dev-kiln" / f"{EVERY_KIND}.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in every_writer_kind()))
+    return path

@@ -123,3 +123,33 @@ def write(home: Path) -> Path:
     write_session(folder, COMPACTED, "Untitled Session", "file:///home/dev/shop%20app",
                   compacted_history())  # fmt: skip
     return folder
+
+
+# One history item of each message role and content part type Continue CLI 1.5.47 saves
+# (its ChatMessage union, MessagePart types: skips.WRITER_KINDS), made-up content.
+EVERY_KIND: Final = "4c3b2a19-0f8e-4d7c-9b6a-5e4d3c2b1a0f"
+UNANSWERED: Final = "call_tool_message"
+
+
+def every_writer_kind() -> list[dict[str, Any]]:
+    image = {"type": "imageUrl", "imageUrl": {"url": "data:image/png;base64,iVBORw0KGgo="}}
+    return [
+        {"message": {"role": "system", "content": "You are Continue."}, "contextItems": []},
+        {"message": {"role": "user", "content": [{"type": "text", "text": "Why 500s?"}, image]},
+         "contextItems": [file_context(f"{CWD}/orders.py", "def get(): ...")]},
+        assistant("Reading it.", tool_state("call_1", "read_file", {"filepath": "orders.py"},
+                                            "done", output="def get(): ...")),
+        {"message": {"role": "tool", "content": "def get(): ...", "toolCallId": "call_1"},
+         "contextItems": []},
+        {"message": {"role": "assistant", "content": "",
+                     "toolCalls": [{"id": UNANSWERED, "type": "function",
+                                    "function": {"name": "ls", "arguments": "{}"}}]},
+         "contextItems": []},
+        {"message": {"role": "tool", "content": "orders.py", "toolCallId": UNANSWERED},
+         "contextItems": []},
+    ]  # fmt: skip
+
+
+def write_every_writer_kind(home: Path) -> Path:
+    return write_session(home / ".continue" / "sessions", EVERY_KIND, "Orders 500s", CWD,
+                         every_writer_kind())  # fmt: skip

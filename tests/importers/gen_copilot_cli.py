@@ -227,3 +227,109 @@ def skill_session() -> _Log:
             result={"content": "Skill \"video-summary\" loaded successfully."})  # fmt: skip
     log.add("assistant.message", messageId="m-30", content="The video descales in 3 steps.")
     return log
+
+
+# One event of each kind Copilot CLI 1.0.102 persists (its shipped event schema;
+# skips.WRITER_KINDS), with the fields the schema gives it, made-up content.
+EVERY_KIND: Final = "c0p1-0000-4000-8000-00000000c0de"
+TASK_SUMMARY: Final = "Purge set to 2 s; the wand no longer drips."
+HANDOFF_CONTEXT: Final = "Continued from the cloud agent's session on the steamer."
+
+
+def every_writer_kind() -> _Log:
+    log = _Log()
+    log.add("session.start", sessionId=EVERY_KIND, version=1, producer="copilot-agent",
+            copilotVersion="1.0.102", startTime="2026-12-07T10:00:00.000Z",
+            context={"cwd": CWD, "gitRoot": CWD, "branch": "main"})  # fmt: skip
+    log.add("session.handoff", handoffTime="2026-12-07T10:00:00.000Z", sourceType="remote",
+            context=HANDOFF_CONTEXT, summary="The purge was 0 s.")  # fmt: skip
+    log.add("session.model_change", newModel="gpt-x")
+    log.add("session.mode_changed", previousMode="interactive", newMode="plan")
+    log.add("session.mode_notice_delivered", mode="plan", content="You are in plan mode.")
+    log.add("user.message", content="fix the dripping wand", attachments=[])
+    log.add("assistant.turn_start", turnId="0")
+    log.add("assistant.reasoning", reasoningId="r-1", content="The purge is too short.")
+    log.add("assistant.message", messageId="m-1", content="Checking the purge.",
+            toolRequests=[{"toolCallId": "call-1", "name": "bash", "type": "function",
+                           "arguments": {"command": "cat steamer.toml"}}])  # fmt: skip
+    log.add("permission.requested", requestId="p-1", toolCallId="call-1")
+    log.add("permission.completed", requestId="p-1", result={"kind": "approved"})
+    log.add("permission.carriedForward", requestId="p-1")
+    for kind in ("assentDetected", "contextualAuthorization", "messageAuthorization",
+                 "messageAuthorizationDegraded", "messageAuthorizationRead"):  # fmt: skip
+        log.add(f"permission.{kind}", turnIndex=0)
+    log.add("tool.execution_start", toolCallId="call-1", toolName="bash",
+            arguments={"command": "cat steamer.toml"})  # fmt: skip
+    log.add("hook.start", hookInvocationId="h-1", hookType="preToolUse")
+    log.add("hook.end", hookInvocationId="h-1", hookType="preToolUse", success=True)
+    log.add("tool.execution_complete", toolCallId="call-1", success=True,
+            result={"content": "purge_seconds = 0"})  # fmt: skip
+    log.add("tool.user_requested", toolCallId="call-u", toolName="bash", arguments={})
+    log.add("external_tool.requested", requestId="x-1", sessionId=EVERY_KIND,
+            toolCallId="call-x", toolName="browser", arguments={})  # fmt: skip
+    log.add("human_response.recorded", requestId="q-1", toolCallId="call-q", actor="user",
+            response={"answer": "yes"})  # fmt: skip
+    log.add("tool_search.activated", strategy="bm25", toolNames=["browser"])
+    log.add("skill.invoked", name="steam", path="/skills/steam.md", content="# Steam")
+    log.add("skill.invoked_ref", name="steam", contentId="ev-1")
+    log.add("skill.context_delivered", content="# Steam", source="skill")
+    log.add("skill.context_delivered_ref", contentId="ev-1")
+    log.add("subagent.selected", agentName="reviewer")
+    log.add("subagent.deselected")
+    log.add("subagent.configured", agentName="explore", model="gpt-x")
+    for kind in ("started", "completed"):
+        log.add(f"subagent.{kind}", toolCallId="call-1", agentName="explore",
+                agentDisplayName="Explore")  # fmt: skip
+        log.events[-1]["agentId"] = "explore-1"
+    log.add("subagent.failed", toolCallId="call-2", agentName="explore", error="timeout")
+    log.events[-1]["agentId"] = "explore-2"
+    log.add("assistant.fusion_phase_completed", fusionId="f-1", phaseId="ph-1",
+            content="draft answer")  # fmt: skip
+    log.add("assistant.fusion_phase_failed", fusionId="f-1", phaseId="ph-2", reason="error")
+    for kind in ("change_checkpoint", "commit_started", "completed", "handoff", "resolved",
+                 "route_failed"):  # fmt: skip
+        log.add(f"session.fusion_{kind}", fusionId="f-1")
+    log.add("assistant.turn_end", turnId="0")
+    log.add("session.task_complete", summary=TASK_SUMMARY, success=True)
+    log.add("session.completion_receipt", schemaVersion=1, attempt=1)
+    log.add("system.message", content="You are Copilot.")
+    log.add("system.notification", content="Background shell 1 finished.")
+    log.add("session.info", message="Model switched.")
+    log.add("session.warning", message="Quota at 80%.")
+    log.add("session.error", message="Rate limited.")
+    log.add("abort", reason="user")
+    log.add("session.compaction_start")
+    log.add("session.compaction_complete", success=True, summaryContent="The wand was fixed.")
+    log.add("session.truncation", tokenLimit=1000)
+    log.add("session.binary_asset", assetId="a-1", mimeType="image/png")
+    log.add("session.context_changed", cwd=f"{CWD}/firmware", branch="main")
+    log.add("session.context_cleared", initialMessage="", messagesCleared=3)
+    log.add("session.usage_record", model="gpt-x", inputTokens=1)
+    log.add("session.usage_checkpoint", totalPremiumRequests=1)
+    log.add("session.permissions_changed", allowAll=True)
+    log.add("session.permission_recovery", episodeId="e-1", status="done")
+    log.add("session.model_deselected", previousModel="gpt-y", reason="withdrawn")
+    log.add("session.auto_mode_resolved", chosenModel="gpt-x")
+    log.add("session.autopilot_objective_changed", operation="update", id=1, status="open")
+    log.add("session.plan_changed", operation="update")
+    log.add("session.workspace_file_changed", path="plan.md", operation="write")
+    log.add("session.session_limits_changed", sessionLimits=None)
+    log.add("session.remote_steerable_changed", remoteSteerable=True)
+    log.add("session.request_body_compression_disabled", encoding="zstd")
+    log.add("session.schedule_created", id=1, prompt="check the wand", recurring=False)
+    log.add("session.schedule_rearmed", id=1, nextRunAt=1)
+    log.add("session.schedule_cancelled", id=1)
+    log.add("session.canvas.recorded", instanceId="c-1", extensionId="x", canvasId="y")
+    log.add("session.canvas.removed", instanceId="c-1", extensionId="x", canvasId="y")
+    log.add("mcp.oauth_recovery_completed", requestId="o-1", serverName="gh", outcome="ok")
+    log.add("session.shutdown", shutdownType="routine")
+    log.add("session.resume", resumeTime="2026-12-07T11:00:00.000Z", eventCount=80)
+    return log
+
+
+def write_every_writer_kind(home: Path) -> Path:
+    folder = home / ".copilot" / "session-state" / EVERY_KIND
+    folder.mkdir(parents=True)
+    path = folder / "events.jsonl"
+    path.write_bytes(every_writer_kind().bytes())
+    return path

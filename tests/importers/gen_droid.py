@@ -72,3 +72,43 @@ def write(home: Path) -> Path:
     task = header(TASK, "New Session", callingSessionId=MAIN)
     (folder / f"{TASK}.jsonl").write_bytes(lines([task, *task_messages()]))
     return sessions
+
+
+# One record of each type, and one content block of each type, Droid 0.225.2 writes to a
+# session file (skips.WRITER_KINDS), in its shapes, made-up content.
+EVERY_KIND: Final = "d7000000-0000-4000-8000-00000000c0de"
+DOCUMENT: Final = "Basket sizes: 14 g single, 18 g double."
+
+
+def every_writer_kind() -> list[dict[str, Any]]:
+    pdf = {"type": "base64", "mediaType": "application/pdf", "data": "JVBERi0="}
+    return [
+        header(EVERY_KIND, TITLE),
+        _message(1, "user", {"type": "text", "text": "which basket for a double?"},
+                 {"type": "image", "source": {"type": "base64", "media_type": "image/png",
+                                              "data": "iVBORw0KGgo="}},
+                 {"type": "document", "source": {"type": "text", "mediaType": "text/plain",
+                                                 "data": DOCUMENT, "name": "baskets.txt"}},
+                 {"type": "document", "source": pdf}),
+        _message(2, "assistant", {"type": "thinking", "thinking": "Check the sizes.",
+                                  "signature": "sig"},
+                 {"type": "redacted_thinking", "data": "EncRypTed"},
+                 {"type": "tool_use", "id": "tu-1", "name": "Read",
+                  "input": {"file_path": "baskets.txt"}}),
+        _message(3, "user", {"type": "tool_result", "tool_use_id": "tu-1", "content": "18 g"}),
+        {"type": "todo_state", "id": "t-1", "timestamp": "2025-10-01T15:04:00.000Z",
+         "todos": [], "messageIndex": 3},
+        {"type": "compaction_state", "id": "c-1", "timestamp": "2025-10-01T15:05:00.000Z",
+         "summaryText": "Double shot: 18 g basket.", "summaryTokens": 10,
+         "summaryKind": "auto", "removedCount": 3},
+        {"type": "agent_turn_outcome", "turnId": "turn-1", "reason": "completed",
+         "resultKind": "text"},
+    ]  # fmt: skip
+
+
+def write_every_writer_kind(home: Path) -> Path:
+    folder = home / ".factory" / "sessions" / SLUG
+    folder.mkdir(parents=True)
+    path = folder / f"{EVERY_KIND}.jsonl"
+    path.write_bytes(lines(every_writer_kind()))
+    return path

@@ -352,3 +352,66 @@ def write_home_digest(tmp: Path) -> None:
         (tmp / folder / "chats" / f"session-2025-10-30T23-33-{session[:8]}.json").write_bytes(
             orjson.dumps(chat)
         )
+
+
+# One record of each kind Gemini CLI 0.61.0's chat recording writes (skips.WRITER_KINDS),
+# in its shapes, made-up content: the header; messages of each type, with the parts its
+# callers record (a tool's response sent back as a user message, a history rewritten
+# whole with its calls, images and files, the "info" message a binary injection writes);
+# ``$set`` of each field it updates; a rewind.
+EVERY_KIND: Final = "6e1f0000-0000-4000-8000-00000000c0de"
+
+
+def every_writer_kind() -> list[dict[str, Any]]:
+    png = {"inlineData": {"mimeType": "image/png", "data": "iVBORw0KGgo="}}
+    pdf = {"inlineData": {"mimeType": "application/pdf", "data": "JVBERi0="}}
+    response = {
+        "functionResponse": {
+            "id": "read_file-1",
+            "name": "read_file",
+            "response": {"output": "pump:\n  pressure_bar: 15"},
+        }
+    }
+    reply = {
+        "id": "g-1",
+        "timestamp": _time(2),
+        "type": "gemini",
+        "model": "gemini-x",
+        "content": [{"text": "Let me read it."}],
+        "thoughts": [{"subject": "Reading", "description": "The config.", "timestamp": _time(2)}],
+        "toolCalls": [_read_call("success", result=True)],
+    }
+    return [
+        {"sessionId": EVERY_KIND, "projectHash": PROJECT_HASH, "startTime": _time(0),
+         "lastUpdated": _time(0), "kind": "main", "directories": [CWD]},
+        {"$set": {"sessionId": EVERY_KIND}},
+        {"id": "u-1", "timestamp": _time(1), "type": "user",
+         "content": [{"text": "Why is the pump loud? See the photo."}, png,
+                     {"fileData": {"mimeType": "application/pdf",
+                                   "fileUri": "file:///manual.pdf"}}],
+         "displayContent": [{"text": "Why is the pump loud? @photo.png"}]},
+        {"$set": {"lastUpdated": _time(1)}},
+        reply,
+        {"id": "u-2", "timestamp": _time(3), "type": "user", "content": [response]},
+        {"id": "i-1", "timestamp": _time(3), "type": "info", "content": [pdf]},
+        {"id": "g-2", "timestamp": _time(4), "type": "gemini",
+         "content": [{"functionCall": {"id": "read_file-2", "name": "read_file",
+                                       "args": {"absolute_path": f"{CWD}/pump.yaml"}}}]},
+        {"id": "g-3", "timestamp": _time(5), "type": "gemini",
+         "content": [{"text": "Lower the pressure to 9 bar."}]},
+        {"$set": {"summary": SUMMARY}},
+        {"$set": {"directories": [CWD, f"{CWD}/firmware"]}},
+        {"$set": {"memoryScratchpad": {"workflowSummary": "Read pump.yaml; lowered it."}}},
+        {"$set": {"messages": [reply], "lastUpdated": _time(6)}},
+        {"$rewindTo": "g-3"},
+    ]  # fmt: skip
+
+
+def write_every_writer_kind(home: Path) -> Path:
+    project = home / ".gemini" / "tmp" / "espresso-app"
+    chats = project / "chats"
+    chats.mkdir(parents=True)
+    (project / ".project_root").write_text(CWD)
+    path = chats / f"session-2026-12-07T10-00-{EVERY_KIND[:8]}.jsonl"
+    path.write_bytes(_lines(every_writer_kind()))
+    return path

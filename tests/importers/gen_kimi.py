@@ -168,3 +168,50 @@ def write_legacy(home: Path) -> Path:
     lines = [record(n, kind, payload) for n, (kind, payload) in enumerate(legacy_records())]
     (folder / "wire.jsonl").write_bytes(b"".join(orjson.dumps(line) + b"\n" for line in lines))
     return folder / "wire.jsonl"
+
+
+# One wire message of each type Kimi CLI 1.52.0 writes to wire.jsonl (its WireMessage
+# union, wire/types.py: skips.WRITER_KINDS), made-up content.
+EVERY_KIND: Final = "7d6c5b4a-3928-4f1e-8d0c-1b2a3c4d5e6f"
+
+
+def every_writer_kind() -> list[tuple[str, dict[str, Any]]]:
+    return [
+        ("TurnBegin", {"user_input": "Why is test_retry flaky?"}),
+        ("SteerInput", {"user_input": "look at the helper first"}),
+        ("StepBegin", {"n": 1}),
+        ("ContentPart", text("Reading the helper.")),
+        ("ToolCall", call("tool_1", "ReadFile", {"path": "retry.py"})),
+        ("ToolCallPart", {"arguments_part": ""}),
+        ("ApprovalRequest", {"id": "a1", "tool_call_id": "tool_1", "sender": "ReadFile",
+                             "action": "read", "description": "read retry.py"}),
+        ("ApprovalResponse", {"request_id": "a1", "response": "approve"}),
+        ("ToolResult", result("tool_1", "def retry(): ...")),
+        ("HookTriggered", {"event": "PreToolUse", "target": "ReadFile", "hook_count": 1}),
+        ("HookRequest", {"id": "h1", "subscription_id": "s1", "event": "PreToolUse"}),
+        ("HookResolved", {"event": "PreToolUse", "target": "ReadFile", "action": "allow"}),
+        ("ToolCallRequest", {"id": "t2", "name": "browser", "arguments": "{}"}),
+        ("QuestionRequest", {"id": "q1", "tool_call_id": "tool_q", "questions": []}),
+        ("StepRetry", {"n": 1, "attempt": 2}),
+        ("StepInterrupted", {}),
+        ("StatusUpdate", {"context_usage": 0.2}),
+        ("MCPLoadingBegin", {}),
+        ("MCPLoadingEnd", {}),
+        ("Notification", {"id": "n1", "category": "task", "type": "done", "title": "Done",
+                          "body": "build finished", "severity": "info"}),
+        ("PlanDisplay", {"content": "1. read\n2. fix", "file_path": "plan.md"}),
+        ("BtwBegin", {"id": "b1", "question": "what is retry?"}),
+        ("BtwEnd", {"id": "b1", "response": "a helper"}),
+        ("SubagentEvent", sub_event("StepBegin", {"n": 1})),
+        ("CompactionBegin", {}),
+        ("CompactionEnd", {}),
+        ("TurnEnd", {}),
+    ]  # fmt: skip
+
+
+def write_every_writer_kind(home: Path) -> Path:
+    folder = sessions_dir(home, CWD) / EVERY_KIND
+    folder.mkdir(parents=True)
+    path = folder / "wire.jsonl"
+    path.write_bytes(wire_lines(every_writer_kind()))
+    return path

@@ -194,3 +194,58 @@ def server_turn() -> list[dict[str, Any]]:
          "args": {"final_thought": "The logs rotate daily now.", "outputs": {}, "thought": ""},
          "tool_call_metadata": {"function_name": "finish", "tool_call_id": "t2"}},
     ]  # fmt: skip
+
+
+# One event of each kind the OpenHands SDK (openhands-sdk 1.21.0, pinned by openhands
+# 1.16.0) persists (skips.WRITER_KINDS), in its shapes, made-up content.
+ACP_CALL: Final = "acp_call_1"
+ACP_OUTPUT: Final = "robots.txt allows /docs"
+
+
+def every_writer_kind() -> list[dict[str, Any]]:
+    def text(value: str) -> list[dict[str, Any]]:
+        return [{"type": "text", "text": value}]
+
+    acp = {
+        "kind": "ACPToolCallEvent",
+        "source": "agent",
+        "tool_call_id": ACP_CALL,
+        "title": "fetch robots.txt",
+        "tool_kind": "fetch",
+        "raw_input": {"url": "/robots"},
+    }
+    return [
+        {"kind": "SystemPromptEvent", "source": "agent", "system_prompt": text("You are...")},
+        {"kind": "ConversationStateUpdateEvent", "source": "environment", "key": "status",
+         "value": "running"},
+        {"kind": "MessageEvent", "source": "user",
+         "llm_message": {"role": "user", "content": text("Respect robots.txt")}},
+        {"kind": "ActionEvent", "source": "agent", "thought": text("Grep the fetcher"),
+         "tool_name": "terminal", "tool_call_id": "call_a", "action": {"command": "grep"}},
+        {"kind": "HookExecutionEvent", "source": "hook", "hook_event_type": "PreToolUse"},
+        {"kind": "ObservationEvent", "source": "environment", "tool_name": "terminal",
+         "tool_call_id": "call_a", "observation": {"content": text("fetch.py:12")}},
+        {"kind": "ActionEvent", "source": "agent", "thought": [], "tool_name": "terminal",
+         "tool_call_id": "call_b", "action": {"command": "rm -rf /"}},
+        {"kind": "UserRejectObservation", "source": "user", "tool_name": "terminal",
+         "tool_call_id": "call_b", "rejection_reason": "no"},
+        {"kind": "ActionEvent", "source": "agent", "thought": [], "tool_name": "browser",
+         "tool_call_id": "call_c", "action": {"url": "x"}},
+        {"kind": "AgentErrorEvent", "source": "agent", "tool_name": "browser",
+         "tool_call_id": "call_c", "error": "no browser"},
+        acp | {"status": "in_progress"},
+        acp | {"status": "completed", "raw_output": ACP_OUTPUT},
+        acp | {"status": "completed", "raw_output": ACP_OUTPUT},
+        {"kind": "TokenEvent", "source": "agent", "prompt_token_ids": [1],
+         "response_token_ids": [2]},
+        {"kind": "LLMCompletionLogEvent", "source": "environment", "filename": "a.json",
+         "log_data": "{}", "model_name": "m", "usage_id": "agent"},
+        {"kind": "CondensationRequest", "source": "environment"},
+        {"kind": "Condensation", "source": "environment", "forgotten_event_ids": [],
+         "summary": "Fetcher found; robots honoured.", "llm_response_id": "r1"},
+        {"kind": "CondensationSummaryEvent", "source": "environment",
+         "summary": "Fetcher found; robots honoured."},
+        {"kind": "ConversationErrorEvent", "source": "environment", "code": "LLMError",
+         "detail": "rate limited"},
+        {"kind": "PauseEvent", "source": "user"},
+    ]  # fmt: skip

@@ -134,3 +134,44 @@ def encrypted_thinking_session() -> list[dict[str, Any]]:
         _entry(2, 1, "message", message=_assistant(
             sealed, {"type": "text", "text": "Yes, against the 20 kg weight."})),
     ]  # fmt: skip
+
+
+# One entry of each type, and one message of each role, Pi 0.73.1's session manager
+# writes (skips.WRITER_KINDS), in its shapes, made-up content.
+EVERY_KIND: Final = "9e000000-0000-4000-8000-00000000c0de"
+
+
+def every_writer_kind() -> list[dict[str, Any]]:
+    return [
+        {"type": "session", "version": 3, "id": EVERY_KIND, "timestamp": _time(0), "cwd": CWD},
+        _entry(1, None, "model_change", provider="anthropic", modelId="claude-x"),
+        _entry(2, 1, "thinking_level_change", thinkingLevel="high"),
+        _entry(3, 2, "message", message=_user("the tamper sensor reads zero")),
+        _entry(4, 3, "message", message=_assistant(
+            {"type": "toolCall", "id": "tc-1", "name": "read", "arguments": {"path": "s.c"}})),
+        _entry(5, 4, "message", message={
+            "role": "toolResult", "toolCallId": "tc-1", "toolName": "read", "isError": False,
+            "content": [{"type": "text", "text": "return 0;"}], "timestamp": 3}),
+        _entry(6, 5, "message", message={
+            "role": "bashExecution", "command": "make test", "output": "ok", "exitCode": 0,
+            "cancelled": False, "truncated": False, "timestamp": 4}),
+        _entry(7, 6, "message", message={
+            "role": "custom", "customType": "note", "content": "sensor model TS-2",
+            "display": True, "timestamp": 5}),
+        _entry(8, 7, "custom", customType="state", data={"open": 1}),
+        _entry(9, 8, "custom_message", customType="note", display=True, content="a note"),
+        _entry(10, 9, "label", targetId="e05", label="found"),
+        _entry(11, 10, "session_info", name=TITLE),
+        _entry(12, 11, "branch_summary", fromId="e10", summary="Tried the wiring first."),
+        _entry(13, 12, "compaction", summary="Sensor stubbed.", firstKeptEntryId="e12",
+               tokensBefore=1000),
+        _entry(14, 13, "session_info", name=""),
+    ]  # fmt: skip
+
+
+def write_every_writer_kind(home: Path) -> Path:
+    folder = home / ".pi" / "agent" / "sessions" / FOLDER
+    folder.mkdir(parents=True)
+    path = folder / f"2026-12-07T10-00-00-000Z_{EVERY_KIND}.jsonl"
+    path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in every_writer_kind()))
+    return path

@@ -11,6 +11,7 @@ its parent.
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Any, Final
 
@@ -155,3 +156,70 @@ def slash_chat() -> _Chat:
                  systemPayload={"phase": "result", "rawCommand": command,
                                 "outputHistoryItems": items})  # fmt: skip
     return chat
+
+
+# One record of each type and system subtype Qwen Code 0.24.4's chat recording writes
+# (skips.WRITER_KINDS), in its shapes, made-up content.
+EVERY_KIND: Final = "0e000000-0000-4000-8000-00000000c0de"
+BACKGROUND_DONE: Final = "Background task lint finished: 0 problems"
+
+
+def every_writer_kind() -> _Chat:
+    chat = _Chat(EVERY_KIND)
+    system = functools.partial(chat.add, "system")
+    system(subtype="session_source", systemPayload={"sourceType": "fork", "sourceId": MAIN})
+    system(subtype="session_model", systemPayload={"model": "qwen-x", "authType": "openai"})
+    chat.add("user", [{"text": "lint the kettle firmware"}])
+    system(subtype="user_text_elements", systemPayload={"elements": [{"type": "text"}]})
+    system(subtype="omni_recall", systemPayload={"items": [], "query": "kettle"})
+    chat.add("assistant", [{"functionCall": {"id": "fc-9", "name": "run_shell_command",
+                                             "args": {"command": "make lint"}}}])  # fmt: skip
+    response = {"id": "fc-9", "name": "run_shell_command", "response": {"output": "0 problems"}}
+    chat.add("tool_result", [{"functionResponse": response}])
+    chat.add("user", [{"text": "also check the docs"}], subtype="mid_turn_user_message",
+             systemPayload={"displayText": "also check the docs"})  # fmt: skip
+    chat.add("user", [{"text": "Keep going with the goal."}], subtype="goal_runtime",
+             provenance="goal_runtime", goalContext={"goalId": "g1"})  # fmt: skip
+    chat.add("user", [{"text": "what changed?"}], subtype="realtime_message")
+    chat.add("assistant", [{"text": "Only the lint config."}], subtype="realtime_message")
+    system(
+        subtype="background_task_completed",
+        systemPayload={
+            "displayText": BACKGROUND_DONE,
+            "backgroundTask": {"taskId": "t1", "status": "done"},
+        },
+    )
+    system(subtype="goal_state", provenance="goal_control",
+           systemPayload={"snapshot": {"activity": "idle"}})  # fmt: skip
+    system(subtype="goal_turn_end", goalContext={"goalId": "g1"},
+           systemPayload={"toolCallId": "fc-9"})  # fmt: skip
+    system(subtype="branch_checkpoint", systemPayload={"v": 1, "startExclusiveRecordUuid": "a",
+                                                       "assistantRecordUuid": "b"})  # fmt: skip
+    system(subtype="turn_result", systemPayload={"status": "completed"})
+    system(subtype="ui_telemetry", systemPayload={"uiEvent": {"event.name": "api_response"}})
+    system(subtype="attribution_snapshot", systemPayload={"files": {}})
+    system(subtype="file_history_snapshot", systemPayload={"snapshots": []})
+    system(subtype="session_artifact_event", systemPayload={"path": "lint.txt"})
+    system(subtype="session_artifact_snapshot", systemPayload={"artifacts": []})
+    system(subtype="session_sources_snapshot", systemPayload={"sources": []})
+    system(subtype="at_command", systemPayload={"filesRead": ["a.c"], "displayText": "@a.c"})
+    system(subtype="slash_command", systemPayload={"phase": "invocation", "rawCommand": "/stats"})
+    output = {"phase": "result", "outputHistoryItems": [{"text": "3 turns"}]}
+    system(subtype="slash_command", systemPayload=output)
+    system(
+        subtype="chat_compression",
+        systemPayload={
+            "compressedHistory": [{"role": "user", "parts": [{"text": "Linted; config fixed."}]}]
+        },
+    )
+    system(subtype="rewind", systemPayload={"targetTurnIndex": 1})
+    system(subtype="custom_title", systemPayload={"customTitle": TITLE})
+    return chat
+
+
+def write_every_writer_kind(home: Path) -> Path:
+    chats = home / ".qwen" / "projects" / "-home-dev-kettle" / "chats"
+    chats.mkdir(parents=True)
+    path = chats / f"{EVERY_KIND}.jsonl"
+    path.write_bytes(every_writer_kind().bytes())
+    return path

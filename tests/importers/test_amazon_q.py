@@ -16,12 +16,12 @@ from nats.aio.client import Client as NATS
 from contracts.subjects import Subjects
 from tests.importers import gen_amazon_q as gen
 from tests.importers._agent_e2e import assert_events, imported
-from tests.importers._sources import cites_of, snapshot_events, watch_growth
+from tests.importers._sources import cites_of, reading_events, watch_growth
 from tests.importers.test_import_tools import ask
 from worker.importers import amazon_q, registry
 from worker.importers.amazon_q import KIRO_CLI, Q_CLI
 from worker.importers.detect import detect
-from worker.importers.snapshot import SessionCache, SnapshotConverter
+from worker.importers.source_reading import ReadingConverter, SessionCache
 
 MAIN, COMPACTED, KIRO = f"qcli-{gen.MAIN}", f"qcli-{gen.COMPACTED}", f"kiro-{gen.KIRO}"
 # Main: start, context, user, text, 2 x (call, result), text, user, call, result, text = 13;
@@ -30,7 +30,7 @@ EVENTS = 14 + 7
 
 
 def events(db: Path) -> list[dict[str, Any]]:
-    return snapshot_events("amazon-q", amazon_q.read_database(db, Q_CLI))
+    return reading_events("amazon-q", amazon_q.read_database(db, Q_CLI))
 
 
 def of(got: list[dict[str, Any]], session: str) -> list[dict[str, Any]]:
@@ -39,8 +39,8 @@ def of(got: list[dict[str, Any]], session: str) -> list[dict[str, Any]]:
 
 def test_a_conversation_gives_its_turns(tmp_path: Path) -> None:
     db = gen.write_q(tmp_path / "amazon-q" / "data.sqlite3")
-    snapshot = amazon_q.read_database(db, Q_CLI)
-    main = of(snapshot_events("amazon-q", snapshot), MAIN)
+    reading = amazon_q.read_database(db, Q_CLI)
+    main = of(reading_events("amazon-q", reading), MAIN)
     assert [(e["type"], e["payload"].get("tool")) for e in main] == [
         ("session/start", None), ("message/context", None), ("message/user", None),
         ("message/assistant", None), ("tool/call", "execute_bash"),
@@ -55,8 +55,8 @@ def test_a_conversation_gives_its_turns(tmp_path: Path) -> None:
     assert orjson.loads(main[5]["payload"]["output"])["stdout"] == "1 failed: test_sailings"
     assert main[7]["payload"]["is_error"] is True
     assert main[11]["payload"]["output"] == "Tool use was cancelled by the user"
-    assert snapshot.skipped == {"user:image": 1}
-    assert not snapshot.problems
+    assert reading.skipped == {"user:image": 1}
+    assert not reading.problems
 
 
 def test_the_older_history_of_pairs_reads_the_same(tmp_path: Path) -> None:
@@ -89,7 +89,7 @@ def test_entries_that_leave_the_window_stay_and_new_ones_follow(tmp_path: Path) 
     compaction replacing it, and the entries after it follow."""
     db = gen.write_q(tmp_path / "amazon-q" / "data.sqlite3")
     cache = SessionCache()
-    converter = SnapshotConverter("amazon-q", lambda: amazon_q.read_database(db, Q_CLI, cache))
+    converter = ReadingConverter("amazon-q", lambda: amazon_q.read_database(db, Q_CLI, cache))
     first = [orjson.loads(out.body) for out in converter.feed(1, b"")]
     assert len(of(first, MAIN)) == 13
     kept = gen.main_history()[-1:]
@@ -109,7 +109,7 @@ def test_entries_that_leave_the_window_stay_and_new_ones_follow(tmp_path: Path) 
 
 def test_kiro_keeps_the_same_state_in_its_own_table(tmp_path: Path) -> None:
     db = gen.write_kiro(tmp_path / "kiro-cli" / "data.sqlite3")
-    got = snapshot_events("kiro-cli", amazon_q.read_database(db, KIRO_CLI))
+    got = reading_events("kiro-cli", amazon_q.read_database(db, KIRO_CLI))
     assert [(e["session_id"], e["type"]) for e in got] == [
         (KIRO, "session/start"), (KIRO, "message/user"), (KIRO, "message/assistant"),
     ]  # fmt: skip
@@ -129,9 +129,9 @@ def test_kiro_reads_both_its_tables_once(tmp_path: Path) -> None:
         conn.executemany("INSERT INTO conversations VALUES (?, ?)",
                          [(gen.OTHER_CWD, older), (gen.CWD, copied)])  # fmt: skip
     conn.close()
-    snapshot = amazon_q.read_database(db, KIRO_CLI)
-    assert [s.session_id for s in snapshot.sessions] == [KIRO, f"kiro-{gen.MAIN}"]
-    assert snapshot.sessions[1].cwd == gen.OTHER_CWD
+    reading = amazon_q.read_database(db, KIRO_CLI)
+    assert [s.session_id for s in reading.sessions] == [KIRO, f"kiro-{gen.MAIN}"]
+    assert reading.sessions[1].cwd == gen.OTHER_CWD
 
 
 def test_detection_and_default_folders(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -12,11 +12,11 @@ from nats.aio.client import Client as NATS
 from contracts.subjects import Subjects
 from tests.importers import gen_amp as gen
 from tests.importers._agent_e2e import assert_events, imported
-from tests.importers._sources import cites_of, snapshot_events, watch_growth
+from tests.importers._sources import cites_of, reading_events, watch_growth
 from tests.importers.test_import_tools import ask
 from worker.importers import amp, registry
 from worker.importers.detect import detect
-from worker.importers.snapshot import SessionCache
+from worker.importers.source_reading import SessionCache
 
 MAIN, SUB, HANDOFF, LATER = (amp.session_id(t) for t in (gen.MAIN, gen.SUB, gen.HANDOFF,
                                                           gen.LATER))  # fmt: skip
@@ -29,7 +29,7 @@ EVENTS = 17 + 5 + 4 + 6 + 8
 
 
 def events(folder: Path) -> list[dict[str, Any]]:
-    return snapshot_events("amp", amp.read_threads(folder))
+    return reading_events("amp", amp.read_threads(folder))
 
 
 def of(got: list[dict[str, Any]], session: str) -> list[dict[str, Any]]:
@@ -38,8 +38,8 @@ def of(got: list[dict[str, Any]], session: str) -> list[dict[str, Any]]:
 
 def test_a_thread_gives_its_conversation(tmp_path: Path) -> None:
     folder = gen.write(tmp_path)
-    snapshot = amp.read_threads(folder)
-    main = of(snapshot_events("amp", snapshot), MAIN)
+    reading = amp.read_threads(folder)
+    main = of(reading_events("amp", reading), MAIN)
     assert [(e["type"], e["payload"].get("tool")) for e in main] == [
         ("session/start", None), ("message/user", None), ("message/assistant", None),
         ("message/assistant", None), ("tool/call", "Bash"), ("tool/result", "Bash"),
@@ -59,10 +59,10 @@ def test_a_thread_gives_its_conversation(tmp_path: Path) -> None:
                                   "tool": "edit_file", "source_type": "tool_result"}  # fmt: skip
     assert main[10]["replaces"] == list(range(2, 11))
     assert main[14]["payload"]["text"] == "730 tides.txt"
-    assert snapshot.skipped == {"content:image": 1}
-    assert not snapshot.problems
+    assert reading.skipped == {"content:image": 1}
+    assert not reading.problems
     titles = [gen.TITLE, gen.SUB_TITLE, None, "Gauges", gen.LATER_TASK_TITLE]
-    assert [s.title for s in snapshot.sessions] == titles
+    assert [s.title for s in reading.sessions] == titles
 
 
 def test_sub_agent_and_handoff_are_children(tmp_path: Path) -> None:

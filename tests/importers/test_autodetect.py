@@ -29,6 +29,9 @@ from tests.importers import (
     gen_hermes,
     gen_kimi,
     gen_letta_code,
+    gen_llm,
+    gen_mini_swe_agent,
+    gen_open_interpreter,
     gen_openclaw,
     gen_pi,
     gen_qoder,
@@ -86,7 +89,8 @@ async def test_import_with_no_path_reads_every_agent_and_reports_each(
         line = f"{fmt}: {files} files in {where}: published {expected[fmt]} events"
         assert any(text.startswith(line) for text in lines), (line, first.stderr)
     assert f"claude-code: nothing found in {home / '.claude' / 'projects'}" in lines
-    assert f"codex: nothing found in {home / '.codex' / 'sessions'}" in lines
+    codex = f"{home / '.codex' / 'sessions'}, {home / '.codex' / 'archived_sessions'}"
+    assert f"codex: nothing found in {codex}" in lines
     assert f"published {total} events (0 already in the stream)" in first.stderr
     assert "record:hook.start 1" in first.stderr  # each agent's skipped records, said
     second = await asyncio.to_thread(sessionquery, *args, env=env)
@@ -125,7 +129,10 @@ def test_every_generated_file_is_detected_as_its_own_format(tmp_path: Path) -> N
               "gptme": gen_gptme.write(tmp_path / "home", side_files=False),
               "qoder": gen_qoder.write(tmp_path / "home"),
               "codebuff": gen_codebuff.write(tmp_path / "home"),
-              "letta-code": gen_letta_code.write(tmp_path / "home")}  # fmt: skip
+              "letta-code": gen_letta_code.write(tmp_path / "home"),
+              "llm": gen_llm.write(tmp_path / "home").parent,
+              "mini-swe-agent": gen_mini_swe_agent.write(tmp_path / "home"),
+              "open-interpreter": gen_open_interpreter.write(tmp_path / "home")}  # fmt: skip
     roots |= {fmt: db.parent for fmt, db in gen_amazon_q.write(tmp_path / "home").items()}
     roots["zed"] = gen_zed.write_home(tmp_path / "home")
     # OpenClaw's transcripts are Pi's format: told apart by where OpenClaw keeps them.

@@ -14,11 +14,11 @@ from nats.aio.client import Client as NATS
 from contracts.subjects import Subjects
 from tests.importers import gen_cline as gen
 from tests.importers._agent_e2e import assert_events, imported
-from tests.importers._sources import cites_of, snapshot_events, watch_growth
+from tests.importers._sources import cites_of, reading_events, watch_growth
 from tests.importers.test_import_tools import ask
 from worker.importers import cline
 from worker.importers.skips import BUILT_IN, reason_for
-from worker.importers.snapshot import SnapshotConverter
+from worker.importers.source_reading import ReadingConverter
 
 CLINE = f"cline-{gen.CLINE_TASK}"
 CLINE_XML = f"cline-{gen.CLINE_XML_TASK}"
@@ -29,7 +29,7 @@ ROO_CHILD = f"roo-{gen.ROO_CHILD}"
 
 def events(task: Path) -> list[dict[str, Any]]:
     name = "roo-code" if cline.flavour(task) == "roo" else "cline"
-    return snapshot_events(name, cline.read_task(task))
+    return reading_events(name, cline.read_task(task))
 
 
 def test_native_tools_pair_and_environment_details_are_context(tmp_path: Path) -> None:
@@ -129,9 +129,9 @@ def test_the_recorded_cwd_and_task_name_are_read(tmp_path: Path) -> None:
         gen.history_item(gen.CLINE_TASK, "Retry for the weather client", "/home/dev/recorded"),
         gen.history_item(gen.CLINE_UI_TASK, "Add a retry with backoff", gen.UI_CWD),
     ])  # fmt: skip
-    snapshot = cline.read_task(tasks / gen.CLINE_TASK)
-    assert snapshot.sessions[0].cwd == "/home/dev/recorded"
-    assert snapshot.sessions[0].title == "Retry for the weather client"
+    reading = cline.read_task(tasks / gen.CLINE_TASK)
+    assert reading.sessions[0].cwd == "/home/dev/recorded"
+    assert reading.sessions[0].title == "Retry for the weather client"
     assert events(tasks / gen.CLINE_UI_TASK)[0]["payload"]["cwd"] == gen.UI_CWD
     # Roo: the history item beside the task names its workspace and the task.
     roo = cline.read_task(gen.write_roo(tmp_path) / gen.ROO_TASK).sessions[0]
@@ -141,9 +141,9 @@ def test_the_recorded_cwd_and_task_name_are_read(tmp_path: Path) -> None:
 def test_a_half_written_history_is_a_problem_not_a_guess(tmp_path: Path) -> None:
     task = gen.write_task(tmp_path / "tasks", gen.CLINE_TASK, gen.cline_native())
     (task / cline.CONVERSATION).write_bytes(b'[{"role": "user", "content": [')
-    snapshot = cline.read_task(task)
-    assert not snapshot.sessions
-    assert "not readable JSON" in snapshot.problems[0].message
+    reading = cline.read_task(task)
+    assert not reading.sessions
+    assert "not readable JSON" in reading.problems[0].message
 
 
 async def test_import_answers_the_tools(
@@ -207,7 +207,7 @@ def test_what_waited_on_a_fresh_ui_log_is_published_when_it_goes_quiet(
     folder goes quiet, the idle reading publishes it before the session ends."""
     messages = gen.ui_log(int(time.time() * 1000) - 5_000)[:11]  # written just now
     task = gen.write_ui_task(tmp_path / "tasks", gen.CLINE_UI_TASK, messages)
-    converter = SnapshotConverter("cline", lambda: cline.read_task(task))
+    converter = ReadingConverter("cline", lambda: cline.read_task(task))
     assert [out.kind for out in converter.feed(1, b"")][-1] == "tool/call"
     later = time.time() + cline.UI_SETTLE_S
     monkeypatch.setattr(cline, "now", lambda: later)

@@ -13,7 +13,7 @@ from nats.aio.client import Client as NATS
 from contracts.subjects import Subjects
 from tests.importers import gen_continue as gen
 from tests.importers._agent_e2e import assert_events, by_session, imported
-from tests.importers._sources import cites_of, snapshot_events, watch_growth
+from tests.importers._sources import cites_of, reading_events, watch_growth
 from tests.importers.test_import_tools import ask
 from worker.importers import continue_cli
 from worker.importers.continue_cli import ContinueConverter, ContinueImporter
@@ -33,7 +33,7 @@ EVENTS = 14 + 5
 
 
 def events(path: Path) -> list[dict[str, Any]]:
-    return snapshot_events("continue", continue_cli.read_session(path))
+    return reading_events("continue", continue_cli.read_session(path))
 
 
 def converter(path: Path) -> ContinueConverter:
@@ -48,8 +48,8 @@ def fed(made: ContinueConverter) -> list[dict[str, Any]]:
 
 def test_a_session_gives_the_conversation(tmp_path: Path) -> None:
     folder = gen.write(tmp_path)
-    snapshot = continue_cli.read_session(folder / f"{gen.MAIN}.json")
-    got = snapshot_events("continue", snapshot)
+    reading = continue_cli.read_session(folder / f"{gen.MAIN}.json")
+    got = reading_events("continue", reading)
     assert [(e["type"], e["payload"].get("tool")) for e in got] == [
         ("session/start", None), ("message/user", None), ("message/context", None),
         ("message/assistant", None), ("tool/call", "Read"), ("tool/result", "Read"),
@@ -63,12 +63,12 @@ def test_a_session_gives_the_conversation(tmp_path: Path) -> None:
     assert got[4]["payload"]["input"] == {"filepath": "api/orders.py"}
     assert got[5]["cites"] == [{"session_id": MAIN, "seq": 5}]
     assert got[9]["payload"]["is_error"] is True and got[9]["cites"][0]["seq"] == 9
-    assert snapshot.sessions[0].title == "Orders pagination"
-    assert snapshot.skipped == {"part:imageUrl": 1}
+    assert reading.sessions[0].title == "Orders pagination"
+    assert reading.skipped == {"part:imageUrl": 1}
     other = continue_cli.read_session(folder / f"{gen.COMPACTED}.json")
     assert other.sessions[0].cwd == "/home/dev/shop app"  # the IDE's file:// URI
     assert other.sessions[0].title is None  # "Untitled Session"
-    assert [e["type"] for e in snapshot_events("continue", other)][1] == "compaction"
+    assert [e["type"] for e in reading_events("continue", other)][1] == "compaction"
 
 
 def test_the_recorded_session(tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ from nats.aio.client import Client as NATS
 from contracts.subjects import Subjects
 from tests.importers import gen_crush as gen
 from tests.importers._agent_e2e import assert_events, imported
-from tests.importers._sources import cites_of, snapshot_events, watch_growth
+from tests.importers._sources import cites_of, reading_events, watch_growth
 from tests.importers.test_import_tools import ask
 from worker.importers import crush
 from worker.importers.base import safe_id
@@ -31,7 +31,7 @@ EVENTS = 17 + 5 + 4
 
 
 def events(db: Path) -> list[dict[str, Any]]:
-    return snapshot_events("crush", crush.read_database(db))
+    return reading_events("crush", crush.read_database(db))
 
 
 def of(got: list[dict[str, Any]], session: str) -> list[dict[str, Any]]:
@@ -40,8 +40,8 @@ def of(got: list[dict[str, Any]], session: str) -> list[dict[str, Any]]:
 
 def test_the_latest_schema_gives_the_conversation(tmp_path: Path) -> None:
     db = gen.write_database(tmp_path / "shop" / ".crush" / "crush.db")
-    snapshot = crush.read_database(db)
-    got = snapshot_events("crush", snapshot)
+    reading = crush.read_database(db)
+    got = reading_events("crush", reading)
     main = of(got, MAIN)
     assert [(e["type"], e["payload"].get("tool")) for e in main[1:13]] == [
         ("message/user", None), ("message/assistant", None), ("message/assistant", None),
@@ -64,11 +64,11 @@ def test_the_latest_schema_gives_the_conversation(tmp_path: Path) -> None:
     assert child[0]["payload"]["parent_session_id"] == MAIN
     assert child[0]["cites"] == [{"session_id": MAIN, "seq": 7}]  # the agent tool's call
     assert [e["type"] for e in child[1:]] == ["message/user", "message/assistant"]
-    titles = {s.session_id: s.title for s in snapshot.sessions}
+    titles = {s.session_id: s.title for s in reading.sessions}
     assert titles == {MAIN: "Flaky upload test", CHILD: "Find every retry helper", OTHER: None}
     # The title-generation session is not a conversation: counted, not imported.
     assert not of(got, safe_id(gen.TITLER, prefix="crush-"))
-    assert snapshot.skipped == {"part:finish": 5, "part:binary": 1, "session:title-generation": 1}
+    assert reading.skipped == {"part:finish": 5, "part:binary": 1, "session:title-generation": 1}
 
 
 def test_an_early_schema_has_no_summary_flag(tmp_path: Path) -> None:

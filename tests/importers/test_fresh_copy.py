@@ -30,6 +30,8 @@ from tests.importers import (
     gen_cline,
     gen_goose,
     gen_hermes,
+    gen_mini_swe_agent,
+    gen_open_interpreter,
     gen_opencode,
     gen_openhands,
     gen_vscode_copilot,
@@ -56,6 +58,8 @@ class Case:
     build: Callable[[Path], Path]
     # The source times its sessions' activity, though its format (NO_TIMES) may not.
     timed: bool = False
+    # The source records no times, though its format's other versions do (NO_TIMES).
+    untimed: bool = False
 
 
 def _copy(source: Path) -> Callable[[Path], Path]:
@@ -126,7 +130,8 @@ def _hermes(home: Path) -> Path:
 # The formats whose generated home is the known-skips test's (written under ``home``).
 _HOMES: Final = (
     "amp", "auggie", "codebuff", "continue", "copilot-cli", "crush", "cursor", "droid",
-    "gemini-cli", "gptme", "kimi", "letta-code", "openclaw", "pi", "qoder", "qwen-code", "vibe",
+    "gemini-cli", "gptme", "kimi", "letta-code", "llm", "openclaw", "pi", "qoder", "qwen-code",
+    "vibe",
 )  # fmt: skip
 
 
@@ -159,6 +164,12 @@ GENERATED: dict[str, Case] = {
     "vibe-fixture": Case("vibe", _copy(FIXTURES / "vibe")),
     "vscode-copilot": Case("vscode-copilot", _vscode),
     "zed": Case("zed", lambda h: gen_zed.write(h / "threads")),
+    "mini-swe-agent": Case("mini-swe-agent", lambda h: gen_mini_swe_agent.write(h, v1=False)),
+    # 1.x trajectories record no times (2.x's steps do).
+    "mini-swe-agent-1x": Case(
+        "mini-swe-agent", lambda h: gen_mini_swe_agent.write(h, v2=False), untimed=True
+    ),
+    "open-interpreter": Case("open-interpreter", gen_open_interpreter.write),
 }
 
 
@@ -192,6 +203,7 @@ NO_TIMES: dict[str, str] = {
     "aider": "times only where a session starts (the chat history's header)",
     "continue": "no per-message times; sessions.json has only dateCreated",
     "cursor": "agent transcripts record no times at all",
+    "open-interpreter": "conversations record no times (the file's name: a local start time)",
 }
 _AT_END = frozenset({"session/title", "session/end"})
 
@@ -260,7 +272,7 @@ def test_a_fresh_copy_imports_what_an_old_one_does(name: str, tmp_path: Path) ->
     old, old_report, _ = _imported(case.fmt, path)
     assert old, f"{name}: the aged copy publishes nothing"
     assert fresh_report.tally.skipped == old_report.tally.skipped
-    if case.fmt not in NO_TIMES or case.timed:
+    if (case.fmt not in NO_TIMES and not case.untimed) or case.timed:
         assert new == old, f"{name}: a fresh copy imports differently from the same files aged"
         assert fresh_report.left_open == old_report.left_open
         return

@@ -12,7 +12,7 @@ from nats.aio.client import Client as NATS
 from contracts.subjects import Subjects
 from tests.importers import gen_goose as gen
 from tests.importers._agent_e2e import assert_events, imported
-from tests.importers._sources import cites_of, snapshot_events, watch_growth
+from tests.importers._sources import cites_of, reading_events, watch_growth
 from tests.importers.test_import_tools import ask
 from worker.importers import goose
 
@@ -26,7 +26,7 @@ EVENTS = 13 + 4 + 4
 
 
 def events(db: Path) -> list[dict[str, Any]]:
-    return snapshot_events("goose", goose.read_database(db))
+    return reading_events("goose", goose.read_database(db))
 
 
 @pytest.mark.parametrize("schema", [5, 2])
@@ -58,16 +58,16 @@ def test_both_schema_versions_give_the_conversation(tmp_path: Path, schema: int)
 def test_the_older_session_files(tmp_path: Path) -> None:
     path = gen.write_session_file(tmp_path / "sessions")
     path.write_bytes(path.read_bytes() + b'{"role": "user", "created": 1, "content": [')
-    snapshot = goose.read_jsonl(path)
-    got = snapshot_events("goose", snapshot)
+    reading = goose.read_jsonl(path)
+    got = reading_events("goose", reading)
     assert [e["type"] for e in got] == [
         "session/start", "message/user", "tool/call", "tool/result", "message/assistant"
     ]  # fmt: skip  # the last line, still being written, waits
     assert got[0]["session_id"] == "goose-20250301_090000"
     assert got[0]["payload"]["cwd"] == gen.CWD and got[0]["time"] == "2025-11-24T16:00:00.000Z"
-    assert snapshot.sessions[0].title == "Quarterly totals"
+    assert reading.sessions[0].title == "Quarterly totals"
     assert got[3]["cites"] == [{"session_id": "goose-20250301_090000", "seq": 3}]
-    assert not snapshot.problems
+    assert not reading.problems
 
 
 async def test_import_answers_the_tools(

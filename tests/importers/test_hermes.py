@@ -15,7 +15,7 @@ from nats.aio.client import Client as NATS
 from contracts.subjects import Subjects
 from tests.importers import gen_hermes as gen
 from tests.importers._agent_e2e import assert_events, imported
-from tests.importers._sources import cites_of, snapshot_events, watch_growth
+from tests.importers._sources import cites_of, reading_events, watch_growth
 from tests.importers.test_import_tools import ask
 from worker.importers import hermes, registry
 from worker.importers.detect import detect, expand
@@ -32,7 +32,7 @@ COUNTS = {MAIN: 17, SUB: 7, OLD: 5, NEXT: 6, CHAT: 6}
 
 
 def events(db: Path) -> list[dict[str, Any]]:
-    return snapshot_events("hermes", hermes.read_database(db))
+    return reading_events("hermes", hermes.read_database(db))
 
 
 def of(got: list[dict[str, Any]], session: str) -> list[dict[str, Any]]:
@@ -111,37 +111,37 @@ def test_compaction_in_place_and_after_rotation(tmp_path: Path) -> None:
 
 def test_a_sub_agent_cites_the_delegation(tmp_path: Path) -> None:
     db = gen.write(tmp_path / "state.db")
-    snapshot = hermes.read_database(db)
-    got = snapshot_events("hermes", snapshot)
+    reading = hermes.read_database(db)
+    got = reading_events("hermes", reading)
     start = of(got, SUB)[0]
     assert start["payload"]["parent_session_id"] == MAIN
     assert start["payload"]["lineage"] == "subagent"
     delegation = next(e for e in of(got, MAIN) if e["payload"].get("tool") == "delegate_task")
     assert start["cites"] == [{"session_id": MAIN, "seq": delegation["seq"]}]
-    titles = {s.session_id: s.title for s in snapshot.sessions}
+    titles = {s.session_id: s.title for s in reading.sessions}
     assert titles[SUB] == "Find where discounts are applied"  # the delegated goal
     assert titles[MAIN] == "Fix the checkout total" and titles[CHAT] is None
     # Parents first: the child's start can cite the call.
-    order = [s.session_id for s in snapshot.sessions]
+    order = [s.session_id for s in reading.sessions]
     assert order.index(MAIN) < order.index(SUB) and order.index(OLD) < order.index(NEXT)
 
 
 def test_skips_are_counted_and_no_cwd_stays_none(tmp_path: Path) -> None:
     db = gen.write(tmp_path / "state.db")
-    snapshot = hermes.read_database(db)
-    assert snapshot.skipped == {"message:system": 1, "content:image_url": 1,
+    reading = hermes.read_database(db)
+    assert reading.skipped == {"message:system": 1, "content:image_url": 1,
                                 "message:compaction-copy": 1,
                                 "message:session_meta": 1}  # fmt: skip
     # All written on purpose: none is format drift.
     importer = hermes.HermesImporter()
-    assert all(importer.skip_reason(what) for what in snapshot.skipped)
-    assert not snapshot.problems
-    chat = of(snapshot_events("hermes", snapshot), CHAT)
+    assert all(importer.skip_reason(what) for what in reading.skipped)
+    assert not reading.problems
+    chat = of(reading_events("hermes", reading), CHAT)
     assert chat[0]["payload"]["cwd"] is None and chat[0]["payload"]["platform"] == "telegram"
     # A call written without an id is answered by the next result naming no known call.
     assert chat[3]["payload"]["tool"] == "web_search"
     assert chat[4]["cites"] == [{"session_id": CHAT, "seq": 4}]
-    image = next(e for e in of(snapshot_events("hermes", snapshot), NEXT) if "screenshot" in
+    image = next(e for e in of(reading_events("hermes", reading), NEXT) if "screenshot" in
                  e["payload"].get("text", ""))  # fmt: skip
     assert image["payload"]["text"] == "Does this screenshot match?"
 

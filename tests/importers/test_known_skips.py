@@ -31,6 +31,9 @@ from tests.importers import (
     gen_hermes,
     gen_kimi,
     gen_letta_code,
+    gen_llm,
+    gen_mini_swe_agent,
+    gen_open_interpreter,
     gen_openclaw,
     gen_openhands,
     gen_pi,
@@ -78,6 +81,9 @@ WRITERS: dict[str, Callable[[Path], Path]] = {
     "qoder": gen_qoder.write,
     "codebuff": gen_codebuff.write,
     "letta-code": gen_letta_code.write,
+    "llm": gen_llm.write,
+    "mini-swe-agent": gen_mini_swe_agent.write,
+    "open-interpreter": gen_open_interpreter.write,
 }
 # Records the generators write to stand for an agent's next version.
 DELIBERATE: dict[str, set[str]] = {

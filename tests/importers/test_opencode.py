@@ -18,11 +18,11 @@ from contracts.subjects import Subjects
 from tests._harness import until
 from tests.importers import gen_opencode as gen
 from tests.importers._agent_e2e import assert_events, imported
-from tests.importers._sources import cites_of, snapshot_events, watch_growth
+from tests.importers._sources import cites_of, reading_events, watch_growth
 from tests.importers.test_import_tools import ask
 from tests.importers.test_watch import has, start, stop, watch_command
 from worker.importers import opencode, registry
-from worker.importers.snapshot import SessionCache, Snapshot, SnapshotConverter
+from worker.importers.source_reading import ReadingConverter, SessionCache, SourceReading
 
 # Main: start, user text, synthetic context, thinking, 2 x (call, result), text = 9, plus
 # title and end; child: start, text, 2 x (call, result), text = 7, plus title and end;
@@ -30,8 +30,8 @@ from worker.importers.snapshot import SessionCache, Snapshot, SnapshotConverter
 EVENTS = 11 + 9 + 8
 
 
-def events_of(snapshot: Snapshot) -> list[dict[str, Any]]:
-    return snapshot_events("opencode", snapshot)
+def events_of(reading: SourceReading) -> list[dict[str, Any]]:
+    return reading_events("opencode", reading)
 
 
 def test_database_and_older_tree_give_the_same_events(tmp_path: Path) -> None:
@@ -74,7 +74,7 @@ def test_a_running_tool_and_a_streaming_answer_wait(tmp_path: Path) -> None:
     history.text(gen.MAIN, answer, "While it runs", ended=False)
     db = tmp_path / "opencode.db"
     gen.write_database(db, history)
-    converter = SnapshotConverter("opencode", lambda: opencode.read_database(db))
+    converter = ReadingConverter("opencode", lambda: opencode.read_database(db))
     first = [orjson.loads(o.body)["type"] for o in converter.feed(1, b"")]
     # The call's input is final once it runs; its result and the text after it wait.
     assert first == ["session/start", "message/user", "tool/call"]
@@ -219,7 +219,7 @@ def test_the_resume_token_carries_on_where_the_converter_stopped(tmp_path: Path)
     history = gen.corpus()
     db = tmp_path / "opencode.db"
     gen.write_database(db, history)
-    before = SnapshotConverter("opencode", lambda: opencode.read_database(db))
+    before = ReadingConverter("opencode", lambda: opencode.read_database(db))
     published = before.feed(1, b"") + before.end_quiet(datetime(2025, 11, 24, 16, 0, 5, tzinfo=UTC))
     token = orjson.loads(orjson.dumps(before.token()))  # as the KV stores it
     assert token["sessions"][gen.COMPACTED][2]["replaceable"] == [
@@ -228,7 +228,7 @@ def test_the_resume_token_carries_on_where_the_converter_stopped(tmp_path: Path)
     user = history.message(gen.COMPACTED, "user", agent="build")
     history.text(gen.COMPACTED, user, "And the page numbers")
     gen.write_database(db, history)
-    after = SnapshotConverter("opencode", lambda: opencode.read_database(db))
+    after = ReadingConverter("opencode", lambda: opencode.read_database(db))
     after.restore(token)
     resumed = [orjson.loads(o.body) for o in after.feed(2, b"")]
     # Only the new prompt, numbered after what was published; the ended main session
@@ -263,8 +263,8 @@ def test_a_recorded_interrupted_tool_call_does_not_hold_back_the_rest_of_its_ses
     never completes), and the session goes on in later messages. Once a later answer
     exists the call is over: it is published with a result marked ``interrupted`` (no
     output), and the later turns follow it."""
-    snapshot = opencode.read_database(RECORDED)
-    (main,) = [s for s in snapshot.sessions if s.parent is None]
+    reading = opencode.read_database(RECORDED)
+    (main,) = [s for s in reading.sessions if s.parent is None]
     assert all(item.complete for item in main.items)
     texts = [item.payload.get("text", "") for item in main.items]
     slow = next(i for i, t in enumerate(texts) if "Run the slow checks" in t)
@@ -290,10 +290,10 @@ def test_kilos_transient_progress_text_is_not_published(tmp_path: Path) -> None:
     history.text(gen.MAIN, answer, "Fixed it.")
     db = tmp_path / "kilo.db"
     gen.write_database(db, history)
-    snapshot = opencode.read_database(db)
-    texts = [e["payload"].get("text") for e in events_of(snapshot)]
+    reading = opencode.read_database(db)
+    texts = [e["payload"].get("text") for e in events_of(reading)]
     assert "⠋ Initializing snapshot…" not in texts and "Fixed it." in texts
-    assert snapshot.skipped["part:text:transient"] == 1
+    assert reading.skipped["part:text:transient"] == 1
 
 
 KILO_RECORDED = Path(__file__).parent / "recorded" / "kilo" / "sessions" / "kilo.db"
@@ -371,9 +371,9 @@ def _replayed(log: list[tuple[str, bytes]]) -> tuple[list[Any], Any]:
 def test_an_empty_text_part_is_counted_not_published(tmp_path: Path) -> None:
     db = tmp_path / "opencode.db"
     gen.write_database(db, gen.empty_text_history())
-    snapshot = opencode.read_database(db)
-    kinds = [e["type"] for e in snapshot_events("opencode", snapshot)]
+    reading = opencode.read_database(db)
+    kinds = [e["type"] for e in reading_events("opencode", reading)]
     assert kinds == ["session/start", "message/user", "tool/call", "tool/result",
                      "message/assistant"]  # fmt: skip
-    assert snapshot.skipped == {"part:text:empty": 1}
+    assert reading.skipped == {"part:text:empty": 1}
     assert registry.get("opencode").skip_reason("part:text:empty")

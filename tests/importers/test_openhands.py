@@ -11,7 +11,7 @@ from nats.aio.client import Client as NATS
 from contracts.subjects import Subjects
 from tests.importers import gen_openhands as gen
 from tests.importers._agent_e2e import assert_events, imported
-from tests.importers._sources import cites_of, snapshot_events, watch_growth
+from tests.importers._sources import cites_of, reading_events, watch_growth
 from tests.importers.test_import_tools import ask
 from worker.importers import openhands
 from worker.importers.skips import BUILT_IN, reason_for
@@ -22,7 +22,7 @@ SERVER = f"openhands-{gen.SERVER_ID}"
 
 
 def events(folder: Path) -> list[dict[str, Any]]:
-    return snapshot_events("openhands", openhands.read_conversation(folder))
+    return reading_events("openhands", openhands.read_conversation(folder))
 
 
 def test_sdk_events(tmp_path: Path) -> None:
@@ -65,9 +65,9 @@ def test_an_event_of_no_known_shape_is_counted(tmp_path: Path) -> None:
     folder = gen.write_sdk(tmp_path, events=[])
     gen.write_sdk_event(folder, 0, {"kind": "TeleportEvent", "source": "agent"})
     gen.write_sdk_event(folder, 1, {"mystery": True})
-    snapshot = openhands.read_conversation(folder)
-    assert snapshot.skipped == {"event:TeleportEvent": 1, "event:None": 1}
-    assert snapshot.sessions[0].items == []
+    reading = openhands.read_conversation(folder)
+    assert reading.skipped == {"event:TeleportEvent": 1, "event:None": 1}
+    assert reading.sessions[0].items == []
 
 
 async def test_import_answers_the_tools(
@@ -146,11 +146,11 @@ def test_a_recorded_task_sub_agent_is_a_child_citing_its_call() -> None:
     ``subagents/<id>/`` of its parent's folder: it was read as a session of its own, with
     no parent and no call cited. A test run that failed (exit code 1) was not an error."""
     (folder,) = [p for p in RECORDED.iterdir() if p.is_dir()]
-    snapshot = openhands.read_conversation(folder)
-    parent, child = snapshot.sessions
+    reading = openhands.read_conversation(folder)
+    parent, child = reading.sessions
     assert child.parent == parent.session_id
     assert child.title == "Check refund handling"
-    got = snapshot_events("openhands", snapshot)
+    got = reading_events("openhands", reading)
     task = next(e for e in got if e["type"] == "tool/call" and e["payload"]["tool"] == "task")
     start = next(e for e in got if e["session_id"] == child.session_id)
     assert start["type"] == "session/start"

@@ -7,7 +7,7 @@ import io
 
 import pytest
 
-from worker.importers.progress import Progress
+from worker.importers.progress import ProgressLine
 
 
 class _Terminal(io.StringIO):
@@ -15,7 +15,7 @@ class _Terminal(io.StringIO):
         return True
 
 
-def _show(bar: Progress, done: int, *, final: bool = False) -> None:
+def _show(bar: ProgressLine, done: int, *, final: bool = False) -> None:
     bar.show(files=0, events=done * 10, duplicates=0, problems=0, done_bytes=done, final=final)
 
 
@@ -23,7 +23,7 @@ def test_not_a_terminal_prints_a_line_every_few_seconds(monkeypatch: pytest.Monk
     clock = [100.0]
     monkeypatch.setattr("worker.importers.progress.time.monotonic", lambda: clock[0])
     out = io.StringIO()
-    bar = Progress(out, total_bytes=1000, total_files=1, line_every_s=5.0)
+    bar = ProgressLine(out, total_bytes=1000, total_files=1, line_every_s=5.0)
     for second in range(1, 21):  # 20 s of work, a call each second
         clock[0] = 100.0 + second
         _show(bar, second * 40)
@@ -40,7 +40,7 @@ def test_a_terminal_gets_one_line_redrawn(monkeypatch: pytest.MonkeyPatch) -> No
     clock = [0.0]
     monkeypatch.setattr("worker.importers.progress.time.monotonic", lambda: clock[0])
     out = _Terminal()
-    bar = Progress(out, total_bytes=100, total_files=1)
+    bar = ProgressLine(out, total_bytes=100, total_files=1)
     clock[0] = 1.0
     _show(bar, 50)
     clock[0] = 2.0

@@ -25,8 +25,8 @@ from tests.recording.scrub import scrub_tree
 from worker.importers import make_converter, registry
 from worker.importers.base import SpawnLinks
 from worker.importers.detect import expand
-from worker.importers.snapshot import SessionCache
-from worker.importers.whole_sources import SnapshotImporter
+from worker.importers.source_reading import SessionCache
+from worker.importers.whole_sources import ReadingImporter
 
 RECORDED = Path(__file__).parent / "recorded"
 RECORDINGS = sorted(RECORDED.glob("*/RECORDED.json"))
@@ -163,9 +163,9 @@ async def test_imported_and_read_through_the_tools(
     # a whole source's session gets its title with its end, and so does a line format's
     # that reads its title then (Kimi's state.json): what its converter says once quiet.
     importer = registry.get(fmt)
-    if isinstance(importer, SnapshotImporter):
-        snapshots = [importer.read(path, SessionCache()) for path in expand([root], fmt)]
-        titled = sum(1 for snap in snapshots for session in snap.sessions if session.title)
+    if isinstance(importer, ReadingImporter):
+        readings = [importer.read(path, SessionCache()) for path in expand([root], fmt)]
+        titled = sum(1 for reading in readings for session in reading.sessions if session.title)
         expected = events + len(open_sessions) + titled
     else:
         expected = events + _said_when_quiet(fmt, root)
@@ -173,10 +173,17 @@ async def test_imported_and_read_through_the_tools(
         nc, nats_url, subjects, tmp_path, root, fmt, idle="1", expected=expected
     ) as (worker, said):
         assert "dead-letter" not in said
-        # The tools answer a session of the index about its own workspace: ask as one.
-        caller = min(set(sessions) - children)
+
+        # The tools answer a session of the index about its own workspace: ask as one (a
+        # session without a cwd is in the no-cwd workspace, where it sees only itself).
+        def asker(session: str) -> str:
+            if sessions[session][0]["payload"].get("cwd") is None:
+                return session
+            return min(s for s in set(sessions) - children
+                       if sessions[s][0]["payload"].get("cwd") is not None)  # fmt: skip
+
         for session in sorted(set(sessions) - children):
-            trace = await ask(nc, worker, "session_trace", caller, session_id=session)
+            trace = await ask(nc, worker, "session_trace", asker(session), session_id=session)
             mine = {
                 s for s in children if sessions[s][0]["payload"]["parent_session_id"] == session
             }
@@ -184,7 +191,7 @@ async def test_imported_and_read_through_the_tools(
                 descendants = trace.split("Descendants")[1]
                 assert all(child in descendants for child in mine), trace
         traces = [
-            await ask(nc, worker, "session_trace", caller, session_id=session)
+            await ask(nc, worker, "session_trace", asker(session), session_id=session)
             for session in sorted(sessions)
         ]
         for title in recorded["expect"].get("titles", []):

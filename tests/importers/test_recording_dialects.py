@@ -168,6 +168,12 @@ def test_responses_reads_codex_items_and_streams_the_event_sequence(
     assert [i["type"] for i in done] == ["reasoning", "message", "function_call"]
     assert done[0]["summary"][0]["text"] == "think first"
     assert json.loads(done[2]["arguments"]) == CALL.arguments
+    # A function call's arguments stream as deltas, as OpenAI's do (LLM keeps only those).
+    added = [e["item"] for e in events if e["type"] == "response.output_item.added"]
+    assert added[2]["arguments"] == ""
+    streamed = [e for e in events if e["type"] == "response.function_call_arguments.delta"]
+    assert [e["item_id"] for e in streamed] == [done[2]["id"]]
+    assert json.loads("".join(e["delta"] for e in streamed)) == CALL.arguments
     text = "".join(e["delta"] for e in events if e["type"] == "response.output_text.delta")
     assert text == "done: " + "y" * 70
     usage = events[-1]["response"]["usage"]

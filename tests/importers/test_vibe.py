@@ -12,11 +12,11 @@ from nats.aio.client import Client as NATS
 from contracts.subjects import Subjects
 from tests.importers import gen_vibe as gen
 from tests.importers._agent_e2e import assert_events, by_session, imported
-from tests.importers._sources import cites_of, snapshot_events, watch_growth
+from tests.importers._sources import cites_of, reading_events, watch_growth
 from tests.importers.test_import_tools import ask
 from worker.importers import vibe
 from worker.importers.detect import detect
-from worker.importers.snapshot import SessionCache
+from worker.importers.source_reading import SessionCache
 
 MAIN = f"vibe-{gen.MAIN}"
 CHILD = f"vibe-{gen.CHILD}"
@@ -32,8 +32,8 @@ def of(got: list[dict[str, Any]], session: str) -> list[dict[str, Any]]:
 
 
 def test_a_v2_folder_gives_the_session_and_its_sub_agent(tmp_path: Path) -> None:
-    snapshot = vibe.read_v2(gen.write_v2(tmp_path))
-    got = snapshot_events("vibe", snapshot)
+    reading = vibe.read_v2(gen.write_v2(tmp_path))
+    got = reading_events("vibe", reading)
     main = of(got, MAIN)
     assert [(e["type"], e["payload"].get("tool")) for e in main[1:]] == [
         ("message/user", None), ("message/assistant", None), ("message/assistant", None),
@@ -56,22 +56,22 @@ def test_a_v2_folder_gives_the_session_and_its_sub_agent(tmp_path: Path) -> None
     child = of(got, CHILD)
     assert child[0]["payload"]["parent_session_id"] == MAIN
     assert child[0]["cites"] == [{"session_id": MAIN, "seq": 7}]  # the task tool's call
-    assert {s.session_id: s.title for s in snapshot.sessions} == {
+    assert {s.session_id: s.title for s in reading.sessions} == {
         MAIN: "Invoice cent drift",
         CHILD: None,
     }
-    assert snapshot.skipped == {"message:images": 1}
+    assert reading.skipped == {"message:images": 1}
 
 
 def test_a_v1_document(tmp_path: Path) -> None:
-    snapshot = vibe.read_v1(gen.write_v1(tmp_path))
-    got = snapshot_events("vibe", snapshot)
+    reading = vibe.read_v1(gen.write_v1(tmp_path))
+    got = reading_events("vibe", reading)
     assert [e["type"] for e in got] == [
         "session/start", "message/user", "tool/call", "tool/result", "message/assistant"
     ]  # fmt: skip
     assert got[0]["session_id"] == OLD and got[0]["payload"]["cwd"] == gen.CWD
     assert got[3]["cites"] == [{"session_id": OLD, "seq": 3}]
-    assert snapshot.skipped == {"message:system": 1}
+    assert reading.skipped == {"message:system": 1}
 
 
 def test_sources_and_detection(tmp_path: Path) -> None:
@@ -87,8 +87,8 @@ def test_sources_and_detection(tmp_path: Path) -> None:
     half = root / "session_20251124_170000_aaaabbbb"
     half.mkdir()
     (half / "meta.json").write_bytes(b'{"session_id": "x", "start')
-    snapshot = vibe.read_v2(half)
-    assert not snapshot.sessions and "not readable JSON" in str(snapshot.problems[0])
+    reading = vibe.read_v2(half)
+    assert not reading.sessions and "not readable JSON" in str(reading.problems[0])
 
 
 async def test_import_answers_the_tools(
@@ -145,16 +145,72 @@ def test_the_recorded_session() -> None:
 
 
 def test_a_command_cut_off_by_the_user() -> None:
-    """The recipe's recording (recorded/vibe, 2.26.1): a turn interrupted (SIGINT) while its
-    command runs; Vibe answers the call with ``<user_cancellation>``, an error marked
+    """The recipe's 2.x recording (mistral-vibe 2.26.1, ``--legacy-harness``; kept as a
+    fixture when the recipe moved to 3.0.3): a turn interrupted (SIGINT) while its command
+    runs; Vibe answers the call with ``<user_cancellation>``, an error marked
     ``interrupted``."""
-    root = Path(__file__).parent / "recorded" / "vibe" / "sessions"
-    sessions, _, _ = by_session("vibe", root)
+    sessions, _, _ = by_session("vibe", RECIPE_2X)
     events = [e for evs in sessions.values() for e in evs]
     results = [e for e in events if e["type"] == "tool/result"]
     cut = [r for r in results if r["payload"].get("interrupted")]
     assert len(cut) == 1 and cut[0]["payload"]["is_error"] is True
     assert cut[0]["payload"]["output"].startswith("<user_cancellation>")
+    assert [e["type"] for e in events].count("compaction") == 1  # context_boundary
+
+
+def test_a_command_cut_off_by_the_user_in_the_unified_store() -> None:
+    """3.0.3 (recorded/vibe): the interrupted command's effect is ``cancelled`` with the
+    reason "client interrupt": an error marked ``interrupted``, as 2.x's cancellation."""
+    sessions, _, _ = by_session("vibe", RECORDED_3X)
+    events = sessions[PARENT_3X]
+    results = [e for e in events if e["type"] == "tool/result"]
+    cut = [r for r in results if r["payload"].get("interrupted")]
+    assert len(cut) == 1 and cut[0]["payload"]["is_error"] is True
+    assert cut[0]["payload"]["output"] == "client interrupt"
+    assert [bool(r["payload"].get("is_error")) for r in results] == [
+        False, False, True, False, False, False, False, True,
+    ]  # fmt: skip
+
+
+def test_a_compaction_in_the_unified_store() -> None:
+    """3.0.3 (recorded/vibe) compacts inside the fix's turn: the projection's ``checkpoint``
+    entry of kind ``compaction`` is a ``compaction`` replacing what came before it, its
+    summary the one the checkpoint's context holds; the turn goes on after it."""
+    sessions, _, tally = by_session("vibe", RECORDED_3X)
+    events = sessions[PARENT_3X]
+    (compaction,) = [e for e in events if e["type"] == "compaction"]
+    assert compaction["payload"]["trigger"] == "auto"
+    assert compaction["payload"]["summary"].startswith("1. Fixed Ledger.balance")
+    assert "<compaction_summary>" not in compaction["payload"]["summary"]
+    before = [e["seq"] for e in events if 1 < e["seq"] < compaction["seq"]]
+    assert compaction["replaces"] == before
+    after = events[compaction["seq"]]
+    assert after["type"] == "message/assistant" and after["payload"]["text"].startswith("Fixed:")
+    assert not tally.skipped and not tally.problems
+
+
+def test_a_sub_agent_in_the_unified_store() -> None:
+    """3.0.3 (recorded/vibe): a child spawned from ``run_typescript`` is a folder of its own
+    beside its parent's (``unified/child-<id>/``, no ``meta.json``); the parent's effect of
+    kind ``subagent`` (``agents.spawn``) names it. The child is read with its parent, its
+    start citing that call, its cwd from its runtime state."""
+    sessions, _, tally = by_session("vibe", RECORDED_3X)
+    assert len(sessions) == 2
+    (child,) = [evs for evs in sessions.values() if evs[0]["payload"].get("parent_session_id")]
+    (parent,) = [evs for evs in sessions.values() if evs is not child]
+    spawn = next(e for e in parent if e["payload"].get("tool") == "agents.spawn")
+    assert spawn["type"] == "tool/call" and "ledger.py" in str(spawn["payload"]["input"])
+    assert child[0]["session_id"].startswith("vibe-child-")
+    assert child[0]["payload"]["parent_session_id"] == parent[0]["session_id"]
+    assert child[0]["cites"] == [{"session_id": parent[0]["session_id"], "seq": spawn["seq"]}]
+    assert child[0]["payload"]["cwd"] == "/tmp/sq-record/vibe/shop"
+    assert [e["type"] for e in child].count("tool/result") == 1
+    assert not tally.skipped and not tally.problems
+
+
+RECIPE_2X = Path(__file__).parent / "fixtures" / "vibe" / "mistral-vibe-2.26.1-recipe"
+RECORDED_3X = Path(__file__).parent / "recorded" / "vibe" / "sessions"
+PARENT_3X = "vibe-c6448440-f5dd-da8d-9e6b-4f5e9254ed4b"
 
 
 def test_a_unified_store_session(tmp_path: Path) -> None:
@@ -163,8 +219,8 @@ def test_a_unified_store_session(tmp_path: Path) -> None:
     folder = gen.write_unified(tmp_path)
     importer = vibe.VibeImporter()
     assert importer.files(tmp_path) == [folder]
-    snapshot = importer.read(folder, SessionCache())
-    got = snapshot_events("vibe", snapshot)
+    reading = importer.read(folder, SessionCache())
+    got = reading_events("vibe", reading)
     assert [(e["type"], e["payload"].get("tool")) for e in got] == [
         ("session/start", None), ("message/user", None), ("message/assistant", None),
         ("message/assistant", None), ("tool/call", "file_system.read_file"),
@@ -177,20 +233,20 @@ def test_a_unified_store_session(tmp_path: Path) -> None:
     assert '"content":"round(x, 2)"' in got[5]["payload"]["output"]  # the structured result
     assert got[7]["payload"]["is_error"] is True and got[7]["cites"][0]["seq"] == 7
     assert "File not found" in got[7]["payload"]["output"]
-    assert snapshot.skipped == {"entry:plan": 1}  # an unknown kind: drift, counted
+    assert reading.skipped == {"entry:plan": 1}  # an unknown kind: drift, counted
     journal = folder / "journal" / "0000000000000072.jsonl"
     assert detect(journal) == "vibe" and not importer.accepts(journal)
 
 
 def test_a_unified_projection_with_older_entries_elsewhere_is_reported(tmp_path: Path) -> None:
     folder = gen.write_unified(tmp_path, truncated=True)
-    snapshot = vibe.VibeImporter().read(folder, SessionCache())
-    assert not snapshot.sessions and "only its latest entries" in str(snapshot.problems[0])
+    reading = vibe.VibeImporter().read(folder, SessionCache())
+    assert not reading.sessions and "only its latest entries" in str(reading.problems[0])
 
 
 def test_the_recorded_unified_session() -> None:
     """Recorded from mistral-vibe 2.26.1 with ``--experimental-harness`` (the runtime 3.x
-    uses; 3.0.3 itself cannot be installed here), offline, scripted model: two reads (one
+    uses; 3.0.3 itself is recorded in recorded/vibe), offline, scripted model: two reads (one
     failing), a shell command, ``-c`` turns. Kept: what the importer reads (``CURRENT``,
     the generation's manifest and projection state, the projection's chunk, ``meta.json``
     with Vibe's prompt, tools and config blanked)."""

@@ -15,7 +15,7 @@ from nats.aio.client import Client as NATS
 from contracts.subjects import Subjects
 from tests.importers import gen_vscode_copilot as gen
 from tests.importers._agent_e2e import assert_events, imported
-from tests.importers._sources import cites_of, snapshot_events, watch_growth
+from tests.importers._sources import cites_of, reading_events, watch_growth
 from tests.importers.test_import_tools import ask, import_args, sessionquery
 from worker.importers import vscode_copilot
 
@@ -26,7 +26,7 @@ WRITER = f"vscode-{gen.WRITER_LOG}"
 
 
 def events(path: Path) -> list[dict[str, Any]]:
-    return snapshot_events("vscode-copilot", vscode_copilot.read_chat(path))
+    return reading_events("vscode-copilot", vscode_copilot.read_chat(path))
 
 
 def test_document_requests_and_tool_calls(tmp_path: Path) -> None:
@@ -105,8 +105,8 @@ def test_operation_log_is_replayed_and_an_unanswered_request_waits(tmp_path: Pat
     path = gen.write_log(tmp_path, lines[:3])  # answered in part, no result yet
     assert [e["type"] for e in events(path)] == ["session/start", "message/user"]
     gen.write_log(tmp_path, lines)
-    snapshot = vscode_copilot.read_chat(path)
-    assert snapshot.sessions[0].title == "CSS minify"
+    reading = vscode_copilot.read_chat(path)
+    assert reading.sessions[0].title == "CSS minify"
     assert [e["type"] for e in events(path)][-1] == "message/assistant"
     # A line still being written (no newline yet) is not applied.
     path.write_bytes(path.read_bytes() + b'{"kind": 1, "k": ["customTi')

@@ -18,7 +18,7 @@ from nats.aio.client import Client as NATS
 from contracts.subjects import Subjects
 from tests.importers import gen_zed as gen
 from tests.importers._agent_e2e import assert_events, imported
-from tests.importers._sources import cites_of, snapshot_events, watch_growth
+from tests.importers._sources import cites_of, reading_events, watch_growth
 from tests.importers.test_import_tools import ask
 from worker.importers import registry, zed
 from worker.importers.detect import detect
@@ -32,7 +32,7 @@ HAS_ZSTD = importlib.util.find_spec("zstandard") is not None
 
 
 def events(db: Path) -> list[dict[str, Any]]:
-    return snapshot_events("zed", zed.read_database(db))
+    return reading_events("zed", zed.read_database(db))
 
 
 def of(got: list[dict[str, Any]], session: str) -> list[dict[str, Any]]:
@@ -41,8 +41,8 @@ def of(got: list[dict[str, Any]], session: str) -> list[dict[str, Any]]:
 
 def test_a_thread_gives_its_conversation(tmp_path: Path) -> None:
     db = gen.write(tmp_path / "threads")
-    snapshot = zed.read_database(db)
-    main = of(snapshot_events("zed", snapshot), MAIN)
+    reading = zed.read_database(db)
+    main = of(reading_events("zed", reading), MAIN)
     assert [(e["type"], e["payload"].get("tool")) for e in main] == [
         ("session/start", None), ("message/user", None), ("message/context", None),
         ("message/assistant", None), ("message/assistant", None), ("tool/call", "read_file"),
@@ -59,11 +59,11 @@ def test_a_thread_gives_its_conversation(tmp_path: Path) -> None:
     assert main[6]["cites"] == [{"session_id": MAIN, "seq": 6}]
     assert main[10]["payload"]["is_error"] is True
     assert main[11]["payload"]["text"] == "Continue where you left off"
-    assert snapshot.skipped == {"content:Image": 1, "content:RedactedThinking": 1,
+    assert reading.skipped == {"content:Image": 1, "content:RedactedThinking": 1,
                                 "message:system": 1}  # fmt: skip
-    assert [s.title for s in snapshot.sessions] == [gen.TITLE, gen.SUB_TITLE, "Buoy battery",
+    assert [s.title for s in reading.sessions] == [gen.TITLE, gen.SUB_TITLE, "Buoy battery",
                                                     None]  # fmt: skip
-    assert not snapshot.problems
+    assert not reading.problems
 
 
 def test_sub_agent_cites_its_spawn_call_and_older_threads_read(tmp_path: Path) -> None:
@@ -120,9 +120,9 @@ def test_zstd_rows_without_the_module_are_reported(
         raise ImportError(name)
 
     monkeypatch.setattr(importlib, "import_module", missing)
-    snapshot = zed.read_database(db)
-    assert len(snapshot.sessions) == 3  # the JSON rows still read
-    assert [p.message for p in snapshot.problems] == [
+    reading = zed.read_database(db)
+    assert len(reading.sessions) == 3  # the JSON rows still read
+    assert [p.message for p in reading.problems] == [
         "1 threads are zstd-compressed and this Python has no zstd:"
         " pip install 'session-query-worker[zstd]' to read them"
     ]

@@ -19,7 +19,9 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -74,10 +76,40 @@ def install(recipe: Recipe) -> None:
     else:
         python = interpreter(recipe.python) if recipe.python else sys.executable
         subprocess.run([python, "-m", "venv", str(target)], check=True)
-        pip = [str(target / "bin" / "pip"), "install", "-q", f"{recipe.package}=={recipe.version}"]
-        subprocess.run(pip, check=True)
+        spec = f"{recipe.package}=={recipe.version}"
+        pip = [str(target / "bin" / "pip"), "install", "-q"]
+        if recipe.requirement_swaps:
+            install_swapped(recipe, str(target / "bin" / "pip"), spec)
+        else:
+            subprocess.run([*pip, spec], check=True)
+        if recipe.extra_packages:
+            subprocess.run([*pip, *recipe.extra_packages], check=True)
     if not recipe.executable.exists():
         raise SystemExit(f"{recipe.executable} missing after the install")
+
+
+def install_swapped(recipe: Recipe, pip: str, spec: str) -> None:
+    """The package without its dependencies, and its requirements (the wheel's
+    ``Requires-Dist`` without extras) with ``recipe.requirement_swaps`` applied."""
+    with tempfile.TemporaryDirectory() as tmp:
+        subprocess.run([pip, "download", "-q", "--no-deps", "-d", tmp, spec], check=True)
+        (wheel,) = Path(tmp).glob("*.whl")
+        with zipfile.ZipFile(wheel) as archive:
+            name = next(n for n in archive.namelist() if n.endswith(".dist-info/METADATA"))
+            metadata = archive.read(name).decode()
+        requirements = [
+            recipe.requirement_swaps.get(line, line)
+            for line in (
+                raw.removeprefix("Requires-Dist: ").strip()
+                for raw in metadata.splitlines()
+                if raw.startswith("Requires-Dist: ")
+            )
+            if "extra ==" not in line
+        ]
+        listed = Path(tmp) / "requirements.txt"
+        listed.write_text("\n".join(requirements) + "\n")
+        subprocess.run([pip, "install", "-q", "-r", str(listed)], check=True)
+        subprocess.run([pip, "install", "-q", "--no-deps", str(wheel)], check=True)
 
 
 def base_env(recipe: Recipe) -> dict[str, str]:

@@ -24,7 +24,6 @@ import pytest
 from nats.aio.client import Client as NATS
 
 import worker.serving.replies
-import worker.store.sqlite.store
 import worker.tools.context
 import worker.tools.input
 import worker.tools.workspace_access
@@ -101,7 +100,7 @@ def counts(monkeypatch: pytest.MonkeyPatch) -> Counts:
     counts = Counts()
     counts.wrap(monkeypatch, worker.serving.replies, "validate_request")
     counts.wrap(monkeypatch, worker.tools.input, "parse_arguments")
-    counts.wrap(monkeypatch, worker.store.sqlite.store, "compile_query")
+    counts.wrap(monkeypatch, worker.tools.context, "compile_query")
     counts.wrap(monkeypatch, worker.tools.workspace_access, "wait_for_step")
     counts.wrap(monkeypatch, worker.tools.workspace_access, "caller_of")
     counts.wrap(monkeypatch, worker.tools.context, "fetch_titles")

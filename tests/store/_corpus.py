@@ -24,12 +24,14 @@ from worker.store.event_codec import preview_key
 from worker.store.files import schema
 from worker.store.index.writer import SqliteIndexWriter
 from worker.store.protocol import (
+    CompiledQuery,
     EventFilter,
     EventSearchPage,
     IngestItem,
     SessionFilter,
     SessionSearchPage,
 )
+from worker.store.search.query import compile_query
 from worker.store.sqlite import SqliteSessionStore
 
 MAIN = "/w/main"  # the workspace Corpus.start puts sessions in by default
@@ -196,6 +198,11 @@ NONE = EventFilter()
 ALL = SessionFilter()
 
 
+def compiled(text: str) -> CompiledQuery:
+    """A search's text compiled as the tools compile it before asking the store."""
+    return CompiledQuery(text, compile_query(text))
+
+
 async def search(
     store: SqliteSessionStore,
     query: str,
@@ -207,7 +214,7 @@ async def search(
     page_size: int = 100,
 ) -> SessionSearchPage:
     return await store.search_sessions(
-        query,
+        compiled(query),
         cwd=cwd,
         sessions=sessions,
         events=events,
@@ -222,7 +229,7 @@ async def search_in(
 ) -> EventSearchPage:
     """One first page of ``search_events`` in a session that exists."""
     page = await store.search_events(
-        query,
+        compiled(query),
         session_id=session_id,
         events=NONE,
         cursor=None,

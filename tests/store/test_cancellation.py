@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.store._corpus import Corpus, corpus_and_store
+from tests.store._corpus import Corpus, compiled, corpus_and_store
 from worker.signals import DeadlineExceeded, ExecutionAborted, ExecutionCancelled, ExecutionSignal
 from worker.store.protocol import EventFilter, SessionFilter, SessionSearchPage
 from worker.store.sqlite import SqliteSessionStore
@@ -66,7 +66,7 @@ async def env(tmp_path: Path) -> AsyncIterator[tuple[Corpus, SqliteSessionStore,
 
 async def search(store: SqliteSessionStore, signal: ExecutionSignal) -> SessionSearchPage:
     return await store.search_sessions(
-        "needle haystack",
+        compiled("needle haystack"),
         cwd="/w/main",
         sessions=SessionFilter(),
         events=EventFilter(),
@@ -148,7 +148,7 @@ async def test_an_aborted_signal_starts_nothing(
         store.latest_seq_of_type("s1", "x", signal=signal),
         store.wait_for_seq("s1", 1, signal=signal),
         store.search_events(
-            "needle", session_id="s1", events=EventFilter(), cursor=None, page_size=5,
+            compiled("needle"), session_id="s1", events=EventFilter(), cursor=None, page_size=5,
             signal=signal,
         ),
     ]  # fmt: skip

@@ -297,3 +297,29 @@ def test_pasted_identifiers_are_found_whole_and_by_parts(index: TinyIndex) -> No
     assert index.matches(DIGITALOCEAN_LIKE) == {ocean}
     assert index.matches("3f9a0c7e" * 8) == {ocean}
     assert index.matches(BASE64_LIKE) == {blob}
+
+
+@pytest.mark.parametrize(
+    ("term", "bare"),
+    [
+        ("Caroline's", "Caroline"),
+        ("grandma’s", "grandma"),
+        ("parents'", "parents"),
+        ("Jon's?", "Jon?"),
+        ("don't", "don't"),
+        ("O'Neil", "O'Neil"),
+        ("it's", "it"),
+    ],
+)
+def test_a_possessive_term_is_its_owner(term: str, bare: str) -> None:
+    assert analysis.without_possessive(term) == bare
+
+
+def test_a_russian_plural_counts_its_other_plural_forms_as_exact() -> None:
+    (plural,) = analysis.words("тесты")
+    assert "тестов" in analysis.exact_forms(plural)
+    assert "тест" not in analysis.exact_forms(plural)
+    (single,) = analysis.words("тест")
+    assert analysis.exact_forms(single) == ("тест",)
+    (english,) = analysis.words("tests")
+    assert analysis.exact_forms(english) == ("tests",)

@@ -42,7 +42,7 @@ from contracts.partitions import PartitionSet
 from tests.store import _ranking_corpus as corpus
 from tests.store._corpus import writer_and_store
 from worker.signals import ExecutionSignal
-from worker.store.files import snapshot
+from worker.store.files import snapshot_manifest, snapshot_restore, snapshot_take
 from worker.store.index.writer import SqliteIndexWriter
 from worker.store.protocol import IngestItem
 from worker.store.search.search_index import search_index_path
@@ -169,20 +169,22 @@ async def _replica(root: Path, items: Sequence[IngestItem]) -> tuple[Path, Path]
         await writer.bind_stream(STREAM, CREATED, 1)
         await _apply(writer, items[:half], REPLICA_BATCHES)
         with archive.open("wb") as sink:
-            taken = snapshot.take(path, sink, partitions=PartitionSet.all(corpus.PARTITION_COUNT))
+            taken = snapshot_take.take(
+                path, sink, partitions=PartitionSet.all(corpus.PARTITION_COUNT)
+            )
         await _apply(writer, items[half:], REPLICA_BATCHES)
     finally:
         await writer.close()
     restored = root / "restored" / "index.sqlite"
     restored.parent.mkdir(parents=True)
-    expect = snapshot.Expectation(
+    expect = snapshot_manifest.Expectation(
         stream_name=STREAM,
         stream_created=CREATED,
         first_seq=1,
         last_seq=len(items),
         partitions=PartitionSet.all(corpus.PARTITION_COUNT),
     )
-    snapshot.restore(archive, taken.sha256, restored, expect=expect)
+    snapshot_restore.restore(archive, taken.sha256, restored, expect=expect)
     writer = await SqliteIndexWriter.open(restored)
     try:
         await _apply(writer, items[half:], RESTORED_BATCHES)

@@ -27,6 +27,7 @@ from tests.store._corpus import (
     Corpus,
     bulk_matches,
     bump_epoch,
+    compiled,
     corpus_and_store,
     search,
 )
@@ -228,7 +229,12 @@ async def test_invalid_query_is_raised_not_empty(env: tuple[Corpus, SqliteSessio
         await search(store, "!!! ---")
     with pytest.raises(InvalidQuery):
         await store.search_events(
-            "-only", session_id="x", events=NONE, cursor=None, page_size=5, signal=ExecutionSignal()
+            compiled("-only"),
+            session_id="x",
+            events=NONE,
+            cursor=None,
+            page_size=5,
+            signal=ExecutionSignal(),
         )
 
 
@@ -408,7 +414,7 @@ async def test_a_foreign_or_broken_cursor_is_invalid(
         await search(store, "needle", events=EventFilter(types=("x",)), cursor=cursor)
     with pytest.raises(InvalidCursor):
         await store.search_events(
-            "needle", session_id="m00", events=NONE, cursor=cursor, page_size=2,
+            compiled("needle"), session_id="m00", events=NONE, cursor=cursor, page_size=2,
             signal=ExecutionSignal(),
         )  # fmt: skip
 
@@ -429,7 +435,7 @@ async def test_search_events_in_one_session(env: tuple[Corpus, SqliteSessionStor
         filters: EventFilter = NONE, cursor: str | None = None, size: int = 100, sid: str = "a"
     ) -> EventSearchPage | None:
         return await store.search_events(
-            "needle", session_id=sid, events=filters, cursor=cursor, page_size=size,
+            compiled("needle"), session_id=sid, events=filters, cursor=cursor, page_size=size,
             signal=ExecutionSignal(),
         )  # fmt: skip
 
@@ -463,7 +469,12 @@ async def test_search_events_in_one_session(env: tuple[Corpus, SqliteSessionStor
     empty = await events(EventFilter(seq_from=1000))
     assert empty is not None and empty.hits == () and empty.filtered_out
     none = await store.search_events(
-        "walrus", session_id="a", events=NONE, cursor=None, page_size=5, signal=ExecutionSignal()
+        compiled("walrus"),
+        session_id="a",
+        events=NONE,
+        cursor=None,
+        page_size=5,
+        signal=ExecutionSignal(),
     )
     assert none is not None and none.hits == () and not none.filtered_out
     assert await events(sid="missing") is None

@@ -1,5 +1,6 @@
-"""Snapshots of the index (worker.store.files.snapshot): taken beside a running writer, restored
-onto an empty home, and refused (with nothing left behind) when any check fails."""
+"""Snapshots of the index (``worker.store.files.snapshot_take``, ``snapshot_restore``): taken
+beside a running writer, restored onto an empty home, and refused (with nothing left behind)
+when any check fails."""
 
 from __future__ import annotations
 
@@ -13,8 +14,9 @@ from contracts.partitions import PartitionSet
 from contracts.redaction import RedactionSpec
 from tests._index import table_rows
 from tests.store._corpus import Corpus, search, writer_and_store
-from worker.store.files import snapshot
-from worker.store.files.snapshot import Expectation, SnapshotRefused
+from worker.store.errors import SnapshotRefused
+from worker.store.files import snapshot_manifest, snapshot_restore, snapshot_take
+from worker.store.files.snapshot_manifest import Expectation
 from worker.store.index.writer import SqliteIndexWriter
 from worker.store.search.search_index import search_index_path
 
@@ -53,9 +55,9 @@ async def indexed(path: Path, sessions: range) -> Corpus:
     return corpus
 
 
-def take(db: Path, out: Path, partitions: PartitionSet = ALL16) -> snapshot.Snapshot:
+def take(db: Path, out: Path, partitions: PartitionSet = ALL16) -> snapshot_take.Snapshot:
     with out.open("wb") as sink:
-        return snapshot.take(db, sink, partitions=partitions)
+        return snapshot_take.take(db, sink, partitions=partitions)
 
 
 async def test_round_trip_then_catch_up_equals_the_whole_history(tmp_path: Path) -> None:
@@ -78,7 +80,7 @@ async def test_round_trip_then_catch_up_equals_the_whole_history(tmp_path: Path)
 
     target = tmp_path / "b" / "index.sqlite"
     target.parent.mkdir()
-    restored = snapshot.restore(archive, taken.sha256, target, expect=expectation())
+    restored = snapshot_restore.restore(archive, taken.sha256, target, expect=expectation())
     assert restored == taken.manifest
     assert table_rows(target)["meta"] != table_rows(source)["meta"]  # behind: only what it covered
     # Replay past the covered sequence: the same events, from the same stream positions.
@@ -112,7 +114,7 @@ async def test_a_flipped_byte_is_refused_and_leaves_nothing(tmp_path: Path) -> N
     home = tmp_path / "home"
     home.mkdir()
     with pytest.raises(SnapshotRefused, match="digest"):
-        snapshot.restore(archive, taken.sha256, home / "index.sqlite", expect=expectation())
+        snapshot_restore.restore(archive, taken.sha256, home / "index.sqlite", expect=expectation())
     assert list(home.iterdir()) == []
 
 
@@ -143,7 +145,9 @@ async def test_a_snapshot_for_another_stream_set_or_range_is_refused(
     home = tmp_path / "home"
     home.mkdir()
     with pytest.raises(SnapshotRefused, match=reason):
-        snapshot.restore(archive, taken.sha256, home / "index.sqlite", expect=expectation(**over))
+        snapshot_restore.restore(
+            archive, taken.sha256, home / "index.sqlite", expect=expectation(**over)
+        )
     assert list(home.iterdir()) == []
 
 
@@ -156,7 +160,7 @@ async def test_the_sequence_just_before_the_streams_first_is_enough(tmp_path: Pa
     seq = taken.manifest.stream_seq
     target = tmp_path / "home" / "index.sqlite"
     target.parent.mkdir()
-    snapshot.restore(
+    snapshot_restore.restore(
         archive, taken.sha256, target, expect=expectation(first_seq=seq + 1, last_seq=seq)
     )
     assert table_rows(target) == table_rows(source)
@@ -169,7 +173,7 @@ async def test_restore_refuses_a_home_that_is_not_empty(tmp_path: Path) -> None:
     archive = tmp_path / "snap.tar"
     taken = take(source, archive)
     with pytest.raises(SnapshotRefused, match="empty home"):
-        snapshot.restore(archive, taken.sha256, source, expect=expectation())
+        snapshot_restore.restore(archive, taken.sha256, source, expect=expectation())
 
 
 async def test_an_archive_with_a_path_outside_its_folder_is_refused(tmp_path: Path) -> None:
@@ -181,7 +185,7 @@ async def test_an_archive_with_a_path_outside_its_folder_is_refused(tmp_path: Pa
     # The real manifest, then a member that would land outside the staging folder.
     bad = tmp_path / "bad.tar"
     with tarfile.open(good) as original, tarfile.open(bad, "w") as out:
-        manifest = original.getmember(snapshot.MANIFEST_MEMBER)
+        manifest = original.getmember(snapshot_manifest.MANIFEST_MEMBER)
         out.addfile(manifest, original.extractfile(manifest))
         escape = tarfile.TarInfo("search/../../escaped")
         escape.size = 1
@@ -189,7 +193,9 @@ async def test_an_archive_with_a_path_outside_its_folder_is_refused(tmp_path: Pa
     home = tmp_path / "home"
     home.mkdir()
     with pytest.raises(SnapshotRefused, match="unexpected archive member"):
-        snapshot.restore(bad, snapshot.sha256_of(bad), home / "index.sqlite", expect=expectation())
+        snapshot_restore.restore(
+            bad, snapshot_restore.sha256_of(bad), home / "index.sqlite", expect=expectation()
+        )
     assert list(home.iterdir()) == []
     assert not (tmp_path / "escaped").exists()
 
@@ -206,7 +212,7 @@ async def test_without_a_search_index_the_store_is_followed_anew(tmp_path: Path)
     assert taken.manifest.search_files == 0
     target = tmp_path / "home" / "index.sqlite"
     target.parent.mkdir()
-    snapshot.restore(archive, taken.sha256, target, expect=expectation())
+    snapshot_restore.restore(archive, taken.sha256, target, expect=expectation())
     async with writer_and_store(target) as (writer, store):
         await writer.sync_search()
         page = await search(store, "item2")

@@ -18,8 +18,8 @@ import pytest
 
 from tests._events import event
 from worker.config import WorkerConfig
+from worker.replica.ingest_actor import IngestActor
 from worker.replica.writer_settings import writer_limits
-from worker.store.index.ingest import IngestActor
 from worker.store.index.writer import SqliteIndexWriter
 from worker.store.index.writer_core import QUIET_COMMIT_GAP_S, WriterCore
 from worker.store.index.writer_limits import LIMITS_ENV, MIB, WriterLimits

@@ -25,12 +25,13 @@ from nats.aio.client import Client as NATS
 from contracts.subjects import Subjects
 from tests._events import event, subject_of
 from tests._index import connect
+from tests.replica.test_ingest import count
 from worker.config import WorkerConfig
+from worker.replica.ingest_actor import IngestActor
 from worker.replica.ingest_consumer import ensure_events_stream
 from worker.store.files import index_file
 from worker.store.files.index_file import move_aside, remove_files
 from worker.store.files.integrity import check_integrity
-from worker.store.index.ingest import IngestActor
 from worker.store.index.writer import BatchChecker, SqliteIndexWriter, WriterCore
 from worker.store.index.writer_process import (
     EXIT_TORN,
@@ -46,7 +47,6 @@ from worker.store.protocol import BatchNotAttempted, IngestItem, Rejected
 from worker.worker import Worker
 
 from .test_exactly_once import wait_until
-from .test_ingest import count
 
 # A trigger that makes any insert of session "boom" fail inside the child's transaction.
 BOOM_TRIGGER = (

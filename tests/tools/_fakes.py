@@ -31,7 +31,6 @@ from worker.store import (
     StoredEvent,
     TitleObservation,
 )
-from worker.store.search.query import compile_query
 
 CWD = "/home/dev/payments"
 OTHER_CWD = "/home/dev/website"
@@ -92,9 +91,6 @@ class FakeService:
         self.headers[value.session_id] = value
         self.titles[value.session_id] = title
 
-    def compile_query(self, query: str) -> CompiledQuery:
-        return CompiledQuery(query, compile_query(query))
-
     def calls_of(self, method: str) -> list[Call]:
         return [call for call in self.calls if call.method == method]
 
@@ -115,7 +111,7 @@ class FakeService:
 
     async def search_sessions(
         self,
-        query: CompiledQuery | str,
+        query: CompiledQuery,
         *,
         cwd: str,
         sessions: SessionFilter,
@@ -127,7 +123,7 @@ class FakeService:
         return await self._dispatch(
             "search_sessions",
             signal,
-            query=_text(query),
+            query=query.text,
             cwd=cwd,
             sessions=sessions,
             events=events,
@@ -137,7 +133,7 @@ class FakeService:
 
     async def search_events(
         self,
-        query: CompiledQuery | str,
+        query: CompiledQuery,
         *,
         session_id: str,
         events: EventFilter,
@@ -149,7 +145,7 @@ class FakeService:
         return await self._dispatch(
             "search_events",
             signal,
-            query=_text(query),
+            query=query.text,
             session_id=session_id,
             events=events,
             cursor=cursor,
@@ -307,8 +303,3 @@ def stored(session_id: str, seq: int) -> StoredEvent:
         payload={"output": "ok"},
     )
     return StoredEvent(summary=summary(session_id, seq), raw_json=raw.decode())
-
-
-def _text(query: CompiledQuery | str) -> str:
-    """The query as the model wrote it: the calls record text, compiled or not."""
-    return query if isinstance(query, str) else query.text

@@ -109,7 +109,7 @@ def test_tools_import_only_the_protocol_never_sqlite_or_nats() -> None:
     forbidden = (
         "worker.store.sqlite",
         "worker.store.index.writer",
-        "worker.store.index.ingest",
+        "worker.replica.ingest_actor",
         "worker.store.search.query",
         "worker.store.search.search_index",
         "worker.store.files.schema",

@@ -50,17 +50,17 @@ import orjson
 
 from worker.importers.base import Problem, as_text, cut, iso_time, safe_id
 from worker.importers.readonly_db import read_only, tables
-from worker.importers.snapshot import (
+from worker.importers.source_reading import (
     Item,
     SessionCache,
-    Snapshot,
+    SourceReading,
     SourceSession,
     Stamp,
     field_of,
     from_millis,
     said,
 )
-from worker.importers.whole_sources import SnapshotImporter
+from worker.importers.whole_sources import ReadingImporter
 
 DATABASE: Final = "data.sqlite3"
 
@@ -85,24 +85,32 @@ def local_data_dir() -> Path:
     return Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
 
 
-def read_database(path: Path, flavour: Flavour, cache: SessionCache | None = None) -> Snapshot:
+def read_database(path: Path, flavour: Flavour, cache: SessionCache | None = None) -> SourceReading:
     """Every conversation of a ``data.sqlite3``, read in one transaction; with a ``cache``
     (one per source, kept across readings), a conversation is added to, never rebuilt."""
-    snapshot = Snapshot()
+    reading = SourceReading()
     cache = SessionCache() if cache is None else cache
     try:
         with read_only(path) as conn:
+            found = tables(conn)
             rows = list(_rows(conn))
     except sqlite3.Error as exc:
-        snapshot.problems.append(Problem(str(path), 0, f"cannot read the database: {exc}"))
-        return snapshot
+        reading.problems.append(Problem(str(path), 0, f"cannot read the database: {exc}"))
+        return reading
+    if not found & {"conversations", "conversations_v2"}:
+        # Builds before the conversation table (seen in real homes) keep only the shell's
+        # command history and settings here: said, not read as an empty database.
+        why = ("no conversation table (conversations, conversations_v2): written by a build"
+               f" that kept no chat here; its tables: {', '.join(sorted(found))}")  # fmt: skip
+        reading.problems.append(Problem(str(path), 0, why))
+        return reading
     seen: set[str] = set()
     for key, value, created in rows:
         digest = hashlib.sha1(value.encode("utf-8", "surrogatepass")).hexdigest()
         try:
             state = orjson.loads(value)
         except orjson.JSONDecodeError as exc:
-            snapshot.problems.append(Problem(str(path), 0, f"conversation of {key!r}: {exc}"))
+            reading.problems.append(Problem(str(path), 0, f"conversation of {key!r}: {exc}"))
             continue
         conversation = state.get("conversation_id") if isinstance(state, dict) else None
         if not isinstance(conversation, str) or not conversation or conversation in seen:
@@ -112,15 +120,15 @@ def read_database(path: Path, flavour: Flavour, cache: SessionCache | None = Non
         # read, the summary), which the next reading adds to.
         earlier = cache.entries.get(conversation)
         if earlier is not None and earlier[0][:2] == (len(value), digest):
-            snapshot.sessions.append(earlier[1])
+            reading.sessions.append(earlier[1])
             continue
         ledger = _Ledger.of(earlier[0]) if earlier else _Ledger((), None)
         session, ledger = _merged(flavour, key, created, state, earlier[1] if earlier else None,
                                   ledger)  # fmt: skip
-        snapshot.sessions.append(
+        reading.sessions.append(
             cache.put(conversation, (len(value), digest, ledger.entries, ledger.summary), session)
         )
-    return snapshot
+    return reading
 
 
 @dataclass(frozen=True)
@@ -293,7 +301,7 @@ def looks_like(path: Path, flavour: Flavour) -> bool:
     return "conversations" in found and flavour is Q_CLI
 
 
-class AmazonQImporter(SnapshotImporter):
+class AmazonQImporter(ReadingImporter):
     name: ClassVar[str] = "amazon-q"
     help: ClassVar[str] = "Amazon Q Developer CLI conversations (amazon-q/data.sqlite3)"
     env_vars: ClassVar[tuple[str, ...]] = ("XDG_DATA_HOME", "LOCALAPPDATA")
@@ -309,7 +317,7 @@ class AmazonQImporter(SnapshotImporter):
     def sources(self, root: Path) -> Iterator[Path]:
         return (path for path in root.rglob(DATABASE) if looks_like(path, self.flavour))
 
-    def read(self, path: Path, cache: SessionCache) -> Snapshot:
+    def read(self, path: Path, cache: SessionCache) -> SourceReading:
         return read_database(path, self.flavour, cache)
 
 

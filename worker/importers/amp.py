@@ -35,15 +35,14 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Final
-from urllib.parse import unquote, urlparse
 
 import orjson
 
-from worker.importers.base import Problem, as_text, cut, safe_id
-from worker.importers.snapshot import (
+from worker.importers.base import Problem, as_text, cut, file_uri_path, safe_id
+from worker.importers.source_reading import (
     Item,
     SessionCache,
-    Snapshot,
+    SourceReading,
     SourceSession,
     Stamp,
     field_of,
@@ -52,7 +51,7 @@ from worker.importers.snapshot import (
     said,
     tool_pair,
 )
-from worker.importers.whole_sources import SnapshotImporter, data_home
+from worker.importers.whole_sources import ReadingImporter, data_home
 
 NAME: Final = "amp"
 THREAD_FILE: Final = re.compile(r"T-[0-9A-Za-z-]+\.json")
@@ -72,10 +71,10 @@ def thread_files(path: Path) -> list[Path]:
     return sorted(p for p in path.glob("T-*.json") if THREAD_FILE.fullmatch(p.name))
 
 
-def read_threads(path: Path, cache: SessionCache | None = None) -> Snapshot:
+def read_threads(path: Path, cache: SessionCache | None = None) -> SourceReading:
     """Every thread of a threads folder, parents before their children; with a ``cache``,
     a file whose size and modification time did not change is not parsed again."""
-    snapshot = Snapshot()
+    reading = SourceReading()
     cache = SessionCache() if cache is None else cache
     for file in thread_files(path):
         try:
@@ -85,7 +84,7 @@ def read_threads(path: Path, cache: SessionCache | None = None) -> Snapshot:
             if not sessions:
                 thread = orjson.loads(file.read_bytes())
                 if not isinstance(thread, dict) or not isinstance(thread.get("id"), str):
-                    snapshot.problems.append(Problem(str(file), 0, "not an Amp thread: no id"))
+                    reading.problems.append(Problem(str(file), 0, "not an Amp thread: no id"))
                     continue
                 sessions = read_thread(thread)
                 for index, session in enumerate(sessions):
@@ -93,11 +92,11 @@ def read_threads(path: Path, cache: SessionCache | None = None) -> Snapshot:
         except FileNotFoundError:
             continue  # the thread was deleted since the folder was listed
         except (OSError, orjson.JSONDecodeError) as exc:
-            snapshot.problems.append(Problem(str(file), 0, f"cannot read the thread: {exc}"))
+            reading.problems.append(Problem(str(file), 0, f"cannot read the thread: {exc}"))
             continue
-        snapshot.sessions.extend(sessions)
-    snapshot.sessions = parents_first(snapshot.sessions)
-    return snapshot
+        reading.sessions.extend(sessions)
+    reading.sessions = parents_first(reading.sessions)
+    return reading
 
 
 def _cached(cache: SessionCache, name: str, stamp: Stamp) -> list[SourceSession]:
@@ -151,9 +150,7 @@ def _cwd(thread: dict[str, Any]) -> str | None:
     trees = field_of(field_of(thread, "env"), "initial").get("trees")
     first = trees[0] if isinstance(trees, list) and trees else None
     uri = first.get("uri") if isinstance(first, dict) else None
-    if not isinstance(uri, str) or not uri.startswith("file://"):
-        return None
-    return unquote(urlparse(uri).path) or None
+    return file_uri_path(uri) if isinstance(uri, str) else None
 
 
 def _parent(thread: dict[str, Any]) -> tuple[str | None, str | None]:
@@ -341,7 +338,7 @@ def _shell(ref: str, block: dict[str, Any], time: str | None) -> list[Item]:
                           complete=run.get("status") in _FINAL)]  # fmt: skip
 
 
-class AmpImporter(SnapshotImporter):
+class AmpImporter(ReadingImporter):
     name: ClassVar[str] = "amp"
     help: ClassVar[str] = "Amp threads, one JSON file each ($XDG_DATA_HOME/amp/threads)"
     env_vars: ClassVar[tuple[str, ...]] = ("XDG_DATA_HOME",)
@@ -363,5 +360,5 @@ class AmpImporter(SnapshotImporter):
         return iter(sorted({file.parent for file in root.rglob("T-*.json")
                             if THREAD_FILE.fullmatch(file.name)}, key=str))  # fmt: skip
 
-    def read(self, path: Path, cache: SessionCache) -> Snapshot:
+    def read(self, path: Path, cache: SessionCache) -> SourceReading:
         return read_threads(path, cache)

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, tzinfo
 from pathlib import Path
 from typing import Any, Final, NamedTuple, Protocol, runtime_checkable
+from urllib.parse import unquote, urlparse
 
 import orjson
 
@@ -72,6 +73,26 @@ def file_time(path: Path) -> str | None:
     except OSError:
         return None
     return stamp.strftime("%Y-%m-%dT%H:%M:%S.") + f"{stamp.microsecond // 1000:03d}Z"
+
+
+# A Windows drive in a file URI's path: "/c:/Users/..." ("c%3A" unquoted).
+_URI_DRIVE: Final = re.compile(r"^/([A-Za-z]):(/.*)?$")
+
+
+def file_uri_path(uri: str) -> str | None:
+    """The path a ``file://`` URI names, as its platform writes a cwd: on Windows (a drive,
+    or a share) ``C:\\Users\\me``, as Windows programs report it and other agents record
+    it, not the URI's ``/c:/Users/me``; else the POSIX path. None for another scheme."""
+    if not uri.startswith("file://"):
+        return None
+    parsed = urlparse(uri)
+    path = unquote(parsed.path)
+    drive = _URI_DRIVE.match(path)
+    if drive is not None:
+        return f"{drive.group(1).upper()}:" + (drive.group(2) or "/").replace("/", "\\")
+    if parsed.netloc and parsed.netloc != "localhost":  # a UNC share: \\server\share
+        return "\\\\" + parsed.netloc + path.replace("/", "\\")
+    return path or None
 
 
 def cut(text: str) -> str:
@@ -468,7 +489,7 @@ class JsonRecordConverter:
 class TitledAtEnd(JsonRecordConverter):
     """A converter whose source titles a session apart from its records (a row of the
     agent's store, a field of its document): the title is published just before the
-    session's end, as ``snapshot.SnapshotConverter`` does, since agents name a session
+    session's end, as ``source_reading.ReadingConverter`` does, since agents name a session
     after its first turns and rename it later."""
 
     def _end_title(self) -> tuple[str | None, str | None]:

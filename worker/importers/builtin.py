@@ -16,6 +16,7 @@ from worker.importers.codex import CodexConverter
 from worker.importers.events import EventsConverter
 from worker.importers.plugin import ConvertOptions, Importer, json_objects
 
+_CODEX_INDEXES: Final = frozenset({"session_index.jsonl", "history.jsonl"})
 _EVENT_FIELDS: Final = frozenset({"session_id", "seq", "type", "surface"})
 
 
@@ -38,12 +39,18 @@ class EventsImporter(Importer):
 
 class CodexImporter(Importer):
     name: ClassVar[str] = "codex"
-    help: ClassVar[str] = "OpenAI Codex CLI rollouts ($CODEX_HOME/sessions)"
+    help: ClassVar[str] = "OpenAI Codex CLI rollouts ($CODEX_HOME/sessions, archived_sessions)"
     env_vars: ClassVar[tuple[str, ...]] = ("CODEX_HOME",)
     detect_order: ClassVar[int] = 10
 
     def default_locations(self) -> list[Path]:
-        return [home_dir("CODEX_HOME", ".codex") / "sessions"]
+        # Archiving a thread moves its rollout from sessions/ to archived_sessions/.
+        home = home_dir("CODEX_HOME", ".codex")
+        return [home / "sessions", home / "archived_sessions"]
+
+    def accepts(self, path: Path) -> bool:
+        # $CODEX_HOME also holds the thread-name index and the prompt history.
+        return path.name not in _CODEX_INDEXES
 
     def detect(self, path: Path, head: Sequence[bytes]) -> bool:
         return any(codex.looks_like(record) for record in json_objects(head))

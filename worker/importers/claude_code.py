@@ -45,6 +45,10 @@ Mapping:
 - a resumed session's file starts with copies of the earlier session's records (their
   ``sessionId`` the earlier one's): skipped and counted when the earlier session's own
   file is beside it, which holds them;
+- a ``host-row`` record (a call that a script run by the REPL tool made, or its result:
+  one ``tool_use`` or ``tool_result`` block, under the script's ``ranByToolUseId``) is a
+  ``tool/call`` or ``tool/result`` of its session (``ran_by_tool_use_id`` names the
+  script's call), once: a call an assistant record holds too is counted, not repeated;
 - everything else (file snapshots, progress, other ``system`` records, image blocks) is
   skipped and counted. The format has no session end: ``import`` ends a session whose
   last event is older than ``--idle-seconds``, ``watch`` one whose file has not grown
@@ -77,6 +81,8 @@ _SPAWNING_TOOLS: Final = frozenset({"Task", "Agent"})
 _PROMPT: Final = "prompt:"  # links key prefix of a spawning call, by a digest of its prompt
 # links key of a call a transcript left unanswered: (_OPEN_CALL, its tool_use id).
 _OPEN_CALL: Final = "\0open-call"
+# links key of a spawning call, for a fork whose transcript starts with a copy of it.
+_SPAWN_CALL: Final = "\0spawn-call"
 _PLAN_EXIT: Final = "ExitPlanMode"  # plan mode's call a "clear context" session answers
 _HEAD_BYTES: Final = 64 << 10
 _TIMESTAMP: Final = re.compile(rb'"timestamp":\s*"([^"]+)"')
@@ -124,6 +130,10 @@ class ClaudeCodeConverter(JsonRecordConverter):
         self.boundary: dict[str, dict[str, Any]] = {}  # session -> its pending compact boundary
         self.last_seq: dict[str, int] = {}  # record uuid -> seq of its last event
         self.copies: dict[str, bool] = {}  # sessionId -> its records here are copies
+        # A fork's transcript opens with the parent's spawning call and its result, copied:
+        # True from its ``fork-context-ref`` until that result; the copied call ids.
+        self.fork_head = False
+        self.fork_copies: set[str] = set()
 
     def _record(self, record: dict[str, Any]) -> list[Outgoing]:
         kind = record.get("type")
@@ -133,6 +143,12 @@ class ClaudeCodeConverter(JsonRecordConverter):
             return self._custom_title(record)
         if kind == "ai-title":
             return self._ai_title(record)
+        if kind == "host-row":
+            return self._host_row(record)
+        if kind == "fork-context-ref":  # the parent history a fork inherits, by reference
+            self.fork_head = True
+            self.tally.skip("record:fork-context-ref")
+            return []
         if kind not in ("user", "assistant", "system"):
             self.tally.skip(f"record:{kind}")
             return []
@@ -158,6 +174,39 @@ class ClaudeCodeConverter(JsonRecordConverter):
             self.record_session[uuid] = session
             out.extend(self._leaf_titles(uuid, session))
         return out
+
+    def _host_row(self, record: dict[str, Any]) -> list[Outgoing]:
+        """A call a script ran (the REPL tool's code calling tools) and its result, one
+        content block a row, kept under the script's own call (``ranByToolUseId``)."""
+        block = record.get("block")
+        kind = block.get("type") if isinstance(block, dict) else None
+        raw, agent = record.get("sessionId"), record.get("agentId")
+        if not isinstance(block, dict) or kind not in ("tool_use", "tool_result"):
+            # ``withheld``: the script's rows were left out of the file on purpose.
+            self.tally.skip("record:host-row:withheld" if record.get("withheld") else
+                            f"record:host-row:{kind}")  # fmt: skip
+            return []
+        if not isinstance(raw, str) or not raw:
+            self.tally.skip("record:host-row:no-session")
+            return []
+        session = self._id(f"{raw}-agent-{agent}" if isinstance(agent, str) and agent else raw)
+        if not self.sessions.has(session):
+            self.tally.skip("record:host-row:no-session")
+            return []
+        # The same call may also be in an assistant record (a resumed script): once.
+        tool_id = block.get("id") if kind == "tool_use" else block.get("tool_use_id")
+        seen = self.tool_calls if kind == "tool_use" else self.answered
+        if isinstance(tool_id, str) and tool_id in seen:
+            self.tally.skip(f"record:host-row:{kind}:repeated")
+            return []
+        time = iso_time(record.get("timestamp"))
+        ref = f"host-row-{record.get('rowUuid') or tool_id or ''}"
+        base: dict[str, Any] = {}
+        if isinstance(record.get("ranByToolUseId"), str):
+            base["ran_by_tool_use_id"] = record["ranByToolUseId"]
+        if kind == "tool_use":
+            return [self._tool_use(session, block, base, time, ref)]
+        return [self._tool_result(session, block, base, time, ref)]
 
     def _copied(self, raw: object) -> bool:
         """A resumed session's file starts with copies of the earlier session's records,
@@ -197,6 +246,9 @@ class ClaudeCodeConverter(JsonRecordConverter):
             time = iso_time(record.get("timestamp"))
             # A sub-agent's start cites the tool call that spawned it, when read already.
             spawn = self.links.get((raw, agent)) if isinstance(agent, str) else None
+            if spawn is None and isinstance(agent, str) and self.fork_head:
+                spawn = next(filter(None, (self.links.get((_SPAWN_CALL, call))
+                                           for call in _tool_use_ids(record))), None)  # fmt: skip
             if spawn is None and isinstance(agent, str):  # its call has no result (yet)
                 spawn = self.links.pop((main, _prompt_key(_first_text(record))), None)
             out.append(
@@ -368,6 +420,9 @@ class ClaudeCodeConverter(JsonRecordConverter):
                 out.append(
                     self._emit(session, "message/assistant", "assistant", time, payload, ref)
                 )
+            elif self.fork_head and kind == "tool_use" and block.get("name") in _SPAWNING_TOOLS:
+                self.fork_copies.add(str(block.get("id")))  # the parent's, read there
+                self.tally.skip("record:fork-context:call")
             elif kind in ("tool_use", "server_tool_use"):
                 out.append(self._tool_use(session, block, base, time, ref))
             elif isinstance(kind, str) and kind.endswith("tool_result"):
@@ -396,6 +451,7 @@ class ClaudeCodeConverter(JsonRecordConverter):
                     session, out.seq, description if isinstance(description, str) else None
                 )
                 self.links[(session, _prompt_key(prompt))] = spawn
+                self.links[(_SPAWN_CALL, tool_id)] = spawn
             if block.get("name") == _PLAN_EXIT:  # answered in the next session (watch too)
                 self.links[(_OPEN_CALL, tool_id)] = Spawn(session, out.seq, _PLAN_EXIT)
         return out
@@ -417,6 +473,9 @@ class ClaudeCodeConverter(JsonRecordConverter):
             kind = block.get("type") if isinstance(block, dict) else None
             if kind == "text" and isinstance(block.get("text"), str):
                 out.append(self._user_text(session, block["text"], meta, base, time, ref))
+            elif kind == "tool_result" and block.get("tool_use_id") in self.fork_copies:
+                self.fork_head = False  # the parent's answer, copied: the fork's own follows
+                self.tally.skip("record:fork-context:result")
             elif kind == "tool_result":
                 out.append(self._tool_result(session, block, base, time, ref))
             else:
@@ -535,6 +594,16 @@ def looks_like(record: dict[str, Any]) -> bool:
 
 def _prompt_key(prompt: str) -> str:
     return _PROMPT + hashlib.sha256(prompt.strip().encode()).hexdigest()
+
+
+def _tool_use_ids(record: dict[str, Any]) -> list[str]:
+    message = record.get("message")
+    content = message.get("content") if isinstance(message, dict) else None
+    return [
+        b["id"]
+        for b in (content if isinstance(content, list) else [])
+        if isinstance(b, dict) and b.get("type") == "tool_use" and isinstance(b.get("id"), str)
+    ]
 
 
 def _first_text(record: dict[str, Any]) -> str:

@@ -57,9 +57,9 @@ from typing import Any, Final
 import orjson
 
 from worker.importers.base import Problem, as_text, cut, safe_id
-from worker.importers.snapshot import (
+from worker.importers.source_reading import (
     Item,
-    Snapshot,
+    SourceReading,
     SourceSession,
     from_millis,
     said,
@@ -79,23 +79,23 @@ def flavour(task_dir: Path) -> str:
     return "roo" if "roo" in storage or "kilo" in storage else "cline"
 
 
-def read_task(task_dir: Path) -> Snapshot:
+def read_task(task_dir: Path) -> SourceReading:
     """The task folder's session: from ``api_conversation_history.json`` when it exists
     (what the model saw), else from ``ui_messages.json`` (the UI's log of the task)."""
-    snapshot = Snapshot()
+    reading = SourceReading()
     has_history = (task_dir / CONVERSATION).exists()
-    conversation = _load(task_dir / (CONVERSATION if has_history else UI_MESSAGES), snapshot)
+    conversation = _load(task_dir / (CONVERSATION if has_history else UI_MESSAGES), reading)
     if not isinstance(conversation, list):
         if conversation is not None:
             what = f"{CONVERSATION if has_history else UI_MESSAGES} is not a list of messages"
-            snapshot.problems.append(Problem(str(task_dir), 0, what))
-        return snapshot
-    history = _load(task_dir / "history_item.json", snapshot, optional=True)
+            reading.problems.append(Problem(str(task_dir), 0, what))
+        return reading
+    history = _load(task_dir / "history_item.json", reading, optional=True)
     history = history if isinstance(history, dict) else {}
     kind = flavour(task_dir)
     task_id = str(history.get("id") or task_dir.name)
     listed = _listed(task_dir, task_id) if kind == "cline" else {}
-    ui = _load(task_dir / UI_MESSAGES, snapshot, optional=True) if has_history else conversation
+    ui = _load(task_dir / UI_MESSAGES, reading, optional=True) if has_history else conversation
     first_ui = ui[0] if isinstance(ui, list) and ui and isinstance(ui[0], dict) else {}
     # Cline's task ids are the task's start in milliseconds.
     start = from_millis(history.get("ts") or listed.get("ts")) or from_millis(first_ui.get("ts"))
@@ -127,8 +127,8 @@ def read_task(task_dir: Path) -> Snapshot:
     else:
         session.cwd = session.cwd or _cwd_of_ui(conversation)
         read_ui_log(conversation, session, settled=_quiet(task_dir / UI_MESSAGES, conversation))
-    snapshot.sessions.append(session)
-    return snapshot
+    reading.sessions.append(session)
+    return reading
 
 
 def _quiet(path: Path, messages: list[Any]) -> bool:
@@ -174,16 +174,16 @@ def _listed(task_dir: Path, task_id: str) -> dict[str, Any]:
     return cached[1].get(task_id, {})
 
 
-def _load(path: Path, snapshot: Snapshot, *, optional: bool = False) -> object:
+def _load(path: Path, reading: SourceReading, *, optional: bool = False) -> object:
     try:
         return orjson.loads(path.read_bytes())
     except FileNotFoundError:
         if not optional:
-            snapshot.problems.append(Problem(str(path), 0, "missing"))
+            reading.problems.append(Problem(str(path), 0, "missing"))
         return None
     except (OSError, orjson.JSONDecodeError) as exc:
         # Cline writes the file whole; a half-written one is read again on the next poll.
-        snapshot.problems.append(Problem(str(path), 0, f"not readable JSON: {exc}"))
+        reading.problems.append(Problem(str(path), 0, f"not readable JSON: {exc}"))
         return None
 
 

@@ -14,7 +14,7 @@ extension's ``tasks/<id>/api_conversation_history.json``: each session is a fold
   ``agent: "subagent"``, ``sessionId: "<session>__agent_<id>"`` and
   ``origin.parentThreadId``.
 
-Mapping: the folder is one source (read whole when it changes, ``snapshot``); the session is
+Mapping: the folder is one source (``source_reading``: read whole on a change); the session is
 ``cline-<id>`` (cwd, start, title from ``<id>.json``); the user's prompt, which Cline wraps in
 ``<user_input mode="act">``, is the ``message/user`` (its mode kept); assistant text and
 thinking are ``message/assistant``; ``tool_use`` a ``tool/call``; ``tool_result`` a
@@ -37,16 +37,16 @@ from typing import Any, ClassVar, Final
 import orjson
 
 from worker.importers.base import Problem, as_text, cut, safe_id
-from worker.importers.snapshot import (
+from worker.importers.source_reading import (
     Item,
     SessionCache,
-    Snapshot,
+    SourceReading,
     SourceSession,
     field_of,
     from_millis,
     said,
 )
-from worker.importers.whole_sources import SnapshotImporter
+from worker.importers.whole_sources import ReadingImporter
 
 NAME: Final = "cline-cli"
 PREFIX: Final = "cline-"
@@ -58,27 +58,27 @@ def messages_file(folder: Path) -> Path:
     return folder / f"{folder.name}.messages.json"
 
 
-def _load(path: Path, snapshot: Snapshot) -> dict[str, Any] | None:
+def _load(path: Path, reading: SourceReading) -> dict[str, Any] | None:
     try:
         data = orjson.loads(path.read_bytes())
     except FileNotFoundError:
         return None
     except (OSError, orjson.JSONDecodeError) as exc:
         # Written whole: a half-written file is read again on the next look.
-        snapshot.problems.append(Problem(str(path), 0, f"not readable JSON: {exc}"))
+        reading.problems.append(Problem(str(path), 0, f"not readable JSON: {exc}"))
         return None
     if not isinstance(data, dict):
-        snapshot.problems.append(Problem(str(path), 0, "not a JSON object"))
+        reading.problems.append(Problem(str(path), 0, "not a JSON object"))
         return None
     return data
 
 
-def read_session(folder: Path) -> Snapshot:
-    snapshot = Snapshot()
-    manifest = _load(folder / f"{folder.name}.json", snapshot) or {}
-    lead = _load(messages_file(folder), snapshot)
+def read_session(folder: Path) -> SourceReading:
+    reading = SourceReading()
+    manifest = _load(folder / f"{folder.name}.json", reading) or {}
+    lead = _load(messages_file(folder), reading)
     if lead is None:
-        return snapshot
+        return reading
     raw_id = str(manifest.get("session_id") or lead.get("sessionId") or folder.name)
     metadata = field_of(manifest, "metadata")
     origin = field_of(lead, "origin")
@@ -102,12 +102,12 @@ def read_session(folder: Path) -> Snapshot:
         extra=extra,
     )
     main.items = _items(lead, start, main.skipped)
-    snapshot.sessions.append(main)
+    reading.sessions.append(main)
     children = sorted(p for p in folder.glob("agent_*.messages.json") if p != messages_file(folder))
     spawns = [item for item in main.items if item.type == "tool/call"
               and item.payload.get("tool") == SPAWN_TOOL]  # fmt: skip
     for path in children:
-        document = _load(path, snapshot)
+        document = _load(path, reading)
         if document is None:
             continue
         child_id = str(document.get("sessionId") or f"{raw_id}__{path.name.split('.')[0]}")
@@ -123,8 +123,8 @@ def read_session(folder: Path) -> Snapshot:
         call = _spawning_call(spawns, child)
         if call is not None:
             call.spawns = child.session_id
-        snapshot.sessions.append(child)
-    return snapshot
+        reading.sessions.append(child)
+    return reading
 
 
 def _spawning_call(spawns: list[Item], child: SourceSession) -> Item | None:
@@ -203,6 +203,12 @@ def _block(ref: str, role: str, block: object, time: str | None) -> Item | None:
             answer["is_error"] = True
         return Item(ref, "tool/result", "tool", answer, "tool_result", time,
                     result_of=str(block.get("tool_use_id")))  # fmt: skip
+    if kind == "file" and isinstance(block.get("content"), str):
+        # A file the user attached (@path): its text, named by its path, is context.
+        text = (
+            f"[{block.get('path')}]\n{block['content']}" if block.get("path") else block["content"]
+        )
+        return Item(ref, "message/context", "system", {"text": cut(text)}, "file", time)
     return None
 
 
@@ -235,7 +241,7 @@ def _result(content: object) -> tuple[str, bool]:
     return cut("\n".join(texts)), failed
 
 
-class ClineCliImporter(SnapshotImporter):
+class ClineCliImporter(ReadingImporter):
     name: ClassVar[str] = NAME
     help: ClassVar[str] = "Cline CLI 3.x session folders (~/.cline/data/sessions)"
     env_vars: ClassVar[tuple[str, ...]] = ("CLINE_SESSION_DATA_DIR", "CLINE_DATA_DIR", "CLINE_DIR")
@@ -256,5 +262,5 @@ class ClineCliImporter(SnapshotImporter):
         return (found.parent for found in root.rglob("*.messages.json")
                 if found.name == f"{found.parent.name}.messages.json")  # fmt: skip
 
-    def read(self, path: Path, cache: SessionCache) -> Snapshot:
+    def read(self, path: Path, cache: SessionCache) -> SourceReading:
         return read_session(path)

@@ -12,6 +12,8 @@ Lines of ``{"timestamp", "type", "payload"}``:
   reports a non-zero exit or ``success: false``, and ``interrupted`` too when it ends
   "aborted by user": Ctrl-C); ``reasoning`` with a
   readable summary a ``message/assistant`` (encrypted reasoning is skipped);
+  ``web_search_call`` (the hosted search: ``action``, ``status``) a ``tool/call`` of
+  ``web_search`` and the ``tool/result`` citing it;
   ``developer``/``system`` messages (instructions) are skipped;
 - text the harness puts in the user's role is typed for what it is and stays searchable:
   ``<environment_context>``, ``<user_instructions>``, "# AGENTS.md instructions" and
@@ -19,6 +21,8 @@ Lines of ``{"timestamp", "type", "payload"}``:
   a ``command``; the IDE extension's "# Context from my IDE setup:" block is
   ``message/context`` and the request after its "## My request for Codex:" heading is the
   ``message/user``;
+- a thread named in ``$CODEX_HOME/session_index.jsonl`` (``id``, ``thread_name``; a rename
+  appends a line, the last wins) is titled by that name when its rollout is read;
 - ``compacted`` (payload ``message``) becomes a ``compaction`` that replaces every event
   since the previous one: Codex replaces the whole history with the summary;
 - a sub-agent's start cites the ``spawn_agent`` call whose output names it (its thread id,
@@ -27,6 +31,12 @@ Lines of ``{"timestamp", "type", "payload"}``:
   ``task_name`` titles it; ``agent_message`` items (a task from another agent, an answer to
   it) are ``message/user`` for a task and ``message/context`` otherwise, their readable text
   only (the payload the model wrote is ``encrypted_content``: skipped, counted);
+- ``tool_search_call``/``web_search_call`` are ``tool/call``s too (``tool_search``,
+  ``web_search``: the ``arguments`` or the ``action``), ``tool_search_output`` the
+  result (the tools found); an older rollout's ``inter_agent_communication`` line (a
+  message between agents) is read as an ``agent_message``; a ``realtime_item``
+  ``transcript_segment`` (voice mode: what the user or the voice model said) is a
+  ``message/user`` or ``message/assistant`` with ``realtime``;
 - ``event_msg`` (UI notifications that repeat the response items) and ``turn_context``
   are skipped and counted, as is any record type this module does not know.
 
@@ -56,9 +66,19 @@ from worker.importers.base import (
 
 NAME: Final = "codex"
 _ROLLOUT_UUID: Final = re.compile(r"([0-9a-fA-F]{8}-[0-9a-fA-F-]{27})$")
-_CALLS: Final = ("function_call", "custom_tool_call", "local_shell_call")
-_OUTPUTS: Final = ("function_call_output", "custom_tool_call_output")
+_CALLS: Final = (
+    "function_call", "custom_tool_call", "local_shell_call", "tool_search_call", "web_search_call"
+)  # fmt: skip
+_OUTPUTS: Final = ("function_call_output", "custom_tool_call_output", "tool_search_output")
+# A call's tool when its item names none: the item type says it.
+_CALL_TOOLS: Final = {
+    "local_shell_call": "shell", "tool_search_call": "tool_search", "web_search_call": "web_search"
+}  # fmt: skip
 _SPAWN: Final = "spawn_agent"
+_WEB_SEARCH: Final = "web_search_call"
+_SESSION_INDEX: Final = "session_index.jsonl"
+# session_index.jsonl -> ((mtime, size), thread id -> name), read once per change.
+_NAMES: dict[Path, tuple[tuple[int, int], dict[str, str]]] = {}
 # The header of a message between agents: "Message Type: NEW_TASK\nTask name: ...".
 _AGENT_MESSAGE_TYPE: Final = re.compile(r"^Message Type: (\w+)")
 _TASKS: Final = ("NEW_TASK", "FOLLOWUP_TASK")
@@ -103,7 +123,11 @@ class CodexConverter(JsonRecordConverter):
         time = iso_time(record.get("timestamp"))
         if kind == "session_meta":
             return self._meta(payload, time)
-        if kind not in ("response_item", "compacted"):
+        if kind == "realtime_item" and payload.get("type") != "transcript_segment":
+            self.tally.skip(f"realtime_item:{payload.get('type')}")
+            return []
+        if kind not in ("response_item", "compacted", "inter_agent_communication",
+                        "realtime_item"):  # fmt: skip
             self.tally.skip(f"record:{kind}")
             return []
         out: list[Outgoing] = []
@@ -114,8 +138,23 @@ class CodexConverter(JsonRecordConverter):
             body = {"summary": as_text(payload.get("message"))}
             out.append(self.sessions.compaction(self.session, time, body, "compacted"))
             return out
+        if kind == "realtime_item":
+            out.append(self._spoken(self.session, payload, time))
+            return out
+        if kind == "inter_agent_communication":  # older versions' agent_message
+            letter: dict[str, Any] = {
+                "content": [{"text": payload.get("content")}],
+                "author": payload.get("author"),
+                "recipient": payload.get("recipient"),
+            }
+            message = self._agent_message(self.session, letter, time, "inter_agent_communication")
+            out.extend([message] if message is not None else [])
+            return out
         if payload.get("type") == "message" and payload.get("role") == "user":
             out.extend(self._user(self.session, payload, time))
+            return out
+        if payload.get("type") == _WEB_SEARCH:
+            out.extend(self._web_search(self.session, payload, time))
             return out
         item = self._item(self.session, payload, time)
         if item is not None:
@@ -144,6 +183,21 @@ class CodexConverter(JsonRecordConverter):
             for type_, surface, text in runs
         ]
 
+    def _web_search(self, session: str, item: dict[str, Any], time: str | None) -> list[Outgoing]:
+        """The hosted web search: one item is both the call (its ``action``: a search, an
+        opened page, a find in it) and its outcome (``status``; the pages read are not
+        kept), so it is a call and the result citing it."""
+        source = f"response_item:{_WEB_SEARCH}"
+        arguments = {"tool": "web_search", "arguments": item.get("action")}
+        call = self.sessions.emit(session, "tool/call", "assistant", time, _clean(arguments),
+                                  source)  # fmt: skip
+        status = item.get("status") if isinstance(item.get("status"), str) else None
+        result = _clean({"tool": "web_search", "status": status})
+        if status is not None and status != "completed":
+            result["is_error"] = True
+        return [call, self.sessions.emit(session, "tool/result", "tool", time, result, source,
+                                         cites=[(session, call.seq)])]  # fmt: skip
+
     def _meta(self, payload: dict[str, Any], time: str | None) -> list[Outgoing]:
         if self.session is not None:
             self.tally.skip("record:session_meta:repeated")
@@ -168,6 +222,11 @@ class CodexConverter(JsonRecordConverter):
             title = {"title": cut(spawn.description)}
             out.append(self.sessions.emit(self.session, "session/title", "system", None, title,
                                           "spawn_agent:task_name"))  # fmt: skip
+        name = thread_names(Path(self.path)).get(self.raw_session)
+        if name:
+            named = {"title": cut(name)}
+            out.append(self.sessions.emit(self.session, "session/title", "system", None, named,
+                                          "session_index:thread_name"))  # fmt: skip
         return out
 
     def _spawn_of(self, meta: dict[str, Any], parent: str) -> Spawn | None:
@@ -191,7 +250,7 @@ class CodexConverter(JsonRecordConverter):
             return self._message(session, item, time, source)
         if kind in _CALLS:
             call_id = item.get("call_id") if isinstance(item.get("call_id"), str) else None
-            name = item.get("name") or ("shell" if kind == "local_shell_call" else None)
+            name = item.get("name") or _CALL_TOOLS.get(str(kind))
             arguments = item.get("arguments", item.get("input", item.get("action")))
             payload = _clean({"tool": name, "call_id": call_id, "arguments": arguments})
             out = self.sessions.emit(session, "tool/call", "assistant", time, payload, source)
@@ -204,6 +263,8 @@ class CodexConverter(JsonRecordConverter):
             call_id = item.get("call_id") if isinstance(item.get("call_id"), str) else None
             call = self.calls.get(call_id) if call_id else None
             output = item.get("output")
+            if output is None and isinstance(item.get("tools"), list):  # tool_search_output
+                output = orjson.dumps(item["tools"]).decode()
             if isinstance(output, dict) and "content" in output:
                 output = output["content"]
             payload = _clean({"call_id": call_id, "output": as_text(output),
@@ -230,6 +291,17 @@ class CodexConverter(JsonRecordConverter):
                                       source)  # fmt: skip
         self.tally.skip(source)
         return None
+
+    def _spoken(self, session: str, item: dict[str, Any], time: str | None) -> Outgoing:
+        """A realtime (voice) conversation's transcript segment: what the user or the
+        voice model said."""
+        role = item.get("role")
+        type_, surface = ("message/assistant", "assistant") if role == "assistant" else (
+            "message/user", "user")  # fmt: skip
+        payload = _clean({"text": as_text(item.get("text")), "realtime": True,
+                          "realtime_session_id": item.get("realtime_session_id")})  # fmt: skip
+        return self.sessions.emit(session, type_, surface, time, payload,
+                                  "realtime_item:transcript_segment")  # fmt: skip
 
     def _note_spawn(self, session: str, seq: int, task_name: str, output: object) -> None:
         """Remember which call spawned the sub-agent its output names, for the sub-agent's
@@ -279,6 +351,36 @@ class CodexConverter(JsonRecordConverter):
         text = as_text(item.get("content"))
         type_ = "message/user" if role == "user" else "message/assistant"
         return self.sessions.emit(session, type_, str(role), time, {"text": text}, source)
+
+
+def thread_names(rollout: Path) -> dict[str, str]:
+    """Thread id -> its name in the ``session_index.jsonl`` of the ``$CODEX_HOME`` holding
+    ``rollout`` (``sessions/YYYY/MM/DD/`` or ``archived_sessions/``): the last line for an
+    id wins, a rename appends one. Read again when the index changes."""
+    for home in rollout.parents[:5]:
+        index = home / _SESSION_INDEX
+        try:
+            stat = index.stat()
+        except OSError:
+            continue
+        stamp = (stat.st_mtime_ns, stat.st_size)
+        cached = _NAMES.get(index)
+        if cached is None or cached[0] != stamp:
+            names: dict[str, str] = {}
+            with index.open("rb") as fh:
+                for line in fh:
+                    try:
+                        entry = orjson.loads(line)
+                    except orjson.JSONDecodeError:
+                        continue  # a line being written
+                    if not isinstance(entry, dict):
+                        continue
+                    thread, name = entry.get("id"), entry.get("thread_name")
+                    if isinstance(thread, str) and isinstance(name, str) and name.strip():
+                        names[thread] = name
+            cached = _NAMES[index] = (stamp, names)
+        return cached[1]
+    return {}
 
 
 def _parent_of(meta: dict[str, Any]) -> str | None:

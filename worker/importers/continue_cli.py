@@ -39,23 +39,31 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar, Final
-from urllib.parse import unquote, urlparse
 
 import orjson
 
-from worker.importers.base import Converter, Outgoing, Problem, as_text, cut, file_time, safe_id
+from worker.importers.base import (
+    Converter,
+    Outgoing,
+    Problem,
+    as_text,
+    cut,
+    file_time,
+    file_uri_path,
+    safe_id,
+)
 from worker.importers.plugin import ConvertOptions
-from worker.importers.snapshot import (
+from worker.importers.source_reading import (
     Item,
+    ReadingConverter,
     SessionCache,
-    Snapshot,
-    SnapshotConverter,
+    SourceReading,
     SourceSession,
     field_of,
     from_millis,
     said,
 )
-from worker.importers.whole_sources import SnapshotImporter, sniffed
+from worker.importers.whole_sources import ReadingImporter, sniffed
 
 NAME: Final = "continue"
 PREFIX: Final = "continue-"
@@ -71,18 +79,18 @@ def home() -> Path:
     return Path(moved).absolute() if moved else Path.home() / ".continue"
 
 
-def read_session(path: Path) -> Snapshot:
+def read_session(path: Path) -> SourceReading:
     """One session file as it is now; a half-written file is reported and read again on
     the next change."""
-    snapshot = Snapshot()
+    reading = SourceReading()
     try:
         document = orjson.loads(path.read_bytes())
     except (OSError, orjson.JSONDecodeError) as exc:
-        snapshot.problems.append(Problem(str(path), 0, f"not readable JSON: {exc}"))
-        return snapshot
+        reading.problems.append(Problem(str(path), 0, f"not readable JSON: {exc}"))
+        return reading
     if not isinstance(document, dict) or not isinstance(document.get("history"), list):
-        snapshot.problems.append(Problem(str(path), 0, "not a Continue session: no history"))
-        return snapshot
+        reading.problems.append(Problem(str(path), 0, "not a Continue session: no history"))
+        return reading
     raw_id = document.get("sessionId") or path.stem
     title = document.get("title")
     when = file_time(path)
@@ -102,8 +110,8 @@ def read_session(path: Path) -> Snapshot:
             session.items.extend(_entry(f"h{index}", entry, when, answered, last, session.skipped))
         else:
             session.skipped["history:not-an-object"] += 1
-    snapshot.sessions.append(session)
-    return snapshot
+    reading.sessions.append(session)
+    return reading
 
 
 def _path_of(raw: object) -> str | None:
@@ -111,7 +119,7 @@ def _path_of(raw: object) -> str | None:
     if not isinstance(raw, str) or not raw:
         return None
     if raw.startswith("file://"):
-        return unquote(urlparse(raw).path) or None
+        return file_uri_path(raw)
     return raw
 
 
@@ -221,12 +229,12 @@ def _tool(
 _PUBLISHED: Final = Item("published", "message/context", "system", {}, "rewritten")
 
 
-class ContinueConverter(SnapshotConverter):
+class ContinueConverter(ReadingConverter):
     """Readings of one session file. Compaction rewrites the file: the history starts
     again at the summary. The items read before keep their numbers: a new summary at the
     history's head puts the file's items after everything published so far."""
 
-    def __init__(self, read: Callable[[], Snapshot], *, idle_s: float | None = None) -> None:
+    def __init__(self, read: Callable[[], SourceReading], *, idle_s: float | None = None) -> None:
         super().__init__(NAME, read, idle_s=idle_s)
         # Session -> [items published before the file's first item, that item's digest].
         self.rewrites: dict[str, list[Any]] = {}
@@ -253,7 +261,7 @@ class ContinueConverter(SnapshotConverter):
         self.rewrites = {k: list(v) for k, v in token.get("rewrites", {}).items()}
 
 
-class ContinueImporter(SnapshotImporter):
+class ContinueImporter(ReadingImporter):
     name: ClassVar[str] = "continue"
     help: ClassVar[str] = "Continue CLI (cn) sessions, one JSON file each (~/.continue/sessions)"
     env_vars: ClassVar[tuple[str, ...]] = ("CONTINUE_GLOBAL_DIR",)
@@ -284,7 +292,7 @@ class ContinueImporter(SnapshotImporter):
             if path.name != INDEX and path.parent.name == "sessions" and sniffed(self, path):
                 yield path
 
-    def read(self, path: Path, cache: SessionCache) -> Snapshot:
+    def read(self, path: Path, cache: SessionCache) -> SourceReading:
         return read_session(path)
 
     def converter(self, path: Path, options: ConvertOptions) -> Converter:

@@ -72,6 +72,8 @@ _CONTEXT_EVENTS: Final = {
     "session.error": "error",
     "abort": "abort",
 }
+# Summaries the CLI records (1.0.102's event schema): a completed task, a handoff.
+_SUMMARY_EVENTS: Final = {"session.task_complete": "task complete", "session.handoff": "handoff"}
 # A top-level ``key: value`` line of workspace.yaml (the values read here are one line).
 _YAML_LINE: Final = re.compile(r"^([A-Za-z_]+):[ \t]*(.*?)[ \t]*$")
 
@@ -210,6 +212,16 @@ class CopilotConverter(JsonRecordConverter):
         if kind == "system.notification":
             # What the CLI tells the model between turns (a background shell finished).
             payload = {"text": f"notification: {as_text(data.get('content'))}"}
+            return [self.sessions.emit(session, "message/context", "system", time, payload,
+                                       source)]  # fmt: skip
+        if kind in _SUMMARY_EVENTS:
+            # The agent's summary of a task it completed, or of a session handed over to
+            # this one (with its context): what the session says it did.
+            texts = [as_text(data[k]) for k in ("summary", "context") if data.get(k)]
+            if not texts:
+                self.tally.skip(f"record:{kind}:empty")
+                return []
+            payload = {"text": f"{_SUMMARY_EVENTS[kind]}: " + "\n\n".join(texts)}
             return [self.sessions.emit(session, "message/context", "system", time, payload,
                                        source)]  # fmt: skip
         if kind in _CONTEXT_EVENTS:

@@ -52,17 +52,17 @@ import orjson
 
 from worker.importers.base import Problem, as_text, cut, json_value, safe_id
 from worker.importers.readonly_db import columns, grouped, read_only, tables
-from worker.importers.snapshot import (
+from worker.importers.source_reading import (
     Item,
     SessionCache,
-    Snapshot,
+    SourceReading,
     SourceSession,
     field_of,
     from_seconds,
     parents_first,
     said,
 )
-from worker.importers.whole_sources import SnapshotImporter, data_home
+from worker.importers.whole_sources import ReadingImporter, data_home
 
 NAME: Final = "crush"
 PREFIX: Final = "crush-"
@@ -116,10 +116,10 @@ def working_dir(database: Path) -> str | None:
     return str(folder.parent) if folder.name == DATA_FOLDER else None
 
 
-def read_database(path: Path, cache: SessionCache | None = None) -> Snapshot:
+def read_database(path: Path, cache: SessionCache | None = None) -> SourceReading:
     """Every session of a ``crush.db``, in one transaction; with a ``cache``, a session
     whose messages did not change is not decoded again."""
-    snapshot = Snapshot()
+    reading = SourceReading()
     cache = SessionCache() if cache is None else cache
     cwd = working_dir(path)
     now = clock.time()
@@ -128,8 +128,8 @@ def read_database(path: Path, cache: SessionCache | None = None) -> Snapshot:
         with read_only(path) as conn:
             if not {"sessions", "messages"} <= tables(conn):
                 what = "not a Crush database: no sessions/messages tables"
-                snapshot.problems.append(Problem(str(path), 0, what))
-                return snapshot
+                reading.problems.append(Problem(str(path), 0, what))
+                return reading
             summary = "is_summary_message" in columns(conn, "messages")  # from 2025-08
             query = (
                 "SELECT id, role, parts, created_at, updated_at, finished_at, "
@@ -160,16 +160,16 @@ def read_database(path: Path, cache: SessionCache | None = None) -> Snapshot:
                         session.items.extend(_message(message, session.skipped))
                     _link_children(session, children.get(sid, {}))
                     session = cache.put(sid, stamp, session)
-                snapshot.sessions.append(session)
+                reading.sessions.append(session)
     except sqlite3.Error as exc:
-        snapshot.problems.append(Problem(str(path), 0, f"cannot read the database: {exc}"))
-    snapshot.sessions = parents_first(snapshot.sessions)
-    if skipped_sessions and snapshot.sessions:
+        reading.problems.append(Problem(str(path), 0, f"cannot read the database: {exc}"))
+    reading.sessions = parents_first(reading.sessions)
+    if skipped_sessions and reading.sessions:
         # Counted once per reading, with the first session (whose counts are the
-        # snapshot's); a copy, so the cached session keeps its own.
-        first = snapshot.sessions[0]
-        snapshot.sessions[0] = replace(first, skipped=first.skipped + skipped_sessions)
-    return snapshot
+        # reading's); a copy, so the cached session keeps its own.
+        first = reading.sessions[0]
+        reading.sessions[0] = replace(first, skipped=first.skipped + skipped_sessions)
+    return reading
 
 
 def _children(rows: list[dict[str, Any]]) -> dict[str, dict[str, str]]:
@@ -293,7 +293,7 @@ def _part(
     return []
 
 
-class CrushImporter(SnapshotImporter):
+class CrushImporter(ReadingImporter):
     name: ClassVar[str] = "crush"
     help: ClassVar[str] = (
         "Crush's crush.db in each project's .crush folder (projects.json in $CRUSH_GLOBAL_DATA)"
@@ -321,5 +321,5 @@ class CrushImporter(SnapshotImporter):
             return
         yield from root.rglob(DATABASE)
 
-    def read(self, path: Path, cache: SessionCache) -> Snapshot:
+    def read(self, path: Path, cache: SessionCache) -> SourceReading:
         return read_database(path, cache)

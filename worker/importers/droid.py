@@ -82,7 +82,7 @@ class DroidConverter(JsonRecordConverter):
         time = iso_time(record.get("timestamp"))
         out = self._start(self.header, time) if self.session is None else []
         assert self.session is not None  # _start named it
-        role, content = str(message.get("role")), message.get("content")
+        role, content = str(message.get("role")), _documents_read(message.get("content"))
         return out + self.blocks.message(self.session, role, content, time, "message")
 
     def _compaction(self, session: str, record: dict[str, Any]) -> Outgoing:
@@ -175,3 +175,23 @@ class DroidImporter(Importer):
 
     def converter(self, path: Path, options: ConvertOptions) -> Converter:
         return DroidConverter(path)
+
+
+def _documents_read(content: object) -> object:
+    """A ``document`` block (0.225: a file attached to a message) as the text block of its
+    text: a text document's ``data``, a PDF's ``parsedData``; one without text stays (a
+    PDF's bytes: counted)."""
+    if not isinstance(content, list):
+        return content
+    read: list[object] = []
+    for block in content:
+        source = block.get("source") if isinstance(block, dict) else None
+        text = None
+        if isinstance(block, dict) and block.get("type") == "document" and isinstance(source, dict):
+            text = source.get("data") if source.get("type") == "text" else source.get("parsedData")
+        if isinstance(text, str) and text.strip():
+            name = source.get("name") if isinstance(source, dict) else None
+            read.append({"type": "text", "text": f"[{name}]\n{text}" if name else text})
+        else:
+            read.append(block)
+    return read

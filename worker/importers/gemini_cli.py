@@ -92,6 +92,10 @@ _MAX_SPELLED_PARTS: Final = 7
 # Tool call states after which the call has its result (the CLI's scheduler statuses).
 _DONE: Final = frozenset({"success", "error", "cancelled"})
 _CONTEXT_TYPES: Final = frozenset({"info", "error", "warning"})
+# A part's fields read (or counted as media) as such; any other is counted by its name.
+_PART_FIELDS: Final = frozenset({"text", "inlineData", "fileData", "thought", "thoughtSignature"})
+# ``$set`` fields read, or repeated from the header: ``lastUpdated`` follows every message.
+_SET_READ: Final = frozenset({"summary", "messages", "lastUpdated", "sessionId"})
 # How a sub-agent tool's result starts (``local-invocation.ts``): the parent's calls that
 # spawned a sub-agent, in versions whose calls do not carry its ``agentId``.
 _SUBAGENT_RESULT: Final = "Subagent '"
@@ -296,6 +300,8 @@ class GeminiConverter(JsonRecordConverter):
             self.tally.skip("record:$rewindTo")
             return []
         if isinstance(record.get("$set"), dict):
+            for key in sorted(record["$set"].keys() - _SET_READ):
+                self.tally.skip(f"record:$set:{key}")
             return self._compression(record["$set"]) + self._update(record["$set"])
         if isinstance(record.get("id"), str):
             if self.session is None:
@@ -471,6 +477,11 @@ class GeminiConverter(JsonRecordConverter):
                     media = part.get(key) if isinstance(part, dict) else None
                     if isinstance(media, dict):
                         self.tally.skip(f"{kind}-part:{key}:{media.get('mimeType')}")
+                # The history's own parts besides text (a tool's response sent back, a
+                # call in a history rewritten whole): counted, never dropped unseen.
+                for key in part if isinstance(part, dict) else ():
+                    if key not in _PART_FIELDS:
+                        self.tally.skip(f"{kind}-part:{key}")
         if kind == "gemini":
             for call in record.get("toolCalls") or []:
                 if isinstance(call, dict) and isinstance(call.get("id"), str):

@@ -35,10 +35,10 @@ import orjson
 
 from worker.importers.base import Problem, Tally, as_text, cut, iso_time, load_json_line, safe_id
 from worker.importers.readonly_db import columns, grouped, read_only, tables
-from worker.importers.snapshot import (
+from worker.importers.source_reading import (
     Item,
     SessionCache,
-    Snapshot,
+    SourceReading,
     SourceSession,
     field_of,
     from_seconds,
@@ -53,18 +53,18 @@ _ROLES: Final = frozenset({"user", "assistant"})
 _TOOL_BLOCKS: Final = frozenset({"toolRequest", "toolResponse"})
 
 
-def read_database(path: Path, cache: SessionCache | None = None) -> Snapshot:
+def read_database(path: Path, cache: SessionCache | None = None) -> SourceReading:
     """Every session of a ``sessions.db``, read in one transaction; with a ``cache``, a
     session whose messages did not change is not read again."""
-    snapshot = Snapshot()
+    reading = SourceReading()
     cache = SessionCache() if cache is None else cache
     try:
         with read_only(path) as conn:
             if not {"sessions", "messages"} <= tables(conn):
-                snapshot.problems.append(
+                reading.problems.append(
                     Problem(str(path), 0, "not a Goose database: no sessions/messages tables")
                 )
-                return snapshot
+                return reading
             meta = "metadata_json" if "metadata_json" in columns(conn, "messages") else "NULL"
             stamps = grouped(conn, "SELECT session_id, COUNT(*), MAX(id),"
                                    " TOTAL(LENGTH(content_json)) FROM messages"
@@ -79,26 +79,26 @@ def read_database(path: Path, cache: SessionCache | None = None) -> Snapshot:
                              " FROM messages WHERE session_id = ? ORDER BY id")  # fmt: skip
                     for message in conn.execute(query, (info["id"],)):
                         session.items.extend(_row_message(message, session.skipped))
-                snapshot.sessions.append(session)
+                reading.sessions.append(session)
     except sqlite3.Error as exc:
-        snapshot.problems.append(Problem(str(path), 0, f"cannot read the database: {exc}"))
-    return snapshot
+        reading.problems.append(Problem(str(path), 0, f"cannot read the database: {exc}"))
+    return reading
 
 
-def read_jsonl(path: Path) -> Snapshot:
+def read_jsonl(path: Path) -> SourceReading:
     """An older session file (``sessions/<id>.jsonl``): its metadata line (working dir,
     description), then one message per line; a last line without its newline is still
     being written and waits."""
-    snapshot = Snapshot()
+    reading = SourceReading()
     try:
         lines = path.read_bytes().split(b"\n")[:-1]
     except OSError as exc:
-        snapshot.problems.append(Problem(str(path), 0, f"cannot read: {exc}"))
-        return snapshot
+        reading.problems.append(Problem(str(path), 0, f"cannot read: {exc}"))
+        return reading
     read = Tally()  # where a line that is not JSON is reported
     records = [(n, load_json_line(line, n, str(path), read)) for n, line in
                enumerate(lines, start=1)]  # fmt: skip
-    snapshot.problems.extend(read.problems)
+    reading.problems.extend(read.problems)
     header = records[0][1] if records and records[0][1] and "role" not in records[0][1] else {}
     created = path.stat().st_mtime
     session = _session({"id": path.stem, "created_at": None, **(header or {})})
@@ -111,8 +111,8 @@ def read_jsonl(path: Path) -> Snapshot:
         session.items.extend(_message(ref, str(record.get("role")), record.get("content"),
                                       record.get("created"), meta, session.skipped))  # fmt: skip
     session.time = session.time or from_seconds(created)
-    snapshot.sessions.append(session)
-    return snapshot
+    reading.sessions.append(session)
+    return reading
 
 
 def looks_like_session_file(first: dict[str, Any]) -> bool:

@@ -55,16 +55,16 @@ import orjson
 
 from worker.importers.base import Problem, as_text, cut, safe_id
 from worker.importers.readonly_db import columns, grouped, read_only, tables
-from worker.importers.snapshot import (
+from worker.importers.source_reading import (
     Item,
     SessionCache,
-    Snapshot,
+    SourceReading,
     SourceSession,
     from_seconds,
     parents_first,
     said,
 )
-from worker.importers.whole_sources import SnapshotImporter
+from worker.importers.whole_sources import ReadingImporter
 
 NAME: Final = "hermes"
 DATABASE: Final = "state.db"
@@ -81,18 +81,18 @@ _MESSAGE_COLUMNS: Final = ("id", "role", "content", "tool_call_id", "tool_calls"
                            "timestamp", "reasoning", "reasoning_content", "active")  # fmt: skip
 
 
-def read_database(path: Path, cache: SessionCache | None = None) -> Snapshot:
+def read_database(path: Path, cache: SessionCache | None = None) -> SourceReading:
     """Every session of a ``state.db``, read in one transaction; with a ``cache``, a
     session whose rows did not change is not read again."""
-    snapshot = Snapshot()
+    reading = SourceReading()
     cache = SessionCache() if cache is None else cache
     try:
         with read_only(path) as conn:
             if not {"sessions", "messages"} <= tables(conn):
-                snapshot.problems.append(
+                reading.problems.append(
                     Problem(str(path), 0, "not a Hermes database: no sessions/messages tables")
                 )
-                return snapshot
+                return reading
             have = columns(conn, "messages")
             picked = ", ".join(c if c in have else f"NULL AS {c}" for c in _MESSAGE_COLUMNS)
             stamps = grouped(conn, "SELECT session_id, COUNT(*), MAX(id),"
@@ -122,10 +122,10 @@ def read_database(path: Path, cache: SessionCache | None = None) -> Snapshot:
                 parent = read.get(str(info.get("parent_session_id")))
                 if parent is not None and session.extra.get("lineage") == "subagent":
                     _cite_delegation(parent, session)
-            snapshot.sessions = parents_first(list(read.values()))
+            reading.sessions = parents_first(list(read.values()))
     except sqlite3.Error as exc:
-        snapshot.problems.append(Problem(str(path), 0, f"cannot read the database: {exc}"))
-    return snapshot
+        reading.problems.append(Problem(str(path), 0, f"cannot read the database: {exc}"))
+    return reading
 
 
 def _session(info: dict[str, Any], by_id: dict[str, dict[str, Any]]) -> SourceSession:
@@ -391,7 +391,7 @@ def hermes_home() -> Path:
     return Path(os.environ.get("HERMES_HOME") or Path.home() / ".hermes")
 
 
-class HermesImporter(SnapshotImporter):
+class HermesImporter(ReadingImporter):
     name: ClassVar[str] = NAME
     help: ClassVar[str] = "Hermes agent's state.db ($HERMES_HOME, default ~/.hermes; profiles)"
     env_vars: ClassVar[tuple[str, ...]] = ("HERMES_HOME",)
@@ -414,5 +414,5 @@ class HermesImporter(SnapshotImporter):
             found = list(root.rglob(DATABASE))
         yield from (path for path in found if looks_like_database(path))
 
-    def read(self, path: Path, cache: SessionCache) -> Snapshot:
+    def read(self, path: Path, cache: SessionCache) -> SourceReading:
         return read_database(path, cache)

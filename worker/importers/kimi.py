@@ -66,7 +66,7 @@ from worker.importers.base import (
     safe_id,
 )
 from worker.importers.plugin import ConvertOptions, Importer, json_objects
-from worker.importers.snapshot import field_of, from_seconds
+from worker.importers.source_reading import field_of, from_seconds
 
 NAME: Final = "kimi"
 PREFIX: Final = "kimi-"

@@ -43,10 +43,10 @@ import orjson
 
 from worker.importers.base import Problem, as_text, cut, safe_id
 from worker.importers.readonly_db import grouped, read_only, tables
-from worker.importers.snapshot import (
+from worker.importers.source_reading import (
     Item,
     SessionCache,
-    Snapshot,
+    SourceReading,
     SourceSession,
     field_of,
     from_millis,
@@ -75,18 +75,18 @@ _PART_STAMPS: Final = (
 Message = tuple[dict[str, Any], list[dict[str, Any]]]
 
 
-def read_database(path: Path, cache: SessionCache | None = None) -> Snapshot:
+def read_database(path: Path, cache: SessionCache | None = None) -> SourceReading:
     """Every session of an ``opencode.db`` (or ``kilo.db``), read in one transaction;
     with a ``cache``, a session whose rows did not change is not read again."""
-    snapshot = Snapshot()
+    reading = SourceReading()
     cache = SessionCache() if cache is None else cache
     try:
         with read_only(path) as conn:
             missing = {"session", "message", "part"} - tables(conn)
             if missing:
                 what = f"not an OpenCode database: no {', '.join(sorted(missing))} table"
-                snapshot.problems.append(Problem(str(path), 0, what))
-                return snapshot
+                reading.problems.append(Problem(str(path), 0, what))
+                return reading
             worktrees = _worktrees(conn)
             stamps = session_stamps(conn)
             for row in conn.execute("SELECT * FROM session ORDER BY time_created, id"):
@@ -98,11 +98,11 @@ def read_database(path: Path, cache: SessionCache | None = None) -> Snapshot:
                     messages = _db_messages(conn, sid, skipped)
                     built = build(_session_info(dict(row), worktrees), messages, skipped)
                     session = cache.put(sid, stamp, built)
-                snapshot.sessions.append(session)
+                reading.sessions.append(session)
     except sqlite3.Error as exc:
-        snapshot.problems.append(Problem(str(path), 0, f"cannot read the database: {exc}"))
-    snapshot.sessions = parents_first(snapshot.sessions)
-    return snapshot
+        reading.problems.append(Problem(str(path), 0, f"cannot read the database: {exc}"))
+    reading.sessions = parents_first(reading.sessions)
+    return reading
 
 
 def session_stamps(conn: sqlite3.Connection) -> dict[str, tuple[object, ...]]:
@@ -161,39 +161,39 @@ def _json(raw: object, skipped: Counter[str], what: str) -> dict[str, Any] | Non
     return value
 
 
-def read_tree(storage: Path) -> Snapshot:
+def read_tree(storage: Path) -> SourceReading:
     """The older layout: ``storage/session/<project>/<id>.json``,
     ``storage/message/<session>/<id>.json``, ``storage/part/<message>/<id>.json``."""
-    snapshot = Snapshot()
+    reading = SourceReading()
     worktrees = {}
     for file in sorted((storage / "project").glob("*.json")):
-        project = _file_json(file, snapshot)
+        project = _file_json(file, reading)
         if project and isinstance(project.get("worktree"), str):
             worktrees[str(project.get("id"))] = project["worktree"]
-    infos = [i for f in (storage / "session").glob("*/*.json") if (i := _file_json(f, snapshot))]
+    infos = [i for f in (storage / "session").glob("*/*.json") if (i := _file_json(f, reading))]
     infos.sort(key=lambda i: (_created(i), str(i.get("id"))))
     for info in infos:
         if not info.get("directory"):
             info["directory"] = worktrees.get(str(info.get("projectID")))
         messages: list[Message] = []
         files = sorted((storage / "message" / str(info.get("id"))).glob("*.json"))
-        for message in (m for f in files if (m := _file_json(f, snapshot))):
+        for message in (m for f in files if (m := _file_json(f, reading))):
             parts = (storage / "part" / str(message.get("id"))).glob("*.json")
-            loaded = sorted((p for f in parts if (p := _file_json(f, snapshot))),
+            loaded = sorted((p for f in parts if (p := _file_json(f, reading))),
                             key=lambda p: str(p.get("id")))  # fmt: skip
             messages.append((message, loaded))
         messages.sort(key=lambda m: (_created(m[0]), str(m[0].get("id"))))
-        snapshot.sessions.append(build(info, messages))
-    snapshot.sessions = parents_first(snapshot.sessions)
-    return snapshot
+        reading.sessions.append(build(info, messages))
+    reading.sessions = parents_first(reading.sessions)
+    return reading
 
 
-def _file_json(path: Path, snapshot: Snapshot) -> dict[str, Any] | None:
+def _file_json(path: Path, reading: SourceReading) -> dict[str, Any] | None:
     try:
         value = orjson.loads(path.read_bytes())
     except (OSError, orjson.JSONDecodeError) as exc:
         # A file being written is read again on the next poll; a broken one is reported.
-        snapshot.problems.append(Problem(str(path), 0, f"not readable JSON: {exc}"))
+        reading.problems.append(Problem(str(path), 0, f"not readable JSON: {exc}"))
         return None
     return value if isinstance(value, dict) else None
 

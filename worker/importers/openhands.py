@@ -42,13 +42,15 @@ from typing import Any, Final
 import orjson
 
 from worker.importers.base import Problem, as_text, cut, iso_time, safe_id
-from worker.importers.snapshot import Item, Snapshot, SourceSession, field_of, said
+from worker.importers.source_reading import Item, SourceReading, SourceSession, field_of, said
 
 _INDEX: Final = re.compile(r"(\d+)")
 _SKIPPED_ACTIONS: Final = frozenset(
     {"system", "recall", "change_agent_state", "agent_state_changed", "null"}
 )
 _RESULT_KINDS: Final = frozenset({"ObservationEvent", "UserRejectObservation", "AgentErrorEvent"})
+# An ACP tool call's final states (the SDK's ACP agent; earlier ones are its progress).
+_ACP_FINAL: Final = frozenset({"completed", "failed"})
 SUBAGENTS: Final = "subagents"  # a conversation's sub-agents' conversations (SDK task tool)
 
 
@@ -63,14 +65,14 @@ def _number(name: str) -> int:
     return int(found.group(1)) if found else 0
 
 
-def read_conversation(conversation: Path) -> Snapshot:
+def read_conversation(conversation: Path) -> SourceReading:
     """A conversation and, after it, its sub-agents' conversations (the SDK's ``task``
     tool keeps each in ``subagents/<id>/`` of its parent): children of it, each citing
     the ``task`` call that ran it."""
-    snapshot = Snapshot()
-    parent = _read_one(conversation, snapshot)
+    reading = SourceReading()
+    parent = _read_one(conversation, reading)
     children = [
-        (_read_one(folder, snapshot), folder)
+        (_read_one(folder, reading), folder)
         for folder in sorted((conversation / SUBAGENTS).glob("*"))
         if (folder / "events").is_dir()
     ]
@@ -92,8 +94,8 @@ def read_conversation(conversation: Path) -> Snapshot:
                 break
     for child, _ in children:
         child.parent = parent.session_id
-    snapshot.sessions = [parent, *(child for child, _ in children)]
-    return snapshot
+    reading.sessions = [parent, *(child for child, _ in children)]
+    return reading
 
 
 def _task_prompt(item: Item) -> str | None:
@@ -103,7 +105,7 @@ def _task_prompt(item: Item) -> str | None:
     return prompt if isinstance(prompt, str) else None
 
 
-def _read_one(conversation: Path, snapshot: Snapshot) -> SourceSession:
+def _read_one(conversation: Path, reading: SourceReading) -> SourceSession:
     base = _document(conversation / "base_state.json")
     metadata = _document(conversation / "metadata.json")
     title = metadata.get("title") or base.get("title")
@@ -120,14 +122,18 @@ def _read_one(conversation: Path, snapshot: Snapshot) -> SourceSession:
         except (OSError, orjson.JSONDecodeError) as exc:
             # Later events depend on this one (citations, order): stop here; a file still
             # being written is read whole on the next look.
-            snapshot.problems.append(Problem(str(file), 0, f"not readable JSON: {exc}"))
+            reading.problems.append(Problem(str(file), 0, f"not readable JSON: {exc}"))
             break
         if not isinstance(event, dict):
             session.skipped["event:not-an-object"] += 1
             continue
         ref = str(event.get("id") or file.stem)
-        items = _sdk_event(ref, event) if "kind" in event else _server_event(ref, event)
         name = event.get("kind") or event.get("action") or event.get("observation")
+        if name == "ACPToolCallEvent" and str(event.get("tool_call_id")) in calls:
+            # Emitted again as an ACP server reports on it: the first final one is read.
+            session.skipped["event:ACPToolCallEvent:repeated"] += 1
+            continue
+        items = _sdk_event(ref, event) if "kind" in event else _server_event(ref, event)
         if items is None:
             session.skipped[f"event:{name}"] += 1
             continue
@@ -149,6 +155,7 @@ def _answers(items: list[Item], calls: set[str]) -> list[Item]:
     ``cause``, or one naming a message or the first environment event) is not a tool
     result: its text is context, and one without text is dropped (the caller counts it)."""
     out: list[Item] = []
+    calls = calls | {item.call for item in items if item.call}  # a pair in one event too
     for item in items:
         if item.type != "tool/result" or item.result_of in calls:
             out.append(item)
@@ -213,7 +220,30 @@ def _sdk_event(ref: str, event: dict[str, Any]) -> list[Item] | None:
     if kind == "Condensation":
         summary = {"summary": as_text(event.get("summary"))}
         return [Item(ref, "compaction", "system", summary, "Condensation", time)]
+    if kind == "ConversationErrorEvent":
+        text = ": ".join(as_text(event[k]) for k in ("code", "detail") if event.get(k))
+        return [Item(ref, "message/context", "system", {"text": f"error: {text}"}, kind, time)]
+    if kind == "ACPToolCallEvent" and event.get("status") in _ACP_FINAL:
+        return _acp_call(ref, event, time)
     return None  # system prompts, state updates, pauses: counted by the caller
+
+
+def _acp_call(ref: str, event: dict[str, Any], time: str | None) -> list[Item]:
+    """A tool call an ACP server ran (the SDK's ACP agent), in its final state: the call
+    and its result (the event is emitted again at each update, the last one final)."""
+    call_id = str(event.get("tool_call_id") or ref)
+    call = {"tool": event.get("title"), "kind": event.get("tool_kind"),
+            "input": event.get("raw_input")}  # fmt: skip
+    output = event.get("raw_output") if event.get("raw_output") is not None else event.get(
+        "content")  # fmt: skip
+    answer: dict[str, Any] = {"output": as_text(output)}
+    if event.get("is_error") is True or event.get("status") == "failed":
+        answer["is_error"] = True
+    return [
+        Item(f"{ref}-call", "tool/call", "assistant", call, "ACPToolCallEvent", time,
+             call=call_id),
+        Item(ref, "tool/result", "tool", answer, "ACPToolCallEvent", time, result_of=call_id),
+    ]  # fmt: skip
 
 
 def _server_event(ref: str, event: dict[str, Any]) -> list[Item] | None:

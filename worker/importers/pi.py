@@ -166,6 +166,10 @@ class PiConverter(JsonRecordConverter):
         if kind == "session_info" and isinstance(record.get("name"), str) and record["name"]:
             payload = {"title": cut(record["name"])}
             return [self.sessions.emit(session, "session/title", "system", None, payload, source)]
+        if kind == "session_info" and record.get("name") == "":
+            # An empty name clears the title (pi's writer trims it): the title stays here.
+            self.tally.skip("record:session_info:cleared")
+            return []
         self.tally.skip(f"record:{kind}" if kind in _SKIPPED_ENTRIES else f"record:{kind}:new")
         return []
 

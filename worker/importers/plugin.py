@@ -73,7 +73,7 @@ class Importer(ABC):
     detect_order: ClassVar[int] = 100
     # Which files of a folder are sources (``files``' default).
     pattern: ClassVar[str] = "*.jsonl"
-    # What this format skips on purpose: a skip key (``tally.skip``'s, or a snapshot's
+    # What this format skips on purpose: a skip key (``tally.skip``'s, or a reading's
     # ``skipped``) or an fnmatch pattern of keys -> why. Any other kind it skips is
     # unknown: format drift, shown loud (``worker.importers.skips``; the built-ins'
     # tables are there).

@@ -15,7 +15,7 @@ LINE_EVERY_S: Final = 5.0
 _REDRAW_S: Final = 0.2
 
 
-class Progress:
+class ProgressLine:
     """Files, events, rate and ETA (from the bytes read against the bytes to read)."""
 
     def __init__(

@@ -51,7 +51,8 @@ from worker.importers.gemini_cli import parts_text
 from worker.importers.plugin import ConvertOptions, Importer, json_objects
 
 NAME: Final = "qwen-code"
-_CONTEXT_SUBTYPES: Final = frozenset({"at_command", "notification"})
+# ``background_task_completed`` (0.24): a background task's end, its ``displayText``.
+_CONTEXT_SUBTYPES: Final = frozenset({"at_command", "notification", "background_task_completed"})
 SUBAGENTS: Final = "subagents"
 
 

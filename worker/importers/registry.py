@@ -56,6 +56,9 @@ BUILT_IN: Final = {
     "qoder": "worker.importers.qoder:QoderImporter",
     "codebuff": "worker.importers.codebuff:CodebuffImporter",
     "letta-code": "worker.importers.letta_code:LettaCodeImporter",
+    "llm": "worker.importers.llm:LlmImporter",
+    "mini-swe-agent": "worker.importers.mini_swe_agent:MiniSweAgentImporter",
+    "open-interpreter": "worker.importers.open_interpreter:OpenInterpreterImporter",
 }
 
 

@@ -38,7 +38,7 @@ from worker.importers.figures import (
     record_formats,
     unrecognised_source,
 )
-from worker.importers.progress import Progress
+from worker.importers.progress import ProgressLine
 from worker.importers.publish import DEFAULT_WINDOW, KEPT_REASONS, DryRun, Publisher
 from worker.importers.skips import kinds_text, unknown_text
 from worker.transport.connection import NatsOptions
@@ -115,7 +115,7 @@ async def import_jobs(
     files = [file for _, job_files in found for file in job_files]
     sizes = await asyncio.to_thread(lambda: {f: f.stat().st_size for f in files})
     nc = None if dry_run else await connect_publisher(options, name="sessionquery-import")
-    bar = Progress(progress, total_bytes=sum(sizes.values()), total_files=len(files))
+    bar = ProgressLine(progress, total_bytes=sum(sizes.values()), total_files=len(files))
     try:
         publisher: Publisher | DryRun
         if nc is None:
@@ -157,7 +157,7 @@ async def import_jobs(
 @dataclass
 class _ImportRun:
     publisher: Publisher | DryRun
-    bar: Progress
+    bar: ProgressLine
     errors: TextIO
     limit: int
     assume_tz: tzinfo | None

@@ -22,12 +22,19 @@ Studied: ``mistral-vibe`` 1.0.0 and 1.3.5 (``core/interaction_logger.py``,
 - 3.x (and 2.x's ``--experimental-harness``) keeps new sessions in a unified store,
   ``unified/<session>/``: ``CURRENT`` names the generation, whose ``manifest.json``
   lists the content-addressed chunks of its projection, the history the client shows
-  (written by the native runtime; read from a recording of 2.26.1's, no published
-  source). Its entries: ``message`` (user, assistant), ``reasoning`` as thinking, an
-  ``effect`` of kind ``tool`` as a ``tool/call`` and its ``tool/result`` (``outputText``,
-  else the content, else the structured result, else the error; ``failed`` flagged),
-  others counted. A projection holding only its latest entries (a cursor before them)
-  is reported, not read. Compaction and sub-agents in that store are not known yet.
+  (written by the native runtime; read from recordings of 2.26.1's and 3.0.3's, no
+  published source). Its entries: ``message`` (user, assistant), ``reasoning`` as
+  thinking, an ``effect`` of kind ``tool`` as a ``tool/call`` and its ``tool/result``
+  (``outputText``, else the content, else the structured result, else the error;
+  ``failed`` flagged; ``cancelled``, a tool the user stopped, flagged and marked
+  ``interrupted``), a ``checkpoint`` of kind ``compaction`` as a ``compaction`` (the
+  latest one's summary from the checkpoint's context, where Vibe keeps only that one),
+  an ``effect`` of kind ``subagent`` (``agents.spawn``, called from ``run_typescript``)
+  as a call that spawns the child it names (``childSessionId``): the child's folder,
+  ``unified/child-<id>/`` beside its parent's, has no ``meta.json`` (its runtime state
+  names its cwd and parent) and is read with its parent, its start citing that call
+  (alone when no parent is beside it); others counted. A projection holding only its
+  latest entries (a cursor before them) is reported, not read.
 
 Messages (both layouts): ``user`` as ``message/user`` (harness text typed), ``injected``
 user text (hooks, reminders) as ``message/context``, a ``manual_shell`` (``!``
@@ -44,6 +51,7 @@ Skipped and counted: the ``system`` prompt, image attachments (``images``), othe
 from __future__ import annotations
 
 import os
+import re
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime
@@ -62,10 +70,10 @@ from worker.importers.base import (
     load_json_line,
     safe_id,
 )
-from worker.importers.snapshot import (
+from worker.importers.source_reading import (
     Item,
     SessionCache,
-    Snapshot,
+    SourceReading,
     SourceSession,
     field_of,
     from_millis,
@@ -73,7 +81,7 @@ from worker.importers.snapshot import (
     said,
     tool_pair,
 )
-from worker.importers.whole_sources import SnapshotImporter, sniffed
+from worker.importers.whole_sources import ReadingImporter, sniffed
 
 NAME: Final = "vibe"
 PREFIX: Final = "vibe-"
@@ -82,6 +90,7 @@ MESSAGES: Final = "messages.jsonl"
 AGENTS: Final = "agents"  # a v2 session's sub-agent sessions
 UNIFIED_CURRENT: Final = "CURRENT"  # the unified store's pointer to its generation
 # An effect's states once it has run (any other: it runs, its result waits).
+_SUMMARY: Final = re.compile(r"<compaction_summary>(.*?)</compaction_summary>", re.S)
 _SETTLED: Final = frozenset({"completed", "failed", "cancelled", "rejected", "denied"})
 _ERROR_TAG: Final = "<tool_error>"
 _CANCELLED_TAG: Final = "<user_cancellation>"
@@ -97,43 +106,43 @@ def _local(raw: object) -> str | None:
     return iso_time(raw, assume=datetime.now().astimezone().tzinfo or UTC)
 
 
-def read_v1(path: Path) -> Snapshot:
+def read_v1(path: Path) -> SourceReading:
     """A 1.x session document; half written, it is reported and read on the next change."""
-    snapshot = Snapshot()
+    reading = SourceReading()
     try:
         document = orjson.loads(path.read_bytes())
     except (OSError, orjson.JSONDecodeError) as exc:
-        snapshot.problems.append(Problem(str(path), 0, f"not readable JSON: {exc}"))
-        return snapshot
+        reading.problems.append(Problem(str(path), 0, f"not readable JSON: {exc}"))
+        return reading
     metadata = field_of(document, "metadata") if isinstance(document, dict) else {}
     messages = document.get("messages") if isinstance(document, dict) else None
     if not metadata or not isinstance(messages, list):
-        snapshot.problems.append(Problem(str(path), 0, "not a Vibe session: no metadata"))
-        return snapshot
+        reading.problems.append(Problem(str(path), 0, "not a Vibe session: no metadata"))
+        return reading
     session = _session(metadata, path.stem)
     when = _local(metadata.get("end_time"))
     for index, message in enumerate(messages):
         session.items.extend(_message(f"m{index}", message, when, session.skipped))
-    snapshot.sessions.append(session)
-    return snapshot
+    reading.sessions.append(session)
+    return reading
 
 
-def read_v2(folder: Path) -> Snapshot:
+def read_v2(folder: Path) -> SourceReading:
     """A 2.x session folder and the sub-agent sessions under its ``agents/``."""
-    snapshot = Snapshot()
-    _read_folder(folder, snapshot)
-    snapshot.sessions = parents_first(snapshot.sessions)
-    return snapshot
+    reading = SourceReading()
+    _read_folder(folder, reading)
+    reading.sessions = parents_first(reading.sessions)
+    return reading
 
 
-def _read_folder(folder: Path, snapshot: Snapshot) -> None:
+def _read_folder(folder: Path, reading: SourceReading) -> None:
     try:
         metadata = orjson.loads((folder / META).read_bytes())
     except (OSError, orjson.JSONDecodeError) as exc:
-        snapshot.problems.append(Problem(str(folder / META), 0, f"not readable JSON: {exc}"))
+        reading.problems.append(Problem(str(folder / META), 0, f"not readable JSON: {exc}"))
         return
     if not isinstance(metadata, dict):
-        snapshot.problems.append(Problem(str(folder / META), 0, "not a Vibe session"))
+        reading.problems.append(Problem(str(folder / META), 0, "not a Vibe session"))
         return
     session = _session(metadata, folder.name)
     when = iso_time(metadata.get("end_time")) or session.time
@@ -146,13 +155,13 @@ def _read_folder(folder: Path, snapshot: Snapshot) -> None:
         if message is not None:
             ref = str(message.get("message_id") or f"m{number}")
             session.items.extend(_message(ref, message, when, session.skipped))
-    snapshot.problems.extend(read.problems)
+    reading.problems.extend(read.problems)
     for item in session.items:
         if item.type == "tool/call" and item.call in spawned:
             item.spawns = spawned[item.call]
-    snapshot.sessions.append(session)
+    reading.sessions.append(session)
     for child in sorted((folder / AGENTS).glob(f"*/{META}")):
-        _read_folder(child.parent, snapshot)
+        _read_folder(child.parent, reading)
 
 
 def _whole_lines(path: Path) -> list[bytes]:
@@ -251,20 +260,45 @@ def _is_session(folder: Path) -> bool:
 
 def _is_unified(folder: Path) -> bool:
     """A session of the unified store (3.x, and 2.x's ``--experimental-harness``):
-    ``unified/<session>/`` with ``CURRENT``, ``meta.json``, ``journal/``, ``chunks/``."""
-    return (folder / UNIFIED_CURRENT).is_file() and (folder / META).is_file()
+    ``unified/<session>/`` with ``CURRENT``, ``meta.json``, ``generations/``, ``journal/``,
+    ``chunks/``; a child (3.x, ``unified/child-<id>/``) has no ``meta.json``."""
+    return (folder / UNIFIED_CURRENT).is_file() and (
+        (folder / META).is_file() or (folder / "generations").is_dir()
+    )
 
 
 def _in_unified(path: Path) -> bool:
     return any(_is_unified(folder) for folder in list(path.parents)[:3])
 
 
-def read_unified(folder: Path) -> Snapshot:
+def read_unified(folder: Path) -> SourceReading:
     """A unified-store session: ``CURRENT`` names the generation, whose ``manifest.json``
     lists the content-addressed chunks of its projection (the history the client shows:
-    ``message``, ``reasoning`` and ``effect`` entries). Read only when the projection holds
-    the whole history (its cursor has nothing before it); else reported."""
-    snapshot = Snapshot()
+    ``message``, ``reasoning``, ``effect`` and ``checkpoint`` entries). Read only when the
+    projection holds the whole history (its cursor has nothing before it); else reported.
+    The children its ``agents.spawn`` effects name (3.x: ``child-<id>/`` folders beside
+    it) are read with it."""
+    reading = SourceReading()
+    children: list[str] = []
+    session = _read_store(folder, reading, None, children)
+    if session is None:
+        return reading
+    reading.sessions.append(session)
+    for name in children:
+        beside = folder.parent / name
+        if _is_unified(beside):
+            child = _read_store(beside, reading, session, [])
+            if child is not None:
+                reading.sessions.append(child)
+    return reading
+
+
+def _read_store(
+    folder: Path, reading: SourceReading, parent: SourceSession | None, children: list[str]
+) -> SourceSession | None:
+    """One unified-store session folder; None, with the problem reported, when it cannot
+    be read now. A child has no ``meta.json``: its runtime state names its cwd and
+    parent, its projection its start."""
     try:
         current = orjson.loads((folder / UNIFIED_CURRENT).read_bytes())
         generation = folder / "generations" / str(current["generation"])
@@ -274,29 +308,117 @@ def read_unified(folder: Path) -> Snapshot:
         for chunk in manifest["projection_state"]["chunks"]:
             value = orjson.loads((folder / "chunks" / f"{chunk}.json").read_bytes())
             entries.extend(value if isinstance(value, list) else [value])
-        metadata = orjson.loads((folder / META).read_bytes())
+        if (folder / META).is_file():
+            metadata = orjson.loads((folder / META).read_bytes())
+        else:
+            metadata = _child_metadata(generation, state, folder.name)
     except (OSError, orjson.JSONDecodeError, KeyError, TypeError) as exc:
         # Written by renames as the session runs: read again on its next change.
         what = f"a Mistral Vibe unified-store session not readable now: {exc!r}"
-        snapshot.problems.append(Problem(str(folder), 0, what))
-        return snapshot
+        reading.problems.append(Problem(str(folder), 0, what))
+        return None
     history = field_of(field_of(state, "snapshot"), "history")
     if field_of(history, "cursor").get("before") is not None:
         what = ("a Mistral Vibe unified-store session whose projection holds only its latest"
                 " entries: not read")  # fmt: skip
-        snapshot.problems.append(Problem(str(folder), 0, what))
-        return snapshot
+        reading.problems.append(Problem(str(folder), 0, what))
+        return None
     session = _session(metadata, folder.name)
+    if parent is not None:
+        session.parent = parent.session_id
+        session.cwd = session.cwd or parent.cwd
+    # The checkpoint's context holds the latest compaction's summary only.
+    latest = max((n for n, e in enumerate(entries) if _is_compaction(e)), default=-1)
+    summary = _latest_summary(folder, manifest) if latest >= 0 else None
     for n, entry in enumerate(entries):
-        if isinstance(entry, dict):
-            session.items.extend(_entry(entry, n == len(entries) - 1, session.skipped))
-        else:
+        if not isinstance(entry, dict):
             session.skipped["entry:not-an-object"] += 1
-    snapshot.sessions.append(session)
-    return snapshot
+        elif n == latest:
+            session.items.append(_compaction(entry, summary))
+        elif _is_compaction(entry):
+            session.items.append(_compaction(entry, None))
+        else:
+            session.items.extend(_entry(entry, n == len(entries) - 1, session.skipped, children))
+    return session
 
 
-def _entry(entry: dict[str, Any], last: bool, skipped: Counter[str]) -> list[Item]:
+def _child_metadata(generation: Path, state: dict[str, Any], name: str) -> dict[str, Any]:
+    """A child's ``meta.json`` fields, from its runtime state (``session_metadata``: cwd,
+    parent) and its projection (its id and start)."""
+    runtime = orjson.loads((generation / "runtime-state.json").read_bytes())
+    facts = field_of(runtime, "session_metadata")
+    shown = field_of(field_of(state, "snapshot"), "session")
+    return {
+        "session_id": shown.get("id") or name,
+        "parent_session_id": facts.get("parent_session_id") or shown.get("parentSessionId"),
+        "origin_directory": facts.get("cwd"),
+        "start_time": from_millis(shown.get("createdAt")),
+    }
+
+
+def _unified_parent(folder: Path) -> Path | None:
+    """A child folder's parent beside it (it is read with that one), else None."""
+    if (folder / META).is_file():
+        return None
+    try:
+        current = orjson.loads((folder / UNIFIED_CURRENT).read_bytes())
+        generation = folder / "generations" / str(current["generation"])
+        state = orjson.loads((generation / "projection-state.json").read_bytes())
+    except (OSError, orjson.JSONDecodeError, KeyError, TypeError):
+        return None
+    parent = field_of(field_of(state, "snapshot"), "session").get("parentSessionId")
+    beside = folder.parent / parent if isinstance(parent, str) and parent else None
+    return beside if beside is not None and _is_unified(beside) else None
+
+
+def _is_compaction(entry: object) -> bool:
+    return isinstance(entry, dict) and (entry.get("type"), entry.get("kind")) == (
+        "checkpoint",
+        "compaction",
+    )
+
+
+def _latest_summary(folder: Path, manifest: dict[str, Any]) -> str | None:
+    """The summary the model was given after the latest compaction: the checkpoint's
+    context (the model's messages now) opens with Vibe's messages around it, the summary
+    inside ``<compaction_summary>``. None when there is none (another checkpoint layout,
+    a chunk not there)."""
+    chunks = field_of(manifest, "checkpoint").get("chunks")
+    for chunk in chunks if isinstance(chunks, list) else []:
+        try:
+            value = orjson.loads((folder / "chunks" / f"{chunk}.json").read_bytes())
+        except (OSError, orjson.JSONDecodeError):
+            return None  # the summary is then Vibe's own note; the history is read whole
+        for stored in value if isinstance(value, list) else [value]:
+            if not isinstance(stored, dict) or stored.get("source") != "injection":
+                continue
+            message = field_of(stored, "message")
+            if message.get("role") != "user":
+                continue
+            found = _SUMMARY.search(as_text(message.get("content")))
+            if found:
+                return found.group(1).strip()
+    return None
+
+
+def _compaction(entry: dict[str, Any], summary: str | None) -> Item:
+    """A ``checkpoint`` entry of kind ``compaction`` (3.x): the context was compacted at
+    this point of the history; it replaces what came before. Only the latest summary is
+    kept by Vibe: an earlier one is named by Vibe's own message ("Context compacted")."""
+    details = field_of(entry, "details")
+    trigger = {"automatic": "auto", "manual": "manual"}.get(str(details.get("trigger")))
+    payload: dict[str, Any] = {"summary": cut(summary or str(entry.get("message") or ""))}
+    if trigger:
+        payload["trigger"] = trigger
+    item = Item(str(entry.get("id")), "compaction", "system", payload, "checkpoint:compaction",
+                from_millis(entry.get("createdAt")))  # fmt: skip
+    item.complete = entry.get("generationStatus", "completed") == "completed"
+    return item
+
+
+def _entry(
+    entry: dict[str, Any], last: bool, skipped: Counter[str], children: list[str]
+) -> list[Item]:
     """One projection entry: a message, reasoning, or an effect (a tool's run; its result
     waits while it runs, unless the history went on past it)."""
     kind, ref = entry.get("type"), str(entry.get("id"))
@@ -314,6 +436,21 @@ def _entry(entry: dict[str, Any], last: bool, skipped: Counter[str]) -> list[Ite
         return [Item(ref, "message/assistant", "assistant", thought, "reasoning", time,
                      complete=done)]  # fmt: skip
     detail = field_of(entry, "detail")
+    child = detail.get("childSessionId")
+    if kind == "effect" and detail.get("kind") == "subagent" and isinstance(child, str) and child:
+        # A child spawned (3.x, ``agents.spawn`` from run_typescript): its folder is beside
+        # this one; it answers later, by a notification the projection does not show.
+        children.append(child)
+        state = field_of(entry, "state")
+        output = field_of(state, "output")
+        status = state.get("status")
+        call, answer = tool_pair(
+            ref, ref, detail.get("toolName") or entry.get("title"), detail.get("input"), time,
+            "effect", output=state.get("outputText") or output.get("structured_content"),
+            answered=status in _SETTLED or not last, error=status == "failed",
+        )  # fmt: skip
+        call.spawns = safe_id(child, prefix=PREFIX)
+        return [call, answer]
     if kind == "effect" and detail.get("kind") == "tool":
         state = field_of(entry, "state")
         output = field_of(state, "output")
@@ -324,11 +461,16 @@ def _entry(entry: dict[str, Any], last: bool, skipped: Counter[str]) -> list[Ite
                                           output.get("structured_content"), error.get("message"))
                       if value), None)  # fmt: skip
         status = state.get("status")
-        return tool_pair(
+        # A tool the user stopped (Ctrl-C): "cancelled", the reason instead of an output.
+        cancelled = status == "cancelled"
+        pair = tool_pair(
             ref, ref, detail.get("toolName") or entry.get("title"), detail.get("input"), time,
-            "effect", output=shown, answered=status in _SETTLED or not last,
-            error=status == "failed",
+            "effect", output=shown or (state.get("reason") if cancelled else None),
+            answered=status in _SETTLED or not last, error=status == "failed" or cancelled,
         )  # fmt: skip
+        if cancelled:
+            pair[-1].payload["interrupted"] = True
+        return pair
     skipped[f"entry:{kind}" if kind != "effect" else f"entry:effect:{detail.get('kind')}"] += 1
     return []
 
@@ -338,7 +480,7 @@ def _is_child(folder: Path) -> bool:
     return folder.parent.name == AGENTS and _is_session(folder.parent.parent)
 
 
-class VibeImporter(SnapshotImporter):
+class VibeImporter(ReadingImporter):
     name: ClassVar[str] = "vibe"
     help: ClassVar[str] = "Mistral Vibe sessions: 1.x, 2.x and unified-store logs ($VIBE_HOME/logs)"
     env_vars: ClassVar[tuple[str, ...]] = ("VIBE_HOME",)
@@ -379,13 +521,18 @@ class VibeImporter(SnapshotImporter):
             folder = meta.parent
             if _is_unified(folder) or (_is_session(folder) and not _is_child(folder)):
                 yield folder
+        for current in root.rglob(UNIFIED_CURRENT):
+            folder = current.parent
+            # A child is read with its parent beside it; without one, alone.
+            if not (folder / META).exists() and _is_unified(folder) and not _unified_parent(folder):
+                yield folder
         for path in root.rglob("*.json"):
             if path.name != META and not (path.parent / META).exists() and not _in_unified(
                 path
             ) and sniffed(self, path):  # fmt: skip
                 yield path
 
-    def read(self, path: Path, cache: SessionCache) -> Snapshot:
+    def read(self, path: Path, cache: SessionCache) -> SourceReading:
         if _is_unified(path):
             return read_unified(path)
         return read_v2(path) if path.is_dir() else read_v1(path)

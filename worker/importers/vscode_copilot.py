@@ -36,13 +36,18 @@ from collections import Counter
 from pathlib import Path
 from time import time as now
 from typing import Any, Final
-from urllib.parse import unquote, urlparse
 
 import orjson
 
-from worker.importers.base import Problem, as_text, cut, safe_id
+from worker.importers.base import Problem, as_text, cut, file_uri_path, safe_id
 from worker.importers.plugin import UnreadableSource
-from worker.importers.snapshot import Item, Snapshot, SourceSession, field_of, from_millis
+from worker.importers.source_reading import (
+    Item,
+    SourceReading,
+    SourceSession,
+    field_of,
+    from_millis,
+)
 
 VERSIONS: Final = frozenset({1, 2, 3})
 # Markdown parts: VS Code stores ``markdownContent`` as the bare markdown string (no kind;
@@ -60,11 +65,11 @@ class Refused(UnreadableSource):
     reason becomes the file's one problem line, and nothing of it is imported."""
 
 
-def read_chat(path: Path, *, fresh_s: float = FRESH_S) -> Snapshot:
+def read_chat(path: Path, *, fresh_s: float = FRESH_S) -> SourceReading:
     """The session in ``path``. A request with no result waits (VS Code is answering it)
     only while it is the last one and was made less than ``fresh_s`` ago (its own
     ``timestamp``; the file's time only when it has none: a copied file's is the copy's)."""
-    snapshot = Snapshot()
+    reading = SourceReading()
     try:
         state = _replay(path) if path.suffix == ".jsonl" else _document(path)
         version = state.get("version")
@@ -73,8 +78,8 @@ def read_chat(path: Path, *, fresh_s: float = FRESH_S) -> Snapshot:
             raise Refused(f"chat session format version {version!r} is not one this importer"
                           f" reads ({known}); not imported")  # fmt: skip
     except (OSError, Refused) as exc:
-        snapshot.problems.append(Problem(str(path), 0, str(exc)))
-        return snapshot
+        reading.problems.append(Problem(str(path), 0, str(exc)))
+        return reading
     title = state.get("customTitle")
     session = SourceSession(
         session_id=safe_id(str(state.get("sessionId") or path.stem), prefix="vscode-"),
@@ -89,8 +94,8 @@ def read_chat(path: Path, *, fresh_s: float = FRESH_S) -> Snapshot:
         ref = str(request.get("requestId") or index)
         answered = _settled(request) or index < len(requests) - 1 or stale
         session.items.extend(_request(ref, request, answered, session.skipped))
-    snapshot.sessions.append(session)
-    return snapshot
+    reading.sessions.append(session)
+    return reading
 
 
 def _stale(path: Path, last: dict[str, Any], fresh_s: float) -> bool:
@@ -204,9 +209,7 @@ def _workspace_folder(path: Path) -> str | None:
     except (OSError, orjson.JSONDecodeError):
         return None
     uri = manifest.get("folder") if isinstance(manifest, dict) else None
-    if not isinstance(uri, str) or not uri.startswith("file://"):
-        return None
-    return unquote(urlparse(uri).path) or None
+    return file_uri_path(uri) if isinstance(uri, str) else None
 
 
 def _settled(request: dict[str, Any]) -> bool:

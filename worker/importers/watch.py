@@ -182,7 +182,7 @@ class Watcher:
 
     async def _catch_up(self, stop: asyncio.Event) -> None:
         """Everything that exists now, with a progress line."""
-        from worker.importers.progress import Progress
+        from worker.importers.progress import ProgressLine
 
         files = self._discover()
         for job in self.jobs:  # auto-detection: say what was found where, per agent
@@ -191,7 +191,7 @@ class Watcher:
                 where = ", ".join(map(str, job.paths))
                 print(f"{job.agent}: {count or 'no'} files in {where}", file=self.errors)
         sizes = [f.stat().st_size for f, _ in files]
-        bar = Progress(self.progress, total_bytes=sum(sizes), total_files=len(files))
+        bar = ProgressLine(self.progress, total_bytes=sum(sizes), total_files=len(files))
         done = 0
         for index, ((path, job), size) in enumerate(zip(files, sizes, strict=True)):
             if stop.is_set():

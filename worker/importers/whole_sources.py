@@ -2,8 +2,8 @@
 VS Code Copilot Chat.
 
 Each source (a database file, a session's folder) is one record per change: reading it
-says "look again", and the converter (``snapshot.SnapshotConverter``) publishes what is
-new in it. The record's position is the source's last change in nanoseconds, which grows
+says "look again", and the converter (``source_reading.ReadingConverter``) publishes what
+is new in it. The record's position is the source's last change in nanoseconds, which grows
 as the agent writes; ``watch`` keeps the converter's resume token beside it.
 """
 
@@ -19,7 +19,7 @@ from typing import ClassVar, Final
 from worker.importers import cline, goose, opencode, openhands, vscode_copilot
 from worker.importers.base import Converter
 from worker.importers.plugin import SNIFF_LINES, ConvertOptions, Importer, Record, json_objects
-from worker.importers.snapshot import SessionCache, Snapshot, SnapshotConverter
+from worker.importers.source_reading import ReadingConverter, SessionCache, SourceReading
 
 # VS Code and the editors built on it keep an extension's storage under these names.
 _EDITORS: Final = ("Code", "Code - Insiders", "VSCodium", "Cursor", "Windsurf")
@@ -68,10 +68,10 @@ def _folders_holding(root: Path, name: str) -> Iterator[Path]:
     return (found.parent for found in root.rglob(name))
 
 
-class SnapshotImporter(Importer):
+class ReadingImporter(Importer):
     """A source read whole on each change; subclasses say where and how to read it."""
 
-    def read(self, path: Path, cache: SessionCache) -> Snapshot:
+    def read(self, path: Path, cache: SessionCache) -> SourceReading:
         """The source as it is now; ``cache`` (one per converter) keeps what a reader
         may reuse of its earlier readings."""
         raise NotImplementedError
@@ -95,11 +95,11 @@ class SnapshotImporter(Importer):
 
     def converter(self, path: Path, options: ConvertOptions) -> Converter:
         cache = SessionCache()
-        read: Callable[[], Snapshot] = lambda: self.read(path, cache)  # noqa: E731
-        return SnapshotConverter(self.name, read, idle_s=options.idle_s)
+        read: Callable[[], SourceReading] = lambda: self.read(path, cache)  # noqa: E731
+        return ReadingConverter(self.name, read, idle_s=options.idle_s)
 
 
-class OpenCodeImporter(SnapshotImporter):
+class OpenCodeImporter(ReadingImporter):
     name: ClassVar[str] = "opencode"
     help: ClassVar[str] = "OpenCode's opencode.db and older storage/ tree ($XDG_DATA_HOME/opencode)"
     env_vars: ClassVar[tuple[str, ...]] = ("XDG_DATA_HOME",)
@@ -123,7 +123,7 @@ class OpenCodeImporter(SnapshotImporter):
             if (storage / "session").is_dir() and (storage / "message").is_dir():
                 yield storage
 
-    def read(self, path: Path, cache: SessionCache) -> Snapshot:
+    def read(self, path: Path, cache: SessionCache) -> SourceReading:
         if path.is_dir():
             return opencode.read_tree(path)
         return opencode.read_database(path, cache)
@@ -160,7 +160,7 @@ class KiloImporter(OpenCodeImporter):
         )  # fmt: skip
 
 
-class GooseImporter(SnapshotImporter):
+class GooseImporter(ReadingImporter):
     name: ClassVar[str] = "goose"
     help: ClassVar[str] = (
         "Goose's sessions.db and older sessions/*.jsonl ($GOOSE_PATH_ROOT or $XDG_DATA_HOME/goose)"
@@ -189,13 +189,13 @@ class GooseImporter(SnapshotImporter):
                 if self.detect(file, [fh.readline()]):
                     yield file
 
-    def read(self, path: Path, cache: SessionCache) -> Snapshot:
+    def read(self, path: Path, cache: SessionCache) -> SourceReading:
         if path.suffix == ".jsonl":
             return goose.read_jsonl(path)
         return goose.read_database(path, cache)
 
 
-class ClineImporter(SnapshotImporter):
+class ClineImporter(ReadingImporter):
     name: ClassVar[str] = "cline"
     help: ClassVar[str] = "Cline task folders (the editor's globalStorage, ~/.cline/data)"
     detect_order: ClassVar[int] = 53
@@ -220,7 +220,7 @@ class ClineImporter(SnapshotImporter):
                       _folders_holding(root, cline.UI_MESSAGES))  # fmt: skip
         return (task for task in found if cline.flavour(task) == self.flavour)
 
-    def read(self, path: Path, cache: SessionCache) -> Snapshot:
+    def read(self, path: Path, cache: SessionCache) -> SourceReading:
         return cline.read_task(path)
 
 
@@ -232,7 +232,7 @@ class RooCodeImporter(ClineImporter):
     extensions: ClassVar[tuple[str, ...]] = ("rooveterinaryinc.roo-cline", "kilocode.kilo-code")
 
 
-class OpenHandsImporter(SnapshotImporter):
+class OpenHandsImporter(ReadingImporter):
     name: ClassVar[str] = "openhands"
     help: ClassVar[str] = "OpenHands conversations, one JSON file per event (~/.openhands)"
     detect_order: ClassVar[int] = 55
@@ -252,11 +252,11 @@ class OpenHandsImporter(SnapshotImporter):
             if folder == root or folder.parent.name != openhands.SUBAGENTS
         )
 
-    def read(self, path: Path, cache: SessionCache) -> Snapshot:
+    def read(self, path: Path, cache: SessionCache) -> SourceReading:
         return openhands.read_conversation(path)
 
 
-class VSCodeCopilotImporter(SnapshotImporter):
+class VSCodeCopilotImporter(ReadingImporter):
     name: ClassVar[str] = "vscode-copilot"
     help: ClassVar[str] = (
         "VS Code Copilot Chat sessions (the editor's workspaceStorage/*/chatSessions)"
@@ -277,12 +277,12 @@ class VSCodeCopilotImporter(SnapshotImporter):
             for pattern in ("*.json", "*.jsonl"):
                 yield from root.rglob(f"{folder}/{pattern}")
 
-    def read(self, path: Path, cache: SessionCache) -> Snapshot:
+    def read(self, path: Path, cache: SessionCache) -> SourceReading:
         return vscode_copilot.read_chat(path)
 
     def converter(self, path: Path, options: ConvertOptions) -> Converter:
         # ``watch`` ends a quiet session after --idle-seconds: an unanswered last request
         # waits no longer than that.
         fresh_s = options.idle_s if options.idle_s is not None else vscode_copilot.FRESH_S
-        read: Callable[[], Snapshot] = lambda: vscode_copilot.read_chat(path, fresh_s=fresh_s)  # noqa: E731
-        return SnapshotConverter(self.name, read, idle_s=options.idle_s)
+        read: Callable[[], SourceReading] = lambda: vscode_copilot.read_chat(path, fresh_s=fresh_s)  # noqa: E731
+        return ReadingConverter(self.name, read, idle_s=options.idle_s)

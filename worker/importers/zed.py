@@ -46,16 +46,16 @@ import orjson
 from worker.importers import zstd
 from worker.importers.base import Problem, as_text, cut, iso_time, safe_id
 from worker.importers.readonly_db import columns, read_only, tables
-from worker.importers.snapshot import (
+from worker.importers.source_reading import (
     Item,
     SessionCache,
-    Snapshot,
+    SourceReading,
     SourceSession,
     field_of,
     parents_first,
     said,
 )
-from worker.importers.whole_sources import SnapshotImporter
+from worker.importers.whole_sources import ReadingImporter
 
 DATABASE: Final = "threads.db"
 PLACEHOLDER_TITLE: Final = "New Thread"
@@ -73,18 +73,18 @@ def zed_data_dir() -> Path:
     return Path(base or Path.home() / ".local" / "share") / "zed"
 
 
-def read_database(path: Path, cache: SessionCache | None = None) -> Snapshot:
+def read_database(path: Path, cache: SessionCache | None = None) -> SourceReading:
     """Every thread of a ``threads.db``, read in one transaction; with a ``cache``, a row
     whose ``updated_at`` and size did not change is not decoded again."""
-    snapshot = Snapshot()
+    reading = SourceReading()
     cache = SessionCache() if cache is None else cache
     compressed = 0  # zstd rows this Python cannot read
     decompress = zstd.decompressor()
     try:
         with read_only(path) as conn:
             if "threads" not in tables(conn):
-                snapshot.problems.append(Problem(str(path), 0, "not a Zed database: no threads"))
-                return snapshot
+                reading.problems.append(Problem(str(path), 0, "not a Zed database: no threads"))
+                return reading
             have = columns(conn, "threads")
             extra = ", ".join(c if c in have else f"NULL AS {c}" for c in _OPTIONAL)
             query = ("SELECT id, summary, updated_at, data_type, LENGTH(data) AS size, "
@@ -104,18 +104,18 @@ def read_database(path: Path, cache: SessionCache | None = None) -> Snapshot:
                         thread = _thread(info["data_type"], data, decompress)
                     except (ValueError, orjson.JSONDecodeError) as exc:
                         problem = f"thread {info['id']}: cannot read it: {exc}"
-                        snapshot.problems.append(Problem(str(path), 0, problem))
+                        reading.problems.append(Problem(str(path), 0, problem))
                         continue
                     session = cache.put(str(info["id"]), stamp, read_thread(info, thread))
-                snapshot.sessions.append(session)
+                reading.sessions.append(session)
     except sqlite3.Error as exc:
-        snapshot.problems.append(Problem(str(path), 0, f"cannot read the database: {exc}"))
+        reading.problems.append(Problem(str(path), 0, f"cannot read the database: {exc}"))
     if compressed:
-        snapshot.problems.append(Problem(str(path), 0, (
+        reading.problems.append(Problem(str(path), 0, (
             f"{compressed} threads are zstd-compressed and this Python has no zstd:"
             f" {zstd.INSTALL_HINT} to read them")))  # fmt: skip
-    snapshot.sessions = parents_first(snapshot.sessions)
-    return snapshot
+    reading.sessions = parents_first(reading.sessions)
+    return reading
 
 
 def _thread(
@@ -328,7 +328,7 @@ def looks_like_database(path: Path) -> bool:
         return False
 
 
-class ZedImporter(SnapshotImporter):
+class ZedImporter(ReadingImporter):
     name: ClassVar[str] = "zed"
     help: ClassVar[str] = "Zed's agent threads (threads/threads.db in Zed's data folder)"
     env_vars: ClassVar[tuple[str, ...]] = ("XDG_DATA_HOME", "FLATPAK_XDG_DATA_HOME")
@@ -343,5 +343,5 @@ class ZedImporter(SnapshotImporter):
     def sources(self, root: Path) -> Iterator[Path]:
         return (path for path in root.rglob(DATABASE) if looks_like_database(path))
 
-    def read(self, path: Path, cache: SessionCache) -> Snapshot:
+    def read(self, path: Path, cache: SessionCache) -> SourceReading:
         return read_database(path, cache)

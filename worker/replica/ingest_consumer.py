@@ -34,9 +34,9 @@ from contracts.redaction import REDACTION_ON, RedactionSpec
 from contracts.streams import ensure_events_stream as ensure_events_stream
 from contracts.subjects import Subjects
 from worker.replica.continuity import StreamDiverged, StreamState, bind, judge, stream_state
+from worker.replica.ingest_actor import IngestActor
 from worker.replica.ingest_feed import BACKLOG_FULL, DEFAULT_MAX_BACKLOG_BYTES, EventFeed
 from worker.retry import JETSTREAM, retry
-from worker.store.index.ingest import IngestActor
 from worker.store.index.writer_process import WRITER_MODES, open_index_writer
 from worker.store.protocol import IndexWriteStopped, Rejected, SessionIndexWriter
 from worker.tasks import cancel_and_wait, cancelled_from_outside

@@ -8,10 +8,10 @@ schema version, stream identity) and then:
 - it is corrupt or of a schema with no migration: it is rebuilt from the stream first
   (nothing sound to serve meanwhile), then opened;
 - it is sound but the stream moved on (re-created, reset, a gap): the old file is served as
-  it is while a new one is built beside it, and swapped in when caught up. The tools read
-  through ``ReplicaStore``, so the swap replaces the readers under them; reads running on
-  the old file finish there. ``state`` says which of opening, serving, rebuilding or stopped
-the replica is in.
+  it is while a new one is built beside it, and swapped in when caught up. The tools hold
+  the one store, which then reopens the path (``SqliteSessionStore.reopen``): requests from
+  then on read the new file, those running on the old one finish there. ``state`` says
+  which of opening, serving, rebuilding or stopped the replica is in.
 
 A divergence found later, after a consumer reset, is handled the same way (ingestion into
 the old file stops, the old file keeps serving, the new one is built and swapped in) with
@@ -36,7 +36,6 @@ from worker.replica import continuity, rebuild, snapshot_join
 from worker.replica.continuity import IndexPreflight, StreamDiverged, StreamState
 from worker.replica.ingest_consumer import EventConsumer, ensure_events_stream
 from worker.replica.rebuild import RebuildProgress
-from worker.replica.replica_store import ReplicaStore
 from worker.replica.semantic import SEMANTIC_ACTOR, EmbeddingFollower, load_embedder
 from worker.replica.snapshot_join import Join
 from worker.replica.snapshots import SnapshotPolicy, SnapshotPublisher
@@ -78,7 +77,7 @@ class IndexReplica:
         self._supervisor = supervisor
         self._lock = lock
         self.state: ReplicaState = "opening"
-        self.store = ReplicaStore(store)
+        self.store = store  # the same object across a rebuild: it reopens the new file
         self.writer: IndexWriter[Any] | None = None
         self.consumer: EventConsumer | None = None
         self.stream: StreamState | None = None
@@ -194,7 +193,7 @@ class IndexReplica:
         log.warning("serving the old index while a new one is built", reason=reason)
         await rebuild.build(self._nc, self._config, stream, reason=reason, progress=self.rebuild)
         await rebuild.swap(self._config, "replaced")
-        await self.store.swap(await _open_store(self._config, self.embedder))
+        await self.store.reopen()
         await self._start_ingest(stream)
         self.rebuild.running = False
 

@@ -24,8 +24,8 @@ import structlog
 
 from worker import retry
 from worker.config import WorkerConfig
-from worker.replica.replica_store import ReplicaStore
 from worker.settings import ConfigError
+from worker.store.sqlite import SqliteSessionStore
 
 log = structlog.get_logger("sessionquery.semantic")
 
@@ -78,7 +78,7 @@ def load_embedder(config: WorkerConfig) -> Any:
 class EmbeddingFollower:
     """The actor body: step the follower until cancelled."""
 
-    def __init__(self, db_path: Path, embedder: Any, store: ReplicaStore) -> None:
+    def __init__(self, db_path: Path, embedder: Any, store: SqliteSessionStore) -> None:
         self._db_path = db_path
         self._embedder = embedder
         self._store = store  # warmed first: the vectors of every workspace in memory

@@ -38,13 +38,9 @@ from worker.replica.snapshots import (
     listed,
     object_prefix,
 )
+from worker.store.errors import SnapshotRefused
 from worker.store.files import index_file
-from worker.store.files.snapshot import (
-    Expectation,
-    SnapshotManifest,
-    SnapshotRefused,
-    check_manifest,
-)
+from worker.store.files.snapshot_manifest import Expectation, SnapshotManifest, check_manifest
 
 log = structlog.get_logger("worker.replica.snapshot_join")
 
@@ -147,7 +143,7 @@ async def _join(
 async def _try_restore(
     nc: NATS, store: ObjectStore, info: api.ObjectInfo, db: Path, expect: Expectation
 ) -> SnapshotManifest | None:
-    from worker.store.files import snapshot
+    from worker.store.files import snapshot_restore
 
     started = time.monotonic()
     download = Path(f"{db}{_DOWNLOAD_SUFFIX}")
@@ -158,7 +154,12 @@ async def _try_restore(
         downloaded = time.monotonic()
         restored = await asyncio.to_thread(
             functools.partial(
-                snapshot.restore, download, digest, db, expect=expect, archive_sha256=written
+                snapshot_restore.restore,
+                download,
+                digest,
+                db,
+                expect=expect,
+                archive_sha256=written,
             )
         )
     except (SnapshotRefused, SnapshotDownloadFailed) as exc:

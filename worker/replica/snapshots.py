@@ -1,6 +1,6 @@
 """Snapshots in a JetStream object store: where they are kept, and their publishing.
 
-A worker publishes a snapshot of its index (``worker.store.files.snapshot``) every
+A worker publishes a snapshot of its index (``worker.store.files.snapshot_take``) every
 ``snapshot_every_s`` seconds and/or every ``snapshot_every_events`` applied events (0
 turns a trigger off; both 0: none published), when the index moved since the last one, to
 the bucket ``snapshot_bucket`` under ``<stream>/<partition label>/<stream seq>-<taken ms>``,
@@ -31,7 +31,8 @@ from nats.js.object_store import ObjectStore
 
 from contracts.partitions import PartitionSet
 from contracts.streams import partition_count_of
-from worker.store.files.snapshot import SnapshotManifest, SnapshotRefused
+from worker.store.errors import SnapshotRefused
+from worker.store.files.snapshot_manifest import SnapshotManifest
 
 log = structlog.get_logger("worker.replica.snapshots")
 
@@ -118,7 +119,7 @@ async def publish(
     nc: NATS, db: Path, policy: SnapshotPolicy, partitions: PartitionSet
 ) -> tuple[str, SnapshotManifest]:
     """Take a snapshot of the index at ``db`` and store it; prunes the older ones."""
-    from worker.store.files import snapshot
+    from worker.store.files import snapshot_take
 
     js = nc.jetstream()
     store = await bind_bucket(js, policy, create=True)
@@ -127,9 +128,11 @@ async def publish(
     started = time.monotonic()
     try:
 
-        def take() -> snapshot.Snapshot:
+        def take() -> snapshot_take.Snapshot:
             with staged.open("wb") as out:
-                return snapshot.take(db, out, partitions=partitions, redaction=policy.redaction)
+                return snapshot_take.take(
+                    db, out, partitions=partitions, redaction=policy.redaction
+                )
 
         taken = await asyncio.to_thread(take)
         name = object_name(taken.manifest.stream_name, partitions, taken.manifest)

@@ -1,8 +1,9 @@
 """The session store: the sessionQuery protocol, its SQLite provider with a tantivy search
-index, ingestion.
+index, the index writer (ingestion, which feeds it, is the replica's).
 
-The tools import the protocol and result types from here; only composition code (the CLI,
-the runtime, tests) imports the SQLite provider.
+The tools import the protocol and result types from here, and ``compile_query``, the pure
+function that compiles a search's text before the store is asked; only composition code
+(the CLI, the runtime, tests) imports the SQLite provider.
 """
 
 from worker.store.errors import GenerationChanged, InvalidCursor, InvalidQuery, StoreError
@@ -31,10 +32,12 @@ from worker.store.protocol import (
     SessionIndexWriter,
     SessionQueryService,
     SessionSearchPage,
+    Staged,
     StoredEvent,
     SurfaceName,
     TitleObservation,
 )
+from worker.store.search.query import compile_query
 
 __all__ = [
     "ApplyResult",
@@ -63,9 +66,11 @@ __all__ = [
     "SessionIndexWriter",
     "SessionQueryService",
     "SessionSearchPage",
+    "Staged",
     "StoreError",
     "StoredEvent",
     "SurfaceName",
     "TitleObservation",
+    "compile_query",
     "split_excerpt",
 ]

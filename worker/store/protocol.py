@@ -14,14 +14,15 @@ Over 400 lines: one contract (the reads, the writer, their types) every provider
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from contracts.partitions import PartitionScope
 from worker.signals import ExecutionSignal
 
-# Re-exported: the writer protocol's errors (their home is worker.store.errors).
+# Re-exported: the writer protocol's errors (their home is worker.store.errors), and what a
+# search takes (compiled by the pure ``worker.store.compile_query``, never by the store).
 from worker.store.errors import BatchNotAttempted as BatchNotAttempted
 from worker.store.errors import IndexWriteStopped as IndexWriteStopped
 from worker.store.search.query import CompiledQuery as CompiledQuery
@@ -261,14 +262,9 @@ class SessionQueryService(Protocol):
 
     async def generation(self, *, signal: ExecutionSignal) -> Generation: ...
 
-    def compile_query(self, query: str) -> CompiledQuery:
-        """``query`` compiled for the searches (they never compile it again); raises
-        ``InvalidQuery`` (with a model-readable message) when it has nothing the provider
-        can search. No I/O."""
-
     async def search_sessions(
         self,
-        query: CompiledQuery | str,
+        query: CompiledQuery,
         *,
         cwd: str,
         sessions: SessionFilter,
@@ -279,15 +275,16 @@ class SessionQueryService(Protocol):
     ) -> SessionSearchPage:
         """Full-text search across the sessions whose cwd equals ``cwd``, grouped by session.
 
-        The cwd filter is applied inside SQL before any LIMIT. ``query`` is compiled by
-        ``compile_query`` (text is compiled here): ``InvalidQuery`` when nothing is searchable.
-        A cursor from another epoch raises ``GenerationChanged``.
+        The cwd filter is applied inside SQL before any LIMIT. ``query`` was compiled by the
+        caller (``CompiledQuery(text, compile_query(text))``: a pure function, no store, no
+        I/O; ``InvalidQuery`` when nothing is searchable), once per request. A cursor from
+        another epoch raises ``GenerationChanged``.
         """
         ...
 
     async def search_events(
         self,
-        query: CompiledQuery | str,
+        query: CompiledQuery,
         *,
         session_id: str,
         events: EventFilter,
@@ -384,6 +381,17 @@ class ApplyResult:
     last_stream_seq: int = 0
 
 
+@dataclass(frozen=True, slots=True)
+class Staged:
+    """A batch its writer checked, ready to write (the writer's own batch type stays inside:
+    the in-process writer's, the writer child's frame, a test double's items)."""
+
+    apply: Callable[[], Awaitable[ApplyResult]]
+    # Sent while the batch before is in flight, tried only if that one committed
+    # (``BatchNotAttempted`` otherwise). None: the writer cannot take it early.
+    apply_chained: Callable[[], Awaitable[ApplyResult]] | None = None
+
+
 class SessionIndexWriter(Protocol):
     """The single writer of the index, used by ingestion and maintenance commands."""
 
@@ -401,10 +409,12 @@ class SessionIndexWriter(Protocol):
         """The SESSIONS stream sequence through which the index is complete."""
         ...
 
-    async def apply(self, items: Sequence[IngestItem]) -> ApplyResult:
-        """Validate and apply a batch in one transaction, storing the last stream sequence
-        in the same transaction. Duplicate ``(session_id, seq)`` is a no-op; invalid events
-        are returned as ``rejected`` with a reason and the rest still apply."""
+    def stage(self, items: Sequence[IngestItem]) -> Staged:
+        """A batch, the one way in: ``items`` checked as far as can be apart from writing
+        them (CPU only, on the caller's thread; a message that fails the checks is rejected,
+        not raised), ready for ``Staged.apply``: one transaction that also stores the last
+        stream sequence. Duplicate ``(session_id, seq)`` is a no-op; invalid events are
+        returned as ``rejected`` with a reason and the rest still apply."""
         ...
 
     async def purge(

@@ -16,7 +16,7 @@ import orjson
 from worker.store.event_codec import PREVIEW_SOURCE_BYTES as PREVIEW_SOURCE_BYTES
 from worker.store.event_codec import PREVIEW_SOURCE_CHARS as PREVIEW_SOURCE_CHARS
 from worker.store.protocol import EventFilter, SessionFilter
-from worker.store.tables import EVENT_NAMES, HEADER_NAMES
+from worker.store.tables import EVENT_NAMES, HEADER_NAMES, TYPE_INDEXES
 
 HEADER_COLS: Final = ", ".join(f"s.{name} AS {name}" for name in HEADER_NAMES)
 # (name, expression), in EVENT_NAMES order.
@@ -48,7 +48,15 @@ GENERATION: Final = (
     " (SELECT value FROM meta WHERE key = 'stream_seq') AS seq"
 )
 
-LATEST_SEQ_OF_TYPE: Final = "SELECT max(seq) AS seq FROM events WHERE session_id = ? AND type = ?"
+# By type: a type with an index of its own is named in the statement (a partial index is
+# used for a literal, never for a parameter); None: any other type, a parameter.
+LATEST_SEQ_OF_TYPE: Final[dict[str | None, str]] = {
+    **{
+        kind: f"SELECT max(seq) AS seq FROM events WHERE session_id = ? AND type = '{kind}'"
+        for kind in TYPE_INDEXES
+    },
+    None: "SELECT max(seq) AS seq FROM events WHERE session_id = ? AND type = ?",
+}
 
 # A session without a title: the text of its first few message/user events (a JSON array,
 # kept by the writer), from which the tools derive one.

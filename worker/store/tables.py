@@ -66,6 +66,12 @@ DELETIONS_AFTER: Final = (
 
 # -- events -------------------------------------------------------------------------------
 
+# The event types a read asks for by type, each with a partial index of its rows
+# (``schema``): a session's last step (the request path's ``latest_seq_of_type``) and its
+# user messages before an event (``SEARCH_EVENTS_AFTER``'s first prompt). A read of
+# another type walks the session's events by (session_id, seq).
+TYPE_INDEXES: Final = {"message/user": "events_user", "step/start": "events_step"}
+
 EVENT_IDS: Final = "SELECT id AS id FROM events"
 NEWEST_EVENT_ID: Final = "SELECT coalesce(max(id), 0) FROM events"
 EVENTS_IN_ORDER: Final = (

@@ -26,6 +26,7 @@ from worker.store import (
     SessionQueryService,
     SessionSearchPage,
     TitleObservation,
+    compile_query,
 )
 from worker.tools.definitions import Admitted, Caller
 from worker.tools.errors import ERROR_TABLE, tool_failed
@@ -146,9 +147,12 @@ class ToolContext:
         return memo.caller
 
     def compile_query(self, query: str) -> CompiledQuery:
-        """Compiled once, at admission: an unsearchable query is an argument error, never
-        "no results"."""
-        return self.boundary.check("compile_query", lambda: self.service.compile_query(query))
+        """Compiled once, at admission, by the pure function (the store is asked only with
+        the compiled query): an unsearchable query is an argument error, never "no
+        results"."""
+        return self.boundary.check(
+            "compile_query", lambda: CompiledQuery(query, compile_query(query))
+        )
 
     async def prepare_search(self, admitted: Admitted[Any], signal: ExecutionSignal) -> None:
         """What a search needs before it may take the exclusive lane: its admission's

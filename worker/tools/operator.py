@@ -35,6 +35,7 @@ from worker.store import (
     SessionHeader,
     SessionQueryService,
     TitleObservation,
+    compile_query,
     split_excerpt,
 )
 from worker.store.operator import OperatorReads, SessionListFilter
@@ -213,7 +214,7 @@ class OperatorQueries:
         if args.workspace is None:
             # The tools never search across sessions without a cwd; neither does this.
             raise ToolError(ErrorCode.INVALID_ARGUMENTS, "Search needs a workspace with a cwd.")
-        query = self._store.compile_query(args.query)  # refused here, compiled once
+        query = CompiledQuery(args.query, compile_query(args.query))  # refused here, once
         if args.session_id is not None:
             return await self._search_session(args, query, args.session_id, signal)
         sessions = SessionFilter(

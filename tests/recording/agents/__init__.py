@@ -65,12 +65,18 @@ class Recipe:
     # The Python version (e.g. "3.13") a PyPI agent's venv is made with, when it needs
     # another than the one running the recorder (Vibe needs 3.12, Kimi CLI 3.13 here).
     python: str | None = None
+    # Packages a PyPI agent needs in its venv beside what it declares (e.g. a setuptools
+    # that still has pkg_resources, which Open Interpreter imports without declaring it).
+    extra_packages: tuple[str, ...] = ()
     expect: Mapping[str, Any] = field(default_factory=dict)  # RECORDED.json's expect
     # Files the agent writes under session_dir that are not sessions (settings, caches).
     exclude: tuple[str, ...] = ()
     # Run inside, before the first step: e.g. the agent's settings file in HOME.
     prepare: Callable[[RunContext], None] | None = None
     note: str = ""  # what RECORDED.json should say about this recording
+    # A PyPI agent whose pinned requirements the registry no longer offers: pin -> the one
+    # installed instead (its requirements are then installed, with these, apart from it).
+    requirement_swaps: Mapping[str, str] = field(default_factory=dict)
     # The agent's own prompt text its files copy: left out of the fixture (scrub.py).
     own_text: OwnText = field(default_factory=OwnText)
 

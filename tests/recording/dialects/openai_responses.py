@@ -200,7 +200,15 @@ def responses(match: re.Match[str], body: dict[str, Any], script: Script) -> Htt
         opened = {**item, "status": "in_progress"}
         if item["type"] == "message":
             opened["content"] = []
+        elif item["type"] == "function_call":
+            opened["arguments"] = ""  # as OpenAI streams it: the arguments follow as deltas
         chunks.append(event("response.output_item.added", {"output_index": index, "item": opened}))
+        if item["type"] == "function_call":
+            ids = {"item_id": item["id"], "output_index": index}
+            delta = {**ids, "delta": item["arguments"]}
+            chunks.append(event("response.function_call_arguments.delta", delta))
+            done_args = {**ids, "arguments": item["arguments"]}
+            chunks.append(event("response.function_call_arguments.done", done_args))
         if item["type"] == "reasoning":
             for piece in pieces(reply.reasoning):
                 chunks.append(

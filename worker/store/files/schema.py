@@ -26,12 +26,19 @@ if TYPE_CHECKING:
 # The one place the index layout's version lives. Bump it with every layout change and add
 # the step from the version before to ``MIGRATIONS`` when one can be done in place; without
 # a step, an index of the older version is rebuilt from the stream (``version_action``).
-SCHEMA_VERSION: Final = 6
+SCHEMA_VERSION: Final = 7
 
 # A session's first few message/user texts, each cut, kept with its header (tables.py
 # holds the count: the search index reads it too).
 TITLE_PROMPTS: Final = tables.TITLE_PROMPTS
 TITLE_PROMPT_CHARS: Final = 400
+
+# A partial index per type a read asks for by type: (session_id, seq) of that type's rows,
+# with the type (the reads name it: covering).
+_TYPE_INDEXES_DDL: Final = "\n".join(
+    f"CREATE INDEX IF NOT EXISTS {name} ON events (session_id, seq, type) WHERE type = '{kind}';"
+    for kind, name in tables.TYPE_INDEXES.items()
+)
 
 # version -> the statements that take a file of that version to the next one, or the
 # function that does (a step that needs Python: packing every event).
@@ -100,6 +107,13 @@ UPDATE meta SET value = 5 WHERE key = 'schema_version';
     # with the store's dictionary, ``zdict``); ``body`` and ``raw_json`` dropped (the text
     # was stored twice, uncompressed). The searchable text is derived where it is read.
     5: lambda conn: _pack_events(conn),
+    # 7 (issue 41): the index of every event's type (7% of the store) replaced by partial
+    # indexes of the types a read asks for (``tables.TYPE_INDEXES``: 2% of it).
+    6: f"""
+DROP INDEX IF EXISTS events_session_type;
+{_TYPE_INDEXES_DDL}
+UPDATE meta SET value = 7 WHERE key = 'schema_version';
+""",
 }
 
 # Events sampled to train the dictionary of a migrated store.
@@ -192,8 +206,9 @@ def migrate(conn: Database) -> int:
                     if statement.strip():
                         conn.run(statement)
         version += 1
-    if found < 6 <= SCHEMA_VERSION:
-        # The rewritten events table left the old one's pages free: give them back.
+    if found < 7 <= SCHEMA_VERSION:
+        # The rewritten events table (6) and the dropped index (7) left their pages free:
+        # give them back.
         conn.run("VACUUM")
     return found
 
@@ -244,7 +259,7 @@ CREATE INDEX IF NOT EXISTS sessions_parent ON sessions (parent_session_id);
 
 {_EVENTS_V6};
 {event_codec.ZDICT_DDL};
-CREATE INDEX IF NOT EXISTS events_session_type ON events (session_id, type, seq);
+{_TYPE_INDEXES_DDL}
 -- (session_id, seq) took the place of (session_id, replaced_seq).
 CREATE TABLE IF NOT EXISTS replacements (
     session_id   TEXT NOT NULL,

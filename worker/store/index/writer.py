@@ -22,9 +22,8 @@ the pipe in the process.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from types import TracebackType
@@ -37,7 +36,7 @@ from worker.store.index.batch import BatchChecker, PreparedBatch, reason_kind
 from worker.store.index.writer_core import WriterCore
 from worker.store.index.writer_limits import DEFAULT_LIMITS, WriterLimits
 from worker.store.index.writer_open import IndexFileReplaced
-from worker.store.protocol import ApplyResult, Generation, IngestItem, SessionIndexWriter
+from worker.store.protocol import ApplyResult, Generation, IngestItem, SessionIndexWriter, Staged
 
 __all__ = [
     "BatchChecker",
@@ -45,7 +44,6 @@ __all__ = [
     "IndexWriter",
     "PreparedBatch",
     "SqliteIndexWriter",
-    "Staged",
     "ThreadTransport",
     "WriterCore",
     "WriterTransport",
@@ -99,16 +97,6 @@ class WriterTransport(Protocol[B]):
         ...
 
 
-@dataclass(frozen=True, slots=True)
-class Staged:
-    """A batch its writer checked, ready to write (the writer's batch type stays inside)."""
-
-    apply: Callable[[], Awaitable[ApplyResult]]
-    # Sent while the batch before is in flight, tried only if that one committed
-    # (``BatchNotAttempted`` otherwise). None: the writer cannot take it early.
-    apply_chained: Callable[[], Awaitable[ApplyResult]] | None = None
-
-
 class IndexWriter(SessionIndexWriter, Generic[B]):
     """The index's only writer, over a transport (see the module docstring)."""
 
@@ -154,12 +142,15 @@ class IndexWriter(SessionIndexWriter, Generic[B]):
         await self._transport.sync_search()
 
     async def apply(self, items: Sequence[IngestItem]) -> ApplyResult:
+        """``items`` checked and written at once (the maintenance commands, the tests)."""
         return await self.apply_prepared(self.prepare(items))
 
     def prepare(self, items: Sequence[IngestItem]) -> B:
         return self._transport.prepare(items)
 
     def stage(self, items: Sequence[IngestItem]) -> Staged:
+        """Checked here, on the caller's thread; written by ``Staged.apply``, or sent behind
+        the batch in flight by ``Staged.apply_chained`` (both transports chain)."""
         batch = self.prepare(items)
         return Staged(partial(self.apply_prepared, batch), partial(self.apply_chained, batch))
 

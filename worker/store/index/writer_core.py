@@ -44,7 +44,7 @@ from worker.store.index.writer_fold import (
     SESSION_COLUMNS,
     SESSION_NAMES,
     BatchRows,
-    SessionHeader,
+    HeaderFold,
     fold_batch,
 )
 from worker.store.index.writer_limits import DEFAULT_LIMITS, MIB, WriterLimits
@@ -361,17 +361,17 @@ class WriterCore:
         if rows.rejected:
             conn.run_many(_INSERT_DEADLETTER, rows.deadletters())
 
-    def _load_sessions(self, ids: Iterable[str]) -> dict[str, SessionHeader]:
+    def _load_sessions(self, ids: Iterable[str]) -> dict[str, HeaderFold]:
         wanted = sorted(ids)
-        found: dict[str, SessionHeader] = {}
+        found: dict[str, HeaderFold] = {}
         for start in range(0, len(wanted), _CHUNK):
             chunk = wanted[start : start + _CHUNK]
             marks = ",".join("?" * len(chunk))
             sql = f"SELECT {_SESSION_SELECT} FROM sessions WHERE session_id IN ({marks})"
             stored, at = self.conn.rows(sql, chunk)
-            values = at.getter(SESSION_NAMES)  # in SessionHeader's field order
+            values = at.getter(SESSION_NAMES)  # in HeaderFold's field order
             for r in stored:
-                header = SessionHeader(*values(r))
+                header = HeaderFold(*values(r))
                 found[header.session_id] = header
         return found
 

@@ -18,7 +18,7 @@ from worker.store.files import schema
 from worker.store.index.batch import CheckedEvent, reason_kind, reject
 from worker.store.protocol import Availability, Rejected
 
-# The ``sessions`` columns, in ``SessionHeader``'s field order.
+# The ``sessions`` columns, in ``HeaderFold``'s field order.
 SESSION_NAMES: Final = (
     "session_id",
     "cwd",
@@ -40,7 +40,7 @@ EventRow = tuple[int, str, int, str, str, str, int, int, str]
 
 
 @dataclass(slots=True)
-class SessionHeader:
+class HeaderFold:
     """A session's header while a batch folds into it (mutable on purpose, batch-local).
     The fields are ``SESSION_NAMES`` in order."""
 
@@ -85,7 +85,7 @@ class BatchRows:
     events: list[EventRow] = field(default_factory=list)
     replacements: list[tuple[str, int, int]] = field(default_factory=list)
     citations: list[tuple[str, int, str, int]] = field(default_factory=list)
-    sessions: list[SessionHeader] = field(default_factory=list)
+    sessions: list[HeaderFold] = field(default_factory=list)
     rejected: list[Rejected] = field(default_factory=list)
     duplicates: int = 0
 
@@ -95,7 +95,7 @@ class BatchRows:
 
 def fold_batch(
     fresh: Sequence[CheckedEvent | Rejected],
-    sessions: dict[str, SessionHeader],
+    sessions: dict[str, HeaderFold],
     *,
     next_id: int,
 ) -> BatchRows:
@@ -103,7 +103,7 @@ def fold_batch(
     holds the stored headers of the batch's sessions and is updated in place; ``next_id``
     is the first free event id."""
     rows = BatchRows()
-    touched: dict[str, SessionHeader] = {}
+    touched: dict[str, HeaderFold] = {}
     for p in fresh:
         if isinstance(p, Rejected):
             rows.rejected.append(p)
@@ -131,7 +131,7 @@ def fold_batch(
     return rows
 
 
-def fold_event(session: SessionHeader | None, ev: CheckedEvent) -> SessionHeader | str:
+def fold_event(session: HeaderFold | None, ev: CheckedEvent) -> HeaderFold | str:
     """The session's header with ``ev`` folded in, or why ``ev`` is refused."""
     sid = ev.session_id
     if ev.key is not None:
@@ -148,7 +148,7 @@ def fold_event(session: SessionHeader | None, ev: CheckedEvent) -> SessionHeader
             return f"unknown session {sid}: seq {ev.seq} ({ev.type}) before its session/start"
         if ev.seq != 1:
             return f"session/start at seq {ev.seq} in session {sid}: it must be seq 1"
-        return SessionHeader(
+        return HeaderFold(
             session_id=sid,
             cwd=ev.cwd,
             ws=schema.workspace_token(ev.cwd),

@@ -49,6 +49,12 @@ _CJK_CLASS: Final = (
 _CJK_RUN: Final = re.compile(f"[{_CJK_CLASS}]+")
 _HAS_CJK: Final = re.compile(f"[{_CJK_CLASS}]")
 _CYRILLIC: Final = re.compile("[\u0400-\u04ff]")
+# An English possessive at the end of a query term ("Caroline's", "parents'"): the term
+# asks for its owner, who is named bare as often as with the clitic ("my grandma").
+_POSSESSIVE: Final = re.compile(r"(?<=\w)['\u2019](?:s\b)?(?=\W*$)", re.IGNORECASE)
+# Russian noun endings that say the plural whatever the case (the Snowball stem removes
+# them): a plural query word's other plural forms count as its exact form.
+_RUSSIAN_PLURAL: Final = ("ы", "ов", "ев", "ей", "ам", "ям", "ами", "ями", "ах", "ях")
 # Identifier parts: "HTTPServer" -> HTTP Server, "maxAttempts2" -> max Attempts2.
 _PART: Final = re.compile(r"[A-Z]+(?![a-z])\d*|[A-Z]?[a-z]+\d*|\d+|[^\W\d_A-Za-z]+\d*")
 
@@ -91,6 +97,28 @@ def _stem(lowered: str) -> str:
             _stems.clear()
         _stems[lowered] = found
     return found
+
+
+def without_possessive(term: str) -> str:
+    """A query term without an English possessive clitic ("grandma's" -> "grandma"): as
+    written it analyses into a phrase of the name and ``s``, which an event naming the
+    owner bare ("a gift from my grandma") does not hold."""
+    return _POSSESSIVE.sub("", term)
+
+
+def exact_forms(word: Word) -> tuple[str, ...]:
+    """The tokens that count as ``word``'s exact form for the exact-form bonus: the word
+    itself, and for a plural Russian noun its other plural forms (``тесты`` -> ``тестов``,
+    ``тестам`` ...): Russian marks the case in the ending, so the exact form of a plural
+    asked in the nominative is rarely in the text, and the plural is what tells a
+    sentence about the tests from one about a test (the stem holds both)."""
+    if word.cjk or not _CYRILLIC.search(word.exact) or len(word.derived) != 1:
+        return (word.exact,)
+    stem = word.derived[0]
+    ending = word.exact[len(stem) :] if word.exact.startswith(stem) else ""
+    if ending not in _RUSSIAN_PLURAL:
+        return (word.exact,)
+    return (word.exact, *(stem + e for e in _RUSSIAN_PLURAL if stem + e != word.exact))
 
 
 def _analyze_plain(word: str) -> Word:

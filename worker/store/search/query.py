@@ -96,9 +96,9 @@ class QueryPlan:
 
 @dataclass(frozen=True, slots=True)
 class CompiledQuery:
-    """A model's search text and its plan, compiled once per request (the provider's
-    ``compile_query``): the tools carry it from admission to the search, which never
-    compiles it again."""
+    """A model's search text and its plan, compiled once per request (``compile_query``, a
+    pure function ``worker.store`` exports): the tools carry it from admission to the
+    store's search, which never compiles it again."""
 
     text: str
     plan: QueryPlan
@@ -158,7 +158,9 @@ def _times_apart(
 def _plan_term(term: _Term) -> PlanTerm:
     # A sentence's closing punctuation is not part of the word the reply names.
     shown = term.text if term.quoted else time_words.bare(term.text) or term.text
-    return PlanTerm(text=shown, words=tuple(analysis.words(term.text)), quoted=term.quoted)
+    # An unquoted possessive asks for its owner ("grandma's gift": grandma); quoted, as written.
+    text = term.text if term.quoted else analysis.without_possessive(term.text) or term.text
+    return PlanTerm(text=shown, words=tuple(analysis.words(text)), quoted=term.quoted)
 
 
 def _lex(text: str) -> list[_Term | _Or]:

@@ -12,7 +12,7 @@ from typing import Final
 
 import tantivy
 
-from worker.store.search import ranking
+from worker.store.search import analysis, ranking
 from worker.store.search.query import PlanTerm, QueryPlan
 from worker.store.search.search_index import (
     CONVERSATION_MARK,
@@ -150,6 +150,14 @@ class QueryBuilder:
     def _exact(self, term: PlanTerm) -> tantivy.Query:
         return _phrase("ex", [self._key + w.exact for w in term.words])
 
+    def _exact_form(self, term: PlanTerm) -> tantivy.Query:
+        """What earns the exact-form bonus: the words as written, or for a one-word term
+        any form ``analysis.exact_forms`` counts as the same (a Russian plural's)."""
+        if len(term.words) != 1 or term.quoted:
+            return self._exact(term)
+        forms = analysis.exact_forms(term.words[0])
+        return _any([_term("ex", self._key + form) for form in forms])
+
     def group(self, group: Sequence[PlanTerm]) -> tantivy.Query:
         return _any([self.term(t) for t in group])
 
@@ -218,7 +226,7 @@ class QueryBuilder:
             else:
                 scoring.append(_const(query, ranking.COVER_SCALE * cover))
             if exact:
-                scoring.append(_const(_any([self._exact(t) for t in group]), exact))
+                scoring.append(_const(_any([self._exact_form(t) for t in group]), exact))
         if all_bit:
             scoring.append(_const(_all(required), ranking.ALL_BIT))
         phrase = ranking.phrase_tokens(self.plan)

@@ -25,7 +25,11 @@ def generation(tx: Tx) -> Generation:
 
 
 def latest_seq_of_type(tx: Tx, session_id: str, event_type: str) -> int | None:
-    found, at = tx.read(sql.LATEST_SEQ_OF_TYPE, (session_id, event_type))
+    statement = sql.LATEST_SEQ_OF_TYPE.get(event_type)
+    if statement is None:
+        found, at = tx.read(sql.LATEST_SEQ_OF_TYPE[None], (session_id, event_type))
+    else:
+        found, at = tx.read(statement, (session_id,))
     value = found[0][at["seq"]]
     return int(value) if value is not None else None
 

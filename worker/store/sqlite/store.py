@@ -12,6 +12,7 @@ of ``reads`` or ``search``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from functools import partial
@@ -72,10 +73,11 @@ class SqliteSessionStore:
         # read_titles runs on the loop's thread (run_inline): one observation for all ids.
         self._limits = replace(limits, title_read_workers=1)
         self._location = location
-        self._search: SearchIndexReader | None = None
+        self._search = _SearchFile(location)
         self._semantic: tuple[SemanticModel, VectorReader] | None = None
         self._loop = asyncio.get_running_loop()
         self._committed = asyncio.Event()
+        self._reopening = asyncio.Lock()
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -93,6 +95,22 @@ class SqliteSessionStore:
     async def close(self) -> None:
         """Close every reader once it is back in the pool (running reads finish first)."""
         await self._pool.close()
+
+    async def reopen(self) -> None:
+        """Read the file now at this store's path from the next request on: a rebuild put a
+        new one in its place (``worker.replica.rebuild``). A request holds the readers of the
+        file it began on (its pool and search index are taken when it starts), and those
+        close once the requests on them are done."""
+        async with self._reopening:
+            pool = await ReaderPool.open(self._location, len(self._pool.readers))
+            old, self._pool, self._readers = self._pool, pool, pool.readers
+            self._search = _SearchFile(self._location)
+            if self._semantic is not None:
+                embedder = self._semantic[0]
+                self._semantic = (embedder, VectorReader(vectors_path(self._location)))
+            self._wake()  # a wait for a sequence may be answered by the new file
+            with contextlib.suppress(Exception):
+                await old.close()
 
     async def __aenter__(self) -> SqliteSessionStore:
         return self
@@ -171,11 +189,12 @@ class SqliteSessionStore:
         """Ancestors and descendant trees. A lineage of up to ``LOOP_LINEAGE_ROWS`` chain
         and tree rows (nearly all) is read on the loop's thread like a key lookup; the walk
         is capped there, and one that reaches the cap is read again whole on a reader."""
+        pool = self._pool  # both reads of one file, even across a reopen
         work = partial(reads.lineage, session_id=session_id, cap=LOOP_LINEAGE_ROWS)
-        found = self._pool.run_inline(signal, work, one_statement=True)
+        found = pool.run_inline(signal, work, one_statement=True)
         if isinstance(found, Truncated):
             work = partial(reads.lineage, session_id=session_id, cap=-1)  # -1: no LIMIT
-            found = await self._pool.run_on_reader(signal, work)
+            found = await pool.run_on_reader(signal, work)
         assert not isinstance(found, Truncated)
         return found
 
@@ -212,18 +231,12 @@ class SqliteSessionStore:
 
     def search_indexed_through(self) -> int | None:
         """The stream sequence the search index is complete through (None: not built)."""
-        reader = self._search_reader()
+        reader = self._search.reader()
         return None if reader is None else reader.refresh().stream_seq
 
     def _search_has(self, event_id: int) -> bool:
-        reader = self._search_reader()
+        reader = self._search.reader()
         return reader is not None and reader.refresh().event_id >= event_id
-
-    def _search_reader(self) -> SearchIndexReader | None:
-        """The search index reader, opened on first use (the writer creates the index)."""
-        if self._search is None:
-            self._search = SearchIndexReader.open(self._location)
-        return self._search
 
     # -- search (on a reader) ----------------------------------------------------------
 
@@ -245,20 +258,9 @@ class SqliteSessionStore:
         embedder, reader = self._semantic
         return SemanticQuery(embedder, reader, query, early=False)
 
-    def compile_query(self, query: str) -> CompiledQuery:
-        return CompiledQuery(query, compile_query(query))
-
-    def _search_index(self) -> SearchIndexReader:
-        """The search index as of its latest commit."""
-        reader = self._search_reader()
-        if reader is None:
-            raise StoreError("the search index is not built yet")
-        reader.refresh()
-        return reader
-
     async def search_sessions(
         self,
-        query: CompiledQuery | str,
+        query: CompiledQuery,
         *,
         cwd: str,
         sessions: SessionFilter,
@@ -270,24 +272,24 @@ class SqliteSessionStore:
         """Cross-session search. ``events.seq_from/seq_to`` only apply to one session, so
         they are ignored here."""
         signal.raise_if_aborted()
-        query, plan = _compiled(query)
-        binding = cursors.binding("sessions", query, cwd, sessions, events)
+        text, plan = query.text, query.plan
+        binding = cursors.binding("sessions", text, cwd, sessions, events)
         paging = search.Paging(cursor, binding, self._page_size(page_size))
         work = partial(
             search.sessions_page,
-            index=self._search_index,
+            index=self._search.latest,  # this file's, even across a reopen
             plan=plan,
             paging=paging,
             cwd=cwd,
             sessions=sessions,
             events=events,
-            semantic=self._semantic_query(query, plan),
+            semantic=self._semantic_query(text, plan),
         )
         return await self._pool.run_on_reader(signal, work)
 
     async def search_events(
         self,
-        query: CompiledQuery | str,
+        query: CompiledQuery,
         *,
         session_id: str,
         events: EventFilter,
@@ -297,19 +299,19 @@ class SqliteSessionStore:
         scope_to_seq: int | None = None,
     ) -> EventSearchPage | None:
         signal.raise_if_aborted()
-        query, plan = _compiled(query)
+        text, plan = query.text, query.plan
         scope = session_id if scope_to_seq is None else f"{session_id}:{scope_to_seq}"
-        binding = cursors.binding("events", query, scope, None, events)
+        binding = cursors.binding("events", text, scope, None, events)
         paging = search.Paging(cursor, binding, self._page_size(page_size))
         work = partial(
             search.events_page,
-            index=self._search_index,
+            index=self._search.latest,  # this file's, even across a reopen
             plan=plan,
             paging=paging,
             session_id=session_id,
             events=events,
             scope_to_seq=scope_to_seq,
-            semantic=self._semantic_query(query, plan),
+            semantic=self._semantic_query(text, plan),
         )
         return await self._pool.run_on_reader(signal, work)
 
@@ -397,9 +399,23 @@ class SqliteSessionStore:
         return self._pool.run_inline(signal, work, one_statement=True)
 
 
-def _compiled(query: CompiledQuery | str) -> tuple[str, QueryPlan]:
-    """The text and plan of a search: as the tools compiled it, else compiled now (a
-    caller that passes text: the operator reads, the benches)."""
-    if isinstance(query, CompiledQuery):
-        return query.text, query.plan
-    return query, compile_query(query)
+class _SearchFile:
+    """The search index beside one index file, opened on first use (the writer creates
+    it)."""
+
+    def __init__(self, location: str) -> None:
+        self._location = location
+        self._reader: SearchIndexReader | None = None
+
+    def reader(self) -> SearchIndexReader | None:
+        if self._reader is None:
+            self._reader = SearchIndexReader.open(self._location)
+        return self._reader
+
+    def latest(self) -> SearchIndexReader:
+        """The search index as of its latest commit."""
+        reader = self.reader()
+        if reader is None:
+            raise StoreError("the search index is not built yet")
+        reader.refresh()
+        return reader
