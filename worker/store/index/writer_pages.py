@@ -30,6 +30,8 @@ from typing import Final
 
 import structlog
 
+from worker.memory import trim_allocator
+
 log = structlog.get_logger(__name__)
 
 MADV_PAGEOUT: Final = 21
@@ -48,15 +50,6 @@ def _madvise() -> Callable[[int, int, int], int] | None:
     fn.restype = ctypes.c_int
     call: Callable[[int, int, int], int] = fn
     return call
-
-
-def _malloc_trim() -> Callable[[int], int] | None:
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        trim: Callable[[int], int] = libc.malloc_trim
-    except (OSError, AttributeError):
-        return None  # not glibc
-    return trim
 
 
 def mappings_under(directory: Path, maps: str) -> list[tuple[int, int]]:
@@ -81,7 +74,6 @@ class SearchPager:
         self.directory = directory
         self._madvise = _madvise()
         self.disabled = self._madvise is None
-        self._trim = _malloc_trim()
         self.calls = 0
 
     def release(self) -> int:
@@ -112,8 +104,7 @@ class SearchPager:
     def release_all(self) -> None:
         """The search index's pages, then the allocator's free pages."""
         self.release()
-        if self._trim is not None:
-            self._trim(0)
+        trim_allocator()
 
     def start(self, every_s: float) -> threading.Event | None:
         """A daemon thread releasing every ``every_s``; set the event to stop it. None
