@@ -54,6 +54,7 @@ TARGET_WORKER_MIB: Final = 300.0  # serve + writer child, peak RSS
 TARGET_TREE_MIB: Final = 512.0  # serve + writer + embedded nats-server
 TARGET_DISK_RATIO: Final = 1.2  # stream + store + index against the source bytes
 SAMPLE_S: Final = 0.2
+PARTS_STEP_KIB: Final = 1024
 MIB: Final = 2**20
 
 
@@ -66,6 +67,8 @@ class ProcStats:
     peak_rss_kib: int = 0
     peak_anon_kib: int = 0  # RssAnon: the process's own memory, without mapped file pages
     cpu_s: float = 0.0
+    # What its RSS was made of at its VmRSS peak (``rss_parts``), KiB by part.
+    peak_parts: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -76,9 +79,10 @@ class TreeSampler:
     procs: dict[int, ProcStats] = field(default_factory=dict)
     tree_peak_kib: int = 0
     worker_peak_kib: int = 0  # serve + writer, sampled together
+    worker_anon_peak_kib: int = 0  # their RssAnon, sampled together
 
     def sample(self) -> None:
-        tree = worker = 0
+        tree = worker = worker_anon = 0
         for pid in _descendants(self.root):
             found = _rss_kib(pid)
             if found is None:
@@ -87,6 +91,10 @@ class TreeSampler:
             stats = self.procs.get(pid)
             if stats is None:
                 stats = self.procs[pid] = ProcStats(_role(pid, self.root), pid)
+            if rss >= stats.peak_rss_kib + PARTS_STEP_KIB or not stats.peak_parts:
+                # Read at a new peak only (a MiB above the last): smaps costs the kernel a
+                # walk of the process's mappings.
+                stats.peak_parts = rss_parts(pid) or stats.peak_parts
             stats.peak_rss_kib = max(stats.peak_rss_kib, rss)
             stats.peak_anon_kib = max(stats.peak_anon_kib, anon)
             with contextlib.suppress(OSError):
@@ -94,8 +102,10 @@ class TreeSampler:
             tree += rss
             if stats.role != "nats-server":
                 worker += rss
+                worker_anon += anon
         self.tree_peak_kib = max(self.tree_peak_kib, tree)
         self.worker_peak_kib = max(self.worker_peak_kib, worker)
+        self.worker_anon_peak_kib = max(self.worker_anon_peak_kib, worker_anon)
 
     def by_role(self) -> dict[str, ProcStats]:
         """One entry per role (a writer restarted mid-run: its largest peak, CPU summed)."""
@@ -104,9 +114,12 @@ class TreeSampler:
             seen = out.get(stats.role)
             if seen is None:
                 out[stats.role] = ProcStats(
-                    stats.role, stats.pid, stats.peak_rss_kib, stats.peak_anon_kib, stats.cpu_s
-                )
+                    stats.role, stats.pid, stats.peak_rss_kib, stats.peak_anon_kib, stats.cpu_s,
+                    dict(stats.peak_parts),
+                )  # fmt: skip
             else:
+                if stats.peak_rss_kib > seen.peak_rss_kib:
+                    seen.peak_parts = dict(stats.peak_parts)
                 seen.peak_rss_kib = max(seen.peak_rss_kib, stats.peak_rss_kib)
                 seen.peak_anon_kib = max(seen.peak_anon_kib, stats.peak_anon_kib)
                 seen.cpu_s += stats.cpu_s
@@ -137,6 +150,37 @@ def _rss_kib(pid: int) -> tuple[int, int] | None:
     if "VmRSS" not in values:
         return None
     return values["VmRSS"], values.get("RssAnon", values["VmRSS"])
+
+
+def rss_parts(pid: int) -> dict[str, int]:
+    """A process's RSS by part (KiB), from /proc/<pid>/smaps: ``anonymous`` (heap, arenas,
+    stacks), ``search index`` (its mapped segment files), ``store`` (the SQLite file),
+    ``libraries`` (mapped code) and ``other files``. Empty when the process is gone."""
+    parts: Counter[str] = Counter()
+    part = "anonymous"
+    try:
+        text = Path(f"/proc/{pid}/smaps").read_text()
+    except OSError:
+        return {}
+    for line in text.splitlines():
+        head = line.split(None, 5)
+        if head and "-" in head[0] and len(head) >= 5 and ":" in head[3]:
+            part = _part_of(head[5] if len(head) == 6 else "")
+        elif line.startswith("Rss:"):
+            parts[part] += int(line.split()[1])
+    return dict(parts)
+
+
+def _part_of(name: str) -> str:
+    if not name.startswith("/"):
+        return "anonymous"  # [heap], [stack], [anon:...], arenas and maps of no file
+    if ".search/" in name:
+        return "search index"
+    if name.endswith((".sqlite", ".sqlite-shm")):
+        return "store"
+    if ".so" in name or "/bin/" in name:
+        return "libraries"
+    return "other files"
 
 
 def _role(pid: int, root: int) -> str:
@@ -305,10 +349,12 @@ async def run(
                 "peak_rss_mib": s.peak_rss_kib / 1024,
                 "peak_anon_mib": s.peak_anon_kib / 1024,
                 "cpu_s": s.cpu_s,
+                "peak_parts_mib": {k: v / 1024 for k, v in s.peak_parts.items()},
             }
             for role, s in sampler.by_role().items()
         }
         m["worker_peak_mib"] = sampler.worker_peak_kib / 1024
+        m["worker_anon_peak_mib"] = sampler.worker_anon_peak_kib / 1024
         m["tree_peak_mib"] = sampler.tree_peak_kib / 1024
         if shape:
             m["shape"] = await asyncio.to_thread(corpus_shape, source)
@@ -434,6 +480,15 @@ def summary(result: dict[str, Any]) -> dict[str, Any]:
         info[f"{role} (pid {p['pid']}) peak RSS / RssAnon MiB, CPU s"] = (
             f"{p['peak_rss_mib']:.0f} / {p['peak_anon_mib']:.0f}, {p['cpu_s']:.1f}"
             f" ({p['cpu_s'] / m['events'] * 1e6:.0f} us/event)"
+        )
+        parts = p.get("peak_parts_mib") or {}
+        if parts:
+            info[f"{role} at its peak, MiB"] = ", ".join(
+                f"{k} {v:.0f}" for k, v in sorted(parts.items(), key=lambda kv: -kv[1])
+            )
+    if "worker_anon_peak_mib" in m:
+        info["serve + writer peak RSS / RssAnon MiB (sampled together)"] = (
+            f"{m['worker_peak_mib']:.0f} / {m['worker_anon_peak_mib']:.0f}"
         )
     for part, size in m["disk"].items():
         info[f"disk {part} MB (x source)"] = f"{size / 1e6:,.1f} ({size / source:.2f}x)"

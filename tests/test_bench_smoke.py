@@ -766,3 +766,20 @@ async def test_archive_bench_end_to_end(tmp_path: Path) -> None:
     assert all(m["disk"][part] > 0 for part in ("stream", "store", "index"))
     assert m["disk"]["snapshots"] == 0  # none in a short run
     assert m["shape"]["events"] == 1_500
+
+
+def test_archive_rss_parts_name_the_search_index_pages(tmp_path: Path) -> None:
+    import mmap
+    import os
+
+    from bench import archive
+
+    segment = tmp_path / "index.sqlite.search" / "seg.idx"
+    segment.parent.mkdir()
+    segment.write_bytes(os.urandom(2 * 2**20))
+    with segment.open("rb") as fh, mmap.mmap(fh.fileno(), 0, prot=mmap.PROT_READ) as mapped:
+        assert len(bytes(mapped)) == 2 * 2**20  # every page touched
+        parts = archive.rss_parts(os.getpid())
+    assert parts["search index"] >= 2048
+    assert parts["anonymous"] > 0 and parts["libraries"] > 0
+    assert archive.rss_parts(2**22 + 1) == {}  # no such process

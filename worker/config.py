@@ -87,6 +87,15 @@ class WorkerConfig(BaseModel):
         ge=1,
         description="message bytes a batch holds at most (a batch of big events closes sooner)",
     )
+    ingest_mailbox_size: int = Field(
+        2000, ge=1, description="messages waiting for the index writer at most (the mailbox)"
+    )
+    ingest_backlog_mib: int = Field(
+        8,
+        ge=1,
+        description="what the stream's feed holds at most beyond the mailbox; when full it"
+        " pauses and resumes from where it stopped",
+    )
     # The writer's memory, part by part (worker.store.index.writer_limits).
     writer_search_heap_mib: int = Field(
         32, ge=16, description="the search index writer's indexing memory before it flushes (>= 16)"
@@ -100,6 +109,12 @@ class WorkerConfig(BaseModel):
     )
     writer_analysis_cache_words: int = Field(
         50_000, ge=1, description="distinct words whose search analysis the writer keeps"
+    )
+    writer_release_ms: int = Field(
+        500,
+        ge=0,
+        description="how often the writer child gives back memory it no longer uses: the search"
+        " index pages its merges mapped, the allocator's free pages (0: never)",
     )
     ingest_writer: Literal["process", "thread"] = Field(
         "process",

@@ -25,6 +25,15 @@ def release_memory() -> None:
         trim(0)
 
 
+def trim_allocator() -> None:
+    """The allocator's free pages given back (malloc_trim, every arena), without the
+    collection: for threads that allocate natively (the writer child's release thread,
+    ``worker.store.index.writer_pages``). A no-op where libc has no malloc_trim."""
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
+
+
 def rss_anon_kib() -> int | None:
     """This process's RssAnon (its own memory) from /proc, or None where there is none."""
     try:

@@ -7,6 +7,9 @@ process.
 
 from __future__ import annotations
 
+import asyncio
+import mmap
+import os
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +23,7 @@ from worker.replica.writer_settings import writer_limits
 from worker.store.index.writer import SqliteIndexWriter
 from worker.store.index.writer_core import QUIET_COMMIT_GAP_S, WriterCore
 from worker.store.index.writer_limits import LIMITS_ENV, MIB, WriterLimits
+from worker.store.index.writer_pages import THREAD_NAME, SearchPager, mappings_under
 from worker.store.index.writer_process import ProcessIndexWriter
 from worker.store.protocol import IngestItem, Rejected
 from worker.store.search import analysis, search_index
@@ -30,6 +34,7 @@ LIMITS = WriterLimits(
     sqlite_cache_mib=3,
     sqlite_mmap_mib=5,
     analysis_cache_words=50,
+    release_ms=250,
 )
 
 
@@ -89,6 +94,8 @@ def test_limits_refuse_what_tantivy_or_sqlite_would() -> None:
         WriterLimits(search_heap_mib=8)
     with pytest.raises(ValueError, match="negative"):
         WriterLimits(sqlite_cache_mib=-1)
+    with pytest.raises(ValueError, match="negative"):
+        WriterLimits(release_ms=-1)
     assert WriterLimits.from_json(LIMITS.to_json()) == LIMITS
 
 
@@ -99,6 +106,7 @@ def test_worker_settings_map_to_the_writer_limits() -> None:
         writer_sqlite_cache_mib=3,
         writer_sqlite_mmap_mib=5,
         writer_analysis_cache_words=50,
+        writer_release_ms=250,
     )
     assert writer_limits(config) == LIMITS
     assert writer_limits(WorkerConfig()) == WriterLimits()
@@ -155,3 +163,79 @@ def test_a_quiet_writer_commits_at_most_every_quiet_gap(tmp_path: Path) -> None:
         assert wait is not None and 0.2 < wait <= QUIET_COMMIT_GAP_S
     finally:
         core.close()
+
+
+def _mapped_kib(path: Path) -> int:
+    """The RSS of this process's mappings of ``path`` (KiB), from /proc/self/smaps."""
+    total, inside = 0, False
+    for line in Path("/proc/self/smaps").read_text().splitlines():
+        head = line.split(None, 5)
+        if head and "-" in head[0] and len(head) >= 5 and ":" in head[3]:
+            inside = len(head) == 6 and head[5] == str(path)
+        elif inside and line.startswith("Rss:"):
+            total += int(line.split()[1])
+    return total
+
+
+def test_the_pager_gives_back_the_mapped_pages_of_search_files_alone(tmp_path: Path) -> None:
+    search_dir, other_dir = tmp_path / "index.sqlite.search", tmp_path / "other"
+    search_dir.mkdir()
+    other_dir.mkdir()
+    files = {d: d / "seg.idx" for d in (search_dir, other_dir)}
+    maps = []
+    for path in files.values():
+        path.write_bytes(os.urandom(4 * MIB))
+        with path.open("rb") as fh:
+            maps.append(mmap.mmap(fh.fileno(), 0, prot=mmap.PROT_READ))
+    try:
+        content = [bytes(m) for m in maps]  # every page touched
+        assert min(_mapped_kib(p) for p in files.values()) >= 4096
+        pager = SearchPager(search_dir)
+        if pager.disabled:
+            pytest.skip("no madvise here")
+        assert pager.release() >= 4 * MIB
+        if pager.disabled:
+            pytest.skip("MADV_PAGEOUT refused here (an older kernel)")
+        assert _mapped_kib(files[search_dir]) < 1024  # given back
+        assert _mapped_kib(files[other_dir]) >= 4096  # not a search file: kept
+        assert [bytes(m) for m in maps] == content  # read again, the same bytes
+    finally:
+        for m in maps:
+            m.close()
+
+
+def test_maps_lines_name_the_search_files_only() -> None:
+    maps = (
+        "7f0000000000-7f0000004000 r--s 00000000 fd:01 12 /h/index.sqlite.search/a.idx\n"
+        "7f0000004000-7f0000005000 r--s 00000000 fd:01 13 /h/index.sqlite.search2/b.idx\n"
+        "7f0000005000-7f0000006000 rw-p 00000000 00:00 0 \n"
+        "7f0000006000-7f0000008000 r--p 00000000 fd:01 14 /h/index.sqlite\n"
+    )
+    assert mappings_under(Path("/h/index.sqlite.search"), maps) == [(0x7F0000000000, 0x4000)]
+
+
+def _thread_names(pid: int) -> set[str]:
+    return {(task / "comm").read_text().strip() for task in Path(f"/proc/{pid}/task").iterdir()}
+
+
+async def test_the_writer_child_runs_its_pager(tmp_path: Path) -> None:
+    writer = await ProcessIndexWriter.open(tmp_path / "index.sqlite", limits=LIMITS)
+    try:
+        pid = writer.pid
+        assert pid is not None
+        for _ in range(100):  # the thread names itself as it starts
+            if THREAD_NAME in _thread_names(pid):
+                break
+            await asyncio.sleep(0.05)
+        assert THREAD_NAME in _thread_names(pid)
+    finally:
+        await writer.close()
+    off = WriterLimits(release_ms=0)
+    writer = await ProcessIndexWriter.open(tmp_path / "index.sqlite", limits=off)
+    try:
+        pid = writer.pid
+        assert pid is not None
+        await asyncio.sleep(0.5)
+        assert THREAD_NAME not in _thread_names(pid)
+    finally:
+        await writer.close()

@@ -37,6 +37,11 @@ class FeedBacklog:
     def __len__(self) -> int:
         return self._entries
 
+    @property
+    def size_bytes(self) -> int:
+        """The bytes its entries not yet taken hold (what the process holds for them)."""
+        return len(self._buffer) - self._read
+
     def add_message(self, stream_seq: int, subject: str, data: bytes) -> None:
         self._add(stream_seq, subject.encode(), data)
 

@@ -35,7 +35,7 @@ from contracts.streams import ensure_events_stream as ensure_events_stream
 from contracts.subjects import Subjects
 from worker.replica.continuity import StreamDiverged, StreamState, bind, judge, stream_state
 from worker.replica.ingest_actor import IngestActor
-from worker.replica.ingest_feed import EventFeed
+from worker.replica.ingest_feed import BACKLOG_FULL, DEFAULT_MAX_BACKLOG_BYTES, EventFeed
 from worker.retry import JETSTREAM, retry
 from worker.store.index.writer_process import WRITER_MODES, open_index_writer
 from worker.store.protocol import IndexWriteStopped, Rejected, SessionIndexWriter
@@ -61,6 +61,7 @@ class EventConsumer:
         batch_ms: int = 50,
         batch_bytes: int = 8 * 2**20,
         mailbox_size: int = 5000,
+        backlog_bytes: int = DEFAULT_MAX_BACKLOG_BYTES,
         idle_heartbeat_s: float = 2.0,
         on_fatal: Callable[[Exception], None] | None = None,
         stop_drain_s: float = 5.0,
@@ -77,6 +78,7 @@ class EventConsumer:
         self.stream: StreamState | None = None
         self._subjects = subjects
         self._idle_heartbeat_s = idle_heartbeat_s
+        self._backlog_bytes = backlog_bytes
         self.actor = IngestActor(
             writer,
             dead_letter=self._dead_letter,
@@ -194,6 +196,7 @@ class EventConsumer:
             start_seq=self._next_seq,
             idle_heartbeat_s=self._idle_heartbeat_s,
             filters=self._filters(),
+            max_backlog_bytes=self._backlog_bytes,
         )
         try:
             await feed.open()
@@ -217,6 +220,10 @@ class EventConsumer:
                 await feed.close()
             # Read once closed: its backlog is handed on until then.
             self._next_seq = feed.next_seq
+            if reason == BACKLOG_FULL:
+                # Backpressure, not a loss: the next feed goes on from where this one ended.
+                log.debug("ingest feed backlog full", from_seq=self._next_seq)
+                continue
             log.warning("ingest consumer reset", reason=reason, from_seq=self._next_seq)
             # A reset may be the stream replaced or cut under us: check before going on.
             await self._retrying(lambda: self.check_continuity(js))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from typing import Final
 
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
@@ -20,6 +21,11 @@ from contracts.subjects import Subjects
 from worker.replica.feed_backlog import FeedBacklog
 from worker.store.protocol import IngestItem
 from worker.tasks import cancel_and_wait
+
+# What a feed holds at most beyond the mailbox (``EventFeed``); ``--ingest-backlog-mib``.
+DEFAULT_MAX_BACKLOG_BYTES: Final = 8 * 2**20
+# Why a feed whose backlog reached its bound ended (the pump opens the next one).
+BACKLOG_FULL: Final = "backlog full"
 
 
 class EventFeed:
@@ -36,6 +42,12 @@ class EventFeed:
     ``FeedBacklog`` (bytes, not nats-py's queued ``Msg`` objects: ``feed_backlog`` says why),
     and a drain task hands it on in order, answering each flow-control request when it
     reaches it, so backpressure holds the server as before.
+
+    The server's flow-control window did not bound that backlog (measured on an archive
+    import: 36 MB waiting in serve); ``max_backlog_bytes`` does. Once the backlog holds that
+    much, the feed unsubscribes and takes nothing more (what was in flight is dropped, never
+    accepted), hands on what it holds, then ends with ``BACKLOG_FULL``; the pump opens the
+    next feed from ``next_seq``, so nothing is lost or fetched twice but what was in flight.
     """
 
     def __init__(
@@ -48,7 +60,10 @@ class EventFeed:
         start_seq: int,
         idle_heartbeat_s: float,
         filters: list[str] | None = None,
+        max_backlog_bytes: int = DEFAULT_MAX_BACKLOG_BYTES,
     ) -> None:
+        if max_backlog_bytes < 1:
+            raise ValueError("max_backlog_bytes must be at least 1")
         self._nc = nc
         self._js = js
         self._subjects = subjects
@@ -59,6 +74,10 @@ class EventFeed:
         self.next_seq = start_seq
         self._accepted_seq = start_seq  # the next stream sequence to accept from the server
         self._backlog = FeedBacklog()
+        self._max_backlog = max_backlog_bytes
+        # Set once the backlog reached its bound: nothing more is taken from this feed.
+        self._full = False
+        self._unsubscribing: asyncio.Task[None] | None = None
         self._drain: asyncio.Task[None] | None = None  # handing the backlog on, in order
         self._inbox = self._nc.new_inbox()
         self._sub: Subscription | None = None
@@ -121,9 +140,10 @@ class EventFeed:
         self._end("closed")
         if self._drain is not None:
             await cancel_and_wait(self._drain)
-        if self._sub is not None:
-            with contextlib.suppress(Exception):
-                await self._sub.unsubscribe()
+        if self._unsubscribing is not None:
+            await self._unsubscribing
+        else:
+            await self._unsubscribe()
         if self._consumer is not None:
             # Best effort: the server drops an inactive consumer by itself anyway.
             with contextlib.suppress(Exception):
@@ -131,8 +151,8 @@ class EventFeed:
 
     async def _on_message(self, msg: Msg) -> None:
         # Runs for every message: kept to the few steps each one needs.
-        if self._ended.done():
-            return
+        if self._ended.done() or self._full:
+            return  # a full feed ends once its backlog is handed on: the next one resends
         self._received += 1
         data = msg.data
         if not data:
@@ -159,7 +179,17 @@ class EventFeed:
             except asyncio.QueueFull:
                 pass
         self._backlog.add_message(stream_seq, msg.subject, data)
+        if self._backlog.size_bytes >= self._max_backlog:
+            self._full = True
+            # Unsubscribed at once: what the server would send up to its window (tens of MB)
+            # would only be dropped and sent again to the next feed.
+            self._unsubscribing = asyncio.create_task(self._unsubscribe())
         self._start_drain()
+
+    async def _unsubscribe(self) -> None:
+        if self._sub is not None:
+            with contextlib.suppress(Exception):
+                await self._sub.unsubscribe()
 
     async def _reply(self, subject: str) -> None:
         """Answer a control request once every message before it has been handed on."""
@@ -182,6 +212,8 @@ class EventFeed:
                     continue
                 await self._mailbox.put(entry)
                 self.next_seq = entry.stream_seq + 1
+            if self._full:
+                self._end(BACKLOG_FULL)
         except Exception:
             # The connection closed under a reply: the pump opens a new feed from next_seq.
             self._end("a flow-control answer could not be sent")

@@ -126,6 +126,8 @@ async def _ingest_until_caught_up(
         batch_size=config.ingest_batch_size,
         batch_ms=config.ingest_batch_ms,
         batch_bytes=config.ingest_batch_bytes,
+        mailbox_size=config.ingest_mailbox_size,
+        backlog_bytes=config.ingest_backlog_mib * 2**20,
         partitions=config.partitions,
         redaction=config.redaction_spec(),
     )

@@ -13,4 +13,5 @@ def writer_limits(config: WorkerConfig) -> WriterLimits:
         sqlite_cache_mib=config.writer_sqlite_cache_mib,
         sqlite_mmap_mib=config.writer_sqlite_mmap_mib,
         analysis_cache_words=config.writer_analysis_cache_words,
+        release_ms=config.writer_release_ms,
     )

@@ -34,6 +34,7 @@ from worker.store.files.index_file import IndexFileError
 from worker.store.index.writer_core import WriterCore
 from worker.store.index.writer_limits import WriterLimits
 from worker.store.index.writer_open import IndexFileReplaced
+from worker.store.index.writer_pages import SearchPager
 from worker.store.index.writer_wire import (
     CHAINED,
     HEADER,
@@ -54,6 +55,7 @@ from worker.store.index.writer_wire import (
     frame,
 )
 from worker.store.protocol import BatchNotAttempted
+from worker.store.search.search_index import search_index_path
 
 log = structlog.get_logger(__name__)
 
@@ -260,6 +262,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     from worker.logs import configure_logging
 
     configure_logging()
+    # Before the index opens: a rebuild's merges there map segments too.
+    pager = SearchPager(search_index_path(args.db)).start(WriterLimits.from_env().release_ms / 1000)
     try:
         core = _open(args, replies)
     except BrokenPipeError:
@@ -271,4 +275,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         return 0  # the parent is gone; whatever committed stays committed
     finally:
+        if pager is not None:
+            pager.set()
         core.close()

@@ -16,7 +16,11 @@ writer within 300 MiB (measured: ``docs/operations.md``, "Sizing"):
   in the process's RSS; the writer reads little, so none by default);
 - ``analysis_cache_words``: distinct words whose analysis is kept (a Zipf-like vocabulary
   hits the cache; pasted hashes and ids do not, and are what fills it: on the archive
-  corpus 50,000 and 4,000,000 words missed alike, 3% of the tokens; ~550 bytes a word).
+  corpus 50,000 and 4,000,000 words missed alike, 3% of the tokens; ~550 bytes a word);
+- ``release_ms``: how often the writer child gives back what it no longer uses
+  (``writer_pages``; 0: never): the search index's file pages its merges mapped, which
+  otherwise count in its RSS and grow with the segments merged, and the allocator's free
+  pages.
 
 The serving process passes them to its writer child in the environment
 (``LIMITS_ENV``), beside the redaction settings.
@@ -44,11 +48,20 @@ class WriterLimits:
     sqlite_cache_mib: int = 16
     sqlite_mmap_mib: int = 0
     analysis_cache_words: int = 50_000
+    release_ms: int = 500
 
     def __post_init__(self) -> None:
         if self.search_heap_mib < MIN_SEARCH_HEAP_MIB:
             raise ValueError(f"search_heap_mib must be at least {MIN_SEARCH_HEAP_MIB}")
-        if min(self.search_commit_ms, self.sqlite_cache_mib, self.sqlite_mmap_mib) < 0:
+        if (
+            min(
+                self.search_commit_ms,
+                self.sqlite_cache_mib,
+                self.sqlite_mmap_mib,
+                self.release_ms,
+            )
+            < 0
+        ):
             raise ValueError("writer limits must not be negative")
         if self.analysis_cache_words < 1:
             raise ValueError("analysis_cache_words must be at least 1")
