@@ -126,7 +126,7 @@ def _sample_docs(conn: Database, count: int, body_cap: int) -> list[dict[str, An
             break
         values = at.getter(tables.SEARCH_DOCUMENT_NAMES)
         for row in rows:
-            docs.append(search_schema._document(values(row), body_cap).to_dict())
+            docs.append(search_schema.event_document(values(row), body_cap).to_dict())
         after = int(rows[-1][at["id"]])
     return docs
 

@@ -141,7 +141,7 @@ class _Preparer:
             )  # fmt: skip
             # The follower's own document builder: analysed fields, workspace-prefixed.
             doc_row = (rid, sid, seq, kind, surface, t_ms, rid, ws, raw, None, None)
-            out.docs.append(search_schema._document(doc_row, self.cap - 4))
+            out.docs.append(search_schema.event_document(doc_row, self.cap - 4))
             out.repl.extend((sid, seq, pos) for pos in ev.get("replaces", ()))
             out.cites.extend((sid, seq, c["session_id"], c["seq"]) for c in ev.get("cites", ()))
             touched[sid] = tuple(header)

@@ -99,7 +99,7 @@ SELECT e.id AS id, e.session_id AS session_id, e.seq AS seq, e.type AS type,
 FROM events e JOIN sessions s ON s.session_id = e.session_id
 WHERE e.id > :after ORDER BY e.id LIMIT :limit
 """
-# The columns ``search_schema._document`` takes, in its order.
+# The columns ``search_schema.event_document`` takes, in its order.
 SEARCH_DOCUMENT_NAMES: Final = (
     "id",
     "session_id",

@@ -26,10 +26,10 @@ import tantivy
 from worker.store import tables
 from worker.store.database import Database
 from worker.store.search.search_schema import (
-    _META_SID,
+    POSITION_SID,
     SEARCH_INDEX_VERSION,
     Position,
-    _document,
+    event_document,
     open_index,
     read_position,
 )
@@ -72,7 +72,7 @@ class SearchIndexWriter:
             committed.event_id, committed.deletion_id, committed.stream_seq, uid
         )
         self._committed = self._position
-        self._progress = _Progress()
+        self._catch_up_log = _CatchUpLog()
         self._dirty = committed.uid != uid  # a fresh index records its uid at once
         self._last_commit = time.monotonic()
 
@@ -133,7 +133,7 @@ class SearchIndexWriter:
         )
         values = at.getter(tables.SEARCH_DOCUMENT_NAMES)
         for row in rows:
-            writer.add_document(_document(values(row), self._body_cap))
+            writer.add_document(event_document(values(row), self._body_cap))
         last_id = int(rows[-1][at["id"]]) if rows else self._position.event_id
         if rows and len(rows) == max_events:
             # More may follow: the stream sequence covered is the last added event's.
@@ -146,7 +146,7 @@ class SearchIndexWriter:
             self._dirty = True
         if self._dirty:
             self._position = Position(last_id, deletion_id, stream_seq, self._position.uid)
-        self._progress.step(len(rows), lambda: self._remaining(last_id))
+        self._catch_up_log.step(len(rows), lambda: self._remaining(last_id))
         return len(rows)
 
     def _remaining(self, last_id: int) -> int:
@@ -165,9 +165,9 @@ class SearchIndexWriter:
             return
         position = self._position
         writer = self._live_writer()
-        writer.delete_documents_by_term("sid", _META_SID)
+        writer.delete_documents_by_term("sid", POSITION_SID)
         meta = tantivy.Document()
-        meta.add_text("sid", _META_SID)
+        meta.add_text("sid", POSITION_SID)
         meta.add_unsigned("id", position.event_id)
         meta.add_unsigned("deleted", position.deletion_id)
         meta.add_unsigned("sseq", position.stream_seq)
@@ -224,7 +224,7 @@ class SearchIndexWriter:
                 writer.wait_merging_threads()
 
 
-class _Progress:
+class _CatchUpLog:
     """Logs a long catch-up (a rebuild) every few seconds: done, left, rate, ETA."""
 
     _EVERY_S: Final = 5.0

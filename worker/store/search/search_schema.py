@@ -46,7 +46,7 @@ from worker.store.search.text import searchable_text
 SEARCH_INDEX_VERSION: Final = 4
 _TOKENIZER: Final = "sq_whitespace"
 # The reserved document holding the follower's position (ids never contain "~").
-_META_SID: Final = "~meta"
+POSITION_SID: Final = "~meta"
 # What one event contributes to the index at most: the whole event (events are at most
 # 1 MiB by the ingest limit), unlike the store's 64 KiB searchable-text column.
 INDEX_TEXT_CAP_BYTES: Final = 1 << 20
@@ -121,7 +121,7 @@ class Position:
 
 
 def read_position(searcher: tantivy.Searcher) -> Position:
-    query = tantivy.Query.term_query(SCHEMA, "sid", _META_SID)
+    query = tantivy.Query.term_query(SCHEMA, "sid", POSITION_SID)
     hits = searcher.search(query, 1, count=False).hits
     if not hits:
         return Position()
@@ -134,7 +134,7 @@ def read_position(searcher: tantivy.Searcher) -> Position:
     )
 
 
-def _document(row: Sequence[Any], body_cap: int) -> tantivy.Document:
+def event_document(row: Sequence[Any], body_cap: int) -> tantivy.Document:
     """The event's document. Its text is the store's searchable text (what excerpts read,
     cut at the store's cap), or, when that was cut (``body_cap``: the cap less a margin),
     the whole payload's, up to ``INDEX_TEXT_CAP_BYTES``."""
