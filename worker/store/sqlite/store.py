@@ -1,12 +1,11 @@
 """``SqliteSessionStore``: the ``SessionQueryService`` over one SQLite index file.
 
-Over 400 lines: the whole protocol over one file, each method deciding where its read runs.
-
 Every operation runs as ONE read transaction (or one SELECT, which reads one snapshot),
 returning the session header read in that same transaction with every payload. Each method
 chooses where its transaction runs (``ReaderPool.run_inline`` for bounded key lookups,
 ``run_on_reader`` for reads whose cost grows with the corpus) and hands the pool a function
-of ``reads`` or ``search``.
+of ``reads`` or ``search``. The operator's reads are ``operator_reads.SqliteOperatorReads``,
+which this class extends; the files its searches read, ``search_files.SearchFiles``.
 """
 
 from __future__ import annotations
@@ -35,16 +34,12 @@ from worker.store.protocol import (
     SessionSearchPage,
     TitleObservation,
 )
-from worker.store.search.hybrid import SemanticQuery
-from worker.store.search.query import QueryPlan
-from worker.store.search.semantic.fusion import skips_semantic
 from worker.store.search.semantic.model import SemanticModel
-from worker.store.search.semantic.vectors import VectorReader, vectors_path
 from worker.store.sqlite import cursors, reads, search
 from worker.store.sqlite.lineage import Truncated
 from worker.store.sqlite.operator_reads import SqliteOperatorReads
 from worker.store.sqlite.pool import ReaderPool
-from worker.store.sqlite.search_file import SearchFile
+from worker.store.sqlite.search_files import SearchFiles
 
 # Another process may commit (no in-process notification), so waiting also polls.
 WAIT_POLL_S: Final = 0.05
@@ -63,8 +58,7 @@ class SqliteSessionStore(SqliteOperatorReads):
         # read_titles runs on the loop's thread (run_inline): one observation for all ids.
         self._limits = replace(limits, title_read_workers=1)
         self._location = location
-        self._search = SearchFile(location)
-        self._semantic: tuple[SemanticModel, VectorReader] | None = None
+        self._search = SearchFiles(location)
         self._loop = asyncio.get_running_loop()
         self._committed = asyncio.Event()
         self._reopening = asyncio.Lock()
@@ -94,10 +88,7 @@ class SqliteSessionStore(SqliteOperatorReads):
         async with self._reopening:
             pool = await ReaderPool.open(self._location, len(self._pool.readers))
             old, self._pool, self._readers = self._pool, pool, pool.readers
-            self._search = SearchFile(self._location)
-            if self._semantic is not None:
-                embedder = self._semantic[0]
-                self._semantic = (embedder, VectorReader(vectors_path(self._location)))
+            self._search = self._search.reopened()
             self._wake()  # a wait for a sequence may be answered by the new file
             with contextlib.suppress(Exception):
                 await old.close()
@@ -231,22 +222,12 @@ class SqliteSessionStore(SqliteOperatorReads):
     # -- search (on a reader) ----------------------------------------------------------
 
     def attach_semantic(self, embedder: SemanticModel) -> None:
-        """Hybrid search from now on (issue 21): the model embeds each query, the vector
-        file beside the index (``<db>.vectors``, filled by ``SemanticFollower``) answers."""
-        self._semantic = (embedder, VectorReader(vectors_path(self._location)))
+        """Hybrid search from now on (issue 21): ``SearchFiles.attach_semantic``."""
+        self._search.attach_semantic(embedder)
 
     def warm_semantic(self) -> int:
         """Load every workspace's vectors into memory (blocking; run it on a thread)."""
-        return 0 if self._semantic is None else self._semantic[1].warm()
-
-    def _semantic_query(self, query: str, plan: QueryPlan) -> SemanticQuery | None:
-        """The query's semantic side (embedded only when the lexical search leaves it open,
-        ``worker.store.search.hybrid``); None when semantic search is off or the query is an
-        identifier (``fusion.skips_semantic``)."""
-        if self._semantic is None or skips_semantic(plan):
-            return None
-        embedder, reader = self._semantic
-        return SemanticQuery(embedder, reader, query, early=False)
+        return self._search.warm_semantic()
 
     async def search_sessions(
         self,
@@ -273,7 +254,7 @@ class SqliteSessionStore(SqliteOperatorReads):
             cwd=cwd,
             sessions=sessions,
             events=events,
-            semantic=self._semantic_query(text, plan),
+            semantic=self._search.semantic_query(text, plan),
         )
         return await self._pool.run_on_reader(signal, work)
 
@@ -301,6 +282,6 @@ class SqliteSessionStore(SqliteOperatorReads):
             session_id=session_id,
             events=events,
             scope_to_seq=scope_to_seq,
-            semantic=self._semantic_query(text, plan),
+            semantic=self._search.semantic_query(text, plan),
         )
         return await self._pool.run_on_reader(signal, work)
