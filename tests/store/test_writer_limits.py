@@ -22,7 +22,7 @@ from worker.store.index.writer_core import QUIET_COMMIT_GAP_S, WriterCore
 from worker.store.index.writer_limits import LIMITS_ENV, MIB, WriterLimits
 from worker.store.index.writer_process import ProcessIndexWriter
 from worker.store.protocol import IngestItem, Rejected
-from worker.store.search import analysis, search_follower
+from worker.store.search import analysis, search_follower, search_schema
 
 LIMITS = WriterLimits(
     search_heap_mib=20,
@@ -51,7 +51,7 @@ def test_writer_opens_each_part_with_its_limit(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     calls: list[dict[str, Any]] = []
-    real_open = search_follower.open_index
+    real_open = search_schema.open_index
     monkeypatch.setattr(search_follower, "open_index", lambda p: _SpyIndex(real_open(p), calls))
     core = WriterCore.open(
         tmp_path / "index.sqlite", text_cap_bytes=4096, max_event_bytes=65536, limits=LIMITS
