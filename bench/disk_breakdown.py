@@ -26,7 +26,7 @@ import tantivy
 
 from worker.store import tables
 from worker.store.database import Database
-from worker.store.search import search_index
+from worker.store.search import search_schema
 
 MB: Final = 1e6
 # The file kinds of a tantivy segment, by extension.
@@ -126,19 +126,19 @@ def _sample_docs(conn: Database, count: int, body_cap: int) -> list[dict[str, An
             break
         values = at.getter(tables.SEARCH_DOCUMENT_NAMES)
         for row in rows:
-            docs.append(search_index._document(values(row), body_cap).to_dict())
+            docs.append(search_schema.event_document(values(row), body_cap).to_dict())
         after = int(rows[-1][at["id"]])
     return docs
 
 
 def _index_of(docs: list[dict[str, Any]], fields: set[str] | None, where: Path) -> Counter[str]:
     where.mkdir(parents=True)
-    index = search_index.open_index(where)
+    index = search_schema.open_index(where)
     writer = index.writer(heap_size=64 * 2**20, num_threads=1)
     for doc in docs:
         kept = doc if fields is None else {k: v for k, v in doc.items() if k in fields}
         if kept:
-            writer.add_document(tantivy.Document.from_dict(kept, search_index.SCHEMA))
+            writer.add_document(tantivy.Document.from_dict(kept, search_schema.SCHEMA))
     writer.commit()
     writer.wait_merging_threads()
     return index_files(where)
@@ -198,7 +198,7 @@ def main() -> None:
         ratio = raw_all / max(doc_all, 1)
         print(f"    {'all':16} {n:8,} {raw_all / MB:9,.1f} {doc_all / MB:8,.1f} {ratio:6.2f}x")
 
-        path = search_index.search_index_path(db)
+        path = search_schema.search_index_path(db)
         files = index_files(path)
         whole = sum(files.values())
         print(f"search index {path}: {whole / MB:,.1f} MB")

@@ -47,7 +47,7 @@ from bench.report import (
 from worker.store.database import INDEX
 from worker.store.event_codec import EventPacker, preview_key
 from worker.store.files import schema
-from worker.store.search import search_index
+from worker.store.search import search_schema
 
 # The pre-issue-10 ranking and excerpt, verbatim.
 BM25: Final = "bm25(events_fts, 0.0, 1.0)"
@@ -86,7 +86,7 @@ _EVENT_SQL: Final = (
     "INSERT INTO events (id, session_id, seq, event_id, type, surface, time_ms, stream_seq,"
     " doc, preview_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
-# The search follower's writer settings (search_index.SearchIndexWriter).
+# The search follower's writer settings (search_follower.SearchIndexWriter).
 _TANTIVY_HEAP: Final = 64 * 2**20
 COMMIT_INTERVAL_S: Final = 0.25
 
@@ -141,7 +141,7 @@ class _Preparer:
             )  # fmt: skip
             # The follower's own document builder: analysed fields, workspace-prefixed.
             doc_row = (rid, sid, seq, kind, surface, t_ms, rid, ws, raw, None, None)
-            out.docs.append(search_index._document(doc_row, self.cap - 4))
+            out.docs.append(search_schema.event_document(doc_row, self.cap - 4))
             out.repl.extend((sid, seq, pos) for pos in ev.get("replaces", ()))
             out.cites.extend((sid, seq, c["session_id"], c["seq"]) for c in ev.get("cites", ()))
             touched[sid] = tuple(header)
@@ -171,9 +171,9 @@ def raw_ingest(
     tantivy; returns the SQLite and tantivy elapsed times."""
     conn = plain_connection(db_path)
     conn.executescript(schema.DDL)
-    index_dir = search_index.search_index_path(db_path)
+    index_dir = search_schema.search_index_path(db_path)
     index_dir.mkdir(parents=True, exist_ok=True)
-    index = search_index.open_index(index_dir)  # the follower's schema and tokenizer
+    index = search_schema.open_index(index_dir)  # the follower's schema and tokenizer
     writer = index.writer(heap_size=_TANTIVY_HEAP, num_threads=1)
     prep = _Preparer(text_cap_bytes)
     sql_s = tantivy_s = prepare_s = 0.0

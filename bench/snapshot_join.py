@@ -81,7 +81,7 @@ async def _serve_until(nc: Any, config: Any, last_seq: int, timeout_s: float) ->
 async def _search_rebuild_s(db: Path) -> float:
     """Seconds the search index takes to rebuild from the store (the index removed)."""
     from worker.store.index.writer import SqliteIndexWriter
-    from worker.store.search.search_index import search_index_path
+    from worker.store.search.search_schema import search_index_path
 
     shutil.rmtree(search_index_path(db))
     t0 = time.perf_counter()

@@ -32,7 +32,7 @@ from tests.reliability._faults import (
 from tests.reliability._harness import poll, value_of, wait_indexed
 from tests.reliability._serve import Serve, serve_args
 from worker.store.index.writer_core import WriterCore
-from worker.store.search.search_index import open_index, read_position, search_index_path
+from worker.store.search.search_schema import open_index, read_position, search_index_path
 from worker.transport.embedded_server import EmbeddedNatsServer
 
 

@@ -15,8 +15,8 @@ from worker.store.files import schema
 from worker.store.index.writer import WriterCore
 from worker.store.search import analysis
 from worker.store.search.query import QueryPlan, compile_query
-from worker.store.search.search_index import search_index_path
 from worker.store.search.search_reader import QueryBuilder, SearchIndexReader, scope_clauses, top
+from worker.store.search.search_schema import search_index_path
 
 CWD = "/w/query"
 WS = schema.workspace_token(CWD)

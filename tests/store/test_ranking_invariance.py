@@ -45,7 +45,7 @@ from worker.signals import ExecutionSignal
 from worker.store.files import snapshot_manifest, snapshot_restore, snapshot_take
 from worker.store.index.writer import SqliteIndexWriter
 from worker.store.protocol import IngestItem
-from worker.store.search.search_index import search_index_path
+from worker.store.search.search_schema import search_index_path
 from worker.store.sqlite import SqliteSessionStore
 from worker.tools import ToolConfig, ToolError, ToolSet, register_tools
 

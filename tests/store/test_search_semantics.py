@@ -15,7 +15,7 @@ from tests.store._corpus import Corpus, corpus_and_store, search
 from worker.store.files.integrity import check_integrity
 from worker.store.index.writer import SqliteIndexWriter
 from worker.store.protocol import SessionSearchPage
-from worker.store.search.search_index import SEARCH_INDEX_VERSION, search_index_path
+from worker.store.search.search_schema import SEARCH_INDEX_VERSION, search_index_path
 from worker.store.sqlite import SqliteSessionStore
 
 REPO = Path(__file__).resolve().parents[2]

@@ -18,7 +18,7 @@ from worker.store.errors import SnapshotRefused
 from worker.store.files import snapshot_manifest, snapshot_restore, snapshot_take
 from worker.store.files.snapshot_manifest import Expectation
 from worker.store.index.writer import SqliteIndexWriter
-from worker.store.search.search_index import search_index_path
+from worker.store.search.search_schema import search_index_path
 
 STREAM = "SESSIONS_SNAP"
 CREATED = "2026-12-04T10:00:00+00:00"

@@ -25,8 +25,8 @@ from worker.store.index.writer_core import WriterCore
 from worker.store.protocol import IngestItem
 from worker.store.search import analysis
 from worker.store.search.query import compile_query
-from worker.store.search.search_index import search_index_path, workspace_key
 from worker.store.search.search_reader import QueryBuilder, SearchIndexReader, scope_clauses, top
+from worker.store.search.search_schema import search_index_path, workspace_key
 from worker.store.search.text import searchable_text, without_blobs
 from worker.store.sqlite import SqliteSessionStore
 

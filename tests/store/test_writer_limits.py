@@ -26,7 +26,7 @@ from worker.store.index.writer_limits import LIMITS_ENV, MIB, WriterLimits
 from worker.store.index.writer_pages import THREAD_NAME, SearchPager, mappings_under
 from worker.store.index.writer_process import ProcessIndexWriter
 from worker.store.protocol import IngestItem, Rejected
-from worker.store.search import analysis, search_index
+from worker.store.search import analysis, search_follower, search_schema
 
 LIMITS = WriterLimits(
     search_heap_mib=20,
@@ -56,8 +56,8 @@ def test_writer_opens_each_part_with_its_limit(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     calls: list[dict[str, Any]] = []
-    real_open = search_index.open_index
-    monkeypatch.setattr(search_index, "open_index", lambda p: _SpyIndex(real_open(p), calls))
+    real_open = search_schema.open_index
+    monkeypatch.setattr(search_follower, "open_index", lambda p: _SpyIndex(real_open(p), calls))
     core = WriterCore.open(
         tmp_path / "index.sqlite", text_cap_bytes=4096, max_event_bytes=65536, limits=LIMITS
     )

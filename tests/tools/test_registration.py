@@ -111,7 +111,8 @@ def test_tools_import_only_the_protocol_never_sqlite_or_nats() -> None:
         "worker.store.index.writer",
         "worker.replica.ingest_actor",
         "worker.store.search.query",
-        "worker.store.search.search_index",
+        "worker.store.search.search_schema",
+        "worker.store.search.search_follower",
         "worker.store.files.schema",
     )
     stdlib = {"asyncio", "collections", "contextlib", "dataclasses", "datetime", "functools",

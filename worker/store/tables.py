@@ -79,7 +79,7 @@ EVENTS_IN_ORDER: Final = (
     " ORDER BY session_id, seq"
 )
 
-# -- events as the search index takes them (``search_index.SearchIndexWriter``) ----------
+# -- events as the search index takes them (``search_follower.SearchIndexWriter``) -------
 
 # The events after ``:after``, each with its session's workspace token and, on a user
 # message, the session's first prompts and how many user messages came before it (at most
@@ -99,7 +99,7 @@ SELECT e.id AS id, e.session_id AS session_id, e.seq AS seq, e.type AS type,
 FROM events e JOIN sessions s ON s.session_id = e.session_id
 WHERE e.id > :after ORDER BY e.id LIMIT :limit
 """
-# The columns ``search_index._document`` takes, in its order.
+# The columns ``search_schema.event_document`` takes, in its order.
 SEARCH_DOCUMENT_NAMES: Final = (
     "id",
     "session_id",

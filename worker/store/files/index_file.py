@@ -46,7 +46,7 @@ INDEX_ID: Final = "index_id"
 
 QUICK_CHECK_S: Final = 5.0
 # What belongs to an index file and moves with it: SQLite's WAL and shm files, and the
-# search index directory derived from it (worker.store.search.search_index).
+# search index directory derived from it (worker.store.search.search_follower).
 SIDE_FILES: Final = ("-wal", "-shm", ".search")
 
 

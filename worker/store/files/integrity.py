@@ -11,8 +11,8 @@ import tantivy
 
 from worker.store import tables
 from worker.store.database import INDEX, Database
-from worker.store.search.search_index import search_index_path
 from worker.store.search.search_reader import SearchIndexReader
+from worker.store.search.search_schema import search_index_path
 
 
 def check_integrity(path: str | Path, *, wait_s: float = 10.0) -> list[str]:

@@ -1,7 +1,7 @@
 """The SQLite schema of the index, shared by the writer and the readers.
 
 One file, WAL mode: the store of record for everything the tools read. Full-text search
-runs on a separate search index derived from ``events`` (``worker.store.search.search_index``),
+runs on a separate search index derived from ``events`` (``worker.store.search.search_follower``),
 which follows ``events.id`` (``AUTOINCREMENT``: ids are never reused, even after a purge)
 and ``search_deletions``. Each session carries its workspace token ``ws`` (derived from
 the cwd); the exact ``sessions.cwd = ?`` comparison in SQL stays the authority.
@@ -53,7 +53,7 @@ CREATE INDEX IF NOT EXISTS deadletters_kind ON deadletters (kind);
 UPDATE meta SET value = 2 WHERE key = 'schema_version';
 """,
     # 3: full-text search moved to the search index beside the file
-    # (worker.store.search.search_index): no events_fts; events.id AUTOINCREMENT (ids never
+    # (worker.store.search.search_follower): no events_fts; events.id AUTOINCREMENT (ids never
     # reused, which the search index relies on: the table is rebuilt with its rows);
     # search_deletions; index_uid.
     2: """

@@ -14,7 +14,7 @@ A snapshot is one tar archive (written as a stream, never held in memory whole):
 - ``search/...``: the search index's files as of a commit taken *before* the SQLite copy,
   so it is never ahead of the store. A search index behind the store is sound: it records
   the event id and deletion id each commit covers, and the follower catches up from the
-  store after a restore (``search_index``). Carried rather than rebuilt at restore because
+  store after a restore (``search_follower``). Carried rather than rebuilt at restore because
   indexing is most of ingestion's cost (``bench/snapshot_join.py`` measures it);
 - ``vectors.sqlite``, when the index has a vector file (``--semantic on``): a backup of it
   taken after the search index is pinned and before the store is copied, so it too is
@@ -40,7 +40,7 @@ from typing import Final
 from contracts.partitions import PartitionSet
 from worker.store.errors import SnapshotRefused
 from worker.store.files import schema
-from worker.store.search.search_index import SEARCH_INDEX_VERSION
+from worker.store.search.search_schema import SEARCH_INDEX_VERSION
 
 SNAPSHOT_FORMAT: Final = 1
 MANIFEST_MEMBER: Final = "manifest.json"

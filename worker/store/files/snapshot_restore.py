@@ -24,7 +24,7 @@ from worker.store.files.snapshot_manifest import (
     SnapshotManifest,
     check_manifest,
 )
-from worker.store.search.search_index import search_index_path
+from worker.store.search.search_schema import search_index_path
 from worker.store.search.semantic.vectors import vectors_path
 
 _COPY_BYTES: Final = 1 << 20

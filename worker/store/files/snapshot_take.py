@@ -28,7 +28,7 @@ from worker.store.files.snapshot_manifest import (
     VECTORS_MEMBER,
     SnapshotManifest,
 )
-from worker.store.search.search_index import SEARCH_INDEX_VERSION, search_index_path
+from worker.store.search.search_schema import SEARCH_INDEX_VERSION, search_index_path
 from worker.store.search.semantic.vectors import vectors_path
 
 # tantivy's own bookkeeping (the GC list, lock files) is not part of a commit: a restored

@@ -51,7 +51,8 @@ from worker.store.index.writer_limits import DEFAULT_LIMITS, MIB, WriterLimits
 from worker.store.index.writer_open import open_existing, prepare_schema
 from worker.store.protocol import ApplyResult, BatchNotAttempted, Generation, IngestItem
 from worker.store.search import analysis
-from worker.store.search.search_index import SearchIndexWriter, search_index_path
+from worker.store.search.search_follower import SearchIndexWriter
+from worker.store.search.search_schema import search_index_path
 
 log = structlog.get_logger(__name__)
 
@@ -403,7 +404,7 @@ class WriterCore:
         count = int(conn.value("SELECT count(*) FROM temp.purge_ids"))
         if count:
             scope = "session_id IN (SELECT session_id FROM temp.purge_ids)"
-            # The search index deletes these in turn (search_index.SearchIndexWriter).
+            # The search index deletes these in turn (search_follower.SearchIndexWriter).
             conn.run(
                 "INSERT INTO search_deletions (session_id) SELECT session_id FROM temp.purge_ids"
             )

@@ -42,7 +42,6 @@ from worker.store.search.copies import own_lines
 from worker.store.search.excerpt import Highlighter, highlighter
 from worker.store.search.hybrid import SemanticQuery
 from worker.store.search.query import QueryPlan
-from worker.store.search.search_index import INDEX_TEXT_CAP_BYTES, SCHEMA, TITLE_TYPE
 from worker.store.search.search_reader import (
     Candidate,
     IndexView,
@@ -54,6 +53,7 @@ from worker.store.search.search_reader import (
     sessions_holding,
     top,
 )
+from worker.store.search.search_schema import INDEX_TEXT_CAP_BYTES, SCHEMA, TITLE_TYPE
 from worker.store.search.semantic.fusion import Lexical, fuse
 from worker.store.search.text import searchable_text
 from worker.store.search.time_words import TimeRange

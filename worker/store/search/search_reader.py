@@ -14,7 +14,7 @@ import tantivy
 
 from worker.store.search import analysis, ranking
 from worker.store.search.query import PlanTerm, QueryPlan
-from worker.store.search.search_index import (
+from worker.store.search.search_schema import (
     CONVERSATION_MARK,
     LEAD_MARK,
     LONG_MARK,

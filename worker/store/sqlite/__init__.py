@@ -6,8 +6,11 @@
   with them too and this package imports the search): the statements' text and the one
   builder of filter clauses; rows to results, read by column name.
 - ``cursors``: the search cursor codec.
-- ``reads``, ``search``, ``lineage``: each read as build, run, map.
-- ``store``: ``SqliteSessionStore``, whose methods choose the pool's mode and the read.
+- ``reads``, ``search``, ``lineage``, ``operator_reads``: each read as build, run, map.
+- ``search_files``: the search index and vector file beside the index file, as searches
+  read them (swapped whole on a reopen).
+- ``store``: ``SqliteSessionStore``, whose methods choose the pool's mode and the read
+  (the operator's in ``operator_reads.SqliteOperatorReads``, which it extends).
 """
 
 from worker.store.results import PREVIEW_CHARS

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any, Final
 
+from worker.signals import ExecutionSignal
 from worker.store import results
 from worker.store.database import Columns
 from worker.store.operator import (
@@ -18,10 +20,11 @@ from worker.store.operator import (
     TimelinePage,
     WorkspaceSummary,
 )
-from worker.store.protocol import SessionHeader
+from worker.store.protocol import ServiceLimits, SessionHeader
+from worker.store.search.query import compile_query
 from worker.store.search.readable import best_match, matches, part_bounds, part_of, readable
 from worker.store.sql import HEADER_COLS
-from worker.store.sqlite.pool import Tx
+from worker.store.sqlite.pool import ReaderPool, Tx
 
 WORKSPACES: Final = (
     "SELECT cwd AS cwd, count(*) AS sessions, sum(event_count) AS events,"
@@ -239,3 +242,93 @@ def dead_letters(tx: Tx, limit: int) -> tuple[DeadLetter, ...]:
         DeadLetter(int(r[at["stream_seq"]]), str(r[at["kind"]]), str(r[at["reason"]]))
         for r in found
     )
+
+
+class SqliteOperatorReads:
+    """``OperatorReads`` over one SQLite index file: ``SqliteSessionStore``'s operator
+    methods, each choosing where its read runs and handing the pool one of the reads above
+    (the function of the method's name: in a method's body a bare name is the module's)."""
+
+    _pool: ReaderPool
+    _limits: ServiceLimits
+
+    async def workspaces(self, *, signal: ExecutionSignal) -> tuple[WorkspaceSummary, ...]:
+        # Grows with the number of sessions: on a reader.
+        return await self._pool.run_on_reader(signal, workspaces)
+
+    async def list_sessions(
+        self,
+        cwd: str | None,
+        *,
+        filters: SessionListFilter,
+        sort: SessionSort,
+        descending: bool,
+        offset: int,
+        limit: int,
+        signal: ExecutionSignal,
+    ) -> SessionListPage:
+        work = partial(
+            list_sessions,
+            cwd=cwd,
+            filters=filters,
+            sort=sort,
+            descending=descending,
+            offset=max(0, offset),
+            limit=self._page_size(limit),
+        )
+        return await self._pool.run_on_reader(signal, work)
+
+    async def timeline(
+        self, session_id: str, *, from_seq: int, limit: int, cut: int, signal: ExecutionSignal
+    ) -> TimelinePage | None:
+        work = partial(
+            timeline,
+            session_id=session_id,
+            from_seq=from_seq,
+            limit=self._page_size(limit),
+            cut=max(1, cut),
+        )
+        # A page may hold long bodies (SQLite reads a value whole to cut it): on a reader.
+        return await self._pool.run_on_reader(signal, work)
+
+    async def event_chunk(
+        self, session_id: str, seq: int, *, offset: int, size: int, signal: ExecutionSignal
+    ) -> EventChunk | None:
+        work = partial(
+            event_chunk,
+            session_id=session_id,
+            seq=seq,
+            offset=max(0, offset),
+            size=max(1, size),
+        )
+        return self._pool.run_inline(signal, work)
+
+    async def event_text(
+        self,
+        session_id: str,
+        seq: int,
+        *,
+        query: str | None,
+        offset: int | None,
+        size: int,
+        signal: ExecutionSignal,
+    ) -> EventText | None:
+        if query:
+            compile_query(query)  # InvalidQuery before any read
+        work = partial(
+            event_text,
+            session_id=session_id,
+            seq=seq,
+            query=query,
+            offset=None if offset is None else max(0, offset),
+            size=max(1, size),
+        )
+        # The whole event is parsed and scanned for matches: on a reader, off the loop.
+        return await self._pool.run_on_reader(signal, work)
+
+    async def dead_letters(self, *, limit: int, signal: ExecutionSignal) -> tuple[DeadLetter, ...]:
+        work = partial(dead_letters, limit=self._page_size(limit))
+        return self._pool.run_inline(signal, work, one_statement=True)
+
+    def _page_size(self, page_size: int) -> int:
+        return max(1, min(page_size, self._limits.max_page_size))

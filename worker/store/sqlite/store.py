@@ -1,12 +1,11 @@
 """``SqliteSessionStore``: the ``SessionQueryService`` over one SQLite index file.
 
-Over 400 lines: the whole protocol over one file, each method deciding where its read runs.
-
 Every operation runs as ONE read transaction (or one SELECT, which reads one snapshot),
 returning the session header read in that same transaction with every payload. Each method
 chooses where its transaction runs (``ReaderPool.run_inline`` for bounded key lookups,
 ``run_on_reader`` for reads whose cost grows with the corpus) and hands the pool a function
-of ``reads`` or ``search``.
+of ``reads`` or ``search``. The operator's reads are ``operator_reads.SqliteOperatorReads``,
+which this class extends; the files its searches read, ``search_files.SearchFiles``.
 """
 
 from __future__ import annotations
@@ -22,17 +21,6 @@ from typing import Final
 
 from contracts.partitions import PartitionScope
 from worker.signals import ExecutionSignal
-from worker.store.errors import StoreError
-from worker.store.operator import (
-    DeadLetter,
-    EventChunk,
-    EventText,
-    SessionListFilter,
-    SessionListPage,
-    SessionSort,
-    TimelinePage,
-    WorkspaceSummary,
-)
 from worker.store.protocol import (
     CompiledQuery,
     EventFilter,
@@ -46,15 +34,12 @@ from worker.store.protocol import (
     SessionSearchPage,
     TitleObservation,
 )
-from worker.store.search.hybrid import SemanticQuery
-from worker.store.search.query import QueryPlan, compile_query
-from worker.store.search.search_reader import SearchIndexReader
-from worker.store.search.semantic.fusion import skips_semantic
 from worker.store.search.semantic.model import SemanticModel
-from worker.store.search.semantic.vectors import VectorReader, vectors_path
-from worker.store.sqlite import cursors, operator_reads, reads, search
+from worker.store.sqlite import cursors, reads, search
 from worker.store.sqlite.lineage import Truncated
+from worker.store.sqlite.operator_reads import SqliteOperatorReads
 from worker.store.sqlite.pool import ReaderPool
+from worker.store.sqlite.search_files import SearchFiles
 
 # Another process may commit (no in-process notification), so waiting also polls.
 WAIT_POLL_S: Final = 0.05
@@ -63,7 +48,7 @@ WAIT_POLL_S: Final = 0.05
 LOOP_LINEAGE_ROWS: Final = 64
 
 
-class SqliteSessionStore:
+class SqliteSessionStore(SqliteOperatorReads):
     """``SessionQueryService`` and ``OperatorReads`` over one SQLite index file. Safe for
     concurrent use."""
 
@@ -73,8 +58,7 @@ class SqliteSessionStore:
         # read_titles runs on the loop's thread (run_inline): one observation for all ids.
         self._limits = replace(limits, title_read_workers=1)
         self._location = location
-        self._search = _SearchFile(location)
-        self._semantic: tuple[SemanticModel, VectorReader] | None = None
+        self._search = SearchFiles(location)
         self._loop = asyncio.get_running_loop()
         self._committed = asyncio.Event()
         self._reopening = asyncio.Lock()
@@ -104,10 +88,7 @@ class SqliteSessionStore:
         async with self._reopening:
             pool = await ReaderPool.open(self._location, len(self._pool.readers))
             old, self._pool, self._readers = self._pool, pool, pool.readers
-            self._search = _SearchFile(self._location)
-            if self._semantic is not None:
-                embedder = self._semantic[0]
-                self._semantic = (embedder, VectorReader(vectors_path(self._location)))
+            self._search = self._search.reopened()
             self._wake()  # a wait for a sequence may be answered by the new file
             with contextlib.suppress(Exception):
                 await old.close()
@@ -241,22 +222,12 @@ class SqliteSessionStore:
     # -- search (on a reader) ----------------------------------------------------------
 
     def attach_semantic(self, embedder: SemanticModel) -> None:
-        """Hybrid search from now on (issue 21): the model embeds each query, the vector
-        file beside the index (``<db>.vectors``, filled by ``SemanticFollower``) answers."""
-        self._semantic = (embedder, VectorReader(vectors_path(self._location)))
+        """Hybrid search from now on (issue 21): ``SearchFiles.attach_semantic``."""
+        self._search.attach_semantic(embedder)
 
     def warm_semantic(self) -> int:
         """Load every workspace's vectors into memory (blocking; run it on a thread)."""
-        return 0 if self._semantic is None else self._semantic[1].warm()
-
-    def _semantic_query(self, query: str, plan: QueryPlan) -> SemanticQuery | None:
-        """The query's semantic side (embedded only when the lexical search leaves it open,
-        ``worker.store.search.hybrid``); None when semantic search is off or the query is an
-        identifier (``fusion.skips_semantic``)."""
-        if self._semantic is None or skips_semantic(plan):
-            return None
-        embedder, reader = self._semantic
-        return SemanticQuery(embedder, reader, query, early=False)
+        return self._search.warm_semantic()
 
     async def search_sessions(
         self,
@@ -283,7 +254,7 @@ class SqliteSessionStore:
             cwd=cwd,
             sessions=sessions,
             events=events,
-            semantic=self._semantic_query(text, plan),
+            semantic=self._search.semantic_query(text, plan),
         )
         return await self._pool.run_on_reader(signal, work)
 
@@ -311,111 +282,6 @@ class SqliteSessionStore:
             session_id=session_id,
             events=events,
             scope_to_seq=scope_to_seq,
-            semantic=self._semantic_query(text, plan),
+            semantic=self._search.semantic_query(text, plan),
         )
         return await self._pool.run_on_reader(signal, work)
-
-    def _page_size(self, page_size: int) -> int:
-        return max(1, min(page_size, self._limits.max_page_size))
-
-    # -- operator reads (worker.store.operator) ----------------------------------------
-
-    async def workspaces(self, *, signal: ExecutionSignal) -> tuple[WorkspaceSummary, ...]:
-        # Grows with the number of sessions: on a reader.
-        return await self._pool.run_on_reader(signal, operator_reads.workspaces)
-
-    async def list_sessions(
-        self,
-        cwd: str | None,
-        *,
-        filters: SessionListFilter,
-        sort: SessionSort,
-        descending: bool,
-        offset: int,
-        limit: int,
-        signal: ExecutionSignal,
-    ) -> SessionListPage:
-        work = partial(
-            operator_reads.list_sessions,
-            cwd=cwd,
-            filters=filters,
-            sort=sort,
-            descending=descending,
-            offset=max(0, offset),
-            limit=self._page_size(limit),
-        )
-        return await self._pool.run_on_reader(signal, work)
-
-    async def timeline(
-        self, session_id: str, *, from_seq: int, limit: int, cut: int, signal: ExecutionSignal
-    ) -> TimelinePage | None:
-        work = partial(
-            operator_reads.timeline,
-            session_id=session_id,
-            from_seq=from_seq,
-            limit=self._page_size(limit),
-            cut=max(1, cut),
-        )
-        # A page may hold long bodies (SQLite reads a value whole to cut it): on a reader.
-        return await self._pool.run_on_reader(signal, work)
-
-    async def event_chunk(
-        self, session_id: str, seq: int, *, offset: int, size: int, signal: ExecutionSignal
-    ) -> EventChunk | None:
-        work = partial(
-            operator_reads.event_chunk,
-            session_id=session_id,
-            seq=seq,
-            offset=max(0, offset),
-            size=max(1, size),
-        )
-        return self._pool.run_inline(signal, work)
-
-    async def event_text(
-        self,
-        session_id: str,
-        seq: int,
-        *,
-        query: str | None,
-        offset: int | None,
-        size: int,
-        signal: ExecutionSignal,
-    ) -> EventText | None:
-        if query:
-            compile_query(query)  # InvalidQuery before any read
-        work = partial(
-            operator_reads.event_text,
-            session_id=session_id,
-            seq=seq,
-            query=query,
-            offset=None if offset is None else max(0, offset),
-            size=max(1, size),
-        )
-        # The whole event is parsed and scanned for matches: on a reader, off the loop.
-        return await self._pool.run_on_reader(signal, work)
-
-    async def dead_letters(self, *, limit: int, signal: ExecutionSignal) -> tuple[DeadLetter, ...]:
-        work = partial(operator_reads.dead_letters, limit=self._page_size(limit))
-        return self._pool.run_inline(signal, work, one_statement=True)
-
-
-class _SearchFile:
-    """The search index beside one index file, opened on first use (the writer creates
-    it)."""
-
-    def __init__(self, location: str) -> None:
-        self._location = location
-        self._reader: SearchIndexReader | None = None
-
-    def reader(self) -> SearchIndexReader | None:
-        if self._reader is None:
-            self._reader = SearchIndexReader.open(self._location)
-        return self._reader
-
-    def latest(self) -> SearchIndexReader:
-        """The search index as of its latest commit."""
-        reader = self.reader()
-        if reader is None:
-            raise StoreError("the search index is not built yet")
-        reader.refresh()
-        return reader
