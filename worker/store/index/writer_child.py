@@ -55,7 +55,7 @@ from worker.store.index.writer_wire import (
     frame,
 )
 from worker.store.protocol import BatchNotAttempted
-from worker.store.search.search_index import search_index_path
+from worker.store.search.search_schema import search_index_path
 
 log = structlog.get_logger(__name__)
 
