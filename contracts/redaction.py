@@ -29,6 +29,8 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 from urllib.parse import quote, quote_plus, unquote
 
+import orjson
+
 from contracts.redaction_rules import (
     ALPHABETS,
     MARKER_PREFIX,
@@ -314,6 +316,22 @@ class Redactor:
         could hide a prefix or a keyword, so a document holding them is always walked. A
         candidate rule's word opens the gate only followed by an assignment (``token`` in
         "max tokens" or "token count", ``pass`` in pytest's "passed" do not)."""
+        return self._might_hold(json_text, json_text.encode("utf-8", "surrogatepass"))
+
+    def payload_might_hold(self, payload: dict[str, Any], json_text: str) -> bool:
+        """``might_hold`` over the payload alone, written by orjson: the gate then reads
+        only what the walk would (not the envelope's ids, each a run of token characters),
+        and as orjson escapes (never ``\\/``, ``\\u`` only for control characters,
+        whatever escapes the publisher used). ``json_text`` (the event's JSON) is read
+        instead when orjson cannot write the payload (an integer past 64 bits)."""
+        try:
+            data = orjson.dumps(payload)
+        except TypeError:
+            return self.might_hold(json_text)
+        return self._might_hold(data.decode(), data)
+
+    def _might_hold(self, json_text: str, data: bytes) -> bool:
+        """``might_hold``; ``data`` is ``json_text`` in UTF-8."""
         if "\\u" in json_text or "\\/" in json_text:
             return True
         low = json_text.lower()
@@ -332,18 +350,17 @@ class Redactor:
                     else self._assigned(json_text, gate, name)
                 ):
                     return True
-        if self._token_gate(json_text):
+        if self._token_gate(data):
             return True
         return "%" in json_text and _PERCENT.search(json_text) is not None
 
-    def _token_gate(self, json_text: str) -> bool:
-        """Whether a run of 16 token characters in ``json_text`` starts with (or follows,
+    def _token_gate(self, data: bytes) -> bool:
+        """Whether a run of 16 token characters in ``data`` (UTF-8) starts with (or follows,
         or holds) a token-shaped rule's prefix: ``_token_rules`` for the gate, where most
         documents hold runs (ids) but none of the prefixes. The runs are found in C (the
         UTF-8 bytes mapped to two classes, then ``find``): a regex scan cost 4 µs an event.
         A run may begin with a JSON escape's letter (``\\nghp_...``): its next two
         characters are looked up too."""
-        data = json_text.encode()
         classes = data.translate(_TOKEN_CLASSES)
         by_head = self._by_head_bytes
         at = classes.find(_SIXTEEN)
