@@ -12,10 +12,12 @@ looks random enough (Shannon entropy, a digit, not a placeholder or an identifie
 
 Each rule has a positive example (text around a credential generated at run time from its
 shape, never a real one) and a negative example that must come out unchanged; the tests
-run both. Speed (the writer runs this on every string): a rule runs only when the text
-holds what it needs, a lowercase keyword (names, ``bearer``, ``://``) or, for token-shaped
-rules, a run of 16 token characters starting with one of its prefixes; most strings cost
-one character-class scan, one ``lower()`` and a dozen substring tests.
+run both. Speed (the writer runs this on every event): one gate over the event's payload
+JSON (``payload_might_hold``, never wrong the other way: ``tests/test_redaction_gate.py``)
+lets through only events that hold a definite rule's keyword, a candidate's word followed
+by an assignment, a run of 16 token characters starting with a prefix, or a %XX escape;
+their strings are walked, and in each a rule runs only when the text holds what it needs,
+a lowercase keyword (names, ``bearer``, ``://``) or, for token-shaped rules, such a run.
 """
 
 from __future__ import annotations
