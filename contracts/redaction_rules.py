@@ -146,12 +146,14 @@ def candidate_gate(word: str) -> re.Pattern[str]:
     matches at every occurrence of ``word`` that ``_candidate(word)`` could match at in the
     string (the match itself is the word; the lookahead's group ``name`` is the rest of the
     name, group ``flag`` is set for the ``--name value`` form). Not bounded to the 512
-    characters of a value: eight show it is one."""
+    characters of a value: eight show it is one. Every run possessive, as in ``_ASSIGN``:
+    a quote or a space that one part would give back could never start the next, and two
+    runs of spaces side by side that share them out cost quadratic time on hostile text."""
     return re.compile(
         word
-        + rf"(?=(?P<name>{_NAME_CHARS}{{0,64}}+){_J_QUOTE}?"
-        + rf"(?:{_J_SPACE}*(?:=|:|%3[dDaA])|(?P<flag>{_J_SPACE}+))"
-        + rf"{_J_SPACE}*{_J_QUOTE}?{_J_SPACE}*{_J_VALUE}{{8}})",
+        + rf"(?=(?P<name>{_NAME_CHARS}{{0,64}}+){_J_QUOTE}?+"
+        + rf"(?:{_J_SPACE}*+(?:=|:|%3[dDaA])|(?P<flag>{_J_SPACE}++))"
+        + rf"{_J_SPACE}*+{_J_QUOTE}?+{_J_SPACE}*+{_J_VALUE}{{8}})",
         re.IGNORECASE,
     )
 

@@ -192,3 +192,27 @@ def test_gate_is_shut_by_prose_and_opened_by_an_assignment() -> None:
     ):
         doc = json.dumps(event("message/user", {"text": f"ran {text} ok"}))
         assert GATE.might_hold(doc), doc
+
+
+def test_gate_costs_linear_time_on_hostile_text() -> None:
+    """300 KB of a candidate's word before long runs of what an assignment may hold
+    (spaces, escaped tabs, quotes) and without a value: two runs of spaces side by side
+    that could share them out took minutes on 8 KB."""
+    import time
+
+    size = 300_000
+    for word in ("token", "api_key", "--password"):
+        texts = [
+            word + " " * size + "x",
+            word + "\t" * size + "x",
+            (word + " ") * (size // len(word)),
+            word + "= " + " " * size + "'x",
+            word + " '" * (size // 2),
+            (word + '\\": ') * (size // len(word)),
+        ]
+        for text in texts:
+            doc = json.dumps(event("tool/result", {"output": text}))
+            start = time.perf_counter()
+            GATE.might_hold(doc)
+            GATE.payload_might_hold({"output": text}, doc)
+            assert time.perf_counter() - start < 3.0, text[:40]
