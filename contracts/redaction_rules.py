@@ -10,8 +10,8 @@ when the value looks random enough.
 
 from __future__ import annotations
 
+import random
 import re
-import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final, Literal
@@ -43,12 +43,13 @@ ALPHABETS: Final[Mapping[str, str]] = {
     "K": "QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L",  # bech32, upper case
 }
 _SHAPE_TOKEN: Final = re.compile(r"<([A-Za-z]):(\d+)>")
+_SYSTEM: Final = random.SystemRandom()  # the OS's randomness, as ``secrets`` uses
 
 
-def generate(shape: str, rng: secrets.SystemRandom | None = None) -> str:
+def generate(shape: str, rng: random.Random | None = None) -> str:
     """``shape`` with each ``<X:n>`` replaced by n random characters of alphabet X (a shape
     that needs a digit, such as a candidate's example, spells one out)."""
-    pick = (rng or secrets.SystemRandom()).choice
+    pick = (rng or _SYSTEM).choice
     return _SHAPE_TOKEN.sub(
         lambda m: "".join(pick(ALPHABETS[m[1]]) for _ in range(int(m[2]))), shape
     )
@@ -124,6 +125,37 @@ def _candidate(word: str) -> re.Pattern[str]:
     # prefix fast even case-insensitively, while an alternation of names measured ten
     # times slower. The rest of the name before the word is read back in ``_accept``.
     return re.compile(word + _NAME_CHARS + r"{0,64}+" + _ASSIGN + _VALUE, re.IGNORECASE)
+
+
+def candidate_pattern(word: str) -> re.Pattern[str]:
+    """The pattern of a candidate rule whose name's secret word is ``word``."""
+    return _candidate(word)
+
+
+# What ``_candidate``'s assignment looks like inside a JSON document (a string's ``"``
+# written ``\"``, ``\`` as ``\\``, a tab as ``\t``, a backspace as ``\b``); a document
+# holding ``\u`` or ``\/`` escapes is not gated by it (``Redactor.might_hold``). A raw
+# ``"`` ends a JSON string, so a payload's own ``"key": value`` is never taken for one.
+_J_QUOTE: Final = r"(?:(?:\\\\)?(?:\\\"|'))"
+_J_SPACE: Final = r"(?:[ ]|\\t)"
+_J_VALUE: Final = r"(?:[^\s\"'\\`,;{}()<>\[\]]|\\b)"
+
+
+def candidate_gate(word: str) -> re.Pattern[str]:
+    """A superset of ``_candidate(word)`` over the JSON-escaped image of a string: it
+    matches at every occurrence of ``word`` that ``_candidate(word)`` could match at in the
+    string (the match itself is the word; the lookahead's group ``name`` is the rest of the
+    name, group ``flag`` is set for the ``--name value`` form). Not bounded to the 512
+    characters of a value: eight show it is one. Every run possessive, as in ``_ASSIGN``:
+    a quote or a space that one part would give back could never start the next, and two
+    runs of spaces side by side that share them out cost quadratic time on hostile text."""
+    return re.compile(
+        word
+        + rf"(?=(?P<name>{_NAME_CHARS}{{0,64}}+){_J_QUOTE}?+"
+        + rf"(?:{_J_SPACE}*+(?:=|:|%3[dDaA])|(?P<flag>{_J_SPACE}++))"
+        + rf"{_J_SPACE}*+{_J_QUOTE}?+{_J_SPACE}*+{_J_VALUE}{{8}})",
+        re.IGNORECASE,
+    )
 
 
 RULES: Final[tuple[Rule, ...]] = (

@@ -249,7 +249,9 @@ def test_the_event_gate_passes_over_ordinary_events() -> None:
     redactor = Redactor()
     plain = json.dumps({"payload": {"text": "the flaky test went green on retry", "n": 3}})
     assert not redactor.might_hold(plain)
-    assert redactor.might_hold(plain.replace("flaky", "token"))
+    # "token" as a word does not open it (tests/test_redaction_gate.py); assigned, it does
+    assert not redactor.might_hold(plain.replace("flaky", "token"))
+    assert redactor.might_hold(plain.replace("flaky", "token=4f9a8b7c6d5e"))
 
 
 def test_the_fingerprint_names_the_rules_and_never_holds_a_value() -> None:

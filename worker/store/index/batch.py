@@ -130,8 +130,8 @@ def redacted(
 ) -> tuple[dict[str, Any], str]:
     """The payload with every string (keys too) redacted, but its identity fields, and the
     event's JSON to store with it; both unchanged (not copied) when nothing was found."""
-    if not redactor.might_hold(text):
-        return payload, text  # most events: one gate over the message, no walk
+    if not redactor.payload_might_hold(payload, text):
+        return payload, text  # most events: one gate over the payload's JSON, no walk
     new, changed = redactor.redact_payload(kind, payload)
     if not changed:
         return payload, text
