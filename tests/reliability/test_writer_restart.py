@@ -25,7 +25,6 @@ from tests.reliability._serve import children_running
 from worker.store.files.index_file import searchable_seq
 
 WRITER = b"worker.store.index.writer_process"
-CALLER = {"agent": {"session_id": "s-caller"}}
 
 
 async def _publish(nc: NATS, session_id: str, word: str, count: int) -> int:
@@ -35,7 +34,9 @@ async def _publish(nc: NATS, session_id: str, word: str, count: int) -> int:
     for seq in range(1, count + 1):
         payload = {"cwd": "/work/a"} if seq == 1 else {"text": f"the {word} plan, step {seq}"}
         kind = "session/start" if seq == 1 else "message/user"
-        ack = await js.publish(subject_of(SUBJECTS, session_id), event(session_id, seq, kind, payload=payload))
+        ack = await js.publish(
+            subject_of(SUBJECTS, session_id), event(session_id, seq, kind, payload=payload)
+        )
         last = ack.seq
     return last
 
@@ -70,12 +71,18 @@ async def test_a_restarted_writer_child_keeps_the_search_index_following(rig: Ri
     await _searchable(db, after)
 
     client = SessionQueryClient(nc)
-    found = await client.call("session_search", {"query": "zeppelin"}, CALLER, timeout=10)
+    # A caller must be a known session (its workspace routes the search); each asks for
+    # the other's word, so the caller's own session being left out cannot hide a miss.
+    caller = {"agent": {"session_id": "s-before"}}
+    found = await client.call("session_search", {"query": "zeppelin"}, caller, timeout=10)
     assert found.status == "ok" and "s-after" in (found.content or ""), found
-    hits = await client.call("session_event_search", {"query": "zeppelin"}, CALLER, timeout=10)
+    hits = await client.call(
+        "session_event_search", {"query": "zeppelin", "session_id": "s-after"}, caller, timeout=10
+    )
     assert hits.status == "ok" and "s-after" in (hits.content or ""), hits
     # What was indexed before the kill is still found too.
-    old = await client.call("session_search", {"query": "marmalade"}, CALLER, timeout=10)
+    caller = {"agent": {"session_id": "s-after"}}
+    old = await client.call("session_search", {"query": "marmalade"}, caller, timeout=10)
     assert old.status == "ok" and "s-before" in (old.content or ""), old
 
     code, out, _err = await run_cli("status", "--db", str(db), "--nats-url", url, "--json")
