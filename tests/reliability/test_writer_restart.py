@@ -89,5 +89,8 @@ async def test_a_restarted_writer_child_keeps_the_search_index_following(rig: Ri
     report = orjson.loads(out)
     assert code == 0 and report["applied_seq"] == after, report
     assert report["lag_events"] == 0, report
+    assert report["search_applied_seq"] == after, report
+    code, out, _err = await run_cli("status", "--db", str(db), "--nats-url", url)
+    assert code == 0 and f"search index     through seq {after}\n" in out, out
     assert worker.returncode() is None, "the worker itself was never restarted"
     assert await worker.stop() == 0
