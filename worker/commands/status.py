@@ -261,6 +261,7 @@ def format_status(report: dict[str, Any]) -> list[str]:
             f"applied seq      {report.get('applied_seq')}"
             + (f" (last seq in its partitions: {held})" if shard else "")
         )
+        lines.append(f"search index     {search_line(report)}")
         count = f" of {stream['partition_count']}" if stream else ""
         lines.append(f"partitions       {report.get('partitions', 'all')}{count}")
         if stream:
@@ -361,6 +362,16 @@ def _worker_row(worker_id: str, info: dict[str, Any], index: dict[str, Any]) -> 
         "joined": index.get("joined"),
         "semantic": index.get("semantic"),
     }
+
+
+def search_line(report: dict[str, Any]) -> str:
+    """How far the search index's last commit reaches against the store: searches miss
+    what lies between (a writer that stopped following shows here, not in ``lag``)."""
+    through = report.get("search_applied_seq")
+    if through is None:
+        return "none (or unreadable)"
+    behind = int(report.get("applied_seq") or 0) - int(through)
+    return f"through seq {through}" + (f", {behind} behind the store" if behind > 0 else "")
 
 
 def joined_note(joined: dict[str, Any]) -> str:

@@ -26,6 +26,7 @@ def read_index(path: Path) -> dict[str, Any]:
         report.update(_meta_fields(meta))
         report["dead_letters"] = dead_letters
         report["index_bytes"] = index_file.file_size(path)
+        report["search_applied_seq"] = index_file.search_index_seq(path)
         report["semantic"] = semantic.lag_report(path)  # None: no vectors (semantic search off)
     rebuild = Path(f"{path}{REBUILD_SUFFIX}")
     report["rebuild_running"] = rebuild.exists()

@@ -139,6 +139,18 @@ def searchable_seq(path: str | Path) -> int:
     return 0 if reader is None else min(stored, reader.refresh().stream_seq)
 
 
+def search_index_seq(path: str | Path) -> int | None:
+    """The stream sequence the search index's last commit covers (None: no search index,
+    or one that cannot be read); below ``applied_seq``, searches miss the events between."""
+    from worker.store.search.search_reader import SearchIndexReader  # tantivy only when asked
+
+    try:
+        reader = SearchIndexReader.open(path)
+    except Exception:
+        return None
+    return None if reader is None else reader.position.stream_seq
+
+
 def file_size(path: str | Path) -> int:
     """Bytes on disk of the index with its WAL and its search index."""
     total = 0

@@ -153,14 +153,18 @@ class WriterCore:
         # The analysis caches are the process's (this is the only writer in it).
         analysis.set_cache_limit(limits.analysis_cache_words)
         pragmas = writer_pragmas(limits)
-        if expect_index_id is not None:
-            return make(open_existing(location, expect_index_id, pragmas))
         on_disk = location != ":memory:" and not location.startswith("file:")
-        if on_disk:
-            Path(location).parent.mkdir(parents=True, exist_ok=True)
-        conn = Database.open(location, pragmas=pragmas, role="writer")
+        if expect_index_id is not None:
+            conn = open_existing(location, expect_index_id, pragmas)
+        else:
+            if on_disk:
+                Path(location).parent.mkdir(parents=True, exist_ok=True)
+            conn = Database.open(location, pragmas=pragmas, role="writer")
         try:
-            prepare_schema(conn, location)
+            if expect_index_id is None:
+                prepare_schema(conn, location)
+            # A restarted child follows the search index exactly as a first start does:
+            # without it, searches would miss everything ingested after the restart.
             search = None
             if on_disk:
                 search = SearchIndexWriter(
