@@ -61,6 +61,10 @@ def _words(phrase: str) -> list[str]:
 async def _lands(page: Any, scope: Any, script: Script) -> None:
     """The match the hit showed is in ``scope``: highlighted, every word of it, and the
     anchored mark in the viewport."""
+    # A click's navigation may still be loading: ``all_inner_texts`` does not wait, the
+    # anchored mark's locator does (a page without one fails here, after its timeout).
+    await page.wait_for_load_state()
+    await page.locator("mark#match").wait_for(state="attached")
     marks = [m.strip() for m in await scope.locator("mark").all_inner_texts()]
     assert marks, "no highlight on the page"
     words = _words(script.phrase)
