@@ -593,7 +593,7 @@ async def write_index(
 ) -> int:
     """Apply the corpus straight through the index writer (no NATS), for store benches."""
     from worker.store.index.writer import SqliteIndexWriter
-    from worker.store.protocol import IngestItem
+    from worker.store.writer_protocol import IngestItem
 
     writer = await SqliteIndexWriter.open(
         db_path, text_cap_bytes=text_cap_bytes, max_event_bytes=max_event_bytes

@@ -95,7 +95,7 @@ def writer_cpu_seconds(writer: object) -> float:
 async def ingest_seconds(bodies: list[bytes], db: Path, *, on: bool) -> tuple[float, float]:
     from contracts.redaction import RedactionSpec
     from worker.store.index.writer_process import open_index_writer
-    from worker.store.protocol import IngestItem
+    from worker.store.writer_protocol import IngestItem
 
     items = [IngestItem(stream_seq=i + 1, data=b) for i, b in enumerate(bodies)]
     writer = await open_index_writer(db, redaction=RedactionSpec(on=on))

@@ -92,7 +92,7 @@ class Answer:
 def build_store_index(events: Sequence[dict[str, Any]], db: Path, *, batch: int = 500) -> int:
     """Apply the corpus through the real writer, stream_seq from 1; returns events applied."""
     from worker.store.index.writer import WriterCore
-    from worker.store.protocol import IngestItem
+    from worker.store.writer_protocol import IngestItem
 
     core = WriterCore.open(db, text_cap_bytes=TEXT_CAP_BYTES, max_event_bytes=MAX_EVENT_BYTES)
     applied = 0

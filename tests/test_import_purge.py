@@ -18,7 +18,7 @@ from worker.commands.purge import InvalidDuration, parse_duration_ms
 from worker.replica.ingest_consumer import EventConsumer
 from worker.store.files.integrity import check_integrity
 from worker.store.index.writer import SqliteIndexWriter
-from worker.store.protocol import IngestItem
+from worker.store.writer_protocol import IngestItem
 
 
 def sessionquery(*args: str) -> subprocess.CompletedProcess[str]:

@@ -24,8 +24,8 @@ from worker.importers.base import SpawnLinks
 from worker.importers.detect import expand
 from worker.importers.pipeline import convert_file
 from worker.store.index.batch import BatchChecker, CheckedEvent
-from worker.store.protocol import IngestItem
 from worker.store.search.readable import readable
+from worker.store.writer_protocol import IngestItem
 
 ROOT = Path(__file__).resolve().parent.parent
 # Every importer adds it to every payload (the agent's own name for the record).

@@ -13,7 +13,7 @@ import orjson
 from contracts.redaction import generate
 from tests._events import event
 from worker.store.index.writer_process import open_index_writer
-from worker.store.protocol import IngestItem
+from worker.store.writer_protocol import IngestItem
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -14,7 +14,7 @@ import pytest
 from contracts.events import Refusal, SessionEvent, validate_event
 from tests._events import event, event_dict
 from worker.store.index.batch import BatchChecker
-from worker.store.protocol import IngestItem, Rejected
+from worker.store.writer_protocol import IngestItem, Rejected
 
 ROOT = Path(__file__).resolve().parents[2]
 

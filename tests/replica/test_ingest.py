@@ -30,7 +30,7 @@ from worker.replica.ingest_consumer import (
 )
 from worker.store.files.integrity import check_integrity
 from worker.store.index.writer import SqliteIndexWriter
-from worker.store.protocol import ApplyResult, IngestItem, Rejected, Staged
+from worker.store.writer_protocol import ApplyResult, IngestItem, Rejected, Staged
 from worker.tasks import cancel_and_wait
 from worker.transport.connection import open_connection
 from worker.transport.embedded_server import EmbeddedNatsServer

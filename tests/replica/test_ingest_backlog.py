@@ -18,7 +18,7 @@ from worker.replica.feed_backlog import FeedBacklog
 from worker.replica.ingest_consumer import EventConsumer, ensure_events_stream
 from worker.replica.ingest_feed import BACKLOG_FULL, EventFeed
 from worker.store.index.writer import SqliteIndexWriter
-from worker.store.protocol import IngestItem
+from worker.store.writer_protocol import IngestItem
 from worker.tasks import cancel_and_wait
 
 

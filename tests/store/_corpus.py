@@ -27,12 +27,12 @@ from worker.store.protocol import (
     CompiledQuery,
     EventFilter,
     EventSearchPage,
-    IngestItem,
     SessionFilter,
     SessionSearchPage,
 )
 from worker.store.search.query import compile_query
 from worker.store.sqlite import SqliteSessionStore
+from worker.store.writer_protocol import IngestItem
 
 MAIN = "/w/main"  # the workspace Corpus.start puts sessions in by default
 BASE_MS = 1_796_000_000_000  # a fixed clock: tests never depend on the wall clock

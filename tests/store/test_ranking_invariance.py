@@ -44,9 +44,9 @@ from tests.store._corpus import writer_and_store
 from worker.signals import ExecutionSignal
 from worker.store.files import snapshot_manifest, snapshot_restore, snapshot_take
 from worker.store.index.writer import SqliteIndexWriter
-from worker.store.protocol import IngestItem
 from worker.store.search.search_schema import search_index_path
 from worker.store.sqlite import SqliteSessionStore
+from worker.store.writer_protocol import IngestItem
 from worker.tools import ToolConfig, ToolError, ToolSet, register_tools
 
 in_module_loop = pytest.mark.asyncio(loop_scope="module")

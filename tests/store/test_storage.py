@@ -22,13 +22,13 @@ from worker.signals import ExecutionSignal
 from worker.store import event_codec, results, sql, tables
 from worker.store.files import schema
 from worker.store.index.writer_core import WriterCore
-from worker.store.protocol import IngestItem
 from worker.store.search import analysis
 from worker.store.search.query import compile_query
 from worker.store.search.search_reader import QueryBuilder, SearchIndexReader, scope_clauses, top
 from worker.store.search.search_schema import search_index_path, workspace_key
 from worker.store.search.text import searchable_text, without_blobs
 from worker.store.sqlite import SqliteSessionStore
+from worker.store.writer_protocol import IngestItem
 
 CWD = "/work/a"
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"

@@ -14,7 +14,7 @@ from tests.store._corpus import writer_and_store
 from worker.signals import ExecutionSignal
 from worker.store.files import schema
 from worker.store.index.writer import SqliteIndexWriter
-from worker.store.protocol import IngestItem
+from worker.store.writer_protocol import IngestItem
 
 TEXTS = ["<command-name>/clear</command-name>", "x" * 1000, "third", "fourth", "fifth"]
 

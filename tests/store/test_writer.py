@@ -20,10 +20,10 @@ from tests._index import connect
 from worker.store.files import schema
 from worker.store.files.integrity import check_integrity, content_checksum
 from worker.store.index.writer import SqliteIndexWriter
-from worker.store.protocol import IngestItem
 from worker.store.search.query import compile_query
 from worker.store.search.search_reader import QueryBuilder, SearchIndexReader, scope_clauses, top
 from worker.store.search.text import searchable_text
+from worker.store.writer_protocol import IngestItem
 
 SUBJECTS = Subjects()
 

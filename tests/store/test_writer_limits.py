@@ -25,8 +25,8 @@ from worker.store.index.writer_core import QUIET_COMMIT_GAP_S, WriterCore
 from worker.store.index.writer_limits import LIMITS_ENV, MIB, WriterLimits
 from worker.store.index.writer_pages import THREAD_NAME, SearchPager, mappings_under
 from worker.store.index.writer_process import ProcessIndexWriter
-from worker.store.protocol import IngestItem, Rejected
 from worker.store.search import analysis, search_follower, search_schema
+from worker.store.writer_protocol import IngestItem, Rejected
 
 LIMITS = WriterLimits(
     search_heap_mib=20,

@@ -43,7 +43,7 @@ from worker.store.index.writer_process import (
     encode_batch,
 )
 from worker.store.index.writer_wire import OP_APPLY, decode_batch
-from worker.store.protocol import BatchNotAttempted, IngestItem, Rejected
+from worker.store.writer_protocol import BatchNotAttempted, IngestItem, Rejected
 from worker.worker import Worker
 
 from .test_exactly_once import wait_until

@@ -14,9 +14,9 @@ from tests._events import event
 from tests._index import connect
 from worker.store.files import schema
 from worker.store.index.writer_process import open_index_writer
-from worker.store.protocol import IngestItem
 from worker.store.search.query import compile_query
 from worker.store.search.search_reader import QueryBuilder, SearchIndexReader, scope_clauses, top
+from worker.store.writer_protocol import IngestItem
 
 
 def _rows(db: Path, sql: str) -> list[tuple[Any, ...]]:

@@ -15,8 +15,8 @@ from tests._events import cite_list, event_dict
 from tests.store._corpus import writer_and_store
 from worker.commands import sample_corpus
 from worker.store.index.writer import SqliteIndexWriter
-from worker.store.protocol import IngestItem
 from worker.store.sqlite import SqliteSessionStore
+from worker.store.writer_protocol import IngestItem
 
 
 @dataclass

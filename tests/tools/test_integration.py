@@ -32,7 +32,7 @@ from worker.commands.sample_corpus import (
     WEBSITE,
 )
 from worker.signals import ExecutionSignal
-from worker.store.protocol import IngestItem
+from worker.store.writer_protocol import IngestItem
 from worker.tools import ToolConfig
 
 GOLDEN = Path(__file__).parent / "golden"

@@ -29,7 +29,7 @@ from contracts.streams import partition_count_of
 from contracts.subjects import Subjects
 from worker.failures import RuntimeFailure
 from worker.store.files import index_file, schema
-from worker.store.protocol import SessionIndexWriter
+from worker.store.writer_protocol import SessionIndexWriter
 
 log = structlog.get_logger("worker.replica.continuity")
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import struct
 from typing import Final
 
-from worker.store.protocol import IngestItem
+from worker.store.writer_protocol import IngestItem
 
 # stream sequence (0: a deferred control reply; stream sequences start at 1), subject
 # length, payload length.

@@ -25,7 +25,7 @@ import structlog
 
 from worker.memory import release_memory, rss_anon_kib
 from worker.retry import INGEST_APPLY
-from worker.store.protocol import (
+from worker.store.writer_protocol import (
     ApplyResult,
     BatchNotAttempted,
     IndexWriteStopped,

@@ -38,7 +38,7 @@ from worker.replica.ingest_actor import IngestActor
 from worker.replica.ingest_feed import BACKLOG_FULL, DEFAULT_MAX_BACKLOG_BYTES, EventFeed
 from worker.retry import JETSTREAM, retry
 from worker.store.index.writer_process import WRITER_MODES, open_index_writer
-from worker.store.protocol import IndexWriteStopped, Rejected, SessionIndexWriter
+from worker.store.writer_protocol import IndexWriteStopped, Rejected, SessionIndexWriter
 from worker.tasks import cancel_and_wait, cancelled_from_outside
 
 log = structlog.get_logger(__name__)

@@ -19,7 +19,7 @@ from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy, Header
 
 from contracts.subjects import Subjects
 from worker.replica.feed_backlog import FeedBacklog
-from worker.store.protocol import IngestItem
+from worker.store.writer_protocol import IngestItem
 from worker.tasks import cancel_and_wait
 
 # What a feed holds at most beyond the mailbox (``EventFeed``); ``--ingest-backlog-mib``.

@@ -27,7 +27,7 @@ from worker.replica.ingest_consumer import EventConsumer
 from worker.replica.writer_settings import writer_limits
 from worker.store.files import index_file
 from worker.store.index.writer_process import open_index_writer
-from worker.store.protocol import SessionIndexWriter
+from worker.store.writer_protocol import SessionIndexWriter
 
 log = structlog.get_logger("worker.replica.rebuild")
 

@@ -9,7 +9,6 @@ function that compiles a search's text before the store is asked; only compositi
 from worker.store.errors import GenerationChanged, InvalidCursor, InvalidQuery, StoreError
 from worker.store.marks import split_excerpt
 from worker.store.protocol import (
-    ApplyResult,
     Availability,
     CompiledQuery,
     EventFilter,
@@ -20,24 +19,27 @@ from worker.store.protocol import (
     EventSummary,
     EventWindow,
     Generation,
-    IngestItem,
     Lineage,
     LineageNode,
     LinkedEvent,
-    Rejected,
     ServiceLimits,
     SessionFilter,
     SessionHeader,
     SessionHit,
-    SessionIndexWriter,
     SessionQueryService,
     SessionSearchPage,
-    Staged,
     StoredEvent,
     SurfaceName,
     TitleObservation,
 )
 from worker.store.search.query import compile_query
+from worker.store.writer_protocol import (
+    ApplyResult,
+    IngestItem,
+    Rejected,
+    SessionIndexWriter,
+    Staged,
+)
 
 __all__ = [
     "ApplyResult",

@@ -1,7 +1,7 @@
 """Every error the store raises, under one root: ``StoreError``.
 
 The store's modules re-export the classes they raise (``index_file.IndexLocked``,
-``protocol.BatchNotAttempted``, ...), so callers keep their imports; the classes live
+``writer_protocol.BatchNotAttempted``, ...), so callers keep their imports; the classes live
 here so the tree is read in one place (``worker.errors`` draws the whole tree). Their
 text is internal: the tools' error table (``worker.tools.errors``) decides what a model
 sees of each.

@@ -20,7 +20,7 @@ from contracts.events import Refusal, validate_event_text
 from contracts.redaction import Redactor
 from worker.store.event_codec import indexed_payload as indexed_payload
 from worker.store.files import schema
-from worker.store.protocol import IngestItem, Rejected
+from worker.store.writer_protocol import IngestItem, Rejected
 
 MAX_REASON_CHARS: Final = 1000
 

@@ -36,7 +36,8 @@ from worker.store.index.batch import BatchChecker, PreparedBatch, reason_kind
 from worker.store.index.writer_core import WriterCore
 from worker.store.index.writer_limits import DEFAULT_LIMITS, WriterLimits
 from worker.store.index.writer_open import IndexFileReplaced
-from worker.store.protocol import ApplyResult, Generation, IngestItem, SessionIndexWriter, Staged
+from worker.store.protocol import Generation
+from worker.store.writer_protocol import ApplyResult, IngestItem, SessionIndexWriter, Staged
 
 __all__ = [
     "BatchChecker",

@@ -54,8 +54,8 @@ from worker.store.index.writer_wire import (
     encode_result,
     frame,
 )
-from worker.store.protocol import BatchNotAttempted
 from worker.store.search.search_schema import search_index_path
+from worker.store.writer_protocol import BatchNotAttempted
 
 log = structlog.get_logger(__name__)
 

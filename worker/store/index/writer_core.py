@@ -49,10 +49,11 @@ from worker.store.index.writer_fold import (
 )
 from worker.store.index.writer_limits import DEFAULT_LIMITS, MIB, WriterLimits
 from worker.store.index.writer_open import open_existing, prepare_schema
-from worker.store.protocol import ApplyResult, BatchNotAttempted, Generation, IngestItem
+from worker.store.protocol import Generation
 from worker.store.search import analysis
 from worker.store.search.search_follower import SearchIndexWriter
 from worker.store.search.search_schema import search_index_path
+from worker.store.writer_protocol import ApplyResult, BatchNotAttempted, IngestItem
 
 log = structlog.get_logger(__name__)
 

@@ -16,7 +16,8 @@ import orjson
 from contracts.partitions import workspace_key
 from worker.store.files import schema
 from worker.store.index.batch import CheckedEvent, reason_kind, reject
-from worker.store.protocol import Availability, Rejected
+from worker.store.protocol import Availability
+from worker.store.writer_protocol import Rejected
 
 # The ``sessions`` columns, in ``HeaderFold``'s field order.
 SESSION_NAMES: Final = (

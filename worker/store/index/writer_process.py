@@ -67,12 +67,8 @@ from worker.store.index.writer_wire import (
     encode_batch,
     frame,
 )
-from worker.store.protocol import (
-    ApplyResult,
-    BatchNotAttempted,
-    Generation,
-    IngestItem,
-)
+from worker.store.protocol import Generation
+from worker.store.writer_protocol import ApplyResult, BatchNotAttempted, IngestItem
 
 __all__ = [
     "EXIT_TORN",

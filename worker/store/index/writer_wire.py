@@ -35,7 +35,8 @@ from dataclasses import dataclass
 from typing import Final
 
 from worker.store.index.batch import BatchChecker, PreparedBatch
-from worker.store.protocol import ApplyResult, Generation, IngestItem, Rejected
+from worker.store.protocol import Generation
+from worker.store.writer_protocol import ApplyResult, IngestItem, Rejected
 
 OP_APPLY: Final = 1
 OP_GENERATION: Final = 2
