@@ -132,11 +132,9 @@ def applied_seq(path: str | Path) -> int:
 def searchable_seq(path: str | Path) -> int:
     """The stream sequence the index at ``path`` is complete through, its search index
     included (what a search without ``step_start_seq`` sees); 0 before either exists."""
-    from worker.store.search.search_reader import SearchIndexReader  # tantivy only when asked
-
     stored = applied_seq(path)
-    reader = SearchIndexReader.open(path)
-    return 0 if reader is None else min(stored, reader.refresh().stream_seq)
+    through = search_index_seq(path)
+    return 0 if through is None else min(stored, through)
 
 
 def search_index_seq(path: str | Path) -> int | None:
