@@ -483,6 +483,12 @@ BUILT_IN: Final[dict[str, Reasons]] = {
         "computer:image": _IMAGES,
         "*:message:empty": "messages with no text",
     },
+    "nanocoder": {
+        "message:images": _IMAGES,
+        "tool:structuredContent": "the interface's copy of a tool's result; its text is imported",
+        "message:system": "a system prompt: the writer keeps it out of the file",
+        "message:*:empty": "messages with no text and no call",
+    },
 }
 
 
@@ -781,6 +787,14 @@ WRITER_KINDS: Final[dict[str, WriterKinds]] = {
             "subagent.configured subagent.deselected subagent.selected system.message "
             "tool.user_requested tool_search.activated",
         ),
+    ),
+    # Its session file's message roles (types/core.d.ts Message) and the fields beside
+    # the text that the importer counts.
+    "nanocoder": WriterKinds(
+        "@nanocollective/nanocoder",
+        "1.30.0",
+        imported=_keys("message:", "user assistant tool"),
+        skipped=frozenset({"message:system", "message:images", "tool:structuredContent"}),
     ),
 }
 

@@ -1,0 +1,309 @@
+"""Nanocoder (npm ``@nanocollective/nanocoder``): its saved sessions, one JSON document each,
+``<session uuid>.json`` in ``sessions/`` of its data folder (``$NANOCODER_DATA_DIR``, else
+``$XDG_DATA_HOME/nanocoder``, else Linux ``~/.local/share/nanocoder``, macOS
+``~/Library/Application Support/nanocoder``, Windows ``%APPDATA%\\nanocoder``; a
+``sessions.directory`` in ``agents.config.json`` moves it), beside ``sessions.json`` (an
+index of the same headers: not a source).
+
+Read from the writer in ``@nanocollective/nanocoder`` 1.30.0 (``session/session-manager.js``
+``saveSession``, ``hooks/useSessionAutosave.js``, ``acp/acp-agent.js``, the ``Message`` type
+in ``types/core.d.ts``, ``utils/llm-summariser.js``) and recorded from 1.30.0: the file is
+``{id, title, createdAt, lastAccessedAt, messageCount, provider, model, workingDirectory,
+titleManuallySet?, messages}``, rewritten whole (atomically) at each autosave and when the
+interface exits; ``messages`` is the OpenAI-style chat history without the system prompt:
+
+- the session is ``nanocoder-<id>``, cwd = ``workingDirectory``, title = ``title`` (the last
+  prompt's first 50 characters as autosave writes it, or a rename: ``titleManuallySet``);
+- ``user`` as ``message/user``, except the texts Nanocoder adds itself (its nudges after an
+  empty answer, the malformed-call and diagnostics feedback, "Context has been compacted"),
+  ``message/context``, and a ``!command``'s "Bash command output" block, ``command/output``;
+  ``assistant`` ``reasoning`` as thinking, its text as ``message/assistant``, each
+  ``tool_calls`` entry as a ``tool/call``; ``tool`` as the ``tool/result`` of
+  ``tool_call_id``, an error when Nanocoder's own history view marks it failed ("Error: ",
+  "⚒ Validation failed") or when ``execute_bash`` reports a non-zero ``EXIT_CODE``;
+- a compaction (``utils/llm-summariser.js``) rewrites ``messages`` as a ``user`` message
+  holding ``<conversation-summary>`` followed by the kept recent messages: a ``compaction``.
+  A file read before and after it (``watch``) keeps what it published and goes on with the
+  compaction, replacing all before it, and the messages after it (the kept ones again);
+- messages carry no times: the first of a file read fresh takes ``createdAt``, the others
+  ``lastAccessedAt`` (the time of the save that first showed them), so a session's last
+  activity is the source's own.
+
+Skipped and counted: images attached to a prompt, ``structuredContent`` beside a tool's
+text (the same result for the interface), ``system`` messages and other roles (drift).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, Final
+
+import orjson
+
+from worker.importers.base import Problem, as_text, cut, safe_id
+from worker.importers.source_reading import Item, SessionCache, SourceReading, SourceSession, said
+from worker.importers.whole_sources import ReadingImporter
+
+NAME: Final = "nanocoder"
+PREFIX: Final = "nanocoder-"
+FOLDER: Final = "sessions"
+INDEX: Final = "sessions.json"
+_UUID: Final = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\.json$")
+SUMMARY_OPEN: Final = "<conversation-summary>"
+# The user messages Nanocoder writes itself (conversation-loop.js, auto-diagnostics.js):
+# feedback to the model, not the user's words.
+_HARNESS: Final = (
+    "Your previous response contained a malformed tool call.",
+    "Please continue with the task.",
+    "Please provide a summary or response based on the tool results above.",
+    "Context has been compacted. Please continue with the task.",
+    "Automatic diagnostics after the recent edits found issues.",
+)
+BASH_OUTPUT: Final = "Bash command output:\n"  # a `!command`'s output, given to the model
+# How its history view marks a failed tool (session-history-renderer.js isErrorResult).
+_FAILED: Final = ("Error: ", "⚒ Validation failed")
+_EXIT: Final = re.compile(r"^EXIT_CODE: (-?\d+)")
+
+
+@dataclass
+class _Memory:
+    """What this file held when last read: the messages (as bytes, to tell a rewrite)
+    and the items of the compacted segments before them, kept as they were published."""
+
+    messages: list[bytes] = field(default_factory=list)
+    before: list[Item] = field(default_factory=list)  # items of earlier segments
+    segments: int = 0  # compactions seen: names the later segments' items
+
+
+_MEMORY: Final = "nanocoder:memory"
+
+
+def read_session(path: Path, cache: SessionCache) -> SourceReading:
+    """One session file as it is now, continuing the readings ``cache`` remembers."""
+    reading = SourceReading()
+    try:
+        doc = orjson.loads(path.read_bytes())
+    except (OSError, orjson.JSONDecodeError) as exc:
+        reading.problems.append(Problem(str(path), 0, f"not readable JSON: {exc}"))
+        return reading
+    messages = doc.get("messages") if isinstance(doc, dict) else None
+    if not isinstance(doc, dict) or not isinstance(doc.get("id"), str) or not isinstance(
+        messages, list
+    ):
+        reading.problems.append(
+            Problem(str(path), 0, "not a Nanocoder session (an object with id and messages)")
+        )
+        return reading
+    messages = [m for m in messages if isinstance(m, dict)]
+    started = _time(doc.get("createdAt"))
+    saved = _time(doc.get("lastAccessedAt")) or started
+    cwd = doc.get("workingDirectory")
+    session = SourceSession(
+        session_id=safe_id(doc["id"], prefix=PREFIX),
+        cwd=cwd if isinstance(cwd, str) and cwd else None,
+        time=started,
+        extra={k: doc[k] for k in ("provider", "model") if isinstance(doc.get(k), str)},
+    )
+    title = doc.get("title")
+    session.title = title if isinstance(title, str) else None
+    memory = _remember(cache, str(path))
+    encoded = [orjson.dumps(m, option=orjson.OPT_SORT_KEYS) for m in messages]
+    if (
+        memory.messages
+        and encoded[: len(memory.messages)] != memory.messages
+        and _summary(messages[:1])
+    ):
+        # Compacted since the last reading: what was published stays, the new segment
+        # (the summary, the kept messages, what follows) goes on after it.
+        memory.before = memory.before + _items(
+            session.session_id, _named(memory.segments), _as_messages(memory.messages),
+            started, saved, session,
+        )  # fmt: skip
+        memory.segments += 1
+    memory.messages = encoded
+    session.items = memory.before + _items(
+        session.session_id, _named(memory.segments), messages,
+        started if not memory.before else saved, saved, session,
+    )  # fmt: skip
+    reading.sessions.append(session)
+    return reading
+
+
+def _remember(cache: SessionCache, key: str) -> _Memory:
+    """This file's memory, kept in the converter's cache under a key of its own (the
+    cache's stamp slot holds it: no session is cached under that key)."""
+    entry = cache.entries.get(f"{_MEMORY}:{key}")
+    if entry is not None and isinstance(entry[0], tuple) and isinstance(entry[0][0], _Memory):
+        return entry[0][0]
+    memory = _Memory()
+    placeholder = SourceSession(session_id="", cwd=None, time=None)
+    cache.put(f"{_MEMORY}:{key}", (memory,), placeholder)
+    return memory
+
+
+def _as_messages(encoded: list[bytes]) -> list[dict[str, Any]]:
+    return [orjson.loads(m) for m in encoded]
+
+
+def _named(segment: int) -> str:
+    """The refs' prefix of a segment: after the n-th compaction a reading saw, ``c<n>-``."""
+    return f"c{segment}-" if segment else ""
+
+
+def _summary(messages: Sequence[dict[str, Any]]) -> bool:
+    first = messages[0] if messages else {}
+    content = first.get("content")
+    return first.get("role") == "user" and isinstance(content, str) and (
+        content.lstrip().startswith(SUMMARY_OPEN)
+    )
+
+
+def _time(value: object) -> str | None:
+    if not isinstance(value, str) or not value:
+        return None
+    return value if value.endswith("Z") or "+" in value[10:] else None
+
+
+def _items(
+    sid: str,
+    prefix: str,
+    messages: list[dict[str, Any]],
+    first_time: str | None,
+    time: str | None,
+    session: SourceSession,
+) -> list[Item]:
+    items: list[Item] = []
+    skipped = session.skipped
+    for index, message in enumerate(messages):
+        ref = f"{prefix}m{index}"
+        when = first_time if index == 0 else time
+        role = message.get("role")
+        content = message.get("content")
+        text = content if isinstance(content, str) else ""
+        if message.get("images"):
+            skipped["message:images"] += 1
+        if role == "user":
+            items.extend(_user(ref, text, when, index, skipped))
+        elif role == "assistant":
+            reasoning = message.get("reasoning")
+            if isinstance(reasoning, str) and reasoning.strip():
+                items.append(
+                    Item(f"{ref}-thinking", "message/assistant", "assistant",
+                         {"thinking": cut(reasoning)}, "assistant:reasoning", when)
+                )  # fmt: skip
+            if text.strip():
+                items.append(said(ref, "assistant", text, when, "assistant"))
+            calls = message.get("tool_calls")
+            for n, call in enumerate(calls if isinstance(calls, list) else []):
+                function = call.get("function") if isinstance(call, dict) else None
+                if not isinstance(function, dict):
+                    skipped["tool_call:malformed"] += 1
+                    continue
+                call_id = call.get("id")
+                call_id = call_id if isinstance(call_id, str) and call_id else f"{sid}:{ref}:{n}"
+                items.append(
+                    Item(f"{ref}-call{n}", "tool/call", "assistant",
+                         {"tool": function.get("name"), "input": function.get("arguments"),
+                          "tool_call_id": call_id},
+                         "assistant:tool_call", when, call=call_id)
+                )  # fmt: skip
+            if not text.strip() and not calls and not reasoning:
+                skipped["message:assistant:empty"] += 1
+        elif role == "tool":
+            if message.get("structuredContent") is not None:
+                skipped["tool:structuredContent"] += 1
+            payload: dict[str, Any] = {"output": as_text(text)}
+            if _failed(text):
+                payload["is_error"] = True
+            call_id = message.get("tool_call_id")
+            if isinstance(message.get("name"), str):
+                payload["tool"] = message["name"]
+            items.append(
+                Item(ref, "tool/result", "tool", payload, "tool", when,
+                     result_of=call_id if isinstance(call_id, str) else None)
+            )  # fmt: skip
+        else:
+            skipped[f"message:{role}"] += 1
+    return items
+
+
+def _user(ref: str, text: str, when: str | None, index: int, skipped: Any) -> list[Item]:
+    if not text.strip():
+        skipped["message:user:empty"] += 1
+        return []
+    if index == 0 and text.lstrip().startswith(SUMMARY_OPEN):
+        return [Item(ref, "compaction", "system", {"summary": cut(text)}, "user:summary", when)]
+    if text.startswith(_HARNESS):
+        return [Item(ref, "message/context", "system", {"text": cut(text)}, "user:harness", when)]
+    if text.startswith(BASH_OUTPUT):
+        payload = {"text": cut(text)}
+        return [Item(ref, "command/output", "tool", payload, "user:bash-output", when)]
+    return [said(ref, "user", text, when, "user")]
+
+
+def _failed(text: str) -> bool:
+    if text.startswith(_FAILED):
+        return True
+    code = _EXIT.match(text)
+    return code is not None and code.group(1) != "0"
+
+
+def data_dir() -> Path:
+    """Nanocoder's data folder (``config/paths.js`` ``getAppDataPath``)."""
+    chosen = os.environ.get("NANOCODER_DATA_DIR")
+    if chosen:
+        return Path(chosen)
+    if os.environ.get("XDG_DATA_HOME"):
+        return Path(os.environ["XDG_DATA_HOME"]) / NAME
+    if sys.platform == "win32":
+        return Path(os.environ.get("APPDATA") or Path.home() / "AppData" / "Roaming") / NAME
+    if sys.platform == "darwin":
+        return Path.home() / "Library" / "Application Support" / NAME
+    return Path.home() / ".local" / "share" / NAME
+
+
+class NanocoderImporter(ReadingImporter):
+    name: ClassVar[str] = NAME
+    help: ClassVar[str] = "Nanocoder's saved sessions (~/.local/share/nanocoder/sessions)"
+    env_vars: ClassVar[tuple[str, ...]] = ("NANOCODER_DATA_DIR", "XDG_DATA_HOME")
+    detect_order: ClassVar[int] = 57
+
+    def default_locations(self) -> list[Path]:
+        return [data_dir() / FOLDER]
+
+    def detect(self, path: Path, head: Sequence[bytes]) -> bool:
+        """``<uuid>.json`` whose first lines are a session's header (``saveSession``
+        writes it indented, the header's keys first)."""
+        text = b"".join(head)
+        return (
+            _UUID.match(path.name) is not None
+            and b'"workingDirectory"' in text
+            and b'"messageCount"' in text
+        )
+
+    def sources(self, root: Path) -> Iterator[Path]:
+        if root.is_file():
+            yield root
+            return
+        for path in root.rglob("*.json"):
+            if path.name != INDEX and self.detect(path, _head(path)):
+                yield path
+
+    def last_change(self, path: Path) -> float:
+        return path.stat().st_mtime
+
+    def read(self, path: Path, cache: SessionCache) -> SourceReading:
+        return read_session(path, cache)
+
+
+def _head(path: Path) -> list[bytes]:
+    try:
+        with path.open("rb") as fh:
+            return [fh.read(4096)]
+    except OSError:
+        return []
