@@ -13,14 +13,17 @@ titleManuallySet?, messages}``, rewritten whole (atomically) at each autosave an
 interface exits; ``messages`` is the OpenAI-style chat history without the system prompt:
 
 - the session is ``nanocoder-<id>``, cwd = ``workingDirectory``, title = ``title`` (the last
-  prompt's first 50 characters as autosave writes it, or a rename: ``titleManuallySet``);
+  prompt's first 50 characters as autosave writes it, an editor's first prompt over ACP, or
+  a rename: ``titleManuallySet``; not when it is a compaction's summary, which autosave
+  takes for the last prompt);
 - ``user`` as ``message/user``, except the texts Nanocoder adds itself (its nudges after an
   empty answer, the malformed-call and diagnostics feedback, "Context has been compacted"),
   ``message/context``, and a ``!command``'s "Bash command output" block, ``command/output``;
   ``assistant`` ``reasoning`` as thinking, its text as ``message/assistant``, each
   ``tool_calls`` entry as a ``tool/call``; ``tool`` as the ``tool/result`` of
   ``tool_call_id``, an error when Nanocoder's own history view marks it failed ("Error: ",
-  "⚒ Validation failed") or when ``execute_bash`` reports a non-zero ``EXIT_CODE``;
+  "⚒ Validation failed") or when ``execute_bash`` reports a non-zero ``EXIT_CODE``, and
+  marked ``interrupted`` when the user cancelled it;
 - a compaction (``utils/llm-summariser.js``) rewrites ``messages`` as a ``user`` message
   holding ``<conversation-summary>`` followed by the kept recent messages: a ``compaction``.
   A file read before and after it (``watch``) keeps what it published and goes on with the
@@ -67,6 +70,8 @@ _HARNESS: Final = (
 BASH_OUTPUT: Final = "Bash command output:\n"  # a `!command`'s output, given to the model
 # How its history view marks a failed tool (session-history-renderer.js isErrorResult).
 _FAILED: Final = ("Error: ", "⚒ Validation failed")
+# A tool the user cancelled (ACP's session/cancel, Esc in the interface): its result.
+_CANCELLED: Final = ("Error: Cancelled via AbortSignal", "Error: cancelled by user")
 _EXIT: Final = re.compile(r"^EXIT_CODE: (-?\d+)")
 
 
@@ -110,7 +115,10 @@ def read_session(path: Path, cache: SessionCache) -> SourceReading:
         extra={k: doc[k] for k in ("provider", "model") if isinstance(doc.get(k), str)},
     )
     title = doc.get("title")
-    session.title = title if isinstance(title, str) else None
+    if isinstance(title, str) and not title.lstrip().startswith(SUMMARY_OPEN):
+        session.title = title
+    elif isinstance(title, str):  # autosave titles by the last user message: the summary
+        session.skipped["title:summary"] += 1
     memory = _remember(cache, str(path))
     encoded = [orjson.dumps(m, option=orjson.OPT_SORT_KEYS) for m in messages]
     if (
@@ -220,6 +228,8 @@ def _items(
             payload: dict[str, Any] = {"output": as_text(text)}
             if _failed(text):
                 payload["is_error"] = True
+            if text.startswith(_CANCELLED):
+                payload["interrupted"] = True
             call_id = message.get("tool_call_id")
             if isinstance(message.get("name"), str):
                 payload["tool"] = message["name"]

@@ -488,6 +488,8 @@ BUILT_IN: Final[dict[str, Reasons]] = {
         "tool:structuredContent": "the interface's copy of a tool's result; its text is imported",
         "message:system": "a system prompt: the writer keeps it out of the file",
         "message:*:empty": "messages with no text and no call",
+        "title:summary": "a title autosave took from a compaction's summary (the last user"
+        " message): not a title",
     },
 }
 
