@@ -170,6 +170,7 @@ GENERATED: dict[str, Case] = {
         "mini-swe-agent", lambda h: gen_mini_swe_agent.write(h, v2=False), untimed=True
     ),
     "open-interpreter": Case("open-interpreter", gen_open_interpreter.write),
+    "nanocoder": Case("nanocoder", _home(WRITERS["nanocoder"])),
 }
 
 

@@ -27,7 +27,10 @@ interface exits; ``messages`` is the OpenAI-style chat history without the syste
 - a compaction (``utils/llm-summariser.js``) rewrites ``messages`` as a ``user`` message
   holding ``<conversation-summary>`` followed by the kept recent messages: a ``compaction``.
   A file read before and after it (``watch``) keeps what it published and goes on with the
-  compaction, replacing all before it, and the messages after it (the kept ones again);
+  compaction, replacing all before it, and the messages after it (the kept ones again).
+  That memory is the converter's: a ``watch`` restarted after it published a compaction
+  reads the file fresh, which holds fewer messages than were published, so the session's
+  next messages are published only once it holds more;
 - messages carry no times: the first of a file read fresh takes ``createdAt``, the others
   ``lastAccessedAt`` (the time of the save that first showed them), so a session's last
   activity is the source's own.
@@ -97,14 +100,18 @@ def read_session(path: Path, cache: SessionCache) -> SourceReading:
         reading.problems.append(Problem(str(path), 0, f"not readable JSON: {exc}"))
         return reading
     messages = doc.get("messages") if isinstance(doc, dict) else None
-    if not isinstance(doc, dict) or not isinstance(doc.get("id"), str) or not isinstance(
-        messages, list
+    if (
+        not isinstance(doc, dict)
+        or not isinstance(doc.get("id"), str)
+        or not isinstance(messages, list)
     ):
         reading.problems.append(
             Problem(str(path), 0, "not a Nanocoder session (an object with id and messages)")
         )
         return reading
+    session_skipped = len(messages)
     messages = [m for m in messages if isinstance(m, dict)]
+    session_skipped -= len(messages)
     started = _time(doc.get("createdAt"))
     saved = _time(doc.get("lastAccessedAt")) or started
     cwd = doc.get("workingDirectory")
@@ -112,8 +119,14 @@ def read_session(path: Path, cache: SessionCache) -> SourceReading:
         session_id=safe_id(doc["id"], prefix=PREFIX),
         cwd=cwd if isinstance(cwd, str) and cwd else None,
         time=started,
-        extra={k: doc[k] for k in ("provider", "model") if isinstance(doc.get(k), str)},
+        extra={
+            ours: doc[k]
+            for k, ours in (("provider", "model_provider"), ("model", "model"))
+            if isinstance(doc.get(k), str)
+        },
     )
+    if session_skipped:
+        session.skipped["message:not-an-object"] += session_skipped
     title = doc.get("title")
     if isinstance(title, str) and not title.lstrip().startswith(SUMMARY_OPEN):
         session.title = title
@@ -166,8 +179,10 @@ def _named(segment: int) -> str:
 def _summary(messages: Sequence[dict[str, Any]]) -> bool:
     first = messages[0] if messages else {}
     content = first.get("content")
-    return first.get("role") == "user" and isinstance(content, str) and (
-        content.lstrip().startswith(SUMMARY_OPEN)
+    return (
+        first.get("role") == "user"
+        and isinstance(content, str)
+        and (content.lstrip().startswith(SUMMARY_OPEN))
     )
 
 
@@ -217,7 +232,7 @@ def _items(
                 items.append(
                     Item(f"{ref}-call{n}", "tool/call", "assistant",
                          {"tool": function.get("name"), "input": function.get("arguments"),
-                          "tool_call_id": call_id},
+                          "call_id": call_id},
                          "assistant:tool_call", when, call=call_id)
                 )  # fmt: skip
             if not text.strip() and not calls and not reasoning:

@@ -148,6 +148,7 @@ def _in_terminal(command: str) -> tuple[str, ...]:
     """``command`` in a pseudo-terminal (``script``): Ink needs a terminal's raw mode."""
     return ("script", "-qfec", command, "/dev/null")
 
+
 RECIPE = Recipe(
     agent="nanocoder",
     package="@nanocollective/nanocoder",

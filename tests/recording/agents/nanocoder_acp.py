@@ -101,7 +101,8 @@ class Client:
 def newest_session(cwd: str) -> str:
     index = Path(os.environ["NANOCODER_DATA_DIR"]) / "sessions" / "sessions.json"
     sessions = [s for s in json.loads(index.read_text()) if s["workingDirectory"] == cwd]
-    return max(sessions, key=lambda s: s["lastAccessedAt"])["id"]
+    newest: str = max(sessions, key=lambda s: s["lastAccessedAt"])["id"]
+    return newest
 
 
 def main(argv: list[str]) -> int:
