@@ -1,9 +1,9 @@
 """Nanocoder: converter checks over generated sessions (reasoning, calls paired with their
 results, failures and a cancelled command, Nanocoder's own nudges and a ``!command``'s
 output typed for what they are, images and the interface's copies counted, a rename), a
-compaction read fresh and read after the file it rewrote, detection and default folders, an
-import read back with the five tools, and ``watch`` following a session through its
-compaction."""
+compaction read fresh, read after the file it rewrote and after a restart, detection and
+default folders, an import read back with the five tools, and ``watch`` following a session
+through its compaction."""
 
 from __future__ import annotations
 
@@ -21,14 +21,22 @@ from tests.importers._agent_e2e import assert_events, imported
 from tests.importers._sources import cites_of, reading_events, watch_growth
 from tests.importers.test_import_tools import ask
 from worker.importers import nanocoder, registry
+from worker.importers.continue_cli import ContinueConverter
 from worker.importers.detect import detect, expand
-from worker.importers.source_reading import ReadingConverter, SessionCache
 
 FIX, RENAMED = f"nanocoder-{gen.FIX}", f"nanocoder-{gen.RENAMED}"
 
 
-def events(path: Path, cache: SessionCache | None = None) -> list[dict[str, Any]]:
-    return reading_events("nanocoder", nanocoder.read_session(path, cache or SessionCache()))
+def events(path: Path) -> list[dict[str, Any]]:
+    return reading_events("nanocoder", nanocoder.read_session(path))
+
+
+def converter(path: Path) -> ContinueConverter:
+    return ContinueConverter(lambda: nanocoder.read_session(path), name="nanocoder")
+
+
+def feed(converter: ContinueConverter) -> list[dict[str, Any]]:
+    return [json.loads(out.body) for out in converter.feed(1, b"")]
 
 
 def test_a_fix_with_its_calls_results_and_harness_text(tmp_path: Path) -> None:
@@ -57,7 +65,7 @@ def test_a_fix_with_its_calls_results_and_harness_text(tmp_path: Path) -> None:
 
 
 def test_skips_are_counted_with_their_reasons(tmp_path: Path) -> None:
-    reading = nanocoder.read_session(gen.write(tmp_path) / f"{gen.FIX}.json", SessionCache())
+    reading = nanocoder.read_session(gen.write(tmp_path) / f"{gen.FIX}.json")
     assert reading.skipped == {
         "message:images": 1,
         "tool:structuredContent": 1,
@@ -70,7 +78,7 @@ def test_skips_are_counted_with_their_reasons(tmp_path: Path) -> None:
 
 def test_a_renamed_session_and_a_cancelled_command(tmp_path: Path) -> None:
     path = gen.write(tmp_path) / f"{gen.RENAMED}.json"
-    reading = nanocoder.read_session(path, SessionCache())
+    reading = nanocoder.read_session(path)
     assert reading.sessions[0].title == "Integration run"
     result = next(e for e in reading_events("nanocoder", reading) if e["type"] == "tool/result")
     assert result["payload"]["is_error"] and result["payload"]["interrupted"]
@@ -90,11 +98,10 @@ def test_a_compaction_after_the_file_it_rewrote_goes_on_from_it(tmp_path: Path) 
     """Read before and after the rewrite (``watch``): what was published stays, and the
     compaction replaces it; then the kept messages and the new turn."""
     path = gen.write(tmp_path) / f"{gen.FIX}.json"
-    cache = SessionCache()
-    converter = ReadingConverter("nanocoder", lambda: nanocoder.read_session(path, cache))
-    first = [json.loads(out.body) for out in converter.feed(1, b"")]
+    reader = converter(path)
+    first = feed(reader)
     gen.write(tmp_path, compact=True)
-    second = [json.loads(out.body) for out in converter.feed(2, b"")]
+    second = feed(reader)
     assert len(first) == 19
     assert [e["type"] for e in second] == [
         "compaction", "message/user", "message/assistant", "message/user", "message/assistant",
@@ -103,8 +110,27 @@ def test_a_compaction_after_the_file_it_rewrote_goes_on_from_it(tmp_path: Path) 
     assert compaction["seq"] == 20
     content = [e["seq"] for e in first if e["type"] != "session/start"]
     assert compaction["replaces"] == content
+    assert compaction["time"] == "2026-11-30T09:21:30.000Z"  # the save that compacted
     # Read again unchanged: nothing more.
-    assert converter.feed(3, b"") == []
+    assert feed(reader) == []
+
+
+def test_a_restarted_watch_goes_on_after_a_compaction_it_published(tmp_path: Path) -> None:
+    """The converter's token keeps how many items came before the rewritten file: a
+    restart reads the file fresh, and the session's next turn takes the next seqs."""
+    path = gen.write(tmp_path) / f"{gen.FIX}.json"
+    reader = converter(path)
+    feed(reader)
+    gen.write(tmp_path, compact=True)
+    feed(reader)
+    restarted = converter(path)
+    restarted.restore(json.loads(json.dumps(reader.token())))
+    assert feed(restarted) == []
+    doc = json.loads(path.read_text())
+    doc["messages"].append({"role": "user", "content": "Thanks!"})
+    path.write_text(json.dumps(doc, indent=2))
+    [more] = feed(restarted)
+    assert (more["seq"], more["type"], more["payload"]["text"]) == (25, "message/user", "Thanks!")
 
 
 def test_a_title_autosave_took_from_the_summary_is_no_title(tmp_path: Path) -> None:
@@ -114,7 +140,7 @@ def test_a_title_autosave_took_from_the_summary_is_no_title(tmp_path: Path) -> N
                        accessed="2026-11-30T09:16:00.000Z")  # fmt: skip
     assert doc["title"].startswith("<conversation-summary>")
     path.write_text(json.dumps(doc, indent=2))
-    reading = nanocoder.read_session(path, SessionCache())
+    reading = nanocoder.read_session(path)
     assert reading.sessions[0].title is None
     assert reading.skipped == {"title:summary": 1}
 
@@ -124,7 +150,7 @@ def test_another_json_is_not_a_session(tmp_path: Path) -> None:
     assert detect(folder / "sessions.json") is None  # the index
     other = folder / "0b5e7c1a-2f3d-4e6a-9b8c-000000000000.json"
     other.write_text(json.dumps({"id": "x", "workingDirectory": "/", "messageCount": 0}))
-    problems = nanocoder.read_session(other, SessionCache()).problems
+    problems = nanocoder.read_session(other).problems
     assert problems and "not a Nanocoder session" in problems[0].message
 
 

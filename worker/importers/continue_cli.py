@@ -232,10 +232,13 @@ _PUBLISHED: Final = Item("published", "message/context", "system", {}, "rewritte
 class ContinueConverter(ReadingConverter):
     """Readings of one session file. Compaction rewrites the file: the history starts
     again at the summary. The items read before keep their numbers: a new summary at the
-    history's head puts the file's items after everything published so far."""
+    history's head puts the file's items after everything published so far. (Nanocoder's
+    files are rewritten the same way: ``name`` is the format's.)"""
 
-    def __init__(self, read: Callable[[], SourceReading], *, idle_s: float | None = None) -> None:
-        super().__init__(NAME, read, idle_s=idle_s)
+    def __init__(
+        self, read: Callable[[], SourceReading], *, idle_s: float | None = None, name: str = NAME
+    ) -> None:
+        super().__init__(name, read, idle_s=idle_s)
         # Session -> [items published before the file's first item, that item's digest].
         self.rewrites: dict[str, list[Any]] = {}
 

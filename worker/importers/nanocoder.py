@@ -26,14 +26,13 @@ interface exits; ``messages`` is the OpenAI-style chat history without the syste
   marked ``interrupted`` when the user cancelled it;
 - a compaction (``utils/llm-summariser.js``) rewrites ``messages`` as a ``user`` message
   holding ``<conversation-summary>`` followed by the kept recent messages: a ``compaction``.
-  A file read before and after it (``watch``) keeps what it published and goes on with the
-  compaction, replacing all before it, and the messages after it (the kept ones again).
-  That memory is the converter's: a ``watch`` restarted after it published a compaction
-  reads the file fresh, which holds fewer messages than were published, so the session's
-  next messages are published only once it holds more;
-- messages carry no times: the first of a file read fresh takes ``createdAt``, the others
-  ``lastAccessedAt`` (the time of the save that first showed them), so a session's last
-  activity is the source's own.
+  Read fresh, it opens the session and replaces nothing (the file keeps nothing older); a
+  file read before and after it (``watch``) keeps what it published, and the rewritten
+  file's items (the compaction, replacing all before it, the kept messages again, what
+  follows) come after them: Continue's converter, which keeps that count in its token;
+- messages carry no times: the first takes ``createdAt`` (a summary at the head: the
+  save's), the others ``lastAccessedAt`` (the save that first showed them), so a session's
+  last activity is the source's own.
 
 Skipped and counted: images attached to a prompt, ``structuredContent`` beside a tool's
 text (the same result for the interface), ``system`` messages and other roles (drift).
@@ -45,13 +44,14 @@ import os
 import re
 import sys
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Final
 
 import orjson
 
-from worker.importers.base import Problem, as_text, cut, safe_id
+from worker.importers.base import Converter, Problem, as_text, cut, safe_id
+from worker.importers.continue_cli import ContinueConverter
+from worker.importers.plugin import ConvertOptions
 from worker.importers.source_reading import Item, SessionCache, SourceReading, SourceSession, said
 from worker.importers.whole_sources import ReadingImporter
 
@@ -78,21 +78,9 @@ _CANCELLED: Final = ("Error: Cancelled via AbortSignal", "Error: cancelled by us
 _EXIT: Final = re.compile(r"^EXIT_CODE: (-?\d+)")
 
 
-@dataclass
-class _Memory:
-    """What this file held when last read: the messages (as bytes, to tell a rewrite)
-    and the items of the compacted segments before them, kept as they were published."""
-
-    messages: list[bytes] = field(default_factory=list)
-    before: list[Item] = field(default_factory=list)  # items of earlier segments
-    segments: int = 0  # compactions seen: names the later segments' items
-
-
-_MEMORY: Final = "nanocoder:memory"
-
-
-def read_session(path: Path, cache: SessionCache) -> SourceReading:
-    """One session file as it is now, continuing the readings ``cache`` remembers."""
+def read_session(path: Path) -> SourceReading:
+    """One session file as it is now; a half-written file is reported and read again on
+    the next change (Nanocoder renames a whole new file into place)."""
     reading = SourceReading()
     try:
         doc = orjson.loads(path.read_bytes())
@@ -109,9 +97,9 @@ def read_session(path: Path, cache: SessionCache) -> SourceReading:
             Problem(str(path), 0, "not a Nanocoder session (an object with id and messages)")
         )
         return reading
-    session_skipped = len(messages)
+    not_objects = len(messages)
     messages = [m for m in messages if isinstance(m, dict)]
-    session_skipped -= len(messages)
+    not_objects -= len(messages)
     started = _time(doc.get("createdAt"))
     saved = _time(doc.get("lastAccessedAt")) or started
     cwd = doc.get("workingDirectory")
@@ -125,55 +113,18 @@ def read_session(path: Path, cache: SessionCache) -> SourceReading:
             if isinstance(doc.get(k), str)
         },
     )
-    if session_skipped:
-        session.skipped["message:not-an-object"] += session_skipped
+    if not_objects:
+        session.skipped["message:not-an-object"] += not_objects
     title = doc.get("title")
     if isinstance(title, str) and not title.lstrip().startswith(SUMMARY_OPEN):
         session.title = title
     elif isinstance(title, str):  # autosave titles by the last user message: the summary
         session.skipped["title:summary"] += 1
-    memory = _remember(cache, str(path))
-    encoded = [orjson.dumps(m, option=orjson.OPT_SORT_KEYS) for m in messages]
-    if (
-        memory.messages
-        and encoded[: len(memory.messages)] != memory.messages
-        and _summary(messages[:1])
-    ):
-        # Compacted since the last reading: what was published stays, the new segment
-        # (the summary, the kept messages, what follows) goes on after it.
-        memory.before = memory.before + _items(
-            session.session_id, _named(memory.segments), _as_messages(memory.messages),
-            started, saved, session,
-        )  # fmt: skip
-        memory.segments += 1
-    memory.messages = encoded
-    session.items = memory.before + _items(
-        session.session_id, _named(memory.segments), messages,
-        started if not memory.before else saved, saved, session,
-    )  # fmt: skip
+    # A summary at the head was written by the save that compacted: its time, not the start.
+    first = saved if _summary(messages) else started
+    session.items = _items(session.session_id, messages, first, saved, session)
     reading.sessions.append(session)
     return reading
-
-
-def _remember(cache: SessionCache, key: str) -> _Memory:
-    """This file's memory, kept in the converter's cache under a key of its own (the
-    cache's stamp slot holds it: no session is cached under that key)."""
-    entry = cache.entries.get(f"{_MEMORY}:{key}")
-    if entry is not None and isinstance(entry[0], tuple) and isinstance(entry[0][0], _Memory):
-        return entry[0][0]
-    memory = _Memory()
-    placeholder = SourceSession(session_id="", cwd=None, time=None)
-    cache.put(f"{_MEMORY}:{key}", (memory,), placeholder)
-    return memory
-
-
-def _as_messages(encoded: list[bytes]) -> list[dict[str, Any]]:
-    return [orjson.loads(m) for m in encoded]
-
-
-def _named(segment: int) -> str:
-    """The refs' prefix of a segment: after the n-th compaction a reading saw, ``c<n>-``."""
-    return f"c{segment}-" if segment else ""
 
 
 def _summary(messages: Sequence[dict[str, Any]]) -> bool:
@@ -182,7 +133,7 @@ def _summary(messages: Sequence[dict[str, Any]]) -> bool:
     return (
         first.get("role") == "user"
         and isinstance(content, str)
-        and (content.lstrip().startswith(SUMMARY_OPEN))
+        and content.lstrip().startswith(SUMMARY_OPEN)
     )
 
 
@@ -194,7 +145,6 @@ def _time(value: object) -> str | None:
 
 def _items(
     sid: str,
-    prefix: str,
     messages: list[dict[str, Any]],
     first_time: str | None,
     time: str | None,
@@ -203,7 +153,7 @@ def _items(
     items: list[Item] = []
     skipped = session.skipped
     for index, message in enumerate(messages):
-        ref = f"{prefix}m{index}"
+        ref = f"m{index}"
         when = first_time if index == 0 else time
         role = message.get("role")
         content = message.get("content")
@@ -323,7 +273,10 @@ class NanocoderImporter(ReadingImporter):
         return path.stat().st_mtime
 
     def read(self, path: Path, cache: SessionCache) -> SourceReading:
-        return read_session(path, cache)
+        return read_session(path)
+
+    def converter(self, path: Path, options: ConvertOptions) -> Converter:
+        return ContinueConverter(lambda: read_session(path), idle_s=options.idle_s, name=NAME)
 
 
 def _head(path: Path) -> list[bytes]:
