@@ -113,6 +113,12 @@ def renamed() -> list[dict[str, Any]]:
             "tool_calls": [call("call_slow", "execute_bash", command="make integration")],
         },
         tool("call_slow", "execute_bash", "Error: Cancelled via AbortSignal\n"),
+        {
+            "role": "assistant",
+            "content": "Again, with a shorter timeout.",
+            "tool_calls": [call("call_again", "execute_bash", command="make integration-fast")],
+        },
+        tool("call_again", "execute_bash", "Tool execution was cancelled by the user."),
         {"role": "user", "content": "Never mind, what's left to do?"},
         {"role": "assistant", "content": "Only the release notes."},
     ]

@@ -22,8 +22,9 @@ interface exits; ``messages`` is the OpenAI-style chat history without the syste
   ``assistant`` ``reasoning`` as thinking, its text as ``message/assistant``, each
   ``tool_calls`` entry as a ``tool/call``; ``tool`` as the ``tool/result`` of
   ``tool_call_id``, an error when Nanocoder's own history view marks it failed ("Error: ",
-  "⚒ Validation failed") or when ``execute_bash`` reports a non-zero ``EXIT_CODE``, and
-  marked ``interrupted`` when the user cancelled it;
+  "⚒ Validation failed"), when ``execute_bash`` reports a non-zero ``EXIT_CODE`` or when it
+  did not run (cancelled, or aborted beside an invalid call), and marked ``interrupted``
+  when the user cancelled it;
 - a compaction (``utils/llm-summariser.js``) rewrites ``messages`` as a ``user`` message
   holding ``<conversation-summary>`` followed by the kept recent messages: a ``compaction``.
   Read fresh, it opens the session and replaces nothing (the file keeps nothing older); a
@@ -74,7 +75,13 @@ BASH_OUTPUT: Final = "Bash command output:\n"  # a `!command`'s output, given to
 # How its history view marks a failed tool (session-history-renderer.js isErrorResult).
 _FAILED: Final = ("Error: ", "⚒ Validation failed")
 # A tool the user cancelled (ACP's session/cancel, Esc in the interface): its result.
-_CANCELLED: Final = ("Error: Cancelled via AbortSignal", "Error: cancelled by user")
+_CANCELLED: Final = (
+    "Error: Cancelled via AbortSignal",
+    "Error: cancelled by user",
+    "Tool execution was cancelled by the user.",
+)
+# A call not run because another call of the same answer was invalid (conversation-loop.js).
+_NOT_RUN: Final = "Execution aborted because another tool call in this request was invalid."
 _EXIT: Final = re.compile(r"^EXIT_CODE: (-?\d+)")
 
 
@@ -222,7 +229,7 @@ def _user(ref: str, text: str, when: str | None, index: int, skipped: Any) -> li
 
 
 def _failed(text: str) -> bool:
-    if text.startswith(_FAILED):
+    if text.startswith((*_FAILED, *_CANCELLED, _NOT_RUN)):
         return True
     code = _EXIT.match(text)
     return code is not None and code.group(1) != "0"
