@@ -129,7 +129,7 @@ def read_session(path: Path) -> SourceReading:
         session_id=sid, cwd=cwd if isinstance(cwd, str) and cwd else None, time=None
     )
     if agent and isinstance(side.get("agent_name"), str):
-        session.extra["agent"] = side["agent_name"]
+        session.extra["agent_name"] = side["agent_name"]
     elif not agent and not stem.startswith(AUTO_NAME):
         session.title = stem  # a name the user gave (-r NAME, /session save)
     version = envelope.get("code_puppy")
@@ -146,7 +146,7 @@ def read_session(path: Path) -> SourceReading:
     return reading
 
 
-def _message_key(message: dict[str, Any], index: int) -> str:
+def _message_key(message: dict[str, Any]) -> str:
     """A message's name across rewrites: its kind and time (a compaction keeps the messages
     it does not summarise, with their times), else a digest of its parts."""
     when = message.get("timestamp")
@@ -161,13 +161,16 @@ def _items(
 ) -> list[Item]:
     items: list[Item] = []
     calls: dict[str, Item] = {}
+    keys: Counter[str] = Counter()  # two messages of one kind at the same time stay apart
     time = fallback
-    for index, message in enumerate(messages):
+    for message in messages:
         if not isinstance(message, dict) or not isinstance(message.get("parts"), list):
             skipped["message:unreadable"] += 1
             continue
         kind = message.get("kind")
-        key = _message_key(message, index)
+        key = _message_key(message)
+        keys[key] += 1
+        key = key if keys[key] == 1 else f"{key}#{keys[key]}"
         time = iso_time(message.get("timestamp")) or time
         if kind == "request":
             if message.get("instructions"):
@@ -401,7 +404,7 @@ class CodePuppyConverter(ReadingConverter):
                 # The file no longer holds what it summarised (read after the compaction,
                 # or all of it already replaced): the summary stands as context.
                 summary = item.payload.get("summary", "")
-                payload = {"text": summary, "summary": True}
+                payload = {"text": summary, "compacted": True}
                 item = Item(item.ref, "message/context", "system", payload, item.source_type,
                             item.time)  # fmt: skip
         out = super()._item(sid, item)
