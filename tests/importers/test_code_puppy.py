@@ -83,9 +83,12 @@ def test_a_sub_agent_starts_citing_its_invoke_agent_call(tmp_path: Path) -> None
         "message/assistant",
     ]  # fmt: skip
     assert sessions[AGENT][5]["payload"]["retry"] is True  # asked again: not a tool's
-    # Two answers written at the same time are two events, each its own source record.
-    answers = [e["event_id"] for e in sessions[AGENT] if e["type"] == "message/assistant"]
-    assert len(set(answers)) == 2
+    # Two answers written at the same time are two records, each its own name.
+    reading = code_puppy.read_session(
+        tmp_path / ".code_puppy" / "subagent_sessions" / f"{gen.AGENT}.json"
+    )
+    refs = [item.ref for item in reading.sessions[0].items]
+    assert len(set(refs)) == len(refs)
 
 
 def test_a_sub_agent_read_alone_has_no_parent(tmp_path: Path) -> None:
@@ -116,7 +119,8 @@ def test_a_compaction_after_publishing_replaces_and_goes_on(tmp_path: Path) -> N
     then = [orjson.loads(out.body) for out in converter.feed(2, b"")]
     assert [(e["seq"], e["type"]) for e in then] == [(6, "compaction"), (7, "message/assistant")]
     assert then[0]["payload"]["summary"] == gen.SUMMARY
-    assert then[0]["replaces"] == [2, 3, 4, 5]
+    # The answers it dropped; the prompts it kept stay.
+    assert then[0]["replaces"] == [3, 5]
     assert then[1]["payload"]["text"] == "It looks right, and the summary agrees."
     assert converter.feed(3, b"") == []  # read again: nothing new
     # A restart from the stored token goes on where it stood.
@@ -124,6 +128,21 @@ def test_a_compaction_after_publishing_replaces_and_goes_on(tmp_path: Path) -> N
     again = registry.get("code-puppy").converter(path, code_puppy_options())
     again.restore(token)  # type: ignore[attr-defined]
     assert again.feed(4, b"") == []
+
+
+def test_a_compaction_after_a_restart_replaces_what_precedes_it(tmp_path: Path) -> None:
+    path = gen.write_review(tmp_path, compacted=False)
+    converter = registry.get("code-puppy").converter(path, code_puppy_options())
+    converter.feed(1, b"")
+    token = json.loads(json.dumps(converter.token()))  # type: ignore[attr-defined]
+    again = registry.get("code-puppy").converter(path, code_puppy_options())
+    again.restore(token)  # type: ignore[attr-defined]
+    gen.write_review(tmp_path)
+    then = [orjson.loads(out.body) for out in again.feed(2, b"")]
+    # Which messages the rewrite dropped is not kept across a restart: all before it.
+    assert [(e["seq"], e["type"], e.get("replaces")) for e in then] == [
+        (6, "compaction", [2, 3, 4, 5]), (7, "message/assistant", None),
+    ]  # fmt: skip
 
 
 def code_puppy_options() -> ConvertOptions:

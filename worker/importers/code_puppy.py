@@ -357,6 +357,9 @@ class CodePuppyConverter(ReadingConverter):
         self.last: dict[str, tuple[str, str | None]] = {}  # session -> last ref, its time
         self.compacted: dict[str, list[str]] = {}  # session -> compactions published
         self.cwds: dict[str, str | None] = {}
+        # Each published item's event, this run only (not in the token: it grows with
+        # the session): what a later compaction dropped from the file.
+        self.seqs: dict[str, dict[str, int]] = {}
 
     def _session(self, source: SourceSession) -> list[Outgoing]:
         sid = source.session_id
@@ -391,11 +394,32 @@ class CodePuppyConverter(ReadingConverter):
             at = (later[0] if later else len(items)) - 1
         out: list[Outgoing] = []
         done = self.compacted.setdefault(sid, [])
+        kept = {item.ref for item in items}
         for item in items[: at + 1]:
             if item.type == "compaction" and item.ref not in done:
-                out += self._item(sid, item)
+                out += self._compaction(sid, item, kept)
         progress.done = at + 1
         return out
+
+    def _compaction(self, sid: str, item: Item, kept: set[str]) -> list[Outgoing]:
+        """A compaction seen after its session was published: it replaces the published
+        events whose messages the rewrite dropped (those it kept stay); after a restart,
+        which messages they were is not known: everything before it."""
+        seqs = self.seqs.get(sid)
+        if not seqs:
+            return self._item(sid, item)
+        state = self.sessions.by_id[sid]
+        gone = {seq for ref, seq in seqs.items() if ref not in kept}
+        replaced = [seq for seq in state.replaceable if seq in gone]
+        if not replaced:
+            return self._item(sid, item)  # nothing of it left to replace: context
+        state.replaceable = [seq for seq in state.replaceable if seq not in gone]
+        done = self.compacted.setdefault(sid, [])
+        done.append(item.ref)
+        out = self.sessions.emit(sid, "compaction", "system", item.time, item.payload,
+                                 item.source_type, replaces=replaced,
+                                 source_ref=f"{sid}-{item.ref}")  # fmt: skip
+        return [out]
 
     def _item(self, sid: str, item: Item) -> list[Outgoing]:
         if item.type == "compaction":
@@ -408,6 +432,7 @@ class CodePuppyConverter(ReadingConverter):
                 item = Item(item.ref, "message/context", "system", payload, item.source_type,
                             item.time)  # fmt: skip
         out = super()._item(sid, item)
+        self.seqs.setdefault(sid, {})[item.ref] = out[0].seq
         for child in (item.spawns, *item.also_spawns):
             if child and (NAME, child) not in self.links:
                 self.links[(NAME, child)] = Spawn(
