@@ -235,3 +235,58 @@ def write(home: Path) -> Path:
             "created_at": "2026-11-30T10:15:09", "message_count": 4}  # fmt: skip
     (agents / f"{AGENT}.txt").write_text(json.dumps(info, indent=2))
     return root
+
+
+EVERY: Final = "every-kind"
+PLUGIN: Final = "plugin-history"
+
+
+def every_writer_kind() -> list[dict[str, Any]]:
+    """One of each part kind and user content kind pydantic-ai 2.51 serialises
+    (``skips.WRITER_KINDS``), in one session."""
+    media = [
+        {"data": "iVBORw0KGgo=", "media_type": "image/png", "kind": "binary"},
+        *({"url": f"https://example.invalid/a.{ext}", "kind": f"{kind}-url"}
+          for kind, ext in (("image", "png"), ("audio", "mp3"), ("document", "pdf"),
+                            ("video", "mp4"))),
+        {"file_id": "file-1", "provider_name": "openai", "kind": "uploaded-file"},
+        {"kind": "cache-point"},
+    ]  # fmt: skip
+    builtin = {"tool_name": "web_search", "tool_call_id": "b-1", "provider_name": "openai"}
+    return [
+        request(1, {"content": "Our own system prompt.", "timestamp": _at(1),
+                    "part_kind": "system-prompt"},
+                prompt(["Look these over.", *media], 1),
+                {"content": "Hello", "transcript": "Hello", "part_kind": "speech"},
+                {"tools_added": ["grep"], "part_kind": "tool-availability-delta"}),
+        response(2, thinking("Plan the search."),
+                 {"content": "", "id": "r-1", "signature": "sig", "part_kind": "thinking"},
+                 text("Searching."),
+                 builtin | {"args": {"query": "ledger"}, "part_kind": "builtin-tool-call"},
+                 builtin | {"content": {"results": ["a page"]},
+                            "part_kind": "builtin-tool-return"},
+                 call("read_file", {"file_path": "a.py"}, "call_1"),
+                 {"content": "Earlier turns, summarised.", "provider_name": "anthropic",
+                  "part_kind": "compaction"},
+                 {"content": "", "id": "c-1", "provider_name": "openai",
+                  "part_kind": "compaction"},
+                 {"content": {"data": "iVBORw0KGgo=", "media_type": "image/png",
+                              "kind": "binary"}, "part_kind": "file"},
+                 {"content": "Hi", "transcript": "Hi", "part_kind": "speech"}),
+        request(3, returned("read_file", {"content": "x = 1\n"}, "call_1", 3)),
+        response(4, call("read_file", {}, "call_2")),
+        request(5, {"tool_name": "read_file", "tool_call_id": "call_2", "timestamp": _at(5),
+                    "content": "file_path is required", "part_kind": "retry-prompt"}),
+        response(6, text("Done.")),
+    ]  # fmt: skip
+
+
+def write_every_writer_kind(home: Path) -> Path:
+    """``EVERY`` and a plug-in's plain JSON history under ``<home>/.code_puppy/autosaves``."""
+    folder = home / ".code_puppy" / "autosaves"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{EVERY}.json").write_text(envelope(every_writer_kind()))
+    plain = {"format": 2, "code_puppy": "0.0.946", "encoding": "json",
+             "messages": [{"role": "user", "content": "a plug-in's own shape"}]}  # fmt: skip
+    (folder / f"{PLUGIN}.json").write_text(json.dumps(plain, indent=2))
+    return folder

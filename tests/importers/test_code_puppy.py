@@ -6,6 +6,7 @@ folders, an import read back with the tools, and ``watch`` following a rewritten
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -19,10 +20,11 @@ from tests.importers._agent_e2e import assert_events, imported
 from tests.importers._sources import cites_of, watch_growth
 from tests.importers.test_import_tools import ask
 from worker.importers import code_puppy, registry
-from worker.importers.base import SpawnLinks
+from worker.importers.base import SpawnLinks, Tally
 from worker.importers.detect import detect, expand
 from worker.importers.pipeline import convert_file
 from worker.importers.plugin import ConvertOptions
+from worker.importers.skips import WRITER_KINDS
 
 FIX, REVIEW, AGENT = f"puppy-{gen.FIX}", f"puppy-{gen.REVIEW}", f"puppy-agent-{gen.AGENT}"
 
@@ -204,3 +206,24 @@ async def test_watch_follows_a_session_compacted_after_a_turn(
     # The session before (start and four messages), then the compaction and the new answer.
     await watch_growth(nc, nats_url, subjects, f"watch-{unique}", "code-puppy", path,
                        before=5, grow=compact, after=7)  # fmt: skip
+
+
+def test_every_kind_its_writer_writes_is_imported_or_skipped(tmp_path: Path) -> None:
+    folder = gen.write_every_writer_kind(tmp_path)
+    kinds = WRITER_KINDS["code-puppy"]
+    tally = Tally()
+    events: list[dict[str, Any]] = []
+    for path in expand([folder], "code-puppy"):
+        outs, file_tally = convert_file("code-puppy", path, links=SpawnLinks())
+        file_tally.explain(registry.get("code-puppy").skip_reason)
+        tally.merge(file_tally)
+        events += [orjson.loads(out.body) for out in outs]
+    assert tally.unknown == Counter()
+    assert set(tally.skipped) == set(kinds.skipped)  # each counted under its own key
+    by_type = Counter(e["type"] for e in events if e["session_id"] == f"puppy-{gen.EVERY}")
+    # text and thinking, the built-in call and return, the call and its return, the
+    # retried call and its retry, the provider's readable compaction.
+    assert by_type == Counter({"session/start": 1, "message/user": 1, "message/assistant": 3,
+                               "tool/call": 3, "tool/result": 3, "compaction": 1})  # fmt: skip
+    server = [e for e in events if e["payload"].get("server_executed")]
+    assert [e["payload"]["tool"] for e in server] == ["web_search"]

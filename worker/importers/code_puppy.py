@@ -72,26 +72,10 @@ AUTO_NAME: Final = "auto_session_"  # names Code Puppy gives: not titles
 SIDECARS: Final = ("_meta", "_acp")  # .json files beside a session that are not sessions
 SUMMARY: Final = "Summary of previous conversation:"
 SPAWN_TOOLS: Final = frozenset({"invoke_agent", "invoke_agent_with_model"})
-# Results and calls under other part kinds: pydantic-ai's tool search, capability loads and
-# the provider's built-in tools.
-RESULT_KINDS: Final = frozenset(
-    {
-        "tool-return",
-        "tool-search-return",
-        "capability-load-return",
-        "builtin-tool-return",
-        "builtin-tool-search-return",
-    }
-)
-CALL_KINDS: Final = frozenset(
-    {
-        "tool-call",
-        "tool-search-call",
-        "capability-load-call",
-        "builtin-tool-call",
-        "builtin-tool-search-call",
-    }
-)
+# The part kinds pydantic-ai writes for results and calls: tool search's and capability
+# loads' parts are these with a ``tool_kind``; the provider's built-in tools have their own.
+RESULT_KINDS: Final = frozenset({"tool-return", "builtin-tool-return"})
+CALL_KINDS: Final = frozenset({"tool-call", "builtin-tool-call"})
 FAILED: Final = frozenset({"failed", "denied", "interrupted"})
 
 
@@ -239,8 +223,11 @@ def _part(
             return []
         payload = {"thinking": cut(content)}
         return [Item(ref, "message/assistant", "assistant", payload, source, time)]
-    if kind == "response" and part_kind == "compaction" and isinstance(content, str) and content:
-        return [Item(ref, "compaction", "system", {"summary": cut(content)}, source, time)]
+    if kind == "response" and part_kind == "compaction":
+        if isinstance(content, str) and content.strip():
+            return [Item(ref, "compaction", "system", {"summary": cut(content)}, source, time)]
+        skipped["response-part:compaction:encrypted"] += 1
+        return []
     skipped[f"{kind}-part:{part_kind}"] += 1
     return []
 

@@ -490,7 +490,7 @@ BUILT_IN: Final[dict[str, Reasons]] = {
         "request-part:speech": "audio is not searchable text",
         "response-part:speech": "audio is not searchable text",
         "response-part:file": "files the model returned (images, documents): not text",
-        "response-part:compaction": "the provider's own compaction, kept only encrypted",
+        "response-part:compaction:encrypted": "the provider's own compaction, kept only encrypted",
         "response-part:thinking:encrypted": _ENCRYPTED,
         "user-prompt:binary": "images, audio and files given with a prompt: not text",
         "user-prompt:*-url": "images, audio, video and documents linked in a prompt: not text",
@@ -801,23 +801,20 @@ WRITER_KINDS: Final[dict[str, WriterKinds]] = {
             "tool.user_requested tool_search.activated",
         ),
     ),
-    # pydantic-ai 2.51 (Code Puppy 0.0.946's): the part kinds of ModelRequestPart and
-    # ModelResponsePart and the kinds of UserContent, in messages.py; the request's
-    # instructions field; the envelope's encodings in session_storage.py.
+    # pydantic-ai 2.51 (Code Puppy 0.0.946's): the part kinds ModelRequestPart and
+    # ModelResponsePart serialise (tool search's and capability loads' parts are tool calls
+    # and returns with a tool_kind), the kinds of UserContent, in messages.py; the
+    # request's instructions field; the envelope's encodings in session_storage.py.
     "code-puppy": WriterKinds(
         "code-puppy",
         "0.0.946",
-        imported=_keys(
-            "request-part:",
-            "user-prompt tool-return tool-search-return capability-load-return retry-prompt",
-        )
+        imported=_keys("request-part:", "user-prompt tool-return retry-prompt")
         | _keys(
             "response-part:",
-            "text thinking tool-call tool-search-call capability-load-call builtin-tool-call "
-            "builtin-tool-search-call builtin-tool-return builtin-tool-search-return",
+            "text thinking tool-call builtin-tool-call builtin-tool-return compaction",
         ),
         skipped=_keys("request-part:", "system-prompt tool-availability-delta speech")
-        | _keys("response-part:", "file speech compaction thinking:encrypted")
+        | _keys("response-part:", "file speech compaction:encrypted thinking:encrypted")
         | _keys(
             "user-prompt:",
             "binary image-url audio-url document-url video-url uploaded-file cache-point",
