@@ -60,6 +60,7 @@ BUILT_IN: Final = {
     "mini-swe-agent": "worker.importers.mini_swe_agent:MiniSweAgentImporter",
     "open-interpreter": "worker.importers.open_interpreter:OpenInterpreterImporter",
     "nanocoder": "worker.importers.nanocoder:NanocoderImporter",
+    "code-puppy": "worker.importers.code_puppy:CodePuppyImporter",
 }
 
 

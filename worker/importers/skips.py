@@ -491,6 +491,25 @@ BUILT_IN: Final[dict[str, Reasons]] = {
         "title:summary": "a title autosave took from a compaction's summary (the last user"
         " message): not a title",
     },
+    "code-puppy": {
+        "request:instructions": "the system prompt each request carries (the agent's own)",
+        "request-part:system-prompt": "the system prompt (the agent's own)",
+        "request-part:tool-availability-delta": "which tools the model was shown (bookkeeping)",
+        "request-part:speech": "audio is not searchable text",
+        "response-part:speech": "audio is not searchable text",
+        "response-part:file": "files the model returned (images, documents): not text",
+        "response-part:compaction:encrypted": "the provider's own compaction, kept only encrypted",
+        "response-part:thinking:encrypted": _ENCRYPTED,
+        "user-prompt:binary": "images, audio and files given with a prompt: not text",
+        "user-prompt:*-url": "images, audio, video and documents linked in a prompt: not text",
+        "user-prompt:uploaded-file": "files uploaded to the provider: not text",
+        "user-prompt:cache-point": "a prompt-caching marker",
+        "request:empty": "messages with no parts",
+        "response:empty": "messages with no parts",
+        "request-part:user-prompt:empty": "empty text",
+        "response-part:text:empty": "empty text",
+        "encoding:json": "a plug-in's own history, not pydantic-ai messages",
+    },
 }
 
 
@@ -797,6 +816,26 @@ WRITER_KINDS: Final[dict[str, WriterKinds]] = {
         "1.30.0",
         imported=_keys("message:", "user assistant tool"),
         skipped=frozenset({"message:system", "message:images", "tool:structuredContent"}),
+    ),
+    # pydantic-ai 2.51 (Code Puppy 0.0.946's): the part kinds ModelRequestPart and
+    # ModelResponsePart serialise (tool search's and capability loads' parts are tool calls
+    # and returns with a tool_kind), the kinds of UserContent, in messages.py; the
+    # request's instructions field; the envelope's encodings in session_storage.py.
+    "code-puppy": WriterKinds(
+        "code-puppy",
+        "0.0.946",
+        imported=_keys("request-part:", "user-prompt tool-return retry-prompt")
+        | _keys(
+            "response-part:",
+            "text thinking tool-call builtin-tool-call builtin-tool-return compaction",
+        ),
+        skipped=_keys("request-part:", "system-prompt tool-availability-delta speech")
+        | _keys("response-part:", "file speech compaction:encrypted thinking:encrypted")
+        | _keys(
+            "user-prompt:",
+            "binary image-url audio-url document-url video-url uploaded-file cache-point",
+        )
+        | frozenset({"request:instructions", "encoding:json"}),
     ),
 }
 
