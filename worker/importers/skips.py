@@ -50,6 +50,11 @@ _OPENCODE: Final = {
     "part:compaction": "compaction markers: the summary message is the compaction",
     "part:text:transient": "Kilo CLI's progress lines (a spinner), deleted once done",
     "part:text:empty": "a text part left empty (the model went straight to its tools)",
+    # The v2 message model (``session_message``), read in OpenCode 1.18.33's binary.
+    "session_message:agent-switched": "the agent a session switched to: bookkeeping",
+    "session_message:model-switched": "the model a session switched to: bookkeeping",
+    "session_message:user:file": "a file attached to a prompt: a URI, not its content",
+    "session_message:text:empty": "a text block left empty (the model went straight to its tools)",
 }
 
 # Cline's and Roo Code's UI log (ui_messages.json, read when there is no API history):
@@ -504,6 +509,11 @@ def _keys(prefix: str, kinds: str) -> frozenset[str]:
     return frozenset(prefix + kind for kind in kinds.split())
 
 
+# OpenCode's (and Kilo CLI's) v2 message model: the ``Session.Message`` union of the
+# ``session_message`` rows, each type a ``Struct`` with an identifier in both binaries.
+_V2_IMPORTED: Final = _keys("session_message:", "user synthetic system shell assistant compaction")
+_V2_SKIPPED: Final = _keys("session_message:", "agent-switched model-switched")
+
 # How the kinds were found: the package's bundled code (a compiled binary: its strings)
 # was searched for the literals the writer puts in ``type`` (the claude-code writer keeps
 # a table of every record type it appends, and how each is routed between files).
@@ -614,8 +624,9 @@ WRITER_KINDS: Final[dict[str, WriterKinds]] = {
     "opencode": WriterKinds(
         "opencode-ai",
         "1.18.33",
-        imported=frozenset({"part:text", "part:reasoning", "part:tool"}),
-        skipped=_keys(
+        imported=_V2_IMPORTED | {"part:text", "part:reasoning", "part:tool"},
+        skipped=_V2_SKIPPED
+        | _keys(
             "part:",
             "step-start step-finish snapshot patch file agent subtask retry compaction",
         ),
@@ -624,8 +635,9 @@ WRITER_KINDS: Final[dict[str, WriterKinds]] = {
     "kilo": WriterKinds(
         "@kilocode/cli",
         "7.7.9",
-        imported=frozenset({"part:text", "part:reasoning", "part:tool"}),
-        skipped=_keys(
+        imported=_V2_IMPORTED | {"part:text", "part:reasoning", "part:tool"},
+        skipped=_V2_SKIPPED
+        | _keys(
             "part:",
             "step-start step-finish snapshot patch file agent subtask retry compaction",
         ),
