@@ -63,6 +63,7 @@ from worker.importers.source_reading import (
     field_of,
     from_millis,
     parents_first,
+    read_document,
     said,
     tool_pair,
 )
@@ -228,12 +229,9 @@ def read_tree(storage: Path) -> SourceReading:
 
 
 def _file_json(path: Path, reading: SourceReading) -> dict[str, Any] | None:
-    try:
-        value = orjson.loads(path.read_bytes())
-    except (OSError, orjson.JSONDecodeError) as exc:
-        # A file being written is read again on the next poll; a broken one is reported.
-        reading.problems.append(Problem(str(path), 0, f"not readable JSON: {exc}"))
-        return None
+    # A file being written is read again on the next poll; a broken one is reported.
+    document = read_document(path, reading)
+    value = None if document is None else document.value
     return value if isinstance(value, dict) else None
 
 
