@@ -449,3 +449,29 @@ def test_a_v2_message_appended_later_is_read_again(tmp_path: Path) -> None:
     said = [e["payload"].get("text") for e in after if e["session_id"] == gen.V2]
     assert "Also add a docstring" in said
     assert len(after) == len(before) + 1
+
+
+def test_a_v2_tool_left_running_waits_until_a_later_answer_ends_it(tmp_path: Path) -> None:
+    """A v2 tool block still ``running`` waits (the session's later items with it); once
+    a later answer exists the turn was cut off: its result is published ``interrupted``."""
+    db = tmp_path / "opencode.db"
+    history = gen.History()
+    history.session(gen.V2, "Tidy the invoice module")
+    model = {"id": "model-x", "providerID": "prov"}
+    history.entry(gen.V2, "user", text="Run the tests")
+    history.entry(gen.V2, "assistant", done=False, agent="build", model=model, content=[
+        {"type": "tool", "id": "call_v2_run", "name": "bash",
+         "state": {"status": "running", "input": {"command": "pytest"}, "content": [],
+                   "structured": {}}, "time": {"created": history.clock}},
+    ])  # fmt: skip
+    gen.write_database(db, history)
+    kinds = [e["type"] for e in events_of(opencode.read_database(db))]
+    assert kinds == ["session/start", "message/user", "tool/call"]  # the result waits
+    history.entry(gen.V2, "user", text="Stop, just lint")
+    history.entry(gen.V2, "assistant", agent="build", model=model,
+                  content=[{"type": "text", "id": "tx_9", "text": "Lint is clean."}])  # fmt: skip
+    gen.write_database(db, history)
+    events = events_of(opencode.read_database(db))
+    result = next(e for e in events if e["type"] == "tool/result")
+    assert result["payload"]["interrupted"] is True and result["payload"]["status"] == "running"
+    assert [e["type"] for e in events][-2:] == ["message/user", "message/assistant"]

@@ -369,19 +369,13 @@ def _v2_tool_items(ref: str, block: dict[str, Any], time: str | None, *, over: b
     else:
         content = state.get("content")
         output = content if content else state.get("result")
-    interrupted = over and status in ("pending", "running")
     # Pending: the input is still the model's partial JSON text.
     arguments = state.get("input") if status != "pending" else json_value(state.get("input"))
     items = tool_pair(
         ref, str(block.get("id") or ref), block.get("name"), arguments, time, "v2:tool",
         output=output, answered=status in ("completed", "error"), error=error,
     )  # fmt: skip
-    items[0].complete = status in ("running", "completed", "error") or interrupted
-    if interrupted:  # never to finish: its result says so, with no output
-        items[1].complete = True
-        items[1].source_type = "tool:interrupted"
-        items[1].payload.update({"is_error": True, "interrupted": True, "status": status})
-    return items
+    return _settled(items, status, over=over)
 
 
 def _message_items(
@@ -443,25 +437,31 @@ def _part_items(
 def _tool_items(ref: str, part: dict[str, Any], time: str | None, *, over: bool) -> list[Item]:
     state = field_of(part, "state")
     status = state.get("status")
-    interrupted = over and status in ("pending", "running")
     error = status == "error"
     output = state.get("error") if error else state.get("output")
     items = tool_pair(
         ref, str(part.get("callID") or ref), part.get("tool"), state.get("input"), time,
         "tool", output=output, answered=status in ("completed", "error"), error=error,
     )  # fmt: skip
-    # Pending: the model is still writing the input. Running: the input is final.
-    items[0].complete = status in ("running", "completed", "error") or interrupted
-    if interrupted:  # never to finish: its result says so, with no output
-        items[1].complete = True
-        items[1].source_type = "tool:interrupted"
-        items[1].payload.update({"is_error": True, "interrupted": True, "status": status})
+    _settled(items, status, over=over)
     metadata = field_of(state, "metadata")
     child = metadata.get("sessionId")
     if part.get("tool") in _SPAWNING_TOOLS and isinstance(child, str) and child:
         items[0].spawns = safe_id(child)
     if isinstance(state.get("title"), str):
         items[1].payload["title"] = as_text(state["title"])
+    return items
+
+
+def _settled(items: list[Item], status: object, *, over: bool) -> list[Item]:
+    """A tool part's call and result as far as its state goes (v1 and v2 alike)."""
+    interrupted = over and status in ("pending", "running")
+    # Pending: the model is still writing the input. Running: the input is final.
+    items[0].complete = status in ("running", "completed", "error") or interrupted
+    if interrupted:  # never to finish: its result says so, with no output
+        items[1].complete = True
+        items[1].source_type = "tool:interrupted"
+        items[1].payload.update({"is_error": True, "interrupted": True, "status": status})
     return items
 
 
