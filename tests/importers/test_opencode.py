@@ -413,6 +413,7 @@ def test_a_session_prompted_through_the_v2_api_is_read_from_session_message(
     assert v2[12]["payload"]["summary"] == "Summary: invoice.py is being split."
     assert v2[12]["replaces"] == list(range(2, 13))
     assert "provider closed the stream" in v2[14]["payload"]["text"]
+    assert v2[14]["payload"]["is_error"] is True
     assert reading.skipped == {
         "session_message:agent-switched": 1,
         "session_message:model-switched": 1,

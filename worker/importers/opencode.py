@@ -354,7 +354,8 @@ def _answer_items(
         else:
             skipped[f"session_message:assistant:unknown:{kind}"] += 1
     if error:
-        payload = {"text": cut(f"error: {error.get('message') or error.get('type')}")}
+        text = cut(f"error: {error.get('message') or error.get('type')}")
+        payload: dict[str, Any] = {"text": text, "is_error": True}
         items.append(Item(f"{ref}-error", "message/context", "system", payload,
                           "v2:assistant:error", time))  # fmt: skip
     return items
