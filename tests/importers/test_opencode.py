@@ -476,3 +476,18 @@ def test_a_v2_tool_left_running_waits_until_a_later_answer_ends_it(tmp_path: Pat
     result = next(e for e in events if e["type"] == "tool/result")
     assert result["payload"]["interrupted"] is True and result["payload"]["status"] == "running"
     assert [e["type"] for e in events][-2:] == ["message/user", "message/assistant"]
+
+
+def test_a_kilo_channel_database_reads_its_v2_messages_too(tmp_path: Path) -> None:
+    """Kilo CLI 7.7.9 (the same v2 runner in its binary) keeps a channel other than
+    latest, beta and prod in ``kilo-<channel>.db``: found, and its ``session_message``
+    rows read as OpenCode's."""
+    db = tmp_path / "kilo" / "kilo-nightly.db"
+    db.parent.mkdir()
+    gen.write_database(db, gen.v2_history())
+    importer = registry.get("kilo")
+    assert importer.files(tmp_path / "kilo") == [db]
+    reading = importer.read(db, SessionCache())  # type: ignore[attr-defined]
+    texts = [e["payload"].get("text") for e in reading_events("kilo", reading)
+             if e["session_id"] == gen.V2]  # fmt: skip
+    assert "Split invoice.py into a renderer and a calculator" in texts
