@@ -27,7 +27,9 @@ OpenCode 1.18.33 and Kilo CLI 7.7.9 also write a newer message model, one row pe
 in ``session_message`` (``type``, ``seq``, ``data``), but only for a session prompted
 through their v2 API (``/api/session/:id/prompt``: its runner publishes ``session.next.*``
 events, projected into that table alone; the v1 prompt path of ``run`` and the TUI writes
-``message``/``part`` only, read in both binaries). Such a session's conversation is only
+``message``/``part`` only, read in both binaries; checked live: ``opencode serve`` serves
+that API with no flag, and a prompt posted to it left its user message in
+``session_message`` alone). Such a session's conversation is only
 there, so it is read too, merged with any v1 messages by time: ``user`` as
 ``message/user`` (harness text typed), ``synthetic`` and ``system`` as
 ``message/context``, ``shell`` (a command the user ran) as a ``tool/call`` and its
