@@ -35,8 +35,9 @@ One event per line: ``{"type", "id", "parentId", "timestamp", "data"}``. Mapping
 Everything else (turn boundaries, model changes, truncation notices, usage, compaction
 starts and the compaction's model-call trace, resumes, new event types) is skipped and
 counted. A session that never shut down is ended by ``--idle-seconds`` as well.
-No version keeps the conversation in a database instead of the event log. 1.0.102 (its
-native ``runtime.node``, read for its SQL) writes two SQLite files beside it, neither read
+No version keeps the conversation in a database instead of the event log. 1.0.60 (its
+``app.js``, on ``node:sqlite``) and 1.0.102 (its native ``runtime.node``, read for its SQL)
+write two SQLite files beside it, neither read
 but each reported by name (counted as ``file:<name>`` with its reason, in the summary and
 ``--dry-run``): ``$COPILOT_HOME/session-store.db``, its cross-session index ("Chronicle":
 ``sessions``, ``turns`` with each turn's user message and answer, ``checkpoints``,
@@ -46,6 +47,7 @@ per-session database the agent's ``sql`` tool creates its own tables in (todos i
 and its workflow runs keep their bookkeeping in (runs, phases, progress, sub-agents).
 A session the index lists without an events file (deleted, or kept in the cloud store)
 would be lost: each such session is reported by id as a problem of ``session-store.db``.
+Their ``embedding-cache.db`` holds vectors of text for the index's search, nothing else.
 
 Studied: the event schemas bundled in the ``@github/copilot`` package (1.0.60's
 ``app.js``; 1.0.102's ``schemas/session-events.schema.json`` in the package its binary
