@@ -61,6 +61,7 @@ from worker.importers.source_reading import (
     SourceSession,
     field_of,
     from_millis,
+    read_document,
     said,
 )
 from worker.importers.whole_sources import ReadingImporter, sniffed
@@ -83,11 +84,10 @@ def read_session(path: Path) -> SourceReading:
     """One session file as it is now; a half-written file is reported and read again on
     the next change."""
     reading = SourceReading()
-    try:
-        document = orjson.loads(path.read_bytes())
-    except (OSError, orjson.JSONDecodeError) as exc:
-        reading.problems.append(Problem(str(path), 0, f"not readable JSON: {exc}"))
+    read = read_document(path, reading)
+    if read is None:
         return reading
+    document = read.value
     if not isinstance(document, dict) or not isinstance(document.get("history"), list):
         reading.problems.append(Problem(str(path), 0, "not a Continue session: no history"))
         return reading

@@ -50,6 +50,11 @@ _OPENCODE: Final = {
     "part:compaction": "compaction markers: the summary message is the compaction",
     "part:text:transient": "Kilo CLI's progress lines (a spinner), deleted once done",
     "part:text:empty": "a text part left empty (the model went straight to its tools)",
+    # The v2 message model (``session_message``), read in OpenCode 1.18.33's binary.
+    "session_message:agent-switched": "the agent a session switched to: bookkeeping",
+    "session_message:model-switched": "the model a session switched to: bookkeeping",
+    "session_message:user:file": "a file attached to a prompt: a URI, not its content",
+    "session_message:text:empty": "a text block left empty (the model went straight to its tools)",
 }
 
 # Cline's and Roo Code's UI log (ui_messages.json, read when there is no API history):
@@ -251,6 +256,11 @@ BUILT_IN: Final[dict[str, Reasons]] = {
         "record:system:parent_session": "the parent named again after the session started",
     },
     "copilot-cli": {
+        # Read in 1.0.102's runtime.node (its SQL): both are reported, neither read.
+        "file:session-store.db": "Copilot CLI's cross-session index: turns, checkpoints and"
+        " files copied from the event logs, which are read",
+        "file:session.db": "a session's own SQL tables: the ones the agent's sql tool"
+        " creates (todos it tracks) and its workflow runs' bookkeeping, not the conversation",
         "record:assistant.turn_start": "turn boundary",
         "record:assistant.turn_end": "turn boundary",
         "record:assistant.usage": "token usage",
@@ -531,6 +541,11 @@ def _keys(prefix: str, kinds: str) -> frozenset[str]:
     return frozenset(prefix + kind for kind in kinds.split())
 
 
+# OpenCode's (and Kilo CLI's) v2 message model: the ``Session.Message`` union of the
+# ``session_message`` rows, each type a ``Struct`` with an identifier in both binaries.
+_V2_IMPORTED: Final = _keys("session_message:", "user synthetic system shell assistant compaction")
+_V2_SKIPPED: Final = _keys("session_message:", "agent-switched model-switched")
+
 # How the kinds were found: the package's bundled code (a compiled binary: its strings)
 # was searched for the literals the writer puts in ``type`` (the claude-code writer keeps
 # a table of every record type it appends, and how each is routed between files).
@@ -641,8 +656,9 @@ WRITER_KINDS: Final[dict[str, WriterKinds]] = {
     "opencode": WriterKinds(
         "opencode-ai",
         "1.18.33",
-        imported=frozenset({"part:text", "part:reasoning", "part:tool"}),
-        skipped=_keys(
+        imported=_V2_IMPORTED | {"part:text", "part:reasoning", "part:tool"},
+        skipped=_V2_SKIPPED
+        | _keys(
             "part:",
             "step-start step-finish snapshot patch file agent subtask retry compaction",
         ),
@@ -651,8 +667,9 @@ WRITER_KINDS: Final[dict[str, WriterKinds]] = {
     "kilo": WriterKinds(
         "@kilocode/cli",
         "7.7.9",
-        imported=frozenset({"part:text", "part:reasoning", "part:tool"}),
-        skipped=_keys(
+        imported=_V2_IMPORTED | {"part:text", "part:reasoning", "part:tool"},
+        skipped=_V2_SKIPPED
+        | _keys(
             "part:",
             "step-start step-finish snapshot patch file agent subtask retry compaction",
         ),
