@@ -59,6 +59,7 @@ from worker.importers.source_reading import (
     SessionCache,
     SourceReading,
     SourceSession,
+    read_document,
     said,
 )
 from worker.importers.whole_sources import ReadingImporter
@@ -89,11 +90,10 @@ def _json(path: Path) -> Any:
 def read_session(path: Path) -> SourceReading:
     """One session envelope as it is now (Code Puppy writes it atomically)."""
     reading = SourceReading()
-    try:
-        envelope = orjson.loads(path.read_bytes())
-    except (OSError, orjson.JSONDecodeError) as exc:
-        reading.problems.append(Problem(str(path), 0, f"not readable JSON: {exc}"))
+    document = read_document(path, reading)
+    if document is None:
         return reading
+    envelope = document.value
     if not (
         isinstance(envelope, dict)
         and isinstance(envelope.get("format"), int)

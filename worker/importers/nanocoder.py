@@ -48,12 +48,17 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Final
 
-import orjson
-
 from worker.importers.base import Converter, Problem, as_text, cut, safe_id
 from worker.importers.continue_cli import ContinueConverter
 from worker.importers.plugin import ConvertOptions
-from worker.importers.source_reading import Item, SessionCache, SourceReading, SourceSession, said
+from worker.importers.source_reading import (
+    Item,
+    SessionCache,
+    SourceReading,
+    SourceSession,
+    read_document,
+    said,
+)
 from worker.importers.whole_sources import ReadingImporter
 
 NAME: Final = "nanocoder"
@@ -89,11 +94,10 @@ def read_session(path: Path) -> SourceReading:
     """One session file as it is now; a half-written file is reported and read again on
     the next change (Nanocoder renames a whole new file into place)."""
     reading = SourceReading()
-    try:
-        doc = orjson.loads(path.read_bytes())
-    except (OSError, orjson.JSONDecodeError) as exc:
-        reading.problems.append(Problem(str(path), 0, f"not readable JSON: {exc}"))
+    document = read_document(path, reading)
+    if document is None:
         return reading
+    doc = document.value
     messages = doc.get("messages") if isinstance(doc, dict) else None
     if (
         not isinstance(doc, dict)
