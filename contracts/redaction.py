@@ -120,6 +120,18 @@ _IDENTIFIER: Final = re.compile(
     r"[$%@]?[A-Za-z_][A-Za-z0-9_]*(?:(?:\.|::)[A-Za-z_][A-Za-z0-9_]*)+[%]?"
 )
 
+# A part of a dotted value that no one names a thing with: 12 characters or more mixing
+# upper and lower case letters and digits.
+_RANDOM_PART: Final = re.compile(r"(?=[^.]*[0-9])(?=[^.]*[a-z])(?=[^.]*[A-Z])[A-Za-z0-9_]{12,}")
+
+
+def _is_identifier(value: str) -> bool:
+    """A name, not a value: a dotted identifier none of whose parts looks random (a
+    Vault token ``s.<24 random>`` or Terraform's ``<14>.atlasv1.<67>`` is dotted too)."""
+    if not _IDENTIFIER.fullmatch(value):
+        return False
+    return not any(_RANDOM_PART.fullmatch(part) for part in re.split(r"\.|::", value))
+
 
 def is_placeholder(value: str) -> bool:
     low = value.lower()
@@ -147,7 +159,7 @@ def _candidate_value_ok(value: str, min_entropy: float) -> bool:
         return False
     if value[0] in "/~." or value.isdigit() or low in ("true", "false"):
         return False
-    if _UUID.fullmatch(value) or _IDENTIFIER.fullmatch(value):
+    if _UUID.fullmatch(value) or _is_identifier(value):
         return False
     if not any(c.isdigit() for c in value):
         return False
