@@ -680,11 +680,11 @@ RULES: Final[tuple[Rule, ...]] = (
         # .npmrc's _authToken, _auth (base64 of user:password) and _password, whatever the
         # value's shape (an old token is a UUID).
         _r(
-            r"(?<![A-Za-z0-9])_(?:authToken|auth|password) ?= ?[\"']?"
+            r"(?<![A-Za-z0-9])_(?:authToken|auth|password)=[\"']?"
             r"(?P<secret>[^\s\"'\\]{8,512}+)"
         ),
-        # not "_auth" alone: check_auth(, _authenticate
-        ("_authtoken", "_auth=", "_auth =", "_password=", "_password ="),
+        # npm writes them without spaces; each keyword costs every event a substring test
+        ("_auth", "_password="),
         Example("//registry.example.org/:_authToken=", "<H:8>-<H:4>-<H:4>-<H:4>-<H:12>"),
         "//registry.example.org/:_authToken=${NPM_TOKEN}",
         boundary=False,
@@ -729,9 +729,10 @@ RULES: Final[tuple[Rule, ...]] = (
         "terraform-token",
         "definite",
         _r(r"[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_=-]{60,70}+" + _END_W),
-        ("atlasv1",),
+        (),
         Example('  token = "', "<A:14>.atlasv1.<A:67>", '"'),
         "atlasv1 is in a Terraform token",
+        prefixes=("atlasv1.",),
     ),
     Rule(
         "mailgun-api-key",
@@ -833,14 +834,14 @@ RULES: Final[tuple[Rule, ...]] = (
         # A password given on a command line: mysql's -p<password>, sshpass -p, docker
         # login -p, curl -u user:password.
         _r(
-            r"(?:(?:mysql|mysqldump|mysqladmin|mysqlimport|mariadb)\b[^\n|;&]{0,160}?[ \t]-p"
+            r"(?:mysql(?:dump|admin|import)?\b[^\n|;&]{0,160}?[ \t]-p"
             r"|sshpass[ \t]++-p[ \t]*+"
             r"|docker login\b[^\n|;&]{0,160}?[ \t]-p[ \t]++"
             r"|[ ](?:-u|--user)(?:[ \t]++|=)?[\"']?[^\s:\"']{1,128}+:)"
             r"[\"']?(?P<secret>[^\s\"'`;|&\\]{8,512}+)",
         ),
         # Each a literal every form holds, and rare in prose ("follow-up", "docker").
-        ("mysql", "mariadb", "sshpass", "docker login", " -u", "--user"),
+        ("mysql", "sshpass", "docker login", " -u", "--user"),
         Example("mysql -h db -u root -p", "<A:12>4<A:3>", " app < dump.sql"),
         "mysql -u root -p app and docker run -p 8080:80 and curl -u me: https://x.test",
         min_entropy=3.0,
