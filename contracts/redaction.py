@@ -151,7 +151,7 @@ def shannon_entropy(value: str) -> float:
     return -sum(c / n * math.log2(c / n) for c in Counter(value).values())
 
 
-def _candidate_value_ok(value: str, min_entropy: float) -> bool:
+def _candidate_value_ok(value: str, min_entropy: float, uuid_ok: bool = False) -> bool:
     """Whether an assigned value is random enough to be a credential."""
     value = value.strip()
     low = value.lower()
@@ -159,7 +159,7 @@ def _candidate_value_ok(value: str, min_entropy: float) -> bool:
         return False
     if value[0] in "/~." or value.isdigit() or low in ("true", "false"):
         return False
-    if _UUID.fullmatch(value) or _is_identifier(value):
+    if (not uuid_ok and _UUID.fullmatch(value)) or _is_identifier(value):
         return False
     if not any(c.isdigit() for c in value):
         return False
@@ -203,7 +203,7 @@ def _accept(rule: Rule, m: re.Match[str], value: str | None, allow: frozenset[st
         tail = m.string[m.start() : m.start("sep")]
         if not rule.name.search(before + tail):
             return False
-    return _candidate_value_ok(value, rule.min_entropy)
+    return _candidate_value_ok(value, rule.min_entropy, rule.uuid_ok)
 
 
 # Payload fields never redacted, by event type (``Redactor.redact_payload``).
@@ -578,7 +578,7 @@ class RedactionSpec:
 
         table = [
             [r.kind, r.tier, r.pattern.pattern, r.pattern.flags, list(r.keywords),
-             r.min_entropy, r.name.pattern if r.name else None, list(r.prefixes)]
+             r.min_entropy, r.name.pattern if r.name else None, list(r.prefixes), r.uuid_ok]
             for r in RULES
         ]  # fmt: skip
         data = {"on": self.on, "extra": self.extra, "allow": sorted(self.allow)}

@@ -91,6 +91,9 @@ class Rule:
     # A definite match must not continue a word (checked here rather than with a leading
     # \b or look-behind, which would cost the pattern its fast literal-prefix scan).
     boundary: bool = True
+    # Candidate tier: a UUID is a credential too (Heroku's API keys, Vault's AppRole
+    # secret_id, old npm tokens); not for ``token``, where a UUID is as often an id.
+    uuid_ok: bool = False
 
 
 def _r(pattern: str, flags: int = 0) -> re.Pattern[str]:
@@ -761,6 +764,17 @@ RULES: Final[tuple[Rule, ...]] = (
         "APA91b begins a registration",
         prefixes=(":APA91b",),
     ),
+    Rule(
+        "docker-config-base64",
+        "definite",
+        # A Docker config.json in base64 (a Kubernetes secret's .dockerconfigjson): it
+        # begins {"auths":, whose base64 is fixed.
+        _r(r"eyJhdXRocyI6[A-Za-z0-9+/]{16,}+={0,2}"),
+        (),
+        Example("  .dockerconfigjson: ", "eyJhdXRocyI6eyJyZWdpc3RyeS5leGFtcGxlLm9yZyI6<B:80>"),
+        "eyJhdXRocyI6 is how it begins",
+        prefixes=("eyJhdXRocyI6",),
+    ),
     # -- candidate: a random-looking value assigned to a name that says secret ---------------
     Rule(
         "password",
@@ -770,6 +784,7 @@ RULES: Final[tuple[Rule, ...]] = (
         Example('DB_PASSWORD="', "<A:8>9<A:8>", '"'),
         "password: required (the password field is optional)",
         min_entropy=2.5,
+        uuid_ok=True,
     ),
     Rule(
         "secret",
@@ -779,6 +794,7 @@ RULES: Final[tuple[Rule, ...]] = (
         Example("client_secret: ", "<A:30>7"),
         'secretName: app-secrets and "secret": "${CLIENT_SECRET}"',
         min_entropy=3.0,
+        uuid_ok=True,
     ),
     Rule(
         "token",
@@ -803,6 +819,7 @@ RULES: Final[tuple[Rule, ...]] = (
             r"[_.-]?key",
             re.IGNORECASE,
         ),
+        uuid_ok=True,
     ),
     Rule(
         "credential",
@@ -812,6 +829,7 @@ RULES: Final[tuple[Rule, ...]] = (
         Example('"credentials": "', "<A:24>6", '"'),
         "credentials: ~/.aws/credentials and credential_helper = store",
         min_entropy=3.0,
+        uuid_ok=True,
     ),
     Rule(
         "authorization",
@@ -844,6 +862,21 @@ RULES: Final[tuple[Rule, ...]] = (
         ("mysql", "sshpass", "docker login", " -u", "--user"),
         Example("mysql -h db -u root -p", "<A:12>4<A:3>", " app < dump.sql"),
         "mysql -u root -p app and docker run -p 8080:80 and curl -u me: https://x.test",
+        min_entropy=3.0,
+    ),
+    Rule(
+        "cookie",
+        "candidate",
+        # A Cookie or Set-Cookie header (curl -v, a browser's request copied): from the
+        # first cookie's value to the end of the line, every cookie and attribute of it.
+        _r(
+            r"cookie(?:\\?[\"'])?[ \t]*+:[ \t]*+(?:\\?[\"'])?[ \t]*+[^\s\"'\\;=]{1,64}+="
+            r"(?P<secret>[^\n\r\"'\\]{8,4096}+)",
+            _I,
+        ),
+        ("cookie",),
+        Example("< Set-Cookie: sessionid=", "<W:40>1; Path=/; HttpOnly"),
+        "cookies: 3 and the Cookie: header carries them",
         min_entropy=3.0,
     ),
 )

@@ -83,8 +83,8 @@ CASES: dict[str, Case] = {
         '{{"headers": {{"Authorization": "Basic {s}"}}}}',
         base64.b64encode(("me:" + _pw()).encode()).decode(),
     ),
-    "kubeconfig-client-key-data": lambda: _with(
-        "users:\n- name: admin\n  user:\n    client-key-data: {s}\n", _pem_b64()
+    "kubernetes-tls-secret": lambda: _with(
+        "kind: Secret\ntype: kubernetes.io/tls\ndata:\n  tls.key: {s}\n", _pem_b64()
     ),
     "curl-u": lambda: _with("curl -u me:{s} https://api.example.com", _pw()),
     "curl-user": lambda: _with("curl --user 'me:{s}' https://api.example.com", _pw()),
@@ -111,6 +111,23 @@ CASES: dict[str, Case] = {
         "Authorization: key={s}", generate("AAAA<W:7>:APA91b<W:134>")
     ),
     "bitbucket-access-token": lambda: _with("{s}", generate("ATCTT3xFfGN0<W:170>=<H:8>")),
+    "heroku-api-key-uuid": lambda: _with("HEROKU_API_KEY={s}", str(uuid.uuid4())),
+    "vault-approle-secret-id-uuid": lambda: _with(
+        '{{"data": {{"secret_id": "{s}", "secret_id_ttl": 0}}}}', str(uuid.uuid4())
+    ),
+    "cookie-header": lambda: _with(
+        "> GET / HTTP/1.1\r\n> Cookie: theme=dark; sessionid={s}\r\n> Accept: */*",
+        generate("<W:40>1"),
+    ),
+    "set-cookie": lambda: _with(
+        "< Set-Cookie: sessionid={s}; Path=/; HttpOnly", generate("<W:40>1")
+    ),
+    "dockerconfigjson-base64": lambda: _with(
+        "data:\n  .dockerconfigjson: {s}\ntype: kubernetes.io/dockerconfigjson",
+        base64.b64encode(
+            json.dumps({"auths": {"registry.example.org": {"auth": _pw()}}}).encode()
+        ).decode(),
+    ),
 }
 
 
@@ -151,6 +168,8 @@ NEAR_MISSES = [
     "http://[::1]:8080/path and redis://localhost:6379/0",
     "npm config get _auth",
     "model.layers.encoder.attention",
+    f'"session_id": "{uuid.uuid4()}", "idempotency_token": "{uuid.uuid4()}"',
+    "cookies: 3 and the Cookie: header carries them",
 ]
 
 
