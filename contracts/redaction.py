@@ -264,7 +264,14 @@ class Redactor:
                 shapes.append((kw, gate, re.compile(gate.pattern), rule.name))
             else:
                 words.append(kw)
-        self._gate_words = tuple(words)
+        # Each keyword is a substring test of every event's JSON (~0.15 µs, most events
+        # holding none): those that share a probe (``_auth``, ``auths`` and
+        # ``authorization`` hold ``auth``) are tested only where it is found.
+        groups: dict[str, list[str]] = {}
+        for word in words:
+            probe = next((p for p in _GATE_PROBES if p in word and p != word), word)
+            groups.setdefault(probe, []).append(word)
+        self._gate_words = tuple((probe, tuple(ws)) for probe, ws in groups.items())
         self._gate_shapes = tuple(shapes)
         # No credential of the table fits in fewer characters (a candidate's value alone is
         # 8); an operator's rule may, so with one every string is looked at.
@@ -349,9 +356,11 @@ class Redactor:
         if "\\u" in json_text or "\\/" in json_text:
             return True
         low = json_text.lower()
-        for keyword in self._gate_words:
-            if keyword in low:
-                return True
+        for probe, keywords in self._gate_words:
+            if probe in low:
+                for keyword in keywords:
+                    if keyword in low:
+                        return True
         if self._gate_shapes:
             # An ASCII document's lowered text has the same positions and matches the
             # lowercase gate as the text matches it ignoring case (faster: ~3x); any other
@@ -519,6 +528,8 @@ class Redactor:
 
 
 _PERCENT: Final = re.compile(r"%[0-9A-Fa-f]{2}")
+# Substrings several gate keywords share (``Redactor._gate_words``): speed only.
+_GATE_PROBES: Final = ("auth", "pass", "-u")
 # ``Redactor._token_gate``: each byte of a token character maps to ``a``, any other to ``.``
 _TOKEN_CLASSES: Final = bytes(
     ord("a") if chr(b) in ALPHABETS["W"] else ord(".") for b in range(256)
