@@ -137,7 +137,10 @@ def is_placeholder(value: str) -> bool:
     low = value.lower()
     if low in _PLACEHOLDER_VALUES or value in DOCUMENTED_EXAMPLES:
         return True
-    if any(word in low for word in _PLACEHOLDER_WORDS):
+    # A placeholder's word is written in one case (your_key, YOUR_KEY, Example); a random
+    # token holds one in mixed case far more often (``...YOUr_...``: 1 in ~10^5 of 120
+    # characters), and is no placeholder.
+    if any(w in value or w.upper() in value or w.capitalize() in value for w in _PLACEHOLDER_WORDS):
         return True
     # one character repeated (``aaaaaaaa``), or the value is masked already
     return len(set(value)) <= 2

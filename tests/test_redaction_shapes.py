@@ -77,7 +77,8 @@ CASES: dict[str, Case] = {
     "netrc-one-line": lambda: _with("machine git.example.org login me password {s}", _pw()),
     "redis-password-only": lambda: _with("REDIS_URL=redis://:{s}@cache:6379/0", _pw()),
     "authorization-token": lambda: _with(
-        "curl -H 'Authorization: token {s}' https://api.example.com/user", generate("<W:40>")
+        "curl -H 'Authorization: token {s}' https://api.example.com/user",
+        generate("<W:20>4<W:19>"),
     ),
     "authorization-basic-json": lambda: _with(
         '{{"headers": {{"Authorization": "Basic {s}"}}}}',
@@ -93,9 +94,10 @@ CASES: dict[str, Case] = {
     "sshpass-p": lambda: _with("sshpass -p {s} ssh me@host", _pw()),
     "terraform-token": lambda: _with(
         'credentials "app.terraform.io" {{\n  token = "{s}"\n}}',
-        generate("<A:14>.atlasv1.<A:67>"),
+        # each part begins with a letter: read as a dotted identifier by the old rules
+        generate("<a:1><A:13>.atlasv1.<a:1><A:66>"),
     ),
-    "vault-legacy-token": lambda: _with("export VAULT_TOKEN={s}", generate("s.<A:24>")),
+    "vault-legacy-token": lambda: _with("export VAULT_TOKEN={s}", generate("s.<A:12>7<A:11>")),
     "mailgun-key": lambda: _with(
         "curl -s --user 'api:{s}' https://api.mailgun.example/v3/x/messages",
         generate("key-<H:32>"),
@@ -111,6 +113,16 @@ CASES: dict[str, Case] = {
         "Authorization: key={s}", generate("AAAA<W:7>:APA91b<W:134>")
     ),
     "bitbucket-access-token": lambda: _with("{s}", generate("ATCTT3xFfGN0<W:170>=<H:8>")),
+    "openrouter-key-piped": lambda: _with(
+        "echo {s} | llm keys set openrouter", generate("sk-or-v1-<H:64>")
+    ),
+    "deepseek-style-key": lambda: _with("curl -H 'x: {s}'", generate("sk-<H:32>")),
+    "tavily-key-positional": lambda: _with('TavilyClient("{s}")', generate("tvly-dev-<A:32>")),
+    "langfuse-secret-key": lambda: _with("{s}", generate("sk-lf-<H:8>-<H:4>-<H:4>-<H:4>-<H:12>")),
+    # A random token that holds a placeholder's word in mixed case (1 in ~10^5 of 120
+    # characters holds "your_" ignoring case) is no placeholder.
+    "token-holding-sample-in-mixed-case": lambda: _with("{s}", generate("ghp_<A:10>sAmPlE<A:20>")),
+    "token-holding-your-in-mixed-case": lambda: _with("{s}", generate("ya29.<W:40>YOUr_<W:40>")),
     "heroku-api-key-uuid": lambda: _with("HEROKU_API_KEY={s}", str(uuid.uuid4())),
     "vault-approle-secret-id-uuid": lambda: _with(
         '{{"data": {{"secret_id": "{s}", "secret_id_ttl": 0}}}}', str(uuid.uuid4())
@@ -170,6 +182,7 @@ NEAR_MISSES = [
     "model.layers.encoder.attention",
     f'"session_id": "{uuid.uuid4()}", "idempotency_token": "{uuid.uuid4()}"',
     "cookies: 3 and the Cookie: header carries them",
+    "GITHUB_TOKEN=ghp_YOUR_TOKEN_HERE_0000000000000000000 and ghp_Example",
 ]
 
 
