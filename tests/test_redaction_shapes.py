@@ -76,6 +76,13 @@ CASES: dict[str, Case] = {
     ),
     "netrc-one-line": lambda: _with("machine git.example.org login me password {s}", _pw()),
     "redis-password-only": lambda: _with("REDIS_URL=redis://:{s}@cache:6379/0", _pw()),
+    # a raw @ (libraries split the authority at its last @) or %40 in the password
+    "url-password-holding-at": lambda: _with(
+        "DATABASE_URL=postgres://app:{s}@db:5432/app", generate("p@<A:10>9<A:4>")
+    ),
+    "url-password-holding-encoded-at": lambda: _with(
+        "amqp://app:{s}@rabbit:5672/", generate("p%40<A:10>9<A:4>")
+    ),
     "authorization-token": lambda: _with(
         "curl -H 'Authorization: token {s}' https://api.example.com/user",
         generate("<W:20>4<W:19>"),
@@ -178,6 +185,7 @@ NEAR_MISSES = [
     "docker login -u me -p $DOCKER_PASSWORD",
     '{"auths": {"ghcr.io": {}}, "credsStore": "osxkeychain"}',
     "http://[::1]:8080/path and redis://localhost:6379/0",
+    "https://registry.example:8443/@scope/pkg and see https://a:b@c and x@y",
     "npm config get _auth",
     "model.layers.encoder.attention",
     f'"session_id": "{uuid.uuid4()}", "idempotency_token": "{uuid.uuid4()}"',
