@@ -184,6 +184,25 @@ RULES: Final[tuple[Rule, ...]] = (
         "-----END PUBLIC KEY-----",
     ),
     Rule(
+        "aws-secret-access-key",
+        "definite",
+        # Named (aws_secret_access_key = ...), or the first 40-character base64 run within
+        # 100 characters after an access key id (the console's credentials CSV: "AKIA...,
+        # <secret>"; the id's own rule comes next). A secret mixes cases: a hex digest
+        # (a commit id) after a key id is not one.
+        _r(
+            r"(?:aws.{0,24}?(?:secret|private).{0,24}?[=:\"' ]\s*[\"']?"
+            r"|(?-i:AKIA|ASIA)(?-i:[A-Z2-7]{16})(?![A-Za-z0-9])[\s\S]{1,100}?)"
+            r"(?<![A-Za-z0-9+/])(?-i:(?=[A-Za-z0-9+/]{0,39}[A-Z]))"
+            r"(?P<secret>[A-Za-z0-9+/]{40})" + _END_B,
+            _I,
+        ),
+        ("aws",),
+        Example("aws_secret_access_key = ", "<B:40>"),
+        "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+        prefixes=("AKIA", "ASIA"),
+    ),
+    Rule(
         "aws-access-key-id",
         "definite",
         _r(r"(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|ANPA)[A-Z2-7]{16}(?![A-Z0-9])"),
@@ -191,18 +210,6 @@ RULES: Final[tuple[Rule, ...]] = (
         Example("AWS_ACCESS_KEY_ID=", "AKIA<U:16>"),
         "the documented one is AKIAIOSFODNN7EXAMPLE; Asia region",
         prefixes=("AKIA", "ASIA", "ABIA", "ACCA", "AGPA", "AIDA", "AROA", "ANPA"),
-    ),
-    Rule(
-        "aws-secret-access-key",
-        "definite",
-        _r(
-            r"aws.{0,24}?(?:secret|private).{0,24}?[=:\"' ]\s*[\"']?"
-            r"(?P<secret>[A-Za-z0-9+/]{40})" + _END_B,
-            _I,
-        ),
-        ("aws",),
-        Example("aws_secret_access_key = ", "<B:40>"),
-        "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
     ),
     Rule(
         "github-token",

@@ -130,6 +130,12 @@ CASES: dict[str, Case] = {
     # characters holds "your_" ignoring case) is no placeholder.
     "token-holding-sample-in-mixed-case": lambda: _with("{s}", generate("ghp_<A:10>sAmPlE<A:20>")),
     "token-holding-your-in-mixed-case": lambda: _with("{s}", generate("ya29.<W:40>YOUr_<W:40>")),
+    "aws-credentials-csv": lambda: _with(
+        "User name,Password,Access key ID,Secret access key\nci,,"
+        + generate("AKIA<U:16>")
+        + ",{s}\n",
+        generate("<B:20>Q<B:19>"),
+    ),
     "heroku-api-key-uuid": lambda: _with("HEROKU_API_KEY={s}", str(uuid.uuid4())),
     "vault-approle-secret-id-uuid": lambda: _with(
         '{{"data": {{"secret_id": "{s}", "secret_id_ttl": 0}}}}', str(uuid.uuid4())
@@ -188,6 +194,7 @@ NEAR_MISSES = [
     "https://registry.example:8443/@scope/pkg and see https://a:b@c and x@y",
     "npm config get _auth",
     "model.layers.encoder.attention",
+    "AKIAIOSFODNN7EXAMPLE commit " + hashlib.sha1(os.urandom(8)).hexdigest(),
     f'"session_id": "{uuid.uuid4()}", "idempotency_token": "{uuid.uuid4()}"',
     "cookies: 3 and the Cookie: header carries them",
     "GITHUB_TOKEN=ghp_YOUR_TOKEN_HERE_0000000000000000000 and ghp_Example",
