@@ -116,10 +116,11 @@ _NAME_CHARS: Final = r"[A-Za-z0-9_.-]"
 # the punctuation that ends a value in each form.
 _VALUE: Final = r"(?P<secret>[^\s\"'\\`,;{}()<>\[\]]{8,512})"
 # `NAME=value`, `NAME: value`, `"name": "value"`, `\"name\": \"value\"` (JSON inside a JSON
-# string), `name = 'value'` (TOML), `--name value`, `--name=value`, once-URL-encoded `=`.
+# string, nested as deep as it goes: `\\\"name\\\"`), `name = 'value'` (TOML),
+# `--name value`, `--name=value`, once-URL-encoded `=`.
 _ASSIGN: Final = (
-    r"(?:\\?[\"'])?(?P<sep>[ \t]*+(?:=|:|%3[dD]|%3[aA])|[ \t]++(?=[^\s=:]))"
-    r"[ \t]*+(?:\\?[\"'])?[ \t]*+"
+    r"(?:\\*+[\"'])?(?P<sep>[ \t]*+(?:=|:|%3[dD]|%3[aA])|[ \t]++(?=[^\s=:]))"
+    r"[ \t]*+(?:\\*+[\"'])?[ \t]*+"
 )
 
 
@@ -139,7 +140,7 @@ def candidate_pattern(word: str) -> re.Pattern[str]:
 # written ``\"``, ``\`` as ``\\``, a tab as ``\t``, a backspace as ``\b``); a document
 # holding ``\u`` or ``\/`` escapes is not gated by it (``Redactor.might_hold``). A raw
 # ``"`` ends a JSON string, so a payload's own ``"key": value`` is never taken for one.
-_J_QUOTE: Final = r"(?:(?:\\\\)?(?:\\\"|'))"
+_J_QUOTE: Final = r"(?:(?:\\\\)*+(?:\\\"|'))"
 _J_SPACE: Final = r"(?:[ ]|\\t)"
 _J_VALUE: Final = r"(?:[^\s\"'\\`,;{}()<>\[\]]|\\b)"
 
@@ -486,7 +487,7 @@ RULES: Final[tuple[Rule, ...]] = (
         # Authorization: Basic ..., also as a JSON or YAML map's key ("Authorization": "Basic ..."),
         # JSON inside a JSON string too
         _r(
-            r"authorization(?:\\?[\"'])?\s*+[:=]\s*+(?:\\?[\"'])?\s*+basic\s++"
+            r"authorization(?:\\*+[\"'])?\s*+[:=]\s*+(?:\\*+[\"'])?\s*+basic\s++"
             r"(?P<secret>[A-Za-z0-9+/]{8,}+=*)",
             _I,
         ),
@@ -927,7 +928,7 @@ RULES: Final[tuple[Rule, ...]] = (
         # An Authorization header of another scheme than Bearer and Basic (their own rules
         # go first): GitHub's "token ...", "key=..." (Firebase), "SSWS ..." (Okta), or none.
         _r(
-            r"authorization(?:\\?[\"'])?[ \t]*+[:=][ \t]*+(?:\\?[\"'])?[ \t]*+"
+            r"authorization(?:\\*+[\"'])?[ \t]*+[:=][ \t]*+(?:\\*+[\"'])?[ \t]*+"
             r"(?:[A-Za-z][A-Za-z-]{0,23}+(?:[ \t]++|=))?(?P<secret>[A-Za-z0-9._~+/:=-]{16,512}+)",
             _I,
         ),
@@ -960,7 +961,7 @@ RULES: Final[tuple[Rule, ...]] = (
         # A Cookie or Set-Cookie header (curl -v, a browser's request copied): from the
         # first cookie's value to the end of the line, every cookie and attribute of it.
         _r(
-            r"cookie(?:\\?[\"'])?[ \t]*+:[ \t]*+(?:\\?[\"'])?[ \t]*+[^\s\"'\\;=]{1,64}+="
+            r"cookie(?:\\*+[\"'])?[ \t]*+:[ \t]*+(?:\\*+[\"'])?[ \t]*+[^\s\"'\\;=]{1,64}+="
             r"(?P<secret>[^\n\r\"'\\]{8,4096}+)",
             _I,
         ),

@@ -136,6 +136,14 @@ CASES: dict[str, Case] = {
         + ",{s}\n",
         generate("<B:20>Q<B:19>"),
     ),
+    # an agent reading another agent's transcript: JSON in a JSON string in a JSON string
+    "json-in-json-in-json": lambda: _with(
+        json.dumps({"input": json.dumps({"cmd": json.dumps({"password": "{s}"})})})
+        .replace("{", "{{")
+        .replace("}", "}}")
+        .replace("{{s}}", "{s}"),
+        _pw(),
+    ),
     "heroku-api-key-uuid": lambda: _with("HEROKU_API_KEY={s}", str(uuid.uuid4())),
     "vault-approle-secret-id-uuid": lambda: _with(
         '{{"data": {{"secret_id": "{s}", "secret_id_ttl": 0}}}}', str(uuid.uuid4())
