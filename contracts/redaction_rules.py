@@ -91,6 +91,9 @@ class Rule:
     # A definite match must not continue a word (checked here rather than with a leading
     # \b or look-behind, which would cost the pattern its fast literal-prefix scan).
     boundary: bool = True
+    # Candidate tier: a UUID is a credential too (Heroku's API keys, Vault's AppRole
+    # secret_id, old npm tokens); not for ``token``, where a UUID is as often an id.
+    uuid_ok: bool = False
 
 
 def _r(pattern: str, flags: int = 0) -> re.Pattern[str]:
@@ -113,10 +116,11 @@ _NAME_CHARS: Final = r"[A-Za-z0-9_.-]"
 # the punctuation that ends a value in each form.
 _VALUE: Final = r"(?P<secret>[^\s\"'\\`,;{}()<>\[\]]{8,512})"
 # `NAME=value`, `NAME: value`, `"name": "value"`, `\"name\": \"value\"` (JSON inside a JSON
-# string), `name = 'value'` (TOML), `--name value`, `--name=value`, once-URL-encoded `=`.
+# string, nested as deep as it goes: `\\\"name\\\"`), `name = 'value'` (TOML),
+# `--name value`, `--name=value`, once-URL-encoded `=`.
 _ASSIGN: Final = (
-    r"(?:\\?[\"'])?(?P<sep>[ \t]*+(?:=|:|%3[dD]|%3[aA])|[ \t]++(?=[^\s=:]))"
-    r"[ \t]*+(?:\\?[\"'])?[ \t]*+"
+    r"(?:\\*+[\"'])?(?P<sep>[ \t]*+(?:=|:|%3[dD]|%3[aA])|[ \t]++(?=[^\s=:]))"
+    r"[ \t]*+(?:\\*+[\"'])?[ \t]*+"
 )
 
 
@@ -136,7 +140,7 @@ def candidate_pattern(word: str) -> re.Pattern[str]:
 # written ``\"``, ``\`` as ``\\``, a tab as ``\t``, a backspace as ``\b``); a document
 # holding ``\u`` or ``\/`` escapes is not gated by it (``Redactor.might_hold``). A raw
 # ``"`` ends a JSON string, so a payload's own ``"key": value`` is never taken for one.
-_J_QUOTE: Final = r"(?:(?:\\\\)?(?:\\\"|'))"
+_J_QUOTE: Final = r"(?:(?:\\\\)*+(?:\\\"|'))"
 _J_SPACE: Final = r"(?:[ ]|\\t)"
 _J_VALUE: Final = r"(?:[^\s\"'\\`,;{}()<>\[\]]|\\b)"
 
@@ -181,6 +185,25 @@ RULES: Final[tuple[Rule, ...]] = (
         "-----END PUBLIC KEY-----",
     ),
     Rule(
+        "aws-secret-access-key",
+        "definite",
+        # Named (aws_secret_access_key = ...), or the first 40-character base64 run within
+        # 100 characters after an access key id (the console's credentials CSV: "AKIA...,
+        # <secret>"; the id's own rule comes next). A secret mixes cases: a hex digest
+        # (a commit id) after a key id is not one.
+        _r(
+            r"(?:aws.{0,24}?(?:secret|private).{0,24}?[=:\"' ]\s*[\"']?"
+            r"|(?-i:AKIA|ASIA)(?-i:[A-Z2-7]{16})(?![A-Za-z0-9])[\s\S]{1,100}?)"
+            r"(?<![A-Za-z0-9+/])(?-i:(?=[A-Za-z0-9+/]{0,39}[A-Z]))"
+            r"(?P<secret>[A-Za-z0-9+/]{40})" + _END_B,
+            _I,
+        ),
+        ("aws",),
+        Example("aws_secret_access_key = ", "<B:40>"),
+        "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+        prefixes=("AKIA", "ASIA"),
+    ),
+    Rule(
         "aws-access-key-id",
         "definite",
         _r(r"(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|ANPA)[A-Z2-7]{16}(?![A-Z0-9])"),
@@ -188,18 +211,6 @@ RULES: Final[tuple[Rule, ...]] = (
         Example("AWS_ACCESS_KEY_ID=", "AKIA<U:16>"),
         "the documented one is AKIAIOSFODNN7EXAMPLE; Asia region",
         prefixes=("AKIA", "ASIA", "ABIA", "ACCA", "AGPA", "AIDA", "AROA", "ANPA"),
-    ),
-    Rule(
-        "aws-secret-access-key",
-        "definite",
-        _r(
-            r"aws.{0,24}?(?:secret|private).{0,24}?[=:\"' ]\s*[\"']?"
-            r"(?P<secret>[A-Za-z0-9+/]{40})" + _END_B,
-            _I,
-        ),
-        ("aws",),
-        Example("aws_secret_access_key = ", "<B:40>"),
-        "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
     ),
     Rule(
         "github-token",
@@ -396,19 +407,22 @@ RULES: Final[tuple[Rule, ...]] = (
     Rule(
         "atlassian-api-token",
         "definite",
-        _r(r"ATATT3[A-Za-z0-9_=-]{150,250}+" + _END_W),
+        _r(r"AT(?:ATT|CTT)3[A-Za-z0-9_=-]{150,250}+" + _END_W),
         (),
         Example("JIRA_API_TOKEN=", "ATATT3xFfGF0<W:170>=<H:8>"),
         "ATATT3 begins a token",
-        prefixes=("ATATT3",),
+        prefixes=("ATATT3", "ATCTT3"),
     ),
     Rule(
         "discord-bot-token",
         "definite",
         _r(r"[MNO][A-Za-z0-9_-]{23,27}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,40}" + _END_W),
         ("discord",),
-        Example("DISCORD_TOKEN=", "MT<W:24>.<W:6>.<W:38>"),
+        Example("BOT_TOKEN=", "MT<W:24>.<W:6>.<W:38>"),
         "discord.py version 2.3.2",
+        # The first part is the bot's user id (17 to 20 digits) in base64: its first two
+        # characters are one of these, whatever the name it is assigned to.
+        prefixes=("MT", "Mj", "Mz", "ND", "NT", "Nj", "Nz", "OD", "OT"),
     ),
     Rule(
         "discord-webhook",
@@ -423,11 +437,13 @@ RULES: Final[tuple[Rule, ...]] = (
     Rule(
         "telegram-bot-token",
         "definite",
-        _r(r"[0-9]{8,10}:AA[A-Za-z0-9_-]{33}" + _END_W),
+        # Not inside a longer word, but for its API URL's ``/bot<token>/``.
+        _r(r"(?:(?<![A-Za-z0-9_])|(?<=/bot))[0-9]{8,10}:AA[A-Za-z0-9_-]{33}" + _END_W),
         (),
-        Example("TELEGRAM_BOT_TOKEN=", "<D:10>:AA<W:33>"),
+        Example("curl https://api.telegram.org/bot", "<D:10>:AA<W:33>", "/getMe"),
         "at 12:AA the build ran",
         prefixes=(":AA",),
+        boundary=False,
     ),
     Rule(
         "jwt",
@@ -445,10 +461,12 @@ RULES: Final[tuple[Rule, ...]] = (
     Rule(
         "password-in-url",
         "definite",
-        # scheme://user:password@host, also once URL-encoded (%3A, %40)
+        # scheme://user:password@host (redis://:password@host: no user), also once
+        # URL-encoded (%3A, %40)
         _r(
-            r"(?:://|%3[Aa]%2[Ff]%2[Ff])[^\s:/@\"'\\<>%]{1,128}(?::|%3[Aa])"
-            r"(?P<secret>[^\s@/\"'\\<>]{1,256}?)(?:@|%40)(?=[A-Za-z0-9\[])",
+            r"(?:://|%3[Aa]%2[Ff]%2[Ff])[^\s:/@\"'\\<>%]{0,128}(?::|%3[Aa])"
+            # to the last @ before the host (a raw @ in a password, or %40, is part of it)
+            r"(?P<secret>[^\s/\"'\\<>]{1,256})(?:@|%40)(?=[A-Za-z0-9\[])",
         ),
         ("://", "%3a%2f%2f"),
         Example("DATABASE_URL=postgres://app:", "<A:20>", "@db.internal:5432/app"),
@@ -466,7 +484,13 @@ RULES: Final[tuple[Rule, ...]] = (
     Rule(
         "basic-auth",
         "definite",
-        _r(r"authorization\s*+[:=]\s*+[\"']?basic\s++(?P<secret>[A-Za-z0-9+/]{8,}+=*)", _I),
+        # Authorization: Basic ..., also as a JSON or YAML map's key ("Authorization": "Basic ..."),
+        # JSON inside a JSON string too
+        _r(
+            r"authorization(?:\\*+[\"'])?\s*+[:=]\s*+(?:\\*+[\"'])?\s*+basic\s++"
+            r"(?P<secret>[A-Za-z0-9+/]{8,}+=*)",
+            _I,
+        ),
         ("authorization",),
         Example("> Authorization: Basic ", "<B:32>", "\n> Accept: */*"),
         "basic auth needs Authorization: Basic <credentials>",
@@ -579,6 +603,269 @@ RULES: Final[tuple[Rule, ...]] = (
         "sbp_ is the prefix",
         prefixes=("sbp_",),
     ),
+    Rule(
+        "private-key-base64",
+        "definite",
+        # A PEM private key block in base64 (a kubeconfig's client-key-data, a Kubernetes
+        # secret's tls.key, a CI variable): its first line encodes to a fixed prefix.
+        _r(
+            r"LS0tLS1CRUdJTi(?:BQUklWQVRF|BSU0EgUFJJVkFURS|BFQyBQUklWQVRF|BPUEVOU1NIIFBSSVZBVE"
+            r"|BFTkNSWVBURUQgUFJJVkFURS|BEU0EgUFJJVkFURS)[A-Za-z0-9+/]{16,}+={0,2}"
+        ),
+        (),
+        Example("    client-key-data: ", "LS0tLS1CRUdJTiBSU0EgUFJJVkFURSBLRVktLS0tLQo<B:200>=="),
+        "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0t is a certificate's header",
+        prefixes=("LS0tLS1CRUdJTi",),
+    ),
+    Rule(
+        "putty-private-key",
+        "definite",
+        # A PuTTY .ppk file's private lines (base64), across real or JSON-escaped breaks, up
+        # to the next "Name:" line (Private-MAC).
+        _r(
+            r"Private-Lines:[ \t]*+\d{1,4}+(?:\r?\n|(?:\\r)?\\n)"
+            r"(?P<secret>[A-Za-z0-9+/=]{1,128}+"
+            r"(?:(?:\r?\n|(?:\\r)?\\n)(?![A-Za-z-]{1,40}:)[A-Za-z0-9+/=]{1,128}+)*+)"
+        ),
+        ("private-lines",),
+        Example(
+            "PuTTY-User-Key-File-3: ssh-ed25519\nPrivate-Lines: 2\n",
+            "<B:64>\n<B:20>",
+            "\nPrivate-MAC: 00",
+        ),
+        "PuTTY-User-Key-File-3: ssh-ed25519\nPublic-Lines: 2\n<B:64>\n",
+    ),
+    Rule(
+        "gcp-oauth-token",
+        "definite",
+        _r(r"ya29\.[A-Za-z0-9_-]{30,2048}+" + _END_W),
+        (),
+        Example("gcloud auth print-access-token\n", "ya29.<W:120>", "\n"),
+        "ya29.example is how an access token begins",
+        prefixes=("ya29.",),
+    ),
+    Rule(
+        "azure-client-secret",
+        "definite",
+        # An Entra ID (Azure AD) application's client secret: three characters, a digit,
+        # "Q~", then 31 to 34 more.
+        _r(r"[A-Za-z0-9_~.-]{3}\dQ~[A-Za-z0-9_~.-]{31,34}+(?![A-Za-z0-9_~.-])"),
+        ("q~",),
+        Example("AZURE_CLIENT_SECRET=", "<A:3>8Q~<W:34>"),
+        "press Q~ then 8Q~ in vim",
+    ),
+    Rule(
+        "azure-sas-signature",
+        "definite",
+        # The signature of a shared access signature URL (?sv=...&sig=...), URL-encoded.
+        _r(r"(?:[?&]|&amp;)sig=(?P<secret>(?:[A-Za-z0-9+/]|%2[BbFf]){30,}+(?:=|%3[Dd]){0,2})"),
+        ("sig=",),
+        Example(
+            "https://acct.blob.core.windows.net/c/b.txt?sv=2022-11-02&sr=b&sp=r&sig=",
+            "<A:30>%2B<A:10>%3D",
+            "&se=2030-01-01",
+        ),
+        "the &sig= parameter holds the signature",
+        boundary=False,
+    ),
+    Rule(
+        "bitbucket-app-password",
+        "definite",
+        _r(r"ATBB[A-Za-z0-9_=.-]{28,96}+" + _END_W),
+        (),
+        Example("BITBUCKET_APP_PASSWORD=", "ATBB<A:32>"),
+        "ATBB is the prefix",
+        prefixes=("ATBB",),
+    ),
+    Rule(
+        "stripe-webhook-secret",
+        "definite",
+        _r(r"whsec_[A-Za-z0-9+/=]{32,128}+" + _END_A),
+        (),
+        Example("Your webhook signing secret is ", "whsec_<A:32>", " (^C to quit)"),
+        "whsec_ begins a webhook secret",
+        prefixes=("whsec_",),
+    ),
+    Rule(
+        "npm-auth",
+        "definite",
+        # .npmrc's _authToken, _auth (base64 of user:password) and _password, whatever the
+        # value's shape (an old token is a UUID).
+        _r(
+            r"(?<![A-Za-z0-9])_(?:authToken|auth|password)=[\"']?"
+            r"(?P<secret>[^\s\"'\\]{8,512}+)"
+        ),
+        # npm writes them without spaces; each keyword costs every event a substring test
+        ("_auth", "_password="),
+        Example("//registry.example.org/:_authToken=", "<H:8>-<H:4>-<H:4>-<H:4>-<H:12>"),
+        "//registry.example.org/:_authToken=${NPM_TOKEN}",
+        boundary=False,
+    ),
+    Rule(
+        "docker-config-auth",
+        "definite",
+        # ~/.docker/config.json (and podman's auth.json): "auths" maps a registry to the
+        # base64 of user:password ("auth") or a token ("identitytoken").
+        _r(
+            r"\\?\"(?:auth|identitytoken|registrytoken)\\?\"[ \t]*+:[ \t]*+\\?\""
+            r"(?P<secret>[A-Za-z0-9+/._-]{12,4096}+={0,2})"
+        ),
+        ("auths",),
+        Example('{"auths": {"registry.example.org": {"auth": "', "<B:40>", '"}}}'),
+        '{"auths": {"registry.example.org": {"auth": ""}}, "credsStore": "desktop"}',
+    ),
+    Rule(
+        "docker-token",
+        "definite",
+        _r(r"dckr_(?:pat|oat)_[A-Za-z0-9_-]{27,64}+" + _END_W),
+        (),
+        Example("echo ", "dckr_pat_<W:27>", " | docker login -u me --password-stdin"),
+        "dckr_pat_ begins a personal access token",
+        prefixes=("dckr_pat_", "dckr_oat_"),
+    ),
+    Rule(
+        "netrc-password",
+        "candidate",
+        # .netrc: machine <host> login <user> password <password>, on one line or several;
+        # a candidate (prose can read "machine learning login page password reset").
+        _r(
+            r"machine(?:\s|\\[nrt])++[^\s\\]{1,256}+(?:\s|\\[nrt])++login(?:\s|\\[nrt])++"
+            r"[^\s\\]{1,256}+(?:\s|\\[nrt])++password(?:\s|\\[nrt])++(?P<secret>[^\s\\]{1,256}+)"
+        ),
+        ("machine",),
+        Example("machine api.example.com\n  login me\n  password ", "<A:12>3", "\n"),
+        "machine learning login page password reset",
+        min_entropy=2.5,
+    ),
+    Rule(
+        "terraform-token",
+        "definite",
+        _r(r"[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_=-]{60,70}+" + _END_W),
+        (),
+        Example('  token = "', "<A:14>.atlasv1.<A:67>", '"'),
+        "atlasv1 is in a Terraform token",
+        prefixes=("atlasv1.",),
+    ),
+    Rule(
+        "mailgun-api-key",
+        "definite",
+        _r(r"key-[0-9a-f]{32}" + _END_A),
+        (),
+        Example("curl -s --user 'api:", "key-<H:32>", "' https://api.mailgun.example/v3"),
+        "key-value store and key-0123",
+        prefixes=("key-",),
+    ),
+    Rule(
+        "sentry-token",
+        "definite",
+        _r(r"sntry[us]_[A-Za-z0-9_+/=-]{40,400}+" + _END_W),
+        (),
+        Example("SENTRY_AUTH_TOKEN=", "sntryu_<H:64>"),
+        "sntrys_ begins an organization token",
+        prefixes=("sntryu_", "sntrys_"),
+    ),
+    Rule(
+        "firebase-cloud-messaging-key",
+        "definite",
+        _r(r"AAAA[A-Za-z0-9_-]{7}:APA91b[A-Za-z0-9_-]{130,160}+" + _END_W),
+        (),
+        Example("Authorization: key=", "AAAA<W:7>:APA91b<W:134>"),
+        "APA91b begins a registration",
+        prefixes=(":APA91b",),
+    ),
+    Rule(
+        "docker-config-base64",
+        "definite",
+        # A Docker config.json in base64 (a Kubernetes secret's .dockerconfigjson): it
+        # begins {"auths":, whose base64 is fixed.
+        _r(r"eyJhdXRocyI6[A-Za-z0-9+/]{16,}+={0,2}"),
+        (),
+        Example("  .dockerconfigjson: ", "eyJhdXRocyI6eyJyZWdpc3RyeS5leGFtcGxlLm9yZyI6<B:80>"),
+        "eyJhdXRocyI6 is how it begins",
+        prefixes=("eyJhdXRocyI6",),
+    ),
+    Rule(
+        "openrouter-api-key",
+        "definite",
+        _r(r"sk-or-v1-[0-9a-f]{64}" + _END_A),
+        (),
+        Example("OPENROUTER_API_KEY=", "sk-or-v1-<H:64>"),
+        "export OPENROUTER_API_KEY=sk-or-v1-your-key-here",
+        prefixes=("sk-or-v1-",),
+    ),
+    Rule(
+        "openai-compatible-api-key",
+        "definite",
+        # sk- and 32 hex digits: DeepSeek's keys and other OpenAI-compatible APIs'.
+        _r(r"sk-[0-9a-f]{32}" + _END_W),
+        (),
+        Example('client = OpenAI(api_key="', "sk-<H:32>", '", base_url=BASE)'),
+        "sk-0123 and task-list",
+        prefixes=("sk-",),
+    ),
+    Rule(
+        "elevenlabs-api-key",
+        "definite",
+        _r(r"sk_[0-9a-f]{48}" + _END_A),
+        (),
+        Example("ELEVENLABS_API_KEY=", "sk_<H:48>"),
+        "sk_ is the prefix",
+        prefixes=("sk_",),
+    ),
+    Rule(
+        "tavily-api-key",
+        "definite",
+        _r(r"tvly-(?:dev-|prod-)?[A-Za-z0-9]{24,64}+" + _END_A),
+        (),
+        Example('TavilyClient(api_key="', "tvly-dev-<A:32>", '")'),
+        'TavilyClient(api_key="tvly-YOUR_API_KEY")',
+        prefixes=("tvly-",),
+    ),
+    Rule(
+        "perplexity-api-key",
+        "definite",
+        _r(r"pplx-[A-Za-z0-9]{48}" + _END_A),
+        (),
+        Example("PERPLEXITY_API_KEY=", "pplx-<A:48>"),
+        "pplx- is the prefix",
+        prefixes=("pplx-",),
+    ),
+    Rule(
+        "nvidia-api-key",
+        "definite",
+        _r(r"nvapi-[A-Za-z0-9_-]{64}" + _END_W),
+        (),
+        Example("NVIDIA_API_KEY=", "nvapi-<W:64>"),
+        "nvapi- is the prefix",
+        prefixes=("nvapi-",),
+    ),
+    Rule(
+        "langsmith-api-key",
+        "definite",
+        _r(r"lsv2_(?:pt|sk)_[0-9a-f]{32}_[0-9a-f]{10}" + _END_A),
+        (),
+        Example("LANGSMITH_API_KEY=", "lsv2_pt_<H:32>_<H:10>"),
+        "lsv2_pt_ is the prefix",
+        prefixes=("lsv2_pt_", "lsv2_sk_"),
+    ),
+    Rule(
+        "langfuse-secret-key",
+        "definite",
+        _r(r"sk-lf-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}" + _END_A),
+        (),
+        Example("LANGFUSE_SECRET_KEY=", "sk-lf-<H:8>-<H:4>-<H:4>-<H:4>-<H:12>"),
+        "pk-lf-<H:8>-<H:4>-<H:4>-<H:4>-<H:12> is the public key",
+        prefixes=("sk-lf-",),
+    ),
+    Rule(
+        "firecrawl-api-key",
+        "definite",
+        _r(r"fc-[0-9a-f]{32}" + _END_A),
+        (),
+        Example("FIRECRAWL_API_KEY=", "fc-<H:32>"),
+        "fc- is the prefix",
+        prefixes=("fc-",),
+    ),
     # -- candidate: a random-looking value assigned to a name that says secret ---------------
     Rule(
         "password",
@@ -588,6 +875,7 @@ RULES: Final[tuple[Rule, ...]] = (
         Example('DB_PASSWORD="', "<A:8>9<A:8>", '"'),
         "password: required (the password field is optional)",
         min_entropy=2.5,
+        uuid_ok=True,
     ),
     Rule(
         "secret",
@@ -597,6 +885,7 @@ RULES: Final[tuple[Rule, ...]] = (
         Example("client_secret: ", "<A:30>7"),
         'secretName: app-secrets and "secret": "${CLIENT_SECRET}"',
         min_entropy=3.0,
+        uuid_ok=True,
     ),
     Rule(
         "token",
@@ -617,9 +906,11 @@ RULES: Final[tuple[Rule, ...]] = (
         " primary_key = a1b2c3d4e5f6g7h8 (only some names say secret)",
         min_entropy=3.0,
         name=re.compile(
-            r"(?:api|access|private|auth|signing|encryption|master|secret|client)[_.-]?key",
+            r"(?:api|app|application|access|private|auth|signing|encryption|master|secret|client)"
+            r"[_.-]?key",
             re.IGNORECASE,
         ),
+        uuid_ok=True,
     ),
     Rule(
         "credential",
@@ -628,6 +919,55 @@ RULES: Final[tuple[Rule, ...]] = (
         ("credential",),
         Example('"credentials": "', "<A:24>6", '"'),
         "credentials: ~/.aws/credentials and credential_helper = store",
+        min_entropy=3.0,
+        uuid_ok=True,
+    ),
+    Rule(
+        "authorization",
+        "candidate",
+        # An Authorization header of another scheme than Bearer and Basic (their own rules
+        # go first): GitHub's "token ...", "key=..." (Firebase), "SSWS ..." (Okta), or none.
+        _r(
+            r"authorization(?:\\*+[\"'])?[ \t]*+[:=][ \t]*+(?:\\*+[\"'])?[ \t]*+"
+            r"(?:[A-Za-z][A-Za-z-]{0,23}+(?:[ \t]++|=))?(?P<secret>[A-Za-z0-9._~+/:=-]{16,512}+)",
+            _I,
+        ),
+        ("authorization",),
+        Example("-H 'Authorization: token ", "<A:36>1", "'"),
+        "Authorization: token $GITHUB_TOKEN and authorization: required_for_all_routes",
+        min_entropy=3.0,
+    ),
+    Rule(
+        "command-line-password",
+        "candidate",
+        # A password given on a command line: mysql's -p<password>, sshpass -p, docker
+        # login -p, curl -u user:password.
+        _r(
+            r"(?:mysql(?:dump|admin|import)?\b[^\n|;&]{0,160}?[ \t]-p"
+            r"|sshpass[ \t]++-p[ \t]*+"
+            r"|docker login\b[^\n|;&]{0,160}?[ \t]-p[ \t]++"
+            r"|[ ](?:-u|--user)(?:[ \t]++|=)?[\"']?[^\s:\"']{1,128}+:)"
+            r"[\"']?(?P<secret>[^\s\"'`;|&\\]{8,512}+)",
+        ),
+        # Each a literal every form holds, and rare in prose ("follow-up", "docker").
+        ("mysql", "sshpass", "docker login", " -u", "--user"),
+        Example("mysql -h db -u root -p", "<A:12>4<A:3>", " app < dump.sql"),
+        "mysql -u root -p app and docker run -p 8080:80 and curl -u me: https://x.test",
+        min_entropy=2.5,  # as the password rule's
+    ),
+    Rule(
+        "cookie",
+        "candidate",
+        # A Cookie or Set-Cookie header (curl -v, a browser's request copied): from the
+        # first cookie's value to the end of the line, every cookie and attribute of it.
+        _r(
+            r"cookie(?:\\*+[\"'])?[ \t]*+:[ \t]*+(?:\\*+[\"'])?[ \t]*+[^\s\"'\\;=]{1,64}+="
+            r"(?P<secret>[^\n\r\"'\\]{8,4096}+)",
+            _I,
+        ),
+        ("cookie",),
+        Example("< Set-Cookie: sessionid=", "<W:40>1; Path=/; HttpOnly"),
+        "cookies: 3 and the Cookie: header carries them",
         min_entropy=3.0,
     ),
 )

@@ -125,3 +125,26 @@ def test_an_unknown_flush_mode_is_refused(monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.setenv("SESSIONQUERY_LOG_FLUSH", "sometimes")
     with pytest.raises(ValueError, match="log flush"):
         configure_logging(json=True, stream=io.StringIO())
+
+
+@pytest.mark.parametrize("as_json", [True, False], ids=["json", "console"])
+def test_a_warning_or_an_error_quoting_a_credential_is_redacted(as_json: bool) -> None:
+    """Logs carry no event text by design, but a warning or an error may carry an
+    exception's message, and that can quote what it failed on (a refused event, a source
+    record): those lines go through the credential rules; a request's info lines (codes,
+    ids, timings) do not pay for it."""
+    from contracts.redaction import generate
+
+    gh, pw = generate("ghp_<A:36>"), generate("<A:12>7<A:5>")
+    out = io.StringIO()
+    configure_logging(json=as_json, level="info", stream=out)
+    log = get_logger("test.credentials")
+    log.warning("source record refused", reason=f"export GITHUB_TOKEN={gh}")
+    try:
+        raise ValueError(f"cannot parse DB_PASSWORD={pw}")
+    except ValueError:
+        log.exception("ingestion stopped")
+    configure_logging(json=True, level="info", stream=io.StringIO())
+    text = out.getvalue()
+    assert gh not in text and pw not in text, text
+    assert "[redacted:github-token]" in text and "[redacted:password]" in text

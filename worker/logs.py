@@ -23,13 +23,14 @@ line below the level costs one no-op call; a line that is written costs its proc
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import re
 import sys
 import time
 from types import TracebackType
-from typing import Any, Final, TextIO
+from typing import TYPE_CHECKING, Any, Final, TextIO
 
 import orjson
 import structlog
@@ -37,6 +38,9 @@ import structlog.tracebacks
 from structlog.typing import EventDict, Processor, WrappedLogger
 
 from worker.log_sink import SINK, SinkHandler, SinkLogger
+
+if TYPE_CHECKING:
+    from contracts.redaction import Redactor
 
 LEVELS = ("debug", "info", "warning", "error", "critical")
 FLUSH_MODES = ("line", "batched")
@@ -204,8 +208,26 @@ class _Redacting:
         self._renderer = renderer
 
     def __call__(self, logger: WrappedLogger, name: str, event_dict: EventDict) -> Any:
+        # Read before rendering (a renderer may consume the dict).
+        scrub = event_dict.get("level") in _SCRUBBED_LEVELS
         line = self._renderer(logger, name, event_dict)
-        return redact(line) if isinstance(line, str) else line
+        if not isinstance(line, str):
+            return line
+        line = redact(line)
+        # A warning or an error may carry an exception's message, which can quote what it
+        # failed on (an event, a source record): those lines, rare, go through the
+        # credential rules; a request's info lines (codes, ids, timings) carry no text.
+        return _credentials().redact(line) if scrub else line
+
+
+_SCRUBBED_LEVELS: Final = frozenset({"warning", "error", "critical", "exception"})
+
+
+@functools.cache
+def _credentials() -> Redactor:
+    from contracts.redaction import Redactor  # its rules compiled on the first such line
+
+    return Redactor()
 
 
 # repr() for anything JSON cannot hold: a log line must never fail to render.

@@ -83,3 +83,33 @@ async def test_import_applies_the_operators_rules(tmp_path: Path) -> None:
         dry_run=True, idle_s=float("inf"), output=output, redaction=spec,
     )  # fmt: skip
     assert f"[redacted:acme-key] {allowed}".encode() in output.getvalue()
+
+
+@pytest.mark.parametrize("redact", [True, False], ids=["redacting", "no-redact"])
+async def test_a_refused_records_reason_echoes_no_credential(tmp_path: Path, redact: bool) -> None:
+    """A refused record's reason names the fields that are wrong, and a field's name can be
+    a credential (a runtime that wrote ``{"GITHUB_TOKEN=ghp_...": 1}``): the invalid-record
+    lines on stderr and the summary go through the rules, ``--no-redact`` or not, as the
+    worker's dead-letter reasons do."""
+    gh = generate("ghp_<A:36>")
+    pw = generate("<A:10>8<A:6>")
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(
+        event("ev-2", 1, "session/start", surface="system")
+        + b"\n"
+        + event("ev-2", 2, **{f"GITHUB_TOKEN={gh}": 1})
+        + b"\n"
+        + event("ev-2", 3, cites=[{"session_id": "ev-2", "seq": 1, f"DB_PASSWORD={pw}": 1}])
+        + b"\n"
+    )
+    errors, summary = io.StringIO(), io.StringIO()
+    report = await import_jobs(
+        [Job("events", [path])], options=NatsOptions(url=None), subjects=Subjects(),
+        dry_run=True, idle_s=float("inf"), errors=errors,
+        redaction=REDACTION_ON if redact else None,
+    )  # fmt: skip
+    print_summary(report, summary)
+    said = errors.getvalue() + summary.getvalue() + "".join(map(str, report.tally.problems))
+    assert report.invalid == 2 and "Extra inputs" in said, said
+    assert gh not in said and pw not in said, said
+    assert "GITHUB_TOKEN=[redacted:github-token]" in errors.getvalue()

@@ -414,6 +414,59 @@ async def test_status_and_secrets_print_no_value(stack: Stack) -> None:
     assert not leaks(secrets, everything)
 
 
+async def test_a_credentials_parts_find_nothing_of_it(stack: Stack) -> None:
+    """A model that searches by a piece of a key it saw (its prefix, its tail) gets back no
+    more of it than it typed, from either search or the operator's: the index holds the
+    marker, never a part of the value (no rule redacts a key's middle and leaves an end)."""
+    corpus = stack.corpus
+    replies: list[tuple[str, str, str]] = []  # (the part searched, the rest, the reply)
+    for secret in corpus.secrets:
+        if len(secret) < 24 or "\n" in secret:
+            continue
+        half = len(secret) // 2
+        for part, rest in ((secret[:half], secret[half:]), (secret[half:], secret[:half])):
+            for reply in (
+                await tool_call(stack, "session_search", query=part),
+                await tool_call(stack, "session_event_search", query=part, session_id="s-rules"),
+                await operator(stack, "search", workspace=CWD, query=part),
+            ):
+                replies.append((part, rest, _all_text(reply)))
+    assert len(replies) > 100
+    shown = [
+        part for part, rest, reply in replies if rest in reply or json.dumps(rest)[1:-1] in reply
+    ]
+    assert not shown, shown[:3]
+
+
+async def test_an_error_reply_echoes_no_credential(stack: Stack) -> None:
+    """A refusal names what it refused: a session id (an id may be token-shaped) or an
+    unknown field's name. A credential the requester pasted there comes back as its marker,
+    in the tools' replies (body and error header) and the operator's."""
+    gh, sk = generate("ghp_<A:36>"), generate("sk-proj-<W:60>")
+    replies: list[str] = []
+    for name, arguments in (
+        ("session_event_read", {"session_id": gh, "seq": 1}),
+        ("session_trace", {"session_id": gh}),
+        ("session_event_search", {"query": "deploy", "session_id": sk}),
+        ("session_search", {"query": "deploy", gh: 1}),
+    ):
+        reply, msg = await call(stack.nc, stack.subjects, name,
+                                body(caller="s-caller", **arguments))  # fmt: skip
+        assert reply["status"] == "error", reply
+        replies.extend((_all_text(reply), _all_text(dict(msg.headers or {}))))
+    for verb, arguments in (
+        ("event", {"workspace": CWD, "session_id": gh, "seq": 1}),
+        ("timeline", {"workspace": CWD, "session_id": sk}),
+        ("search", {"workspace": CWD, "query": "deploy", gh: 1}),
+    ):
+        reply = await operator(stack, verb, **arguments)
+        assert reply["status"] == "error", reply
+        replies.append(_all_text(reply))
+    said = "\n".join(replies)
+    assert not leaks([gh, sk], said), said
+    assert "[redacted:github-token]" in said and "[redacted:openai-api-key]" in said
+
+
 # -- the web UI's pages, fetched over HTTP ------------------------------------------------
 
 

@@ -21,6 +21,7 @@ from urllib.parse import unquote, urlparse
 import orjson
 
 from contracts.partitions import NO_CWD_KEY, workspace_key
+from contracts.redaction import Redactor
 
 _UNSAFE: Final = re.compile(r"[^A-Za-z0-9_-]")
 MAX_ID: Final = 128
@@ -176,11 +177,20 @@ class Outgoing:
         return f"{self.session_id}:{self.seq}"
 
 
+# Problems are printed (``import``, ``watch``) and kept in the summary, and a message can
+# echo a source's text (a refused record's field name): it goes through the rules whatever
+# the run's redaction setting, as the worker's dead-letter reasons do.
+_PROBLEMS: Final = Redactor()
+
+
 @dataclass(frozen=True, slots=True)
 class Problem:
     path: str
     line_no: int
     message: str
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "message", _PROBLEMS.redact(self.message))
 
     def __str__(self) -> str:
         return f"{self.path}:{self.line_no}: {self.message}"

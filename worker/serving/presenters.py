@@ -64,5 +64,6 @@ class OperatorJson:
         return EncodedReply(orjson.dumps({"status": "ok", "result": result}), None)
 
     def failure(self, request_id: str, error: ToolError) -> EncodedReply:
-        body = {"status": "error", "error": {"code": error.code.value, "message": error.message}}
+        message = replies.ECHOES.redact(error.message)
+        body = {"status": "error", "error": {"code": error.code.value, "message": message}}
         return EncodedReply(orjson.dumps(body), None)

@@ -17,6 +17,7 @@ from pydantic import ValidationError
 from contracts.envelope import SpillLocator, ToolReply, ToolRequest
 from contracts.errors import MICRO_STATUS, TOOL_FAILED_MESSAGE, ErrorCode
 from contracts.ids import ID_PATTERN
+from contracts.redaction import Redactor
 from worker.failures import RuntimeFailure
 from worker.signals import ExecutionAborted
 from worker.tools import QUEUE_TIMEOUT_MESSAGE as QUEUE_TIMEOUT_MESSAGE
@@ -54,7 +55,14 @@ def ok(request_id: str, content: str, spill: SpillLocator | None = None) -> Enco
     return EncodedReply(body, None, spilled=True)
 
 
+# A refusal names what it refused (a session id, an unknown field's name) and may echo a
+# credential the requester pasted there: every error message goes through the rules (only
+# errors pay for it). The tools' replies and the operator's (``presenters``) alike.
+ECHOES: Final = Redactor()
+
+
 def error(request_id: str, code: ErrorCode, message: str) -> EncodedReply:
+    message = ECHOES.redact(message)
     body = ToolReply.failure(request_id, code, message).to_json()
     return EncodedReply(body, error_headers(code, message))
 
