@@ -354,6 +354,27 @@ def write_home_digest(tmp: Path) -> None:
         )
 
 
+# An older folder named by the digest of the project's path as an editor gave it on
+# Windows (the drive letter lowered, a folder name in capitals: seen in a real home), beside
+# the newer folder whose marker the CLI lowered whole; no chat of one is in the other.
+CAPITALS_CWD: Final = "c:\\Users\\potter\\Documents\\KILN-LOG"
+CAPITALS_MARKER: Final = "c:\\users\\potter\\documents\\kiln-log"
+IN_CAPITALS: Final = "9c4e0000-0000-4000-8000-00000000d012"
+IN_LOWERED: Final = "9c4e0000-0000-4000-8000-00000000d013"
+
+
+def write_capitals_digest(tmp: Path) -> None:
+    """Under ``tmp`` (``~/.gemini/tmp``): the marked project and its older digest folder."""
+    digest = hashlib.sha256(CAPITALS_CWD.encode()).hexdigest()
+    (tmp / "kiln-log").mkdir(parents=True)
+    (tmp / "kiln-log" / ".project_root").write_text(CAPITALS_MARKER)
+    for folder, session, minute in (("kiln-log", IN_LOWERED, 40), (digest, IN_CAPITALS, 33)):
+        (tmp / folder / "chats").mkdir(parents=True, exist_ok=True)
+        chat = _chat(session, f"2025-10-30T23:{minute}:38.483Z", ["say hello"])
+        name = f"session-2025-10-30T23-{minute}-{session[:8]}.json"
+        (tmp / folder / "chats" / name).write_bytes(orjson.dumps(chat))
+
+
 # One record of each kind Gemini CLI 0.61.0's chat recording writes (skips.WRITER_KINDS),
 # in its shapes, made-up content: the header; messages of each type, with the parts its
 # callers record (a tool's response sent back as a user message, a history rewritten

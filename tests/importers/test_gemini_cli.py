@@ -359,3 +359,13 @@ def test_a_digest_folder_no_newer_folder_continues_is_named_by_a_known_path_abov
     assert sessions[gen.IN_PROJECT][0]["payload"]["cwd"] == gen.HOME_PROJECT_CWD
     # The digest is of the home folder as Windows spells it, above the marked project.
     assert sessions[gen.AT_HOME][0]["payload"]["cwd"] == gen.HOME_CWD
+
+
+def test_a_digest_folder_of_a_path_spelled_in_capitals_is_named_by_the_marked_project(
+    tmp_path: Path,
+) -> None:
+    # The marker is lowered whole; the digest is of the path with a folder in capitals.
+    gen.write_capitals_digest(tmp_path / ".gemini" / "tmp")
+    sessions, _, _ = by_session(FMT, tmp_path / ".gemini" / "tmp")
+    assert sessions[gen.IN_LOWERED][0]["payload"]["cwd"] == gen.CAPITALS_MARKER
+    assert sessions[gen.IN_CAPITALS][0]["payload"]["cwd"] == gen.CAPITALS_CWD

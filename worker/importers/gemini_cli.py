@@ -87,7 +87,7 @@ PROJECT_ROOT_FILE: Final = ".project_root"
 # An older project folder's name: the SHA-256 of the project's path.
 _DIGEST: Final = re.compile(r"[0-9a-f]{64}")
 _WINDOWS: Final = re.compile(r"[A-Za-z]:\\")
-# A Windows path's parts spelled in each case at most (2 * 3 ** (parts - 1) digests).
+# A Windows path's parts spelled in each case at most (2 * 4 ** (parts - 1) digests).
 _MAX_SPELLED_PARTS: Final = 7
 # Tool call states after which the call has its result (the CLI's scheduler statuses).
 _DONE: Final = frozenset({"success", "error", "cancelled"})
@@ -201,7 +201,8 @@ def _and_above(path: str) -> Iterator[str]:
 
 def _spellings(path: str) -> Iterator[str]:
     """The path as written, and a Windows path in the cases Windows writes it (newer
-    versions lower the whole path; older ones hashed the path as the shell gave it)."""
+    versions lower the whole path; older ones hashed the path as the shell or the editor
+    gave it: a folder named in capitals, seen in a real home, is one of those cases)."""
     yield path
     if not _WINDOWS.match(path):
         return
@@ -209,7 +210,9 @@ def _spellings(path: str) -> Iterator[str]:
     if len(parts) > _MAX_SPELLED_PARTS:
         return
     drive = sorted({parts[0].upper(), parts[0].lower()})
-    choices = [drive] + [sorted({p, p.lower(), p[:1].upper() + p[1:]}) for p in parts[1:]]
+    choices = [drive] + [
+        sorted({p, p.lower(), p.upper(), p[:1].upper() + p[1:]}) for p in parts[1:]
+    ]
     for spelled in itertools.product(*choices):
         yield "\\".join(spelled)
 
