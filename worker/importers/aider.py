@@ -145,12 +145,13 @@ class AiderConverter:
                                        {"text": cut(text)}, ">")]  # fmt: skip
         reasoning, answer = _reasoning(text)
         out: list[Outgoing] = []
-        if reasoning:
-            out.append(self.sessions.emit(self.session, "message/assistant", "assistant", time,
-                                          {"thinking": cut(reasoning)}, "thinking-content"))  # fmt: skip
-        if answer:
-            out.append(self.sessions.emit(self.session, "message/assistant", "assistant", time,
-                                          {"text": cut(answer)}, "text"))  # fmt: skip
+        for key, said, source in (
+            ("thinking", reasoning, "thinking-content"),
+            ("text", answer, "text"),
+        ):
+            if said:
+                out.append(self.sessions.emit(self.session, "message/assistant", "assistant",
+                                              time, {key: cut(said)}, source))  # fmt: skip
         return out
 
 
