@@ -101,6 +101,47 @@ def write_hidden_thinking(projects: Path) -> Path:
     return projects
 
 
+# Seen in a real 2.1.97 home: a tool's result record written before the assistant records
+# of the reply that called it (the reply's text, then its tool_use): the records'
+# ``parentUuid`` links give their order, the file does not. Once the result comes right
+# before the call's record, once two records before it.
+EARLY: Final = "4c000000-0000-4000-8000-00000000c004"
+EARLY_CALL: Final = "toolu_5c0000000000000000000early"
+
+
+def early_result() -> list[dict[str, Any]]:
+    ask = _record(EARLY, 1, None, "user", 10)
+    ask["message"] = {"role": "user", "content": "raise the hold at 1000 to 20 minutes"}
+    first = _record(EARLY, 2, ask["uuid"], "assistant", 11)
+    first["message"] = {"id": "msg_4", "type": "message", "role": "assistant",
+                        "model": "claude-sonnet-4-6",
+                        "content": [{"type": "text", "text": "Editing the schedule."}]}  # fmt: skip
+    call = _record(EARLY, 4, first["uuid"], "assistant", 11)
+    edit = {"type": "tool_use", "id": EARLY_CALL, "name": "Edit",
+            "input": {"file_path": "/home/dev/kiln/cone6.txt", "old_string": "10",
+                      "new_string": "20"}}  # fmt: skip
+    call["message"] = {"id": "msg_4", "type": "message", "role": "assistant",
+                       "model": "claude-sonnet-4-6", "content": [edit]}  # fmt: skip
+    result = _record(EARLY, 3, call["uuid"], "user", 11)
+    answer = {"type": "tool_result", "tool_use_id": EARLY_CALL, "content": "Updated."}
+    result["message"] = {"role": "user", "content": [answer]}
+    done = _record(EARLY, 5, result["uuid"], "assistant", 12)
+    done["message"] = {"id": "msg_5", "type": "message", "role": "assistant",
+                       "model": "claude-sonnet-4-6",
+                       "content": [{"type": "text", "text": "Held 20 minutes."}]}  # fmt: skip
+    # The result written first: before the reply's text and its call.
+    return [ask, result, first, call, done]
+
+
+def write_early_result(projects: Path) -> Path:
+    project = projects / "-home-dev-kiln"
+    project.mkdir(parents=True, exist_ok=True)
+    (project / f"{EARLY}.jsonl").write_bytes(
+        b"".join(orjson.dumps(r) + b"\n" for r in early_result())
+    )
+    return projects
+
+
 # Every record type Claude Code 2.1.337's writer appends to a session's file, in the
 # shapes it writes them (read in its package; skips.WRITER_KINDS lists them), made-up
 # content: the conversation records first, then the script's calls (host-row) and one

@@ -42,6 +42,21 @@ def test_thinking_kept_without_text_and_blank_text_are_counted_not_published(
     assert not tally.unknown, tally.unknown
 
 
+def test_a_result_written_before_its_call_follows_the_call_and_cites_it(
+    tmp_path: Path,
+) -> None:
+    sessions, _, tally = by_session(FMT, gen.write_early_result(tmp_path))
+    events = sessions[gen.EARLY]
+    assert [e["type"] for e in events] == [
+        "session/start", "message/user", "message/assistant", "tool/call", "tool/result",
+        "message/assistant",
+    ]  # fmt: skip
+    call, result = events[3], events[4]
+    assert result["cites"] == [{"session_id": gen.EARLY, "seq": call["seq"]}]
+    assert result["payload"]["tool"] == "Edit"
+    assert not tally.unknown
+
+
 def test_while_the_planning_session_is_still_open_its_plan_call_is_cited(
     tmp_path: Path,
 ) -> None:

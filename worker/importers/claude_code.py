@@ -59,6 +59,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Final
 
@@ -85,6 +86,9 @@ _OPEN_CALL: Final = "\0open-call"
 _SPAWN_CALL: Final = "\0spawn-call"
 _PLAN_EXIT: Final = "ExitPlanMode"  # plan mode's call a "clear context" session answers
 _HEAD_BYTES: Final = 64 << 10
+# A tool's result written before the reply that called it waits at most this many records
+# for its parent (seen in a real 2.1.97 home: 1 to 14 records early).
+_HOLD_RECORDS: Final = 32
 _TIMESTAMP: Final = re.compile(rb'"timestamp":\s*"([^"]+)"')
 # The model name Claude Code gives the assistant records it writes itself.
 SYNTHETIC_MODEL: Final = "<synthetic>"
@@ -134,8 +138,78 @@ class ClaudeCodeConverter(JsonRecordConverter):
         # True from its ``fork-context-ref`` until that result; the copied call ids.
         self.fork_head = False
         self.fork_copies: set[str] = set()
+        # Results read before their call's record (its ``parentUuid`` not read yet), each
+        # with the records it may still wait: published right after their parent.
+        self.held: list[tuple[dict[str, Any], int]] = []
+        self.raw_sessions: set[str] = set()  # sessionIds with a record read here
+        self.seen: set[str] = set()  # uuids of the records read here
 
     def _record(self, record: dict[str, Any]) -> list[Outgoing]:
+        out = self._due()
+        if self._early(record):  # the file's order is not the records' (``parentUuid``)
+            self.held.append((record, _HOLD_RECORDS))
+            return out
+        out.extend(self._converted(record))
+        return out
+
+    def _early(self, record: dict[str, Any]) -> bool:
+        """A result of a call not read yet whose parent record, in a session this file
+        already has, is not read yet either: Claude Code wrote it before the reply that
+        called it. A result opening its session's file answers a call of another file."""
+        parent, raw = record.get("parentUuid"), record.get("sessionId")
+        if (
+            record.get("type") != "user"
+            or not isinstance(parent, str)
+            or raw not in self.raw_sessions
+        ):
+            return False
+        if parent in self.seen:
+            return False
+        message = record.get("message")
+        content = message.get("content") if isinstance(message, dict) else None
+        ids = [b.get("tool_use_id") for b in content if isinstance(b, dict)
+               and b.get("type") == "tool_result"] if isinstance(content, list) else []  # fmt: skip
+        return bool(ids) and all(
+            isinstance(i, str) and i not in self.tool_calls and (_OPEN_CALL, i) not in self.links
+            for i in ids
+        )
+
+    def _due(self) -> list[Outgoing]:
+        """Held results that waited their last record, in the order read."""
+        out: list[Outgoing] = []
+        waiting = []
+        for record, left in self.held:
+            if left <= 1:
+                out.extend(self._converted(record, hold=False))
+            else:
+                waiting.append((record, left - 1))
+        self.held = waiting
+        return out
+
+    def _release(self, uuid: object) -> list[Outgoing]:
+        out: list[Outgoing] = []
+        ready = [record for record, _ in self.held if record.get("parentUuid") == uuid]
+        if ready:
+            self.held = [(r, left) for r, left in self.held if r.get("parentUuid") != uuid]
+        for record in ready:
+            out.extend(self._converted(record))
+        return out
+
+    def _flush_held(self) -> list[Outgoing]:
+        held, self.held = self.held, []
+        return [o for record, _ in held for o in self._converted(record, hold=False)]
+
+    def _converted(self, record: dict[str, Any], *, hold: bool = True) -> list[Outgoing]:
+        out = self._one(record)
+        if isinstance(record.get("sessionId"), str):
+            self.raw_sessions.add(record["sessionId"])
+        if isinstance(record.get("uuid"), str):
+            self.seen.add(record["uuid"])
+        if hold:
+            out.extend(self._release(record.get("uuid")))
+        return out
+
+    def _one(self, record: dict[str, Any]) -> list[Outgoing]:
         kind = record.get("type")
         if kind == "summary":
             return self._title(record)
@@ -352,7 +426,19 @@ class ClaudeCodeConverter(JsonRecordConverter):
         payload = {"title": cut(title)}
         return self.sessions.emit(session, "session/title", "system", None, payload, source_type)
 
+    def idle(self) -> list[Outgoing]:
+        out = self._flush_held()
+        self.tally.events += len(out)
+        return out + super().idle()
+
+    def end_quiet(self, before: datetime) -> list[Outgoing]:
+        out = self._flush_held()
+        self.tally.events += len(out)
+        return out + super().end_quiet(before)
+
     def finish(self) -> list[Outgoing]:
+        held = self._flush_held()
+        self.tally.events += len(held)
         # A call left unanswered here may be answered in the next session's file: "clear
         # context and implement" (plan mode) starts it with the plan's rejected
         # ExitPlanMode result, under the new sessionId (seen in real 2.1.2x homes).
@@ -364,7 +450,7 @@ class ClaudeCodeConverter(JsonRecordConverter):
             for _ in titles:
                 self.tally.skip("record:summary:leaf-not-in-file")
         self.pending_titles = {}
-        return []
+        return held
 
     def _system(self, session: str, record: dict[str, Any], time: str | None) -> list[Outgoing]:
         subtype = record.get("subtype")
