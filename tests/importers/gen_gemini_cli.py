@@ -375,6 +375,36 @@ def write_capitals_digest(tmp: Path) -> None:
         (tmp / folder / "chats" / name).write_bytes(orjson.dumps(chat))
 
 
+# An older digest-named folder of another machine's home (seen in a real Cloud Shell home):
+# no marker, no registry, no newer folder; its chats' tool calls show paths in the
+# project, one chat none. The digest is of the folder the CLI ran in.
+SHOWN_CWD: Final = "/home/potter/glaze"
+SHOWING: Final = "7a2c0000-0000-4000-8000-00000000d020"
+SHOWING_NONE: Final = "7a2c0000-0000-4000-8000-00000000d021"
+
+
+def write_shown_digest(tmp: Path) -> None:
+    """Under ``tmp`` (``~/.gemini/tmp``): the digest folder of ``SHOWN_CWD``."""
+    chats = tmp / hashlib.sha256(SHOWN_CWD.encode()).hexdigest() / "chats"
+    chats.mkdir(parents=True)
+    start = "2025-11-04T02:35:00.000Z"
+    showing = _chat(SHOWING, start, ["read the glaze recipe"])
+    showing["messages"][1]["toolCalls"] = [
+        {"id": "read_file-1", "name": "read_file", "status": "success", "timestamp": start,
+         "args": {"absolute_path": f"{SHOWN_CWD}/recipes/celadon.md"},
+         "result": [{"functionResponse": {"id": "read_file-1", "name": "read_file",
+                                          "response": {"output": "feldspar 40"}}}]},
+        {"id": "run_shell_command-1", "name": "run_shell_command", "status": "success",
+         "timestamp": start, "args": {"command": "ls", "directory": f"{SHOWN_CWD}/recipes"},
+         "result": [{"functionResponse": {"id": "run_shell_command-1",
+                                          "name": "run_shell_command",
+                                          "response": {"output": "celadon.md"}}}]},
+    ]  # fmt: skip
+    (chats / "session-2025-11-04T02-35-7a2cd020.json").write_bytes(orjson.dumps(showing))
+    alone = _chat(SHOWING_NONE, "2025-11-04T03:00:00.000Z", ["hi"])
+    (chats / "session-2025-11-04T03-00-7a2cd021.json").write_bytes(orjson.dumps(alone))
+
+
 # One record of each kind Gemini CLI 0.61.0's chat recording writes (skips.WRITER_KINDS),
 # in its shapes, made-up content: the header; messages of each type, with the parts its
 # callers record (a tool's response sent back as a user message, a history rewritten

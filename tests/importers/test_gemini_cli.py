@@ -361,6 +361,16 @@ def test_a_digest_folder_no_newer_folder_continues_is_named_by_a_known_path_abov
     assert sessions[gen.AT_HOME][0]["payload"]["cwd"] == gen.HOME_CWD
 
 
+def test_a_digest_folder_of_another_home_is_named_by_a_path_its_chats_show(
+    tmp_path: Path,
+) -> None:
+    gen.write_shown_digest(tmp_path / ".gemini" / "tmp")
+    sessions, _, _ = by_session(FMT, tmp_path / ".gemini" / "tmp")
+    # The folder the digest names, above the paths shown; in the chat that shows none too.
+    assert sessions[gen.SHOWING][0]["payload"]["cwd"] == gen.SHOWN_CWD
+    assert sessions[gen.SHOWING_NONE][0]["payload"]["cwd"] == gen.SHOWN_CWD
+
+
 def test_a_digest_folder_of_a_path_spelled_in_capitals_is_named_by_the_marked_project(
     tmp_path: Path,
 ) -> None:

@@ -87,6 +87,11 @@ PROJECT_ROOT_FILE: Final = ".project_root"
 # An older project folder's name: the SHA-256 of the project's path.
 _DIGEST: Final = re.compile(r"[0-9a-f]{64}")
 _WINDOWS: Final = re.compile(r"[A-Za-z]:\\")
+# A path argument of a tool call in a chat file (read_file, list_directory, glob, grep,
+# write_file, replace, run_shell_command), its JSON string as written.
+_SHOWN_PATH: Final = re.compile(
+    rb'"(?:absolute_path|file_path|dir_path|path|directory)"\s*:\s*("(?:[^"\\]|\\.)*")'
+)
 # A Windows path's parts spelled in each case at most (2 * 4 ** (parts - 1) digests).
 _MAX_SPELLED_PARTS: Final = 7
 # Tool call states after which the call has its result (the CLI's scheduler statuses).
@@ -148,7 +153,7 @@ def project_cwd(chats_file: Path) -> str | None:
             if marker is None:
                 newer = _moved_to(folder)
                 marker = _marker(newer) if newer is not None else None
-            return marker or _digest_of_known(folder.parent)
+            return marker or _digest_of_known(folder.parent) or _digest_of_shown(folder)
     return None
 
 
@@ -186,6 +191,46 @@ def _known_digests(gemini: Path, changed: int) -> dict[str, str]:  # changed: th
     found: dict[str, str] = {}
     for above in sorted({above for path in paths for above in _and_above(path)}):
         for spelling in _spellings(above):
+            found.setdefault(hashlib.sha256(spelling.encode()).hexdigest(), spelling)
+    return found
+
+
+def _digest_of_shown(chats: Path) -> str | None:
+    """For an older folder named by a path's digest that no path this ``~/.gemini`` names
+    explains (another machine's home: seen in a real Cloud Shell home): the path whose
+    digest names it among the absolute paths its chats' tool calls show, and the folders
+    above them. A digest names one path: nothing is guessed."""
+    if not _DIGEST.fullmatch(chats.parent.name):
+        return None
+    try:  # remembered until a chat comes, goes or is rewritten
+        changed = max((p.stat().st_mtime_ns for p in chats.iterdir()), default=0)
+    except OSError:
+        return None
+    return _shown_digests(chats, changed).get(chats.parent.name)
+
+
+@functools.lru_cache(maxsize=64)
+def _shown_digests(chats: Path, changed: int) -> dict[str, str]:  # changed: the cache key
+    paths: set[str] = set()
+    try:
+        files = sorted(chats.iterdir())
+    except OSError:
+        files = []
+    for file in files:
+        try:
+            data = file.read_bytes() if file.is_file() else b""
+        except OSError:
+            continue
+        for literal in _SHOWN_PATH.findall(data):
+            try:
+                path = orjson.loads(literal)
+            except orjson.JSONDecodeError:
+                continue
+            if isinstance(path, str) and (path.startswith("/") or _WINDOWS.match(path)):
+                paths.add(path)
+    found: dict[str, str] = {}
+    for above in sorted({above for path in paths for above in _and_above(path)}):
+        for spelling in (above, above.lower()):  # as shown, and as newer versions lower it
             found.setdefault(hashlib.sha256(spelling.encode()).hexdigest(), spelling)
     return found
 
