@@ -405,6 +405,46 @@ def write_shown_digest(tmp: Path) -> None:
     (chats / "session-2025-11-04T03-00-7a2cd021.json").write_bytes(orjson.dumps(alone))
 
 
+# Since May 2026 a new session's file opens with the CLI syncing its bootstrap history to
+# the recording (``GeminiChat.initialize`` -> ``updateMessagesFromHistory``): a ``$set`` of
+# ``messages`` holding the session context as a user turn never appended (seen in a real
+# Cloud Shell home's June 2026 files), then the conversation appended as usual.
+BOOTSTRAPPED: Final = "b0075000-0000-4000-8000-00000000e010"
+BOOT_CONTEXT: Final = (
+    "<session_context>\nThis is the Gemini CLI. We are setting up the context for our chat."
+    "\nMy operating system is: linux\n- **Workspace Directories:**\n  - /home/dev/kiln\n"
+    "</session_context>"
+)
+
+
+def bootstrapped_session() -> list[dict[str, Any]]:
+    start = "2026-06-04T10:04:00.000Z"
+    header = {"sessionId": BOOTSTRAPPED, "projectHash": "ab" * 32, "startTime": start,
+              "lastUpdated": start, "kind": "main"}  # fmt: skip
+    context = {"id": "0b0075e0000000000000000000000001", "timestamp": start, "type": "user",
+               "content": [{"text": BOOT_CONTEXT}]}  # fmt: skip
+    prompt = {"id": "b0075-u1", "timestamp": "2026-06-04T10:04:05.000Z", "type": "user",
+              "content": [{"text": "what fires at cone 6?"}]}  # fmt: skip
+    answer = {"id": "b0075-g1", "timestamp": "2026-06-04T10:04:09.000Z", "type": "gemini",
+              "content": "Stoneware and porcelain.", "model": "gemini-3-flash-preview"}  # fmt: skip
+    return [
+        header,
+        {"$set": {"messages": [context], "lastUpdated": start}},
+        prompt,
+        {"$set": {"lastUpdated": prompt["timestamp"]}},
+        answer,
+    ]
+
+
+def write_bootstrapped(tmp: Path) -> None:
+    chats = tmp / "kiln" / "chats"
+    chats.mkdir(parents=True)
+    (tmp / "kiln" / ".project_root").write_text("/home/dev/kiln")
+    (chats / f"session-2026-06-04T10-04-{BOOTSTRAPPED[:8]}.jsonl").write_bytes(
+        _lines(bootstrapped_session())
+    )
+
+
 # One record of each kind Gemini CLI 0.61.0's chat recording writes (skips.WRITER_KINDS),
 # in its shapes, made-up content: the header; messages of each type, with the parts its
 # callers record (a tool's response sent back as a user message, a history rewritten

@@ -361,6 +361,18 @@ def test_a_digest_folder_no_newer_folder_continues_is_named_by_a_known_path_abov
     assert sessions[gen.AT_HOME][0]["payload"]["cwd"] == gen.HOME_CWD
 
 
+def test_the_session_context_a_new_file_opens_with_is_context(tmp_path: Path) -> None:
+    gen.write_bootstrapped(tmp_path / ".gemini" / "tmp")
+    sessions, _, tally = by_session(FMT, tmp_path / ".gemini" / "tmp")
+    events = sessions[gen.BOOTSTRAPPED]
+    assert [e["type"] for e in events][:4] == [
+        "session/start", "message/context", "message/user", "message/assistant",
+    ]  # fmt: skip
+    assert events[1]["payload"]["text"] == gen.BOOT_CONTEXT
+    assert events[2]["payload"]["text"] == "what fires at cone 6?"
+    assert "record:$set:messages" not in tally.skipped  # nothing of it was read before
+
+
 def test_a_digest_folder_of_another_home_is_named_by_a_path_its_chats_show(
     tmp_path: Path,
 ) -> None:

@@ -101,6 +101,8 @@ _CONTEXT_TYPES: Final = frozenset({"info", "error", "warning"})
 _PART_FIELDS: Final = frozenset({"text", "inlineData", "fileData", "thought", "thoughtSignature"})
 # ``$set`` fields read, or repeated from the header: ``lastUpdated`` follows every message.
 _SET_READ: Final = frozenset({"summary", "messages", "lastUpdated", "sessionId"})
+# The session context the CLI bootstraps a chat with (``getEnvironmentContext``).
+_BOOT_CONTEXT: Final = "<session_context>"
 # How a sub-agent tool's result starts (``local-invocation.ts``): the parent's calls that
 # spawned a sub-agent, in versions whose calls do not carry its ``agentId``.
 _SUBAGENT_RESULT: Final = "Subagent '"
@@ -350,6 +352,10 @@ class GeminiConverter(JsonRecordConverter):
         if isinstance(record.get("$set"), dict):
             for key in sorted(record["$set"].keys() - _SET_READ):
                 self.tally.skip(f"record:$set:{key}")
+            booted = self._bootstrap(record["$set"])
+            if booted is not None:
+                return booted + self._update({k: v for k, v in record["$set"].items()
+                                              if k != "messages"})  # fmt: skip
             return self._compression(record["$set"]) + self._update(record["$set"])
         if isinstance(record.get("id"), str):
             if self.session is None:
@@ -364,6 +370,31 @@ class GeminiConverter(JsonRecordConverter):
             return self._header(record)
         self.tally.skip("record:unknown")
         return []
+
+    def _bootstrap(self, fields: dict[str, Any]) -> list[Outgoing] | None:
+        """The bootstrap history a new session's file opens with (since May 2026 the CLI
+        syncs it to the recording as a ``$set`` of ``messages``, never appended: seen in
+        a real home): its session context turns, published as context. None for any other
+        ``$set``: after a message was read, or holding more than session context."""
+        messages = fields.get("messages")
+        if self.session is None or self.seen or not isinstance(messages, list) or not messages:
+            return None
+        texts = []
+        for message in messages:
+            if not (isinstance(message, dict) and isinstance(message.get("id"), str)):
+                return None
+            text = parts_text(message.get("content"))
+            if message.get("type") != "user" or not text.lstrip().startswith(_BOOT_CONTEXT):
+                return None
+            texts.append((message, text))
+        out = []
+        for message, text in texts:
+            self.seen.setdefault(message["id"], set()).add("text")
+            time = iso_time(message.get("timestamp"))
+            payload = {"text": cut(text)}
+            out.append(self.sessions.emit(self.session, "message/context", "system", time,
+                                          payload, "$set:messages:bootstrap"))  # fmt: skip
+        return out
 
     def _compression(self, fields: dict[str, Any]) -> list[Outgoing]:
         """A ``$set`` of ``messages`` written by compression (``/compress``, or the CLI near
