@@ -277,6 +277,12 @@ BUILT_IN: Final[dict[str, Reasons]] = {
         "record:session.usage_record": "token usage and cost of one model call",
         "record:subagent.configured": "a sub-agent's model settings",
         "record:subagent.started": "a sub-agent started again (its session is open)",
+        # 1.0.10 (a real home) marks a sub-agent's run without an agentId and without its
+        # records: the task call and its result, which holds the answer, are imported.
+        "record:subagent.completed": "a sub-agent's end marker without its records in the"
+        " file; the task call's result holds its answer",
+        "record:subagent.failed": "a sub-agent's failure marker without its records in the"
+        " file; the task call's result tells it",
         "record:subagent.selected": "a custom agent chosen for the session",
         "record:subagent.deselected": "a custom agent put aside",
         "record:session.binary_asset": "an attached image's bytes; the prompt is imported",
