@@ -445,6 +445,34 @@ def write_bootstrapped(tmp: Path) -> None:
     )
 
 
+# The a2a server (Cloud Shell's editor agent) records its own chats under the fixed id
+# ``a2a-server`` (``packages/a2a-server``: ``loadConfig(..., 'a2a-server', ...)``), one file
+# per start, ``session-<time>-a2a-serv.jsonl``, in each project folder it ran for (seen in
+# real Cloud Shell homes): the header, and the bootstrap history or nothing.
+A2A_FILES: Final = {
+    ("admin", "2026-06-04T10-51"): None,
+    ("admin", "2026-06-26T04-18"): "admin",
+    ("code-oss-for-cloud-shell", "2026-06-04T11-22"): "editor",
+}
+
+
+def write_a2a_server(tmp: Path) -> None:
+    for (folder, time), context in A2A_FILES.items():
+        chats = tmp / folder / "chats"
+        chats.mkdir(parents=True, exist_ok=True)
+        (tmp / folder / ".project_root").write_text(f"/home/dev/{folder}")
+        start = f"{time[:13]}:{time[14:]}:00.000Z"
+        records: list[dict[str, Any]] = [
+            {"sessionId": "a2a-server", "projectHash": "ab" * 32, "startTime": start,
+             "lastUpdated": start, "kind": "main"}]  # fmt: skip
+        if context is not None:
+            text = f"<session_context>\n{context}\n</session_context>"
+            turn = {"id": f"{context:0>32}", "timestamp": start, "type": "user",
+                    "content": [{"text": text}]}  # fmt: skip
+            records.append({"$set": {"messages": [turn], "lastUpdated": start}})
+        (chats / f"session-{time}-a2a-serv.jsonl").write_bytes(_lines(records))
+
+
 # One record of each kind Gemini CLI 0.61.0's chat recording writes (skips.WRITER_KINDS),
 # in its shapes, made-up content: the header; messages of each type, with the parts its
 # callers record (a tool's response sent back as a user message, a history rewritten

@@ -373,6 +373,19 @@ def test_the_session_context_a_new_file_opens_with_is_context(tmp_path: Path) ->
     assert "record:$set:messages" not in tally.skipped  # nothing of it was read before
 
 
+def test_the_a2a_server_s_chats_are_sessions_of_their_own(tmp_path: Path) -> None:
+    # All its files carry one id: each is a session, named by its folder and time.
+    gen.write_a2a_server(tmp_path / ".gemini" / "tmp")
+    sessions, _, _ = by_session(FMT, tmp_path / ".gemini" / "tmp")
+    assert sorted(sessions) == [
+        "a2a-server-admin-2026-06-04T10-51", "a2a-server-admin-2026-06-26T04-18",
+        "a2a-server-code-oss-for-cloud-shell-2026-06-04T11-22",
+    ]  # fmt: skip
+    editor = sessions["a2a-server-code-oss-for-cloud-shell-2026-06-04T11-22"]
+    assert editor[0]["payload"]["cwd"] == "/home/dev/code-oss-for-cloud-shell"
+    assert [e["type"] for e in editor][1] == "message/context"
+
+
 def test_a_digest_folder_of_another_home_is_named_by_a_path_its_chats_show(
     tmp_path: Path,
 ) -> None:

@@ -111,6 +111,11 @@ _SUMMARY_CHARS: Final = 200
 _UNNAMED: Final = "call:"  # links key prefix of a sub-agent call that names no agent
 # A main chat file's name: its start time and the first eight characters of its session id.
 _SESSION_FILE: Final = re.compile(r"session-(?P<time>[0-9T-]+)-(?P<short>[0-9a-f]{8})\.jsonl?")
+# The a2a server (an editor's agent, e.g. Cloud Shell's) records its own chats under one
+# fixed id in every project folder (``packages/a2a-server``: ``loadConfig`` with the task
+# id ``a2a-server``), one file per start: each is a session of its own.
+_A2A_SERVER: Final = "a2a-server"
+_A2A_FILE: Final = re.compile(r"session-(?P<time>[0-9T-]+)-a2a-serv\.jsonl?")
 
 
 def parts_text(content: object) -> str:
@@ -467,6 +472,9 @@ class GeminiConverter(JsonRecordConverter):
         versions keep for the next chat (``/clear``): a file after an earlier one of the
         same id is another conversation, ``<id>-<its file's time>``."""
         path = Path(self.path)
+        a2a = _A2A_FILE.fullmatch(path.name)
+        if raw == _A2A_SERVER and a2a is not None and not self.subagent:
+            return f"{raw}-{path.parent.parent.name}-{a2a['time']}"
         named = _SESSION_FILE.fullmatch(path.name)
         if self.subagent or named is None or not raw.startswith(named["short"]):
             return raw
@@ -691,6 +699,8 @@ def _resume_stub(path: Path) -> bool:
     context but no message, while the session goes on in its own, earlier file."""
     name = path.name
     if path.parent.name != CHATS or path.suffix != ".jsonl" or not name.startswith("session-"):
+        return False
+    if _A2A_FILE.fullmatch(name):  # the a2a server's starts, each its own session
         return False
     short = name.removesuffix(".jsonl").rsplit("-", 1)[-1]
     earlier = [
