@@ -473,6 +473,32 @@ def write_a2a_server(tmp: Path) -> None:
         (chats / f"session-{time}-a2a-serv.jsonl").write_bytes(_lines(records))
 
 
+# A chat file whose first lines, the header with them, are gone (seen in a real June 2026
+# home, a session of an hour whose file starts 40 minutes in): messages only.
+HEADLESS_FILE: Final = "session-2026-06-11T03-50-4ead1e55.jsonl"
+
+
+def write_headless(tmp: Path) -> None:
+    chats = tmp / "kiln" / "chats"
+    chats.mkdir(parents=True)
+    (tmp / "kiln" / ".project_root").write_text("/home/dev/kiln")
+    call = {"id": "run_shell_command-1", "name": "run_shell_command", "status": "success",
+            "timestamp": "2026-06-11T04:31:43.685Z", "args": {"command": "git mv a b"},
+            "result": [{"functionResponse": {"id": "run_shell_command-1",
+                                             "name": "run_shell_command",
+                                             "response": {"output": "moved"}}}]}  # fmt: skip
+    records: list[dict[str, Any]] = [
+        {"id": "4ead-g1", "timestamp": "2026-06-11T04:31:43.685Z", "type": "gemini",
+         "content": "", "toolCalls": [call], "model": "gemini-3-flash-preview"},
+        {"$set": {"lastUpdated": "2026-06-11T04:31:44.909Z"}},
+        {"id": "4ead-u1", "timestamp": "2026-06-11T04:32:10.000Z", "type": "user",
+         "content": [{"text": "now commit it"}]},
+        {"id": "4ead-g2", "timestamp": "2026-06-11T04:32:15.000Z", "type": "gemini",
+         "content": "Committed.", "model": "gemini-3-flash-preview"},
+    ]  # fmt: skip
+    (chats / HEADLESS_FILE).write_bytes(_lines(records))
+
+
 # One record of each kind Gemini CLI 0.61.0's chat recording writes (skips.WRITER_KINDS),
 # in its shapes, made-up content: the header; messages of each type, with the parts its
 # callers record (a tool's response sent back as a user message, a history rewritten

@@ -21,6 +21,7 @@ from worker.importers.detect import detect, expand
 from worker.importers.gemini_cli import GeminiCliImporter
 from worker.importers.pipeline import convert_file
 from worker.importers.plugin import UnreadableSource
+from worker.importers.skips import BUILT_IN, reason_for
 
 FMT = "gemini-cli"
 
@@ -384,6 +385,23 @@ def test_the_a2a_server_s_chats_are_sessions_of_their_own(tmp_path: Path) -> Non
     editor = sessions["a2a-server-code-oss-for-cloud-shell-2026-06-04T11-22"]
     assert editor[0]["payload"]["cwd"] == "/home/dev/code-oss-for-cloud-shell"
     assert [e["type"] for e in editor][1] == "message/context"
+
+
+def test_a_chat_file_without_its_header_is_a_session_named_by_the_file(
+    tmp_path: Path,
+) -> None:
+    gen.write_headless(tmp_path / ".gemini" / "tmp")
+    sessions, _, tally = by_session(FMT, tmp_path / ".gemini" / "tmp")
+    (session,) = sessions
+    assert session == gen.HEADLESS_FILE.removesuffix(".jsonl")
+    events = sessions[session]
+    assert [e["type"] for e in events][:5] == [
+        "session/start", "tool/call", "tool/result", "message/user", "message/assistant",
+    ]  # fmt: skip
+    assert events[0]["payload"]["cwd"] == "/home/dev/kiln"
+    assert events[0]["time"] == "2026-06-11T04:31:43.685Z"
+    assert tally.skipped["record:header:missing"] == 1
+    assert reason_for("record:header:missing", BUILT_IN[FMT]) is not None  # not drift
 
 
 def test_a_digest_folder_of_another_home_is_named_by_a_path_its_chats_show(

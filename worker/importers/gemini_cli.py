@@ -363,14 +363,21 @@ class GeminiConverter(JsonRecordConverter):
                                               if k != "messages"})  # fmt: skip
             return self._compression(record["$set"]) + self._update(record["$set"])
         if isinstance(record.get("id"), str):
+            head: list[Outgoing] = []
+            if self.session is None and _SESSION_FILE.fullmatch(Path(self.path).name):
+                # A chat file whose first lines are gone, its header with them (seen in a
+                # real home): the session is named by the file, from its first message.
+                self.tally.skip("record:header:missing")
+                stem = Path(self.path).stem
+                head = self._header({"sessionId": stem, "startTime": record.get("timestamp")})
             if self.session is None:
                 self.tally.skip("record:message:no-header")
                 return []
-            out = self._message(self.session, record)
+            said = self._message(self.session, record)
             text = parts_text(record.get("content")) if record.get("type") == "user" else ""
-            if out and text:
-                self.prompts.append((text, out[0].seq))
-            return out
+            if said and text:
+                self.prompts.append((text, said[0].seq))
+            return head + said
         if isinstance(record.get("sessionId"), str):
             return self._header(record)
         self.tally.skip("record:unknown")

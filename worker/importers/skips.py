@@ -213,6 +213,8 @@ BUILT_IN: Final[dict[str, Reasons]] = {
     },
     "gemini-cli": {
         "record:$rewindTo": "a rewind: what was published stays",
+        "record:header:missing": "a chat file whose header line is gone (its first lines"
+        " lost; the CLI cannot load it either): its session is named by the file",
         "record:$set:messages": "a rewrite of the whole history; its messages were read as"
         " they were appended",
         "*-part:inlineData:*": "images and files inlined in a prompt: not searchable text",
