@@ -499,6 +499,31 @@ def write_headless(tmp: Path) -> None:
     (chats / HEADLESS_FILE).write_bytes(_lines(records))
 
 
+# A newer project folder (named by the slug of the project's folder name) without its
+# marker and without a registry (seen in a real home): its chats' tool calls show paths in
+# the project; in the second home two folders of that name are shown.
+SLUG_CWD: Final = "/home/potter/Glaze Lab"
+
+
+def write_shown_slug(tmp: Path, *, twice: bool = False) -> str:
+    """A chat under ``tmp/glaze-lab``; returns its session id."""
+    chats = tmp / "glaze-lab" / "chats"
+    chats.mkdir(parents=True)
+    session = "9d1e0000-0000-4000-8000-00000000d030"
+    chat = _chat(session, "2026-06-11T03:50:00.000Z", ["list the recipes"])
+    shown = [f"{SLUG_CWD}/recipes"] + (["/srv/old/glaze_lab/recipes"] if twice else [])
+    chat["messages"][1]["toolCalls"] = [
+        {"id": f"list_directory-{n}", "name": "list_directory", "status": "success",
+         "timestamp": "2026-06-11T03:50:00.000Z", "args": {"dir_path": path},
+         "result": [{"functionResponse": {"id": f"list_directory-{n}",
+                                          "name": "list_directory",
+                                          "response": {"output": "celadon.md"}}}]}
+        for n, path in enumerate(shown)
+    ]  # fmt: skip
+    (chats / "session-2026-06-11T03-50-9d1e0000.json").write_bytes(orjson.dumps(chat))
+    return session
+
+
 # One record of each kind Gemini CLI 0.61.0's chat recording writes (skips.WRITER_KINDS),
 # in its shapes, made-up content: the header; messages of each type, with the parts its
 # callers record (a tool's response sent back as a user message, a history rewritten

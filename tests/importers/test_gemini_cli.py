@@ -404,6 +404,18 @@ def test_a_chat_file_without_its_header_is_a_session_named_by_the_file(
     assert reason_for("record:header:missing", BUILT_IN[FMT]) is not None  # not drift
 
 
+def test_a_slug_folder_without_its_marker_takes_the_one_shown_folder_of_its_name(
+    tmp_path: Path,
+) -> None:
+    session = gen.write_shown_slug(tmp_path / "one" / ".gemini" / "tmp")
+    sessions, _, _ = by_session(FMT, tmp_path / "one" / ".gemini" / "tmp")
+    assert sessions[session][0]["payload"]["cwd"] == gen.SLUG_CWD
+    # Two shown folders slug to the folder's name: neither is taken.
+    gen.write_shown_slug(tmp_path / "two" / ".gemini" / "tmp", twice=True)
+    sessions, _, _ = by_session(FMT, tmp_path / "two" / ".gemini" / "tmp")
+    assert sessions[session][0]["payload"]["cwd"] is None
+
+
 def test_a_digest_folder_of_another_home_is_named_by_a_path_its_chats_show(
     tmp_path: Path,
 ) -> None:

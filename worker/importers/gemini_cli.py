@@ -160,7 +160,12 @@ def project_cwd(chats_file: Path) -> str | None:
             if marker is None:
                 newer = _moved_to(folder)
                 marker = _marker(newer) if newer is not None else None
-            return marker or _digest_of_known(folder.parent) or _digest_of_shown(folder)
+            return (
+                marker
+                or _digest_of_known(folder.parent)
+                or _digest_of_shown(folder)
+                or _slug_of_shown(folder)
+            )
     return None
 
 
@@ -216,8 +221,45 @@ def _digest_of_shown(chats: Path) -> str | None:
     return _shown_digests(chats, changed).get(chats.parent.name)
 
 
+def _slug_of_shown(chats: Path) -> str | None:
+    """For a newer folder (named by the slug of the project folder's name) without its
+    marker or a registry (seen in a real home): the one folder among those its chats' tool
+    calls show, and the folders above them, whose name gives that slug; None for none or
+    several."""
+    if _DIGEST.fullmatch(chats.parent.name):
+        return None
+    try:
+        changed = max((p.stat().st_mtime_ns for p in chats.iterdir()), default=0)
+    except OSError:
+        return None
+    named = {
+        above
+        for path in _shown_paths(chats, changed)
+        for above in _and_above(path)
+        if _slug(re.split(r"[\\/]", above.rstrip("\\/"))[-1]) == chats.parent.name
+    }
+    return named.pop() if len(named) == 1 else None
+
+
+def _slug(name: str) -> str:
+    """The CLI's slug of a project folder's name (``ProjectRegistry.slugify``)."""
+    return re.sub(r"-+", "-", re.sub(r"[^a-z0-9]", "-", name.lower())).strip("-") or "project"
+
+
 @functools.lru_cache(maxsize=64)
 def _shown_digests(chats: Path, changed: int) -> dict[str, str]:  # changed: the cache key
+    found: dict[str, str] = {}
+    for above in sorted(
+        {above for path in _shown_paths(chats, changed) for above in _and_above(path)}
+    ):
+        for spelling in (above, above.lower()):  # as shown, and as newer versions lower it
+            found.setdefault(hashlib.sha256(spelling.encode()).hexdigest(), spelling)
+    return found
+
+
+@functools.lru_cache(maxsize=64)
+def _shown_paths(chats: Path, changed: int) -> frozenset[str]:  # changed: the cache key
+    """The absolute paths the tool calls of a folder's chat files show."""
     paths: set[str] = set()
     try:
         files = sorted(chats.iterdir())
@@ -235,11 +277,7 @@ def _shown_digests(chats: Path, changed: int) -> dict[str, str]:  # changed: the
                 continue
             if isinstance(path, str) and (path.startswith("/") or _WINDOWS.match(path)):
                 paths.add(path)
-    found: dict[str, str] = {}
-    for above in sorted({above for path in paths for above in _and_above(path)}):
-        for spelling in (above, above.lower()):  # as shown, and as newer versions lower it
-            found.setdefault(hashlib.sha256(spelling.encode()).hexdigest(), spelling)
-    return found
+    return frozenset(paths)
 
 
 def _and_above(path: str) -> Iterator[str]:
