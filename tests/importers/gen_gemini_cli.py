@@ -499,6 +499,37 @@ def write_headless(tmp: Path) -> None:
     (chats / HEADLESS_FILE).write_bytes(_lines(records))
 
 
+# Older chats without tool calls (seen in a real Sept 2025 home): only the messages' text
+# names paths, here a file in the project folder whose digest names the chats' folder.
+MENTIONING: Final = "7a2c0000-0000-4000-8000-00000000d022"
+
+
+def write_mentioned_digest(tmp: Path) -> None:
+    chats = tmp / hashlib.sha256(SHOWN_CWD.encode()).hexdigest() / "chats"
+    chats.mkdir(parents=True)
+    chat = _chat(MENTIONING, "2025-09-19T09:27:00.000Z", ["where are the recipes?"])
+    chat["messages"][1]["content"] = f"They are in `{SHOWN_CWD}/recipes/celadon.md`."
+    (chats / "session-2025-09-19T09-27-7a2cd022.json").write_bytes(orjson.dumps(chat))
+
+
+# Two older digest folders of one home: the second's chat names no path, the first's
+# names the second's project folder (seen in a real home: a digest named only elsewhere).
+NAMED_ELSEWHERE: Final = "7a2c0000-0000-4000-8000-00000000d023"
+ELSEWHERE_CWD: Final = "/home/potter/kiln-log"
+
+
+def write_named_elsewhere(tmp: Path) -> None:
+    write_mentioned_digest(tmp)
+    naming = tmp / hashlib.sha256(SHOWN_CWD.encode()).hexdigest() / "chats"
+    other = _chat("7a2c0000-0000-4000-8000-00000000d024", "2025-09-19T10:00:00.000Z", ["hi"])
+    other["messages"][1]["content"] = f"The log is kept in {ELSEWHERE_CWD}, not here."
+    (naming / "session-2025-09-19T10-00-7a2cd024.json").write_bytes(orjson.dumps(other))
+    chats = tmp / hashlib.sha256(ELSEWHERE_CWD.encode()).hexdigest() / "chats"
+    chats.mkdir(parents=True)
+    alone = _chat(NAMED_ELSEWHERE, "2025-09-20T08:00:00.000Z", ["fire it"])
+    (chats / "session-2025-09-20T08-00-7a2cd023.json").write_bytes(orjson.dumps(alone))
+
+
 # A newer project folder (named by the slug of the project's folder name) without its
 # marker and without a registry (seen in a real home): its chats' tool calls show paths in
 # the project; in the second home two folders of that name are shown.

@@ -404,6 +404,21 @@ def test_a_chat_file_without_its_header_is_a_session_named_by_the_file(
     assert reason_for("record:header:missing", BUILT_IN[FMT]) is not None  # not drift
 
 
+def test_a_digest_folder_is_named_by_a_path_its_chats_text_mentions(tmp_path: Path) -> None:
+    gen.write_mentioned_digest(tmp_path / ".gemini" / "tmp")
+    sessions, _, _ = by_session(FMT, tmp_path / ".gemini" / "tmp")
+    assert sessions[gen.MENTIONING][0]["payload"]["cwd"] == gen.SHOWN_CWD
+
+
+def test_a_digest_folder_is_named_by_a_path_another_folder_s_chats_mention(
+    tmp_path: Path,
+) -> None:
+    gen.write_named_elsewhere(tmp_path / ".gemini" / "tmp")
+    sessions, _, _ = by_session(FMT, tmp_path / ".gemini" / "tmp")
+    assert sessions[gen.NAMED_ELSEWHERE][0]["payload"]["cwd"] == gen.ELSEWHERE_CWD
+    assert sessions[gen.MENTIONING][0]["payload"]["cwd"] == gen.SHOWN_CWD
+
+
 def test_a_slug_folder_without_its_marker_takes_the_one_shown_folder_of_its_name(
     tmp_path: Path,
 ) -> None:

@@ -92,6 +92,9 @@ _WINDOWS: Final = re.compile(r"[A-Za-z]:\\")
 _SHOWN_PATH: Final = re.compile(
     rb'"(?:absolute_path|file_path|dir_path|path|directory)"\s*:\s*("(?:[^"\\]|\\.)*")'
 )
+# An absolute POSIX path in a chat file's text, and how many distinct ones are kept.
+_MENTIONED_PATH: Final = re.compile(rb"(?<![\w.:/])(/(?:[\w.@+-]+/)*[\w.@+-]+)")
+_MENTIONED_PATHS: Final = 20_000
 # A Windows path's parts spelled in each case at most (2 * 4 ** (parts - 1) digests).
 _MAX_SPELLED_PARTS: Final = 7
 # Tool call states after which the call has its result (the CLI's scheduler statuses).
@@ -209,16 +212,30 @@ def _known_digests(gemini: Path, changed: int) -> dict[str, str]:  # changed: th
 
 def _digest_of_shown(chats: Path) -> str | None:
     """For an older folder named by a path's digest that no path this ``~/.gemini`` names
-    explains (another machine's home: seen in a real Cloud Shell home): the path whose
-    digest names it among the absolute paths its chats' tool calls show, and the folders
-    above them. A digest names one path: nothing is guessed."""
+    explains (another machine's home: seen in real homes): the path whose digest names it
+    among the absolute paths the chats show (tool calls' arguments, and the text: its own
+    chats', else those of the other project folders beside it), and the folders above
+    them. A digest names one path: nothing is guessed."""
     if not _DIGEST.fullmatch(chats.parent.name):
         return None
     try:  # remembered until a chat comes, goes or is rewritten
         changed = max((p.stat().st_mtime_ns for p in chats.iterdir()), default=0)
+        tmp = chats.parent.parent
+        # Each project folder's chats folder and when it last changed.
+        beside = tuple(sorted(
+            (p.name, (p / CHATS).stat().st_mtime_ns) for p in tmp.iterdir()
+            if p.name != chats.parent.name and (p / CHATS).is_dir()
+        ))  # fmt: skip
     except OSError:
         return None
-    return _shown_digests(chats, changed).get(chats.parent.name)
+    own = _shown_digests(chats, changed).get(chats.parent.name)
+    if own is not None:
+        return own
+    for name, mtime in beside:
+        named = _shown_digests(tmp / name / CHATS, mtime).get(chats.parent.name)
+        if named is not None:
+            return named
+    return None
 
 
 def _slug_of_shown(chats: Path) -> str | None:
@@ -248,13 +265,35 @@ def _slug(name: str) -> str:
 
 @functools.lru_cache(maxsize=64)
 def _shown_digests(chats: Path, changed: int) -> dict[str, str]:  # changed: the cache key
+    # Any path the chats name will do (older chats name them only in their text): the
+    # digest tells the one it is.
+    paths = _shown_paths(chats, changed) | _mentioned_paths(chats, changed)
     found: dict[str, str] = {}
-    for above in sorted(
-        {above for path in _shown_paths(chats, changed) for above in _and_above(path)}
-    ):
+    for above in sorted({above for path in paths for above in _and_above(path)}):
         for spelling in (above, above.lower()):  # as shown, and as newer versions lower it
             found.setdefault(hashlib.sha256(spelling.encode()).hexdigest(), spelling)
     return found
+
+
+@functools.lru_cache(maxsize=64)
+def _mentioned_paths(chats: Path, changed: int) -> frozenset[str]:  # changed: the cache key
+    """The absolute POSIX paths a folder's chat files name anywhere (their text), at most
+    ``_MENTIONED_PATHS`` of them."""
+    paths: set[str] = set()
+    try:
+        files = sorted(p for p in chats.iterdir() if p.is_file())
+    except OSError:
+        files = []
+    for file in files:
+        try:
+            data = file.read_bytes()
+        except OSError:
+            continue
+        for found in _MENTIONED_PATH.findall(data):
+            paths.add(found.decode("utf-8", "replace"))
+            if len(paths) >= _MENTIONED_PATHS:
+                return frozenset(paths)
+    return frozenset(paths)
 
 
 @functools.lru_cache(maxsize=64)
