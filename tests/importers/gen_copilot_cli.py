@@ -11,6 +11,7 @@ follow the event schemas bundled in ``@github/copilot`` 1.0.60.
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 from typing import Any, Final
 
@@ -19,6 +20,7 @@ import orjson
 CWD: Final = "/home/dev/milk-steamer"
 MAIN: Final = "c0p1-0000-4000-8000-00000000a001"
 OLD: Final = "c0p1-0000-4000-8000-00000000b002"
+GONE: Final = "c0p1-0000-4000-8000-00000000c003"  # in the index, its event log deleted
 SUMMARY: Final = "Steamer spits water"
 # The title included; the end is not: the shutdown is the last record, and the end is
 # published once the file is quiet (import's end_quiet, watch's idle).
@@ -395,3 +397,45 @@ def write_every_writer_kind(home: Path) -> Path:
     path = folder / "events.jsonl"
     path.write_bytes(every_writer_kind().bytes())
     return path
+
+
+# 1.0.102's cross-session index, as its runtime.node creates it (the tables read here).
+STORE_SCHEMA: Final = """
+CREATE TABLE schema_version (version INTEGER NOT NULL);
+CREATE TABLE sessions (id TEXT PRIMARY KEY, cwd TEXT, repository TEXT, host_type TEXT,
+  branch TEXT, summary TEXT, created_at TEXT DEFAULT (datetime('now')),
+  updated_at TEXT DEFAULT (datetime('now')));
+CREATE TABLE turns (id INTEGER PRIMARY KEY AUTOINCREMENT,
+  session_id TEXT NOT NULL REFERENCES sessions(id), turn_index INTEGER NOT NULL,
+  user_message TEXT, assistant_response TEXT, timestamp TEXT DEFAULT (datetime('now')),
+  UNIQUE(session_id, turn_index));
+"""
+
+
+def write_databases(state: Path) -> tuple[Path, Path]:
+    """The two SQLite files 1.0.102 writes beside the event logs: the index in
+    ``$COPILOT_HOME`` (listing the sessions of ``write`` and one whose log is gone) and the
+    main session's ``session.db`` with a table its ``sql`` tool made (a real one also holds
+    its workflow runs' tables)."""
+    store = state.parent / "session-store.db"
+    conn = sqlite3.connect(store)
+    try:
+        conn.executescript(STORE_SCHEMA)
+        for sid in (MAIN, OLD, GONE):
+            conn.execute("INSERT INTO sessions (id, cwd, summary) VALUES (?, ?, ?)",
+                         (sid, CWD, SUMMARY))  # fmt: skip
+            conn.execute("INSERT INTO turns (session_id, turn_index, user_message,"
+                         " assistant_response) VALUES (?, 0, 'Descale it?', 'Yes, monthly.')",
+                         (sid,))  # fmt: skip
+        conn.commit()
+    finally:
+        conn.close()
+    scratch = state / MAIN / "session.db"
+    conn = sqlite3.connect(scratch)
+    try:
+        conn.execute("CREATE TABLE todos (id TEXT PRIMARY KEY, title TEXT, status TEXT)")
+        conn.execute("INSERT INTO todos VALUES ('descale', 'Descale the boiler', 'pending')")
+        conn.commit()
+    finally:
+        conn.close()
+    return store, scratch

@@ -616,3 +616,44 @@ def write_every_writer_kind(home: Path) -> Path:
     path = chats / f"session-2026-12-07T10-00-{EVERY_KIND[:8]}.jsonl"
     path.write_bytes(_lines(every_writer_kind()))
     return path
+
+
+# Gemini CLI 0.61.0's memory service runs a skill-extraction agent of its own: a
+# ``LocalAgentExecutor`` whose context's promptId is ``skill-extraction-<8 hex>``, so its
+# chat is ``chats/skill-extraction-<8 hex>/<agent id>.jsonl`` (``kind: subagent``) and its
+# user message is the service's prompt: the session index it built, then instructions.
+EXTRACTION_RUN: Final = "skill-extraction-3f9a1c2e"
+EXTRACTOR: Final = "6e1f0000-0000-4000-8000-0000000e1001"
+EXTRACTION_PROMPT: Final = (
+    "# Session Index\n\n[NEW] Quieter espresso pump (12 messages) "
+    f"{CWD}/chats/session-2025-06-01T09-00-{MAIN[:8]}.jsonl\n\n"
+    "Analyze the session index above. Only write a skill if the evidence shows a durable,"
+    " recurring workflow."
+)
+
+
+def skill_extraction_run() -> list[dict[str, Any]]:
+    return [
+        {"sessionId": EXTRACTOR, "projectHash": PROJECT_HASH, "startTime": _time(30),
+         "lastUpdated": _time(30), "kind": "subagent", "directories": [CWD]},
+        {"id": "x-1", "timestamp": _time(30), "type": "user",
+         "content": [{"text": EXTRACTION_PROMPT}]},
+        {"id": "x-2", "timestamp": _time(31), "type": "gemini", "content": "",
+         "toolCalls": [{"id": "read_file-9", "name": "read_file",
+                        "args": {"absolute_path": f"chats/session-{MAIN[:8]}.jsonl"},
+                        "status": "success", "timestamp": _time(31),
+                        "result": [{"functionResponse": {"id": "read_file-9",
+                                    "name": "read_file",
+                                    "response": {"output": "use the quiet pump profile"}}}]}]},
+        {"id": "x-3", "timestamp": _time(32), "type": "gemini",
+         "content": "No recurring workflow: no skill written."},
+    ]  # fmt: skip
+
+
+def write_skill_extraction(tmp: Path) -> Path:
+    """The run's chat in the project folder of ``write``; returns its path."""
+    folder = tmp / "espresso-app" / "chats" / EXTRACTION_RUN
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{EXTRACTOR}.jsonl"
+    path.write_bytes(_lines(skill_extraction_run()))
+    return path

@@ -272,3 +272,28 @@ def write_pruned_heartbeats(sessions: Path) -> Path:
     path = sessions / f"{HEARTBEAT}.jsonl"
     path.write_bytes(lines(entries))
     return path
+
+
+# OpenClaw's session guard drops a call naming a tool the session does not have before it
+# writes the assistant message (and drops the message when nothing is left), while the
+# loop's "not found" result for it is written: seen in real transcripts of a local model.
+DROPPED: Final = "0c000000-0000-4000-8000-00000000f007"
+DROPPED_CALLS: Final = ("ollama_call_0c0e1", "ollama_call_0c0e2")
+
+
+def write_dropped_calls(sessions: Path) -> Path:
+    """A transcript in that shape: a prompt, two results of unwritten calls, the answer."""
+    sessions.mkdir(parents=True, exist_ok=True)
+    entries = [
+        _header(DROPPED, 3),
+        _entry(61, None, "message", message=_user("frost tonight? cover the seedlings?")),
+        _result(62, 61, DROPPED_CALLS[0], "weather:forecast",
+                "Tool weather:forecast not found", error=True),
+        _result(63, 62, DROPPED_CALLS[1], "calendar:events",
+                "Tool calendar:events not found", error=True),
+        _entry(64, 63, "message", message=_assistant(
+            {"type": "text", "text": "Cover them if it drops below 2 degrees."})),
+    ]  # fmt: skip
+    path = sessions / f"{DROPPED}.jsonl"
+    path.write_bytes(lines(entries))
+    return path

@@ -36,6 +36,17 @@ CREATE TABLE part (id TEXT PRIMARY KEY, message_id TEXT NOT NULL REFERENCES mess
 CREATE INDEX message_session_time_created_id_idx ON message(session_id, time_created, id);
 CREATE INDEX part_message_id_id_idx ON part(message_id, id);
 """
+# OpenCode 1.18.33's newer message model (its binary's migrations): one row per v2
+# message, ``data`` being the message without its ``id`` and ``type``; ``seq`` is the
+# durable sequence of the session event that appended it (so it has gaps).
+ENTRY_SCHEMA: Final = """
+CREATE TABLE IF NOT EXISTS session_message (id TEXT PRIMARY KEY,
+  session_id TEXT NOT NULL REFERENCES session(id), type TEXT NOT NULL, seq INTEGER NOT NULL,
+  time_created INTEGER NOT NULL, time_updated INTEGER NOT NULL, data TEXT NOT NULL);
+CREATE UNIQUE INDEX IF NOT EXISTS session_message_session_seq_idx
+  ON session_message(session_id, seq);
+"""
+V2: Final = "ses_0a1b2c3d4e62PromptedByApi"
 
 
 class History:
@@ -45,6 +56,7 @@ class History:
         self.sessions: list[dict[str, Any]] = []
         self.messages: dict[str, list[dict[str, Any]]] = {}  # session -> infos
         self.parts: dict[str, list[dict[str, Any]]] = {}  # message -> parts
+        self.entries: dict[str, list[dict[str, Any]]] = {}  # session -> v2 messages
         self.clock = T0
         self.counter = 0
 
@@ -90,6 +102,17 @@ class History:
         self.messages[sid].append(info)
         self.parts[mid] = []
         return mid
+
+    def entry(self, sid: str, kind: str, *, done: bool = True, **fields: Any) -> dict[str, Any]:
+        """A v2 message (``Session.Message``) as the v2 runner appends it."""
+        time: dict[str, int] = {"created": self.tick()}
+        if kind in ("assistant", "shell") and done:
+            time["completed"] = self.clock + 900
+        listed = self.entries.setdefault(sid, [])
+        seq = (listed[-1]["seq"] if listed else 0) + 3  # other events of the session between
+        entry = {"id": self._id("msg"), "type": kind, "seq": seq, "time": time, **fields}
+        listed.append(entry)
+        return entry
 
     def part(self, sid: str, mid: str, kind: str, **fields: Any) -> None:
         self.parts[mid].append(
@@ -177,6 +200,55 @@ def corpus() -> History:
     return h
 
 
+def v2_history() -> History:
+    """A session prompted through OpenCode's v2 API: its conversation is only in
+    ``session_message`` (every message type the writer has), plus an older session with
+    v1 messages that a v2 prompt went on."""
+    h = History()
+    h.session(V2, "Tidy the invoice module")
+    model = {"id": "model-x", "providerID": "prov"}
+    h.entry(V2, "agent-switched", agent="build")
+    h.entry(V2, "user", text="Split invoice.py into a renderer and a calculator",
+            files=[{"uri": "file:///home/dev/shop/invoice.py", "mime": "text/x-python",
+                    "name": "invoice.py"}])  # fmt: skip
+    h.entry(V2, "synthetic", sessionID=V2, text="The user attached invoice.py (212 lines)")
+    h.entry(V2, "system", text="The project uses ruff for formatting")
+    stamp = {"created": h.clock, "completed": h.clock + 5}
+    h.entry(V2, "assistant", agent="build", model=model, finish="tool-calls", content=[
+        {"type": "reasoning", "id": "rs_1", "text": "Rendering and totals are mixed.",
+         "time": stamp},
+        {"type": "tool", "id": "call_v2_read", "name": "read",
+         "state": {"status": "completed", "input": {"filePath": "invoice.py"},
+                   "content": [{"type": "text", "text": "def render(invoice):"}],
+                   "structured": {}},
+         "time": {"created": h.clock, "ran": h.clock, "completed": h.clock + 5}},
+        {"type": "tool", "id": "call_v2_test", "name": "bash",
+         "state": {"status": "error", "input": {"command": "pytest -q"}, "content": [],
+                   "structured": {}, "error": {"type": "unknown", "message": "exit status 1"}},
+         "time": {"created": h.clock}},
+        {"type": "text", "id": "tx_1", "text": "The tests fail before the split; I will fix them."},
+    ])  # fmt: skip
+    h.entry(V2, "shell", callID="call_v2_shell", command="git status --short",
+            output=" M invoice.py")  # fmt: skip
+    h.entry(V2, "model-switched", model=model)
+    h.entry(V2, "compaction", reason="auto", summary="Summary: invoice.py is being split.",
+            recent="user: Split invoice.py")  # fmt: skip
+    h.entry(V2, "assistant", agent="build", model=model, content=[
+        {"type": "text", "id": "tx_2", "text": "Split done: renderer.py and calculator.py."},
+    ], error={"type": "unknown", "message": "the provider closed the stream"})  # fmt: skip
+    h.entry(V2, "hologram", shimmer=True)  # a v2 type from a future version
+    h.session(MAIN, "Fix the checkout rounding")
+    u = h.message(MAIN, "user", agent="build", model={"providerID": "p", "modelID": "m"})
+    h.text(MAIN, u, "Why is the checkout total off by one cent?")
+    a = h.message(MAIN, "assistant", parentID=u)
+    h.text(MAIN, a, "Rounding per line loses a cent.")
+    h.entry(MAIN, "user", text="Now round the total once")
+    h.entry(MAIN, "assistant", agent="build", model=model, content=[
+        {"type": "text", "id": "tx_3", "text": "Done: the total is rounded once."},
+    ])  # fmt: skip
+    return h
+
+
 def write_database(path: Path, history: History) -> None:
     conn = sqlite3.connect(path)
     try:
@@ -235,6 +307,15 @@ def sync_database(conn: sqlite3.Connection, history: History) -> None:
                         orjson.dumps(data).decode(),
                     ),
                 )
+        if history.entries:
+            conn.executescript(ENTRY_SCHEMA)
+        for e in history.entries.get(s["id"], []):
+            data = {k: v for k, v in e.items() if k not in ("id", "type", "seq")}
+            conn.execute(
+                "INSERT OR REPLACE INTO session_message VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (e["id"], s["id"], e["type"], e["seq"], e["time"]["created"],
+                 e["time"]["created"], orjson.dumps(data).decode()),
+            )  # fmt: skip
 
 
 def write_tree(storage: Path, history: History) -> None:

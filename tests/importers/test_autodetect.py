@@ -18,6 +18,7 @@ from tests.importers import (
     gen_amazon_q,
     gen_amp,
     gen_auggie,
+    gen_code_puppy,
     gen_codebuff,
     gen_continue,
     gen_copilot_cli,
@@ -31,6 +32,7 @@ from tests.importers import (
     gen_letta_code,
     gen_llm,
     gen_mini_swe_agent,
+    gen_nanocoder,
     gen_open_interpreter,
     gen_openclaw,
     gen_pi,
@@ -132,7 +134,9 @@ def test_every_generated_file_is_detected_as_its_own_format(tmp_path: Path) -> N
               "letta-code": gen_letta_code.write(tmp_path / "home"),
               "llm": gen_llm.write(tmp_path / "home").parent,
               "mini-swe-agent": gen_mini_swe_agent.write(tmp_path / "home"),
-              "open-interpreter": gen_open_interpreter.write(tmp_path / "home")}  # fmt: skip
+              "open-interpreter": gen_open_interpreter.write(tmp_path / "home"),
+              "nanocoder": gen_nanocoder.write(tmp_path / "home"),
+              "code-puppy": gen_code_puppy.write(tmp_path / "home")}  # fmt: skip
     roots |= {fmt: db.parent for fmt, db in gen_amazon_q.write(tmp_path / "home").items()}
     roots["zed"] = gen_zed.write_home(tmp_path / "home")
     # OpenClaw's transcripts are Pi's format: told apart by where OpenClaw keeps them.

@@ -16,7 +16,7 @@ from contracts.subjects import Subjects
 from tests._harness import until
 from tests.importers import gen_copilot_cli as gen
 from tests.importers._agent_e2e import assert_events, by_session, imported
-from tests.importers.test_import_tools import ask
+from tests.importers.test_import_tools import ask, sessionquery
 from tests.importers.test_watch import has, start, stop, watch_command
 from worker.importers.detect import detect, expand
 from worker.importers.pipeline import convert_file
@@ -242,3 +242,28 @@ def test_a_skill_loaded_into_the_context_is_skipped_with_its_reason(tmp_path: Pa
     tally.explain(lambda what: reason_for(what, BUILT_IN[FMT]))
     assert tally.skipped == {"record:skill.invoked": 1}
     assert not tally.unknown, tally.unknown
+
+
+def test_its_databases_are_reported_by_name_and_a_session_only_the_index_has(
+    tmp_path: Path,
+) -> None:
+    """1.0.102's session-store.db (the cross-session index) and a session's session.db are
+    not the conversation, but never silently passed over: each is counted by name with its
+    reason, and a session the index lists without an event log is a problem naming it."""
+    state = gen.write(tmp_path)
+    store, scratch = gen.write_databases(state)
+    files = list(expand([state], FMT))
+    assert store in files and scratch in files
+    environment = {k: v for k, v in os.environ.items() if k != "NATS_URL"}
+    done = sessionquery("import", "--format", FMT, str(state), "--dry-run", "--quiet",
+                        env=environment)  # fmt: skip
+    out = done.stdout.splitlines()
+    assert f"{store} ({FMT})" in out and f"{scratch} ({FMT})" in out
+    assert any(line.startswith("  skipped by design: file:session-store.db 1") for line in out)
+    assert any(line.startswith("  skipped by design: file:session.db 1") for line in out)
+    problem = next(line for line in done.stderr.splitlines() if str(store) in line)
+    assert "1 sessions listed in Copilot CLI's index have no event log" in problem
+    assert gen.GONE in problem and gen.MAIN not in problem
+    assert "file:session-store.db 1" in done.stderr  # the summary names it too
+    for kind in ("file:session-store.db", "file:session.db"):
+        assert reason_for(kind, BUILT_IN[FMT])

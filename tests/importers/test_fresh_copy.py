@@ -28,6 +28,7 @@ from tests.importers import (
     gen_amazon_q,
     gen_claude_code,
     gen_cline,
+    gen_code_puppy,
     gen_goose,
     gen_hermes,
     gen_mini_swe_agent,
@@ -170,6 +171,8 @@ GENERATED: dict[str, Case] = {
         "mini-swe-agent", lambda h: gen_mini_swe_agent.write(h, v2=False), untimed=True
     ),
     "open-interpreter": Case("open-interpreter", gen_open_interpreter.write),
+    "nanocoder": Case("nanocoder", _home(WRITERS["nanocoder"])),
+    "code-puppy": Case("code-puppy", gen_code_puppy.write),
 }
 
 

@@ -449,3 +449,27 @@ def test_a_digest_folder_of_a_path_spelled_in_capitals_is_named_by_the_marked_pr
     sessions, _, _ = by_session(FMT, tmp_path / ".gemini" / "tmp")
     assert sessions[gen.IN_LOWERED][0]["payload"]["cwd"] == gen.CAPITALS_MARKER
     assert sessions[gen.IN_CAPITALS][0]["payload"]["cwd"] == gen.CAPITALS_CWD
+
+
+def test_a_skill_extraction_run_is_the_harness_talking_not_the_user(tmp_path: Path) -> None:
+    """0.61.0's memory service writes its skill-extraction agent's chat as a sub-agent of
+    a session that does not exist (the folder is the run's prompt id) with its prompt as
+    the user message: it is a session of its own, titled, whose prompt is harness context
+    (``meta``), not the user's words nor a title."""
+    tmp = gen.write(tmp_path)
+    path = gen.write_skill_extraction(tmp)
+    sessions, _, _ = by_session(FMT, tmp)
+    run = sessions[gen.EXTRACTOR]
+    assert run[0]["type"] == "session/start"
+    assert run[0]["payload"]["parent_session_id"] is None and "cites" not in run[0]
+    assert run[0]["payload"]["cwd"] == gen.CWD
+    kinds = [e["type"] for e in run]
+    assert kinds == ["session/start", "session/title", "message/context", "tool/call",
+                     "tool/result", "message/assistant"]  # fmt: skip
+    assert run[1]["payload"]["title"] == "Skill extraction"
+    prompt = run[2]["payload"]
+    assert prompt["meta"] is True and prompt["text"] == gen.EXTRACTION_PROMPT
+    assert run[4]["cites"] == [{"session_id": gen.EXTRACTOR, "seq": run[3]["seq"]}]
+    assert gen.EXTRACTION_RUN not in sessions  # no parent session made up
+    _, tally = convert_file(FMT, path)
+    assert not tally.skipped and not tally.problems

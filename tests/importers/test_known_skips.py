@@ -19,6 +19,7 @@ from tests.importers import (
     gen_amp,
     gen_auggie,
     gen_cline,
+    gen_code_puppy,
     gen_codebuff,
     gen_continue,
     gen_copilot_cli,
@@ -33,6 +34,7 @@ from tests.importers import (
     gen_letta_code,
     gen_llm,
     gen_mini_swe_agent,
+    gen_nanocoder,
     gen_open_interpreter,
     gen_openclaw,
     gen_openhands,
@@ -84,6 +86,8 @@ WRITERS: dict[str, Callable[[Path], Path]] = {
     "llm": gen_llm.write,
     "mini-swe-agent": gen_mini_swe_agent.write,
     "open-interpreter": gen_open_interpreter.write,
+    "nanocoder": gen_nanocoder.write,
+    "code-puppy": gen_code_puppy.write,
 }
 # Records the generators write to stand for an agent's next version.
 DELIBERATE: dict[str, set[str]] = {

@@ -5,6 +5,7 @@ tools, and ``watch`` following the store and an older transcript."""
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ from tests.importers import gen_openclaw as gen
 from tests.importers import gen_pi
 from tests.importers._agent_e2e import assert_events, by_session, imported, watch_grows
 from tests.importers._sources import cites_of, watch_growth
-from tests.importers.test_import_tools import ask
+from tests.importers.test_import_tools import ask, sessionquery
 from worker.importers import registry, zstd
 from worker.importers.detect import detect, expand
 from worker.importers.plugin import ConvertOptions, UnreadableSource
@@ -229,3 +230,29 @@ def test_entries_after_a_pruned_heartbeat_are_read_in_the_main_thread(tmp_path: 
     assert tally.skipped["entry:unknown-parent"] == 2
     tally.explain(registry.get(FMT).skip_reason)  # a kind OpenClaw writes: not drift
     assert not tally.unknown, tally.unknown
+
+
+def test_a_result_whose_call_openclaw_dropped_keeps_its_call_id_and_is_counted(
+    tmp_path: Path,
+) -> None:
+    """OpenClaw's session guard drops a call naming a tool the session lacks (and the
+    message it leaves empty) but writes the loop's "not found" result: imported as a
+    result with its call id and tool, citing nothing, ``not_run``, and counted by the
+    import summary."""
+    path = gen.write_dropped_calls(tmp_path / ".openclaw" / "agents" / "main" / "sessions")
+    sessions, tally = sessions_of(path.parent)
+    events = sessions[f"openclaw-{gen.DROPPED}"]
+    results = [e for e in events if e["type"] == "tool/result"]
+    assert [r["payload"]["call_id"] for r in results] == list(gen.DROPPED_CALLS)
+    assert [r["payload"]["tool"] for r in results] == ["weather:forecast", "calendar:events"]
+    for result in results:
+        assert "cites" not in result
+        assert result["payload"]["is_error"] is True and result["payload"]["not_run"] is True
+        assert result["payload"]["output"].endswith("not found")
+    assert not [e for e in events if e["type"] == "tool/call"]
+    assert not tally.skipped
+    environment = {k: v for k, v in os.environ.items() if k != "NATS_URL"}
+    done = sessionquery("import", "--format", FMT, str(path), "--dry-run", "--quiet",
+                        env=environment)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "tool results citing no call: 2" in done.stderr

@@ -377,3 +377,117 @@ def test_an_empty_text_part_is_counted_not_published(tmp_path: Path) -> None:
                      "message/assistant"]  # fmt: skip
     assert reading.skipped == {"part:text:empty": 1}
     assert registry.get("opencode").skip_reason("part:text:empty")
+
+
+def test_a_session_prompted_through_the_v2_api_is_read_from_session_message(
+    tmp_path: Path,
+) -> None:
+    """OpenCode 1.18.33's v2 runner writes a session's conversation only to
+    ``session_message``: every message type it has is read (or counted), in its order."""
+    db = tmp_path / "opencode.db"
+    gen.write_database(db, gen.v2_history())
+    reading = opencode.read_database(db)
+    events = events_of(reading)
+    v2 = [e for e in events if e["session_id"] == gen.V2]
+    kinds = [e["type"] for e in v2]
+    assert kinds == [
+        "session/start", "message/user", "message/context", "message/context",
+        "message/assistant", "tool/call", "tool/result", "tool/call", "tool/result",
+        "message/assistant", "tool/call", "tool/result", "compaction", "message/assistant",
+        "message/context",
+    ]  # fmt: skip
+    user = v2[1]["payload"]["text"]
+    assert user == "Split invoice.py into a renderer and a calculator"
+    assert v2[4]["payload"]["thinking"] == "Rendering and totals are mixed."
+    read_call, read_result = v2[5], v2[6]
+    assert read_call["payload"]["tool"] == "read"
+    assert read_call["payload"]["input"] == {"filePath": "invoice.py"}
+    assert read_result["payload"]["output"] == "def render(invoice):"
+    assert read_result["cites"] == [{"session_id": gen.V2, "seq": read_call["seq"]}]
+    failed = v2[8]
+    assert failed["payload"]["is_error"] is True
+    assert failed["payload"]["output"] == "exit status 1"
+    shell_call, shell_result = v2[10], v2[11]
+    assert shell_call["payload"]["input"] == {"command": "git status --short"}
+    assert shell_result["payload"]["output"] == " M invoice.py"
+    assert v2[12]["payload"]["summary"] == "Summary: invoice.py is being split."
+    assert v2[12]["replaces"] == list(range(2, 13))
+    assert "provider closed the stream" in v2[14]["payload"]["text"]
+    assert v2[14]["payload"]["is_error"] is True
+    assert reading.skipped == {
+        "session_message:agent-switched": 1,
+        "session_message:model-switched": 1,
+        "session_message:user:file": 1,
+        "session_message:unknown:hologram": 1,
+    }
+    reason = registry.get("opencode").skip_reason
+    assert reason("session_message:unknown:hologram") is None  # a new type stays loud
+    assert all(reason(k) for k in reading.skipped if "unknown" not in k)
+
+
+def test_a_v1_session_a_v2_prompt_went_on_keeps_both_in_time_order(tmp_path: Path) -> None:
+    db = tmp_path / "opencode.db"
+    gen.write_database(db, gen.v2_history())
+    events = events_of(opencode.read_database(db))
+    texts = [e["payload"].get("text") for e in events if e["session_id"] == gen.MAIN]
+    assert texts[1:5] == [
+        "Why is the checkout total off by one cent?", "Rounding per line loses a cent.",
+        "Now round the total once", "Done: the total is rounded once.",
+    ]  # fmt: skip
+
+
+def test_a_v2_message_appended_later_is_read_again(tmp_path: Path) -> None:
+    """The cache's stamp counts ``session_message`` rows: a session whose only change is
+    a new v2 message is read again."""
+    db = tmp_path / "opencode.db"
+    history = gen.v2_history()
+    gen.write_database(db, history)
+    cache = SessionCache()
+    before = events_of(opencode.read_database(db, cache))
+    history.entry(gen.V2, "user", text="Also add a docstring")
+    gen.write_database(db, history)
+    after = events_of(opencode.read_database(db, cache))
+    said = [e["payload"].get("text") for e in after if e["session_id"] == gen.V2]
+    assert "Also add a docstring" in said
+    assert len(after) == len(before) + 1
+
+
+def test_a_v2_tool_left_running_waits_until_a_later_answer_ends_it(tmp_path: Path) -> None:
+    """A v2 tool block still ``running`` waits (the session's later items with it); once
+    a later answer exists the turn was cut off: its result is published ``interrupted``."""
+    db = tmp_path / "opencode.db"
+    history = gen.History()
+    history.session(gen.V2, "Tidy the invoice module")
+    model = {"id": "model-x", "providerID": "prov"}
+    history.entry(gen.V2, "user", text="Run the tests")
+    history.entry(gen.V2, "assistant", done=False, agent="build", model=model, content=[
+        {"type": "tool", "id": "call_v2_run", "name": "bash",
+         "state": {"status": "running", "input": {"command": "pytest"}, "content": [],
+                   "structured": {}}, "time": {"created": history.clock}},
+    ])  # fmt: skip
+    gen.write_database(db, history)
+    kinds = [e["type"] for e in events_of(opencode.read_database(db))]
+    assert kinds == ["session/start", "message/user", "tool/call"]  # the result waits
+    history.entry(gen.V2, "user", text="Stop, just lint")
+    history.entry(gen.V2, "assistant", agent="build", model=model,
+                  content=[{"type": "text", "id": "tx_9", "text": "Lint is clean."}])  # fmt: skip
+    gen.write_database(db, history)
+    events = events_of(opencode.read_database(db))
+    result = next(e for e in events if e["type"] == "tool/result")
+    assert result["payload"]["interrupted"] is True and result["payload"]["status"] == "running"
+    assert [e["type"] for e in events][-2:] == ["message/user", "message/assistant"]
+
+
+def test_a_kilo_channel_database_reads_its_v2_messages_too(tmp_path: Path) -> None:
+    """Kilo CLI 7.7.9 (the same v2 runner in its binary) keeps a channel other than
+    latest, beta and prod in ``kilo-<channel>.db``: found, and its ``session_message``
+    rows read as OpenCode's."""
+    db = tmp_path / "kilo" / "kilo-nightly.db"
+    db.parent.mkdir()
+    gen.write_database(db, gen.v2_history())
+    importer = registry.get("kilo")
+    assert importer.files(tmp_path / "kilo") == [db]
+    reading = importer.read(db, SessionCache())  # type: ignore[attr-defined]
+    texts = [e["payload"].get("text") for e in reading_events("kilo", reading)
+             if e["session_id"] == gen.V2]  # fmt: skip
+    assert "Split invoice.py into a renderer and a calculator" in texts

@@ -101,7 +101,10 @@ def test_converted_as_the_agent_ran(recorded: dict[str, Any]) -> None:
                 assert len(cites) == 1 and events[cites[0]]["type"] == "tool/call", e
                 cited_calls[cites[0]] += 1
             if e["type"] == "compaction":
-                assert e["replaces"] and max(e["replaces"]) < e["seq"], e
+                # Nothing to replace only where the source kept nothing before the summary
+                # (Nanocoder rewrites its file as the summary and the kept messages).
+                assert e.get("replaces") or e["seq"] == 2, e
+                assert max(e.get("replaces", []), default=0) < e["seq"], e
     calls = [k for k, e in events.items() if e["type"] == "tool/call"]
     assert all(cited_calls[k] == 1 for k in calls), "a tool call without exactly one result"
     errors = [

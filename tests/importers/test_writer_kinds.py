@@ -164,15 +164,48 @@ def test_opencode_builds_every_part_its_writer_writes(fmt: str) -> None:
         "compaction": {"auto": True},
     }  # fmt: skip
     written = {f"part:{kind}" for kind in fields}
-    assert written == kinds.imported | kinds.skipped
+    part_kinds = {k for k in kinds.imported | kinds.skipped if k.startswith("part:")}
+    assert written == part_kinds
     parts = [{"id": f"prt_{n}", "type": kind, **base, **extra}
              for n, (kind, extra) in enumerate(fields.items())]  # fmt: skip
     messages = [({"id": "msg_2", "role": "assistant", "time": stamp}, parts)]
     session = opencode.build({"id": "ses_1", "directory": "/home/dev/kiln"}, messages)
-    assert Counter(session.skipped) == Counter(dict.fromkeys(kinds.skipped, 1))
+    skipped_parts = {k for k in kinds.skipped if k.startswith("part:")}
+    assert Counter(session.skipped) == Counter(dict.fromkeys(skipped_parts, 1))
     assert all(reason_for(k, BUILT_IN[fmt]) for k in session.skipped)
     types = Counter(item.type for item in session.items)
     assert types == Counter({"message/assistant": 2, "tool/call": 1, "tool/result": 1})
+
+
+@pytest.mark.parametrize("fmt", ["opencode", "kilo"])
+def test_opencode_builds_every_v2_message_type_its_writer_writes(fmt: str) -> None:
+    """The ``Session.Message`` union (``session_message`` rows) of the same binaries."""
+    kinds = WRITER_KINDS[fmt]
+    v2 = {k for k in kinds.imported | kinds.skipped if k.startswith("session_message:")}
+    stamp = {"created": 1796600000000, "completed": 1796600001000}
+    fields: dict[str, dict[str, Any]] = {
+        "user": {"text": "Split invoice.py"},
+        "synthetic": {"sessionID": "ses_1", "text": "invoice.py was attached"},
+        "system": {"text": "Use ruff"},
+        "shell": {"callID": "call_sh", "command": "ls", "output": "invoice.py"},
+        "assistant": {"agent": "build", "model": {"id": "m", "providerID": "p"},
+                      "content": [{"type": "text", "id": "t1", "text": "Done."}]},
+        "compaction": {"reason": "auto", "summary": "Split so far", "recent": ""},
+        "agent-switched": {"agent": "plan"},
+        "model-switched": {"model": {"id": "m", "providerID": "p"}},
+    }  # fmt: skip
+    assert {f"session_message:{kind}" for kind in fields} == v2
+    entries = [{"id": f"msg_{n}", "type": kind, "time": stamp, **extra}
+               for n, (kind, extra) in enumerate(fields.items())]  # fmt: skip
+    info = {"id": "ses_1", "directory": "/home/dev/kiln"}
+    session = opencode.build(info, [], entries=entries)
+    skipped = {k for k in kinds.skipped if k.startswith("session_message:")}
+    assert Counter(session.skipped) == Counter(dict.fromkeys(skipped, 1))
+    assert all(reason_for(k, BUILT_IN[fmt]) for k in session.skipped)
+    types = Counter(item.type for item in session.items)
+    assert types == Counter({"message/user": 1, "message/context": 2, "tool/call": 1,
+                             "tool/result": 1, "message/assistant": 1,
+                             "compaction": 1})  # fmt: skip
 
 
 def test_copilot_cli_converts_every_event_its_writer_persists(tmp_path: Path) -> None:

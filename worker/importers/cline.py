@@ -62,6 +62,7 @@ from worker.importers.source_reading import (
     SourceReading,
     SourceSession,
     from_millis,
+    read_document,
     said,
 )
 
@@ -175,16 +176,9 @@ def _listed(task_dir: Path, task_id: str) -> dict[str, Any]:
 
 
 def _load(path: Path, reading: SourceReading, *, optional: bool = False) -> object:
-    try:
-        return orjson.loads(path.read_bytes())
-    except FileNotFoundError:
-        if not optional:
-            reading.problems.append(Problem(str(path), 0, "missing"))
-        return None
-    except (OSError, orjson.JSONDecodeError) as exc:
-        # Cline writes the file whole; a half-written one is read again on the next poll.
-        reading.problems.append(Problem(str(path), 0, f"not readable JSON: {exc}"))
-        return None
+    # Cline writes the file whole; a half-written one is read again on the next poll.
+    document = read_document(path, reading, optional=optional)
+    return None if document is None else document.value
 
 
 def _cwd_of_ui(messages: list[Any]) -> str | None:

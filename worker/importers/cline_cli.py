@@ -44,6 +44,7 @@ from worker.importers.source_reading import (
     SourceSession,
     field_of,
     from_millis,
+    read_document,
     said,
 )
 from worker.importers.whole_sources import ReadingImporter
@@ -59,14 +60,11 @@ def messages_file(folder: Path) -> Path:
 
 
 def _load(path: Path, reading: SourceReading) -> dict[str, Any] | None:
-    try:
-        data = orjson.loads(path.read_bytes())
-    except FileNotFoundError:
+    # Written whole: a half-written file is read again on the next look.
+    document = read_document(path, reading, optional=True)
+    if document is None:
         return None
-    except (OSError, orjson.JSONDecodeError) as exc:
-        # Written whole: a half-written file is read again on the next look.
-        reading.problems.append(Problem(str(path), 0, f"not readable JSON: {exc}"))
-        return None
+    data = document.value
     if not isinstance(data, dict):
         reading.problems.append(Problem(str(path), 0, "not a JSON object"))
         return None

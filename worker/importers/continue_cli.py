@@ -61,6 +61,7 @@ from worker.importers.source_reading import (
     SourceSession,
     field_of,
     from_millis,
+    read_document,
     said,
 )
 from worker.importers.whole_sources import ReadingImporter, sniffed
@@ -83,11 +84,10 @@ def read_session(path: Path) -> SourceReading:
     """One session file as it is now; a half-written file is reported and read again on
     the next change."""
     reading = SourceReading()
-    try:
-        document = orjson.loads(path.read_bytes())
-    except (OSError, orjson.JSONDecodeError) as exc:
-        reading.problems.append(Problem(str(path), 0, f"not readable JSON: {exc}"))
+    read = read_document(path, reading)
+    if read is None:
         return reading
+    document = read.value
     if not isinstance(document, dict) or not isinstance(document.get("history"), list):
         reading.problems.append(Problem(str(path), 0, "not a Continue session: no history"))
         return reading
@@ -232,10 +232,13 @@ _PUBLISHED: Final = Item("published", "message/context", "system", {}, "rewritte
 class ContinueConverter(ReadingConverter):
     """Readings of one session file. Compaction rewrites the file: the history starts
     again at the summary. The items read before keep their numbers: a new summary at the
-    history's head puts the file's items after everything published so far."""
+    history's head puts the file's items after everything published so far. (Nanocoder's
+    files are rewritten the same way: ``name`` is the format's.)"""
 
-    def __init__(self, read: Callable[[], SourceReading], *, idle_s: float | None = None) -> None:
-        super().__init__(NAME, read, idle_s=idle_s)
+    def __init__(
+        self, read: Callable[[], SourceReading], *, idle_s: float | None = None, name: str = NAME
+    ) -> None:
+        super().__init__(name, read, idle_s=idle_s)
         # Session -> [items published before the file's first item, that item's digest].
         self.rewrites: dict[str, list[Any]] = {}
 

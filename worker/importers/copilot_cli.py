@@ -35,6 +35,20 @@ One event per line: ``{"type", "id", "parentId", "timestamp", "data"}``. Mapping
 Everything else (turn boundaries, model changes, truncation notices, usage, compaction
 starts and the compaction's model-call trace, resumes, new event types) is skipped and
 counted. A session that never shut down is ended by ``--idle-seconds`` as well.
+No version keeps the conversation in a database instead of the event log. 1.0.60 (its
+``app.js``, on ``node:sqlite``) and 1.0.102 (its native ``runtime.node``, read for its SQL)
+write two SQLite files beside it, neither read
+but each reported by name (counted as ``file:<name>`` with its reason, in the summary and
+``--dry-run``): ``$COPILOT_HOME/session-store.db``, its cross-session index ("Chronicle":
+``sessions``, ``turns`` with each turn's user message and answer, ``checkpoints``,
+``session_files``, ``session_refs``, usage), filled from the sessions as they run and
+rebuilt from ``session-state`` by its reindex; and ``session-state/<id>/session.db``, the
+per-session database the agent's ``sql`` tool creates its own tables in (todos it tracks)
+and its workflow runs keep their bookkeeping in (runs, phases, progress, sub-agents).
+A session the index lists without an events file (deleted, or kept in the cloud store)
+would be lost: each such session is reported by id as a problem of ``session-store.db``.
+Their ``embedding-cache.db`` holds vectors of text for the index's search, nothing else.
+
 Studied: the event schemas bundled in the ``@github/copilot`` package (1.0.60's
 ``app.js``; 1.0.102's ``schemas/session-events.schema.json`` in the package its binary
 unpacks) and a recording of 1.0.102 (``tests/importers/recorded/copilot-cli``).
@@ -44,7 +58,8 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Sequence
+import sqlite3
+from collections.abc import Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any, ClassVar, Final
@@ -55,17 +70,23 @@ from worker.importers.base import (
     Converter,
     JsonRecordConverter,
     Outgoing,
+    Problem,
+    Tally,
     as_text,
     cut,
     interrupted_results,
     iso_time,
     safe_id,
 )
-from worker.importers.plugin import ConvertOptions, Importer, json_objects
+from worker.importers.plugin import ConvertOptions, Importer, Record, json_objects
+from worker.importers.readonly_db import read_only, tables
 
 NAME: Final = "copilot-cli"
 STATE_DIR: Final = "session-state"
 EVENTS_FILE: Final = "events.jsonl"
+# The SQLite files 1.0.102 writes besides the event log (reported, not read).
+STORE_DB: Final = "session-store.db"  # in $COPILOT_HOME: the cross-session index
+SESSION_DB: Final = "session.db"  # in a session's folder: the sql tool's own tables
 _CONTEXT_EVENTS: Final = {
     "session.info": "info",
     "session.warning": "warning",
@@ -402,11 +423,84 @@ class CopilotCliImporter(Importer):
         return [Path(home) / STATE_DIR]
 
     def accepts(self, path: Path) -> bool:
-        # A session folder's events, or an older version's flat file.
-        return path.name == EVENTS_FILE or path.parent.name == STATE_DIR
+        # A session folder's events, or an older version's flat file; or one of the
+        # databases beside them, read only to be reported.
+        return path.name == EVENTS_FILE or path.parent.name == STATE_DIR or _noted(path)
 
     def detect(self, path: Path, head: Sequence[bytes]) -> bool:
         return any(looks_like(record) for record in json_objects(head))
 
+    def files(self, root: Path) -> list[Path]:
+        """The event logs, and the databases beside them (each to be reported by name):
+        the index lives in ``$COPILOT_HOME``, the parent of ``session-state``."""
+        found = set(super().files(root)) | set(root.rglob(SESSION_DB)) | set(root.rglob(STORE_DB))
+        if root.name == STATE_DIR and (root.parent / STORE_DB).is_file():
+            found.add(root.parent / STORE_DB)
+        return sorted((path for path in found if self.accepts(path)), key=str)
+
+    def records(
+        self, path: Path, *, after: int = 0, number: int = 0, complete: bool = True
+    ) -> Iterator[Record]:
+        if not _noted(path):
+            yield from super().records(path, after=after, number=number, complete=complete)
+        elif after == 0:  # a database is looked at once: what it holds is reported
+            yield Record(number + 1, b"", 1)
+
     def converter(self, path: Path, options: ConvertOptions) -> Converter:
-        return CopilotConverter(path)
+        return NotedDatabase(path) if _noted(path) else CopilotConverter(path)
+
+
+def _noted(path: Path) -> bool:
+    return path.suffix == ".db" and (
+        path.name == STORE_DB or (path.name == SESSION_DB and path.parent.parent.name == STATE_DIR)
+    )
+
+
+class NotedDatabase:
+    """One of the SQLite files 1.0.102 writes beside the event logs: not read (the event
+    log has the conversation) but reported by name; the index is checked for sessions it
+    lists whose event log is gone."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.tally = Tally()
+
+    def feed(self, line_no: int, line: bytes) -> list[Outgoing]:
+        self.tally.lines += 1
+        self.tally.skip(f"file:{self.path.name}")
+        if self.path.name == STORE_DB:
+            self._orphans()
+        return []
+
+    def _orphans(self) -> None:
+        try:
+            with read_only(self.path) as conn:
+                if "sessions" not in tables(conn):
+                    return
+                ids = [str(row[0]) for row in conn.execute("SELECT id FROM sessions ORDER BY id")]
+        except sqlite3.Error as exc:
+            self.tally.problems.append(Problem(str(self.path), 0, f"cannot read: {exc}"))
+            return
+        state = self.path.parent / STATE_DIR
+        gone = [sid for sid in ids if not _has_events(state, sid)]
+        if gone:
+            listed = ", ".join(gone[:10]) + (
+                f" and {len(gone) - 10} more" if len(gone) > 10 else ""
+            )
+            self.tally.problems.append(Problem(str(self.path), 0, (
+                f"{len(gone)} sessions listed in Copilot CLI's index have no event log in"
+                f" {state} (only their turns' text is left there; not imported): {listed}"
+            )))  # fmt: skip
+
+    def idle(self) -> list[Outgoing]:
+        return []
+
+    def finish(self) -> list[Outgoing]:
+        return []
+
+    def end_quiet(self, before: datetime) -> list[Outgoing]:
+        return []
+
+
+def _has_events(state: Path, sid: str) -> bool:
+    return (state / sid / EVENTS_FILE).is_file() or (state / f"{sid}.jsonl").is_file()

@@ -17,7 +17,16 @@ Two layouts, both read:
   ``kind: subagent``: a child session whose start cites the tool call that names it
   (``agentId``), read first since a folder's sub-agents are read after its sessions.
   A sub-agent's ``summary`` is its result, not a title: it is kept as ``message/context``
-  and the sub-agent is titled by the call's description.
+  and the sub-agent is titled by the call's description. The CLI's own background agents
+  run the same way with no user session above them: its memory service's skill
+  extraction (0.61.0's ``startMemoryService``: a ``LocalAgentExecutor`` whose context's
+  ``promptId`` is ``skill-extraction-<8 hex>``) writes
+  ``chats/skill-extraction-<8 hex>/<agent id>.jsonl``, ``kind: subagent``, whose user
+  message is the service's prompt (the session index it built and its instructions).
+  Such a run is a session of its own (no parent: the folder names no session), titled
+  "Skill extraction", and its user messages are the harness's words: ``message/context``
+  marked ``meta``, as Claude Code's ``isMeta`` messages are, never ``message/user`` nor
+  a prompt to title it by.
 - older (one JSON document, ``session-<time>-<short id>.json``): the header's fields and
   ``messages[]``, rewritten whole after each turn (a ``.json`` whose first line is a
   whole record holds JSON Lines, as some versions appended them, and is read so).
@@ -112,6 +121,9 @@ _SUBAGENT_RESULT: Final = "Subagent '"
 # A sub-agent's summary is its result cut to this many characters, ``...`` included.
 _SUMMARY_CHARS: Final = 200
 _UNNAMED: Final = "call:"  # links key prefix of a sub-agent call that names no agent
+# The folder prefixes of chats the CLI's own background agents write (no user session
+# above them: their user messages are the harness's prompt) -> the run's title.
+_HARNESS_RUNS: Final = {"skill-extraction-": "Skill extraction"}
 # A main chat file's name: its start time and the first eight characters of its session id.
 _SESSION_FILE: Final = re.compile(r"session-(?P<time>[0-9T-]+)-(?P<short>[0-9a-f]{8})\.jsonl?")
 # The a2a server (an editor's agent, e.g. Cloud Shell's) records its own chats under one
@@ -414,8 +426,15 @@ class GeminiConverter(JsonRecordConverter):
         super().__init__(path, name)
         self.links: SpawnLinks = {} if links is None else links
         self.cwd = project_cwd(path)
-        # A sub-agent's folder is named by its parent session's id.
-        self.parent_raw = path.parent.name if path.parent.name != CHATS else None
+        # A sub-agent's folder is named by its parent session's id, or, for a run of the
+        # CLI's own (skill extraction), by that run's prompt id: no session is its parent.
+        folder = path.parent.name if path.parent.name != CHATS else None
+        self.harness_run = next(
+            (title for prefix, title in _HARNESS_RUNS.items()
+             if folder is not None and folder.startswith(prefix)),
+            None,
+        )  # fmt: skip
+        self.parent_raw = None if self.harness_run else folder
         self.raw_id: str | None = None
         self.session: str | None = None
         self.subagent = False
@@ -547,6 +566,8 @@ class GeminiConverter(JsonRecordConverter):
         ]  # fmt: skip
         if spawn is not None and spawn.description:
             out += self._title(spawn.description, "toolCall:description")
+        elif self.harness_run is not None:
+            out += self._title(self.harness_run, "harness-run")
         if self.subagent:  # its summary comes at its end (``split`` puts it there too)
             return out + self._update({k: v for k, v in record.items() if k != "summary"})
         return out + self._update(record)
@@ -660,7 +681,10 @@ class GeminiConverter(JsonRecordConverter):
         return out
 
     def _text(self, session: str, kind: object, text: str, time: str | None) -> list[Outgoing]:
-        if kind == "user":
+        payload: dict[str, Any] = {}
+        if kind == "user" and self.harness_run is not None:  # the harness's prompt
+            type_, surface, payload = "message/context", "system", {"meta": True}
+        elif kind == "user":
             type_ = harness_type(text) or "message/user"
             surface = harness.SURFACES.get(type_, "user")
         elif kind == "gemini":
@@ -670,7 +694,7 @@ class GeminiConverter(JsonRecordConverter):
         else:
             self.tally.skip(f"record:message:{kind}")
             return []
-        payload = {"text": cut(text)}
+        payload["text"] = cut(text)
         return [self.sessions.emit(session, type_, surface, time, payload, f"message:{kind}")]
 
     def _tool_call(self, session: str, call: dict[str, Any], seen: set[str]) -> list[Outgoing]:

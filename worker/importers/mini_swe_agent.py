@@ -57,6 +57,7 @@ from worker.importers.source_reading import (
     SourceReading,
     SourceSession,
     from_seconds,
+    read_document,
 )
 from worker.importers.whole_sources import ReadingImporter, sniffed
 
@@ -83,11 +84,10 @@ def read_trajectory(path: Path) -> SourceReading:
     """One trajectory as it is now; a half-written file is reported and read again on the
     next change."""
     reading = SourceReading()
-    try:
-        document = orjson.loads(path.read_bytes())
-    except (OSError, orjson.JSONDecodeError) as exc:
-        reading.problems.append(Problem(str(path), 0, f"not readable JSON: {exc}"))
+    read = read_document(path, reading)
+    if read is None:
         return reading
+    document = read.value
     kind = document.get("trajectory_format") if isinstance(document, dict) else None
     messages = document.get("messages") if isinstance(document, dict) else None
     if not (isinstance(kind, str) and kind.startswith("mini-swe-agent")) or not isinstance(

@@ -31,10 +31,15 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Final
 
-import orjson
-
 from worker.importers.base import Problem, cut, file_time, safe_id
-from worker.importers.source_reading import Item, SessionCache, SourceReading, SourceSession, said
+from worker.importers.source_reading import (
+    Item,
+    SessionCache,
+    SourceReading,
+    SourceSession,
+    read_document,
+    said,
+)
 from worker.importers.whole_sources import ReadingImporter
 
 NAME: Final = "open-interpreter"
@@ -47,11 +52,10 @@ def read_conversation(path: Path) -> SourceReading:
     """One conversation file as it is now; a half-written file is reported and read again
     on the next change."""
     reading = SourceReading()
-    try:
-        messages = orjson.loads(path.read_bytes())
-    except (OSError, orjson.JSONDecodeError) as exc:
-        reading.problems.append(Problem(str(path), 0, f"not readable JSON: {exc}"))
+    read = read_document(path, reading)
+    if read is None:
         return reading
+    messages = read.value
     if not isinstance(messages, list) or not all(
         isinstance(m, dict) and "role" in m and "type" in m for m in messages
     ):

@@ -24,6 +24,17 @@ and the doctor's reader of the older files). OpenClaw's transcript is Pi's sessi
   its result when the child's transcript began (the child is created while the call
   runs); in the older files the parent comes from ``sessions.json``'s ``spawnedBy``.
 
+A tool result whose call the transcript never wrote: OpenClaw's session guard
+(``installSessionToolResultGuard``) sanitizes each assistant message before writing it
+(``sanitizeToolCallInputs``): a call naming a tool the session does not have, or with no
+input or id, is dropped, and a message left empty is not written at all; but the agent
+loop had already answered the call (``Tool <name> not found``, or its arguments' error,
+without running it), and results are written as they come. Seen in real transcripts
+(``Tool google:search not found``: a local model calling tools it was never given). Such
+a result is a ``tool/result`` keeping its ``call_id`` and tool name, citing nothing (the
+import summary counts it among the "tool results citing no call"), and, being an error
+the loop gave before running anything, it is marked ``not_run``.
+
 A compressed row is decoded when this Python has zstd (``worker.importers.zstd``);
 otherwise it is reported as a problem naming the extra to install, and its entry waits.
 A transcript rewrite writes the entries it keeps again under new row ids: those already
@@ -110,6 +121,11 @@ class OpenClawConverter(TitledAtEnd, PiConverter):
 
     def _start_cites(self) -> list[tuple[str, int]] | None:
         return self.cites
+
+    def _unwritten_call(self, message: dict[str, Any]) -> dict[str, Any]:
+        # The guard dropped the call before writing it; the loop's error result for it
+        # (an unknown tool, arguments it could not use) means the tool never ran.
+        return {"not_run": True} if message.get("isError") is True else {}
 
     def _record(self, record: dict[str, Any]) -> list[Outgoing]:
         entry_id = record.get("id")

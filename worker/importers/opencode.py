@@ -23,6 +23,20 @@ readers of both. Kilo CLI keeps the same schema in ``kilo/kilo.db``.
   deletes when done: read from its 7.7.9 binary, seen in a recording's event log),
   unknown part types.
 
+OpenCode 1.18.33 and Kilo CLI 7.7.9 also write a newer message model, one row per message
+in ``session_message`` (``type``, ``seq``, ``data``), but only for a session prompted
+through their v2 API (``/api/session/:id/prompt``: its runner publishes ``session.next.*``
+events, projected into that table alone; the v1 prompt path of ``run`` and the TUI writes
+``message``/``part`` only, read in both binaries; checked live: ``opencode serve`` serves
+that API with no flag, and a prompt posted to it left its user message in
+``session_message`` alone). Such a session's conversation is only
+there, so it is read too, merged with any v1 messages by time: ``user`` as
+``message/user`` (harness text typed), ``synthetic`` and ``system`` as
+``message/context``, ``shell`` (a command the user ran) as a ``tool/call`` and its
+``tool/result``, ``assistant`` content blocks (``text``, ``reasoning``, ``tool``) as
+above and its ``error`` as ``message/context``, ``compaction`` as a ``compaction``;
+agent and model switches and attached files are counted.
+
 A part still being written (a text without an end time in an unfinished message, a
 pending or running tool) waits, with what follows it in its session, for a later look;
 once a later answer exists it is over: a turn interrupted by Ctrl-C leaves its message
@@ -41,7 +55,7 @@ from typing import Any, Final
 
 import orjson
 
-from worker.importers.base import Problem, as_text, cut, safe_id
+from worker.importers.base import Problem, as_text, cut, json_value, safe_id
 from worker.importers.readonly_db import grouped, read_only, tables
 from worker.importers.source_reading import (
     Item,
@@ -51,6 +65,7 @@ from worker.importers.source_reading import (
     field_of,
     from_millis,
     parents_first,
+    read_document,
     said,
     tool_pair,
 )
@@ -70,6 +85,11 @@ _PART_STAMPS: Final = (
     "SELECT m.session_id, COUNT(*), TOTAL(LENGTH(p.data)) FROM part p"
     " JOIN message m ON m.id = p.message_id GROUP BY m.session_id"
 )
+_ENTRY_STAMPS: Final = (
+    "SELECT session_id, COUNT(*), TOTAL(LENGTH(data)) FROM session_message GROUP BY session_id"
+)
+# The v2 message types that are bookkeeping, not conversation.
+_SWITCHES: Final = frozenset({"agent-switched", "model-switched"})
 
 # One message as read: its info (id, role, time...) and its parts, in order.
 Message = tuple[dict[str, Any], list[dict[str, Any]]]
@@ -89,6 +109,7 @@ def read_database(path: Path, cache: SessionCache | None = None) -> SourceReadin
                 return reading
             worktrees = _worktrees(conn)
             stamps = session_stamps(conn)
+            v2 = "session_message" in tables(conn)
             for row in conn.execute("SELECT * FROM session ORDER BY time_created, id"):
                 sid = str(row["id"])
                 stamp = (*tuple(row), *stamps.get(sid, ()))
@@ -96,7 +117,9 @@ def read_database(path: Path, cache: SessionCache | None = None) -> SourceReadin
                 if session is None:
                     skipped: Counter[str] = Counter()
                     messages = _db_messages(conn, sid, skipped)
-                    built = build(_session_info(dict(row), worktrees), messages, skipped)
+                    entries = _db_entries(conn, sid, skipped) if v2 else []
+                    info = _session_info(dict(row), worktrees)
+                    built = build(info, messages, skipped, entries=entries)
                     session = cache.put(sid, stamp, built)
                 reading.sessions.append(session)
     except sqlite3.Error as exc:
@@ -110,7 +133,11 @@ def session_stamps(conn: sqlite3.Connection) -> dict[str, tuple[object, ...]]:
     grows; a tool's state changes), read without decoding any JSON."""
     messages = grouped(conn, _MESSAGE_STAMPS)
     parts = grouped(conn, _PART_STAMPS)
-    return {sid: (*counts, *parts.get(sid, ())) for sid, counts in messages.items()}
+    entries = grouped(conn, _ENTRY_STAMPS) if "session_message" in tables(conn) else {}
+    return {
+        sid: (*messages.get(sid, (0, 0)), *parts.get(sid, (0, 0)), *entries.get(sid, ()))
+        for sid in messages.keys() | entries.keys()
+    }
 
 
 def _worktrees(conn: sqlite3.Connection) -> dict[str, str]:
@@ -148,6 +175,21 @@ def _db_messages(conn: sqlite3.Connection, session: str, skipped: Counter[str]) 
             part["id"] = row["id"]
             by_id[str(row["message_id"])].append(part)
     return messages
+
+
+def _db_entries(
+    conn: sqlite3.Connection, session: str, skipped: Counter[str]
+) -> list[dict[str, Any]]:
+    """A session's v2 messages in their order (``seq``, the event sequence that appended
+    each), each its ``data`` with the row's ``id``, ``type`` and ``time_created`` back."""
+    entries: list[dict[str, Any]] = []
+    query = "SELECT id, type, time_created, data FROM session_message WHERE session_id = ?"
+    for row in conn.execute(query + " ORDER BY seq, id", (session,)):
+        data = _json(row["data"], skipped, "session_message")
+        if data is not None:
+            entries.append({**data, "id": row["id"], "type": row["type"],
+                            "time_created": row["time_created"]})  # fmt: skip
+    return entries
 
 
 def _json(raw: object, skipped: Counter[str], what: str) -> dict[str, Any] | None:
@@ -189,12 +231,9 @@ def read_tree(storage: Path) -> SourceReading:
 
 
 def _file_json(path: Path, reading: SourceReading) -> dict[str, Any] | None:
-    try:
-        value = orjson.loads(path.read_bytes())
-    except (OSError, orjson.JSONDecodeError) as exc:
-        # A file being written is read again on the next poll; a broken one is reported.
-        reading.problems.append(Problem(str(path), 0, f"not readable JSON: {exc}"))
-        return None
+    # A file being written is read again on the next poll; a broken one is reported.
+    document = read_document(path, reading)
+    value = None if document is None else document.value
     return value if isinstance(value, dict) else None
 
 
@@ -204,9 +243,14 @@ def _created(info: dict[str, Any]) -> float:
 
 
 def build(
-    info: dict[str, Any], messages: Iterable[Message], skipped: Counter[str] | None = None
+    info: dict[str, Any],
+    messages: Iterable[Message],
+    skipped: Counter[str] | None = None,
+    *,
+    entries: Iterable[dict[str, Any]] = (),
 ) -> SourceSession:
-    """One OpenCode session, from its info and its messages with their parts."""
+    """One OpenCode session, from its info, its messages with their parts and its v2
+    messages (``session_message`` rows), in time order."""
     parent = info.get("parentID")
     title = info.get("title") if isinstance(info.get("title"), str) else None
     extra = {"version": info["version"]} if isinstance(info.get("version"), str) else {}
@@ -220,21 +264,121 @@ def build(
         extra=extra,
         skipped=Counter() if skipped is None else skipped,
     )
-    listed = list(messages)
-    answered = [
-        i
-        for i, (message, _) in enumerate(listed)
-        if message.get("role") == "assistant" and message.get("summary") is not True
-    ]
-    for index, (message, parts) in enumerate(listed):
+    # The v1 messages come in time order, the v2 ones in their sequence; a session
+    # prompted through both APIs interleaves them by creation time (a stable sort).
+    listed: list[Message | dict[str, Any]] = [*messages]
+    v2 = list(entries)
+    if v2:
+        listed = sorted([*listed, *v2], key=_created_of)
+    answered = [i for i, unit in enumerate(listed) if _is_answer(unit)]
+    for index, unit in enumerate(listed):
         # A message followed by a later answer is over, finished or not: the agent went on
         # (a turn interrupted by Ctrl-C leaves its message and a running tool for good). A
         # later user message alone is not enough: one typed while a turn runs is queued.
         # Nor is a later summary: Kilo compacts in chunks, each a summary message written
         # (and deleted) after the kept one, which it fills last.
         over = bool(answered) and index < answered[-1]
-        session.items.extend(_message_items(message, parts, session.skipped, over=over))
+        if isinstance(unit, dict):
+            session.items.extend(_entry_items(unit, session.skipped, over=over))
+        else:
+            session.items.extend(_message_items(*unit, session.skipped, over=over))
     return session
+
+
+def _created_of(unit: Message | dict[str, Any]) -> float:
+    if isinstance(unit, dict):
+        created = field_of(unit, "time").get("created", unit.get("time_created"))
+        return float(created) if isinstance(created, int | float) else 0.0
+    return _created(unit[0])
+
+
+def _is_answer(unit: Message | dict[str, Any]) -> bool:
+    if isinstance(unit, dict):
+        return unit.get("type") == "assistant"
+    return unit[0].get("role") == "assistant" and unit[0].get("summary") is not True
+
+
+def _entry_items(entry: dict[str, Any], skipped: Counter[str], *, over: bool) -> list[Item]:
+    """One v2 message (a ``session_message`` row: OpenCode's ``Session.Message`` union)."""
+    kind = entry.get("type")
+    ref = str(entry.get("id"))
+    times = field_of(entry, "time")
+    time = from_millis(times.get("created", entry.get("time_created")))
+    text = entry.get("text")
+    if kind == "user" and isinstance(text, str):
+        files = entry.get("files")
+        if isinstance(files, list) and files:
+            skipped["session_message:user:file"] += len(files)
+        return [said(ref, "user", text, time, "v2:user")] if text.strip() else []
+    if kind in ("synthetic", "system") and isinstance(text, str):
+        return [Item(ref, "message/context", "system", {"text": cut(text)}, f"v2:{kind}", time)]
+    if kind == "shell":  # a command the user ran (``!cmd``): its output is in the row
+        done = "completed" in times or over
+        return tool_pair(
+            ref, str(entry.get("callID") or ref), "shell", {"command": entry.get("command")},
+            time, "v2:shell", output=entry.get("output"), answered=done,
+        )  # fmt: skip
+    if kind == "assistant":
+        return _answer_items(ref, entry, time, skipped, over=over)
+    if kind == "compaction":
+        payload = {"summary": cut(str(entry.get("summary") or ""))}
+        return [Item(ref, "compaction", "system", payload, "v2:compaction", time)]
+    skipped[
+        f"session_message:{kind}" if kind in _SWITCHES else f"session_message:unknown:{kind}"
+    ] += 1
+    return []
+
+
+def _answer_items(
+    ref: str, entry: dict[str, Any], time: str | None, skipped: Counter[str], *, over: bool
+) -> list[Item]:
+    error = field_of(entry, "error")
+    finished = "completed" in field_of(entry, "time") or bool(error) or over
+    items: list[Item] = []
+    content = entry.get("content")
+    for n, block in enumerate(content if isinstance(content, list) else []):
+        kind = block.get("type") if isinstance(block, dict) else None
+        key = f"{ref}-{n}"
+        if kind == "text" and isinstance(block.get("text"), str):
+            if finished and not block["text"].strip():
+                skipped["session_message:text:empty"] += 1
+                continue
+            item = said(key, "assistant", block["text"], time, "v2:assistant:text")
+            item.complete = finished
+            items.append(item)
+        elif kind == "reasoning" and isinstance(block.get("text"), str):
+            written = finished or "completed" in field_of(block, "time")
+            items.append(Item(key, "message/assistant", "assistant",
+                              {"thinking": cut(block["text"])}, "v2:reasoning", time,
+                              complete=written))  # fmt: skip
+        elif kind == "tool":
+            items.extend(_v2_tool_items(key, block, time, over=over))
+        else:
+            skipped[f"session_message:assistant:unknown:{kind}"] += 1
+    if error:
+        text = cut(f"error: {error.get('message') or error.get('type')}")
+        payload: dict[str, Any] = {"text": text, "is_error": True}
+        items.append(Item(f"{ref}-error", "message/context", "system", payload,
+                          "v2:assistant:error", time))  # fmt: skip
+    return items
+
+
+def _v2_tool_items(ref: str, block: dict[str, Any], time: str | None, *, over: bool) -> list[Item]:
+    state = field_of(block, "state")
+    status = state.get("status")
+    error = status == "error"
+    if error:
+        output: object = field_of(state, "error").get("message") or state.get("content")
+    else:
+        content = state.get("content")
+        output = content if content else state.get("result")
+    # Pending: the input is still the model's partial JSON text.
+    arguments = state.get("input") if status != "pending" else json_value(state.get("input"))
+    items = tool_pair(
+        ref, str(block.get("id") or ref), block.get("name"), arguments, time, "v2:tool",
+        output=output, answered=status in ("completed", "error"), error=error,
+    )  # fmt: skip
+    return _settled(items, status, over=over)
 
 
 def _message_items(
@@ -296,25 +440,31 @@ def _part_items(
 def _tool_items(ref: str, part: dict[str, Any], time: str | None, *, over: bool) -> list[Item]:
     state = field_of(part, "state")
     status = state.get("status")
-    interrupted = over and status in ("pending", "running")
     error = status == "error"
     output = state.get("error") if error else state.get("output")
     items = tool_pair(
         ref, str(part.get("callID") or ref), part.get("tool"), state.get("input"), time,
         "tool", output=output, answered=status in ("completed", "error"), error=error,
     )  # fmt: skip
-    # Pending: the model is still writing the input. Running: the input is final.
-    items[0].complete = status in ("running", "completed", "error") or interrupted
-    if interrupted:  # never to finish: its result says so, with no output
-        items[1].complete = True
-        items[1].source_type = "tool:interrupted"
-        items[1].payload.update({"is_error": True, "interrupted": True, "status": status})
+    _settled(items, status, over=over)
     metadata = field_of(state, "metadata")
     child = metadata.get("sessionId")
     if part.get("tool") in _SPAWNING_TOOLS and isinstance(child, str) and child:
         items[0].spawns = safe_id(child)
     if isinstance(state.get("title"), str):
         items[1].payload["title"] = as_text(state["title"])
+    return items
+
+
+def _settled(items: list[Item], status: object, *, over: bool) -> list[Item]:
+    """A tool part's call and result as far as its state goes (v1 and v2 alike)."""
+    interrupted = over and status in ("pending", "running")
+    # Pending: the model is still writing the input. Running: the input is final.
+    items[0].complete = status in ("running", "completed", "error") or interrupted
+    if interrupted:  # never to finish: its result says so, with no output
+        items[1].complete = True
+        items[1].source_type = "tool:interrupted"
+        items[1].payload.update({"is_error": True, "interrupted": True, "status": status})
     return items
 
 

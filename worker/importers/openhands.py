@@ -41,8 +41,15 @@ from typing import Any, Final
 
 import orjson
 
-from worker.importers.base import Problem, as_text, cut, iso_time, safe_id
-from worker.importers.source_reading import Item, SourceReading, SourceSession, field_of, said
+from worker.importers.base import as_text, cut, iso_time, safe_id
+from worker.importers.source_reading import (
+    Item,
+    SourceReading,
+    SourceSession,
+    field_of,
+    read_document,
+    said,
+)
 
 _INDEX: Final = re.compile(r"(\d+)")
 _SKIPPED_ACTIONS: Final = frozenset(
@@ -117,13 +124,12 @@ def _read_one(conversation: Path, reading: SourceReading) -> SourceSession:
     )
     calls: set[str] = set()  # the call ids of the actions imported as tool calls
     for file in event_files(conversation):
-        try:
-            event = orjson.loads(file.read_bytes())
-        except (OSError, orjson.JSONDecodeError) as exc:
+        document = read_document(file, reading)
+        if document is None:
             # Later events depend on this one (citations, order): stop here; a file still
             # being written is read whole on the next look.
-            reading.problems.append(Problem(str(file), 0, f"not readable JSON: {exc}"))
             break
+        event = document.value
         if not isinstance(event, dict):
             session.skipped["event:not-an-object"] += 1
             continue

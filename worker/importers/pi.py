@@ -200,6 +200,8 @@ class PiConverter(JsonRecordConverter):
                        "output": as_text(content)}  # fmt: skip
             if message.get("isError") is True:
                 payload["is_error"] = True
+            if call is None:  # published citing nothing; the import summary counts it
+                payload.update(self._unwritten_call(message))
             return [self.sessions.emit(session, "tool/result", "tool", time, payload, source,
                                        cites=[call[:2]] if call else None)]  # fmt: skip
         if role == "bashExecution":
@@ -215,6 +217,11 @@ class PiConverter(JsonRecordConverter):
                                        {"text": as_text(content)}, source)]  # fmt: skip
         self.tally.skip(f"{source}:new")
         return []
+
+    def _unwritten_call(self, message: dict[str, Any]) -> dict[str, Any]:
+        """What a result whose call the transcript never wrote says of it (OpenClaw's
+        writer drops calls it rejects): nothing more, in Pi's transcripts."""
+        return {}
 
     def _interrupted(self, session: str, time: str | None) -> list[Outgoing]:
         """The session's calls still without a result when its next prompt comes: Pi wrote

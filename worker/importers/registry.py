@@ -59,6 +59,8 @@ BUILT_IN: Final = {
     "llm": "worker.importers.llm:LlmImporter",
     "mini-swe-agent": "worker.importers.mini_swe_agent:MiniSweAgentImporter",
     "open-interpreter": "worker.importers.open_interpreter:OpenInterpreterImporter",
+    "nanocoder": "worker.importers.nanocoder:NanocoderImporter",
+    "code-puppy": "worker.importers.code_puppy:CodePuppyImporter",
 }
 
 

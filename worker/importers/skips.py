@@ -50,6 +50,11 @@ _OPENCODE: Final = {
     "part:compaction": "compaction markers: the summary message is the compaction",
     "part:text:transient": "Kilo CLI's progress lines (a spinner), deleted once done",
     "part:text:empty": "a text part left empty (the model went straight to its tools)",
+    # The v2 message model (``session_message``), read in OpenCode 1.18.33's binary.
+    "session_message:agent-switched": "the agent a session switched to: bookkeeping",
+    "session_message:model-switched": "the model a session switched to: bookkeeping",
+    "session_message:user:file": "a file attached to a prompt: a URI, not its content",
+    "session_message:text:empty": "a text block left empty (the model went straight to its tools)",
 }
 
 # Cline's and Roo Code's UI log (ui_messages.json, read when there is no API history):
@@ -253,6 +258,11 @@ BUILT_IN: Final[dict[str, Reasons]] = {
         "record:system:parent_session": "the parent named again after the session started",
     },
     "copilot-cli": {
+        # Read in 1.0.102's runtime.node (its SQL): both are reported, neither read.
+        "file:session-store.db": "Copilot CLI's cross-session index: turns, checkpoints and"
+        " files copied from the event logs, which are read",
+        "file:session.db": "a session's own SQL tables: the ones the agent's sql tool"
+        " creates (todos it tracks) and its workflow runs' bookkeeping, not the conversation",
         "record:assistant.turn_start": "turn boundary",
         "record:assistant.turn_end": "turn boundary",
         "record:assistant.usage": "token usage",
@@ -491,6 +501,33 @@ BUILT_IN: Final[dict[str, Reasons]] = {
         "computer:image": _IMAGES,
         "*:message:empty": "messages with no text",
     },
+    "nanocoder": {
+        "message:images": _IMAGES,
+        "tool:structuredContent": "the interface's copy of a tool's result; its text is imported",
+        "message:system": "a system prompt: the writer keeps it out of the file",
+        "message:*:empty": "messages with no text and no call",
+        "title:summary": "a title autosave took from a compaction's summary (the last user"
+        " message): not a title",
+    },
+    "code-puppy": {
+        "request:instructions": "the system prompt each request carries (the agent's own)",
+        "request-part:system-prompt": "the system prompt (the agent's own)",
+        "request-part:tool-availability-delta": "which tools the model was shown (bookkeeping)",
+        "request-part:speech": "audio is not searchable text",
+        "response-part:speech": "audio is not searchable text",
+        "response-part:file": "files the model returned (images, documents): not text",
+        "response-part:compaction:encrypted": "the provider's own compaction, kept only encrypted",
+        "response-part:thinking:encrypted": _ENCRYPTED,
+        "user-prompt:binary": "images, audio and files given with a prompt: not text",
+        "user-prompt:*-url": "images, audio, video and documents linked in a prompt: not text",
+        "user-prompt:uploaded-file": "files uploaded to the provider: not text",
+        "user-prompt:cache-point": "a prompt-caching marker",
+        "request:empty": "messages with no parts",
+        "response:empty": "messages with no parts",
+        "request-part:user-prompt:empty": "empty text",
+        "response-part:text:empty": "empty text",
+        "encoding:json": "a plug-in's own history, not pydantic-ai messages",
+    },
 }
 
 
@@ -511,6 +548,11 @@ def _keys(prefix: str, kinds: str) -> frozenset[str]:
     """Skip keys ``prefix + kind`` of the white-space separated ``kinds``."""
     return frozenset(prefix + kind for kind in kinds.split())
 
+
+# OpenCode's (and Kilo CLI's) v2 message model: the ``Session.Message`` union of the
+# ``session_message`` rows, each type a ``Struct`` with an identifier in both binaries.
+_V2_IMPORTED: Final = _keys("session_message:", "user synthetic system shell assistant compaction")
+_V2_SKIPPED: Final = _keys("session_message:", "agent-switched model-switched")
 
 # How the kinds were found: the package's bundled code (a compiled binary: its strings)
 # was searched for the literals the writer puts in ``type`` (the claude-code writer keeps
@@ -622,8 +664,9 @@ WRITER_KINDS: Final[dict[str, WriterKinds]] = {
     "opencode": WriterKinds(
         "opencode-ai",
         "1.18.33",
-        imported=frozenset({"part:text", "part:reasoning", "part:tool"}),
-        skipped=_keys(
+        imported=_V2_IMPORTED | {"part:text", "part:reasoning", "part:tool"},
+        skipped=_V2_SKIPPED
+        | _keys(
             "part:",
             "step-start step-finish snapshot patch file agent subtask retry compaction",
         ),
@@ -632,8 +675,9 @@ WRITER_KINDS: Final[dict[str, WriterKinds]] = {
     "kilo": WriterKinds(
         "@kilocode/cli",
         "7.7.9",
-        imported=frozenset({"part:text", "part:reasoning", "part:tool"}),
-        skipped=_keys(
+        imported=_V2_IMPORTED | {"part:text", "part:reasoning", "part:tool"},
+        skipped=_V2_SKIPPED
+        | _keys(
             "part:",
             "step-start step-finish snapshot patch file agent subtask retry compaction",
         ),
@@ -789,6 +833,34 @@ WRITER_KINDS: Final[dict[str, WriterKinds]] = {
             "subagent.configured subagent.deselected subagent.selected system.message "
             "tool.user_requested tool_search.activated",
         ),
+    ),
+    # Its session file's message roles (types/core.d.ts Message) and the fields beside
+    # the text that the importer counts.
+    "nanocoder": WriterKinds(
+        "@nanocollective/nanocoder",
+        "1.30.0",
+        imported=_keys("message:", "user assistant tool"),
+        skipped=frozenset({"message:system", "message:images", "tool:structuredContent"}),
+    ),
+    # pydantic-ai 2.51 (Code Puppy 0.0.946's): the part kinds ModelRequestPart and
+    # ModelResponsePart serialise (tool search's and capability loads' parts are tool calls
+    # and returns with a tool_kind), the kinds of UserContent, in messages.py; the
+    # request's instructions field; the envelope's encodings in session_storage.py.
+    "code-puppy": WriterKinds(
+        "code-puppy",
+        "0.0.946",
+        imported=_keys("request-part:", "user-prompt tool-return retry-prompt")
+        | _keys(
+            "response-part:",
+            "text thinking tool-call builtin-tool-call builtin-tool-return compaction",
+        ),
+        skipped=_keys("request-part:", "system-prompt tool-availability-delta speech")
+        | _keys("response-part:", "file speech compaction:encrypted thinking:encrypted")
+        | _keys(
+            "user-prompt:",
+            "binary image-url audio-url document-url video-url uploaded-file cache-point",
+        )
+        | frozenset({"request:instructions", "encoding:json"}),
     ),
 }
 

@@ -21,7 +21,10 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any, Final
+
+import orjson
 
 from contracts import harness
 from worker.importers.base import (
@@ -84,6 +87,34 @@ class SourceReading:
         for session in self.sessions:
             total.update(session.skipped)
         return total
+
+
+@dataclass(frozen=True)
+class Document:
+    """A JSON document read whole; its ``value`` may be the literal ``null``."""
+
+    value: Any
+
+
+def read_document(path: Path, reading: SourceReading, *, optional: bool = False) -> Document | None:
+    """The JSON document at ``path``, or None when it cannot be had, said in ``reading``'s
+    problems (a missing file as "missing", unless ``optional``; an unreadable or
+    half-written one as "not readable JSON", read again on a later look). A file holding
+    ``null`` is a :class:`Document` whose value is None, told apart from one not read."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        if not optional:
+            reading.problems.append(Problem(str(path), 0, "missing"))
+        return None
+    except OSError as exc:
+        reading.problems.append(Problem(str(path), 0, f"not readable JSON: {exc}"))
+        return None
+    try:
+        return Document(orjson.loads(raw))
+    except orjson.JSONDecodeError as exc:
+        reading.problems.append(Problem(str(path), 0, f"not readable JSON: {exc}"))
+        return None
 
 
 def field_of(record: dict[str, Any], key: str) -> dict[str, Any]:

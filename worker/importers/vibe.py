@@ -78,6 +78,7 @@ from worker.importers.source_reading import (
     field_of,
     from_millis,
     parents_first,
+    read_document,
     said,
     tool_pair,
 )
@@ -109,11 +110,10 @@ def _local(raw: object) -> str | None:
 def read_v1(path: Path) -> SourceReading:
     """A 1.x session document; half written, it is reported and read on the next change."""
     reading = SourceReading()
-    try:
-        document = orjson.loads(path.read_bytes())
-    except (OSError, orjson.JSONDecodeError) as exc:
-        reading.problems.append(Problem(str(path), 0, f"not readable JSON: {exc}"))
+    read = read_document(path, reading)
+    if read is None:
         return reading
+    document = read.value
     metadata = field_of(document, "metadata") if isinstance(document, dict) else {}
     messages = document.get("messages") if isinstance(document, dict) else None
     if not metadata or not isinstance(messages, list):
@@ -136,11 +136,10 @@ def read_v2(folder: Path) -> SourceReading:
 
 
 def _read_folder(folder: Path, reading: SourceReading) -> None:
-    try:
-        metadata = orjson.loads((folder / META).read_bytes())
-    except (OSError, orjson.JSONDecodeError) as exc:
-        reading.problems.append(Problem(str(folder / META), 0, f"not readable JSON: {exc}"))
+    document = read_document(folder / META, reading)
+    if document is None:
         return
+    metadata = document.value
     if not isinstance(metadata, dict):
         reading.problems.append(Problem(str(folder / META), 0, "not a Vibe session"))
         return
