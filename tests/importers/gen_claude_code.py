@@ -142,6 +142,34 @@ def write_early_result(projects: Path) -> Path:
     return projects
 
 
+# 2.0.x (seen in real homes) warms its sub-agents' prompt cache when it starts: a sidechain
+# in the main file whose user message is "Warmup" and the sub-agent's greeting, before the
+# user's first prompt.
+WARMED: Final = "4c000000-0000-4000-8000-00000000c005"
+
+
+def warmed() -> list[dict[str, Any]]:
+    warm = _record(WARMED, 1, None, "user", 20)
+    warm.update(isSidechain=True, version="2.0.21")
+    warm["message"] = {"role": "user", "content": "Warmup"}
+    greet = _record(WARMED, 2, warm["uuid"], "assistant", 20)
+    greet.update(isSidechain=True, version="2.0.21")
+    greet["message"] = {"id": "msg_6", "type": "message", "role": "assistant",
+                        "model": "claude-haiku-4-5",
+                        "content": [{"type": "text", "text": "Ready to explore."}]}  # fmt: skip
+    ask = _record(WARMED, 3, None, "user", 21)
+    ask["version"] = "2.0.21"
+    ask["message"] = {"role": "user", "content": "config"}
+    return [warm, greet, ask]
+
+
+def write_warmed(projects: Path) -> Path:
+    project = projects / "-home-dev-kiln"
+    project.mkdir(parents=True, exist_ok=True)
+    (project / f"{WARMED}.jsonl").write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in warmed()))
+    return projects
+
+
 # Every record type Claude Code 2.1.337's writer appends to a session's file, in the
 # shapes it writes them (read in its package; skips.WRITER_KINDS lists them), made-up
 # content: the conversation records first, then the script's calls (host-row) and one

@@ -57,6 +57,16 @@ def test_a_result_written_before_its_call_follows_the_call_and_cites_it(
     assert not tally.unknown
 
 
+def test_a_sub_agent_s_warmup_is_the_harness_not_the_user(tmp_path: Path) -> None:
+    sessions, _, _ = by_session(FMT, gen.write_warmed(tmp_path))
+    (warm,) = [s for s in sessions if s != gen.WARMED]
+    first = next(e for e in sessions[warm] if e["type"].startswith("message/"))
+    assert (first["type"], first["payload"]["text"]) == ("message/context", "Warmup")
+    assert first["payload"]["meta"] is True
+    prompt = next(e for e in sessions[gen.WARMED] if e["type"].startswith("message/"))
+    assert (prompt["type"], prompt["payload"]["text"]) == ("message/user", "config")
+
+
 def test_while_the_planning_session_is_still_open_its_plan_call_is_cited(
     tmp_path: Path,
 ) -> None:

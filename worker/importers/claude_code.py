@@ -549,7 +549,7 @@ class ClaudeCodeConverter(JsonRecordConverter):
         if record.get("isCompactSummary") is True or _continued(content):
             return [self._compaction(session, content, uuid, time)]
         self._note_spawn(record, content)
-        meta = record.get("isMeta") is True
+        meta = record.get("isMeta") is True or _warmup(record, content)
         base: dict[str, Any] = {"meta": True} if meta else {}
         if isinstance(content, str):
             return [self._user_text(session, content, meta, base, time, uuid)]
@@ -646,6 +646,17 @@ class ClaudeCodeConverter(JsonRecordConverter):
         return self.sessions.emit(
             session, type_, surface, time, _drop_none(payload), source_type, source_ref=ref
         )
+
+
+def _warmup(record: dict[str, Any], content: object) -> bool:
+    """2.0.x warms its sub-agents' prompt cache when it starts: a sidechain opening with the
+    user message "Warmup" (seen in real homes) is the harness's, not the user's."""
+    return (
+        record.get("isSidechain") is True
+        and record.get("parentUuid") is None
+        and isinstance(content, str)
+        and content.strip() == "Warmup"
+    )
 
 
 def _continued(content: object) -> bool:
