@@ -170,6 +170,51 @@ def write_warmed(projects: Path) -> Path:
     return projects
 
 
+# 2.1.16x's Workflow tool (seen in a real home): the call's result names the run
+# (``toolUseResult.runId``), whose agents' transcripts are in
+# ``<session>/subagents/workflows/<run id>/agent-<id>.jsonl`` beside the runner's
+# ``journal.jsonl`` (each agent started, its structured result: bookkeeping).
+FLOWING: Final = "4c000000-0000-4000-8000-00000000c006"
+FLOW_CALL: Final = "toolu_5c000000000000000000000flow"
+FLOW_RUN: Final = "wf_d66113ec-b09"
+FLOW_AGENT: Final = "a9918ee13924681b1"
+FLOW_SUMMARY: Final = "Check the firing schedule's numbers"
+
+
+def flowing() -> list[dict[str, Any]]:
+    ask = _record(FLOWING, 1, None, "user", 30)
+    ask["message"] = {"role": "user", "content": "verify the schedule"}
+    call = _record(FLOWING, 2, ask["uuid"], "assistant", 31)
+    use = {"type": "tool_use", "id": FLOW_CALL, "name": "Workflow",
+           "input": {"script": "export const meta = { name: 'verify' }"}}  # fmt: skip
+    call["message"] = {"id": "msg_7", "type": "message", "role": "assistant",
+                       "model": "claude-opus-4-7", "content": [use]}  # fmt: skip
+    result = _record(FLOWING, 3, call["uuid"], "user", 31)
+    text = f"Workflow launched in background. Task ID: wr9zg\nSummary: {FLOW_SUMMARY}"
+    result["message"] = {"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": FLOW_CALL, "content": text}]}  # fmt: skip
+    result["toolUseResult"] = {"status": "async_launched", "taskType": "local_workflow",
+                               "runId": FLOW_RUN, "summary": FLOW_SUMMARY}  # fmt: skip
+    return [ask, call, result]
+
+
+def write_flowing(projects: Path) -> Path:
+    project = projects / "-home-dev-kiln"
+    run = project / FLOWING / "subagents" / "workflows" / FLOW_RUN
+    run.mkdir(parents=True)
+    (project / f"{FLOWING}.jsonl").write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in flowing()))
+    agent = _record(FLOWING, 4, None, "user", 32)
+    agent.update(isSidechain=True, agentId=FLOW_AGENT)
+    agent["message"] = {"role": "user", "content": "Review the cone 6 numbers."}
+    (run / f"agent-{FLOW_AGENT}.jsonl").write_bytes(orjson.dumps(agent) + b"\n")
+    (run / f"agent-{FLOW_AGENT}.meta.json").write_text('{"agentType":"workflow-subagent"}')
+    journal = [{"type": "started", "key": "v2:ab", "agentId": FLOW_AGENT},
+               {"type": "result", "key": "v2:ab", "agentId": FLOW_AGENT,
+                "result": {"findings": [], "overallVerdict": "ok"}}]  # fmt: skip
+    (run / "journal.jsonl").write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in journal))
+    return projects
+
+
 # Every record type Claude Code 2.1.337's writer appends to a session's file, in the
 # shapes it writes them (read in its package; skips.WRITER_KINDS lists them), made-up
 # content: the conversation records first, then the script's calls (host-row) and one

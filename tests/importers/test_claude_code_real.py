@@ -67,6 +67,20 @@ def test_a_sub_agent_s_warmup_is_the_harness_not_the_user(tmp_path: Path) -> Non
     assert (prompt["type"], prompt["payload"]["text"]) == ("message/user", "config")
 
 
+def test_a_workflow_s_agents_are_children_citing_its_call_and_its_journal_no_source(
+    tmp_path: Path,
+) -> None:
+    projects = gen.write_flowing(tmp_path)
+    sessions, _, tally = by_session(FMT, projects)
+    call = next(e for e in sessions[gen.FLOWING] if e["type"] == "tool/call")
+    child = sessions[f"{gen.FLOWING}-agent-{gen.FLOW_AGENT}"]
+    assert child[0]["payload"]["parent_session_id"] == gen.FLOWING
+    assert child[0]["cites"] == [{"session_id": gen.FLOWING, "seq": call["seq"]}]
+    assert not tally.unknown and not tally.problems
+    importer = registry.get(FMT)
+    assert not [p for p in importer.files(projects) if p.name == "journal.jsonl"]
+
+
 def test_while_the_planning_session_is_still_open_its_plan_call_is_cited(
     tmp_path: Path,
 ) -> None:

@@ -85,6 +85,8 @@ _OPEN_CALL: Final = "\0open-call"
 # links key of a spawning call, for a fork whose transcript starts with a copy of it.
 _SPAWN_CALL: Final = "\0spawn-call"
 _PLAN_EXIT: Final = "ExitPlanMode"  # plan mode's call a "clear context" session answers
+_WORKFLOWS: Final = "workflows"  # <session>/subagents/workflows/<run id>/agent-<id>.jsonl
+_WORKFLOW: Final = "\0workflow:"  # links key prefix of a Workflow call, by its run id
 _HEAD_BYTES: Final = 64 << 10
 # A tool's result written before the reply that called it waits at most this many records
 # for its parent (seen in a real 2.1.97 home: 1 to 14 records early).
@@ -320,6 +322,9 @@ class ClaudeCodeConverter(JsonRecordConverter):
             time = iso_time(record.get("timestamp"))
             # A sub-agent's start cites the tool call that spawned it, when read already.
             spawn = self.links.get((raw, agent)) if isinstance(agent, str) else None
+            run = Path(self.path).parent
+            if spawn is None and isinstance(agent, str) and run.parent.name == _WORKFLOWS:
+                spawn = self.links.get((raw, f"{_WORKFLOW}{run.name}"))
             if spawn is None and isinstance(agent, str) and self.fork_head:
                 spawn = next(filter(None, (self.links.get((_SPAWN_CALL, call))
                                            for call in _tool_use_ids(record))), None)  # fmt: skip
@@ -594,8 +599,22 @@ class ClaudeCodeConverter(JsonRecordConverter):
         """A Task result names the sub-agent it ran (``toolUseResult.agentId``): remember
         which tool call spawned it, for the sub-agent's transcript."""
         result = record.get("toolUseResult")
-        agent = result.get("agentId") if isinstance(result, dict) else None
+        if not isinstance(result, dict):
+            return
+        agent = result.get("agentId")
         raw = record.get("sessionId")
+        run = result.get("runId")
+        if isinstance(run, str) and run and isinstance(raw, str):
+            # A Workflow call's result names its run, whose agents' transcripts are in
+            # ``subagents/workflows/<run id>/`` (2.1.16x, seen in a real home).
+            agent, summary = f"{_WORKFLOW}{run}", result.get("summary")
+            for block in content if isinstance(content, list) else []:
+                tool_id = block.get("tool_use_id") if isinstance(block, dict) else None
+                call = self.tool_calls.get(tool_id) if isinstance(tool_id, str) else None
+                if call is not None:
+                    about = summary if isinstance(summary, str) else None
+                    self.links[(raw, agent)] = Spawn(call[0], call[1], about)
+            return
         if not (isinstance(agent, str) and agent and isinstance(raw, str)):
             return
         for block in content if isinstance(content, list) else []:
