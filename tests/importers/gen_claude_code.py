@@ -101,6 +101,120 @@ def write_hidden_thinking(projects: Path) -> Path:
     return projects
 
 
+# Seen in a real 2.1.97 home: a tool's result record written before the assistant records
+# of the reply that called it (the reply's text, then its tool_use): the records'
+# ``parentUuid`` links give their order, the file does not. Once the result comes right
+# before the call's record, once two records before it.
+EARLY: Final = "4c000000-0000-4000-8000-00000000c004"
+EARLY_CALL: Final = "toolu_5c0000000000000000000early"
+
+
+def early_result() -> list[dict[str, Any]]:
+    ask = _record(EARLY, 1, None, "user", 10)
+    ask["message"] = {"role": "user", "content": "raise the hold at 1000 to 20 minutes"}
+    first = _record(EARLY, 2, ask["uuid"], "assistant", 11)
+    first["message"] = {"id": "msg_4", "type": "message", "role": "assistant",
+                        "model": "claude-sonnet-4-6",
+                        "content": [{"type": "text", "text": "Editing the schedule."}]}  # fmt: skip
+    call = _record(EARLY, 4, first["uuid"], "assistant", 11)
+    edit = {"type": "tool_use", "id": EARLY_CALL, "name": "Edit",
+            "input": {"file_path": "/home/dev/kiln/cone6.txt", "old_string": "10",
+                      "new_string": "20"}}  # fmt: skip
+    call["message"] = {"id": "msg_4", "type": "message", "role": "assistant",
+                       "model": "claude-sonnet-4-6", "content": [edit]}  # fmt: skip
+    result = _record(EARLY, 3, call["uuid"], "user", 11)
+    answer = {"type": "tool_result", "tool_use_id": EARLY_CALL, "content": "Updated."}
+    result["message"] = {"role": "user", "content": [answer]}
+    done = _record(EARLY, 5, result["uuid"], "assistant", 12)
+    done["message"] = {"id": "msg_5", "type": "message", "role": "assistant",
+                       "model": "claude-sonnet-4-6",
+                       "content": [{"type": "text", "text": "Held 20 minutes."}]}  # fmt: skip
+    # The result written first: before the reply's text and its call.
+    return [ask, result, first, call, done]
+
+
+def write_early_result(projects: Path) -> Path:
+    project = projects / "-home-dev-kiln"
+    project.mkdir(parents=True, exist_ok=True)
+    (project / f"{EARLY}.jsonl").write_bytes(
+        b"".join(orjson.dumps(r) + b"\n" for r in early_result())
+    )
+    return projects
+
+
+# 2.0.x (seen in real homes) warms its sub-agents' prompt cache when it starts: a sidechain
+# in the main file whose user message is "Warmup" and the sub-agent's greeting, before the
+# user's first prompt.
+WARMED: Final = "4c000000-0000-4000-8000-00000000c005"
+
+
+def warmed() -> list[dict[str, Any]]:
+    warm = _record(WARMED, 1, None, "user", 20)
+    warm.update(isSidechain=True, version="2.0.21")
+    warm["message"] = {"role": "user", "content": "Warmup"}
+    greet = _record(WARMED, 2, warm["uuid"], "assistant", 20)
+    greet.update(isSidechain=True, version="2.0.21")
+    greet["message"] = {"id": "msg_6", "type": "message", "role": "assistant",
+                        "model": "claude-haiku-4-5",
+                        "content": [{"type": "text", "text": "Ready to explore."}]}  # fmt: skip
+    ask = _record(WARMED, 3, None, "user", 21)
+    ask["version"] = "2.0.21"
+    ask["message"] = {"role": "user", "content": "config"}
+    return [warm, greet, ask]
+
+
+def write_warmed(projects: Path) -> Path:
+    project = projects / "-home-dev-kiln"
+    project.mkdir(parents=True, exist_ok=True)
+    (project / f"{WARMED}.jsonl").write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in warmed()))
+    return projects
+
+
+# 2.1.16x's Workflow tool (seen in a real home): the call's result names the run
+# (``toolUseResult.runId``), whose agents' transcripts are in
+# ``<session>/subagents/workflows/<run id>/agent-<id>.jsonl`` beside the runner's
+# ``journal.jsonl`` (each agent started, its structured result: bookkeeping).
+FLOWING: Final = "4c000000-0000-4000-8000-00000000c006"
+FLOW_CALL: Final = "toolu_5c000000000000000000000flow"
+FLOW_RUN: Final = "wf_d66113ec-b09"
+FLOW_AGENT: Final = "a9918ee13924681b1"
+FLOW_SUMMARY: Final = "Check the firing schedule's numbers"
+
+
+def flowing() -> list[dict[str, Any]]:
+    ask = _record(FLOWING, 1, None, "user", 30)
+    ask["message"] = {"role": "user", "content": "verify the schedule"}
+    call = _record(FLOWING, 2, ask["uuid"], "assistant", 31)
+    use = {"type": "tool_use", "id": FLOW_CALL, "name": "Workflow",
+           "input": {"script": "export const meta = { name: 'verify' }"}}  # fmt: skip
+    call["message"] = {"id": "msg_7", "type": "message", "role": "assistant",
+                       "model": "claude-opus-4-7", "content": [use]}  # fmt: skip
+    result = _record(FLOWING, 3, call["uuid"], "user", 31)
+    text = f"Workflow launched in background. Task ID: wr9zg\nSummary: {FLOW_SUMMARY}"
+    result["message"] = {"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": FLOW_CALL, "content": text}]}  # fmt: skip
+    result["toolUseResult"] = {"status": "async_launched", "taskType": "local_workflow",
+                               "runId": FLOW_RUN, "summary": FLOW_SUMMARY}  # fmt: skip
+    return [ask, call, result]
+
+
+def write_flowing(projects: Path) -> Path:
+    project = projects / "-home-dev-kiln"
+    run = project / FLOWING / "subagents" / "workflows" / FLOW_RUN
+    run.mkdir(parents=True)
+    (project / f"{FLOWING}.jsonl").write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in flowing()))
+    agent = _record(FLOWING, 4, None, "user", 32)
+    agent.update(isSidechain=True, agentId=FLOW_AGENT)
+    agent["message"] = {"role": "user", "content": "Review the cone 6 numbers."}
+    (run / f"agent-{FLOW_AGENT}.jsonl").write_bytes(orjson.dumps(agent) + b"\n")
+    (run / f"agent-{FLOW_AGENT}.meta.json").write_text('{"agentType":"workflow-subagent"}')
+    journal = [{"type": "started", "key": "v2:ab", "agentId": FLOW_AGENT},
+               {"type": "result", "key": "v2:ab", "agentId": FLOW_AGENT,
+                "result": {"findings": [], "overallVerdict": "ok"}}]  # fmt: skip
+    (run / "journal.jsonl").write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in journal))
+    return projects
+
+
 # Every record type Claude Code 2.1.337's writer appends to a session's file, in the
 # shapes it writes them (read in its package; skips.WRITER_KINDS lists them), made-up
 # content: the conversation records first, then the script's calls (host-row) and one

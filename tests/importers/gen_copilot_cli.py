@@ -181,6 +181,68 @@ def write(home: Path) -> Path:
     return state
 
 
+# Versions before 1.0 (0.0.3xx, seen in a real Windows home) record no cwd in
+# ``session.start`` and write no workspace.yaml, but state it in the system prompt: the
+# ``system.message`` after the first prompt holds its environment context.
+PROMPTED: Final = "c0p1-0000-4000-8000-00000000b012"
+PROMPTED_CWD: Final = "c:\\Users\\dev\\milk-steamer"
+SYSTEM_PROMPT: Final = (
+    "You are the GitHub Copilot CLI, a terminal assistant.\n\n<version_information>\n"
+    "Version number: 0.0.343\n</version_information>\n\n<environment_context>\n"
+    "You are working in the following environment.\n"
+    f"* Current working directory: {PROMPTED_CWD}\n* Git repository root: C:\\Users\\dev\n"
+    "* Operating System: Windows_NT\n</environment_context>\n\nWork only in the current "
+    "working directory and its children."
+)
+
+
+def prompted_session() -> _Log:
+    log = _Log(minute=40)
+    log.add("session.start", sessionId=PROMPTED, version=1, producer="copilot-agent",
+            copilotVersion="unknown", startTime="2025-07-01T10:40:00.000Z")  # fmt: skip
+    log.add("user.message", content="why does the wand drip?", attachments=[])
+    log.add("system.message", content=SYSTEM_PROMPT, role="system")
+    log.add("assistant.message", messageId="m-12", content="The purge is too short.")
+    return log
+
+
+def write_prompted(home: Path) -> Path:
+    state = home / ".copilot" / "session-state"
+    state.mkdir(parents=True, exist_ok=True)
+    (state / f"{PROMPTED}.jsonl").write_bytes(prompted_session().bytes())
+    return state
+
+
+# 1.0.10 (seen in a real home) marks a sub-agent's run with ``subagent.started`` and
+# ``subagent.completed`` around the ``task`` call, without an ``agentId`` and without the
+# sub-agent's own records: the call's result holds its answer.
+MARKED: Final = "c0p1-0000-4000-8000-00000000b013"
+
+
+def marked_session() -> _Log:
+    log = _Log(minute=50)
+    log.add("session.start", sessionId=MARKED, version=1, producer="copilot-agent",
+            copilotVersion="1.0.10", startTime="2025-07-01T10:50:00.000Z",
+            context={"cwd": CWD})  # fmt: skip
+    log.add("user.message", content="where is the purge timer set?", attachments=[])
+    log.add("tool.execution_start", toolCallId="tc-task", toolName="task",
+            arguments={"agent_type": "explore", "prompt": "find the purge timer"})  # fmt: skip
+    marker = {"toolCallId": "tc-task", "agentName": "explore",
+              "agentDisplayName": "Explore Agent"}  # fmt: skip
+    log.add("subagent.started", agentDescription="Fast codebase exploration.", **marker)
+    log.add("subagent.completed", **marker)
+    log.add("tool.execution_complete", toolCallId="tc-task", success=True,
+            result={"content": "wand.toml: purge_seconds"})  # fmt: skip
+    return log
+
+
+def write_marked(home: Path) -> Path:
+    state = home / ".copilot" / "session-state"
+    (state / MARKED).mkdir(parents=True)
+    (state / MARKED / "events.jsonl").write_bytes(marked_session().bytes())
+    return state
+
+
 PERMISSION: Final = "c0p1-0000-4000-8000-00000000c003"
 
 

@@ -354,6 +354,207 @@ def write_home_digest(tmp: Path) -> None:
         )
 
 
+# An older folder named by the digest of the project's path as an editor gave it on
+# Windows (the drive letter lowered, a folder name in capitals: seen in a real home), beside
+# the newer folder whose marker the CLI lowered whole; no chat of one is in the other.
+CAPITALS_CWD: Final = "c:\\Users\\potter\\Documents\\KILN-LOG"
+CAPITALS_MARKER: Final = "c:\\users\\potter\\documents\\kiln-log"
+IN_CAPITALS: Final = "9c4e0000-0000-4000-8000-00000000d012"
+IN_LOWERED: Final = "9c4e0000-0000-4000-8000-00000000d013"
+
+
+def write_capitals_digest(tmp: Path) -> None:
+    """Under ``tmp`` (``~/.gemini/tmp``): the marked project and its older digest folder."""
+    digest = hashlib.sha256(CAPITALS_CWD.encode()).hexdigest()
+    (tmp / "kiln-log").mkdir(parents=True)
+    (tmp / "kiln-log" / ".project_root").write_text(CAPITALS_MARKER)
+    for folder, session, minute in (("kiln-log", IN_LOWERED, 40), (digest, IN_CAPITALS, 33)):
+        (tmp / folder / "chats").mkdir(parents=True, exist_ok=True)
+        chat = _chat(session, f"2025-10-30T23:{minute}:38.483Z", ["say hello"])
+        name = f"session-2025-10-30T23-{minute}-{session[:8]}.json"
+        (tmp / folder / "chats" / name).write_bytes(orjson.dumps(chat))
+
+
+# An older digest-named folder of another machine's home (seen in a real Cloud Shell home):
+# no marker, no registry, no newer folder; its chats' tool calls show paths in the
+# project, one chat none. The digest is of the folder the CLI ran in.
+SHOWN_CWD: Final = "/home/potter/glaze"
+SHOWING: Final = "7a2c0000-0000-4000-8000-00000000d020"
+SHOWING_NONE: Final = "7a2c0000-0000-4000-8000-00000000d021"
+
+
+def write_shown_digest(tmp: Path) -> None:
+    """Under ``tmp`` (``~/.gemini/tmp``): the digest folder of ``SHOWN_CWD``."""
+    chats = tmp / hashlib.sha256(SHOWN_CWD.encode()).hexdigest() / "chats"
+    chats.mkdir(parents=True)
+    start = "2025-11-04T02:35:00.000Z"
+    showing = _chat(SHOWING, start, ["read the glaze recipe"])
+    showing["messages"][1]["toolCalls"] = [
+        {"id": "read_file-1", "name": "read_file", "status": "success", "timestamp": start,
+         "args": {"absolute_path": f"{SHOWN_CWD}/recipes/celadon.md"},
+         "result": [{"functionResponse": {"id": "read_file-1", "name": "read_file",
+                                          "response": {"output": "feldspar 40"}}}]},
+        {"id": "run_shell_command-1", "name": "run_shell_command", "status": "success",
+         "timestamp": start, "args": {"command": "ls", "directory": f"{SHOWN_CWD}/recipes"},
+         "result": [{"functionResponse": {"id": "run_shell_command-1",
+                                          "name": "run_shell_command",
+                                          "response": {"output": "celadon.md"}}}]},
+    ]  # fmt: skip
+    (chats / "session-2025-11-04T02-35-7a2cd020.json").write_bytes(orjson.dumps(showing))
+    alone = _chat(SHOWING_NONE, "2025-11-04T03:00:00.000Z", ["hi"])
+    (chats / "session-2025-11-04T03-00-7a2cd021.json").write_bytes(orjson.dumps(alone))
+
+
+# Since May 2026 a new session's file opens with the CLI syncing its bootstrap history to
+# the recording (``GeminiChat.initialize`` -> ``updateMessagesFromHistory``): a ``$set`` of
+# ``messages`` holding the session context as a user turn never appended (seen in a real
+# Cloud Shell home's June 2026 files), then the conversation appended as usual.
+BOOTSTRAPPED: Final = "b0075000-0000-4000-8000-00000000e010"
+BOOT_CONTEXT: Final = (
+    "<session_context>\nThis is the Gemini CLI. We are setting up the context for our chat."
+    "\nMy operating system is: linux\n- **Workspace Directories:**\n  - /home/dev/kiln\n"
+    "</session_context>"
+)
+
+
+def bootstrapped_session() -> list[dict[str, Any]]:
+    start = "2026-06-04T10:04:00.000Z"
+    header = {"sessionId": BOOTSTRAPPED, "projectHash": "ab" * 32, "startTime": start,
+              "lastUpdated": start, "kind": "main"}  # fmt: skip
+    context = {"id": "0b0075e0000000000000000000000001", "timestamp": start, "type": "user",
+               "content": [{"text": BOOT_CONTEXT}]}  # fmt: skip
+    prompt = {"id": "b0075-u1", "timestamp": "2026-06-04T10:04:05.000Z", "type": "user",
+              "content": [{"text": "what fires at cone 6?"}]}  # fmt: skip
+    answer = {"id": "b0075-g1", "timestamp": "2026-06-04T10:04:09.000Z", "type": "gemini",
+              "content": "Stoneware and porcelain.", "model": "gemini-3-flash-preview"}  # fmt: skip
+    return [
+        header,
+        {"$set": {"messages": [context], "lastUpdated": start}},
+        prompt,
+        {"$set": {"lastUpdated": prompt["timestamp"]}},
+        answer,
+    ]
+
+
+def write_bootstrapped(tmp: Path) -> None:
+    chats = tmp / "kiln" / "chats"
+    chats.mkdir(parents=True)
+    (tmp / "kiln" / ".project_root").write_text("/home/dev/kiln")
+    (chats / f"session-2026-06-04T10-04-{BOOTSTRAPPED[:8]}.jsonl").write_bytes(
+        _lines(bootstrapped_session())
+    )
+
+
+# The a2a server (Cloud Shell's editor agent) records its own chats under the fixed id
+# ``a2a-server`` (``packages/a2a-server``: ``loadConfig(..., 'a2a-server', ...)``), one file
+# per start, ``session-<time>-a2a-serv.jsonl``, in each project folder it ran for (seen in
+# real Cloud Shell homes): the header, and the bootstrap history or nothing.
+A2A_FILES: Final = {
+    ("admin", "2026-06-04T10-51"): None,
+    ("admin", "2026-06-26T04-18"): "admin",
+    ("code-oss-for-cloud-shell", "2026-06-04T11-22"): "editor",
+}
+
+
+def write_a2a_server(tmp: Path) -> None:
+    for (folder, time), context in A2A_FILES.items():
+        chats = tmp / folder / "chats"
+        chats.mkdir(parents=True, exist_ok=True)
+        (tmp / folder / ".project_root").write_text(f"/home/dev/{folder}")
+        start = f"{time[:13]}:{time[14:]}:00.000Z"
+        records: list[dict[str, Any]] = [
+            {"sessionId": "a2a-server", "projectHash": "ab" * 32, "startTime": start,
+             "lastUpdated": start, "kind": "main"}]  # fmt: skip
+        if context is not None:
+            text = f"<session_context>\n{context}\n</session_context>"
+            turn = {"id": f"{context:0>32}", "timestamp": start, "type": "user",
+                    "content": [{"text": text}]}  # fmt: skip
+            records.append({"$set": {"messages": [turn], "lastUpdated": start}})
+        (chats / f"session-{time}-a2a-serv.jsonl").write_bytes(_lines(records))
+
+
+# A chat file whose first lines, the header with them, are gone (seen in a real June 2026
+# home, a session of an hour whose file starts 40 minutes in): messages only.
+HEADLESS_FILE: Final = "session-2026-06-11T03-50-4ead1e55.jsonl"
+
+
+def write_headless(tmp: Path) -> None:
+    chats = tmp / "kiln" / "chats"
+    chats.mkdir(parents=True)
+    (tmp / "kiln" / ".project_root").write_text("/home/dev/kiln")
+    call = {"id": "run_shell_command-1", "name": "run_shell_command", "status": "success",
+            "timestamp": "2026-06-11T04:31:43.685Z", "args": {"command": "git mv a b"},
+            "result": [{"functionResponse": {"id": "run_shell_command-1",
+                                             "name": "run_shell_command",
+                                             "response": {"output": "moved"}}}]}  # fmt: skip
+    records: list[dict[str, Any]] = [
+        {"id": "4ead-g1", "timestamp": "2026-06-11T04:31:43.685Z", "type": "gemini",
+         "content": "", "toolCalls": [call], "model": "gemini-3-flash-preview"},
+        {"$set": {"lastUpdated": "2026-06-11T04:31:44.909Z"}},
+        {"id": "4ead-u1", "timestamp": "2026-06-11T04:32:10.000Z", "type": "user",
+         "content": [{"text": "now commit it"}]},
+        {"id": "4ead-g2", "timestamp": "2026-06-11T04:32:15.000Z", "type": "gemini",
+         "content": "Committed.", "model": "gemini-3-flash-preview"},
+    ]  # fmt: skip
+    (chats / HEADLESS_FILE).write_bytes(_lines(records))
+
+
+# Older chats without tool calls (seen in a real Sept 2025 home): only the messages' text
+# names paths, here a file in the project folder whose digest names the chats' folder.
+MENTIONING: Final = "7a2c0000-0000-4000-8000-00000000d022"
+
+
+def write_mentioned_digest(tmp: Path) -> None:
+    chats = tmp / hashlib.sha256(SHOWN_CWD.encode()).hexdigest() / "chats"
+    chats.mkdir(parents=True)
+    chat = _chat(MENTIONING, "2025-09-19T09:27:00.000Z", ["where are the recipes?"])
+    chat["messages"][1]["content"] = f"They are in `{SHOWN_CWD}/recipes/celadon.md`."
+    (chats / "session-2025-09-19T09-27-7a2cd022.json").write_bytes(orjson.dumps(chat))
+
+
+# Two older digest folders of one home: the second's chat names no path, the first's
+# names the second's project folder (seen in a real home: a digest named only elsewhere).
+NAMED_ELSEWHERE: Final = "7a2c0000-0000-4000-8000-00000000d023"
+ELSEWHERE_CWD: Final = "/home/potter/kiln-log"
+
+
+def write_named_elsewhere(tmp: Path) -> None:
+    write_mentioned_digest(tmp)
+    naming = tmp / hashlib.sha256(SHOWN_CWD.encode()).hexdigest() / "chats"
+    other = _chat("7a2c0000-0000-4000-8000-00000000d024", "2025-09-19T10:00:00.000Z", ["hi"])
+    other["messages"][1]["content"] = f"The log is kept in {ELSEWHERE_CWD}, not here."
+    (naming / "session-2025-09-19T10-00-7a2cd024.json").write_bytes(orjson.dumps(other))
+    chats = tmp / hashlib.sha256(ELSEWHERE_CWD.encode()).hexdigest() / "chats"
+    chats.mkdir(parents=True)
+    alone = _chat(NAMED_ELSEWHERE, "2025-09-20T08:00:00.000Z", ["fire it"])
+    (chats / "session-2025-09-20T08-00-7a2cd023.json").write_bytes(orjson.dumps(alone))
+
+
+# A newer project folder (named by the slug of the project's folder name) without its
+# marker and without a registry (seen in a real home): its chats' tool calls show paths in
+# the project; in the second home two folders of that name are shown.
+SLUG_CWD: Final = "/home/potter/Glaze Lab"
+
+
+def write_shown_slug(tmp: Path, *, twice: bool = False) -> str:
+    """A chat under ``tmp/glaze-lab``; returns its session id."""
+    chats = tmp / "glaze-lab" / "chats"
+    chats.mkdir(parents=True)
+    session = "9d1e0000-0000-4000-8000-00000000d030"
+    chat = _chat(session, "2026-06-11T03:50:00.000Z", ["list the recipes"])
+    shown = [f"{SLUG_CWD}/recipes"] + (["/srv/old/glaze_lab/recipes"] if twice else [])
+    chat["messages"][1]["toolCalls"] = [
+        {"id": f"list_directory-{n}", "name": "list_directory", "status": "success",
+         "timestamp": "2026-06-11T03:50:00.000Z", "args": {"dir_path": path},
+         "result": [{"functionResponse": {"id": f"list_directory-{n}",
+                                          "name": "list_directory",
+                                          "response": {"output": "celadon.md"}}}]}
+        for n, path in enumerate(shown)
+    ]  # fmt: skip
+    (chats / "session-2026-06-11T03-50-9d1e0000.json").write_bytes(orjson.dumps(chat))
+    return session
+
+
 # One record of each kind Gemini CLI 0.61.0's chat recording writes (skips.WRITER_KINDS),
 # in its shapes, made-up content: the header; messages of each type, with the parts its
 # callers record (a tool's response sent back as a user message, a history rewritten

@@ -42,6 +42,45 @@ def test_thinking_kept_without_text_and_blank_text_are_counted_not_published(
     assert not tally.unknown, tally.unknown
 
 
+def test_a_result_written_before_its_call_follows_the_call_and_cites_it(
+    tmp_path: Path,
+) -> None:
+    sessions, _, tally = by_session(FMT, gen.write_early_result(tmp_path))
+    events = sessions[gen.EARLY]
+    assert [e["type"] for e in events] == [
+        "session/start", "message/user", "message/assistant", "tool/call", "tool/result",
+        "message/assistant",
+    ]  # fmt: skip
+    call, result = events[3], events[4]
+    assert result["cites"] == [{"session_id": gen.EARLY, "seq": call["seq"]}]
+    assert result["payload"]["tool"] == "Edit"
+    assert not tally.unknown
+
+
+def test_a_sub_agent_s_warmup_is_the_harness_not_the_user(tmp_path: Path) -> None:
+    sessions, _, _ = by_session(FMT, gen.write_warmed(tmp_path))
+    (warm,) = [s for s in sessions if s != gen.WARMED]
+    first = next(e for e in sessions[warm] if e["type"].startswith("message/"))
+    assert (first["type"], first["payload"]["text"]) == ("message/context", "Warmup")
+    assert first["payload"]["meta"] is True
+    prompt = next(e for e in sessions[gen.WARMED] if e["type"].startswith("message/"))
+    assert (prompt["type"], prompt["payload"]["text"]) == ("message/user", "config")
+
+
+def test_a_workflow_s_agents_are_children_citing_its_call_and_its_journal_no_source(
+    tmp_path: Path,
+) -> None:
+    projects = gen.write_flowing(tmp_path)
+    sessions, _, tally = by_session(FMT, projects)
+    call = next(e for e in sessions[gen.FLOWING] if e["type"] == "tool/call")
+    child = sessions[f"{gen.FLOWING}-agent-{gen.FLOW_AGENT}"]
+    assert child[0]["payload"]["parent_session_id"] == gen.FLOWING
+    assert child[0]["cites"] == [{"session_id": gen.FLOWING, "seq": call["seq"]}]
+    assert not tally.unknown and not tally.problems
+    importer = registry.get(FMT)
+    assert not [p for p in importer.files(projects) if p.name == "journal.jsonl"]
+
+
 def test_while_the_planning_session_is_still_open_its_plan_call_is_cited(
     tmp_path: Path,
 ) -> None:

@@ -58,6 +58,23 @@ def test_events_map_to_messages_tools_compaction_and_end(tmp_path: Path) -> None
     assert {o.key for o in outs if o.session_id == gen.OLD} == {NO_CWD_KEY}
 
 
+def test_an_old_session_takes_the_cwd_its_system_prompt_states(tmp_path: Path) -> None:
+    sessions, _, _ = by_session(FMT, gen.write_prompted(tmp_path))
+    assert sessions[gen.PROMPTED][0]["payload"]["cwd"] == gen.PROMPTED_CWD
+    said = [e["type"] for e in sessions[gen.PROMPTED]]
+    assert said[:3] == ["session/start", "message/user", "message/assistant"]
+
+
+def test_sub_agent_markers_without_its_records_are_known_not_drift(tmp_path: Path) -> None:
+    sessions, _, tally = by_session(FMT, gen.write_marked(tmp_path))
+    events = sessions[gen.MARKED]
+    call, result = events[2], events[3]
+    assert (call["type"], result["type"]) == ("tool/call", "tool/result")
+    assert result["cites"] == [{"session_id": gen.MARKED, "seq": call["seq"]}]
+    assert tally.skipped["record:subagent.completed"] == 1
+    assert reason_for("record:subagent.completed", BUILT_IN[FMT]) is not None  # not drift
+
+
 def test_detection_and_sources(tmp_path: Path) -> None:
     state = gen.write(tmp_path)
     files = list(expand([state], FMT))

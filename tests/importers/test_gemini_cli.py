@@ -21,6 +21,7 @@ from worker.importers.detect import detect, expand
 from worker.importers.gemini_cli import GeminiCliImporter
 from worker.importers.pipeline import convert_file
 from worker.importers.plugin import UnreadableSource
+from worker.importers.skips import BUILT_IN, reason_for
 
 FMT = "gemini-cli"
 
@@ -359,6 +360,95 @@ def test_a_digest_folder_no_newer_folder_continues_is_named_by_a_known_path_abov
     assert sessions[gen.IN_PROJECT][0]["payload"]["cwd"] == gen.HOME_PROJECT_CWD
     # The digest is of the home folder as Windows spells it, above the marked project.
     assert sessions[gen.AT_HOME][0]["payload"]["cwd"] == gen.HOME_CWD
+
+
+def test_the_session_context_a_new_file_opens_with_is_context(tmp_path: Path) -> None:
+    gen.write_bootstrapped(tmp_path / ".gemini" / "tmp")
+    sessions, _, tally = by_session(FMT, tmp_path / ".gemini" / "tmp")
+    events = sessions[gen.BOOTSTRAPPED]
+    assert [e["type"] for e in events][:4] == [
+        "session/start", "message/context", "message/user", "message/assistant",
+    ]  # fmt: skip
+    assert events[1]["payload"]["text"] == gen.BOOT_CONTEXT
+    assert events[2]["payload"]["text"] == "what fires at cone 6?"
+    assert "record:$set:messages" not in tally.skipped  # nothing of it was read before
+
+
+def test_the_a2a_server_s_chats_are_sessions_of_their_own(tmp_path: Path) -> None:
+    # All its files carry one id: each is a session, named by its folder and time.
+    gen.write_a2a_server(tmp_path / ".gemini" / "tmp")
+    sessions, _, _ = by_session(FMT, tmp_path / ".gemini" / "tmp")
+    assert sorted(sessions) == [
+        "a2a-server-admin-2026-06-04T10-51", "a2a-server-admin-2026-06-26T04-18",
+        "a2a-server-code-oss-for-cloud-shell-2026-06-04T11-22",
+    ]  # fmt: skip
+    editor = sessions["a2a-server-code-oss-for-cloud-shell-2026-06-04T11-22"]
+    assert editor[0]["payload"]["cwd"] == "/home/dev/code-oss-for-cloud-shell"
+    assert [e["type"] for e in editor][1] == "message/context"
+
+
+def test_a_chat_file_without_its_header_is_a_session_named_by_the_file(
+    tmp_path: Path,
+) -> None:
+    gen.write_headless(tmp_path / ".gemini" / "tmp")
+    sessions, _, tally = by_session(FMT, tmp_path / ".gemini" / "tmp")
+    (session,) = sessions
+    assert session == gen.HEADLESS_FILE.removesuffix(".jsonl")
+    events = sessions[session]
+    assert [e["type"] for e in events][:5] == [
+        "session/start", "tool/call", "tool/result", "message/user", "message/assistant",
+    ]  # fmt: skip
+    assert events[0]["payload"]["cwd"] == "/home/dev/kiln"
+    assert events[0]["time"] == "2026-06-11T04:31:43.685Z"
+    assert tally.skipped["record:header:missing"] == 1
+    assert reason_for("record:header:missing", BUILT_IN[FMT]) is not None  # not drift
+
+
+def test_a_digest_folder_is_named_by_a_path_its_chats_text_mentions(tmp_path: Path) -> None:
+    gen.write_mentioned_digest(tmp_path / ".gemini" / "tmp")
+    sessions, _, _ = by_session(FMT, tmp_path / ".gemini" / "tmp")
+    assert sessions[gen.MENTIONING][0]["payload"]["cwd"] == gen.SHOWN_CWD
+
+
+def test_a_digest_folder_is_named_by_a_path_another_folder_s_chats_mention(
+    tmp_path: Path,
+) -> None:
+    gen.write_named_elsewhere(tmp_path / ".gemini" / "tmp")
+    sessions, _, _ = by_session(FMT, tmp_path / ".gemini" / "tmp")
+    assert sessions[gen.NAMED_ELSEWHERE][0]["payload"]["cwd"] == gen.ELSEWHERE_CWD
+    assert sessions[gen.MENTIONING][0]["payload"]["cwd"] == gen.SHOWN_CWD
+
+
+def test_a_slug_folder_without_its_marker_takes_the_one_shown_folder_of_its_name(
+    tmp_path: Path,
+) -> None:
+    session = gen.write_shown_slug(tmp_path / "one" / ".gemini" / "tmp")
+    sessions, _, _ = by_session(FMT, tmp_path / "one" / ".gemini" / "tmp")
+    assert sessions[session][0]["payload"]["cwd"] == gen.SLUG_CWD
+    # Two shown folders slug to the folder's name: neither is taken.
+    gen.write_shown_slug(tmp_path / "two" / ".gemini" / "tmp", twice=True)
+    sessions, _, _ = by_session(FMT, tmp_path / "two" / ".gemini" / "tmp")
+    assert sessions[session][0]["payload"]["cwd"] is None
+
+
+def test_a_digest_folder_of_another_home_is_named_by_a_path_its_chats_show(
+    tmp_path: Path,
+) -> None:
+    gen.write_shown_digest(tmp_path / ".gemini" / "tmp")
+    sessions, _, _ = by_session(FMT, tmp_path / ".gemini" / "tmp")
+    # The folder the digest names, above the paths shown; in the chat that shows none too.
+    assert sessions[gen.SHOWING][0]["payload"]["cwd"] == gen.SHOWN_CWD
+    assert sessions[gen.SHOWING_NONE][0]["payload"]["cwd"] == gen.SHOWN_CWD
+
+
+def test_a_digest_folder_of_a_path_spelled_in_capitals_is_named_by_the_marked_project(
+    tmp_path: Path,
+) -> None:
+    # The marker is lowered whole; the digest is of the path with a folder in capitals.
+    gen.write_capitals_digest(tmp_path / ".gemini" / "tmp")
+    sessions, _, _ = by_session(FMT, tmp_path / ".gemini" / "tmp")
+    assert sessions[gen.IN_LOWERED][0]["payload"]["cwd"] == gen.CAPITALS_MARKER
+    assert sessions[gen.IN_CAPITALS][0]["payload"]["cwd"] == gen.CAPITALS_CWD
 
 
 def test_a_skill_extraction_run_is_the_harness_talking_not_the_user(tmp_path: Path) -> None:

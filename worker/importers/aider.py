@@ -6,7 +6,10 @@
 - consecutive ``> ...`` lines are what Aider itself printed (``command/output``: its banner
   and command line, edits applied, confirmations, command output, warnings): no tool call
   of the model's stands behind them, so they are not a ``tool/result``;
-- every other non-blank run of lines is the assistant's reply (``message/assistant``).
+- every other non-blank run of lines is the assistant's reply (``message/assistant``);
+  a reply that opens with the model's reasoning between Aider's ``<thinking-content-…>``
+  tags (``aider/reasoning_tags.py``: Aider streams the reasoning so, and logs the reply as
+  streamed; seen in a real history) is that reasoning as ``thinking``, then the answer.
 
 The file's directory is the session's cwd (Aider writes the history in the directory it
 ran in). The start time has no zone: it is read in ``assume_tz`` (the importing machine's
@@ -33,6 +36,7 @@ INPUT_HISTORY: Final = ".aider.input.history"
 _INPUT_TIME: Final = re.compile(rb"^# (\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:\.\d+)?)\s*$", re.M)
 _INPUT_TAIL: Final = 1 << 16  # the last input's time is near the end
 _START: Final = re.compile(r"^# aider chat started at (\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2})")
+REASONING_TAG: Final = "thinking-content-7bbeb8e1441453ad999a0bbba8a46d4b"  # Aider's own
 
 
 class AiderConverter:
@@ -139,8 +143,26 @@ class AiderConverter:
         if kind == "tool":
             return [self.sessions.emit(self.session, "command/output", "tool", time,
                                        {"text": cut(text)}, ">")]  # fmt: skip
-        return [self.sessions.emit(self.session, "message/assistant", "assistant", time,
-                                   {"text": cut(text)}, "text")]  # fmt: skip
+        reasoning, answer = _reasoning(text)
+        out: list[Outgoing] = []
+        for key, said, source in (
+            ("thinking", reasoning, "thinking-content"),
+            ("text", answer, "text"),
+        ):
+            if said:
+                out.append(self.sessions.emit(self.session, "message/assistant", "assistant",
+                                              time, {key: cut(said)}, source))  # fmt: skip
+        return out
+
+
+def _reasoning(reply: str) -> tuple[str, str]:
+    """A reply's reasoning and answer: the reasoning opens it between Aider's tags; a reply
+    cut off while the model reasoned has no closing tag (all of it is reasoning)."""
+    opening, closing = f"<{REASONING_TAG}>", f"</{REASONING_TAG}>"
+    if not reply.startswith(opening):
+        return "", reply
+    reasoning, _, answer = reply.removeprefix(opening).partition(closing)
+    return reasoning.strip(), answer.strip()
 
 
 def _classify(text: str) -> tuple[str, str]:

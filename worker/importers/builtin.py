@@ -72,7 +72,11 @@ class ClaudeCodeImporter(Importer):
         return any(claude_code.looks_like(record) for record in json_objects(head))
 
     def accepts(self, path: Path) -> bool:
-        # Claude Code's internal context-compression agents repeat the main transcript.
+        # Claude Code's internal context-compression agents repeat the main transcript; a
+        # workflow run's journal is its runner's bookkeeping (each agent started, and its
+        # result, which its own transcript ends with), no transcript.
+        if path.name == "journal.jsonl" and path.parent.parent.name == "workflows":
+            return False
         return not path.name.startswith("agent-acompact-")
 
     def files(self, root: Path) -> list[Path]:
@@ -82,8 +86,9 @@ class ClaudeCodeImporter(Importer):
 
         def order(path: Path) -> tuple[str, str, str]:
             main = path
-            if path.parent.name == "subagents":
-                main = path.parent.parent.with_name(path.parent.parent.name + ".jsonl")
+            subagents = next((p for p in path.parents if p.name == "subagents"), None)
+            if subagents is not None:  # a sub-agent's, or a workflow run's agent's
+                main = subagents.parent.with_name(subagents.parent.name + ".jsonl")
             if main not in starts:
                 starts[main] = claude_code.first_time(main)
             return (str(main.parent), starts[main], str(path))

@@ -59,6 +59,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Final
 
@@ -84,7 +85,12 @@ _OPEN_CALL: Final = "\0open-call"
 # links key of a spawning call, for a fork whose transcript starts with a copy of it.
 _SPAWN_CALL: Final = "\0spawn-call"
 _PLAN_EXIT: Final = "ExitPlanMode"  # plan mode's call a "clear context" session answers
+_WORKFLOWS: Final = "workflows"  # <session>/subagents/workflows/<run id>/agent-<id>.jsonl
+_WORKFLOW: Final = "\0workflow:"  # links key prefix of a Workflow call, by its run id
 _HEAD_BYTES: Final = 64 << 10
+# A tool's result written before the reply that called it waits at most this many records
+# for its parent (seen in a real 2.1.97 home: 1 to 14 records early).
+_HOLD_RECORDS: Final = 32
 _TIMESTAMP: Final = re.compile(rb'"timestamp":\s*"([^"]+)"')
 # The model name Claude Code gives the assistant records it writes itself.
 SYNTHETIC_MODEL: Final = "<synthetic>"
@@ -134,8 +140,78 @@ class ClaudeCodeConverter(JsonRecordConverter):
         # True from its ``fork-context-ref`` until that result; the copied call ids.
         self.fork_head = False
         self.fork_copies: set[str] = set()
+        # Results read before their call's record (its ``parentUuid`` not read yet), each
+        # with the records it may still wait: published right after their parent.
+        self.held: list[tuple[dict[str, Any], int]] = []
+        self.raw_sessions: set[str] = set()  # sessionIds with a record read here
+        self.seen: set[str] = set()  # uuids of the records read here
 
     def _record(self, record: dict[str, Any]) -> list[Outgoing]:
+        out = self._due()
+        if self._early(record):  # the file's order is not the records' (``parentUuid``)
+            self.held.append((record, _HOLD_RECORDS))
+            return out
+        out.extend(self._converted(record))
+        return out
+
+    def _early(self, record: dict[str, Any]) -> bool:
+        """A result of a call not read yet whose parent record, in a session this file
+        already has, is not read yet either: Claude Code wrote it before the reply that
+        called it. A result opening its session's file answers a call of another file."""
+        parent, raw = record.get("parentUuid"), record.get("sessionId")
+        if (
+            record.get("type") != "user"
+            or not isinstance(parent, str)
+            or raw not in self.raw_sessions
+        ):
+            return False
+        if parent in self.seen:
+            return False
+        message = record.get("message")
+        content = message.get("content") if isinstance(message, dict) else None
+        ids = [b.get("tool_use_id") for b in content if isinstance(b, dict)
+               and b.get("type") == "tool_result"] if isinstance(content, list) else []  # fmt: skip
+        return bool(ids) and all(
+            isinstance(i, str) and i not in self.tool_calls and (_OPEN_CALL, i) not in self.links
+            for i in ids
+        )
+
+    def _due(self) -> list[Outgoing]:
+        """Held results that waited their last record, in the order read."""
+        out: list[Outgoing] = []
+        waiting = []
+        for record, left in self.held:
+            if left <= 1:
+                out.extend(self._converted(record, hold=False))
+            else:
+                waiting.append((record, left - 1))
+        self.held = waiting
+        return out
+
+    def _release(self, uuid: object) -> list[Outgoing]:
+        out: list[Outgoing] = []
+        ready = [record for record, _ in self.held if record.get("parentUuid") == uuid]
+        if ready:
+            self.held = [(r, left) for r, left in self.held if r.get("parentUuid") != uuid]
+        for record in ready:
+            out.extend(self._converted(record))
+        return out
+
+    def _flush_held(self) -> list[Outgoing]:
+        held, self.held = self.held, []
+        return [o for record, _ in held for o in self._converted(record, hold=False)]
+
+    def _converted(self, record: dict[str, Any], *, hold: bool = True) -> list[Outgoing]:
+        out = self._one(record)
+        if isinstance(record.get("sessionId"), str):
+            self.raw_sessions.add(record["sessionId"])
+        if isinstance(record.get("uuid"), str):
+            self.seen.add(record["uuid"])
+        if hold:
+            out.extend(self._release(record.get("uuid")))
+        return out
+
+    def _one(self, record: dict[str, Any]) -> list[Outgoing]:
         kind = record.get("type")
         if kind == "summary":
             return self._title(record)
@@ -246,6 +322,9 @@ class ClaudeCodeConverter(JsonRecordConverter):
             time = iso_time(record.get("timestamp"))
             # A sub-agent's start cites the tool call that spawned it, when read already.
             spawn = self.links.get((raw, agent)) if isinstance(agent, str) else None
+            run = Path(self.path).parent
+            if spawn is None and isinstance(agent, str) and run.parent.name == _WORKFLOWS:
+                spawn = self.links.get((raw, f"{_WORKFLOW}{run.name}"))
             if spawn is None and isinstance(agent, str) and self.fork_head:
                 spawn = next(filter(None, (self.links.get((_SPAWN_CALL, call))
                                            for call in _tool_use_ids(record))), None)  # fmt: skip
@@ -352,7 +431,19 @@ class ClaudeCodeConverter(JsonRecordConverter):
         payload = {"title": cut(title)}
         return self.sessions.emit(session, "session/title", "system", None, payload, source_type)
 
+    def idle(self) -> list[Outgoing]:
+        out = self._flush_held()
+        self.tally.events += len(out)
+        return out + super().idle()
+
+    def end_quiet(self, before: datetime) -> list[Outgoing]:
+        out = self._flush_held()
+        self.tally.events += len(out)
+        return out + super().end_quiet(before)
+
     def finish(self) -> list[Outgoing]:
+        held = self._flush_held()
+        self.tally.events += len(held)
         # A call left unanswered here may be answered in the next session's file: "clear
         # context and implement" (plan mode) starts it with the plan's rejected
         # ExitPlanMode result, under the new sessionId (seen in real 2.1.2x homes).
@@ -364,7 +455,7 @@ class ClaudeCodeConverter(JsonRecordConverter):
             for _ in titles:
                 self.tally.skip("record:summary:leaf-not-in-file")
         self.pending_titles = {}
-        return []
+        return held
 
     def _system(self, session: str, record: dict[str, Any], time: str | None) -> list[Outgoing]:
         subtype = record.get("subtype")
@@ -463,7 +554,7 @@ class ClaudeCodeConverter(JsonRecordConverter):
         if record.get("isCompactSummary") is True or _continued(content):
             return [self._compaction(session, content, uuid, time)]
         self._note_spawn(record, content)
-        meta = record.get("isMeta") is True
+        meta = record.get("isMeta") is True or _warmup(record, content)
         base: dict[str, Any] = {"meta": True} if meta else {}
         if isinstance(content, str):
             return [self._user_text(session, content, meta, base, time, uuid)]
@@ -508,8 +599,22 @@ class ClaudeCodeConverter(JsonRecordConverter):
         """A Task result names the sub-agent it ran (``toolUseResult.agentId``): remember
         which tool call spawned it, for the sub-agent's transcript."""
         result = record.get("toolUseResult")
-        agent = result.get("agentId") if isinstance(result, dict) else None
+        if not isinstance(result, dict):
+            return
+        agent = result.get("agentId")
         raw = record.get("sessionId")
+        run = result.get("runId")
+        if isinstance(run, str) and run and isinstance(raw, str):
+            # A Workflow call's result names its run, whose agents' transcripts are in
+            # ``subagents/workflows/<run id>/`` (2.1.16x, seen in a real home).
+            agent, summary = f"{_WORKFLOW}{run}", result.get("summary")
+            for block in content if isinstance(content, list) else []:
+                tool_id = block.get("tool_use_id") if isinstance(block, dict) else None
+                call = self.tool_calls.get(tool_id) if isinstance(tool_id, str) else None
+                if call is not None:
+                    about = summary if isinstance(summary, str) else None
+                    self.links[(raw, agent)] = Spawn(call[0], call[1], about)
+            return
         if not (isinstance(agent, str) and agent and isinstance(raw, str)):
             return
         for block in content if isinstance(content, list) else []:
@@ -560,6 +665,17 @@ class ClaudeCodeConverter(JsonRecordConverter):
         return self.sessions.emit(
             session, type_, surface, time, _drop_none(payload), source_type, source_ref=ref
         )
+
+
+def _warmup(record: dict[str, Any], content: object) -> bool:
+    """2.0.x warms its sub-agents' prompt cache when it starts: a sidechain opening with the
+    user message "Warmup" (seen in real homes) is the harness's, not the user's."""
+    return (
+        record.get("isSidechain") is True
+        and record.get("parentUuid") is None
+        and isinstance(content, str)
+        and content.strip() == "Warmup"
+    )
 
 
 def _continued(content: object) -> bool:

@@ -97,6 +97,9 @@ _CONTEXT_EVENTS: Final = {
 _SUMMARY_EVENTS: Final = {"session.task_complete": "task complete", "session.handoff": "handoff"}
 # A top-level ``key: value`` line of workspace.yaml (the values read here are one line).
 _YAML_LINE: Final = re.compile(r"^([A-Za-z_]+):[ \t]*(.*?)[ \t]*$")
+# The system prompt's statement of the cwd, and how far into a file it is looked for.
+_PROMPT_CWD: Final = re.compile(r"^\* Current working directory: (.+)$", re.M)
+_PROMPT_LINES: Final = 16
 
 
 def workspace_fields(folder: Path) -> dict[str, str]:
@@ -111,6 +114,25 @@ def workspace_fields(folder: Path) -> dict[str, str]:
         if found and found.group(2) and found.group(2) not in ("|", ">", "|-", ">-"):
             fields[found.group(1)] = found.group(2).strip("\"'")
     return fields
+
+
+def _prompt_cwd(path: Path) -> str | None:
+    """The cwd the first system prompt states (``* Current working directory: ...`` in
+    its environment context): versions before 1.0 record it nowhere else (seen in a real
+    0.0.343 home). Looked for in the file's first records only."""
+    try:
+        with path.open("rb") as fh:
+            head = [fh.readline() for _ in range(_PROMPT_LINES)]
+    except OSError:
+        return None
+    for record in json_objects(head):
+        data = record.get("data")
+        if record.get("type") != "system.message" or not isinstance(data, dict):
+            continue
+        content = data.get("content")
+        found = _PROMPT_CWD.search(content) if isinstance(content, str) else None
+        return found.group(1).strip() if found else None
+    return None
 
 
 class CopilotConverter(JsonRecordConverter):
@@ -279,7 +301,7 @@ class CopilotConverter(JsonRecordConverter):
             if isinstance(value, str)
         }
         start_time = iso_time(data.get("startTime")) or time
-        self.cwd = cwd or self.workspace.get("cwd")
+        self.cwd = cwd or self.workspace.get("cwd") or _prompt_cwd(Path(self.path))
         return [self.sessions.start(self.session, time=start_time, cwd=self.cwd,
                                     extra=extra)]  # fmt: skip
 

@@ -96,7 +96,15 @@ PROJECT_ROOT_FILE: Final = ".project_root"
 # An older project folder's name: the SHA-256 of the project's path.
 _DIGEST: Final = re.compile(r"[0-9a-f]{64}")
 _WINDOWS: Final = re.compile(r"[A-Za-z]:\\")
-# A Windows path's parts spelled in each case at most (2 * 3 ** (parts - 1) digests).
+# A path argument of a tool call in a chat file (read_file, list_directory, glob, grep,
+# write_file, replace, run_shell_command), its JSON string as written.
+_SHOWN_PATH: Final = re.compile(
+    rb'"(?:absolute_path|file_path|dir_path|path|directory)"\s*:\s*("(?:[^"\\]|\\.)*")'
+)
+# An absolute POSIX path in a chat file's text, and how many distinct ones are kept.
+_MENTIONED_PATH: Final = re.compile(rb"(?<![\w.:/])(/(?:[\w.@+-]+/)*[\w.@+-]+)")
+_MENTIONED_PATHS: Final = 20_000
+# A Windows path's parts spelled in each case at most (2 * 4 ** (parts - 1) digests).
 _MAX_SPELLED_PARTS: Final = 7
 # Tool call states after which the call has its result (the CLI's scheduler statuses).
 _DONE: Final = frozenset({"success", "error", "cancelled"})
@@ -105,6 +113,8 @@ _CONTEXT_TYPES: Final = frozenset({"info", "error", "warning"})
 _PART_FIELDS: Final = frozenset({"text", "inlineData", "fileData", "thought", "thoughtSignature"})
 # ``$set`` fields read, or repeated from the header: ``lastUpdated`` follows every message.
 _SET_READ: Final = frozenset({"summary", "messages", "lastUpdated", "sessionId"})
+# The session context the CLI bootstraps a chat with (``getEnvironmentContext``).
+_BOOT_CONTEXT: Final = "<session_context>"
 # How a sub-agent tool's result starts (``local-invocation.ts``): the parent's calls that
 # spawned a sub-agent, in versions whose calls do not carry its ``agentId``.
 _SUBAGENT_RESULT: Final = "Subagent '"
@@ -116,6 +126,11 @@ _UNNAMED: Final = "call:"  # links key prefix of a sub-agent call that names no 
 _HARNESS_RUNS: Final = {"skill-extraction-": "Skill extraction"}
 # A main chat file's name: its start time and the first eight characters of its session id.
 _SESSION_FILE: Final = re.compile(r"session-(?P<time>[0-9T-]+)-(?P<short>[0-9a-f]{8})\.jsonl?")
+# The a2a server (an editor's agent, e.g. Cloud Shell's) records its own chats under one
+# fixed id in every project folder (``packages/a2a-server``: ``loadConfig`` with the task
+# id ``a2a-server``), one file per start: each is a session of its own.
+_A2A_SERVER: Final = "a2a-server"
+_A2A_FILE: Final = re.compile(r"session-(?P<time>[0-9T-]+)-a2a-serv\.jsonl?")
 
 
 def parts_text(content: object) -> str:
@@ -160,7 +175,12 @@ def project_cwd(chats_file: Path) -> str | None:
             if marker is None:
                 newer = _moved_to(folder)
                 marker = _marker(newer) if newer is not None else None
-            return marker or _digest_of_known(folder.parent)
+            return (
+                marker
+                or _digest_of_known(folder.parent)
+                or _digest_of_shown(folder)
+                or _slug_of_shown(folder)
+            )
     return None
 
 
@@ -202,6 +222,115 @@ def _known_digests(gemini: Path, changed: int) -> dict[str, str]:  # changed: th
     return found
 
 
+def _digest_of_shown(chats: Path) -> str | None:
+    """For an older folder named by a path's digest that no path this ``~/.gemini`` names
+    explains (another machine's home: seen in real homes): the path whose digest names it
+    among the absolute paths the chats show (tool calls' arguments, and the text: its own
+    chats', else those of the other project folders beside it), and the folders above
+    them. A digest names one path: nothing is guessed."""
+    if not _DIGEST.fullmatch(chats.parent.name):
+        return None
+    try:  # remembered until a chat comes, goes or is rewritten
+        changed = max((p.stat().st_mtime_ns for p in chats.iterdir()), default=0)
+        tmp = chats.parent.parent
+        # Each project folder's chats folder and when it last changed.
+        beside = tuple(sorted(
+            (p.name, (p / CHATS).stat().st_mtime_ns) for p in tmp.iterdir()
+            if p.name != chats.parent.name and (p / CHATS).is_dir()
+        ))  # fmt: skip
+    except OSError:
+        return None
+    own = _shown_digests(chats, changed).get(chats.parent.name)
+    if own is not None:
+        return own
+    for name, mtime in beside:
+        named = _shown_digests(tmp / name / CHATS, mtime).get(chats.parent.name)
+        if named is not None:
+            return named
+    return None
+
+
+def _slug_of_shown(chats: Path) -> str | None:
+    """For a newer folder (named by the slug of the project folder's name) without its
+    marker or a registry (seen in a real home): the one folder among those its chats' tool
+    calls show, and the folders above them, whose name gives that slug; None for none or
+    several."""
+    if _DIGEST.fullmatch(chats.parent.name):
+        return None
+    try:
+        changed = max((p.stat().st_mtime_ns for p in chats.iterdir()), default=0)
+    except OSError:
+        return None
+    named = {
+        above
+        for path in _shown_paths(chats, changed)
+        for above in _and_above(path)
+        if _slug(re.split(r"[\\/]", above.rstrip("\\/"))[-1]) == chats.parent.name
+    }
+    return named.pop() if len(named) == 1 else None
+
+
+def _slug(name: str) -> str:
+    """The CLI's slug of a project folder's name (``ProjectRegistry.slugify``)."""
+    return re.sub(r"-+", "-", re.sub(r"[^a-z0-9]", "-", name.lower())).strip("-") or "project"
+
+
+@functools.lru_cache(maxsize=64)
+def _shown_digests(chats: Path, changed: int) -> dict[str, str]:  # changed: the cache key
+    # Any path the chats name will do (older chats name them only in their text): the
+    # digest tells the one it is.
+    paths = _shown_paths(chats, changed) | _mentioned_paths(chats, changed)
+    found: dict[str, str] = {}
+    for above in sorted({above for path in paths for above in _and_above(path)}):
+        for spelling in (above, above.lower()):  # as shown, and as newer versions lower it
+            found.setdefault(hashlib.sha256(spelling.encode()).hexdigest(), spelling)
+    return found
+
+
+@functools.lru_cache(maxsize=64)
+def _mentioned_paths(chats: Path, changed: int) -> frozenset[str]:  # changed: the cache key
+    """The absolute POSIX paths a folder's chat files name anywhere (their text), at most
+    ``_MENTIONED_PATHS`` of them."""
+    paths: set[str] = set()
+    try:
+        files = sorted(p for p in chats.iterdir() if p.is_file())
+    except OSError:
+        files = []
+    for file in files:
+        try:
+            data = file.read_bytes()
+        except OSError:
+            continue
+        for found in _MENTIONED_PATH.findall(data):
+            paths.add(found.decode("utf-8", "replace"))
+            if len(paths) >= _MENTIONED_PATHS:
+                return frozenset(paths)
+    return frozenset(paths)
+
+
+@functools.lru_cache(maxsize=64)
+def _shown_paths(chats: Path, changed: int) -> frozenset[str]:  # changed: the cache key
+    """The absolute paths the tool calls of a folder's chat files show."""
+    paths: set[str] = set()
+    try:
+        files = sorted(chats.iterdir())
+    except OSError:
+        files = []
+    for file in files:
+        try:
+            data = file.read_bytes() if file.is_file() else b""
+        except OSError:
+            continue
+        for literal in _SHOWN_PATH.findall(data):
+            try:
+                path = orjson.loads(literal)
+            except orjson.JSONDecodeError:
+                continue
+            if isinstance(path, str) and (path.startswith("/") or _WINDOWS.match(path)):
+                paths.add(path)
+    return frozenset(paths)
+
+
 def _and_above(path: str) -> Iterator[str]:
     sep = "\\" if _WINDOWS.match(path) else "/"
     parts = path.rstrip(sep).split(sep)
@@ -213,7 +342,8 @@ def _and_above(path: str) -> Iterator[str]:
 
 def _spellings(path: str) -> Iterator[str]:
     """The path as written, and a Windows path in the cases Windows writes it (newer
-    versions lower the whole path; older ones hashed the path as the shell gave it)."""
+    versions lower the whole path; older ones hashed the path as the shell or the editor
+    gave it: a folder named in capitals, seen in a real home, is one of those cases)."""
     yield path
     if not _WINDOWS.match(path):
         return
@@ -221,7 +351,9 @@ def _spellings(path: str) -> Iterator[str]:
     if len(parts) > _MAX_SPELLED_PARTS:
         return
     drive = sorted({parts[0].upper(), parts[0].lower()})
-    choices = [drive] + [sorted({p, p.lower(), p[:1].upper() + p[1:]}) for p in parts[1:]]
+    choices = [drive] + [
+        sorted({p, p.lower(), p.upper(), p[:1].upper() + p[1:]}) for p in parts[1:]
+    ]
     for spelled in itertools.product(*choices):
         yield "\\".join(spelled)
 
@@ -321,20 +453,56 @@ class GeminiConverter(JsonRecordConverter):
         if isinstance(record.get("$set"), dict):
             for key in sorted(record["$set"].keys() - _SET_READ):
                 self.tally.skip(f"record:$set:{key}")
+            booted = self._bootstrap(record["$set"])
+            if booted is not None:
+                return booted + self._update({k: v for k, v in record["$set"].items()
+                                              if k != "messages"})  # fmt: skip
             return self._compression(record["$set"]) + self._update(record["$set"])
         if isinstance(record.get("id"), str):
+            head: list[Outgoing] = []
+            if self.session is None and _SESSION_FILE.fullmatch(Path(self.path).name):
+                # A chat file whose first lines are gone, its header with them (seen in a
+                # real home): the session is named by the file, from its first message.
+                self.tally.skip("record:header:missing")
+                stem = Path(self.path).stem
+                head = self._header({"sessionId": stem, "startTime": record.get("timestamp")})
             if self.session is None:
                 self.tally.skip("record:message:no-header")
                 return []
-            out = self._message(self.session, record)
+            said = self._message(self.session, record)
             text = parts_text(record.get("content")) if record.get("type") == "user" else ""
-            if out and text:
-                self.prompts.append((text, out[0].seq))
-            return out
+            if said and text:
+                self.prompts.append((text, said[0].seq))
+            return head + said
         if isinstance(record.get("sessionId"), str):
             return self._header(record)
         self.tally.skip("record:unknown")
         return []
+
+    def _bootstrap(self, fields: dict[str, Any]) -> list[Outgoing] | None:
+        """The bootstrap history a new session's file opens with (since May 2026 the CLI
+        syncs it to the recording as a ``$set`` of ``messages``, never appended: seen in
+        a real home): its session context turns, published as context. None for any other
+        ``$set``: after a message was read, or holding more than session context."""
+        messages = fields.get("messages")
+        if self.session is None or self.seen or not isinstance(messages, list) or not messages:
+            return None
+        texts = []
+        for message in messages:
+            if not (isinstance(message, dict) and isinstance(message.get("id"), str)):
+                return None
+            text = parts_text(message.get("content"))
+            if message.get("type") != "user" or not text.lstrip().startswith(_BOOT_CONTEXT):
+                return None
+            texts.append((message, text))
+        out = []
+        for message, text in texts:
+            self.seen.setdefault(message["id"], set()).add("text")
+            time = iso_time(message.get("timestamp"))
+            payload = {"text": cut(text)}
+            out.append(self.sessions.emit(self.session, "message/context", "system", time,
+                                          payload, "$set:messages:bootstrap"))  # fmt: skip
+        return out
 
     def _compression(self, fields: dict[str, Any]) -> list[Outgoing]:
         """A ``$set`` of ``messages`` written by compression (``/compress``, or the CLI near
@@ -409,6 +577,9 @@ class GeminiConverter(JsonRecordConverter):
         versions keep for the next chat (``/clear``): a file after an earlier one of the
         same id is another conversation, ``<id>-<its file's time>``."""
         path = Path(self.path)
+        a2a = _A2A_FILE.fullmatch(path.name)
+        if raw == _A2A_SERVER and a2a is not None and not self.subagent:
+            return f"{raw}-{path.parent.parent.name}-{a2a['time']}"
         named = _SESSION_FILE.fullmatch(path.name)
         if self.subagent or named is None or not raw.startswith(named["short"]):
             return raw
@@ -636,6 +807,8 @@ def _resume_stub(path: Path) -> bool:
     context but no message, while the session goes on in its own, earlier file."""
     name = path.name
     if path.parent.name != CHATS or path.suffix != ".jsonl" or not name.startswith("session-"):
+        return False
+    if _A2A_FILE.fullmatch(name):  # the a2a server's starts, each its own session
         return False
     short = name.removesuffix(".jsonl").rsplit("-", 1)[-1]
     earlier = [

@@ -218,6 +218,8 @@ BUILT_IN: Final[dict[str, Reasons]] = {
     },
     "gemini-cli": {
         "record:$rewindTo": "a rewind: what was published stays",
+        "record:header:missing": "a chat file whose header line is gone (its first lines"
+        " lost; the CLI cannot load it either): its session is named by the file",
         "record:$set:messages": "a rewrite of the whole history; its messages were read as"
         " they were appended",
         "*-part:inlineData:*": "images and files inlined in a prompt: not searchable text",
@@ -287,6 +289,12 @@ BUILT_IN: Final[dict[str, Reasons]] = {
         "record:session.usage_record": "token usage and cost of one model call",
         "record:subagent.configured": "a sub-agent's model settings",
         "record:subagent.started": "a sub-agent started again (its session is open)",
+        # 1.0.10 (a real home) marks a sub-agent's run without an agentId and without its
+        # records: the task call and its result, which holds the answer, are imported.
+        "record:subagent.completed": "a sub-agent's end marker without its records in the"
+        " file; the task call's result holds its answer",
+        "record:subagent.failed": "a sub-agent's failure marker without its records in the"
+        " file; the task call's result tells it",
         "record:subagent.selected": "a custom agent chosen for the session",
         "record:subagent.deselected": "a custom agent put aside",
         "record:session.binary_asset": "an attached image's bytes; the prompt is imported",
