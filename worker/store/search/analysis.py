@@ -208,6 +208,20 @@ def words(text: str) -> list[Word]:
     return found
 
 
+def first_derived(text: str, limit: int) -> list[str]:
+    """The first ``limit`` distinct derived tokens of ``text``'s content words (function
+    words left out: a query never requires them), in order of first appearance."""
+    kept: dict[str, None] = {}
+    for token in _WORD.finditer(text):
+        for word in words_of_token(token.group()):
+            if not is_function_word(word):
+                for derived in word.derived:
+                    kept.setdefault(derived)
+        if len(kept) >= limit:
+            break
+    return list(kept)[:limit]
+
+
 # Token -> its exact tokens, and token -> its derived tokens, without the workspace prefix:
 # one entry per distinct token whatever the number of workspaces (a cache per workspace
 # prefix held the vocabulary once per workspace, and with thousands of small workspaces it
