@@ -170,10 +170,30 @@ class QueryBuilder:
         return self._with([(tantivy.Occur.Must, matched), *scoring], scope)
 
     def partial(self, scope: Sequence[tantivy.Query]) -> tantivy.Query:
-        """Any required group; ranked by the workspace-weighted share of groups held."""
+        """Any required group, held by the event or by the event it answers (its context);
+        ranked by the workspace-weighted share of groups held, a group held by the
+        context alone at ``ranking.context_units`` of its share."""
         required = [self.group(g) for g in self.plan.required]
+        context = [self.context_group(g) for g in self.plan.required]
         scoring = self._scoring(required, all_bit=True)
-        return self._with([(tantivy.Occur.Must, _filter(_any(required))), *scoring], scope)
+        for own, held, cover in zip(required, context, self.weights.cover, strict=True):
+            units = ranking.context_units(cover)
+            if held is not None and units:
+                only = _all([held], but=own)
+                scoring.append((tantivy.Occur.Should, _const(only, ranking.COVER_SCALE * units)))
+        matched = _any([*required, *(q for q in context if q is not None)])
+        return self._with([(tantivy.Occur.Must, _filter(matched)), *scoring], scope)
+
+    def context_group(self, group: Sequence[PlanTerm]) -> tantivy.Query | None:
+        """A group held by the event an event answers (the ``cx`` field, words without
+        positions: a term's words each, in any order); None when no term of it can be (a
+        quoted term asks for its exact words, which the context does not keep)."""
+        held = [
+            _all([_term("cx", self._key + d) for w in t.words for d in w.derived])
+            for t in group
+            if not t.quoted and any(w.derived for w in t.words)
+        ]
+        return _any(held) if held else None
 
     def one_group(self, group: Sequence[PlanTerm], scope: Sequence[tantivy.Query]) -> tantivy.Query:
         return self._with([(tantivy.Occur.Must, _filter(self.group(group)))], scope)
