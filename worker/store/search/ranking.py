@@ -75,7 +75,7 @@ SHORT_BONUS: Final = 3  # a short event (a sentence, not a paragraph of other wo
 # group and it does not (issue 42; ``context_units``): an answer after the question that
 # asked ("a guinea pig named Oscar" after "do you have any pets?"), a tool result after its
 # call. Below one, so the words themselves always count for more than their context.
-CONTEXT_SHARE: Final = (2, 3)
+CONTEXT_SHARE: Final = (1, 2)
 # Coverage units an event from the time the query names earns ("in January 2024",
 # ``QueryPlan.times``): a soft favour that decides between events holding the same or
 # nearly the same words, never one holding much less (the prior's bound leaves room for 13).
