@@ -167,3 +167,31 @@ async def test_a_turn_holding_the_words_outranks_an_answer_whose_question_holds_
     assert order.index("held") < order.index("asked") < order.index("other")
     page = await search_in(store, "what are the pets of Oscar?", "tool")
     assert [hit.event.seq for hit in page.hits] == [2, 3]  # the call, then its output
+
+
+async def test_only_a_question_reads_the_context_and_it_makes_no_candidate(
+    env: tuple[Corpus, SqliteSessionStore],
+) -> None:
+    corpus, store = env
+    corpus.start("asked")
+    corpus.say("asked", "which marmot ate the turnip?", type_="message/user", surface="user")
+    corpus.say("asked", "Oscar did")  # answers it, holding neither word
+    corpus.say("asked", "Oscar again", type_="message/user", surface="user")
+    corpus.start("other")
+    corpus.say("other", "Oscar the marmot came by")
+    for n in range(6):  # "marmot" is common: "Oscar" decides
+        corpus.start(f"noise-{n}")
+        corpus.say(f"noise-{n}", f"a marmot number {n}")
+    await corpus.flush()
+    # A question: "Oscar did" holds Oscar and, through the question it answers, marmot;
+    # "Oscar again" answers "Oscar did": Oscar alone.
+    page = await search_in(store, "which marmot is Oscar?", "asked")
+    assert [hit.event.seq for hit in page.hits] == [3, 4, 2]
+    assert page.hits[0].score < page.hits[1].score  # hits' scores: lower is better
+    # Keywords read no context: the answer and the later turn tie on their own word.
+    page = await search_in(store, "marmot Oscar", "asked")
+    assert [hit.event.seq for hit in page.hits] == [3, 4, 2]
+    assert page.hits[0].score == page.hits[1].score
+    # The context makes no candidate: "Oscar did" answers the turnip but holds no word.
+    page = await search_in(store, "what did the turnip become?", "asked")
+    assert [hit.event.seq for hit in page.hits] == [2]
