@@ -140,7 +140,7 @@ class _Preparer:
                  preview_key(raw, kind, surface))
             )  # fmt: skip
             # The follower's own document builder: analysed fields, workspace-prefixed.
-            doc_row = (rid, sid, seq, kind, surface, t_ms, rid, ws, raw, None, None)
+            doc_row = (rid, sid, seq, kind, surface, t_ms, rid, ws, raw, None, None, None, None)
             out.docs.append(search_schema.event_document(doc_row, self.cap - 4))
             out.repl.extend((sid, seq, pos) for pos in ev.get("replaces", ()))
             out.cites.extend((sid, seq, c["session_id"], c["seq"]) for c in ev.get("cites", ()))

@@ -178,20 +178,23 @@ class Session:
     step_s: int = 37  # between two events
     events: list[dict[str, Any]] = field(default_factory=list)
 
-    def add(self, type_: str, surface: str, payload: dict[str, Any]) -> int:
+    def add(
+        self, type_: str, surface: str, payload: dict[str, Any], cites: int | None = None
+    ) -> int:
         seq = len(self.events) + 1
         time = self.start + timedelta(seconds=self.step_s * (seq - 1))
-        self.events.append(
-            {
-                "session_id": self.session_id,
-                "seq": seq,
-                "event_id": f"e-{self.session_id}-{seq}",
-                "type": type_,
-                "surface": surface,
-                "time": time.strftime("%Y-%m-%dT%H:%M:%S.000Z"),
-                "payload": payload,
-            }
-        )
+        event = {
+            "session_id": self.session_id,
+            "seq": seq,
+            "event_id": f"e-{self.session_id}-{seq}",
+            "type": type_,
+            "surface": surface,
+            "time": time.strftime("%Y-%m-%dT%H:%M:%S.000Z"),
+            "payload": payload,
+        }
+        if cites is not None:  # a tool result cites its call (the index's context)
+            event["cites"] = [{"session_id": self.session_id, "seq": cites}]
+        self.events.append(event)
         return seq
 
     def begin(self) -> None:
@@ -207,8 +210,8 @@ class Session:
         self.add("message/assistant", "assistant", {"text": text})
 
     def tool(self, command: str, output: str) -> None:
-        self.add("tool/call", "tool", {"tool": "bash", "arguments": {"command": command}})
-        self.add("tool/result", "tool", {"tool": "bash", "output": output})
+        call = self.add("tool/call", "tool", {"tool": "bash", "arguments": {"command": command}})
+        self.add("tool/result", "tool", {"tool": "bash", "output": output}, cites=call)
 
     def title(self, text: str) -> None:
         self.add("session/title", "system", {"title": text})

@@ -84,9 +84,14 @@ EVENTS_IN_ORDER: Final = (
 # The events after ``:after``, each with its session's workspace token and, on a user
 # message, the session's first prompts and how many user messages came before it (at most
 # ``:prompts``, read from the index alone); the event's JSON, from which the follower
-# derives its text.
+# derives its text; and the JSON of the event it answers (its context, issue 42): of an
+# assistant message the last user message before it, of a user message the last message
+# before it, of a tool result the call it cites in its session. Each is read from the
+# session's own order (seq), never from what else the batch held: every event of lower
+# seq is stored before it (seqs are contiguous), so every layout finds the same one.
 SEARCH_EVENTS_AFTER: Final = """
-SELECT e.id AS id, e.session_id AS session_id, e.seq AS seq, e.type AS type,
+SELECT q.*, c.type AS context_type, event_json(c.doc) AS context_json FROM (
+    SELECT e.id AS id, e.session_id AS session_id, e.seq AS seq, e.type AS type,
        e.surface AS surface, e.time_ms AS time_ms, e.stream_seq AS stream_seq, s.ws AS ws,
        event_json(e.doc) AS raw_json,
        CASE WHEN e.type = 'message/user' THEN s.prompts END AS prompts,
@@ -95,9 +100,30 @@ SELECT e.id AS id, e.session_id AS session_id, e.seq AS seq, e.type AS type,
                SELECT 1 FROM events p
                WHERE p.session_id = e.session_id AND p.type = 'message/user' AND p.seq < e.seq
                LIMIT :prompts))
-       END AS before
-FROM events e JOIN sessions s ON s.session_id = e.session_id
-WHERE e.id > :after ORDER BY e.id LIMIT :limit
+       END AS before,
+       CASE e.type
+           WHEN 'message/assistant' THEN (
+               SELECT p.seq FROM events p
+               WHERE p.session_id = e.session_id AND p.type = 'message/user' AND p.seq < e.seq
+               ORDER BY p.seq DESC LIMIT 1)
+           WHEN 'message/user' THEN nullif(max(
+               coalesce((SELECT p.seq FROM events p WHERE p.session_id = e.session_id
+                   AND p.type = 'message/user' AND p.seq < e.seq
+                   ORDER BY p.seq DESC LIMIT 1), 0),
+               coalesce((SELECT p.seq FROM events p WHERE p.session_id = e.session_id
+                   AND p.type = 'message/assistant' AND p.seq < e.seq
+                   ORDER BY p.seq DESC LIMIT 1), 0)), 0)
+           WHEN 'tool/result' THEN (
+               SELECT t.cited_seq FROM citations t JOIN events p
+                   ON p.session_id = t.cited_session_id AND p.seq = t.cited_seq
+               WHERE t.session_id = e.session_id AND t.seq = e.seq
+                   AND t.cited_session_id = e.session_id AND p.type = 'tool/call'
+               ORDER BY t.cited_seq LIMIT 1)
+       END AS context_seq
+    FROM events e JOIN sessions s ON s.session_id = e.session_id
+    WHERE e.id > :after ORDER BY e.id LIMIT :limit
+) q LEFT JOIN events c ON c.session_id = q.session_id AND c.seq = q.context_seq
+ORDER BY q.id
 """
 # The columns ``search_schema.event_document`` takes, in its order.
 SEARCH_DOCUMENT_NAMES: Final = (
@@ -112,6 +138,8 @@ SEARCH_DOCUMENT_NAMES: Final = (
     "raw_json",
     "prompts",
     "before",
+    "context_type",
+    "context_json",
 )
 # How far the store is past a search index position (events, deletions, stream sequence).
 SEARCH_AHEAD: Final = (

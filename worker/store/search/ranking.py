@@ -71,6 +71,11 @@ TITLE_BONUS: Final = 6  # the session's title or first prompt holds the match
 EXACT_BONUS: Final = 2  # shared out over the rarest groups matched in their exact form
 CONVERSATION_BONUS: Final = 3  # a question: a user or assistant message over tool output
 SHORT_BONUS: Final = 3  # a short event (a sentence, not a paragraph of other words)
+# The share of a group's coverage units an event earns when the event it answers holds the
+# group and it does not (issue 42; ``context_units``): an answer after the question that
+# asked ("a guinea pig named Oscar" after "do you have any pets?"), a tool result after its
+# call. Below one, so the words themselves always count for more than their context.
+CONTEXT_SHARE: Final = (1, 2)
 # Coverage units an event from the time the query names earns ("in January 2024",
 # ``QueryPlan.times``): a soft favour that decides between events holding the same or
 # nearly the same words, never one holding much less (the prior's bound leaves room for 13).
@@ -107,6 +112,13 @@ def shared_bonus(sessions: int) -> int:
     prompt) says little about any one of them. Full for one session, falling with the
     count, nothing from 12 on."""
     return TITLE_BONUS * 2 // (max(1, sessions) + 1)
+
+
+def context_units(cover: int) -> int:
+    """The coverage units of a group held only by the event an event answers: a fraction
+    (``CONTEXT_SHARE``) of the group's own, rounded down (integers keep scores exact)."""
+    numerator, denominator = CONTEXT_SHARE
+    return cover * numerator // denominator
 
 
 def prior(tokens: int) -> float:

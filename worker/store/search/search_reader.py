@@ -170,10 +170,29 @@ class QueryBuilder:
         return self._with([(tantivy.Occur.Must, matched), *scoring], scope)
 
     def partial(self, scope: Sequence[tantivy.Query]) -> tantivy.Query:
-        """Any required group; ranked by the workspace-weighted share of groups held."""
+        """Any required group; ranked by the workspace-weighted share of groups held. For
+        a question, a group held only by the event an event answers (its context, issue
+        42) counts ``ranking.context_units`` of its share. The context makes no candidate
+        of its own: read only beside the event's own matches, it costs a skip through its
+        postings rather than a union with them."""
         required = [self.group(g) for g in self.plan.required]
-        scoring = self._scoring(required, all_bit=True)
-        return self._with([(tantivy.Occur.Must, _filter(_any(required))), *scoring], scope)
+        context: list[tantivy.Query | None] = [None] * len(required)
+        if self.plan.natural_language:
+            context = [self.context_group(g) for g in self.plan.required]
+        scoring = self._scoring(required, all_bit=True, context=context)
+        matched = _any(required)
+        return self._with([(tantivy.Occur.Must, _filter(matched)), *scoring], scope)
+
+    def context_group(self, group: Sequence[PlanTerm]) -> tantivy.Query | None:
+        """A group held by the event an event answers (the ``cx`` field, words without
+        positions: a term's words each, in any order); None when no term of it can be (a
+        quoted term asks for its exact words, which the context does not keep)."""
+        held = [
+            _all([_term("cx", self._key + d) for w in t.words for d in w.derived])
+            for t in group
+            if not t.quoted and any(w.derived for w in t.words)
+        ]
+        return _any(held) if held else None
 
     def one_group(self, group: Sequence[PlanTerm], scope: Sequence[tantivy.Query]) -> tantivy.Query:
         return self._with([(tantivy.Occur.Must, _filter(self.group(group)))], scope)
@@ -206,25 +225,36 @@ class QueryBuilder:
         return held
 
     def _scoring(
-        self, required: Sequence[tantivy.Query], *, all_bit: bool
+        self,
+        required: Sequence[tantivy.Query],
+        *,
+        all_bit: bool,
+        context: Sequence[tantivy.Query | None] = (),
     ) -> list[tuple[tantivy.Occur, tantivy.Query]]:
         """The optional clauses that make the score (``ranking``'s coverage, bonuses and,
-        with ``all_bit``, the all-groups bit); ``required``: the plan's groups' queries."""
+        with ``all_bit``, the all-groups bit); ``required``: the plan's groups' queries;
+        ``context``: per group, what holds it in the event answered (or None)."""
         weights = self.weights
         key = self._key
         # Scattered words count half in a long event; one word cannot be scattered.
         split = len(required) > 1
         long = _term("nm", key + LONG_MARK)
         scoring: list[tantivy.Query] = []
-        for group, query, cover, exact in zip(
-            self.plan.required, required, weights.cover, weights.exact, strict=True
+        held = list(context) or [None] * len(required)
+        for group, query, cover, exact, answered in zip(
+            self.plan.required, required, weights.cover, weights.exact, held, strict=True
         ):
+            units = ranking.context_units(cover)
+            own = ranking.COVER_SCALE * cover // 2 if split else ranking.COVER_SCALE * cover
+            clause = _const(query, own)
+            if answered is not None and units:
+                # The larger of the two: the words held count whole, the context's only
+                # where the event lacks them (one read of each field's postings).
+                answer = _const(answered, ranking.COVER_SCALE * units)
+                clause = tantivy.Query.disjunction_max_query([clause, answer])
+            scoring.append(clause)
             if split:
-                half = ranking.COVER_SCALE * cover // 2
-                scoring.append(_const(query, half))
-                scoring.append(_const(_all([query], but=long), half))
-            else:
-                scoring.append(_const(query, ranking.COVER_SCALE * cover))
+                scoring.append(_const(_all([query], but=long), own))
             if exact:
                 scoring.append(_const(_any([self._exact_form(t) for t in group]), exact))
         if all_bit:

@@ -43,7 +43,8 @@ from worker.store.search.text import searchable_text
 # and first prompts hashed (``lead``, ``lp``) for the shared-prompt discount.
 # 4 (issue 41): base64 runs (images, pasted certificates) left out of the indexed text
 # (``search.text``): an index of version 3 holds their junk terms, and is rebuilt.
-SEARCH_INDEX_VERSION: Final = 4
+# 5 (issue 42): ``cx``, the words of the event a message or tool result answers.
+SEARCH_INDEX_VERSION: Final = 5
 _TOKENIZER: Final = "sq_whitespace"
 # The reserved document holding the follower's position (ids never contain "~").
 POSITION_SID: Final = "~meta"
@@ -60,6 +61,10 @@ _CONVERSATION_SURFACES: Final = frozenset({"user", "assistant"})
 TITLE_TYPE: Final = "session/title"
 # How much of the first prompt must open the event's text to call it the first prompt.
 _LEAD_CHARS: Final = 200
+# The context's words at most (the first ones of the event answered: a question opens
+# with what it asks), and the text read for them.
+CONTEXT_TERMS: Final = 48
+_CONTEXT_CHARS: Final = 4096
 # The follower's ``body_cap`` is the store's text cap less this (``WriterCore.open``).
 _BODY_CAP_MARGIN: Final = 4
 
@@ -93,6 +98,10 @@ def _schema() -> tantivy.Schema:
     # hash, so a query can tell whether its words are in a shared paragraph.
     builder.add_text_field("lead", tokenizer_name="raw", fast=True)
     builder.add_text_field("lp", tokenizer_name=_TOKENIZER, index_option="position")
+    # The context (issue 42): the distinct derived words of the event this one answers
+    # (``CONTEXT_TERMS`` at most, workspace-prefixed), matched per word: no positions, no
+    # frequencies (no phrase or bonus reads them), so it costs little of the index.
+    builder.add_text_field("cx", tokenizer_name=_TOKENIZER, index_option="basic")
     # The reserved document's position fields.
     builder.add_unsigned_field("deleted", fast=True)
     builder.add_unsigned_field("uid", fast=True)
@@ -150,6 +159,8 @@ def event_document(row: Sequence[Any], body_cap: int) -> tantivy.Document:
         raw,
         prompts,
         before,
+        context_type,
+        context_json,
     ) = row
     payload = payload_of(raw)
     body = searchable_text(indexed_payload(kind, payload), body_cap + _BODY_CAP_MARGIN)
@@ -172,6 +183,10 @@ def event_document(row: Sequence[Any], body_cap: int) -> tantivy.Document:
             doc.add_text("lead", key + LEAD_MARK + digest)
             scoped.append(analysis.index_fields(paragraph, f"{digest}:")[1])
         doc.add_text("lp", " ".join(p for p in scoped if p))
+    if context_json is not None:
+        context = context_terms(key, str(context_type), context_json)
+        if context:
+            doc.add_text("cx", context)
     doc.add_text("type", kind)
     doc.add_text("surface", surface)
     doc.add_integer("time", time_ms)
@@ -179,6 +194,14 @@ def event_document(row: Sequence[Any], body_cap: int) -> tantivy.Document:
     doc.add_unsigned("sseq", stream_seq)
     doc.add_float("prior", ranking.prior(words))
     return doc
+
+
+def context_terms(key: str, kind: str, raw: str | bytes) -> str:
+    """The context field of an event answering the event ``raw`` (issue 42): the first
+    ``CONTEXT_TERMS`` distinct derived words of its text, function words left out (a
+    query never requires them), each prefixed with the workspace's key."""
+    text = searchable_text(indexed_payload(kind, payload_of(raw)), _CONTEXT_CHARS)
+    return " ".join(key + token for token in analysis.first_derived(text, CONTEXT_TERMS))
 
 
 _PARAGRAPH: Final = re.compile(r"\n[ \t]*\n")
