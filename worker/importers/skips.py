@@ -477,6 +477,17 @@ BUILT_IN: Final[dict[str, Reasons]] = {
         "message:*:empty": "messages with no text and no call",
         "output:reasoning:encrypted": _ENCRYPTED,
     },
+    "swe-agent": {
+        "message:system": "the system prompt (the agent's template)",
+        "message:demonstration": "a demonstration: a solved example run from the agent's"
+        " config, shown to the model, not this run",
+        "step:requeried": "a reply the agent rejected (a format error, a blocked command) and"
+        " asked the model again for; the history keeps the reply it took",
+        "attempt:chosen-copy": "the retry run's copy of its chosen attempt, imported as that"
+        " attempt",
+        "content:image_url": _IMAGES,
+        "message:*:empty": "messages with no text and no call",
+    },
     "open-interpreter": {
         "user:image": _IMAGES,
         "user:file": "files given with a prompt: their paths, not conversation",
