@@ -273,8 +273,9 @@ class _Reader:
         elif isinstance(message.get("action"), str) and message["action"].strip():
             call_id = f"{ref}-action"
             self.waiting.append(call_id)
-            payload = {"tool": "bash", "input": {"command": message["action"].rstrip("\n")}}
-            items.append(Item(call_id, "tool/call", "assistant", payload, "assistant:action",
+            command = message["action"].rstrip("\n")
+            action: dict[str, Any] = {"tool": "bash", "input": {"command": command}}
+            items.append(Item(call_id, "tool/call", "assistant", action, "assistant:action",
                               self.time, call=f"{self.sid}:{call_id}"))  # fmt: skip
         if not items:
             self.skipped["message:assistant:empty"] += 1
