@@ -319,9 +319,11 @@ class _Reader:
         raw = step.get("observation")
         output = raw if isinstance(raw, str) else shown
         payload: dict[str, Any] = {"output": cut(output)}
-        submission = self.info.get("submission")
+        # The step the run ended on by submitting (its output the patch, or none when the
+        # folder is no repository: the exit status says so).
+        status = self.info.get("exit_status")
         last = bool(step) and step is self._last_step()
-        if last and isinstance(submission, str) and submission and output == submission:
+        if last and isinstance(status, str) and status.startswith("submitted"):
             payload["submitted"] = True
         return Item(ref, "tool/result", "tool", payload, source_type, self.time,
                     result_of=f"{self.sid}:{call_id}")  # fmt: skip

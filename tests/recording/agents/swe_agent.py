@@ -1,0 +1,181 @@
+"""SWE-agent (``SWE-agent/SWE-agent``, package ``sweagent`` 1.1.0; the registry's
+``sweagent`` is a placeholder, so the venv at ``/tmp/sq-agents/swe-agent-1.1.0`` is installed
+from a checkout of that version, its dependencies from the registry): ``sweagent run``
+with its default config (function calling: ``bash``, ``str_replace_editor``; ``submit``
+instead of the reviewing submit, which asks to submit twice) and a LiteLLM model
+``openai/scripted-model`` whose ``api_base`` is the scripted server, cost limits off (the
+scripted model has no price).
+
+Its environment is SWE-ReX's local deployment (no Docker): commands run in a bash session
+on this machine, in the task folder (no repository is copied: a local repository goes to
+``/<name>``). The tools install into ``/root/tools`` and the run writes ``/root/state.json``
+and ``/root/model.patch``: each step runs in a mount namespace whose ``/root`` is a tmpfs
+(the pyenv the venv's Python lives in bound back), so nothing is written outside the
+recording's folder. ``SWE_AGENT_CONFIG_DIR`` and ``SWE_AGENT_TOOLS_DIR`` name the checkout's
+``config`` and ``tools``; ``SWE_AGENT_TRAJECTORY_DIR`` puts ``trajectories/<user>/<run>/``
+in HOME.
+
+Steps: the fix (a failing test run, a view of ledger.py and of a missing file, the edit, a
+long test run, the submission); the refund test (another run: SWE-agent has no sessions to
+continue, each instance run is one trajectory); a run interrupted (SIGINT) while its
+command runs. No sub-agents, compaction or titles: SWE-agent has none (its retry agent's
+attempts are runs of the same kind).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from tests.recording.agents import (
+    AGENTS_CACHE,
+    FIX_PROMPT,
+    REFUND_PROMPT,
+    Recipe,
+    RunContext,
+    Step,
+)
+from tests.recording.agents._plan import SLOW_PROMPT, NamedTools, PlanScript, summary_asked
+from tests.recording.script import Conversation, Reply, ToolCall
+from tests.recording.scrub import OwnText
+
+VERSION = "1.1.0"
+CHECKOUT = AGENTS_CACHE / "swe-agent-src"  # the checkout the venv was installed from
+CONFIG = "swe-agent.yaml"  # in HOME: the default config with the plain submit
+SESSIONS = "trajectories"
+# The instance template wraps the task: <pr_description>TASK</pr_description>.
+_TASK = re.compile(r"<pr_description>\s*(.*?)\s*</pr_description>", re.S)
+# Each step in a mount namespace whose /root is a tmpfs, the pyenv bound back into it.
+_PRIVATE_ROOT = (
+    'set -e; keep="$HOME/../pyenv-keep"; mkdir -p "$keep"; '
+    'mount --bind /root/.pyenv "$keep"; mount -t tmpfs tmpfs /root; '
+    'mkdir /root/.pyenv; mount --bind "$keep" /root/.pyenv; exec "$@"'
+)
+
+
+class SweTools(NamedTools):
+    """``bash`` for commands; ``str_replace_editor`` (``view``, ``create``,
+    ``str_replace``) for files."""
+
+    def read(self, step: str, name: str) -> ToolCall:
+        return self.tool_call("str_replace_editor", step, command="view", path=self.path(name))
+
+    def edit(self, step: str, name: str, old: str, new: str) -> ToolCall:
+        return self.tool_call("str_replace_editor", step, command="str_replace",
+                              path=self.path(name), old_str=old, new_str=new)  # fmt: skip
+
+    def write(self, step: str, name: str, content: str) -> ToolCall:
+        return self.tool_call("str_replace_editor", step, command="create",
+                              path=self.path(name), file_text=content)  # fmt: skip
+
+
+def _task(text: str) -> tuple[str, ...]:
+    found = _TASK.search(text)
+    return (found.group(1),) if found else (text,)
+
+
+class SweScript:
+    """The plan; where it ends a turn with text alone, the text comes with ``submit`` (a
+    reply without a call is a format error to SWE-agent's function calling)."""
+
+    def __init__(self) -> None:
+        self.plan = PlanScript(
+            SweTools(TASK, "call_", ("bash", "command"), ("str_replace_editor", "path"),
+                     ("str_replace_editor", "path", "file_text")),  # fmt: skip
+            summary_asked,
+            unfold=_task,
+        )
+
+    def reply(self, conversation: Conversation) -> Reply:
+        reply = self.plan.reply(conversation)
+        if reply.tool_calls or not conversation.tools:
+            return reply
+        submit = self.plan.tools.tool_call("submit", "submit")
+        return Reply(text=reply.text, reasoning=reply.reasoning, tool_calls=(submit,))
+
+
+TASK = Path("/tmp/sq-record/swe-agent/shop")
+
+
+def _prepare(ctx: RunContext) -> None:
+    """The default config with the plain ``submit`` bundle, and the trajectories' folder."""
+    default = (CHECKOUT / "config" / "default.yaml").read_text()
+    config = default.replace("- path: tools/review_on_submit_m", "- path: tools/submit")
+    # A bundle's path is taken from the package's parent folder, not SWE_AGENT_TOOLS_DIR.
+    config = config.replace("- path: tools/", f"- path: {CHECKOUT}/tools/")
+    (ctx.home / CONFIG).write_text(config)
+    (ctx.home / SESSIONS).mkdir(parents=True, exist_ok=True)
+
+
+def _env(ctx: RunContext) -> dict[str, str]:
+    return {
+        "SWE_AGENT_CONFIG_DIR": str(CHECKOUT / "config"),
+        "SWE_AGENT_TOOLS_DIR": str(CHECKOUT / "tools"),
+        "SWE_AGENT_TRAJECTORY_DIR": str(ctx.home / SESSIONS),
+        "SCRIPTED_KEY": ctx.key,
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+        "USER": "user",
+    }
+
+
+def _run(name: str, task: str) -> tuple[str, ...]:
+    return ("unshare", "--mount", "--propagation", "private", "sh", "-c", _PRIVATE_ROOT, "sh",
+            "{bin}", "run", "--config", f"{{home}}/{CONFIG}",
+            "--agent.model.name=openai/scripted-model",
+            "--agent.model.api_base={base_url}/v1",
+            "--agent.model.api_key=$SCRIPTED_KEY",
+            "--agent.model.per_instance_cost_limit=0", "--agent.model.total_cost_limit=0",
+            "--agent.model.max_input_tokens=0",
+            "--env.deployment.type=local",
+            # The bash session starts in /: the task folder is where the commands run.
+            '--env.post_startup_commands=["cd {task}"]',
+            # The slow command's own timeout (the default is 30 s).
+            "--agent.tools.execution_timeout=10",
+            f"--problem_statement.text={task}", f"--problem_statement.id={name}",
+            f"--output_dir={{home}}/{SESSIONS}/user/{name}")  # fmt: skip
+
+
+RECIPE = Recipe(
+    agent="swe-agent",
+    package="sweagent",
+    version=VERSION,
+    ecosystem="pypi",
+    bin="bin/sweagent",
+    format="swe-agent",
+    session_dir=SESSIONS,
+    python="3.12",
+    steps=(
+        Step("fix", _run("fix", FIX_PROMPT)),
+        Step("refunds", _run("refunds", REFUND_PROMPT)),
+        Step("slow", _run("slow", SLOW_PROMPT)),
+    ),
+    script=SweScript,
+    env=_env,
+    prepare=_prepare,
+    # Beside each trajectory: the run's config (.config.yaml), its prediction (.pred), its
+    # logs (*.log), the batch's predictions: not sessions.
+    exclude=("*.log", "*.pred", "config.yaml", "*.config.yaml", "preds.json", "run_batch*"),
+    expect={
+        "sessions": 3,
+        "events": {
+            "message/user": 3,
+            "message/assistant": 6,
+            "tool/call": 9,
+            "tool/result": 9,
+            # Each run's exit: submitted.
+            "message/context": 3,
+        },
+        "skipped": {"message:system": 3},
+        "cwd": "/tmp/sq-record/swe-agent/shop",
+        "whole": True,
+    },
+    note="SWE-agent keeps no exit status of a command: the failing test, the missing file and"
+    " the command it cancelled after 10 s are results as the model saw them, not errors. The"
+    " task folder is no repository, so each submission is empty (exit status submitted).",
+    # The default config's templates: the instance message wraps the task in its own
+    # instructions; each step's ``query`` copies the messages sent; the run's config
+    # (``replay_config``, JSON text) holds every template and tool description.
+    own_text=OwnText(
+        prefixes=("<uploaded_files>",), fields=("query", "replay_config"), keep_prefix=True
+    ),
+)
