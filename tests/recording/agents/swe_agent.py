@@ -25,11 +25,11 @@ attempts are runs of the same kind).
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 from tests.recording.agents import (
     AGENTS_CACHE,
     FIX_PROMPT,
+    RECORD_ROOT,
     REFUND_PROMPT,
     Recipe,
     RunContext,
@@ -40,6 +40,7 @@ from tests.recording.script import Conversation, Reply, ToolCall
 from tests.recording.scrub import OwnText
 
 VERSION = "1.1.0"
+TASK = RECORD_ROOT / "swe-agent" / "shop"
 CHECKOUT = AGENTS_CACHE / "swe-agent-src"  # the checkout the venv was installed from
 CONFIG = "swe-agent.yaml"  # in HOME: the default config with the plain submit
 SESSIONS = "trajectories"
@@ -79,22 +80,21 @@ class SweScript:
     reply without a call is a format error to SWE-agent's function calling)."""
 
     def __init__(self) -> None:
-        self.plan = PlanScript(
-            SweTools(TASK, "call_", ("bash", "command"), ("str_replace_editor", "path"),
-                     ("str_replace_editor", "path", "file_text")),  # fmt: skip
-            summary_asked,
-            unfold=_task,
+        self.tools = SweTools(
+            TASK,
+            "call_",
+            ("bash", "command"),
+            ("str_replace_editor", "path"),
+            ("str_replace_editor", "path", "file_text"),
         )
+        self.plan = PlanScript(self.tools, summary_asked, unfold=_task)
 
     def reply(self, conversation: Conversation) -> Reply:
         reply = self.plan.reply(conversation)
         if reply.tool_calls or not conversation.tools:
             return reply
-        submit = self.plan.tools.tool_call("submit", "submit")
+        submit = self.tools.tool_call("submit", "submit")
         return Reply(text=reply.text, reasoning=reply.reasoning, tool_calls=(submit,))
-
-
-TASK = Path("/tmp/sq-record/swe-agent/shop")
 
 
 def _prepare(ctx: RunContext) -> None:
