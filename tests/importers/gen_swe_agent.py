@@ -149,6 +149,8 @@ def write(home: Path, *, upto: int | None = None, retry: bool = True) -> Path:
     if upto is not None:
         run["history"] = run["history"][:upto]
         run["trajectory"] = run["trajectory"][: max(0, (upto - 3) // 2)]
+        # Until the run ends, its info has no exit status (each step sets the step's).
+        run["info"] |= {"exit_status": None, "submission": None}
     runs: dict[str, dict[str, Any]] = {
         f"default__{MODEL}/{INSTANCE}/{INSTANCE}.traj": run,
         f"text__gpt4/{INSTANCE}/{INSTANCE}.traj": text_run(),
