@@ -848,6 +848,24 @@ WRITER_KINDS: Final[dict[str, WriterKinds]] = {
         )
         | frozenset({"request:instructions", "encoding:json"}),
     ),
+    # Read in sweagent 1.1.0 (agent/agents.py, types.py): the history's items by role
+    # (the system prompt, a demonstration, the task, a reply, a tool's or 0.x's user
+    # observation), their content parts, the trajectory's steps, a retry run's attempts.
+    "swe-agent": WriterKinds(
+        "sweagent",
+        "1.1.0",
+        imported=_keys("message:", "user assistant tool")
+        | frozenset({"content:text", "step", "attempt", "info:exit"}),
+        skipped=frozenset(
+            {
+                "message:system",
+                "message:demonstration",
+                "step:requeried",
+                "attempt:chosen-copy",
+                "content:image_url",
+            }
+        ),
+    ),
 }
 
 
