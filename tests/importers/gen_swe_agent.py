@@ -98,9 +98,10 @@ def function_calling_run() -> dict[str, Any]:
             "replay_config": _replay_config(), "environment": "main"}  # fmt: skip
 
 
-def text_run() -> dict[str, Any]:
+def text_run(*, submit_in_history: bool = False) -> dict[str, Any]:
     """0.x's text format: no message types, observations as ``user`` messages, the state as
-    JSON text; the last step (the submission) is only in ``trajectory``."""
+    JSON text. The last step (the submission): only in ``trajectory`` (1.0), or its reply in
+    the history without the observation (0.x: the run was done before it was added)."""
     history = [
         {"role": "system", "content": "SETTING: the agent's own prompt", "agent": "primary"},
         {"role": "user", "content": f"ISSUE:\n{TASK}", "agent": "primary"},
@@ -113,6 +114,10 @@ def text_run() -> dict[str, Any]:
     for s in (step, last):
         s["state"] = json.dumps(s["state"])
         del s["query"], s["extra_info"]
+    if submit_in_history:
+        reply = {"role": "assistant", "content": "Done.\n```\nsubmit\n```",
+                 "thought": "Done.\n", "action": "submit\n", "agent": "primary"}  # fmt: skip
+        history.append(reply)
     return {"environment": "swe_main", "trajectory": [step, last], "history": history,
             "info": _info(None, "submitted", SUBMISSION)}  # fmt: skip
 
@@ -154,6 +159,7 @@ def write(home: Path, *, upto: int | None = None, retry: bool = True) -> Path:
     runs: dict[str, dict[str, Any]] = {
         f"default__{MODEL}/{INSTANCE}/{INSTANCE}.traj": run,
         f"text__gpt4/{INSTANCE}/{INSTANCE}.traj": text_run(),
+        f"text__gpt4/{INSTANCE}-0x/{INSTANCE}-0x.traj": text_run(submit_in_history=True),
     }
     if retry:
         for name, data in retry_run().items():

@@ -67,6 +67,10 @@ def test_a_0x_text_run_and_its_last_step_only_in_the_trajectory(tmp_path: Path) 
     assert got[4]["payload"]["output"] == "Found 2 matches"
     assert got[6]["payload"]["input"] == {"command": "submit"}
     assert got[7]["cites"][0]["seq"] == 7 and got[7]["payload"]["submitted"] is True
+    # 0.x: the submitting reply is in the history, its observation only in the step.
+    older = events(root / f"text__gpt4/{gen.INSTANCE}-0x/{gen.INSTANCE}-0x.traj")
+    assert [e["type"] for e in older] == [e["type"] for e in got]
+    assert older[7]["payload"] == got[7]["payload"]
 
 
 def test_a_retry_run_s_attempts_are_read_once(tmp_path: Path) -> None:

@@ -27,6 +27,8 @@ Read from the writer in ``sweagent`` 1.1.0 (``agent/agents.py``: ``DefaultAgent`
   ``trajectory`` when the step is found there, else the templated message). The
   ``submit`` command's result is the submission (``submitted``); the file keeps no exit
   status of a command: no result is marked an error;
+- a reply whose observation the history lacks (0.x did not add the one of the step that
+  ended the run): its result from the step;
 - the ``trajectory`` steps after the history's last reply (1.0 left the step that ended
   the run out of the history) from the step: thought, action, observation;
 - ``info.exit_status`` (with the submission) as ``message/context`` at the end.
@@ -346,8 +348,15 @@ class _Reader:
         return last if isinstance(last, dict) else None
 
     def _cut_off(self) -> None:
-        """Calls of the previous reply that no observation answered (several calls in one
-        reply: the agent runs only one): results marked not run."""
+        """Calls of the previous reply that no observation answered: the one its step ran
+        (0.x did not add the observation of the step that ended the run) from the step;
+        others (several calls in one reply: the agent runs only one) marked not run."""
+        if self.waiting and self.step is not None:
+            call_id = self.waiting.pop(0)
+            self.session.items.append(
+                self._result(f"{call_id}-step", call_id, self.step, "", "step:observation")
+            )
+            self.step = None
         for call_id in self.waiting:
             self.session.items.append(
                 Item(f"{call_id}-not-run", "tool/result", "tool",
