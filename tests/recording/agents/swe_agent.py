@@ -17,14 +17,18 @@ in HOME.
 
 Steps: the fix (a failing test run, a view of ledger.py and of a missing file, the edit, a
 long test run, the submission); the refund test (another run: SWE-agent has no sessions to
-continue, each instance run is one trajectory); a run interrupted (SIGINT) while its
-command runs. No sub-agents, compaction or titles: SWE-agent has none (its retry agent's
-attempts are runs of the same kind).
+continue, each instance run is one trajectory); a slow command SWE-agent cancels at its
+``execution_timeout``; the refund prompt again with the retry agent (one attempt and a
+chooser: ``attempt_0/<id>.traj`` and the file listing it). No sub-agents, compaction or
+titles: SWE-agent has none.
 """
 
 from __future__ import annotations
 
+import json
 import re
+
+import yaml
 
 from tests.recording.agents import (
     AGENTS_CACHE,
@@ -43,6 +47,9 @@ VERSION = "1.1.0"
 TASK = RECORD_ROOT / "swe-agent" / "shop"
 CHECKOUT = AGENTS_CACHE / "swe-agent-src"  # the checkout the venv was installed from
 CONFIG = "swe-agent.yaml"  # in HOME: the default config with the plain submit
+RETRY_CONFIG = "swe-agent-retry.yaml"  # the same agent as the retry agent's one config
+# The chooser's instructions (ours): the scripted model answers them with an index.
+CHOOSER_ASKS = "Answer with the index of the patch to keep"
 SESSIONS = "trajectories"
 # The instance template wraps the task: <pr_description>TASK</pr_description>.
 _TASK = re.compile(r"<pr_description>\s*(.*?)\s*</pr_description>", re.S)
@@ -90,6 +97,8 @@ class SweScript:
         self.plan = PlanScript(self.tools, summary_asked, unfold=_task)
 
     def reply(self, conversation: Conversation) -> Reply:
+        if not conversation.tools and conversation.mentions(CHOOSER_ASKS):
+            return Reply(text="1")  # the retry run's chooser: the second attempt
         reply = self.plan.reply(conversation)
         if reply.tool_calls or not conversation.tools:
             return reply
@@ -97,13 +106,33 @@ class SweScript:
         return Reply(text=reply.text, reasoning=reply.reasoning, tool_calls=(submit,))
 
 
+def _model(ctx: RunContext) -> dict[str, object]:
+    return {"name": "openai/scripted-model", "api_base": f"{ctx.base_url}/v1",
+            "api_key": "$SCRIPTED_KEY", "per_instance_cost_limit": 0, "total_cost_limit": 0,
+            "max_input_tokens": 0}  # fmt: skip
+
+
 def _prepare(ctx: RunContext) -> None:
-    """The default config with the plain ``submit`` bundle, and the trajectories' folder."""
+    """The default config with the plain ``submit`` bundle; the same agent as the one
+    config of a retry agent with a chooser (one attempt: on the local deployment a second
+    one fails, its reset installing the tools again over ``/root/tools``: FileExistsError);
+    the trajectories' folder."""
     default = (CHECKOUT / "config" / "default.yaml").read_text()
     config = default.replace("- path: tools/review_on_submit_m", "- path: tools/submit")
     # A bundle's path is taken from the package's parent folder, not SWE_AGENT_TOOLS_DIR.
     config = config.replace("- path: tools/", f"- path: {CHECKOUT}/tools/")
     (ctx.home / CONFIG).write_text(config)
+    agent = yaml.safe_load(config)["agent"] | {"type": "default", "model": _model(ctx)}
+    chooser = {
+        "model": _model(ctx),
+        "system_template": "Choose one of the patches.",
+        "instance_template": "{{problem_statement}}\n{% for s in submissions %}{{s}}\n"
+        "{% endfor %}" + CHOOSER_ASKS + ".",
+        "submission_template": "{{submission}}",
+    }
+    retry = {"agent": {"type": "retry", "agent_configs": [agent], "retry_loop": {
+        "type": "chooser", "cost_limit": 0, "max_attempts": 1, "chooser": chooser}}}  # fmt: skip
+    (ctx.home / RETRY_CONFIG).write_text(json.dumps(retry, indent=2))  # JSON is YAML
     (ctx.home / SESSIONS).mkdir(parents=True, exist_ok=True)
 
 
@@ -118,19 +147,20 @@ def _env(ctx: RunContext) -> dict[str, str]:
     }
 
 
-def _run(name: str, task: str) -> tuple[str, ...]:
+def _run(name: str, task: str, *, retry: bool = False) -> tuple[str, ...]:
+    model = () if retry else (
+        "--agent.model.name=openai/scripted-model", "--agent.model.api_base={base_url}/v1",
+        "--agent.model.api_key=$SCRIPTED_KEY", "--agent.model.per_instance_cost_limit=0",
+        "--agent.model.total_cost_limit=0", "--agent.model.max_input_tokens=0",
+        # The slow command's own timeout (the default is 30 s).
+        "--agent.tools.execution_timeout=10",
+    )  # fmt: skip
     return ("unshare", "--mount", "--propagation", "private", "sh", "-c", _PRIVATE_ROOT, "sh",
-            "{bin}", "run", "--config", f"{{home}}/{CONFIG}",
-            "--agent.model.name=openai/scripted-model",
-            "--agent.model.api_base={base_url}/v1",
-            "--agent.model.api_key=$SCRIPTED_KEY",
-            "--agent.model.per_instance_cost_limit=0", "--agent.model.total_cost_limit=0",
-            "--agent.model.max_input_tokens=0",
+            "{bin}", "run", "--config", f"{{home}}/{RETRY_CONFIG if retry else CONFIG}",
+            *model,
             "--env.deployment.type=local",
             # The bash session starts in /: the task folder is where the commands run.
             '--env.post_startup_commands=["cd {task}"]',
-            # The slow command's own timeout (the default is 30 s).
-            "--agent.tools.execution_timeout=10",
             f"--problem_statement.text={task}", f"--problem_statement.id={name}",
             f"--output_dir={{home}}/{SESSIONS}/user/{name}")  # fmt: skip
 
@@ -148,6 +178,7 @@ RECIPE = Recipe(
         Step("fix", _run("fix", FIX_PROMPT)),
         Step("refunds", _run("refunds", REFUND_PROMPT)),
         Step("slow", _run("slow", SLOW_PROMPT)),
+        Step("retry", _run("retry", REFUND_PROMPT, retry=True)),
     ),
     script=SweScript,
     env=_env,
@@ -156,22 +187,26 @@ RECIPE = Recipe(
     # logs (*.log), the batch's predictions: not sessions.
     exclude=("*.log", "*.pred", "config.yaml", "*.config.yaml", "preds.json", "run_batch*"),
     expect={
-        "sessions": 3,
+        # The retry run's attempt: once, from the file listing it (its own file, in
+        # attempt_0/, is not read beside it).
+        "sessions": 4,
         "events": {
-            "message/user": 3,
-            "message/assistant": 6,
-            "tool/call": 9,
-            "tool/result": 9,
+            "message/user": 4,
+            "message/assistant": 8,
+            "tool/call": 11,
+            "tool/result": 11,
             # Each run's exit: submitted.
-            "message/context": 3,
+            "message/context": 4,
         },
-        "skipped": {"message:system": 3},
+        "skipped": {"message:system": 4, "attempt:chosen-copy": 1},
         "cwd": "/tmp/sq-record/swe-agent/shop",
         "whole": True,
     },
     note="SWE-agent keeps no exit status of a command: the failing test, the missing file and"
     " the command it cancelled after 10 s are results as the model saw them, not errors. The"
-    " task folder is no repository, so each submission is empty (exit status submitted).",
+    " task folder is no repository, so each submission is empty (exit status submitted). The"
+    " retry run has one attempt: on the local deployment a second one fails (its reset installs"
+    " the tools again over /root/tools: FileExistsError).",
     # The default config's templates: the instance message wraps the task in its own
     # instructions; each step's ``query`` copies the messages sent; the run's config
     # (``replay_config``, JSON text) holds every template and tool description.
