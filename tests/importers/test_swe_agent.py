@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from nats.aio.client import Client as NATS
 
 from contracts.subjects import Subjects
@@ -122,12 +123,17 @@ def test_another_shape_is_reported_not_read(tmp_path: Path) -> None:
     assert detect(tmp_path / "x.traj.json") is None
 
 
-def test_detection_and_sources(tmp_path: Path) -> None:
+def test_detection_sources_and_default_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     root = gen.write(tmp_path, retry=False)
     files = sorted(root.rglob("*.traj"))
     assert {path: detect(path) for path in files} == dict.fromkeys(files, "swe-agent")
     assert sorted(expand([tmp_path], "swe-agent")) == files
+    monkeypatch.delenv("SWE_AGENT_TRAJECTORY_DIR", raising=False)
     assert registry.get("swe-agent").default_locations() == []  # under where it ran
+    monkeypatch.setenv("SWE_AGENT_TRAJECTORY_DIR", str(tmp_path / "trajectories"))
+    assert registry.get("swe-agent").default_locations() == [tmp_path / "trajectories"]
 
 
 async def test_import_answers_the_tools(

@@ -1,9 +1,11 @@
 """SWE-agent (``SWE-agent/SWE-agent``, package ``sweagent``): trajectories, one JSON
 document per instance run (``*.traj``), rewritten whole after each step:
-``trajectories/<user>/<run>/<instance id>/<instance id>.traj`` (``--output_dir`` moves the
-run folder). A run with the retry agent writes each finished attempt to
-``attempt_<n>/<instance id>.traj`` and, in the instance folder, a file whose ``attempts``
-list repeats them (and, once the run chose, a copy of the best one at its top level).
+``trajectories/<user>/<run>/<instance id>/<instance id>.traj`` (``sweagent run``: under the
+folder it ran in; ``run-batch``: under ``$SWE_AGENT_TRAJECTORY_DIR``, default its checkout's
+``trajectories``; ``--output_dir`` moves the run folder). A run with the retry agent
+writes each finished attempt to ``attempt_<n>/<instance id>.traj`` and, in the instance
+folder, a file whose ``attempts`` list repeats them (and, once the run chose, a copy of the
+best one at its top level).
 
 Read from the writer in ``sweagent`` 1.1.0 (``agent/agents.py``: ``DefaultAgent``'s
 ``get_trajectory_data`` and ``_append_history``, ``RetryAgent``'s; ``types.py``:
@@ -43,6 +45,7 @@ chosen attempt, images in a multimodal message, other roles.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -369,11 +372,15 @@ class _Reader:
 class SweAgentImporter(ReadingImporter):
     name: ClassVar[str] = NAME
     help: ClassVar[str] = "SWE-agent trajectories, *.traj (trajectories/<user>/<run>/)"
+    env_vars: ClassVar[tuple[str, ...]] = ("SWE_AGENT_TRAJECTORY_DIR",)
     detect_order: ClassVar[int] = 59
 
     def default_locations(self) -> list[Path]:
-        # SWE-agent writes under the folder it was run from (./trajectories): no fixed home.
-        return []
+        """``run-batch``'s folder when ``$SWE_AGENT_TRAJECTORY_DIR`` names it (its default
+        is the ``trajectories`` folder of SWE-agent's own checkout, and ``sweagent run``
+        writes under ``./trajectories`` of the folder it ran in: no fixed home)."""
+        moved = os.environ.get("SWE_AGENT_TRAJECTORY_DIR")
+        return [Path(moved)] if moved else []
 
     def detect(self, path: Path, head: Sequence[bytes]) -> bool:
         """A ``*.traj`` whose first lines are a trajectory's top-level keys (written
