@@ -38,6 +38,7 @@ from tests.importers import (
     gen_pi,
     gen_qoder,
     gen_qwen_code,
+    gen_swe_agent,
     gen_vibe,
     gen_zed,
 )
@@ -136,7 +137,8 @@ def test_every_generated_file_is_detected_as_its_own_format(tmp_path: Path) -> N
               "mini-swe-agent": gen_mini_swe_agent.write(tmp_path / "home"),
               "open-interpreter": gen_open_interpreter.write(tmp_path / "home"),
               "nanocoder": gen_nanocoder.write(tmp_path / "home"),
-              "code-puppy": gen_code_puppy.write(tmp_path / "home")}  # fmt: skip
+              "code-puppy": gen_code_puppy.write(tmp_path / "home"),
+              "swe-agent": gen_swe_agent.write(tmp_path / "home")}  # fmt: skip
     roots |= {fmt: db.parent for fmt, db in gen_amazon_q.write(tmp_path / "home").items()}
     roots["zed"] = gen_zed.write_home(tmp_path / "home")
     # OpenClaw's transcripts are Pi's format: told apart by where OpenClaw keeps them.

@@ -35,6 +35,7 @@ from tests.importers import (
     gen_open_interpreter,
     gen_opencode,
     gen_openhands,
+    gen_swe_agent,
     gen_vscode_copilot,
     gen_zed,
 )
@@ -173,6 +174,7 @@ GENERATED: dict[str, Case] = {
     "open-interpreter": Case("open-interpreter", gen_open_interpreter.write),
     "nanocoder": Case("nanocoder", _home(WRITERS["nanocoder"])),
     "code-puppy": Case("code-puppy", gen_code_puppy.write),
+    "swe-agent": Case("swe-agent", gen_swe_agent.write),
 }
 
 
@@ -207,6 +209,7 @@ NO_TIMES: dict[str, str] = {
     "continue": "no per-message times; sessions.json has only dateCreated",
     "cursor": "agent transcripts record no times at all",
     "open-interpreter": "conversations record no times (the file's name: a local start time)",
+    "swe-agent": "trajectories record no times (each event has the file's modification time)",
 }
 _AT_END = frozenset({"session/title", "session/end"})
 

@@ -22,6 +22,7 @@ from tests.importers import (
     gen_openhands,
     gen_pi,
     gen_qwen_code,
+    gen_swe_agent,
 )
 from worker.importers import cline_cli, opencode, openhands, registry
 from worker.importers.base import SpawnLinks
@@ -345,3 +346,17 @@ def test_cline_cli_reads_every_block_its_writer_writes(tmp_path: Path) -> None:
     texts = [str(item.payload.get("text")) for item in read.items]
     assert "[kiln.toml]\ntarget = 1200" in texts
     assert Counter(item.type for item in read.items)["message/assistant"] == 2
+
+
+def test_swe_agent_converts_every_kind_its_writer_writes(tmp_path: Path) -> None:
+    """The generated runs hold every kind sweagent 1.1.0 writes: each skipped one counted
+    under its own key, nothing unknown."""
+    root = gen_swe_agent.write(tmp_path)
+    kinds = WRITER_KINDS["swe-agent"]
+    skipped: Counter[str] = Counter()
+    for path in sorted(registry.get("swe-agent").files(root)):
+        _, tally = convert_file("swe-agent", path, links=SpawnLinks())
+        tally.explain(registry.get("swe-agent").skip_reason)
+        assert tally.unknown == Counter(), path
+        skipped.update(tally.skipped)
+    assert set(skipped) == kinds.skipped

@@ -135,11 +135,11 @@ def scrub_db(path: Path, agent: str, rule: OwnText) -> int:
 
 
 def scrub_tree(root: Path, agent: str, rule: OwnText) -> int:
-    """Every JSON and JSON Lines file under ``root``, and every SQLite database when the rule
-    names columns; how many strings were replaced."""
+    """Every JSON and JSON Lines file under ``root`` (SWE-agent's ``.traj`` is JSON), and
+    every SQLite database when the rule names columns; how many strings were replaced."""
     paths = [path for path in sorted(root.rglob("*")) if path.is_file()]
     count = sum(scrub_file(path, agent, rule) for path in paths
-                if path.suffix in (".json", ".jsonl"))  # fmt: skip
+                if path.suffix in (".json", ".jsonl", ".traj"))  # fmt: skip
     if rule.columns:
         count += sum(scrub_db(path, agent, rule) for path in paths if path.suffix == ".db")
     return count

@@ -495,6 +495,17 @@ BUILT_IN: Final[dict[str, Reasons]] = {
         "message:*:empty": "messages with no text and no call",
         "output:reasoning:encrypted": _ENCRYPTED,
     },
+    "swe-agent": {
+        "message:system": "the system prompt (the agent's template)",
+        "message:demonstration": "a demonstration: a solved example run from the agent's"
+        " config, shown to the model, not this run",
+        "step:requeried": "a reply the agent rejected (a format error, a blocked command) and"
+        " asked the model again for; the history keeps the reply it took",
+        "attempt:chosen-copy": "the retry run's copy of its chosen attempt, imported as that"
+        " attempt",
+        "content:image_url": _IMAGES,
+        "message:*:empty": "messages with no text and no call",
+    },
     "open-interpreter": {
         "user:image": _IMAGES,
         "user:file": "files given with a prompt: their paths, not conversation",
@@ -861,6 +872,24 @@ WRITER_KINDS: Final[dict[str, WriterKinds]] = {
             "binary image-url audio-url document-url video-url uploaded-file cache-point",
         )
         | frozenset({"request:instructions", "encoding:json"}),
+    ),
+    # Read in sweagent 1.1.0 (agent/agents.py, types.py): the history's items by role
+    # (the system prompt, a demonstration, the task, a reply, a tool's or 0.x's user
+    # observation), their content parts, the trajectory's steps, a retry run's attempts.
+    "swe-agent": WriterKinds(
+        "sweagent",
+        "1.1.0",
+        imported=_keys("message:", "user assistant tool")
+        | frozenset({"content:text", "step", "attempt", "info:exit"}),
+        skipped=frozenset(
+            {
+                "message:system",
+                "message:demonstration",
+                "step:requeried",
+                "attempt:chosen-copy",
+                "content:image_url",
+            }
+        ),
     ),
 }
 
