@@ -61,6 +61,7 @@ BUILT_IN: Final = {
     "open-interpreter": "worker.importers.open_interpreter:OpenInterpreterImporter",
     "nanocoder": "worker.importers.nanocoder:NanocoderImporter",
     "code-puppy": "worker.importers.code_puppy:CodePuppyImporter",
+    "trae-agent": "worker.importers.trae_agent:TraeAgentImporter",
 }
 
 

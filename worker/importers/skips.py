@@ -491,6 +491,15 @@ BUILT_IN: Final[dict[str, Reasons]] = {
         "title:summary": "a title autosave took from a compaction's summary (the last user"
         " message): not a title",
     },
+    "trae-agent": {
+        "message:system": "the system prompt (the agent's own)",
+        "call:task_done": "the model's signal that the task is done: Trae runs no tool for it"
+        " and ends the run (the run's end is imported)",
+        "call:unfinished": "a call of an LLM interaction whose step is not recorded yet (its"
+        " tools run) or never was (the run was interrupted or crashed): it has no result",
+        "step:lakeview_summary": "a second model's summary of a step for the console, not the"
+        " conversation",
+    },
     "code-puppy": {
         "request:instructions": "the system prompt each request carries (the agent's own)",
         "request-part:system-prompt": "the system prompt (the agent's own)",
@@ -816,6 +825,20 @@ WRITER_KINDS: Final[dict[str, WriterKinds]] = {
         "1.30.0",
         imported=_keys("message:", "user assistant tool"),
         skipped=frozenset({"message:system", "message:images", "tool:structuredContent"}),
+    ),
+    # trajectory_recorder.py's records: the task, each LLM interaction's input messages
+    # (the system prompt, Trae's own user messages) and response (content, tool calls), each
+    # agent step's tool results, reflection, error and lakeview summary, the run's end.
+    "trae-agent": WriterKinds(
+        "trae-agent",
+        "0.1.0",
+        imported=frozenset(
+            {"task", "input:user", "response:content", "response:tool_call", "tool_result",
+             "step:reflection", "step:error", "end"}
+        ),  # fmt: skip
+        skipped=frozenset(
+            {"message:system", "call:task_done", "call:unfinished", "step:lakeview_summary"}
+        ),
     ),
     # pydantic-ai 2.51 (Code Puppy 0.0.946's): the part kinds ModelRequestPart and
     # ModelResponsePart serialise (tool search's and capability loads' parts are tool calls
