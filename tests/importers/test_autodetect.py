@@ -38,6 +38,7 @@ from tests.importers import (
     gen_pi,
     gen_qoder,
     gen_qwen_code,
+    gen_trae_agent,
     gen_vibe,
     gen_zed,
 )
@@ -147,6 +148,7 @@ def test_every_generated_file_is_detected_as_its_own_format(tmp_path: Path) -> N
     roots["continue"] = gen_continue.write(tmp_path / "home")
     roots["vibe"] = gen_vibe.write(tmp_path / "home")
     roots["kimi"] = gen_kimi.write(tmp_path / "home")
+    roots["trae-agent"] = gen_trae_agent.write(tmp_path / "home")
     roots["claude-code"] = fixture_gen.ROOT / "claude-code"
     roots["codex"] = fixture_gen.ROOT / "codex"
     at_home = set[Path]()

@@ -173,6 +173,7 @@ GENERATED: dict[str, Case] = {
     "open-interpreter": Case("open-interpreter", gen_open_interpreter.write),
     "nanocoder": Case("nanocoder", _home(WRITERS["nanocoder"])),
     "code-puppy": Case("code-puppy", gen_code_puppy.write),
+    "trae-agent": Case("trae-agent", _home(WRITERS["trae-agent"])),
 }
 
 

@@ -41,6 +41,7 @@ from tests.importers import (
     gen_pi,
     gen_qoder,
     gen_qwen_code,
+    gen_trae_agent,
     gen_vibe,
     gen_vscode_copilot,
     gen_zed,
@@ -88,6 +89,7 @@ WRITERS: dict[str, Callable[[Path], Path]] = {
     "open-interpreter": gen_open_interpreter.write,
     "nanocoder": gen_nanocoder.write,
     "code-puppy": gen_code_puppy.write,
+    "trae-agent": gen_trae_agent.write,
 }
 # Records the generators write to stand for an agent's next version.
 DELIBERATE: dict[str, set[str]] = {

@@ -832,13 +832,11 @@ WRITER_KINDS: Final[dict[str, WriterKinds]] = {
     "trae-agent": WriterKinds(
         "trae-agent",
         "0.1.0",
-        imported=frozenset(
-            {"task", "input:user", "response:content", "response:tool_call", "tool_result",
-             "step:reflection", "step:error", "end"}
-        ),  # fmt: skip
-        skipped=frozenset(
-            {"message:system", "call:task_done", "call:unfinished", "step:lakeview_summary"}
-        ),
+        imported=_keys("", "task input:user tool_result end")
+        | _keys("response:", "content tool_call")
+        | _keys("step:", "reflection error"),
+        skipped=_keys("call:", "task_done unfinished")
+        | frozenset({"message:system", "step:lakeview_summary"}),
     ),
     # pydantic-ai 2.51 (Code Puppy 0.0.946's): the part kinds ModelRequestPart and
     # ModelResponsePart serialise (tool search's and capability loads' parts are tool calls

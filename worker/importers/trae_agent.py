@@ -124,8 +124,13 @@ class _Reader:
         return iso_time(raw, assume=self.zone)
 
     def _cwd(self) -> str | None:
-        for interaction in self.interactions[:1]:
-            for message in _list(interaction.get("input_messages")):
+        """The project path of the first message sent (the first step's, when the first
+        model call failed and no interaction was written)."""
+        first = [_list(i.get("input_messages")) for i in self.interactions[:1]] or [
+            _list(s.get("llm_messages")) for s in self.steps[:1]
+        ]
+        for messages in first:
+            for message in messages:
                 content = _object(message).get("content")
                 found = _PROJECT.match(content) if isinstance(content, str) else None
                 if found and found.group(1).strip():
@@ -138,17 +143,20 @@ class _Reader:
         if isinstance(task, str) and task.strip():
             items.append(Item("task", "message/user", "user", {"text": cut(task)}, "task",
                               self.time))  # fmt: skip
+        sent = self.time  # when the next interaction's input was ready: the last step's end
         for index in range(max(len(self.steps), len(self.interactions))):
             interaction = self.interactions[index] if index < len(self.interactions) else {}
             step = self.steps[index] if index < len(self.steps) else None
-            items.extend(self._turn(index + 1, interaction, step))
+            items.extend(self._turn(index + 1, interaction, step, sent))
+            sent = (self._time(step.get("timestamp")) if step else None) or sent
         end = document.get("end_time")
         if isinstance(end, str) and end:
             success = document.get("success") is True
             final = document.get("final_result")
+            status = "completed" if success else "failed"
             payload: dict[str, Any] = {
-                "text": cut(final) if isinstance(final, str) else "",
-                "exit_status": "completed" if success else "failed",
+                "text": cut(final) if isinstance(final, str) and final else status,
+                "exit_status": status,
             }
             if not success:
                 payload["is_error"] = True
@@ -156,13 +164,20 @@ class _Reader:
                               self._time(end) or self.time))  # fmt: skip
 
     def _turn(
-        self, number: int, interaction: dict[str, Any], step: dict[str, Any] | None
+        self,
+        number: int,
+        interaction: dict[str, Any],
+        step: dict[str, Any] | None,
+        sent_at: str | None,
     ) -> list[Item]:
         ref = f"s{number}"
         asked = self._time(interaction.get("timestamp"))
         done = self._time(step.get("timestamp")) if step is not None else None
         answered = asked or done or self.time
-        items = self._inputs(ref, interaction, answered)
+        # A step whose model call failed has no interaction: its ``llm_messages`` are what
+        # it was sending (the previous step's results, Trae's nudge; the first, the prompt).
+        sent = interaction or {"input_messages": (step or {}).get("llm_messages")}
+        items = self._inputs(ref, sent, sent_at or answered)
         # The step's copy of the response (the interaction's when the step is not written).
         response = _object(step.get("llm_response")) if step is not None else {}
         response = response or _object(interaction.get("response"))
@@ -186,8 +201,9 @@ class _Reader:
                               {"text": cut(reflection)}, "step:reflection", at))  # fmt: skip
         error = step.get("error")
         if isinstance(error, str) and error.strip():
-            items.append(Item(f"{ref}-error", "message/context", "system",
-                              {"text": cut(error), "is_error": True}, "step:error", at))  # fmt: skip
+            failed = {"text": cut(error), "is_error": True}
+            items.append(Item(f"{ref}-error", "message/context", "system", failed, "step:error",
+                              at))  # fmt: skip
         if step.get("lakeview_summary"):
             self.skipped["step:lakeview_summary"] += 1
         return items
