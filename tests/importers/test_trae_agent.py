@@ -108,6 +108,21 @@ def test_a_later_run_in_the_same_file_is_another_session(tmp_path: Path) -> None
     assert events(path)[0]["session_id"] not in (first, "")
 
 
+def test_a_docker_run_names_no_host_folder(tmp_path: Path) -> None:
+    """In docker mode the template names the container's folder, in a raw string: no cwd,
+    and the template is still the task's, not a message of its own."""
+    path = gen.write(tmp_path) / "trajectory_20261130_091500.json"
+    run = json.loads(path.read_text())
+    first = run["llm_interactions"][0]["input_messages"][1]
+    first["content"] = first["content"].replace(f"[Project root path]:\n{gen.CWD}\n\n",
+                                                r"[Project root path]:\workspace\n\n")  # fmt: skip
+    path.write_text(json.dumps(run))
+    got = events(path)
+    assert got[0]["payload"]["cwd"] is None
+    assert [e["payload"]["text"] for e in got if e["type"] == "message/user"] == [gen.TASK]
+    assert gen.NUDGE in [e["payload"].get("text") for e in got]
+
+
 def test_times_without_a_zone_are_read_in_the_zone_given(tmp_path: Path) -> None:
     path = gen.write(tmp_path) / "trajectory_20261130_091500.json"
     reading = trae_agent.read_trajectory(path, ZoneInfo("Europe/Berlin"))

@@ -66,8 +66,10 @@ from worker.importers.whole_sources import ReadingImporter, sniffed
 NAME: Final = "trae-agent"
 PREFIX: Final = "trae-"
 DONE_TOOL: Final = "task_done"
-# The first user message: "[Project root path]:\n<path>\n\n[Problem statement]: ...".
-_PROJECT: Final = re.compile(r"\A\[Project root path\]:\n?(.*?)\n")
+# The first user message: "[Project root path]:\n<path>\n\n[Problem statement]: ...". In
+# docker mode it names no host path (a literal "\\workspace\\n\\n": the container's).
+TEMPLATE: Final = "[Project root path]:"
+_PROJECT: Final = re.compile(r"\A\[Project root path\]:\n([^\n]*)\n")
 
 
 def read_trajectory(path: Path, assume_tz: tzinfo | None = None) -> SourceReading:
@@ -221,8 +223,10 @@ class _Reader:
                 self.skipped["message:system"] += 1
             elif role == "user" and message.get("tool_result") is None:
                 text = content if isinstance(content, str) else as_text(content)
-                if ref == "s1" and _PROJECT.match(text):
-                    continue  # the task in Trae's template
+                if text.startswith(TEMPLATE):
+                    # The task in Trae's template (versions before 2025-08 sent the first
+                    # messages again after a reply that neither called a tool nor finished).
+                    continue
                 if text.strip():
                     items.append(Item(f"{ref}-input-{index}", "message/context", "system",
                                       {"text": cut(text)}, "input:user", time))  # fmt: skip
