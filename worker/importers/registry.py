@@ -62,6 +62,7 @@ BUILT_IN: Final = {
     "nanocoder": "worker.importers.nanocoder:NanocoderImporter",
     "code-puppy": "worker.importers.code_puppy:CodePuppyImporter",
     "trae-agent": "worker.importers.trae_agent:TraeAgentImporter",
+    "nanobot": "worker.importers.nanobot:NanobotImporter",
 }
 
 
