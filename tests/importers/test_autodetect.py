@@ -32,6 +32,7 @@ from tests.importers import (
     gen_letta_code,
     gen_llm,
     gen_mini_swe_agent,
+    gen_nanobot,
     gen_nanocoder,
     gen_open_interpreter,
     gen_openclaw,
@@ -149,6 +150,7 @@ def test_every_generated_file_is_detected_as_its_own_format(tmp_path: Path) -> N
     roots["vibe"] = gen_vibe.write(tmp_path / "home")
     roots["kimi"] = gen_kimi.write(tmp_path / "home")
     roots["trae-agent"] = gen_trae_agent.write(tmp_path / "home")
+    roots["nanobot"] = gen_nanobot.write(tmp_path / "home")
     roots["claude-code"] = fixture_gen.ROOT / "claude-code"
     roots["codex"] = fixture_gen.ROOT / "codex"
     at_home = set[Path]()
