@@ -5,7 +5,8 @@
 chat key (base64url, no padding): the metadata line, a provider state line, the messages
 with local times (a failing command, a missing file, a spawned sub-agent and its report, an
 image, a working-memory summary's hidden marker, a call an interrupt stopped as the next run
-restores it); a second chat with its turn in flight in a runtime checkpoint. The text is
+restores it); a scheduled job's turn; a second chat with its turn in flight in a runtime
+checkpoint. The text is
 our own."""
 
 from __future__ import annotations
@@ -22,6 +23,11 @@ WORKSPACE: Final = "/work/shop"
 SPACE_ID: Final = "3f2a9c0d41b7e6a85c1d2e3f4a5b6c7d"
 DIRECT: Final = "cli:direct"
 OTHER: Final = "telegram:4242"
+CRON: Final = "cron:7f3e9a10"
+CRON_PROMPT: Final = (
+    "The scheduled time has arrived. Execute this scheduled cron job now and report the result"
+    " to the user in the same session.\n\nCron job: check the nightly build"
+)
 TITLE: Final = "Discount codes"
 SUMMARY_MARK: Final = "Continue the active task from the working-memory checkpoint above."
 INTERRUPTED: Final = "Error: Task interrupted before this tool finished."
@@ -165,6 +171,8 @@ def write(home: Path, *, saved: bool = False) -> Path:
     summary = {"text": "We looked at discount codes.", "last_active": at(20)}
     write_file(space / file_name(DIRECT), DIRECT, direct_messages(), title=TITLE,
                _last_summary=summary)  # fmt: skip
+    cron = [user(CRON_PROMPT, 300), assistant("The nightly build is green.", 302)]
+    write_file(space / file_name(CRON), CRON, cron)
     messages, checkpoint = inflight(saved=saved)
     other = space / file_name(OTHER)
     write_file(other, OTHER, messages)

@@ -25,6 +25,7 @@ from worker.importers.detect import detect, expand
 
 DIRECT = "nanobot-Y2xpOmRpcmVjdA-20261130091501250000"
 OTHER = "nanobot-dGVsZWdyYW06NDI0Mg-20261130091640250000"
+CRON = "nanobot-Y3Jvbjo3ZjNlOWExMA-20261130092000250000"
 
 
 def events(path: Path) -> list[dict[str, Any]]:
@@ -58,6 +59,13 @@ def test_a_chat(tmp_path: Path) -> None:
     # The sub-agent's report is nanobot's, not the model's words.
     assert got[12]["payload"]["text"].startswith("[Subagent 'coupons' completed]")
     assert got[15]["payload"]["text"] == "Does the receipt look right?"  # its image counted
+
+
+def test_a_scheduled_job_s_prompt_is_nanobot_s(tmp_path: Path) -> None:
+    got = events(space(gen.write(tmp_path)) / gen.file_name(gen.CRON))
+    assert got[0]["session_id"] == CRON
+    assert [e["type"] for e in got] == ["session/start", "message/context", "message/assistant"]
+    assert got[1]["payload"]["text"] == gen.CRON_PROMPT
 
 
 def test_skips_are_counted_and_explained(tmp_path: Path) -> None:
@@ -125,11 +133,26 @@ def test_detection_sources_and_default_folder(
 ) -> None:
     root = gen.write(tmp_path / "home")
     files = sorted(root.rglob("*.jsonl"))
-    assert len(files) == 2
+    assert len(files) == 3
     assert {path: detect(path) for path in files} == dict.fromkeys(files, "nanobot")
     assert sorted(expand([tmp_path / "home"], "nanobot")) == files
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    assert registry.get("nanobot").default_locations() == [root]
+    legacy = tmp_path / "home" / ".nanobot" / "workspace" / "sessions"
+    assert registry.get("nanobot").default_locations() == [root, legacy]
+
+
+def test_an_older_release_s_session_in_its_workspace(tmp_path: Path) -> None:
+    """``<workspace>/sessions/<key>.jsonl``, no marker: the workspace is the folder above;
+    the global folder's names none."""
+    old = tmp_path / "shop" / "sessions" / "cli_direct.jsonl"
+    old.parent.mkdir(parents=True)
+    gen.write_file(old, gen.DIRECT, gen.direct_messages()[:2])
+    assert detect(old) == "nanobot"
+    assert events(old)[0]["payload"]["cwd"] == str(tmp_path / "shop")
+    global_ = tmp_path / ".nanobot" / "sessions" / "cli_direct.jsonl"
+    global_.parent.mkdir(parents=True)
+    global_.write_bytes(old.read_bytes())
+    assert events(global_)[0]["payload"]["cwd"] is None
 
 
 async def test_import_answers_the_tools(
@@ -137,7 +160,7 @@ async def test_import_answers_the_tools(
 ) -> None:
     root = gen.write(tmp_path)
     # Each session's events above and its end; the first chat's title too.
-    counts = {DIRECT: 25, OTHER: 5}
+    counts = {DIRECT: 25, OTHER: 5, CRON: 4}
     async with imported(nc, nats_url, subjects, tmp_path, root, "nanobot", idle="0",
                         expected=sum(counts.values())) as (worker, _):  # fmt: skip
         for session, count in counts.items():

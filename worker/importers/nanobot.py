@@ -2,7 +2,8 @@
 the CLI, ``<channel>:<chat id>`` for the chat channels), rewritten whole after each turn:
 ``~/.nanobot/sessions/<workspace id>/<base64url of the key>.jsonl`` (the folder of the
 config file, ``-c``, holds ``sessions``; ``.workspace`` beside the files names the
-workspace folder; older releases wrote ``~/.nanobot/sessions/<key with _>.jsonl``). A
+workspace folder; older releases wrote ``<workspace>/sessions/<key with _>.jsonl``, by
+default in ``~/.nanobot/workspace``, or ``~/.nanobot/sessions/<key with _>.jsonl``). A
 ``<same>.checkpoint.json`` beside a file holds the turn in flight (the model's message,
 its pending and finished calls) until the turn is saved.
 
@@ -18,7 +19,8 @@ Read from the writer in ``nanobot-ai`` 0.3.5 (``session/manager.py``, ``session/
   ``tool`` as the ``tool/result`` of ``tool_call_id`` (an error when it starts with
   ``Error`` or ``exec`` reports a non-zero ``Exit code``); a sub-agent's report
   (``injected_event: subagent_result``: the sub-agent runs in memory, only its result is
-  written) as ``message/context``;
+  written) as ``message/context``; a scheduled job's prompt (nanobot's, in the user's
+  place) as ``message/context``;
 - the session is the conversation: ``nanobot-<file name>-<first message's time>`` (``/new``
   empties the file and starts another);
 - a checkpoint newer than the file, of its messages: the model's text and thinking now; its
@@ -61,6 +63,12 @@ HIDDEN: Final = "_hidden_history"
 SUBAGENT_RESULT: Final = "subagent_result"
 # What nanobot answers, on restoring an interrupted turn, for a call that did not finish.
 INTERRUPTED: Final = "Error: Task interrupted before this tool finished."
+# A scheduled job's turn: nanobot's prompt in the user's place (0.3.5's cron_reminder.md;
+# older releases' "[Scheduled Task]" notice).
+CRON_PROMPTS: Final = (
+    "The scheduled time has arrived. Execute this scheduled cron job now",
+    "[Scheduled Task] Timer finished.",
+)
 _EXIT: Final = re.compile(r"\n\s*Exit code: (-?\d+)\s*\Z")
 
 
@@ -97,11 +105,17 @@ def read_session(path: Path, assume_tz: tzinfo | None = None) -> SourceReading:
 
 
 def _workspace(path: Path) -> str | None:
+    """The ``.workspace`` marker's folder; older releases kept the sessions in
+    ``<workspace>/sessions`` (the global ``~/.nanobot/sessions`` names none)."""
     try:
         text = (path.parent / ".workspace").read_text(encoding="utf-8").strip()
     except OSError:
-        return None
-    return text or None
+        text = ""
+    if text:
+        return text
+    if path.parent.name == "sessions" and path.parent.parent.name != ".nanobot":
+        return str(path.parent.parent)
+    return None
 
 
 class _Reader:
@@ -160,6 +174,9 @@ class _Reader:
             if not text.strip():
                 self.skipped["message:user:empty"] += 1
                 return []
+            if text.startswith(CRON_PROMPTS):
+                return [Item(ref, "message/context", "system", {"text": cut(text)}, "user:cron",
+                             self.time)]  # fmt: skip
             type_ = harness.harness_type(text) or "message/user"
             surface = harness.SURFACES.get(type_, "user")
             return [Item(ref, type_, surface, {"text": cut(text)}, "user", self.time)]
@@ -254,16 +271,15 @@ class NanobotImporter(ReadingImporter):
     detect_order: ClassVar[int] = 59
 
     def default_locations(self) -> list[Path]:
-        return [Path.home() / ".nanobot" / "sessions"]
+        # Older releases kept them in the workspace, by default ~/.nanobot/workspace.
+        home = Path.home() / ".nanobot"
+        return [home / "sessions", home / "workspace" / "sessions"]
 
     def detect(self, path: Path, head: Sequence[bytes]) -> bool:
-        """A ``.jsonl`` whose first line is nanobot's metadata record."""
+        """A ``.jsonl`` whose first line is nanobot's metadata record (``json.dumps``'s
+        spacing; the key first)."""
         first = head[0] if head else b""
-        return (
-            path.suffix == ".jsonl"
-            and first.startswith(b'{"_type": "metadata", "key": ')
-            and b'"last_consolidated"' in first
-        )
+        return path.suffix == ".jsonl" and first.startswith(b'{"_type": "metadata", "key": ')
 
     def sources(self, root: Path) -> Iterator[Path]:
         if root.is_file():
