@@ -19,6 +19,7 @@ command runs. No sub-agents, compaction, titles or images: Trae Agent has none.
 from __future__ import annotations
 
 from tests.recording.agents import (
+    AGENTS_CACHE,
     FIX_PROMPT,
     RECORD_ROOT,
     REFUND_PROMPT,
@@ -31,6 +32,9 @@ from tests.recording.script import Conversation, Reply, ToolCall
 from tests.recording.scrub import OwnText
 
 TASK = RECORD_ROOT / "trae-agent" / "shop"
+# Its source: a checkout of bytedance/trae-agent at commit e839e55 (``git archive`` of it),
+# made before recording (the recorder reaches only package registries).
+SOURCE = AGENTS_CACHE / "trae-agent-src"
 TRAJECTORIES = "trajectories"
 # Trae's user message: the project path, then the task after this line.
 ISSUE_INTRO = "Here's the issue text:\n"
@@ -132,6 +136,7 @@ RECIPE = Recipe(
     # What it imports without declaring (its docker mode's ``docker`` and ``pexpect``), and
     # the pydantic its lock file pins (mcp 1.12.2 imports what later pydantic removed).
     extra_packages=("docker", "pexpect", "pydantic==2.11.5"),
+    source=SOURCE,
     steps=(
         Step("fix", _run(FIX_PROMPT, "fix")),
         Step("refunds", _run(REFUND_PROMPT, "refunds")),
