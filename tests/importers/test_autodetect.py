@@ -32,6 +32,7 @@ from tests.importers import (
     gen_letta_code,
     gen_llm,
     gen_mini_swe_agent,
+    gen_nanobot,
     gen_nanocoder,
     gen_open_interpreter,
     gen_openclaw,
@@ -39,6 +40,7 @@ from tests.importers import (
     gen_qoder,
     gen_qwen_code,
     gen_swe_agent,
+    gen_trae_agent,
     gen_vibe,
     gen_zed,
 )
@@ -149,6 +151,8 @@ def test_every_generated_file_is_detected_as_its_own_format(tmp_path: Path) -> N
     roots["continue"] = gen_continue.write(tmp_path / "home")
     roots["vibe"] = gen_vibe.write(tmp_path / "home")
     roots["kimi"] = gen_kimi.write(tmp_path / "home")
+    roots["trae-agent"] = gen_trae_agent.write(tmp_path / "home")
+    roots["nanobot"] = gen_nanobot.write(tmp_path / "home")
     roots["claude-code"] = fixture_gen.ROOT / "claude-code"
     roots["codex"] = fixture_gen.ROOT / "codex"
     at_home = set[Path]()

@@ -175,6 +175,8 @@ GENERATED: dict[str, Case] = {
     "nanocoder": Case("nanocoder", _home(WRITERS["nanocoder"])),
     "code-puppy": Case("code-puppy", gen_code_puppy.write),
     "swe-agent": Case("swe-agent", gen_swe_agent.write),
+    "trae-agent": Case("trae-agent", _home(WRITERS["trae-agent"])),
+    "nanobot": Case("nanobot", _home(WRITERS["nanobot"])),
 }
 
 

@@ -34,6 +34,7 @@ from tests.importers import (
     gen_letta_code,
     gen_llm,
     gen_mini_swe_agent,
+    gen_nanobot,
     gen_nanocoder,
     gen_open_interpreter,
     gen_openclaw,
@@ -42,6 +43,7 @@ from tests.importers import (
     gen_qoder,
     gen_qwen_code,
     gen_swe_agent,
+    gen_trae_agent,
     gen_vibe,
     gen_vscode_copilot,
     gen_zed,
@@ -90,6 +92,8 @@ WRITERS: dict[str, Callable[[Path], Path]] = {
     "nanocoder": gen_nanocoder.write,
     "code-puppy": gen_code_puppy.write,
     "swe-agent": gen_swe_agent.write,
+    "trae-agent": gen_trae_agent.write,
+    "nanobot": gen_nanobot.write,
 }
 # Records the generators write to stand for an agent's next version.
 DELIBERATE: dict[str, set[str]] = {

@@ -77,6 +77,10 @@ def install(recipe: Recipe) -> None:
         python = interpreter(recipe.python) if recipe.python else sys.executable
         subprocess.run([python, "-m", "venv", str(target)], check=True)
         spec = f"{recipe.package}=={recipe.version}"
+        if recipe.source is not None:
+            if not recipe.source.is_dir():
+                raise SystemExit(f"{recipe.agent}: its source is not at {recipe.source}")
+            spec = str(recipe.source)
         pip = [str(target / "bin" / "pip"), "install", "-q"]
         if recipe.requirement_swaps:
             install_swapped(recipe, str(target / "bin" / "pip"), spec)

@@ -62,6 +62,8 @@ BUILT_IN: Final = {
     "nanocoder": "worker.importers.nanocoder:NanocoderImporter",
     "code-puppy": "worker.importers.code_puppy:CodePuppyImporter",
     "swe-agent": "worker.importers.swe_agent:SweAgentImporter",
+    "trae-agent": "worker.importers.trae_agent:TraeAgentImporter",
+    "nanobot": "worker.importers.nanobot:NanobotImporter",
 }
 
 

@@ -520,6 +520,26 @@ BUILT_IN: Final[dict[str, Reasons]] = {
         "title:summary": "a title autosave took from a compaction's summary (the last user"
         " message): not a title",
     },
+    "trae-agent": {
+        "message:system": "the system prompt (the agent's own)",
+        "call:task_done": "the model's signal that the task is done: Trae runs no tool for it"
+        " and ends the run (the run's end is imported)",
+        "call:unfinished": "a call of an LLM interaction whose step is not recorded yet (its"
+        " tools run) or never was (the run was interrupted or crashed): it has no result",
+        "step:lakeview_summary": "a second model's summary of a step for the console, not the"
+        " conversation",
+    },
+    "nanobot": {
+        "record:provider_state": "the provider's own replay state (opaque), not conversation",
+        "message:hidden": "the marker a working-memory summary inserts: the transcript stays"
+        " whole beside it",
+        "metadata:_last_summary": "the working-memory summary of the transcript's older part,"
+        " which the file keeps whole",
+        "checkpoint:tool_call": "a call of the turn in flight: imported with the saved turn",
+        "checkpoint:tool_result": "a result of the turn in flight: imported with the saved turn",
+        "user:image_url": _IMAGES,
+        "message:*:empty": "messages with no text and no call",
+    },
     "code-puppy": {
         "request:instructions": "the system prompt each request carries (the agent's own)",
         "request-part:system-prompt": "the system prompt (the agent's own)",
@@ -852,6 +872,30 @@ WRITER_KINDS: Final[dict[str, WriterKinds]] = {
         "1.30.0",
         imported=_keys("message:", "user assistant tool"),
         skipped=frozenset({"message:system", "message:images", "tool:structuredContent"}),
+    ),
+    # trajectory_recorder.py's records: the task, each LLM interaction's input messages
+    # (the system prompt, Trae's own user messages) and response (content, tool calls), each
+    # agent step's tool results, reflection, error and lakeview summary, the run's end.
+    "trae-agent": WriterKinds(
+        "trae-agent",
+        "0.1.0",
+        imported=_keys("", "task input:user tool_result end")
+        | _keys("response:", "content tool_call")
+        | _keys("step:", "reflection error"),
+        skipped=_keys("call:", "task_done unfinished")
+        | frozenset({"message:system", "step:lakeview_summary"}),
+    ),
+    # session/manager.py's records (the metadata line, the provider state, the messages of
+    # loop.py's _save_turn and subagent.py's report, the summary's hidden marker) and the
+    # runtime checkpoint beside a file.
+    "nanobot": WriterKinds(
+        "nanobot-ai",
+        "0.3.5",
+        imported=_keys("message:", "user assistant tool") | {"assistant:subagent_result"},
+        skipped=_keys("checkpoint:", "tool_call tool_result")
+        | frozenset(
+            {"record:provider_state", "message:hidden", "metadata:_last_summary", "user:image_url"}
+        ),
     ),
     # pydantic-ai 2.51 (Code Puppy 0.0.946's): the part kinds ModelRequestPart and
     # ModelResponsePart serialise (tool search's and capability loads' parts are tool calls

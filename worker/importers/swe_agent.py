@@ -55,7 +55,13 @@ import orjson
 
 from contracts import harness
 from worker.importers.base import Problem, as_text, cut, file_time, safe_id
-from worker.importers.source_reading import Item, SessionCache, SourceReading, SourceSession
+from worker.importers.source_reading import (
+    Item,
+    SessionCache,
+    SourceReading,
+    SourceSession,
+    read_document,
+)
 from worker.importers.whole_sources import ReadingImporter, sniffed
 
 NAME: Final = "swe-agent"
@@ -71,11 +77,10 @@ def read_trajectory(path: Path) -> SourceReading:
     """One trajectory as it is now; a half-written file is reported and read again on the
     next change."""
     reading = SourceReading()
-    try:
-        document = orjson.loads(path.read_bytes())
-    except (OSError, orjson.JSONDecodeError) as exc:
-        reading.problems.append(Problem(str(path), 0, f"not readable JSON: {exc}"))
+    read = read_document(path, reading)
+    if read is None:
         return reading
+    document = read.value
     if not isinstance(document, dict):
         reading.problems.append(Problem(str(path), 0, "not a SWE-agent trajectory"))
         return reading

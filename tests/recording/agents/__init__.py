@@ -77,6 +77,9 @@ class Recipe:
     # A PyPI agent whose pinned requirements the registry no longer offers: pin -> the one
     # installed instead (its requirements are then installed, with these, apart from it).
     requirement_swaps: Mapping[str, str] = field(default_factory=dict)
+    # A PyPI-ecosystem agent no registry publishes: the folder holding its source (a checkout
+    # made beforehand), which pip installs in place of ``package==version``.
+    source: Path | None = None
     # The agent's own prompt text its files copy: left out of the fixture (scrub.py).
     own_text: OwnText = field(default_factory=OwnText)
 
