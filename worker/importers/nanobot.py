@@ -98,7 +98,7 @@ def read_session(path: Path, assume_tz: tzinfo | None = None) -> SourceReading:
         reading.problems.append(Problem(str(path), 1, "not a nanobot session"))
         return reading
     zone = assume_tz or datetime.now().astimezone().tzinfo or UTC
-    session = _Reader(path, records, zone).session
+    session = _NanobotReader(path, records, zone).session
     if session is not None:
         reading.sessions.append(session)
     return reading
@@ -118,7 +118,7 @@ def _workspace(path: Path) -> str | None:
     return None
 
 
-class _Reader:
+class _NanobotReader:
     def __init__(self, path: Path, records: list[dict[str, Any]], zone: tzinfo) -> None:
         self.path, self.zone = path, zone
         header = records[0]

@@ -147,7 +147,7 @@ def _session(path: Path, document: dict[str, Any]) -> SourceSession:
         time=file_time(path),
         extra=extra,
     )
-    _Reader(session, history, steps, info).read()
+    _SweAgentReader(session, history, steps, info).read()
     return session
 
 
@@ -162,7 +162,7 @@ def _model(replay_config: object) -> str | None:
     return name if isinstance(name, str) and name else None
 
 
-class _Reader:
+class _SweAgentReader:
     def __init__(
         self,
         session: SourceSession,

@@ -87,7 +87,7 @@ def read_trajectory(path: Path, assume_tz: tzinfo | None = None) -> SourceReadin
         reading.problems.append(Problem(str(path), 0, "not a Trae Agent trajectory"))
         return reading
     zone = assume_tz or datetime.now().astimezone().tzinfo or UTC
-    reading.sessions.append(_Reader(path, document, zone).session)
+    reading.sessions.append(_TraeAgentReader(path, document, zone).session)
     return reading
 
 
@@ -99,7 +99,7 @@ def _list(value: object) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
-class _Reader:
+class _TraeAgentReader:
     def __init__(self, path: Path, document: dict[str, Any], zone: tzinfo) -> None:
         self.zone = zone
         start = document.get("start_time")
