@@ -298,6 +298,10 @@ def _is_answer(unit: Message | dict[str, Any]) -> bool:
     return unit[0].get("role") == "assistant" and unit[0].get("summary") is not True
 
 
+# The error SessionRunner.failInterruptedTools writes on a call cut off by an interrupt.
+_V2_INTERRUPTED = "Tool execution interrupted"
+
+
 def _entry_items(entry: dict[str, Any], skipped: Counter[str], *, over: bool) -> list[Item]:
     """One v2 message (a ``session_message`` row: OpenCode's ``Session.Message`` union)."""
     kind = entry.get("type")
@@ -367,17 +371,24 @@ def _v2_tool_items(ref: str, block: dict[str, Any], time: str | None, *, over: b
     state = field_of(block, "state")
     status = state.get("status")
     error = status == "error"
+    message = field_of(state, "error").get("message")
     if error:
-        output: object = field_of(state, "error").get("message") or state.get("content")
+        output: object = message or state.get("content")
     else:
+        # 1.18.33's read keeps what it read in ``structured`` ({uri, name, content, ...})
+        # with ``content`` empty; other tools fill ``content``.
+        structured = field_of(state, "structured")
         content = state.get("content")
-        output = content if content else state.get("result")
+        output = content or state.get("result") or structured.get("content") or structured or None
     # Pending: the input is still the model's partial JSON text.
     arguments = state.get("input") if status != "pending" else json_value(state.get("input"))
     items = tool_pair(
         ref, str(block.get("id") or ref), block.get("name"), arguments, time, "v2:tool",
         output=output, answered=status in ("completed", "error"), error=error,
     )  # fmt: skip
+    if error and message == _V2_INTERRUPTED:
+        # The runner's failInterruptedTools: the turn was interrupted while the call ran.
+        items[1].payload["interrupted"] = True
     return _settled(items, status, over=over)
 
 
