@@ -401,7 +401,7 @@ def test_a_session_prompted_through_the_v2_api_is_read_from_session_message(
     assert v2[4]["payload"]["thinking"] == "Rendering and totals are mixed."
     read_call, read_result = v2[5], v2[6]
     assert read_call["payload"]["tool"] == "read"
-    assert read_call["payload"]["input"] == {"filePath": "invoice.py"}
+    assert read_call["payload"]["input"] == {"path": "invoice.py"}
     assert read_result["payload"]["output"] == "def render(invoice):"
     assert read_result["cites"] == [{"session_id": gen.V2, "seq": read_call["seq"]}]
     failed = v2[8]

@@ -28,14 +28,18 @@ in ``session_message`` (``type``, ``seq``, ``data``), but only for a session pro
 through their v2 API (``/api/session/:id/prompt``: its runner publishes ``session.next.*``
 events, projected into that table alone; the v1 prompt path of ``run`` and the TUI writes
 ``message``/``part`` only, read in both binaries; checked live: ``opencode serve`` serves
-that API with no flag, and a prompt posted to it left its user message in
-``session_message`` alone). Such a session's conversation is only
+that API with no flag, and a recorded v2 session, ``tests/importers/recorded/opencode-v2``,
+has ``session_message`` rows alone). Such a session's conversation is only
 there, so it is read too, merged with any v1 messages by time: ``user`` as
 ``message/user`` (harness text typed), ``synthetic`` and ``system`` as
 ``message/context``, ``shell`` (a command the user ran) as a ``tool/call`` and its
 ``tool/result``, ``assistant`` content blocks (``text``, ``reasoning``, ``tool``) as
 above and its ``error`` as ``message/context``, ``compaction`` as a ``compaction``;
-agent and model switches and attached files are counted.
+agent and model switches and attached files are counted. A v2 tool's output is its
+``content``, else its ``result``, else what it keeps in ``structured`` (1.18.33's ``read``:
+the file's text in ``structured.content``); a call the runner failed on an interrupt
+("Tool execution interrupted") is marked ``interrupted``. 1.18.33's v2 runner has no
+``task`` tool, so v2 sessions have no sub-agents.
 
 A part still being written (a text without an end time in an unfinished message, a
 pending or running tool) waits, with what follows it in its session, for a later look;
