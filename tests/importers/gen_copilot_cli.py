@@ -409,7 +409,20 @@ CREATE TABLE turns (id INTEGER PRIMARY KEY AUTOINCREMENT,
   session_id TEXT NOT NULL REFERENCES sessions(id), turn_index INTEGER NOT NULL,
   user_message TEXT, assistant_response TEXT, timestamp TEXT DEFAULT (datetime('now')),
   UNIQUE(session_id, turn_index));
+CREATE TABLE checkpoints (id INTEGER PRIMARY KEY AUTOINCREMENT,
+  session_id TEXT NOT NULL REFERENCES sessions(id), checkpoint_number INTEGER NOT NULL,
+  title TEXT, overview TEXT, history TEXT, work_done TEXT, technical_details TEXT,
+  important_files TEXT, next_steps TEXT, created_at TEXT DEFAULT (datetime('now')),
+  UNIQUE(session_id, checkpoint_number));
 """
+# What the index keeps of GONE (its event log deleted): two turns and a checkpoint between.
+GONE_TURNS: Final = (
+    ("Why does the steamer spit water?", "The wand is not purged before steaming.",
+     "2026-12-06T09:00:05.000Z"),
+    ("How often should I descale it?", "Monthly, with citric acid.", "2026-12-06T09:05:00.000Z"),
+)  # fmt: skip
+GONE_CHECKPOINT: Final = ("Purging the wand", "Purge first, then steam.",
+                          "2026-12-06T09:02:00.000Z")  # fmt: skip
 
 
 def write_databases(state: Path) -> tuple[Path, Path]:
@@ -421,12 +434,24 @@ def write_databases(state: Path) -> tuple[Path, Path]:
     conn = sqlite3.connect(store)
     try:
         conn.executescript(STORE_SCHEMA)
-        for sid in (MAIN, OLD, GONE):
+        for sid in (MAIN, OLD):
             conn.execute("INSERT INTO sessions (id, cwd, summary) VALUES (?, ?, ?)",
                          (sid, CWD, SUMMARY))  # fmt: skip
             conn.execute("INSERT INTO turns (session_id, turn_index, user_message,"
                          " assistant_response) VALUES (?, 0, 'Descale it?', 'Yes, monthly.')",
                          (sid,))  # fmt: skip
+        # The writer's upserts pass the times it read from the session's events.
+        conn.execute("INSERT INTO sessions (id, cwd, branch, summary, created_at, updated_at)"
+                     " VALUES (?, ?, 'main', ?, ?, ?)", (GONE, CWD, SUMMARY,
+                     "2026-12-06T09:00:00.000Z", "2026-12-06T09:05:01.000Z"))  # fmt: skip
+        for n, (asked, answer, at) in enumerate(GONE_TURNS):
+            conn.execute("INSERT INTO turns (session_id, turn_index, user_message,"
+                         " assistant_response, timestamp) VALUES (?, ?, ?, ?, ?)",
+                         (GONE, n, asked, answer, at))  # fmt: skip
+        title, overview, at = GONE_CHECKPOINT
+        conn.execute("INSERT INTO checkpoints (session_id, checkpoint_number, title, overview,"
+                     " created_at) VALUES (?, 1, ?, ?, ?)",
+                     (GONE, title, overview, at))  # fmt: skip
         conn.commit()
     finally:
         conn.close()
@@ -439,3 +464,11 @@ def write_databases(state: Path) -> tuple[Path, Path]:
     finally:
         conn.close()
     return store, scratch
+
+
+def write_home(home: Path) -> Path:
+    """``write``'s history with the two databases beside it (the index listing a session
+    whose log is gone); returns the ``session-state`` folder."""
+    state = write(home)
+    write_databases(state)
+    return state

@@ -65,7 +65,7 @@ WRITERS: dict[str, Callable[[Path], Path]] = {
     "openclaw": gen_openclaw.write,
     "cline": gen_cline.write_cline,
     "roo-code": gen_cline.write_roo,
-    "copilot-cli": gen_copilot_cli.write,
+    "copilot-cli": gen_copilot_cli.write_home,
     "cursor": gen_cursor.write,
     "droid": gen_droid.write,
     "gemini-cli": gen_gemini_cli.write,

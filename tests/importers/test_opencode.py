@@ -401,7 +401,7 @@ def test_a_session_prompted_through_the_v2_api_is_read_from_session_message(
     assert v2[4]["payload"]["thinking"] == "Rendering and totals are mixed."
     read_call, read_result = v2[5], v2[6]
     assert read_call["payload"]["tool"] == "read"
-    assert read_call["payload"]["input"] == {"filePath": "invoice.py"}
+    assert read_call["payload"]["input"] == {"path": "invoice.py"}
     assert read_result["payload"]["output"] == "def render(invoice):"
     assert read_result["cites"] == [{"session_id": gen.V2, "seq": read_call["seq"]}]
     failed = v2[8]
@@ -491,3 +491,23 @@ def test_a_kilo_channel_database_reads_its_v2_messages_too(tmp_path: Path) -> No
     texts = [e["payload"].get("text") for e in reading_events("kilo", reading)
              if e["session_id"] == gen.V2]  # fmt: skip
     assert "Split invoice.py into a renderer and a calculator" in texts
+
+
+RECORDED_V2 = Path(__file__).parent / "recorded" / "opencode-v2" / "sessions" / "opencode.db"
+
+
+def test_the_recorded_v2_session_keeps_what_its_read_read_and_its_interrupted_call() -> None:
+    """Recorded from 1.18.33's v2 runner (opencode serve): its ``read`` tool leaves the
+    tool's ``content`` empty and keeps the file in ``structured.content``; a call cut off
+    by ``/interrupt`` is failed with "Tool execution interrupted"."""
+    (session,) = opencode.read_database(RECORDED_V2).sessions
+    items = session.items
+    calls = {i.call: i for i in items if i.type == "tool/call"}
+    results = [i for i in items if i.type == "tool/result"]
+    read = next(r for r in results if calls[r.result_of].payload["tool"] == "read"
+                and not r.payload.get("is_error"))  # fmt: skip
+    assert "return sum(self.entries[1:])" in read.payload["output"]
+    assert all(r.payload["output"] for r in results)
+    last = results[-1]
+    assert calls[last.result_of].payload["input"]["command"].startswith("python3 -c")
+    assert last.payload["is_error"] is True and last.payload["interrupted"] is True

@@ -46,7 +46,10 @@ rebuilt from ``session-state`` by its reindex; and ``session-state/<id>/session.
 per-session database the agent's ``sql`` tool creates its own tables in (todos it tracks)
 and its workflow runs keep their bookkeeping in (runs, phases, progress, sub-agents).
 A session the index lists without an events file (deleted, or kept in the cloud store)
-would be lost: each such session is reported by id as a problem of ``session-store.db``.
+would be lost: it is imported from the index as what the index keeps, each event marked
+``from_index`` (its turns' user message and answer, text only, in turn order; its
+checkpoints' summaries as ``message/context``; the index's summary as its title; ended, as
+nothing more can come). A session with its events file is never read from the index.
 Their ``embedding-cache.db`` holds vectors of text for the index's search, nothing else.
 
 Studied: the event schemas bundled in the ``@github/copilot`` package (1.0.60's
@@ -59,7 +62,7 @@ from __future__ import annotations
 import os
 import re
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any, ClassVar, Final
@@ -71,6 +74,7 @@ from worker.importers.base import (
     JsonRecordConverter,
     Outgoing,
     Problem,
+    Sessions,
     Tally,
     as_text,
     cut,
@@ -457,40 +461,106 @@ def _noted(path: Path) -> bool:
 
 
 class NotedDatabase:
-    """One of the SQLite files 1.0.102 writes beside the event logs: not read (the event
-    log has the conversation) but reported by name; the index is checked for sessions it
-    lists whose event log is gone."""
+    """One of the SQLite files 1.0.102 writes beside the event logs, reported by name (the
+    event log has the conversation). From the index, a session it lists whose event log is
+    gone is imported as the index keeps it (see :class:`IndexedSessions`)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self.tally = Tally()
+        self.sessions = Sessions(NAME)
 
     def feed(self, line_no: int, line: bytes) -> list[Outgoing]:
         self.tally.lines += 1
         self.tally.skip(f"file:{self.path.name}")
-        if self.path.name == STORE_DB:
-            self._orphans()
-        return []
+        if self.path.name != STORE_DB:
+            return []
+        out = self._orphans()
+        self.tally.events += len(out)
+        return out
 
-    def _orphans(self) -> None:
+    def _orphans(self) -> list[Outgoing]:
+        """The sessions the index lists with no event log, each read from the index: a
+        session that has its log is never read here (its turns are copies of the log's)."""
+        state = self.path.parent / STATE_DIR
         try:
             with read_only(self.path) as conn:
-                if "sessions" not in tables(conn):
-                    return
-                ids = [str(row[0]) for row in conn.execute("SELECT id FROM sessions ORDER BY id")]
+                known = tables(conn)
+                if "sessions" not in known:
+                    return []
+                conn.row_factory = sqlite3.Row
+                rows = conn.execute("SELECT * FROM sessions ORDER BY id").fetchall()
+                gone = [dict(row) for row in rows if not _has_events(state, str(row["id"]))]
+                return [event for row in gone for event in self._session(conn, row, known)]
         except sqlite3.Error as exc:
             self.tally.problems.append(Problem(str(self.path), 0, f"cannot read: {exc}"))
-            return
-        state = self.path.parent / STATE_DIR
-        gone = [sid for sid in ids if not _has_events(state, sid)]
-        if gone:
-            listed = ", ".join(gone[:10]) + (
-                f" and {len(gone) - 10} more" if len(gone) > 10 else ""
-            )
-            self.tally.problems.append(Problem(str(self.path), 0, (
-                f"{len(gone)} sessions listed in Copilot CLI's index have no event log in"
-                f" {state} (only their turns' text is left there; not imported): {listed}"
-            )))  # fmt: skip
+            return []
+
+    def _session(
+        self, conn: sqlite3.Connection, row: dict[str, Any], known: Collection[str]
+    ) -> list[Outgoing]:
+        """One session as the index keeps it: its turns' user message and answer (text
+        only: the tool calls, reasoning and attachments were in the deleted log) and its
+        checkpoints' summaries, each marked ``from_index``."""
+        sid = str(row["id"])
+        session = safe_id(sid)
+        mark = {"from_index": True}
+        turns = (
+            conn.execute(
+                "SELECT turn_index, user_message, assistant_response, timestamp FROM turns"
+                " WHERE session_id = ? ORDER BY turn_index",
+                (sid,),
+            ).fetchall()
+            if "turns" in known
+            else []
+        )
+        checkpoints = (
+            conn.execute(
+                "SELECT * FROM checkpoints WHERE session_id = ? ORDER BY checkpoint_number",
+                (sid,),
+            ).fetchall()
+            if "checkpoints" in known
+            else []
+        )
+        extra = {
+            name: row[column]
+            for name, column in (("git_branch", "branch"), ("repository", "repository"))
+            if isinstance(row.get(column), str)
+        }
+        cwd = row.get("cwd") if isinstance(row.get("cwd"), str) else None
+        out = [self.sessions.start(session, time=iso_time(row.get("created_at")), cwd=cwd,
+                                   extra={**extra, **mark})]  # fmt: skip
+        # Turns and checkpoints in time order (a checkpoint after the turns it summed up).
+        moments: list[tuple[str, int, int, Any]] = [
+            (iso_time(t["timestamp"]) or "", 0, n, t) for n, t in enumerate(turns)
+        ] + [(iso_time(c["created_at"]) or "", 1, n, c) for n, c in enumerate(checkpoints)]
+        for time, is_checkpoint, _, found in sorted(moments, key=lambda m: m[:3]):
+            when = time or None
+            if is_checkpoint:
+                text = _checkpoint_text(dict(found))
+                if text:
+                    out.append(self.sessions.emit(session, "message/context", "system", when,
+                                                  {"text": cut(text), **mark},
+                                                  "session-store.db:checkpoint"))  # fmt: skip
+                continue
+            for column, type_, surface in (
+                ("user_message", "message/user", "user"),
+                ("assistant_response", "message/assistant", "assistant"),
+            ):
+                text = found[column]
+                if isinstance(text, str) and text.strip():
+                    out.append(self.sessions.emit(session, type_, surface, when,
+                                                  {"text": cut(text), **mark},
+                                                  f"session-store.db:turn:{column}"))  # fmt: skip
+        summary = row.get("summary")
+        if isinstance(summary, str) and summary.strip():
+            out.append(self.sessions.emit(session, "session/title", "system", None,
+                                          {"title": cut(summary)},
+                                          "session-store.db:summary"))  # fmt: skip
+        # Its log is gone: nothing more will be written to it.
+        end = self.sessions.end(session, reason="idle", source_type="session-store.db",
+                                time=iso_time(row.get("updated_at")))  # fmt: skip
+        return out + ([end] if end else [])
 
     def idle(self) -> list[Outgoing]:
         return []
@@ -500,6 +570,22 @@ class NotedDatabase:
 
     def end_quiet(self, before: datetime) -> list[Outgoing]:
         return []
+
+
+# A checkpoint's sections, as 1.0.102's index keeps them (its compaction summaries).
+_CHECKPOINT_SECTIONS: Final = (
+    "overview", "history", "work_done", "technical_details", "important_files", "next_steps",
+)  # fmt: skip
+
+
+def _checkpoint_text(row: dict[str, Any]) -> str:
+    title = row.get("title")
+    parts = [f"Checkpoint: {title}"] if isinstance(title, str) and title.strip() else []
+    for name in _CHECKPOINT_SECTIONS:
+        value = row.get(name)
+        if isinstance(value, str) and value.strip():
+            parts.append(f"{name.replace('_', ' ')}: {value}")
+    return "\n\n".join(parts)
 
 
 def _has_events(state: Path, sid: str) -> bool:

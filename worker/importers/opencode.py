@@ -28,14 +28,18 @@ in ``session_message`` (``type``, ``seq``, ``data``), but only for a session pro
 through their v2 API (``/api/session/:id/prompt``: its runner publishes ``session.next.*``
 events, projected into that table alone; the v1 prompt path of ``run`` and the TUI writes
 ``message``/``part`` only, read in both binaries; checked live: ``opencode serve`` serves
-that API with no flag, and a prompt posted to it left its user message in
-``session_message`` alone). Such a session's conversation is only
+that API with no flag, and a recorded v2 session, ``tests/importers/recorded/opencode-v2``,
+has ``session_message`` rows alone). Such a session's conversation is only
 there, so it is read too, merged with any v1 messages by time: ``user`` as
 ``message/user`` (harness text typed), ``synthetic`` and ``system`` as
 ``message/context``, ``shell`` (a command the user ran) as a ``tool/call`` and its
 ``tool/result``, ``assistant`` content blocks (``text``, ``reasoning``, ``tool``) as
 above and its ``error`` as ``message/context``, ``compaction`` as a ``compaction``;
-agent and model switches and attached files are counted.
+agent and model switches and attached files are counted. A v2 tool's output is its
+``content``, else its ``result``, else what it keeps in ``structured`` (1.18.33's ``read``:
+the file's text in ``structured.content``); a call the runner failed on an interrupt
+("Tool execution interrupted") is marked ``interrupted``. 1.18.33's v2 runner has no
+``task`` tool, so v2 sessions have no sub-agents.
 
 A part still being written (a text without an end time in an unfinished message, a
 pending or running tool) waits, with what follows it in its session, for a later look;
@@ -298,6 +302,10 @@ def _is_answer(unit: Message | dict[str, Any]) -> bool:
     return unit[0].get("role") == "assistant" and unit[0].get("summary") is not True
 
 
+# The error SessionRunner.failInterruptedTools writes on a call cut off by an interrupt.
+_V2_INTERRUPTED = "Tool execution interrupted"
+
+
 def _entry_items(entry: dict[str, Any], skipped: Counter[str], *, over: bool) -> list[Item]:
     """One v2 message (a ``session_message`` row: OpenCode's ``Session.Message`` union)."""
     kind = entry.get("type")
@@ -367,17 +375,24 @@ def _v2_tool_items(ref: str, block: dict[str, Any], time: str | None, *, over: b
     state = field_of(block, "state")
     status = state.get("status")
     error = status == "error"
+    message = field_of(state, "error").get("message")
     if error:
-        output: object = field_of(state, "error").get("message") or state.get("content")
+        output: object = message or state.get("content")
     else:
+        # 1.18.33's read keeps what it read in ``structured`` ({uri, name, content, ...})
+        # with ``content`` empty; other tools fill ``content``.
+        structured = field_of(state, "structured")
         content = state.get("content")
-        output = content if content else state.get("result")
+        output = content or state.get("result") or structured.get("content") or structured or None
     # Pending: the input is still the model's partial JSON text.
     arguments = state.get("input") if status != "pending" else json_value(state.get("input"))
     items = tool_pair(
         ref, str(block.get("id") or ref), block.get("name"), arguments, time, "v2:tool",
         output=output, answered=status in ("completed", "error"), error=error,
     )  # fmt: skip
+    if error and message == _V2_INTERRUPTED:
+        # The runner's failInterruptedTools: the turn was interrupted while the call ran.
+        items[1].payload["interrupted"] = True
     return _settled(items, status, over=over)
 
 

@@ -258,9 +258,11 @@ BUILT_IN: Final[dict[str, Reasons]] = {
         "record:system:parent_session": "the parent named again after the session started",
     },
     "copilot-cli": {
-        # Read in 1.0.102's runtime.node (its SQL): both are reported, neither read.
+        # Read in 1.0.102's runtime.node (its SQL): both are reported; the index is read
+        # only for the sessions it lists whose event log is gone.
         "file:session-store.db": "Copilot CLI's cross-session index: turns, checkpoints and"
-        " files copied from the event logs, which are read",
+        " files copied from the event logs, which are read (a session whose log is gone is"
+        " read from it)",
         "file:session.db": "a session's own SQL tables: the ones the agent's sql tool"
         " creates (todos it tracks) and its workflow runs' bookkeeping, not the conversation",
         "record:assistant.turn_start": "turn boundary",
