@@ -48,6 +48,7 @@ def child(source: Path, db: Path, batch: int, profile: Path | None) -> dict[str,
 
     from contracts.partitions import workspace_key
     from worker.store.index.writer_core import WriterCore
+    from worker.store.index.writer_limits import WriterLimits
     from worker.store.writer_protocol import IngestItem
 
     items: list[Any] = []
@@ -60,7 +61,10 @@ def child(source: Path, db: Path, batch: int, profile: Path | None) -> dict[str,
             if event["type"] == "session/start":
                 key_of[sid] = workspace_key(event["payload"].get("cwd"))
             items.append(IngestItem(n, data, f"sq.events.{key_of[sid]}.{sid}"))
-    core = WriterCore.open(db, text_cap_bytes=64 * 1024, max_event_bytes=1 << 20)
+    # The writer child's limits: SESSIONQUERY_WRITER_LIMITS as serve passes them.
+    core = WriterCore.open(
+        db, text_cap_bytes=64 * 1024, max_event_bytes=1 << 20, limits=WriterLimits.from_env()
+    )
     profiler = None
     if profile is not None:
         import cProfile
@@ -131,7 +135,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(
                     f"run {run} {tree}: {got['applied']} applied, CPU {got['cpu_s']:.1f} s"
                     f" = {per:.0f} us/event (Python thread {main_per:.0f};"
-                    f" {got['events'] / got['cpu_s']:,.0f} events/s of CPU), wall {got['wall_s']:.1f} s, load {load:.1f}",
+                    f" {got['events'] / got['cpu_s']:,.0f} events/s of CPU),"
+                    f" wall {got['wall_s']:.1f} s, load {load:.1f}",
                     flush=True,
                 )
     for tree, values in cpu.items():

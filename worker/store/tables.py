@@ -85,10 +85,10 @@ EVENTS_IN_ORDER: Final = (
 # message, the session's first prompts and how many user messages came before it (at most
 # ``:prompts``, read from the index alone); the event's JSON, from which the follower
 # derives its text.
-SEARCH_EVENTS_AFTER: Final = """
+_SEARCH_EVENTS_AFTER: Final = """
 SELECT e.id AS id, e.session_id AS session_id, e.seq AS seq, e.type AS type,
        e.surface AS surface, e.time_ms AS time_ms, e.stream_seq AS stream_seq, s.ws AS ws,
-       event_json(e.doc) AS raw_json,
+       {json},
        CASE WHEN e.type = 'message/user' THEN s.prompts END AS prompts,
        CASE WHEN e.type = 'message/user' AND s.prompts IS NOT NULL THEN (
            SELECT count(*) FROM (
@@ -99,6 +99,10 @@ SELECT e.id AS id, e.session_id AS session_id, e.seq AS seq, e.type AS type,
 FROM events e JOIN sessions s ON s.session_id = e.session_id
 WHERE e.id > :after ORDER BY e.id LIMIT :limit
 """
+SEARCH_EVENTS_AFTER: Final = _SEARCH_EVENTS_AFTER.format(json="event_json(e.doc) AS raw_json")
+# The follower's: the stored ``doc`` in place of the JSON, decoded only for the events whose
+# text the writer did not hand it (``SearchIndexWriter.hint``).
+SEARCH_DOCS_AFTER: Final = _SEARCH_EVENTS_AFTER.format(json="e.doc AS doc")
 # The columns ``search_schema.event_document`` takes, in its order.
 SEARCH_DOCUMENT_NAMES: Final = (
     "id",
@@ -113,6 +117,8 @@ SEARCH_DOCUMENT_NAMES: Final = (
     "prompts",
     "before",
 )
+# ``SEARCH_DOCS_AFTER``'s columns: the same, the stored ``doc`` in the JSON's place.
+SEARCH_DOC_NAMES: Final = tuple("doc" if n == "raw_json" else n for n in SEARCH_DOCUMENT_NAMES)
 # How far the store is past a search index position (events, deletions, stream sequence).
 SEARCH_AHEAD: Final = (
     "SELECT (SELECT coalesce(max(id), 0) FROM events) AS event_id,"
