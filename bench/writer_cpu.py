@@ -97,7 +97,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--events", type=int, default=50_000)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--batch", type=int, default=100)
-    parser.add_argument("--tree", action="append", type=Path, default=[])
+    parser.add_argument(
+        "--tree",
+        action="append",
+        default=[],
+        help="a checkout, optionally @ the writer limits' JSON its runs get (the child's"
+        " SESSIONQUERY_WRITER_LIMITS), e.g. '.@{\"search_commit_ms\": 3000}'",
+    )
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()))
     parser.add_argument("--keep", type=Path, default=None)
@@ -110,10 +116,11 @@ def main(argv: list[str] | None = None) -> int:
         prof = args.profile
         print(json.dumps(child(Path(source), Path(db), args.batch, prof)))
         return 0
-    trees = [t.resolve() for t in (args.tree or [REPO])]
+    specs = [spec.partition("@")[::2] for spec in (args.tree or [str(REPO)])]
+    trees = [f"{Path(path).resolve()}{'@' + limits if limits else ''}" for path, limits in specs]
     source = _corpus(args.events, args.seed, args.work)
-    cpu: dict[Path, list[float]] = {t: [] for t in trees}
-    main_cpu: dict[Path, list[float]] = {t: [] for t in trees}
+    cpu: dict[str, list[float]] = {t: [] for t in trees}
+    main_cpu: dict[str, list[float]] = {t: [] for t in trees}
     with tempfile.TemporaryDirectory(dir=args.work) as tmp:
         for run in range(args.runs):
             for n, tree in enumerate(trees):
@@ -123,8 +130,11 @@ def main(argv: list[str] | None = None) -> int:
                 cmd = [sys.executable, "-m", "bench.writer_cpu", "--batch", str(args.batch)]
                 if args.profile is not None:
                     cmd += ["--profile", str(args.profile)]
-                cmd += ["--child", str(tree), str(source), str(db)]
+                path, _, limits = tree.partition("@")
+                cmd += ["--child", path, str(source), str(db)]
                 env = {**os.environ, "PYTHONPATH": str(REPO)}
+                if limits:
+                    env["SESSIONQUERY_WRITER_LIMITS"] = limits
                 out = subprocess.run(cmd, env=env, check=True, capture_output=True, text=True)
                 got = json.loads(out.stdout.strip().splitlines()[-1])
                 per = got["cpu_s"] / got["events"] * 1e6
