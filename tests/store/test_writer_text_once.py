@@ -4,6 +4,7 @@ they make of it is what they made deriving it themselves."""
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -11,10 +12,13 @@ from typing import Any
 import orjson
 import pytest
 import tantivy
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests._events import event
 from tests.store.test_storage import _items, _open, _start, archive_corpus
 from worker.store.event_codec import EventCodec, EventPacker, body_of, preview_key
+from worker.store.search import analysis
 from worker.store.search.search_schema import (
     SCHEMA,
     event_document,
@@ -153,3 +157,14 @@ def _search_ids(core: Any, word: str) -> list[tuple[int, float]]:
     return sorted(
         (int(searcher.fast_field_values("id", [a])[0] or 0), round(score, 4)) for score, a in hits
     )
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.text(alphabet=st.characters(max_codepoint=0x7F), max_size=200)
+    | st.text(max_size=60)
+    | st.text(alphabet=st.sampled_from("ab_9 -.\t\n\x0b\x0c\x1c\x1f\x7fé日"), max_size=60)
+)
+def test_the_word_runs_of_a_text_are_the_regex_ones(text: str) -> None:
+    """The index's words are found without the regex for ASCII text: the same runs."""
+    assert analysis.word_runs(text) == re.findall(r"\w+", text)

@@ -41,6 +41,12 @@ MAX_WHOLE_CHARS: Final = 256
 _CACHE_LIMIT = 200_000
 
 _WORD: Final = re.compile(r"\w+")
+# An ASCII text's bytes with what ``\w`` matches there (letters, digits, ``_``) kept and every
+# other byte a space: its words are then ``split()``'s, found in C without the regex engine
+# (measured 16 against 20 us per archive event).
+_ASCII_WORDS: Final = bytes(
+    b if b < 0x80 and (chr(b).isalnum() or b == 0x5F) else 0x20 for b in range(256)
+)
 # Han, Hiragana, Katakana (with the half-width forms and the phonetic extensions), Hangul.
 _CJK_CLASS: Final = (
     "\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9f"
@@ -229,7 +235,7 @@ def index_fields(text: str, prefix: str) -> tuple[str, str]:
 
     The per-token work is in C (set difference, ``map`` and ``chain`` over the caches): a
     Python loop over every token was most of the writer's time on long tool outputs."""
-    tokens = _WORD.findall(text)
+    tokens = word_runs(text)
     exact_of, derived_of = _exact_of, _derived_of
     missing = set(tokens).difference(exact_of)
     if missing:
@@ -247,6 +253,13 @@ def index_fields(text: str, prefix: str) -> tuple[str, str]:
         prefix + separator.join(exact) if exact else "",
         prefix + separator.join(derived) if derived else "",
     )
+
+
+def word_runs(text: str) -> list[str]:
+    """``_WORD.findall(text)``: every run of word characters of ``text``, in order."""
+    if text.isascii():
+        return text.encode("ascii").translate(_ASCII_WORDS).decode("ascii").split()
+    return _WORD.findall(text)
 
 
 def set_cache_limit(words: int) -> None:
