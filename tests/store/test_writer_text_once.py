@@ -172,3 +172,18 @@ def _search_ids(core: Any) -> dict[str, list[int]]:
 def test_the_word_runs_of_a_text_are_the_regex_ones(text: str) -> None:
     """The index's words are found without the regex for ASCII text: the same runs."""
     assert analysis.word_runs(text) == re.findall(r"\w+", text)
+
+
+def _fragment_by_words(token: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    analysed = analysis._analyze_token(token)
+    return tuple(w.exact for w in analysed), tuple(d for w in analysed for d in w.derived)
+
+
+@settings(max_examples=600, deadline=None)
+@given(
+    st.from_regex(r"[A-Za-z0-9_]{1,80}", fullmatch=True)
+    | st.text(alphabet=st.sampled_from("aZ9_é日Ж"), min_size=1, max_size=70)
+)
+def test_a_word_s_tokens_are_the_analysers(token: str) -> None:
+    """An ASCII word's index tokens come without the ``Word`` objects: the same tokens."""
+    assert analysis._fragment(token) == _fragment_by_words(token)
