@@ -64,7 +64,11 @@ def iso_time(raw: object, *, assume: tzinfo = UTC) -> str | None:
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=assume)
     utc = parsed.astimezone(UTC)
-    return utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"
+    if utc.year < 1000:  # strftime's %Y does not pad such a year, isoformat does
+        return utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"
+    # The same text as the strftime above (milliseconds truncated), at a third of its cost:
+    # an importer calls this for every record.
+    return utc.isoformat(timespec="milliseconds")[:-6] + "Z"
 
 
 def file_time(path: Path) -> str | None:

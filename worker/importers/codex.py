@@ -120,9 +120,8 @@ class CodexConverter(JsonRecordConverter):
         if not isinstance(payload, dict):
             self.tally.skip(f"record:{kind}:no-payload")
             return []
-        time = iso_time(record.get("timestamp"))
         if kind == "session_meta":
-            return self._meta(payload, time)
+            return self._meta(payload, iso_time(record.get("timestamp")))
         if kind == "realtime_item" and payload.get("type") != "transcript_segment":
             self.tally.skip(f"realtime_item:{payload.get('type')}")
             return []
@@ -130,6 +129,8 @@ class CodexConverter(JsonRecordConverter):
                         "realtime_item"):  # fmt: skip
             self.tally.skip(f"record:{kind}")
             return []
+        # After the skips: most of a rollout's records are skipped ones (event_msg, turn_context).
+        time = iso_time(record.get("timestamp"))
         out: list[Outgoing] = []
         if self.session is None:  # an older rollout without session_meta
             self.session = self.fallback_id

