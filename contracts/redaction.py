@@ -169,6 +169,12 @@ def _candidate_value_ok(value: str, min_entropy: float, uuid_ok: bool = False) -
     return shannon_entropy(value) >= min_entropy
 
 
+def _prose(value: str) -> bool:
+    """A quoted value may hold spaces (``"p@ss w0rd"``); one holding two words of letters
+    only is prose ("the value is in vault 2"), not a credential."""
+    return " " in value and sum(w.isalpha() for w in value.split()) >= 2
+
+
 _WORD_CHARS: Final = frozenset(ALPHABETS["A"])
 # How far back a candidate's name is read (a longer one is cut: the check still sees its
 # end, where the secret word is).
@@ -206,6 +212,8 @@ def _accept(rule: Rule, m: re.Match[str], value: str | None, allow: frozenset[st
         tail = m.string[m.start() : m.start("sep")]
         if not rule.name.search(before + tail):
             return False
+    if m.string[m.start("secret") - 1] in "\"'" and _prose(value):
+        return False
     return _candidate_value_ok(value, rule.min_entropy, rule.uuid_ok)
 
 

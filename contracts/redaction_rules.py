@@ -112,9 +112,18 @@ _RUN_START: Final = r"(?:(?<![A-Za-z0-9_-])|(?<=\\[nrt]))"
 
 # The characters of a name (a key, a variable, a header), for the candidate tier.
 _NAME_CHARS: Final = r"[A-Za-z0-9_.-]"
-# The value of an assignment: stops at quotes, backslashes (a JSON escape), whitespace and
-# the punctuation that ends a value in each form.
-_VALUE: Final = r"(?P<secret>[^\s\"'\\`,;{}()<>\[\]]{8,512})"
+# The value of an assignment, as the surrounding syntax delimits it: a quoted value runs to
+# its closing quote on the same line (``"p@ss, w0rd"``, JSON's ``\"...\"``); an unquoted one
+# stops at whitespace, quotes, backslashes (a JSON escape) and brackets, and at a ``,`` or
+# ``;`` that ends it (one followed by whitespace, its end, or another ``name=``: a
+# connection string's ``Password=...;Database=...``) but not at one inside it
+# (``DB_PASSWORD=p@ss,w0rd;x9``).
+_V_CHAR: Final = r"[^\s\"'\\`,;{}()<>\[\]]"
+_VALUE: Final = (
+    r"(?P<secret>(?<=\")[^\"\\\x00-\x1f]{8,512}+(?=\\*+\")"
+    r"|(?<=')[^'\\\x00-\x1f]{8,512}+(?=\\*+')"
+    rf"|(?:{_V_CHAR}|[,;](?={_V_CHAR})(?![A-Za-z_][A-Za-z0-9_.-]{{0,64}}+=)){{8,512}})"
+)
 # `NAME=value`, `NAME: value`, `"name": "value"`, `\"name\": \"value\"` (JSON inside a JSON
 # string, nested as deep as it goes: `\\\"name\\\"`), `name = 'value'` (TOML),
 # `--name value`, `--name=value`, once-URL-encoded `=`.
@@ -142,7 +151,9 @@ def candidate_pattern(word: str) -> re.Pattern[str]:
 # ``"`` ends a JSON string, so a payload's own ``"key": value`` is never taken for one.
 _J_QUOTE: Final = r"(?:(?:\\\\)*+(?:\\\"|'))"
 _J_SPACE: Final = r"(?:[ ]|\\t)"
-_J_VALUE: Final = r"(?:[^\s\"'\\`,;{}()<>\[\]]|\\b)"
+_J_VALUE: Final = r"(?:[^\s\"'\\`{}()<>\[\]]|\\b)"
+# A quoted value's character as JSON writes it (a ``"`` inside ``'...'`` is ``\"``).
+_J_QVALUE: Final = r"(?:[^\"\\\x00-\x1f]|\\\")"
 
 
 def candidate_gate(word: str) -> re.Pattern[str]:
@@ -157,7 +168,7 @@ def candidate_gate(word: str) -> re.Pattern[str]:
         word
         + rf"(?=(?P<name>{_NAME_CHARS}{{0,64}}+){_J_QUOTE}?+"
         + rf"(?:{_J_SPACE}*+(?:=|:|%3[dDaA])|(?P<flag>{_J_SPACE}++))"
-        + rf"{_J_SPACE}*+{_J_QUOTE}?+{_J_SPACE}*+{_J_VALUE}{{8}})",
+        + rf"{_J_SPACE}*+(?:{_J_QUOTE}{_J_QVALUE}{{8}}|{_J_QUOTE}?+{_J_SPACE}*+{_J_VALUE}{{8}}))",
         re.IGNORECASE,
     )
 

@@ -32,7 +32,7 @@ _WORDS = (
     "Authorization", "Bearer", "://", "%3D", "%3A", "%40", "aws", "ghp_", "sk-",
     "\\n", '\\"', "=", ": ", "\u017f",
 )  # fmt: skip
-_VALUE = "ABCdef0123456789_-+/=.xyz"
+_VALUE = "ABCdef0123456789_-+/=.xyz,; @"
 
 noise = st.lists(
     st.one_of(st.text(alphabet=_CHARS, max_size=6), st.sampled_from(_WORDS)), max_size=10

@@ -161,6 +161,23 @@ CASES: dict[str, Case] = {
             json.dumps({"auths": {"registry.example.org": {"auth": _pw()}}}).encode()
         ).decode(),
     ),
+    # a value runs to the end of its assignment as the syntax delimits it, not to a , ; or
+    # space inside it
+    "env-value-holding-comma-and-semicolon": lambda: _with(
+        "DB_PASSWORD={s}\nDB_HOST=db", generate("p@<A:4>,<A:4>9;<A:4>")
+    ),
+    "shell-single-quoted-value-holding-space": lambda: _with(
+        "export DB_PASSWORD='{s}'", generate("p@<A:4> <A:4>9;<A:4>")
+    ),
+    "json-value-holding-comma-and-space": lambda: _with(
+        '{{"password": "{s}", "user": "me"}}', generate("p@<A:4>, <A:4>9;<A:4>")
+    ),
+    "yaml-double-quoted-value": lambda: _with(
+        'client_secret: "{s}"\nclient_id: app', generate("<A:6>,<A:6>7 <A:6>")
+    ),
+    "flag-quoted-value-holding-semicolon": lambda: _with(
+        "psql --password '{s}' -h db", generate("<A:6>;<A:6>7")
+    ),
 }
 
 
@@ -206,6 +223,11 @@ NEAR_MISSES = [
     f'"session_id": "{uuid.uuid4()}", "idempotency_token": "{uuid.uuid4()}"',
     "cookies: 3 and the Cookie: header carries them",
     "GITHUB_TOKEN=ghp_YOUR_TOKEN_HERE_0000000000000000000 and ghp_Example",
+    # the end of a value: a , or ; that ends it, another name=, prose in quotes
+    "Server=db;Password=<set me>;Database=app",
+    "f(password=None, token=tok, y=2); max_tokens=4096;",
+    '"token": "the value is kept in vault 2", "secret": "see section 4.2 of the docs"',
+    "password: required, token: optional; secret: none",
 ]
 
 
