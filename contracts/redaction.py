@@ -191,6 +191,28 @@ def _name_start(text: str, at: int) -> str:
     return text[start:at]
 
 
+def _opener(text: str, name: str, at: int) -> str:
+    """What stands before a candidate's name (``name``, ending at ``at``): ``?``, ``&``,
+    ``#`` or ``&amp;`` open a URL's query parameter (``?api_key=...``); else ``""``."""
+    start = at - len(name)
+    if text.startswith("&amp;", start - 5):
+        return "&"
+    return text[start - 1] if start and text[start - 1] in "?&#" else ""
+
+
+def _value(rule: Rule, m: re.Match[str], value: str | None) -> str | None:
+    """A match's value as far as it goes: a candidate's in a URL's query runs to the next
+    ``&`` or ``#`` (``?key=<value>&page=2``)."""
+    if not value or rule.tier != "candidate" or "sep" not in rule.pattern.groupindex:
+        return value
+    if not _opener(m.string, _name_start(m.string, m.start()), m.start()):
+        return value
+    return _QUERY_END.split(value, 1)[0]
+
+
+_QUERY_END: Final = re.compile(r"[&#]")
+
+
 def _accept(rule: Rule, m: re.Match[str], value: str | None, allow: frozenset[str]) -> bool:
     """Whether a rule's match is a credential to redact."""
     if not value or MARKER_PREFIX in value or value in allow or is_placeholder(value):
@@ -209,8 +231,9 @@ def _accept(rule: Rule, m: re.Match[str], value: str | None, allow: frozenset[st
     if sep is not None and not sep.strip() and not before.startswith("-"):
         return False
     if rule.name is not None:
+        # the name as written, after a query's ?, & or # if it opens one (``?key=``)
         tail = m.string[m.start() : m.start("sep")]
-        if not rule.name.search(before + tail):
+        if not rule.name.search(_opener(m.string, before, m.start()) + before + tail):
             return False
     if m.string[m.start("secret") - 1] in "\"'" and _prose(value):
         return False
@@ -297,13 +320,14 @@ class Redactor:
 
         def sub(m: re.Match[str]) -> str:
             whole = m.group(0)
-            value = m.group("secret") if has_group else whole
+            value = _value(rule, m, m.group("secret")) if has_group else whole
             if not _accept(rule, m, value, self.allow):
                 return whole
             self.found[rule.kind] += 1
             if not has_group:
                 return mark
-            start, end = m.span("secret")
+            start = m.start("secret")
+            end = start + len(value or "")
             base = m.start()
             return whole[: start - base] + mark + whole[end - base :]
 
@@ -428,7 +452,8 @@ class Redactor:
             before = _name_start(text, m.start())
             if m.group("flag") is not None and "-" not in before:
                 continue
-            if name is not None and not name.search(before + m.group(0) + m.group("name")):
+            opener = _opener(text, before, m.start())
+            if name is not None and not name.search(opener + before + m.group(0) + m.group("name")):
                 continue
             return True
         return False
@@ -493,7 +518,7 @@ class Redactor:
             rule = self.rules[i]
             has_group = "secret" in rule.pattern.groupindex
             for m in rule.pattern.finditer(text):
-                value = m.group("secret") if has_group else m.group(0)
+                value = _value(rule, m, m.group("secret")) if has_group else m.group(0)
                 if _accept(rule, m, value, self.allow):
                     out.append((rule.kind, value))
         return out

@@ -918,10 +918,23 @@ RULES: Final[tuple[Rule, ...]] = (
         min_entropy=3.0,
         name=re.compile(
             r"(?:api|app|application|access|private|auth|signing|encryption|master|secret|client)"
-            r"[_.-]?key",
+            # or a URL's query parameter named key alone (?key=..., Google's and others')
+            r"[_.-]?key|[?&#]key$",
             re.IGNORECASE,
         ),
         uuid_ok=True,
+    ),
+    Rule(
+        "url-signature",
+        "candidate",
+        # A signed URL's signature as a query parameter (?sig=, &signature=, S3's
+        # X-Amz-Signature=): only there, where it is the URL's credential.
+        _candidate("sig"),
+        ("sig",),
+        Example("https://b.s3.example.com/o?X-Amz-Expires=60&X-Amz-Signature=", "<H:64>", "#x"),
+        "signature: required; sig_figs=12345678 and the ?signature=none option",
+        min_entropy=3.0,
+        name=re.compile(r"[?&#](?:[A-Za-z0-9]+-)*sig(?:nature)?$", re.IGNORECASE),
     ),
     Rule(
         "credential",

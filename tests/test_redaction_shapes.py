@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 import pytest
 
-from contracts.redaction import Redactor, generate
+from contracts.redaction import Redactor, generate, marker
 
 # (id, build) -> (text, the credential that must not survive)
 Case = Callable[[], tuple[str, str]]
@@ -178,6 +178,32 @@ CASES: dict[str, Case] = {
     "flag-quoted-value-holding-semicolon": lambda: _with(
         "psql --password '{s}' -h db", generate("<A:6>;<A:6>7")
     ),
+    # a secret-named query parameter, up to the next & or #
+    "query-key": lambda: _with(
+        "curl 'https://maps.example.com/api/geocode?address=x&key={s}&page=2'",
+        generate("<A:30>7"),
+    ),
+    "query-api-key-before-fragment": lambda: _with(
+        "GET /v1/items?api_key={s}#top HTTP/1.1", generate("<A:24>5")
+    ),
+    "query-access-token-in-fragment": lambda: _with(
+        "redirected to https://app.example.com/cb#access_token={s}&token_type=Bearer",
+        generate("<W:40>3"),
+    ),
+    "query-token-html-escaped": lambda: _with(
+        '<a href="/feed?user=me&amp;token={s}&amp;page=2">', generate("<A:20>1")
+    ),
+    "query-client-secret": lambda: _with(
+        "POST /oauth/token?client_id=app&client_secret={s}&grant_type=client_credentials",
+        generate("<A:32>8"),
+    ),
+    "query-s3-signature": lambda: _with(
+        "https://b.s3.example.com/o.tar?X-Amz-Expires=60&X-Amz-Signature={s}&x-id=GetObject",
+        generate("<H:64>"),
+    ),
+    "query-signature": lambda: _with(
+        "https://cdn.example.com/v.mp4?expires=1700000000&signature={s}", generate("<W:43>9")
+    ),
 }
 
 
@@ -195,6 +221,30 @@ def test_a_pasted_shape_is_redacted_wherever_it_sits(build: Case) -> None:
     escaped = json.dumps({"stdout": text})
     assert redactor.might_hold(json.dumps({"output": escaped}))
     assert json.dumps(secret)[1:-1] not in redactor.redact(escaped)
+
+
+# Cases whose value ends where its syntax ends it: exactly the value becomes the marker,
+# and what follows it (the next query parameter, the closing quote) stays.
+EXACT = {
+    "env-value-holding-comma-and-semicolon": "password",
+    "shell-single-quoted-value-holding-space": "password",
+    "json-value-holding-comma-and-space": "password",
+    "yaml-double-quoted-value": "secret",
+    "flag-quoted-value-holding-semicolon": "password",
+    "query-key": "api-key",
+    "query-api-key-before-fragment": "api-key",
+    "query-access-token-in-fragment": "token",
+    "query-token-html-escaped": "token",
+    "query-client-secret": "secret",
+    "query-s3-signature": "url-signature",
+    "query-signature": "url-signature",
+}
+
+
+@pytest.mark.parametrize(("case", "kind"), EXACT.items(), ids=EXACT.keys())
+def test_exactly_the_value_is_redacted(case: str, kind: str) -> None:
+    text, secret = CASES[case]()
+    assert Redactor().redact(text) == text.replace(secret, marker(kind))
 
 
 NEAR_MISSES = [
@@ -228,6 +278,9 @@ NEAR_MISSES = [
     "f(password=None, token=tok, y=2); max_tokens=4096;",
     '"token": "the value is kept in vault 2", "secret": "see section 4.2 of the docs"',
     "password: required, token: optional; secret: none",
+    # a query's parameters that are not secret-named, or short
+    "https://api.example.com/v1/items?page=2&key=name&sort_key=created_at2024x&keyword=a1b2c3d4e5",
+    "https://x.test/search?q=abc&token=short1&sig_figs=12345678",
 ]
 
 
