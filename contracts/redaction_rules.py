@@ -476,8 +476,11 @@ RULES: Final[tuple[Rule, ...]] = (
         # URL-encoded (%3A, %40)
         _r(
             r"(?:://|%3[Aa]%2[Ff]%2[Ff])[^\s:/@\"'\\<>%]{0,128}(?::|%3[Aa])"
-            # to the last @ before the host (a raw @ in a password, or %40, is part of it)
-            r"(?P<secret>[^\s/\"'\\<>]{1,256})(?:@|%40)(?=[A-Za-z0-9\[])",
+            # to the last @ before the host (a raw @ in a password, or %40, is part of it);
+            # else a password holding a raw / (pasted unencoded) up to the one @ after it,
+            # but not a port and a path (``host:8443/@scope``) nor a query (``?to=a@b``)
+            r"(?P<secret>[^\s/\"'\\<>]{1,256}(?=(?:@|%40)[A-Za-z0-9\[])"
+            r"|(?![0-9]*/)[^\s@?#&=\"'\\<>]{1,256}(?=@[A-Za-z0-9\[]))(?:@|%40)",
         ),
         ("://", "%3a%2f%2f"),
         Example("DATABASE_URL=postgres://app:", "<A:20>", "@db.internal:5432/app"),

@@ -204,6 +204,13 @@ CASES: dict[str, Case] = {
     "query-signature": lambda: _with(
         "https://cdn.example.com/v.mp4?expires=1700000000&signature={s}", generate("<W:43>9")
     ),
+    # a raw / in a URL's password (an invalid URL, but pasted): to the @ before the host
+    "url-password-holding-slash": lambda: _with(
+        "DATABASE_URL=postgres://app:{s}@db.internal:5432/app", generate("<A:6>/<A:6>9")
+    ),
+    "url-password-holding-slash-json": lambda: _with(
+        '{{"broker": "amqp://svc:{s}@rabbit/vhost"}}', generate("<A:4>9/<A:4>/<A:4>")
+    ),
 }
 
 
@@ -238,6 +245,8 @@ EXACT = {
     "query-client-secret": "secret",
     "query-s3-signature": "url-signature",
     "query-signature": "url-signature",
+    "url-password-holding-slash": "password-in-url",
+    "url-password-holding-slash-json": "password-in-url",
 }
 
 
@@ -281,6 +290,9 @@ NEAR_MISSES = [
     # a query's parameters that are not secret-named, or short
     "https://api.example.com/v1/items?page=2&key=name&sort_key=created_at2024x&keyword=a1b2c3d4e5",
     "https://x.test/search?q=abc&token=short1&sig_figs=12345678",
+    # a port, then a path holding an @: no password
+    "http://localhost:3000/api/users/me@example.com and https://h.example:8443/s?to=me@x.org",
+    "https://social.example:443/@alice and file://C:/Users/me@corp/x",
 ]
 
 
