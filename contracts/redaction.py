@@ -314,9 +314,45 @@ class Redactor:
             i: self._replacer(rule) for i, rule in enumerate(self.rules)
         }
 
+    def _rows(self, rule: Rule, m: re.Match[str]) -> list[tuple[int, int, str]]:
+        """A table rule's values to redact in its match's block: (start, end, value), the
+        positions in the block."""
+        assert rule.rows is not None
+        out = []
+        for row in rule.rows.finditer(m.group("secret")):
+            value = row.group("secret")
+            if MARKER_PREFIX in value or value in self.allow or is_placeholder(value):
+                continue
+            if rule.name is not None and not rule.name.search(row.group("name")):
+                continue
+            if rule.tier == "candidate" and not _candidate_value_ok(
+                value, rule.min_entropy, rule.uuid_ok
+            ):
+                continue
+            out.append((*row.span("secret"), value))
+        return out
+
     def _replacer(self, rule: Rule) -> Callable[[re.Match[str]], str]:
         mark = marker(rule.kind)
         has_group = "secret" in rule.pattern.groupindex
+        if rule.rows is not None:
+
+            def sub_rows(m: re.Match[str]) -> str:
+                found = self._rows(rule, m)
+                if not found:
+                    return m.group(0)
+                block = m.group("secret")
+                parts, last = [], 0
+                for start, end, _ in found:
+                    parts += [block[last:start], mark]
+                    last = end
+                    self.found[rule.kind] += 1
+                parts.append(block[last:])
+                whole, base = m.group(0), m.start()
+                start, end = m.span("secret")
+                return whole[: start - base] + "".join(parts) + whole[end - base :]
+
+            return sub_rows
 
         def sub(m: re.Match[str]) -> str:
             whole = m.group(0)
@@ -518,6 +554,9 @@ class Redactor:
             rule = self.rules[i]
             has_group = "secret" in rule.pattern.groupindex
             for m in rule.pattern.finditer(text):
+                if rule.rows is not None:
+                    out.extend((rule.kind, value) for _, _, value in self._rows(rule, m))
+                    continue
                 value = _value(rule, m, m.group("secret")) if has_group else m.group(0)
                 if _accept(rule, m, value, self.allow):
                     out.append((rule.kind, value))
@@ -625,7 +664,8 @@ class RedactionSpec:
 
         table = [
             [r.kind, r.tier, r.pattern.pattern, r.pattern.flags, list(r.keywords),
-             r.min_entropy, r.name.pattern if r.name else None, list(r.prefixes), r.uuid_ok]
+             r.min_entropy, r.name.pattern if r.name else None, list(r.prefixes), r.uuid_ok,
+             r.rows.pattern if r.rows else None]
             for r in RULES
         ]  # fmt: skip
         data = {"on": self.on, "extra": self.extra, "allow": sorted(self.allow)}

@@ -94,6 +94,10 @@ class Rule:
     # Candidate tier: a UUID is a credential too (Heroku's API keys, Vault's AppRole
     # secret_id, old npm tokens); not for ``token``, where a UUID is as often an id.
     uuid_ok: bool = False
+    # A table's rows: the match's group ``secret`` is a block of lines, and each match of
+    # ``rows`` in it (groups ``name`` and ``secret``) is one value, redacted when its name
+    # matches ``name`` (if set) and, for a candidate, the value looks random.
+    rows: re.Pattern[str] | None = None
 
 
 def _r(pattern: str, flags: int = 0) -> re.Pattern[str]:
@@ -880,7 +884,57 @@ RULES: Final[tuple[Rule, ...]] = (
         "fc- is the prefix",
         prefixes=("fc-",),
     ),
+    Rule(
+        "kubernetes-secret-data",
+        "definite",
+        # ``kubectl get secret -o yaml``: every value under ``data:`` is a secret in base64,
+        # whatever its name (a certificate aside); the keyword is the manifest's kind.
+        _r(
+            r"(?:^|\n|\\n)[ \t-]*+data:[ \t]*+(?P<secret>(?:(?:\r?\n|(?:\\r)?\\n)[ \t]++"
+            r"[^\s:\\]{1,253}+:[ \t]++[A-Za-z0-9+/]{4,}+={0,2}[ \t]*+){1,500}+)"
+        ),
+        ("kind: secret",),
+        Example(
+            "apiVersion: v1\ndata:\n  ca.crt: LS0tLS1CRUdJTiBDRVJU\n  password: ",
+            "<B:15>9<B:8>=",
+            "\nkind: Secret\nmetadata:\n  name: db",
+        ),
+        "apiVersion: v1\ndata:\n  config.yaml: ${CONFIG}\nkind: Secret",
+        name=re.compile(r"^(?!.*\.crt$)"),
+        rows=_r(
+            r"(?:\r?\n|(?:\\r)?\\n)[ \t]++(?P<name>[^\s:\\]{1,253}+):[ \t]++"
+            r"(?P<secret>[A-Za-z0-9+/]{4,}+={0,2})"
+        ),
+    ),
     # -- candidate: a random-looking value assigned to a name that says secret ---------------
+    Rule(
+        "table-value",
+        "candidate",
+        # A value printed in a two-column table rather than assigned: ``vault read`` and
+        # ``vault write`` (``Key  Value`` over ``---  -----``), PowerShell's ``Get-ChildItem
+        # Env:`` (``Name  Value`` over ``----  -----``); a row whose name says secret.
+        _r(
+            r"(?:Key|Name)[ \t]{2,}+Value[ \t]*+(?:\r?\n|(?:\\r)?\\n)-{3,}+[ \t]{2,}+-{5,}+[ \t]*+"
+            r"(?P<secret>(?:(?:\r?\n|(?:\\r)?\\n)(?:[^\r\n\\]|\\(?![rn]))++){1,500}+)"
+        ),
+        ("  -----",),
+        Example(
+            "$ vault write -f auth/approle/role/ci/secret-id\nKey                   Value\n"
+            "---                   -----\nsecret_id             ",
+            "<H:8>-<H:4>-<H:4>-<H:4>-<H:12>",
+            "\nsecret_id_accessor    84896a0c-1347-aa90-a4f6-aca8b7558780\nsecret_id_ttl         0s",
+        ),
+        "Name                           Value\n----                           -----\n"
+        "HOME                           C:\\Users\\me\nTOKEN_CACHE                    ~/.cache/x1\n"
+        "API_KEY_FILE                   /etc/app/key9.txt\nSECRET_NAME                    app-secrets",
+        min_entropy=3.0,
+        name=re.compile(r"^(?!.*accessor)(?i:.*(?:pass|pwd|secret|token|key|credential|auth))"),
+        uuid_ok=True,  # Vault's AppRole secret_id is a UUID
+        rows=_r(
+            r"(?:\r?\n|(?:\\r)?\\n)(?P<name>[A-Za-z0-9_.:-]{1,128}+)[ \t]{2,}+"
+            r"(?P<secret>[^\s\\]{8,512}+)[ \t]*+(?=\r?\n|(?:\\r)?\\n|$)"
+        ),
+    ),
     Rule(
         "password",
         "candidate",

@@ -211,6 +211,35 @@ CASES: dict[str, Case] = {
     "url-password-holding-slash-json": lambda: _with(
         '{{"broker": "amqp://svc:{s}@rabbit/vhost"}}', generate("<A:4>9/<A:4>/<A:4>")
     ),
+    # values printed as a table rather than assigned
+    "vault-write-secret-id-table": lambda: _with(
+        "$ vault write -f auth/approle/role/ci/secret-id\nKey                   Value\n"
+        "---                   -----\nsecret_id             {s}\n"
+        "secret_id_accessor    " + str(uuid.uuid4()) + "\nsecret_id_ttl         0s\n",
+        str(uuid.uuid4()),
+    ),
+    "vault-token-create-table": lambda: _with(
+        "Key                  Value\r\n---                  -----\r\ntoken                {s}\r\n"
+        "token_accessor       " + generate("<A:24>") + "\r\ntoken_duration       768h\r\n",
+        generate("<A:20>3<A:3>"),
+    ),
+    "powershell-env-listing": lambda: _with(
+        "PS C:\\> Get-ChildItem Env:\n\nName                           Value\n"
+        "----                           -----\nHOMEPATH                       \\Users\\me\n"
+        "SERVICE_PASSWORD               {s}\nUSERNAME                       me\n",
+        generate("<A:12>4<A:4>"),
+    ),
+    "kubectl-secret-yaml": lambda: _with(
+        "$ kubectl get secret app -o yaml\napiVersion: v1\ndata:\n  DATABASE_URL: {s}\n"
+        "kind: Secret\nmetadata:\n  name: app\ntype: Opaque\n",
+        base64.b64encode(("postgres://app:" + _pw() + "@db/app").encode()).decode(),
+    ),
+    "kubectl-secret-list-yaml": lambda: _with(
+        "apiVersion: v1\nitems:\n- apiVersion: v1\n  data:\n    api: {s}\n  kind: Secret\n",
+        base64.b64encode(_pw().encode()).decode(),
+    ),
+    # env | grep prints assignments: the candidate rules' form already
+    "env-grep": lambda: _with("$ env | grep -i token\nGITLAB_TOKEN_FILE_2={s}\n", _pw()),
 }
 
 
@@ -293,6 +322,16 @@ NEAR_MISSES = [
     # a port, then a path holding an @: no password
     "http://localhost:3000/api/users/me@example.com and https://h.example:8443/s?to=me@x.org",
     "https://social.example:443/@alice and file://C:/Users/me@corp/x",
+    # tables whose rows are not secret-named, or not secret: an accessor, a ConfigMap
+    "Key                   Value\n---                   -----\nrole_id               "
+    + str(uuid.uuid4())
+    + "\ntoken_accessor        "
+    + generate("<A:24>")
+    + "\ntoken_policies        [default]\nsecret_id_ttl         0s",
+    "Name                           Value\n----                           -----\n"
+    "COMPUTERNAME                   WS-" + generate("<C:12>") + "\nTOKEN_PATH                     C:\\t",
+    "apiVersion: v1\ndata:\n  LOG_LEVEL: debug\n  mode: cHJvZHVjdGlvbjE=\nkind: ConfigMap",
+    "| key | value |\n| --- | ----- |\n| token | " + generate("<A:20>1") + " |",
 ]
 
 
