@@ -498,12 +498,57 @@ class Redactor:
         """``text`` with every credential replaced by its marker."""
         if len(text) < self._shortest:
             return text  # a key, a tool name, a short value: nothing fits
+        if "\n" in text or "\\n" in text:
+            text = self._redact_wrapped(text)
         chosen = self._rules_for(text)
         for i in chosen:
             text = self.rules[i].pattern.sub(self._subs[i], text)
         if "%" in text and _PERCENT.search(text):
             text = self._redact_url_encoded(text)
         return text
+
+    def _redact_wrapped(self, text: str) -> str:
+        """Provider-shaped tokens split across two lines: a terminal wrapped a long line
+        inside one, or a shell line went on after a ``\\``. A run of 16 token characters
+        that begins with a rule's prefix and ends a line of at least ``_WRAP_WIDTH``
+        characters (any line, after a ``\\``) is joined with the run that begins the next
+        line; when the rule matches the joined text past the line's end but not the first
+        part alone, both parts are redacted. (The gate passes such a run as it is.) A first
+        part the rule matches alone is redacted by itself, and the rest stays: joining it
+        would take the next line's first word whenever a token ends a long line (an
+        ``.env`` listing's next name)."""
+        out: list[str] = []
+        last = 0
+        for w in _WRAPPED.finditer(text):
+            head, brk, tail = w.group("head", "brk", "tail")
+            rules = self._by_head.get(head[:2])
+            if not rules or MARKER_PREFIX in head:
+                continue
+            # a shell's \ before the break (as it is, or JSON-escaped) says it goes on
+            continued = brk.startswith("\\\\") or (brk[0] == "\\" and brk[1] in "\r\n")
+            if not continued:
+                at = w.start()
+                line_end = max(text.rfind("\n", 0, at), text.rfind("\\n", 0, at) + 1)
+                if w.end("head") - line_end - 1 < _WRAP_WIDTH:
+                    continue
+            joined = head + tail
+            for i in sorted(rules):
+                rule = self.rules[i]
+                if rule.tier != "definite" or "secret" in rule.pattern.groupindex:
+                    continue
+                m = rule.pattern.match(joined)
+                if m is None or m.end() <= len(head) or rule.pattern.fullmatch(head):
+                    continue
+                if not _accept(rule, m, m.group(0), self.allow):
+                    continue
+                self.found[rule.kind] += 1
+                out += [text[last : w.start()], marker(rule.kind), brk]
+                last = w.start("tail") + m.end() - len(head)
+                break
+        if not out:
+            return text
+        out.append(text[last:])
+        return "".join(out)
 
     def _redact_url_encoded(self, text: str) -> str:
         """Credentials URL-encoded once: each run of text holding a %XX escape is decoded and
@@ -617,6 +662,15 @@ _DOT: Final = ord(".")
 _ESCAPE_LETTERS: Final = frozenset(b"nrtbf")
 # Every token-shaped credential holds a run this long of these characters.
 _TOKEN_RUN: Final = re.compile(r"[A-Za-z0-9_-]{16,}")
+# A token split across two lines (``Redactor._redact_wrapped``): a run of 16 token
+# characters (not inside a longer run, but for a JSON escape's letter), a line break (real,
+# JSON-escaped, or a shell's ``\`` before either), and the run that begins the next line.
+_WRAPPED: Final = re.compile(
+    r"(?:(?<![A-Za-z0-9_\\-])|(?<=\\[nrt]))(?P<head>[A-Za-z0-9_-]{16,512}+)"
+    r"(?P<brk>(?:\\\\|\\)?(?:\r?\n|(?:\\r)?\\n))(?P<tail>[A-Za-z0-9_-]{1,512}+)"
+)
+# The shortest line a terminal wraps: a first part ending a shorter line is not joined.
+_WRAP_WIDTH: Final = 40
 # A run of text around a %XX escape (one URL, query string or form body) ends at these.
 _RUN_END: Final = frozenset(" \t\r\n\"'<>")
 _RUN_STOP: Final = re.compile(r"[\s\"'<>]")

@@ -240,7 +240,27 @@ CASES: dict[str, Case] = {
     ),
     # env | grep prints assignments: the candidate rules' form already
     "env-grep": lambda: _with("$ env | grep -i token\nGITLAB_TOKEN_FILE_2={s}\n", _pw()),
+    # a token split across two lines: a terminal wrapped it at 80 columns, or a shell
+    # line went on after a backslash
+    "token-wrapped-by-a-terminal": lambda: _wrapped(generate("ghp_<A:36>"), 80, "\n"),
+    "long-token-wrapped-by-a-terminal": lambda: _wrapped(
+        generate("sk-ant-api03-<W:93>AA"), 100, "\r\n"
+    ),
+    "aws-key-id-wrapped-by-a-terminal": lambda: _wrapped(generate("AKIA<U:16>"), 80, "\n"),
+    "token-split-by-a-shell-continuation": lambda: (
+        "$ export GITHUB_TOKEN=" + generate("ghp_<A:16>") + "\\\n" + (rest := generate("<A:20>"))
+        + "\n$ gh auth status",
+        rest,
+    ),
 }
+
+
+def _wrapped(token: str, width: int, newline: str) -> tuple[str, str]:
+    """``token`` at the end of a prompt line a terminal ``width`` columns wide wrapped, 16
+    of its characters before the break (the part after it is what must not survive)."""
+    prompt = "$ curl -s https://api.example.com/user -H 'Authorization: token "
+    line = (prompt + " " * width)[: width - 16]
+    return f"{line}{token[:16]}{newline}{token[16:]}' | jq .login", token[16:]
 
 
 @pytest.mark.parametrize("build", CASES.values(), ids=CASES.keys())
@@ -332,6 +352,10 @@ NEAR_MISSES = [
     "COMPUTERNAME                   WS-" + generate("<C:12>") + "\nTOKEN_PATH                     C:\\t",
     "apiVersion: v1\ndata:\n  LOG_LEVEL: debug\n  mode: cHJvZHVjdGlvbjE=\nkind: ConfigMap",
     "| key | value |\n| --- | ----- |\n| token | " + generate("<A:20>1") + " |",
+    # lines that end in a run of token characters and go on with another: not a wrap
+    "scikit-learn and sk-learn-compatible-estimators-registry\nare listed in the docs",
+    "ghp_and_gho_prefixes_are_documented\nAnotherParagraphStartsHere123 on the next line",
+    generate("MIIEvQIBADANBgkqhkiG9w0BAQEFAASC<B:32>\n<B:64>\n<B:64>"),
 ]
 
 
