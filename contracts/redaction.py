@@ -603,7 +603,7 @@ class Redactor:
                     out.extend((rule.kind, value) for _, _, value in self._rows(rule, m))
                     continue
                 value = _value(rule, m, m.group("secret")) if has_group else m.group(0)
-                if _accept(rule, m, value, self.allow):
+                if value and _accept(rule, m, value, self.allow):
                     out.append((rule.kind, value))
         return out
 

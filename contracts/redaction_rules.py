@@ -922,11 +922,13 @@ RULES: Final[tuple[Rule, ...]] = (
             "$ vault write -f auth/approle/role/ci/secret-id\nKey                   Value\n"
             "---                   -----\nsecret_id             ",
             "<H:8>-<H:4>-<H:4>-<H:4>-<H:12>",
-            "\nsecret_id_accessor    84896a0c-1347-aa90-a4f6-aca8b7558780\nsecret_id_ttl         0s",
+            "\nsecret_id_accessor    84896a0c-1347-aa90-a4f6-aca8b7558780"
+            "\nsecret_id_ttl         0s",
         ),
         "Name                           Value\n----                           -----\n"
         "HOME                           C:\\Users\\me\nTOKEN_CACHE                    ~/.cache/x1\n"
-        "API_KEY_FILE                   /etc/app/key9.txt\nSECRET_NAME                    app-secrets",
+        "API_KEY_FILE                   /etc/app/key9.txt\n"
+        "SECRET_NAME                    app-secrets",
         min_entropy=3.0,
         name=re.compile(r"^(?!.*accessor)(?i:.*(?:pass|pwd|secret|token|key|credential|auth))"),
         uuid_ok=True,  # Vault's AppRole secret_id is a UUID

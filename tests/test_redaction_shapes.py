@@ -248,7 +248,10 @@ CASES: dict[str, Case] = {
     ),
     "aws-key-id-wrapped-by-a-terminal": lambda: _wrapped(generate("AKIA<U:16>"), 80, "\n"),
     "token-split-by-a-shell-continuation": lambda: (
-        "$ export GITHUB_TOKEN=" + generate("ghp_<A:16>") + "\\\n" + (rest := generate("<A:20>"))
+        "$ export GITHUB_TOKEN="
+        + generate("ghp_<A:16>")
+        + "\\\n"
+        + (rest := generate("<A:20>"))
         + "\n$ gh auth status",
         rest,
     ),
@@ -349,7 +352,9 @@ NEAR_MISSES = [
     + generate("<A:24>")
     + "\ntoken_policies        [default]\nsecret_id_ttl         0s",
     "Name                           Value\n----                           -----\n"
-    "COMPUTERNAME                   WS-" + generate("<C:12>") + "\nTOKEN_PATH                     C:\\t",
+    "COMPUTERNAME                   WS-"
+    + generate("<C:12>")
+    + "\nTOKEN_PATH                     C:\\t",
     "apiVersion: v1\ndata:\n  LOG_LEVEL: debug\n  mode: cHJvZHVjdGlvbjE=\nkind: ConfigMap",
     "| key | value |\n| --- | ----- |\n| token | " + generate("<A:20>1") + " |",
     # lines that end in a run of token characters and go on with another: not a wrap
