@@ -392,8 +392,8 @@ class Redactor:
                 if inner in run.group():
                     yield i
 
-    def _rules_for(self, text: str) -> list[int]:
-        chosen = set(self._token_rules(text))
+    def _rules_for(self, text: str, token_rules: set[int] | None = None) -> list[int]:
+        chosen = set(self._token_rules(text)) if token_rules is None else token_rules
         low = text.lower()
         for keyword, indexes in self._by_keyword:
             if keyword in low:
@@ -498,9 +498,14 @@ class Redactor:
         """``text`` with every credential replaced by its marker."""
         if len(text) < self._shortest:
             return text  # a key, a tool name, a short value: nothing fits
-        if "\n" in text or "\\n" in text:
-            text = self._redact_wrapped(text)
-        chosen = self._rules_for(text)
+        token_rules = set(self._token_rules(text))
+        # a token split across lines begins with a run its prefix starts: found above
+        if token_rules and ("\n" in text or "\\n" in text):
+            wrapped = self._redact_wrapped(text)
+            if wrapped != text:
+                text = wrapped
+                token_rules = set(self._token_rules(text))
+        chosen = self._rules_for(text, token_rules)
         for i in chosen:
             text = self.rules[i].pattern.sub(self._subs[i], text)
         if "%" in text and _PERCENT.search(text):
@@ -649,7 +654,7 @@ class Redactor:
 
 _PERCENT: Final = re.compile(r"%[0-9A-Fa-f]{2}")
 # Substrings several gate keywords share (``Redactor._gate_words``): speed only.
-_GATE_PROBES: Final = ("auth", "pass", "-u")
+_GATE_PROBES: Final = ("auth", "pass", "-u", "-----", "sig")
 # ``Redactor._token_gate``: each byte of a token character maps to ``a``, any other to ``.``
 _TOKEN_CLASSES: Final = bytes(
     ord("a") if chr(b) in ALPHABETS["W"] else ord(".") for b in range(256)

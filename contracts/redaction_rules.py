@@ -989,7 +989,9 @@ RULES: Final[tuple[Rule, ...]] = (
         # A signed URL's signature as a query parameter (?sig=, &signature=, S3's
         # X-Amz-Signature=): only there, where it is the URL's credential.
         _candidate("sig"),
-        ("sig",),
+        # as a query parameter it is always followed by "=": a keyword each (as a word, sig
+        # is in every "design" and "signal", each a gate's regex run)
+        ("sig=", "signature="),
         Example("https://b.s3.example.com/o?X-Amz-Expires=60&X-Amz-Signature=", "<H:64>", "#x"),
         "signature: required; sig_figs=12345678 and the ?signature=none option",
         min_entropy=3.0,
