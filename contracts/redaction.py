@@ -171,7 +171,7 @@ def _candidate_value_ok(value: str, min_entropy: float, uuid_ok: bool = False) -
 
 def _prose(value: str) -> bool:
     """A quoted value may hold spaces (``"p@ss w0rd"``); one holding two words of letters
-    only is prose ("the value is in vault 2"), not a credential."""
+    only is prose ("the value is in vault 2"): only its first word may be a credential."""
     return " " in value and sum(w.isalpha() for w in value.split()) >= 2
 
 
@@ -202,15 +202,20 @@ def _opener(text: str, name: str, at: int) -> str:
 
 def _value(rule: Rule, m: re.Match[str], value: str | None) -> str | None:
     """A match's value as far as it goes: a candidate's in a URL's query runs to the next
-    ``&`` or ``#`` (``?key=<value>&page=2``)."""
+    ``&`` or ``#`` (``?key=<value>&page=2``); a quoted one that reads as prose ("x9k2...
+    is the new one") is its first word, judged alone."""
     if not value or rule.tier != "candidate" or "sep" not in rule.pattern.groupindex:
         return value
+    if m.string[m.start("secret") - 1] in "\"'" and _prose(value):
+        return _FIRST_WORD.match(value).group()  # type: ignore[union-attr]
     if not _opener(m.string, _name_start(m.string, m.start()), m.start()):
         return value
     return _QUERY_END.split(value, 1)[0]
 
 
 _QUERY_END: Final = re.compile(r"[&#]")
+# What an unquoted value would be: up to a space or the punctuation that ends one.
+_FIRST_WORD: Final = re.compile(r"[^\s\"'\\`,;{}()<>\[\]]*")
 
 
 def _accept(rule: Rule, m: re.Match[str], value: str | None, allow: frozenset[str]) -> bool:
@@ -235,8 +240,6 @@ def _accept(rule: Rule, m: re.Match[str], value: str | None, allow: frozenset[st
         tail = m.string[m.start() : m.start("sep")]
         if not rule.name.search(_opener(m.string, before, m.start()) + before + tail):
             return False
-    if m.string[m.start("secret") - 1] in "\"'" and _prose(value):
-        return False
     return _candidate_value_ok(value, rule.min_entropy, rule.uuid_ok)
 
 

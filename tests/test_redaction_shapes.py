@@ -178,6 +178,10 @@ CASES: dict[str, Case] = {
     "flag-quoted-value-holding-semicolon": lambda: _with(
         "psql --password '{s}' -h db", generate("<A:6>;<A:6>7")
     ),
+    # quoted prose after a value: its first word is judged alone, as an unquoted one
+    "quoted-value-followed-by-prose": lambda: _with(
+        'password: "{s} is the new one, keep it"', generate("<A:10>9<A:3>")
+    ),
     # a secret-named query parameter, up to the next & or #
     "query-key": lambda: _with(
         "curl 'https://maps.example.com/api/geocode?address=x&key={s}&page=2'",
