@@ -169,6 +169,12 @@ def _candidate_value_ok(value: str, min_entropy: float, uuid_ok: bool = False) -
     return shannon_entropy(value) >= min_entropy
 
 
+def _prose(value: str) -> bool:
+    """A quoted value may hold spaces (``"p@ss w0rd"``); one holding two words of letters
+    only is prose ("the value is in vault 2"): only its first word may be a credential."""
+    return " " in value and sum(w.isalpha() for w in value.split()) >= 2
+
+
 _WORD_CHARS: Final = frozenset(ALPHABETS["A"])
 # How far back a candidate's name is read (a longer one is cut: the check still sees its
 # end, where the secret word is).
@@ -183,6 +189,33 @@ def _name_start(text: str, at: int) -> str:
     while start > stop and text[start - 1] in _NAME_SET:
         start -= 1
     return text[start:at]
+
+
+def _opener(text: str, name: str, at: int) -> str:
+    """What stands before a candidate's name (``name``, ending at ``at``): ``?``, ``&``,
+    ``#`` or ``&amp;`` open a URL's query parameter (``?api_key=...``); else ``""``."""
+    start = at - len(name)
+    if text.startswith("&amp;", start - 5):
+        return "&"
+    return text[start - 1] if start and text[start - 1] in "?&#" else ""
+
+
+def _value(rule: Rule, m: re.Match[str], value: str | None) -> str | None:
+    """A match's value as far as it goes: a candidate's in a URL's query runs to the next
+    ``&`` or ``#`` (``?key=<value>&page=2``); a quoted one that reads as prose ("x9k2...
+    is the new one") is its first word, judged alone."""
+    if not value or rule.tier != "candidate" or "sep" not in rule.pattern.groupindex:
+        return value
+    if m.string[m.start("secret") - 1] in "\"'" and _prose(value):
+        return _FIRST_WORD.match(value).group()  # type: ignore[union-attr]
+    if not _opener(m.string, _name_start(m.string, m.start()), m.start()):
+        return value
+    return _QUERY_END.split(value, 1)[0]
+
+
+_QUERY_END: Final = re.compile(r"[&#]")
+# What an unquoted value would be: up to a space or the punctuation that ends one.
+_FIRST_WORD: Final = re.compile(r"[^\s\"'\\`,;{}()<>\[\]]*")
 
 
 def _accept(rule: Rule, m: re.Match[str], value: str | None, allow: frozenset[str]) -> bool:
@@ -203,8 +236,9 @@ def _accept(rule: Rule, m: re.Match[str], value: str | None, allow: frozenset[st
     if sep is not None and not sep.strip() and not before.startswith("-"):
         return False
     if rule.name is not None:
+        # the name as written, after a query's ?, & or # if it opens one (``?key=``)
         tail = m.string[m.start() : m.start("sep")]
-        if not rule.name.search(before + tail):
+        if not rule.name.search(_opener(m.string, before, m.start()) + before + tail):
             return False
     return _candidate_value_ok(value, rule.min_entropy, rule.uuid_ok)
 
@@ -283,19 +317,56 @@ class Redactor:
             i: self._replacer(rule) for i, rule in enumerate(self.rules)
         }
 
+    def _rows(self, rule: Rule, m: re.Match[str]) -> list[tuple[int, int, str]]:
+        """A table rule's values to redact in its match's block: (start, end, value), the
+        positions in the block."""
+        assert rule.rows is not None
+        out = []
+        for row in rule.rows.finditer(m.group("secret")):
+            value = row.group("secret")
+            if MARKER_PREFIX in value or value in self.allow or is_placeholder(value):
+                continue
+            if rule.name is not None and not rule.name.search(row.group("name")):
+                continue
+            if rule.tier == "candidate" and not _candidate_value_ok(
+                value, rule.min_entropy, rule.uuid_ok
+            ):
+                continue
+            out.append((*row.span("secret"), value))
+        return out
+
     def _replacer(self, rule: Rule) -> Callable[[re.Match[str]], str]:
         mark = marker(rule.kind)
         has_group = "secret" in rule.pattern.groupindex
+        if rule.rows is not None:
+
+            def sub_rows(m: re.Match[str]) -> str:
+                found = self._rows(rule, m)
+                if not found:
+                    return m.group(0)
+                block = m.group("secret")
+                parts, last = [], 0
+                for start, end, _ in found:
+                    parts += [block[last:start], mark]
+                    last = end
+                    self.found[rule.kind] += 1
+                parts.append(block[last:])
+                whole, base = m.group(0), m.start()
+                start, end = m.span("secret")
+                return whole[: start - base] + "".join(parts) + whole[end - base :]
+
+            return sub_rows
 
         def sub(m: re.Match[str]) -> str:
             whole = m.group(0)
-            value = m.group("secret") if has_group else whole
+            value = _value(rule, m, m.group("secret")) if has_group else whole
             if not _accept(rule, m, value, self.allow):
                 return whole
             self.found[rule.kind] += 1
             if not has_group:
                 return mark
-            start, end = m.span("secret")
+            start = m.start("secret")
+            end = start + len(value or "")
             base = m.start()
             return whole[: start - base] + mark + whole[end - base :]
 
@@ -324,8 +395,8 @@ class Redactor:
                 if inner in run.group():
                     yield i
 
-    def _rules_for(self, text: str) -> list[int]:
-        chosen = set(self._token_rules(text))
+    def _rules_for(self, text: str, token_rules: set[int] | None = None) -> list[int]:
+        chosen = set(self._token_rules(text)) if token_rules is None else token_rules
         low = text.lower()
         for keyword, indexes in self._by_keyword:
             if keyword in low:
@@ -420,7 +491,8 @@ class Redactor:
             before = _name_start(text, m.start())
             if m.group("flag") is not None and "-" not in before:
                 continue
-            if name is not None and not name.search(before + m.group(0) + m.group("name")):
+            opener = _opener(text, before, m.start())
+            if name is not None and not name.search(opener + before + m.group(0) + m.group("name")):
                 continue
             return True
         return False
@@ -429,12 +501,62 @@ class Redactor:
         """``text`` with every credential replaced by its marker."""
         if len(text) < self._shortest:
             return text  # a key, a tool name, a short value: nothing fits
-        chosen = self._rules_for(text)
+        token_rules = set(self._token_rules(text))
+        # a token split across lines begins with a run its prefix starts: found above
+        if token_rules and ("\n" in text or "\\n" in text):
+            wrapped = self._redact_wrapped(text)
+            if wrapped != text:
+                text = wrapped
+                token_rules = set(self._token_rules(text))
+        chosen = self._rules_for(text, token_rules)
         for i in chosen:
             text = self.rules[i].pattern.sub(self._subs[i], text)
         if "%" in text and _PERCENT.search(text):
             text = self._redact_url_encoded(text)
         return text
+
+    def _redact_wrapped(self, text: str) -> str:
+        """Provider-shaped tokens split across two lines: a terminal wrapped a long line
+        inside one, or a shell line went on after a ``\\``. A run of 16 token characters
+        that begins with a rule's prefix and ends a line of at least ``_WRAP_WIDTH``
+        characters (any line, after a ``\\``) is joined with the run that begins the next
+        line; when the rule matches the joined text past the line's end but not the first
+        part alone, both parts are redacted. (The gate passes such a run as it is.) A first
+        part the rule matches alone is redacted by itself, and the rest stays: joining it
+        would take the next line's first word whenever a token ends a long line (an
+        ``.env`` listing's next name)."""
+        out: list[str] = []
+        last = 0
+        for w in _WRAPPED.finditer(text):
+            head, brk, tail = w.group("head", "brk", "tail")
+            rules = self._by_head.get(head[:2])
+            if not rules or MARKER_PREFIX in head:
+                continue
+            # a shell's \ before the break (as it is, or JSON-escaped) says it goes on
+            continued = brk.startswith("\\\\") or (brk[0] == "\\" and brk[1] in "\r\n")
+            if not continued:
+                at = w.start()
+                line_end = max(text.rfind("\n", 0, at), text.rfind("\\n", 0, at) + 1)
+                if w.end("head") - line_end - 1 < _WRAP_WIDTH:
+                    continue
+            joined = head + tail
+            for i in sorted(rules):
+                rule = self.rules[i]
+                if rule.tier != "definite" or "secret" in rule.pattern.groupindex:
+                    continue
+                m = rule.pattern.match(joined)
+                if m is None or m.end() <= len(head) or rule.pattern.fullmatch(head):
+                    continue
+                if not _accept(rule, m, m.group(0), self.allow):
+                    continue
+                self.found[rule.kind] += 1
+                out += [text[last : w.start()], marker(rule.kind), brk]
+                last = w.start("tail") + m.end() - len(head)
+                break
+        if not out:
+            return text
+        out.append(text[last:])
+        return "".join(out)
 
     def _redact_url_encoded(self, text: str) -> str:
         """Credentials URL-encoded once: each run of text holding a %XX escape is decoded and
@@ -485,8 +607,11 @@ class Redactor:
             rule = self.rules[i]
             has_group = "secret" in rule.pattern.groupindex
             for m in rule.pattern.finditer(text):
-                value = m.group("secret") if has_group else m.group(0)
-                if _accept(rule, m, value, self.allow):
+                if rule.rows is not None:
+                    out.extend((rule.kind, value) for _, _, value in self._rows(rule, m))
+                    continue
+                value = _value(rule, m, m.group("secret")) if has_group else m.group(0)
+                if value and _accept(rule, m, value, self.allow):
                     out.append((rule.kind, value))
         return out
 
@@ -532,7 +657,7 @@ class Redactor:
 
 _PERCENT: Final = re.compile(r"%[0-9A-Fa-f]{2}")
 # Substrings several gate keywords share (``Redactor._gate_words``): speed only.
-_GATE_PROBES: Final = ("auth", "pass", "-u")
+_GATE_PROBES: Final = ("auth", "pass", "-u", "-----", "sig")
 # ``Redactor._token_gate``: each byte of a token character maps to ``a``, any other to ``.``
 _TOKEN_CLASSES: Final = bytes(
     ord("a") if chr(b) in ALPHABETS["W"] else ord(".") for b in range(256)
@@ -545,6 +670,15 @@ _DOT: Final = ord(".")
 _ESCAPE_LETTERS: Final = frozenset(b"nrtbf")
 # Every token-shaped credential holds a run this long of these characters.
 _TOKEN_RUN: Final = re.compile(r"[A-Za-z0-9_-]{16,}")
+# A token split across two lines (``Redactor._redact_wrapped``): a run of 16 token
+# characters (not inside a longer run, but for a JSON escape's letter), a line break (real,
+# JSON-escaped, or a shell's ``\`` before either), and the run that begins the next line.
+_WRAPPED: Final = re.compile(
+    r"(?:(?<![A-Za-z0-9_\\-])|(?<=\\[nrt]))(?P<head>[A-Za-z0-9_-]{16,512}+)"
+    r"(?P<brk>(?:\\\\|\\)?(?:\r?\n|(?:\\r)?\\n))(?P<tail>[A-Za-z0-9_-]{1,512}+)"
+)
+# The shortest line a terminal wraps: a first part ending a shorter line is not joined.
+_WRAP_WIDTH: Final = 40
 # A run of text around a %XX escape (one URL, query string or form body) ends at these.
 _RUN_END: Final = frozenset(" \t\r\n\"'<>")
 _RUN_STOP: Final = re.compile(r"[\s\"'<>]")
@@ -592,7 +726,8 @@ class RedactionSpec:
 
         table = [
             [r.kind, r.tier, r.pattern.pattern, r.pattern.flags, list(r.keywords),
-             r.min_entropy, r.name.pattern if r.name else None, list(r.prefixes), r.uuid_ok]
+             r.min_entropy, r.name.pattern if r.name else None, list(r.prefixes), r.uuid_ok,
+             r.rows.pattern if r.rows else None]
             for r in RULES
         ]  # fmt: skip
         data = {"on": self.on, "extra": self.extra, "allow": sorted(self.allow)}

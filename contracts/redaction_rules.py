@@ -94,6 +94,10 @@ class Rule:
     # Candidate tier: a UUID is a credential too (Heroku's API keys, Vault's AppRole
     # secret_id, old npm tokens); not for ``token``, where a UUID is as often an id.
     uuid_ok: bool = False
+    # A table's rows: the match's group ``secret`` is a block of lines, and each match of
+    # ``rows`` in it (groups ``name`` and ``secret``) is one value, redacted when its name
+    # matches ``name`` (if set) and, for a candidate, the value looks random.
+    rows: re.Pattern[str] | None = None
 
 
 def _r(pattern: str, flags: int = 0) -> re.Pattern[str]:
@@ -112,9 +116,18 @@ _RUN_START: Final = r"(?:(?<![A-Za-z0-9_-])|(?<=\\[nrt]))"
 
 # The characters of a name (a key, a variable, a header), for the candidate tier.
 _NAME_CHARS: Final = r"[A-Za-z0-9_.-]"
-# The value of an assignment: stops at quotes, backslashes (a JSON escape), whitespace and
-# the punctuation that ends a value in each form.
-_VALUE: Final = r"(?P<secret>[^\s\"'\\`,;{}()<>\[\]]{8,512})"
+# The value of an assignment, as the surrounding syntax delimits it: a quoted value runs to
+# its closing quote on the same line (``"p@ss, w0rd"``, JSON's ``\"...\"``); an unquoted one
+# stops at whitespace, quotes, backslashes (a JSON escape) and brackets, and at a ``,`` or
+# ``;`` that ends it (one followed by whitespace, its end, or another ``name=``: a
+# connection string's ``Password=...;Database=...``) but not at one inside it
+# (``DB_PASSWORD=p@ss,w0rd;x9``).
+_V_CHAR: Final = r"[^\s\"'\\`,;{}()<>\[\]]"
+_VALUE: Final = (
+    r"(?P<secret>(?<=\")[^\"\\\x00-\x1f]{8,512}+(?=\\*+\")"
+    r"|(?<=')[^'\\\x00-\x1f]{8,512}+(?=\\*+')"
+    rf"|(?:{_V_CHAR}|[,;](?={_V_CHAR})(?![A-Za-z_][A-Za-z0-9_.-]{{0,64}}+=)){{8,512}})"
+)
 # `NAME=value`, `NAME: value`, `"name": "value"`, `\"name\": \"value\"` (JSON inside a JSON
 # string, nested as deep as it goes: `\\\"name\\\"`), `name = 'value'` (TOML),
 # `--name value`, `--name=value`, once-URL-encoded `=`.
@@ -142,7 +155,9 @@ def candidate_pattern(word: str) -> re.Pattern[str]:
 # ``"`` ends a JSON string, so a payload's own ``"key": value`` is never taken for one.
 _J_QUOTE: Final = r"(?:(?:\\\\)*+(?:\\\"|'))"
 _J_SPACE: Final = r"(?:[ ]|\\t)"
-_J_VALUE: Final = r"(?:[^\s\"'\\`,;{}()<>\[\]]|\\b)"
+_J_VALUE: Final = r"(?:[^\s\"'\\`{}()<>\[\]]|\\b)"
+# A quoted value's character as JSON writes it (a ``"`` inside ``'...'`` is ``\"``).
+_J_QVALUE: Final = r"(?:[^\"\\\x00-\x1f]|\\\")"
 
 
 def candidate_gate(word: str) -> re.Pattern[str]:
@@ -157,7 +172,7 @@ def candidate_gate(word: str) -> re.Pattern[str]:
         word
         + rf"(?=(?P<name>{_NAME_CHARS}{{0,64}}+){_J_QUOTE}?+"
         + rf"(?:{_J_SPACE}*+(?:=|:|%3[dDaA])|(?P<flag>{_J_SPACE}++))"
-        + rf"{_J_SPACE}*+{_J_QUOTE}?+{_J_SPACE}*+{_J_VALUE}{{8}})",
+        + rf"{_J_SPACE}*+(?:{_J_QUOTE}{_J_QVALUE}{{8}}|{_J_QUOTE}?+{_J_SPACE}*+{_J_VALUE}{{8}}))",
         re.IGNORECASE,
     )
 
@@ -465,8 +480,11 @@ RULES: Final[tuple[Rule, ...]] = (
         # URL-encoded (%3A, %40)
         _r(
             r"(?:://|%3[Aa]%2[Ff]%2[Ff])[^\s:/@\"'\\<>%]{0,128}(?::|%3[Aa])"
-            # to the last @ before the host (a raw @ in a password, or %40, is part of it)
-            r"(?P<secret>[^\s/\"'\\<>]{1,256})(?:@|%40)(?=[A-Za-z0-9\[])",
+            # to the last @ before the host (a raw @ in a password, or %40, is part of it);
+            # else a password holding a raw / (pasted unencoded) up to the one @ after it,
+            # but not a port and a path (``host:8443/@scope``) nor a query (``?to=a@b``)
+            r"(?P<secret>[^\s/\"'\\<>]{1,256}(?=(?:@|%40)[A-Za-z0-9\[])"
+            r"|(?![0-9]*/)[^\s@?#&=\"'\\<>]{1,256}(?=@[A-Za-z0-9\[]))(?:@|%40)",
         ),
         ("://", "%3a%2f%2f"),
         Example("DATABASE_URL=postgres://app:", "<A:20>", "@db.internal:5432/app"),
@@ -866,7 +884,59 @@ RULES: Final[tuple[Rule, ...]] = (
         "fc- is the prefix",
         prefixes=("fc-",),
     ),
+    Rule(
+        "kubernetes-secret-data",
+        "definite",
+        # ``kubectl get secret -o yaml``: every value under ``data:`` is a secret in base64,
+        # whatever its name (a certificate aside); the keyword is the manifest's kind.
+        _r(
+            r"(?:^|\n|\\n)[ \t-]*+data:[ \t]*+(?P<secret>(?:(?:\r?\n|(?:\\r)?\\n)[ \t]++"
+            r"[^\s:\\]{1,253}+:[ \t]++[A-Za-z0-9+/]{4,}+={0,2}[ \t]*+){1,500}+)"
+        ),
+        ("kind: secret",),
+        Example(
+            "apiVersion: v1\ndata:\n  ca.crt: LS0tLS1CRUdJTiBDRVJU\n  password: ",
+            "<B:15>9<B:8>=",
+            "\nkind: Secret\nmetadata:\n  name: db",
+        ),
+        "apiVersion: v1\ndata:\n  config.yaml: ${CONFIG}\nkind: Secret",
+        name=re.compile(r"^(?!.*\.crt$)"),
+        rows=_r(
+            r"(?:\r?\n|(?:\\r)?\\n)[ \t]++(?P<name>[^\s:\\]{1,253}+):[ \t]++"
+            r"(?P<secret>[A-Za-z0-9+/]{4,}+={0,2})"
+        ),
+    ),
     # -- candidate: a random-looking value assigned to a name that says secret ---------------
+    Rule(
+        "table-value",
+        "candidate",
+        # A value printed in a two-column table rather than assigned: ``vault read`` and
+        # ``vault write`` (``Key  Value`` over ``---  -----``), PowerShell's ``Get-ChildItem
+        # Env:`` (``Name  Value`` over ``----  -----``); a row whose name says secret.
+        _r(
+            r"(?:Key|Name)[ \t]{2,}+Value[ \t]*+(?:\r?\n|(?:\\r)?\\n)-{3,}+[ \t]{2,}+-{5,}+[ \t]*+"
+            r"(?P<secret>(?:(?:\r?\n|(?:\\r)?\\n)(?:[^\r\n\\]|\\(?![rn]))++){1,500}+)"
+        ),
+        ("  -----",),
+        Example(
+            "$ vault write -f auth/approle/role/ci/secret-id\nKey                   Value\n"
+            "---                   -----\nsecret_id             ",
+            "<H:8>-<H:4>-<H:4>-<H:4>-<H:12>",
+            "\nsecret_id_accessor    84896a0c-1347-aa90-a4f6-aca8b7558780"
+            "\nsecret_id_ttl         0s",
+        ),
+        "Name                           Value\n----                           -----\n"
+        "HOME                           C:\\Users\\me\nTOKEN_CACHE                    ~/.cache/x1\n"
+        "API_KEY_FILE                   /etc/app/key9.txt\n"
+        "SECRET_NAME                    app-secrets",
+        min_entropy=3.0,
+        name=re.compile(r"^(?!.*accessor)(?i:.*(?:pass|pwd|secret|token|key|credential|auth))"),
+        uuid_ok=True,  # Vault's AppRole secret_id is a UUID
+        rows=_r(
+            r"(?:\r?\n|(?:\\r)?\\n)(?P<name>[A-Za-z0-9_.:-]{1,128}+)[ \t]{2,}+"
+            r"(?P<secret>[^\s\\]{8,512}+)[ \t]*+(?=\r?\n|(?:\\r)?\\n|$)"
+        ),
+    ),
     Rule(
         "password",
         "candidate",
@@ -907,10 +977,25 @@ RULES: Final[tuple[Rule, ...]] = (
         min_entropy=3.0,
         name=re.compile(
             r"(?:api|app|application|access|private|auth|signing|encryption|master|secret|client)"
-            r"[_.-]?key",
+            # or a URL's query parameter named key alone (?key=..., Google's and others')
+            r"[_.-]?key|[?&#]key$",
             re.IGNORECASE,
         ),
         uuid_ok=True,
+    ),
+    Rule(
+        "url-signature",
+        "candidate",
+        # A signed URL's signature as a query parameter (?sig=, &signature=, S3's
+        # X-Amz-Signature=): only there, where it is the URL's credential.
+        _candidate("sig"),
+        # as a query parameter it is always followed by "=": a keyword each (as a word, sig
+        # is in every "design" and "signal", each a gate's regex run)
+        ("sig=", "signature="),
+        Example("https://b.s3.example.com/o?X-Amz-Expires=60&X-Amz-Signature=", "<H:64>", "#x"),
+        "signature: required; sig_figs=12345678 and the ?signature=none option",
+        min_entropy=3.0,
+        name=re.compile(r"[?&#](?:[A-Za-z0-9]+-)*sig(?:nature)?$", re.IGNORECASE),
     ),
     Rule(
         "credential",

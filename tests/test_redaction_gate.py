@@ -32,7 +32,7 @@ _WORDS = (
     "Authorization", "Bearer", "://", "%3D", "%3A", "%40", "aws", "ghp_", "sk-",
     "\\n", '\\"', "=", ": ", "\u017f",
 )  # fmt: skip
-_VALUE = "ABCdef0123456789_-+/=.xyz"
+_VALUE = "ABCdef0123456789_-+/=.xyz,; @"
 
 noise = st.lists(
     st.one_of(st.text(alphabet=_CHARS, max_size=6), st.sampled_from(_WORDS)), max_size=10
@@ -216,3 +216,32 @@ def test_gate_costs_linear_time_on_hostile_text() -> None:
             GATE.might_hold(doc)
             GATE.payload_might_hold({"output": text}, doc)
             assert time.perf_counter() - start < 3.0, text[:40]
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    rule=st.sampled_from([r for r in RULES if r.prefixes]),
+    rng=st.randoms(use_true_random=False),
+    width=st.integers(0, 90),
+    cut=st.integers(1, 40),
+    brk=st.sampled_from(("\n", "\r\n", "\\n", "\\\n", "\\\\n")),
+    after=noise,
+    form=st.sampled_from(("plain", "json", "split")),
+    encoder=encoders,
+)
+def test_gate_passes_every_token_the_detector_joins_across_lines(
+    rule: Rule,
+    rng: random.Random,
+    width: int,
+    cut: int,
+    brk: str,
+    after: str,
+    form: str,
+    encoder: str,
+) -> None:
+    """A token split across two lines (a terminal's wrap, a shell's ``\\``): the detector
+    joins the parts only where the gate passes the first."""
+    token = generate(rule.example.secret, rng)
+    text = "x" * width + " " + token[:cut] + brk + token[cut:] + after
+    kind, payload = placed(text, form)
+    assert_gate_holds(event(kind, payload), encoder)

@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 import pytest
 
-from contracts.redaction import Redactor, generate
+from contracts.redaction import Redactor, generate, marker
 
 # (id, build) -> (text, the credential that must not survive)
 Case = Callable[[], tuple[str, str]]
@@ -161,7 +161,113 @@ CASES: dict[str, Case] = {
             json.dumps({"auths": {"registry.example.org": {"auth": _pw()}}}).encode()
         ).decode(),
     ),
+    # a value runs to the end of its assignment as the syntax delimits it, not to a , ; or
+    # space inside it
+    "env-value-holding-comma-and-semicolon": lambda: _with(
+        "DB_PASSWORD={s}\nDB_HOST=db", generate("p@<A:4>,<A:4>9;<A:4>")
+    ),
+    "shell-single-quoted-value-holding-space": lambda: _with(
+        "export DB_PASSWORD='{s}'", generate("p@<A:4> <A:4>9;<A:4>")
+    ),
+    "json-value-holding-comma-and-space": lambda: _with(
+        '{{"password": "{s}", "user": "me"}}', generate("p@<A:4>, <A:4>9;<A:4>")
+    ),
+    "yaml-double-quoted-value": lambda: _with(
+        'client_secret: "{s}"\nclient_id: app', generate("<A:6>,<A:6>7 <A:6>")
+    ),
+    "flag-quoted-value-holding-semicolon": lambda: _with(
+        "psql --password '{s}' -h db", generate("<A:6>;<A:6>7")
+    ),
+    # quoted prose after a value: its first word is judged alone, as an unquoted one
+    "quoted-value-followed-by-prose": lambda: _with(
+        'password: "{s} is the new one, keep it"', generate("<A:10>9<A:3>")
+    ),
+    # a secret-named query parameter, up to the next & or #
+    "query-key": lambda: _with(
+        "curl 'https://maps.example.com/api/geocode?address=x&key={s}&page=2'",
+        generate("<A:30>7"),
+    ),
+    "query-api-key-before-fragment": lambda: _with(
+        "GET /v1/items?api_key={s}#top HTTP/1.1", generate("<A:24>5")
+    ),
+    "query-access-token-in-fragment": lambda: _with(
+        "redirected to https://app.example.com/cb#access_token={s}&token_type=Bearer",
+        generate("<W:40>3"),
+    ),
+    "query-token-html-escaped": lambda: _with(
+        '<a href="/feed?user=me&amp;token={s}&amp;page=2">', generate("<A:20>1")
+    ),
+    "query-client-secret": lambda: _with(
+        "POST /oauth/token?client_id=app&client_secret={s}&grant_type=client_credentials",
+        generate("<A:32>8"),
+    ),
+    "query-s3-signature": lambda: _with(
+        "https://b.s3.example.com/o.tar?X-Amz-Expires=60&X-Amz-Signature={s}&x-id=GetObject",
+        generate("<H:64>"),
+    ),
+    "query-signature": lambda: _with(
+        "https://cdn.example.com/v.mp4?expires=1700000000&signature={s}", generate("<W:43>9")
+    ),
+    # a raw / in a URL's password (an invalid URL, but pasted): to the @ before the host
+    "url-password-holding-slash": lambda: _with(
+        "DATABASE_URL=postgres://app:{s}@db.internal:5432/app", generate("<A:6>/<A:6>9")
+    ),
+    "url-password-holding-slash-json": lambda: _with(
+        '{{"broker": "amqp://svc:{s}@rabbit/vhost"}}', generate("<A:4>9/<A:4>/<A:4>")
+    ),
+    # values printed as a table rather than assigned
+    "vault-write-secret-id-table": lambda: _with(
+        "$ vault write -f auth/approle/role/ci/secret-id\nKey                   Value\n"
+        "---                   -----\nsecret_id             {s}\n"
+        "secret_id_accessor    " + str(uuid.uuid4()) + "\nsecret_id_ttl         0s\n",
+        str(uuid.uuid4()),
+    ),
+    "vault-token-create-table": lambda: _with(
+        "Key                  Value\r\n---                  -----\r\ntoken                {s}\r\n"
+        "token_accessor       " + generate("<A:24>") + "\r\ntoken_duration       768h\r\n",
+        generate("<A:20>3<A:3>"),
+    ),
+    "powershell-env-listing": lambda: _with(
+        "PS C:\\> Get-ChildItem Env:\n\nName                           Value\n"
+        "----                           -----\nHOMEPATH                       \\Users\\me\n"
+        "SERVICE_PASSWORD               {s}\nUSERNAME                       me\n",
+        generate("<A:12>4<A:4>"),
+    ),
+    "kubectl-secret-yaml": lambda: _with(
+        "$ kubectl get secret app -o yaml\napiVersion: v1\ndata:\n  DATABASE_URL: {s}\n"
+        "kind: Secret\nmetadata:\n  name: app\ntype: Opaque\n",
+        base64.b64encode(("postgres://app:" + _pw() + "@db/app").encode()).decode(),
+    ),
+    "kubectl-secret-list-yaml": lambda: _with(
+        "apiVersion: v1\nitems:\n- apiVersion: v1\n  data:\n    api: {s}\n  kind: Secret\n",
+        base64.b64encode(_pw().encode()).decode(),
+    ),
+    # env | grep prints assignments: the candidate rules' form already
+    "env-grep": lambda: _with("$ env | grep -i token\nGITLAB_TOKEN_FILE_2={s}\n", _pw()),
+    # a token split across two lines: a terminal wrapped it at 80 columns, or a shell
+    # line went on after a backslash
+    "token-wrapped-by-a-terminal": lambda: _wrapped(generate("ghp_<A:36>"), 80, "\n"),
+    "long-token-wrapped-by-a-terminal": lambda: _wrapped(
+        generate("sk-ant-api03-<W:93>AA"), 100, "\r\n"
+    ),
+    "aws-key-id-wrapped-by-a-terminal": lambda: _wrapped(generate("AKIA<U:16>"), 80, "\n"),
+    "token-split-by-a-shell-continuation": lambda: (
+        "$ export GITHUB_TOKEN="
+        + generate("ghp_<A:16>")
+        + "\\\n"
+        + (rest := generate("<A:20>"))
+        + "\n$ gh auth status",
+        rest,
+    ),
 }
+
+
+def _wrapped(token: str, width: int, newline: str) -> tuple[str, str]:
+    """``token`` at the end of a prompt line a terminal ``width`` columns wide wrapped, 16
+    of its characters before the break (the part after it is what must not survive)."""
+    prompt = "$ curl -s https://api.example.com/user -H 'Authorization: token "
+    line = (prompt + " " * width)[: width - 16]
+    return f"{line}{token[:16]}{newline}{token[16:]}' | jq .login", token[16:]
 
 
 @pytest.mark.parametrize("build", CASES.values(), ids=CASES.keys())
@@ -178,6 +284,32 @@ def test_a_pasted_shape_is_redacted_wherever_it_sits(build: Case) -> None:
     escaped = json.dumps({"stdout": text})
     assert redactor.might_hold(json.dumps({"output": escaped}))
     assert json.dumps(secret)[1:-1] not in redactor.redact(escaped)
+
+
+# Cases whose value ends where its syntax ends it: exactly the value becomes the marker,
+# and what follows it (the next query parameter, the closing quote) stays.
+EXACT = {
+    "env-value-holding-comma-and-semicolon": "password",
+    "shell-single-quoted-value-holding-space": "password",
+    "json-value-holding-comma-and-space": "password",
+    "yaml-double-quoted-value": "secret",
+    "flag-quoted-value-holding-semicolon": "password",
+    "query-key": "api-key",
+    "query-api-key-before-fragment": "api-key",
+    "query-access-token-in-fragment": "token",
+    "query-token-html-escaped": "token",
+    "query-client-secret": "secret",
+    "query-s3-signature": "url-signature",
+    "query-signature": "url-signature",
+    "url-password-holding-slash": "password-in-url",
+    "url-password-holding-slash-json": "password-in-url",
+}
+
+
+@pytest.mark.parametrize(("case", "kind"), EXACT.items(), ids=EXACT.keys())
+def test_exactly_the_value_is_redacted(case: str, kind: str) -> None:
+    text, secret = CASES[case]()
+    assert Redactor().redact(text) == text.replace(secret, marker(kind))
 
 
 NEAR_MISSES = [
@@ -206,6 +338,33 @@ NEAR_MISSES = [
     f'"session_id": "{uuid.uuid4()}", "idempotency_token": "{uuid.uuid4()}"',
     "cookies: 3 and the Cookie: header carries them",
     "GITHUB_TOKEN=ghp_YOUR_TOKEN_HERE_0000000000000000000 and ghp_Example",
+    # the end of a value: a , or ; that ends it, another name=, prose in quotes
+    "Server=db;Password=<set me>;Database=app",
+    "f(password=None, token=tok, y=2); max_tokens=4096;",
+    '"token": "the value is kept in vault 2", "secret": "see section 4.2 of the docs"',
+    "password: required, token: optional; secret: none",
+    # a query's parameters that are not secret-named, or short
+    "https://api.example.com/v1/items?page=2&key=name&sort_key=created_at2024x&keyword=a1b2c3d4e5",
+    "https://x.test/search?q=abc&token=short1&sig_figs=12345678",
+    # a port, then a path holding an @: no password
+    "http://localhost:3000/api/users/me@example.com and https://h.example:8443/s?to=me@x.org",
+    "https://social.example:443/@alice and file://C:/Users/me@corp/x",
+    # tables whose rows are not secret-named, or not secret: an accessor, a ConfigMap
+    "Key                   Value\n---                   -----\nrole_id               "
+    + str(uuid.uuid4())
+    + "\ntoken_accessor        "
+    + generate("<A:24>")
+    + "\ntoken_policies        [default]\nsecret_id_ttl         0s",
+    "Name                           Value\n----                           -----\n"
+    "COMPUTERNAME                   WS-"
+    + generate("<C:12>")
+    + "\nTOKEN_PATH                     C:\\t",
+    "apiVersion: v1\ndata:\n  LOG_LEVEL: debug\n  mode: cHJvZHVjdGlvbjE=\nkind: ConfigMap",
+    "| key | value |\n| --- | ----- |\n| token | " + generate("<A:20>1") + " |",
+    # lines that end in a run of token characters and go on with another: not a wrap
+    "scikit-learn and sk-learn-compatible-estimators-registry\nare listed in the docs",
+    "ghp_and_gho_prefixes_are_documented\nAnotherParagraphStartsHere123 on the next line",
+    generate("MIIEvQIBADANBgkqhkiG9w0BAQEFAASC<B:32>\n<B:64>\n<B:64>"),
 ]
 
 
