@@ -62,7 +62,7 @@ from worker.importers.source_reading import (
     read_document,
     said,
 )
-from worker.importers.whole_sources import ReadingImporter
+from worker.importers.whole_sources import ReadingImporter, sniffed_document
 
 NAME: Final = "code-puppy"
 PREFIX: Final = "puppy-"
@@ -482,7 +482,7 @@ class CodePuppyImporter(ReadingImporter):
             yield root
             return
         for path in root.rglob("*.json"):
-            if not path.stem.endswith(SIDECARS) and self.detect(path, _head(path)):
+            if not path.stem.endswith(SIDECARS) and sniffed_document(self, path):
                 yield path
 
     def read(self, path: Path, cache: SessionCache) -> SourceReading:
@@ -491,11 +491,3 @@ class CodePuppyImporter(ReadingImporter):
     def converter(self, path: Path, options: ConvertOptions) -> Converter:
         links: SpawnLinks = {} if options.links is None else options.links
         return CodePuppyConverter(path, links, options.idle_s)
-
-
-def _head(path: Path) -> list[bytes]:
-    try:
-        with path.open("rb") as fh:
-            return [fh.read(4096)]
-    except OSError:
-        return []

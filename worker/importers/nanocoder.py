@@ -59,7 +59,7 @@ from worker.importers.source_reading import (
     read_document,
     said,
 )
-from worker.importers.whole_sources import ReadingImporter
+from worker.importers.whole_sources import ReadingImporter, sniffed_document
 
 NAME: Final = "nanocoder"
 PREFIX: Final = "nanocoder-"
@@ -277,7 +277,7 @@ class NanocoderImporter(ReadingImporter):
             yield root
             return
         for path in root.rglob("*.json"):
-            if path.name != INDEX and self.detect(path, _head(path)):
+            if path.name != INDEX and sniffed_document(self, path):
                 yield path
 
     def last_change(self, path: Path) -> float:
@@ -288,11 +288,3 @@ class NanocoderImporter(ReadingImporter):
 
     def converter(self, path: Path, options: ConvertOptions) -> Converter:
         return ContinueConverter(lambda: read_session(path), idle_s=options.idle_s, name=NAME)
-
-
-def _head(path: Path) -> list[bytes]:
-    try:
-        with path.open("rb") as fh:
-            return [fh.read(4096)]
-    except OSError:
-        return []

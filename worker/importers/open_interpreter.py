@@ -40,7 +40,7 @@ from worker.importers.source_reading import (
     read_document,
     said,
 )
-from worker.importers.whole_sources import ReadingImporter
+from worker.importers.whole_sources import ReadingImporter, sniffed_document
 
 NAME: Final = "open-interpreter"
 PREFIX: Final = "oi-"
@@ -178,7 +178,7 @@ class OpenInterpreterImporter(ReadingImporter):
             yield root
             return
         for path in root.rglob("*.json"):
-            if self.detect(path, _head(path)):
+            if sniffed_document(self, path):
                 yield path
 
     def last_change(self, path: Path) -> float:
@@ -186,11 +186,3 @@ class OpenInterpreterImporter(ReadingImporter):
 
     def read(self, path: Path, cache: SessionCache) -> SourceReading:
         return read_conversation(path)
-
-
-def _head(path: Path) -> list[bytes]:
-    try:
-        with path.open("rb") as fh:
-            return [fh.read(4096)]
-    except OSError:
-        return []

@@ -60,6 +60,16 @@ def sniffed(importer: Importer, path: Path) -> bool:
         return False
 
 
+def sniffed_document(importer: Importer, path: Path) -> bool:
+    """Whether a JSON document is ``importer``'s, told from its first 4 KiB (a document
+    written on one line has no first lines to read)."""
+    try:
+        with path.open("rb") as fh:
+            return importer.detect(path, [fh.read(4096)])
+    except OSError:
+        return False
+
+
 def _folders_holding(root: Path, name: str) -> Iterator[Path]:
     """``root`` when it holds ``name`` (a session's own folder), else every folder below
     it that does."""
