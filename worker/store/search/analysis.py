@@ -219,17 +219,9 @@ def first_derived(text: str, limit: int) -> list[str]:
     out (a query never requires them), in order of first appearance. Like
     ``index_fields``, the per-token work is in C over the indexing caches (a loop over
     every word was a quarter of the follower's time)."""
-    tokens = [t for t in dict.fromkeys(_WORD.findall(text)) if t.lower() not in FUNCTION_WORDS]
-    derived_of = _derived_of
-    missing = set(tokens).difference(derived_of)
-    if missing:
-        if len(derived_of) + len(missing) > _CACHE_LIMIT:
-            _exact_of.clear()
-            derived_of.clear()
-            missing = set(tokens)
-        for token in missing:
-            _exact_of[token], derived_of[token] = _fragment(token)
-    found = dict.fromkeys(chain.from_iterable(map(derived_of.__getitem__, tokens)))
+    tokens = [t for t in dict.fromkeys(word_runs(text)) if t.lower() not in FUNCTION_WORDS]
+    _fill_index_caches(tokens)
+    found = dict.fromkeys(chain.from_iterable(map(_derived_of.__getitem__, tokens)))
     return list(found)[:limit]
 
 
@@ -241,6 +233,18 @@ def first_derived(text: str, limit: int) -> list[str]:
 # (the query side's), so an indexed token is held once.
 _exact_of: dict[str, tuple[str, ...]] = {}
 _derived_of: dict[str, tuple[str, ...]] = {}
+
+
+def _fill_index_caches(tokens: list[str]) -> None:
+    """Analyse into the indexing caches the tokens they miss (emptied first when full)."""
+    missing = set(tokens).difference(_exact_of)
+    if missing:
+        if len(_exact_of) + len(missing) > _CACHE_LIMIT:
+            _exact_of.clear()
+            _derived_of.clear()
+            missing = set(tokens)
+        for token in missing:
+            _exact_of[token], _derived_of[token] = _fragment(token)
 
 
 def _fragment(token: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -267,17 +271,9 @@ def index_fields(text: str, prefix: str) -> tuple[str, str]:
     The per-token work is in C (set difference, ``map`` and ``chain`` over the caches): a
     Python loop over every token was most of the writer's time on long tool outputs."""
     tokens = word_runs(text)
-    exact_of, derived_of = _exact_of, _derived_of
-    missing = set(tokens).difference(exact_of)
-    if missing:
-        if len(exact_of) + len(missing) > _CACHE_LIMIT:
-            exact_of.clear()
-            derived_of.clear()
-            missing = set(tokens)
-        for token in missing:
-            exact_of[token], derived_of[token] = _fragment(token)
-    exact = list(chain.from_iterable(map(exact_of.__getitem__, tokens)))
-    derived = list(chain.from_iterable(map(derived_of.__getitem__, tokens)))
+    _fill_index_caches(tokens)
+    exact = list(chain.from_iterable(map(_exact_of.__getitem__, tokens)))
+    derived = list(chain.from_iterable(map(_derived_of.__getitem__, tokens)))
     # The prefix goes in as the separator of one join: no per-token string work here.
     separator = " " + prefix
     return (
