@@ -448,7 +448,7 @@ def write_bootstrapped(tmp: Path) -> None:
 # The a2a server (Cloud Shell's editor agent) records its own chats under the fixed id
 # ``a2a-server`` (``packages/a2a-server``: ``loadConfig(..., 'a2a-server', ...)``), one file
 # per start, ``session-<time>-a2a-serv.jsonl``, in each project folder it ran for (seen in
-# real Cloud Shell homes): the header, and the bootstrap history or nothing.
+# real Cloud Shell homes): the header, and the bootstrap history or nothing, then a prompt.
 A2A_FILES: Final = {
     ("admin", "2026-06-04T10-51"): None,
     ("admin", "2026-06-26T04-18"): "admin",
@@ -470,6 +470,9 @@ def write_a2a_server(tmp: Path) -> None:
             turn = {"id": f"{context:0>32}", "timestamp": start, "type": "user",
                     "content": [{"text": text}]}  # fmt: skip
             records.append({"$set": {"messages": [turn], "lastUpdated": start}})
+        # A prompt: a file holding only the header (and context) is an empty chat, skipped.
+        records.append({"id": f"a2a-{folder}-{time}", "timestamp": start, "type": "user",
+                        "content": [{"text": f"open the {folder} workspace"}]})  # fmt: skip
         (chats / f"session-{time}-a2a-serv.jsonl").write_bytes(_lines(records))
 
 
@@ -656,4 +659,40 @@ def write_skill_extraction(tmp: Path) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{EXTRACTOR}.jsonl"
     path.write_bytes(_lines(skill_extraction_run()))
+    return path
+
+
+# A chat the CLI created and nothing was said in yet (it writes the header, and since May
+# 2026 the bootstrap context, before the first prompt; a user who quits leaves it so).
+EMPTY: Final = "e3c70000-0000-4000-8000-00000000e011"
+EMPTY_FILE: Final = f"session-2026-06-05T08-00-{EMPTY[:8]}.jsonl"
+
+
+def empty_session(*, context: bool = True) -> list[dict[str, Any]]:
+    start = "2026-06-05T08:00:00.000Z"
+    records: list[dict[str, Any]] = [
+        {"sessionId": EMPTY, "projectHash": "ab" * 32, "startTime": start,
+         "lastUpdated": start, "kind": "main"}]  # fmt: skip
+    if context:
+        turn = {"id": "0e3c70000000000000000000000000001", "timestamp": start, "type": "user",
+                "content": [{"text": BOOT_CONTEXT}]}  # fmt: skip
+        records.append({"$set": {"messages": [turn], "lastUpdated": start}})
+    return records
+
+
+def first_prompt() -> list[dict[str, Any]]:
+    """What the CLI appends to the empty chat when the user says something."""
+    return [
+        {"id": "e3c7-u1", "timestamp": "2026-06-05T08:03:00.000Z", "type": "user",
+         "content": [{"text": "how long does bisque take?"}]},
+        {"$set": {"lastUpdated": "2026-06-05T08:03:00.000Z"}},
+    ]  # fmt: skip
+
+
+def write_empty(tmp: Path, *, context: bool = True) -> Path:
+    chats = tmp / "kiln" / "chats"
+    chats.mkdir(parents=True, exist_ok=True)
+    (tmp / "kiln" / ".project_root").write_text("/home/dev/kiln")
+    path = chats / EMPTY_FILE
+    path.write_bytes(_lines(empty_session(context=context)))
     return path

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import orjson
@@ -20,7 +21,7 @@ from tests.importers.test_watch import said as said_by
 from worker.importers.detect import detect, expand
 from worker.importers.gemini_cli import GeminiCliImporter
 from worker.importers.pipeline import convert_file
-from worker.importers.plugin import UnreadableSource
+from worker.importers.plugin import ConvertOptions, UnreadableSource
 from worker.importers.skips import BUILT_IN, reason_for
 
 FMT = "gemini-cli"
@@ -473,3 +474,63 @@ def test_a_skill_extraction_run_is_the_harness_talking_not_the_user(tmp_path: Pa
     assert gen.EXTRACTION_RUN not in sessions  # no parent session made up
     _, tally = convert_file(FMT, path)
     assert not tally.skipped and not tally.problems
+
+
+@pytest.mark.parametrize("context", [True, False], ids=["with-context", "header-alone"])
+def test_a_chat_with_no_message_yet_is_skipped_and_counted_then_imported_once_it_has_one(
+    tmp_path: Path, context: bool
+) -> None:
+    """The CLI writes a chat's header (and its bootstrap context) before the first prompt;
+    a user who quits leaves the file so. An empty session is noise in lists and searches:
+    nothing is published, the file is counted as skipped by design; once a message is
+    appended the session is published whole, from its start."""
+    path = gen.write_empty(tmp_path / ".gemini" / "tmp", context=context)
+    events, tally = convert_file(FMT, path)
+    assert events == [] and tally.skipped == {"file:header-only": 1}
+    tally.explain(GeminiCliImporter().skip_reason)
+    assert not tally.unknown and tally.by_design == {"file:header-only": 1}
+    with path.open("ab") as fh:
+        fh.write(b"".join(orjson.dumps(r) + b"\n" for r in gen.first_prompt()))
+    events, tally = convert_file(FMT, path)
+    bodies = [orjson.loads(e.body) for e in events]
+    kinds = [b["type"] for b in bodies]
+    assert kinds == ["session/start", *(["message/context"] if context else []), "message/user"]
+    assert [b["seq"] for b in bodies] == list(range(1, len(bodies) + 1))
+    assert bodies[0]["payload"]["cwd"] == "/home/dev/kiln"
+    assert "file:header-only" not in tally.skipped
+
+
+def test_an_empty_chat_is_neither_ended_nor_counted_twice_while_watched(tmp_path: Path) -> None:
+    """``watch``'s converter: quiet while empty (no end, one count however often it idles),
+    then the whole session once the prompt comes."""
+    path = gen.write_empty(tmp_path / ".gemini" / "tmp")
+    converter = GeminiCliImporter().converter(path, ConvertOptions())
+    lines = path.read_bytes().splitlines()
+    assert [out for n, line in enumerate(lines, 1) for out in converter.feed(n, line)] == []
+    assert converter.idle() == [] and converter.idle() == []
+    assert converter.tally.skipped == {"file:header-only": 1}
+    said = [out.kind for r in gen.first_prompt() for out in converter.feed(9, orjson.dumps(r))]
+    assert said == ["session/start", "message/context", "message/user"]
+    assert [out.kind for out in converter.idle()] == ["session/end"]
+    assert "file:header-only" not in converter.tally.skipped
+
+
+async def test_watch_publishes_an_empty_chat_only_once_it_has_a_message(
+    nc: NATS, nats_url: str, subjects: Subjects, unique: str, tmp_path: Path
+) -> None:
+    path = gen.write_empty(tmp_path / "tmp")
+    command = watch_command(nats_url, subjects, f"watch-{unique}", tmp_path / "tmp", fmt=FMT,
+                            idle=0.3, quiet=False)  # fmt: skip
+    process = start(command)
+    try:
+        await until(lambda: "1/1 files" in said_by(process), within=30)
+        await asyncio.sleep(1.5)  # idle several times over: still nothing published
+        assert await has(nc, subjects, 0)
+        with path.open("ab") as fh:
+            fh.write(b"".join(orjson.dumps(r) + b"\n" for r in gen.first_prompt()))
+        # start, context, prompt, then its end once quiet again
+        await until(lambda: has(nc, subjects, 4), within=20)
+    finally:
+        code, said = stop(process)
+    assert code == 0 and "published 4 events" in said, said
+    await nc.jetstream().delete_stream(subjects.events_stream)

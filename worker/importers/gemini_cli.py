@@ -51,6 +51,10 @@ the call (text parts and function responses' ``output``/``error``, else the disp
 text); thoughts become ``message/assistant`` with ``thinking``; ``info``, ``error`` and
 ``warning`` messages are ``message/context``. The format has no session end and no
 compaction record: a session is ended by ``--idle-seconds`` as Claude Code's are.
+A chat file with no message yet (the header, maybe the bootstrap context: the CLI writes
+them before the first prompt, and a user who quits leaves the file so) publishes nothing
+and is counted as ``file:header-only``: its session is published whole, from its start,
+once a message is appended.
 """
 
 from __future__ import annotations
@@ -131,6 +135,9 @@ _SESSION_FILE: Final = re.compile(r"session-(?P<time>[0-9T-]+)-(?P<short>[0-9a-f
 # id ``a2a-server``), one file per start: each is a session of its own.
 _A2A_SERVER: Final = "a2a-server"
 _A2A_FILE: Final = re.compile(r"session-(?P<time>[0-9T-]+)-a2a-serv\.jsonl?")
+# The skip key of a chat file holding no message (its header, maybe its bootstrap
+# context): an empty session is noise in lists and searches, published once it has one.
+EMPTY_CHAT: Final = "file:header-only"
 
 
 def parts_text(content: object) -> str:
@@ -445,8 +452,44 @@ class GeminiConverter(JsonRecordConverter):
         self.seen: dict[str, set[str]] = {}
         self.calls: dict[str, int] = {}  # tool call id -> seq of its tool/call
         self.prompts: list[tuple[str, int]] = []  # user texts and their first event's seq
+        # The session's events held back until it says something (a message, a
+        # sub-agent's result): the CLI writes a chat's header (and its bootstrap context)
+        # before the first prompt, and a chat the user quit before one stays so. None
+        # once published (or before the header).
+        self.held: list[Outgoing] | None = None
+        self.spoke = False
 
     def _record(self, record: dict[str, Any]) -> list[Outgoing]:
+        out = self._convert(record)
+        if self.held is None:
+            return out
+        self.held += out
+        if not self.spoke:
+            return []
+        out, self.held = self.held, None
+        self.tally.skipped.pop(EMPTY_CHAT, None)  # counted while it was empty: not now
+        return out
+
+    def _empty(self) -> bool:
+        """The chat has no message yet: counted (once) as skipped, nothing published."""
+        if self.held is None:
+            return False
+        if not self.tally.skipped[EMPTY_CHAT]:
+            self.tally.skip(EMPTY_CHAT)
+        return True
+
+    def idle(self) -> list[Outgoing]:
+        # Not ended: ``watch`` publishes it whole once a message is appended.
+        return [] if self._empty() else super().idle()
+
+    def finish(self) -> list[Outgoing]:
+        self._empty()
+        return super().finish()
+
+    def end_quiet(self, before: datetime) -> list[Outgoing]:
+        return [] if self.held is not None else super().end_quiet(before)
+
+    def _convert(self, record: dict[str, Any]) -> list[Outgoing]:
         if isinstance(record.get("$rewindTo"), str):
             self.tally.skip("record:$rewindTo")
             return []
@@ -469,6 +512,7 @@ class GeminiConverter(JsonRecordConverter):
             if self.session is None:
                 self.tally.skip("record:message:no-header")
                 return []
+            self.spoke = True
             said = self._message(self.session, record)
             text = parts_text(record.get("content")) if record.get("type") == "user" else ""
             if said and text:
@@ -538,6 +582,7 @@ class GeminiConverter(JsonRecordConverter):
             through = seqs[-1] - 1 if seqs else None
         payload = {"summary": cut(summary)}
         time = iso_time(fields.get("lastUpdated"))
+        self.spoke = True
         return [self.sessions.compaction(self.session, time, payload, "$set:messages",
                                          through=through)]  # fmt: skip
 
@@ -545,6 +590,7 @@ class GeminiConverter(JsonRecordConverter):
         if self.session is not None:
             return self._update(record)  # a resumed session's header again
         self.raw_id = record["sessionId"]
+        self.held = []  # until it says something
         self.subagent = record.get("kind") == "subagent"
         self.session = safe_id(self._own_id(record["sessionId"]))
         cwd = self.cwd
@@ -630,6 +676,7 @@ class GeminiConverter(JsonRecordConverter):
         if self.session is None or summary == self.result:
             return []
         self.result = summary
+        self.spoke = True
         payload = {"text": cut(summary)}
         return [self.sessions.emit(self.session, "message/context", "system", None, payload,
                                    "summary")]  # fmt: skip

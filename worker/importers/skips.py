@@ -217,6 +217,8 @@ BUILT_IN: Final[dict[str, Reasons]] = {
         " for the next turn (bookkeeping)",
     },
     "gemini-cli": {
+        "file:header-only": "a chat with no message yet (the CLI writes its header before"
+        " the first prompt, or the user quit): published once it has one",
         "record:$rewindTo": "a rewind: what was published stays",
         "record:header:missing": "a chat file whose header line is gone (its first lines"
         " lost; the CLI cannot load it either): its session is named by the file",
