@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from pathlib import Path
 
 import orjson
@@ -15,7 +16,7 @@ from contracts.subjects import Subjects
 from tests._harness import until
 from tests.importers import gen_gemini_cli as gen
 from tests.importers._agent_e2e import assert_events, by_session, imported, watch_grows
-from tests.importers.test_import_tools import ask
+from tests.importers.test_import_tools import ask, sessionquery
 from tests.importers.test_watch import has, start, stop, watch_command
 from tests.importers.test_watch import said as said_by
 from worker.importers.detect import detect, expand
@@ -290,15 +291,36 @@ def test_a_recorded_resume_in_a_later_minute_adds_no_second_start() -> None:
     """Resuming, Gemini CLI 0.61 first starts a new chat file for the session id it is
     given (``session-<now>-<short id>.jsonl``: a header and the session context), then
     goes on in the session's own file: the later file holds no message and is not a
-    session of its own."""
+    session of its own. It is read and counted as skipped by design (``file:resume-stub``),
+    never passed over unsaid."""
+    stubs = sorted((RECORDED / "shop" / "chats").glob("session-*.jsonl"))[1:]
+    assert len(stubs) == 2
     files = expand([RECORDED], FMT)
-    names = [p.name for p in files if p.parent.name == "chats"]
-    assert len(names) == 1
-    sessions, _, _ = by_session(FMT, RECORDED)
+    assert [p for p in files if p.parent.name == "chats"][1:] == stubs
+    sessions, _, tally = by_session(FMT, RECORDED)
+    assert len(sessions) == 2  # the main session and its sub-agent
     for events in sessions.values():
         assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
         assert sum(e["type"] == "session/start" for e in events) == 1
-    assert len(list((RECORDED / "shop" / "chats").glob("session-*.jsonl"))) >= 2
+    assert tally.skipped["file:resume-stub"] == 2 and "file:header-only" not in tally.skipped
+    for stub in stubs:
+        events, one = convert_file(FMT, stub)
+        one.explain(GeminiCliImporter().skip_reason)
+        assert events == [] and one.by_design["file:resume-stub"] == 1 and not one.unknown
+
+
+def test_a_resume_stub_is_shown_as_skipped_by_design_by_dry_run(tmp_path: Path) -> None:
+    environment = {k: v for k, v in os.environ.items() if k != "NATS_URL"}
+    done = sessionquery("import", "--format", FMT, str(RECORDED), "--dry-run", "--quiet",
+                        env=environment)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    out = done.stdout.splitlines()
+    for stub in sorted((RECORDED / "shop" / "chats").glob("session-*.jsonl"))[1:]:
+        at = out.index(f"{stub} ({FMT})")
+        shown = out[at + 1 : at + 6]
+        assert any(line.startswith("  skipped by design: file:resume-stub 1") for line in shown)
+    assert "file:resume-stub 2" in done.stderr  # the summary names them too
+    assert reason_for("file:resume-stub", BUILT_IN[FMT]) is not None
 
 
 def test_a_recorded_failed_tool_call_is_flagged_as_every_format_flags_one() -> None:

@@ -54,7 +54,8 @@ compaction record: a session is ended by ``--idle-seconds`` as Claude Code's are
 A chat file with no message yet (the header, maybe the bootstrap context: the CLI writes
 them before the first prompt, and a user who quits leaves the file so) publishes nothing
 and is counted as ``file:header-only``: its session is published whole, from its start,
-once a message is appended.
+once a message is appended; the one the CLI starts when it resumes a session in a later
+minute (the session goes on in its own file) is counted as ``file:resume-stub``.
 """
 
 from __future__ import annotations
@@ -138,6 +139,9 @@ _A2A_FILE: Final = re.compile(r"session-(?P<time>[0-9T-]+)-a2a-serv\.jsonl?")
 # The skip key of a chat file holding no message (its header, maybe its bootstrap
 # context): an empty session is noise in lists and searches, published once it has one.
 EMPTY_CHAT: Final = "file:header-only"
+# The skip key of such a file the CLI started when it resumed a session in a later minute
+# (``_resume_stub``): the session goes on in its own, earlier file.
+RESUME_STUB: Final = "file:resume-stub"
 
 
 def parts_text(content: object) -> str:
@@ -467,15 +471,19 @@ class GeminiConverter(JsonRecordConverter):
         if not self.spoke:
             return []
         out, self.held = self.held, None
-        self.tally.skipped.pop(EMPTY_CHAT, None)  # counted while it was empty: not now
+        for key in (EMPTY_CHAT, RESUME_STUB):  # counted while it was empty: not now
+            self.tally.skipped.pop(key, None)
         return out
 
     def _empty(self) -> bool:
-        """The chat has no message yet: counted (once) as skipped, nothing published."""
+        """The chat has no message yet: counted (once) as skipped, nothing published; a
+        resume's stub by that name, so the summary says why."""
         if self.held is None:
             return False
-        if not self.tally.skipped[EMPTY_CHAT]:
-            self.tally.skip(EMPTY_CHAT)
+        key = RESUME_STUB if _resume_stub(Path(self.path)) else EMPTY_CHAT
+        if not self.tally.skipped[key]:
+            self.tally.skipped.pop(EMPTY_CHAT if key == RESUME_STUB else RESUME_STUB, None)
+            self.tally.skip(key)
         return True
 
     def idle(self) -> list[Outgoing]:
@@ -815,8 +823,9 @@ class GeminiCliImporter(WholeSourceImporter):
     def files(self, root: Path) -> list[Path]:
         # A folder's own sessions before its sub-agents' folders: a sub-agent's start cites
         # the call in its parent that names it.
+        # A resume's stub is listed too: its converter publishes nothing and counts it
+        # (``file:resume-stub``), so the summary and ``--dry-run`` show it was skipped.
         found = [p for p in root.rglob("*.json*") if p.is_file() and self.accepts(p)]
-        found = [p for p in found if not _resume_stub(p)]
         return sorted(found, key=lambda p: (str(_chats_folder(p)), p.parent.name != CHATS, str(p)))
 
     def records(

@@ -219,6 +219,8 @@ BUILT_IN: Final[dict[str, Reasons]] = {
     "gemini-cli": {
         "file:header-only": "a chat with no message yet (the CLI writes its header before"
         " the first prompt, or the user quit): published once it has one",
+        "file:resume-stub": "a chat file the CLI starts when it resumes a session in a later"
+        " minute (its header and context, no message): the session goes on in its own file",
         "record:$rewindTo": "a rewind: what was published stays",
         "record:header:missing": "a chat file whose header line is gone (its first lines"
         " lost; the CLI cannot load it either): its session is named by the file",
