@@ -304,9 +304,9 @@ def test_a_recorded_resume_in_a_later_minute_adds_no_second_start() -> None:
         assert sum(e["type"] == "session/start" for e in events) == 1
     assert tally.skipped["file:resume-stub"] == 2 and "file:header-only" not in tally.skipped
     for stub in stubs:
-        events, one = convert_file(FMT, stub)
+        outs, one = convert_file(FMT, stub)
         one.explain(GeminiCliImporter().skip_reason)
-        assert events == [] and one.by_design["file:resume-stub"] == 1 and not one.unknown
+        assert outs == [] and one.by_design["file:resume-stub"] == 1 and not one.unknown
 
 
 def test_a_resume_stub_is_shown_as_skipped_by_design_by_dry_run(tmp_path: Path) -> None:
