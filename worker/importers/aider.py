@@ -2,7 +2,12 @@
 
 - ``# aider chat started at YYYY-MM-DD HH:MM:SS`` starts a session; the next such line
   ends the previous one (``session/end``), since the file says that session is over;
-- consecutive ``#### ...`` lines are one user message (``message/user``);
+- consecutive ``#### ...`` lines are one user message (``message/user``), but for a
+  confirmation Aider answered itself: after the user answers a question of a group (files
+  or URLs mentioned, shell commands) with (A)ll or (S)kip all, Aider answers the group's
+  next questions so, and logs each as a ``####`` line (0.86.2's ``confirm_ask``: the
+  question, its options, ``[<default>]: `` and the answer): the harness's words, so
+  ``message/context``, never the user's (the user's own answers are ``>`` lines);
 - consecutive ``> ...`` lines are what Aider itself printed (``command/output``: its banner
   and command line, edits applied, confirmations, command output, warnings): no tool call
   of the model's stands behind them, so they are not a ``tool/result``;
@@ -37,6 +42,12 @@ _INPUT_TIME: Final = re.compile(rb"^# (\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:\.\
 _INPUT_TAIL: Final = 1 << 16  # the last input's time is near the end
 _START: Final = re.compile(r"^# aider chat started at (\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2})")
 REASONING_TAG: Final = "thinking-content-7bbeb8e1441453ad999a0bbba8a46d4b"  # Aider's own
+# A confirmation as ``confirm_ask`` logs it: the question, its options, the default and
+# the answer (``Add file to the chat? (Y)es/(N)o/(A)ll/(S)kip all/(D)on't ask again
+# [Yes]: all``).
+_CONFIRMATION: Final = re.compile(
+    r"\(Y\)es/\(N\)o(?:/\(A\)ll)?(?:/\(S\)kip all)?(?:/\(D\)on't ask again)? \[[^\]\n]*\]: ?\S*$"
+)
 
 
 class AiderConverter:
@@ -138,8 +149,7 @@ class AiderConverter:
             return []
         time = self.time
         if kind == "user":
-            return [self.sessions.emit(self.session, "message/user", "user", time,
-                                       {"text": cut(text)}, "####")]  # fmt: skip
+            return [self._said(self.session, said, time) for said in _confirmations_apart(lines)]
         if kind == "tool":
             return [self.sessions.emit(self.session, "command/output", "tool", time,
                                        {"text": cut(text)}, ">")]  # fmt: skip
@@ -153,6 +163,28 @@ class AiderConverter:
                 out.append(self.sessions.emit(self.session, "message/assistant", "assistant",
                                               time, {key: cut(said)}, source))  # fmt: skip
         return out
+
+    def _said(self, session: str, said: tuple[bool, str], time: str | None) -> Outgoing:
+        harness, text = said
+        if harness:  # Aider's own answer to its confirmation
+            return self.sessions.emit(session, "message/context", "system", time,
+                                      {"text": cut(text)}, "####:confirmation")  # fmt: skip
+        return self.sessions.emit(session, "message/user", "user", time, {"text": cut(text)},
+                                  "####")  # fmt: skip
+
+
+def _confirmations_apart(lines: list[str]) -> list[tuple[bool, str]]:
+    """A ``####`` run's texts in order: (True, a confirmation Aider logged) or (False, the
+    user's words); a run is one line in practice, a prompt of the user's never ends so."""
+    runs: list[tuple[bool, list[str]]] = []
+    for line in lines:
+        harness = bool(_CONFIRMATION.search(line.strip()))
+        if runs and runs[-1][0] == harness:
+            runs[-1][1].append(line)
+        else:
+            runs.append((harness, [line]))
+    texts = [(harness, "\n".join(run).strip()) for harness, run in runs]
+    return [(harness, text) for harness, text in texts if text]
 
 
 def _reasoning(reply: str) -> tuple[str, str]:
