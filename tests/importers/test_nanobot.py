@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
+import orjson
 import pytest
 from nats.aio.client import Client as NATS
 
@@ -21,7 +22,10 @@ from tests.importers._agent_e2e import assert_events, imported
 from tests.importers._sources import cites_of, reading_events, watch_growth
 from tests.importers.test_import_tools import ask
 from worker.importers import nanobot, registry
+from worker.importers.base import Resumable
 from worker.importers.detect import detect, expand
+from worker.importers.nanobot import NanobotImporter
+from worker.importers.plugin import ConvertOptions
 
 DIRECT = "nanobot-Y2xpOmRpcmVjdA-20261130091501250000"
 OTHER = "nanobot-dGVsZWdyYW06NDI0Mg-20261130091640250000"
@@ -56,8 +60,12 @@ def test_a_chat(tmp_path: Path) -> None:
     assert results[0]["exit_code"] == 1 and results[0]["is_error"] is True
     assert results[1]["is_error"] is True and "is_error" not in results[2]
     assert results[3]["interrupted"] is True and results[3]["is_error"] is True
-    # The sub-agent's report is nanobot's, not the model's words.
+    # The sub-agent's report is nanobot's, not the model's words; it cites the spawn call
+    # that started the sub-agent (the task id its result names), its payload only text.
     assert got[12]["payload"]["text"].startswith("[Subagent 'coupons' completed]")
+    assert got[9]["type"] == "tool/call" and got[9]["payload"]["tool"] == "spawn"
+    assert got[12]["cites"] == [{"session_id": DIRECT, "seq": got[9]["seq"]}]
+    assert set(got[12]["payload"]) == {"text", "source_type"}
     assert got[15]["payload"]["text"] == "Does the receipt look right?"  # its image counted
 
 
@@ -185,3 +193,28 @@ async def test_watch_follows_a_turn_to_its_save(
     # answer = 9.
     await watch_growth(nc, nats_url, subjects, f"watch-{unique}", "nanobot", path,
                        before=4, grow=rest, after=9)  # fmt: skip
+
+
+def test_a_report_cites_its_spawn_call_after_a_restart(tmp_path: Path) -> None:
+    """``watch`` restarted between the spawn call's result and the sub-agent's report: the
+    converter's token keeps the answered call, so the report still cites it."""
+    path = space(gen.write(tmp_path)) / gen.file_name(gen.DIRECT)
+    lines = path.read_bytes().splitlines(keepends=True)
+    report = next(n for n, line in enumerate(lines) if b"subagent_result" in line)
+    whole = path.read_bytes()
+    path.write_bytes(b"".join(lines[:report]))
+    importer = NanobotImporter()
+    first = importer.converter(path, ConvertOptions())
+    before = [orjson.loads(o.body) for o in first.feed(1, b"")]
+    assert isinstance(first, Resumable)
+    token = orjson.loads(orjson.dumps(first.token()))  # stored as JSON in the bucket
+    path.write_bytes(whole)
+    again = importer.converter(path, ConvertOptions())
+    assert isinstance(again, Resumable)
+    again.restore(token)
+    after = [orjson.loads(o.body) for o in again.feed(2, b"")]
+    (spawn,) = [
+        e for e in before if e["payload"].get("tool") == "spawn" and e["type"] == "tool/call"
+    ]
+    (told,) = [e for e in after if e["payload"].get("source_type") == "assistant:subagent_result"]
+    assert told["cites"] == [{"session_id": DIRECT, "seq": spawn["seq"]}]

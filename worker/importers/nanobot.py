@@ -19,8 +19,10 @@ Read from the writer in ``nanobot-ai`` 0.3.5 (``session/manager.py``, ``session/
   ``tool`` as the ``tool/result`` of ``tool_call_id`` (an error when it starts with
   ``Error`` or ``exec`` reports a non-zero ``Exit code``); a sub-agent's report
   (``injected_event: subagent_result``: the sub-agent runs in memory, only its result is
-  written) as ``message/context``; a scheduled job's prompt (nanobot's, in the user's
-  place) as ``message/context``;
+  written) as ``message/context`` citing the ``spawn`` call that started it (its
+  ``subagent_task_id`` is the id the call's result names: ``Subagent [<label>] started
+  (id: <task id>)``, ``agent/subagent.py``); a scheduled job's prompt (nanobot's, in the
+  user's place) as ``message/context``;
 - the session is the conversation: ``nanobot-<file name>-<first message's time>`` (``/new``
   empties the file and starts another);
 - a checkpoint newer than the file, of its messages: the model's text and thinking now; its
@@ -70,6 +72,8 @@ CRON_PROMPTS: Final = (
     "[Scheduled Task] Timer finished.",
 )
 _EXIT: Final = re.compile(r"\n\s*Exit code: (-?\d+)\s*\Z")
+# The ``spawn`` tool's result (0.3.5's ``SubagentManager.spawn``): the sub-agent's task id.
+_SPAWNED: Final = re.compile(r"^Subagent \[.*?\] started \(id: ([^)\s]+)\)")
 
 
 def _object(value: object) -> dict[str, Any]:
@@ -144,6 +148,7 @@ class _NanobotReader:
         if isinstance(metadata.get("_last_summary"), dict):
             self.skipped["metadata:_last_summary"] += 1
         self.tools: dict[str, object] = {}
+        self.tasks: dict[str, str] = {}  # a sub-agent's task id -> the spawn call's key
         self.time = self.session.time
         items = self.session.items
         for index, message in enumerate(messages):
@@ -193,8 +198,10 @@ class _NanobotReader:
         if message.get("injected_event") == SUBAGENT_RESULT:
             # A sub-agent's report, rendered by nanobot for the model: not the model's words.
             payload = {"text": cut(text)}
+            task = message.get("subagent_task_id")
+            spawn = self.tasks.get(task) if isinstance(task, str) else None
             return [Item(ref, "message/context", "system", payload, "assistant:subagent_result",
-                         self.time)]  # fmt: skip
+                         self.time, cites_call=spawn)]  # fmt: skip
         thought = message.get("reasoning_content")
         if isinstance(thought, str) and thought.strip():
             thinking = {"thinking": cut(thought)}
@@ -243,6 +250,9 @@ class _NanobotReader:
         if text == INTERRUPTED:
             payload["interrupted"] = True
         cites = f"{self.sid}:{call_id}" if isinstance(call_id, str) and call_id else None
+        spawned = _SPAWNED.match(text) if name == "spawn" and cites else None
+        if spawned is not None and cites is not None:
+            self.tasks[spawned.group(1)] = cites
         return Item(ref, "tool/result", "tool", payload, "tool", self.time, result_of=cites)
 
     def _checkpoint(self, count: int) -> list[Item]:

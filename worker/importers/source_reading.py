@@ -57,6 +57,9 @@ class Item:
     call: str | None = None  # a tool/call's id, named by its result
     result_of: str | None = None  # a tool/result's call id: the result cites that call
     spawns: str | None = None  # a tool/call that started a sub-agent: the child's session id
+    # A call this event reports on without being its result (a sub-agent's report citing
+    # the call that spawned it): the event cites that call, its payload unchanged.
+    cites_call: str | None = None
     also_spawns: tuple[str, ...] = ()  # the other sub-agents one call started (a batch)
 
 
@@ -222,7 +225,8 @@ class ReadingConverter:
         self.progress: dict[str, _Published] = {}
         self.calls: dict[str, tuple[str, int, object]] = {}  # call id -> its event, tool
         # Calls answered lately: a call may be answered twice (OpenHands: an error, then
-        # the output), and the second answer cites it too. Bounded, and not kept by watch.
+        # the output), and the second answer cites it too; a later report on it
+        # (``Item.cites_call``) as well. Bounded, and kept in watch's token.
         self.answered: dict[str, tuple[str, int, object]] = {}
         self.spawned: dict[str, tuple[str, int]] = {}  # child session -> spawning call
         self._seen_problems: set[str] = set()
@@ -286,6 +290,9 @@ class ReadingConverter:
         if call is not None:
             cites = [(call[0], call[1])]
             payload.setdefault("tool", call[2])
+        elif item.cites_call:
+            cited = self.calls.get(item.cites_call) or self.answered.get(item.cites_call)
+            cites = [(cited[0], cited[1])] if cited is not None else None
         out = self.sessions.emit(
             sid, item.type, item.surface, item.time, payload, item.source_type,
             cites=cites, source_ref=f"{sid}-{item.ref}",
@@ -333,6 +340,7 @@ class ReadingConverter:
                 for sid, p in self.progress.items()
             },
             "calls": {k: list(v) for k, v in self.calls.items()},
+            "answered": {k: list(v) for k, v in self.answered.items()},
             "spawned": {k: list(v) for k, v in self.spawned.items()},
         }
 
@@ -342,6 +350,7 @@ class ReadingConverter:
             runs = state.pop("replaceable")
             self.sessions.by_id[sid] = SessionState(sid, **state, replaceable=_from_runs(runs))
         self.calls = {k: (v[0], int(v[1]), v[2]) for k, v in token.get("calls", {}).items()}
+        self.answered = {k: (v[0], int(v[1]), v[2]) for k, v in token.get("answered", {}).items()}
         self.spawned = {k: (v[0], int(v[1])) for k, v in token.get("spawned", {}).items()}
 
 
