@@ -62,7 +62,7 @@ from worker.importers.source_reading import (
     read_document,
     said,
 )
-from worker.importers.whole_sources import ReadingImporter, sniffed_document
+from worker.importers.whole_sources import ReadingImporter, files_below, sniffed_document
 
 NAME: Final = "code-puppy"
 PREFIX: Final = "puppy-"
@@ -478,12 +478,11 @@ class CodePuppyImporter(ReadingImporter):
         )
 
     def sources(self, root: Path) -> Iterator[Path]:
-        if root.is_file():
-            yield root
-            return
-        for path in root.rglob("*.json"):
-            if not path.stem.endswith(SIDECARS) and sniffed_document(self, path):
-                yield path
+        return files_below(
+            root,
+            "*.json",
+            lambda path: not path.stem.endswith(SIDECARS) and sniffed_document(self, path),
+        )
 
     def read(self, path: Path, cache: SessionCache) -> SourceReading:
         return read_session(path)

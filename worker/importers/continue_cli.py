@@ -64,7 +64,7 @@ from worker.importers.source_reading import (
     read_document,
     said,
 )
-from worker.importers.whole_sources import ReadingImporter, sniffed
+from worker.importers.whole_sources import ReadingImporter, files_below, sniffed
 
 NAME: Final = "continue"
 PREFIX: Final = "continue-"
@@ -288,12 +288,13 @@ class ContinueImporter(ReadingImporter):
         )  # fmt: skip
 
     def sources(self, root: Path) -> Iterator[Path]:
-        if root.is_file():
-            yield root
-            return
-        for path in root.rglob("*.json"):
-            if path.name != INDEX and path.parent.name == "sessions" and sniffed(self, path):
-                yield path
+        return files_below(
+            root,
+            "*.json",
+            lambda path: (
+                path.name != INDEX and path.parent.name == "sessions" and sniffed(self, path)
+            ),
+        )
 
     def read(self, path: Path, cache: SessionCache) -> SourceReading:
         return read_session(path)

@@ -59,7 +59,7 @@ from worker.importers.source_reading import (
     from_seconds,
     read_document,
 )
-from worker.importers.whole_sources import ReadingImporter, sniffed
+from worker.importers.whole_sources import ReadingImporter, files_below, sniffed
 
 NAME: Final = "mini-swe-agent"
 PREFIX: Final = "mini-"
@@ -486,15 +486,7 @@ class MiniSweAgentImporter(ReadingImporter):
         )
 
     def sources(self, root: Path) -> Iterator[Path]:
-        if root.is_file():
-            yield root
-            return
-        for path in root.rglob(f"*{SUFFIX}"):
-            if sniffed(self, path):
-                yield path
-
-    def last_change(self, path: Path) -> float:
-        return path.stat().st_mtime
+        return files_below(root, f"*{SUFFIX}", lambda path: sniffed(self, path))
 
     def read(self, path: Path, cache: SessionCache) -> SourceReading:
         return read_trajectory(path)

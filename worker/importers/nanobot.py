@@ -56,7 +56,7 @@ from worker.importers.source_reading import (
     SourceReading,
     SourceSession,
 )
-from worker.importers.whole_sources import ReadingImporter, sniffed
+from worker.importers.whole_sources import ReadingImporter, files_below, sniffed
 
 NAME: Final = "nanobot"
 PREFIX: Final = "nanobot-"
@@ -292,12 +292,7 @@ class NanobotImporter(ReadingImporter):
         return path.suffix == ".jsonl" and first.startswith(b'{"_type": "metadata", "key": ')
 
     def sources(self, root: Path) -> Iterator[Path]:
-        if root.is_file():
-            yield root
-            return
-        for path in root.rglob("*.jsonl"):
-            if sniffed(self, path):
-                yield path
+        return files_below(root, "*.jsonl", lambda path: sniffed(self, path))
 
     def last_change(self, path: Path) -> float:
         checkpoint = path.with_name(path.name.removesuffix(".jsonl") + CHECKPOINT)

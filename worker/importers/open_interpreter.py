@@ -40,7 +40,7 @@ from worker.importers.source_reading import (
     read_document,
     said,
 )
-from worker.importers.whole_sources import ReadingImporter, sniffed_document
+from worker.importers.whole_sources import ReadingImporter, files_below, sniffed_document
 
 NAME: Final = "open-interpreter"
 PREFIX: Final = "oi-"
@@ -174,15 +174,7 @@ class OpenInterpreterImporter(ReadingImporter):
         )
 
     def sources(self, root: Path) -> Iterator[Path]:
-        if root.is_file():
-            yield root
-            return
-        for path in root.rglob("*.json"):
-            if sniffed_document(self, path):
-                yield path
-
-    def last_change(self, path: Path) -> float:
-        return path.stat().st_mtime
+        return files_below(root, "*.json", lambda path: sniffed_document(self, path))
 
     def read(self, path: Path, cache: SessionCache) -> SourceReading:
         return read_conversation(path)

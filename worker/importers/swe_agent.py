@@ -62,7 +62,7 @@ from worker.importers.source_reading import (
     SourceSession,
     read_document,
 )
-from worker.importers.whole_sources import ReadingImporter, sniffed
+from worker.importers.whole_sources import ReadingImporter, files_below, sniffed
 
 NAME: Final = "swe-agent"
 PREFIX: Final = "swe-agent-"
@@ -395,16 +395,9 @@ class SweAgentImporter(ReadingImporter):
         return path.name.endswith(SUFFIX) and any(key in text for key in _HEAD_KEYS)
 
     def sources(self, root: Path) -> Iterator[Path]:
-        if root.is_file():
-            yield root
-            return
-        for path in root.rglob(f"*{SUFFIX}"):
-            if _repeated_attempt(path) or not sniffed(self, path):
-                continue
-            yield path
-
-    def last_change(self, path: Path) -> float:
-        return path.stat().st_mtime
+        return files_below(
+            root, f"*{SUFFIX}", lambda path: not _repeated_attempt(path) and sniffed(self, path)
+        )
 
     def read(self, path: Path, cache: SessionCache) -> SourceReading:
         return read_trajectory(path)

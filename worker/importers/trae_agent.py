@@ -60,7 +60,7 @@ from worker.importers.source_reading import (
     SourceSession,
     read_document,
 )
-from worker.importers.whole_sources import ReadingImporter, sniffed
+from worker.importers.whole_sources import ReadingImporter, files_below, sniffed
 
 NAME: Final = "trae-agent"
 PREFIX: Final = "trae-"
@@ -281,15 +281,7 @@ class TraeAgentImporter(ReadingImporter):
         )
 
     def sources(self, root: Path) -> Iterator[Path]:
-        if root.is_file():
-            yield root
-            return
-        for path in root.rglob("*.json"):
-            if sniffed(self, path):
-                yield path
-
-    def last_change(self, path: Path) -> float:
-        return path.stat().st_mtime
+        return files_below(root, "*.json", lambda path: sniffed(self, path))
 
     def read(self, path: Path, cache: SessionCache) -> SourceReading:
         return read_trajectory(path)

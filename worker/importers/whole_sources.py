@@ -70,6 +70,14 @@ def sniffed_document(importer: Importer, path: Path) -> bool:
         return False
 
 
+def files_below(root: Path, pattern: str, keep: Callable[[Path], bool]) -> Iterator[Path]:
+    """The file named (``root`` itself), else the files below ``root`` matching
+    ``pattern`` that ``keep`` takes: the sources of a format kept as one file each."""
+    if root.is_file():
+        return iter([root])
+    return (path for path in root.rglob(pattern) if keep(path))
+
+
 def _folders_holding(root: Path, name: str) -> Iterator[Path]:
     """``root`` when it holds ``name`` (a session's own folder), else every folder below
     it that does."""
